@@ -1,0 +1,290 @@
+"""One typed, frozen crawl configuration: defaults < TOML file < command-line flags.
+
+Units are in the field names (``_ms``, ``_s``, ``_bytes``). Unknown keys are rejected
+with the key's name; every value is type- and range-checked, so a bad file or flag
+gives one ``ConfigError`` line and never a traceback.
+
+The defaults are those of the product's design (docs/architecture.md, "Defaults").
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin, get_type_hints
+
+from core.errors import ConfigError
+
+Scope = Literal["host", "domain", "any"]
+RobotsFailureMode = Literal["allow", "disallow"]
+
+#: Query parameters removed from the dedupe key (session ids and click trackers).
+DEFAULT_STRIP_PARAMS: tuple[str, ...] = (
+    "utm_source",
+    "utm_medium",
+    "utm_campaign",
+    "utm_term",
+    "utm_content",
+    "utm_id",
+    "sid",
+    "sessionid",
+    "session_id",
+    "phpsessid",
+    "jsessionid",
+    "aspsessionid",
+    "fbclid",
+    "gclid",
+    "dclid",
+    "msclkid",
+    "mc_cid",
+    "mc_eid",
+    "_ga",
+    "yclid",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlConfig:
+    """Every setting of one crawl.
+
+    Attributes (units in the names):
+        user_agent: the full User-Agent header sent with every request.
+        robots_token: the product token matched against robots.txt user-agent
+            groups (RFC 9309 §2.2.1); default ``crawldeck``.
+        max_pages: stop after this many pages are fetched (``None``: no cap).
+        max_depth: links followed from a seed (seed = depth 0); deeper URLs are
+            blocked with reason ``depth``.
+        scope: ``host`` (the seeds' hosts), ``domain`` (the seeds' registered
+            domains, by the Public Suffix List) or ``any``.
+        concurrency: fetches in flight across all hosts.
+        per_host_concurrency: fetches in flight to one host.
+        delay_ms: the default politeness delay between two fetch starts on one host.
+        bucket_capacity: tokens of each host's token bucket (the longest burst).
+        bucket_rate_per_s: a cap on each host's long-run rate in requests/s;
+            ``None``: one token per politeness delay.
+        adaptive_delay_factor: delay >= this x the last response time (0 turns it off).
+        max_delay_ms: cap on the adaptive and Crawl-delay parts of the delay.
+        backoff_base_ms, backoff_max_ms: backoff on 429/503 is
+            ``min(max, base x 2^(attempt-1))`` plus jitter up to half of it.
+        retry_after_max_s: a Retry-After longer than this is cut to it.
+        demote_after_s: a host in continuous backoff this long drops to the
+            lowest-priority front queue.
+        max_retries: further tries of a URL after 429/503, a timeout or a lost
+            connection; then the URL is recorded as failed.
+        max_per_host: URLs admitted per host (reason ``host_cap`` beyond).
+        max_url_length: longest URL admitted, in characters (reason ``url_length``).
+        max_path_depth: most path segments admitted (reason ``path_depth``).
+        max_segment_repeats: most times one path segment may occur in a path
+            (reason ``repeating_path``).
+        max_page_param: highest page/offset number admitted (reason ``pagination``).
+        calendar_window_years: dates further than this from today in a path or
+            query are a calendar trap (reason ``calendar``).
+        strip_params: query parameters removed from the dedupe key.
+        max_redirects: most redirect hops in one chain (reason ``too_many_redirects``).
+        max_body_bytes: body cap after decoding; longer bodies are cut off and
+            recorded with error ``body_too_large``.
+        connect_timeout_ms, read_timeout_ms, total_timeout_ms: fetch time budgets.
+        robots_max_bytes: robots.txt is parsed from at most this many bytes
+            (RFC 9309 §2.5 asks for at least 500 KiB).
+        robots_max_redirects: redirect hops followed for robots.txt (RFC 9309 §2.3.1.2).
+        robots_ttl_max_s: the longest a robots.txt is cached (RFC 9309 §2.4: 24 h).
+        robots_retry_s: when an unreachable robots.txt is asked for again.
+        robots_on_failure: ``allow`` (use last good copy, else allow all, audited)
+            or ``disallow`` (strict: block the host, RFC 9309 §2.3.1.4).
+        flush_interval_ms: the store writer commits at least this often.
+        snapshot_interval_ms: how often the engine publishes a ``CrawlSnapshot``.
+    """
+
+    user_agent: str = "crawldeck/0.1 (+https://github.com/crawldeck/crawldeck)"
+    robots_token: str = "crawldeck"
+    max_pages: int | None = None
+    max_depth: int = 10
+    scope: Scope = "domain"
+    concurrency: int = 16
+    per_host_concurrency: int = 1
+    delay_ms: int = 1000
+    bucket_capacity: int = 5
+    bucket_rate_per_s: float | None = None
+    adaptive_delay_factor: float = 2.0
+    max_delay_ms: int = 30_000
+    backoff_base_ms: int = 1000
+    backoff_max_ms: int = 60_000
+    retry_after_max_s: int = 3600
+    demote_after_s: int = 3600
+    max_retries: int = 5
+    max_per_host: int = 500_000
+    max_url_length: int = 2048
+    max_path_depth: int = 20
+    max_segment_repeats: int = 2
+    max_page_param: int = 1000
+    calendar_window_years: int = 2
+    strip_params: tuple[str, ...] = DEFAULT_STRIP_PARAMS
+    max_redirects: int = 10
+    max_body_bytes: int = 10 * 1024 * 1024
+    connect_timeout_ms: int = 10_000
+    read_timeout_ms: int = 30_000
+    total_timeout_ms: int = 60_000
+    robots_max_bytes: int = 500 * 1024
+    robots_max_redirects: int = 5
+    robots_ttl_max_s: int = 86_400
+    robots_retry_s: int = 3600
+    robots_on_failure: RobotsFailureMode = "allow"
+    flush_interval_ms: int = 500
+    snapshot_interval_ms: int = 1000
+
+    def replace(self, **changes: Any) -> CrawlConfig:
+        """A copy with ``changes`` applied and validated; raises ``ConfigError``."""
+        return build_config({**asdict(self), **changes})
+
+
+#: The lowest value each numeric field accepts.
+_MIN_VALUES: dict[str, float] = {
+    "max_pages": 1,
+    "max_depth": 0,
+    "concurrency": 1,
+    "per_host_concurrency": 1,
+    "delay_ms": 0,
+    "bucket_capacity": 1,
+    "bucket_rate_per_s": 0.000001,
+    "adaptive_delay_factor": 0,
+    "max_delay_ms": 0,
+    "backoff_base_ms": 1,
+    "backoff_max_ms": 1,
+    "retry_after_max_s": 0,
+    "demote_after_s": 1,
+    "max_retries": 0,
+    "max_per_host": 1,
+    "max_url_length": 16,
+    "max_path_depth": 1,
+    "max_segment_repeats": 1,
+    "max_page_param": 1,
+    "calendar_window_years": 0,
+    "max_redirects": 0,
+    "max_body_bytes": 1024,
+    "connect_timeout_ms": 1,
+    "read_timeout_ms": 1,
+    "total_timeout_ms": 1,
+    "robots_max_bytes": 500 * 1024,
+    "robots_max_redirects": 0,
+    "robots_ttl_max_s": 0,
+    "robots_retry_s": 1,
+    "flush_interval_ms": 10,
+    "snapshot_interval_ms": 50,
+}
+
+
+def asdict(config: CrawlConfig) -> dict[str, Any]:
+    """The config as a plain JSON-able dict (tuples become lists)."""
+    out: dict[str, Any] = {}
+    for f in fields(config):
+        value = getattr(config, f.name)
+        out[f.name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def _check(name: str, hint: Any, value: Any) -> Any:
+    """Validate one value against its type hint; return it coerced (lists -> tuples)."""
+    origin = get_origin(hint)
+    args = get_args(hint)
+    if origin is Literal:
+        if value not in args:
+            choices = ", ".join(repr(a) for a in args)
+            raise ConfigError(f"config key {name!r}: expected one of {choices}, got {value!r}")
+        return value
+    if type(None) in args:
+        if value is None:
+            return None
+        inner = [a for a in args if a is not type(None)][0]
+        return _check(name, inner, value)
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"config key {name!r}: expected true or false, got {value!r}")
+        return value
+    if hint is int or hint is float:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        if hint is float:
+            ok = ok or isinstance(value, float)
+        if not ok:
+            kind = "an integer" if hint is int else "a number"
+            raise ConfigError(f"config key {name!r}: expected {kind}, got {value!r}")
+        low = _MIN_VALUES.get(name)
+        if low is not None and value < low:
+            raise ConfigError(f"config key {name!r}: expected a value >= {low:g}, got {value!r}")
+        return float(value) if hint is float else value
+    if hint is str:
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"config key {name!r}: expected a non-empty string, got {value!r}")
+        return value
+    if origin is tuple:
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"config key {name!r}: expected a list of strings, got {value!r}")
+        return tuple(value)
+    raise ConfigError(f"config key {name!r}: unsupported type")  # pragma: no cover
+
+
+def build_config(values: Mapping[str, Any]) -> CrawlConfig:
+    """A validated ``CrawlConfig`` from ``values`` (missing keys take defaults).
+
+    Raises:
+        ConfigError: an unknown key (named), a value of the wrong type or out of range,
+            or a robots token that is not letters, ``_`` and ``-`` (RFC 9309 §2.2.1).
+    """
+    hints = get_type_hints(CrawlConfig)
+    known = {f.name for f in fields(CrawlConfig)}
+    for key in values:
+        if key not in known:
+            raise ConfigError(f"unknown config key {key!r}")
+    checked = {key: _check(key, hints[key], value) for key, value in values.items()}
+    token = checked.get("robots_token", "crawldeck")
+    if not all(c.isalpha() or c in "_-" for c in token):
+        raise ConfigError(
+            f"config key 'robots_token': only letters, '_' and '-' are allowed "
+            f"(RFC 9309 §2.2.1), got {token!r}"
+        )
+    config = CrawlConfig(**checked)
+    if config.backoff_max_ms < config.backoff_base_ms:
+        raise ConfigError("config key 'backoff_max_ms': must be >= backoff_base_ms")
+    return config
+
+
+def load_config(path: Path | None, overrides: Mapping[str, Any] | None = None) -> CrawlConfig:
+    """Defaults < the TOML file at ``path`` < ``overrides`` (flags; ``None`` values skipped).
+
+    The file holds top-level keys named as ``CrawlConfig``'s fields, or the same keys
+    under a ``[crawl]`` table.
+
+    Raises:
+        ConfigError: the file is missing, is not valid TOML, or has a bad key or value.
+    """
+    values: dict[str, Any] = {}
+    if path is not None:
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"config file {str(path)!r} does not exist") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"config file {str(path)!r} cannot be read: {exc}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {str(path)!r} is not valid TOML: {exc}") from None
+        crawl = data.pop("crawl", {})
+        if not isinstance(crawl, dict):
+            raise ConfigError("config key 'crawl': expected a table")
+        values.update(data)
+        values.update(crawl)
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            values[key] = value
+    return build_config(values)
+
+
+__all__ = [
+    "DEFAULT_STRIP_PARAMS",
+    "CrawlConfig",
+    "RobotsFailureMode",
+    "Scope",
+    "asdict",
+    "build_config",
+    "load_config",
+]
