@@ -9,6 +9,7 @@ The defaults are those of the product's design (docs/architecture.md, "Defaults"
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -196,7 +197,7 @@ def _check(name: str, hint: Any, value: Any) -> Any:
     if type(None) in args:
         if value is None:
             return None
-        inner = [a for a in args if a is not type(None)][0]
+        inner = next(a for a in args if a is not type(None))
         return _check(name, inner, value)
     if hint is bool:
         if not isinstance(value, bool):
@@ -224,12 +225,24 @@ def _check(name: str, hint: Any, value: Any) -> Any:
     raise ConfigError(f"config key {name!r}: unsupported type")  # pragma: no cover
 
 
+def product_token(user_agent: str) -> str:
+    """The product token of a User-Agent: its leading run of letters, ``_`` and ``-``.
+
+    ``"NiceBot/2.1 (+https://nice.example/bot)"`` gives ``"NiceBot"`` (RFC 9309 §2.2.1:
+    crawlers match robots.txt groups with their product token). An agent that does
+    not start with such a run gives ``"crawldeck"``.
+    """
+    match = re.match(r"[A-Za-z_-]+", user_agent.strip())
+    return match.group(0) if match else "crawldeck"
+
+
 def build_config(values: Mapping[str, Any]) -> CrawlConfig:
     """A validated ``CrawlConfig`` from ``values`` (missing keys take defaults).
 
     Raises:
         ConfigError: an unknown key (named), a value of the wrong type or out of range,
-            or a robots token that is not letters, ``_`` and ``-`` (RFC 9309 §2.2.1).
+            or a robots token (given, or taken from ``user_agent`` when not given)
+            that is not letters, ``_`` and ``-`` (RFC 9309 §2.2.1).
     """
     hints = get_type_hints(CrawlConfig)
     known = {f.name for f in fields(CrawlConfig)}
@@ -237,6 +250,8 @@ def build_config(values: Mapping[str, Any]) -> CrawlConfig:
         if key not in known:
             raise ConfigError(f"unknown config key {key!r}")
     checked = {key: _check(key, hints[key], value) for key, value in values.items()}
+    if "user_agent" in checked and "robots_token" not in checked:
+        checked["robots_token"] = product_token(checked["user_agent"])
     token = checked.get("robots_token", "crawldeck")
     if not all(c.isalpha() or c in "_-" for c in token):
         raise ConfigError(
@@ -287,4 +302,5 @@ __all__ = [
     "asdict",
     "build_config",
     "load_config",
+    "product_token",
 ]

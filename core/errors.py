@@ -7,7 +7,8 @@ catch only ours::
     CrawldeckError                  base of everything below
     +-- ConfigError                 a bad config key, value or flag (one-line message)
     +-- SeedError                   a seeds file that cannot be read at all
-    +-- UrlError                    a URL that cannot be parsed or is not http(s)
+    +-- UrlError                    a URL that cannot be parsed or has no host
+    |   +-- UnsupportedScheme       a URL that is not http or https (mailto:, javascript:)
     +-- FetchError                  a fetch that produced no HTTP response
     |   +-- FetchTimeout            connect, read or total time budget exceeded
     |   +-- ConnectFailed           DNS failure, refused, reset, TLS failure
@@ -51,6 +52,12 @@ class UrlError(CrawldeckError):
     """A URL cannot be parsed, has no host, or is not http/https."""
 
     reason = "bad_url"
+
+
+class UnsupportedScheme(UrlError):
+    """A URL whose scheme is not http or https (``mailto:``, ``javascript:``, ``ftp:``)."""
+
+    reason = "scheme"
 
 
 class FetchError(CrawldeckError):

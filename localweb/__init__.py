@@ -1,0 +1,30 @@
+"""A local multi-host web on loopback addresses for crawldeck's tests, benchmarks and demo.
+
+- :class:`LocalWeb` (:mod:`localweb.web`): seven generated hosts (``www``, ``traps``,
+  ``norobots``, ``flaky``, ``moved``, ``busy``, ``slow``) and their ground truth,
+  :class:`Expected`.
+- :class:`StaticSite` / :func:`serve_static` (:mod:`localweb.static`): a directory tree
+  served as one or several hosts.
+- :class:`HostServer`, :class:`Access` (:mod:`localweb.server`): the HTTP/1.1 server
+  behind both, and its access-log records.
+
+``python -m localweb`` serves the web until Ctrl-C.
+"""
+
+from localweb.server import Access, AccessLog, HostServer, Request, Response, start_hosts
+from localweb.static import StaticSite, serve_static
+from localweb.web import HOST_NAMES, Expected, LocalWeb
+
+__all__ = [
+    "HOST_NAMES",
+    "Access",
+    "AccessLog",
+    "Expected",
+    "HostServer",
+    "LocalWeb",
+    "Request",
+    "Response",
+    "StaticSite",
+    "serve_static",
+    "start_hosts",
+]

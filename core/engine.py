@@ -1,0 +1,766 @@
+"""The crawl engine: wires frontier, politeness, robots, fetcher, parser and store.
+
+One asyncio event loop runs ``config.concurrency`` worker tasks. A worker takes the
+next ready URL from the frontier (the host with the earliest allowed fetch time), checks
+robots.txt, fetches, records the page and its links, and gives the host back to the
+frontier with the next time politeness allows. Workers sleep on one wake-up event with a
+timeout equal to the frontier's next ready time: there is no polling loop.
+
+The engine publishes a ``CrawlSnapshot`` every ``snapshot_interval_ms`` to its
+subscribers and takes commands (``pause``, ``resume``, ``add_seeds``, ``request_stop``)
+from any UI running on the same loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+from core import urls
+from core.config import CrawlConfig, asdict
+from core.errors import FetchError, UrlError
+from core.fetcher import Fetcher, FetchResult
+from core.frontier import Frontier, FrontierEntry
+from core.links import extract_links, is_html
+from core.politeness import Politeness
+from core.robots import RobotsCache
+from core.seen import SeenSet
+from core.snapshot import (
+    BackoffRow,
+    BlockedRow,
+    Counters,
+    CrawlSnapshot,
+    CrawlState,
+    HostRow,
+)
+from core.store import BlockedRecord, FrontierRow, HostRecord, PageRecord, Store
+from core.traps import BlockReason, ScopePolicy, TrapGuard, Verdict
+
+log = logging.getLogger("crawldeck.engine")
+
+Clock = Callable[[], float]
+Subscriber = Callable[[CrawlSnapshot], None]
+Outcome = Literal["finished", "stopped", "max_pages"]
+
+#: HTTP statuses that carry a Location to follow (RFC 9110 §15.4).
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+#: Priorities of the front queues: seeds and redirect targets first, then links.
+PRIORITY_SEED = 0
+PRIORITY_LINK = 1
+#: How many busiest hosts a snapshot carries.
+SNAPSHOT_HOSTS = 50
+#: How many recent blocked URLs and log lines a snapshot carries.
+SNAPSHOT_RECENT = 200
+#: URLs remembered as already recorded in ``blocked`` (bounded, oldest forgotten).
+BLOCKED_MEMORY = 100_000
+#: Seconds an in-flight fetch may still run after a stop was asked for.
+STOP_GRACE_S = 5.0
+#: Throughput is measured over this many seconds.
+THROUGHPUT_WINDOW_S = 10.0
+
+
+@dataclass(slots=True)
+class _HostStats:
+    """Per-host counters kept by the engine (politeness state lives in ``Politeness``)."""
+
+    origin: str
+    fetched: int = 0
+    errors: int = 0
+    in_flight: int = 0
+    admitted: int = 0
+    demoted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlResult:
+    """How a run ended: ``outcome`` and the totals at the end."""
+
+    outcome: Outcome
+    counters: Counters
+
+
+class Engine:
+    """Runs one crawl over a ``Store``.
+
+    Args:
+        config: the crawl's settings.
+        store: the open SQLite store; if it holds an earlier run, the crawl resumes.
+        clock: wall-clock seconds since the epoch (injected for tests).
+        fetcher: the HTTP edge (default: a ``Fetcher`` on ``config``).
+        rng: randomness for backoff jitter.
+        today: the date calendar traps are measured from (default: today, UTC).
+
+    Call ``add_seeds`` then ``await run()``. ``run`` returns when the frontier is empty
+    and nothing is in flight (``finished``), when ``max_pages`` pages were fetched
+    (``max_pages``), or after ``request_stop`` (``stopped``).
+    """
+
+    def __init__(
+        self,
+        config: CrawlConfig,
+        store: Store,
+        *,
+        clock: Clock = time.time,
+        fetcher: Fetcher | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self._clock = clock
+        self._fetcher = fetcher or Fetcher(config)
+        self._robots = RobotsCache(self._fetcher, config, clock, self._audit)
+        self._politeness = Politeness(config, rng)
+        self._frontier = Frontier()
+        self._scope = ScopePolicy(config.scope)
+        self._guard = TrapGuard(config, self._scope, datetime.now(UTC).date())
+        self._seen = SeenSet(store)
+        self._hosts: dict[str, _HostStats] = {}
+        self._dirty_hosts: set[str] = set()
+        self._wake = asyncio.Event()
+        self._resume_event = asyncio.Event()
+        self._resume_event.set()
+        self._state: CrawlState = "running"
+        self._stopping = False
+        self._in_flight = 0
+        self._pages = 0
+        self._bytes = 0
+        self._errors = 0
+        self._status_mix: Counter[str] = Counter()
+        self._blocked_counts: Counter[str] = Counter()
+        self._blocked_recent: deque[BlockedRow] = deque(maxlen=SNAPSHOT_RECENT)
+        self._blocked_seen: dict[str, None] = {}
+        self._log_lines: deque[str] = deque(maxlen=SNAPSHOT_RECENT)
+        self._samples: deque[tuple[float, int, int]] = deque()
+        self._subscribers: list[Subscriber] = []
+        self._started_at = clock()
+        self._run_id: int | None = None
+        self._workers: list[asyncio.Task[None]] = []
+        self._crash: Exception | None = None
+        self._restore()
+
+    # ----------------------------------------------------------------- set-up
+
+    def _restore(self) -> None:
+        """Load an earlier run's state from the store (no-op on a new file)."""
+        if not self.store.has_crawl():
+            return
+        self._seen.rebuild(self.store.iter_keys())
+        for host, count in self.store.host_counts().items():
+            self._stats(host, None).admitted = count
+        for row in self.store.load_frontier():
+            entry = FrontierEntry(
+                row.url,
+                row.key,
+                row.host,
+                row.depth,
+                row.priority,
+                row.attempts,
+                row.redirects,
+                row.via,
+            )
+            self._stats(row.host, urls.origin(row.url))
+            if row.depth == 0:
+                self._scope.add_seed(row.url)
+            self._frontier.add(entry)
+        for host, rec in self.store.load_hosts().items():
+            stats = self._stats(host, None)
+            stats.fetched = rec.pages_fetched
+            stats.demoted = rec.state == "demoted"
+            self._politeness.restore(
+                host,
+                crawl_delay_s=None if rec.crawl_delay_ms is None else rec.crawl_delay_ms / 1000,
+                backoff_attempts=rec.backoff_attempts,
+                backoff_until=rec.backoff_until,
+                backoff_started=None,
+            )
+        counts = self.store.counts()
+        self._pages = int(counts.get("pages", 0))
+        self._blocked_counts.update(counts.get("blocked", {}))
+        self._log(f"resuming: {len(self._frontier)} URLs queued, {self._pages} pages fetched")
+
+    def _stats(self, host: str, origin: str | None) -> _HostStats:
+        stats = self._hosts.get(host)
+        if stats is None:
+            stats = _HostStats(origin or f"http://{host}")
+            self._hosts[host] = stats
+        elif origin is not None and stats.origin != origin and stats.fetched == 0:
+            stats.origin = origin
+        return stats
+
+    def subscribe(self, callback: Subscriber) -> None:
+        """Call ``callback(snapshot)`` every ``snapshot_interval_ms`` and at the end."""
+        self._subscribers.append(callback)
+
+    def add_seeds(self, seed_urls: Iterable[str]) -> list[tuple[str, str]]:
+        """Admit seed URLs (depth 0, highest priority); they also define the scope.
+
+        Returns:
+            ``(url, reason)`` for each seed that was refused (bad URL or a trap
+            guard). A seed already known from an earlier run is silently kept.
+        """
+        refused: list[tuple[str, str]] = []
+        fresh: list[FrontierRow] = []
+        for raw in seed_urls:
+            try:
+                url = urls.clean(raw)
+            except UrlError as exc:
+                refused.append((raw, str(exc)))
+                continue
+            self._scope.add_seed(url)
+            row = self._admit(url, 0, PRIORITY_SEED, (), None, is_seed=True)
+            if isinstance(row, Verdict):
+                refused.append((url, f"{row.reason}: {row.detail}"))
+            elif row is not None:
+                fresh.append(row)
+        if fresh:
+            self.store.enqueue_urls(fresh)
+        self._wake.set()
+        return refused
+
+    # -------------------------------------------------------------- admission
+
+    def _admit(
+        self,
+        url: str,
+        depth: int,
+        priority: int,
+        redirects: tuple[str, ...],
+        via: str | None,
+        *,
+        is_seed: bool = False,
+        key: str | None = None,
+    ) -> FrontierRow | Verdict | None:
+        """Run ``url`` through the trap guards and the seen set.
+
+        Returns:
+            the new frontier row (already in the in-memory frontier; the caller
+            persists it), the ``Verdict`` when refused (already recorded in
+            ``blocked``), or ``None`` when the URL was seen before.
+        """
+        if key is None:
+            key = urls.normalize(url, self.config.strip_params)
+        host = urls.host_key(url)
+        stats = self._hosts.get(host)
+        verdict = self._guard.admit(url, depth, stats.admitted if stats else 0, is_seed=is_seed)
+        if verdict is not None:
+            if not self._seen_blocked(key):
+                self._block(url, host, verdict)
+            return verdict
+        if not self._seen.add_if_new(key):
+            return None
+        stats = self._stats(host, urls.origin(url))
+        stats.admitted += 1
+        entry = FrontierEntry(url, key, host, depth, priority, 0, redirects, via)
+        self._frontier.add(entry)
+        self._wake.set()
+        return FrontierRow(
+            key=key,
+            url=url,
+            host=host,
+            depth=depth,
+            priority=priority,
+            state="queued",
+            available_at=0.0,
+            attempts=0,
+            redirects=redirects,
+            via=via,
+        )
+
+    def _seen_blocked(self, key: str) -> bool:
+        """True if ``key`` was recorded as blocked recently (keeps ``blocked`` writes low)."""
+        if key in self._blocked_seen:
+            return True
+        self._blocked_seen[key] = None
+        if len(self._blocked_seen) > BLOCKED_MEMORY:
+            del self._blocked_seen[next(iter(self._blocked_seen))]
+        return False
+
+    def _block(self, url: str, host: str, verdict: Verdict) -> None:
+        """Record a refused URL in ``blocked`` and the live counters."""
+        now = self._clock()
+        reason = str(verdict.reason)
+        self.store.record_blocked(BlockedRecord(url, host, reason, verdict.detail, now))
+        self._blocked_counts[reason] += 1
+        self._blocked_recent.append(BlockedRow(now, reason, host, url))
+
+    def _audit(self, line: str) -> None:
+        """Keep an audit line (robots.txt treated as allow, demotions) for the log panel."""
+        self._log(line, level=logging.WARNING)
+
+    def _log(self, line: str, level: int = logging.INFO) -> None:
+        stamp = datetime.now(UTC).strftime("%H:%M:%S")
+        self._log_lines.append(f"{stamp} {line}")
+        log.log(level, line)
+
+    # ---------------------------------------------------------------- control
+
+    def pause(self) -> None:
+        """Dispatch nothing new; in-flight fetches finish."""
+        if self._state == "running":
+            self._state = "paused"
+            self._resume_event.clear()
+
+    def resume(self) -> None:
+        """Dispatch again after ``pause``."""
+        if self._state == "paused":
+            self._state = "running"
+            self._resume_event.set()
+            self._wake.set()
+
+    def request_stop(self) -> None:
+        """Stop cleanly: nothing new is dispatched, in-flight fetches get a grace period."""
+        if not self._stopping:
+            asyncio.get_running_loop().call_later(STOP_GRACE_S, self._cancel_workers)
+        self._stopping = True
+        if self._state in ("running", "paused"):
+            self._state = "stopping"
+        self._resume_event.set()
+        self._wake.set()
+
+    @property
+    def paused(self) -> bool:
+        """True while paused."""
+        return self._state == "paused"
+
+    # -------------------------------------------------------------- main loop
+
+    async def run(self) -> CrawlResult:
+        """Crawl until finished, ``max_pages`` reached, or stopped; always flushes the store.
+
+        Raises:
+            StoreError: the SQLite file could not be written.
+            Exception: a bug in a worker is re-raised here after the crawl was stopped
+                and its state saved.
+        """
+        self._started_at = self._clock()
+        self._run_id = self.store.begin_run(asdict(self.config))
+        reporter = asyncio.create_task(self._report_loop())
+        self._workers = [
+            asyncio.create_task(self._worker(), name=f"worker-{i}")
+            for i in range(self.config.concurrency)
+        ]
+        try:
+            await asyncio.gather(*self._workers, return_exceptions=True)
+        finally:
+            reporter.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reporter
+            await self._robots.aclose()
+            await self._fetcher.aclose()
+            outcome = self._outcome()
+            self._state = "finished" if outcome == "finished" else "stopped"
+            self._flush_hosts()
+            self.store.end_run(self._run_id, outcome)
+            await asyncio.to_thread(self.store.flush)
+            self._publish()
+        if self._crash is not None:
+            raise self._crash
+        return CrawlResult(outcome, self._counters())
+
+    def _cancel_workers(self) -> None:
+        """End the stop grace period: cancel fetches still running (they stay queued)."""
+        for task in self._workers:
+            task.cancel()
+
+    def _outcome(self) -> Outcome:
+        if self._stopping:
+            return "stopped"
+        if self._page_cap_reached():
+            return "max_pages"
+        return "finished"
+
+    def _page_cap_reached(self) -> bool:
+        cap = self.config.max_pages
+        return cap is not None and self._pages + self._in_flight >= cap
+
+    async def _worker(self) -> None:
+        try:
+            while True:
+                entry = await self._next_entry()
+                if entry is None:
+                    self._wake.set()
+                    return
+                await self._process(entry)
+        except Exception as exc:  # a bug: stop the crawl cleanly, re-raise from run()
+            log.exception("worker crashed")
+            self._crash = exc
+            self.request_stop()
+
+    async def _next_entry(self) -> FrontierEntry | None:
+        """The next URL whose host may be fetched now; ``None`` when the crawl is over."""
+        while True:
+            if self._stopping:
+                return None
+            if not self._resume_event.is_set():
+                await self._resume_event.wait()
+                continue
+            if self._page_cap_reached():
+                return None
+            now = self._clock()
+            entry = self._frontier.pop(now)
+            if entry is not None:
+                return entry
+            if len(self._frontier) == 0 and self._in_flight == 0:
+                return None
+            ready_at = self._frontier.next_ready_at()
+            self._wake.clear()
+            timeout = None if ready_at is None else max(0.0, ready_at - now) + 0.001
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):
+                    await self._wake.wait()
+
+    # --------------------------------------------------------------- one URL
+
+    async def _process(self, entry: FrontierEntry) -> None:
+        """Robots check, fetch, record, extract; gives the host back to the frontier."""
+        host = entry.host
+        stats = self._stats(host, None)
+        stats.in_flight += 1
+        self._in_flight += 1
+        released = False
+        try:
+            if self.config.per_host_concurrency > 1 and (
+                stats.in_flight < self.config.per_host_concurrency
+            ):
+                # More than one fetch per host is allowed: the host may be taken again
+                # as soon as politeness says so, while this fetch runs.
+                released = True
+            await self._visit(entry, stats, release_early=released)
+        finally:
+            stats.in_flight -= 1
+            self._in_flight -= 1
+            self._dirty_hosts.add(host)
+            self._frontier.release(host, self._politeness.earliest(host, self._clock()))
+            self._wake.set()
+
+    async def _visit(self, entry: FrontierEntry, stats: _HostStats, *, release_early: bool) -> None:
+        host = entry.host
+        decision = await self._robots.check(entry.url)
+        self._politeness.set_crawl_delay(host, decision.crawl_delay_s)
+        if decision.fetched:
+            # robots.txt was just requested from this host: that request counts, so
+            # the page waits for the next slot politeness gives.
+            self._politeness.on_dispatch(host, self._clock())
+            self._frontier.push_front(entry)
+            return
+        if not decision.allowed:
+            robots = self._robots.entry(entry.url)
+            strict = robots is not None and robots.disallow_all and decision.status == "unreachable"
+            reason = BlockReason.ROBOTS_UNAVAILABLE if strict else BlockReason.ROBOTS
+            detail = (
+                "robots.txt unreachable and robots_on_failure = disallow"
+                if strict
+                else f"disallowed for {self.config.robots_token!r}"
+            )
+            self._block(entry.url, host, Verdict(reason, detail))
+            self.store.mark(entry.key, "blocked")
+            return
+        start = self._clock()
+        self._politeness.on_dispatch(host, start)
+        if release_early:
+            self._frontier.release(host, self._politeness.earliest(host, start))
+        try:
+            result = await self._fetcher.fetch(entry.url)
+        except FetchError as exc:
+            now = self._clock()
+            outcome = self._politeness.on_response(host, now, None, now - start, None)
+            stats.errors += 1
+            if outcome.retry and entry.attempts < self.config.max_retries:
+                self._retry(entry, f"{exc.reason}: {exc}")
+                return
+            self._record_failure(entry, stats, start, now, exc)
+            return
+        now = self._clock()
+        outcome = self._politeness.on_response(
+            host, now, result.status, now - start, result.headers.get("retry-after")
+        )
+        if outcome.retry:
+            if entry.attempts < self.config.max_retries:
+                self._retry(entry, f"HTTP {result.status}, backoff {outcome.backoff_s:.1f} s")
+                return
+            self._log(f"{host}: giving up on {entry.url} after {entry.attempts + 1} tries")
+        if self._politeness.should_demote(host, now) and not stats.demoted:
+            stats.demoted = True
+            self._frontier.demote(host)
+            self._audit(f"{host}: in backoff for over {self.config.demote_after_s} s, demoted")
+        self._record(entry, stats, result, start, failed=outcome.retry)
+
+    def _retry(self, entry: FrontierEntry, why: str) -> None:
+        """Put ``entry`` back at the head of its host's queue for another try."""
+        entry.attempts += 1
+        self._frontier.push_front(entry)
+        self.store.mark(entry.key, "queued", attempts=entry.attempts)
+        self._log(f"{entry.host}: retry {entry.attempts} of {entry.url} ({why})")
+
+    def _record_failure(
+        self, entry: FrontierEntry, stats: _HostStats, start: float, now: float, exc: FetchError
+    ) -> None:
+        """Record a fetch that produced no HTTP response after its last try."""
+        self._errors += 1
+        self._pages += 1
+        self._status_mix["error"] += 1
+        stats.fetched += 1
+        page = PageRecord(
+            url=entry.url,
+            final_url=entry.url,
+            host=entry.host,
+            depth=entry.depth,
+            status=None,
+            content_type="",
+            bytes=0,
+            elapsed_ms=(now - start) * 1000,
+            fetched_at=start,
+            rendered=False,
+            error=f"{exc.reason}: {exc}",
+            noindex=False,
+        )
+        self.store.record_page(page, key=entry.key, links=(), new_rows=(), state="failed")
+
+    def _record(
+        self,
+        entry: FrontierEntry,
+        stats: _HostStats,
+        result: FetchResult,
+        start: float,
+        *,
+        failed: bool,
+    ) -> None:
+        """Record a response: the page, its redirect or links, and the new frontier rows."""
+        self._pages += 1
+        self._bytes += len(result.body)
+        stats.fetched += 1
+        status = result.status
+        self._status_mix[f"{status // 100}xx"] += 1
+        if status >= 500:
+            stats.errors += 1
+        error: str | None = None
+        if result.truncated:
+            error = f"body_too_large: over {self.config.max_body_bytes} bytes"
+        elif failed:
+            error = f"gave up after {entry.attempts + 1} tries"
+        edges: list[tuple[str, str]] = []
+        new_rows: list[FrontierRow] = []
+        final_url = entry.url
+        noindex = False
+        location = result.headers.get("location")
+        if status in REDIRECT_STATUSES and location:
+            target = self._redirect(entry, location, new_rows)
+            if target is not None:
+                final_url = target
+                edges.append((entry.url, target))
+        elif 200 <= status < 300 and not result.truncated and is_html(result.content_type):
+            extracted = extract_links(
+                result.body, entry.url, result.headers, self.config.robots_token
+            )
+            noindex = extracted.noindex
+            self._follow(entry, extracted.links, extracted.base, edges, new_rows)
+        page = PageRecord(
+            url=entry.url,
+            final_url=final_url,
+            host=entry.host,
+            depth=entry.depth,
+            status=status,
+            content_type=result.content_type,
+            bytes=len(result.body),
+            elapsed_ms=result.elapsed_ms,
+            fetched_at=start,
+            rendered=False,
+            error=error,
+            noindex=noindex,
+        )
+        state: Literal["done", "failed"] = "failed" if failed else "done"
+        self.store.record_page(page, key=entry.key, links=edges, new_rows=new_rows, state=state)
+
+    def _redirect(
+        self, entry: FrontierEntry, location: str, new_rows: list[FrontierRow]
+    ) -> str | None:
+        """Send a redirect's target through the gates as a new hop; return it if valid.
+
+        A target already in this chain is a ``redirect_loop``; a chain longer than
+        ``max_redirects`` hops is ``too_many_redirects`` (the limit of RFC 9110 §15.4's
+        "SHOULD detect infinite redirection loops").
+        """
+        try:
+            target = urls.clean(location, entry.url)
+        except UrlError as exc:
+            self._block(location, entry.host, Verdict(_url_reason(exc), str(exc)))
+            return None
+        key = urls.normalize(target, self.config.strip_params)
+        chain = (*entry.redirects, entry.key)
+        host = urls.host_key(target)
+        if key in chain:
+            hops = len(chain)
+            self._block(target, host, Verdict(BlockReason.REDIRECT_LOOP, f"loop after {hops} hops"))
+            return target
+        if len(chain) > self.config.max_redirects:
+            detail = f"{len(chain)} hops > max_redirects {self.config.max_redirects}"
+            self._block(target, host, Verdict(BlockReason.TOO_MANY_REDIRECTS, detail))
+            return target
+        row = self._admit(target, entry.depth, PRIORITY_SEED, chain, entry.url, key=key)
+        if isinstance(row, FrontierRow):
+            new_rows.append(row)
+        return target
+
+    def _follow(
+        self,
+        entry: FrontierEntry,
+        hrefs: list[str],
+        base: str,
+        edges: list[tuple[str, str]],
+        new_rows: list[FrontierRow],
+    ) -> None:
+        """Resolve, admit and collect the outlinks of a page at ``entry.depth + 1``."""
+        depth = entry.depth + 1
+        for href in hrefs:
+            try:
+                url = urls.clean(href, base)
+            except UrlError as exc:
+                if not self._seen_blocked(href):
+                    self._block(href, entry.host, Verdict(_url_reason(exc), str(exc)))
+                continue
+            edges.append((entry.url, url))
+            row = self._admit(url, depth, PRIORITY_LINK, (), entry.url)
+            if isinstance(row, FrontierRow):
+                new_rows.append(row)
+
+    # -------------------------------------------------------------- snapshots
+
+    async def _report_loop(self) -> None:
+        interval = self.config.snapshot_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval)
+            self._flush_hosts()
+            self._publish()
+
+    def _publish(self) -> None:
+        snap = self.snapshot()
+        for callback in self._subscribers:
+            callback(snap)
+
+    def _flush_hosts(self) -> None:
+        """Write the politeness state of hosts that changed since the last flush."""
+        now = self._clock()
+        for host in self._dirty_hosts:
+            stats = self._hosts[host]
+            view = self._politeness.view(host, now)
+            robots = self._robots.entry(stats.origin)
+            state = "demoted" if stats.demoted else ("backoff" if view.backoff_until else "active")
+            self.store.upsert_host(
+                HostRecord(
+                    host=host,
+                    ip=None,
+                    robots_status=robots.status if robots else None,
+                    robots_expires_at=robots.expires_at if robots else None,
+                    crawl_delay_ms=(
+                        None
+                        if robots is None or robots.crawl_delay_s is None
+                        else robots.crawl_delay_s * 1000
+                    ),
+                    delay_ms=view.delay_ms,
+                    backoff_attempts=view.backoff_attempts,
+                    backoff_until=view.backoff_until,
+                    pages_fetched=stats.fetched,
+                    state=state,
+                )
+            )
+        self._dirty_hosts.clear()
+
+    def _counters(self) -> Counters:
+        now = self._clock()
+        active = 0
+        backoff = 0
+        for host, stats in self._hosts.items():
+            if stats.in_flight or self._frontier.queued(host):
+                active += 1
+                until = self._politeness.view(host, now).backoff_until
+                if until is not None and until > now:
+                    backoff += 1
+        return Counters(
+            pages=self._pages,
+            bytes=self._bytes,
+            errors=self._errors,
+            queued=len(self._frontier),
+            in_flight=self._in_flight,
+            hosts_known=len(self._hosts),
+            hosts_active=active,
+            hosts_backoff=backoff,
+            blocked=dict(self._blocked_counts),
+            status_mix=dict(self._status_mix),
+        )
+
+    def snapshot(self) -> CrawlSnapshot:
+        """A read-only picture of the crawl now (see ``core.snapshot``)."""
+        now = self._clock()
+        self._samples.append((now, self._pages, self._bytes))
+        while self._samples and now - self._samples[0][0] > THROUGHPUT_WINDOW_S:
+            self._samples.popleft()
+        t0, p0, b0 = self._samples[0]
+        span = now - t0
+        pages_per_s = (self._pages - p0) / span if span > 0 else 0.0
+        bytes_per_s = (self._bytes - b0) / span if span > 0 else 0.0
+        busy = sorted(
+            (
+                (stats.in_flight, self._frontier.queued(host), host)
+                for host, stats in self._hosts.items()
+                if stats.in_flight or self._frontier.queued(host)
+            ),
+            reverse=True,
+        )[:SNAPSHOT_HOSTS]
+        rows = []
+        backoff_rows = []
+        for _, queued, host in busy:
+            stats = self._hosts[host]
+            view = self._politeness.view(host, now)
+            robots = self._robots.entry(stats.origin)
+            rows.append(
+                HostRow(
+                    host=host,
+                    queued=queued,
+                    in_flight=stats.in_flight,
+                    fetched=stats.fetched,
+                    errors=stats.errors,
+                    delay_ms=view.delay_ms,
+                    delay_source=view.delay_source,
+                    tokens=view.tokens,
+                    next_fetch_in_s=max(0.0, self._politeness.earliest(host, now) - now),
+                    robots_status=robots.status if robots else "unknown",
+                )
+            )
+            if view.backoff_until is not None and view.backoff_until > now:
+                backoff_rows.append(
+                    BackoffRow(
+                        host=host,
+                        attempts=view.backoff_attempts,
+                        last_status=view.last_status,
+                        retry_after_s=view.retry_after_s,
+                        backoff_until=view.backoff_until,
+                        demoted=stats.demoted,
+                    )
+                )
+        return CrawlSnapshot(
+            at=now,
+            started_at=self._started_at,
+            state=self._state,
+            counters=self._counters(),
+            pages_per_s=pages_per_s,
+            bytes_per_s=bytes_per_s,
+            window_s=THROUGHPUT_WINDOW_S,
+            max_pages=self.config.max_pages,
+            hosts=tuple(rows),
+            backoff=tuple(backoff_rows),
+            blocked=tuple(self._blocked_recent),
+            log=tuple(self._log_lines),
+        )
+
+
+def _url_reason(exc: UrlError) -> BlockReason:
+    """``scheme`` for ``UnsupportedScheme`` (mailto:, javascript:), else ``bad_url``."""
+    return BlockReason(exc.reason)

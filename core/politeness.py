@@ -1,0 +1,546 @@
+"""Per-host politeness: spacing, a token bucket, backoff and Retry-After (pure).
+
+No I/O, no clock reads, no asyncio: every method takes ``now`` (wall-clock epoch
+seconds, ``float``) and returns a decision; the engine does the waiting.
+
+The rules (``docs/architecture.md``; defaults in ``shared/design.md``, "Defaults";
+every number comes from ``CrawlConfig``):
+
+* **Politeness delay** of a host, the least spacing of two fetch starts::
+
+      delay = max(delay_ms,
+                  min(Crawl-delay, max_delay_ms),                      # robots.txt
+                  min(adaptive_delay_factor x last response time, max_delay_ms))
+
+  Crawl-delay is not in RFC 9309; it is the de-facto extension honoured by most
+  crawlers.
+* **Token bucket** per host of ``bucket_capacity`` tokens, refilled at one token per
+  politeness delay, or at ``bucket_rate_per_s`` when that is lower. The delay bounds
+  the spacing of a burst, the bucket the long-run average.
+* **Backoff** on 429, 503 and on no response at all (timeout, connection lost,
+  ``status=None``): ``attempt += 1``, ``wait = backoff_s(attempt, ...)`` and, when a
+  valid Retry-After came (RFC 9110 §10.2.3), ``max(wait, min(retry_after,
+  retry_after_max_s))``. Any other status ends the backoff.
+* **Earliest start**: ``max(last_start + delay, bucket ready time, backoff_until)``,
+  never before ``now``.
+* **Demotion**: a host in continuous backoff (no other status since its first backoff)
+  for ``demote_after_s`` or longer should leave the high-priority front queues.
+
+State is one ``__slots__`` object per host, created on the first write (dispatch,
+response, Crawl-delay, restore); reads of an unknown host answer with the defaults
+and create nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from datetime import UTC
+from email.utils import parsedate_to_datetime
+from typing import Literal
+
+from core.config import CrawlConfig
+
+DelaySource = Literal["default", "crawl_delay", "adaptive", "backoff"]
+
+#: HTTP statuses that mean "slow down" (RFC 6585 §4: 429, RFC 9110 §15.6.4: 503).
+BACKOFF_STATUSES: frozenset[int] = frozenset({429, 503})
+
+
+class TokenBucket:
+    """A token bucket kept as one number (GCRA, "theoretical arrival time").
+
+    The bucket holds at most ``capacity`` tokens and gains ``rate_per_s`` tokens per
+    second; it starts full. Internally it stores the emission interval
+    ``1 / rate_per_s`` (s) and the time ``tat`` at which it would be full again, so
+    reads are exact and never drift. ``take`` never refuses: taking from an empty
+    bucket runs it into debt (``tokens`` goes below 0) and pushes ``ready_at`` out
+    accordingly, so a forced request (e.g. a robots.txt fetch) still counts.
+
+    Args:
+        capacity: the most tokens held (the longest burst), ``>= 1``.
+        rate_per_s: refill rate in tokens/s, ``> 0``; ``math.inf`` means no limit.
+        now: the current time, epoch s (the bucket is full at ``now``).
+
+    Raises:
+        ValueError: ``capacity < 1`` or ``rate_per_s <= 0`` (or NaN).
+    """
+
+    __slots__ = ("_interval", "_tat", "capacity")
+
+    def __init__(self, capacity: int, rate_per_s: float, now: float) -> None:
+        if capacity < 1:
+            raise ValueError(f"token bucket capacity must be >= 1, got {capacity!r}")
+        self.capacity = capacity
+        self._interval = _interval_of(rate_per_s)
+        self._tat = now
+
+    @property
+    def rate_per_s(self) -> float:
+        """The refill rate in tokens/s (``math.inf`` when unlimited)."""
+        return math.inf if self._interval == 0.0 else 1.0 / self._interval
+
+    def tokens(self, now: float) -> float:
+        """Tokens available at ``now`` (float; ``<= capacity``, negative when in debt)."""
+        interval = self._interval
+        if interval == 0.0:
+            return float(self.capacity)
+        ahead = self._tat - now
+        return self.capacity - (ahead / interval if ahead > 0.0 else 0.0)
+
+    def ready_at(self, now: float) -> float:
+        """The earliest time ``>= now`` (epoch s) at which one whole token is available."""
+        ready = self._tat - (self.capacity - 1) * self._interval
+        return ready if ready > now else now
+
+    def take(self, now: float) -> None:
+        """Take one token at ``now`` (epoch s); an empty bucket goes into debt."""
+        tat = self._tat
+        self._tat = (tat if tat > now else now) + self._interval
+
+    def set_rate(self, rate_per_s: float, now: float) -> None:
+        """Change the refill rate (tokens/s, ``> 0``, ``inf`` = unlimited) at ``now``.
+
+        The tokens held at ``now`` are kept; only the refill from ``now`` on changes.
+
+        Raises:
+            ValueError: ``rate_per_s <= 0`` (or NaN).
+        """
+        self._set_interval(_interval_of(rate_per_s), now)
+
+    def _set_interval(self, interval: float, now: float) -> None:
+        """Set the emission interval (s per token) keeping the tokens held at ``now``."""
+        missing = self.capacity - self.tokens(now)
+        self._interval = interval
+        self._tat = now + missing * interval
+
+
+def _interval_of(rate_per_s: float) -> float:
+    """Seconds per token for a rate in tokens/s; raises ``ValueError`` unless > 0."""
+    if not rate_per_s > 0.0:
+        raise ValueError(f"token bucket rate must be > 0 tokens/s, got {rate_per_s!r}")
+    return 0.0 if math.isinf(rate_per_s) else 1.0 / rate_per_s
+
+
+def backoff_s(attempt: int, base_s: float, max_s: float, rng: random.Random) -> float:
+    """The wait in seconds before try ``attempt + 1`` after ``attempt`` failures.
+
+    ``b = min(max_s, base_s * 2**(attempt - 1))`` plus uniform jitter in ``[0, b / 2]``
+    (so the result lies in ``[b, 1.5 b]``): 1, 2, 4, 8, 16, 32, 60, 60 s for attempts
+    1..8 with the defaults (``shared/design.md``, "Defaults"; jitter spreads retries
+    of many clients apart, the "exponential backoff and jitter" practice).
+
+    Args:
+        attempt: the number of consecutive failures so far, ``>= 1``.
+        base_s: the first wait (s), ``>= 0``. max_s: the cap (s) before jitter.
+        rng: the source of the jitter (seed it for reproducible tests).
+
+    Raises:
+        ValueError: ``attempt < 1``.
+    """
+    if attempt < 1:
+        raise ValueError(f"backoff attempt must be >= 1, got {attempt!r}")
+    # 2.0 ** 1000 is finite; base * that may be inf, which min() then caps.
+    b = min(max_s, base_s * 2.0 ** min(attempt - 1, 1000))
+    return b + rng.uniform(0.0, b / 2.0)
+
+
+def parse_retry_after(value: str, now: float) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header value, or ``None`` if invalid.
+
+    RFC 9110 §10.2.3: ``Retry-After = HTTP-date / delay-seconds`` where
+    ``delay-seconds = 1*DIGIT``. A delta gives its number of seconds; an HTTP-date
+    (IMF-fixdate, or the obsolete RFC 850 / asctime forms, parsed by
+    ``email.utils.parsedate_to_datetime``, read as GMT) gives ``date - now``, and ``0.0``
+    for a date in the past. Surrounding whitespace is ignored.
+
+    Args:
+        value: the header value. now: the current time, epoch s.
+
+    Returns:
+        A float ``>= 0`` (s), or ``None`` for anything else: negative or fractional
+        numbers, garbage, impossible dates. Never raises.
+    """
+    text = value.strip()
+    if not text:
+        return None
+    if text.isascii() and text.isdigit():
+        return float(int(text))
+    if text[0] in "+-" or text[0].isdigit():
+        return None  # a signed or fractional number, or digits with junk: not valid
+    try:
+        when = parsedate_to_datetime(text)
+    except (ValueError, TypeError, IndexError, OverflowError):
+        return None
+    if when is None:  # older Pythons returned None for some garbage
+        return None  # pragma: no cover
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)  # HTTP-dates are always GMT
+    try:
+        delta = when.timestamp() - now
+    except (OverflowError, OSError, ValueError):  # pragma: no cover - platform limits
+        return None
+    return delta if delta > 0.0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What ``Politeness.on_response`` decided about one response.
+
+    Attributes:
+        retry: the URL should be tried again (429, 503, timeout, connection lost);
+            the engine checks its try count against ``max_retries``.
+        backoff_s: the host's backoff wait from now in s (``0.0`` when none).
+    """
+
+    retry: bool
+    backoff_s: float
+
+
+_NO_RETRY = Outcome(retry=False, backoff_s=0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class HostPolitenessView:
+    """A read-only picture of one host's politeness state (console, ``hosts`` table).
+
+    Attributes:
+        delay_ms: the largest spacing part in force now, in ms (float): the backoff
+            wait while backing off if it is the largest, else the politeness delay.
+        delay_source: which part that is: ``default`` (``delay_ms``), ``crawl_delay``
+            (robots.txt), ``adaptive`` (factor x response time) or ``backoff``; a part
+            must exceed the default strictly to be named.
+        tokens: tokens in the bucket now (float, negative when in debt).
+        backoff_attempts: consecutive backoff responses (0 when not backing off).
+        backoff_until: epoch s before which the host is not fetched, or ``None``.
+        last_status: the last HTTP status, ``None`` when there was no response yet
+            or the last try got none (timeout, connection lost).
+        retry_after_s: the last response's valid Retry-After in s (before the cap),
+            or ``None``.
+        demoted: the host has been in continuous backoff for ``demote_after_s``.
+        crawl_delay_s: robots.txt Crawl-delay in s after the cap, or ``None``
+            (for the ``hosts`` table and ``restore``).
+        backoff_started: epoch s of the first backoff of the current continuous
+            backoff, or ``None`` (for ``restore``).
+    """
+
+    delay_ms: float
+    delay_source: DelaySource
+    tokens: float
+    backoff_attempts: int
+    backoff_until: float | None
+    last_status: int | None
+    retry_after_s: float | None
+    demoted: bool
+    crawl_delay_s: float | None = None
+    backoff_started: float | None = None
+
+
+class _HostState(TokenBucket):
+    """All politeness state of one host: its token bucket plus the fields below.
+
+    ``want`` is the bucket interval the delay calls for; the bucket's own interval
+    follows it at the next call that has a ``now`` (``Politeness._sync``).
+    """
+
+    __slots__ = (
+        "adaptive_s",
+        "attempts",
+        "backoff_started",
+        "backoff_until",
+        "backoff_wait_s",
+        "crawl_delay_s",
+        "delay_s",
+        "last_start",
+        "last_status",
+        "retry_after_s",
+        "want",
+    )
+
+    def __init__(self, capacity: int, delay_s: float, interval: float) -> None:
+        self.capacity = capacity
+        self._interval = interval
+        self._tat = -math.inf  # full, whatever ``now`` is
+        self.want = interval
+        self.delay_s = delay_s
+        self.crawl_delay_s: float | None = None
+        self.adaptive_s = 0.0
+        self.last_start: float | None = None
+        self.attempts = 0
+        self.backoff_until: float | None = None
+        self.backoff_started: float | None = None
+        self.backoff_wait_s = 0.0
+        self.last_status: int | None = None
+        self.retry_after_s: float | None = None
+
+
+class Politeness:
+    """Per-host politeness decisions for a whole crawl (pure; ``now`` passed in).
+
+    Args:
+        config: the crawl's settings (``delay_ms``, ``bucket_capacity``,
+            ``bucket_rate_per_s``, ``adaptive_delay_factor``, ``max_delay_ms``,
+            ``backoff_base_ms``, ``backoff_max_ms``, ``retry_after_max_s``,
+            ``demote_after_s``).
+        rng: the source of backoff jitter (default: a fresh ``random.Random()``).
+
+    Hosts are host keys (``urls.host_key``); unknown hosts are fine everywhere. In-flight
+    counts (``per_host_concurrency``) are the engine's business, not this class's.
+    Nothing here raises.
+    """
+
+    __slots__ = (
+        "_backoff_base_s",
+        "_backoff_max_s",
+        "_capacity",
+        "_default_s",
+        "_demote_after_s",
+        "_factor",
+        "_hosts",
+        "_max_delay_s",
+        "_min_interval_s",
+        "_retry_after_max_s",
+        "_rng",
+    )
+
+    def __init__(self, config: CrawlConfig, rng: random.Random | None = None) -> None:
+        self._rng = rng if rng is not None else random.Random()
+        self._default_s = config.delay_ms / 1000.0
+        self._max_delay_s = config.max_delay_ms / 1000.0
+        self._factor = config.adaptive_delay_factor
+        self._capacity = config.bucket_capacity
+        rate = config.bucket_rate_per_s
+        self._min_interval_s = 1.0 / rate if rate is not None else 0.0
+        self._backoff_base_s = config.backoff_base_ms / 1000.0
+        self._backoff_max_s = config.backoff_max_ms / 1000.0
+        self._retry_after_max_s = float(config.retry_after_max_s)
+        self._demote_after_s = float(config.demote_after_s)
+        self._hosts: dict[str, _HostState] = {}
+
+    # -- state helpers ---------------------------------------------------------------
+
+    def _state(self, host: str) -> _HostState:
+        """The host's state, created on first use."""
+        state = self._hosts.get(host)
+        if state is None:
+            delay = self._default_s
+            state = _HostState(self._capacity, delay, max(delay, self._min_interval_s))
+            self._hosts[host] = state
+        return state
+
+    def _recompute(self, state: _HostState) -> None:
+        """Refresh the cached delay (s) and the bucket interval it calls for."""
+        delay = self._default_s
+        crawl = state.crawl_delay_s
+        if crawl is not None and crawl > delay:
+            delay = crawl
+        if state.adaptive_s > delay:
+            delay = state.adaptive_s
+        state.delay_s = delay
+        state.want = delay if delay > self._min_interval_s else self._min_interval_s
+
+    @staticmethod
+    def _sync(state: _HostState, now: float) -> None:
+        """Bring the bucket's refill rate in line with the delay, keeping its tokens."""
+        if state.want != state._interval:
+            state._set_interval(state.want, now)
+
+    # -- inputs ----------------------------------------------------------------------
+
+    def set_crawl_delay(self, host: str, seconds: float | None) -> None:
+        """Record robots.txt's Crawl-delay for ``host`` in s (``None``: none given).
+
+        Capped at ``max_delay_ms``; negative or NaN values count as none. Crawl-delay
+        is not part of RFC 9309; it is the de-facto extension most crawlers honour.
+        The bucket's refill rate follows at the next call that passes ``now``.
+        """
+        state = self._state(host)
+        state.crawl_delay_s = self._cap_crawl_delay(seconds)
+        self._recompute(state)
+
+    def _cap_crawl_delay(self, seconds: float | None) -> float | None:
+        """Crawl-delay in s capped at ``max_delay_ms``; ``None`` for none/negative/NaN."""
+        if seconds is None or not seconds >= 0.0:
+            return None
+        return seconds if seconds < self._max_delay_s else self._max_delay_s
+
+    def on_dispatch(self, host: str, now: float) -> None:
+        """A request to ``host`` starts at ``now`` (epoch s): record it, take a token."""
+        state = self._state(host)
+        if state.want != state._interval:
+            state._set_interval(state.want, now)
+        state.last_start = now
+        state.take(now)
+
+    def on_response(
+        self,
+        host: str,
+        now: float,
+        status: int | None,
+        elapsed_s: float,
+        retry_after: str | None,
+    ) -> Outcome:
+        """Learn from the end of a request to ``host`` at ``now`` (epoch s).
+
+        Args:
+            status: the HTTP status, or ``None`` when no response came (timeout,
+                connection lost).
+            elapsed_s: the request's duration in s (negative counts as 0); the
+                adaptive delay becomes ``min(max_delay, factor x elapsed_s)``.
+            retry_after: the raw ``Retry-After`` header value, if any.
+
+        Returns:
+            ``Outcome(retry=True, backoff_s=wait)`` for 429, 503 and ``None``: the
+            backoff attempt count goes up and the host waits ``wait`` s, which is
+            ``backoff_s(attempt, backoff_base, backoff_max)`` or the Retry-After (capped
+            at ``retry_after_max_s``) if that is longer (RFC 9110 §10.2.3, §15.6.4;
+            RFC 6585 §4). ``Outcome(False, 0.0)`` for any other status, which also
+            ends the backoff.
+        """
+        state = self._state(host)
+        state.last_status = status
+        if self._factor > 0.0:
+            adaptive = self._factor * elapsed_s if elapsed_s > 0.0 else 0.0
+            state.adaptive_s = adaptive if adaptive < self._max_delay_s else self._max_delay_s
+            self._recompute(state)
+        if state.want != state._interval:
+            state._set_interval(state.want, now)
+        retry_after_s = parse_retry_after(retry_after, now) if retry_after is not None else None
+        state.retry_after_s = retry_after_s
+        if status is None or status in BACKOFF_STATUSES:
+            state.attempts += 1
+            wait = backoff_s(state.attempts, self._backoff_base_s, self._backoff_max_s, self._rng)
+            if retry_after_s is not None:
+                honoured = min(retry_after_s, self._retry_after_max_s)
+                if honoured > wait:
+                    wait = honoured
+            state.backoff_until = now + wait
+            state.backoff_wait_s = wait
+            if state.backoff_started is None:
+                state.backoff_started = now
+            return Outcome(retry=True, backoff_s=wait)
+        if state.attempts or state.backoff_until is not None or state.backoff_started is not None:
+            state.attempts = 0
+            state.backoff_until = None
+            state.backoff_started = None
+            state.backoff_wait_s = 0.0
+        return _NO_RETRY
+
+    def restore(
+        self,
+        host: str,
+        *,
+        crawl_delay_s: float | None,
+        backoff_attempts: int,
+        backoff_until: float | None,
+        backoff_started: float | None,
+    ) -> None:
+        """Put back a host's saved state on resume (values from the ``hosts`` table).
+
+        ``crawl_delay_s`` is capped as in ``set_crawl_delay``; a negative attempt count
+        counts as 0. The bucket starts full and no last start is known.
+        """
+        state = self._state(host)
+        state.crawl_delay_s = self._cap_crawl_delay(crawl_delay_s)
+        state.attempts = backoff_attempts if backoff_attempts > 0 else 0
+        state.backoff_until = backoff_until
+        state.backoff_started = backoff_started
+        # The jittered wait itself is not saved; its nominal value is close enough
+        # for ``view``'s delay_ms.
+        state.backoff_wait_s = (
+            min(self._backoff_max_s, self._backoff_base_s * 2.0 ** min(state.attempts - 1, 1000))
+            if state.attempts > 0 and backoff_until is not None
+            else 0.0
+        )
+        self._recompute(state)
+
+    # -- decisions -------------------------------------------------------------------
+
+    def delay_s(self, host: str) -> float:
+        """The politeness delay of ``host`` in s (without backoff), see module doc."""
+        state = self._hosts.get(host)
+        return self._default_s if state is None else state.delay_s
+
+    def earliest(self, host: str, now: float) -> float:
+        """The earliest start (epoch s, ``>= now``) of the next fetch on ``host``.
+
+        ``max(now, last_start + delay, bucket ready time, backoff_until)``.
+        """
+        state = self._hosts.get(host)
+        if state is None:
+            return now
+        if state.want != state._interval:
+            state._set_interval(state.want, now)
+        at = state.ready_at(now)
+        last = state.last_start
+        if last is not None and last + state.delay_s > at:
+            at = last + state.delay_s
+        until = state.backoff_until
+        if until is not None and until > at:
+            at = until
+        return at
+
+    def should_demote(self, host: str, now: float) -> bool:
+        """Whether ``host`` has been in continuous backoff for ``>= demote_after_s``.
+
+        Continuous: no response other than 429/503/none since its first backoff.
+        """
+        state = self._hosts.get(host)
+        if state is None or state.backoff_started is None:
+            return False
+        return now - state.backoff_started >= self._demote_after_s
+
+    def view(self, host: str, now: float) -> HostPolitenessView:
+        """A ``HostPolitenessView`` of ``host`` at ``now`` (epoch s); never creates state."""
+        state = self._hosts.get(host)
+        if state is None:
+            return HostPolitenessView(
+                delay_ms=self._default_s * 1000.0,
+                delay_source="default",
+                tokens=float(self._capacity),
+                backoff_attempts=0,
+                backoff_until=None,
+                last_status=None,
+                retry_after_s=None,
+                demoted=False,
+            )
+        self._sync(state, now)
+        source: DelaySource = "default"
+        delay = self._default_s
+        crawl = state.crawl_delay_s
+        if crawl is not None and crawl > delay:
+            source, delay = "crawl_delay", crawl
+        if state.adaptive_s > delay:
+            source, delay = "adaptive", state.adaptive_s
+        until = state.backoff_until
+        if until is not None and until > now and state.backoff_wait_s > delay:
+            source, delay = "backoff", state.backoff_wait_s
+        return HostPolitenessView(
+            delay_ms=delay * 1000.0,
+            delay_source=source,
+            tokens=state.tokens(now),
+            backoff_attempts=state.attempts,
+            backoff_until=until,
+            last_status=state.last_status,
+            retry_after_s=state.retry_after_s,
+            demoted=self.should_demote(host, now),
+            crawl_delay_s=crawl,
+            backoff_started=state.backoff_started,
+        )
+
+    def hosts(self) -> int:
+        """The number of hosts with state (created by a write, never by a read)."""
+        return len(self._hosts)
+
+
+__all__ = [
+    "BACKOFF_STATUSES",
+    "DelaySource",
+    "HostPolitenessView",
+    "Outcome",
+    "Politeness",
+    "TokenBucket",
+    "backoff_s",
+    "parse_retry_after",
+]

@@ -1,0 +1,140 @@
+"""Read-only pictures of a running crawl, published by the engine for the UIs.
+
+Plain frozen dataclasses: a UI (the Textual console, the headless reporter) reads
+them and never reaches into the engine's state. Times are epoch seconds (float);
+durations carry their unit in the name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+CrawlState = Literal["running", "paused", "stopping", "finished", "stopped"]
+
+
+@dataclass(frozen=True, slots=True)
+class HostRow:
+    """One host's back queue and politeness state.
+
+    Attributes:
+        host: the host key (``example.com`` or ``127.0.0.1:8080``).
+        queued: URLs of this host waiting in the frontier.
+        in_flight: fetches to this host under way.
+        fetched: pages fetched from this host in this crawl (all runs).
+        errors: fetches that ended in a network error or a 5xx status.
+        delay_ms: the politeness delay in force.
+        delay_source: ``default``, ``crawl_delay``, ``adaptive`` or ``backoff``.
+        tokens: tokens left in the host's bucket.
+        next_fetch_in_s: seconds until the host may be fetched again (0: now).
+        robots_status: ``unknown``, ``ok``, ``missing``, ``unreachable`` or
+            ``redirect_limit`` (see ``core.robots``).
+    """
+
+    host: str
+    queued: int
+    in_flight: int
+    fetched: int
+    errors: int
+    delay_ms: float
+    delay_source: str
+    tokens: float
+    next_fetch_in_s: float
+    robots_status: str
+
+
+@dataclass(frozen=True, slots=True)
+class BackoffRow:
+    """A host in backoff after 429/503 or network errors.
+
+    Attributes:
+        host: the host key.
+        attempts: consecutive backoff attempts.
+        last_status: the last HTTP status (``None``: a network error).
+        retry_after_s: the last Retry-After in seconds, if the server sent one.
+        backoff_until: epoch seconds until which nothing is sent to the host.
+        demoted: the host was moved to the lowest-priority front queue.
+    """
+
+    host: str
+    attempts: int
+    last_status: int | None
+    retry_after_s: float | None
+    backoff_until: float | None
+    demoted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class BlockedRow:
+    """One refused URL: ``at`` (epoch s), ``reason`` (a ``BlockReason`` value), host, url."""
+
+    at: float
+    reason: str
+    host: str
+    url: str
+
+
+@dataclass(frozen=True, slots=True)
+class Counters:
+    """Totals of the crawl so far (all runs on the same SQLite file).
+
+    Attributes:
+        pages: pages fetched (any status, errors included).
+        bytes: body bytes received (decoded).
+        errors: fetches that ended without an HTTP response.
+        queued: URLs waiting in the frontier.
+        in_flight: fetches under way.
+        hosts_known: hosts with at least one URL admitted.
+        hosts_active: hosts with queued or in-flight URLs.
+        hosts_backoff: hosts in backoff now.
+        blocked: refused URLs by reason.
+        status_mix: pages by HTTP status class (``2xx``, ``3xx``, ``4xx``, ``5xx``, ``error``).
+    """
+
+    pages: int = 0
+    bytes: int = 0
+    errors: int = 0
+    queued: int = 0
+    in_flight: int = 0
+    hosts_known: int = 0
+    hosts_active: int = 0
+    hosts_backoff: int = 0
+    blocked: dict[str, int] = field(default_factory=dict)
+    status_mix: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlSnapshot:
+    """Everything a UI shows, at one instant.
+
+    Attributes:
+        at: when it was taken (epoch s).
+        started_at: when this run started (epoch s).
+        state: ``running``, ``paused``, ``stopping``, ``finished`` or ``stopped``.
+        counters: the totals.
+        pages_per_s, bytes_per_s: throughput over the last ``window_s`` seconds.
+        window_s: the throughput window in seconds.
+        max_pages: the page cap, if any (for progress and ETA).
+        hosts: the busiest hosts (top N by in-flight, then queued), not every host.
+        backoff: the hosts in backoff.
+        blocked: the most recent refused URLs, newest last.
+        log: the most recent warning and audit lines, newest last.
+    """
+
+    at: float
+    started_at: float
+    state: CrawlState
+    counters: Counters
+    pages_per_s: float
+    bytes_per_s: float
+    window_s: float
+    max_pages: int | None
+    hosts: tuple[HostRow, ...]
+    backoff: tuple[BackoffRow, ...]
+    blocked: tuple[BlockedRow, ...]
+    log: tuple[str, ...]
+
+    @property
+    def elapsed_s(self) -> float:
+        """Seconds since this run started."""
+        return max(0.0, self.at - self.started_at)

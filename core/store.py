@@ -1,0 +1,1038 @@
+"""The SQLite crawl file: its schema and every read and write of it.
+
+One file per crawl (default ``crawl.db``) in WAL mode with ``synchronous=NORMAL``: a
+killed process (SIGKILL, crash) loses at most the batch that was not committed yet; a
+power loss may also lose the last committed batches, never consistency.
+
+Writes never block the event loop (style rule 8): the ``record_*``/``enqueue_urls``/
+``mark``/``upsert_host``/``end_run`` calls put an operation on a queue and return; ONE
+writer thread applies the operations in order and commits them in batches, at the
+latest ``flush_interval_ms`` after the first operation of a batch or when a batch holds
+``MAX_BATCH_OPS`` operations. Every operation is applied whole inside one transaction,
+so after a kill the file holds a prefix of the operations: a page, its outlinks, the
+frontier rows it adds and its own frontier state change are there together or not at all.
+
+Only one crawldeck may use a file at a time: ``Store`` takes an exclusive
+``fcntl.flock`` on the side file ``<db>.lock`` (released by the kernel when the process
+dies, so a SIGKILL never leaves a stale lock; the side file is kept, deleting it would
+race with a second opener).
+
+Schema (version ``SCHEMA_VERSION``; the export contract of docs/architecture.md)::
+
+    pages     url (unique), final_url, host, depth, status, content_type, bytes,
+              elapsed_ms, fetched_at (TEXT, UTC), rendered (0/1), error, noindex (0/1)
+    blocked   url (unique), host, reason, detail, at (TEXT, UTC)
+    hosts     host (pk), ip, robots_status, robots_expires_at (REAL epoch s),
+              crawl_delay_ms, delay_ms, backoff_attempts, backoff_until (REAL epoch s),
+              pages_fetched, state
+    frontier  key (pk), url, host, depth, priority, state, available_at (REAL epoch s),
+              attempts, redirects (JSON list of keys), via, seq (INTEGER insertion order)
+    links     from_url, to_url
+    runs      id (pk), started_at (TEXT, UTC), finished_at (TEXT, UTC), status,
+              config (JSON object)
+    meta      key (pk), value: ``schema_version``, ``application`` = ``crawldeck``
+
+Times meant for people (``pages.fetched_at``, ``blocked.at``, ``runs.started_at`` and
+``finished_at``) are stored as UTC ISO 8601 text of fixed width with microseconds,
+``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (e.g. ``2024-05-01T12:00:00.250000Z``; it sorts as text,
+see ``to_iso_utc``). Times the engine reads back on resume (``available_at``,
+``backoff_until``, ``robots_expires_at``) are REAL wall-clock seconds since the epoch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import heapq
+import json
+import os
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final, Literal, TypedDict
+
+import sqlite_utils
+
+from core.errors import StoreError
+
+#: The schema this code reads and writes; a file of another version is refused.
+SCHEMA_VERSION: Final = 1
+#: A batch is committed when it holds this many operations, even before the interval.
+MAX_BATCH_OPS: Final = 1000
+#: Rows fetched per ``fetchmany`` by the streaming readers.
+READ_BATCH_ROWS: Final = 1000
+
+FrontierState = Literal["queued", "in_flight", "done", "failed", "blocked"]
+#: Frontier states. ``blocked``: refused at dispatch time (robots.txt), never fetched.
+FRONTIER_STATES: Final = frozenset({"queued", "in_flight", "done", "failed", "blocked"})
+
+_ISO_FORMAT: Final = "%Y-%m-%dT%H:%M:%S.%fZ"
+_encode_json: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+def to_iso_utc(epoch_s: float) -> str:
+    """``epoch_s`` (wall-clock seconds since the epoch) as ``YYYY-MM-DDTHH:MM:SS.ffffffZ``.
+
+    Always UTC, always 27 characters, rounded to the microsecond, so the text sorts in
+    time order. Example: ``to_iso_utc(0.25) == "1970-01-01T00:00:00.250000Z"``.
+    """
+    return datetime.fromtimestamp(epoch_s, UTC).strftime(_ISO_FORMAT)
+
+
+def from_iso_utc(text: str) -> float:
+    """The epoch seconds of a ``to_iso_utc`` string (exact to the microsecond).
+
+    Raises:
+        StoreError: ``text`` is not in that format.
+    """
+    try:
+        return datetime.strptime(text, _ISO_FORMAT).replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        raise StoreError(
+            f"not a UTC timestamp of the form YYYY-MM-DDTHH:MM:SS.ffffffZ: {text!r}"
+        ) from None
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True, slots=True)
+class PageRecord:
+    """One fetched (or finally failed) URL: a row of ``pages``.
+
+    Attributes:
+        url: the URL requested. final_url: where it led (a redirect's target, else ``url``).
+        host: its host key. depth: link hops from a seed (seed = 0).
+        status: the HTTP status, ``None`` when no response came (see ``error``).
+        content_type: the Content-Type header ("" or ``None`` when absent).
+        bytes: body bytes read. elapsed_ms: fetch time in milliseconds.
+        fetched_at: fetch start, wall-clock epoch seconds (stored as UTC ISO text).
+        rendered: the page went through a browser. error: a ``reason: detail`` line or
+        ``None``. noindex: meta robots / X-Robots-Tag said noindex.
+    """
+
+    url: str
+    final_url: str | None
+    host: str
+    depth: int
+    status: int | None
+    content_type: str | None
+    bytes: int
+    elapsed_ms: float
+    fetched_at: float
+    rendered: bool
+    error: str | None
+    noindex: bool
+
+
+@dataclass(frozen=True, slots=True)
+class BlockedRecord:
+    """A refused URL: a row of ``blocked`` (``url`` is unique; later copies are dropped).
+
+    Attributes:
+        url, host: the URL and its host key. reason: a ``traps.BlockReason`` token.
+        detail: one line for people. at: wall-clock epoch seconds (stored as UTC ISO text).
+    """
+
+    url: str
+    host: str
+    reason: str
+    detail: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class HostRecord:
+    """The saved politeness state of one host: a row of ``hosts`` (``host`` is the key).
+
+    Attributes:
+        host: the host key. ip: its address if known. robots_status: ``ok``,
+        ``missing``, ``unreachable``, ... robots_expires_at: epoch seconds.
+        crawl_delay_ms: robots.txt Crawl-delay in ms or ``None``. delay_ms: the current
+        delay in ms. backoff_attempts: consecutive 429/503/timeouts. backoff_until:
+        epoch seconds or ``None``. pages_fetched: pages of the host so far.
+        state: ``active``, ``backoff``, ``demoted``, ...
+    """
+
+    host: str
+    ip: str | None
+    robots_status: str | None
+    robots_expires_at: float | None
+    crawl_delay_ms: float | None
+    delay_ms: float
+    backoff_attempts: int
+    backoff_until: float | None
+    pages_fetched: int
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierRow:
+    """One admitted URL: a row of ``frontier``.
+
+    Attributes:
+        key: the dedupe key (unique). url: the URL to request. host: its host key.
+        depth: link hops from a seed. priority: front queue (0 = highest).
+        state: one of ``FRONTIER_STATES``. available_at: not before this epoch second.
+        attempts: tries made so far. redirects: the dedupe keys of the redirect chain
+        that led here (stored as a JSON list). via: the page it was found on, if any.
+    """
+
+    key: str
+    url: str
+    host: str
+    depth: int
+    priority: int
+    state: str = "queued"
+    available_at: float = 0.0
+    attempts: int = 0
+    redirects: tuple[str, ...] = ()
+    via: str | None = None
+
+
+class Counts(TypedDict):
+    """What ``Store.counts`` returns (committed rows only).
+
+    ``pages``: rows of ``pages``; ``blocked``: rows of ``blocked`` by reason;
+    ``queued``, ``in_flight``, ``done``, ``failed``: frontier rows by state;
+    ``frontier_blocked``: frontier rows in state ``blocked``.
+    """
+
+    pages: int
+    blocked: dict[str, int]
+    queued: int
+    in_flight: int
+    done: int
+    failed: int
+    frontier_blocked: int
+
+
+# --------------------------------------------------------------------------- schema
+
+_FRONTIER_COLUMNS: Final = (
+    "key, url, host, depth, priority, state, available_at, attempts, redirects, via, seq"
+)
+_SQL_PAGE: Final = (
+    "INSERT OR IGNORE INTO pages (url, final_url, host, depth, status, content_type,"
+    " bytes, elapsed_ms, fetched_at, rendered, error, noindex)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_SQL_LINK: Final = "INSERT INTO links (from_url, to_url) VALUES (?, ?)"
+_SQL_FRONTIER: Final = (
+    f"INSERT OR IGNORE INTO frontier ({_FRONTIER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_SQL_STATE: Final = "UPDATE frontier SET state = ? WHERE key = ?"
+_SQL_MARK: Final = (
+    "UPDATE frontier SET state = ?, attempts = coalesce(?, attempts),"
+    " available_at = coalesce(?, available_at) WHERE key = ?"
+)
+_SQL_BLOCKED: Final = (
+    "INSERT OR IGNORE INTO blocked (url, host, reason, detail, at) VALUES (?, ?, ?, ?, ?)"
+)
+_SQL_HOST: Final = (
+    "INSERT INTO hosts (host, ip, robots_status, robots_expires_at, crawl_delay_ms,"
+    " delay_ms, backoff_attempts, backoff_until, pages_fetched, state)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (host) DO UPDATE SET ip = excluded.ip,"
+    " robots_status = excluded.robots_status, robots_expires_at = excluded.robots_expires_at,"
+    " crawl_delay_ms = excluded.crawl_delay_ms, delay_ms = excluded.delay_ms,"
+    " backoff_attempts = excluded.backoff_attempts, backoff_until = excluded.backoff_until,"
+    " pages_fetched = excluded.pages_fetched, state = excluded.state"
+)
+_SQL_BEGIN_RUN: Final = (
+    "INSERT INTO runs (started_at, finished_at, status, config) VALUES (?, NULL, 'running', ?)"
+)
+_SQL_END_RUN: Final = "UPDATE runs SET finished_at = ?, status = ? WHERE id = ?"
+
+
+def _create_schema(conn: sqlite3.Connection) -> None:
+    """Create every table and index in one transaction (sqlite-utils)."""
+    db = sqlite_utils.Database(conn, recursive_triggers=False, execute_plugins=False)
+    with db.atomic():
+        db.table("pages").create(
+            {
+                "url": str,
+                "final_url": str,
+                "host": str,
+                "depth": int,
+                "status": int,
+                "content_type": str,
+                "bytes": int,
+                "elapsed_ms": float,
+                "fetched_at": str,
+                "rendered": int,
+                "error": str,
+                "noindex": int,
+            },
+            not_null=[
+                "url",
+                "host",
+                "depth",
+                "bytes",
+                "elapsed_ms",
+                "fetched_at",
+                "rendered",
+                "noindex",
+            ],
+        )
+        db.table("pages").create_index(["url"], index_name="pages_url", unique=True)
+        db.table("blocked").create(
+            {"url": str, "host": str, "reason": str, "detail": str, "at": str},
+            not_null=["url", "host", "reason", "at"],
+        )
+        db.table("blocked").create_index(["url"], index_name="blocked_url", unique=True)
+        db.table("hosts").create(
+            {
+                "host": str,
+                "ip": str,
+                "robots_status": str,
+                "robots_expires_at": float,
+                "crawl_delay_ms": float,
+                "delay_ms": float,
+                "backoff_attempts": int,
+                "backoff_until": float,
+                "pages_fetched": int,
+                "state": str,
+            },
+            pk="host",
+            not_null=["delay_ms", "backoff_attempts", "pages_fetched", "state"],
+        )
+        db.table("frontier").create(
+            {
+                "key": str,
+                "url": str,
+                "host": str,
+                "depth": int,
+                "priority": int,
+                "state": str,
+                "available_at": float,
+                "attempts": int,
+                "redirects": str,
+                "via": str,
+                "seq": int,
+            },
+            pk="key",
+            not_null=[
+                "url",
+                "host",
+                "depth",
+                "priority",
+                "state",
+                "available_at",
+                "attempts",
+                "redirects",
+                "seq",
+            ],
+        )
+        # resume: WHERE state = ? ORDER BY seq; counts: GROUP BY state; MAX(seq) per state
+        db.table("frontier").create_index(["state", "seq"], index_name="frontier_state_seq")
+        db.table("links").create({"from_url": str, "to_url": str}, not_null=["from_url", "to_url"])
+        db.table("runs").create(
+            {"id": int, "started_at": str, "finished_at": str, "status": str, "config": str},
+            pk="id",
+            not_null=["started_at", "status", "config"],
+        )
+        db.table("meta").create({"key": str, "value": str}, pk="key", not_null=["value"])
+        conn.executemany(
+            "INSERT INTO meta (key, value) VALUES (?, ?)",
+            [("schema_version", str(SCHEMA_VERSION)), ("application", "crawldeck")],
+        )
+
+
+_SQLITE_MAGIC: Final = b"SQLite format 3\x00"
+
+
+def check_header(path: Path) -> None:
+    """Refuse a non-empty file that does not start with the SQLite magic string.
+
+    SQLite itself takes a file shorter than its header for an empty database and would
+    write a schema over it; this check keeps such a file untouched.
+
+    Raises:
+        StoreError: the file exists, is not empty and is not SQLite, or cannot be read.
+    """
+    try:
+        with path.open("rb") as f:
+            head = f.read(len(_SQLITE_MAGIC))
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from None
+    if head and head != _SQLITE_MAGIC:
+        raise StoreError(f"{path.name} is not a SQLite crawl file (file is not a database)")
+
+
+def check_schema(conn: sqlite3.Connection, name: str) -> bool:
+    """Whether the file behind ``conn`` is a crawldeck file of ``SCHEMA_VERSION``.
+
+    Returns:
+        ``False`` for an empty SQLite file (no tables yet), ``True`` for a crawl file.
+
+    Raises:
+        StoreError: not SQLite, SQLite but not a crawl file, or another schema version.
+        ``name`` is the file name used in the message.
+    """
+    try:
+        tables = {
+            row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+        if not tables:
+            return False
+        if "meta" not in tables:
+            raise StoreError(f"{name} is a SQLite file but not a crawldeck crawl file")
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{name} is not a SQLite crawl file ({_one_line(exc)})") from None
+    version = None if row is None else row[0]
+    if version != str(SCHEMA_VERSION):
+        raise StoreError(
+            f"{name} has schema version {version}; this crawldeck reads version {SCHEMA_VERSION}"
+        )
+    return True
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _check_states(rows: tuple[FrontierRow, ...]) -> None:
+    for row in rows:
+        if row.state not in FRONTIER_STATES:
+            raise StoreError(f"frontier row {row.key!r}: unknown state {row.state!r}")
+
+
+def _row_to_frontier(row: tuple[Any, ...], state: str | None = None) -> FrontierRow:
+    key, url, host, depth, priority, row_state, available_at, attempts, redirects, via, _ = row
+    return FrontierRow(
+        key=key,
+        url=url,
+        host=host,
+        depth=depth,
+        priority=priority,
+        state=row_state if state is None else state,
+        available_at=available_at,
+        attempts=attempts,
+        redirects=tuple(json.loads(redirects)),
+        via=via,
+    )
+
+
+def _frontier_params(row: FrontierRow, seq: int) -> tuple[Any, ...]:
+    return (
+        row.key,
+        row.url,
+        row.host,
+        row.depth,
+        row.priority,
+        row.state,
+        row.available_at,
+        row.attempts,
+        _encode_json(list(row.redirects)) if row.redirects else "[]",
+        row.via,
+        seq,
+    )
+
+
+# --------------------------------------------------------------------------- writer ops
+
+_ENQUEUE: Final = 0
+_PAGE: Final = 1
+_BLOCKED: Final = 2
+_MARK: Final = 3
+_HOST: Final = 4
+_END_RUN: Final = 5
+_SYNC: Final = 6  # flush / begin_run: commit now and wake the caller
+_STOP: Final = 7
+
+
+class _Waiter:
+    """A caller blocked until the writer commits up to its operation."""
+
+    __slots__ = ("event", "result")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.result: int | None = None
+
+
+class Store:
+    """One crawl's SQLite file, written by one background thread.
+
+    Args:
+        path: the SQLite file; created with the schema when missing or empty.
+        flush_interval_ms: the writer commits at the latest this many milliseconds after
+            the first operation of a batch (and at ``MAX_BATCH_OPS`` operations).
+        clock: wall-clock seconds since the epoch, for ``runs`` timestamps.
+
+    Threading: call everything from one thread (the event loop's). The write calls only
+    queue; ``begin_run``, ``flush`` and ``close`` block until the writer has committed
+    (from a coroutine, call ``flush`` through ``asyncio.to_thread``). Reads use their
+    own connections and see committed data, except ``contains``, which also sees the
+    keys still queued. The queue is unbounded: ``backlog`` tells a caller when to slow
+    down. Always ``close()`` (or use ``with``): the writer is a daemon thread, and what
+    is still queued when the interpreter exits without ``close()`` is lost, as after a
+    kill (the file stays consistent).
+
+    Raises (constructor):
+        StoreError: the file is in use by another crawldeck, is not SQLite, is SQLite
+            but not a crawl file, has another schema version, or cannot be opened.
+    Raises (any method):
+        StoreError: an earlier write failed in the writer thread (disk full, I/O error,
+            a value SQLite cannot store), or the store is closed. The store stays
+            unusable; the operations queued after the failure are dropped.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        flush_interval_ms: int = 500,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.path = Path(path)
+        self._name = self.path.name
+        self._clock = clock
+        self._flush_interval_s = max(0, flush_interval_ms) / 1000
+        self._queue: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        self._pending: set[str] = set()
+        self._pending_lock = threading.Lock()
+        self._error: BaseException | None = None
+        self._error_reported = False
+        self._closed = False
+        self._lock_fd = self._acquire_lock()
+        self._wconn: sqlite3.Connection | None = None
+        self._kconn: sqlite3.Connection | None = None
+        self._rconn: sqlite3.Connection | None = None
+        try:
+            self._wconn = self._open_writer()
+            self._next_seq = self._load_next_seq(self._wconn)
+            self._kconn = self._connect()
+            self._rconn = self._connect()
+            for conn in (self._kconn, self._rconn):
+                conn.execute("PRAGMA query_only = ON")
+        except BaseException:
+            self._release()
+            raise
+        self._thread = threading.Thread(
+            target=self._writer, name=f"crawldeck-store-{self._name}", daemon=True
+        )
+        self._thread.start()
+
+    # ------------------------------------------------------------------ opening
+
+    def _acquire_lock(self) -> int:
+        lock_path = self.path.with_name(self._name + ".lock")
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise StoreError(f"cannot create lock file {lock_path}: {exc.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            try:
+                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            finally:
+                os.close(fd)
+            raise StoreError(
+                f"{self._name} is in use by another crawldeck (pid {holder})"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        return fd
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open {self.path}: {_one_line(exc)}") from None
+        conn.execute("PRAGMA busy_timeout = 5000")
+        return conn
+
+    def _open_writer(self) -> sqlite3.Connection:
+        check_header(self.path)
+        conn = self._connect()
+        try:
+            exists = check_schema(conn, self._name)
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StoreError(f"{self._name}: cannot switch to WAL mode (got {mode})")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA cache_size = -32768")  # KiB: 32 MiB of page cache
+            if not exists:
+                conn.isolation_level = "DEFERRED"  # sqlite-utils wants legacy transactions
+                _create_schema(conn)
+                conn.isolation_level = None
+        except sqlite3.Error as exc:
+            conn.close()
+            raise StoreError(f"cannot open {self.path}: {_one_line(exc)}") from None
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    @staticmethod
+    def _load_next_seq(conn: sqlite3.Connection) -> int:
+        # MAX over each state is one index probe on (state, seq), not a table scan.
+        top = 0
+        for state in sorted(FRONTIER_STATES):
+            row = conn.execute("SELECT max(seq) FROM frontier WHERE state = ?", (state,))
+            value = row.fetchone()[0]
+            if value is not None:
+                top = max(top, int(value))
+        return top + 1
+
+    def _release(self) -> None:
+        for conn in (self._rconn, self._kconn, self._wconn):
+            if conn is not None:
+                conn.close()
+        self._rconn = self._kconn = self._wconn = None
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)  # closing the descriptor drops the flock
+            self._lock_fd = -1
+
+    # ------------------------------------------------------------------ state
+
+    def _check(self) -> None:
+        if self._error is not None:
+            self._error_reported = True
+            raise StoreError(f"{self._name}: write failed: {_one_line(self._error)}")
+        if self._closed:
+            raise StoreError(f"{self._name}: the store is closed")
+
+    @property
+    def backlog(self) -> int:
+        """Operations queued and not yet applied by the writer (approximate)."""
+        return self._queue.qsize()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ writes
+
+    def enqueue_urls(self, rows: Sequence[FrontierRow]) -> None:
+        """Queue new frontier rows (INSERT OR IGNORE: a known key keeps its row).
+
+        Each row gets the next ``seq``. ``contains`` sees the keys at once.
+
+        Raises:
+            StoreError: see the class.
+        """
+        self._check()
+        if not rows:
+            return
+        batch = tuple(rows)
+        _check_states(batch)
+        with self._pending_lock:
+            self._pending.update([row.key for row in batch])
+        self._queue.put((_ENQUEUE, batch))
+
+    def record_page(
+        self,
+        page: PageRecord,
+        *,
+        key: str,
+        links: Sequence[tuple[str, str]],
+        new_rows: Sequence[FrontierRow],
+        state: Literal["done", "failed"],
+    ) -> None:
+        """Queue one fetched page as ONE atomic operation.
+
+        Args:
+            page: the ``pages`` row (a second page with the same ``url`` is dropped).
+            key: the dedupe key of the fetched URL; its frontier row gets ``state``.
+            links: ``(from_url, to_url)`` edges for ``links``.
+            new_rows: frontier rows the page adds (INSERT OR IGNORE).
+            state: ``done`` or ``failed``.
+
+        Raises:
+            StoreError: ``state`` is not ``done``/``failed``; see also the class.
+        """
+        self._check()
+        if state not in ("done", "failed"):
+            raise StoreError(f"record_page: state must be 'done' or 'failed', got {state!r}")
+        rows = tuple(new_rows)
+        if rows:
+            _check_states(rows)
+            with self._pending_lock:
+                self._pending.update([row.key for row in rows])
+        self._queue.put((_PAGE, page, key, tuple(links), rows, state))
+
+    def record_blocked(self, rec: BlockedRecord) -> None:
+        """Queue a refused URL (INSERT OR IGNORE on ``url``: the first reason is kept).
+
+        Raises:
+            StoreError: see the class.
+        """
+        self._check()
+        self._queue.put((_BLOCKED, rec))
+
+    def mark(
+        self,
+        key: str,
+        state: FrontierState,
+        *,
+        attempts: int | None = None,
+        available_at: float | None = None,
+    ) -> None:
+        """Queue a state change of the frontier row ``key`` (no-op if the key is unknown).
+
+        Args:
+            state: one of ``FRONTIER_STATES``.
+            attempts, available_at: new values (epoch seconds for ``available_at``);
+                ``None`` keeps the stored one.
+
+        Raises:
+            StoreError: ``state`` is not a frontier state; see also the class.
+        """
+        self._check()
+        if state not in FRONTIER_STATES:
+            raise StoreError(f"mark: unknown frontier state {state!r}")
+        self._queue.put((_MARK, state, attempts, available_at, key))
+
+    def upsert_host(self, rec: HostRecord) -> None:
+        """Queue the insert or full replacement of the ``hosts`` row of ``rec.host``.
+
+        Raises:
+            StoreError: see the class.
+        """
+        self._check()
+        self._queue.put((_HOST, rec))
+
+    def begin_run(self, config: Mapping[str, Any]) -> int:
+        """Add a ``runs`` row (status ``running``, ``config`` as JSON); block until committed.
+
+        Values JSON cannot hold are stored as their ``str()``.
+
+        Returns:
+            the run id (1, 2, ... per file).
+
+        Raises:
+            StoreError: see the class.
+        """
+        self._check()
+        text = json.dumps(dict(config), sort_keys=True, default=str)
+        waiter = _Waiter()
+        self._queue.put((_SYNC, waiter, (self._clock(), text)))
+        self._wait(waiter)
+        assert waiter.result is not None
+        return waiter.result
+
+    def end_run(self, run_id: int, status: str) -> None:
+        """Queue the end of run ``run_id``: ``finished_at`` = now, ``status`` (e.g. ``finished``).
+
+        Raises:
+            StoreError: see the class.
+        """
+        self._check()
+        self._queue.put((_END_RUN, self._clock(), status, run_id))
+
+    def flush(self) -> None:
+        """Block until every operation queued so far is committed.
+
+        Raises:
+            StoreError: a write failed; see the class.
+        """
+        self._check()
+        waiter = _Waiter()
+        self._queue.put((_SYNC, waiter, None))
+        self._wait(waiter)
+
+    def close(self) -> None:
+        """Commit everything queued, stop the writer, close the file and drop the lock.
+
+        Idempotent. Raises:
+            StoreError: a write failed and that was not reported by an earlier call
+                (the file is closed and unlocked all the same).
+        """
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put((_STOP,))
+        self._thread.join()
+        self._release()
+        if self._error is not None and not self._error_reported:
+            self._error_reported = True
+            raise StoreError(f"{self._name}: write failed: {_one_line(self._error)}")
+
+    def _wait(self, waiter: _Waiter) -> None:
+        while not waiter.event.wait(0.25):
+            if not self._thread.is_alive():  # pragma: no cover - the writer never dies silently
+                raise StoreError(f"{self._name}: the writer thread stopped")
+        if self._error is not None:
+            self._check()
+
+    # ------------------------------------------------------------------ writer thread
+
+    def _writer(self) -> None:
+        conn = self._wconn
+        assert conn is not None
+        get = self._queue.get
+        interval = self._flush_interval_s
+        apply = self._apply
+        while True:
+            op = get()
+            if self._error is not None:  # failed: drop the work, still wake waiters
+                if op[0] == _SYNC:
+                    op[1].event.set()
+                if op[0] == _STOP:
+                    return
+                continue
+            keys: list[str] = []
+            waiters: list[_Waiter] = []
+            stop = False
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                deadline = time.monotonic() + interval
+                count = 0
+                while True:
+                    kind = op[0]
+                    if kind == _STOP:
+                        stop = True
+                        break
+                    if kind == _SYNC:
+                        waiters.append(op[1])
+                        if op[2] is not None:
+                            started_at, text = op[2]
+                            cur = conn.execute(_SQL_BEGIN_RUN, (to_iso_utc(started_at), text))
+                            op[1].result = cur.lastrowid
+                        break
+                    apply(conn, op, keys)
+                    count += 1
+                    if count >= MAX_BATCH_OPS:
+                        break
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    try:
+                        op = get(timeout=remaining)
+                    except queue.Empty:
+                        break
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                self._error = exc
+                if conn.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+            else:
+                if keys:
+                    with self._pending_lock:
+                        self._pending.difference_update(keys)
+            for waiter in waiters:
+                waiter.event.set()
+            if stop:
+                return
+
+    def _apply(self, conn: sqlite3.Connection, op: tuple[Any, ...], keys: list[str]) -> None:
+        kind = op[0]
+        if kind == _PAGE:
+            _, page, key, links, rows, state = op
+            conn.execute(
+                _SQL_PAGE,
+                (
+                    page.url,
+                    page.final_url,
+                    page.host,
+                    page.depth,
+                    page.status,
+                    page.content_type,
+                    page.bytes,
+                    page.elapsed_ms,
+                    to_iso_utc(page.fetched_at),
+                    int(page.rendered),
+                    page.error,
+                    int(page.noindex),
+                ),
+            )
+            if links:
+                conn.executemany(_SQL_LINK, links)
+            if rows:
+                self._insert_frontier(conn, rows, keys)
+            conn.execute(_SQL_STATE, (state, key))
+        elif kind == _ENQUEUE:
+            self._insert_frontier(conn, op[1], keys)
+        elif kind == _MARK:
+            conn.execute(_SQL_MARK, op[1:])
+        elif kind == _BLOCKED:
+            rec: BlockedRecord = op[1]
+            conn.execute(
+                _SQL_BLOCKED, (rec.url, rec.host, rec.reason, rec.detail, to_iso_utc(rec.at))
+            )
+        elif kind == _HOST:
+            h: HostRecord = op[1]
+            conn.execute(
+                _SQL_HOST,
+                (
+                    h.host,
+                    h.ip,
+                    h.robots_status,
+                    h.robots_expires_at,
+                    h.crawl_delay_ms,
+                    h.delay_ms,
+                    h.backoff_attempts,
+                    h.backoff_until,
+                    h.pages_fetched,
+                    h.state,
+                ),
+            )
+        elif kind == _END_RUN:
+            _, at, status, run_id = op
+            conn.execute(_SQL_END_RUN, (to_iso_utc(at), status, run_id))
+        else:  # pragma: no cover - every op kind is handled above
+            raise AssertionError(f"unknown store operation {kind}")
+
+    def _insert_frontier(
+        self, conn: sqlite3.Connection, rows: tuple[FrontierRow, ...], keys: list[str]
+    ) -> None:
+        seq = self._next_seq
+        self._next_seq = seq + len(rows)
+        conn.executemany(
+            _SQL_FRONTIER, [_frontier_params(row, seq + i) for i, row in enumerate(rows)]
+        )
+        keys.extend([row.key for row in rows])
+
+    # ------------------------------------------------------------------ reads
+
+    def _reader(self) -> sqlite3.Connection:
+        self._check()
+        assert self._rconn is not None
+        return self._rconn
+
+    def contains(self, key: str) -> bool:
+        """Whether the frontier holds ``key``: queued-but-uncommitted keys, then SQLite.
+
+        One primary-key lookup (tens of microseconds) when the key is not pending.
+
+        Raises:
+            StoreError: see the class.
+        """
+        self._check()
+        if key in self._pending:
+            return True
+        assert self._kconn is not None
+        cur = self._kconn.execute("SELECT 1 FROM frontier WHERE key = ?", (key,))
+        try:
+            return cur.fetchone() is not None
+        finally:
+            cur.close()  # ends the read transaction now, so the next call sees new commits
+
+    def _stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
+        conn = self._reader()
+        cur = conn.execute(sql, params)
+        try:
+            while rows := cur.fetchmany(READ_BATCH_ROWS):
+                yield from rows
+        finally:
+            cur.close()
+
+    def _scalar(self, sql: str) -> Any:
+        cur = self._reader().execute(sql)
+        try:
+            return cur.fetchone()[0]
+        finally:
+            cur.close()
+
+    def load_frontier(self) -> Iterator[FrontierRow]:
+        """Stream the ``queued`` and ``in_flight`` rows in ``seq`` (insertion) order.
+
+        ``in_flight`` rows come back with ``state="queued"`` and ``attempts`` unchanged
+        (they are the only URLs a resume may fetch twice). Committed rows only.
+
+        Raises:
+            StoreError: see the class.
+        """
+        self._reader()
+        sql = f"SELECT {_FRONTIER_COLUMNS} FROM frontier WHERE state = ? ORDER BY seq"
+        merged = heapq.merge(
+            self._stream(sql, ("queued",)),
+            self._stream(sql, ("in_flight",)),
+            key=lambda row: row[10],
+        )
+        return (_row_to_frontier(row, "queued") for row in merged)
+
+    def iter_keys(self) -> Iterator[str]:
+        """Stream every frontier key (all states), for rebuilding the seen set.
+
+        Raises:
+            StoreError: see the class.
+        """
+        self._reader()
+        return (row[0] for row in self._stream("SELECT key FROM frontier"))
+
+    def host_counts(self) -> dict[str, int]:
+        """Frontier rows (all states) per host key: the URLs admitted per host so far.
+
+        Raises:
+            StoreError: see the class.
+        """
+        rows = self._stream("SELECT host, count(*) FROM frontier GROUP BY host")
+        return {host: count for host, count in rows}
+
+    def load_hosts(self) -> dict[str, HostRecord]:
+        """Every ``hosts`` row by host key.
+
+        Raises:
+            StoreError: see the class.
+        """
+        rows = self._stream(
+            "SELECT host, ip, robots_status, robots_expires_at, crawl_delay_ms, delay_ms,"
+            " backoff_attempts, backoff_until, pages_fetched, state FROM hosts"
+        )
+        return {row[0]: HostRecord(*row) for row in rows}
+
+    def counts(self) -> Counts:
+        """Committed row counts (call ``flush`` first for exact numbers); see ``Counts``.
+
+        Raises:
+            StoreError: see the class.
+        """
+        by_state = {
+            state: int(n)
+            for state, n in self._stream("SELECT state, count(*) FROM frontier GROUP BY state")
+        }
+        blocked = {
+            reason: int(n)
+            for reason, n in self._stream("SELECT reason, count(*) FROM blocked GROUP BY reason")
+        }
+        return Counts(
+            pages=int(self._scalar("SELECT count(*) FROM pages")),
+            blocked=blocked,
+            queued=int(by_state.get("queued", 0)),
+            in_flight=int(by_state.get("in_flight", 0)),
+            done=int(by_state.get("done", 0)),
+            failed=int(by_state.get("failed", 0)),
+            frontier_blocked=int(by_state.get("blocked", 0)),
+        )
+
+    def has_crawl(self) -> bool:
+        """Whether the file already holds a crawl (any committed frontier row): resume.
+
+        Raises:
+            StoreError: see the class.
+        """
+        return bool(self._scalar("SELECT EXISTS (SELECT 1 FROM frontier)"))
+
+
+__all__ = [
+    "FRONTIER_STATES",
+    "MAX_BATCH_OPS",
+    "SCHEMA_VERSION",
+    "BlockedRecord",
+    "Counts",
+    "FrontierRow",
+    "FrontierState",
+    "HostRecord",
+    "PageRecord",
+    "Store",
+    "check_header",
+    "check_schema",
+    "from_iso_utc",
+    "to_iso_utc",
+]

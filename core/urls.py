@@ -1,0 +1,480 @@
+"""URL cleaning, normalization and host identity (pure: no I/O, no clock, no network).
+
+Two spellings of every URL travel through crawldeck (docs/architecture.md, "Conventions"):
+
+* the **URL requested** (:func:`clean`): the link as found, resolved against its base,
+  fragment removed and unsafe characters percent-encoded, so a server that is picky
+  about its own spelling never sees a rewritten URL;
+* the **dedupe key** (:func:`normalize`): the same URL put in the normal form of
+  RFC 3986 §6.2.2-§6.2.3 plus a sorted, filtered query, so trivially different
+  spellings of one resource are crawled once.
+
+:func:`host_key`, :func:`origin` and :func:`registered_domain` give the identities that
+politeness, robots.txt and the crawl scope are keyed on.
+
+Errors: every failure is a :class:`core.errors.UrlError` whose message is one line
+that says why; a URL that is not http/https raises its subclass
+:class:`core.errors.UnsupportedScheme`. Their ``reason`` (``"bad_url"``, ``"scheme"``)
+is a :class:`core.traps.BlockReason` value.
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import re
+from collections.abc import Collection
+from urllib.parse import SplitResult, urljoin, urlsplit, urlunsplit
+
+import idna
+import tldextract
+from w3lib.url import safe_url_string
+
+from core.errors import UnsupportedScheme, UrlError
+
+#: The schemes crawled and their default ports (RFC 9110 §4.2.1, §4.2.2).
+DEFAULT_PORTS: dict[str, int] = {"http": 80, "https": 443}
+
+#: RFC 3986 §2.3 unreserved characters: their percent-escapes are decoded (§6.2.2.2).
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+#: Leading/trailing C0 controls and space, removed as browsers do (WHATWG URL §4.4).
+_C0_OR_SPACE = "".join(chr(i) for i in range(0x21))
+#: ASCII tab and newlines anywhere in a URL are removed (WHATWG URL §4.4).
+_TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
+#: Any C0 control or space, or a backslash: the fast path skips all fixing without one.
+_NEEDS_FIXING = re.compile(r"[\x00-\x20\\]")
+
+#: One DNS label of an ASCII host: letters, digits, '-' and '_' (seen in the wild).
+_ASCII_HOST = re.compile(r"[a-z0-9_-]{1,63}(?:\.[a-z0-9_-]{1,63})*\.?")
+#: RFC 1035 §2.3.4: at most 253 characters (without a trailing dot).
+_MAX_HOST_CHARS = 254
+
+#: A URL that ``safe_url_string`` returns unchanged and that needs no other cleaning:
+#: http(s), lowercase ASCII host, no userinfo, a port without leading zero, then
+#: only characters w3lib leaves alone in the path (``_PATH_SAFEST_CHARS``) and in a
+#: non-empty query of a special scheme (``_SPECIAL_QUERY_SAFEST_CHARS``).
+_ALREADY_CLEAN = re.compile(
+    r"https?://(?P<host>[a-z0-9_-]{1,63}(?:\.[a-z0-9_-]{1,63})*\.?)"
+    r"(?::(?P<port>[1-9][0-9]{0,4}))?"
+    r"(?:/[A-Za-z0-9\-._~%:/@!$&'()*+,;=]*(?:\?[A-Za-z0-9\-._~%:/?@!$&()*+,;=]+)?)?"
+)
+
+#: The start of a cleaned URL with a plain authority (no userinfo, not IPv6):
+#: :func:`host_key` reads it without a full parse.
+_SIMPLE_AUTHORITY = re.compile(r"(https?)://([a-z0-9._-]+)(?::([0-9]{1,5}))?(?=[/?]|\Z)")
+
+#: The percent-escapes that are not in normal form (RFC 3986 §6.2.2.1-§6.2.2.2): an
+#: escaped unreserved character (group 1: ALPHA 41-5A/61-7A, DIGIT 30-39, "-" 2D,
+#: "." 2E, "_" 5F, "~" 7E), an escape with lowercase hex digits (group 2), or a "%"
+#: that starts no escape. Escapes already in normal form are not matched, so a URL
+#: full of them costs one C-level scan.
+_PCT = re.compile(
+    r"%(?:([46][1-9A-Fa-f]|[57][0-9Aa]|3[0-9]|2[DEde]|5[Ff]|7[Ee])"
+    r"|([0-9A-Fa-f]{2})(?<![0-9A-F]{2})"
+    r"|(?![0-9A-Fa-f]{2}))"
+)
+
+#: How much of a bad URL an error message shows.
+_SHOW_CHARS = 80
+
+#: The Public Suffix List from tldextract's bundled snapshot: no list URL (never
+#: fetched), no cache directory (nothing written). PSL private suffixes count
+#: (``github.io``, ``blogspot.com``): names under them belong to different owners.
+_EXTRACT = tldextract.TLDExtract(
+    suffix_list_urls=(), cache_dir=None, include_psl_private_domains=True
+)
+
+
+def _show(url: str) -> str:
+    """``url`` as a short, one-line quoted string for an error message."""
+    if len(url) > _SHOW_CHARS:
+        url = url[:_SHOW_CHARS] + "..."
+    return repr(url)
+
+
+def _fail(message: str, scheme: bool = False) -> UrlError:
+    """A ``UrlError`` with ``message`` (``UnsupportedScheme`` when ``scheme``)."""
+    return UnsupportedScheme(message) if scheme else UrlError(message)
+
+
+def _fix_whitespace(url: str) -> str:
+    """Strip C0/space at both ends, drop tab/CR/LF, read ``\\`` as ``/`` before the query.
+
+    WHATWG URL §4.4 (basic URL parser): leading and trailing C0 controls and spaces
+    are removed, ASCII tab and newline are removed everywhere, and for special
+    schemes (http, https) a backslash in the authority or path is a ``/``.
+    """
+    if not _NEEDS_FIXING.search(url):
+        return url
+    url = url.strip(_C0_OR_SPACE).translate(_TAB_NEWLINE)
+    if "\\" in url:
+        cut = len(url)
+        for mark in "?#":
+            at = url.find(mark)
+            if at != -1 and at < cut:
+                cut = at
+        url = url[:cut].replace("\\", "/") + url[cut:]
+    return url
+
+
+def _ascii_host(host: str) -> str:
+    """``host`` (already lowercase) as an ASCII name; raises ``UrlError`` if invalid.
+
+    Non-ASCII names are encoded with UTS #46 non-transitional processing, as browsers
+    do (WHATWG URL §3.5 "domain to ASCII", IDNA 2008); names that IDNA 2008 refuses
+    but browsers still accept (symbols such as ``☃.net``) fall back to IDNA 2003
+    (RFC 3490).
+    """
+    if not host.isascii():
+        if len(host) > 4 * _MAX_HOST_CHARS:
+            raise _fail(f"host {_show(host)} is too long ({len(host)} characters)")
+        try:
+            host = idna.encode(host, uts46=True, transitional=False).decode("ascii")
+        except (idna.IDNAError, UnicodeError, ValueError):
+            try:
+                host = host.encode("idna").decode("ascii").lower()
+            except UnicodeError:
+                raise _fail(f"host {_show(host)} is not a valid internationalized name") from None
+    if len(host) > _MAX_HOST_CHARS or not _ASCII_HOST.fullmatch(host):
+        raise _fail(f"host {_show(host)} is not a valid host name")
+    return host
+
+
+def _port(parts: SplitResult, url: str) -> int | None:
+    """The port of ``parts`` (``None`` if absent); raises ``UrlError`` if not 1-65535."""
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if port is None:
+        return None
+    if not 1 <= port <= 65535:
+        raw = parts.netloc.rpartition("@")[2].rpartition("]")[2].rpartition(":")[2]
+        raise _fail(f"bad port {_show(raw)} in {_show(url)} (expected 1-65535)")
+    return port
+
+
+def clean(url: str, base: str | None = None) -> str:
+    """The URL to request for the link ``url`` found on a page whose base is ``base``.
+
+    Steps: surrounding whitespace and control characters are stripped, tab and
+    newlines removed and backslashes in the authority or path read as ``/``
+    (WHATWG URL §4.4); ``url`` is resolved against ``base`` (RFC 3986 §5.2, through
+    ``urllib.parse.urljoin``); the fragment is dropped (RFC 3986 §3.5: it is never
+    sent); the host is lowercased and IDNA-encoded (UTS #46, see ``_ascii_host``) and
+    an IPv6 literal is written in its RFC 5952 form; unsafe characters in the path,
+    query and userinfo are percent-encoded as UTF-8 (w3lib ``safe_url_string``).
+    Nothing else is rewritten: the port, dot segments and query order stay as found.
+
+    Args:
+        url: an absolute or relative URL reference, as written in a page.
+        base: the absolute URL it is relative to, or ``None`` for an absolute ``url``.
+
+    Returns:
+        An absolute http/https URL string, ASCII only, without a fragment.
+
+    Raises:
+        UnsupportedScheme: (a ``UrlError``) the scheme is not http/https, e.g.
+            ``javascript:``, ``mailto:``, ``data:``; the message names the scheme.
+        UrlError: one line saying why: no scheme (relative without a base), no host,
+            a bad host name, a port that is not a number in 1-65535, or text that
+            cannot be parsed.
+    """
+    raw = _fix_whitespace(url)
+    if base and not raw.startswith(("http://", "https://")):
+        try:
+            joined = urljoin(_fix_whitespace(base), raw)
+        except ValueError as exc:
+            raise _fail(f"cannot parse {_show(url)}: {exc}") from None
+    else:
+        joined = raw
+    joined = joined.partition("#")[0]
+    match = _ALREADY_CLEAN.fullmatch(joined)
+    if match is not None:
+        port = match.group("port")
+        if len(match.group("host")) <= _MAX_HOST_CHARS and (port is None or int(port) <= 65535):
+            return joined
+    return _clean_slowly(joined, url)
+
+
+def _clean_slowly(joined: str, url: str) -> str:
+    """:func:`clean` of the resolved, fragment-free ``joined`` (``url`` as found).
+
+    The general path: validation through ``urlsplit`` and ``safe_url_string``.
+    :func:`clean` skips it for URLs that ``_ALREADY_CLEAN`` shows it would return
+    unchanged (tests check that both paths agree).
+    """
+    try:
+        parts = urlsplit(joined)
+    except ValueError as exc:
+        raise _fail(f"cannot parse {_show(url)}: {exc}") from None
+    scheme = parts.scheme
+    if scheme not in DEFAULT_PORTS:
+        if not scheme:
+            raise _fail(f"{_show(url)} has no scheme (a relative URL without a base)")
+        raise _fail(
+            f"unsupported scheme {scheme!r} in {_show(url)} (only http and https are crawled)",
+            scheme=True,
+        )
+    hostname = parts.hostname
+    if not hostname:
+        raise _fail(f"{_show(url)} has no host")
+    _port(parts, url)
+    canonical = hostname
+    if ":" in hostname:
+        try:
+            canonical = ipaddress.IPv6Address(hostname).compressed
+        except ValueError:
+            raise _fail(f"host {_show(hostname)} is not a valid IPv6 address") from None
+    else:
+        ascii_host = _ascii_host(hostname)
+        if ascii_host != hostname:
+            userinfo, at, hostport = parts.netloc.rpartition("@")
+            colon = hostport.rfind(":")
+            port_text = hostport[colon:] if colon != -1 else ""
+            netloc = f"{userinfo}{at}{ascii_host}{port_text}"
+            joined = urlunsplit((scheme, netloc, parts.path, parts.query, ""))
+    try:
+        safe = safe_url_string(joined)
+    except (ValueError, UnicodeError) as exc:
+        raise _fail(f"cannot parse {_show(url)}: {exc}") from None
+    if canonical != hostname:
+        safe = safe.replace(f"[{hostname}]", f"[{canonical}]", 1)
+    return safe
+
+
+def _fix_escape(match: re.Match[str]) -> str:
+    """One percent-escape in normal form (RFC 3986 §6.2.2.1, §6.2.2.2)."""
+    unreserved, lowercase = match.groups()
+    if unreserved is not None:
+        return chr(int(unreserved, 16))
+    if lowercase is not None:
+        return "%" + lowercase.upper()
+    return "%25"
+
+
+def _fix_escapes(text: str) -> str:
+    """``text`` with unreserved escapes decoded, others uppercased, lone ``%`` escaped."""
+    if "%" not in text:
+        return text
+    return _PCT.sub(_fix_escape, text)
+
+
+def _remove_dot_segments(path: str) -> str:
+    """``path`` (starting with ``/``) without ``.``/``..`` segments (RFC 3986 §5.2.4)."""
+    if "/." not in path:
+        return path
+    segments = path.split("/")
+    out: list[str] = []
+    for segment in segments[1:-1]:
+        if segment == "..":
+            if out:
+                out.pop()
+        elif segment != ".":
+            out.append(segment)
+    last = segments[-1]
+    if last == "..":
+        if out:
+            out.pop()
+        out.append("")
+    elif last == ".":
+        out.append("")
+    else:
+        out.append(last)
+    return "/" + "/".join(out)
+
+
+@functools.lru_cache(maxsize=16)
+def _lowered(names: tuple[str, ...] | frozenset[str]) -> frozenset[str]:
+    """The strip list as a set of lowercase names (cached per hashable list)."""
+    return frozenset(name.lower() for name in names)
+
+
+def _strip_set(strip_params: Collection[str]) -> frozenset[str]:
+    if isinstance(strip_params, tuple | frozenset):
+        return _lowered(strip_params)
+    return frozenset(name.lower() for name in strip_params)
+
+
+def _query_key(piece: str) -> tuple[str, str]:
+    name, _, value = piece.partition("=")
+    return name, value
+
+
+def normalize(url: str, strip_params: Collection[str]) -> str:
+    """The dedupe key of the *cleaned* URL ``url`` (see :func:`clean`).
+
+    Normal form (RFC 3986 §6.2.2 syntax-based and §6.2.3 scheme-based normalization):
+    scheme and host lowercase (§6.2.2.1), a host's trailing dot dropped, the scheme's
+    default port removed (80 for http, 443 for https; §6.2.3), percent-escapes of
+    unreserved characters decoded and all others uppercase (§6.2.2.1-§6.2.2.2; a
+    ``%`` that starts no escape becomes ``%25``), dot segments removed (§6.2.2.3,
+    after decoding, so ``%2E%2E`` counts), an empty path written ``/`` (§6.2.3), the
+    fragment dropped. In the query, empty ``&`` pieces are dropped, parameters whose
+    lowercased name is in ``strip_params`` are removed, the rest are sorted by name
+    then value (stable) and kept byte for byte otherwise (blank values included); an
+    empty query loses its ``?``.
+
+    ``normalize(normalize(u, s), s) == normalize(u, s)`` for every cleaned ``u``.
+
+    Args:
+        url: a URL returned by :func:`clean`.
+        strip_params: query parameter names to remove, matched case-insensitively
+            (e.g. ``CrawlConfig.strip_params``).
+
+    Returns:
+        The normalized absolute URL string.
+
+    Raises:
+        UnsupportedScheme: ``url`` is not an absolute http/https URL.
+        UrlError: ``url`` has no host or a bad port, or cannot be parsed.
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:
+        raise _fail(f"cannot parse {_show(url)}: {exc}") from None
+    scheme = parts.scheme.lower()
+    default_port = DEFAULT_PORTS.get(scheme)
+    if default_port is None:
+        raise _fail(f"{_show(url)} is not an absolute http or https URL", scheme=True)
+    host = parts.hostname
+    if not host:
+        raise _fail(f"{_show(url)} has no host")
+    port = _port(parts, url)
+    host = host.rstrip(".") or host
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host if port is None or port == default_port else f"{host}:{port}"
+    userinfo, at, _ = parts.netloc.rpartition("@")
+    if at:
+        netloc = f"{_fix_escapes(userinfo)}@{netloc}"
+
+    path = _remove_dot_segments(_fix_escapes(parts.path)) if parts.path else "/"
+    if not path.startswith("/"):
+        path = "/" + path
+
+    query = parts.query
+    if query:
+        pieces = [piece for piece in _fix_escapes(query).split("&") if piece]
+        if pieces:
+            strip = _strip_set(strip_params)
+            if strip:
+                pieces = [p for p in pieces if p.partition("=")[0].lower() not in strip]
+            if len(pieces) > 1:
+                pieces.sort(key=_query_key)
+        query = "&".join(pieces)
+    return urlunsplit((scheme, netloc, path, query, ""))
+
+
+def host_key(url: str) -> str:
+    """The host identity of ``url`` that politeness and per-host caps are keyed on.
+
+    The host lowercase and IDNA-encoded, without a trailing dot, IPv6 literals in
+    brackets, followed by ``:port`` only when the port is not the scheme's default
+    (docs/architecture.md, "Host key"): ``example.com``, ``127.0.5.1:8080``,
+    ``[::1]:8080``. ``http://a/`` and ``https://a/`` share the key ``a``.
+
+    Args:
+        url: an absolute http/https URL (normally one returned by :func:`clean`).
+
+    Raises:
+        UrlError: ``url`` has no host, a bad port or a host that cannot be encoded.
+    """
+    match = _SIMPLE_AUTHORITY.match(url)
+    if match is not None:
+        scheme, host, port_text = match.groups()
+        host = host.rstrip(".") or host
+        if port_text is None:
+            return host
+        number = int(port_text)
+        if 1 <= number <= 65535:
+            return host if number == DEFAULT_PORTS[scheme] else f"{host}:{number}"
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:
+        raise _fail(f"cannot parse {_show(url)}: {exc}") from None
+    host = parts.hostname
+    if not host:
+        raise _fail(f"{_show(url)} has no host")
+    port = _port(parts, url)
+    if ":" in host:
+        host = f"[{host}]"
+    else:
+        if not host.isascii():
+            host = _ascii_host(host)
+        host = host.rstrip(".") or host
+    if port is None or port == DEFAULT_PORTS.get(parts.scheme.lower()):
+        return host
+    return f"{host}:{port}"
+
+
+def origin(url: str) -> str:
+    """``scheme://host[:port]`` of ``url``: the unit robots.txt applies to (RFC 9309 §2.3).
+
+    The host part is :func:`host_key` (default ports omitted), so
+    ``origin("HTTPS://Example.com:443/a?b") == "https://example.com"``.
+
+    Raises:
+        UnsupportedScheme: the scheme is not http/https.
+        UrlError: as :func:`host_key`.
+    """
+    try:
+        scheme = urlsplit(url).scheme.lower()
+    except ValueError as exc:
+        raise _fail(f"cannot parse {_show(url)}: {exc}") from None
+    if scheme not in DEFAULT_PORTS:
+        raise _fail(f"{_show(url)} is not an absolute http or https URL", scheme=True)
+    return f"{scheme}://{host_key(url)}"
+
+
+@functools.lru_cache(maxsize=4096)
+def registered_domain(host: str) -> str:
+    """The registered domain ("eTLD+1") of ``host`` by the Public Suffix List.
+
+    The PSL comes from tldextract's bundled snapshot and is never fetched; private
+    suffixes count, so ``a.github.io`` is its own registered domain. Rules (PSL
+    "Algorithm", https://publicsuffix.org/list/): the longest matching suffix plus
+    one label (``www.bbc.co.uk`` -> ``bbc.co.uk``); a name that is itself a public
+    suffix is its own registered domain (``co.uk``); a name under no listed suffix
+    takes the default rule ``*`` (``a.b.localweb.test`` -> ``localweb.test``). An IP
+    address or a single-label name (``localhost``) is its own registered domain.
+
+    Args:
+        host: a host name without port (lowercase or not, ASCII or Unicode, with or
+            without a trailing dot) or an IP address (IPv6 with or without brackets).
+
+    Returns:
+        The registered domain, lowercase ASCII (Unicode names are IDNA-encoded).
+
+    Raises:
+        UrlError: ``host`` is empty or not a valid host name.
+    """
+    name = host.strip().lower().rstrip(".")
+    if not name:
+        raise _fail(f"empty host {_show(host)}")
+    if ":" in name or name.startswith("["):
+        return name
+    name = _ascii_host(name)
+    if "." not in name:
+        return name
+    try:
+        ipaddress.IPv4Address(name)
+    except ValueError:
+        pass
+    else:
+        return name
+    result = _EXTRACT(name)
+    if result.suffix:
+        return f"{result.domain}.{result.suffix}" if result.domain else name
+    return ".".join(name.rsplit(".", 2)[-2:])
+
+
+__all__ = [
+    "DEFAULT_PORTS",
+    "clean",
+    "host_key",
+    "normalize",
+    "origin",
+    "registered_domain",
+]

@@ -1,0 +1,230 @@
+"""Export of a crawl file: exact JSON Lines and CSV, refusals, constant memory."""
+
+from __future__ import annotations
+
+import io
+import sqlite3
+import tracemalloc
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from core.errors import StoreError
+from core.export import export
+from core.store import BlockedRecord, FrontierRow, HostRecord, PageRecord, Store
+
+T0 = 1714564800.25  # 2024-05-01T12:00:00.250000Z
+ISO = "2024-05-01T12:00:00.250000Z"
+
+
+@pytest.fixture
+def crawl(tmp_path: Path) -> Path:
+    """A small finished crawl: two pages, one refused URL, one host, one run."""
+    db = tmp_path / "crawl.db"
+    with Store(db, clock=lambda: T0) as s:
+        run = s.begin_run({"delay_ms": 1000, "scope": "host"})
+        s.enqueue_urls([FrontierRow("http://a.test/", "http://a.test/", "a.test", 0, 0)])
+        s.record_page(
+            PageRecord(
+                "http://a.test/",
+                "http://a.test/",
+                "a.test",
+                0,
+                200,
+                "text/html",
+                1234,
+                12.5,
+                T0,
+                False,
+                None,
+                False,
+            ),
+            key="http://a.test/",
+            links=[("http://a.test/", "http://a.test/b,c"), ("http://a.test/", "http://a.test/é")],
+            new_rows=[
+                FrontierRow(
+                    "http://a.test/b,c",
+                    "http://a.test/b,c",
+                    "a.test",
+                    1,
+                    1,
+                    redirects=("k0",),
+                    via="http://a.test/",
+                )
+            ],
+            state="done",
+        )
+        s.record_page(
+            PageRecord(
+                "http://a.test/b,c",
+                None,
+                "a.test",
+                1,
+                None,
+                None,
+                0,
+                30000.0,
+                T0 + 1,
+                False,
+                'timeout: read "slow"',
+                True,
+            ),
+            key="http://a.test/b,c",
+            links=(),
+            new_rows=(),
+            state="failed",
+        )
+        s.record_blocked(
+            BlockedRecord("http://a.test/private", "a.test", "robots", "disallowed", T0)
+        )
+        s.upsert_host(
+            HostRecord("a.test", None, "ok", T0 + 86400, None, 1000.0, 0, None, 2, "active")
+        )
+        s.end_run(run, "finished")
+    return db
+
+
+def run_export(db: Path, table: str, fmt: str) -> tuple[int, str]:
+    out = io.StringIO(newline="")
+    count = export(db, table, fmt, out)  # type: ignore[arg-type]
+    return count, out.getvalue()
+
+
+def test_pages_csv(crawl: Path) -> None:
+    count, text = run_export(crawl, "pages", "csv")
+    assert count == 2
+    assert text == (
+        "url,final_url,host,depth,status,content_type,bytes,elapsed_ms,fetched_at,rendered,error,noindex\n"
+        f"http://a.test/,http://a.test/,a.test,0,200,text/html,1234,12.5,{ISO},0,,0\n"
+        '"http://a.test/b,c",,a.test,1,,,0,30000.0,2024-05-01T12:00:01.250000Z,0,'
+        '"timeout: read ""slow""",1\n'
+    )
+
+
+def test_pages_jsonl(crawl: Path) -> None:
+    count, text = run_export(crawl, "pages", "jsonl")
+    assert count == 2
+    assert text == (
+        '{"url": "http://a.test/", "final_url": "http://a.test/", "host": "a.test", "depth": 0, '
+        '"status": 200, "content_type": "text/html", "bytes": 1234, "elapsed_ms": 12.5, '
+        f'"fetched_at": "{ISO}", "rendered": 0, "error": null, "noindex": 0}}\n'
+        '{"url": "http://a.test/b,c", "final_url": null, "host": "a.test", "depth": 1, '
+        '"status": null, "content_type": null, "bytes": 0, "elapsed_ms": 30000.0, '
+        '"fetched_at": "2024-05-01T12:00:01.250000Z", "rendered": 0, '
+        '"error": "timeout: read \\"slow\\"", "noindex": 1}\n'
+    )
+
+
+def test_links_keep_non_ascii(crawl: Path) -> None:
+    assert run_export(crawl, "links", "jsonl") == (
+        2,
+        '{"from_url": "http://a.test/", "to_url": "http://a.test/b,c"}\n'
+        '{"from_url": "http://a.test/", "to_url": "http://a.test/é"}\n',
+    )
+    assert run_export(crawl, "links", "csv") == (
+        2,
+        'from_url,to_url\nhttp://a.test/,"http://a.test/b,c"\nhttp://a.test/,http://a.test/é\n',
+    )
+
+
+def test_frontier_blocked_hosts_runs(crawl: Path) -> None:
+    assert run_export(crawl, "frontier", "csv") == (
+        2,
+        "key,url,host,depth,priority,state,available_at,attempts,redirects,via,seq\n"
+        "http://a.test/,http://a.test/,a.test,0,0,done,0.0,0,[],,1\n"
+        '"http://a.test/b,c","http://a.test/b,c",a.test,1,1,failed,0.0,0,"[""k0""]",'
+        "http://a.test/,2\n",
+    )
+    assert run_export(crawl, "blocked", "jsonl") == (
+        1,
+        '{"url": "http://a.test/private", "host": "a.test", "reason": "robots", '
+        f'"detail": "disallowed", "at": "{ISO}"}}\n',
+    )
+    assert run_export(crawl, "hosts", "csv") == (
+        1,
+        "host,ip,robots_status,robots_expires_at,crawl_delay_ms,delay_ms,backoff_attempts,"
+        "backoff_until,pages_fetched,state\n"
+        "a.test,,ok,1714651200.25,,1000.0,0,,2,active\n",
+    )
+    assert run_export(crawl, "runs", "jsonl") == (
+        1,
+        f'{{"id": 1, "started_at": "{ISO}", "finished_at": "{ISO}", "status": "finished", '
+        '"config": "{\\"delay_ms\\": 1000, \\"scope\\": \\"host\\"}"}\n',
+    )
+
+
+def test_empty_table_csv_has_only_the_header(tmp_path: Path) -> None:
+    db = tmp_path / "crawl.db"
+    Store(db).close()
+    assert run_export(db, "blocked", "csv") == (0, "url,host,reason,detail,at\n")
+    assert run_export(db, "blocked", "jsonl") == (0, "")
+
+
+def test_export_while_the_crawl_holds_the_file(tmp_path: Path) -> None:
+    db = tmp_path / "crawl.db"
+    with Store(db) as s:
+        s.enqueue_urls([FrontierRow("k", "http://a.test/", "a.test", 0, 0)])
+        s.flush()
+        assert run_export(db, "frontier", "csv")[0] == 1
+
+
+def test_refusals(tmp_path: Path, crawl: Path) -> None:
+    with pytest.raises(StoreError, match="does not exist"):
+        run_export(tmp_path / "missing.db", "pages", "csv")
+    with pytest.raises(StoreError, match="unknown table 'meta'"):
+        run_export(crawl, "meta", "csv")
+    with pytest.raises(StoreError, match="unknown export format 'xml'"):
+        run_export(crawl, "pages", "xml")
+    text = tmp_path / "notes.txt"
+    text.write_text("hello\n")
+    with pytest.raises(StoreError, match=r"notes\.txt is not a SQLite crawl file"):
+        run_export(text, "pages", "csv")
+    assert text.read_text() == "hello\n"
+    other = tmp_path / "other.db"
+    with closing(sqlite3.connect(other)) as conn:
+        conn.execute("CREATE TABLE pages (url)")
+        conn.commit()
+    with pytest.raises(StoreError, match=r"other\.db is a SQLite file but not a crawldeck crawl"):
+        run_export(other, "pages", "csv")
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    with pytest.raises(StoreError, match="empty SQLite file"):
+        run_export(empty, "pages", "csv")
+
+
+class CountingSink(io.TextIOBase):
+    """A text stream that only counts what is written to it."""
+
+    def __init__(self) -> None:
+        self.chars = 0
+        self.lines = 0
+
+    def write(self, s: str) -> int:
+        self.chars += len(s)
+        self.lines += s.count("\n")
+        return len(s)
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_export_streams_in_bounded_memory(tmp_path: Path, fmt: str) -> None:
+    db = tmp_path / "crawl.db"
+    Store(db).close()
+    n = 200_000
+    with closing(sqlite3.connect(db)) as conn:
+        conn.executemany(
+            "INSERT INTO links (from_url, to_url) VALUES (?, ?)",
+            ((f"http://a.test/page/{i // 20}", f"http://b.test/target/{i:09d}") for i in range(n)),
+        )
+        conn.commit()
+    sink = CountingSink()
+    tracemalloc.start()
+    try:
+        count = export(db, "links", fmt, sink)  # type: ignore[arg-type]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert count == n
+    assert sink.lines == n + (1 if fmt == "csv" else 0)
+    assert sink.chars > 10_000_000  # over 10 MB of text; as Python rows, ~50 MB
+    assert peak < 1_000_000  # about one fetchmany batch, not the table

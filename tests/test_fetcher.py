@@ -1,0 +1,301 @@
+"""core.fetcher against a real threaded HTTP server on loopback (tests/httpserver.py)."""
+
+from __future__ import annotations
+
+import io
+import socket
+import time
+import zlib
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from httpserver import HTTPTestServer, Request, Response
+
+from core.config import CrawlConfig, build_config
+from core.errors import ConnectFailed, FetchError, FetchTimeout, ProtocolViolation
+from core.fetcher import Fetcher, media_type
+
+UA = "crawldeck-test/9.9 (+http://127.0.0.1/bot)"
+
+
+def make_config(**overrides: Any) -> CrawlConfig:
+    values: dict[str, Any] = {
+        "user_agent": UA,
+        "connect_timeout_ms": 1000,
+        "read_timeout_ms": 1000,
+        "total_timeout_ms": 3000,
+    }
+    values.update(overrides)
+    return build_config(values)
+
+
+@pytest.fixture
+def srv() -> Iterator[HTTPTestServer]:
+    with HTTPTestServer() as server:
+        yield server
+
+
+@pytest.fixture
+async def fetcher() -> AsyncIterator[Fetcher]:
+    async with Fetcher(make_config()) as f:
+        yield f
+
+
+def gzip_zeros(size: int) -> bytes:
+    """``size`` zero bytes, gzip-compressed without holding them all in memory."""
+    comp = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    block = b"\0" * (1 << 20)
+    parts = []
+    left = size
+    while left:
+        n = min(left, len(block))
+        parts.append(comp.compress(block[:n]))
+        left -= n
+    parts.append(comp.flush())
+    return b"".join(parts)
+
+
+def free_port() -> socket.socket:
+    """A bound, non-listening socket: connecting to its port is refused."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+async def test_200_with_body_and_headers(srv: HTTPTestServer, fetcher: Fetcher) -> None:
+    srv.set(
+        "/page",
+        Response(200, {"Content-Type": "Text/HTML; charset=UTF-8", "X-Thing": "1"}, b"<p>hi</p>"),
+    )
+    result = await fetcher.fetch(srv.url("/page"))
+    assert result.url == srv.url("/page")
+    assert result.status == 200
+    assert result.body == b"<p>hi</p>"
+    assert result.content_type == "text/html"
+    assert result.truncated is False
+    assert result.headers["x-thing"] == "1"
+    assert result.headers["X-THING"] == "1"
+    assert result.headers["content-length"] == "9"
+    assert 0 < result.elapsed_ms < 3000
+
+
+async def test_user_agent_and_request_shape(srv: HTTPTestServer, fetcher: Fetcher) -> None:
+    srv.set("/ua", Response(204))
+    result = await fetcher.fetch(srv.url("/ua?x=1"))
+    assert result.status == 204
+    assert result.body == b""
+    assert result.content_type == ""
+    [request] = srv.requests
+    assert request.method == "GET"
+    assert request.path == "/ua?x=1"
+    assert request.headers["user-agent"] == UA
+    assert "cookie" not in request.headers
+
+
+async def test_redirect_is_returned_not_followed(srv: HTTPTestServer, fetcher: Fetcher) -> None:
+    srv.set("/old", Response(301, {"Location": "/new"}, b"moved"))
+    srv.set("/new", Response(200, {}, b"new"))
+    result = await fetcher.fetch(srv.url("/old"))
+    assert result.status == 301
+    assert result.headers["location"] == "/new"
+    assert result.body == b"moved"
+    assert srv.count("/old") == 1
+    assert srv.count("/new") == 0
+
+
+async def test_error_statuses_are_results(srv: HTTPTestServer, fetcher: Fetcher) -> None:
+    srv.set("/busy", Response(503, {"Retry-After": "7"}, b"later"))
+    result = await fetcher.fetch(srv.url("/busy"))
+    assert (result.status, result.headers["retry-after"], result.body) == (503, "7", b"later")
+    missing = await fetcher.fetch(srv.url("/nothing-here"))
+    assert missing.status == 404
+
+
+async def test_cookies_are_not_kept(srv: HTTPTestServer, fetcher: Fetcher) -> None:
+    srv.set("/set", Response(200, {"Set-Cookie": "sid=abc; Path=/"}, b""))
+    srv.set("/next", Response(200, {}, b""))
+    await fetcher.fetch(srv.url("/set"))
+    await fetcher.fetch(srv.url("/next"))
+    assert [r.headers.get("cookie") for r in srv.requests] == [None, None]
+
+
+async def test_gzip_bomb_is_cut_at_max_bytes(srv: HTTPTestServer, fetcher: Fetcher) -> None:
+    bomb = gzip_zeros(50_000_000)
+    assert len(bomb) < 100_000
+    srv.set("/bomb", Response(200, {"Content-Encoding": "gzip"}, bomb))
+    started = time.monotonic()
+    result = await fetcher.fetch(srv.url("/bomb"), max_bytes=1_000_000)
+    assert time.monotonic() - started < 2.0
+    assert result.truncated is True
+    assert result.body == b"\0" * 1_000_000
+    assert result.elapsed_ms < 2000
+
+
+async def test_default_cap_is_max_body_bytes(srv: HTTPTestServer) -> None:
+    srv.set("/big", Response(200, {"Content-Encoding": "gzip"}, gzip_zeros(3_000_000)))
+    async with Fetcher(make_config(max_body_bytes=2048)) as f:
+        result = await f.fetch(srv.url("/big"))
+    assert (len(result.body), result.truncated) == (2048, True)
+
+
+async def test_body_of_exactly_max_bytes_is_not_truncated(
+    srv: HTTPTestServer, fetcher: Fetcher
+) -> None:
+    srv.set("/exact", Response(200, {}, b"a" * 5000))
+    result = await fetcher.fetch(srv.url("/exact"), max_bytes=5000)
+    assert (len(result.body), result.truncated) == (5000, False)
+    result = await fetcher.fetch(srv.url("/exact"), max_bytes=4999)
+    assert (result.body, result.truncated) == (b"a" * 4999, True)
+
+
+async def test_stall_before_headers_is_a_read_timeout(srv: HTTPTestServer) -> None:
+    srv.set_raw("/stall", lambda req, out: srv.wait(5.0))
+    async with Fetcher(make_config(read_timeout_ms=150, total_timeout_ms=5000)) as f:
+        started = time.monotonic()
+        with pytest.raises(FetchTimeout) as info:
+            await f.fetch(srv.url("/stall"))
+        took = time.monotonic() - started
+    assert 0.1 < took < 1.5
+    assert str(info.value) == f"read timeout (150 ms): {srv.url('/stall')}"
+    assert info.value.reason == "timeout"
+
+
+def dripper(srv: HTTPTestServer, every_s: float) -> Callable[[Request, io.BufferedIOBase], None]:
+    def drip(req: Request, out: io.BufferedIOBase) -> None:
+        out.write(b"HTTP/1.1 200 OK\r\nContent-Length: 10000\r\nContent-Type: text/plain\r\n\r\n")
+        for _ in range(10000):
+            if srv.wait(every_s):
+                return
+            try:
+                out.write(b"x")
+            except OSError:
+                return
+
+    return drip
+
+
+async def test_slow_drip_past_total_deadline(srv: HTTPTestServer) -> None:
+    srv.set_raw("/drip", dripper(srv, 0.02))
+    config = make_config(read_timeout_ms=500, total_timeout_ms=300)
+    async with Fetcher(config) as f:
+        started = time.monotonic()
+        with pytest.raises(FetchTimeout) as info:
+            await f.fetch(srv.url("/drip"))
+        took = time.monotonic() - started
+    assert 0.25 < took < 1.5
+    assert str(info.value) == f"total time budget of 300 ms exceeded: {srv.url('/drip')}"
+
+
+async def test_connection_refused(fetcher: Fetcher) -> None:
+    sock = free_port()
+    try:
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
+        with pytest.raises(ConnectFailed) as info:
+            await fetcher.fetch(url)
+    finally:
+        sock.close()
+    message = str(info.value)
+    assert message.startswith("connection failed: ")
+    assert message.endswith(url)
+    assert "\n" not in message
+    assert info.value.reason == "connect"
+
+
+async def test_garbage_response_is_a_protocol_violation(
+    srv: HTTPTestServer, fetcher: Fetcher
+) -> None:
+    srv.set_raw(
+        "/ssh", lambda req, out: out.write(b"SSH-2.0-OpenSSH_9.6\r\nbanner garbage\r\n\r\n")
+    )
+    with pytest.raises(ProtocolViolation) as info:
+        await fetcher.fetch(srv.url("/ssh"))
+    assert str(info.value).startswith("invalid HTTP response: ")
+    assert "\n" not in str(info.value)
+    assert info.value.reason == "protocol"
+
+
+async def test_undecodable_gzip_is_a_protocol_violation(
+    srv: HTTPTestServer, fetcher: Fetcher
+) -> None:
+    srv.set("/badgz", Response(200, {"Content-Encoding": "gzip"}, b"this is not gzip at all"))
+    with pytest.raises(ProtocolViolation):
+        await fetcher.fetch(srv.url("/badgz"))
+
+
+async def test_connection_closed_mid_body(srv: HTTPTestServer, fetcher: Fetcher) -> None:
+    srv.set_raw(
+        "/short",
+        lambda req, out: out.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b"),
+    )
+    with pytest.raises(FetchError) as info:
+        await fetcher.fetch(srv.url("/short"))
+    assert isinstance(info.value, ProtocolViolation | ConnectFailed)
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected", "prefix"),
+    [
+        (httpx.ConnectTimeout("t"), FetchTimeout, "connect timeout (1000 ms)"),
+        (httpx.ReadTimeout("t"), FetchTimeout, "read timeout (1000 ms)"),
+        (httpx.WriteTimeout("t"), FetchTimeout, "write timeout (1000 ms)"),
+        (httpx.PoolTimeout("t"), FetchTimeout, "no free connection in time"),
+        (httpx.ConnectError("no\nroute"), ConnectFailed, "connection failed: no route"),
+        (httpx.ReadError("reset"), ConnectFailed, "connection failed: reset"),
+        (httpx.WriteError("pipe"), ConnectFailed, "connection failed: pipe"),
+        (httpx.CloseError("close"), ConnectFailed, "connection failed: close"),
+        (httpx.ProxyError("proxy"), ConnectFailed, "transport error: proxy"),
+        (httpx.UnsupportedProtocol("ftp"), ConnectFailed, "cannot request"),
+        (httpx.RemoteProtocolError("bad"), ProtocolViolation, "invalid HTTP response: bad"),
+        (httpx.LocalProtocolError("bad"), ProtocolViolation, "invalid HTTP response: bad"),
+        (httpx.DecodingError("zlib"), ProtocolViolation, "invalid HTTP response: zlib"),
+        (httpx.TooManyRedirects("loop"), ProtocolViolation, "HTTP error: loop"),
+    ],
+)
+async def test_every_httpx_error_is_translated(
+    exc: Exception, expected: type[FetchError], prefix: str
+) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise exc
+
+    async with Fetcher(make_config(), transport=httpx.MockTransport(handler)) as f:
+        with pytest.raises(FetchError) as info:
+            await f.fetch("http://example.test/")
+    assert type(info.value) is expected
+    assert str(info.value).startswith(prefix)
+    assert "\n" not in str(info.value)
+    assert info.value.__cause__ is None
+
+
+@pytest.mark.parametrize("url", ["ftp://example.test/file", "http://[::1/"])
+async def test_urls_httpx_cannot_request(fetcher: Fetcher, url: str) -> None:
+    with pytest.raises(ConnectFailed) as info:
+        await fetcher.fetch(url)
+    assert str(info.value).startswith(f"cannot request {url!r}: ")
+
+
+async def test_transport_seam_and_headers() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, headers={"content-type": "application/XHTML+xml"}, content=b"x")
+
+    async with Fetcher(make_config(), transport=httpx.MockTransport(handler)) as f:
+        result = await f.fetch("http://example.test/a")
+    assert (result.status, result.body, result.content_type) == (200, b"x", "application/xhtml+xml")
+    assert seen[0].headers["user-agent"] == UA
+
+
+async def test_aclose_is_idempotent() -> None:
+    f = Fetcher(make_config())
+    await f.aclose()
+    await f.aclose()
+
+
+def test_media_type() -> None:
+    assert media_type("Text/HTML; charset=utf-8") == "text/html"
+    assert media_type(" application/json ") == "application/json"
+    assert media_type("") == ""
+    assert media_type(None) == ""

@@ -1,0 +1,97 @@
+"""The seen set: a Bloom filter in front of the store's exact check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.seen import SeenSet
+from core.store import FrontierRow, Store
+
+
+class FakeStore:
+    """A store whose frontier is a set; records every exact check."""
+
+    def __init__(self) -> None:
+        self.keys: set[str] = set()
+        self.checked: list[str] = []
+
+    def contains(self, key: str) -> bool:
+        self.checked.append(key)
+        return key in self.keys
+
+
+def frontier_row(key: str) -> FrontierRow:
+    return FrontierRow(key=key, url=key, host="a.test", depth=1, priority=1)
+
+
+def test_ten_thousand_keys_against_a_real_store(tmp_path: Path) -> None:
+    keys = [f"http://a.test/page/{i}?q={i * 7}" for i in range(10_000)]
+    with Store(tmp_path / "crawl.db") as store:
+        seen = SeenSet(store)
+        for i, key in enumerate(keys):
+            assert seen.add_if_new(key) is True
+            store.enqueue_urls([frontier_row(key)])
+            if i == 5_000:
+                store.flush()  # half of the keys committed, half still pending
+        # At 1 % of the filter's capacity a false positive has odds ~1e-15 per key.
+        assert (seen.added, seen.bloom_hits, seen.exact_checks) == (10_000, 0, 0)
+        assert all(seen.add_if_new(key) is False for key in keys)
+        assert (seen.added, seen.bloom_hits, seen.exact_checks) == (10_000, 10_000, 10_000)
+        assert seen.false_positives == 0
+        assert seen.add_if_new("http://a.test/new") is True
+        assert 9_900 < seen.approx_items < 10_100
+
+
+def test_a_false_positive_goes_to_the_store_and_is_still_new() -> None:
+    store = FakeStore()
+    seen = SeenSet(store)
+    seen.rebuild(["http://a.test/x"])  # in the filter, not in the store: a false positive
+    assert seen.add_if_new("http://a.test/x") is True
+    assert store.checked == ["http://a.test/x"]
+    assert (seen.bloom_hits, seen.exact_checks, seen.false_positives) == (1, 1, 1)
+    store.keys.add("http://a.test/x")  # the caller stored it
+    assert seen.add_if_new("http://a.test/x") is False
+    assert (seen.bloom_hits, seen.exact_checks, seen.false_positives) == (2, 2, 1)
+    assert store.checked == ["http://a.test/x"] * 2
+
+
+def test_the_filter_says_absent_without_touching_the_store() -> None:
+    store = FakeStore()
+    seen = SeenSet(store)
+    assert seen.add_if_new("a") is True
+    assert store.checked == []
+
+
+def test_an_overfull_filter_stays_exact() -> None:
+    store = FakeStore()
+    seen = SeenSet(store, expected_items=100, false_positive_rate=0.01)
+    keys = [f"k{i}" for i in range(5_000)]  # 50x the filter's size: most answers are "maybe"
+    for key in keys:
+        assert seen.add_if_new(key) is True
+        store.keys.add(key)
+    assert seen.false_positives == seen.exact_checks == seen.bloom_hits
+    assert seen.false_positives > 1_000
+    assert not any(seen.add_if_new(key) for key in keys)
+    assert seen.added == 5_000
+
+
+def test_rebuild_from_the_store_on_resume(tmp_path: Path) -> None:
+    db = tmp_path / "crawl.db"
+    keys = [f"http://a.test/{i}" for i in range(1_000)]
+    with Store(db) as store:
+        store.enqueue_urls([frontier_row(k) for k in keys])
+    with Store(db) as store:
+        seen = SeenSet(store)
+        assert seen.rebuild(store.iter_keys()) == 1_000
+        assert not any(seen.add_if_new(key) for key in keys)
+        assert (seen.bloom_hits, seen.exact_checks, seen.false_positives) == (1_000, 1_000, 0)
+        assert seen.add_if_new("http://a.test/new") is True
+
+
+def test_rebuild_empties_the_filter_first() -> None:
+    store = FakeStore()
+    seen = SeenSet(store)
+    seen.add_if_new("old")
+    seen.rebuild(["new"])
+    assert seen.add_if_new("old") is True  # the filter forgot it; the store never had it
+    assert store.checked == []

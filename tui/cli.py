@@ -1,0 +1,216 @@
+"""The ``crawldeck`` command: ``crawl``, ``demo`` and ``export``.
+
+Exit codes: 0 a finished crawl (or one that reached ``--max-pages``), 2 bad input (one
+line on stderr), 130 stopped by Ctrl-C or SIGTERM (state saved, resume command printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import shlex
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from core.config import CrawlConfig, load_config
+from core.engine import CrawlResult, Engine
+from core.errors import CrawldeckError
+from core.export import export
+from core.seeds import read_seeds
+from core.store import Store
+from tui.headless import HeadlessReporter
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+EXIT_STOPPED = 130
+
+EXPORT_TABLES = ("pages", "blocked", "hosts", "links")
+EXPORT_FORMATS = ("jsonl", "csv")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
+def _add_crawl_flags(parser: argparse.ArgumentParser, *, db_default: str) -> None:
+    parser.add_argument("--db", default=db_default, help=f"SQLite file (default {db_default})")
+    parser.add_argument("--config", type=Path, help="TOML config file (keys as in the README)")
+    parser.add_argument("--max-pages", type=_positive, help="stop after N pages")
+    parser.add_argument("--max-depth", type=_positive, help="links followed from a seed")
+    parser.add_argument("--delay-ms", type=_positive, help="politeness delay per host, ms")
+    parser.add_argument("--concurrency", type=_positive, help="fetches in flight in all")
+    parser.add_argument(
+        "--user-agent",
+        help="User-Agent header; its product token is matched against robots.txt groups",
+    )
+    parser.add_argument("--scope", choices=("host", "domain", "any"), help="which links to follow")
+    parser.add_argument("--no-ui", action="store_true", help="headless: progress lines only")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``crawldeck`` command."""
+    parser = argparse.ArgumentParser(
+        prog="crawldeck", description="A polite, fast web crawler with a live console."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    crawl = sub.add_parser("crawl", help="crawl from a seeds file (resumes if --db has a crawl)")
+    crawl.add_argument("seeds", type=Path, metavar="SEEDS_FILE", help="one URL per line")
+    _add_crawl_flags(crawl, db_default="crawl.db")
+    demo = sub.add_parser("demo", help="start the built-in local web and crawl it")
+    _add_crawl_flags(demo, db_default="demo.db")
+    exp = sub.add_parser("export", help="export a table of a crawl file")
+    exp.add_argument("db", type=Path, metavar="DB")
+    exp.add_argument("--table", choices=EXPORT_TABLES, default="pages")
+    exp.add_argument("--format", choices=EXPORT_FORMATS, default="jsonl")
+    exp.add_argument("-o", "--output", type=Path, help="output file (default stdout)")
+    return parser
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "max_pages": args.max_pages,
+        "max_depth": args.max_depth,
+        "delay_ms": args.delay_ms,
+        "concurrency": args.concurrency,
+        "user_agent": args.user_agent,
+        "scope": args.scope,
+    }
+
+
+def _fail(message: str) -> int:
+    print(f"crawldeck: error: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+async def _crawl(config: CrawlConfig, db: Path, seeds: Sequence[str], resume_hint: str) -> int:
+    """Run one crawl headless; returns the exit code."""
+    store = Store(db, flush_interval_ms=config.flush_interval_ms)
+    try:
+        engine = Engine(config, store)
+        for url, why in engine.add_seeds(seeds):
+            print(f"crawldeck: seed refused: {url}: {why}", file=sys.stderr)
+        reporter = HeadlessReporter()
+        engine.subscribe(reporter)
+        loop = asyncio.get_running_loop()
+        stopped_by_signal = False
+
+        def on_signal() -> None:
+            nonlocal stopped_by_signal
+            stopped_by_signal = True
+            print(
+                "\ncrawldeck: stopping: in-flight fetches finish, state is saved ...",
+                file=sys.stderr,
+                flush=True,
+            )
+            engine.request_stop()
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, on_signal)
+        try:
+            result: CrawlResult = await engine.run()
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+        reporter.summary(engine.snapshot(), result.outcome)
+        print(
+            f"crawl saved in {db}; export with: crawldeck export {shlex.quote(str(db))} "
+            "--table pages --format csv"
+        )
+        if stopped_by_signal or result.outcome == "stopped":
+            print(f"resume with: {resume_hint}")
+            return EXIT_STOPPED
+        return EXIT_OK
+    finally:
+        store.close()
+
+
+def _run_crawl(args: argparse.Namespace) -> int:
+    try:
+        config = load_config(args.config, _overrides(args))
+        seeds, problems = read_seeds(args.seeds)
+    except CrawldeckError as exc:
+        return _fail(str(exc))
+    for problem in problems:
+        print(f"crawldeck: {args.seeds}: {problem} (skipped)", file=sys.stderr)
+    if not seeds:
+        return _fail(f"no valid seed URL in {str(args.seeds)!r}")
+    if not args.no_ui:
+        print(
+            "crawldeck: the console is not built yet (issue #3); running headless", file=sys.stderr
+        )
+    hint = "crawldeck " + shlex.join(sys.argv[1:])
+    try:
+        return asyncio.run(_crawl(config, Path(args.db), seeds, hint))
+    except CrawldeckError as exc:
+        return _fail(str(exc))
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from localweb.web import LocalWeb
+
+    overrides = _overrides(args)
+    if overrides["delay_ms"] is None:
+        overrides["delay_ms"] = 250
+    try:
+        config = load_config(args.config, overrides)
+    except CrawldeckError as exc:
+        return _fail(str(exc))
+    db = Path(args.db)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    with LocalWeb() as web:
+        print("crawldeck demo: the local web is up:")
+        for name, base in web.hosts.items():
+            print(f"  {name:10s} {base}/")
+        print(f"crawling it into {db} (a fresh file each demo run)\n", flush=True)
+        if not args.no_ui:
+            print(
+                "crawldeck: the console is not built yet (issue #3); running headless",
+                file=sys.stderr,
+            )
+        hint = "crawldeck demo (the demo always starts anew)"
+        try:
+            return asyncio.run(_crawl(config, db, web.seeds(), hint))
+        except CrawldeckError as exc:
+            return _fail(str(exc))
+
+
+def _run_export(args: argparse.Namespace) -> int:
+    try:
+        if args.output is None:
+            count = export(args.db, args.table, args.format, sys.stdout)
+        else:
+            with args.output.open("w", encoding="utf-8", newline="") as out:
+                count = export(args.db, args.table, args.format, out)
+    except CrawldeckError as exc:
+        return _fail(str(exc))
+    except OSError as exc:
+        return _fail(f"cannot write {str(args.output)!r}: {exc.strerror}")
+    print(f"crawldeck: exported {count} rows of {args.table}", file=sys.stderr)
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``crawldeck`` console script; returns the exit code."""
+    logging.basicConfig(level=logging.WARNING, format="crawldeck: %(message)s")
+    logging.getLogger("crawldeck").setLevel(logging.ERROR)
+    args = build_parser().parse_args(argv)
+    handlers = {"crawl": _run_crawl, "demo": _run_demo, "export": _run_export}
+    with contextlib.suppress(BrokenPipeError):
+        return handlers[args.command](args)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

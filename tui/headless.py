@@ -1,0 +1,87 @@
+"""The ``--no-ui`` reporter: one progress line every few seconds, a summary at the end.
+
+It reads ``CrawlSnapshot``s only; it never reaches into the engine.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from rich.console import Console
+from rich.table import Table
+
+from core.snapshot import CrawlSnapshot
+
+
+def _blocked_text(blocked: dict[str, int]) -> str:
+    if not blocked:
+        return "0"
+    parts = ", ".join(f"{reason} {count}" for reason, count in sorted(blocked.items()))
+    return f"{sum(blocked.values())} ({parts})"
+
+
+def progress_line(snap: CrawlSnapshot) -> str:
+    """One line: elapsed s, pages, pages/s, queued, hosts active / in backoff, blocked by reason."""
+    c = snap.counters
+    cap = f"/{snap.max_pages}" if snap.max_pages else ""
+    paused = " PAUSED" if snap.state == "paused" else ""
+    return (
+        f"[{snap.elapsed_s:7.1f}s]{paused} pages {c.pages}{cap}  {snap.pages_per_s:6.1f} pages/s  "
+        f"queued {c.queued}  in flight {c.in_flight}  "
+        f"hosts {c.hosts_active} active / {c.hosts_backoff} in backoff  "
+        f"blocked {_blocked_text(c.blocked)}"
+    )
+
+
+class HeadlessReporter:
+    """Prints ``progress_line`` at most every ``interval_s`` seconds, and new log lines.
+
+    Args:
+        out: where progress goes (default stdout).
+        interval_s: seconds between two progress lines.
+    """
+
+    def __init__(self, out: TextIO | None = None, interval_s: float = 5.0) -> None:
+        self._out = out or sys.stdout
+        self._interval_s = interval_s
+        self._last_at: float | None = None
+        self._last_log: str | None = None
+
+    def __call__(self, snap: CrawlSnapshot) -> None:
+        """Take one snapshot (called by the engine every ``snapshot_interval_ms``)."""
+        self._print_new_log(snap)
+        if self._last_at is None or snap.at - self._last_at >= self._interval_s:
+            self._last_at = snap.at
+            print(progress_line(snap), file=self._out, flush=True)
+
+    def _print_new_log(self, snap: CrawlSnapshot) -> None:
+        lines = list(snap.log)
+        start = 0
+        if self._last_log is not None and self._last_log in lines:
+            start = len(lines) - lines[::-1].index(self._last_log)
+        for line in lines[start:]:
+            print(f"  {line}", file=self._out, flush=True)
+        if lines:
+            self._last_log = lines[-1]
+
+    def summary(self, snap: CrawlSnapshot, outcome: str) -> None:
+        """Print the end-of-crawl summary table."""
+        c = snap.counters
+        elapsed = snap.elapsed_s
+        table = Table(title=f"crawl {outcome}", show_header=False, title_justify="left")
+        table.add_column("what", style="bold")
+        table.add_column("value")
+        rate = c.pages / elapsed if elapsed > 0 else 0.0
+        table.add_row("pages fetched", str(c.pages))
+        table.add_row("bytes", f"{c.bytes:,}")
+        table.add_row("elapsed", f"{elapsed:.1f} s")
+        table.add_row("pages/s", f"{rate:.1f}")
+        table.add_row("fetch errors", str(c.errors))
+        mix = ", ".join(f"{k} {v}" for k, v in sorted(c.status_mix.items())) or "-"
+        table.add_row("status mix", mix)
+        table.add_row("queued (left)", str(c.queued))
+        table.add_row("hosts", str(c.hosts_known))
+        for reason, count in sorted(c.blocked.items()):
+            table.add_row(f"blocked: {reason}", str(count))
+        Console(file=self._out, width=100).print(table)
