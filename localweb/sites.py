@@ -755,11 +755,9 @@ class TrapsSite(Site):
         if not raw.isdigit() or int(raw) < 1 or len(raw) > 30:
             return None
         page_n = int(raw)
-        links: list[Link] = []
-        if page_n > 1:
-            links.append((f"/list?page={page_n - 1}", "Previous page"))
-        links.append((f"/list?page={page_n + 1}", "Next page"))
-        links.append((f"/list?page={page_n * 10}", f"Jump to page {page_n * 10}"))
+        # Only a x10 jump: the trap passes max_page_param in four hops without
+        # flooding a crawl with the ordinary pages in between.
+        links: list[Link] = [(f"/list?page={page_n * 10}", f"Jump to page {page_n * 10}")]
         first = (page_n - 1) * 10 + 1
         items = "".join(f"<li>Item {k}</li>" for k in range(first, first + 10))
         page = Page(f"All items, page {page_n}", links, intro=f"<ol>{items}</ol>\n", paragraphs=1)

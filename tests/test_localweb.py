@@ -369,13 +369,9 @@ def test_redirect_loop_and_chain(web: LocalWeb, client: httpx.Client) -> None:
 
 def test_pagination_trap(web: LocalWeb, client: httpx.Client) -> None:
     first = client.get(web.expected.traps["pagination"])
-    assert [h for h in hrefs(first) if h.startswith("/list")] == ["/list?page=2", "/list?page=10"]
+    assert [h for h in hrefs(first) if h.startswith("/list")] == ["/list?page=10"]
     k = client.get(web.url("traps", "/list?page=1000"))
-    assert [h for h in hrefs(k) if h.startswith("/list")] == [
-        "/list?page=999",
-        "/list?page=1001",
-        "/list?page=10000",
-    ]
+    assert [h for h in hrefs(k) if h.startswith("/list")] == ["/list?page=10000"]
     assert "Item 9991" in k.text
     assert client.get(web.url("traps", "/list?page=0")).status_code == 404
     assert client.get(web.url("traps", "/list?page=x")).status_code == 404

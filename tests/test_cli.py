@@ -1,0 +1,179 @@
+"""The ``crawldeck`` command as a real process: bad input, SIGKILL resume, Ctrl-C, export."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from localweb import LocalWeb
+
+CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
+FLUSH_MS = 100
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [CRAWLDECK, *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+@pytest.fixture
+def web() -> Iterator[LocalWeb]:
+    with LocalWeb(delay_scale=0.2, busy_429_count=1, retry_after_s=1) as w:
+        yield w
+
+
+def write_setup(tmp_path: Path, web: LocalWeb) -> list[str]:
+    (tmp_path / "seeds.txt").write_text("# local web\n" + "\n".join(web.seeds()) + "\n")
+    (tmp_path / "fast.toml").write_text(f"flush_interval_ms = {FLUSH_MS}\nbackoff_base_ms = 100\n")
+    return ["crawl", "seeds.txt", "--no-ui", "--db", "c.db", "--config", "fast.toml",
+            "--delay-ms", "50"]  # fmt: skip
+
+
+def page_count(db: Path) -> int:
+    if not db.exists():
+        return 0
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return int(conn.execute("SELECT count(*) FROM pages").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+    finally:
+        conn.close()
+
+
+def start_and_wait(args: list[str], cwd: Path, pages: int) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [CRAWLDECK, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 60
+    while page_count(cwd / "c.db") < pages:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "crawl made no progress"
+        time.sleep(0.05)
+    return proc
+
+
+def requests_per_path(web: LocalWeb) -> Counter[str]:
+    return Counter(
+        f"{name}{a.path}"
+        for name in web.hosts
+        for a in web.access_log(name)
+        if not a.path.endswith("robots.txt") and a.status != 429
+    )
+
+
+def good_fetched(web: LocalWeb, db: Path) -> set[str]:
+    conn = sqlite3.connect(db)
+    try:
+        urls = {u for (u,) in conn.execute("SELECT url FROM pages WHERE status = 200")}
+    finally:
+        conn.close()
+    return {web.expected.canonical(u) for u in urls}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["crawl", "missing.txt", "--no-ui"], "seeds file 'missing.txt' does not exist"),
+        (["crawl", "seeds.txt", "--no-ui", "--config", "bad.toml"], "unknown config key 'delay'"),
+        (["crawl", "empty.txt", "--no-ui"], "no valid seed URL in 'empty.txt'"),
+        (["crawl", "seeds.txt", "--delay-ms", "-5"], "expected a number >= 0"),
+        (["crawl", "seeds.txt", "--scope", "web"], "invalid choice: 'web'"),
+        (["export", "nothing.db"], "nothing.db"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    (tmp_path / "seeds.txt").write_text("http://127.0.0.1:9/\n")
+    (tmp_path / "bad.toml").write_text("delay = 5\n")
+    (tmp_path / "empty.txt").write_text("# nothing\nnot a url at all\n")
+    proc = run(*args, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert message in last
+    assert "Traceback" not in proc.stderr
+
+
+def test_bad_seed_line_reported_rest_crawled(tmp_path: Path, web: LocalWeb) -> None:
+    home = web.hosts["norobots"] + "/"
+    (tmp_path / "seeds.txt").write_text(f"{home}\nftp://files.example/\n")
+    proc = run("crawl", "seeds.txt", "--no-ui", "--db", "c.db", "--delay-ms", "10", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "seeds.txt: line 2:" in proc.stderr and "ftp" in proc.stderr
+    assert web.expected.good["norobots"] <= good_fetched(web, tmp_path / "c.db")
+    assert "crawl finished" in proc.stdout
+
+
+def test_resume_after_sigkill(tmp_path: Path, web: LocalWeb) -> None:
+    args = write_setup(tmp_path, web)
+    proc = start_and_wait(args, tmp_path, pages=40)
+    os.kill(proc.pid, signal.SIGKILL)
+    killed_at = time.time()
+    proc.communicate(timeout=10)
+    before = page_count(tmp_path / "c.db")
+    assert 40 <= before
+
+    again = run(*args, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "resuming:" in again.stdout
+    expected = web.expected.all_good | web.expected.all_files
+    assert expected - good_fetched(web, tmp_path / "c.db") == set()
+    # Nothing fetched twice, except what was in flight or not yet committed when killed:
+    # every path asked for twice was first asked for in the last moments before the kill.
+    twice = {path for path, n in requests_per_path(web).items() if n > 1}
+    first_at = {}
+    for name in web.hosts:
+        for a in web.access_log(name):
+            first_at.setdefault(f"{name}{a.path}", a.at)
+    window_s = FLUSH_MS / 1000 + 0.5
+    assert all(killed_at - window_s <= first_at[p] <= killed_at for p in twice), twice
+    assert len(twice) <= 16
+
+
+def test_ctrl_c_saves_prints_resume_and_exits_130(tmp_path: Path, web: LocalWeb) -> None:
+    args = write_setup(tmp_path, web)
+    proc = start_and_wait(args, tmp_path, pages=30)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "stopping" in err
+    assert f"resume with: crawldeck {' '.join(args)}" in out
+    assert "Traceback" not in err
+    stopped = page_count(tmp_path / "c.db")
+
+    again = run(*args, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert f"{stopped} pages fetched" in again.stdout
+    expected = web.expected.all_good | web.expected.all_files
+    assert expected - good_fetched(web, tmp_path / "c.db") == set()
+    assert [p for p, n in requests_per_path(web).items() if n > 1] == []
+
+
+def test_export_tables(tmp_path: Path, web: LocalWeb) -> None:
+    home = web.hosts["norobots"] + "/"
+    (tmp_path / "seeds.txt").write_text(home + "\n")
+    assert run("crawl", "seeds.txt", "--no-ui", "--db", "c.db", "--delay-ms", "5",
+               cwd=tmp_path).returncode == 0  # fmt: skip
+    n = page_count(tmp_path / "c.db")
+    assert n == len(web.expected.good["norobots"]) + len(web.expected.files["norobots"])
+    out = run("export", "c.db", "--table", "pages", "--format", "jsonl", cwd=tmp_path)
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert len(rows) == n and {r["status"] for r in rows} == {200}
+    assert {r["host"] for r in rows} == {web.host_keys["norobots"]}
+    assert f"exported {n} rows of pages" in out.stderr
+    run("export", "c.db", "--table", "links", "--format", "csv", "-o", "links.csv", cwd=tmp_path)
+    with (tmp_path / "links.csv").open(newline="") as f:
+        links = list(csv.DictReader(f))
+    assert links and set(links[0]) == {"from_url", "to_url"}
+    assert all(r["from_url"].startswith(web.hosts["norobots"]) for r in links)

@@ -1,0 +1,191 @@
+"""End to end: the engine crawls the local multi-host web into SQLite.
+
+One crawl (module fixture) over real HTTP servers on loopback; the assertions read
+the SQLite file and the servers' own access logs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from core.config import build_config
+from core.engine import CrawlResult, Engine
+from core.store import Store
+from localweb import LocalWeb
+
+CRAWL_DELAY_S = 0.2  # www's Crawl-delay at delay_scale 0.2 (1.0 s x 0.2)
+
+
+@dataclass
+class Crawl:
+    web: LocalWeb
+    db: sqlite3.Connection
+    result: CrawlResult
+
+    def pages(self) -> dict[str, tuple[int | None, str | None]]:
+        rows = self.db.execute("SELECT url, status, error FROM pages")
+        return {url: (status, error) for url, status, error in rows}
+
+    def blocked(self) -> dict[str, str]:
+        return dict(self.db.execute("SELECT url, reason FROM blocked"))
+
+
+@pytest.fixture(scope="module")
+def crawl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Crawl]:
+    path = tmp_path_factory.mktemp("crawl") / "crawl.db"
+    with LocalWeb(delay_scale=0.2, busy_429_count=3, retry_after_s=1) as web:
+        config = build_config(
+            {"delay_ms": 20, "backoff_base_ms": 100, "concurrency": 8, "flush_interval_ms": 50}
+        )
+        store = Store(path, flush_interval_ms=config.flush_interval_ms)
+        engine = Engine(config, store)
+        assert engine.add_seeds(web.seeds()) == []
+        result = asyncio.run(asyncio.wait_for(engine.run(), timeout=120))
+        store.close()
+        db = sqlite3.connect(path)
+        try:
+            yield Crawl(web, db, result)
+        finally:
+            db.close()
+
+
+def test_finishes_with_every_good_page_and_file(crawl: Crawl) -> None:
+    assert crawl.result.outcome == "finished"
+    pages = crawl.pages()
+    fetched = {crawl.web.expected.canonical(url) for url, (status, _) in pages.items()
+               if status == 200}  # fmt: skip
+    missing = (crawl.web.expected.all_good | crawl.web.expected.all_files) - fetched
+    assert missing == set()
+    assert crawl.result.counters.queued == 0
+    assert crawl.web.errors() == []
+
+
+def test_robots_disallowed_urls_are_blocked_never_fetched(crawl: Crawl) -> None:
+    pages = crawl.pages()
+    blocked = crawl.blocked()
+    disallowed = crawl.web.expected.all_disallowed
+    assert disallowed and not disallowed & pages.keys()
+    requested = {
+        crawl.web.url(name, a.path)
+        for name in crawl.web.hosts
+        for a in crawl.web.access_log(name)
+    }
+    assert not disallowed & requested
+    linked = {to for (to,) in crawl.db.execute("SELECT DISTINCT to_url FROM links")}
+    found = disallowed & linked
+    assert found, "the crawl found none of the disallowed links"
+    assert {url: blocked.get(url) for url in found} == dict.fromkeys(found, "robots")
+    # robots.txt groups: the crawldeck group allows /search, the * group does not
+    other = crawl.web.expected.disallowed_other_agents["www"]
+    assert other and other <= pages.keys()
+
+
+def test_nofollow_noindex_and_base_href(crawl: Crawl) -> None:
+    requested = {
+        crawl.web.url(name, a.path)
+        for name in crawl.web.hosts
+        for a in crawl.web.access_log(name)
+    }
+    assert not crawl.web.expected.nofollow & requested
+    assert not crawl.web.expected.wrong_base & requested
+    noindex = dict(crawl.db.execute("SELECT url, noindex FROM pages WHERE noindex = 1"))
+    assert set(noindex) == set(crawl.web.expected.noindex)
+
+
+def test_every_trap_is_cut_with_its_reason(crawl: Crawl) -> None:
+    traps_host = crawl.web.host_keys["traps"]
+    reasons = Counter(
+        reason
+        for (reason,) in crawl.db.execute("SELECT reason FROM blocked WHERE host = ?", (traps_host,))
+    )
+    wanted = {r for r in crawl.web.expected.trap_reasons.values() if r is not None}
+    assert wanted == {
+        "calendar",
+        "repeating_path",
+        "redirect_loop",
+        "too_many_redirects",
+        "pagination",
+        "url_length",
+    }
+    assert wanted <= reasons.keys()
+    assert crawl.web.expected.long_url in crawl.blocked()
+    # the session-id trap collapses: each shop page fetched once whatever its sid
+    shop = [
+        crawl.web.expected.canonical(url)
+        for (url,) in crawl.db.execute("SELECT url FROM pages WHERE url LIKE '%/shop/%'")
+    ]
+    assert len(shop) == len(set(shop)) == 8
+    # nothing of the traps host was cut by the depth limit: each trap hit its own guard
+    assert reasons["depth"] == 0
+    assert crawl.result.counters.pages < 250
+
+
+def test_redirect_loop_and_chain(crawl: Crawl) -> None:
+    blocked = crawl.blocked()
+    loop_a = crawl.web.expected.traps["redirect_loop"]
+    assert blocked[loop_a] == "redirect_loop"
+    detail = crawl.db.execute("SELECT detail FROM blocked WHERE url = ?", (loop_a,)).fetchone()
+    assert detail == ("loop after 2 hops",)
+    chain = crawl.db.execute(
+        "SELECT url FROM pages WHERE url LIKE '%/chain/%' ORDER BY fetched_at"
+    ).fetchall()
+    assert len(chain) == 11  # the entry and 10 hops; the 11th hop is refused
+    assert crawl.db.execute(
+        "SELECT count(*) FROM blocked WHERE reason = 'too_many_redirects'"
+    ).fetchone() == (1,)
+
+
+def test_429_host_backs_off_then_is_fetched(crawl: Crawl) -> None:
+    log = [a for a in crawl.web.access_log("busy") if a.path != "/robots.txt"]
+    statuses = [a.status for a in log]
+    assert statuses[:3] == [429, 429, 429]
+    assert set(statuses[3:]) == {200}
+    gaps = [b.at - a.at for a, b in zip(log, log[1:4], strict=False)]
+    # Retry-After: 1 s honoured each time (backoff base 100 ms is shorter)
+    assert all(gap >= 0.98 for gap in gaps), gaps
+    good = crawl.web.expected.good["busy"]
+    pages = crawl.pages()
+    assert all(pages[url][0] == 200 for url in good)
+
+
+def test_crawl_delay_held_from_server_access_times(crawl: Crawl) -> None:
+    times = sorted(a.at for a in crawl.web.access_log("www"))
+    assert len(times) > 30
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    assert min(gaps) >= CRAWL_DELAY_S - 0.02, min(gaps)
+    # the other hosts use the 20 ms default delay: much closer spacing there
+    norobots = sorted(a.at for a in crawl.web.access_log("norobots"))
+    assert min(b - a for a, b in zip(norobots, norobots[1:], strict=False)) < CRAWL_DELAY_S
+
+
+def test_robots_statuses_recorded_per_host(crawl: Crawl) -> None:
+    hosts = dict(crawl.db.execute("SELECT host, robots_status FROM hosts"))
+    keys = crawl.web.host_keys
+    assert hosts[keys["www"]] == "ok"
+    assert hosts[keys["norobots"]] == "missing"
+    assert hosts[keys["flaky"]] == "unreachable"
+    assert hosts[keys["moved"]] == "ok"
+
+
+def test_each_url_fetched_once(crawl: Crawl) -> None:
+    for name in crawl.web.hosts:
+        paths = Counter(a.path for a in crawl.web.access_log(name) if a.status != 429)
+        assert [p for p, n in paths.items() if n > 1] == [], name
+    rows = crawl.db.execute("SELECT count(*), count(DISTINCT url) FROM pages").fetchone()
+    assert rows[0] == rows[1] == crawl.result.counters.pages
+
+
+def test_store_counts_match_engine(crawl: Crawl, tmp_path: Path) -> None:
+    (pages,) = crawl.db.execute("SELECT count(*) FROM pages").fetchone()
+    assert pages == crawl.result.counters.pages
+    by_reason = dict(crawl.db.execute("SELECT reason, count(*) FROM blocked GROUP BY reason"))
+    assert by_reason == crawl.result.counters.blocked
+    (run_status,) = crawl.db.execute("SELECT status FROM runs").fetchone()
+    assert run_status == "finished"
