@@ -171,9 +171,7 @@ def crawl(
         return 1
     conn = sqlite3.connect(db)
     pages = conn.execute("SELECT count(*) FROM pages").fetchone()[0]
-    html = {
-        u for (u,) in conn.execute("SELECT url FROM pages WHERE content_type = 'text/html'")
-    }
+    html = {u for (u,) in conn.execute("SELECT url FROM pages WHERE content_type = 'text/html'")}
     by_reason = dict(conn.execute("SELECT reason, count(*) FROM blocked GROUP BY reason"))
     conn.close()
     sites = {f"{address}:{PORT}": value for address, value in layout.items()}

@@ -122,7 +122,7 @@ def test_resume_after_sigkill(tmp_path: Path, web: LocalWeb) -> None:
     killed_at = time.time()
     proc.communicate(timeout=10)
     before = page_count(tmp_path / "c.db")
-    assert 40 <= before
+    assert before >= 40
 
     again = run(*args, cwd=tmp_path)
     assert again.returncode == 0, again.stderr

@@ -7,6 +7,7 @@ the SQLite file and the servers' own access logs.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import sqlite3
 from collections import Counter
 from collections.abc import Iterator
@@ -73,9 +74,7 @@ def test_robots_disallowed_urls_are_blocked_never_fetched(crawl: Crawl) -> None:
     disallowed = crawl.web.expected.all_disallowed
     assert disallowed and not disallowed & pages.keys()
     requested = {
-        crawl.web.url(name, a.path)
-        for name in crawl.web.hosts
-        for a in crawl.web.access_log(name)
+        crawl.web.url(name, a.path) for name in crawl.web.hosts for a in crawl.web.access_log(name)
     }
     assert not disallowed & requested
     linked = {to for (to,) in crawl.db.execute("SELECT DISTINCT to_url FROM links")}
@@ -89,9 +88,7 @@ def test_robots_disallowed_urls_are_blocked_never_fetched(crawl: Crawl) -> None:
 
 def test_nofollow_noindex_and_base_href(crawl: Crawl) -> None:
     requested = {
-        crawl.web.url(name, a.path)
-        for name in crawl.web.hosts
-        for a in crawl.web.access_log(name)
+        crawl.web.url(name, a.path) for name in crawl.web.hosts for a in crawl.web.access_log(name)
     }
     assert not crawl.web.expected.nofollow & requested
     assert not crawl.web.expected.wrong_base & requested
@@ -103,7 +100,9 @@ def test_every_trap_is_cut_with_its_reason(crawl: Crawl) -> None:
     traps_host = crawl.web.host_keys["traps"]
     reasons = Counter(
         reason
-        for (reason,) in crawl.db.execute("SELECT reason FROM blocked WHERE host = ?", (traps_host,))
+        for (reason,) in crawl.db.execute(
+            "SELECT reason FROM blocked WHERE host = ?", (traps_host,)
+        )
     )
     wanted = {r for r in crawl.web.expected.trap_reasons.values() if r is not None}
     assert wanted == {
@@ -147,7 +146,7 @@ def test_429_host_backs_off_then_is_fetched(crawl: Crawl) -> None:
     statuses = [a.status for a in log]
     assert statuses[:3] == [429, 429, 429]
     assert set(statuses[3:]) == {200}
-    gaps = [b.at - a.at for a, b in zip(log, log[1:4], strict=False)]
+    gaps = [b.at - a.at for a, b in itertools.pairwise(log[:4])]
     # Retry-After: 1 s honoured each time (backoff base 100 ms is shorter)
     assert all(gap >= 0.98 for gap in gaps), gaps
     good = crawl.web.expected.good["busy"]
@@ -158,11 +157,11 @@ def test_429_host_backs_off_then_is_fetched(crawl: Crawl) -> None:
 def test_crawl_delay_held_from_server_access_times(crawl: Crawl) -> None:
     times = sorted(a.at for a in crawl.web.access_log("www"))
     assert len(times) > 30
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     assert min(gaps) >= CRAWL_DELAY_S - 0.02, min(gaps)
     # the other hosts use the 20 ms default delay: much closer spacing there
     norobots = sorted(a.at for a in crawl.web.access_log("norobots"))
-    assert min(b - a for a, b in zip(norobots, norobots[1:], strict=False)) < CRAWL_DELAY_S
+    assert min(b - a for a, b in itertools.pairwise(norobots)) < CRAWL_DELAY_S
 
 
 def test_robots_statuses_recorded_per_host(crawl: Crawl) -> None:
