@@ -80,7 +80,7 @@ class CrawlConfig:
         max_segment_repeats: most times one path segment may occur in a path
             (reason ``repeating_path``).
         max_page_param: highest page/offset number admitted (reason ``pagination``).
-        calendar_window_years: dates further than this from today in a path or
+        calendar_window_years: years after today beyond which a date in a path or
             query are a calendar trap (reason ``calendar``).
         strip_params: query parameters removed from the dedupe key.
         max_redirects: most redirect hops in one chain (reason ``too_many_redirects``).

@@ -40,8 +40,8 @@ class BlockReason(StrEnum):
         path_depth: more non-empty path segments than ``max_path_depth``.
         repeating_path: one path segment occurs more than ``max_segment_repeats``
             times (``/a/b/a/b/a/``: relative links resolved again and again).
-        calendar: a year in the path or query further than ``calendar_window_years``
-            from today (an endless calendar).
+        calendar: a year in the path or query more than ``calendar_window_years``
+            after today (an endless calendar).
         pagination: a page or offset number above ``max_page_param``.
         url_length: longer than ``max_url_length`` characters.
         scheme: not http or https (``mailto:``, ``javascript:``, ``data:``, ...).
@@ -205,7 +205,7 @@ class TrapGuard:
         5. ``path_depth``: more than ``max_path_depth`` non-empty path segments.
         6. ``repeating_path``: one path segment occurs more than
            ``max_segment_repeats`` times (empty segments ignored).
-        7. ``calendar``: a year further than ``calendar_window_years`` from
+        7. ``calendar``: a year more than ``calendar_window_years`` after
            ``today.year`` in a path segment that is a date (``/2031/``,
            ``/2031-05-01/``, ``/2031-05.html``; years 1900-2199, not right after a
            ``page`` segment), in a query value that is a date with at least a month
@@ -267,8 +267,13 @@ class TrapGuard:
         return verdict
 
     def _far_year(self, year: int) -> bool:
-        """Whether ``year`` is further than ``calendar_window_years`` from today's."""
-        return abs(year - self.today.year) > self.config.calendar_window_years
+        """Whether ``year`` is more than ``calendar_window_years`` after today's.
+
+        Only the future counts: no real content is dated years ahead, while archives
+        of past years (a blog's ``/2019/05/``) are real content; an endless calendar
+        into the past is cut by the depth and per-host limits.
+        """
+        return year - self.today.year > self.config.calendar_window_years
 
     def _calendar_detail(self, year: int, where: str) -> Verdict:
         """The ``calendar`` verdict for ``year`` found in ``where``."""
@@ -276,7 +281,7 @@ class TrapGuard:
         shown = str(year) if year < _HUGE else "(huge)"
         return Verdict(
             BlockReason.CALENDAR,
-            f"year {shown} in {where} is more than {window} years from {self.today.year}",
+            f"year {shown} in {where} is more than {window} years after {self.today.year}",
         )
 
     def _calendar(self, segments: list[str], query: list[tuple[str, str, str]]) -> Verdict | None:

@@ -711,9 +711,12 @@ class TrapsSite(Site):
         if not (1 <= year <= 9999 and 1 <= month <= 12):
             return None
 
+        start = (self.today.year, self.today.month)
+
         def href(y: int, m: int) -> str | None:
+            # An events calendar: it starts at the current month and runs forward forever.
             y, m = y + (m - 1) // 12, (m - 1) % 12 + 1
-            return f"/calendar/{y:04d}/{m:02d}/" if 1 <= y <= 9999 else None
+            return f"/calendar/{y:04d}/{m:02d}/" if start <= (y, m) and y <= 9999 else None
 
         candidates = [
             (href(year, month - 1), "\u2039 Previous month"),
