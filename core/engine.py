@@ -124,6 +124,7 @@ class Engine:
         self._seen = SeenSet(store)
         self._hosts: dict[str, _HostStats] = {}
         self._dirty_hosts: set[str] = set()
+        self._backoff_hosts: set[str] = set()
         self._wake = asyncio.Event()
         self._resume_event = asyncio.Event()
         self._resume_event.set()
@@ -179,8 +180,10 @@ class Engine:
                 crawl_delay_s=None if rec.crawl_delay_ms is None else rec.crawl_delay_ms / 1000,
                 backoff_attempts=rec.backoff_attempts,
                 backoff_until=rec.backoff_until,
-                backoff_started=None,
+                backoff_started=rec.backoff_started,
             )
+            if rec.backoff_attempts:
+                self._backoff_hosts.add(host)
         counts = self.store.counts()
         self._pages = int(counts.get("pages", 0))
         self._blocked_counts.update(counts.get("blocked", {}))
@@ -472,6 +475,7 @@ class Engine:
         except FetchError as exc:
             now = self._clock()
             outcome = self._politeness.on_response(host, now, None, now - start, None)
+            self._track_backoff(host, outcome.retry)
             stats.errors += 1
             if outcome.retry and entry.attempts < self.config.max_retries:
                 self._retry(entry, f"{exc.reason}: {exc}")
@@ -482,6 +486,7 @@ class Engine:
         outcome = self._politeness.on_response(
             host, now, result.status, now - start, result.headers.get("retry-after")
         )
+        self._track_backoff(host, outcome.retry)
         if outcome.retry:
             if entry.attempts < self.config.max_retries:
                 self._retry(entry, f"HTTP {result.status}, backoff {outcome.backoff_s:.1f} s")
@@ -492,6 +497,13 @@ class Engine:
             self._frontier.demote(host)
             self._audit(f"{host}: in backoff for over {self.config.demote_after_s} s, demoted")
         self._record(entry, stats, result, start, failed=outcome.retry)
+
+    def _track_backoff(self, host: str, backing_off: bool) -> None:
+        """Keep the set of hosts whose last response started or continued a backoff."""
+        if backing_off:
+            self._backoff_hosts.add(host)
+        else:
+            self._backoff_hosts.discard(host)
 
     def _retry(self, entry: FrontierEntry, why: str) -> None:
         """Put ``entry`` back at the head of its host's queue for another try."""
@@ -669,20 +681,19 @@ class Engine:
                     backoff_until=view.backoff_until,
                     pages_fetched=stats.fetched,
                     state=state,
+                    backoff_started=view.backoff_started,
                 )
             )
         self._dirty_hosts.clear()
 
     def _counters(self) -> Counters:
         now = self._clock()
-        active = 0
-        backoff = 0
-        for host, stats in self._hosts.items():
-            if stats.in_flight or self._frontier.queued(host):
-                active += 1
-                until = self._politeness.view(host, now).backoff_until
-                if until is not None and until > now:
-                    backoff += 1
+        active = sum(
+            1
+            for host, stats in self._hosts.items()
+            if stats.in_flight or self._frontier.queued(host)
+        )
+        backoff = sum(1 for host in self._backoff_hosts if self._in_backoff(host, now))
         return Counters(
             pages=self._pages,
             bytes=self._bytes,
@@ -695,6 +706,10 @@ class Engine:
             blocked=dict(self._blocked_counts),
             status_mix=dict(self._status_mix),
         )
+
+    def _in_backoff(self, host: str, now: float) -> bool:
+        until = self._politeness.view(host, now).backoff_until
+        return until is not None and until > now
 
     def snapshot(self) -> CrawlSnapshot:
         """A read-only picture of the crawl now (see ``core.snapshot``)."""
@@ -734,17 +749,20 @@ class Engine:
                     robots_status=robots.status if robots else "unknown",
                 )
             )
-            if view.backoff_until is not None and view.backoff_until > now:
-                backoff_rows.append(
-                    BackoffRow(
-                        host=host,
-                        attempts=view.backoff_attempts,
-                        last_status=view.last_status,
-                        retry_after_s=view.retry_after_s,
-                        backoff_until=view.backoff_until,
-                        demoted=stats.demoted,
-                    )
+        for host in sorted(self._backoff_hosts):
+            view = self._politeness.view(host, now)
+            if view.backoff_attempts == 0:
+                continue
+            backoff_rows.append(
+                BackoffRow(
+                    host=host,
+                    attempts=view.backoff_attempts,
+                    last_status=view.last_status,
+                    retry_after_s=view.retry_after_s,
+                    backoff_until=view.backoff_until,
+                    demoted=self._hosts[host].demoted,
                 )
+            )
         return CrawlSnapshot(
             at=now,
             started_at=self._started_at,

@@ -157,6 +157,8 @@ class HostRecord:
         delay in ms. backoff_attempts: consecutive 429/503/timeouts. backoff_until:
         epoch seconds or ``None``. pages_fetched: pages of the host so far.
         state: ``active``, ``backoff``, ``demoted``, ...
+        backoff_started: epoch seconds when the current continuous backoff began
+        (for demotion after ``demote_after_s``), or ``None``.
     """
 
     host: str
@@ -169,6 +171,7 @@ class HostRecord:
     backoff_until: float | None
     pages_fetched: int
     state: str
+    backoff_started: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,13 +239,14 @@ _SQL_BLOCKED: Final = (
 )
 _SQL_HOST: Final = (
     "INSERT INTO hosts (host, ip, robots_status, robots_expires_at, crawl_delay_ms,"
-    " delay_ms, backoff_attempts, backoff_until, pages_fetched, state)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " delay_ms, backoff_attempts, backoff_until, pages_fetched, state, backoff_started)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     " ON CONFLICT (host) DO UPDATE SET ip = excluded.ip,"
     " robots_status = excluded.robots_status, robots_expires_at = excluded.robots_expires_at,"
     " crawl_delay_ms = excluded.crawl_delay_ms, delay_ms = excluded.delay_ms,"
     " backoff_attempts = excluded.backoff_attempts, backoff_until = excluded.backoff_until,"
-    " pages_fetched = excluded.pages_fetched, state = excluded.state"
+    " pages_fetched = excluded.pages_fetched, state = excluded.state,"
+    " backoff_started = excluded.backoff_started"
 )
 _SQL_BEGIN_RUN: Final = (
     "INSERT INTO runs (started_at, finished_at, status, config) VALUES (?, NULL, 'running', ?)"
@@ -298,6 +302,7 @@ def _create_schema(conn: sqlite3.Connection) -> None:
                 "backoff_until": float,
                 "pages_fetched": int,
                 "state": str,
+                "backoff_started": float,
             },
             pk="host",
             not_null=["delay_ms", "backoff_attempts", "pages_fetched", "state"],
@@ -880,6 +885,7 @@ class Store:
                     h.backoff_until,
                     h.pages_fetched,
                     h.state,
+                    h.backoff_started,
                 ),
             )
         elif kind == _END_RUN:
@@ -983,7 +989,7 @@ class Store:
         """
         rows = self._stream(
             "SELECT host, ip, robots_status, robots_expires_at, crawl_delay_ms, delay_ms,"
-            " backoff_attempts, backoff_until, pages_fetched, state FROM hosts"
+            " backoff_attempts, backoff_until, pages_fetched, state, backoff_started FROM hosts"
         )
         return {row[0]: HostRecord(*row) for row in rows}
 

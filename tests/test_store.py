@@ -122,6 +122,7 @@ def test_schema_is_created_with_the_contract_columns(store: Store, db: Path) -> 
         "backoff_until",
         "pages_fetched",
         "state",
+        "backoff_started",
     ]
     assert columns("frontier") == [
         "key",
