@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import logging
 import random
 import time
@@ -39,7 +40,9 @@ from core.snapshot import (
     Counters,
     CrawlSnapshot,
     CrawlState,
+    HostDetail,
     HostRow,
+    ResponseRow,
 )
 from core.store import BlockedRecord, FrontierRow, HostRecord, PageRecord, Store
 from core.traps import BlockReason, ScopePolicy, TrapGuard, Verdict
@@ -63,6 +66,8 @@ SNAPSHOT_RECENT = 200
 BLOCKED_MEMORY = 100_000
 #: Seconds an in-flight fetch may still run after a stop was asked for.
 STOP_GRACE_S = 5.0
+#: Responses remembered per host for the console's detail view.
+RECENT_RESPONSES = 10
 #: Throughput is measured over this many seconds.
 THROUGHPUT_WINDOW_S = 10.0
 
@@ -77,6 +82,13 @@ class _HostStats:
     in_flight: int = 0
     admitted: int = 0
     demoted: bool = False
+    recent: deque[ResponseRow] | None = None
+
+    def remember(self, row: ResponseRow) -> None:
+        """Keep ``row`` among the host's last ``RECENT_RESPONSES`` responses."""
+        if self.recent is None:
+            self.recent = deque(maxlen=RECENT_RESPONSES)
+        self.recent.append(row)
 
 
 @dataclass(frozen=True, slots=True)
@@ -534,6 +546,7 @@ class Engine:
             error=f"{exc.reason}: {exc}",
             noindex=False,
         )
+        stats.remember(ResponseRow(start, entry.url, None, page.elapsed_ms, page.error))
         self.store.record_page(page, key=entry.key, links=(), new_rows=(), state="failed")
 
     def _record(
@@ -588,6 +601,7 @@ class Engine:
             error=error,
             noindex=noindex,
         )
+        stats.remember(ResponseRow(start, entry.url, status, result.elapsed_ms, error))
         state: Literal["done", "failed"] = "failed" if failed else "done"
         self.store.record_page(page, key=entry.key, links=edges, new_rows=new_rows, state=state)
 
@@ -707,6 +721,65 @@ class Engine:
             status_mix=dict(self._status_mix),
         )
 
+    def _host_row(self, host: str, now: float) -> HostRow:
+        """The console row of one host now."""
+        stats = self._hosts[host]
+        view = self._politeness.view(host, now)
+        robots = self._robots.entry(stats.origin)
+        return HostRow(
+            host=host,
+            queued=self._frontier.queued(host),
+            in_flight=stats.in_flight,
+            fetched=stats.fetched,
+            errors=stats.errors,
+            delay_ms=view.delay_ms,
+            delay_source=view.delay_source,
+            tokens=view.tokens,
+            next_fetch_in_s=max(0.0, self._politeness.earliest(host, now) - now),
+            robots_status=robots.status if robots else "unknown",
+        )
+
+    def query_hosts(self, text: str = "", limit: int = SNAPSHOT_HOSTS) -> tuple[HostRow, ...]:
+        """Rows of the known hosts whose key contains ``text`` (case-insensitive), the
+        busiest first (in flight, then queued, then fetched), at most ``limit``.
+
+        Walks every known host: meant for a filter the operator types, not for every
+        refresh (snapshots carry the top rows already).
+        """
+        now = self._clock()
+        needle = text.lower()
+        ranked = heapq.nlargest(
+            limit,
+            (
+                (stats.in_flight, self._frontier.queued(host), stats.fetched, host)
+                for host, stats in self._hosts.items()
+                if needle in host
+            ),
+        )
+        return tuple(self._host_row(host, now) for *_, host in ranked)
+
+    def host_detail(self, host: str, queue_head: int = 20) -> HostDetail | None:
+        """The detail view of ``host`` (``None`` for a host the crawl has never seen)."""
+        stats = self._hosts.get(host)
+        if stats is None:
+            return None
+        now = self._clock()
+        robots = self._robots.entry(stats.origin)
+        if robots is None:
+            detail = "robots.txt not fetched yet"
+        else:
+            code = robots.http_status if robots.http_status is not None else "no response"
+            left = max(0.0, robots.expires_at - now)
+            detail = f"{robots.status} (HTTP {code}; {robots.detail}); expires in {left:.0f} s"
+        return HostDetail(
+            row=self._host_row(host, now),
+            queue_head=tuple(e.url for e in self._frontier.peek(host, queue_head)),
+            robots_rules=tuple(robots.rules) if robots else (),
+            robots_detail=detail,
+            crawl_delay_s=robots.crawl_delay_s if robots else None,
+            responses=tuple(stats.recent or ()),
+        )
+
     def _in_backoff(self, host: str, now: float) -> bool:
         until = self._politeness.view(host, now).backoff_until
         return until is not None and until > now
@@ -721,34 +794,16 @@ class Engine:
         span = now - t0
         pages_per_s = (self._pages - p0) / span if span > 0 else 0.0
         bytes_per_s = (self._bytes - b0) / span if span > 0 else 0.0
-        busy = sorted(
+        busy = heapq.nlargest(
+            SNAPSHOT_HOSTS,
             (
                 (stats.in_flight, self._frontier.queued(host), host)
                 for host, stats in self._hosts.items()
                 if stats.in_flight or self._frontier.queued(host)
             ),
-            reverse=True,
-        )[:SNAPSHOT_HOSTS]
-        rows = []
+        )
+        rows = [self._host_row(host, now) for _, _, host in busy]
         backoff_rows = []
-        for _, queued, host in busy:
-            stats = self._hosts[host]
-            view = self._politeness.view(host, now)
-            robots = self._robots.entry(stats.origin)
-            rows.append(
-                HostRow(
-                    host=host,
-                    queued=queued,
-                    in_flight=stats.in_flight,
-                    fetched=stats.fetched,
-                    errors=stats.errors,
-                    delay_ms=view.delay_ms,
-                    delay_source=view.delay_source,
-                    tokens=view.tokens,
-                    next_fetch_in_s=max(0.0, self._politeness.earliest(host, now) - now),
-                    robots_status=robots.status if robots else "unknown",
-                )
-            )
         for host in sorted(self._backoff_hosts):
             view = self._politeness.view(host, now)
             if view.backoff_attempts == 0:

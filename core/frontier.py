@@ -50,6 +50,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 from heapq import heappop, heappush
+from itertools import islice
 
 
 @dataclass(slots=True)
@@ -340,6 +341,17 @@ class Frontier:
             return 0
         back = h.back
         return h.front + (len(back) if back is not None else 0)
+
+    def peek(self, host: str, n: int) -> list[FrontierEntry]:
+        """The first ``n`` entries of ``host``'s back queue, next to be fetched first.
+
+        URLs of the host still waiting in front queues (under slot pressure) are not
+        shown: finding them would mean scanning every front queue. O(n).
+        """
+        h = self._hosts.get(host)
+        if h is None or h.back is None:
+            return []
+        return list(islice(h.back, n))
 
     def hosts(self) -> int:
         """The number of hosts with at least one queued URL."""

@@ -138,3 +138,37 @@ class CrawlSnapshot:
     def elapsed_s(self) -> float:
         """Seconds since this run started."""
         return max(0.0, self.at - self.started_at)
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseRow:
+    """One recent fetch of a host: ``at`` (epoch s), url, HTTP status (``None``: no
+    response), ``elapsed_ms`` and ``error`` (a ``pages.error`` text or ``None``)."""
+
+    at: float
+    url: str
+    status: int | None
+    elapsed_ms: float
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class HostDetail:
+    """What the console's host detail view shows for one host.
+
+    Attributes:
+        row: the host's ``HostRow``.
+        queue_head: the next URLs of its back queue, next first.
+        robots_rules: ``(allow|disallow, pattern)`` of the robots.txt group that
+            applies to our token (RFC 9309 §2.2.1), empty when none was fetched.
+        robots_detail: one line on the robots.txt state (status, HTTP code, expiry).
+        crawl_delay_s: the robots.txt Crawl-delay, if any.
+        responses: the host's last responses, newest last.
+    """
+
+    row: HostRow
+    queue_head: tuple[str, ...]
+    robots_rules: tuple[tuple[str, str], ...]
+    robots_detail: str
+    crawl_delay_s: float | None
+    responses: tuple[ResponseRow, ...]

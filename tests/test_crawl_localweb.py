@@ -29,6 +29,7 @@ class Crawl:
     web: LocalWeb
     db: sqlite3.Connection
     result: CrawlResult
+    engine: Engine
 
     def pages(self) -> dict[str, tuple[int | None, str | None]]:
         rows = self.db.execute("SELECT url, status, error FROM pages")
@@ -52,7 +53,7 @@ def crawl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Crawl]:
         store.close()
         db = sqlite3.connect(path)
         try:
-            yield Crawl(web, db, result)
+            yield Crawl(web, db, result, engine)
         finally:
             db.close()
 
@@ -188,3 +189,25 @@ def test_store_counts_match_engine(crawl: Crawl, tmp_path: Path) -> None:
     assert by_reason == crawl.result.counters.blocked
     (run_status,) = crawl.db.execute("SELECT status FROM runs").fetchone()
     assert run_status == "finished"
+
+
+def test_host_detail_and_query(crawl: Crawl) -> None:
+    www = crawl.web.host_keys["www"]
+    detail = crawl.engine.host_detail(www)
+    assert detail is not None
+    assert ("disallow", "/drafts/") in detail.robots_rules
+    assert detail.crawl_delay_s == pytest.approx(CRAWL_DELAY_S)
+    assert detail.robots_detail.startswith("ok (HTTP 200")
+    assert detail.queue_head == ()
+    assert len(detail.responses) == 10
+    assert all(r.url.startswith(crawl.web.hosts["www"]) for r in detail.responses)
+    assert detail.row.fetched == len(
+        [u for u in crawl.pages() if u.startswith(crawl.web.hosts["www"] + "/")]
+    )
+    assert detail.row.delay_source == "crawl_delay"
+    assert crawl.engine.host_detail("nowhere.example") is None
+    rows = crawl.engine.query_hosts(crawl.web.host_keys["traps"])
+    assert [r.host for r in rows] == [crawl.web.host_keys["traps"]]
+    assert len(crawl.engine.query_hosts("127.77.0.")) == len(crawl.web.hosts)
+    snap = crawl.engine.snapshot()
+    assert snap.state == "finished" and snap.hosts == () and snap.backoff == ()

@@ -420,3 +420,16 @@ def test_frontier_matches_reference_model(seed: int) -> None:
         assert f.next_ready_at() == m.next_ready_at()
         for host in hosts:
             assert f.queued(host) == m.queued(host)
+
+
+def test_peek_shows_the_head_of_a_host_queue_in_pop_order() -> None:
+    f = Frontier(max_back_queues=1)
+    for i in range(4):
+        f.add(FrontierEntry(f"http://a/{i}", f"a{i}", "a", 1, 1))
+    f.add(FrontierEntry("http://b/0", "b0", "b", 1, 1))
+    assert [e.url for e in f.peek("a", 3)] == ["http://a/0", "http://a/1", "http://a/2"]
+    assert f.peek("b", 3) == []  # waits in a front queue: no slot free
+    assert f.peek("nobody", 3) == []
+    popped = f.pop(0.0)
+    assert popped is not None and popped.url == "http://a/0"
+    assert [e.url for e in f.peek("a", 10)] == ["http://a/1", "http://a/2", "http://a/3"]
