@@ -9,6 +9,7 @@ The defaults are those of the product's design (docs/architecture.md, "Defaults"
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import tomllib
 from collections.abc import Mapping
@@ -20,6 +21,15 @@ from core.errors import ConfigError
 
 Scope = Literal["host", "domain", "any"]
 RobotsFailureMode = Literal["allow", "disallow"]
+RenderMode = Literal["auto", "never", "always"]
+
+#: Playwright resource types a rendered page may ask for, ``document`` excepted
+#: (the values ``render_block_resources`` accepts).
+RENDER_RESOURCE_TYPES: frozenset[str] = frozenset(
+    {"stylesheet", "image", "media", "font", "script", "texttrack", "xhr", "fetch",
+     "eventsource", "websocket", "manifest", "beacon", "ping", "cspreport", "other"}
+)  # fmt: skip
+DnsPreference = Literal["ipv4", "ipv6"]
 
 #: Query parameters removed from the dedupe key (session ids and click trackers).
 DEFAULT_STRIP_PARAMS: tuple[str, ...] = (
@@ -96,6 +106,54 @@ class CrawlConfig:
             or ``disallow`` (strict: block the host, RFC 9309 §2.3.1.4).
         flush_interval_ms: the store writer commits at least this often.
         snapshot_interval_ms: how often the engine publishes a ``CrawlSnapshot``.
+        dns_nameservers: DNS servers as ``"IP"``, ``"IP:port"`` or ``"[IPv6]:port"``;
+            empty: the system's ``/etc/resolv.conf`` (read by c-ares).
+        dns_prefer: ``ipv4`` or ``ipv6``: which family's addresses are tried first
+            (both A and AAAA are asked for).
+        dns_min_ttl_s, dns_max_ttl_s: an answer's TTL is clamped to this range before
+            it is cached. The floor of 5 s keeps TTL-0/1 names (load balancers) to one
+            query per 5 s instead of one per fetch, while a moved site is followed
+            within 5 s; the ceiling bounds how stale an answer can get.
+        dns_negative_ttl_s: how long NXDOMAIN / NODATA is cached when the server
+            gives no SOA minimum (RFC 2308 §5; 300 s is the issue's 5 minutes).
+        dns_cache_size: names kept in the LRU DNS cache.
+        dns_max_in_flight: DNS queries outstanding at once (A and AAAA count apart).
+        dns_timeout_ms: how long one DNS query waits for its answer.
+        dns_retries: further tries of a name after a timeout / SERVFAIL / REFUSED,
+            with backoff, before ``DnsTemporaryFailure``.
+        allow_private: connect to loopback, private, link-local and other special
+            addresses (RFC 6890) for every host; default: only seed hosts may.
+        allow_networks: CIDR networks that are allowed even though special
+            (``["127.0.5.0/24"]``).
+        ip_delay_ms: the least spacing of two fetch starts on one IP address, shared
+            by every host that resolves to it (in addition to each host's delay).
+            ``None`` (default): the same as ``delay_ms``, so hosts sharing a server
+            share the budget one host gets, and lowering ``delay_ms`` for a test or
+            an own site is not silently capped; 0 turns the per-IP limit off (e.g. a
+            crawl of many CDN-fronted sites that share a few edge addresses).
+        render: JavaScript rendering of pages (``core.render``): ``auto`` renders an
+            HTML page whose raw markup looks like a single-page-app shell (at most
+            ``render_max_links`` links and a framework signature), ``always`` every
+            HTML page, ``never`` none.
+        render_hosts: hosts whose HTML pages are always rendered (with ``auto``);
+            an entry matches a host key (``app.example.com``, ``127.0.0.8:8080``),
+            the host without its port, or any subdomain of it.
+        render_never_hosts: hosts never rendered, whatever ``render`` and
+            ``render_hosts`` say (matched as ``render_hosts``).
+        render_max_links: ``auto`` renders a page only when its raw HTML has at
+            most this many followable ``<a>``/``<area>`` links.
+        render_pool_size: browser render workers, each with its own Chromium.
+        render_timeout_ms: the time budget of one page render (load, sub-requests
+            including their politeness waits, and settling); a page still busy then
+            is cut and its DOM taken as it is.
+        render_idle_ms: a rendered page has settled when none of its requests has
+            been in flight for this long after its load event.
+        render_max_pages_per_browser: a worker's browser is closed and started
+            anew after this many pages (bounds its memory growth).
+        render_block_resources: Playwright resource types aborted without a request
+            (default images, fonts and media; they hold no links).
+        render_browser_path: the Chromium executable Playwright drives (Debian's
+            ``chromium`` package); never a browser Playwright downloads.
     """
 
     user_agent: str = "crawldeck/0.1 (+https://github.com/crawldeck/crawldeck)"
@@ -134,6 +192,28 @@ class CrawlConfig:
     robots_on_failure: RobotsFailureMode = "allow"
     flush_interval_ms: int = 500
     snapshot_interval_ms: int = 1000
+    dns_nameservers: tuple[str, ...] = ()
+    dns_prefer: DnsPreference = "ipv4"
+    dns_min_ttl_s: int = 5
+    dns_max_ttl_s: int = 3600
+    dns_negative_ttl_s: int = 300
+    dns_cache_size: int = 100_000
+    dns_max_in_flight: int = 64
+    dns_timeout_ms: int = 5000
+    dns_retries: int = 2
+    allow_private: bool = False
+    allow_networks: tuple[str, ...] = ()
+    ip_delay_ms: int | None = None
+    render: RenderMode = "auto"
+    render_hosts: tuple[str, ...] = ()
+    render_never_hosts: tuple[str, ...] = ()
+    render_max_links: int = 3
+    render_pool_size: int = 2
+    render_timeout_ms: int = 15_000
+    render_idle_ms: int = 500
+    render_max_pages_per_browser: int = 100
+    render_block_resources: tuple[str, ...] = ("image", "font", "media")
+    render_browser_path: str = "/usr/bin/chromium"
 
     def replace(self, **changes: Any) -> CrawlConfig:
         """A copy with ``changes`` applied and validated; raises ``ConfigError``."""
@@ -173,6 +253,19 @@ _MIN_VALUES: dict[str, float] = {
     "robots_retry_s": 1,
     "flush_interval_ms": 10,
     "snapshot_interval_ms": 50,
+    "dns_min_ttl_s": 0,
+    "dns_max_ttl_s": 1,
+    "dns_negative_ttl_s": 0,
+    "dns_cache_size": 1,
+    "dns_max_in_flight": 1,
+    "dns_timeout_ms": 10,
+    "dns_retries": 0,
+    "ip_delay_ms": 0,
+    "render_max_links": 0,
+    "render_pool_size": 1,
+    "render_timeout_ms": 100,
+    "render_idle_ms": 0,
+    "render_max_pages_per_browser": 1,
 }
 
 
@@ -261,7 +354,47 @@ def build_config(values: Mapping[str, Any]) -> CrawlConfig:
     config = CrawlConfig(**checked)
     if config.backoff_max_ms < config.backoff_base_ms:
         raise ConfigError("config key 'backoff_max_ms': must be >= backoff_base_ms")
+    unknown = sorted(set(config.render_block_resources) - RENDER_RESOURCE_TYPES)
+    if unknown:
+        raise ConfigError(
+            f"config key 'render_block_resources': unknown resource type {unknown[0]!r} "
+            f"(expected some of {', '.join(sorted(RENDER_RESOURCE_TYPES))})"
+        )
+    if config.dns_max_ttl_s < config.dns_min_ttl_s:
+        raise ConfigError("config key 'dns_max_ttl_s': must be >= dns_min_ttl_s")
+    for network in config.allow_networks:
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError:
+            raise ConfigError(
+                f"config key 'allow_networks': {network!r} is not an IP network "
+                f"(e.g. '127.0.5.0/24')"
+            ) from None
+    for server in config.dns_nameservers:
+        if not _is_nameserver(server):
+            raise ConfigError(
+                f"config key 'dns_nameservers': {server!r} is not 'IP', 'IP:port' or '[IPv6]:port'"
+            )
     return config
+
+
+def _is_nameserver(server: str) -> bool:
+    """Whether ``server`` is ``IP``, ``IPv4:port`` or ``[IPv6]:port`` (port 1-65535)."""
+    host, port = server, ""
+    if server.startswith("["):
+        host, sep, rest = server[1:].partition("]")
+        if not sep or (rest and not rest.startswith(":")):
+            return False
+        port = rest[1:]
+        if rest and not port:
+            return False
+    elif server.count(":") == 1:
+        host, port = server.split(":")
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return not port or (port.isdigit() and 0 < int(port) < 65536)
 
 
 def load_config(path: Path | None, overrides: Mapping[str, Any] | None = None) -> CrawlConfig:
@@ -296,7 +429,10 @@ def load_config(path: Path | None, overrides: Mapping[str, Any] | None = None) -
 
 __all__ = [
     "DEFAULT_STRIP_PARAMS",
+    "RENDER_RESOURCE_TYPES",
     "CrawlConfig",
+    "DnsPreference",
+    "RenderMode",
     "RobotsFailureMode",
     "Scope",
     "asdict",

@@ -27,7 +27,8 @@ from typing import Literal
 
 from core import urls
 from core.config import CrawlConfig, asdict
-from core.errors import FetchError, UrlError
+from core.dns import AddressPolicy, DnsCache, ip_politeness
+from core.errors import DnsNotFound, DnsTemporaryFailure, FetchError, PrivateAddress, UrlError
 from core.fetcher import Fetcher, FetchResult
 from core.frontier import Frontier, FrontierEntry
 from core.links import extract_links, is_html
@@ -45,6 +46,7 @@ from core.snapshot import (
     ResponseRow,
 )
 from core.store import BlockedRecord, FrontierRow, HostRecord, PageRecord, Store
+from core.transport import build_transport
 from core.traps import BlockReason, ScopePolicy, TrapGuard, Verdict
 
 log = logging.getLogger("crawldeck.engine")
@@ -82,6 +84,7 @@ class _HostStats:
     in_flight: int = 0
     admitted: int = 0
     demoted: bool = False
+    dead: bool = False
     recent: deque[ResponseRow] | None = None
 
     def remember(self, row: ResponseRow) -> None:
@@ -127,7 +130,13 @@ class Engine:
         self.config = config
         self.store = store
         self._clock = clock
-        self._fetcher = fetcher or Fetcher(config)
+        self._dns = DnsCache(config, clock)
+        self._policy = AddressPolicy(config, audit=self._audit)
+        self._fetcher = fetcher or Fetcher(
+            config, transport=build_transport(config, self._dns, self._policy)
+        )
+        self._ip_politeness = ip_politeness(config)
+        self._host_ip: dict[str, str] = {}
         self._robots = RobotsCache(self._fetcher, config, clock, self._audit)
         self._politeness = Politeness(config, rng)
         self._frontier = Frontier()
@@ -230,6 +239,7 @@ class Engine:
                 refused.append((raw, str(exc)))
                 continue
             self._scope.add_seed(url)
+            self._policy.trust(urls.host_key(url))
             row = self._admit(url, 0, PRIORITY_SEED, (), None, is_seed=True)
             if isinstance(row, Verdict):
                 refused.append((url, f"{row.reason}: {row.detail}"))
@@ -370,6 +380,7 @@ class Engine:
                 await reporter
             await self._robots.aclose()
             await self._fetcher.aclose()
+            await self._dns.aclose()
             outcome = self._outcome()
             self._state = "finished" if outcome == "finished" else "stopped"
             self._flush_hosts()
@@ -453,17 +464,66 @@ class Engine:
             stats.in_flight -= 1
             self._in_flight -= 1
             self._dirty_hosts.add(host)
-            self._frontier.release(host, self._politeness.earliest(host, self._clock()))
+            self._frontier.release(host, self._earliest(host, self._clock()))
             self._wake.set()
+
+    async def _resolve(self, entry: FrontierEntry, stats: _HostStats) -> str | None:
+        """The address to fetch ``entry`` from, through the DNS cache and the address
+        policy; ``None`` when the URL was blocked (``dns``, ``private_address``) or put
+        back for a retry (a temporary DNS failure backs the host off)."""
+        host = entry.host
+        try:
+            addresses = await self._dns.resolve(host)
+            ip = self._policy.select(host, addresses)[0]
+        except (DnsNotFound, PrivateAddress) as exc:
+            self._refuse(entry, stats, exc)
+            return None
+        except DnsTemporaryFailure as exc:
+            now = self._clock()
+            outcome = self._politeness.on_response(host, now, None, 0.0, None)
+            self._track_backoff(host, outcome.retry)
+            stats.errors += 1
+            if entry.attempts < self.config.max_retries:
+                self._retry(entry, f"{exc.reason}: {exc}")
+            else:
+                self._audit(f"{host}: DNS keeps failing ({exc}); giving up on {entry.url}")
+                self._record_failure(entry, stats, now, now, exc)
+            return None
+        self._host_ip[host] = ip
+        return ip
+
+    def _refuse(self, entry: FrontierEntry, stats: _HostStats, exc: FetchError) -> None:
+        """Block ``entry`` for a DNS answer we will not use: NXDOMAIN (``dns``, the host
+        is marked dead) or a special-purpose address (``private_address``)."""
+        if isinstance(exc, DnsNotFound):
+            if not stats.dead:
+                stats.dead = True
+                self._audit(f"{entry.host}: {exc}; host marked dead")
+            reason = BlockReason.DNS
+        else:
+            reason = BlockReason.PRIVATE_ADDRESS
+        self._block(entry.url, entry.host, Verdict(reason, str(exc)))
+        self.store.mark(entry.key, "blocked")
 
     async def _visit(self, entry: FrontierEntry, stats: _HostStats, *, release_early: bool) -> None:
         host = entry.host
+        ip = await self._resolve(entry, stats)
+        if ip is None:
+            return
+        now = self._clock()
+        if self._ip_politeness.earliest(ip, now) > now:
+            # Another host on the same address was fetched too recently (per-IP limit).
+            self._frontier.push_front(entry)
+            return
+        self._ip_politeness.on_dispatch(ip, now)
         decision = await self._robots.check(entry.url)
         self._politeness.set_crawl_delay(host, decision.crawl_delay_s)
         if decision.fetched:
             # robots.txt was just requested from this host: that request counts, so
             # the page waits for the next slot politeness gives.
-            self._politeness.on_dispatch(host, self._clock())
+            end = self._clock()
+            self._politeness.on_dispatch(host, end)
+            self._ip_politeness.on_end(ip, end)
             self._frontier.push_front(entry)
             return
         if not decision.allowed:
@@ -481,9 +541,16 @@ class Engine:
         start = self._clock()
         self._politeness.on_dispatch(host, start)
         if release_early:
-            self._frontier.release(host, self._politeness.earliest(host, start))
+            self._frontier.release(host, self._earliest(host, start))
         try:
-            result = await self._fetcher.fetch(entry.url)
+            try:
+                result = await self._fetcher.fetch(entry.url)
+            finally:
+                self._ip_politeness.on_end(ip, self._clock())
+        except (DnsNotFound, PrivateAddress) as exc:
+            # The name changed between our lookup and the connection (DNS rebinding).
+            self._refuse(entry, stats, exc)
+            return
         except FetchError as exc:
             now = self._clock()
             outcome = self._politeness.on_response(host, now, None, now - start, None)
@@ -509,6 +576,14 @@ class Engine:
             self._frontier.demote(host)
             self._audit(f"{host}: in backoff for over {self.config.demote_after_s} s, demoted")
         self._record(entry, stats, result, start, failed=outcome.retry)
+
+    def _earliest(self, host: str, now: float) -> float:
+        """When ``host`` may be fetched again: its own politeness and its address's."""
+        at = self._politeness.earliest(host, now)
+        ip = self._host_ip.get(host)
+        if ip is not None:
+            at = max(at, self._ip_politeness.earliest(ip, now))
+        return at
 
     def _track_backoff(self, host: str, backing_off: bool) -> None:
         """Keep the set of hosts whose last response started or continued a backoff."""
@@ -678,11 +753,17 @@ class Engine:
             stats = self._hosts[host]
             view = self._politeness.view(host, now)
             robots = self._robots.entry(stats.origin)
-            state = "demoted" if stats.demoted else ("backoff" if view.backoff_until else "active")
+            state = (
+                "dead"
+                if stats.dead
+                else "demoted"
+                if stats.demoted
+                else ("backoff" if view.backoff_until else "active")
+            )
             self.store.upsert_host(
                 HostRecord(
                     host=host,
-                    ip=None,
+                    ip=self._dns.pinned(host),
                     robots_status=robots.status if robots else None,
                     robots_expires_at=robots.expires_at if robots else None,
                     crawl_delay_ms=(
@@ -708,6 +789,7 @@ class Engine:
             if stats.in_flight or self._frontier.queued(host)
         )
         backoff = sum(1 for host in self._backoff_hosts if self._in_backoff(host, now))
+        dns = self._dns.stats()
         return Counters(
             pages=self._pages,
             bytes=self._bytes,
@@ -719,6 +801,9 @@ class Engine:
             hosts_backoff=backoff,
             blocked=dict(self._blocked_counts),
             status_mix=dict(self._status_mix),
+            dns_lookups=dns.lookups,
+            dns_queries=dns.queries,
+            dns_hit_ratio=dns.hit_ratio,
         )
 
     def _host_row(self, host: str, now: float) -> HostRow:
@@ -735,8 +820,9 @@ class Engine:
             delay_ms=view.delay_ms,
             delay_source=view.delay_source,
             tokens=view.tokens,
-            next_fetch_in_s=max(0.0, self._politeness.earliest(host, now) - now),
+            next_fetch_in_s=max(0.0, self._earliest(host, now) - now),
             robots_status=robots.status if robots else "unknown",
+            ip=self._dns.pinned(host),
         )
 
     def query_hosts(self, text: str = "", limit: int = SNAPSHOT_HOSTS) -> tuple[HostRow, ...]:

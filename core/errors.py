@@ -11,12 +11,20 @@ catch only ours::
     |   +-- UnsupportedScheme       a URL that is not http or https (mailto:, javascript:)
     +-- FetchError                  a fetch that produced no HTTP response
     |   +-- FetchTimeout            connect, read or total time budget exceeded
-    |   +-- ConnectFailed           DNS failure, refused, reset, TLS failure
+    |   +-- ConnectFailed           refused, reset, TLS failure (DNS only without
+    |                               core.transport; with it, DnsError)
     |   +-- ProtocolViolation       a malformed HTTP response or encoding
+    |   +-- DnsError                the host name could not be resolved (core.dns)
+    |   |   +-- DnsNotFound         NXDOMAIN or no A/AAAA record: the host is dead
+    |   |   +-- DnsTemporaryFailure timeout, SERVFAIL, refused: worth retrying later
+    |   +-- PrivateAddress          the address connected to is private/special and
+    |                               not allowed (core.dns.AddressPolicy)
     +-- StoreError                  the SQLite file is unusable (locked, corrupt, not ours)
+    +-- RenderUnavailable           no browser to render with (Chromium missing or broken)
 
 Each error's ``reason`` is a short stable token (``timeout``, ``connect``,
-``protocol``) that is what ``pages.error`` records.
+``protocol``, ``dns``, ``dns_temporary``, ``private_address``) that is what
+``pages.error`` records.
 """
 
 from __future__ import annotations
@@ -84,7 +92,62 @@ class ProtocolViolation(FetchError):
     reason = "protocol"
 
 
+class DnsError(FetchError):
+    """The host name of a URL could not be resolved to an address (``core.dns``)."""
+
+    reason = "dns"
+
+
+class DnsNotFound(DnsError):
+    """The name does not exist (NXDOMAIN) or has no A/AAAA record (NODATA).
+
+    Permanent for the life of the negative-cache entry (RFC 2308): the engine marks
+    the host dead and blocks its URLs with reason ``dns``.
+    """
+
+    reason = "dns"
+
+
+class DnsTemporaryFailure(DnsError):
+    """The resolver gave no answer: timeout, SERVFAIL, REFUSED or a broken reply.
+
+    Worth retrying later with backoff (RFC 2308 §7: such failures are not facts
+    about the name).
+    """
+
+    reason = "dns_temporary"
+
+
+class PrivateAddress(FetchError):
+    """The address a connection would go to is loopback, private, link-local,
+    multicast or otherwise special-purpose (RFC 6890) and is not allowed by the
+    config (``allow_private``, ``allow_networks``) nor the host's trust (a seed).
+
+    Raised before any packet is sent to that address. ``host`` and ``address`` say
+    which name and which address were refused.
+    """
+
+    reason = "private_address"
+
+    def __init__(self, message: str, *, host: str = "", address: str = "") -> None:
+        super().__init__(message)
+        self.host = host
+        self.address = address
+
+
 class StoreError(CrawldeckError):
     """The SQLite crawl file cannot be opened or written (locked, corrupt, not ours)."""
 
     reason = "store"
+
+
+class RenderUnavailable(CrawldeckError):
+    """JavaScript rendering cannot run: no browser, or it does not start (``core.render``).
+
+    The message is one line that says what is missing and how to install it, e.g.
+    ``rendering is off: Chromium not found at /usr/bin/chromium (install it with
+    `apt-get install chromium`, or set render_browser_path)``. The crawl goes on
+    without rendering.
+    """
+
+    reason = "render_unavailable"

@@ -21,8 +21,12 @@ every number comes from ``CrawlConfig``):
   ``status=None``): ``attempt += 1``, ``wait = backoff_s(attempt, ...)`` and, when a
   valid Retry-After came (RFC 9110 §10.2.3), ``max(wait, min(retry_after,
   retry_after_max_s))``. Any other status ends the backoff.
-* **Earliest start**: ``max(last_start + delay, bucket ready time, backoff_until)``,
-  never before ``now``.
+* **Earliest start**: ``max(last_at + delay, bucket ready time, backoff_until)``,
+  never before ``now``, where ``last_at`` is the start of the last request, moved to the
+  end of its response when that comes (``on_response`` / ``on_end``): the delay runs
+  from the end of a fetch, as Heritrix and ``wget --wait`` count it, so the spacing of
+  two requests *as the server sees them* is at least the delay even when a connection
+  is slow to open.
 * **Demotion**: a host in continuous backoff (no other status since its first backoff)
   for ``demote_after_s`` or longer should leave the high-priority front queues.
 
@@ -252,7 +256,7 @@ class _HostState(TokenBucket):
         "backoff_wait_s",
         "crawl_delay_s",
         "delay_s",
-        "last_start",
+        "last_at",
         "last_status",
         "retry_after_s",
         "want",
@@ -266,7 +270,7 @@ class _HostState(TokenBucket):
         self.delay_s = delay_s
         self.crawl_delay_s: float | None = None
         self.adaptive_s = 0.0
-        self.last_start: float | None = None
+        self.last_at: float | None = None
         self.attempts = 0
         self.backoff_until: float | None = None
         self.backoff_started: float | None = None
@@ -370,8 +374,18 @@ class Politeness:
         state = self._state(host)
         if state.want != state._interval:
             state._set_interval(state.want, now)
-        state.last_start = now
+        state.last_at = now
         state.take(now)
+
+    def on_end(self, host: str, now: float) -> None:
+        """A request to ``host`` ended at ``now`` (epoch s): the delay runs from here.
+
+        ``on_response`` does this too; use ``on_end`` alone where nothing else is to
+        be learnt (e.g. the shared per-IP limit, ``core.dns.ip_politeness``).
+        """
+        state = self._state(host)
+        if state.last_at is None or now > state.last_at:
+            state.last_at = now
 
     def on_response(
         self,
@@ -400,6 +414,8 @@ class Politeness:
         """
         state = self._state(host)
         state.last_status = status
+        if state.last_at is None or now > state.last_at:
+            state.last_at = now
         if self._factor > 0.0:
             adaptive = self._factor * elapsed_s if elapsed_s > 0.0 else 0.0
             state.adaptive_s = adaptive if adaptive < self._max_delay_s else self._max_delay_s
@@ -465,7 +481,7 @@ class Politeness:
     def earliest(self, host: str, now: float) -> float:
         """The earliest start (epoch s, ``>= now``) of the next fetch on ``host``.
 
-        ``max(now, last_start + delay, bucket ready time, backoff_until)``.
+        ``max(now, last_at + delay, bucket ready time, backoff_until)``.
         """
         state = self._hosts.get(host)
         if state is None:
@@ -473,7 +489,7 @@ class Politeness:
         if state.want != state._interval:
             state._set_interval(state.want, now)
         at = state.ready_at(now)
-        last = state.last_start
+        last = state.last_at
         if last is not None and last + state.delay_s > at:
             at = last + state.delay_s
         until = state.backoff_until

@@ -29,6 +29,7 @@ class HostRow:
         next_fetch_in_s: seconds until the host may be fetched again (0: now).
         robots_status: ``unknown``, ``ok``, ``missing``, ``unreachable`` or
             ``redirect_limit`` (see ``core.robots``).
+        ip: the address the host's connections go to (``None`` until resolved).
     """
 
     host: str
@@ -41,6 +42,7 @@ class HostRow:
     tokens: float
     next_fetch_in_s: float
     robots_status: str
+    ip: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +91,9 @@ class Counters:
         hosts_backoff: hosts in backoff now.
         blocked: refused URLs by reason.
         status_mix: pages by HTTP status class (``2xx``, ``3xx``, ``4xx``, ``5xx``, ``error``).
+        dns_lookups: name lookups asked of the DNS cache (every fetch makes one).
+        dns_queries: queries the cache sent to a DNS server (its misses).
+        dns_hit_ratio: answers from the cache / lookups (0.0 before any lookup).
     """
 
     pages: int = 0
@@ -101,6 +106,9 @@ class Counters:
     hosts_backoff: int = 0
     blocked: dict[str, int] = field(default_factory=dict)
     status_mix: dict[str, int] = field(default_factory=dict)
+    dns_lookups: int = 0
+    dns_queries: int = 0
+    dns_hit_ratio: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,7 +44,13 @@ def crawl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Crawl]:
     path = tmp_path_factory.mktemp("crawl") / "crawl.db"
     with LocalWeb(delay_scale=0.2, busy_429_count=3, retry_after_s=1) as web:
         config = build_config(
-            {"delay_ms": 20, "backoff_base_ms": 100, "concurrency": 8, "flush_interval_ms": 50}
+            {
+                "delay_ms": 20,
+                "backoff_base_ms": 100,
+                "concurrency": 8,
+                "flush_interval_ms": 50,
+                "allow_networks": ["127.77.0.0/24"],
+            }
         )
         store = Store(path, flush_interval_ms=config.flush_interval_ms)
         engine = Engine(config, store)

@@ -238,7 +238,7 @@ def test_adaptive_delay_and_its_cap() -> None:
     pol = Politeness(config(delay_ms=1000, adaptive_delay_factor=2.0, max_delay_ms=30_000))
     pol.on_dispatch("a.test", 0.0)
     assert pol.on_response("a.test", 0.75, 200, 0.75, None) == Outcome(False, 0.0)
-    assert pol.earliest("a.test", 0.75) == 1.5
+    assert pol.earliest("a.test", 0.75) == 0.75 + 1.5  # 2 x 0.75 s, from the response's end
     view = pol.view("a.test", 0.75)
     assert (view.delay_ms, view.delay_source, view.last_status) == (1500.0, "adaptive", 200)
     pol.on_response("a.test", 60.0, 200, 60.0, None)
@@ -312,7 +312,7 @@ def test_retry_after_is_honoured_when_longer_and_capped() -> None:
     assert pol.view("e.test", 0.0).retry_after_s is None
     # Retry-After on a 200 does not start a backoff.
     assert pol.on_response("f.test", 0.0, 200, 0.0, "60") == Outcome(False, 0.0)
-    assert pol.earliest("f.test", 0.0) == 0.0
+    assert pol.earliest("f.test", 0.0) == 1.0  # the plain delay from the response's end
 
 
 def test_demotion_after_continuous_backoff() -> None:
@@ -464,3 +464,16 @@ def test_dispatch_loop_never_starts_a_host_before_its_delay(seed: int) -> None:
         for i in range(len(times)):
             for j in range(i + 1, len(times)):
                 assert j - i + 1 <= 3 + (times[j] - times[i]) * 1.0 + 1e-9
+
+
+def test_delay_runs_from_the_end_of_a_fetch() -> None:
+    """A slow request (or a slow connect) cannot bring two arrivals closer than the delay."""
+    pol = Politeness(config(delay_ms=500, adaptive_delay_factor=0))
+    pol.on_dispatch("a.test", 10.0)
+    assert pol.earliest("a.test", 10.0) == 10.5
+    pol.on_end("a.test", 10.4)  # the response came at 10.4 s
+    assert pol.earliest("a.test", 10.4) == 10.9
+    pol.on_end("a.test", 10.2)  # an earlier end (a parallel fetch) moves nothing back
+    assert pol.earliest("a.test", 10.4) == 10.9
+    pol.on_end("b.test", 3.0)  # unknown host: the delay runs from its end as well
+    assert pol.earliest("b.test", 3.0) == 3.5
