@@ -333,16 +333,24 @@ def build_config(values: Mapping[str, Any]) -> CrawlConfig:
     """A validated ``CrawlConfig`` from ``values`` (missing keys take defaults).
 
     Raises:
-        ConfigError: an unknown key (named), a value of the wrong type or out of range,
-            or a robots token (given, or taken from ``user_agent`` when not given)
+        ConfigError: unknown keys (all named), a value of the wrong type or out of range,
+            a User-Agent that is not printable ASCII (no CR/LF), or a robots token
+            (given, or taken from ``user_agent`` when not given)
             that is not letters, ``_`` and ``-`` (RFC 9309 §2.2.1).
     """
     hints = get_type_hints(CrawlConfig)
     known = {f.name for f in fields(CrawlConfig)}
-    for key in values:
-        if key not in known:
-            raise ConfigError(f"unknown config key {key!r}")
+    unknown = [key for key in values if key not in known]
+    if unknown:
+        names = ", ".join(repr(key) for key in unknown)
+        raise ConfigError(f"unknown config key{'s' if len(unknown) > 1 else ''} {names}")
     checked = {key: _check(key, hints[key], value) for key, value in values.items()}
+    agent = checked.get("user_agent")
+    if agent is not None and not all(" " <= c <= "~" for c in agent):
+        raise ConfigError(
+            "config key 'user_agent': only printable ASCII is allowed in a header "
+            f"(RFC 9110 §5.5), got {agent!r}"
+        )
     if "user_agent" in checked and "robots_token" not in checked:
         checked["robots_token"] = product_token(checked["user_agent"])
     token = checked.get("robots_token", "crawldeck")

@@ -163,6 +163,7 @@ class Engine:
         self._samples: deque[tuple[float, int, int]] = deque()
         self._subscribers: list[Subscriber] = []
         self._started_at = clock()
+        self._pages_at_start = 0
         self._run_id: int | None = None
         self._workers: list[asyncio.Task[None]] = []
         self._crash: Exception | None = None
@@ -207,6 +208,9 @@ class Engine:
                 self._backoff_hosts.add(host)
         counts = self.store.counts()
         self._pages = int(counts.get("pages", 0))
+        mix, self._bytes = self.store.page_totals()
+        self._status_mix.update(mix)
+        self._errors = mix.get("error", 0)
         self._blocked_counts.update(counts.get("blocked", {}))
         self._log(f"resuming: {len(self._frontier)} URLs queued, {self._pages} pages fetched")
 
@@ -247,6 +251,7 @@ class Engine:
                 fresh.append(row)
         if fresh:
             self.store.enqueue_urls(fresh)
+        self._seen.handed_over()
         self._wake.set()
         return refused
 
@@ -366,6 +371,9 @@ class Engine:
                 and its state saved.
         """
         self._started_at = self._clock()
+        self._pages_at_start = self._pages
+        self._samples.clear()
+        self._samples.append((self._started_at, self._pages, self._bytes))
         self._run_id = self.store.begin_run(asdict(self.config))
         reporter = asyncio.create_task(self._report_loop())
         self._workers = [
@@ -678,7 +686,10 @@ class Engine:
         )
         stats.remember(ResponseRow(start, entry.url, status, result.elapsed_ms, error))
         state: Literal["done", "failed"] = "failed" if failed else "done"
-        self.store.record_page(page, key=entry.key, links=edges, new_rows=new_rows, state=state)
+        self.store.record_page(
+            page, key=entry.key, links=list(dict.fromkeys(edges)), new_rows=new_rows, state=state
+        )
+        self._seen.handed_over()
 
     def _redirect(
         self, entry: FrontierEntry, location: str, new_rows: list[FrontierRow]
@@ -913,6 +924,7 @@ class Engine:
             bytes_per_s=bytes_per_s,
             window_s=THROUGHPUT_WINDOW_S,
             max_pages=self.config.max_pages,
+            pages_this_run=self._pages - self._pages_at_start,
             hosts=tuple(rows),
             backoff=tuple(backoff_rows),
             blocked=tuple(self._blocked_recent),

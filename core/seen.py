@@ -41,8 +41,10 @@ class SeenSet:
         false_positive_rate: the filter's target rate at ``expected_items`` keys, in (0, 1).
 
     Contract: every key for which ``add_if_new`` returns ``True`` must be written to the
-    store's frontier by the caller (``enqueue_urls`` / ``record_page(new_rows=...)``);
-    otherwise a later false positive could call it new again.
+    store's frontier by the caller (``enqueue_urls`` / ``record_page(new_rows=...)``),
+    who then calls ``handed_over()``; until then the keys are held in a small set of
+    their own, since the store cannot know them yet (a page linking ``b#one`` and
+    ``b#two`` adds the key of ``b`` twice before its row reaches the store).
 
     Counters (only grow):
         ``added``: keys reported new; ``bloom_hits``: calls where the filter said
@@ -60,6 +62,7 @@ class SeenSet:
         self._expected_items = max(1, expected_items)
         self._false_positive_rate = false_positive_rate
         self._bloom = Bloom(self._expected_items, false_positive_rate)
+        self._unsent: set[str] = set()
         self.added = 0
         self.bloom_hits = 0
         self.exact_checks = 0
@@ -77,13 +80,20 @@ class SeenSet:
         bloom = self._bloom
         if key in bloom:
             self.bloom_hits += 1
+            if key in self._unsent:
+                return False
             self.exact_checks += 1
             if self._store.contains(key):
                 return False
             self.false_positives += 1
         bloom.add(key)
+        self._unsent.add(key)
         self.added += 1
         return True
+
+    def handed_over(self) -> None:
+        """The caller has passed every key added so far to the store's writes."""
+        self._unsent.clear()
 
     def rebuild(self, keys: Iterable[str]) -> int:
         """Empty the filter and add every key of ``keys`` (streamed; for resume).
@@ -91,6 +101,7 @@ class SeenSet:
         Counters are kept. Returns how many keys were added.
         """
         self._bloom = Bloom(self._expected_items, self._false_positive_rate)
+        self._unsent.clear()
         bloom = self._bloom
         count = 0
         for key in keys:

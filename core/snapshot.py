@@ -127,6 +127,8 @@ class CrawlSnapshot:
         backoff: the hosts in backoff.
         blocked: the most recent refused URLs, newest last.
         log: the most recent warning and audit lines, newest last.
+        pages_this_run: pages fetched since this run started (``counters.pages``
+            counts every run on the file).
     """
 
     at: float
@@ -141,6 +143,7 @@ class CrawlSnapshot:
     backoff: tuple[BackoffRow, ...]
     blocked: tuple[BlockedRow, ...]
     log: tuple[str, ...]
+    pages_this_run: int = 0
 
     @property
     def elapsed_s(self) -> float:

@@ -248,6 +248,8 @@ _SQL_HOST: Final = (
     " pages_fetched = excluded.pages_fetched, state = excluded.state,"
     " backoff_started = excluded.backoff_started"
 )
+#: A run still ``running`` when a new one begins was killed (SIGKILL, power loss).
+_SQL_KILLED_RUNS: Final = "UPDATE runs SET status = 'killed' WHERE status = 'running'"
 _SQL_BEGIN_RUN: Final = (
     "INSERT INTO runs (started_at, finished_at, status, config) VALUES (?, NULL, 'running', ?)"
 )
@@ -714,6 +716,8 @@ class Store:
     def begin_run(self, config: Mapping[str, Any]) -> int:
         """Add a ``runs`` row (status ``running``, ``config`` as JSON); block until committed.
 
+        Earlier runs still marked ``running`` (the process was killed) become ``killed``.
+
         Values JSON cannot hold are stored as their ``str()``.
 
         Returns:
@@ -806,6 +810,7 @@ class Store:
                         waiters.append(op[1])
                         if op[2] is not None:
                             started_at, text = op[2]
+                            conn.execute(_SQL_KILLED_RUNS)
                             cur = conn.execute(_SQL_BEGIN_RUN, (to_iso_utc(started_at), text))
                             op[1].result = cur.lastrowid
                         break
@@ -1016,6 +1021,22 @@ class Store:
             failed=int(by_state.get("failed", 0)),
             frontier_blocked=int(by_state.get("blocked", 0)),
         )
+
+    def page_totals(self) -> tuple[dict[str, int], int]:
+        """Committed pages by status class (``2xx`` ... ``5xx``, ``error`` for no
+        response) and their body bytes in all, for the totals of a resumed crawl.
+
+        Raises:
+            StoreError: see the class.
+        """
+        mix: dict[str, int] = {}
+        rows = self._stream(
+            "SELECT CASE WHEN status IS NULL THEN 'error' ELSE (status / 100) || 'xx' END,"
+            " count(*) FROM pages GROUP BY 1"
+        )
+        for label, n in rows:
+            mix[str(label)] = int(n)
+        return mix, int(self._scalar("SELECT coalesce(sum(bytes), 0) FROM pages"))
 
     def has_crawl(self) -> bool:
         """Whether the file already holds a crawl (any committed frontier row): resume.

@@ -31,6 +31,9 @@ def test_file_then_flags(tmp_path: Path) -> None:
     ("values", "message"),
     [
         ({"delay": 5}, "unknown config key 'delay'"),
+        ({"delay": 5, "max_pagez": 1}, "unknown config keys 'delay', 'max_pagez'"),
+        ({"user_agent": "Bót/1.0"}, "only printable ASCII is allowed in a header"),
+        ({"user_agent": "Bot\r\nX-Evil: 1"}, "only printable ASCII is allowed in a header"),
         ({"delay_ms": -1}, "config key 'delay_ms': expected a value >= 0, got -1"),
         ({"delay_ms": "5"}, "config key 'delay_ms': expected an integer, got '5'"),
         ({"delay_ms": True}, "config key 'delay_ms': expected an integer, got True"),

@@ -31,6 +31,7 @@ def test_ten_thousand_keys_against_a_real_store(tmp_path: Path) -> None:
         for i, key in enumerate(keys):
             assert seen.add_if_new(key) is True
             store.enqueue_urls([frontier_row(key)])
+            seen.handed_over()
             if i == 5_000:
                 store.flush()  # half of the keys committed, half still pending
         # At 1 % of the filter's capacity a false positive has odds ~1e-15 per key.
@@ -50,6 +51,7 @@ def test_a_false_positive_goes_to_the_store_and_is_still_new() -> None:
     assert store.checked == ["http://a.test/x"]
     assert (seen.bloom_hits, seen.exact_checks, seen.false_positives) == (1, 1, 1)
     store.keys.add("http://a.test/x")  # the caller stored it
+    seen.handed_over()
     assert seen.add_if_new("http://a.test/x") is False
     assert (seen.bloom_hits, seen.exact_checks, seen.false_positives) == (2, 2, 1)
     assert store.checked == ["http://a.test/x"] * 2
@@ -69,6 +71,7 @@ def test_an_overfull_filter_stays_exact() -> None:
     for key in keys:
         assert seen.add_if_new(key) is True
         store.keys.add(key)
+        seen.handed_over()
     assert seen.false_positives == seen.exact_checks == seen.bloom_hits
     assert seen.false_positives > 1_000
     assert not any(seen.add_if_new(key) for key in keys)
@@ -95,3 +98,16 @@ def test_rebuild_empties_the_filter_first() -> None:
     seen.rebuild(["new"])
     assert seen.add_if_new("old") is True  # the filter forgot it; the store never had it
     assert store.checked == []
+
+
+def test_a_key_added_twice_before_the_store_has_it_is_new_once() -> None:
+    class Empty:
+        def contains(self, key: str) -> bool:
+            return False
+
+    seen = SeenSet(Empty(), expected_items=1000)
+    assert seen.add_if_new("http://a.test/b") is True
+    assert seen.add_if_new("http://a.test/b") is False  # not yet in the store: held here
+    seen.handed_over()
+    # handed over: from now on the store answers (this one says absent: a false positive)
+    assert seen.add_if_new("http://a.test/b") is True
