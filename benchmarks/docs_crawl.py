@@ -8,10 +8,11 @@ robots.txt disallows /whatsnew/), 127.78.0.2 the Django docs (python-django-doc,
 disallows /releases/), 127.78.0.3 a small portal linking to both (disallows /private/).
 A real ``crawldeck crawl --no-ui`` process crawls them with a 1 ms politeness delay.
 
-Prints pages, pages/s, peak RSS of the crawler, and two checks: no disallowed URL was
-requested (from the servers' own access logs), and every HTML page reachable from the
-seeds without crossing a disallowed directory was fetched (the reachable set is computed
-independently from the files on disk, with the standard library's HTML parser).
+Prints pages, pages/s, peak RSS of the crawler, and three checks: no disallowed URL was
+requested and no URL was requested twice (from the servers' own access logs), and every
+HTML page reachable from the seeds without crossing a disallowed directory was fetched
+(the reachable set is computed independently from the files on disk, with the standard
+library's HTML parser).
 Exits 1 if a check fails.
 """
 
@@ -26,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import deque
+from collections import Counter, deque
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
@@ -128,8 +129,14 @@ def main() -> int:
         StaticSite(root, address, PORT, robots_txt=f"User-agent: *\nDisallow: {prefix}\n")
         for address, (root, prefix) in layout.items()
     ]
-    for server in servers:
-        server.start()
+    try:
+        for server in servers:
+            server.start()
+    except OSError as exc:
+        for server in servers:
+            server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+        sys.exit(f"docs_crawl: cannot serve on port {PORT}: {exc.strerror} (another docs_crawl?)")
     try:
         seeds = [f"http://{address}:{PORT}/index.html" for address in layout]
         if args.serve_only:
@@ -177,6 +184,12 @@ def crawl(
     sites = {f"{address}:{PORT}": value for address, value in layout.items()}
     expected = reachable(sites, seeds)
     missing = expected - html
+    repeated = [
+        f"{server.host_key}{path}"
+        for server in servers
+        for path, n in Counter(a.path for a in server.access_log()).items()
+        if n > 1 and path != "/robots.txt"
+    ]
     bad_requests = [
         f"{server.host_key}{a.path}"
         for server, (_, prefix) in zip(servers, layout.values(), strict=True)
@@ -191,7 +204,8 @@ def crawl(
     print(f"reachable HTML pages {len(expected)}; fetched {len(expected & html)}")
     print(f"check: disallowed URLs requested: {len(bad_requests)} {bad_requests[:5]}")
     print(f"check: reachable HTML pages not fetched: {len(missing)} {sorted(missing)[:5]}")
-    ok = not bad_requests and not missing
+    print(f"check: URLs requested more than once: {len(repeated)} {repeated[:5]}")
+    ok = not bad_requests and not missing and not repeated
     print("OK" if ok else "FAILED")
     return 0 if ok else 1
 
