@@ -269,6 +269,15 @@ _MIN_VALUES: dict[str, float] = {
 }
 
 
+#: The highest value some numeric fields accept: each worker or token costs memory,
+#: and values past these are typing mistakes, not crawls.
+_MAX_VALUES: dict[str, float] = {
+    "concurrency": 10_000,
+    "per_host_concurrency": 100,
+    "bucket_capacity": 10_000,
+}
+
+
 def asdict(config: CrawlConfig) -> dict[str, Any]:
     """The config as a plain JSON-able dict (tuples become lists)."""
     out: dict[str, Any] = {}
@@ -306,6 +315,9 @@ def _check(name: str, hint: Any, value: Any) -> Any:
         low = _MIN_VALUES.get(name)
         if low is not None and value < low:
             raise ConfigError(f"config key {name!r}: expected a value >= {low:g}, got {value!r}")
+        high = _MAX_VALUES.get(name)
+        if high is not None and value > high:
+            raise ConfigError(f"config key {name!r}: expected a value <= {high:g}, got {value!r}")
         return float(value) if hint is float else value
     if hint is str:
         if not isinstance(value, str) or not value.strip():

@@ -28,7 +28,14 @@ from typing import Literal
 from core import urls
 from core.config import CrawlConfig, asdict
 from core.dns import AddressPolicy, DnsCache, ip_politeness
-from core.errors import DnsNotFound, DnsTemporaryFailure, FetchError, PrivateAddress, UrlError
+from core.errors import (
+    CrawldeckError,
+    DnsNotFound,
+    DnsTemporaryFailure,
+    FetchError,
+    PrivateAddress,
+    UrlError,
+)
 from core.fetcher import Fetcher, FetchResult
 from core.frontier import Frontier, FrontierEntry
 from core.links import extract_links, is_html
@@ -423,6 +430,10 @@ class Engine:
                     self._wake.set()
                     return
                 await self._process(entry)
+        except CrawldeckError as exc:  # e.g. the disk is full: stop cleanly, one line
+            self._log(f"stopping: {exc}", level=logging.ERROR)
+            self._crash = exc
+            self.request_stop()
         except Exception as exc:  # a bug: stop the crawl cleanly, re-raise from run()
             log.exception("worker crashed")
             self._crash = exc

@@ -35,6 +35,7 @@ def test_file_then_flags(tmp_path: Path) -> None:
         ({"user_agent": "Bót/1.0"}, "only printable ASCII is allowed in a header"),
         ({"user_agent": "Bot\r\nX-Evil: 1"}, "only printable ASCII is allowed in a header"),
         ({"delay_ms": -1}, "config key 'delay_ms': expected a value >= 0, got -1"),
+        ({"concurrency": 100_000_000}, "'concurrency': expected a value <= 10000, got 100000000"),
         ({"delay_ms": "5"}, "config key 'delay_ms': expected an integer, got '5'"),
         ({"delay_ms": True}, "config key 'delay_ms': expected an integer, got True"),
         ({"scope": "web"}, "config key 'scope': expected one of 'host', 'domain', 'any'"),
