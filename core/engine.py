@@ -39,7 +39,7 @@ from core.errors import (
 from core.fetcher import Fetcher, FetchResult
 from core.frontier import Frontier, FrontierEntry
 from core.links import extract_links, is_html
-from core.politeness import Politeness
+from core.politeness import BACKOFF_STATUSES, Politeness
 from core.robots import RobotsCache
 from core.seen import SeenSet
 from core.snapshot import (
@@ -543,6 +543,15 @@ class Engine:
             end = self._clock()
             self._politeness.on_dispatch(host, end)
             self._ip_politeness.on_end(ip, end)
+            robots = self._robots.entry(entry.url)
+            if robots is not None and robots.http_status in BACKOFF_STATUSES:
+                # robots.txt answered 429/503: the server asks us to slow down; the
+                # pages wait for the backoff (and its Retry-After) like any 429/503.
+                outcome = self._politeness.on_response(
+                    host, end, robots.http_status, 0.0, robots.retry_after
+                )
+                self._track_backoff(host, outcome.retry)
+                self._log(f"{host}: robots.txt answered {robots.http_status}, backing off")
             self._frontier.push_front(entry)
             return
         if not decision.allowed:

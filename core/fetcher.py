@@ -1,10 +1,21 @@
 """One HTTP GET with caps on time and bytes: the crawler's only door to the network.
 
 ``Fetcher.fetch(url)`` sends one request with httpx and never follows a redirect (the
-engine sends each ``Location`` back through the URL gates as a new hop). It reads the
-*decoded* body (gzip and deflate undone) and stops at ``max_bytes``, so a compression
-bomb costs at most ``max_bytes`` of kept body. Every httpx error is translated here into
-the ``core.errors`` tree; nothing foreign escapes.
+engine sends each ``Location`` back through the URL gates as a new hop). A 3xx comes
+back with its ``Location`` header as the server sent it, whatever it says
+(``mailto:``, a raw UTF-8 host, junk): httpx would parse it to build a next request
+even with ``follow_redirects=False`` and raise, so a response hook sets it aside before
+httpx looks and ``fetch`` puts it back (the engine resolves it with
+``core.urls.clean``, which blocks what cannot be crawled). It reads the *decoded* body
+(gzip and deflate undone) and stops at ``max_bytes``, so a compression bomb costs at
+most ``max_bytes`` of kept body. Every httpx error is translated here into the
+``core.errors`` tree; nothing foreign escapes.
+
+Content codings: requests say ``Accept-Encoding: gzip, deflate`` (the codings whose
+cost we know); a response whose ``Content-Encoding`` lists more than one coding
+(``gzip, gzip``: each layer multiplies the bomb, 4 MB on the wire became 8 GB of
+memory) or one we do not decode (``br``, ``compress``, junk) is refused with
+``ProtocolViolation`` before its body is read. ``identity`` is no coding.
 
 Budgets (``CrawlConfig``):
     connect_timeout_ms  TCP (and TLS) connection setup.
@@ -34,6 +45,51 @@ from core.errors import ConnectFailed, FetchError, FetchTimeout, ProtocolViolati
 
 #: Sent with every request; the engine only parses HTML, the rest is recorded as is.
 _ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8"
+#: The content codings we accept and decode (httpx would add br/zstd when their
+#: packages are installed; we only take codings whose decoding we bound).
+_ACCEPT_ENCODING = "gzip, deflate"
+_DECODED_CODINGS = frozenset({"gzip", "x-gzip", "deflate"})
+#: Where the response hook keeps the headers as received (with ``Location``).
+_RECEIVED_HEADERS = "crawldeck.received_headers"
+
+
+async def _set_location_aside(response: httpx.Response) -> None:
+    """httpx response hook: hide ``Location`` from httpx's redirect handling.
+
+    Hooks run before httpx builds ``response.next_request`` from the ``Location`` of a
+    3xx (it does even with ``follow_redirects=False``), which raises for a
+    ``mailto:``, a raw UTF-8 host or an unparseable value. The headers as received are
+    kept in ``response.extensions`` and ``Fetcher._get`` puts them back. Never raises.
+    """
+    if "location" in response.headers:
+        response.extensions[_RECEIVED_HEADERS] = response.headers
+        headers = response.headers.copy()
+        del headers["location"]
+        response.headers = headers
+
+
+def _content_coding(headers: httpx.Headers, url: str) -> str | None:
+    """The one content coding of ``headers`` (lowercase), or ``None`` for none.
+
+    ``identity`` and empty items do not count.
+
+    Raises:
+        ProtocolViolation: more than one coding (stacked, in one header or several),
+            or a coding other than gzip/x-gzip/deflate.
+    """
+    codings = [
+        coding
+        for value in headers.get_list("content-encoding", split_commas=True)
+        if (coding := value.strip().lower()) and coding != "identity"
+    ]
+    if not codings:
+        return None
+    if len(codings) > 1:
+        listed = ", ".join(codings)[:200]
+        raise ProtocolViolation(f"stacked content codings {listed} refused: {url}")
+    if codings[0] not in _DECODED_CODINGS:
+        raise ProtocolViolation(f"unknown content coding {codings[0][:100]!r} refused: {url}")
+    return codings[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +176,11 @@ class Fetcher:
             keepalive_expiry=min(60.0, max(5.0, 2 * config.delay_ms / 1000)),
         )
         self._client = httpx.AsyncClient(
-            headers={"User-Agent": config.user_agent, "Accept": _ACCEPT},
+            headers={
+                "User-Agent": config.user_agent,
+                "Accept": _ACCEPT,
+                "Accept-Encoding": _ACCEPT_ENCODING,
+            },
             timeout=timeout,
             limits=limits,
             transport=transport,
@@ -129,6 +189,7 @@ class Fetcher:
             http2=False,
             trust_env=False,
             cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
+            event_hooks={"response": [_set_location_aside]},
         )
 
     async def __aenter__(self) -> Fetcher:
@@ -164,8 +225,12 @@ class Fetcher:
                 took longer than ``total_timeout_ms``.
             ConnectFailed: DNS failure, connection refused or reset, TLS failure,
                 connection lost mid-body, or a URL httpx cannot request.
-            ProtocolViolation: the server's reply is not valid HTTP/1.1, or its
-                Content-Encoding cannot be decoded.
+            ProtocolViolation: the server's reply is not valid HTTP/1.1, its
+                Content-Encoding is stacked (``gzip, gzip``) or not gzip/deflate, or
+                its body cannot be decoded.
+
+        A 3xx is a result like any other: its ``Location`` is returned untouched,
+        however malformed; nothing is done with it here.
         """
         limit = self._config.max_body_bytes if max_bytes is None else max_bytes
         total_ms = self._config.total_timeout_ms
@@ -199,6 +264,15 @@ class Fetcher:
     async def _get(self, url: str, limit: int, started: float) -> FetchResult:
         """The request itself; httpx errors propagate to ``fetch``, which translates them."""
         async with self._client.stream("GET", url) as response:
+            received = response.extensions.pop(_RECEIVED_HEADERS, None)
+            headers = received if isinstance(received, httpx.Headers) else response.headers
+            if _content_coding(headers, url) == "x-gzip":
+                # RFC 9110 §8.4.1.3: x-gzip is gzip; httpx only knows the latter name
+                decoding = headers.copy()
+                decoding["content-encoding"] = "gzip"
+                response.headers = decoding
+            else:
+                response.headers = headers  # Location back, as the server sent it
             chunks: list[bytes] = []
             size = 0
             truncated = False
@@ -214,9 +288,9 @@ class Fetcher:
             return FetchResult(
                 url=url,
                 status=response.status_code,
-                headers=response.headers,
+                headers=headers,
                 body=b"".join(chunks),
-                content_type=media_type(response.headers.get("content-type")),
+                content_type=media_type(headers.get("content-type")),
                 elapsed_ms=elapsed_ms,
                 truncated=truncated,
             )

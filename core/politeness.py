@@ -150,11 +150,33 @@ def backoff_s(attempt: int, base_s: float, max_s: float, rng: random.Random) -> 
     return b + rng.uniform(0.0, b / 2.0)
 
 
+#: RFC 9111 §1.2.2: a delta-seconds value too large to represent is taken as 2**31.
+DELTA_SECONDS_MAX = 2.0**31
+_DELTA_SECONDS_MAX_DIGITS = len(str(int(DELTA_SECONDS_MAX)))
+
+
+def delta_seconds(text: str) -> float | None:
+    """``delta-seconds = 1*DIGIT`` (RFC 9111 §1.2.2) as seconds, capped at ``2**31``.
+
+    Only ASCII digits count (no sign, blank, ``_`` or fraction): anything else is
+    ``None``. A value above ``2**31`` (however many digits: the digit count is checked
+    before any conversion, so a hostile 10 MB number costs one scan) is ``2**31``, as
+    RFC 9111 §1.2.2 asks of a value too large to represent. Never raises.
+    """
+    if not (text.isascii() and text.isdigit()):
+        return None
+    significant = text.lstrip("0")
+    if len(significant) > _DELTA_SECONDS_MAX_DIGITS:
+        return DELTA_SECONDS_MAX
+    return min(float(int(significant or "0")), DELTA_SECONDS_MAX)
+
+
 def parse_retry_after(value: str, now: float) -> float | None:
     """Seconds to wait from a ``Retry-After`` header value, or ``None`` if invalid.
 
     RFC 9110 §10.2.3: ``Retry-After = HTTP-date / delay-seconds`` where
-    ``delay-seconds = 1*DIGIT``. A delta gives its number of seconds; an HTTP-date
+    ``delay-seconds = 1*DIGIT``. A delta gives its number of seconds (a huge one
+    ``2**31``, see :func:`delta_seconds`); an HTTP-date
     (IMF-fixdate, or the obsolete RFC 850 / asctime forms, parsed by
     ``email.utils.parsedate_to_datetime``, read as GMT) gives ``date - now``, and ``0.0``
     for a date in the past. Surrounding whitespace is ignored.
@@ -169,8 +191,9 @@ def parse_retry_after(value: str, now: float) -> float | None:
     text = value.strip()
     if not text:
         return None
-    if text.isascii() and text.isdigit():
-        return float(int(text))
+    seconds = delta_seconds(text)
+    if seconds is not None:
+        return seconds
     if text[0] in "+-" or text[0].isdigit():
         return None  # a signed or fractional number, or digits with junk: not valid
     try:
@@ -552,11 +575,13 @@ class Politeness:
 
 __all__ = [
     "BACKOFF_STATUSES",
+    "DELTA_SECONDS_MAX",
     "DelaySource",
     "HostPolitenessView",
     "Outcome",
     "Politeness",
     "TokenBucket",
     "backoff_s",
+    "delta_seconds",
     "parse_retry_after",
 ]

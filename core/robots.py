@@ -62,6 +62,7 @@ from protego import Protego
 from core.config import CrawlConfig
 from core.errors import FetchError, UrlError
 from core.fetcher import Fetcher, FetchResult
+from core.politeness import delta_seconds
 from core.urls import clean
 from core.urls import origin as url_origin
 
@@ -109,7 +110,8 @@ class RobotsEntry:
         origin: ``scheme://host[:port]``.
         status: as in ``RobotsDecision``.
         http_status: the status of the last response (after redirects), ``None`` after a
-            network error.
+            network error; 429 and 503 are kept here so the engine can back the host
+            off (``Politeness.on_response``) although the status is ``unreachable``.
         detail: why: the HTTP status, an error reason (``timeout``, ``connect``,
             ``protocol``) or ``"N redirects"``.
         fetched_at, expires_at: clock seconds of the fetch and of expiry.
@@ -120,6 +122,9 @@ class RobotsEntry:
         allow_all, disallow_all: no rules apply / everything is refused.
         from_last_good: the rules are those of an earlier fetch (the file is unreachable).
         refreshing: a background refresh is in flight.
+        retry_after: the raw ``Retry-After`` header of the last response (any status),
+            ``None`` when absent or after a network error; with ``http_status`` it is
+            what ``Politeness.on_response`` takes.
     """
 
     origin: str
@@ -134,6 +139,7 @@ class RobotsEntry:
     disallow_all: bool
     from_last_good: bool
     refreshing: bool = False
+    retry_after: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,9 +158,11 @@ def ttl_s(headers: Mapping[str, str], now: float, max_s: float) -> float:
         now: clock seconds, the base of an ``Expires`` without a ``Date``.
         max_s: the cap (``robots_ttl_max_s``).
 
-    ``max-age`` wins over ``Expires``; ``no-cache``/``no-store`` and an unparseable
-    ``Expires`` count as 0. The result is within ``[min(60, max_s), max_s]``; with no
-    freshness information it is ``max_s``. Never raises.
+    ``max-age`` wins over ``Expires``; ``no-cache``/``no-store``, an invalid
+    ``max-age`` (not digits) and an unparseable ``Expires`` count as 0; a huge
+    ``max-age`` counts as ``2**31`` s (RFC 9111 §1.2.2) and is capped. The result is
+    within ``[min(60, max_s), max_s]``; with no freshness information it is ``max_s``.
+    Never raises.
     """
     floor = min(_MIN_TTL_S, max_s)
     h = headers
@@ -166,10 +174,9 @@ def ttl_s(headers: Mapping[str, str], now: float, max_s: float) -> float:
             ttl = 0.0
             break
         if name == "max-age":
-            try:
-                ttl = float(int(value.strip().strip('"')))
-            except ValueError:
-                ttl = 0.0
+            # digits only, a huge value read as 2**31 without converting it (RFC 9111
+            # §1.2.2); an invalid one makes the copy stale (§4.2.1): 0
+            ttl = delta_seconds(value.strip().strip('"')) or 0.0
     if ttl is None and "expires" in h:
         ttl = 0.0
         with contextlib.suppress(TypeError, ValueError, IndexError, OverflowError):
@@ -192,7 +199,8 @@ class RobotsGroup:
         agent: the matched user-agent, lowercased: our token, ``"*"``, or ``None`` when
             no group applies (then nothing is disallowed).
         rules: the ``(allow|disallow, pattern)`` lines of the matched groups, in file
-            order (empty patterns such as ``Disallow:`` are no rules).
+            order (empty patterns such as ``Disallow:`` are no rules, but their group
+            still applies: see ``select_group``).
         crawl_delay_s: the last valid ``Crawl-delay`` of the matched groups, seconds.
     """
 
@@ -209,13 +217,18 @@ def select_group(text: str, token: str) -> RobotsGroup:
     no group; comments (``#``) and lines before the first group are ignored. Matching:
     the product token of a ``User-agent`` value (its leading letters, ``_`` and ``-``,
     so ``CrawlDeck/2.0`` names ``crawldeck``) equal to ``token``, case-insensitively;
-    else ``*``. All groups naming the match are combined (§2.2.1). Field names are
-    case-insensitive and protego's common misspellings (``dissallow``) are accepted.
-    Never raises.
+    else ``*``. All groups naming the match are combined (§2.2.1). A group applies
+    because it names the agent, whatever its rules: one with only an empty
+    ``Disallow:`` (which disallows nothing, §2.2.2) or with no rule at all still
+    applies, so the "allow only this bot" idiom (``User-agent: crawldeck`` /
+    ``Disallow:`` then ``User-agent: *`` / ``Disallow: /``) lets us crawl everything
+    and ``*`` does not apply to us. Field names are case-insensitive and protego's
+    common misspellings (``dissallow``) are accepted. Never raises.
     """
     token = token.strip().lower()
     rules: dict[str, list[tuple[RuleKind, str]]] = {}
     delays: dict[str, float] = {}
+    named: set[str] = set()  # agents some group names: that group applies to them
     current: list[str] = []
     in_rules = True  # the next User-agent line opens a new group
     for raw in text.splitlines():
@@ -234,6 +247,7 @@ def select_group(text: str, token: str) -> RobotsGroup:
             agent = match.group(0).lower() if match else ""
             if agent and agent not in current:
                 current.append(agent)
+                named.add(agent)
             continue
         in_rules = True
         if not value or not current:
@@ -254,7 +268,7 @@ def select_group(text: str, token: str) -> RobotsGroup:
             for agent in current:
                 rules.setdefault(agent, []).append((kind, value))
     for agent in (token, "*"):
-        if agent in rules or agent in delays:
+        if agent in named:
             return RobotsGroup(agent, tuple(rules.get(agent, ())), delays.get(agent))
     return RobotsGroup(None, (), None)
 
@@ -456,7 +470,9 @@ class RobotsCache:
             if 200 <= status < 300:
                 return await self._parsed(origin, result)
             if status == 429 or 500 <= status < 600:
-                return self._unreachable(origin, status, str(status))
+                return self._unreachable(
+                    origin, status, str(status), result.headers.get("retry-after")
+                )
             return self._blanket(origin, result, "missing", str(status))
 
     def _ttl(self, result: FetchResult) -> float:
@@ -484,6 +500,7 @@ class RobotsCache:
             allow_all=parser is None,
             disallow_all=False,
             from_last_good=False,
+            retry_after=result.headers.get("retry-after"),
         )
         return _State(view, parser)
 
@@ -504,11 +521,17 @@ class RobotsCache:
             allow_all=True,
             disallow_all=False,
             from_last_good=False,
+            retry_after=result.headers.get("retry-after"),
         )
         return _State(view, None)
 
-    def _unreachable(self, origin: str, http_status: int | None, why: str) -> _State:
-        """429, 5xx or a network error: last good copy, else allow/disallow all (§2.3.1.4)."""
+    def _unreachable(
+        self, origin: str, http_status: int | None, why: str, retry_after: str | None = None
+    ) -> _State:
+        """429, 5xx or a network error: last good copy, else allow/disallow all (§2.3.1.4).
+
+        ``http_status`` and ``retry_after`` (the raw header) are kept in the entry.
+        """
         now = self._clock()
         retry_s = self._config.robots_retry_s
         good = self._last_good.get(origin)
@@ -524,6 +547,7 @@ class RobotsCache:
             allow_all=True,
             disallow_all=False,
             from_last_good=False,
+            retry_after=retry_after,
         )
         prefix = f"robots.txt of {origin} unreachable ({why})"
         if good is not None:

@@ -1,7 +1,9 @@
 """Reading a seeds file: one URL per line, ``#`` comments and blank lines ignored.
 
 A bad line does not stop the crawl: it is reported with its line number and the
-rest of the file is still used.
+rest of the file is still used. Lines end at ``\n`` only (a ``\r`` before it is
+dropped), so a form feed, vertical tab or U+2028 inside a line never shifts the line
+numbers of the lines after it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,10 @@ from pathlib import Path
 from core.errors import SeedError, UrlError
 from core.urls import clean
 
+#: How much of a refused line a report shows (a 10 MB line must not make a 10 MB
+#: stderr line).
+SHOW_CHARS = 200
+
 
 @dataclass(frozen=True, slots=True)
 class SeedProblem:
@@ -19,8 +25,12 @@ class SeedProblem:
 
     Attributes:
         line: 1-based line number.
-        text: the line as written (stripped).
+        text: the line as written (stripped, comment removed).
         reason: why it was rejected, one line (from ``UrlError``).
+
+    ``str()`` is one line: ``line N: REASON`` when the reason already quotes the text,
+    else ``line N: REASON: 'TEXT'`` with the text cut to ``SHOW_CHARS`` characters
+    and ``…``.
     """
 
     line: int
@@ -28,20 +38,27 @@ class SeedProblem:
     reason: str
 
     def __str__(self) -> str:
-        return f"line {self.line}: {self.reason}: {self.text!r}"
+        if repr(self.text) in self.reason:
+            return f"line {self.line}: {self.reason}"
+        shown = self.text
+        if len(shown) > SHOW_CHARS:
+            shown = shown[:SHOW_CHARS] + "…"
+        return f"line {self.line}: {self.reason}: {shown!r}"
 
 
 def parse_seeds(text: str) -> tuple[list[str], list[SeedProblem]]:
     """Seed URLs (cleaned, in file order, duplicates kept once) and the rejected lines.
 
     A ``#`` starts a comment only at the start of a line or after white space, so a
-    URL's own fragment marker is not taken for one.
+    URL's own fragment marker is not taken for one. Lines are split at ``\n`` only
+    and a trailing ``\r`` is dropped (``str.splitlines`` would also split at form
+    feeds, vertical tabs, U+2028... and number the following lines wrongly).
     """
     urls: list[str] = []
     problems: list[SeedProblem] = []
     seen: set[str] = set()
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
+    for number, raw in enumerate(text.split("\n"), start=1):
+        line = raw.removesuffix("\r").strip()
         if not line or line.startswith("#"):
             continue
         cut = line.find(" #")

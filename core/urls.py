@@ -3,8 +3,9 @@
 Two spellings of every URL travel through crawldeck (docs/architecture.md, "Conventions"):
 
 * the **URL requested** (:func:`clean`): the link as found, resolved against its base,
-  fragment removed and unsafe characters percent-encoded, so a server that is picky
-  about its own spelling never sees a rewritten URL;
+  fragment and userinfo removed, dot segments removed and unsafe characters
+  percent-encoded, so a server that is picky about its own spelling sees the URL as a
+  browser would send it, and robots.txt is checked on exactly the path that is sent;
 * the **dedupe key** (:func:`normalize`): the same URL put in the normal form of
   RFC 3986 §6.2.2-§6.2.3 plus a sorted, filtered query, so trivially different
   spellings of one resource are crawled once.
@@ -59,6 +60,13 @@ _ALREADY_CLEAN = re.compile(
     r"(?::(?P<port>[1-9][0-9]{0,4}))?"
     r"(?:/[A-Za-z0-9\-._~%:/@!$&'()*+,;=]*(?:\?[A-Za-z0-9\-._~%:/?@!$&()*+,;=]+)?)?"
 )
+
+#: A dot segment (RFC 3986 §3.3) in a path: ``.`` or ``..``, a dot possibly escaped as
+#: ``%2e`` (WHATWG URL "single-dot/double-dot URL path segment"), followed by ``/``,
+#: ``?`` or the end. Used to skip :func:`_remove_dot_segments` when there is none.
+_DOT_SEGMENT = re.compile(r"/(?:\.|%2[eE]){1,2}(?=[/?]|\Z)")
+_SINGLE_DOT = frozenset({".", "%2e"})
+_DOUBLE_DOT = frozenset({"..", ".%2e", "%2e.", "%2e%2e"})
 
 #: The start of a cleaned URL with a plain authority (no userinfo, not IPv6):
 #: :func:`host_key` reads it without a full parse.
@@ -142,7 +150,11 @@ def _ascii_host(host: str) -> str:
 
 
 def _port(parts: SplitResult, url: str) -> int | None:
-    """The port of ``parts`` (``None`` if absent); raises ``UrlError`` if not 1-65535."""
+    """The port of ``parts`` (``None`` if absent); raises ``UrlError`` if not 1-65535.
+
+    The error names the whole port part, everything after the host's ``:``
+    (``'9000:80'`` for ``http://h:9000:80/``).
+    """
     try:
         port = parts.port
     except ValueError:
@@ -150,7 +162,11 @@ def _port(parts: SplitResult, url: str) -> int | None:
     if port is None:
         return None
     if not 1 <= port <= 65535:
-        raw = parts.netloc.rpartition("@")[2].rpartition("]")[2].rpartition(":")[2]
+        hostport = parts.netloc.rpartition("@")[2]
+        if hostport.startswith("["):
+            raw = hostport.partition("]")[2].removeprefix(":")
+        else:
+            raw = hostport.partition(":")[2]
         raise _fail(f"bad port {_show(raw)} in {_show(url)} (expected 1-65535)")
     return port
 
@@ -163,9 +179,14 @@ def clean(url: str, base: str | None = None) -> str:
     (WHATWG URL §4.4); ``url`` is resolved against ``base`` (RFC 3986 §5.2, through
     ``urllib.parse.urljoin``); the fragment is dropped (RFC 3986 §3.5: it is never
     sent); the host is lowercased and IDNA-encoded (UTS #46, see ``_ascii_host``) and
-    an IPv6 literal is written in its RFC 5952 form; unsafe characters in the path,
-    query and userinfo are percent-encoded as UTF-8 (w3lib ``safe_url_string``).
-    Nothing else is rewritten: the port, dot segments and query order stay as found.
+    an IPv6 literal is written in its RFC 5952 form; the userinfo (``user:pw@``) is
+    dropped: a crawler never sends credentials found in a link, and with them one site
+    would be crawled twice; dot segments are removed from the path (RFC 3986 §5.2.4,
+    also for absolute URLs, with ``%2e`` read as a dot as browsers do), because httpx
+    removes them before sending: the URL requested, the URL robots.txt is checked on and
+    the dedupe key must name the same path; unsafe characters in the path and query are
+    percent-encoded as UTF-8 (w3lib ``safe_url_string``). Nothing else is rewritten:
+    the port, other escapes and the query order stay as found.
 
     Args:
         url: an absolute or relative URL reference, as written in a page.
@@ -178,8 +199,8 @@ def clean(url: str, base: str | None = None) -> str:
         UnsupportedScheme: (a ``UrlError``) the scheme is not http/https, e.g.
             ``javascript:``, ``mailto:``, ``data:``; the message names the scheme.
         UrlError: one line saying why: no scheme (relative without a base), no host,
-            a bad host name, a port that is not a number in 1-65535, or text that
-            cannot be parsed.
+            a bad host name (an IPvFuture literal such as ``[v1.x]`` included), a port
+            that is not a number in 1-65535, or text that cannot be parsed.
     """
     raw = _fix_whitespace(url)
     if base and not raw.startswith(("http://", "https://")):
@@ -190,12 +211,26 @@ def clean(url: str, base: str | None = None) -> str:
     else:
         joined = raw
     joined = joined.partition("#")[0]
-    match = _ALREADY_CLEAN.fullmatch(joined)
-    if match is not None:
-        port = match.group("port")
-        if len(match.group("host")) <= _MAX_HOST_CHARS and (port is None or int(port) <= 65535):
-            return joined
+    if _takes_fast_path(joined):
+        return joined
     return _clean_slowly(joined, url)
+
+
+def _takes_fast_path(joined: str) -> bool:
+    """Whether :func:`clean` returns the resolved, fragment-free ``joined`` as it is.
+
+    True when ``_ALREADY_CLEAN`` matches, the host and port are in range and no path
+    segment is a dot segment; :func:`_clean_slowly` would return such a URL unchanged.
+    """
+    match = _ALREADY_CLEAN.fullmatch(joined)
+    if match is None:
+        return False
+    port = match.group("port")
+    return (
+        len(match.group("host")) <= _MAX_HOST_CHARS
+        and (port is None or int(port) <= 65535)
+        and _DOT_SEGMENT.search(joined, match.end("host")) is None
+    )
 
 
 def _clean_slowly(joined: str, url: str) -> str:
@@ -221,7 +256,14 @@ def _clean_slowly(joined: str, url: str) -> str:
     if not hostname:
         raise _fail(f"{_show(url)} has no host")
     _port(parts, url)
+    # The userinfo is dropped (see clean); the port text is kept as written.
+    netloc = parts.netloc.rpartition("@")[2]
     canonical = hostname
+    if netloc.startswith("[") and (hostname.startswith("v") or ":" not in hostname):
+        # urlsplit accepts an RFC 3986 IPvFuture "[v1.x]" and an IPv4 "[1.2.3.4]"
+        literal = netloc.partition("]")[0] + "]"
+        kind = "an IPvFuture literal (not supported)" if hostname[0] == "v" else "not IPv6"
+        raise _fail(f"host {_show(literal)} is {kind}")
     if ":" in hostname:
         try:
             canonical = ipaddress.IPv6Address(hostname).compressed
@@ -230,11 +272,13 @@ def _clean_slowly(joined: str, url: str) -> str:
     else:
         ascii_host = _ascii_host(hostname)
         if ascii_host != hostname:
-            userinfo, at, hostport = parts.netloc.rpartition("@")
-            colon = hostport.rfind(":")
-            port_text = hostport[colon:] if colon != -1 else ""
-            netloc = f"{userinfo}{at}{ascii_host}{port_text}"
-            joined = urlunsplit((scheme, netloc, parts.path, parts.query, ""))
+            colon = netloc.find(":")
+            netloc = ascii_host + (netloc[colon:] if colon != -1 else "")
+    path = parts.path
+    if _DOT_SEGMENT.search(path):
+        path = _remove_dot_segments(path)
+    if netloc != parts.netloc or path != parts.path:
+        joined = urlunsplit((scheme, netloc, path, parts.query, ""))
     try:
         safe = safe_url_string(joined)
     except (ValueError, UnicodeError) as exc:
@@ -262,23 +306,29 @@ def _fix_escapes(text: str) -> str:
 
 
 def _remove_dot_segments(path: str) -> str:
-    """``path`` (starting with ``/``) without ``.``/``..`` segments (RFC 3986 §5.2.4)."""
-    if "/." not in path:
+    """``path`` (starting with ``/``) without ``.``/``..`` segments (RFC 3986 §5.2.4).
+
+    A dot may be escaped (``%2e``, ``.%2E``), as the WHATWG URL standard reads
+    single- and double-dot segments, so ``/a/%2e%2e/b`` is ``/b``.
+    """
+    if not _DOT_SEGMENT.search(path):
         return path
     segments = path.split("/")
     out: list[str] = []
     for segment in segments[1:-1]:
-        if segment == "..":
+        lowered = segment.lower() if "%" in segment else segment
+        if lowered in _DOUBLE_DOT:
             if out:
                 out.pop()
-        elif segment != ".":
+        elif lowered not in _SINGLE_DOT:
             out.append(segment)
     last = segments[-1]
-    if last == "..":
+    lowered = last.lower() if "%" in last else last
+    if lowered in _DOUBLE_DOT:
         if out:
             out.pop()
         out.append("")
-    elif last == ".":
+    elif lowered in _SINGLE_DOT:
         out.append("")
     else:
         out.append(last)
@@ -311,10 +361,10 @@ def normalize(url: str, strip_params: Collection[str]) -> str:
     unreserved characters decoded and all others uppercase (§6.2.2.1-§6.2.2.2; a
     ``%`` that starts no escape becomes ``%25``), dot segments removed (§6.2.2.3,
     after decoding, so ``%2E%2E`` counts), an empty path written ``/`` (§6.2.3), the
-    fragment dropped. In the query, empty ``&`` pieces are dropped, parameters whose
-    lowercased name is in ``strip_params`` are removed, the rest are sorted by name
-    then value (stable) and kept byte for byte otherwise (blank values included); an
-    empty query loses its ``?``.
+    fragment and the userinfo dropped (as by :func:`clean`). In the query, empty ``&``
+    pieces are dropped, parameters whose lowercased name is in ``strip_params`` are
+    removed, the rest are sorted by name then value (stable) and kept byte for byte
+    otherwise (blank values included); an empty query loses its ``?``.
 
     ``normalize(normalize(u, s), s) == normalize(u, s)`` for every cleaned ``u``.
 
@@ -346,9 +396,6 @@ def normalize(url: str, strip_params: Collection[str]) -> str:
     if ":" in host:
         host = f"[{host}]"
     netloc = host if port is None or port == default_port else f"{host}:{port}"
-    userinfo, at, _ = parts.netloc.rpartition("@")
-    if at:
-        netloc = f"{_fix_escapes(userinfo)}@{netloc}"
 
     path = _remove_dot_segments(_fix_escapes(parts.path)) if parts.path else "/"
     if not path.startswith("/"):

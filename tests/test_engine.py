@@ -43,3 +43,15 @@ def test_links_that_differ_only_by_fragment_fetch_the_page_once(tmp_path: Path) 
         conn.close()
     root, b = server.url("/"), server.url("/b.html")
     assert sorted(edges) == sorted([(root, b), (b, root), (b, b)])
+
+
+def test_robots_txt_answering_429_backs_the_host_off(tmp_path: Path) -> None:
+    with HTTPTestServer() as server:
+        server.set("/robots.txt", Response(429, {"Retry-After": "1"}))
+        server.set("/", html('<a href="/a">a</a>'))
+        server.set("/a", html("leaf"))
+        crawl(server, tmp_path / "c.db")
+        log = [(r.path, r.at) for r in server.requests]
+    assert [path for path, _ in log] == ["/robots.txt", "/", "/a"]
+    # the first page waited for the Retry-After of robots.txt, not the 0 ms delay
+    assert log[1][1] - log[0][1] >= 0.98

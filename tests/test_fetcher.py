@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gzip
 import io
 import socket
 import time
+import tracemalloc
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
@@ -105,6 +107,69 @@ async def test_redirect_is_returned_not_followed(srv: HTTPTestServer, fetcher: F
     assert srv.count("/new") == 0
 
 
+def raw_redirect(location: bytes, status: bytes = b"302 Found") -> Callable[..., None]:
+    def route(req: Request, out: io.BufferedIOBase) -> None:
+        out.write(
+            b"HTTP/1.1 " + status + b"\r\nLocation: " + location + b"\r\n"
+            b"Content-Length: 5\r\nConnection: close\r\n\r\nmoved"
+        )
+
+    return route
+
+
+@pytest.mark.parametrize(
+    ("location", "expected"),
+    [
+        (b"mailto:a@b.c", "mailto:a@b.c"),
+        (b"javascript:alert(1)", "javascript:alert(1)"),
+        (b"data:text/html,<p>hi", "data:text/html,<p>hi"),
+        ("http://☃.com/".encode(), "http://☃.com/"),  # raw UTF-8, decoded as httpx does
+        (b"http://\xe9t\xe9.fr/", "http://\xe9t\xe9.fr/"),  # not UTF-8: Latin-1
+        (b"../x y/%zz\\q<>", "../x y/%zz\\q<>"),
+        (b"http://[::1", "http://[::1"),
+        (b"//[zz]/x", "//[zz]/x"),
+        (b"http://h:99999/", "http://h:99999/"),
+    ],
+)
+async def test_redirect_location_is_returned_untouched(
+    srv: HTTPTestServer, fetcher: Fetcher, location: bytes, expected: str
+) -> None:
+    # httpx builds a next request from Location even without following it; it used to
+    # raise (ConnectFailed "path must be empty...", ProtocolViolation "Invalid URL in
+    # location header") and the engine retried and stalled the host.
+    srv.set_raw("/go", raw_redirect(location))
+    result = await fetcher.fetch(srv.url("/go"))
+    assert (result.status, result.body) == (302, b"moved")
+    assert result.headers["location"] == expected
+    assert result.headers.get_list("location") == [expected]  # type: ignore[attr-defined]
+    assert srv.count("/go") == 1 and srv.count() == 1
+
+
+@pytest.mark.parametrize("status", [b"301 Moved", b"303 See Other", b"307 Temp", b"308 Perm"])
+async def test_every_redirect_status_keeps_a_junk_location(
+    srv: HTTPTestServer, fetcher: Fetcher, status: bytes
+) -> None:
+    srv.set_raw("/go", raw_redirect(b"mailto:x@y.z", status))
+    result = await fetcher.fetch(srv.url("/go"))
+    assert (result.status, result.headers["location"]) == (int(status[:3]), "mailto:x@y.z")
+
+
+async def test_headers_order_and_repeats_survive_the_location_hook(
+    srv: HTTPTestServer, fetcher: Fetcher
+) -> None:
+    pairs = [("X-A", "1"), ("Location", "mailto:a@b"), ("X-B", "2"), ("Location", "/two")]
+    srv.set("/two", Response(302, pairs, b""))
+    result = await fetcher.fetch(srv.url("/two"))
+    items = result.headers.multi_items()  # type: ignore[attr-defined]
+    assert [(k, v) for k, v in items if k not in ("server", "date", "content-length")] == [
+        ("x-a", "1"),
+        ("location", "mailto:a@b"),
+        ("x-b", "2"),
+        ("location", "/two"),
+    ]
+    assert result.headers.get_list("location") == ["mailto:a@b", "/two"]  # type: ignore[attr-defined]
+
+
 async def test_error_statuses_are_results(srv: HTTPTestServer, fetcher: Fetcher) -> None:
     srv.set("/busy", Response(503, {"Retry-After": "7"}, b"later"))
     result = await fetcher.fetch(srv.url("/busy"))
@@ -131,6 +196,77 @@ async def test_gzip_bomb_is_cut_at_max_bytes(srv: HTTPTestServer, fetcher: Fetch
     assert result.truncated is True
     assert result.body == b"\0" * 1_000_000
     assert result.elapsed_ms < 2000
+
+
+async def test_accept_encoding_names_only_codings_we_bound(
+    srv: HTTPTestServer, fetcher: Fetcher
+) -> None:
+    srv.set("/ae", Response(204))
+    await fetcher.fetch(srv.url("/ae"))
+    [request] = srv.requests
+    assert request.headers["accept-encoding"] == "gzip, deflate"
+
+
+async def test_nested_gzip_bomb_is_refused_in_bounded_memory(
+    srv: HTTPTestServer, fetcher: Fetcher
+) -> None:
+    # gzip of gzip of 256 MiB of zeros (a smaller copy of the 4 GiB bomb that took
+    # RSS to 8.4 GB): httpx decoded each layer of a network read in one piece.
+    bomb = gzip.compress(gzip_zeros(256 << 20))
+    assert len(bomb) < 100_000
+    srv.set("/nested", Response(200, {"Content-Encoding": "gzip, gzip"}, bomb))
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        with pytest.raises(ProtocolViolation) as info:
+            await fetcher.fetch(srv.url("/nested"), max_bytes=1_000_000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, f"peak {peak / 2**20:.0f} MiB"
+    assert str(info.value) == f"stacked content codings gzip, gzip refused: {srv.url('/nested')}"
+    assert info.value.reason == "protocol"
+
+
+@pytest.mark.parametrize(
+    ("headers", "problem"),
+    [
+        (
+            [("Content-Encoding", "gzip"), ("Content-Encoding", "deflate")],
+            "stacked content codings gzip, deflate refused",
+        ),
+        ([("Content-Encoding", "deflate, GZIP")], "stacked content codings deflate, gzip refused"),
+        ([("Content-Encoding", "br")], "unknown content coding 'br' refused"),
+        ([("Content-Encoding", "compress")], "unknown content coding 'compress' refused"),
+        ([("Content-Encoding", "utf-8")], "unknown content coding 'utf-8' refused"),
+    ],
+)
+async def test_stacked_or_unknown_codings_are_refused(
+    srv: HTTPTestServer, fetcher: Fetcher, headers: list[tuple[str, str]], problem: str
+) -> None:
+    srv.set("/enc", Response(200, headers, b"whatever"))
+    with pytest.raises(ProtocolViolation) as info:
+        await fetcher.fetch(srv.url("/enc"))
+    assert str(info.value) == f"{problem}: {srv.url('/enc')}"
+
+
+@pytest.mark.parametrize(
+    "coding", ["gzip", "x-gzip", "GZip", "gzip, identity", "identity", " deflate ", ""]
+)
+async def test_one_known_coding_is_decoded(
+    srv: HTTPTestServer, fetcher: Fetcher, coding: str
+) -> None:
+    plain = b"<p>hello</p>" * 100
+    if "deflate" in coding:
+        body = zlib.compress(plain)
+    elif "gzip" in coding.lower():
+        body = gzip.compress(plain)
+    else:
+        body = plain
+    srv.set("/one", Response(200, {"Content-Encoding": coding}, body))
+    result = await fetcher.fetch(srv.url("/one"))
+    assert (result.status, result.body) == (200, plain)
+    assert result.headers["content-encoding"] == coding.strip()  # as sent (x-gzip too)
 
 
 async def test_default_cap_is_max_body_bytes(srv: HTTPTestServer) -> None:

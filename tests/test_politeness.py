@@ -20,6 +20,7 @@ from core.politeness import (
     Politeness,
     TokenBucket,
     backoff_s,
+    delta_seconds,
     parse_retry_after,
 )
 
@@ -119,6 +120,36 @@ def test_retry_after_date_in_the_past_is_zero() -> None:
 )
 def test_retry_after_invalid_is_none(value: str) -> None:
     assert parse_retry_after(value, RFC_DATE) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("9" * 400, 2.0**31),  # float(int(...)) overflowed
+        ("9" * 5000, 2.0**31),  # int() refused it (int max str digits)
+        ("1" + "0" * 1_000_000, 2.0**31),
+        ("99999999999", 2.0**31),
+        ("2147483648", 2.0**31),
+        ("2147483647", 2147483647.0),
+        ("0" * 5000 + "42", 42.0),  # leading zeros are not "large"
+        ("0" * 5000, 0.0),
+    ],
+)
+def test_retry_after_huge_numbers_are_capped_never_raise(value: str, expected: float) -> None:
+    # RFC 9111 §1.2.2: a delta-seconds too big to hold is read as 2**31.
+    assert parse_retry_after(value, RFC_DATE) == expected
+    assert delta_seconds(value) == expected
+
+
+def test_huge_retry_after_backs_off_for_the_cap() -> None:
+    pol = Politeness(config(retry_after_max_s=600), rng=NoJitter())
+    assert pol.on_response("a.test", 0.0, 503, 0.0, "9" * 400) == Outcome(True, 600.0)
+    assert pol.view("a.test", 0.0).retry_after_s == 2.0**31
+
+
+@pytest.mark.parametrize("value", ["", " 1", "+1", "-1", "1_000", "1.0", "\u0661", "12a"])
+def test_delta_seconds_is_digits_only(value: str) -> None:
+    assert delta_seconds(value) is None
 
 
 # -- TokenBucket -----------------------------------------------------------------------

@@ -8,6 +8,7 @@ import socket
 from collections.abc import AsyncIterator, Iterator
 from email.utils import formatdate
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from httpserver import HTTPTestServer, Request, Response
@@ -16,6 +17,7 @@ from core.config import CrawlConfig, build_config
 from core.errors import UrlError
 from core.fetcher import Fetcher
 from core.robots import RobotsCache, RobotsGroup, select_group, ttl_s
+from core.urls import clean, normalize
 
 T0 = 1_700_000_000.0
 DAY = 86_400
@@ -249,6 +251,42 @@ async def test_5xx_allows_all_and_audits_once(
     assert srv.count("/robots.txt") == 2
 
 
+@pytest.mark.parametrize(
+    ("status", "retry_after"),
+    [(429, "120"), (503, "Fri, 31 Dec 1999 23:59:59 GMT"), (503, "9" * 400), (500, None)],
+)
+async def test_429_503_keep_status_and_raw_retry_after(
+    srv: HTTPTestServer, cache: RobotsCache, status: int, retry_after: str | None
+) -> None:
+    # The engine backs the host off from these (politeness.on_response).
+    headers = {} if retry_after is None else {"Retry-After": retry_after}
+    srv.set("/robots.txt", Response(status, headers, b"busy"))
+    decision = await cache.check(srv.url("/a"))
+    assert (decision.status, decision.fetched) == ("unreachable", True)
+    entry = cache.entry(srv.origin)
+    assert entry is not None
+    assert (entry.status, entry.http_status, entry.retry_after) == (
+        "unreachable",
+        status,
+        retry_after,
+    )
+
+
+async def test_retry_after_kept_with_the_last_good_copy(
+    srv: HTTPTestServer, cache: RobotsCache, clock: FakeClock
+) -> None:
+    srv.set("/robots.txt", text("User-agent: *\nDisallow: /x\n"))
+    await cache.check(srv.url("/"))
+    first = cache.entry(srv.origin)
+    assert first is not None and first.retry_after is None
+    srv.set("/robots.txt", Response(429, {"Retry-After": "30"}, b""))
+    clock.now = T0 + DAY
+    assert await allowed(cache, srv.url("/x")) is False
+    entry = cache.entry(srv.origin)
+    assert entry is not None
+    assert (entry.from_last_good, entry.http_status, entry.retry_after) == (True, 429, "30")
+
+
 async def test_strict_mode_disallows_on_5xx(
     srv: HTTPTestServer, fetcher: Fetcher, clock: FakeClock, audit: list[str]
 ) -> None:
@@ -282,7 +320,7 @@ async def test_network_error_is_unreachable(cache: RobotsCache, audit: list[str]
     assert audit == [f"robots.txt of {origin} unreachable (connect): allowing all, retry in 3600 s"]
     entry = cache.entry(origin)
     assert entry is not None
-    assert (entry.http_status, entry.detail) == (None, "connect")
+    assert (entry.http_status, entry.detail, entry.retry_after) == (None, "connect", None)
 
 
 async def test_last_good_copy_survives_a_later_5xx(
@@ -373,6 +411,20 @@ async def test_redirect_without_location_is_missing(
         entry = cache.entry(ftp.origin)
         assert entry is not None
         assert (entry.http_status, entry.detail) == (301, "301 without a usable Location")
+
+
+@pytest.mark.parametrize("location", ["mailto:a@b.c", "javascript:x()", "http://[::1"])
+async def test_redirect_to_junk_location_is_missing_not_unreachable(
+    srv: HTTPTestServer, cache: RobotsCache, location: str
+) -> None:
+    # The fetcher used to raise on such a Location (httpx parsed it), so the file was
+    # "unreachable" (disallow all in strict mode); it is a redirect without a target.
+    srv.set("/robots.txt", Response(302, {"Location": location}))
+    decision = await cache.check(srv.url("/page"))
+    assert (decision.allowed, decision.status) == (True, "missing")
+    entry = cache.entry(srv.origin)
+    assert entry is not None
+    assert (entry.http_status, entry.detail) == (302, "302 without a usable Location")
 
 
 async def test_redirect_loop_stops_at_the_limit(
@@ -478,6 +530,19 @@ def test_ttl_rules() -> None:
     assert ttl_s({"expires": expires, "cache-control": "max-age=300"}, T0, DAY) == 300
     assert ttl_s({"expires": "0"}, T0, DAY) == 60
     assert ttl_s({"expires": formatdate(T0 + 9 * DAY, usegmt=True)}, T0, DAY) == DAY
+
+
+@pytest.mark.parametrize("digits", [400, 5000, 1_000_000])
+def test_ttl_huge_max_age_is_very_large_never_raises(digits: int) -> None:
+    # 400 nines: float(int()) overflowed; 5000: int() refused them (read as 0 -> 60 s).
+    assert ttl_s({"cache-control": "max-age=" + "9" * digits}, T0, DAY) == DAY
+    assert ttl_s({"cache-control": f'max-age="{"9" * digits}"'}, T0, 10**12) == 2.0**31
+    assert ttl_s({"cache-control": "max-age=" + "0" * digits + "600"}, T0, DAY) == 600
+
+
+def test_ttl_max_age_must_be_digits() -> None:
+    for value in ["-5", "+600", "6_00", "1e3", ""]:
+        assert ttl_s({"cache-control": f"max-age={value}"}, T0, DAY) == 60, value
 
 
 async def test_concurrent_first_checks_share_one_fetch(
@@ -590,6 +655,64 @@ Crawl-delay: nan
     assert select_group(txt, "zzz") == RobotsGroup("*", (("disallow", "/star"),), 1.0)
     assert select_group("", "crawldeck") == RobotsGroup(None, (), None)
     assert select_group("<html><p>a: b</p></html>", "crawldeck") == RobotsGroup(None, (), None)
+
+
+ONLY_US = """\
+User-agent: crawldeck
+Disallow:
+
+User-agent: *
+Disallow: /
+"""
+
+
+def test_empty_disallow_group_applies() -> None:
+    # RFC 9309 §2.2.2: an empty Disallow disallows nothing, but the group exists, so
+    # "*" does not apply to us (the "allow only this bot" idiom).
+    assert select_group(ONLY_US, "crawldeck") == RobotsGroup("crawldeck", (), None)
+    assert select_group(ONLY_US, "otherbot") == RobotsGroup("*", (("disallow", "/"),), None)
+    # A group naming us with no rule at all (RFC 9309 §2.1 grammar: *(rule / emptyline)).
+    empty = "User-agent: *\nDisallow: /\n\nUser-agent: crawldeck\n"
+    assert select_group(empty, "crawldeck") == RobotsGroup("crawldeck", (), None)
+    only_allow = "User-agent: crawldeck\nAllow:\nUser-agent: *\nDisallow: /\n"
+    assert select_group(only_allow, "crawldeck") == RobotsGroup("crawldeck", (), None)
+    # "*" named without rules applies too (nothing disallowed).
+    assert select_group("User-agent: *\nDisallow:\n", "x") == RobotsGroup("*", (), None)
+
+
+async def test_allow_only_this_bot_idiom(srv: HTTPTestServer, cache: RobotsCache) -> None:
+    srv.set("/robots.txt", text(ONLY_US))
+    decision = await cache.check(srv.url("/anything"))
+    assert (decision.allowed, decision.status) == (True, "ok")
+    entry = cache.entry(srv.origin)
+    assert entry is not None
+    assert (entry.rules, entry.allow_all) == ((), True)
+
+
+async def test_only_other_bot_idiom_blocks_us(srv: HTTPTestServer, cache: RobotsCache) -> None:
+    srv.set("/robots.txt", text(ONLY_US.replace("crawldeck", "otherbot")))
+    assert await allowed(cache, srv.url("/anything")) is False
+
+
+@pytest.mark.parametrize(
+    "link", ["/y/../private", "/y/%2E%2e/private", "/./private/x", "/private/./x/../y"]
+)
+async def test_dot_segments_cannot_bypass_robots(
+    srv: HTTPTestServer, cache: RobotsCache, fetcher: Fetcher, link: str
+) -> None:
+    # clean() removes dot segments, so robots.txt is checked on the path that is sent
+    # (httpx removed them before sending: GET /private went out although disallowed).
+    srv.set("/robots.txt", text("User-agent: *\nDisallow: /private\n"))
+    url = clean(srv.url(link))
+    assert "/." not in url and "%2" not in url.lower()
+    assert await allowed(cache, url) is False
+    # what robots allows is sent exactly as cleaned
+    public = clean(srv.url(link.replace("private", "public")))
+    assert await allowed(cache, public) is True
+    srv.set(urlsplit(public).path, Response(200, {}, b"ok"))
+    await fetcher.fetch(public)
+    assert srv.requests[-1].path == urlsplit(public).path
+    assert normalize(public, ()) == public
 
 
 async def test_a_group_named_by_a_prefix_of_our_token_does_not_apply(

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import SeedError
-from core.seeds import parse_seeds, read_seeds
+from core.seeds import SeedProblem, parse_seeds, read_seeds
 
 
 def test_comments_blank_lines_and_bad_lines() -> None:
@@ -27,7 +27,50 @@ def test_comments_blank_lines_and_bad_lines() -> None:
         (7, "http://[::1"),
     ]
     assert all(p.reason and "\n" not in p.reason for p in problems)
-    assert str(problems[0]).startswith("line 5: ")
+    # the reason already names the URL: not repeated
+    assert str(problems[0]) == (
+        "line 5: unsupported scheme 'mailto' in 'mailto:x@example.com' "
+        "(only http and https are crawled)"
+    )
+
+
+def test_only_newline_ends_a_line() -> None:
+    # U+2028, U+2029, U+0085, form feed, vertical tab, FS/GS/RS and a lone CR are no line
+    # breaks: str.splitlines() took them for some and later lines got wrong numbers.
+    text = (
+        "http://a.example/1\u2028x\n"
+        "http://b.example/2\x0c\x0b\x1c\x1d\x1e\x85\u2029y\r\n"
+        "http://c.example/3\rz\r\n"
+        "\r\n"
+        "mailto:bad\r\n"
+        "ftp://bad/\n"
+    )
+    urls, problems = parse_seeds(text)
+    assert urls == [
+        "http://a.example/1%E2%80%A8x",
+        "http://b.example/2%0C%0B%1C%1D%1E%C2%85%E2%80%A9y",
+        "http://c.example/3z",  # a CR inside a URL is removed (WHATWG URL §4.4)
+    ]
+    assert [(p.line, p.text) for p in problems] == [(5, "mailto:bad"), (6, "ftp://bad/")]
+
+
+def test_long_refused_line_is_cut_in_the_report() -> None:
+    line = "mailto:" + "x" * 10_000_000
+    urls, problems = parse_seeds("http://ok.example/\n" + line + "\n")
+    assert urls == ["http://ok.example/"]
+    [problem] = problems
+    assert problem.line == 2
+    report = str(problem)
+    assert len(report) < 500
+    assert report.startswith("line 2: unsupported scheme 'mailto' in 'mailto:xxx")
+    assert report.endswith(": 'mailto:" + "x" * 193 + "…'")
+    assert "\n" not in report
+
+
+def test_short_text_not_named_by_the_reason_is_shown() -> None:
+    problem = SeedProblem(3, "http://[::1", "cannot parse it")
+    assert str(problem) == "line 3: cannot parse it: 'http://[::1'"
+    assert str(SeedProblem(4, "x" * 300, "bad")) == f"line 4: bad: '{'x' * 200}…'"
 
 
 def test_files(tmp_path: Path) -> None:
