@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import json
 import random
 import secrets
 import threading
@@ -32,6 +33,7 @@ __all__ = [
     "NoRobotsSite",
     "Site",
     "SlowSite",
+    "SpaSite",
     "TrapsSite",
     "WwwSite",
     "format_seconds",
@@ -924,3 +926,329 @@ class SlowSite(Site):
         response = super().__call__(request)
         response.delay_s = self.delay_s
         return response
+
+
+# ---------------------------------------------------------------------------- spa
+
+_SPA = Theme(
+    "Shell Shop",
+    "A storefront built as single-page apps",
+    ("tent", "boot", "pack", "stove", "lantern", "compass", "map", "rope"),
+    ("rendered", "dynamic", "hydrated", "client-side", "lazy", "bundled"),
+    ("loads late", "appears on demand", "needs JavaScript", "hydrates quickly"),
+    ("in the browser", "after the first paint", "behind the router", "in the bundle"),
+)
+
+_SHELL_TEMPLATE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title} | Shell Shop</title>
+{head}</head>
+<body>
+{mount}
+{scripts}
+<footer><a href="{www_home}">the local web</a></footer>
+</body>
+</html>
+"""
+
+_NOSCRIPT = "<noscript>You need to enable JavaScript to run this app.</noscript>"
+
+#: Renders ``LINKS`` (a list of ``[href, text]``) into the element ``MOUNT`` as a list.
+_JS_SHOW = """function show(mount, links) {
+  var ul = document.createElement("ul");
+  links.forEach(function (link) {
+    var li = document.createElement("li");
+    var a = document.createElement("a");
+    a.setAttribute("href", link[0]);
+    a.textContent = link[1];
+    li.appendChild(a);
+    ul.appendChild(li);
+  });
+  mount.appendChild(ul);
+}
+"""
+
+_HASH_ROUTER_JS = """(function () {
+  var routes = %s;
+  function current() {
+    var hash = window.location.hash;
+    return hash.indexOf("#/") === 0 && routes[hash.slice(1)] ? hash.slice(1) : "/";
+  }
+  function view() {
+    var route = routes[current()];
+    var html = "<h1>" + route.title + "</h1><nav>";
+    route.links.forEach(function (link) {
+      html += '<a href="' + link[0] + '">' + link[1] + "</a> ";
+    });
+    document.getElementById("app").innerHTML = html + "</nav>";
+  }
+  window.addEventListener("hashchange", view);
+  view();
+})();
+"""
+
+
+def _json_bytes(value: object) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode("utf-8")
+
+
+class SpaSite(Site):
+    """``spa``: single-page-app shells whose links exist only once JavaScript ran.
+
+    The home page is plain HTML linking the shells (so a crawler that does not
+    render fetches the shells, and only them). Each shell's raw HTML is an empty
+    mount point plus scripts and one footer link back to ``www``:
+
+    ============  ===============================================================
+    ``inline``    ``/app/inline``: ``<div id="root">`` filled by inline JavaScript;
+                  also asks for an image, a font (preload) and a video
+    ``hash``      ``/app/hash``: a hash router (``<div id="app">``, script
+                  ``/static/hash-router.js``); its default view ``#/`` shows the
+                  hash routes ``#/about``, ``#/contact`` (the same document for a
+                  crawler, which drops fragments) and two real path links; the
+                  pages linked only under ``#/about`` / ``#/contact`` are found by
+                  no crawler that drops fragments
+    ``fetch``     ``/app/fetch``: Next.js-like (``__NEXT_DATA__``); ``fetch()``es
+                  ``/api/links.json`` and renders the links in it
+    ``private``   ``/app/private``: ``<app-root>``; renders ``/api/public.json``,
+                  and its XHR to ``/private-api/team.json`` is disallowed by
+                  robots.txt (``Disallow: /private-api/``; the file also has
+                  ``www``'s Crawl-delay): a polite renderer
+                  never requests it, so the page it would link stays unknown
+    ``never``     ``/app/never``: renders one link at once, then never settles:
+                  polls ``/api/tick`` every 250 ms and waits on ``/api/hang``,
+                  which answers after :attr:`HANG_S` seconds
+    ``spin``      ``/app/spin`` (linked from nowhere): a script-only body that
+                  renders one link, then loops forever on the page's main thread
+    ============  ===============================================================
+
+    Ground truth beyond :class:`Site`'s sets (request targets):
+    :attr:`shells` (kind -> target), :attr:`rendered_only`,
+    :attr:`render_disallowed`, :attr:`render_unreachable`, :attr:`render_resources`.
+    """
+
+    name = "spa"
+    theme = _SPA
+    HANG_S = 60.0
+    """Seconds ``/api/hang`` waits before answering (cut short when the web stops)."""
+
+    INLINE_LINKS: tuple[Link, ...] = (
+        ("/articles/tents.html", "Tents"),
+        ("/articles/stoves.html", "Stoves"),
+        ("/articles/lanterns.html", "Lanterns"),
+    )
+    HASH_ROUTES: Mapping[str, tuple[str, tuple[Link, ...]]] = {
+        "/": (
+            "Docs",
+            (
+                ("#/about", "About"),
+                ("#/contact", "Contact"),
+                ("/docs/getting-started.html", "Getting started"),
+                ("/docs/faq.html", "FAQ"),
+            ),
+        ),
+        "/about": ("About", (("#/", "Docs"), ("/docs/history.html", "Our history"))),
+        "/contact": ("Contact", (("#/", "Docs"), ("/docs/contact-form.html", "Write to us"))),
+    }
+    FETCH_LINKS: tuple[Link, ...] = (
+        ("/catalog/boots.html", "Boots"),
+        ("/catalog/packs.html", "Packs"),
+        ("/catalog/ropes.html", "Ropes"),
+    )
+    PUBLIC_LINKS: tuple[Link, ...] = (("/team/roster.html", "Team roster"),)
+    PRIVATE_LINKS: tuple[Link, ...] = (("/team/salaries.html", "Salaries"),)
+    NEVER_LINKS: tuple[Link, ...] = (("/articles/live.html", "Live ticker"),)
+    SPIN_LINKS: tuple[Link, ...] = (("/articles/spin.html", "Spinning"),)
+
+    def __init__(self, base: str, www_home: str, crawl_delay: str) -> None:
+        """Create the site (see the class docstring).
+
+        Args:
+            base: this host's base URL.
+            www_home: the ``www`` home page URL.
+            crawl_delay: the Crawl-delay value written in robots.txt, e.g. ``"1"``
+                (the same as ``www``'s: a renderer's sub-requests are spaced by it).
+        """
+        super().__init__(base, www_home)
+        self.crawl_delay = crawl_delay
+        self.shells: dict[str, str] = {
+            "inline": "/app/inline",
+            "hash": "/app/hash",
+            "fetch": "/app/fetch",
+            "private": "/app/private",
+            "never": "/app/never",
+            "spin": "/app/spin",
+        }
+        titles = {
+            "inline": "Catalogue (inline script)",
+            "hash": "Docs (hash router)",
+            "fetch": "Catalog (fetch)",
+            "private": "Team (private API)",
+            "never": "Live (never settles)",
+        }
+        self.pages["/"] = Page(
+            "Shell Shop",
+            [(self.shells[kind], title) for kind, title in titles.items()],
+            intro="<p>Every page below is a single-page app: its links appear only "
+            "once its JavaScript has run.</p>\n",
+            paragraphs=1,
+        )
+        self.good.update({"/", *(self.shells[kind] for kind in titles)})
+        default_view = [h for h, _ in self.HASH_ROUTES["/"][1] if not h.startswith("#")]
+        hidden_views = [
+            h
+            for route, (_, links) in self.HASH_ROUTES.items()
+            if route != "/"
+            for h, _ in links
+            if not h.startswith("#")
+        ]
+        self.rendered_only: set[str] = {
+            *(h for h, _ in self.INLINE_LINKS),
+            *default_view,
+            *(h for h, _ in self.FETCH_LINKS),
+            *(h for h, _ in self.PUBLIC_LINKS),
+            *(h for h, _ in self.NEVER_LINKS),
+        }
+        self.render_unreachable: set[str] = {*hidden_views, *(h for h, _ in self.PRIVATE_LINKS)}
+        self.render_disallowed: set[str] = {"/private-api/team.json"}
+        self.render_resources: set[str] = {
+            "/img/hero.png",
+            "/fonts/display.woff2",
+            "/media/intro.mp4",
+        }
+        for path in self.rendered_only | self.render_unreachable | {"/articles/spin.html"}:
+            self.pages[path] = Page(self.title_for(path), [("/", "Shell Shop")], paragraphs=1)
+        self._api: dict[str, Response] = {
+            "/api/links.json": Response(200, _json_bytes(self.FETCH_LINKS), "application/json"),
+            "/api/public.json": Response(200, _json_bytes(self.PUBLIC_LINKS), "application/json"),
+            "/private-api/team.json": Response(
+                200, _json_bytes(self.PRIVATE_LINKS), "application/json"
+            ),
+            "/static/hash-router.js": Response(
+                200,
+                (_HASH_ROUTER_JS % json.dumps(self._routes_for_js())).encode("utf-8"),
+                "text/javascript; charset=utf-8",
+            ),
+            "/img/hero.png": Response(200, _png_1x1(), "image/png"),
+            "/fonts/display.woff2": Response(200, b"wOF2" + bytes(60), "font/woff2"),
+            "/media/intro.mp4": Response(200, b"\x00\x00\x00\x18ftypmp42" + bytes(48), "video/mp4"),
+        }
+
+    def _routes_for_js(self) -> dict[str, dict[str, object]]:
+        return {
+            route: {"title": title, "links": [list(link) for link in links]}
+            for route, (title, links) in self.HASH_ROUTES.items()
+        }
+
+    def robots(self, request: Request) -> Response:
+        """``Disallow: /private-api/`` and the Crawl-delay, for everyone."""
+        return Response.text(
+            f"User-agent: *\nDisallow: /private-api/\nCrawl-delay: {self.crawl_delay}\n"
+        )
+
+    def route(self, request: Request) -> Response | None:
+        """The shells, the JSON endpoints, the router script and the media files."""
+        path = request.path
+        if path == "/api/tick":
+            n = (request.query.get("n") or ["0"])[0]
+            tick = int(n) if n.isdigit() and len(n) < 10 else 0
+            return Response(200, _json_bytes({"n": tick}), "application/json")
+        if path == "/api/hang":
+            return Response(200, b"{}", "application/json", delay_s=self.HANG_S)
+        found = self._api.get(path)
+        if found is not None:
+            return replace(found, headers=list(found.headers))
+        for kind, target in self.shells.items():
+            if path == target:
+                return Response.html(self._shell(kind))
+        return None
+
+    def _shell(self, kind: str) -> str:
+        """The raw HTML of shell ``kind``."""
+        head = ""
+        mount = ""
+        scripts = ""
+        if kind == "inline":
+            head = (
+                '<link rel="preload" href="/fonts/display.woff2" as="font" '
+                'type="font/woff2" crossorigin>\n'
+            )
+            mount = '<div id="root"></div>'
+            scripts = (
+                "<script>\n(function () {\n"
+                f"  var links = {json.dumps([list(link) for link in self.INLINE_LINKS])};\n"
+                "  var html = '<h1>Catalogue</h1>"
+                '<img src="/img/hero.png" alt="Our tents" width="600" height="200">'
+                '<video src="/media/intro.mp4" preload="auto" muted></video><ul>\';\n'
+                "  links.forEach(function (link) {\n"
+                "    html += '<li><a href=\"' + link[0] + '\">' + link[1] + '</a></li>';\n"
+                "  });\n"
+                '  document.getElementById("root").innerHTML = html + "</ul>";\n'
+                "})();\n</script>"
+            )
+        elif kind == "hash":
+            mount = f'<div id="app"></div>\n{_NOSCRIPT}'
+            scripts = '<script src="/static/hash-router.js"></script>'
+        elif kind == "fetch":
+            data = {"props": {"pageProps": {}}, "page": "/app/fetch", "buildId": "localweb"}
+            mount = '<div id="__next"></div>'
+            scripts = (
+                '<script id="__NEXT_DATA__" type="application/json">'
+                f"{json.dumps(data)}</script>\n<script>\n{_JS_SHOW}"
+                'fetch("/api/links.json")\n'
+                "  .then(function (response) { return response.json(); })\n"
+                '  .then(function (links) { show(document.getElementById("__next"), links); });\n'
+                "</script>"
+            )
+        elif kind == "private":
+            mount = f"<app-root></app-root>\n{_NOSCRIPT}"
+            scripts = (
+                f"<script>\n{_JS_SHOW}"
+                'var root = document.querySelector("app-root");\n'
+                "var xhr = new XMLHttpRequest();\n"
+                'xhr.open("GET", "/private-api/team.json");\n'
+                "xhr.onload = function () { show(root, JSON.parse(xhr.responseText)); };\n"
+                "xhr.onerror = function () {\n"
+                '  root.insertAdjacentHTML("beforeend", "<p>Team data unavailable.</p>");\n'
+                "};\n"
+                "xhr.send();\n"
+                'fetch("/api/public.json")\n'
+                "  .then(function (response) { return response.json(); })\n"
+                "  .then(function (links) { show(root, links); });\n"
+                "</script>"
+            )
+        elif kind == "never":
+            mount = '<div id="root" data-reactroot=""></div>'
+            scripts = (
+                f"<script>\n{_JS_SHOW}"
+                'var root = document.getElementById("root");\n'
+                f"show(root, {json.dumps([list(link) for link in self.NEVER_LINKS])});\n"
+                "var n = 0;\n"
+                "setInterval(function () {\n"
+                "  n += 1;\n"
+                '  fetch("/api/tick?n=" + n).catch(function () {});\n'
+                "}, 250);\n"
+                'fetch("/api/hang").catch(function () {});\n'
+                "</script>"
+            )
+        else:  # spin: a bundle-like script-only body that then loops forever
+            bundle = "".join(
+                f"var m{i} = function (e, t, n) {{ 'use strict'; t.exports = n({i}); }};\n"
+                for i in range(40)
+            )
+            scripts = (
+                f"<script>\n{bundle}{_JS_SHOW}"
+                f"show(document.body, {json.dumps([list(link) for link in self.SPIN_LINKS])});\n"
+                "setTimeout(function () { for (;;) {} }, 50);\n"
+                "</script>"
+            )
+        return _SHELL_TEMPLATE.format(
+            title=escape(title_of(kind)),
+            head=head,
+            mount=mount,
+            scripts=scripts,
+            www_home=escape(self.www_home),
+        )

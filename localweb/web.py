@@ -1,11 +1,11 @@
-"""The local multi-host web: seven hosts on loopback addresses, and its ground truth.
+"""The local multi-host web: eight hosts on loopback addresses, and its ground truth.
 
 >>> with LocalWeb(delay_scale=0.1) as web:          # doctest: +SKIP
 ...     web.hosts["www"]                             # 'http://127.77.0.1:40123'
-...     web.seeds()                                  # the seven home pages
+...     web.seeds()                                  # the eight home pages
 ...     web.expected.good["www"]                     # URLs a correct crawler must fetch
 
-Hosts (the keys of :attr:`LocalWeb.hosts`, in address order ``<prefix>.1`` .. ``.7``):
+Hosts (the keys of :attr:`LocalWeb.hosts`, in address order ``<prefix>.1`` .. ``.8``):
 
 ========  ==========================================================================
 www       company site: robots.txt with a ``*`` group and a different ``crawldeck``
@@ -19,6 +19,9 @@ moved     ``/robots.txt`` answers 301 to ``/real-robots.txt`` (``Disallow: /hidd
 busy      429 + ``Retry-After`` for the first ``busy_429_count`` requests (robots.txt
           excluded), then 200
 slow      every response delayed by ``slow_s * delay_scale`` seconds
+spa       single-page-app shells: links built by inline JavaScript, a hash router,
+          ``fetch()`` of a JSON link list, an XHR robots.txt disallows, a page that
+          never settles (see :class:`localweb.sites.SpaSite`)
 ========  ==========================================================================
 """
 
@@ -26,7 +29,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType, TracebackType
 from typing import Self
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -39,6 +42,7 @@ from localweb.sites import (
     NoRobotsSite,
     Site,
     SlowSite,
+    SpaSite,
     TrapsSite,
     WwwSite,
     format_seconds,
@@ -46,8 +50,17 @@ from localweb.sites import (
 
 __all__ = ["HOST_NAMES", "SESSION_PARAMS", "Expected", "LocalWeb"]
 
-HOST_NAMES: tuple[str, ...] = ("www", "traps", "norobots", "flaky", "moved", "busy", "slow")
-"""The host names, in address order: ``www`` is ``<prefix>.1``, ``slow`` is ``<prefix>.7``."""
+HOST_NAMES: tuple[str, ...] = (
+    "www",
+    "traps",
+    "norobots",
+    "flaky",
+    "moved",
+    "busy",
+    "slow",
+    "spa",
+)
+"""The host names, in address order: ``www`` is ``<prefix>.1``, ``spa`` is ``<prefix>.8``."""
 
 SESSION_PARAMS: frozenset[str] = frozenset({"sid", "phpsessid"})
 """Query parameters (lower-cased) that carry the ``traps`` shop's session ids."""
@@ -89,7 +102,8 @@ class Expected:
 
     Attributes:
         robots_token: the product token the robots expectations are computed for.
-        crawl_delay_s: the ``Crawl-delay`` in ``www``'s robots.txt (both groups), seconds.
+        crawl_delay_s: the ``Crawl-delay`` in ``www``'s robots.txt (both groups) and in
+            ``spa``'s, seconds.
         retry_after_s: the ``Retry-After`` of ``busy``'s 429 answers, whole seconds.
         busy_429_count: how many requests to ``busy`` answer 429 (robots.txt excluded).
         slow_delay_s: the delay of every ``slow`` response, seconds (already scaled).
@@ -117,6 +131,20 @@ class Expected:
             ``None`` when nothing is blocked (see :data:`TRAP_REASONS`).
         long_url: the over-long URL linked from the ``long_url`` entry (> 2048 chars).
         redirects: URL -> ``Location`` header as sent, for every fixed redirect.
+        shells: shell kind -> URL of the ``spa`` host's JavaScript shells
+            (``inline``, ``hash``, ``fetch``, ``private``, ``never``, ``spin``; all
+            but ``spin`` are linked from ``spa``'s home and are in :attr:`good`).
+        rendered_only: HTML pages linked only from the rendered DOM of a shell: a
+            crawler that renders the shells must fetch them, one that does not
+            never finds them (they are not in :attr:`good`).
+        render_disallowed: URLs a shell's scripts ask for that robots.txt forbids
+            (``/private-api/...``); a polite renderer aborts them: never requested.
+        render_unreachable: pages that exist but a correct rendering crawler never
+            finds: shown only under a non-default hash route (``#/about``; the
+            crawler drops fragments, so it renders the default view only) or only
+            from the data of a disallowed API.
+        render_resources: the image, font and video the shells ask for; never
+            requested while those resource types are blocked (the default).
     """
 
     robots_token: str
@@ -137,6 +165,11 @@ class Expected:
     trap_reasons: Mapping[str, str | None]
     long_url: str
     redirects: Mapping[str, str]
+    shells: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    rendered_only: frozenset[str] = frozenset()
+    render_disallowed: frozenset[str] = frozenset()
+    render_unreachable: frozenset[str] = frozenset()
+    render_resources: frozenset[str] = frozenset()
 
     @property
     def all_good(self) -> frozenset[str]:
@@ -176,9 +209,9 @@ class Expected:
 
 
 class LocalWeb:
-    """Seven HTTP/1.1 hosts on loopback addresses sharing one port (see the module doc).
+    """Eight HTTP/1.1 hosts on loopback addresses sharing one port (see the module doc).
 
-    ``start()`` binds ``<addresses_prefix>.1`` .. ``.7`` on a common free port and
+    ``start()`` binds ``<addresses_prefix>.1`` .. ``.8`` on a common free port and
     serves them in background threads; ``stop()`` (or leaving the ``with`` block)
     closes every socket and joins every thread. A stopped web cannot restart.
     """
@@ -198,12 +231,13 @@ class LocalWeb:
 
         Args:
             delay_scale: multiplies the slow host's delay and the Crawl-delay written
-                in ``www``'s robots.txt (``0.1`` makes a test ten times faster).
+                in ``www``'s and ``spa``'s robots.txt (``0.1`` makes a test ten times
+                faster).
                 Retry-After is whole seconds and is not scaled.
             busy_429_count: requests to ``busy`` (robots.txt excluded) answered 429.
             retry_after_s: the ``Retry-After`` of those 429 answers, whole seconds.
             slow_s: the delay of every ``slow`` response before scaling, seconds.
-            crawl_delay_s: ``www``'s Crawl-delay before scaling, seconds.
+            crawl_delay_s: ``www``'s and ``spa``'s Crawl-delay before scaling, seconds.
             addresses_prefix: the first three octets of the hosts' addresses; host
                 ``i`` (1-based, :data:`HOST_NAMES` order) is ``<prefix>.i``.
             today: the calendar trap's starting month (default: today, local time).
@@ -249,6 +283,7 @@ class LocalWeb:
             "moved": MovedSite(bases["moved"], www_home),
             "busy": BusySite(bases["busy"], www_home, self.busy_429_count, self.retry_after_s),
             "slow": SlowSite(bases["slow"], www_home, self.slow_delay_s),
+            "spa": SpaSite(bases["spa"], www_home, self._crawl_delay_text()),
         }
         self._expected = self._build_expected()
         return self
@@ -377,6 +412,9 @@ class LocalWeb:
             redirects[f"{t}/chain/{n}"] = f"/chain/{n + 1}"
         redirects[f"{t}/chain/{traps.CHAIN_HOPS}"] = "/chain/final"
         redirects[f"{urls['moved']}/robots.txt"] = f"{urls['moved']}/real-robots.txt"
+        spa = sites["spa"]
+        assert isinstance(spa, SpaSite)
+        s = urls["spa"]
         return Expected(
             robots_token="crawldeck",
             crawl_delay_s=self.effective_crawl_delay_s,
@@ -393,6 +431,7 @@ class LocalWeb:
                     "moved": 301,
                     "busy": 200,
                     "slow": 200,
+                    "spa": 200,
                 }
             ),
             good=per_host("good"),
@@ -406,4 +445,9 @@ class LocalWeb:
             trap_reasons=TRAP_REASONS,
             long_url=t + traps.long_target,
             redirects=MappingProxyType(redirects),
+            shells=MappingProxyType({kind: s + target for kind, target in spa.shells.items()}),
+            rendered_only=absolute("spa", spa.rendered_only),
+            render_disallowed=absolute("spa", spa.render_disallowed),
+            render_unreachable=absolute("spa", spa.render_unreachable),
+            render_resources=absolute("spa", spa.render_resources),
         )

@@ -145,7 +145,7 @@ def test_hosts_distinct_addresses_one_port(web: LocalWeb) -> None:
         assert web.hosts[name] == f"http://127.77.0.{i}:{port}"
         assert web.host_keys[name] == f"127.77.0.{i}:{port}"
         assert web.name_of(f"127.77.0.{i}:{port}") == name
-    assert web.seeds() == [f"http://127.77.0.{i}:{port}/" for i in range(1, 8)]
+    assert web.seeds() == [f"http://127.77.0.{i}:{port}/" for i in range(1, 9)]
     assert web.url("traps", "/list?page=3") == f"http://127.77.0.2:{port}/list?page=3"
     with pytest.raises(KeyError):
         web.name_of("127.0.0.1:1")
@@ -173,6 +173,7 @@ def test_robots_statuses(web: LocalWeb, client: httpx.Client) -> None:
         "moved": 301,
         "busy": 200,
         "slow": 200,
+        "spa": 200,
     }
     assert dict(web.expected.robots_status) == statuses
     # 503 always, not just once
@@ -533,6 +534,7 @@ def test_ground_truth_matches_a_polite_crawl(client: httpx.Client) -> None:
         "moved": 12,
         "busy": 12,
         "slow": 5,
+        "spa": 6,
     }
     assert set(result["statuses"].values()) <= {200, 302}
     assert result["blocked"] <= exp.all_disallowed
