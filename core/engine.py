@@ -34,12 +34,14 @@ from core.errors import (
     DnsTemporaryFailure,
     FetchError,
     PrivateAddress,
+    RenderUnavailable,
     UrlError,
 )
 from core.fetcher import Fetcher, FetchResult
 from core.frontier import Frontier, FrontierEntry
-from core.links import extract_links, is_html
+from core.links import Extracted, extract_links, is_html
 from core.politeness import BACKOFF_STATUSES, Politeness
+from core.render import RenderPool, RenderResult, SubRequestEnd, should_render
 from core.robots import RobotsCache
 from core.seen import SeenSet
 from core.snapshot import (
@@ -77,6 +79,8 @@ BLOCKED_MEMORY = 100_000
 STOP_GRACE_S = 5.0
 #: Responses remembered per host for the console's detail view.
 RECENT_RESPONSES = 10
+#: While a rendered page's sub-request holds a host, the host is looked at again this often.
+SUB_REQUEST_RECHECK_S = 0.05
 #: Throughput is measured over this many seconds.
 THROUGHPUT_WINDOW_S = 10.0
 
@@ -92,6 +96,7 @@ class _HostStats:
     admitted: int = 0
     demoted: bool = False
     dead: bool = False
+    fetching: int = 0
     recent: deque[ResponseRow] | None = None
 
     def remember(self, row: ResponseRow) -> None:
@@ -144,6 +149,8 @@ class Engine:
         )
         self._ip_politeness = ip_politeness(config)
         self._host_ip: dict[str, str] = {}
+        self._sub_inflight: Counter[str] = Counter()
+        self._slot_freed = asyncio.Event()
         self._robots = RobotsCache(self._fetcher, config, clock, self._audit)
         self._politeness = Politeness(config, rng)
         self._frontier = Frontier()
@@ -174,6 +181,13 @@ class Engine:
         self._run_id: int | None = None
         self._workers: list[asyncio.Task[None]] = []
         self._crash: Exception | None = None
+        self._render: RenderPool | None = None
+        if config.render != "never":
+            pool = RenderPool(config, gate=self._render_gate, report=self._render_report)
+            if pool.available:
+                self._render = pool
+            else:
+                self._audit(pool.reason)
         self._restore()
 
     # ----------------------------------------------------------------- set-up
@@ -393,6 +407,8 @@ class Engine:
             reporter.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reporter
+            if self._render is not None:
+                await self._render.aclose()
             await self._robots.aclose()
             await self._fetcher.aclose()
             await self._dns.aclose()
@@ -530,8 +546,12 @@ class Engine:
         if ip is None:
             return
         now = self._clock()
-        if self._ip_politeness.earliest(ip, now) > now:
-            # Another host on the same address was fetched too recently (per-IP limit).
+        if (
+            self._ip_politeness.earliest(ip, now) > now
+            or self._sub_inflight[host] >= self.config.per_host_concurrency
+        ):
+            # Another host on the same address was fetched too recently (per-IP limit),
+            # or a rendered page elsewhere holds this host's slot with a sub-request.
             self._frontier.push_front(entry)
             return
         self._ip_politeness.on_dispatch(ip, now)
@@ -571,10 +591,13 @@ class Engine:
         if release_early:
             self._frontier.release(host, self._earliest(host, start))
         try:
+            stats.fetching += 1
             try:
                 result = await self._fetcher.fetch(entry.url)
             finally:
+                stats.fetching -= 1
                 self._ip_politeness.on_end(ip, self._clock())
+                self._slot_freed.set()
         except (DnsNotFound, PrivateAddress) as exc:
             # The name changed between our lookup and the connection (DNS rebinding).
             self._refuse(entry, stats, exc)
@@ -603,15 +626,146 @@ class Engine:
             stats.demoted = True
             self._frontier.demote(host)
             self._audit(f"{host}: in backoff for over {self.config.demote_after_s} s, demoted")
-        self._record(entry, stats, result, start, failed=outcome.retry)
+        extracted: Extracted | None = None
+        rendered: RenderResult | None = None
+        if (
+            self._render is not None
+            and not outcome.retry
+            and 200 <= result.status < 300
+            and not result.truncated
+            and is_html(result.content_type)
+        ):
+            extracted = extract_links(
+                result.body, entry.url, result.headers, self.config.robots_token
+            )
+            why = should_render(
+                self.config,
+                host,
+                result.body,
+                result.content_type,
+                len(extracted.links),
+                nofollow=extracted.nofollow,
+            )
+            if why is not None:
+                rendered = await self._render_page(entry, result, why)
+        self._record(
+            entry,
+            stats,
+            result,
+            start,
+            failed=outcome.retry,
+            extracted=extracted,
+            rendered=rendered,
+        )
 
     def _earliest(self, host: str, now: float) -> float:
-        """When ``host`` may be fetched again: its own politeness and its address's."""
+        """When ``host`` may be fetched again: its own politeness and its address's,
+        and not before 50 ms from now while a rendered page's sub-request to it runs."""
         at = self._politeness.earliest(host, now)
         ip = self._host_ip.get(host)
         if ip is not None:
             at = max(at, self._ip_politeness.earliest(ip, now))
+        if self._sub_inflight[host]:
+            at = max(at, now + SUB_REQUEST_RECHECK_S)
         return at
+
+    # ------------------------------------------------------------- rendering
+
+    async def _render_page(
+        self, entry: FrontierEntry, result: FetchResult, why: str
+    ) -> RenderResult | None:
+        """Render a JavaScript shell in the pool (the host stays checked out meanwhile)."""
+        assert self._render is not None
+        try:
+            out = await self._render.render(
+                entry.url, result.body, content_type=result.headers.get("content-type")
+            )
+        except RenderUnavailable as exc:
+            self._audit(str(exc))
+            self._render = None
+            return None
+        if out.error is not None:
+            self._log(f"{entry.host}: render of {entry.url} ({why}): {out.error}")
+            if not out.timed_out:
+                return None
+        return out
+
+    async def _render_gate(self, url: str, resource_type: str) -> bool:
+        """May a rendered page request ``url`` now? Applies the crawl's rules to the
+        browser: address policy, robots.txt, and the host's politeness slot (waits for
+        it; the pool cancels the wait at the page's budget). Refusals go to ``blocked``."""
+        try:
+            url = urls.clean(url)
+        except UrlError:
+            return False
+        host = urls.host_key(url)
+        stats = self._stats(host, urls.origin(url))
+        what = f"render sub-request ({resource_type})"
+        try:
+            ip = self._policy.select(host, await self._dns.resolve(host))[0]
+        except (DnsNotFound, PrivateAddress) as exc:
+            reason = (
+                BlockReason.DNS if isinstance(exc, DnsNotFound) else BlockReason.PRIVATE_ADDRESS
+            )
+            self._block_once(url, host, Verdict(reason, f"{what}: {exc}"))
+            return False
+        except DnsTemporaryFailure:
+            return False
+        self._host_ip[host] = ip
+        decision = await self._robots.check(url)
+        self._politeness.set_crawl_delay(host, decision.crawl_delay_s)
+        if decision.fetched:
+            now = self._clock()
+            self._politeness.on_dispatch(host, now)
+            self._ip_politeness.on_end(ip, now)
+        if not decision.allowed:
+            detail = f"{what} disallowed for {self.config.robots_token!r}"
+            self._block_once(url, host, Verdict(BlockReason.ROBOTS, detail))
+            return False
+        while True:
+            now = self._clock()
+            at = max(self._politeness.earliest(host, now), self._ip_politeness.earliest(ip, now))
+            limit = self.config.per_host_concurrency
+            free = self._sub_inflight[host] + stats.fetching < limit
+            if at <= now and free:
+                break
+            self._slot_freed.clear()
+            timeout = max(at - now, 0.0) + 0.001 if free else 1.0
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):
+                    await self._slot_freed.wait()
+        self._politeness.on_dispatch(host, now)
+        self._ip_politeness.on_dispatch(ip, now)
+        self._sub_inflight[host] += 1
+        return True
+
+    def _render_report(self, end: SubRequestEnd) -> None:
+        """A sub-request the gate let through has ended: free its slot, learn from it."""
+        try:
+            host = urls.host_key(urls.clean(end.url))
+        except UrlError:
+            return
+        now = self._clock()
+        if self._sub_inflight[host] > 0:
+            self._sub_inflight[host] -= 1
+        ip = self._host_ip.get(host)
+        if ip is not None:
+            self._ip_politeness.on_end(ip, now)
+        if end.kind == "cancelled":
+            self._politeness.on_end(host, now)
+        else:
+            outcome = self._politeness.on_response(
+                host, now, end.status, end.elapsed_s, end.retry_after
+            )
+            self._track_backoff(host, outcome.retry)
+        self._dirty_hosts.add(host)
+        self._slot_freed.set()
+        self._wake.set()
+
+    def _block_once(self, url: str, host: str, verdict: Verdict) -> None:
+        """``_block`` unless this URL was recorded as blocked recently."""
+        if not self._seen_blocked(urls.normalize(url, self.config.strip_params)):
+            self._block(url, host, verdict)
 
     def _track_backoff(self, host: str, backing_off: bool) -> None:
         """Keep the set of hosts whose last response started or continued a backoff."""
@@ -660,8 +814,11 @@ class Engine:
         start: float,
         *,
         failed: bool,
+        extracted: Extracted | None = None,
+        rendered: RenderResult | None = None,
     ) -> None:
-        """Record a response: the page, its redirect or links, and the new frontier rows."""
+        """Record a response: the page, its redirect or links (raw, then those of the
+        rendered DOM when the page was rendered), and the new frontier rows."""
         self._pages += 1
         self._bytes += len(result.body)
         stats.fetched += 1
@@ -685,11 +842,16 @@ class Engine:
                 final_url = target
                 edges.append((entry.url, target))
         elif 200 <= status < 300 and not result.truncated and is_html(result.content_type):
-            extracted = extract_links(
-                result.body, entry.url, result.headers, self.config.robots_token
-            )
+            if extracted is None:
+                extracted = extract_links(
+                    result.body, entry.url, result.headers, self.config.robots_token
+                )
             noindex = extracted.noindex
             self._follow(entry, extracted.links, extracted.base, edges, new_rows)
+            if rendered is not None:
+                noindex = noindex or rendered.noindex
+                self._follow(entry, rendered.links, rendered.base, edges, new_rows)
+                self._follow(entry, rendered.navigations, entry.url, edges, new_rows)
         page = PageRecord(
             url=entry.url,
             final_url=final_url,
@@ -700,7 +862,7 @@ class Engine:
             bytes=len(result.body),
             elapsed_ms=result.elapsed_ms,
             fetched_at=start,
-            rendered=False,
+            rendered=rendered is not None and (rendered.error is None or rendered.timed_out),
             error=error,
             noindex=noindex,
         )
@@ -945,6 +1107,7 @@ class Engine:
             window_s=THROUGHPUT_WINDOW_S,
             max_pages=self.config.max_pages,
             pages_this_run=self._pages - self._pages_at_start,
+            render=self._render.stats() if self._render is not None else None,
             hosts=tuple(rows),
             backoff=tuple(backoff_rows),
             blocked=tuple(self._blocked_recent),

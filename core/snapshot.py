@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from core.render import RenderStats
+
 CrawlState = Literal["running", "paused", "stopping", "finished", "stopped"]
 
 
@@ -129,6 +131,8 @@ class CrawlSnapshot:
         log: the most recent warning and audit lines, newest last.
         pages_this_run: pages fetched since this run started (``counters.pages``
             counts every run on the file).
+        render: the render pool (busy / idle / queued, pages rendered, memory), or
+            ``None`` when rendering is off (``render = never`` or no Chromium).
     """
 
     at: float
@@ -144,6 +148,7 @@ class CrawlSnapshot:
     blocked: tuple[BlockedRow, ...]
     log: tuple[str, ...]
     pages_this_run: int = 0
+    render: RenderStats | None = None
 
     @property
     def elapsed_s(self) -> float:
