@@ -1,7 +1,7 @@
 """A local multi-host web on loopback addresses for crawldeck's tests, benchmarks and demo.
 
-- :class:`LocalWeb` (:mod:`localweb.web`): seven generated hosts (``www``, ``traps``,
-  ``norobots``, ``flaky``, ``moved``, ``busy``, ``slow``) and their ground truth,
+- :class:`LocalWeb` (:mod:`localweb.web`): eight generated hosts (``www``, ``traps``,
+  ``norobots``, ``flaky``, ``moved``, ``busy``, ``slow``, ``spa``) and their ground truth,
   :class:`Expected`.
 - :class:`StaticSite` / :func:`serve_static` (:mod:`localweb.static`): a directory tree
   served as one or several hosts.
