@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--crawl-delay-s", type=float, default=1.0, help="www Crawl-delay")
     parser.add_argument("--static", type=Path, metavar="DIR", help="serve DIR instead")
     parser.add_argument("--address", default="127.78.0.1", help="address for --static")
-    parser.add_argument("--port", type=int, default=0, help="port for --static (0: any)")
+    parser.add_argument("--port", type=int, default=0, help="port of every host (0: any free)")
     return parser
 
 
@@ -62,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 slow_s=args.slow_s,
                 crawl_delay_s=args.crawl_delay_s,
                 addresses_prefix=args.prefix,
+                port=args.port,
             )
             with web:
                 for name, url in web.hosts.items():

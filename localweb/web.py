@@ -226,6 +226,7 @@ class LocalWeb:
         crawl_delay_s: float = 1.0,
         addresses_prefix: str = "127.77.0",
         today: datetime.date | None = None,
+        port: int = 0,
     ) -> None:
         """Configure the web (nothing is bound until :meth:`start`).
 
@@ -241,6 +242,7 @@ class LocalWeb:
             addresses_prefix: the first three octets of the hosts' addresses; host
                 ``i`` (1-based, :data:`HOST_NAMES` order) is ``<prefix>.i``.
             today: the calendar trap's starting month (default: today, local time).
+            port: the TCP port every host listens on; ``0`` picks a free one.
         """
         if delay_scale < 0 or slow_s < 0 or crawl_delay_s < 0:
             raise ValueError("delay_scale, slow_s and crawl_delay_s must be >= 0")
@@ -253,6 +255,7 @@ class LocalWeb:
         self.crawl_delay_s = crawl_delay_s
         self.addresses_prefix = addresses_prefix
         self.today = today or datetime.date.today()
+        self.requested_port = port
         self._servers: dict[str, HostServer] = {}
         self._sites: dict[str, Site] = {}
         self._expected: Expected | None = None
@@ -269,7 +272,7 @@ class LocalWeb:
         handlers = [self._handler(name) for name in HOST_NAMES]
         # Bind first (the port is chosen there), then build the sites, which need
         # every base URL; a request arriving in between gets a 503.
-        servers = start_hosts(addresses, handlers, names=list(HOST_NAMES))
+        servers = start_hosts(addresses, handlers, names=list(HOST_NAMES), port=self.requested_port)
         self._servers = dict(zip(HOST_NAMES, servers, strict=True))
         bases = {name: server.base_url for name, server in self._servers.items()}
         home = {name: f"{base}/" for name, base in bases.items()}
