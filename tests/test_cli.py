@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -92,6 +93,8 @@ def good_fetched(web: LocalWeb, db: Path) -> set[str]:
         (["crawl", "seeds.txt", "--delay-ms", "-5"], "expected a number >= 0"),
         (["crawl", "seeds.txt", "--scope", "web"], "invalid choice: 'web'"),
         (["export", "nothing.db"], "nothing.db"),
+        (["crawl", "seeds.txt", "--no-ui", "--db", ""], "--db needs a file name"),
+        (["crawl", "seeds.txt", "--no-ui", "--user-agent", "Bót/1"], "only printable ASCII"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(tmp_path: Path, args: list[str], message: str) -> None:
@@ -127,6 +130,10 @@ def test_resume_after_sigkill(tmp_path: Path, web: LocalWeb) -> None:
     again = run(*args, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert "resuming:" in again.stdout
+    conn = sqlite3.connect(tmp_path / "c.db")
+    statuses = [s for (s,) in conn.execute("SELECT status FROM runs ORDER BY id")]
+    conn.close()
+    assert statuses == ["killed", "finished"]
     expected = web.expected.all_good | web.expected.all_files
     assert expected - good_fetched(web, tmp_path / "c.db") == set()
     # Nothing fetched twice, except what was in flight or not yet committed when killed:
@@ -148,7 +155,7 @@ def test_ctrl_c_saves_prints_resume_and_exits_130(tmp_path: Path, web: LocalWeb)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert "stopping" in err
-    assert f"resume with: crawldeck {' '.join(args)}" in out
+    assert f"resume with: {CRAWLDECK} {' '.join(args)}" in out
     assert "Traceback" not in err
     stopped = page_count(tmp_path / "c.db")
 
@@ -158,6 +165,11 @@ def test_ctrl_c_saves_prints_resume_and_exits_130(tmp_path: Path, web: LocalWeb)
     expected = web.expected.all_good | web.expected.all_files
     assert expected - good_fetched(web, tmp_path / "c.db") == set()
     assert [p for p, n in requests_per_path(web).items() if n > 1] == []
+    # the summary's totals are of all runs, and agree with each other
+    total = int(re.search(r"pages fetched \(all runs\)\s*│\s*(\d+)", again.stdout)[1])
+    mix = re.search(r"status mix \(all runs\)\s*│\s*([^│]+)│", again.stdout)[1]
+    assert total == page_count(tmp_path / "c.db")
+    assert sum(int(n) for n in re.findall(r"\dxx (\d+)", mix)) == total
 
 
 def test_export_tables(tmp_path: Path, web: LocalWeb) -> None:
@@ -177,3 +189,35 @@ def test_export_tables(tmp_path: Path, web: LocalWeb) -> None:
         links = list(csv.DictReader(f))
     assert links and set(links[0]) == {"from_url", "to_url"}
     assert all(r["from_url"].startswith(web.hosts["norobots"]) for r in links)
+
+
+def test_export_refuses_to_overwrite_the_crawl_and_survives_a_closed_pipe(
+    tmp_path: Path, web: LocalWeb
+) -> None:
+    (tmp_path / "seeds.txt").write_text(web.hosts["norobots"] + "/\n")
+    assert run("crawl", "seeds.txt", "--no-ui", "--db", "c.db", "--delay-ms", "5",
+               cwd=tmp_path).returncode == 0  # fmt: skip
+    size = (tmp_path / "c.db").stat().st_size
+    same = run("export", "c.db", "--format", "csv", "-o", "./c.db", cwd=tmp_path)
+    assert same.returncode == 2
+    assert "is the crawl file itself" in same.stderr
+    assert (tmp_path / "c.db").stat().st_size == size
+    piped = subprocess.run(
+        f"{CRAWLDECK} export c.db --table links --format csv | head -2",
+        shell=True, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert piped.stdout.splitlines()[0] == "from_url,to_url"
+    assert "error" not in piped.stderr
+
+
+def test_demo_refuses_to_erase_a_crawl_of_other_hosts(tmp_path: Path, web: LocalWeb) -> None:
+    (tmp_path / "seeds.txt").write_text(web.hosts["norobots"] + "/\n")
+    run("crawl", "seeds.txt", "--no-ui", "--db", "precious.db", "--delay-ms", "5", cwd=tmp_path)
+    conn = sqlite3.connect(tmp_path / "precious.db")
+    conn.execute("UPDATE hosts SET host = 'books.example'")
+    conn.commit()
+    conn.close()
+    proc = run("demo", "--no-ui", "--db", "precious.db", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "holds a crawl of 1 hosts outside the local web" in proc.stderr
+    assert page_count(tmp_path / "precious.db") > 0

@@ -10,8 +10,11 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import shlex
+import shutil
 import signal
+import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,27 +32,54 @@ EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 EXIT_STOPPED = 130
 
+#: The loopback network the local web of ``crawldeck demo`` lives on.
+DEMO_PREFIX = "127.77.0"
+DEMO_NETWORK = f"{DEMO_PREFIX}.0/24"
+
 EXPORT_TABLES = ("pages", "blocked", "hosts", "links")
 EXPORT_FORMATS = ("jsonl", "csv")
 
 
-def _positive(text: str) -> int:
+def _whole(text: str, least: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"expected a number >= {least}, got {text!r}")
     return value
+
+
+def _positive(text: str) -> int:
+    """A flag value >= 0 (delays, depths)."""
+    return _whole(text, 0)
+
+
+def _count(text: str) -> int:
+    """A flag value >= 1 (page caps, concurrency)."""
+    return _whole(text, 1)
+
+
+def _program() -> str:
+    """How to call this command again: ``crawldeck`` when that is on PATH, else the
+    path it was started by (e.g. ``.venv/bin/crawldeck`` after the README's install)."""
+    argv0 = sys.argv[0]
+    on_path = shutil.which("crawldeck")
+    if on_path and Path(on_path).resolve() == Path(argv0).resolve():
+        return "crawldeck"
+    path = Path(argv0).resolve()
+    if path.is_relative_to(Path.cwd()):
+        return shlex.quote(str(path.relative_to(Path.cwd())))
+    return shlex.quote(str(path))
 
 
 def _add_crawl_flags(parser: argparse.ArgumentParser, *, db_default: str) -> None:
     parser.add_argument("--db", default=db_default, help=f"SQLite file (default {db_default})")
     parser.add_argument("--config", type=Path, help="TOML config file (keys as in the README)")
-    parser.add_argument("--max-pages", type=_positive, help="stop after N pages")
+    parser.add_argument("--max-pages", type=_count, help="stop after N pages")
     parser.add_argument("--max-depth", type=_positive, help="links followed from a seed")
     parser.add_argument("--delay-ms", type=_positive, help="politeness delay per host, ms")
-    parser.add_argument("--concurrency", type=_positive, help="fetches in flight in all")
+    parser.add_argument("--concurrency", type=_count, help="fetches in flight in all")
     parser.add_argument(
         "--user-agent",
         help="User-Agent header; its product token is matched against robots.txt groups",
@@ -93,13 +123,17 @@ def _fail(message: str) -> int:
     return EXIT_BAD_INPUT
 
 
-async def _crawl(config: CrawlConfig, db: Path, seeds: Sequence[str], resume_hint: str) -> int:
-    """Run one crawl headless; returns the exit code."""
+async def _crawl(
+    config: CrawlConfig, db: Path, seeds: Sequence[str], resume_hint: str, *, ui: bool = False
+) -> int:
+    """Run one crawl, headless or in the console (``ui``); returns the exit code."""
     store = Store(db, flush_interval_ms=config.flush_interval_ms)
     try:
         engine = Engine(config, store)
         for url, why in engine.add_seeds(seeds):
             print(f"crawldeck: seed refused: {url}: {why}", file=sys.stderr)
+        if ui:
+            return await _crawl_console(engine, config, db, resume_hint)
         reporter = HeadlessReporter()
         engine.subscribe(reporter)
         loop = asyncio.get_running_loop()
@@ -124,15 +158,39 @@ async def _crawl(config: CrawlConfig, db: Path, seeds: Sequence[str], resume_hin
                 loop.remove_signal_handler(sig)
         reporter.summary(engine.snapshot(), result.outcome)
         print(
-            f"crawl saved in {db}; export with: crawldeck export {shlex.quote(str(db))} "
+            f"crawl saved in {db}; export with: {_program()} export {shlex.quote(str(db))} "
             "--table pages --format csv"
         )
         if stopped_by_signal or result.outcome == "stopped":
-            print(f"resume with: {resume_hint}")
+            print(resume_hint)
             return EXIT_STOPPED
         return EXIT_OK
     finally:
         store.close()
+
+
+async def _crawl_console(engine: Engine, config: CrawlConfig, db: Path, resume_hint: str) -> int:
+    """Run the crawl in the live console (``tui.app``); summary and exit code as headless."""
+    from tui.app import run_console
+
+    result = await run_console(engine, db, strict_robots=config.robots_on_failure == "disallow")
+    outcome = "stopped" if result is None else result.outcome
+    HeadlessReporter().summary(engine.snapshot(), outcome)
+    print(
+        f"crawl saved in {db}; export with: {_program()} export {shlex.quote(str(db))} "
+        "--table pages --format csv"
+    )
+    if outcome == "stopped":
+        print(resume_hint)
+        return EXIT_STOPPED
+    return EXIT_OK
+
+
+def _ui_config(config: CrawlConfig) -> CrawlConfig:
+    """The console redraws at most 4 times a second: snapshots every 250 ms."""
+    from tui.app import UI_SNAPSHOT_INTERVAL_MS
+
+    return config.replace(snapshot_interval_ms=UI_SNAPSHOT_INTERVAL_MS)
 
 
 def _run_crawl(args: argparse.Namespace) -> int:
@@ -146,12 +204,12 @@ def _run_crawl(args: argparse.Namespace) -> int:
     if not seeds:
         return _fail(f"no valid seed URL in {str(args.seeds)!r}")
     if not args.no_ui:
-        print(
-            "crawldeck: the console is not built yet (issue #3); running headless", file=sys.stderr
-        )
-    hint = "crawldeck " + shlex.join(sys.argv[1:])
+        config = _ui_config(config)
+    if not args.db.strip():
+        return _fail("--db needs a file name")
+    hint = f"resume with: {_program()} {shlex.join(sys.argv[1:])}"
     try:
-        return asyncio.run(_crawl(config, Path(args.db), seeds, hint))
+        return asyncio.run(_crawl(config, Path(args.db), seeds, hint, ui=not args.no_ui))
     except CrawldeckError as exc:
         return _fail(str(exc))
 
@@ -162,11 +220,19 @@ def _run_demo(args: argparse.Namespace) -> int:
     overrides = _overrides(args)
     if overrides["delay_ms"] is None:
         overrides["delay_ms"] = 250
+    # The demo allows only the loopback network of the local web (issue #4).
+    overrides["allow_networks"] = [DEMO_NETWORK]
     try:
         config = load_config(args.config, overrides)
     except CrawldeckError as exc:
         return _fail(str(exc))
+    if not args.db.strip():
+        return _fail("--db needs a file name")
     db = Path(args.db)
+    foreign = _foreign_crawl(db)
+    if foreign:
+        return _fail(f"{str(db)!r} {foreign}; the demo starts anew and would erase it: "
+                     "give the demo another --db")  # fmt: skip
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     with LocalWeb() as web:
@@ -175,18 +241,41 @@ def _run_demo(args: argparse.Namespace) -> int:
             print(f"  {name:10s} {base}/")
         print(f"crawling it into {db} (a fresh file each demo run)\n", flush=True)
         if not args.no_ui:
-            print(
-                "crawldeck: the console is not built yet (issue #3); running headless",
-                file=sys.stderr,
-            )
-        hint = "crawldeck demo (the demo always starts anew)"
+            config = _ui_config(config)
+        hint = f"the demo starts anew each run: {_program()} demo"
         try:
-            return asyncio.run(_crawl(config, db, web.seeds(), hint))
+            return asyncio.run(_crawl(config, db, web.seeds(), hint, ui=not args.no_ui))
         except CrawldeckError as exc:
             return _fail(str(exc))
 
 
+def _foreign_crawl(db: Path) -> str | None:
+    """Why ``db`` must not be erased by the demo (``None``: absent or a demo's own file)."""
+    if not db.exists():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return "cannot be read as SQLite"
+    try:
+        (other,) = conn.execute(
+            "SELECT count(*) FROM hosts WHERE host NOT LIKE ?", (f"{DEMO_PREFIX}.%",)
+        ).fetchone()
+    except sqlite3.Error:
+        return "is not a crawl file of the demo"
+    finally:
+        conn.close()
+    return f"holds a crawl of {other} hosts outside the local web" if other else None
+
+
 def _run_export(args: argparse.Namespace) -> int:
+    if (
+        args.output is not None
+        and args.output.exists()
+        and args.db.exists()
+        and (args.output.resolve() == args.db.resolve())
+    ):
+        return _fail(f"-o {str(args.output)!r} is the crawl file itself; choose another")
     try:
         if args.output is None:
             count = export(args.db, args.table, args.format, sys.stdout)
@@ -195,6 +284,10 @@ def _run_export(args: argparse.Namespace) -> int:
                 count = export(args.db, args.table, args.format, out)
     except CrawldeckError as exc:
         return _fail(str(exc))
+    except BrokenPipeError:
+        # The reader went away (``| head``): not an error. Silence the final flush too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except OSError as exc:
         return _fail(f"cannot write {str(args.output)!r}: {exc.strerror}")
     print(f"crawldeck: exported {count} rows of {args.table}", file=sys.stderr)

@@ -72,14 +72,14 @@ class HeadlessReporter:
         table = Table(title=f"crawl {outcome}", show_header=False, title_justify="left")
         table.add_column("what", style="bold")
         table.add_column("value")
-        rate = c.pages / elapsed if elapsed > 0 else 0.0
-        table.add_row("pages fetched", str(c.pages))
-        table.add_row("bytes", f"{c.bytes:,}")
-        table.add_row("elapsed", f"{elapsed:.1f} s")
-        table.add_row("pages/s", f"{rate:.1f}")
-        table.add_row("fetch errors", str(c.errors))
+        run_pages = snap.pages_this_run
+        rate = run_pages / elapsed if elapsed > 0 else 0.0
+        table.add_row("pages fetched (all runs)", str(c.pages))
+        table.add_row("bytes (all runs)", f"{c.bytes:,}")
+        table.add_row("this run", f"{run_pages} pages in {elapsed:.1f} s, {rate:.1f} pages/s")
+        table.add_row("fetch errors (all runs)", str(c.errors))
         mix = ", ".join(f"{k} {v}" for k, v in sorted(c.status_mix.items())) or "-"
-        table.add_row("status mix", mix)
+        table.add_row("status mix (all runs)", mix)
         table.add_row("queued (left)", str(c.queued))
         table.add_row("hosts", str(c.hosts_known))
         for reason, count in sorted(c.blocked.items()):

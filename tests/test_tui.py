@@ -1,0 +1,455 @@
+"""The console through Textual's Pilot: every key, the host detail, the refresh rate,
+and one end-to-end crawl of the local web in a headless terminal."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import os
+import signal
+import sqlite3
+import time
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.text import Text
+from test_tui_snapshots import HOSTS, FakeEngine, settle, snapshot_at
+from textual.pilot import Pilot
+from textual.widgets import Input, Static, TabbedContent
+
+from core.config import build_config
+from core.engine import Engine
+from core.snapshot import CrawlSnapshot
+from core.store import Store
+from localweb import LocalWeb
+from tui.app import CrawlApp, run_console
+from tui.screens import AddSeedScreen, HelpScreen, HostDetailScreen
+from tui.table import LineTable
+from tui.widgets import EXPORT_TABLES, BlockedPanel, fmt_countdown, fmt_duration
+
+SIZE = (120, 36)
+
+
+class RecordingApp(CrawlApp):
+    """The console, recording what it drew and told the operator."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.draws = 0
+        self.messages: list[str] = []
+        self.hosts_seen: set[str] = set()
+        self.states: list[str] = []
+        self.backoff_seen: set[str] = set()
+
+    def draw(self, snap: CrawlSnapshot) -> None:
+        super().draw(snap)
+        self.draws += 1
+        self.hosts_seen |= {row.host for row in self.hosts_panel.rows()}
+        self.states.append(self.display_state())
+        self.backoff_seen |= {row.host for row in snap.backoff}
+
+    def notify(self, message: str, **kwargs: Any) -> None:  # type: ignore[override]
+        self.messages.append(message)
+        super().notify(message, **kwargs)
+
+
+def recording_app(*, finish: bool = False, db: Path = Path("crawl.db")) -> RecordingApp:
+    snaps = [snapshot_at(i) for i in range(31)]
+    if finish:
+        snaps[-1] = replace(snaps[-1], state="finished", hosts=())
+    return RecordingApp(FakeEngine(snaps, finish=finish), db)
+
+
+def status_text(app: CrawlApp) -> str:
+    content = app.query_one("#status", Static).content
+    return content.plain if isinstance(content, Text) else str(content)
+
+
+def fake(app: CrawlApp) -> FakeEngine:
+    assert isinstance(app.engine, FakeEngine)
+    return app.engine
+
+
+def table_hosts(app: CrawlApp, table_id: str = "#hosts-table") -> list[str]:
+    return list(app.query_one(table_id, LineTable).row_keys)
+
+
+async def wait_until(pilot: Pilot[Any], cond: Any, timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        assert time.monotonic() < deadline, "timed out"
+        await pilot.pause(0.05)
+
+
+# ------------------------------------------------------------------ keys
+
+
+async def test_p_pauses_and_resumes() -> None:
+    app = recording_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "RUNNING" in status_text(app)
+        await pilot.press("p")
+        assert fake(app).paused and "PAUSED" in status_text(app)
+        assert app.sub_title == "PAUSED"
+        await pilot.press("p")
+        assert not fake(app).paused and "RUNNING" in status_text(app)
+
+
+async def test_a_adds_a_valid_seed() -> None:
+    app = recording_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("a")
+        assert isinstance(app.screen, AddSeedScreen)
+        await pilot.press(*"https://new.example/", "enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, AddSeedScreen)
+        assert fake(app).seeds == ["https://new.example/"]
+        assert "Seed added: https://new.example/" in app.messages
+
+
+async def test_a_shows_a_clear_error_and_esc_cancels() -> None:
+    app = recording_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("a", "enter")
+        error = app.screen.query_one("#seed-error", Static)
+        assert "Enter a URL" in str(error.content)
+        await pilot.press(*"mailto:x@y", "enter")
+        assert isinstance(app.screen, AddSeedScreen)
+        assert "Refused: not an http(s) URL" in str(error.content)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, AddSeedScreen)
+        assert fake(app).seeds == []
+
+
+async def test_slash_filters_hosts_through_one_query() -> None:
+    app = recording_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        fake(app).queries.clear()
+        await pilot.press("slash")
+        assert app.focused is app.query_one("#hosts-filter", Input)
+        await pilot.press(*"shop")
+        await wait_until(pilot, lambda: table_hosts(app) == ["shop.example.net"])
+        assert fake(app).queries == [("shop", 100)]  # debounced: one query, not four
+        await pilot.press("enter")
+        assert app.focused is app.query_one("#hosts-table", LineTable)
+        # refreshes do not ask again
+        app.draw(snapshot_at(30))
+        assert fake(app).queries == [("shop", 100)]
+        await pilot.press("slash", "ctrl+a", "ctrl+k", "escape")
+        await wait_until(pilot, lambda: len(table_hosts(app)) == 11)
+        assert app.focused is app.query_one("#hosts-table", LineTable)
+
+
+async def test_slash_filters_blocked_by_reason_and_host() -> None:
+    app = recording_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("3", "slash")
+        assert app.focused is app.query_one("#blocked-filter", Input)
+        await pilot.press(*"reason:robots")
+        panel = app.query_one(BlockedPanel)
+        assert panel.shown and {r.reason for r in panel.shown} == {"robots"}
+        await pilot.press("ctrl+a", "ctrl+k", *"host:cdn")
+        assert panel.shown and {r.host for r in panel.shown} == {"cdn.example.net"}
+        await pilot.press("enter")
+        assert app.focused is app.query_one("#blocked-table", LineTable)
+        assert app.query_one("#blocked-table", LineTable).row_count == len(panel.shown)
+
+
+async def test_enter_opens_the_host_detail_of_each_table() -> None:
+    app = recording_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "enter")
+        screen = app.screen
+        assert isinstance(screen, HostDetailScreen) and screen.host == HOSTS[1].host
+        text = " ".join(str(s.content) for s in screen.query(Static))
+        assert "/private/press/" in text and "docs/page-0.html" in text
+        responses = screen.query_one("#detail-responses", Static)
+        assert responses.content.row_count == 4  # type: ignore[union-attr]
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HostDetailScreen)
+        await pilot.press("2", "enter")
+        assert isinstance(app.screen, HostDetailScreen)
+        assert app.screen.host == "shop.example.net"
+        await pilot.press("escape", "3", "enter")
+        assert isinstance(app.screen, HostDetailScreen)
+        assert app.screen.host == app.query_one(BlockedPanel).shown[0].host
+
+
+async def test_detail_follows_the_snapshots() -> None:
+    app = recording_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        screen = app.screen
+        assert isinstance(screen, HostDetailScreen)
+        calls = []
+        engine = fake(app)
+        original = engine.host_detail
+
+        def spy(host: str, queue_head: int = 20) -> Any:
+            calls.append(host)
+            return original(host, queue_head)
+
+        engine.host_detail = spy  # type: ignore[method-assign]
+        app.draw(snapshot_at(30))
+        assert calls == [HOSTS[0].host]
+
+
+async def test_s_and_r_sort_the_hosts() -> None:
+    app = recording_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("s")
+        hosts = table_hosts(app)
+        assert hosts == sorted(hosts)
+        await pilot.press("r")
+        assert table_hosts(app) == sorted(hosts, reverse=True)
+        await pilot.press(*"ssss")  # ip, queued, in_flight, fetched
+        fetched = {row.host: row.fetched for row in HOSTS}
+        shown = [fetched[h] for h in table_hosts(app)]
+        assert shown == sorted(shown, reverse=True)
+        assert app.hosts_panel.sort_column == "fetched"
+
+
+async def test_digits_switch_tabs() -> None:
+    app = recording_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        tabs = app.query_one(TabbedContent)
+        for key, tab in zip("2341", ("tab-backoff", "tab-blocked", "tab-log", "tab-hosts"),
+                            strict=True):  # fmt: skip
+            await pilot.press(key)
+            assert tabs.active == tab
+
+
+async def test_question_mark_shows_help() -> None:
+    app = recording_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_e_exports_the_tables_next_to_the_db(tmp_path: Path) -> None:
+    db = tmp_path / "crawl.db"
+    Store(db).close()
+    app = recording_app(db=db)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await wait_until(pilot, lambda: app.last_export is not None)
+        assert app.last_export is not None and app.last_export.parent == tmp_path
+        assert app.last_export.name.startswith("crawl-export-")
+        for table in EXPORT_TABLES:
+            assert (app.last_export / f"{table}.csv").read_text().count("\n") == 1  # header
+        await wait_until(pilot, lambda: any("Exported" in m for m in app.messages))
+
+
+async def test_e_reports_a_failed_export(tmp_path: Path) -> None:
+    app = recording_app(db=tmp_path / "missing.db")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await wait_until(pilot, lambda: any("Export failed" in m for m in app.messages))
+        assert app.last_export is None
+
+
+@pytest.mark.parametrize("key", ["q", "ctrl+c"])
+async def test_q_and_ctrl_c_stop_the_crawl_then_quit(key: str) -> None:
+    app = recording_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press(key)
+        await pilot.pause()
+        assert fake(app).stop_requested
+    assert app.result is not None and app.result.outcome == "stopped"
+    assert not app.is_running
+
+
+async def test_finished_crawl_stays_open_until_q() -> None:
+    app = recording_app(finish=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.result is not None)
+        await pilot.pause(0.1)
+        assert app.is_running and "FINISHED" in status_text(app)
+        assert any("finished" in m for m in app.messages)
+        assert len(table_hosts(app)) == len(HOSTS)  # every host's final row
+        await pilot.press("p")
+        assert "The crawl is over." in app.messages
+        await pilot.press("q")
+        await pilot.pause()
+        assert not fake(app).stop_requested
+    assert app.result is not None and app.result.outcome == "finished"
+
+
+# ------------------------------------------------------------------ refresh rate
+
+
+async def test_a_burst_of_snapshots_is_drawn_once() -> None:
+    app = recording_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        before = app.draws
+        for step in range(200):
+            fake(app)._publish(snapshot_at(step % 31))
+        last = snapshot_at(199 % 31).at
+        await wait_until(pilot, lambda: app.snapshot is not None and app.snapshot.at == last)
+        await pilot.pause(0.3)
+        assert 1 <= app.draws - before <= 2
+
+
+async def test_at_most_four_draws_a_second() -> None:
+    app = recording_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        before = app.draws
+        start = time.monotonic()
+        for step in range(40):  # 20 snapshots a second for 2 s
+            fake(app)._publish(snapshot_at(step % 31))
+            await asyncio.sleep(0.05)
+        await pilot.pause(0.3)
+        elapsed = time.monotonic() - start
+        assert app.draws - before <= 4 * elapsed + 1
+
+
+async def test_a_hundred_thousand_hosts_cost_no_walk() -> None:
+    """100 000 known hosts: a refresh reads the snapshot's top rows only, no query."""
+    big = [
+        replace(
+            snapshot_at(i),
+            hosts=tuple(
+                replace(HOSTS[j % len(HOSTS)], host=f"h{j}.example.com", queued=50 - j)
+                for j in range(50)
+            ),
+            counters=replace(snapshot_at(i).counters, hosts_known=100_000, hosts_active=60_000),
+        )
+        for i in range(31)
+    ]
+    engine = FakeEngine(big)
+    app = RecordingApp(engine, Path("crawl.db"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        start = time.perf_counter()
+        for snap in big:
+            app.draw(snap)
+        per_draw_ms = 1000 * (time.perf_counter() - start) / len(big)
+        await pilot.pause()
+        assert engine.queries == []
+        assert len(table_hosts(app)) == 50
+        assert "100000 known" in str(app.query_one("#hosts-info", Static).content)
+        assert per_draw_ms < 100, per_draw_ms
+
+
+async def test_line_table_keys_and_header_click() -> None:
+    app = recording_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.query_one("#hosts-table", LineTable)
+        await pilot.press("end")
+        assert table.cursor_row == table.row_count - 1
+        await pilot.press("home", "down", "down")
+        assert table.cursor_key == HOSTS[2].host
+        await pilot.press("pagedown")
+        assert table.cursor_row == table.row_count - 1
+        await pilot.click("#hosts-table", offset=(4, 0))  # the "host" header
+        assert app.hosts_panel.sort_column == "host"
+        assert table_hosts(app) == sorted(table_hosts(app))
+        await pilot.click("#hosts-table", offset=(4, 0))  # again: reversed
+        assert table_hosts(app) == sorted(table_hosts(app), reverse=True)
+
+
+def test_formatting() -> None:
+    assert fmt_duration(3725.9) == "1:02:05"
+    assert [fmt_countdown(s) for s in (None, 0.0, 1.25, 42.0, 185.0)] == [
+        "-", "now", "1.2s", "42s", "3m05s"]  # fmt: skip
+
+
+# ------------------------------------------------------------------ run_console
+
+
+async def test_run_console_sigterm_stops_like_q() -> None:
+    engine = FakeEngine([snapshot_at(i) for i in range(5)])
+    loop = asyncio.get_running_loop()
+    loop.call_later(0.8, os.kill, os.getpid(), signal.SIGTERM)
+    result = await asyncio.wait_for(
+        run_console(engine, Path("crawl.db"), headless=True, size=SIZE), timeout=20
+    )
+    assert engine.stop_requested
+    assert result is not None and result.outcome == "stopped"
+
+
+# ------------------------------------------------------------------ end to end
+
+
+def _blocked_counts(app: CrawlApp) -> dict[str, int]:
+    content = app.query_one("#blocked-counts", Static).content
+    assert isinstance(content, Text)
+    words = content.plain.split()
+    assert words[1] == "blocked"
+    return {words[i]: int(words[i + 1]) for i in range(2, len(words) - 1, 2)}
+
+
+async def test_console_crawls_the_local_web_to_the_end(tmp_path: Path) -> None:
+    """The console over a real crawl of the local web until FINISHED, then e and q."""
+    db = tmp_path / "crawl.db"
+    with LocalWeb(delay_scale=0.2, busy_429_count=3, retry_after_s=1) as web:
+        config = build_config(
+            {
+                "delay_ms": 20,
+                "backoff_base_ms": 100,
+                "concurrency": 8,
+                "flush_interval_ms": 50,
+                "snapshot_interval_ms": 250,
+            }
+        )
+        store = Store(db, flush_interval_ms=config.flush_interval_ms)
+        try:
+            engine = Engine(config, store)
+            assert engine.add_seeds(web.seeds()) == []
+            app = RecordingApp(engine, db)
+            async with app.run_test(size=(130, 40)) as pilot:
+                await wait_until(pilot, lambda: app.result is not None, timeout_s=120)
+                await pilot.pause(0.3)
+                assert app.result is not None and app.result.outcome == "finished"
+                assert app.is_running and "FINISHED" in status_text(app)
+                seen_running = app.hosts_seen
+                # every local host was on the hosts table while it was crawled
+                assert set(web.host_keys.values()) <= seen_running
+                assert "RUNNING" in app.states and app.states[-1] == "FINISHED"
+                conn = sqlite3.connect(db)
+                try:
+                    sql_blocked = dict(
+                        conn.execute("SELECT reason, count(*) FROM blocked GROUP BY reason")
+                    )
+                    sql_pages = dict(conn.execute("SELECT host, count(*) FROM pages GROUP BY host"))
+                finally:
+                    conn.close()
+                final = {row.host: row.fetched for row in app.hosts_panel.rows()}
+                assert final == sql_pages
+                await pilot.press("3")  # the blocked tab is drawn when shown
+                assert _blocked_counts(app) == sql_blocked
+                assert {"calendar", "robots", "redirect_loop"} <= sql_blocked.keys()
+                assert sum(app.history.pages) > 0  # the chart moved
+                assert web.host_keys["busy"] in app.backoff_seen  # its 429s showed
+                await pilot.press("e")
+                await wait_until(pilot, lambda: app.last_export is not None, timeout_s=20)
+                assert app.last_export is not None
+                with (app.last_export / "blocked.csv").open(newline="") as f:
+                    exported = Counter(row["reason"] for row in csv.DictReader(f))
+                assert dict(exported) == sql_blocked
+                await pilot.press("q")
+                await pilot.pause()
+            assert not app.is_running
+        finally:
+            store.close()

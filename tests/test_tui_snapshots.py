@@ -1,0 +1,318 @@
+"""SVG snapshots of the console's panels, fed by a deterministic engine (``FakeEngine``).
+
+``FakeEngine`` publishes a fixed sequence of ``CrawlSnapshot``s (a two-minute crawl of
+twelve hosts, fixed epoch times) and answers ``query_hosts``/``host_detail`` from the
+same data, so every picture is the same on every machine. Update the pictures after an
+intended change with ``pytest tests/test_tui_snapshots.py --snapshot-update`` and look
+at them (``__snapshots__/test_tui_snapshots/*.svg``) before committing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from textual.pilot import Pilot
+from textual.widgets import Input
+
+from core.engine import CrawlResult
+from core.snapshot import (
+    BackoffRow,
+    BlockedRow,
+    Counters,
+    CrawlSnapshot,
+    HostDetail,
+    HostRow,
+    ResponseRow,
+)
+from tui.app import CrawlApp
+
+T0 = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
+STEPS = 120
+SIZE = (120, 36)
+
+HOSTS: tuple[HostRow, ...] = (
+    HostRow("docs.example.org", 412, 1, 830, 2, 1000, "crawl_delay", 3.2, 0.4, "ok"),
+    HostRow("www.example.com", 97, 1, 655, 0, 250, "default", 4.0, 0.0, "ok"),
+    HostRow("shop.example.net", 61, 0, 402, 9, 4000, "backoff", 5.0, 3.1, "ok"),
+    HostRow("api.example.io", 44, 1, 380, 0, 612, "adaptive", 2.1, 0.1, "missing"),
+    HostRow("blog.example.com", 33, 0, 290, 1, 250, "default", 5.0, 0.2, "ok"),
+    HostRow("legacy.example.org", 20, 0, 121, 14, 8000, "backoff", 5.0, 7.6, "unreachable"),
+    HostRow("cdn.example.net", 18, 0, 1210, 0, 250, "default", 1.0, 0.0, "ok"),
+    HostRow("news.example.com", 12, 0, 77, 0, 1500, "crawl_delay", 4.5, 1.2, "ok"),
+    HostRow("forum.example.org", 9, 0, 64, 3, 250, "default", 5.0, 0.0, "redirect_limit"),
+    HostRow("wiki.example.net", 5, 0, 51, 0, 250, "default", 5.0, 0.0, "ok"),
+    HostRow("static.example.io", 2, 0, 33, 0, 250, "default", 5.0, 0.0, "ok"),
+    HostRow("old.example.com", 0, 0, 12, 0, 250, "default", 5.0, 0.0, "unknown"),
+)
+
+BACKOFF = (
+    BackoffRow("shop.example.net", 3, 429, 30.0, T0 + STEPS + 3.1, False),
+    BackoffRow("legacy.example.org", 6, 503, None, T0 + STEPS + 7.6, True),
+    BackoffRow("api.example.io", 1, None, None, T0 + STEPS + 0.1, False),
+)
+
+_REASONS = ("calendar", "robots", "pagination", "repeating_path", "scope", "url_length")
+
+
+def _blocked() -> tuple[BlockedRow, ...]:
+    rows = []
+    for i in range(40):
+        reason = _REASONS[i * 7 % len(_REASONS)]
+        host = HOSTS[i * 5 % len(HOSTS)].host
+        rows.append(BlockedRow(T0 + 3 * i, reason, host, f"http://{host}/{reason}/{i}?page={i}"))
+    return tuple(rows)
+
+
+LOG = (
+    "22:13:21 robots.txt of https://legacy.example.org unreachable (503): allowing all, "
+    "retry in 3600 s",
+    "22:13:40 shop.example.net: retry 1 of https://shop.example.net/cart (HTTP 429, backoff 1.3 s)",
+    "22:14:02 shop.example.net: retry 2 of https://shop.example.net/cart (HTTP 429, backoff 30 s)",
+    "22:14:30 legacy.example.org: in backoff for over 3600 s, demoted",
+    "22:14:55 api.example.io: retry 1 of https://api.example.io/v1 (ConnectFailed: refused)",
+)
+
+
+def snapshot_at(step: int, *, state: str = "running") -> CrawlSnapshot:
+    """The fake crawl after ``step`` seconds (pages follow a fixed wave)."""
+    pages = sum(20 + (i * 37) % 25 for i in range(step))
+    blocked = _blocked()[: max(1, step // 3)]
+    counts: dict[str, int] = {}
+    for row in blocked:
+        counts[row.reason] = counts.get(row.reason, 0) + 1
+    counters = Counters(
+        pages=pages,
+        bytes=pages * 14_000,
+        errors=step // 10,
+        queued=max(0, 900 - step * 3),
+        in_flight=3,
+        hosts_known=12,
+        hosts_active=11,
+        hosts_backoff=len(BACKOFF),
+        blocked=counts,
+        status_mix={
+            "2xx": pages - pages // 8,
+            "3xx": pages // 10,
+            "4xx": pages // 40,
+            "5xx": step // 8,
+            "error": step // 10,
+        },
+    )
+    return CrawlSnapshot(
+        at=T0 + step,
+        started_at=T0,
+        state=state,  # type: ignore[arg-type]
+        counters=counters,
+        pages_per_s=28.4,
+        bytes_per_s=398_000.0,
+        window_s=10.0,
+        max_pages=6000,
+        hosts=HOSTS[:11],
+        backoff=BACKOFF,
+        blocked=blocked,
+        log=LOG[: 1 + step // 30],
+    )
+
+
+def detail_of(row: HostRow) -> HostDetail:
+    """A fixed detail view for ``row``."""
+    return HostDetail(
+        row=row,
+        queue_head=tuple(f"https://{row.host}/docs/page-{i}.html" for i in range(6)),
+        robots_rules=(
+            ("disallow", "/private/"),
+            ("allow", "/private/press/"),
+            ("disallow", "/*.pdf$"),
+        ),
+        robots_detail="ok (HTTP 200; 312 bytes); expires in 3480 s",
+        crawl_delay_s=1.0 if row.delay_source == "crawl_delay" else None,
+        responses=(
+            ResponseRow(T0 + 100, f"https://{row.host}/", 200, 84.0, None),
+            ResponseRow(T0 + 104, f"https://{row.host}/about", 301, 12.0, None),
+            ResponseRow(T0 + 109, f"https://{row.host}/cart", 429, 5.0, None),
+            ResponseRow(
+                T0 + 115, f"https://{row.host}/slow", None, 30000.0, "read_timeout: no data in 30 s"
+            ),
+        ),
+    )
+
+
+class FakeEngine:
+    """A deterministic stand-in for ``core.engine.Engine`` (the ``CrawlSource`` methods).
+
+    ``run`` publishes ``snapshots`` in order, then returns ``finished`` at once when
+    ``finish`` is set, else waits for ``request_stop`` and returns ``stopped``.
+    """
+
+    def __init__(self, snapshots: Sequence[CrawlSnapshot], *, finish: bool = False) -> None:
+        self.snapshots = list(snapshots)
+        self.finish = finish
+        self.subscribers: list[Callable[[CrawlSnapshot], None]] = []
+        self.seeds: list[str] = []
+        self.queries: list[tuple[str, int]] = []
+        self.stop_requested = False
+        self.published = 0
+        self._paused = False
+        self._stop: asyncio.Event | None = None
+
+    def subscribe(self, callback: Callable[[CrawlSnapshot], None]) -> None:
+        self.subscribers.append(callback)
+
+    def add_seeds(self, seed_urls: Iterable[str]) -> list[tuple[str, str]]:
+        refused = []
+        for url in seed_urls:
+            if url.startswith(("http://", "https://")):
+                self.seeds.append(url)
+            else:
+                refused.append((url, f"not an http(s) URL: {url!r}"))
+        return refused
+
+    def _publish(self, snap: CrawlSnapshot) -> None:
+        self.published += 1
+        for callback in self.subscribers:
+            callback(snap)
+
+    async def run(self) -> CrawlResult:
+        self._stop = asyncio.Event()
+        if self.stop_requested:
+            self._stop.set()
+        for snap in self.snapshots:
+            self._publish(snap)
+        last = self.snapshots[-1]
+        if self.finish:
+            return CrawlResult("finished", last.counters)
+        await self._stop.wait()
+        self._publish(replace(last, state="stopped"))
+        return CrawlResult("stopped", last.counters)
+
+    def pause(self) -> None:
+        self._paused = True
+
+    def resume(self) -> None:
+        self._paused = False
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    def request_stop(self) -> None:
+        self.stop_requested = True
+        if self._stop is not None:
+            self._stop.set()
+
+    def snapshot(self) -> CrawlSnapshot:
+        return self.snapshots[0]
+
+    def query_hosts(self, text: str = "", limit: int = 50) -> tuple[HostRow, ...]:
+        self.queries.append((text, limit))
+        return tuple(row for row in HOSTS if text in row.host)[:limit]
+
+    def host_detail(self, host: str, queue_head: int = 20) -> HostDetail | None:
+        row = next((r for r in HOSTS if r.host == host), None)
+        return None if row is None else detail_of(row)
+
+
+def fake_app(*, finish: bool = False, steps: int = STEPS) -> CrawlApp:
+    """The console over ``FakeEngine`` with ``steps`` one-second snapshots."""
+    snaps = [snapshot_at(i) for i in range(steps + 1)]
+    if finish:
+        snaps[-1] = replace(snaps[-1], state="finished", hosts=())
+    return CrawlApp(FakeEngine(snaps, finish=finish), Path("crawl.db"))
+
+
+async def settle(pilot: Pilot[Any]) -> None:
+    """Wait until the last published snapshot is drawn; stop cursors blinking."""
+    app = pilot.app
+    assert isinstance(app, CrawlApp)
+    engine = app.engine
+    assert isinstance(engine, FakeEngine)
+    for _ in range(100):
+        if engine.published >= len(engine.snapshots) and app.snapshot is engine.snapshots[-1]:
+            break
+        await pilot.pause(0.05)
+    for box in app.query(Input):
+        box.cursor_blink = False
+    await pilot.pause()
+
+
+def _run_before(*keys: str) -> Callable[[Pilot[Any]], Any]:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        if keys:
+            await pilot.press(*keys)
+            await settle(pilot)
+
+    return run_before
+
+
+def test_hosts_panel(snap_compare: Any) -> None:
+    """Hosts tab: the busiest hosts, the throughput chart with progress and ETA."""
+    assert snap_compare(fake_app(), terminal_size=SIZE, run_before=_run_before())
+
+
+def test_hosts_sorted_by_errors(snap_compare: Any) -> None:
+    """Hosts sorted by the errors column (s pressed six times: host, IP, ..., err)."""
+    keys = ("s",) * 6
+    assert snap_compare(fake_app(), terminal_size=SIZE, run_before=_run_before(*keys))
+
+
+def test_hosts_filtered(snap_compare: Any) -> None:
+    """Hosts filtered by '.org' (typed after /, Enter applies it)."""
+    keys = ("slash", *".org", "enter")
+    assert snap_compare(fake_app(), terminal_size=SIZE, run_before=_run_before(*keys))
+
+
+def test_backoff_panel(snap_compare: Any) -> None:
+    """Backoff tab: attempt, last status, Retry-After, until, demoted."""
+    assert snap_compare(fake_app(), terminal_size=SIZE, run_before=_run_before("2"))
+
+
+def test_blocked_panel(snap_compare: Any) -> None:
+    """Blocked tab: counts per reason and the newest refused URLs first."""
+    assert snap_compare(fake_app(), terminal_size=SIZE, run_before=_run_before("3"))
+
+
+def test_blocked_filtered(snap_compare: Any) -> None:
+    """Blocked tab filtered by reason: 'reason:calendar'."""
+    keys = ("3", "slash", *"reason:calendar", "enter")
+    assert snap_compare(fake_app(), terminal_size=SIZE, run_before=_run_before(*keys))
+
+
+def test_log_panel(snap_compare: Any) -> None:
+    """Log tab: audit lines (robots.txt 5xx treated as allow, demotion) and retries."""
+    assert snap_compare(fake_app(), terminal_size=SIZE, run_before=_run_before("4"))
+
+
+def test_host_detail(snap_compare: Any) -> None:
+    """Enter on the first host: rules, queue head, last responses."""
+    assert snap_compare(fake_app(), terminal_size=SIZE, run_before=_run_before("enter"))
+
+
+def test_paused_header(snap_compare: Any) -> None:
+    """p: the header shows PAUSED."""
+    assert snap_compare(fake_app(), terminal_size=SIZE, run_before=_run_before("p"))
+
+
+def test_help_screen(snap_compare: Any) -> None:
+    """?: the keys."""
+    assert snap_compare(fake_app(), terminal_size=SIZE, run_before=_run_before("question_mark"))
+
+
+def test_add_seed_error(snap_compare: Any) -> None:
+    """a, then a URL that is not http(s): the error stays on the dialog."""
+    keys = ("a", *"ftp://x", "enter")
+    assert snap_compare(fake_app(), terminal_size=SIZE, run_before=_run_before(*keys))
+
+
+def test_finished(snap_compare: Any) -> None:
+    """The crawl finished: FINISHED in the header, every host's final row."""
+    assert snap_compare(fake_app(finish=True), terminal_size=SIZE, run_before=_run_before())
+
+
+def test_small_terminal(snap_compare: Any) -> None:
+    """80 x 24 still shows the header, the chart, the table and the keys."""
+    assert snap_compare(fake_app(), terminal_size=(80, 24), run_before=_run_before())

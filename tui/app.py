@@ -1,0 +1,491 @@
+"""The live console: a Textual app that runs the crawl and shows it, host by host.
+
+The engine runs in the app's own asyncio loop (a Textual worker awaits
+``engine.run()``). The engine calls back with a ``CrawlSnapshot`` every
+``snapshot_interval_ms``; the callback feeds the throughput history and posts a
+``SnapshotReady`` message that replaces any one still queued, and the app draws the
+latest snapshot at most ``MAX_REFRESH_PER_S`` times a second. The UI reads nothing
+else from the engine but ``query_hosts`` (the operator types a host filter; the crawl
+ends) and ``host_detail`` (a detail view is open, or a filtered row is off the
+snapshot), and sends it commands: ``pause``, ``resume``, ``add_seeds``,
+``request_stop``.
+
+``run_console(engine, db)`` is what ``crawldeck crawl`` and ``crawldeck demo`` call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import ClassVar, Protocol
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
+from textual.message import Message
+from textual.timer import Timer
+from textual.widgets import Footer, Input, TabbedContent, TabPane
+
+from core.engine import CrawlResult
+from core.errors import CrawldeckError
+from core.snapshot import CrawlSnapshot, HostDetail, HostRow
+from tui.screens import (
+    AddSeedScreen,
+    HelpScreen,
+    HostDetailScreen,
+    LogPanel,
+    StatusBar,
+    ThroughputHistory,
+    ThroughputPanel,
+)
+from tui.table import LineTable
+from tui.widgets import BackoffPanel, BlockedPanel, HostsPanel, export_dir, export_tables
+
+#: The console redraws at most this often (snapshots in between are dropped).
+MAX_REFRESH_PER_S = 4
+#: The engine's snapshot interval the console asks for (``config.snapshot_interval_ms``).
+UI_SNAPSHOT_INTERVAL_MS = 1000 // MAX_REFRESH_PER_S
+#: Seconds between two updates of the tabs' counts.
+LABELS_EVERY_S = 1.0
+#: Seconds a host filter waits for the operator to stop typing before asking the engine.
+FILTER_DEBOUNCE_S = 0.3
+#: URLs of a host's queue the detail view lists.
+DETAIL_QUEUE_HEAD = 10
+#: Tab ids, in key order (1-4).
+TABS = ("tab-hosts", "tab-backoff", "tab-blocked", "tab-log")
+#: The table that takes the focus on each tab.
+TAB_TABLES = {
+    "tab-hosts": "#hosts-table",
+    "tab-backoff": "#backoff-table",
+    "tab-blocked": "#blocked-table",
+    "tab-log": "#log",
+}
+
+
+class CrawlSource(Protocol):
+    """What the console needs from a crawl; ``core.engine.Engine`` provides it.
+
+    ``subscribe`` (called with every published snapshot), ``run``, the commands
+    ``add_seeds`` (returns ``(url, reason)`` per refused seed), ``pause``, ``resume``,
+    ``request_stop``, and the reads ``paused``, ``snapshot``, ``query_hosts`` and
+    ``host_detail`` (see ``Engine``).
+    """
+
+    def subscribe(self, callback: Callable[[CrawlSnapshot], None]) -> None: ...
+    def add_seeds(self, seed_urls: Iterable[str]) -> list[tuple[str, str]]: ...
+    async def run(self) -> CrawlResult: ...
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+    @property
+    def paused(self) -> bool: ...
+    def request_stop(self) -> None: ...
+    def snapshot(self) -> CrawlSnapshot: ...
+    def query_hosts(self, text: str = "", limit: int = 50) -> tuple[HostRow, ...]: ...
+    def host_detail(self, host: str, queue_head: int = 20) -> HostDetail | None: ...
+
+
+class SnapshotReady(Message):
+    """A new snapshot was published; a newer one replaces it in the queue."""
+
+    def __init__(self, snapshot: CrawlSnapshot) -> None:
+        super().__init__()
+        self.snapshot = snapshot
+
+    def can_replace(self, message: Message) -> bool:
+        """Only the latest snapshot matters."""
+        return isinstance(message, SnapshotReady)
+
+
+class CrawlApp(App[None]):
+    """The crawldeck console over one crawl (see the module docstring).
+
+    Args:
+        engine: the crawl (``Engine`` or anything with the ``CrawlSource`` methods);
+            ``add_seeds`` must already have been called.
+        db: the crawl's SQLite file (shown in the header; ``e`` exports next to it).
+        strict_robots: ``robots_on_failure`` is ``disallow`` (an unreachable
+            robots.txt shows as ``strict-blocked``).
+
+    After the app exits, ``result`` holds the crawl's ``CrawlResult`` (``None`` if
+    the console closed before the crawl ended) and ``error`` what ``run`` raised.
+    """
+
+    CSS_PATH = Path(__file__).with_name("app.tcss")
+    TITLE = "crawldeck"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("p", "toggle_pause", "Pause/Resume"),
+        Binding("a", "add_seed", "Add seed"),
+        Binding("slash", "filter", "Filter"),
+        Binding("enter", "detail", "Detail"),
+        Binding("e", "export", "Export"),
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help"),
+        Binding("s", "sort", "Sort", show=False),
+        Binding("r", "reverse", "Reverse", show=False),
+        Binding("escape", "leave_filter", "Back", show=False),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+        *(Binding(str(i + 1), f"tab('{tab}')", show=False) for i, tab in enumerate(TABS)),
+    ]
+
+    def __init__(self, engine: CrawlSource, db: Path, *, strict_robots: bool = False) -> None:
+        super().__init__()
+        self.engine = engine
+        self.db = db
+        self.strict_robots = strict_robots
+        self.result: CrawlResult | None = None
+        self.error: BaseException | None = None
+        self.snapshot: CrawlSnapshot | None = None
+        self.history = ThroughputHistory()
+        self.last_export: Path | None = None
+        self._latest: CrawlSnapshot | None = None
+        self._last_draw = 0.0
+        self._draw_timer: Timer | None = None
+        self._filter_timer: Timer | None = None
+        self._quitting = False
+        self._detail: HostDetailScreen | None = None
+        self._tab_labels: dict[str, str] = {}
+        self._labels_at = 0.0
+
+    # ------------------------------------------------------------------ layout
+
+    def compose(self) -> ComposeResult:
+        """Header line, throughput panel, the tabs, the footer."""
+        yield StatusBar(id="status")
+        throughput = ThroughputPanel(id="throughput")
+        throughput.border_title = "Throughput · last 3 min"
+        yield throughput
+        with TabbedContent(id="tabs", initial="tab-hosts"):
+            with TabPane("Hosts", id="tab-hosts"):
+                yield HostsPanel(
+                    self.engine.query_hosts, self._read_row, strict_robots=self.strict_robots
+                )
+            with TabPane("Backoff", id="tab-backoff"):
+                yield BackoffPanel()
+            with TabPane("Blocked", id="tab-blocked"):
+                yield BlockedPanel()
+            with TabPane("Log", id="tab-log"):
+                yield LogPanel(id="log")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Subscribe, start the crawl in a worker, draw a first picture."""
+        self.engine.subscribe(self._on_engine_snapshot)
+        self.run_worker(self._drive(), name="engine", group="engine", exit_on_error=False)
+        self._on_engine_snapshot(self.engine.snapshot())
+        self.query_one("#hosts-table", LineTable).focus()
+
+    @property
+    def hosts_panel(self) -> HostsPanel:
+        """The hosts panel."""
+        return self.query_one(HostsPanel)
+
+    # ------------------------------------------------------------------ the crawl
+
+    async def _drive(self) -> None:
+        try:
+            result = await self.engine.run()
+        except Exception as exc:  # shown by the CLI once the terminal is restored
+            self.error = exc
+            self.exit()
+            return
+        self.result = result
+        self.hosts_panel.crawl_ended()
+        self._draw_now()
+        if self._quitting:
+            self.exit()
+        elif result.outcome != "stopped":
+            self.notify("The crawl has finished. q quits.", title="FINISHED", timeout=10)
+
+    def _on_engine_snapshot(self, snap: CrawlSnapshot) -> None:
+        """The engine's subscriber: O(1), runs in the engine's task."""
+        self.history.add(snap)
+        self._latest = snap
+        self.post_message(SnapshotReady(snap))
+
+    def on_snapshot_ready(self, _: SnapshotReady) -> None:
+        """Draw now, or at the next refresh slot if the last draw was too recent."""
+        if self._draw_timer is not None:
+            return
+        wait = self._last_draw + 1 / MAX_REFRESH_PER_S - time.monotonic()
+        if wait <= 0:
+            self._draw_now()
+        else:
+            self._draw_timer = self.set_timer(wait, self._draw_now)
+
+    def _draw_now(self) -> None:
+        if self._draw_timer is not None:
+            self._draw_timer.stop()
+            self._draw_timer = None
+        if self._latest is not None:
+            self._last_draw = time.monotonic()
+            with contextlib.suppress(NoMatches):  # the app is closing: its widgets are gone
+                self.draw(self._latest)
+
+    def draw(self, snap: CrawlSnapshot) -> None:
+        """Draw ``snap``: the header, the throughput panel and the tab on show.
+
+        Hidden tabs are drawn when they are shown: a table that changes lays the
+        screen out again, and that costs the crawl time.
+        """
+        self.snapshot = snap
+        self._draw_status()
+        self.query_one(ThroughputPanel).show(snap, self.history)
+        log = self.query_one(LogPanel)
+        log.take(snap)
+        tabs = self.query_one(TabbedContent)
+        self._draw_tab(tabs.active, snap)
+        c = snap.counters
+        now = time.monotonic()
+        if now - self._labels_at >= LABELS_EVERY_S or snap.state in ("finished", "stopped"):
+            self._labels_at = now  # a new label lays the screen out: not 4 times a second
+            self._label("tab-hosts", f"Hosts {c.hosts_known}")
+            self._label("tab-backoff", f"Backoff {len(snap.backoff)}")
+            self._label("tab-blocked", f"Blocked {sum(c.blocked.values())}")
+            self._label("tab-log", f"Log {log.count}")
+        if self._detail is not None:
+            detail = self.engine.host_detail(self._detail.host, DETAIL_QUEUE_HEAD)
+            if detail is not None:
+                self._detail.refresh_detail(detail)
+
+    def _draw_tab(self, tab: str, snap: CrawlSnapshot) -> None:
+        if tab == "tab-hosts":
+            self.hosts_panel.show(snap)
+        elif tab == "tab-backoff":
+            self.query_one(BackoffPanel).show(snap)
+        elif tab == "tab-blocked":
+            self.query_one(BlockedPanel).show(snap)
+        elif tab == "tab-log":
+            self.query_one(LogPanel).flush()
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        """Draw a tab as it is shown."""
+        if self.snapshot is not None and event.pane.id is not None:
+            self._draw_tab(event.pane.id, self.snapshot)
+
+    def _label(self, tab: str, label: str) -> None:
+        if self._tab_labels.get(tab) != label:
+            self._tab_labels[tab] = label
+            self.query_one(TabbedContent).get_tab(tab).label = label
+
+    def display_state(self) -> str:
+        """``RUNNING``, ``PAUSED``, ``STOPPING``, ``FINISHED`` or ``STOPPED``."""
+        if self.result is not None:
+            return "STOPPED" if self.result.outcome == "stopped" else "FINISHED"
+        if self._quitting:
+            return "STOPPING"
+        if self.engine.paused:
+            return "PAUSED"
+        state = self.snapshot.state if self.snapshot else "running"
+        return "RUNNING" if state == "paused" else state.upper()
+
+    def _draw_status(self) -> None:
+        state = self.display_state()
+        self.sub_title = state
+        self.query_one(StatusBar).show(state, self.db.name, self.snapshot)
+
+    def _read_row(self, host: str) -> HostRow | None:
+        detail = self.engine.host_detail(host, 0)
+        return None if detail is None else detail.row
+
+    # ------------------------------------------------------------------ keys
+
+    def action_toggle_pause(self) -> None:
+        """p: pause or resume dispatching (in-flight fetches finish)."""
+        if self.result is not None or self._quitting:
+            self.notify("The crawl is over.", severity="warning")
+            return
+        if self.engine.paused:
+            self.engine.resume()
+        else:
+            self.engine.pause()
+        self._draw_status()
+
+    def action_add_seed(self) -> None:
+        """a: ask for a seed URL."""
+        self.push_screen(AddSeedScreen(self._add_seed), self._seed_added)
+
+    def _add_seed(self, url: str) -> str | None:
+        if not url:
+            return "Enter a URL, e.g. https://example.com/"
+        if self.result is not None or self._quitting:
+            return "The crawl is over: start a new crawl to add seeds."
+        refused = self.engine.add_seeds([url])
+        if refused:
+            return f"Refused: {refused[0][1]}"
+        return None
+
+    def _seed_added(self, url: str | None) -> None:
+        if url:
+            self.notify(f"Seed added: {url}")
+
+    def action_filter(self) -> None:
+        """/: focus the filter of the hosts tab (or of the blocked tab when shown)."""
+        tabs = self.query_one(TabbedContent)
+        if tabs.active == "tab-blocked":
+            self.query_one("#blocked-filter", Input).focus()
+            return
+        tabs.active = "tab-hosts"
+        self.query_one("#hosts-filter", Input).focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        """Filter as the operator types (hosts: after a short pause)."""
+        if event.input.id == "blocked-filter":
+            self.query_one(BlockedPanel).set_filter(event.value)
+        elif event.input.id == "hosts-filter":
+            if self._filter_timer is not None:
+                self._filter_timer.stop()
+            value = event.value
+            self._filter_timer = self.set_timer(
+                FILTER_DEBOUNCE_S, lambda: self.hosts_panel.set_filter(value)
+            )
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter in a filter: apply it now and go back to the table."""
+        if event.input.id == "hosts-filter":
+            if self._filter_timer is not None:
+                self._filter_timer.stop()
+            self.hosts_panel.set_filter(event.value)
+            self.query_one("#hosts-table", LineTable).focus()
+        elif event.input.id == "blocked-filter":
+            self.query_one("#blocked-table", LineTable).focus()
+
+    def action_leave_filter(self) -> None:
+        """Esc: from a filter box back to its table."""
+        self._focus_tab_table()
+
+    def action_tab(self, tab: str) -> None:
+        """1-4: show a tab."""
+        self.query_one(TabbedContent).active = tab
+        self._focus_tab_table()
+
+    def _focus_tab_table(self) -> None:
+        active = self.query_one(TabbedContent).active
+        self.query_one(TAB_TABLES.get(active, "#hosts-table")).focus()
+
+    def action_sort(self) -> None:
+        """s: sort the hosts by the next column."""
+        self.hosts_panel.next_sort()
+
+    def action_reverse(self) -> None:
+        """r: reverse the hosts' order."""
+        panel = self.hosts_panel
+        panel.sort_by(panel.sort_column, not panel.sort_reverse)
+
+    def on_line_table_header_selected(self, event: LineTable.HeaderSelected) -> None:
+        """A click on a hosts column header sorts by it (again: reversed)."""
+        if event.table.id == "hosts-table":
+            self.hosts_panel.sort_by(event.column)
+
+    def on_line_table_row_selected(self, event: LineTable.RowSelected) -> None:
+        """Enter on a row: that host's detail."""
+        event.stop()
+        self.action_detail()
+
+    def action_detail(self) -> None:
+        """Enter: the detail view of the host under the cursor."""
+        host = self._cursor_host()
+        if host is None:
+            self.notify("No host under the cursor.", severity="warning")
+            return
+        detail = self.engine.host_detail(host, DETAIL_QUEUE_HEAD)
+        if detail is None:
+            self.notify(f"Unknown host {host}.", severity="warning")
+            return
+        self._detail = HostDetailScreen(detail, strict_robots=self.strict_robots)
+        self.push_screen(self._detail, self._detail_closed)
+
+    def _detail_closed(self, _: None) -> None:
+        self._detail = None
+
+    def _cursor_host(self) -> str | None:
+        active = self.query_one(TabbedContent).active
+        if active == "tab-blocked":
+            panel = self.query_one(BlockedPanel)
+            row = self.query_one("#blocked-table", LineTable).cursor_row
+            return panel.shown[row].host if 0 <= row < len(panel.shown) else None
+        table_id = "#backoff-table" if active == "tab-backoff" else "#hosts-table"
+        return self.query_one(table_id, LineTable).cursor_key
+
+    def action_export(self) -> None:
+        """e: export the tables as CSV next to the crawl file (in a thread)."""
+        out_dir = export_dir(self.db)
+        self.run_worker(
+            lambda: self._export(out_dir), name="export", thread=True, exit_on_error=False
+        )
+
+    def _export(self, out_dir: Path) -> None:
+        try:
+            counts = export_tables(self.db, out_dir)
+        except (CrawldeckError, OSError) as exc:
+            self.call_from_thread(self.notify, f"Export failed: {exc}", severity="error")
+            return
+        self.last_export = out_dir
+        rows = ", ".join(f"{table} {n}" for table, n in counts.items())
+        self.call_from_thread(self.notify, f"Exported {rows} to {out_dir}/", timeout=8)
+
+    def action_help(self) -> None:
+        """?: the keys."""
+        self.push_screen(HelpScreen())
+
+    async def action_quit(self) -> None:
+        """q, Ctrl-C: stop the crawl cleanly (state saved), then close."""
+        self.request_quit()
+
+    def request_quit(self) -> None:
+        """Stop the crawl and close once ``run`` returned (at once if it already has)."""
+        if self.result is not None or self.error is not None:
+            self.exit()
+            return
+        if self._quitting:
+            self.notify("Stopping: in-flight fetches finish first.")
+            return
+        self._quitting = True
+        self.engine.request_stop()
+        self._draw_status()
+
+
+async def run_console(
+    engine: CrawlSource,
+    db: Path,
+    *,
+    strict_robots: bool = False,
+    headless: bool = False,
+    size: tuple[int, int] | None = None,
+) -> CrawlResult | None:
+    """Run the console over ``engine`` in the running loop until the operator quits.
+
+    SIGINT and SIGTERM act like ``q``. Log records are kept off the terminal while the
+    console owns it (the engine's warnings are in the Log tab). ``headless`` (with a
+    ``size`` in columns and lines) draws to no terminal: for tests and benchmarks.
+
+    Returns:
+        the crawl's result, ``None`` if the console closed before the crawl ended.
+
+    Raises:
+        Exception: what ``engine.run()`` raised, once the terminal is restored.
+    """
+    app = CrawlApp(engine, db, strict_robots=strict_robots)
+    loop = asyncio.get_running_loop()
+    root = logging.getLogger()
+    handlers = root.handlers[:]
+    for handler in handlers:
+        root.removeHandler(handler)
+    root.addHandler(logging.NullHandler())
+    signals = (signal.SIGINT, signal.SIGTERM)
+    for sig in signals:
+        loop.add_signal_handler(sig, app.request_quit)
+    try:
+        await app.run_async(headless=headless, size=size)
+    finally:
+        for sig in signals:
+            loop.remove_signal_handler(sig)
+        root.handlers[:] = handlers
+    if app.error is not None:
+        raise app.error
+    return app.result

@@ -1,0 +1,452 @@
+"""The console's tables: hosts, backoff and blocked URLs, the helpers they share, and
+the CSV export of the ``e`` key.
+
+Every panel is drawn from a ``CrawlSnapshot`` (``show(snap)``); none of them reaches
+into the engine. The hosts panel also takes two narrow read functions: a host query
+(called when the operator types a filter, and once when the crawl ends) and a
+one-host row reader (for the few filtered rows the snapshot does not carry). Times
+on screen are UTC, like the engine's log lines; countdowns are measured from the
+snapshot's own ``at``, so a snapshot always draws the same picture.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Input, Static
+
+from core.export import Table as ExportTable
+from core.export import export
+from core.snapshot import BlockedRow, CrawlSnapshot, HostRow
+from tui.table import Cell, Column, LineTable
+
+HostQuery = Callable[[str, int], tuple[HostRow, ...]]
+HostReader = Callable[[str], HostRow | None]
+
+#: Rows a host filter asks the engine for.
+FILTER_LIMIT = 100
+#: Rows asked for when the crawl has ended (the snapshot then carries no idle host).
+FINAL_LIMIT = 500
+
+DELAY_SOURCES = {
+    "default": "default",
+    "crawl_delay": "Crawl-delay",
+    "adaptive": "adaptive",
+    "backoff": "backoff",
+}
+
+
+# ------------------------------------------------------------------- formatting
+
+
+def fmt_duration(seconds: float) -> str:
+    """``h:mm:ss`` of a duration in seconds (negative counts as 0)."""
+    total = max(0, int(seconds))
+    return f"{total // 3600}:{total % 3600 // 60:02d}:{total % 60:02d}"
+
+
+def fmt_countdown(seconds: float | None) -> str:
+    """A short countdown: ``now``, ``1.2s``, ``42s``, ``3m05s``; ``-`` for ``None``."""
+    if seconds is None:
+        return "-"
+    if seconds <= 0.05:
+        return "now"
+    if seconds < 10:
+        return f"{seconds:.1f}s"
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    whole = int(seconds)
+    return f"{whole // 60}m{whole % 60:02d}s"
+
+
+def fmt_bytes(count: float) -> str:
+    """A byte count in decimal units (1 kB = 1000 B): ``512 B``, ``1.2 kB``, ``3.4 MB``."""
+    value = float(count)
+    for unit in ("B", "kB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    raise AssertionError("unreachable")
+
+
+def fmt_clock(at: float) -> str:
+    """``HH:MM:SS`` (UTC) of an epoch time."""
+    return datetime.fromtimestamp(at, UTC).strftime("%H:%M:%S")
+
+
+def host_ip(row: HostRow) -> str:
+    """The address the host's connections go to, ``-`` until it is resolved."""
+    return row.ip or "-"
+
+
+def robots_label(status: str, strict: bool) -> Text:
+    """The robots.txt state as the operator reads it: ``fetched``, ``404 allow``,
+    ``5xx audit`` (allow all, audited) or ``strict-blocked``, ``redirect limit``."""
+    if status == "ok":
+        return Text("fetched", style="green")
+    if status == "missing":
+        return Text("404 allow")
+    if status == "unreachable":
+        return Text("strict-blocked", style="bold red") if strict else Text("5xx audit", "yellow")
+    if status == "redirect_limit":
+        return Text("redirect limit", style="yellow")
+    return Text("pending", style="dim")
+
+
+def set_static(widget: Static, content: Text | str) -> None:
+    """Update a fixed-size ``Static`` only if its content changed, without a new layout
+    (a layout of the screen costs the crawl more than the whole redraw)."""
+    if widget.content != content:
+        widget.update(content, layout=False)
+
+
+def _num(value: float | int, fmt: str = "{:d}") -> str:
+    return fmt.format(value)
+
+
+# ------------------------------------------------------------------- hosts
+
+
+@dataclass(frozen=True, slots=True)
+class HostColumn:
+    """One column of the hosts table: key, label, width, numeric (sorts descending first)."""
+
+    key: str
+    label: str
+    width: int
+    numeric: bool
+    sort_key: Callable[[HostRow], Any]
+
+
+HOST_COLUMNS: tuple[HostColumn, ...] = (
+    HostColumn("host", "host", 20, False, lambda r: r.host),
+    HostColumn("ip", "IP", 15, False, host_ip),
+    HostColumn("queued", "queue", 6, True, lambda r: r.queued),
+    HostColumn("in_flight", "infl", 4, True, lambda r: r.in_flight),
+    HostColumn("fetched", "fetched", 7, True, lambda r: r.fetched),
+    HostColumn("errors", "err", 4, True, lambda r: r.errors),
+    HostColumn("delay", "delay", 6, True, lambda r: r.delay_ms),
+    HostColumn("source", "from", 11, False, lambda r: r.delay_source),
+    HostColumn("tokens", "tok", 4, True, lambda r: r.tokens),
+    HostColumn("next", "next", 6, True, lambda r: r.next_fetch_in_s),
+    HostColumn("robots", "robots.txt", 14, False, lambda r: r.robots_status),
+)
+
+
+def host_cells(row: HostRow, strict_robots: bool) -> list[Cell]:
+    """The cells of one hosts-table row, in ``HOST_COLUMNS`` order."""
+    source = DELAY_SOURCES.get(row.delay_source, row.delay_source)
+    return [
+        Text(row.host, style="bold") if row.in_flight else row.host,
+        host_ip(row),
+        _num(row.queued),
+        _num(row.in_flight),
+        _num(row.fetched),
+        Text(str(row.errors), style="red" if row.errors else ""),
+        _num(row.delay_ms, "{:.0f}"),
+        Text(source, style="bold red") if row.delay_source == "backoff" else source,
+        _num(row.tokens, "{:.1f}"),
+        fmt_countdown(row.next_fetch_in_s),
+        robots_label(row.robots_status, strict_robots),
+    ]
+
+
+class HostsPanel(Vertical):
+    """The per-host back queues: a filter box, one line of counts, a sortable table.
+
+    Without a filter the table shows the snapshot's busiest hosts (the engine's
+    top N, never every host). A filter asks ``query`` once per change; the matching
+    rows the snapshot does not carry are refreshed with ``read_row`` (one host each).
+    """
+
+    def __init__(
+        self,
+        query: HostQuery,
+        read_row: HostReader,
+        *,
+        strict_robots: bool = False,
+        id: str | None = None,
+    ) -> None:
+        super().__init__(id=id)
+        self._query = query
+        self._read_row = read_row
+        self._strict = strict_robots
+        self.filter_text = ""
+        self.sort_column: str | None = None
+        self.sort_reverse = False
+        self._matches: list[str] | None = None
+        self._final: dict[str, HostRow] | None = None
+        self._snap: CrawlSnapshot | None = None
+
+    def compose(self) -> ComposeResult:
+        """The filter box, the counts line and the table."""
+        yield Input(placeholder="/ filter hosts (part of a host name)", id="hosts-filter")
+        yield Static(id="hosts-info")
+        columns = [Column(c.key, c.label, c.width, c.numeric) for c in HOST_COLUMNS]
+        yield LineTable(columns, id="hosts-table")
+
+    @property
+    def table(self) -> LineTable:
+        """The hosts table."""
+        return self.query_one("#hosts-table", LineTable)
+
+    def set_filter(self, text: str) -> None:
+        """Filter the hosts by ``text`` (case-insensitive part of the host key)."""
+        text = text.strip().lower()
+        if text == self.filter_text and (self._matches is not None or not text):
+            return  # already shown: no new query
+        self.filter_text = text
+        if self._final is not None:  # the crawl is over: the final rows are asked again
+            self._final = {row.host: row for row in self._query(text, FINAL_LIMIT)}
+        elif self.filter_text:
+            found = self._query(self.filter_text, FILTER_LIMIT)
+            self._matches = [row.host for row in found]
+        else:
+            self._matches = None
+        self._redraw()
+
+    def crawl_ended(self) -> None:
+        """Keep every host's final row (the last snapshot carries only active hosts)."""
+        self._final = {row.host: row for row in self._query(self.filter_text, FINAL_LIMIT)}
+        self._redraw()
+
+    def sort_by(self, column: str | None, reverse: bool | None = None) -> None:
+        """Sort by ``column`` (a ``HOST_COLUMNS`` key; ``None``: busiest first).
+
+        Numeric columns sort biggest first, text columns A to Z; ``reverse`` flips it
+        (default: flip when the column is already the sort column).
+        """
+        if reverse is None:
+            reverse = not self.sort_reverse if column == self.sort_column else False
+        self.sort_column = column
+        self.sort_reverse = reverse
+        table = self.table
+        for spec in HOST_COLUMNS:
+            label = spec.label
+            if spec.key == column:
+                descending = spec.numeric != reverse
+                label = f"{label}{'▼' if descending else '▲'}"
+            table.set_label(spec.key, label)
+        self._redraw()
+
+    def next_sort(self) -> None:
+        """Sort by the next column (after the last one: busiest first again)."""
+        keys = [c.key for c in HOST_COLUMNS]
+        if self.sort_column is None:
+            self.sort_by(keys[0], False)
+        else:
+            i = keys.index(self.sort_column) + 1
+            self.sort_by(keys[i] if i < len(keys) else None, False)
+
+    def show(self, snap: CrawlSnapshot) -> None:
+        """Draw ``snap``."""
+        self._snap = snap
+        self._redraw()
+
+    def rows(self) -> list[HostRow]:
+        """The rows the table shows now, in display order."""
+        snap = self._snap
+        if snap is None:
+            return []
+        live = {row.host: row for row in snap.hosts}
+        if self._final is not None:
+            rows = list(self._final.values())
+        elif self._matches is not None:
+            rows = []
+            for host in self._matches:
+                row = live.get(host) or self._read_row(host)
+                if row is not None:
+                    rows.append(row)
+            known = set(self._matches)
+            rows += [r for r in snap.hosts if r.host not in known and self.filter_text in r.host]
+        else:
+            rows = list(snap.hosts)
+        if self.filter_text:
+            rows = [r for r in rows if self.filter_text in r.host]
+        if self.sort_column is not None:
+            spec = next(c for c in HOST_COLUMNS if c.key == self.sort_column)
+            rows.sort(key=spec.sort_key, reverse=spec.numeric != self.sort_reverse)
+        return rows
+
+    def _redraw(self) -> None:
+        snap = self._snap
+        if snap is None:
+            return
+        rows = self.rows()
+        self.table.set_rows([(r.host, host_cells(r, self._strict)) for r in rows])
+        c = snap.counters
+        if self._final is not None:
+            scope = f"final rows of {len(rows)} hosts"
+        elif self.filter_text:
+            scope = f"{len(rows)} hosts match {self.filter_text!r}"
+        else:
+            scope = f"showing the {len(rows)} busiest"
+        order = "busiest first" if self.sort_column is None else f"sorted by {self.sort_column}"
+        info = Text.assemble(
+            f"{c.hosts_known} known · {c.hosts_active} active · {c.hosts_backoff} in backoff"
+            f" — {scope}, {order}  ",
+            ("(s sort, r reverse, Enter detail)", "dim"),
+        )
+        set_static(self.query_one("#hosts-info", Static), info)
+
+
+# ------------------------------------------------------------------- backoff
+
+
+BACKOFF_COLUMNS = (
+    Column("host", "host", 24),
+    Column("attempt", "attempt", 7, right=True),
+    Column("status", "last status", 13),
+    Column("retry_after", "Retry-After", 11, right=True),
+    Column("until", "backoff until (UTC)", 19),
+    Column("left", "left", 7, right=True),
+    Column("demoted", "demoted", 7),
+)
+
+
+class BackoffPanel(Vertical):
+    """The hosts in backoff: attempt, last status, Retry-After, until when, demoted."""
+
+    def compose(self) -> ComposeResult:
+        """A hint line and the table."""
+        yield Static(id="backoff-info")
+        yield LineTable(BACKOFF_COLUMNS, id="backoff-table")
+
+    def show(self, snap: CrawlSnapshot) -> None:
+        """Draw ``snap``."""
+        rows: list[tuple[str, list[Cell]]] = []
+        for b in snap.backoff:
+            left = None if b.backoff_until is None else b.backoff_until - snap.at
+            status = "network error" if b.last_status is None else str(b.last_status)
+            retry = "-" if b.retry_after_s is None else f"{b.retry_after_s:.0f} s"
+            until = "-" if b.backoff_until is None else fmt_clock(b.backoff_until)
+            cells: list[Cell] = [
+                b.host,
+                _num(b.attempts),
+                Text(status, style="bold yellow"),
+                retry,
+                until,
+                fmt_countdown(left),
+                Text("demoted", style="bold red") if b.demoted else Text("no", style="dim"),
+            ]
+            rows.append((b.host, cells))
+        self.query_one("#backoff-table", LineTable).set_rows(rows)
+        info = (
+            f"{len(rows)} host(s) in backoff after 429/503 or network errors (Enter: detail)"
+            if rows
+            else "No host is in backoff."
+        )
+        set_static(self.query_one("#backoff-info", Static), info)
+
+
+# ------------------------------------------------------------------- blocked
+
+
+def blocked_matcher(text: str) -> Callable[[BlockedRow], bool]:
+    """A predicate for the blocked filter: every word must match.
+
+    ``reason:calendar`` matches the reason exactly, ``host:127.0`` a part of the host;
+    a bare word matches a reason that starts with it or a part of the host.
+    """
+    words = text.lower().split()
+
+    def match(row: BlockedRow) -> bool:
+        for word in words:
+            kind, sep, value = word.partition(":")
+            if sep and kind == "reason":
+                ok = row.reason == value
+            elif sep and kind == "host":
+                ok = value in row.host
+            else:
+                ok = row.reason.startswith(word) or word in row.host
+            if not ok:
+                return False
+        return True
+
+    return match
+
+
+BLOCKED_COLUMNS = (
+    Column("at", "time (UTC)", 10),
+    Column("reason", "reason", 18),
+    Column("host", "host", 20),
+    Column("url", "URL", 80),
+)
+
+
+class BlockedPanel(Vertical):
+    """The refused URLs, newest first: counts per reason, a filter, a table."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.filter_text = ""
+        self._snap: CrawlSnapshot | None = None
+        self.shown: list[BlockedRow] = []
+
+    def compose(self) -> ComposeResult:
+        """Counts, filter box and table."""
+        yield Static(id="blocked-counts")
+        yield Input(placeholder="/ filter: reason or host (reason:calendar host:127.0.0.2)",
+                    id="blocked-filter")  # fmt: skip
+        yield LineTable(BLOCKED_COLUMNS, id="blocked-table")
+
+    def set_filter(self, text: str) -> None:
+        """Show only the rows ``blocked_matcher(text)`` accepts."""
+        self.filter_text = text.strip()
+        if self._snap is not None:
+            self.show(self._snap)
+
+    def show(self, snap: CrawlSnapshot) -> None:
+        """Draw ``snap``."""
+        self._snap = snap
+        match = blocked_matcher(self.filter_text)
+        self.shown = [row for row in reversed(snap.blocked) if match(row)]
+        rows: list[tuple[str, list[Cell]]] = [
+            (f"{r.at}|{r.url}", [fmt_clock(r.at), Text(r.reason, style="magenta"), r.host, r.url])
+            for r in self.shown
+        ]
+        self.query_one("#blocked-table", LineTable).set_rows(rows)
+        counts = snap.counters.blocked
+        total = sum(counts.values())
+        text = Text(f"{total} blocked", style="bold")
+        for reason, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+            text.append("  ")
+            text.append(reason, style="magenta")
+            text.append(f" {count}")
+        if self.filter_text:
+            text.append(f"   ({len(self.shown)} of the {len(snap.blocked)} most recent shown)")
+        set_static(self.query_one("#blocked-counts", Static), text)
+
+
+# ------------------------------------------------------------------- export (the e key)
+
+#: Tables written by ``e``, as ``crawldeck export`` writes them.
+EXPORT_TABLES: tuple[ExportTable, ...] = ("pages", "blocked", "hosts", "links")
+
+
+def export_dir(db: Path, now: datetime | None = None) -> Path:
+    """``<db dir>/<db stem>-export-<UTC YYYYmmdd-HHMMSS>``: where ``e`` writes."""
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%d-%H%M%S")
+    return db.parent / f"{db.stem}-export-{stamp}"
+
+
+def export_tables(db: Path, out_dir: Path) -> dict[str, int]:
+    """Write ``EXPORT_TABLES`` of ``db`` as ``out_dir/<table>.csv``; rows per table.
+
+    Raises:
+        StoreError: ``db`` cannot be read as a crawl file.
+        OSError: ``out_dir`` cannot be written.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    counts: dict[str, int] = {}
+    for table in EXPORT_TABLES:
+        with (out_dir / f"{table}.csv").open("w", encoding="utf-8", newline="") as out:
+            counts[table] = export(db, table, "csv", out)
+    return counts
