@@ -160,6 +160,7 @@ class Engine:
         self._hosts: dict[str, _HostStats] = {}
         self._dirty_hosts: set[str] = set()
         self._backoff_hosts: set[str] = set()
+        self._busy_hosts: set[str] = set()
         self._wake = asyncio.Event()
         self._resume_event = asyncio.Event()
         self._resume_event.set()
@@ -485,6 +486,7 @@ class Engine:
         host = entry.host
         stats = self._stats(host, None)
         stats.in_flight += 1
+        self._busy_hosts.add(host)
         self._in_flight += 1
         released = False
         try:
@@ -497,6 +499,8 @@ class Engine:
             await self._visit(entry, stats, release_early=released)
         finally:
             stats.in_flight -= 1
+            if not stats.in_flight:
+                self._busy_hosts.discard(host)
             self._in_flight -= 1
             self._dirty_hosts.add(host)
             self._frontier.release(host, self._earliest(host, self._clock()))
@@ -976,10 +980,10 @@ class Engine:
 
     def _counters(self) -> Counters:
         now = self._clock()
-        active = sum(
-            1
-            for host, stats in self._hosts.items()
-            if stats.in_flight or self._frontier.queued(host)
+        # Hosts with queued URLs (the frontier counts them) plus hosts whose last URL is
+        # in flight: no walk over every known host.
+        active = self._frontier.hosts() + sum(
+            1 for host in self._busy_hosts if not self._frontier.queued(host)
         )
         backoff = sum(1 for host in self._backoff_hosts if self._in_backoff(host, now))
         dns = self._dns.stats()
@@ -1073,12 +1077,14 @@ class Engine:
         span = now - t0
         pages_per_s = (self._pages - p0) / span if span > 0 else 0.0
         bytes_per_s = (self._bytes - b0) / span if span > 0 else 0.0
+        # The candidates are the hosts in flight and the hosts next in the ready heap,
+        # so a snapshot costs O(concurrency + back queues), not O(known hosts).
+        candidates = self._busy_hosts.union(self._frontier.soonest(SNAPSHOT_HOSTS))
         busy = heapq.nlargest(
             SNAPSHOT_HOSTS,
             (
-                (stats.in_flight, self._frontier.queued(host), host)
-                for host, stats in self._hosts.items()
-                if stats.in_flight or self._frontier.queued(host)
+                (self._hosts[host].in_flight, self._frontier.queued(host), host)
+                for host in candidates
             ),
         )
         rows = [self._host_row(host, now) for _, _, host in busy]

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from heapq import heappop, heappush
+from heapq import heappop, heappush, nsmallest
 from itertools import islice
 
 
@@ -352,6 +352,16 @@ class Frontier:
         if h is None or h.back is None:
             return []
         return list(islice(h.back, n))
+
+    def soonest(self, n: int) -> list[str]:
+        """Up to ``n`` hosts of the ready heap, the soonest ready first (ties FIFO).
+
+        Only hosts with a back queue that are not checked out are in the heap, so this
+        costs O(heap size), bounded by the back queue slots, whatever the number of hosts.
+        """
+        hosts = self._hosts
+        valid = (item for item in self._heap if hosts[item[2]].seq == item[1])
+        return [host for _, _, host in nsmallest(n, valid)]
 
     def hosts(self) -> int:
         """The number of hosts with at least one queued URL."""

@@ -433,3 +433,18 @@ def test_peek_shows_the_head_of_a_host_queue_in_pop_order() -> None:
     popped = f.pop(0.0)
     assert popped is not None and popped.url == "http://a/0"
     assert [e.url for e in f.peek("a", 10)] == ["http://a/1", "http://a/2", "http://a/3"]
+
+
+def test_soonest_lists_heap_hosts_by_ready_time_without_checked_out_ones() -> None:
+    f = Frontier()
+    for host, at in (("a", 5.0), ("b", 1.0), ("c", 3.0), ("d", 2.0)):
+        f.add(FrontierEntry(f"http://{host}/", f"{host}0", host, 1, 1))
+        f.add(FrontierEntry(f"http://{host}/x", f"{host}1", host, 1, 1))
+        f.release(host, at)
+    assert f.soonest(3) == ["b", "d", "c"]
+    popped = f.pop(10.0)
+    assert popped is not None and popped.host == "b"  # checked out: not in the heap
+    assert f.soonest(10) == ["d", "c", "a"]
+    f.release("b", 0.5)
+    assert f.soonest(2) == ["b", "d"]
+    assert Frontier().soonest(5) == []
