@@ -124,7 +124,8 @@ def progress_bar(done: int, total: int, width: int = 16) -> Text:
 
 
 def summary_text(snap: CrawlSnapshot) -> Text:
-    """Totals, elapsed time, status mix and (with a page cap) progress and ETA.
+    """Totals, elapsed time, status mix, (with a page cap) progress and ETA, and the
+    render pool (busy / idle / queued, pages rendered, browsers' memory as PSS).
 
     Plain ``Text`` lines (no Rich table): it is drawn four times a second.
     """
@@ -156,6 +157,13 @@ def summary_text(snap: CrawlSnapshot) -> Text:
     row("frontier", f"{c.queued} queued · {c.in_flight} in flight")
     row("hosts", f"{c.hosts_known} known · {c.hosts_active} active · {c.hosts_backoff} backoff")
     row("blocked", f"{sum(c.blocked.values())} · fetch errors {c.errors}")
+    r = snap.render
+    if r is None:
+        row("render", "off")
+    else:
+        failed = f" · {r.failed} failed" if r.failed else ""
+        row("render", f"{r.busy}/{r.size} busy · {r.queued} queued · {r.rendered} done · "
+            f"{r.timed_out} cut{failed} · {fmt_bytes(r.pss_bytes)}")  # fmt: skip
     return text
 
 
