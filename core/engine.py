@@ -96,6 +96,7 @@ class _HostStats:
     admitted: int = 0
     demoted: bool = False
     dead: bool = False
+    dns_failing: bool = False
     fetching: int = 0
     recent: deque[ResponseRow] | None = None
 
@@ -525,10 +526,13 @@ class Engine:
             if entry.attempts < self.config.max_retries:
                 self._retry(entry, f"{exc.reason}: {exc}")
             else:
-                self._audit(f"{host}: DNS keeps failing ({exc}); giving up on {entry.url}")
+                if not stats.dns_failing:
+                    stats.dns_failing = True
+                    self._audit(f"{host}: DNS keeps failing ({exc}); host marked dns_failing")
                 self._record_failure(entry, stats, now, now, exc)
             return None
         self._host_ip[host] = ip
+        stats.dns_failing = False
         return ip
 
     def _refuse(self, entry: FrontierEntry, stats: _HostStats, exc: FetchError) -> None:
@@ -950,13 +954,14 @@ class Engine:
             stats = self._hosts[host]
             view = self._politeness.view(host, now)
             robots = self._robots.entry(stats.origin)
-            state = (
-                "dead"
-                if stats.dead
-                else "demoted"
-                if stats.demoted
-                else ("backoff" if view.backoff_until else "active")
-            )
+            if stats.dead:
+                state = "dead"
+            elif stats.dns_failing:
+                state = "dns_failing"
+            elif stats.demoted:
+                state = "demoted"
+            else:
+                state = "backoff" if view.backoff_until else "active"
             self.store.upsert_host(
                 HostRecord(
                     host=host,

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from dnsserver import DNSMASQ, DnsmasqServer
+from dnsserver import DNSMASQ, DnsmasqServer, StubDnsServer
 
 from core.config import build_config
 from core.engine import Engine
@@ -121,3 +121,35 @@ def test_every_fetch_resolved_through_the_cache(crawled: tuple[Site, Path, Engin
     # each name asked of the server once per record type (A, AAAA); evil and nx too
     assert counters.dns_queries <= 8
     assert counters.dns_hit_ratio > 0.8
+
+
+def test_servfail_is_retried_with_backoff_then_the_host_is_marked(tmp_path: Path) -> None:
+    with StubDnsServer(2) as stub:  # SERVFAIL to every question
+        config = build_config(
+            {
+                "dns_nameservers": [stub.nameserver],
+                "dns_retries": 0,
+                "max_retries": 2,
+                "backoff_base_ms": 50,
+                "flush_interval_ms": 50,
+            }
+        )
+        store = Store(tmp_path / "c.db", flush_interval_ms=50)
+        engine = Engine(config, store)
+        assert engine.add_seeds(["http://down.crawl.test:8080/"]) == []
+        started = time.monotonic()
+        result = asyncio.run(asyncio.wait_for(engine.run(), timeout=60))
+        took = time.monotonic() - started
+        store.close()
+    assert result.outcome == "finished"
+    assert took >= 0.05 + 0.1  # two backoffs: 50 ms, then 100 ms (plus jitter)
+    conn = sqlite3.connect(tmp_path / "c.db")
+    try:
+        pages = conn.execute("SELECT url, status, error FROM pages").fetchall()
+        state = conn.execute("SELECT state FROM hosts").fetchall()
+    finally:
+        conn.close()
+    assert len(pages) == 1 and pages[0][1] is None
+    assert pages[0][2].startswith("dns_temporary")
+    assert state == [("dns_failing",)]
+    assert sum("host marked dns_failing" in line for line in engine.snapshot().log) == 1
