@@ -227,6 +227,7 @@ class LocalWeb:
         addresses_prefix: str = "127.77.0",
         today: datetime.date | None = None,
         port: int = 0,
+        names: Mapping[str, str] | None = None,
     ) -> None:
         """Configure the web (nothing is bound until :meth:`start`).
 
@@ -243,6 +244,9 @@ class LocalWeb:
                 ``i`` (1-based, :data:`HOST_NAMES` order) is ``<prefix>.i``.
             today: the calendar trap's starting month (default: today, local time).
             port: the TCP port every host listens on; ``0`` picks a free one.
+            names: host name -> a DNS name for it (e.g. ``{"www": "www.localweb.test"}``,
+                served by a DNS server the caller runs); the pages then link by these
+                names instead of by address. Hosts not named keep their address.
         """
         if delay_scale < 0 or slow_s < 0 or crawl_delay_s < 0:
             raise ValueError("delay_scale, slow_s and crawl_delay_s must be >= 0")
@@ -256,6 +260,7 @@ class LocalWeb:
         self.addresses_prefix = addresses_prefix
         self.today = today or datetime.date.today()
         self.requested_port = port
+        self._names = dict(names or {})
         self._servers: dict[str, HostServer] = {}
         self._sites: dict[str, Site] = {}
         self._expected: Expected | None = None
@@ -274,7 +279,7 @@ class LocalWeb:
         # every base URL; a request arriving in between gets a 503.
         servers = start_hosts(addresses, handlers, names=list(HOST_NAMES), port=self.requested_port)
         self._servers = dict(zip(HOST_NAMES, servers, strict=True))
-        bases = {name: server.base_url for name, server in self._servers.items()}
+        bases = {name: self._base(name) for name in self._servers}
         home = {name: f"{base}/" for name, base in bases.items()}
         www_home = home["www"]
         others = {name: url for name, url in home.items() if name != "www"}
@@ -325,12 +330,22 @@ class LocalWeb:
     def hosts(self) -> dict[str, str]:
         """Host name -> base URL without a trailing slash, e.g.
         ``{"www": "http://127.77.0.1:40123", ...}`` (a copy)."""
-        return {name: server.base_url for name, server in self._started().items()}
+        return {name: self._base(name) for name in self._started()}
 
     @property
     def host_keys(self) -> dict[str, str]:
         """Host name -> crawldeck host key, e.g. ``{"www": "127.77.0.1:40123", ...}``."""
-        return {name: server.host_key for name, server in self._started().items()}
+        return {name: self._key(name) for name in self._started()}
+
+    def _key(self, name: str) -> str:
+        """The host key of host ``name``: its DNS name (if given) or address, and port."""
+        server = self._servers[name]
+        dns_name = self._names.get(name)
+        return server.host_key if dns_name is None else f"{dns_name}:{server.port}"
+
+    def _base(self, name: str) -> str:
+        """The base URL of host ``name`` (``http://KEY``, no trailing slash)."""
+        return f"http://{self._key(name)}"
 
     @property
     def port(self) -> int:
@@ -346,7 +361,8 @@ class LocalWeb:
 
     def url(self, name: str, target: str = "/") -> str:
         """The absolute URL of ``target`` (path with query) on host ``name``."""
-        return self._started()[name].base_url + target
+        self._started()
+        return self._base(name) + target
 
     def seeds(self) -> list[str]:
         """The home page of every host, in :data:`HOST_NAMES` order (each host is its
@@ -356,8 +372,8 @@ class LocalWeb:
     def name_of(self, host_key: str) -> str:
         """The host name of a host key (``"127.77.0.3:40123"`` -> ``"norobots"``);
         ``KeyError`` if it is not one of this web's hosts."""
-        for name, server in self._started().items():
-            if server.host_key == host_key:
+        for name in self._started():
+            if self._key(name) == host_key:
                 return name
         raise KeyError(host_key)
 
@@ -396,7 +412,7 @@ class LocalWeb:
 
     def _build_expected(self) -> Expected:
         sites = self._sites
-        urls = {name: server.base_url for name, server in self._servers.items()}
+        urls = {name: self._base(name) for name in self._servers}
 
         def absolute(name: str, targets: set[str]) -> frozenset[str]:
             return frozenset(urls[name] + t for t in targets)

@@ -17,7 +17,9 @@ from dnsserver import DNSMASQ, DnsmasqServer, StubDnsServer
 from core.config import build_config
 from core.engine import Engine
 from core.store import Store
+from localweb import LocalWeb
 from localweb.server import HostServer, Request, Response
+from localweb.web import HOST_NAMES
 
 SERVER_IP = "127.79.0.1"
 EVIL_IP = "127.79.0.9"  # outside allow_networks and not a seed: refused
@@ -153,3 +155,47 @@ def test_servfail_is_retried_with_backoff_then_the_host_is_marked(tmp_path: Path
     assert pages[0][2].startswith("dns_temporary")
     assert state == [("dns_failing",)]
     assert sum("host marked dns_failing" in line for line in engine.snapshot().log) == 1
+
+
+def test_the_local_web_under_real_names_resolves_through_the_cache(tmp_path: Path) -> None:
+    """Issue #4's "done when": every fetch of a crawl by name goes through the cache."""
+    if DNSMASQ is None:
+        pytest.fail("dnsmasq is missing: apt-get install dnsmasq-base (.ci/run does)")
+    names = {name: f"{name}.localweb.test" for name in HOST_NAMES}
+    records = {f"{name}.localweb.test": [f"127.77.0.{i}"] for i, name in enumerate(HOST_NAMES, 1)}
+    with (
+        DnsmasqServer(tmp_path, records, ttl_s=300, domain="localweb.test") as dns,
+        LocalWeb(delay_scale=0.1, busy_429_count=1, names=names) as web,
+    ):
+        config = build_config(
+            {
+                "dns_nameservers": [dns.nameserver],
+                "delay_ms": 10,
+                "render": "never",
+                "allow_networks": ["127.77.0.0/24"],
+                "flush_interval_ms": 50,
+            }
+        )
+        store = Store(tmp_path / "c.db", flush_interval_ms=50)
+        engine = Engine(config, store)
+        assert engine.add_seeds(web.seeds()) == []
+        result = asyncio.run(asyncio.wait_for(engine.run(), timeout=120))
+        store.close()
+        queries = dns.queries()
+    assert result.outcome == "finished"
+    conn = sqlite3.connect(tmp_path / "c.db")
+    try:
+        fetched = {u for (u,) in conn.execute("SELECT url FROM pages WHERE status = 200")}
+        ips = dict(conn.execute("SELECT host, ip FROM hosts"))
+    finally:
+        conn.close()
+    good = web.expected.all_good - web.expected.rendered_only
+    assert good - {web.expected.canonical(u) for u in fetched} == set()
+    assert all(url.startswith("http://") and ".localweb.test:" in url for url in fetched)
+    assert ips[web.host_keys["www"]] == "127.77.0.1"
+    counters = engine.snapshot().counters
+    # one A and one AAAA question per name at most, whatever the number of fetches
+    assert counters.dns_queries <= 2 * len(HOST_NAMES) == 16
+    assert queries <= 2 * len(HOST_NAMES)
+    assert counters.dns_lookups > 10 * counters.dns_queries
+    assert counters.dns_hit_ratio > 0.95
