@@ -35,35 +35,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from dnsserver import DNSMASQ, DnsmasqServer
+from dnsserver import DNSMASQ, CountingResolver, DnsmasqServer
 
 from core.config import build_config
-from core.dns import AiodnsResolver, Answer, DnsCache, RecordType
+from core.dns import DnsCache
 
 
 def bench_names(count: int) -> dict[str, list[str]]:
     """``count`` names, each on its own address in 127.10.0.0/16."""
     return {f"n{i}.bench.test": [f"127.10.{i // 250}.{i % 250 + 1}"] for i in range(count)}
-
-
-class CountingResolver:
-    """``AiodnsResolver`` plus a count of questions outstanding (an independent check)."""
-
-    def __init__(self, nameserver: str) -> None:
-        self.inner = AiodnsResolver([nameserver], 5.0)
-        self.active = 0
-        self.peak = 0
-
-    async def query(self, name: str, rtype: RecordType) -> Answer:
-        self.active += 1
-        self.peak = max(self.peak, self.active)
-        try:
-            return await self.inner.query(name, rtype)
-        finally:
-            self.active -= 1
-
-    async def close(self) -> None:
-        await self.inner.close()
 
 
 async def lookups(server: DnsmasqServer, names: list[str], cap: int) -> dict[str, float]:
@@ -72,7 +52,7 @@ async def lookups(server: DnsmasqServer, names: list[str], cap: int) -> dict[str
     resolvers: list[CountingResolver] = []
 
     def factory() -> CountingResolver:
-        resolvers.append(CountingResolver(server.nameserver))
+        resolvers.append(CountingResolver(server.nameserver, 5.0))
         return resolvers[-1]
 
     dns = DnsCache(config, resolver_factory=factory)

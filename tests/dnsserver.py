@@ -38,6 +38,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
+from core.dns import AiodnsResolver, Answer, RecordType
+
 #: Debian installs dnsmasq here (``apt-get install dnsmasq-base``).
 DNSMASQ = shutil.which("dnsmasq") or (
     "/usr/sbin/dnsmasq" if Path("/usr/sbin/dnsmasq").exists() else None
@@ -305,3 +307,23 @@ class StubDnsServer:
 
 
 __all__ = ["DNSMASQ", "DnsmasqServer", "StubDnsServer", "free_port"]
+
+
+class CountingResolver:
+    """``AiodnsResolver`` plus a count of questions outstanding (an independent check)."""
+
+    def __init__(self, nameserver: str, timeout_s: float) -> None:
+        self.inner = AiodnsResolver([nameserver], timeout_s)
+        self.active = 0
+        self.peak = 0
+
+    async def query(self, name: str, rtype: RecordType) -> Answer:
+        self.active += 1
+        self.peak = max(self.peak, self.active)
+        try:
+            return await self.inner.query(name, rtype)
+        finally:
+            self.active -= 1
+
+    async def close(self) -> None:
+        await self.inner.close()

@@ -28,13 +28,12 @@ from typing import Any
 
 import httpx
 import pytest
-from dnsserver import DNSMASQ, DnsmasqServer, StubDnsServer
+from dnsserver import DNSMASQ, CountingResolver, DnsmasqServer, StubDnsServer
 from httpserver import HTTPTestServer, Response
 
 from core.config import CrawlConfig, build_config
 from core.dns import (
     AddressPolicy,
-    AiodnsResolver,
     Answer,
     DnsCache,
     RecordType,
@@ -566,28 +565,10 @@ async def test_dnsmasq_refused_servfail_and_timeout_are_temporary(
 
 
 async def test_dnsmasq_in_flight_cap_is_held(dnsmasq: DnsmasqServer) -> None:
-    counted: list[ScriptedResolver] = []
+    counted: list[CountingResolver] = []
 
-    class Counting(ScriptedResolver):
-        """Counts concurrency around the real aiodns resolver."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.inner = AiodnsResolver([dnsmasq.nameserver], 1.0)
-
-        async def query(self, name: str, rtype: RecordType) -> Answer:
-            self.active += 1
-            self.peak = max(self.peak, self.active)
-            try:
-                return await self.inner.query(name, rtype)
-            finally:
-                self.active -= 1
-
-        async def close(self) -> None:
-            await self.inner.close()
-
-    def factory() -> Counting:
-        counted.append(Counting())
+    def factory() -> CountingResolver:
+        counted.append(CountingResolver(dnsmasq.nameserver, 1.0))
         return counted[0]
 
     dns = DnsCache(live_config(dnsmasq, dns_max_in_flight=5), resolver_factory=factory)
