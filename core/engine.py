@@ -55,7 +55,7 @@ from core.snapshot import (
     ResponseRow,
 )
 from core.store import BlockedRecord, FrontierRow, HostRecord, PageRecord, Store
-from core.transport import build_transport
+from core.transport import PinningResolver
 from core.traps import BlockReason, ScopePolicy, TrapGuard, Verdict
 
 log = logging.getLogger("crawldeck.engine")
@@ -146,7 +146,7 @@ class Engine:
         self._dns = DnsCache(config, clock)
         self._policy = AddressPolicy(config, audit=self._audit)
         self._fetcher = fetcher or Fetcher(
-            config, transport=build_transport(config, self._dns, self._policy)
+            config, resolver=PinningResolver(self._dns, self._policy)
         )
         self._ip_politeness = ip_politeness(config)
         self._host_ip: dict[str, str] = {}

@@ -1,6 +1,6 @@
 """The one error tree of crawldeck.
 
-Every error that leaves a ``core`` module is one of these; foreign errors (httpx,
+Every error that leaves a ``core`` module is one of these; foreign errors (aiohttp,
 aiodns, sqlite3, protego, selectolax) are translated where they enter, so callers
 catch only ours::
 

@@ -1,15 +1,20 @@
 """One HTTP GET with caps on time and bytes: the crawler's only door to the network.
 
-``Fetcher.fetch(url)`` sends one request with httpx and never follows a redirect (the
+``Fetcher.fetch(url)`` sends one request with aiohttp and never follows a redirect (the
 engine sends each ``Location`` back through the URL gates as a new hop). A 3xx comes
 back with its ``Location`` header as the server sent it, whatever it says
-(``mailto:``, a raw UTF-8 host, junk): httpx would parse it to build a next request
-even with ``follow_redirects=False`` and raise, so a response hook sets it aside before
-httpx looks and ``fetch`` puts it back (the engine resolves it with
-``core.urls.clean``, which blocks what cannot be crawled). It reads the *decoded* body
-(gzip and deflate undone) and stops at ``max_bytes``, so a compression bomb costs at
-most ``max_bytes`` of kept body. Every httpx error is translated here into the
-``core.errors`` tree; nothing foreign escapes.
+(``mailto:``, a raw UTF-8 host, junk; bytes that are not UTF-8 read as Latin-1, as
+RFC 9110 §5.5 allows for obs-text): the engine resolves it with ``core.urls.clean``,
+which blocks what cannot be crawled. It reads the *decoded* body (gzip and deflate
+undone here, in steps bounded by what is left of ``max_bytes``) and stops at
+``max_bytes``, so a compression bomb costs at most ``max_bytes`` plus one network read.
+Every aiohttp error is translated here into the ``core.errors`` tree; nothing foreign
+escapes.
+
+Why aiohttp: per request it costs about a third of httpcore's CPU and a thirtieth of
+httpx's with hundreds of hosts in the pool (httpx 0.28 scans every pooled connection
+on each request: 24.8 ms of CPU per request at 500 hosts, against 0.17 ms for aiohttp;
+``benchmarks/RESULTS.md``).
 
 Content codings: requests say ``Accept-Encoding: gzip, deflate`` (the codings whose
 cost we know); a response whose ``Content-Encoding`` lists more than one coding
@@ -19,59 +24,49 @@ memory) or one we do not decode (``br``, ``compress``, junk) is refused with
 
 Budgets (``CrawlConfig``):
     connect_timeout_ms  TCP (and TLS) connection setup.
-    read_timeout_ms     the longest silence while waiting for headers or body bytes
-                        (also used for writing the request).
+    read_timeout_ms     the longest silence while waiting for headers or body bytes.
     total_timeout_ms    the whole fetch, headers and body, whatever the server drips.
     max_body_bytes      decoded body bytes kept; more sets ``truncated``.
-
-A note on memory: httpx decodes each network read (at most 64 KiB) in one piece, so a
-single decoded chunk of a deflate bomb can be ~1000x that (about 64 MiB) before the cap
-applies to it. The cap bounds what is kept, the chunk bounds what is transiently held.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
+import ssl
 import time
-from collections.abc import Mapping
+import zlib
 from dataclasses import dataclass
-from http.cookiejar import CookieJar, DefaultCookiePolicy
 from types import TracebackType
+from typing import Any
 
-import httpx
+import aiohttp
+from aiohttp.abc import AbstractResolver
+from aiohttp.client_proto import ResponseHandler
+from aiohttp.client_reqrep import ClientRequest
+from aiohttp.tracing import Trace
+from multidict import CIMultiDict, CIMultiDictProxy
+from yarl import URL
 
 from core.config import CrawlConfig
-from core.errors import ConnectFailed, FetchError, FetchTimeout, ProtocolViolation
+from core.errors import ConnectFailed, FetchTimeout, ProtocolViolation
+from core.transport import PinningResolver
 
 #: Sent with every request; the engine only parses HTML, the rest is recorded as is.
 _ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8"
-#: The content codings we accept and decode (httpx would add br/zstd when their
-#: packages are installed; we only take codings whose decoding we bound).
+#: The content codings we accept and decode (only codings whose decoding we bound).
 _ACCEPT_ENCODING = "gzip, deflate"
 _DECODED_CODINGS = frozenset({"gzip", "x-gzip", "deflate"})
-#: Where the response hook keeps the headers as received (with ``Location``).
-_RECEIVED_HEADERS = "crawldeck.received_headers"
+#: The size of one read from the connection, bytes.
+_READ_BYTES = 64 * 1024
+
+Headers = CIMultiDictProxy[str]
 
 
-async def _set_location_aside(response: httpx.Response) -> None:
-    """httpx response hook: hide ``Location`` from httpx's redirect handling.
-
-    Hooks run before httpx builds ``response.next_request`` from the ``Location`` of a
-    3xx (it does even with ``follow_redirects=False``), which raises for a
-    ``mailto:``, a raw UTF-8 host or an unparseable value. The headers as received are
-    kept in ``response.extensions`` and ``Fetcher._get`` puts them back. Never raises.
-    """
-    if "location" in response.headers:
-        response.extensions[_RECEIVED_HEADERS] = response.headers
-        headers = response.headers.copy()
-        del headers["location"]
-        response.headers = headers
-
-
-def _content_coding(headers: httpx.Headers, url: str) -> str | None:
+def _content_coding(headers: Headers, url: str) -> str | None:
     """The one content coding of ``headers`` (lowercase), or ``None`` for none.
 
-    ``identity`` and empty items do not count.
+    ``identity`` and empty items do not count (RFC 9110 §8.4).
 
     Raises:
         ProtocolViolation: more than one coding (stacked, in one header or several),
@@ -79,8 +74,9 @@ def _content_coding(headers: httpx.Headers, url: str) -> str | None:
     """
     codings = [
         coding
-        for value in headers.get_list("content-encoding", split_commas=True)
-        if (coding := value.strip().lower()) and coding != "identity"
+        for value in headers.getall("content-encoding", ())
+        for item in value.split(",")
+        if (coding := item.strip().lower()) and coding != "identity"
     ]
     if not codings:
         return None
@@ -92,6 +88,53 @@ def _content_coding(headers: httpx.Headers, url: str) -> str | None:
     return codings[0]
 
 
+def _as_received(headers: Headers) -> Headers:
+    """``headers`` with values that were not UTF-8 read as Latin-1 (RFC 9110 §5.5).
+
+    aiohttp decodes header bytes as UTF-8 with ``surrogateescape``; a lone surrogate
+    cannot be stored in SQLite, so such values are turned back into their bytes and
+    decoded as ISO-8859-1, as httpx and browsers do. Returns ``headers`` itself when
+    every value is ASCII (the usual case). Never raises.
+    """
+    if all(value.isascii() for value in headers.values()):
+        return headers
+    fixed: CIMultiDict[str] = CIMultiDict()
+    for name, value in headers.items():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            value = value.encode("utf-8", "surrogateescape").decode("latin-1")
+        fixed.add(name, value)
+    return CIMultiDictProxy(fixed)
+
+
+class _Inflater:
+    """Bounded decoding of one gzip or deflate body (RFC 9110 §8.4.1.2, §8.4.1.3).
+
+    ``feed(data, room)`` returns at most ``room`` decoded bytes. Output that would not
+    fit stays undecoded in zlib's input tail, and the caller stops there (the body is
+    truncated), so a bomb never expands past what the caller still wants. ``deflate``
+    is tried zlib-wrapped first (the RFC) and raw if that fails (what many servers
+    send), as browsers do. Raises ``zlib.error`` on bad data.
+    """
+
+    def __init__(self, coding: str) -> None:
+        self._deflate = coding == "deflate"
+        wbits = zlib.MAX_WBITS if self._deflate else 16 + zlib.MAX_WBITS
+        self._z = zlib.decompressobj(wbits)
+        self._started = False
+
+    def feed(self, data: bytes, room: int) -> bytes:
+        """Decode ``data``; at most ``room`` (>= 1) bytes out."""
+        if self._deflate and not self._started:
+            self._started = True
+            try:
+                return self._z.decompress(data, room)
+            except zlib.error:
+                self._z = zlib.decompressobj(-zlib.MAX_WBITS)
+        return self._z.decompress(data, room)
+
+
 @dataclass(frozen=True, slots=True)
 class FetchResult:
     """The response to one GET, with its body cut at the byte cap.
@@ -100,9 +143,10 @@ class FetchResult:
         url: the URL requested, exactly as passed to ``Fetcher.fetch`` (no redirect is
             followed, so it is also the final URL).
         status: the HTTP status code (any code: 3xx, 4xx and 5xx are results, not errors).
-        headers: the response headers, a case-insensitive ``Mapping[str, str]``
-            (``httpx.Headers``; a header sent several times reads as its values joined
-            with ``", "``, ``headers.get_list(name)`` gives them apart).
+        headers: the response headers, case-insensitive, in the order received
+            (``multidict.CIMultiDictProxy[str]``; ``headers[name]`` and ``get`` give the
+            first value of a header sent several times, ``getall(name, ())`` all of
+            them).
         body: the decoded body (Content-Encoding gzip/deflate undone), at most
             ``max_bytes`` bytes.
         content_type: the media type of ``Content-Type``, lowercased, without parameters
@@ -115,7 +159,7 @@ class FetchResult:
 
     url: str
     status: int
-    headers: Mapping[str, str]
+    headers: Headers
     body: bytes
     content_type: str
     elapsed_ms: float
@@ -133,64 +177,119 @@ def media_type(content_type: str | None) -> str:
     return content_type.split(";", 1)[0].strip().lower()
 
 
+def _is_ip_literal(host: str) -> bool:
+    """Whether ``host`` (a URL's host, IPv6 without brackets) is an IP address."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
 def _one_line(exc: BaseException) -> str:
     """``str(exc)`` on one line, or the exception's class name when it says nothing."""
     text = " ".join(str(exc).split())
     return text or type(exc).__name__
 
 
+class _Connector(aiohttp.TCPConnector):
+    """aiohttp's connector, telling its fetcher of each new connection (to count them
+    and to pin the host to the address the socket really went to). Overrides
+    ``_create_connection``, a private method of aiohttp's connector API that has kept
+    its shape since aiohttp 3.0; ``tests/test_dns.py`` (fall-over to a second address)
+    and ``tests/test_fetcher.py`` (keep-alive count) fail if it stops being called."""
+
+    def __init__(self, fetcher: Fetcher, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._fetcher = fetcher
+
+    async def _create_connection(
+        self,
+        req: ClientRequest,
+        traces: list[Trace],
+        timeout: aiohttp.ClientTimeout,  # noqa: ASYNC109 - aiohttp's interface
+    ) -> ResponseHandler:
+        protocol = await super()._create_connection(req, traces, timeout)
+        self._fetcher._connected(req.host, protocol.transport)
+        return protocol
+
+
 class Fetcher:
-    """An httpx client set up for crawling; ``fetch`` is safe to call concurrently.
+    """An aiohttp session set up for crawling; ``fetch`` is safe to call concurrently.
 
     Args:
         config: the crawl configuration (User-Agent, time budgets in ms, body cap).
-        transport: an ``httpx.AsyncBaseTransport`` to use instead of the network (tests,
-            or a DNS-pinning transport); with it, the connection limits below are the
-            transport's business.
+        resolver: an ``aiohttp.abc.AbstractResolver`` for host names (the crawl's
+            ``core.transport.PinningResolver``: DNS pinning and the address policy);
+            ``None``: aiohttp's default (the system resolver).
+        ssl_context: certificate verification for https (``None``: the system's
+            default CA store, hostname checked).
 
-    The client: HTTP/1.1 only, no automatic redirects, no cookies kept (every fetch is
+    The session: HTTP/1.1, no automatic redirects, no cookies kept (every fetch is
     stateless, so no session-id trap can grow from a cookie), proxies and ``.netrc``
-    from the environment ignored (``trust_env=False``), keep-alive pool sized for many
-    hosts (``max(64, 4 x concurrency)`` connections, idle ones kept a little longer than
-    the politeness delay). Close it with ``await fetcher.aclose()`` or use
-    ``async with Fetcher(config) as fetcher``.
+    from the environment ignored, keep-alive pool of ``max(64, 4 x concurrency)``
+    connections (any number per host: the engine's politeness decides), idle ones kept
+    ``2 x delay_ms`` (5-60 s) so a connection outlives one politeness delay; name
+    lookups are never cached by aiohttp (the resolver caches, with TTLs). It is opened
+    on the first fetch (aiohttp wants a running event loop). ``connects`` counts TCP
+    connections opened (keep-alive reuse opens none). Close it with
+    ``await fetcher.aclose()`` or use ``async with Fetcher(config) as fetcher``.
     """
 
     def __init__(
-        self, config: CrawlConfig, transport: httpx.AsyncBaseTransport | None = None
+        self,
+        config: CrawlConfig,
+        *,
+        resolver: AbstractResolver | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self._config = config
-        read_s = config.read_timeout_ms / 1000
-        timeout = httpx.Timeout(
-            connect=config.connect_timeout_ms / 1000,
-            read=read_s,
-            write=read_s,
-            # Waiting for a free connection is bounded by the total deadline anyway.
-            pool=config.total_timeout_ms / 1000,
-        )
+        self._resolver = resolver
+        self._pinning = resolver if isinstance(resolver, PinningResolver) else None
+        self._ssl: ssl.SSLContext | bool = ssl_context or True
+        self._session: aiohttp.ClientSession | None = None
+        self._closed = False
+        self.connects = 0
+
+    def _open(self) -> aiohttp.ClientSession:
+        """The session, created on first use inside the running loop."""
+        config = self._config
         connections = max(64, 4 * config.concurrency)
-        limits = httpx.Limits(
-            max_connections=connections,
-            max_keepalive_connections=connections,
-            # Long enough to reuse a connection after one politeness delay.
-            keepalive_expiry=min(60.0, max(5.0, 2 * config.delay_ms / 1000)),
+        connector = _Connector(
+            self,
+            limit=connections,
+            limit_per_host=0,
+            keepalive_timeout=min(60.0, max(5.0, 2 * config.delay_ms / 1000)),
+            use_dns_cache=False,
+            resolver=self._resolver,
+            ssl=self._ssl,
+            happy_eyeballs_delay=None,
         )
-        self._client = httpx.AsyncClient(
+        self._session = aiohttp.ClientSession(
+            connector=connector,
             headers={
                 "User-Agent": config.user_agent,
                 "Accept": _ACCEPT,
                 "Accept-Encoding": _ACCEPT_ENCODING,
             },
-            timeout=timeout,
-            limits=limits,
-            transport=transport,
-            follow_redirects=False,
-            http1=True,
-            http2=False,
+            timeout=aiohttp.ClientTimeout(
+                total=None,
+                sock_connect=config.connect_timeout_ms / 1000,
+                sock_read=config.read_timeout_ms / 1000,
+            ),
+            cookie_jar=aiohttp.DummyCookieJar(),
+            auto_decompress=False,
             trust_env=False,
-            cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
-            event_hooks={"response": [_set_location_aside]},
+            read_bufsize=_READ_BYTES,
         )
+        return self._session
+
+    def _connected(self, host: str, transport: asyncio.BaseTransport | None) -> None:
+        """Called by the connector for each new connection to ``host``."""
+        self.connects += 1
+        peer = transport.get_extra_info("peername") if transport is not None else None
+        if self._pinning is not None and peer:
+            self._pinning.connected(host, peer[0])
 
     async def __aenter__(self) -> Fetcher:
         return self
@@ -204,14 +303,18 @@ class Fetcher:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the client and its pooled connections; idempotent. Never raises."""
-        await self._client.aclose()
+        """Close the session and its pooled connections; idempotent. Never raises."""
+        self._closed = True
+        if self._session is not None:
+            session, self._session = self._session, None
+            await session.close()
 
     async def fetch(self, url: str, *, max_bytes: int | None = None) -> FetchResult:
         """GET ``url`` once, without following redirects, reading at most ``max_bytes``.
 
         Args:
-            url: an absolute http(s) URL (cleaned by ``core.urls.clean``).
+            url: an absolute http(s) URL (cleaned by ``core.urls.clean``: it is sent as
+                it is, not re-quoted).
             max_bytes: cap on the decoded body in bytes; ``None`` means
                 ``config.max_body_bytes``. A longer body is cut to its first
                 ``max_bytes`` bytes and the result has ``truncated=True``; the rest is
@@ -221,73 +324,83 @@ class Fetcher:
             A ``FetchResult`` for any HTTP status.
 
         Raises:
-            FetchTimeout: connect timeout, read (or write) timeout, or the whole fetch
-                took longer than ``total_timeout_ms``.
-            ConnectFailed: DNS failure, connection refused or reset, TLS failure,
-                connection lost mid-body, or a URL httpx cannot request.
+            FetchTimeout: connect timeout, read timeout, or the whole fetch took longer
+                than ``total_timeout_ms``.
+            ConnectFailed: connection refused or reset, TLS failure, connection lost
+                mid-body, a URL that cannot be requested, or the fetcher was closed.
             ProtocolViolation: the server's reply is not valid HTTP/1.1, its
                 Content-Encoding is stacked (``gzip, gzip``) or not gzip/deflate, or
                 its body cannot be decoded.
+            DnsNotFound, DnsTemporaryFailure, PrivateAddress: from the resolver, as
+                themselves.
 
         A 3xx is a result like any other: its ``Location`` is returned untouched,
         however malformed; nothing is done with it here.
         """
+        if self._closed:
+            raise ConnectFailed(f"the fetcher is closed: {url}")
         limit = self._config.max_body_bytes if max_bytes is None else max_bytes
         total_ms = self._config.total_timeout_ms
         started = time.perf_counter()
         try:
+            target = URL(url, encoded=True)
+        except (ValueError, TypeError) as exc:
+            raise ConnectFailed(f"cannot request {url!r}: {_one_line(exc)}") from None
+        try:
             async with asyncio.timeout(total_ms / 1000):
-                return await self._get(url, limit, started)
+                return await self._get(target, url, limit, started)
+        except aiohttp.ConnectionTimeoutError:
+            connect_ms = self._config.connect_timeout_ms
+            raise FetchTimeout(f"connect timeout ({connect_ms} ms): {url}") from None
+        except aiohttp.ServerTimeoutError:
+            read_ms = self._config.read_timeout_ms
+            raise FetchTimeout(f"read timeout ({read_ms} ms): {url}") from None
         except TimeoutError:
             raise FetchTimeout(f"total time budget of {total_ms} ms exceeded: {url}") from None
-        except httpx.TimeoutException as exc:
-            kind = {
-                httpx.ConnectTimeout: f"connect timeout ({self._config.connect_timeout_ms} ms)",
-                httpx.ReadTimeout: f"read timeout ({self._config.read_timeout_ms} ms)",
-                httpx.WriteTimeout: f"write timeout ({self._config.read_timeout_ms} ms)",
-                httpx.PoolTimeout: "no free connection in time",
-            }.get(type(exc), "timeout")
-            raise FetchTimeout(f"{kind}: {url}") from None
-        except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
+        except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError, ValueError) as exc:
             raise ConnectFailed(f"cannot request {url!r}: {_one_line(exc)}") from None
-        except httpx.NetworkError as exc:
-            raise ConnectFailed(f"connection failed: {_one_line(exc)}: {url}") from None
-        except (httpx.ProtocolError, httpx.DecodingError) as exc:
+        except aiohttp.ClientResponseError as exc:  # aiohttp's parser refused the reply
+            problem = _one_line(Exception(exc.message)) if exc.message else _one_line(exc)
+            raise ProtocolViolation(f"invalid HTTP response: {problem}: {url}") from None
+        except aiohttp.ClientPayloadError as exc:  # cut short, or bad chunked framing
             raise ProtocolViolation(f"invalid HTTP response: {_one_line(exc)}: {url}") from None
-        except httpx.TransportError as exc:  # proxy errors and anything httpx adds later
-            raise ConnectFailed(f"transport error: {_one_line(exc)}: {url}") from None
-        except httpx.HTTPError as exc:
-            raise ProtocolViolation(f"HTTP error: {_one_line(exc)}: {url}") from None
-        except httpx.StreamError as exc:  # pragma: no cover - a bug in this module
-            raise FetchError(f"stream error: {_one_line(exc)}: {url}") from None
+        except zlib.error as exc:
+            raise ProtocolViolation(f"invalid HTTP response: {_one_line(exc)}: {url}") from None
+        except (aiohttp.ClientError, OSError) as exc:
+            raise ConnectFailed(f"connection failed: {_one_line(exc)}: {url}") from None
 
-    async def _get(self, url: str, limit: int, started: float) -> FetchResult:
-        """The request itself; httpx errors propagate to ``fetch``, which translates them."""
-        async with self._client.stream("GET", url) as response:
-            received = response.extensions.pop(_RECEIVED_HEADERS, None)
-            headers = received if isinstance(received, httpx.Headers) else response.headers
-            if _content_coding(headers, url) == "x-gzip":
-                # RFC 9110 §8.4.1.3: x-gzip is gzip; httpx only knows the latter name
-                decoding = headers.copy()
-                decoding["content-encoding"] = "gzip"
-                response.headers = decoding
-            else:
-                response.headers = headers  # Location back, as the server sent it
+    async def _get(self, target: URL, url: str, limit: int, started: float) -> FetchResult:
+        """The request itself; aiohttp errors propagate to ``fetch``, which translates them."""
+        session = self._session or self._open()
+        host = target.raw_host
+        literal = host and (host[-1].isdigit() or ":" in host) and _is_ip_literal(host)
+        if self._pinning is not None and host and literal:
+            self._pinning.check_literal(host)
+        async with session.get(target, allow_redirects=False) as response:
+            headers = _as_received(response.headers)
+            coding = _content_coding(headers, url)
+            inflater = _Inflater(coding) if coding else None
             chunks: list[bytes] = []
             size = 0
             truncated = False
-            async for chunk in response.aiter_bytes():
-                if size + len(chunk) > limit:
-                    chunks.append(chunk[: limit - size])
+            content = response.content
+            while data := await content.readany():
+                if inflater is not None:
+                    # one more byte than fits tells a longer body from an exact one
+                    data = inflater.feed(data, limit - size + 1)
+                if size + len(data) > limit:
+                    chunks.append(data[: limit - size])
                     size = limit
                     truncated = True
                     break
-                chunks.append(chunk)
-                size += len(chunk)
+                chunks.append(data)
+                size += len(data)
+            if truncated:
+                response.close()  # the rest is not read: drop the connection
             elapsed_ms = (time.perf_counter() - started) * 1000
             return FetchResult(
                 url=url,
-                status=response.status_code,
+                status=response.status,
                 headers=headers,
                 body=b"".join(chunks),
                 content_type=media_type(headers.get("content-type")),

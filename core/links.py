@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
-import httpx
+from multidict import MultiMapping
 from selectolax.lexbor import LexborHTMLParser
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -77,9 +77,10 @@ def is_html(content_type: str) -> bool:
 
 def _header_values(headers: Mapping[str, str], name: str) -> list[str]:
     """Every value of header ``name`` (lowercase); each repeated header kept apart when
-    ``headers`` is ``httpx.Headers``, a plain mapping matched case-insensitively."""
-    if isinstance(headers, httpx.Headers):
-        return headers.get_list(name)
+    ``headers`` is a multidict (``FetchResult.headers``), a plain mapping matched
+    case-insensitively."""
+    if isinstance(headers, MultiMapping):
+        return list(headers.getall(name, ()))
     return [value for key, value in headers.items() if key.lower() == name]
 
 
@@ -91,9 +92,9 @@ def robots_tags(headers: Mapping[str, str], token: str) -> frozenset[str]:
     (Google's robots meta tag specification), so only directives without an agent or
     with ``token`` (case-insensitive) as agent are returned. Valued directives come
     back as ``name:value`` (``"max-snippet:20"``); ``none`` is returned as ``none``
-    (not expanded). Several headers are read apart when ``headers`` is
-    ``httpx.Headers``; a plain mapping holds one value per name (a value joined with
-    ``,`` from several headers keeps an agent prefix in force to its end).
+    (not expanded). Several headers are read apart when ``headers`` is a multidict
+    (``FetchResult.headers``); a plain mapping holds one value per name (a value
+    joined with ``,`` from several headers keeps an agent prefix in force to its end).
 
     Example: ``X-Robots-Tag: noarchive`` and ``X-Robots-Tag: otherbot: noindex`` give
     ``frozenset({"noarchive"})`` for token ``crawldeck``. Never raises.

@@ -154,7 +154,7 @@ def ttl_s(headers: Mapping[str, str], now: float, max_s: float) -> float:
     """The cache lifetime in seconds of a robots.txt response (RFC 9309 §2.4, RFC 9111).
 
     Args:
-        headers: the response headers (case-insensitive mapping, e.g. ``httpx.Headers``).
+        headers: the response headers (case-insensitive mapping, e.g. ``FetchResult.headers``).
         now: clock seconds, the base of an ``Expires`` without a ``Date``.
         max_s: the cap (``robots_ttl_max_s``).
 

@@ -1,216 +1,105 @@
-"""DNS pinning at httpcore's network-backend seam: connections go to the address
-``core.dns`` resolved and the ``AddressPolicy`` allowed, while the URL, the Host
-header and TLS SNI keep the name.
+"""DNS pinning at aiohttp's resolver seam: connections go to the addresses ``core.dns``
+resolved and the ``AddressPolicy`` allowed, while the URL, the Host header and TLS SNI
+keep the name.
 
-httpx -> ``PinnedTransport`` (an ``httpx.AsyncHTTPTransport``) -> httpcore's connection
-pool -> ``PinningBackend.connect_tcp(host, port)``: the one place a TCP connection is
-opened. There the name is resolved through the crawl's ``DnsCache``, every candidate
-address is checked by the ``AddressPolicy`` (so the check is on the address actually
-connected to and a name that rebinds to a refused address between two lookups is
-caught), and the first allowed address that accepts the connection is used. httpcore
-then runs TLS with ``server_hostname`` = the URL's host (``httpcore._async.connection``,
-"sni_hostname or origin.host"), and httpx writes ``Host`` from the URL: nothing in the
-request is rewritten, so redirects, keep-alive (the pool is keyed by origin = name)
-and HTTP/2 work as without pinning.
+``core.fetcher.Fetcher`` -> aiohttp's ``TCPConnector`` (``use_dns_cache=False``) ->
+``PinningResolver.resolve(host, port)``: called once for every new TCP connection to a
+named host, and the only addresses the connector may connect to are the ones it
+returns. There the name is resolved through the crawl's ``DnsCache`` and every
+candidate address is checked by the ``AddressPolicy``, so the check is on the address
+actually connected to and a name that rebinds to a refused address between two lookups
+is caught. The connector tries the returned addresses in order (the one this host was
+pinned to first) and runs TLS with ``server_hostname`` = the URL's host; aiohttp writes
+``Host`` from the URL: nothing in the request is rewritten, and the keep-alive pool is
+keyed by the name.
 
-Errors: ``DnsNotFound``, ``DnsTemporaryFailure`` and ``PrivateAddress`` leave
-``connect_tcp`` as themselves; httpcore and httpx re-raise exceptions that are not
-theirs unchanged (``httpx._transports.default.map_httpcore_exceptions``), so they reach
+IP literals never reach a resolver in aiohttp, so the fetcher checks them with
+``check_literal`` (the same policy) before sending; no rebinding is possible for them.
+
+Errors: ``DnsNotFound``, ``DnsTemporaryFailure`` and ``PrivateAddress`` are not
+``OSError``s, so aiohttp lets them out of the connector unchanged and they reach
 ``Fetcher.fetch``'s caller as themselves. A refused or unreachable address raises
-httpcore's ``ConnectError`` / ``ConnectTimeout``, which httpx maps and
-``core.fetcher`` translates as before (``ConnectFailed`` / ``FetchTimeout``).
+aiohttp's connector errors, which ``core.fetcher`` translates (``ConnectFailed`` /
+``FetchTimeout``).
 """
 
 from __future__ import annotations
 
-import ssl
-import time
-from collections.abc import Iterable
+import socket
 
-import httpcore
-import httpx
+from aiohttp.abc import AbstractResolver, ResolveResult
 
-from core.config import CrawlConfig
 from core.dns import AddressPolicy, DnsCache
 
-SocketOption = (
-    tuple[int, int, int] | tuple[int, int, bytes | bytearray] | tuple[int, int, None, int]
-)
 
-
-class PinningBackend(httpcore.AsyncNetworkBackend):
-    """An httpcore network backend that resolves with ``dns`` and connects by address.
+class PinningResolver(AbstractResolver):
+    """An aiohttp resolver that answers from ``dns`` what ``policy`` allows.
 
     Args:
-        dns: the crawl's ``DnsCache`` (it also learns which address each host's
-            connection went to: ``dns.pinned(host)``).
+        dns: the crawl's ``DnsCache``.
         policy: the ``AddressPolicy`` every candidate address is checked against.
-        inner: the backend that opens sockets to IP literals (default: httpcore's
-            ``AnyIOBackend``, what httpx uses under asyncio).
 
-    ``connects`` counts TCP connections opened (keep-alive reuse opens none).
+    ``lookups`` counts calls (one per new connection to a named host).
     """
 
-    def __init__(
-        self,
-        dns: DnsCache,
-        policy: AddressPolicy,
-        inner: httpcore.AsyncNetworkBackend | None = None,
-    ) -> None:
+    def __init__(self, dns: DnsCache, policy: AddressPolicy) -> None:
         self._dns = dns
         self._policy = policy
-        self._inner = inner or httpcore.AnyIOBackend()
-        self.connects = 0
+        self.lookups = 0
 
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,  # noqa: ASYNC109 - httpcore's interface
-        local_address: str | None = None,
-        socket_options: Iterable[SocketOption] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        """Resolve ``host``, keep the allowed addresses, connect to the first that answers.
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        """The allowed addresses of ``host``, the one it was pinned to first.
 
         Args:
-            host: the URL's host as httpcore gives it (IDNA name or IP literal, IPv6
-                without brackets).
-            port: the TCP port.
-            timeout: connect budget in s for all addresses together (httpx's connect
-                timeout); DNS has its own budget (``dns_timeout_ms``, retries).
-            local_address, socket_options: passed on as httpcore defines them.
+            host: the URL's host as aiohttp gives it (IDNA name; a trailing dot kept).
+            port: the TCP port, copied into each result.
+            family: ignored: the ``DnsCache`` applies ``dns_prefer``.
 
         Returns:
-            The connected stream; the address used first is the one this host was
-            pinned to before, if it is still among the answers.
+            aiohttp's ``ResolveResult`` dicts, numeric hosts only.
 
         Raises:
             DnsNotFound, DnsTemporaryFailure: from ``DnsCache.resolve``.
-            PrivateAddress: no address of ``host`` is allowed (nothing was sent).
-            httpcore.ConnectError: every allowed address refused or failed.
-            httpcore.ConnectTimeout: ``timeout`` ran out.
+            PrivateAddress: no address of ``host`` is allowed (nothing is sent).
         """
+        self.lookups += 1
         addresses = await self._dns.resolve(host)
         allowed = self._policy.select(host, addresses)
         pinned = self._dns.pinned(host)
         if pinned in allowed and allowed[0] != pinned:
             allowed.remove(pinned)
             allowed.insert(0, pinned)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        error: Exception | None = None
-        for address in allowed:
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                raise httpcore.ConnectTimeout(f"connect timeout: {host} ({address})")
-            try:
-                stream = await self._inner.connect_tcp(
-                    address,
-                    port,
-                    timeout=remaining,
-                    local_address=local_address,
-                    socket_options=socket_options,
-                )
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
-                error = exc
-                continue
-            self.connects += 1
-            self._dns.note_connected(host, address)
-            return stream
-        assert error is not None  # ``allowed`` is never empty
-        raise error
+        return [
+            {
+                "hostname": host,
+                "host": address,
+                "port": port,
+                "family": socket.AF_INET6 if ":" in address else socket.AF_INET,
+                "proto": 0,
+                "flags": socket.AI_NUMERICHOST,
+            }
+            for address in allowed
+        ]
 
-    async def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,  # noqa: ASYNC109 - httpcore's interface
-        socket_options: Iterable[SocketOption] | None = None,
-    ) -> httpcore.AsyncNetworkStream:  # pragma: no cover - the crawler never uses one
-        """Unix sockets are not pinned (no name to resolve): passed to ``inner``."""
-        return await self._inner.connect_unix_socket(
-            path, timeout=timeout, socket_options=socket_options
-        )
+    def check_literal(self, host: str) -> None:
+        """Apply the policy to an IP-literal host (aiohttp connects to literals without
+        asking a resolver; the fetcher calls this first). ``host`` without brackets.
 
-    async def sleep(self, seconds: float) -> None:
-        """Sleep ``seconds`` (httpcore's connect-retry pause), through ``inner``."""
-        await self._inner.sleep(seconds)
+        Raises:
+            PrivateAddress: the address is not allowed (nothing is sent).
+        """
+        self._policy.select(host, [host])
+
+    def connected(self, host: str, address: str) -> None:
+        """Record that a connection to ``host`` went to ``address`` (the fetcher calls
+        this with the peer of each response), so ``DnsCache.pinned`` and the per-IP
+        politeness agree with the socket. Never raises."""
+        self._dns.note_connected(host, address)
+
+    async def close(self) -> None:
+        """Nothing to close: the ``DnsCache`` belongs to the crawl."""
 
 
-class PinnedTransport(httpx.AsyncHTTPTransport):
-    """httpx's own transport (request/response mapping, ``map_httpcore_exceptions``)
-    over an httpcore pool whose network backend is a ``PinningBackend``.
-
-    httpx 0.28 has no argument for a network backend, so the pool httpx builds is
-    replaced by an equal one with ``network_backend=`` (httpcore's documented seam,
-    docs/network-backends.md). ``tests/test_dns.py`` checks that requests really go
-    through the backend, so a change of httpx's private ``_pool`` attribute is caught.
-    """
-
-    def __init__(
-        self,
-        backend: PinningBackend,
-        *,
-        ssl_context: ssl.SSLContext | None = None,
-        limits: httpx.Limits,
-        http1: bool = True,
-        http2: bool = False,
-    ) -> None:
-        context = ssl_context or httpx.create_ssl_context(trust_env=False)
-        super().__init__(verify=context, limits=limits, http1=http1, http2=http2, trust_env=False)
-        self.backend = backend
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=context,
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            http1=http1,
-            http2=http2,
-            network_backend=backend,
-        )
-
-
-def fetcher_limits(config: CrawlConfig) -> httpx.Limits:
-    """The connection limits ``core.fetcher.Fetcher`` gives its default transport:
-    ``max(64, 4 x concurrency)`` connections, idle ones kept ``2 x delay_ms`` (5-60 s)
-    so a connection outlives one politeness delay."""
-    connections = max(64, 4 * config.concurrency)
-    return httpx.Limits(
-        max_connections=connections,
-        max_keepalive_connections=connections,
-        keepalive_expiry=min(60.0, max(5.0, 2 * config.delay_ms / 1000)),
-    )
-
-
-def build_transport(
-    config: CrawlConfig,
-    dns: DnsCache,
-    policy: AddressPolicy,
-    *,
-    ssl_context: ssl.SSLContext | None = None,
-    http2: bool = False,
-) -> PinnedTransport:
-    """The pinning transport for ``Fetcher(config, transport=...)``.
-
-    Args:
-        config: limits as in ``fetcher_limits(config)``.
-        dns: the crawl's one ``DnsCache`` (shared with the engine).
-        policy: the crawl's ``AddressPolicy`` (the engine trusts seed hosts on it).
-        ssl_context: certificate verification (default: httpx's, certifi CAs).
-        http2: offer HTTP/2 by ALPN (needs the ``h2`` package; the Fetcher is HTTP/1.1).
-
-    Returns:
-        A ``PinnedTransport``; ``transport.backend.connects`` counts TCP connections.
-    """
-    return PinnedTransport(
-        PinningBackend(dns, policy),
-        ssl_context=ssl_context,
-        limits=fetcher_limits(config),
-        http2=http2,
-    )
-
-
-__all__ = [
-    "PinnedTransport",
-    "PinningBackend",
-    "build_transport",
-    "fetcher_limits",
-]
+__all__ = ["PinningResolver"]

@@ -182,8 +182,8 @@ def clean(url: str, base: str | None = None) -> str:
     an IPv6 literal is written in its RFC 5952 form; the userinfo (``user:pw@``) is
     dropped: a crawler never sends credentials found in a link, and with them one site
     would be crawled twice; dot segments are removed from the path (RFC 3986 §5.2.4,
-    also for absolute URLs, with ``%2e`` read as a dot as browsers do), because httpx
-    removes them before sending: the URL requested, the URL robots.txt is checked on and
+    also for absolute URLs, with ``%2e`` read as a dot as browsers do), because clients
+    and servers remove them: the URL requested, the URL robots.txt is checked on and
     the dedupe key must name the same path; unsafe characters in the path and query are
     percent-encoded as UTF-8 (w3lib ``safe_url_string``). Nothing else is rewritten:
     the port, other escapes and the query order stay as found.

@@ -26,7 +26,6 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from dnsserver import DNSMASQ, CountingResolver, DnsmasqServer, StubDnsServer
 from httpserver import HTTPTestServer, Response
@@ -52,7 +51,7 @@ from core.errors import (
 )
 from core.fetcher import Fetcher
 from core.politeness import Politeness
-from core.transport import build_transport
+from core.transport import PinningResolver
 
 ALLOWED_NET = "127.0.5.0/24"
 
@@ -604,30 +603,33 @@ async def test_pinned_fetch_keeps_the_name_and_reuses_the_connection(
 ) -> None:
     config = live_config(dnsmasq)
     dns = DnsCache(config)
-    transport = build_transport(config, dns, AddressPolicy(config))
-    async with Fetcher(config, transport=transport) as fetcher:
+    resolver = PinningResolver(dns, AddressPolicy(config))
+    async with Fetcher(config, resolver=resolver) as fetcher:
         first = await fetcher.fetch(url("a.crawl.test", web["a"]))
         second = await fetcher.fetch(url("a.crawl.test", web["a"], "/?again"))
+        connects = fetcher.connects
     assert (first.status, second.status) == (200, 200)
     hosts = [r.headers["host"] for r in web["a"].requests]
     assert hosts == [f"a.crawl.test:{web['a'].port}"] * 2  # the name, not the address
-    assert transport.backend.connects == 1  # keep-alive: one connection, two requests
+    assert connects == 1  # keep-alive: one connection, two requests
+    assert resolver.lookups == 1
     assert dns.pinned("a.crawl.test") == "127.0.5.1"
     assert dns.pinned(f"a.crawl.test:{web['a'].port}") == "127.0.5.1"
     await dns.aclose()
 
 
-async def test_redirects_across_names_go_through_the_pinning(
+async def test_a_redirect_to_another_name_goes_through_the_pinning(
     dnsmasq: DnsmasqServer, web: dict[str, HTTPTestServer]
 ) -> None:
     web["a"].set("/go", Response(302, {"Location": url("c.crawl.test", web["b"], "/here")}))
     web["b"].set("/here", Response(200, {}, b"arrived"))
     config = live_config(dnsmasq)
     dns = DnsCache(config)
-    transport = build_transport(config, dns, AddressPolicy(config))
-    async with httpx.AsyncClient(transport=transport, follow_redirects=True) as client:
-        response = await client.get(url("a.crawl.test", web["a"], "/go"))
-    assert response.status_code == 200 and response.content == b"arrived"
+    async with Fetcher(config, resolver=PinningResolver(dns, AddressPolicy(config))) as f:
+        hop = await f.fetch(url("a.crawl.test", web["a"], "/go"))
+        assert hop.status == 302  # the engine follows hops itself, each through the gates
+        arrived = await f.fetch(hop.headers["location"])
+    assert arrived.status == 200 and arrived.body == b"arrived"
     assert [r.headers["host"] for r in web["b"].requests] == [f"c.crawl.test:{web['b'].port}"]
     assert dns.pinned("c.crawl.test") == "127.0.5.2"
     await dns.aclose()
@@ -638,7 +640,7 @@ async def test_failures_come_out_as_our_errors(
 ) -> None:
     config = live_config(dnsmasq)
     dns = DnsCache(config)
-    async with Fetcher(config, transport=build_transport(config, dns, AddressPolicy(config))) as f:
+    async with Fetcher(config, resolver=PinningResolver(dns, AddressPolicy(config))) as f:
         with pytest.raises(DnsNotFound):
             await f.fetch("http://missing.crawl.test/")
         with pytest.raises(DnsTemporaryFailure):
@@ -665,9 +667,8 @@ async def test_multi_address_name_falls_over_to_the_next_address(
         # Nothing listens on 127.0.5.3 at this port: the first address is refused.
         config = live_config(dnsmasq)
         dns = DnsCache(config)
-        transport = build_transport(config, dns, AddressPolicy(config))
-        async with Fetcher(config, transport=transport) as fetcher:
-            result = await fetcher.fetch(url("multi.crawl.test", srv))
+        async with Fetcher(config, resolver=PinningResolver(dns, AddressPolicy(config))) as f:
+            result = await f.fetch(url("multi.crawl.test", srv))
         assert result.body == b"four"
         assert dns.pinned("multi.crawl.test") == "127.0.5.4"
         await dns.aclose()
@@ -683,7 +684,7 @@ async def test_trusted_seed_host_may_be_private_but_its_links_may_not(
         lines: list[str] = []
         policy = AddressPolicy(config, audit=lines.append)
         policy.trust(f"seed.crawl.test:{srv.port}")
-        async with Fetcher(config, transport=build_transport(config, dns, policy)) as fetcher:
+        async with Fetcher(config, resolver=PinningResolver(dns, policy)) as fetcher:
             assert (await fetcher.fetch(url("seed.crawl.test", srv))).body == b"seed"
             with pytest.raises(PrivateAddress):
                 await fetcher.fetch(f"http://outside.crawl.test:{srv.port}/")
@@ -704,7 +705,7 @@ async def test_rebinding_to_an_address_outside_allow_networks_is_refused(
     fresh_dnsmasq.set("rebind.crawl.test", ["127.0.5.1"])
     config = live_config(fresh_dnsmasq, dns_min_ttl_s=0)
     dns = DnsCache(config)
-    async with Fetcher(config, transport=build_transport(config, dns, AddressPolicy(config))) as f:
+    async with Fetcher(config, resolver=PinningResolver(dns, AddressPolicy(config))) as f:
         assert (await f.fetch(f"http://rebind.crawl.test:{port}/")).body == b"ok"
         fresh_dnsmasq.set("rebind.crawl.test", ["127.0.6.9"])
         await asyncio.sleep(1.3)  # the 1 s TTL runs out; the next lookup gets 127.0.6.9
@@ -728,7 +729,7 @@ async def test_per_ip_limit_spaces_two_names_on_one_address(
     hosts = Politeness(config)
     per_ip = ip_politeness(config)
     srv = web["b"]
-    async with Fetcher(config, transport=build_transport(config, dns, AddressPolicy(config))) as f:
+    async with Fetcher(config, resolver=PinningResolver(dns, AddressPolicy(config))) as f:
 
         async def crawl(name: str) -> None:
             for i in range(3):
@@ -823,8 +824,8 @@ async def test_tls_sni_and_certificate_use_the_name(
         config = live_config(dnsmasq)
         dns = DnsCache(config)
         client_ctx = ssl.create_default_context(cafile=str(cert))
-        transport = build_transport(config, dns, AddressPolicy(config), ssl_context=client_ctx)
-        async with Fetcher(config, transport=transport) as fetcher:
+        resolver = PinningResolver(dns, AddressPolicy(config))
+        async with Fetcher(config, resolver=resolver, ssl_context=client_ctx) as fetcher:
             result = await fetcher.fetch(f"https://a.crawl.test:{httpd.server_address[1]}/")
         assert result.body == b"secure"
         assert seen_sni == ["a.crawl.test"]  # SNI: the name, not 127.0.5.1
