@@ -75,6 +75,8 @@ SNAPSHOT_HOSTS = 50
 SNAPSHOT_RECENT = 200
 #: URLs remembered as already recorded in ``blocked`` (bounded, oldest forgotten).
 BLOCKED_MEMORY = 100_000
+#: Entries per generation of the href memo (``_HrefMemo``): at most twice this many.
+HREF_MEMO_SIZE = 32_768
 #: Seconds an in-flight fetch may still run after a stop was asked for.
 STOP_GRACE_S = 5.0
 #: Responses remembered per host for the console's detail view.
@@ -105,6 +107,58 @@ class _HostStats:
         if self.recent is None:
             self.recent = deque(maxlen=RECENT_RESPONSES)
         self.recent.append(row)
+
+
+class _Resolved:
+    """What an href resolved to: the cleaned URL, its dedupe key and host key, and
+    whether the URL is in the seen set (then a repeat of the href is only an edge)."""
+
+    __slots__ = ("host", "key", "seen", "url")
+
+    def __init__(self, url: str, key: str, host: str) -> None:
+        self.url = url
+        self.key = key
+        self.host = host
+        self.seen = False
+
+
+class _HrefMemo:
+    """A bounded memo of resolved hrefs, keyed by ``origin_prefix(base) + href`` for a
+    root-relative href and by the href itself for an absolute http(s) one (hrefs whose
+    resolution does not depend on the page's path). Two generations of at most
+    ``HREF_MEMO_SIZE`` entries each: when the young one is full it becomes the old one
+    and the old one is dropped, and a hit in the old one moves back to the young one,
+    so the hrefs that keep recurring (navigation) stay."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._young: dict[str, _Resolved] = {}
+        self._old: dict[str, _Resolved] = {}
+
+    @staticmethod
+    def key(prefix: str, href: str) -> str | None:
+        """The memo key of ``href`` on a page whose base has ``prefix``, or ``None``."""
+        if href.startswith("/"):
+            return None if href.startswith("//") else prefix + href
+        if href.startswith(("http://", "https://")):
+            return href
+        return None
+
+    def get(self, key: str) -> _Resolved | None:
+        """The remembered resolution of ``key``, or ``None``."""
+        found = self._young.get(key)
+        if found is None:
+            found = self._old.pop(key, None)
+            if found is not None:
+                self.put(key, found)
+        return found
+
+    def put(self, key: str, resolved: _Resolved) -> None:
+        """Remember ``resolved`` under ``key``."""
+        if len(self._young) >= self._size:
+            self._old = self._young
+            self._young = {}
+        self._young[key] = resolved
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +229,7 @@ class Engine:
         self._blocked_counts: Counter[str] = Counter()
         self._blocked_recent: deque[BlockedRow] = deque(maxlen=SNAPSHOT_RECENT)
         self._blocked_seen: dict[str, None] = {}
+        self._href_memo = _HrefMemo(HREF_MEMO_SIZE)
         self._log_lines: deque[str] = deque(maxlen=SNAPSHOT_RECENT)
         self._samples: deque[tuple[float, int, int]] = deque()
         self._subscribers: list[Subscriber] = []
@@ -290,8 +345,14 @@ class Engine:
         *,
         is_seed: bool = False,
         key: str | None = None,
+        host: str | None = None,
     ) -> FrontierRow | Verdict | None:
-        """Run ``url`` through the trap guards and the seen set.
+        """Run ``url`` through the seen set and the trap guards.
+
+        A URL whose dedupe key ``key`` (``urls.normalize``; computed when ``None``) was
+        admitted before is dropped silently; a new one is checked by the guards, then
+        added to the seen set. ``host`` is ``urls.host_key(url)`` (computed when
+        ``None``).
 
         Returns:
             the new frontier row (already in the in-memory frontier; the caller
@@ -300,15 +361,17 @@ class Engine:
         """
         if key is None:
             key = urls.normalize(url, self.config.strip_params)
-        host = urls.host_key(url)
+        if self._seen.contains(key):
+            return None  # seen before: dropped, whatever the guards would say now
+        if host is None:
+            host = urls.host_key(url)
         stats = self._hosts.get(host)
         verdict = self._guard.admit(url, depth, stats.admitted if stats else 0, is_seed=is_seed)
         if verdict is not None:
             if not self._seen_blocked(key):
                 self._block(url, host, verdict)
             return verdict
-        if not self._seen.add_if_new(key):
-            return None
+        self._seen.add(key)
         stats = self._stats(host, urls.origin(url))
         stats.admitted += 1
         entry = FrontierEntry(url, key, host, depth, priority, 0, redirects, via)
@@ -919,19 +982,42 @@ class Engine:
         edges: list[tuple[str, str]],
         new_rows: list[FrontierRow],
     ) -> None:
-        """Resolve, admit and collect the outlinks of a page at ``entry.depth + 1``."""
+        """Resolve, admit and collect the outlinks of a page at ``entry.depth + 1``.
+
+        The same href on many pages (a site's navigation, its footer) is resolved once:
+        ``_HrefMemo`` keeps what a root-relative or absolute href resolved to, and once
+        its URL is in the seen set, a repeat costs one dict lookup.
+        """
         depth = entry.depth + 1
-        for href in hrefs:
-            try:
-                url = urls.clean(href, base)
-            except UrlError as exc:
-                if not self._seen_blocked(href):
-                    self._block(href, entry.host, Verdict(_url_reason(exc), str(exc)))
-                continue
-            edges.append((entry.url, url))
-            row = self._admit(url, depth, PRIORITY_LINK, (), entry.url)
-            if isinstance(row, FrontierRow):
-                new_rows.append(row)
+        memo = self._href_memo
+        prefix = urls.origin_prefix(base)
+        for href in dict.fromkeys(hrefs):  # a page linking one href twice: once
+            memo_key = _HrefMemo.key(prefix, href)
+            known = memo.get(memo_key) if memo_key is not None else None
+            if known is not None:
+                edges.append((entry.url, known.url))
+                if known.seen:
+                    continue
+                row = self._admit(known.url, depth, PRIORITY_LINK, (), entry.url,
+                                  key=known.key, host=known.host)  # fmt: skip
+            else:
+                try:
+                    url = urls.clean(href, base)
+                except UrlError as exc:
+                    if not self._seen_blocked(href):
+                        self._block(href, entry.host, Verdict(_url_reason(exc), str(exc)))
+                    continue
+                edges.append((entry.url, url))
+                known = _Resolved(url, urls.normalize(url, self.config.strip_params),
+                                  urls.host_key(url))  # fmt: skip
+                if memo_key is not None:
+                    memo.put(memo_key, known)
+                row = self._admit(url, depth, PRIORITY_LINK, (), entry.url,
+                                  key=known.key, host=known.host)  # fmt: skip
+            if not isinstance(row, Verdict):
+                known.seen = True
+                if row is not None:
+                    new_rows.append(row)
 
     # -------------------------------------------------------------- snapshots
 

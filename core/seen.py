@@ -40,7 +40,8 @@ class SeenSet:
             checks, grows, but answers stay exact.
         false_positive_rate: the filter's target rate at ``expected_items`` keys, in (0, 1).
 
-    Contract: every key for which ``add_if_new`` returns ``True`` must be written to the
+    Contract: every key passed to ``add`` (or for which ``add_if_new`` returns
+    ``True``) must be written to the
     store's frontier by the caller (``enqueue_urls`` / ``record_page(new_rows=...)``),
     who then calls ``handed_over()``; until then the keys are held in a small set of
     their own, since the store cannot know them yet (a page linking ``b#one`` and
@@ -68,27 +69,42 @@ class SeenSet:
         self.exact_checks = 0
         self.false_positives = 0
 
-    def add_if_new(self, key: str) -> bool:
-        """Record ``key``; ``True`` if it was never seen (the caller must then store it).
+    def contains(self, key: str) -> bool:
+        """Whether ``key`` was added before (exact: no false answer either way).
 
-        The filter says absent -> add, ``True`` (no I/O). The filter says maybe ->
-        ``store.contains(key)``: absent -> add, ``True``; present -> ``False``.
+        The filter says absent -> ``False`` (no I/O). The filter says maybe -> the
+        keys not yet handed to the store, then ``store.contains(key)``.
 
         Raises:
             StoreError: from the store's exact check.
         """
-        bloom = self._bloom
-        if key in bloom:
-            self.bloom_hits += 1
-            if key in self._unsent:
-                return False
-            self.exact_checks += 1
-            if self._store.contains(key):
-                return False
-            self.false_positives += 1
-        bloom.add(key)
+        if key not in self._bloom:
+            return False
+        self.bloom_hits += 1
+        if key in self._unsent:
+            return True
+        self.exact_checks += 1
+        if self._store.contains(key):
+            return True
+        self.false_positives += 1
+        return False
+
+    def add(self, key: str) -> None:
+        """Record ``key`` as admitted; the caller knows it is new (``contains``) and
+        must store it (see the class contract)."""
+        self._bloom.add(key)
         self._unsent.add(key)
         self.added += 1
+
+    def add_if_new(self, key: str) -> bool:
+        """``add(key)`` unless ``contains(key)``; ``True`` if it was new.
+
+        Raises:
+            StoreError: from the store's exact check.
+        """
+        if self.contains(key):
+            return False
+        self.add(key)
         return True
 
     def handed_over(self) -> None:

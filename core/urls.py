@@ -475,6 +475,26 @@ def origin(url: str) -> str:
     return f"{scheme}://{host_key(url)}"
 
 
+def origin_prefix(base: str) -> str:
+    """The part of an absolute URL before its path, as written: ``scheme://authority``.
+
+    ``origin_prefix("http://a.test:8080/x/y?q") == "http://a.test:8080"``. A
+    root-relative href (``/p``) resolves against ``base`` to the same URL as against
+    ``origin_prefix(base) + "/"`` (RFC 3986 §5.2.2: only the base's scheme and
+    authority are used), so ``origin_prefix(base) + href`` can stand for it as a memo
+    key. A string without ``://`` comes back unchanged. Never raises.
+    """
+    start = base.find("://")
+    if start < 0:
+        return base
+    end = len(base)
+    for mark in "/?#":
+        at = base.find(mark, start + 3)
+        if 0 <= at < end:
+            end = at
+    return base[:end]
+
+
 @functools.lru_cache(maxsize=4096)
 def registered_domain(host: str) -> str:
     """The registered domain ("eTLD+1") of ``host`` by the Public Suffix List.
@@ -523,5 +543,6 @@ __all__ = [
     "host_key",
     "normalize",
     "origin",
+    "origin_prefix",
     "registered_domain",
 ]
