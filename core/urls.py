@@ -68,6 +68,14 @@ _DOT_SEGMENT = re.compile(r"/(?:\.|%2[eE]){1,2}(?=[/?]|\Z)")
 _SINGLE_DOT = frozenset({".", "%2e"})
 _DOUBLE_DOT = frozenset({"..", ".%2e", "%2e.", "%2e%2e"})
 
+#: A cleaned URL that :func:`normalize` returns unchanged when its port is not the
+#: scheme's default and its path has no dot segment: lowercase host without a
+#: trailing dot, no percent-escape, no query.
+_ALREADY_NORMAL = re.compile(
+    r"(https?)://[a-z0-9_-]{1,63}(?:\.[a-z0-9_-]{1,63})*"
+    r"(?::([1-9][0-9]{0,4}))?(/[A-Za-z0-9\-._~:/@!$&'()*+,;=]*)"
+)
+
 #: The start of a cleaned URL with a plain authority (no userinfo, not IPv6):
 #: :func:`host_key` reads it without a full parse.
 _SIMPLE_AUTHORITY = re.compile(r"(https?)://([a-z0-9._-]+)(?::([0-9]{1,5}))?(?=[/?]|\Z)")
@@ -203,7 +211,11 @@ def clean(url: str, base: str | None = None) -> str:
             that is not a number in 1-65535, or text that cannot be parsed.
     """
     raw = _fix_whitespace(url)
-    if base and not raw.startswith(("http://", "https://")):
+    if base and raw.startswith("/") and not raw.startswith("//"):
+        # A path-absolute reference takes only the base's scheme and authority
+        # (RFC 3986 §5.2.2); dot segments are removed below, as for any URL.
+        joined = origin_prefix(_fix_whitespace(base)) + raw
+    elif base and not raw.startswith(("http://", "https://")):
         try:
             joined = urljoin(_fix_whitespace(base), raw)
         except ValueError as exc:
@@ -380,6 +392,16 @@ def normalize(url: str, strip_params: Collection[str]) -> str:
         UnsupportedScheme: ``url`` is not an absolute http/https URL.
         UrlError: ``url`` has no host or a bad port, or cannot be parsed.
     """
+    match = _ALREADY_NORMAL.fullmatch(url)
+    if match is not None and _DOT_SEGMENT.search(url, match.start(3)) is None:
+        port = match.group(2)
+        if port is None or (int(port) != DEFAULT_PORTS[match.group(1)] and int(port) <= 65535):
+            return url
+    return _normalize_slowly(url, strip_params)
+
+
+def _normalize_slowly(url: str, strip_params: Collection[str]) -> str:
+    """:func:`normalize` by the general path (tests check both paths agree)."""
     try:
         parts = urlsplit(url)
     except ValueError as exc:

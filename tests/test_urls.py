@@ -7,7 +7,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
@@ -527,6 +527,53 @@ def test_fast_path_only_takes_urls_the_general_path_keeps(url: str) -> None:
             clean(url)
     else:
         assert clean(url) == general
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.from_regex(urls._ALREADY_NORMAL, fullmatch=True))
+@example("http://a:80/x")
+@example("https://a:443/x")
+@example("https://a:80/x")
+@example("http://a:65536/")
+@example("http://a/b/../c")
+@example("http://a/b/./")
+def test_normalize_fast_path_agrees_with_the_general_path(url: str) -> None:
+    try:
+        general: str | None = urls._normalize_slowly(url, STRIP)
+    except UrlError:
+        general = None
+    if general is None:
+        with pytest.raises(UrlError):
+            normalize(url, STRIP)
+    else:
+        assert normalize(url, STRIP) == general
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(
+        ["http://a.test/x/y?q#f", "https://u:p@B.test:8443/", "http://[::1]:81/a", "http://a/?/x"]
+    ),
+    st.text(alphabet="/ab.%2eE?#&=\\ \t", max_size=16),
+)
+@example("http://a.test/x/y", "/a/../b")
+@example("http://a.test/x/y", "/a/%2e%2e/b?c#d")
+@example("http://a.test/x/y", "/\\evil.test/")
+def test_root_relative_hrefs_resolve_as_urljoin_does(base: str, tail: str) -> None:
+    # clean() joins a root-relative href to the base's scheme://authority itself
+    # (RFC 3986 §5.2.2), without urljoin; the result must be urljoin's (of the href
+    # with WHATWG's whitespace and backslash fixes), cleaned.
+    href = "/" + tail
+    assume(not href.startswith("//") and not href.startswith("/\\"))
+    try:
+        expected: str | None = clean(urljoin(base, urls._fix_whitespace(href)))
+    except UrlError:
+        expected = None
+    if expected is None:
+        with pytest.raises(UrlError):
+            clean(href, base)
+    else:
+        assert clean(href, base) == expected
 
 
 @settings(max_examples=300, deadline=None)
