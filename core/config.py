@@ -105,6 +105,9 @@ class CrawlConfig:
         robots_on_failure: ``allow`` (use last good copy, else allow all, audited)
             or ``disallow`` (strict: block the host, RFC 9309 §2.3.1.4).
         flush_interval_ms: the store writer commits at least this often.
+        frontier_window: queued URLs the frontier keeps in memory; beyond it new URLs
+            wait only in SQLite (state ``spilled``) and are read back, oldest first,
+            when the in-memory frontier falls to half of it.
         snapshot_interval_ms: how often the engine publishes a ``CrawlSnapshot``.
         dns_nameservers: DNS servers as ``"IP"``, ``"IP:port"`` or ``"[IPv6]:port"``;
             empty: the system's ``/etc/resolv.conf`` (read by c-ares).
@@ -191,6 +194,7 @@ class CrawlConfig:
     robots_retry_s: int = 3600
     robots_on_failure: RobotsFailureMode = "allow"
     flush_interval_ms: int = 500
+    frontier_window: int = 200_000
     snapshot_interval_ms: int = 1000
     dns_nameservers: tuple[str, ...] = ()
     dns_prefer: DnsPreference = "ipv4"
@@ -237,6 +241,7 @@ _MIN_VALUES: dict[str, float] = {
     "demote_after_s": 1,
     "max_retries": 0,
     "max_per_host": 1,
+    "frontier_window": 10,
     "max_url_length": 16,
     "max_path_depth": 1,
     "max_segment_repeats": 1,

@@ -230,6 +230,10 @@ class Engine:
         self._blocked_recent: deque[BlockedRow] = deque(maxlen=SNAPSHOT_RECENT)
         self._blocked_seen: dict[str, None] = {}
         self._href_memo = _HrefMemo(HREF_MEMO_SIZE)
+        self._spilled: Counter[str] = Counter()  # per host: URLs waiting only in SQLite
+        self._spilled_total = 0
+        self._spill_cursor = 0  # seq of the last spilled row read back
+        self.unspilled = 0  # spilled URLs read back so far (this run)
         self._log_lines: deque[str] = deque(maxlen=SNAPSHOT_RECENT)
         self._samples: deque[tuple[float, int, int]] = deque()
         self._subscribers: list[Subscriber] = []
@@ -271,6 +275,8 @@ class Engine:
             if row.depth == 0:
                 self._scope.add_seed(row.url)
             self._frontier.add(entry)
+        self._spilled.update(self.store.spilled_counts())
+        self._spilled_total = self._spilled.total()
         for host, rec in self.store.load_hosts().items():
             stats = self._stats(host, None)
             stats.fetched = rec.pages_fetched
@@ -290,7 +296,8 @@ class Engine:
         self._status_mix.update(mix)
         self._errors = mix.get("error", 0)
         self._blocked_counts.update(counts.get("blocked", {}))
-        self._log(f"resuming: {len(self._frontier)} URLs queued, {self._pages} pages fetched")
+        queued = len(self._frontier) + self._spilled_total
+        self._log(f"resuming: {queued} URLs queued, {self._pages} pages fetched")
 
     def _stats(self, host: str, origin: str | None) -> _HostStats:
         stats = self._hosts.get(host)
@@ -374,16 +381,22 @@ class Engine:
         self._seen.add(key)
         stats = self._stats(host, urls.origin(url))
         stats.admitted += 1
-        entry = FrontierEntry(url, key, host, depth, priority, 0, redirects, via)
-        self._frontier.add(entry)
-        self._wake.set()
+        if self._spilled_total or len(self._frontier) >= self.config.frontier_window:
+            # the window is full: this URL waits in SQLite only (``_unspill``)
+            self._spilled[host] += 1
+            self._spilled_total += 1
+            state = "spilled"
+        else:
+            self._frontier.add(FrontierEntry(url, key, host, depth, priority, 0, redirects, via))
+            self._wake.set()
+            state = "queued"
         return FrontierRow(
             key=key,
             url=url,
             host=host,
             depth=depth,
             priority=priority,
-            state="queued",
+            state=state,
             available_at=0.0,
             attempts=0,
             redirects=redirects,
@@ -530,6 +543,8 @@ class Engine:
                 continue
             if self._page_cap_reached():
                 return None
+            if self._spilled_total and len(self._frontier) <= self.config.frontier_window // 2:
+                self._unspill()
             now = self._clock()
             entry = self._frontier.pop(now)
             if entry is not None:
@@ -542,6 +557,38 @@ class Engine:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout):
                     await self._wake.wait()
+
+    def _unspill(self) -> None:
+        """Read spilled URLs back from SQLite, oldest first, until the in-memory
+        frontier is at its window again (``frontier_window``).
+
+        Commits what the writer holds first (``Store.flush``), so rows spilled a moment
+        ago are seen; blocks the loop for that commit and one indexed range read (about
+        0.1 s per 100 000 rows, once per half window of fetches).
+        """
+        want = self.config.frontier_window - len(self._frontier)
+        self.store.flush()
+        rows, self._spill_cursor = self.store.load_spilled(self._spill_cursor, want)
+        for row in rows:
+            if row.host not in self._hosts:  # a resumed crawl's host, unseen this run
+                self._stats(row.host, urls.origin(row.url))
+            self._frontier.add(
+                FrontierEntry(row.url, row.key, row.host, row.depth, row.priority,
+                              row.attempts, row.redirects, row.via)
+            )  # fmt: skip
+            left = self._spilled[row.host] - 1
+            if left > 0:
+                self._spilled[row.host] = left
+            else:
+                del self._spilled[row.host]
+        self._spilled_total -= len(rows)
+        self.unspilled += len(rows)
+        if len(rows) < want or self._spilled_total < 0:
+            # everything spilled is back (the counters can only be off after a crash)
+            self._spilled_total = 0
+            self._spilled.clear()
+        if rows:
+            self._wake.set()
 
     # --------------------------------------------------------------- one URL
 
@@ -1069,6 +1116,15 @@ class Engine:
             )
         self._dirty_hosts.clear()
 
+    @property
+    def spilled(self) -> int:
+        """URLs waiting only in SQLite now (the in-memory frontier is at its window)."""
+        return self._spilled_total
+
+    def _queued(self, host: str) -> int:
+        """URLs of ``host`` waiting: in the in-memory frontier and spilled to SQLite."""
+        return self._frontier.queued(host) + self._spilled.get(host, 0)
+
     def _counters(self) -> Counters:
         now = self._clock()
         # Hosts with queued URLs (the frontier counts them) plus hosts whose last URL is
@@ -1076,13 +1132,19 @@ class Engine:
         active = self._frontier.hosts() + sum(
             1 for host in self._busy_hosts if not self._frontier.queued(host)
         )
+        if self._spilled:  # hosts whose URLs all wait in SQLite (only while spilling)
+            active += sum(
+                1
+                for host in self._spilled
+                if not self._frontier.queued(host) and host not in self._busy_hosts
+            )
         backoff = sum(1 for host in self._backoff_hosts if self._in_backoff(host, now))
         dns = self._dns.stats()
         return Counters(
             pages=self._pages,
             bytes=self._bytes,
             errors=self._errors,
-            queued=len(self._frontier),
+            queued=len(self._frontier) + self._spilled_total,
             in_flight=self._in_flight,
             hosts_known=len(self._hosts),
             hosts_active=active,
@@ -1101,7 +1163,7 @@ class Engine:
         robots = self._robots.entry(stats.origin)
         return HostRow(
             host=host,
-            queued=self._frontier.queued(host),
+            queued=self._queued(host),
             in_flight=stats.in_flight,
             fetched=stats.fetched,
             errors=stats.errors,
@@ -1125,7 +1187,7 @@ class Engine:
         ranked = heapq.nlargest(
             limit,
             (
-                (stats.in_flight, self._frontier.queued(host), stats.fetched, host)
+                (stats.in_flight, self._queued(host), stats.fetched, host)
                 for host, stats in self._hosts.items()
                 if needle in host
             ),
@@ -1173,10 +1235,7 @@ class Engine:
         candidates = self._busy_hosts.union(self._frontier.soonest(SNAPSHOT_HOSTS))
         busy = heapq.nlargest(
             SNAPSHOT_HOSTS,
-            (
-                (self._hosts[host].in_flight, self._frontier.queued(host), host)
-                for host in candidates
-            ),
+            ((self._hosts[host].in_flight, self._queued(host), host) for host in candidates),
         )
         rows = [self._host_row(host, now) for _, _, host in busy]
         backoff_rows = []

@@ -67,9 +67,9 @@ MAX_BATCH_OPS: Final = 1000
 #: Rows fetched per ``fetchmany`` by the streaming readers.
 READ_BATCH_ROWS: Final = 1000
 
-FrontierState = Literal["queued", "in_flight", "done", "failed", "blocked"]
+FrontierState = Literal["queued", "spilled", "in_flight", "done", "failed", "blocked"]
 #: Frontier states. ``blocked``: refused at dispatch time (robots.txt), never fetched.
-FRONTIER_STATES: Final = frozenset({"queued", "in_flight", "done", "failed", "blocked"})
+FRONTIER_STATES: Final = frozenset({"queued", "spilled", "in_flight", "done", "failed", "blocked"})
 
 _ISO_FORMAT: Final = "%Y-%m-%dT%H:%M:%S.%fZ"
 _encode_json: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
@@ -445,6 +445,14 @@ def _frontier_params(row: FrontierRow, seq: int) -> tuple[Any, ...]:
     )
 
 
+def _insert_frontier(
+    conn: sqlite3.Connection, rows: tuple[FrontierRow, ...], seq: int, keys: list[str]
+) -> None:
+    """INSERT OR IGNORE ``rows`` with ``seq``, ``seq + 1``, ...; their keys go to ``keys``."""
+    conn.executemany(_SQL_FRONTIER, [_frontier_params(row, seq + i) for i, row in enumerate(rows)])
+    keys.extend([row.key for row in rows])
+
+
 # --------------------------------------------------------------------------- writer ops
 
 _ENQUEUE: Final = 0
@@ -639,7 +647,9 @@ class Store:
         _check_states(batch)
         with self._pending_lock:
             self._pending.update([row.key for row in batch])
-        self._queue.put((_ENQUEUE, batch))
+        seq = self._next_seq
+        self._next_seq = seq + len(batch)
+        self._queue.put((_ENQUEUE, batch, seq))
 
     def record_page(
         self,
@@ -666,11 +676,13 @@ class Store:
         if state not in ("done", "failed"):
             raise StoreError(f"record_page: state must be 'done' or 'failed', got {state!r}")
         rows = tuple(new_rows)
+        seq = self._next_seq
         if rows:
             _check_states(rows)
             with self._pending_lock:
                 self._pending.update([row.key for row in rows])
-        self._queue.put((_PAGE, page, key, tuple(links), rows, state))
+            self._next_seq = seq + len(rows)
+        self._queue.put((_PAGE, page, key, tuple(links), rows, seq, state))
 
     def record_blocked(self, rec: BlockedRecord) -> None:
         """Queue a refused URL (INSERT OR IGNORE on ``url``: the first reason is kept).
@@ -843,7 +855,7 @@ class Store:
     def _apply(self, conn: sqlite3.Connection, op: tuple[Any, ...], keys: list[str]) -> None:
         kind = op[0]
         if kind == _PAGE:
-            _, page, key, links, rows, state = op
+            _, page, key, links, rows, seq, state = op
             conn.execute(
                 _SQL_PAGE,
                 (
@@ -864,10 +876,10 @@ class Store:
             if links:
                 conn.executemany(_SQL_LINK, links)
             if rows:
-                self._insert_frontier(conn, rows, keys)
+                _insert_frontier(conn, rows, seq, keys)
             conn.execute(_SQL_STATE, (state, key))
         elif kind == _ENQUEUE:
-            self._insert_frontier(conn, op[1], keys)
+            _insert_frontier(conn, op[1], op[2], keys)
         elif kind == _MARK:
             conn.execute(_SQL_MARK, op[1:])
         elif kind == _BLOCKED:
@@ -898,16 +910,6 @@ class Store:
             conn.execute(_SQL_END_RUN, (to_iso_utc(at), status, run_id))
         else:  # pragma: no cover - every op kind is handled above
             raise AssertionError(f"unknown store operation {kind}")
-
-    def _insert_frontier(
-        self, conn: sqlite3.Connection, rows: tuple[FrontierRow, ...], keys: list[str]
-    ) -> None:
-        seq = self._next_seq
-        self._next_seq = seq + len(rows)
-        conn.executemany(
-            _SQL_FRONTIER, [_frontier_params(row, seq + i) for i, row in enumerate(rows)]
-        )
-        keys.extend([row.key for row in rows])
 
     # ------------------------------------------------------------------ reads
 
@@ -968,6 +970,38 @@ class Store:
         )
         return (_row_to_frontier(row, "queued") for row in merged)
 
+    def load_spilled(self, after_seq: int, limit: int) -> tuple[list[FrontierRow], int]:
+        """The first ``limit`` ``spilled`` rows with ``seq > after_seq``, in ``seq`` order.
+
+        Spilled rows are admitted URLs the engine keeps only here while its in-memory
+        frontier is at its window (``frontier_window``); they come back with
+        ``state="spilled"``. Committed rows only: ``flush()`` first to see the latest.
+
+        Returns:
+            ``(rows, last_seq)``: ``last_seq`` is the seq of the last row returned
+            (``after_seq`` when none), the ``after_seq`` of the next call.
+
+        Raises:
+            StoreError: see the class.
+        """
+        self._reader()
+        sql = (
+            f"SELECT {_FRONTIER_COLUMNS} FROM frontier WHERE state = 'spilled' AND seq > ? "
+            "ORDER BY seq LIMIT ?"
+        )
+        raw = list(self._stream(sql, (after_seq, limit)))
+        last = int(raw[-1][10]) if raw else after_seq
+        return [_row_to_frontier(row, "spilled") for row in raw], last
+
+    def spilled_counts(self) -> dict[str, int]:
+        """``spilled`` rows per host key (for a resume: what waits outside memory).
+
+        Raises:
+            StoreError: see the class.
+        """
+        sql = "SELECT host, count(*) FROM frontier WHERE state = 'spilled' GROUP BY host"
+        return {host: count for host, count in self._stream(sql)}
+
     def iter_keys(self) -> Iterator[str]:
         """Stream every frontier key (all states), for rebuilding the seen set.
 
@@ -1015,7 +1049,7 @@ class Store:
         return Counts(
             pages=int(self._scalar("SELECT count(*) FROM pages")),
             blocked=blocked,
-            queued=int(by_state.get("queued", 0)),
+            queued=int(by_state.get("queued", 0)) + int(by_state.get("spilled", 0)),
             in_flight=int(by_state.get("in_flight", 0)),
             done=int(by_state.get("done", 0)),
             failed=int(by_state.get("failed", 0)),
