@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import os
 import shutil
 import signal
@@ -48,6 +49,13 @@ _WORDS = [
     "seed", "depth", "fetch", "parse", "server", "client", "request", "response",
     "header", "body", "cache", "budget", "schedule", "delay", "token",
 ]  # fmt: skip
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the benchmark process dies, however it
+    dies (Linux ``prctl(PR_SET_PDEATHSIG)``), so no nginx outlives its benchmark."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
 
 
 def host_address(i: int) -> str:
@@ -170,7 +178,7 @@ class SynthWeb:
             )
         self._procs.append(
             subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             start_new_session=True)
+                             start_new_session=True, preexec_fn=_die_with_parent)
         )  # fmt: skip
 
     def _wait_ready(self) -> None:

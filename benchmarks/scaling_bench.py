@@ -1,0 +1,148 @@
+"""Scaling with the number of hosts (issue #6 part 3): pages/s and RSS at 10, 1 000 and
+50 000 hosts.
+
+    .venv/bin/python benchmarks/scaling_bench.py                      # 10, 1000, 50000
+    .venv/bin/python benchmarks/scaling_bench.py --hosts 1000 --max-pages 5000
+
+The web is ``SynthWeb`` in names mode (``benchmarks/synthweb.py``): H hosts named
+``h<i>.synth.test``, 200 pages of ~15 KB and ~50 links each, spread over 250 loopback
+addresses by a dnsmasq the web starts, so the crawler's DNS cache, its per-host
+state (politeness, robots.txt cache, back queues, connection pool) and its frontier
+all grow with H. Every host's root is a seed, so all H hosts are in the frontier from
+the start. Each size is crawled once by a real ``crawldeck crawl --no-ui`` process
+(delay 0, concurrency 100, one request in flight per host, depth 5) up to
+``--max-pages`` pages (10 hosts hold only 2 010 pages: that crawl is the whole web,
+bound by per-host latency with only 10 hosts to fetch from at once).
+
+Printed per size: pages, robots.txt fetches (nginx's access log), pages/s and fetches/s
+(pages + robots.txt) over the crawler's own elapsed time (``runs`` in its SQLite file),
+CPU ms per page, and peak RSS (``ru_maxrss`` of the crawler process). A robots.txt
+fetch is a full request for the crawler (connection, request, parse), and at 50 000
+hosts with every host a seed there is one per host, so fetches/s is the figure that
+compares the crawler's speed across sizes; pages/s is printed too, with the share of
+fetches that were robots.txt. RSS per host is ``(RSS at 50 000 - RSS at 1 000) / 49 000``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import socket
+import tempfile
+from pathlib import Path
+
+from e2e_bench import CRAWLDECK, RunFailed, crawldeck_result, measure
+from synthweb import SynthWeb
+
+CONFIG = """\
+delay_ms = 0
+adaptive_delay_factor = 0
+ip_delay_ms = 0
+concurrency = 100
+per_host_concurrency = 1
+max_depth = 5
+max_pages = {max_pages}
+dns_nameservers = ["{nameserver}"]
+allow_networks = ["127.81.0.0/16"]
+scope = "any"
+render = "never"
+"""
+
+
+def free_port() -> int:
+    """The first port from 8900 free on 127.81.0.1 (the names mode's first address)."""
+    for port in range(8900, 8940):
+        try:
+            with socket.socket() as sock:
+                sock.bind(("127.81.0.1", port))
+        except OSError:
+            continue
+        return port
+    raise SystemExit("scaling_bench: no free port in 8900-8939 on 127.81.0.1")
+
+
+def run_size(hosts: int, max_pages: int, timeout_s: float) -> dict[str, float]:
+    """One crawl of an H-host web; its figures."""
+    with tempfile.TemporaryDirectory(prefix="crawldeck-scaling-") as tmp:
+        work = Path(tmp)
+        with SynthWeb(hosts, 200, by_ip=False, port=free_port()) as web:
+            (work / "seeds.txt").write_text("\n".join(web.seeds) + "\n")
+            (work / "bench.toml").write_text(
+                CONFIG.format(max_pages=max_pages, nameserver=web.nameserver)
+            )
+            db = work / "crawl.db"
+            command = [str(CRAWLDECK), "crawl", str(work / "seeds.txt"), "--no-ui",
+                       "--db", str(db), "--config", str(work / "bench.toml")]  # fmt: skip
+            wall, cpu, maxrss, _ = measure(command, work / "crawl.log", timeout_s)
+            rows = web.requests()
+        pages, elapsed = crawldeck_result(db)
+    robots = sum(1 for *_, path, _ in rows if path == "/robots.txt")
+    repeated = sum(
+        n - 1 for n in collections.Counter((h, p) for _, _, h, p, _ in rows).values() if n > 1
+    )
+    private = sum(1 for *_, path, _ in rows if path.startswith("/private/"))
+    return {
+        "hosts": hosts,
+        "pages": pages,
+        "robots": robots,
+        "requests": len(rows),
+        "repeated": repeated,
+        "private": private,
+        "elapsed": elapsed,
+        "wall": wall,
+        "cpu": cpu,
+        "rss_mib": maxrss / 1024,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--hosts", type=int, nargs="+", default=[10, 1000, 50_000])
+    parser.add_argument("--max-pages", type=int, default=30_000)
+    parser.add_argument("--timeout", type=float, default=1200.0, help="per crawl, s")
+    args = parser.parse_args()
+    results = []
+    for hosts in args.hosts:
+        try:
+            r = run_size(hosts, args.max_pages, args.timeout)
+        except RunFailed as exc:
+            print(f"{hosts} hosts: the crawl failed: {exc}")
+            return 1
+        results.append(r)
+        print(
+            f"{hosts:>6} hosts: {r['pages']:,.0f} pages + {r['robots']:,.0f} robots.txt in "
+            f"{r['elapsed']:.1f} s; {r['pages'] / r['elapsed']:.0f} pages/s, "
+            f"{(r['pages'] + r['robots']) / r['elapsed']:.0f} fetches/s, "
+            f"{1000 * r['cpu'] / r['pages']:.2f} CPU ms/page, RSS {r['rss_mib']:.0f} MiB; "
+            f"log: {r['requests']:,.0f} requests, {r['repeated']:.0f} repeated, "
+            f"{r['private']:.0f} disallowed",
+            flush=True,
+        )
+    print()
+    print("| hosts | pages | robots.txt | pages/s | fetches/s | robots share | CPU ms/page "
+          "| peak RSS MiB |")  # fmt: skip
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in results:
+        fetches = r["pages"] + r["robots"]
+        print(
+            f"| {r['hosts']:,.0f} | {r['pages']:,.0f} | {r['robots']:,.0f} "
+            f"| {r['pages'] / r['elapsed']:.0f} | {fetches / r['elapsed']:.0f} "
+            f"| {r['robots'] / fetches:.0%} | {1000 * r['cpu'] / r['pages']:.2f} "
+            f"| {r['rss_mib']:.0f} |"
+        )
+    by_hosts = {r["hosts"]: r for r in results}
+    if 1000 in by_hosts and 50_000 in by_hosts:
+        a, b = by_hosts[1000], by_hosts[50_000]
+        pages_drop = 1 - (b["pages"] / b["elapsed"]) / (a["pages"] / a["elapsed"])
+        fetch_a = (a["pages"] + a["robots"]) / a["elapsed"]
+        fetch_b = (b["pages"] + b["robots"]) / b["elapsed"]
+        per_host = (b["rss_mib"] - a["rss_mib"]) * 2**20 / 49_000
+        print(
+            f"\n1 000 -> 50 000 hosts: pages/s {-pages_drop:+.0%}, fetches/s "
+            f"{fetch_b / fetch_a - 1:+.0%}, RSS {per_host / 1024:.1f} KiB per added host"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
