@@ -25,7 +25,7 @@ import functools
 import ipaddress
 import re
 from collections.abc import Collection
-from urllib.parse import SplitResult, urljoin, urlsplit, urlunsplit
+from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 import idna
 import tldextract
@@ -60,6 +60,11 @@ _ALREADY_CLEAN = re.compile(
     r"(?::(?P<port>[1-9][0-9]{0,4}))?"
     r"(?:/[A-Za-z0-9\-._~%:/@!$&'()*+,;=]*(?:\?[A-Za-z0-9\-._~%:/?@!$&()*+,;=]+)?)?"
 )
+
+#: A dotted-quad IPv4 address as browsers write it (no leading zeros, no final dot).
+_CANONICAL_IPV4 = re.compile(r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}"
+                             r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])")  # fmt: skip
+_HEX = frozenset("0123456789abcdefABCDEF")
 
 #: A dot segment (RFC 3986 §3.3) in a path: ``.`` or ``..``, a dot possibly escaped as
 #: ``%2e`` (WHATWG URL "single-dot/double-dot URL path segment"), followed by ``/``,
@@ -184,8 +189,8 @@ def clean(url: str, base: str | None = None) -> str:
 
     Steps: surrounding whitespace and control characters are stripped, tab and
     newlines removed and backslashes in the authority or path read as ``/``
-    (WHATWG URL §4.4); ``url`` is resolved against ``base`` (RFC 3986 §5.2, through
-    ``urllib.parse.urljoin``); the fragment is dropped (RFC 3986 §3.5: it is never
+    (WHATWG URL §4.4); ``url`` is resolved against ``base`` (RFC 3986 §5.2, see
+    ``_join``); the fragment is dropped (RFC 3986 §3.5: it is never
     sent); the host is lowercased and IDNA-encoded (UTS #46, see ``_ascii_host``) and
     an IPv6 literal is written in its RFC 5952 form; the userinfo (``user:pw@``) is
     dropped: a crawler never sends credentials found in a link, and with them one site
@@ -211,21 +216,49 @@ def clean(url: str, base: str | None = None) -> str:
             that is not a number in 1-65535, or text that cannot be parsed.
     """
     raw = _fix_whitespace(url)
-    if base and raw.startswith("/") and not raw.startswith("//"):
-        # A path-absolute reference takes only the base's scheme and authority
-        # (RFC 3986 §5.2.2); dot segments are removed below, as for any URL.
-        joined = origin_prefix(_fix_whitespace(base)) + raw
-    elif base and not raw.startswith(("http://", "https://")):
-        try:
-            joined = urljoin(_fix_whitespace(base), raw)
-        except ValueError as exc:
-            raise _fail(f"cannot parse {_show(url)}: {exc}") from None
+    if base and not raw.startswith(("http://", "https://")):
+        joined = _join(_fix_whitespace(base), raw)
     else:
         joined = raw
     joined = joined.partition("#")[0]
     if _takes_fast_path(joined):
         return joined
     return _clean_slowly(joined, url)
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def _join(base: str, ref: str) -> str:
+    """``ref`` resolved against the absolute ``base`` (RFC 3986 §5.2.2, §5.2.3), the
+    fragment kept; dot segments are left for :func:`clean` to remove (with ``%2e``
+    read as a dot, as browsers do), so every kind of reference is treated alike.
+
+    A reference naming the base's own scheme without ``//`` (``http:g``) is relative,
+    as in browsers (WHATWG URL, special schemes) and ``urljoin``; a ``;`` is part of
+    the path (no RFC 2396 params). Never raises.
+    """
+    scheme = _SCHEME.match(ref)
+    if scheme is not None:
+        name = scheme.group()[:-1].lower()
+        rest = ref[scheme.end() :]
+        if base[: len(name) + 1].lower() != name + ":" or rest.startswith("//"):
+            return ref  # absolute (another scheme is refused by clean)
+        ref = rest
+    if ref.startswith("//"):
+        return base[: base.index(":") + 1] + ref
+    prefix = origin_prefix(base)
+    if ref.startswith("/"):
+        return prefix + ref
+    tail = base[len(prefix) :].partition("#")[0]
+    path = tail.partition("?")[0]
+    if not ref or ref[0] == "#":
+        return prefix + tail + ref
+    if ref[0] == "?":
+        return prefix + path + ref
+    if not path:
+        return prefix + "/" + ref
+    return prefix + path[: path.rfind("/") + 1] + ref
 
 
 def _takes_fast_path(joined: str) -> bool:
@@ -237,12 +270,66 @@ def _takes_fast_path(joined: str) -> bool:
     match = _ALREADY_CLEAN.fullmatch(joined)
     if match is None:
         return False
+    host = match.group("host")
+    if _ends_in_number(host) and not _CANONICAL_IPV4.fullmatch(host):
+        return False  # 127.1, 2130706433, 0x7f.0.0.1, 127.0.0.1.: the general path
     port = match.group("port")
     return (
         len(match.group("host")) <= _MAX_HOST_CHARS
         and (port is None or int(port) <= 65535)
         and _DOT_SEGMENT.search(joined, match.end("host")) is None
     )
+
+
+def _ends_in_number(host: str) -> bool:
+    """WHATWG URL "ends in a number": the last label (a final empty one dropped) is all
+    ASCII digits or ``0x`` and hex digits; such a host is parsed as IPv4."""
+    labels = host.split(".")
+    if labels[-1] == "" and len(labels) > 1:
+        labels.pop()
+    last = labels[-1]
+    if last.isascii() and last.isdigit():
+        return True
+    return last[:2] in ("0x", "0X") and all(c in _HEX for c in last[2:])
+
+
+def _ipv4_host(host: str) -> str | None:
+    """The dotted-quad form of a host that names an IPv4 address the way browsers read
+    it, or ``None`` for a host that does not end in a number (a name).
+
+    WHATWG URL §3.5 "IPv4 parser": one to four dot-separated numbers, each decimal,
+    ``0x`` hex or ``0``-prefixed octal, the last filling the remaining bytes; a final
+    dot is dropped. ``127.1``, ``2130706433``, ``0x7f.0.0.1``, ``0177.0.0.1`` and
+    ``127.0.0.1.`` are all ``127.0.0.1``. So a link cannot slip a special-purpose
+    address past the address policy by spelling it oddly, and one address has one URL.
+
+    Raises:
+        UrlError: the host ends in a number but is not a valid IPv4 address.
+    """
+    if not _ends_in_number(host):
+        return None
+    labels = host.split(".")
+    if labels[-1] == "":
+        labels.pop()
+    numbers: list[int] = []
+    for label in labels:
+        if label[:2] in ("0x", "0X") and all(c in _HEX for c in label[2:]):
+            numbers.append(int(label[2:] or "0", 16))
+        elif label.isascii() and label.isdigit() and label:
+            octal = len(label) > 1 and label[0] == "0"
+            if octal and not all(c in "01234567" for c in label):
+                raise _fail(f"host {_show(host)} is not a valid IPv4 address")
+            numbers.append(int(label, 8 if octal else 10))
+        else:
+            raise _fail(f"host {_show(host)} is not a valid IPv4 address")
+    if len(numbers) > 4 or any(n > 255 for n in numbers[:-1]):
+        raise _fail(f"host {_show(host)} is not a valid IPv4 address")
+    if numbers[-1] >= 256 ** (5 - len(numbers)):
+        raise _fail(f"host {_show(host)} is not a valid IPv4 address")
+    value = numbers[-1]
+    for i, n in enumerate(numbers[:-1]):
+        value += n * 256 ** (3 - i)
+    return str(ipaddress.IPv4Address(value))
 
 
 def _clean_slowly(joined: str, url: str) -> str:
@@ -282,7 +369,7 @@ def _clean_slowly(joined: str, url: str) -> str:
         except ValueError:
             raise _fail(f"host {_show(hostname)} is not a valid IPv6 address") from None
     else:
-        ascii_host = _ascii_host(hostname)
+        ascii_host = _ipv4_host(hostname) or _ascii_host(hostname)
         if ascii_host != hostname:
             colon = netloc.find(":")
             netloc = ascii_host + (netloc[colon:] if colon != -1 else "")
@@ -504,8 +591,10 @@ def origin_prefix(base: str) -> str:
     root-relative href (``/p``) resolves against ``base`` to the same URL as against
     ``origin_prefix(base) + "/"`` (RFC 3986 §5.2.2: only the base's scheme and
     authority are used), so ``origin_prefix(base) + href`` can stand for it as a memo
-    key. A string without ``://`` comes back unchanged. Never raises.
+    key. WHATWG's whitespace and backslash fixes are applied first, as :func:`clean`
+    does. A string without ``://`` comes back unchanged. Never raises.
     """
+    base = _fix_whitespace(base)
     start = base.find("://")
     if start < 0:
         return base
