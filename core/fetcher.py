@@ -36,6 +36,7 @@ import ipaddress
 import ssl
 import time
 import zlib
+from collections import OrderedDict
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -43,7 +44,8 @@ from typing import Any
 import aiohttp
 from aiohttp.abc import AbstractResolver
 from aiohttp.client_proto import ResponseHandler
-from aiohttp.client_reqrep import ClientRequest
+from aiohttp.client_reqrep import ClientRequest, ConnectionKey
+from aiohttp.connector import Connection
 from aiohttp.tracing import Trace
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
@@ -82,6 +84,8 @@ def _content_coding(headers: Headers, url: str) -> str | None:
         return None
     if len(codings) > 1:
         listed = ", ".join(codings)[:200]
+        if not listed.isprintable():
+            listed = repr(listed)
         raise ProtocolViolation(f"stacked content codings {listed} refused: {url}")
     if codings[0] not in _DECODED_CODINGS:
         raise ProtocolViolation(f"unknown content coding {codings[0][:100]!r} refused: {url}")
@@ -115,24 +119,42 @@ class _Inflater:
     fit stays undecoded in zlib's input tail, and the caller stops there (the body is
     truncated), so a bomb never expands past what the caller still wants. ``deflate``
     is tried zlib-wrapped first (the RFC) and raw if that fails (what many servers
-    send), as browsers do. Raises ``zlib.error`` on bad data.
+    send), as browsers do; the choice waits for the first two bytes (zlib's header).
+    ``complete`` tells whether the compressed stream ended. Raises ``zlib.error`` on
+    bad data.
     """
 
     def __init__(self, coding: str) -> None:
         self._deflate = coding == "deflate"
         wbits = zlib.MAX_WBITS if self._deflate else 16 + zlib.MAX_WBITS
         self._z = zlib.decompressobj(wbits)
-        self._started = False
+        self._head = b""  # deflate: bytes held until the header can be judged
 
     def feed(self, data: bytes, room: int) -> bytes:
         """Decode ``data``; at most ``room`` (>= 1) bytes out."""
-        if self._deflate and not self._started:
-            self._started = True
+        if self._deflate:
+            data = self._head + data
+            if len(data) < 2:
+                self._head = data
+                return b""
+            self._deflate = False
+            self._head = b""
             try:
                 return self._z.decompress(data, room)
             except zlib.error:
                 self._z = zlib.decompressobj(-zlib.MAX_WBITS)
         return self._z.decompress(data, room)
+
+    @property
+    def complete(self) -> bool:
+        """Whether the end of the compressed stream was reached."""
+        return self._z.eof
+
+
+#: Statuses that have no body (RFC 9110 §6.4.1): bytes a server sends after one would
+#: be read as the next response on a kept-alive connection, so it is not kept
+#: (``_Response``).
+_NO_BODY = frozenset({204, 304})
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,16 +214,51 @@ def _one_line(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
+class _Response(aiohttp.ClientResponse):
+    """aiohttp's response, not keeping alive the connection of a 204 or 304: bytes a
+    server sends after one (a body it should not have) would be read as the next
+    response on that connection, failing an innocent URL. aiohttp has already put the
+    connection back in its pool when ``start`` returns, so its protocol (the private
+    ``_protocol``, aiohttp 3.x) is closed there and the pool drops it;
+    ``tests/test_hostile_edges.py`` fails if that changes."""
+
+    async def start(self, connection: Connection) -> _Response:
+        await super().start(connection)
+        if self.status in _NO_BODY and self._protocol is not None:
+            self._protocol.close()
+        return self
+
+
 class _Connector(aiohttp.TCPConnector):
     """aiohttp's connector, telling its fetcher of each new connection (to count them
-    and to pin the host to the address the socket really went to). Overrides
-    ``_create_connection``, a private method of aiohttp's connector API that has kept
-    its shape since aiohttp 3.0; ``tests/test_dns.py`` (fall-over to a second address)
-    and ``tests/test_fetcher.py`` (keep-alive count) fail if it stops being called."""
+    and to pin the host to the address the socket really went to), and keeping idle
+    keep-alive connections for at most ``max_idle`` hosts, the least recently used
+    closed first (aiohttp's ``limit`` counts only connections in use: a crawl of
+    50 000 hosts would otherwise hold a socket per host fetched in the keep-alive time).
 
-    def __init__(self, fetcher: Fetcher, **kwargs: Any) -> None:
+    Overrides ``_create_connection`` and ``_release`` and reads ``_conns``, private parts
+    of aiohttp's connector that have kept their shape since aiohttp 3.0;
+    ``tests/test_dns.py`` (fall-over to a second address) and ``tests/test_fetcher.py``
+    (keep-alive count, the idle cap) fail if they change.
+    """
+
+    def __init__(self, fetcher: Fetcher, *, max_idle: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._fetcher = fetcher
+        self._max_idle = max_idle
+        self._idle_hosts: OrderedDict[ConnectionKey, None] = OrderedDict()
+
+    def _release(
+        self, key: ConnectionKey, protocol: ResponseHandler, *, should_close: bool = False
+    ) -> None:
+        super()._release(key, protocol, should_close=should_close)
+        idle = self._idle_hosts
+        idle[key] = None
+        idle.move_to_end(key)
+        while len(idle) > self._max_idle:
+            oldest, _ = idle.popitem(last=False)
+            for old, _since in self._conns.pop(oldest, ()):
+                old.close()
 
     async def _create_connection(
         self,
@@ -228,8 +285,9 @@ class Fetcher:
     The session: HTTP/1.1, no automatic redirects, no cookies kept (every fetch is
     stateless, so no session-id trap can grow from a cookie), proxies and ``.netrc``
     from the environment ignored, keep-alive pool of ``max(64, 4 x concurrency)``
-    connections (any number per host: the engine's politeness decides), idle ones kept
-    ``2 x delay_ms`` (5-60 s) so a connection outlives one politeness delay; name
+    connections in use (any number per host: the engine's politeness decides), idle
+    ones kept ``2 x delay_ms`` (5-60 s) so a connection outlives one politeness delay,
+    for the ``max(64, 4 x concurrency)`` hosts used last; name
     lookups are never cached by aiohttp (the resolver caches, with TTLs). It is opened
     on the first fetch (aiohttp wants a running event loop). ``connects`` counts TCP
     connections opened (keep-alive reuse opens none). Close it with
@@ -257,6 +315,7 @@ class Fetcher:
         connections = max(64, 4 * config.concurrency)
         connector = _Connector(
             self,
+            max_idle=connections,
             limit=connections,
             limit_per_host=0,
             keepalive_timeout=min(60.0, max(5.0, 2 * config.delay_ms / 1000)),
@@ -281,6 +340,7 @@ class Fetcher:
             auto_decompress=False,
             trust_env=False,
             read_bufsize=_READ_BYTES,
+            response_class=_Response,
         )
         return self._session
 
@@ -326,11 +386,13 @@ class Fetcher:
         Raises:
             FetchTimeout: connect timeout, read timeout, or the whole fetch took longer
                 than ``total_timeout_ms``.
-            ConnectFailed: connection refused or reset, TLS failure, connection lost
-                mid-body, a URL that cannot be requested, or the fetcher was closed.
-            ProtocolViolation: the server's reply is not valid HTTP/1.1, its
-                Content-Encoding is stacked (``gzip, gzip``) or not gzip/deflate, or
-                its body cannot be decoded.
+            ConnectFailed: connection refused or reset, TLS failure, a URL that cannot
+                be requested (an IPv4 host not in dotted-quad form included), or the
+                fetcher was closed.
+            ProtocolViolation: the server's reply is not valid HTTP/1.1, its body is
+                cut short (connection lost mid-body, a compressed stream that does not
+                end), its Content-Encoding is stacked (``gzip, gzip``) or not
+                gzip/deflate, or its body cannot be decoded.
             DnsNotFound, DnsTemporaryFailure, PrivateAddress: from the resolver, as
                 themselves.
 
@@ -373,9 +435,13 @@ class Fetcher:
         """The request itself; aiohttp errors propagate to ``fetch``, which translates them."""
         session = self._session or self._open()
         host = target.raw_host
-        literal = host and (host[-1].isdigit() or ":" in host) and _is_ip_literal(host)
-        if self._pinning is not None and host and literal:
-            self._pinning.check_literal(host)
+        if host and (host[-1].isdigit() or host[-1] == "." or ":" in host):
+            literal = _is_ip_literal(host)
+            if not literal and host.replace(".", "").isdigit():
+                # aiohttp would take it for an IPv4 literal without asking the resolver
+                raise ConnectFailed(f"cannot request {url!r}: {host!r} is not a dotted-quad IPv4")
+            if literal and self._pinning is not None:
+                self._pinning.check_literal(host)
         async with session.get(target, allow_redirects=False) as response:
             headers = _as_received(response.headers)
             coding = _content_coding(headers, url)
@@ -384,8 +450,10 @@ class Fetcher:
             size = 0
             truncated = False
             content = response.content
+            fed = False
             while data := await content.readany():
                 if inflater is not None:
+                    fed = True
                     # one more byte than fits tells a longer body from an exact one
                     data = inflater.feed(data, limit - size + 1)
                 if size + len(data) > limit:
@@ -395,6 +463,8 @@ class Fetcher:
                     break
                 chunks.append(data)
                 size += len(data)
+            if fed and not truncated and inflater is not None and not inflater.complete:
+                raise ProtocolViolation(f"invalid HTTP response: compressed body cut short: {url}")
             if truncated:
                 response.close()  # the rest is not read: drop the connection
             elapsed_ms = (time.perf_counter() - started) * 1000
