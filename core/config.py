@@ -105,9 +105,10 @@ class CrawlConfig:
         robots_on_failure: ``allow`` (use last good copy, else allow all, audited)
             or ``disallow`` (strict: block the host, RFC 9309 §2.3.1.4).
         flush_interval_ms: the store writer commits at least this often.
-        frontier_window: queued URLs the frontier keeps in memory; beyond it new URLs
-            wait only in SQLite (state ``spilled``) and are read back, oldest first,
-            when the in-memory frontier falls to half of it.
+        frontier_window: queued URLs the frontier keeps in memory, one host at most an
+            eighth of them; the others wait only in SQLite (state ``spilled``) and are
+            read back per host, oldest first (docs/architecture.md, "The frontier
+            window").
         snapshot_interval_ms: how often the engine publishes a ``CrawlSnapshot``.
         dns_nameservers: DNS servers as ``"IP"``, ``"IP:port"`` or ``"[IPv6]:port"``;
             empty: the system's ``/etc/resolv.conf`` (read by c-ares).

@@ -230,9 +230,13 @@ class Engine:
         self._blocked_recent: deque[BlockedRow] = deque(maxlen=SNAPSHOT_RECENT)
         self._blocked_seen: dict[str, None] = {}
         self._href_memo = _HrefMemo(HREF_MEMO_SIZE)
-        self._spilled: Counter[str] = Counter()  # per host: URLs waiting only in SQLite
+        # The frontier window (see _unspill): per host, URLs waiting only in SQLite,
+        # the seq of the last one read back, and the hosts with none in memory.
+        self._spilled: Counter[str] = Counter()
         self._spilled_total = 0
-        self._spill_cursor = 0  # seq of the last spilled row read back
+        self._spill_cursor: dict[str, int] = {}
+        self._waiting: dict[str, None] = {}
+        self._host_cap = max(1, config.frontier_window // 8)
         self.unspilled = 0  # spilled URLs read back so far (this run)
         self._log_lines: deque[str] = deque(maxlen=SNAPSHOT_RECENT)
         self._samples: deque[tuple[float, int, int]] = deque()
@@ -277,6 +281,7 @@ class Engine:
             self._frontier.add(entry)
         self._spilled.update(self.store.spilled_counts())
         self._spilled_total = self._spilled.total()
+        self._waiting.update((h, None) for h in self._spilled if not self._frontier.queued(h))
         for host, rec in self.store.load_hosts().items():
             stats = self._stats(host, None)
             stats.fetched = rec.pages_fetched
@@ -381,10 +386,17 @@ class Engine:
         self._seen.add(key)
         stats = self._stats(host, urls.origin(url))
         stats.admitted += 1
-        if self._spilled_total or len(self._frontier) >= self.config.frontier_window:
-            # the window is full: this URL waits in SQLite only (``_unspill``)
+        in_memory = self._frontier.queued(host)
+        if (
+            in_memory >= self._host_cap
+            or len(self._frontier) >= self.config.frontier_window
+            or host in self._spilled  # behind its host's spilled URLs (FIFO per host)
+        ):
+            # this URL waits in SQLite only (``_unspill``)
             self._spilled[host] += 1
             self._spilled_total += 1
+            if not in_memory:
+                self._waiting[host] = None
             state = "spilled"
         else:
             self._frontier.add(FrontierEntry(url, key, host, depth, priority, 0, redirects, via))
@@ -543,12 +555,20 @@ class Engine:
                 continue
             if self._page_cap_reached():
                 return None
-            if self._spilled_total and len(self._frontier) <= self.config.frontier_window // 2:
-                self._unspill()
+            window = self.config.frontier_window
+            if self._waiting and len(self._frontier) <= window // 2:
+                self._unspill_waiting()
             now = self._clock()
             entry = self._frontier.pop(now)
             if entry is not None:
+                host = entry.host
+                if host in self._spilled and self._frontier.queued(host) <= self._host_cap // 2:
+                    self._unspill(host)
                 return entry
+            if self._waiting and len(self._frontier) < window:
+                self._unspill_waiting()  # nothing is ready: bring other hosts in
+                if self._frontier.next_ready_at() is not None:
+                    continue
             if len(self._frontier) == 0 and self._in_flight == 0:
                 return None
             ready_at = self._frontier.next_ready_at()
@@ -558,37 +578,74 @@ class Engine:
                 async with asyncio.timeout(timeout):
                     await self._wake.wait()
 
-    def _unspill(self) -> None:
-        """Read spilled URLs back from SQLite, oldest first, until the in-memory
-        frontier is at its window again (``frontier_window``).
+    @staticmethod
+    def _prefix_host(prefix: str) -> tuple[str, str]:
+        """``(prefix + "/", host key of prefix)``: a URL starting with the former has
+        the latter as host key (a prefix no URL starts with when it has no valid host)."""
+        try:
+            return prefix + "/", urls.host_key(prefix + "/")
+        except UrlError:
+            return "\0", ""  # matches no URL
 
-        Commits what the writer holds first (``Store.flush``), so rows spilled a moment
-        ago are seen; blocks the loop for that commit and one indexed range read (about
-        0.1 s per 100 000 rows, once per half window of fetches).
+    def _unspill(self, host: str) -> int:
+        """Read ``host``'s spilled URLs back from SQLite, oldest first, up to its share of
+        the window (``frontier_window // 8``) and the window itself; the number read.
+
+        The frontier window, after Mercator's disk-backed back queues: a host keeps at
+        most its share in memory and the crawl at most ``frontier_window``; the rest of
+        a host's URLs wait in SQLite (state ``spilled``) and come back when its
+        in-memory queue is half empty, so a slow host (Crawl-delay, backoff) never
+        fills memory and starves the others. Rows the writer has not committed yet are
+        not seen: the store is flushed and read again when fewer come back than the
+        host has spilled. One indexed range read (tens of microseconds) per call.
         """
-        want = self.config.frontier_window - len(self._frontier)
-        self.store.flush()
-        rows, self._spill_cursor = self.store.load_spilled(self._spill_cursor, want)
+        want = min(
+            self._host_cap - self._frontier.queued(host),
+            self.config.frontier_window - len(self._frontier),
+            self._spilled[host],
+        )
+        if want <= 0:
+            return 0
+        after = self._spill_cursor.get(host, 0)
+        rows, last = self.store.load_spilled(host, after, want)
+        if len(rows) < want:
+            self.store.flush()
+            rows, last = self.store.load_spilled(host, after, want)
+        self._spill_cursor[host] = last
         for row in rows:
-            if row.host not in self._hosts:  # a resumed crawl's host, unseen this run
-                self._stats(row.host, urls.origin(row.url))
             self._frontier.add(
                 FrontierEntry(row.url, row.key, row.host, row.depth, row.priority,
                               row.attempts, row.redirects, row.via)
             )  # fmt: skip
-            left = self._spilled[row.host] - 1
-            if left > 0:
-                self._spilled[row.host] = left
-            else:
-                del self._spilled[row.host]
-        self._spilled_total -= len(rows)
-        self.unspilled += len(rows)
-        if len(rows) < want or self._spilled_total < 0:
-            # everything spilled is back (the counters can only be off after a crash)
-            self._spilled_total = 0
-            self._spilled.clear()
-        if rows:
+            if row.depth == 0:
+                self._scope.add_seed(row.url)  # a seed spilled before a resume
+        count = len(rows)
+        left = self._spilled[host] - count
+        if left > 0 and count == want:
+            self._spilled[host] = left
+        else:  # all back (the count can only be off after a crash or a kill)
+            self._spilled_total -= self._spilled.pop(host) - count
+            self._spill_cursor.pop(host, None)
+        self._spilled_total -= count
+        self.unspilled += count
+        if count:
+            self._waiting.pop(host, None)
+            if host not in self._hosts:  # a resumed crawl's host, unseen this run
+                self._stats(host, urls.origin(rows[0].url))
             self._wake.set()
+        return count
+
+    def _unspill_waiting(self) -> None:
+        """Bring hosts whose URLs all wait in SQLite back into memory, in the order they
+        started waiting, until the window is full (see ``_unspill``)."""
+        self.store.flush()  # one commit for the whole batch
+        window = self.config.frontier_window
+        for host in list(self._waiting):
+            if len(self._frontier) >= window:
+                return
+            if host in self._spilled:
+                self._unspill(host)
+            self._waiting.pop(host, None)
 
     # --------------------------------------------------------------- one URL
 
@@ -1038,6 +1095,7 @@ class Engine:
         depth = entry.depth + 1
         memo = self._href_memo
         prefix = urls.origin_prefix(base)
+        page_host: tuple[str, str] | None = None  # (prefix + "/", its host key), on need
         for href in dict.fromkeys(hrefs):  # a page linking one href twice: once
             memo_key = _HrefMemo.key(prefix, href)
             known = memo.get(memo_key) if memo_key is not None else None
@@ -1055,8 +1113,10 @@ class Engine:
                         self._block(href, entry.host, Verdict(_url_reason(exc), str(exc)))
                     continue
                 edges.append((entry.url, url))
-                known = _Resolved(url, urls.normalize(url, self.config.strip_params),
-                                  urls.host_key(url))  # fmt: skip
+                if page_host is None:
+                    page_host = self._prefix_host(prefix)
+                host = page_host[1] if url.startswith(page_host[0]) else urls.host_key(url)
+                known = _Resolved(url, urls.normalize(url, self.config.strip_params), host)
                 if memo_key is not None:
                     memo.put(memo_key, known)
                 row = self._admit(url, depth, PRIORITY_LINK, (), entry.url,

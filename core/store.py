@@ -202,7 +202,8 @@ class Counts(TypedDict):
     """What ``Store.counts`` returns (committed rows only).
 
     ``pages``: rows of ``pages``; ``blocked``: rows of ``blocked`` by reason;
-    ``queued``, ``in_flight``, ``done``, ``failed``: frontier rows by state;
+    ``queued``, ``in_flight``, ``done``, ``failed``: frontier rows by state (``queued``
+    counts the ``spilled`` rows too: they are queued, only not in memory);
     ``frontier_blocked``: frontier rows in state ``blocked``.
     """
 
@@ -224,6 +225,12 @@ _SQL_PAGE: Final = (
     "INSERT OR IGNORE INTO pages (url, final_url, host, depth, status, content_type,"
     " bytes, elapsed_ms, fetched_at, rendered, error, noindex)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+#: Spilled rows by host, in seq order: a partial index, so rows in any other state
+#: (nearly all of them) cost it nothing; a row leaves it when its state changes.
+_SQL_SPILLED_INDEX: Final = (
+    "CREATE INDEX IF NOT EXISTS frontier_spilled_host_seq "
+    "ON frontier (host, seq) WHERE state = 'spilled'"
 )
 _SQL_LINK: Final = "INSERT INTO links (from_url, to_url) VALUES (?, ?)"
 _SQL_FRONTIER: Final = (
@@ -582,6 +589,7 @@ class Store:
                 conn.isolation_level = "DEFERRED"  # sqlite-utils wants legacy transactions
                 _create_schema(conn)
                 conn.isolation_level = None
+            conn.execute(_SQL_SPILLED_INDEX)  # also on files made before it existed
         except sqlite3.Error as exc:
             conn.close()
             raise StoreError(f"cannot open {self.path}: {_one_line(exc)}") from None
@@ -970,12 +978,13 @@ class Store:
         )
         return (_row_to_frontier(row, "queued") for row in merged)
 
-    def load_spilled(self, after_seq: int, limit: int) -> tuple[list[FrontierRow], int]:
-        """The first ``limit`` ``spilled`` rows with ``seq > after_seq``, in ``seq`` order.
+    def load_spilled(self, host: str, after_seq: int, limit: int) -> tuple[list[FrontierRow], int]:
+        """The first ``limit`` ``spilled`` rows of ``host`` with ``seq > after_seq``, in
+        ``seq`` order (the partial index ``frontier_spilled_host_seq``).
 
-        Spilled rows are admitted URLs the engine keeps only here while its in-memory
-        frontier is at its window (``frontier_window``); they come back with
-        ``state="spilled"``. Committed rows only: ``flush()`` first to see the latest.
+        Spilled rows are admitted URLs the engine keeps only here (``frontier_window``);
+        they come back with ``state="spilled"``. Committed rows only: ``flush()`` first
+        to see the latest.
 
         Returns:
             ``(rows, last_seq)``: ``last_seq`` is the seq of the last row returned
@@ -986,10 +995,10 @@ class Store:
         """
         self._reader()
         sql = (
-            f"SELECT {_FRONTIER_COLUMNS} FROM frontier WHERE state = 'spilled' AND seq > ? "
-            "ORDER BY seq LIMIT ?"
+            f"SELECT {_FRONTIER_COLUMNS} FROM frontier "
+            "WHERE state = 'spilled' AND host = ? AND seq > ? ORDER BY seq LIMIT ?"
         )
-        raw = list(self._stream(sql, (after_seq, limit)))
+        raw = list(self._stream(sql, (host, after_seq, limit)))
         last = int(raw[-1][10]) if raw else after_seq
         return [_row_to_frontier(row, "spilled") for row in raw], last
 

@@ -236,9 +236,12 @@ class TrapGuard:
             if not is_seed and not self.scope.allows(url):
                 return Verdict(BlockReason.SCOPE, self.scope.explain(url))
             host = urls.host_key(url)
-            parts = urlsplit(url)
-        except (UrlError, ValueError) as exc:
+        except UrlError as exc:
             return Verdict(BlockReason.BAD_URL, str(exc))
+        # the path starts at the first "/" after "://" (a cleaned URL has no fragment)
+        slash = url.find("/", url.find("://") + 3)
+        rest = url[slash:].partition("#")[0] if slash >= 0 else ""
+        path, _, query_text = rest.partition("?")
         if depth > config.max_depth:
             return Verdict(BlockReason.DEPTH, f"depth {depth} > max_depth {config.max_depth}")
         if host_count >= config.max_per_host:
@@ -246,7 +249,7 @@ class TrapGuard:
                 BlockReason.HOST_CAP,
                 f"host {host!r} already has {host_count} URLs (max_per_host {config.max_per_host})",
             )
-        segments = [segment for segment in parts.path.split("/") if segment]
+        segments = [segment for segment in path.split("/") if segment]
         if len(segments) > config.max_path_depth:
             return Verdict(
                 BlockReason.PATH_DEPTH,
@@ -260,7 +263,7 @@ class TrapGuard:
                     f"segment {_show(segment)} repeats {count} times "
                     f"(max {config.max_segment_repeats})",
                 )
-        query = [piece.partition("=") for piece in parts.query.split("&") if piece]
+        query = [piece.partition("=") for piece in query_text.split("&") if piece]
         verdict = self._calendar(segments, query)
         if verdict is None:
             verdict = self._pagination(segments, query)
