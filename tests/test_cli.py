@@ -221,3 +221,17 @@ def test_demo_refuses_to_erase_a_crawl_of_other_hosts(tmp_path: Path, web: Local
     assert proc.returncode == 2
     assert "holds a crawl of 1 hosts outside the local web" in proc.stderr
     assert page_count(tmp_path / "precious.db") > 0
+
+
+def test_open_files_limit_is_raised_never_lowered() -> None:
+    import resource
+
+    from tui.cli import raise_open_files_limit
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard))
+        assert raise_open_files_limit(512) == min(512, hard)
+        assert raise_open_files_limit(300) == min(512, hard)  # never lowered
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
