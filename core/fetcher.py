@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import resource
 import ssl
 import time
 import zlib
@@ -214,6 +215,22 @@ def _one_line(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
+def idle_connections() -> int:
+    """How many hosts may keep an idle keep-alive connection: half this process's
+    soft limit on open files (RLIMIT_NOFILE), between 64 and 8 192.
+
+    A crawl going round many hosts reuses a host's connection only if it is still
+    open when the host comes round again, so the cap should cover the hosts in
+    rotation; half the descriptor limit leaves the rest for connections in use, the
+    SQLite files and DNS. ``crawldeck`` raises the soft limit (``tui.cli``), so this is
+    8 192 there; at the usual default of 1 024 it is 512.
+    """
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY:
+        return 8192
+    return max(64, min(8192, soft // 2))
+
+
 class _Response(aiohttp.ClientResponse):
     """aiohttp's response, not keeping alive the connection of a 204 or 304: bytes a
     server sends after one (a body it should not have) would be read as the next
@@ -287,7 +304,7 @@ class Fetcher:
     from the environment ignored, keep-alive pool of ``max(64, 4 x concurrency)``
     connections in use (any number per host: the engine's politeness decides), idle
     ones kept ``2 x delay_ms`` (5-60 s) so a connection outlives one politeness delay,
-    for the ``max(64, 4 x concurrency)`` hosts used last; name
+    for the ``idle_connections()`` hosts used last; name
     lookups are never cached by aiohttp (the resolver caches, with TTLs). It is opened
     on the first fetch (aiohttp wants a running event loop). ``connects`` counts TCP
     connections opened (keep-alive reuse opens none). Close it with
@@ -315,7 +332,7 @@ class Fetcher:
         connections = max(64, 4 * config.concurrency)
         connector = _Connector(
             self,
-            max_idle=connections,
+            max_idle=idle_connections(),
             limit=connections,
             limit_per_host=0,
             keepalive_timeout=min(60.0, max(5.0, 2 * config.delay_ms / 1000)),
@@ -479,4 +496,4 @@ class Fetcher:
             )
 
 
-__all__ = ["FetchResult", "Fetcher", "media_type"]
+__all__ = ["FetchResult", "Fetcher", "idle_connections", "media_type"]

@@ -18,7 +18,6 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from enum import StrEnum
-from urllib.parse import urlsplit
 
 from core import urls
 from core.config import CrawlConfig, Scope
@@ -100,14 +99,11 @@ class ScopePolicy:
 
     def _key(self, url: str) -> str:
         """The scope key of ``url``: host key or registered domain; raises ``UrlError``."""
+        key = urls.host_key(url)
         if self.scope == "host":
-            return urls.host_key(url)
-        try:
-            host = urlsplit(url).hostname
-        except ValueError as exc:
-            raise UrlError(f"cannot parse {url[:80]!r}: {exc}") from None
-        if not host:
-            raise UrlError(f"{url[:80]!r} has no host")
+            return key
+        # the host name: the host key without its port (an IPv6 literal keeps brackets)
+        host = key[: key.index("]") + 1] if key.startswith("[") else key.partition(":")[0]
         return urls.registered_domain(host)
 
     def add_seed(self, url: str) -> None:

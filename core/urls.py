@@ -65,6 +65,7 @@ _ALREADY_CLEAN = re.compile(
 _CANONICAL_IPV4 = re.compile(r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}"
                              r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])")  # fmt: skip
 _HEX = frozenset("0123456789abcdefABCDEF")
+_DIGIT_OR_DOT = frozenset("0123456789.")
 
 #: A dot segment (RFC 3986 §3.3) in a path: ``.`` or ``..``, a dot possibly escaped as
 #: ``%2e`` (WHATWG URL "single-dot/double-dot URL path segment"), followed by ``/``,
@@ -238,6 +239,10 @@ def _join(base: str, ref: str) -> str:
     as in browsers (WHATWG URL, special schemes) and ``urljoin``; a ``;`` is part of
     the path (no RFC 2396 params). Never raises.
     """
+    if ref[:1] == "/":
+        if ref[:2] == "//":
+            return base[: base.index(":") + 1] + ref
+        return _prefix(base) + ref
     scheme = _SCHEME.match(ref)
     if scheme is not None:
         name = scheme.group()[:-1].lower()
@@ -245,11 +250,9 @@ def _join(base: str, ref: str) -> str:
         if base[: len(name) + 1].lower() != name + ":" or rest.startswith("//"):
             return ref  # absolute (another scheme is refused by clean)
         ref = rest
-    if ref.startswith("//"):
+    if ref[:2] == "//":
         return base[: base.index(":") + 1] + ref
-    prefix = origin_prefix(base)
-    if ref.startswith("/"):
-        return prefix + ref
+    prefix = _prefix(base)
     tail = base[len(prefix) :].partition("#")[0]
     path = tail.partition("?")[0]
     if not ref or ref[0] == "#":
@@ -271,7 +274,11 @@ def _takes_fast_path(joined: str) -> bool:
     if match is None:
         return False
     host = match.group("host")
-    if _ends_in_number(host) and not _CANONICAL_IPV4.fullmatch(host):
+    if (
+        (host[-1] in _DIGIT_OR_DOT or "0x" in host)
+        and not _CANONICAL_IPV4.fullmatch(host)
+        and _ends_in_number(host)
+    ):
         return False  # 127.1, 2130706433, 0x7f.0.0.1, 127.0.0.1.: the general path
     port = match.group("port")
     return (
@@ -594,7 +601,11 @@ def origin_prefix(base: str) -> str:
     key. WHATWG's whitespace and backslash fixes are applied first, as :func:`clean`
     does. A string without ``://`` comes back unchanged. Never raises.
     """
-    base = _fix_whitespace(base)
+    return _prefix(_fix_whitespace(base))
+
+
+def _prefix(base: str) -> str:
+    """:func:`origin_prefix` of a base whose whitespace is already fixed."""
     start = base.find("://")
     if start < 0:
         return base

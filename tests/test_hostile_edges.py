@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import resource
 import socket
 import sqlite3
 import threading
@@ -23,11 +24,12 @@ import pytest
 from aiohttp.abc import AbstractResolver, ResolveResult
 from httpserver import HTTPTestServer, Response
 
+from core import fetcher as fetcher_module
 from core import urls
 from core.config import build_config
 from core.engine import Engine
 from core.errors import ProtocolViolation
-from core.fetcher import Fetcher
+from core.fetcher import Fetcher, idle_connections
 from core.store import Store
 
 # --------------------------------------------------------------------------- helpers
@@ -265,15 +267,16 @@ class _MapResolver(AbstractResolver):
 
 
 def test_idle_keep_alive_connections_are_bounded(
-    raw_server: Callable[..., RawServer],
+    raw_server: Callable[..., RawServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # aiohttp's `limit` counts only connections in use; without a cap every host
     # fetched within the keep-alive time (5-60 s) would keep a socket open, and 50 000
-    # hosts would exhaust a 1024-descriptor limit. Idle ones are kept for the
-    # max(64, 4 x concurrency) hosts used last.
+    # hosts would exhaust the descriptor limit. Idle ones are kept for the hosts used
+    # last, as many as idle_connections() (here made 64).
     server = raw_server(
         lambda conn, head, n: conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
     )
+    monkeypatch.setattr(fetcher_module, "idle_connections", lambda: 64)
     cfg = config(concurrency=16)
 
     async def go() -> int:
@@ -287,7 +290,18 @@ def test_idle_keep_alive_connections_are_bounded(
             connector: Any = fetcher._session.connector
             return sum(len(idle) for idle in connector._conns.values())
 
-    assert asyncio.run(go()) <= max(64, 4 * cfg.concurrency)
+    assert 0 < asyncio.run(go()) <= 64
+
+
+def test_the_idle_cap_is_half_the_open_files_limit() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        for limit, cap in ((100, 64), (1024, 512), (30_000, 8192)):
+            if limit <= hard:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (max(limit, 64), hard))
+                assert idle_connections() == cap
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 def test_an_ipv4_literal_with_a_trailing_dot_can_be_fetched(
