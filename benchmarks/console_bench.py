@@ -47,8 +47,9 @@ import sys
 import tempfile
 import termios
 import time
-from datetime import datetime
 from pathlib import Path
+
+from e2e_bench import crawldeck_result
 
 from localweb import LocalWeb
 from localweb.static import serve_static
@@ -83,20 +84,8 @@ def build_tree(root: Path, pages: int) -> None:
 
 def run_rate(db: Path) -> tuple[int, float]:
     """``(pages, pages/s)`` of the last run in ``db``, timed by the crawl file itself."""
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        started, finished = conn.execute(
-            "SELECT started_at, finished_at FROM runs ORDER BY id DESC LIMIT 1"
-        ).fetchone()
-        pages = int(conn.execute("SELECT count(*) FROM pages").fetchone()[0])
-    finally:
-        conn.close()
-    span = (_utc(finished) - _utc(started)).total_seconds()
-    return pages, pages / span
-
-
-def _utc(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    pages, elapsed = crawldeck_result(db)
+    return pages, pages / elapsed
 
 
 def finished(db: Path) -> bool:
