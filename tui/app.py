@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import signal
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -34,6 +33,7 @@ from textual.widgets import Footer, Input, TabbedContent, TabPane
 from core.engine import CrawlResult
 from core.errors import CrawldeckError
 from core.snapshot import CrawlSnapshot, HostDetail, HostRow
+from tui.headless import stop_signals
 from tui.screens import (
     AddSeedScreen,
     HelpScreen,
@@ -460,7 +460,9 @@ async def run_console(
 ) -> CrawlResult | None:
     """Run the console over ``engine`` in the running loop until the operator quits.
 
-    SIGINT and SIGTERM act like ``q``. Log records are kept off the terminal while the
+    The signals of ``tui.headless.stop_signals`` (SIGINT, SIGTERM and SIGHUP: the
+    terminal closed, a dropped ssh session) act like ``q``: the crawl stops cleanly and
+    its state is saved. Log records are kept off the terminal while the
     console owns it (the engine's warnings are in the Log tab). ``headless`` (with a
     ``size`` in columns and lines) draws to no terminal: for tests and benchmarks.
 
@@ -477,7 +479,7 @@ async def run_console(
     for handler in handlers:
         root.removeHandler(handler)
     root.addHandler(logging.NullHandler())
-    signals = (signal.SIGINT, signal.SIGTERM)
+    signals = stop_signals()
     for sig in signals:
         loop.add_signal_handler(sig, app.request_quit)
     try:

@@ -1,7 +1,7 @@
 """The ``crawldeck`` command: ``crawl``, ``demo`` and ``export``.
 
 Exit codes: 0 a finished crawl (or one that reached ``--max-pages``), 2 bad input (one
-line on stderr), 130 stopped by Ctrl-C or SIGTERM (state saved, resume command printed).
+line on stderr), 130 stopped by Ctrl-C, SIGTERM or SIGHUP (state saved, resume command printed).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import os
 import resource
 import shlex
 import shutil
-import signal
 import sqlite3
 import sys
 from collections.abc import Sequence
@@ -27,7 +26,7 @@ from core.errors import CrawldeckError
 from core.export import export
 from core.seeds import read_seeds
 from core.store import Store
-from tui.headless import HeadlessReporter
+from tui.headless import HeadlessReporter, stop_signals
 
 #: The soft limit on open files a crawl asks for (see ``raise_open_files_limit``).
 OPEN_FILES_WANTED = 65_536
@@ -153,22 +152,15 @@ async def _crawl(
             )
             engine.request_stop()
 
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        signals = stop_signals()
+        for sig in signals:
             loop.add_signal_handler(sig, on_signal)
         try:
             result: CrawlResult = await engine.run()
         finally:
-            for sig in (signal.SIGINT, signal.SIGTERM):
+            for sig in signals:
                 loop.remove_signal_handler(sig)
-        reporter.summary(engine.snapshot(), result.outcome)
-        print(
-            f"crawl saved in {db}; export with: {_program()} export {shlex.quote(str(db))} "
-            "--table pages --format csv"
-        )
-        if stopped_by_signal or result.outcome == "stopped":
-            print(resume_hint)
-            return EXIT_STOPPED
-        return EXIT_OK
+        return _finish(engine, db, result.outcome, resume_hint, stopped=stopped_by_signal)
     finally:
         store.close()
 
@@ -178,16 +170,26 @@ async def _crawl_console(engine: Engine, config: CrawlConfig, db: Path, resume_h
     from tui.app import run_console
 
     result = await run_console(engine, db, strict_robots=config.robots_on_failure == "disallow")
-    outcome = "stopped" if result is None else result.outcome
-    HeadlessReporter().summary(engine.snapshot(), outcome)
-    print(
-        f"crawl saved in {db}; export with: {_program()} export {shlex.quote(str(db))} "
-        "--table pages --format csv"
-    )
-    if outcome == "stopped":
-        print(resume_hint)
-        return EXIT_STOPPED
-    return EXIT_OK
+    return _finish(engine, db, "stopped" if result is None else result.outcome, resume_hint)
+
+
+def _finish(
+    engine: Engine, db: Path, outcome: str, resume_hint: str, *, stopped: bool = False
+) -> int:
+    """Print the summary, how to export and (when stopped) how to resume; the exit code.
+
+    The terminal may be gone (SIGHUP after it closed): output that cannot be written is
+    dropped, the exit code still tells what happened (the crawl is saved either way).
+    """
+    lines = [f"crawl saved in {db}; export with: {_program()} export {shlex.quote(str(db))} "
+             "--table pages --format csv"]  # fmt: skip
+    stopped = stopped or outcome == "stopped"
+    if stopped:
+        lines.append(resume_hint)
+    with contextlib.suppress(OSError):
+        HeadlessReporter().summary(engine.snapshot(), outcome)
+        print("\n".join(lines), flush=True)
+    return EXIT_STOPPED if stopped else EXIT_OK
 
 
 def _ui_config(config: CrawlConfig) -> CrawlConfig:
@@ -214,6 +216,20 @@ def raise_open_files_limit(want: int = OPEN_FILES_WANTED) -> int:
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
+def _wants_console(args: argparse.Namespace) -> bool:
+    """Whether to open the console: not with ``--no-ui``, and only with a terminal on
+    both stdin and stdout. Without one (cron, CI, nohup, ``> log``, a pipe) the crawl
+    runs headless and says so in one line on stderr, instead of waiting for a ``q``
+    nobody can type and filling the output with escape codes."""
+    if args.no_ui:
+        return False
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        return True
+    print("crawldeck: no terminal on stdin and stdout: running headless (as --no-ui)",
+          file=sys.stderr)  # fmt: skip
+    return False
+
+
 def _run_crawl(args: argparse.Namespace) -> int:
     raise_open_files_limit()
     try:
@@ -225,13 +241,14 @@ def _run_crawl(args: argparse.Namespace) -> int:
         print(f"crawldeck: {args.seeds}: {problem} (skipped)", file=sys.stderr)
     if not seeds:
         return _fail(f"no valid seed URL in {str(args.seeds)!r}")
-    if not args.no_ui:
-        config = _ui_config(config)
     if not args.db.strip():
         return _fail("--db needs a file name")
+    ui = _wants_console(args)
+    if ui:
+        config = _ui_config(config)
     hint = f"resume with: {_program()} {shlex.join(sys.argv[1:])}"
     try:
-        return asyncio.run(_crawl(config, Path(args.db), seeds, hint, ui=not args.no_ui))
+        return asyncio.run(_crawl(config, Path(args.db), seeds, hint, ui=ui))
     except CrawldeckError as exc:
         return _fail(str(exc))
 
@@ -263,11 +280,12 @@ def _run_demo(args: argparse.Namespace) -> int:
         for name, base in web.hosts.items():
             print(f"  {name:10s} {base}/")
         print(f"crawling it into {db} (a fresh file each demo run)\n", flush=True)
-        if not args.no_ui:
+        ui = _wants_console(args)
+        if ui:
             config = _ui_config(config)
         hint = f"the demo starts anew each run: {_program()} demo"
         try:
-            return asyncio.run(_crawl(config, db, web.seeds(), hint, ui=not args.no_ui))
+            return asyncio.run(_crawl(config, db, web.seeds(), hint, ui=ui))
         except CrawldeckError as exc:
             return _fail(str(exc))
 

@@ -5,6 +5,7 @@ It reads ``CrawlSnapshot``s only; it never reaches into the engine.
 
 from __future__ import annotations
 
+import signal
 import sys
 from typing import TextIO
 
@@ -12,6 +13,17 @@ from rich.console import Console
 from rich.table import Table
 
 from core.snapshot import CrawlSnapshot
+
+
+def stop_signals() -> tuple[signal.Signals, ...]:
+    """The signals that stop a crawl cleanly (state saved, resume command printed),
+    headless or in the console: SIGINT (Ctrl-C), SIGTERM (``kill``) and SIGHUP, which
+    the kernel sends when the terminal closes or an ssh session drops; SIGHUP only
+    when it is not ignored already (``nohup crawldeck ...`` must keep running)."""
+    signals = [signal.SIGINT, signal.SIGTERM]
+    if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN:
+        signals.append(signal.SIGHUP)
+    return tuple(signals)
 
 
 def _blocked_text(blocked: dict[str, int]) -> str:
@@ -47,13 +59,23 @@ class HeadlessReporter:
         self._interval_s = interval_s
         self._last_at: float | None = None
         self._last_log: str | None = None
+        self._gone = False
 
     def __call__(self, snap: CrawlSnapshot) -> None:
-        """Take one snapshot (called by the engine every ``snapshot_interval_ms``)."""
-        self._print_new_log(snap)
-        if self._last_at is None or snap.at - self._last_at >= self._interval_s:
-            self._last_at = snap.at
-            print(progress_line(snap), file=self._out, flush=True)
+        """Take one snapshot (called by the engine every ``snapshot_interval_ms``).
+
+        Output that cannot be written (the terminal closed, the reader of a pipe went
+        away) ends the reporting, never the crawl.
+        """
+        if self._gone:
+            return
+        try:
+            self._print_new_log(snap)
+            if self._last_at is None or snap.at - self._last_at >= self._interval_s:
+                self._last_at = snap.at
+                print(progress_line(snap), file=self._out, flush=True)
+        except OSError:
+            self._gone = True
 
     def _print_new_log(self, snap: CrawlSnapshot) -> None:
         lines = list(snap.log)

@@ -1,0 +1,144 @@
+"""The ``crawldeck`` command without a terminal, and when its terminal goes away.
+
+Issue #10, items 15 and 17: a crawl started from cron, CI, nohup or a pipe runs
+headless (one line says so) instead of opening the console and waiting for a ``q``
+forever; SIGHUP (the terminal closed, an ssh session dropped) stops a crawl cleanly
+like SIGTERM, headless and in the console, unless SIGHUP is ignored (``nohup``).
+Real ``crawldeck`` processes crawl the local web; the console runs on a real pty.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pty
+import select
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from localweb import LocalWeb
+
+CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
+
+
+@pytest.fixture
+def web() -> Iterator[LocalWeb]:
+    with LocalWeb(delay_scale=0.2, busy_429_count=1, retry_after_s=1) as w:
+        yield w
+
+
+def setup(tmp_path: Path, web: LocalWeb, delay_ms: int = 50) -> list[str]:
+    (tmp_path / "seeds.txt").write_text("\n".join(web.seeds()) + "\n")
+    (tmp_path / "fast.toml").write_text("flush_interval_ms = 50\nbackoff_base_ms = 100\n")
+    return ["crawl", "seeds.txt", "--db", "c.db", "--config", "fast.toml",
+            "--delay-ms", str(delay_ms)]  # fmt: skip
+
+
+def pages(db: Path) -> int:
+    if not db.exists():
+        return 0
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return int(conn.execute("SELECT count(*) FROM pages").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+    finally:
+        conn.close()
+
+
+def run_statuses(db: Path) -> list[str]:
+    conn = sqlite3.connect(db)
+    try:
+        return [s for (s,) in conn.execute("SELECT status FROM runs ORDER BY id")]
+    finally:
+        conn.close()
+
+
+def wait_for_pages(proc: subprocess.Popen[bytes], db: Path, count: int) -> None:
+    deadline = time.monotonic() + 60
+    while pages(db) < count:
+        assert proc.poll() is None, f"crawldeck exited early with {proc.returncode}"
+        assert time.monotonic() < deadline, "the crawl made no progress"
+        time.sleep(0.05)
+
+
+def test_no_terminal_runs_headless_and_says_so(tmp_path: Path, web: LocalWeb) -> None:
+    """Without ``--no-ui`` but with stdout to a file and stdin from /dev/null (cron,
+    nohup, ``> log``), the crawl runs to its end headless: no escape codes in the log."""
+    args = setup(tmp_path, web, delay_ms=5)
+    with (tmp_path / "log").open("wb") as log:
+        proc = subprocess.run(
+            [CRAWLDECK, *args], cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=log,
+            stderr=subprocess.PIPE, timeout=90, check=False,
+        )  # fmt: skip
+    err = proc.stderr.decode()
+    out = (tmp_path / "log").read_bytes()
+    assert proc.returncode == 0, err
+    assert err.count("running headless") == 1
+    assert b"\x1b[" not in out
+    assert b"crawl finished" in out
+    assert run_statuses(tmp_path / "c.db") == ["finished"]
+
+
+def test_sighup_stops_a_headless_crawl_cleanly(tmp_path: Path, web: LocalWeb) -> None:
+    args = [*setup(tmp_path, web), "--no-ui"]
+    proc = subprocess.Popen(
+        [CRAWLDECK, *args], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    wait_for_pages(proc, tmp_path / "c.db", 20)
+    proc.send_signal(signal.SIGHUP)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err.decode()
+    assert b"resume with:" in out
+    assert b"Traceback" not in err
+    assert run_statuses(tmp_path / "c.db") == ["stopped"]
+    conn = sqlite3.connect(tmp_path / "c.db")
+    queued = conn.execute("SELECT count(*) FROM frontier WHERE state = 'queued'").fetchone()[0]
+    conn.close()
+    assert queued > 0  # what was left is saved for the resume
+
+
+def test_sighup_is_ignored_under_nohup(tmp_path: Path, web: LocalWeb) -> None:
+    args = [*setup(tmp_path, web, delay_ms=5), "--no-ui"]
+    proc = subprocess.Popen(
+        ["nohup", CRAWLDECK, *args], cwd=tmp_path, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    wait_for_pages(proc, tmp_path / "c.db", 10)
+    proc.send_signal(signal.SIGHUP)
+    _, err = proc.communicate(timeout=90)
+    assert proc.returncode == 0, err.decode()
+    assert run_statuses(tmp_path / "c.db") == ["finished"]
+
+
+def test_sighup_stops_the_console_when_its_terminal_closes(tmp_path: Path, web: LocalWeb) -> None:
+    """The console on a real pty; the pty is closed (the terminal window goes away) and
+    SIGHUP arrives: the crawl is saved as ``stopped`` and the process exits 130."""
+    args = setup(tmp_path, web)
+    master, slave = pty.openpty()
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+    proc = subprocess.Popen(
+        [CRAWLDECK, *args], cwd=tmp_path, stdin=slave, stdout=slave, stderr=slave, env=env
+    )
+    os.close(slave)
+    try:
+        deadline = time.monotonic() + 60
+        while pages(tmp_path / "c.db") < 20:
+            assert proc.poll() is None, f"crawldeck exited early with {proc.returncode}"
+            assert time.monotonic() < deadline, "the crawl made no progress"
+            # keep the pty drained so the console never blocks on a full buffer
+            if select.select([master], [], [], 0.05)[0]:
+                with contextlib.suppress(OSError):
+                    os.read(master, 65536)
+    finally:
+        os.close(master)  # the terminal goes away ...
+    proc.send_signal(signal.SIGHUP)  # ... and the kernel's SIGHUP arrives
+    assert proc.wait(timeout=30) == 130
+    assert run_statuses(tmp_path / "c.db") == ["stopped"]
