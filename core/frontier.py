@@ -64,9 +64,15 @@ class FrontierEntry:
         depth: links followed from a seed (seed = 0).
         priority: front queue index, 0 = highest; out-of-range values are clamped
             to the nearest queue.
-        attempts: tries made so far (retries after 429/503/timeout).
-        redirects: dedupe keys of the redirect chain that led here, oldest first.
+        attempts: tries made so far, all runs (retries after 429/503/timeouts).
+        redirects: the URLs requested in the redirect chain that led here (3xx
+            Location or meta refresh), oldest first, exactly as sent.
         via: the URL of the page it was found on, or ``None`` for a seed.
+        cookies: ``(url, Set-Cookie value)`` of each cookie the chain's responses set,
+            oldest first: sent on within this chain only (``core.redirects``), never
+            stored.
+        spent_s: seconds its tries so far took, this run (a URL's total time is
+            bounded, see ``Engine``).
     """
 
     url: str
@@ -77,6 +83,8 @@ class FrontierEntry:
     attempts: int = 0
     redirects: tuple[str, ...] = ()
     via: str | None = None
+    cookies: tuple[tuple[str, str], ...] = ()
+    spent_s: float = 0.0
 
 
 class _Host:

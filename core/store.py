@@ -19,14 +19,16 @@ race with a second opener).
 
 Schema (version ``SCHEMA_VERSION``; the export contract of docs/architecture.md)::
 
-    pages     url (unique), final_url, host, depth, status, content_type, bytes,
-              elapsed_ms, fetched_at (TEXT, UTC), rendered (0/1), error, noindex (0/1)
+    pages     url (unique: the latest response), final_url, host, depth, status,
+              content_type, bytes, elapsed_ms, fetched_at (TEXT, UTC), rendered (0/1),
+              error, noindex (0/1)
     blocked   url (unique), host, reason, detail, at (TEXT, UTC)
     hosts     host (pk), ip, robots_status, robots_expires_at (REAL epoch s),
               crawl_delay_ms, delay_ms, backoff_attempts, backoff_until (REAL epoch s),
               pages_fetched, state
     frontier  key (pk), url, host, depth, priority, state, available_at (REAL epoch s),
-              attempts, redirects (JSON list of keys), via, seq (INTEGER insertion order)
+              attempts, redirects (JSON list of the URLs requested in the redirect chain
+              that led here), via, seq (INTEGER insertion order)
     links     from_url, to_url
     runs      id (pk), started_at (TEXT, UTC), finished_at (TEXT, UTC), status,
               config (JSON object)
@@ -50,6 +52,7 @@ import queue
 import sqlite3
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -182,7 +185,7 @@ class FrontierRow:
         key: the dedupe key (unique). url: the URL to request. host: its host key.
         depth: link hops from a seed. priority: front queue (0 = highest).
         state: one of ``FRONTIER_STATES``. available_at: not before this epoch second.
-        attempts: tries made so far. redirects: the dedupe keys of the redirect chain
+        attempts: tries made so far. redirects: the URLs requested in the redirect chain
         that led here (stored as a JSON list). via: the page it was found on, if any.
     """
 
@@ -196,6 +199,24 @@ class FrontierRow:
     attempts: int = 0
     redirects: tuple[str, ...] = ()
     via: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SeedOutcome:
+    """How one seed of the crawl ended (``Store.seed_outcomes``).
+
+    Attributes:
+        url: the seed as requested. state: its frontier state (``done``, ``failed``,
+        ``blocked``, ``queued``, ...). status: its page's HTTP status, ``None`` without
+        a page or a response. error: its page's error line, if any. blocked: the
+        ``blocked`` reason and detail (``"robots: ..."``) when it was refused.
+    """
+
+    url: str
+    state: str
+    status: int | None
+    error: str | None
+    blocked: str | None
 
 
 class Counts(TypedDict):
@@ -221,11 +242,19 @@ class Counts(TypedDict):
 _FRONTIER_COLUMNS: Final = (
     "key, url, host, depth, priority, state, available_at, attempts, redirects, via, seq"
 )
+#: A page replaces an earlier row of its URL (the latest response wins: a redirect
+#: chain that comes back to a URL with a cookie, a failed URL tried again).
 _SQL_PAGE: Final = (
-    "INSERT OR IGNORE INTO pages (url, final_url, host, depth, status, content_type,"
+    "INSERT INTO pages (url, final_url, host, depth, status, content_type,"
     " bytes, elapsed_ms, fetched_at, rendered, error, noindex)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (url) DO UPDATE SET final_url = excluded.final_url,"
+    " host = excluded.host, depth = excluded.depth, status = excluded.status,"
+    " content_type = excluded.content_type, bytes = excluded.bytes,"
+    " elapsed_ms = excluded.elapsed_ms, fetched_at = excluded.fetched_at,"
+    " rendered = excluded.rendered, error = excluded.error, noindex = excluded.noindex"
 )
+_SQL_OLD_PAGE: Final = "SELECT status, bytes FROM pages WHERE url = ?"
 #: Spilled rows by host, in seq order: a partial index, so rows in any other state
 #: (nearly all of them) cost it nothing; a row leaves it when its state changes.
 _SQL_SPILLED_INDEX: Final = (
@@ -237,6 +266,17 @@ _SQL_FRONTIER: Final = (
     f"INSERT OR IGNORE INTO frontier ({_FRONTIER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _SQL_STATE: Final = "UPDATE frontier SET state = ? WHERE key = ?"
+_SQL_NEXT_HOP: Final = (
+    "UPDATE frontier SET state = 'queued', url = ?, redirects = ?, attempts = 0 WHERE key = ?"
+)
+_SQL_PAGE_ERROR: Final = "UPDATE pages SET error = ? WHERE url = ?"
+#: Failed rows whose failure was transient (see ``Store.requeue_failed``).
+_SQL_TRANSIENT_FAILURES: Final = (
+    "SELECT f.key, f.url, f.host FROM frontier f JOIN pages p ON p.url = f.url"
+    " WHERE f.state = 'failed' AND (p.status = 429 OR p.status >= 500"
+    " OR p.error LIKE 'timeout:%' OR p.error LIKE 'connect:%'"
+    " OR p.error LIKE 'connection_lost:%' OR p.error LIKE 'dns_temporary:%')"
+)
 _SQL_MARK: Final = (
     "UPDATE frontier SET state = ?, attempts = coalesce(?, attempts),"
     " available_at = coalesce(?, available_at) WHERE key = ?"
@@ -470,6 +510,21 @@ _HOST: Final = 4
 _END_RUN: Final = 5
 _SYNC: Final = 6  # flush / begin_run: commit now and wake the caller
 _STOP: Final = 7
+_FAIL: Final = 8
+_REQUEUE: Final = 9  # requeue_failed: run now, commit, and wake the caller
+
+
+def _status_class(status: int | None) -> str:
+    """``2xx`` ... ``5xx`` for an HTTP status, ``error`` for none (``page_totals``)."""
+    return "error" if status is None else f"{status // 100}xx"
+
+
+def _requeue(conn: sqlite3.Connection) -> Counter[str]:
+    """``Store.requeue_failed`` in the writer's transaction: the requeued URLs per host."""
+    found = conn.execute(_SQL_TRANSIENT_FAILURES).fetchall()
+    conn.executemany(_SQL_STATE, [("queued", key) for key, _, _ in found])
+    conn.executemany("DELETE FROM pages WHERE url = ?", [(url,) for _, url, _ in found])
+    return Counter(host for _, _, host in found)
 
 
 class _Waiter:
@@ -479,7 +534,7 @@ class _Waiter:
 
     def __init__(self) -> None:
         self.event = threading.Event()
-        self.result: int | None = None
+        self.result: Any = None
 
 
 class Store:
@@ -525,6 +580,8 @@ class Store:
         self._pending_lock = threading.Lock()
         self._error: BaseException | None = None
         self._error_reported = False
+        self._blocked_added: Counter[str] = Counter()
+        self._pages_added: Counter[str] = Counter()
         self._closed = False
         self._lock_fd = self._acquire_lock()
         self._wconn: sqlite3.Connection | None = None
@@ -666,23 +723,36 @@ class Store:
         key: str,
         links: Sequence[tuple[str, str]],
         new_rows: Sequence[FrontierRow],
-        state: Literal["done", "failed"],
+        state: Literal["done", "failed", "queued"],
+        next_url: str | None = None,
+        redirects: Sequence[str] = (),
     ) -> None:
         """Queue one fetched page as ONE atomic operation.
 
         Args:
-            page: the ``pages`` row (a second page with the same ``url`` is dropped).
+            page: the ``pages`` row (it replaces an earlier row of the same ``url``:
+                the latest response wins).
             key: the dedupe key of the fetched URL; its frontier row gets ``state``.
             links: ``(from_url, to_url)`` edges for ``links``.
             new_rows: frontier rows the page adds (INSERT OR IGNORE).
-            state: ``done`` or ``failed``.
+            state: ``done`` or ``failed``; or ``queued`` when the page was a redirect
+                hop to another spelling of the same resource (same ``key``): the row
+                then stays queued with ``url = next_url`` and ``redirects`` (the chain
+                so far), so a kill before the next hop resumes from there.
+            next_url: the next hop's URL (required with ``queued``, else ignored).
+            redirects: the URLs requested in the chain so far (with ``queued``).
 
         Raises:
-            StoreError: ``state`` is not ``done``/``failed``; see also the class.
+            StoreError: ``state`` is not ``done``/``failed``/``queued``, or ``queued``
+                without ``next_url``; see also the class.
         """
         self._check()
-        if state not in ("done", "failed"):
-            raise StoreError(f"record_page: state must be 'done' or 'failed', got {state!r}")
+        if state not in ("done", "failed", "queued"):
+            raise StoreError(
+                f"record_page: state must be 'done', 'failed' or 'queued', got {state!r}"
+            )
+        if state == "queued" and not next_url:
+            raise StoreError("record_page: state 'queued' needs next_url")
         rows = tuple(new_rows)
         seq = self._next_seq
         if rows:
@@ -690,7 +760,65 @@ class Store:
             with self._pending_lock:
                 self._pending.update([row.key for row in rows])
             self._next_seq = seq + len(rows)
-        self._queue.put((_PAGE, page, key, tuple(links), rows, seq, state))
+        hop = (next_url, _encode_json(list(redirects))) if state == "queued" else None
+        self._queue.put((_PAGE, page, key, tuple(links), rows, seq, state, hop))
+
+    def fail_urls(self, urls: Sequence[tuple[str, str]], error: str) -> None:
+        """Queue marking each ``(key, url)`` failed: its frontier row (by ``key``) gets
+        state ``failed`` and its ``pages`` row (by ``url``), if any, ``error``.
+
+        For the hops of a redirect chain that ended without a page (a loop, too many
+        hops, a growing URL): they were recorded as 3xx pages and are failed with the
+        chain's reason, not done.
+
+        Raises:
+            StoreError: see the class.
+        """
+        self._check()
+        if urls:
+            self._queue.put((_FAIL, tuple(urls), error))
+
+    def requeue_failed(self) -> dict[str, int]:
+        """Put the URLs that failed transiently back in the queue; block until committed.
+
+        A failed frontier row whose page got a 429 or 5xx status, or no response for a
+        transient reason (``pages.error`` starting ``timeout:``, ``connect:``,
+        ``connection_lost:`` or ``dns_temporary:``), goes back to ``queued`` with its
+        ``attempts`` kept, and its ``pages`` row is deleted (the next try writes a new
+        one). Deterministic failures (4xx, ``protocol:``, ``parse_timeout:``, redirect
+        loops) stay failed. For rerunning a finished crawl (``Engine`` does this when it
+        resumes).
+
+        Returns:
+            the requeued URLs per host key (empty when none).
+
+        Raises:
+            StoreError: see the class.
+        """
+        self._check()
+        waiter = _Waiter()
+        self._queue.put((_REQUEUE, waiter))
+        self._wait(waiter)
+        requeued: Counter[str] = waiter.result
+        return dict(requeued)
+
+    def pages_added(self) -> dict[str, int]:
+        """What the ``pages`` rows committed since this store was opened changed: keys
+        ``pages`` (rows added; a page that replaces its URL's row adds none), ``bytes``
+        and the status classes (``2xx`` ... ``5xx``, ``error``; a replaced row's class
+        counts -1). With ``counts()`` and ``page_totals()`` at open, the exact totals of
+        the table, as ``page_totals`` computes them.
+        """
+        with self._pending_lock:
+            return dict(self._pages_added)
+
+    def blocked_added(self) -> dict[str, int]:
+        """Rows added to ``blocked`` since this store was opened, by reason, counted as
+        they are committed (a repeat of a blocked URL adds none): with the counts from
+        ``counts()`` at open, the exact per-reason totals of the table.
+        """
+        with self._pending_lock:
+            return dict(self._blocked_added)
 
     def record_blocked(self, rec: BlockedRecord) -> None:
         """Queue a refused URL (INSERT OR IGNORE on ``url``: the first reason is kept).
@@ -751,8 +879,7 @@ class Store:
         waiter = _Waiter()
         self._queue.put((_SYNC, waiter, (self._clock(), text)))
         self._wait(waiter)
-        assert waiter.result is not None
-        return waiter.result
+        return int(waiter.result)
 
     def end_run(self, run_id: int, status: str) -> None:
         """Queue the end of run ``run_id``: ``finished_at`` = now, ``status`` (e.g. ``finished``).
@@ -815,6 +942,8 @@ class Store:
                     return
                 continue
             keys: list[str] = []
+            blocked: Counter[str] = Counter()
+            totals: Counter[str] = Counter()
             waiters: list[_Waiter] = []
             stop = False
             try:
@@ -826,6 +955,10 @@ class Store:
                     if kind == _STOP:
                         stop = True
                         break
+                    if kind == _REQUEUE:
+                        waiters.append(op[1])
+                        op[1].result = _requeue(conn)
+                        break
                     if kind == _SYNC:
                         waiters.append(op[1])
                         if op[2] is not None:
@@ -834,7 +967,7 @@ class Store:
                             cur = conn.execute(_SQL_BEGIN_RUN, (to_iso_utc(started_at), text))
                             op[1].result = cur.lastrowid
                         break
-                    apply(conn, op, keys)
+                    apply(conn, op, keys, blocked, totals)
                     count += 1
                     if count >= MAX_BATCH_OPS:
                         break
@@ -852,18 +985,35 @@ class Store:
                     with contextlib.suppress(sqlite3.Error):
                         conn.execute("ROLLBACK")
             else:
-                if keys:
+                if keys or blocked or totals:
                     with self._pending_lock:
                         self._pending.difference_update(keys)
+                        self._blocked_added.update(blocked)
+                        self._pages_added.update(totals)
             for waiter in waiters:
                 waiter.event.set()
             if stop:
                 return
 
-    def _apply(self, conn: sqlite3.Connection, op: tuple[Any, ...], keys: list[str]) -> None:
+    def _apply(
+        self,
+        conn: sqlite3.Connection,
+        op: tuple[Any, ...],
+        keys: list[str],
+        blocked: Counter[str],
+        totals: Counter[str],
+    ) -> None:
         kind = op[0]
         if kind == _PAGE:
-            _, page, key, links, rows, seq, state = op
+            _, page, key, links, rows, seq, state, hop = op
+            old = conn.execute(_SQL_OLD_PAGE, (page.url,)).fetchone()
+            if old is None:
+                totals["pages"] += 1
+            else:
+                totals[_status_class(old[0])] -= 1
+                totals["bytes"] -= old[1] or 0
+            totals[_status_class(page.status)] += 1
+            totals["bytes"] += page.bytes
             conn.execute(
                 _SQL_PAGE,
                 (
@@ -885,16 +1035,25 @@ class Store:
                 conn.executemany(_SQL_LINK, links)
             if rows:
                 _insert_frontier(conn, rows, seq, keys)
-            conn.execute(_SQL_STATE, (state, key))
+            if hop is None:
+                conn.execute(_SQL_STATE, (state, key))
+            else:
+                conn.execute(_SQL_NEXT_HOP, (*hop, key))
+        elif kind == _FAIL:
+            _, pairs, error = op
+            conn.executemany(_SQL_STATE, [("failed", k) for k, _ in pairs])
+            conn.executemany(_SQL_PAGE_ERROR, [(error, u) for _, u in pairs])
         elif kind == _ENQUEUE:
             _insert_frontier(conn, op[1], op[2], keys)
         elif kind == _MARK:
             conn.execute(_SQL_MARK, op[1:])
         elif kind == _BLOCKED:
             rec: BlockedRecord = op[1]
-            conn.execute(
+            cur = conn.execute(
                 _SQL_BLOCKED, (rec.url, rec.host, rec.reason, rec.detail, to_iso_utc(rec.at))
             )
+            if cur.rowcount == 1:  # a repeat of a blocked URL is ignored: not counted
+                blocked[rec.reason] += 1
         elif kind == _HOST:
             h: HostRecord = op[1]
             conn.execute(
@@ -1081,6 +1240,30 @@ class Store:
             mix[str(label)] = int(n)
         return mix, int(self._scalar("SELECT coalesce(sum(bytes), 0) FROM pages"))
 
+    def ok_pages(self) -> int:
+        """Committed pages with a 2xx status (the crawl got something), all runs.
+
+        Raises:
+            StoreError: see the class.
+        """
+        return int(self._scalar("SELECT count(*) FROM pages WHERE status BETWEEN 200 AND 299"))
+
+    def seed_outcomes(self, limit: int = 20) -> list[SeedOutcome]:
+        """How the crawl's seeds ended (frontier rows of depth 0 not reached by a
+        redirect), the first ``limit`` in insertion order.
+
+        Raises:
+            StoreError: see the class.
+        """
+        rows = self._stream(
+            "SELECT f.url, f.state, p.status, p.error, b.reason || ': ' || b.detail"
+            " FROM frontier f LEFT JOIN pages p ON p.url = f.url"
+            " LEFT JOIN blocked b ON b.url = f.url"
+            " WHERE f.depth = 0 AND f.via IS NULL ORDER BY f.seq LIMIT ?",
+            (limit,),
+        )
+        return [SeedOutcome(*row) for row in rows]
+
     def has_crawl(self) -> bool:
         """Whether the file already holds a crawl (any committed frontier row): resume.
 
@@ -1100,6 +1283,7 @@ __all__ = [
     "FrontierState",
     "HostRecord",
     "PageRecord",
+    "SeedOutcome",
     "Store",
     "check_header",
     "check_schema",
