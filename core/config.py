@@ -76,12 +76,16 @@ class CrawlConfig:
         bucket_rate_per_s: a cap on each host's long-run rate in requests/s;
             ``None``: one token per politeness delay.
         adaptive_delay_factor: delay >= this x the last response time (0 turns it off).
-        max_delay_ms: cap on the adaptive and Crawl-delay parts of the delay.
+        max_delay_ms: cap on the adaptive, Crawl-delay and learnt (429/503) parts of
+            the delay.
         backoff_base_ms, backoff_max_ms: backoff on 429/503 is
             ``min(max, base x 2^(attempt-1))`` plus jitter up to half of it.
         retry_after_max_s: a Retry-After longer than this is cut to it.
         demote_after_s: a host in continuous backoff this long drops to the
             lowest-priority front queue.
+        park_after_backoffs: a host whose last this-many responses were all 429, 503
+            or none (timeout, lost connection) is parked (8: with the defaults the
+            waits before the 8th add up to 2.5-3.3 minutes, where demotion takes 1 h).
         max_retries: further tries of a URL after 429/503, a timeout or a lost
             connection; then the URL is recorded as failed.
         max_per_host: URLs admitted per host (reason ``host_cap`` beyond).
@@ -176,6 +180,7 @@ class CrawlConfig:
     backoff_max_ms: int = 60_000
     retry_after_max_s: int = 3600
     demote_after_s: int = 3600
+    park_after_backoffs: int = 8
     max_retries: int = 5
     max_per_host: int = 500_000
     max_url_length: int = 2048
@@ -240,6 +245,7 @@ _MIN_VALUES: dict[str, float] = {
     "backoff_max_ms": 1,
     "retry_after_max_s": 0,
     "demote_after_s": 1,
+    "park_after_backoffs": 1,
     "max_retries": 0,
     "max_per_host": 1,
     "frontier_window": 10,

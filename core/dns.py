@@ -2,10 +2,13 @@
 address policy that decides which addresses may be connected to.
 
 * ``DnsCache`` resolves names with c-ares (aiodns ``query_dns``, A and AAAA), never
-  with a blocking ``getaddrinfo``. It keeps an LRU cache keyed by name; each answer
-  lives for its TTL clamped to ``[dns_min_ttl_s, dns_max_ttl_s]``. NXDOMAIN and NODATA
-  are cached too (RFC 2308 §5: for the SOA minimum when the resolver gives it, clamped
-  the same way, else ``dns_negative_ttl_s``). Concurrent lookups of one name share one query; a
+  with a blocking ``getaddrinfo``. A positive answer wins: the addresses of whichever
+  family gave some are used, and a name is not found only when both A and AAAA say
+  NXDOMAIN or NODATA (RFC 4074 §4.2: some servers answer NXDOMAIN to AAAA alone).
+  It keeps an LRU cache keyed by name; each answer lives for its TTL clamped to
+  ``[dns_min_ttl_s, dns_max_ttl_s]``. NXDOMAIN and NODATA are cached too (RFC 2308
+  §5: for the SOA minimum when the resolver gives it, clamped the same way, else
+  ``dns_negative_ttl_s``). Concurrent lookups of one name share one query; a
   semaphore caps the queries in flight (``dns_max_in_flight``). Timeouts, SERVFAIL
   and REFUSED are retried ``dns_retries`` times with backoff and are never cached
   (RFC 2308 §7.1 allows it for 5 min at most; the engine's per-host backoff is the
@@ -176,6 +179,21 @@ class AiodnsResolver:
         await self._resolver.close()
 
 
+def _not_found_message(name: str, answers: Sequence[tuple[RecordType, Answer]]) -> str:
+    """The ``DnsNotFound`` message for negative answers (``nodata``/``nxdomain``),
+    e.g. ``"x.test: no A or AAAA record (A: NODATA, AAAA: NXDOMAIN)"`` (A first)."""
+    statuses = {answer.status for _, answer in answers}
+    if statuses == {"nxdomain"}:
+        return f"{name}: no such domain (NXDOMAIN)"
+    if statuses == {"nodata"}:
+        return f"{name}: no A or AAAA record (NODATA)"
+    each = ", ".join(
+        f"{rtype}: {answer.status.upper()}"
+        for rtype, answer in sorted(answers, key=lambda pair: pair[0])
+    )
+    return f"{name}: no A or AAAA record ({each})"
+
+
 # ------------------------------------------------------------------- the cache
 
 
@@ -241,6 +259,10 @@ class DnsCache:
         clock: wall-clock epoch seconds (entries expire by it).
         resolver_factory: makes the ``Resolver`` on first use, inside the event loop;
             default: ``AiodnsResolver(config.dns_nameservers, dns_timeout_ms / 1000)``.
+
+    A and AAAA are asked at once. The addresses of either family are the answer even
+    when the other said NXDOMAIN, NODATA or failed; the name is not found
+    (``DnsNotFound``) only when both said NXDOMAIN or NODATA (``_query_both``).
 
     Use ``await resolve(host)``; ``cached(host)`` and ``pinned(host)`` read without
     I/O (console, ``hosts`` table, per-IP politeness). ``await aclose()`` at the end.
@@ -341,11 +363,11 @@ class DnsCache:
             A non-empty list of address strings (a new list: the caller may change it).
 
         Raises:
-            DnsNotFound: NXDOMAIN, or neither A nor AAAA records (NODATA); cached for
-                the negative TTL (RFC 2308 §5).
-            DnsTemporaryFailure: every try timed out or got SERVFAIL/REFUSED/a broken
-                reply (``1 + dns_retries`` tries, ``RETRY_BASE_S x 2^n`` apart); or
-                the cache was closed.
+            DnsNotFound: both A and AAAA said NXDOMAIN or NODATA (either one's
+                addresses are an answer); cached for the negative TTL (RFC 2308 §5).
+            DnsTemporaryFailure: no family gave addresses and, on every try, one
+                timed out or got SERVFAIL/REFUSED/a broken reply (``1 + dns_retries``
+                tries, ``RETRY_BASE_S x 2^n`` apart); or the cache was closed.
         """
         name = bare_host(host)
         fixed = self._fixed(name)
@@ -416,24 +438,45 @@ class DnsCache:
         raise DnsTemporaryFailure(f"{last} ({tries} tries)")
 
     async def _query_both(self, name: str) -> tuple[str, ...]:
-        """Ask A and AAAA at once; cache and return the addresses, or cache NXDOMAIN/NODATA."""
+        """Ask A and AAAA at once; a positive answer of either family wins.
+
+        Per family the outcome is ``ok``, ``nodata``, ``nxdomain`` or a temporary
+        failure; over the pair (A x AAAA):
+
+        * any ``ok``: the addresses of the families that gave some (preferred family
+          first), cached for their least TTL (clamped), whatever the other family said
+          (NODATA, NXDOMAIN or a temporary failure);
+        * else any temporary failure: ``DnsTemporaryFailure``, not cached (that family
+          is unknown, so the name is not known to be dead);
+        * else (each family ``nodata`` or ``nxdomain``): ``DnsNotFound``, cached for the
+          least negative TTL given (RFC 2308 §5), else ``dns_negative_ttl_s``.
+
+        NXDOMAIN says the name has no records of any type (RFC 2308 §2.1), so NXDOMAIN
+        to AAAA beside an address for A is a server contradicting itself: RFC 4074 §4.2
+        names that misbehaviour, and dnsmasq shows it (``--address=/name/IPv4`` under
+        ``--local``). The address is the evidence that counts, as for Happy Eyeballs
+        (RFC 8305 §3: connect with whichever family answered with addresses).
+
+        Raises:
+            DnsNotFound: both families said NXDOMAIN or NODATA.
+            DnsTemporaryFailure: no family gave addresses and one failed temporarily.
+        """
         v4, v6 = await asyncio.gather(
             self._query(name, "A"), self._query(name, "AAAA"), return_exceptions=True
         )
-        answers: list[Answer] = []
-        failure: BaseException | None = None
-        for item in (v6, v4) if self._prefer_v6 else (v4, v6):
+        pairs: list[tuple[RecordType, Answer | BaseException]] = [("A", v4), ("AAAA", v6)]
+        if self._prefer_v6:
+            pairs.reverse()
+        answers: list[tuple[RecordType, Answer]] = []
+        failure: DnsTemporaryFailure | None = None
+        for rtype, item in pairs:
             if isinstance(item, Answer):
-                answers.append(item)
+                answers.append((rtype, item))
             elif isinstance(item, DnsTemporaryFailure):
                 failure = failure or item
             else:
                 raise item  # a bug or a cancellation: not a DNS fact
-        if any(a.status == "nxdomain" for a in answers):
-            ttl = next((a.ttl_s for a in answers if a.status == "nxdomain"), None)
-            self._store_negative(name, f"{name}: no such domain (NXDOMAIN)", ttl)
-            raise DnsNotFound(f"{name}: no such domain (NXDOMAIN)")
-        found = [a for a in answers if a.status == "ok"]
+        found = [answer for _, answer in answers if answer.status == "ok"]
         if found:
             addresses = tuple(dict.fromkeys(addr for a in found for addr in a.addresses))
             ttls = [a.ttl_s for a in found if a.ttl_s is not None]
@@ -441,11 +484,10 @@ class DnsCache:
             return addresses
         if failure is not None:
             raise failure
-        ttls = [a.ttl_s for a in answers if a.ttl_s is not None]
-        self._store_negative(
-            name, f"{name}: no A or AAAA record (NODATA)", min(ttls) if ttls else None
-        )
-        raise DnsNotFound(f"{name}: no A or AAAA record (NODATA)")
+        message = _not_found_message(name, answers)
+        ttls = [a.ttl_s for _, a in answers if a.ttl_s is not None]
+        self._store_negative(name, message, min(ttls) if ttls else None)
+        raise DnsNotFound(message)
 
     async def _query(self, name: str, rtype: RecordType) -> Answer:
         """One question through the in-flight cap."""

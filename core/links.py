@@ -15,9 +15,33 @@ Rules applied (sources):
 - ``<meta name="robots">`` and ``<meta name="TOKEN">`` (names case-insensitive) and the
   ``X-Robots-Tag`` header (Google's robots meta tag specification, also honoured by
   Bing): ``nofollow`` or ``none`` -> no links; ``noindex`` or ``none`` -> ``noindex``.
-- Encoding: a byte-order mark, else the ``charset`` of ``Content-Type``, else a
-  ``<meta charset>`` in the first 1024 bytes, else UTF-8 (HTML Standard, "encoding
-  sniffing"); undecodable bytes become U+FFFD. Nothing here raises on bad input.
+- ``Extracted.refresh``: the target of a refresh (``parse_refresh``), from the first
+  ``<meta http-equiv="refresh" content>`` (keyword ASCII case-insensitive, anywhere in
+  the document, HTML Standard "refresh" pragma) whose ``content`` parses, else from the
+  ``Refresh`` response header (same syntax; HTML Standard "initialise the document
+  object" and its registration in §16). The standard looks at the header first and
+  Chromium keeps whichever refresh has the shorter delay; here the markup's refresh
+  wins when both are present (a page that has both almost always repeats one target).
+  A ``<meta>`` inside ``<noscript>`` is ignored, as by a browser with scripting on
+  (there ``<noscript>`` holds text, not elements) and by Scrapy since 2.11.2
+  (``METAREFRESH_IGNORE_TAGS = ["noscript"]``): anti-bot pages put a refresh to a
+  "enable JavaScript" page there. ``<template>`` content is inert and not looked at.
+  ``refresh`` is ``None`` for a reload (no URL, an empty one, or one that resolves to
+  the page itself) and when the delay is over ``REFRESH_MAX_DELAY_S`` (100 s, Scrapy's
+  ``METAREFRESH_MAXDELAY``): a page that refreshes after minutes is an auto-reloading
+  page (news, dashboards), not a redirect. ``nofollow`` does not clear it: a refresh is
+  a redirect, not a link.
+- Encoding (HTML Standard §13.2.3, "determining the character encoding"): a byte-order
+  mark, else the ``charset`` of ``Content-Type``, else a ``<meta charset>`` (or
+  ``http-equiv=content-type``) in the first 1024 bytes, UTF-16 there read as UTF-8,
+  else UTF-8. Labels are read as the Encoding Standard (§4.2) maps them
+  (``w3lib.encoding.resolve_encoding``: ``iso-8859-1`` and ``ascii`` are windows-1252,
+  ``shift_jis`` is cp932, ``euc-kr`` is cp949, ``gb2312``/``gbk`` are gb18030, ``big5``
+  is Big5-HKSCS); a label that names no Encoding Standard encoding (``utf-32``,
+  ``utf-7``, ``base64``, ``punycode``, EBCDIC) is ignored like an unknown one. The
+  body is decoded in Python with ``errors="replace"`` (invalid bytes become U+FFFD,
+  one per maximal invalid subsequence, as in a browser) and lexbor parses the text,
+  so no invalid byte can take the markup after it. Nothing here raises on bad input.
 """
 
 from __future__ import annotations
@@ -26,25 +50,69 @@ import codecs
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urldefrag, urljoin, urlsplit
 
 from multidict import MultiMapping
-from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+from w3lib.encoding import html_body_declared_encoding, resolve_encoding
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 #: One selection in document order; rel=nofollow is filtered by lexbor, not in Python.
 _SELECTOR = (
-    "base[href], meta[name][content], "
+    "base[href], meta[name][content], meta[http-equiv][content], "
     "a[href]:not([rel~=nofollow i]), area[href]:not([rel~=nofollow i])"
 )
 _WS = " \t\n\r\f"  # ASCII whitespace, stripped from URLs by the HTML Standard
-_BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+#: What the URL parser strips around a URL string: C0 controls and space (WHATWG URL).
+_C0_SPACE = "".join(chr(c) for c in range(0x21))
+_DIGITS = "0123456789"
+#: Byte-order marks and the codec each announces (HTML Standard "BOM sniff").
+_BOMS = (
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+#: Python codecs (canonical names) of the Encoding Standard's encodings (§4.2, "Names
+#: and labels"); ``replacement`` and ``x-user-defined`` have none.
+_WHATWG_CODECS = frozenset(
+    codecs.lookup(name).name
+    for name in (
+        "utf-8", "cp866", "iso8859-2", "iso8859-3", "iso8859-4", "iso8859-5", "iso8859-6",
+        "iso8859-7", "iso8859-8", "iso8859-10", "iso8859-13", "iso8859-14", "iso8859-15",
+        "iso8859-16", "koi8-r", "koi8-u", "mac-roman", "cp874", "cp1250", "cp1251",
+        "cp1252", "cp1253", "cp1254", "cp1255", "cp1256", "cp1257", "cp1258",
+        "mac-cyrillic", "gb18030", "big5hkscs", "euc_jp", "iso2022_jp", "cp932", "cp949",
+        "utf-16-le", "utf-16-be",
+    )
+)  # fmt: skip
+#: Encoding Standard labels that ``resolve_encoding`` does not know.
+_EXTRA_LABELS = {
+    "iso-8859-8-i": "iso8859-8",
+    "csiso88598i": "iso8859-8",
+    "logical": "iso8859-8",
+    "x-mac-cyrillic": "mac-cyrillic",
+    "x-mac-ukrainian": "mac-cyrillic",
+    "x-mac-roman": "mac-roman",
+    "unicode-1-1-utf-8": "utf-8",
+    "unicode11utf8": "utf-8",
+    "unicode20utf8": "utf-8",
+    "x-unicode20utf8": "utf-8",
+    "unicode": "utf-16-le",
+    "ucs-2": "utf-16-le",
+    "csunicode": "utf-16-le",
+    "iso-10646-ucs-2": "utf-16-le",
+    "unicodefeff": "utf-16-le",
+    "unicodefffe": "utf-16-be",
+}
+#: The longest refresh delay taken as a redirect (Scrapy's ``METAREFRESH_MAXDELAY``).
+REFRESH_MAX_DELAY_S = 100
+#: The response headers ``extract_links`` reads (lowercase); a caller that sends the
+#: headers elsewhere (``core.parse``) needs to send only these.
+HEADERS_USED = ("content-type", "x-robots-tag", "refresh")
 #: X-Robots-Tag directives that carry their own ``name: value`` (not an agent prefix).
 _VALUED = frozenset({"unavailable_after", "max-snippet", "max-image-preview", "max-video-preview"})
 _AGENT = re.compile(r"[a-z0-9_-]+")
 _META_SPLIT = re.compile(r"[\s,]+")
-#: Labels the HTML Standard maps to windows-1252, which Python's codecs do not.
-_WINDOWS_1252 = frozenset({"latin_1", "ascii", "iso8859-1", "us-ascii"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,12 +126,17 @@ class Extracted:
             the page URL, or the page URL.
         nofollow: meta robots / X-Robots-Tag said ``nofollow`` or ``none``.
         noindex: meta robots / X-Robots-Tag said ``noindex`` or ``none``.
+        refresh: the raw URL a meta refresh (else a ``Refresh`` header) sends the
+            page to, surrounding C0 controls and spaces stripped, to be resolved
+            against ``base`` like ``links``; ``None`` when there is none, it is a
+            reload, or its delay is over ``REFRESH_MAX_DELAY_S`` (module docstring).
     """
 
     links: list[str]
     base: str
     nofollow: bool
     noindex: bool
+    refresh: str | None = None
 
 
 def is_html(content_type: str) -> bool:
@@ -117,30 +190,149 @@ def robots_tags(headers: Mapping[str, str], token: str) -> frozenset[str]:
     return frozenset(out)
 
 
+def _codec(label: str) -> str | None:
+    """The Python codec of an Encoding Standard label (§4.2), or ``None``.
+
+    ``"ISO-8859-1"`` -> ``"cp1252"``, ``"x-sjis"`` -> ``"cp932"``, ``"utf-16"`` ->
+    ``"utf-16-le"``; ``"utf-32"``, ``"base64"``, ``"no-such"`` -> ``None``.
+    """
+    key = label.strip().strip("\"'").strip().lower()
+    if not key:
+        return None
+    name = _EXTRA_LABELS.get(key) or resolve_encoding(key)
+    return _whatwg(name)
+
+
+def _whatwg(name: str | None) -> str | None:
+    """``name`` (a Python codec name) canonical, when it is an Encoding Standard
+    encoding; ``utf-16`` is UTF-16LE there. Else ``None``."""
+    if name is None:
+        return None
+    try:
+        canonical = codecs.lookup(name).name
+    except LookupError:
+        return None
+    if canonical == "utf-16":
+        return "utf-16-le"
+    return canonical if canonical in _WHATWG_CODECS else None
+
+
 def _charset(headers: Mapping[str, str]) -> str | None:
-    """The Python codec name of the ``charset`` in Content-Type, or ``None``."""
+    """The Python codec of the first ``charset`` in Content-Type, or ``None``."""
     for value in _header_values(headers, "content-type"):
         for param in value.split(";")[1:]:
             name, _, label = param.partition("=")
             if name.strip().lower() == "charset":
-                try:
-                    return codecs.lookup(label.strip().strip("\"'")).name
-                except LookupError:
-                    return None
+                return _codec(label)
     return None
 
 
-def _parser(body: bytes, headers: Mapping[str, str]) -> LexborHTMLParser:
-    """The parsed document, decoded per the HTML Standard's order (see module)."""
-    if not body.startswith(_BOMS):
-        charset = _charset(headers)
-        if charset is not None and charset != "utf-8":
-            if charset in _WINDOWS_1252:
-                charset = "cp1252"
-            return LexborHTMLParser(body.decode(charset, errors="replace"))
-        if charset == "utf-8":
-            return LexborHTMLParser(body)
-    return LexborHTMLParser(body, encoding=True)
+def decode(body: bytes, headers: Mapping[str, str]) -> str:
+    """``body`` as text, in the encoding the HTML Standard picks (module docstring).
+
+    Invalid byte sequences become U+FFFD (``errors="replace"``), so the text after
+    them is kept. Never raises.
+    """
+    for bom, bom_codec in _BOMS:
+        if body.startswith(bom):
+            return body[len(bom) :].decode(bom_codec, errors="replace")
+    codec = _charset(headers)
+    if codec is None:
+        declared = _whatwg(html_body_declared_encoding(body[:1024]))
+        # The prescan reads a UTF-16 declaration as UTF-8 (HTML Standard §13.2.3.2).
+        codec = "utf-8" if declared is None or declared.startswith("utf-16") else declared
+    return body.decode(codec, errors="replace")
+
+
+def parse_refresh(content: str) -> tuple[int, str | None] | None:
+    """A refresh declaration (``<meta http-equiv=refresh content>``, ``Refresh``
+    header) read by the HTML Standard's "shared declarative refresh steps".
+
+    Returns ``(delay_s, url)``: the whole seconds of the delay (digits; dots and the
+    digits after them are read and ignored, so ``"1.5"`` is 1 and ``".5"`` is 0) and
+    the raw URL (C0 controls and spaces around it stripped), ``None`` when the
+    declaration has none (a reload). Returns ``None`` when ``content`` declares no
+    refresh at all (no delay, or junk after it), so that a later declaration counts.
+
+    ``"0; URL='/next'"``, ``"0;url=/next"``, ``"0, /next"``, ``"0 /next"``,
+    ``"5;URL = \"/next"`` (unterminated quote: to the end) -> ``(d, "/next")``;
+    ``"0; url"`` -> ``(0, "url")`` (no ``=``: ``url`` is the URL); ``"30"`` ->
+    ``(30, None)``; ``"soon"``, ``"-1; url=/x"`` -> ``None``. Never raises.
+    """
+    n = len(content)
+    pos = _skip_ws(content, 0)
+    start = pos
+    while pos < n and content[pos] in _DIGITS:
+        pos += 1
+    if pos == start and (pos >= n or content[pos] != "."):
+        return None
+    delay = int(content[start:pos]) if pos > start else 0
+    while pos < n and (content[pos] in _DIGITS or content[pos] == "."):
+        pos += 1
+    if pos < n:
+        if content[pos] not in ";," and content[pos] not in _WS:
+            return None
+        pos = _skip_ws(content, pos)
+        if pos < n and content[pos] in ";,":
+            pos += 1
+        pos = _skip_ws(content, pos)
+    if pos >= n:
+        return delay, None
+    url = content[pos:]
+    i = 0
+    if url[0] in "Uu":
+        if url[1:2] not in ("R", "r") or url[2:3] not in ("L", "l"):
+            return delay, _url_or_none(url)
+        i = _skip_ws(url, 3)
+        if url[i : i + 1] != "=":
+            return delay, _url_or_none(url)
+        i = _skip_ws(url, i + 1)
+    quote = url[i : i + 1]
+    if quote in ("'", '"'):
+        url = url[i + 1 :]
+        end = url.find(quote)
+        if end >= 0:
+            url = url[:end]
+    else:
+        url = url[i:]
+    return delay, _url_or_none(url)
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    """The first index at or after ``pos`` that is not ASCII whitespace."""
+    while pos < len(text) and text[pos] in _WS:
+        pos += 1
+    return pos
+
+
+def _url_or_none(url: str) -> str | None:
+    """``url`` stripped as the URL parser strips it; ``None`` when nothing is left."""
+    return url.strip(_C0_SPACE) or None
+
+
+def _in_noscript(node: LexborNode) -> bool:
+    """Whether ``node`` has a ``<noscript>`` ancestor."""
+    parent = node.parent
+    while parent is not None:
+        if parent.tag == "noscript":
+            return True
+        parent = parent.parent
+    return False
+
+
+def _refresh_target(declared: tuple[int, str | None] | None, base: str, url: str) -> str | None:
+    """The target of a parsed refresh, or ``None`` for none, a reload or a long delay."""
+    if declared is None:
+        return None
+    delay, target = declared
+    if target is None or delay > REFRESH_MAX_DELAY_S:
+        return None
+    try:
+        if urldefrag(urljoin(base, target)).url == urldefrag(url).url:
+            return None
+    except ValueError:
+        pass
+    return target
 
 
 def extract_links(body: bytes, url: str, headers: Mapping[str, str], token: str) -> Extracted:
@@ -149,7 +341,8 @@ def extract_links(body: bytes, url: str, headers: Mapping[str, str], token: str)
     Args:
         body: the (possibly truncated) response body, any encoding.
         url: the page URL (absolute), the base when there is no usable ``<base href>``.
-        headers: the response headers (``Content-Type`` charset, ``X-Robots-Tag``).
+        headers: the response headers (``Content-Type`` charset, ``X-Robots-Tag``,
+            ``Refresh``: ``HEADERS_USED``).
         token: our robots product token (``config.robots_token``) for
             ``<meta name="TOKEN">`` and ``X-Robots-Tag: TOKEN: ...``.
 
@@ -162,8 +355,9 @@ def extract_links(body: bytes, url: str, headers: Mapping[str, str], token: str)
     tok = token.strip().lower()
     base: str | None = None
     hrefs: list[str] = []
+    refresh: tuple[int, str | None] | None = None
     try:
-        nodes = _parser(body, headers).css(_SELECTOR)
+        nodes = LexborHTMLParser(decode(body, headers)).css(_SELECTOR)
     except Exception:  # selectolax on pathological input: no links rather than a crash
         nodes = []
     for node in nodes:
@@ -174,18 +368,31 @@ def extract_links(body: bytes, url: str, headers: Mapping[str, str], token: str)
                 hrefs.append(href)
         elif tag == "meta":
             attrs = node.attrs
+            content = attrs.get("content") or ""
             name = (attrs.get("name") or "").strip().lower()
             if name == "robots" or name == tok:
-                tags |= frozenset(_META_SPLIT.split((attrs.get("content") or "").lower()))
+                tags |= frozenset(_META_SPLIT.split(content.lower()))
+            if (
+                refresh is None
+                and (attrs.get("http-equiv") or "").lower() == "refresh"
+                and not _in_noscript(node)
+            ):
+                refresh = parse_refresh(content)
         elif base is None:  # the first <base href>
             base = node.attrs.get("href") or ""
+    if refresh is None:
+        for value in _header_values(headers, "refresh"):
+            refresh = parse_refresh(value)
+            break
     nofollow = "nofollow" in tags or "none" in tags
     noindex = "noindex" in tags or "none" in tags
+    resolved = _resolve_base(url, base)
     return Extracted(
         links=[] if nofollow else list(dict.fromkeys(hrefs)),
-        base=_resolve_base(url, base),
+        base=resolved,
         nofollow=nofollow,
         noindex=noindex,
+        refresh=_refresh_target(refresh, resolved, url),
     )
 
 
@@ -202,4 +409,13 @@ def _resolve_base(url: str, href: str | None) -> str:
     return url
 
 
-__all__ = ["Extracted", "extract_links", "is_html", "robots_tags"]
+__all__ = [
+    "HEADERS_USED",
+    "REFRESH_MAX_DELAY_S",
+    "Extracted",
+    "decode",
+    "extract_links",
+    "is_html",
+    "parse_refresh",
+    "robots_tags",
+]

@@ -1,26 +1,43 @@
-"""Per-host politeness: spacing, a token bucket, backoff and Retry-After (pure).
+"""Per-host politeness: spacing, a token bucket, a learnt rate limit, backoff, Retry-After.
 
-No I/O, no clock reads, no asyncio: every method takes ``now`` (wall-clock epoch
+Pure: no I/O, no clock reads, no asyncio. Every method takes ``now`` (wall-clock epoch
 seconds, ``float``) and returns a decision; the engine does the waiting.
 
 The rules (``docs/architecture.md``; defaults in ``shared/design.md``, "Defaults";
-every number comes from ``CrawlConfig``):
+every number comes from ``CrawlConfig``). A *success* is any response that is not
+429, 503, another status >= 500, or no response at all (timeout, connection lost,
+``status=None``); an *error* is any of those.
 
 * **Politeness delay** of a host, the least spacing of two fetch starts::
 
       delay = max(delay_ms,
                   min(Crawl-delay, max_delay_ms),                      # robots.txt
-                  min(adaptive_delay_factor x last response time, max_delay_ms))
+                  min(adaptive_delay_factor x response time, max_delay_ms),
+                  learnt)                                              # rate limit
 
   Crawl-delay is not in RFC 9309; it is the de-facto extension honoured by most
-  crawlers.
+  crawlers. The adaptive part is set by each success; an error may raise it but
+  never lowers it (a fast 429 must not make us faster; a slow 500 makes us slower).
+* **Learnt delay** (AIMD, as TCP congestion control, RFC 5681 §3.1: multiplicative
+  decrease of the rate on a congestion signal, additive increase otherwise). On 429 or
+  503, ``learnt = min(max_delay_ms, 2 x max(learnt, delay in force without it,
+  step))``; on each success it steps down by ``step = max(delay_ms / 10, 10 ms)``
+  until it is 0. Other errors leave it alone. A 429/503 to a request sent before the
+  last rise (``now - elapsed_s`` earlier than it) does not double it again: it is no
+  news about the risen delay (TCP likewise reacts once per window of data). The
+  backoff below is cleared by a success, the learnt delay is not: it is *learnt*.
+  With a server that refuses requests closer than ``W`` s, the delay climbs to about
+  ``2 W`` and takes ``W / step`` successes to sink back to ``W``, so one request in
+  roughly ``10 W / delay_ms + 1`` is refused (2.4 % at ``W = 2 s``, 500 ms).
 * **Token bucket** per host of ``bucket_capacity`` tokens, refilled at one token per
   politeness delay, or at ``bucket_rate_per_s`` when that is lower. The delay bounds
   the spacing of a burst, the bucket the long-run average.
-* **Backoff** on 429, 503 and on no response at all (timeout, connection lost,
-  ``status=None``): ``attempt += 1``, ``wait = backoff_s(attempt, ...)`` and, when a
-  valid Retry-After came (RFC 9110 §10.2.3), ``max(wait, min(retry_after,
-  retry_after_max_s))``. Any other status ends the backoff.
+* **Backoff** on 429, 503 and on no response at all: ``attempt += 1``,
+  ``wait = backoff_s(attempt, ...)`` and, when a valid Retry-After came (RFC 9110
+  §10.2.3), ``max(wait, min(retry_after, retry_after_max_s))``. An HTTP-date
+  Retry-After is measured against the response's own ``Date`` (the server's clock,
+  RFC 9110 §6.6.1) when that is valid, else against ``now``. Any other status ends the
+  backoff (the learnt delay stays).
 * **Earliest start**: ``max(last_at + delay, bucket ready time, backoff_until)``,
   never before ``now``, where ``last_at`` is the start of the last request, moved to the
   end of its response when that comes (``on_response`` / ``on_end``): the delay runs
@@ -29,6 +46,8 @@ every number comes from ``CrawlConfig``):
   is slow to open.
 * **Demotion**: a host in continuous backoff (no other status since its first backoff)
   for ``demote_after_s`` or longer should leave the high-priority front queues.
+* **Parking**: a host whose last ``park_after_backoffs`` responses were all backoff
+  responses (429, 503, none) should be parked by the engine (``should_park``).
 
 State is one ``__slots__`` object per host, created on the first write (dispatch,
 response, Crawl-delay, restore); reads of an unknown host answer with the defaults
@@ -46,10 +65,15 @@ from typing import Literal
 
 from core.config import CrawlConfig
 
-DelaySource = Literal["default", "crawl_delay", "adaptive", "backoff"]
+DelaySource = Literal["default", "crawl_delay", "adaptive", "rate_limit", "backoff"]
 
 #: HTTP statuses that mean "slow down" (RFC 6585 §4: 429, RFC 9110 §15.6.4: 503).
 BACKOFF_STATUSES: frozenset[int] = frozenset({429, 503})
+
+#: The least step (s) by which a learnt delay sinks per success, so that it decays even
+#: with ``delay_ms = 0``; also the least learnt delay after a 429/503. 10 ms is below
+#: the round-trip time of any real server beyond the local network.
+LEARNT_STEP_MIN_S = 0.010
 
 
 class TokenBucket:
@@ -171,18 +195,45 @@ def delta_seconds(text: str) -> float | None:
     return min(float(int(significant or "0")), DELTA_SECONDS_MAX)
 
 
-def parse_retry_after(value: str, now: float) -> float | None:
+def http_date(text: str) -> float | None:
+    """An HTTP-date (RFC 9110 §5.6.7) as epoch s, or ``None`` if it is not one.
+
+    IMF-fixdate and the obsolete RFC 850 and asctime forms, parsed by
+    ``email.utils.parsedate_to_datetime``; a date without a zone (asctime) is GMT, as
+    every HTTP-date is. Surrounding whitespace is ignored. Never raises.
+    """
+    text = text.strip()
+    if not text or text[0] in "+-" or text[0].isdigit():
+        return None  # a number, signed or not, is not a date (every form starts with a day)
+    try:
+        when = parsedate_to_datetime(text)
+    except (ValueError, TypeError, IndexError, OverflowError):
+        return None
+    if when is None:  # older Pythons returned None for some garbage
+        return None  # pragma: no cover
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)  # HTTP-dates are always GMT
+    try:
+        return when.timestamp()
+    except (OverflowError, OSError, ValueError):  # pragma: no cover - platform limits
+        return None
+
+
+def parse_retry_after(value: str, now: float, date: str | None = None) -> float | None:
     """Seconds to wait from a ``Retry-After`` header value, or ``None`` if invalid.
 
     RFC 9110 §10.2.3: ``Retry-After = HTTP-date / delay-seconds`` where
     ``delay-seconds = 1*DIGIT``. A delta gives its number of seconds (a huge one
-    ``2**31``, see :func:`delta_seconds`); an HTTP-date
-    (IMF-fixdate, or the obsolete RFC 850 / asctime forms, parsed by
-    ``email.utils.parsedate_to_datetime``, read as GMT) gives ``date - now``, and ``0.0``
-    for a date in the past. Surrounding whitespace is ignored.
+    ``2**31``, see :func:`delta_seconds`). An HTTP-date (see :func:`http_date`) is a
+    time on the server's clock, so it is measured against the response's own ``Date``
+    header (RFC 9110 §6.6.1, the server's clock when it made the response): the wait is
+    ``retry_date - date``. Without a ``Date``, or with one that is not a valid
+    HTTP-date, it is ``retry_date - now`` (our clock). A date in the past gives ``0.0``.
 
     Args:
-        value: the header value. now: the current time, epoch s.
+        value: the Retry-After header value (surrounding whitespace ignored).
+        now: the current time, epoch s.
+        date: the response's raw ``Date`` header value, or ``None``.
 
     Returns:
         A float ``>= 0`` (s), or ``None`` for anything else: negative or fractional
@@ -194,20 +245,11 @@ def parse_retry_after(value: str, now: float) -> float | None:
     seconds = delta_seconds(text)
     if seconds is not None:
         return seconds
-    if text[0] in "+-" or text[0].isdigit():
-        return None  # a signed or fractional number, or digits with junk: not valid
-    try:
-        when = parsedate_to_datetime(text)
-    except (ValueError, TypeError, IndexError, OverflowError):
+    when = http_date(text)
+    if when is None:
         return None
-    if when is None:  # older Pythons returned None for some garbage
-        return None  # pragma: no cover
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)  # HTTP-dates are always GMT
-    try:
-        delta = when.timestamp() - now
-    except (OverflowError, OSError, ValueError):  # pragma: no cover - platform limits
-        return None
+    sent = http_date(date) if date is not None else None
+    delta = when - (now if sent is None else sent)
     return delta if delta > 0.0 else 0.0
 
 
@@ -236,8 +278,9 @@ class HostPolitenessView:
         delay_ms: the largest spacing part in force now, in ms (float): the backoff
             wait while backing off if it is the largest, else the politeness delay.
         delay_source: which part that is: ``default`` (``delay_ms``), ``crawl_delay``
-            (robots.txt), ``adaptive`` (factor x response time) or ``backoff``; a part
-            must exceed the default strictly to be named.
+            (robots.txt), ``adaptive`` (factor x response time), ``rate_limit`` (the
+            learnt delay) or ``backoff``; a part must exceed the ones before it in this
+            list strictly to be named.
         tokens: tokens in the bucket now (float, negative when in debt).
         backoff_attempts: consecutive backoff responses (0 when not backing off).
         backoff_until: epoch s before which the host is not fetched, or ``None``.
@@ -250,6 +293,8 @@ class HostPolitenessView:
             (for the ``hosts`` table and ``restore``).
         backoff_started: epoch s of the first backoff of the current continuous
             backoff, or ``None`` (for ``restore``).
+        learnt_delay_ms: the learnt rate-limit delay in ms (float, ``0.0`` when none;
+            it may be below the delay in force and then does not bind; for ``restore``).
     """
 
     delay_ms: float
@@ -262,13 +307,15 @@ class HostPolitenessView:
     demoted: bool
     crawl_delay_s: float | None = None
     backoff_started: float | None = None
+    learnt_delay_ms: float = 0.0
 
 
 class _HostState(TokenBucket):
     """All politeness state of one host: its token bucket plus the fields below.
 
     ``want`` is the bucket interval the delay calls for; the bucket's own interval
-    follows it at the next call that has a ``now`` (``Politeness._sync``).
+    follows it at the next call that has a ``now`` (``Politeness._sync``). ``learnt_s``
+    is the learnt delay (s), ``raised_at`` the epoch s of its last rise.
     """
 
     __slots__ = (
@@ -281,6 +328,8 @@ class _HostState(TokenBucket):
         "delay_s",
         "last_at",
         "last_status",
+        "learnt_s",
+        "raised_at",
         "retry_after_s",
         "want",
     )
@@ -293,6 +342,8 @@ class _HostState(TokenBucket):
         self.delay_s = delay_s
         self.crawl_delay_s: float | None = None
         self.adaptive_s = 0.0
+        self.learnt_s = 0.0
+        self.raised_at = -math.inf
         self.last_at: float | None = None
         self.attempts = 0
         self.backoff_until: float | None = None
@@ -309,7 +360,7 @@ class Politeness:
         config: the crawl's settings (``delay_ms``, ``bucket_capacity``,
             ``bucket_rate_per_s``, ``adaptive_delay_factor``, ``max_delay_ms``,
             ``backoff_base_ms``, ``backoff_max_ms``, ``retry_after_max_s``,
-            ``demote_after_s``).
+            ``demote_after_s``, ``park_after_backoffs``).
         rng: the source of backoff jitter (default: a fresh ``random.Random()``).
 
     Hosts are host keys (``urls.host_key``); unknown hosts are fine everywhere. In-flight
@@ -325,8 +376,10 @@ class Politeness:
         "_demote_after_s",
         "_factor",
         "_hosts",
+        "_learnt_step_s",
         "_max_delay_s",
         "_min_interval_s",
+        "_park_after",
         "_retry_after_max_s",
         "_rng",
     )
@@ -343,6 +396,9 @@ class Politeness:
         self._backoff_max_s = config.backoff_max_ms / 1000.0
         self._retry_after_max_s = float(config.retry_after_max_s)
         self._demote_after_s = float(config.demote_after_s)
+        self._park_after = config.park_after_backoffs
+        step = self._default_s / 10.0
+        self._learnt_step_s = step if step > LEARNT_STEP_MIN_S else LEARNT_STEP_MIN_S
         self._hosts: dict[str, _HostState] = {}
 
     # -- state helpers ---------------------------------------------------------------
@@ -356,14 +412,26 @@ class Politeness:
             self._hosts[host] = state
         return state
 
-    def _recompute(self, state: _HostState) -> None:
-        """Refresh the cached delay (s) and the bucket interval it calls for."""
+    def _base_delay(self, state: _HostState) -> float:
+        """The delay in s without the learnt part: default, Crawl-delay, adaptive."""
         delay = self._default_s
         crawl = state.crawl_delay_s
         if crawl is not None and crawl > delay:
             delay = crawl
         if state.adaptive_s > delay:
             delay = state.adaptive_s
+        return delay
+
+    def _recompute(self, state: _HostState) -> None:
+        """Refresh the cached delay (s) and the bucket interval it calls for."""
+        delay = self._default_s  # _base_delay inlined: this runs once per response
+        crawl = state.crawl_delay_s
+        if crawl is not None and crawl > delay:
+            delay = crawl
+        if state.adaptive_s > delay:
+            delay = state.adaptive_s
+        if state.learnt_s > delay:
+            delay = state.learnt_s
         state.delay_s = delay
         state.want = delay if delay > self._min_interval_s else self._min_interval_s
 
@@ -383,11 +451,11 @@ class Politeness:
         The bucket's refill rate follows at the next call that passes ``now``.
         """
         state = self._state(host)
-        state.crawl_delay_s = self._cap_crawl_delay(seconds)
+        state.crawl_delay_s = self._cap_delay(seconds)
         self._recompute(state)
 
-    def _cap_crawl_delay(self, seconds: float | None) -> float | None:
-        """Crawl-delay in s capped at ``max_delay_ms``; ``None`` for none/negative/NaN."""
+    def _cap_delay(self, seconds: float | None) -> float | None:
+        """A delay in s capped at ``max_delay_ms``; ``None`` for none/negative/NaN."""
         if seconds is None or not seconds >= 0.0:
             return None
         return seconds if seconds < self._max_delay_s else self._max_delay_s
@@ -417,35 +485,61 @@ class Politeness:
         status: int | None,
         elapsed_s: float,
         retry_after: str | None,
+        *,
+        date: str | None = None,
     ) -> Outcome:
         """Learn from the end of a request to ``host`` at ``now`` (epoch s).
 
         Args:
             status: the HTTP status, or ``None`` when no response came (timeout,
                 connection lost).
-            elapsed_s: the request's duration in s (negative counts as 0); the
-                adaptive delay becomes ``min(max_delay, factor x elapsed_s)``.
+            elapsed_s: the request's duration in s (negative counts as 0). After a
+                success (not 429, 503, another status >= 500 or ``None``) the adaptive
+                delay becomes ``min(max_delay, factor x elapsed_s)``; after an error it
+                becomes that only if it is larger (an error never lowers a delay).
             retry_after: the raw ``Retry-After`` header value, if any.
+            date: the raw ``Date`` header value, if any: an HTTP-date Retry-After is
+                measured against it (see :func:`parse_retry_after`).
 
         Returns:
             ``Outcome(retry=True, backoff_s=wait)`` for 429, 503 and ``None``: the
             backoff attempt count goes up and the host waits ``wait`` s, which is
             ``backoff_s(attempt, backoff_base, backoff_max)`` or the Retry-After (capped
             at ``retry_after_max_s``) if that is longer (RFC 9110 §10.2.3, §15.6.4;
-            RFC 6585 §4). ``Outcome(False, 0.0)`` for any other status, which also
-            ends the backoff.
+            RFC 6585 §4); 429 and 503 also double the learnt delay (module doc).
+            ``Outcome(False, 0.0)`` for any other status, which also ends the backoff;
+            a success also steps the learnt delay down.
         """
         state = self._state(host)
         state.last_status = status
         if state.last_at is None or now > state.last_at:
             state.last_at = now
+        success = status is not None and status < 500 and status != 429
+        changed = False
         if self._factor > 0.0:
             adaptive = self._factor * elapsed_s if elapsed_s > 0.0 else 0.0
-            state.adaptive_s = adaptive if adaptive < self._max_delay_s else self._max_delay_s
+            if adaptive > self._max_delay_s:
+                adaptive = self._max_delay_s
+            # A success sets it; an error may only raise it (a fast 429 is no reason
+            # to go faster, a slow 500 is one to go slower).
+            if adaptive > state.adaptive_s or (success and adaptive != state.adaptive_s):
+                state.adaptive_s = adaptive
+                changed = True
+        if success:
+            if state.learnt_s > 0.0:
+                learnt = state.learnt_s - self._learnt_step_s
+                # Float rounding may leave a few ns of the last step: that is gone too.
+                state.learnt_s = learnt if learnt > 1e-9 else 0.0
+                changed = True
+        elif status in BACKOFF_STATUSES and self._raise_learnt(state, now, elapsed_s):
+            changed = True
+        if changed:
             self._recompute(state)
         if state.want != state._interval:
             state._set_interval(state.want, now)
-        retry_after_s = parse_retry_after(retry_after, now) if retry_after is not None else None
+        retry_after_s = (
+            parse_retry_after(retry_after, now, date) if retry_after is not None else None
+        )
         state.retry_after_s = retry_after_s
         if status is None or status in BACKOFF_STATUSES:
             state.attempts += 1
@@ -466,6 +560,27 @@ class Politeness:
             state.backoff_wait_s = 0.0
         return _NO_RETRY
 
+    def _raise_learnt(self, state: _HostState, now: float, elapsed_s: float) -> bool:
+        """Double the learnt delay on a 429/503 ending at ``now`` (module doc, AIMD).
+
+        Skipped for a request sent (``now - elapsed_s``) before the last rise: it was
+        spaced by the old delay, so it tells nothing about the new one. Returns whether
+        the learnt delay rose (the caller then recomputes the delay).
+        """
+        sent = now - elapsed_s if elapsed_s > 0.0 else now
+        if sent < state.raised_at:
+            return False
+        learnt = state.learnt_s
+        base = self._base_delay(state)
+        if base > learnt:
+            learnt = base
+        if self._learnt_step_s > learnt:
+            learnt = self._learnt_step_s
+        learnt *= 2.0
+        state.learnt_s = learnt if learnt < self._max_delay_s else self._max_delay_s
+        state.raised_at = now
+        return True
+
     def restore(
         self,
         host: str,
@@ -474,14 +589,19 @@ class Politeness:
         backoff_attempts: int,
         backoff_until: float | None,
         backoff_started: float | None,
+        learnt_delay_s: float | None = None,
     ) -> None:
         """Put back a host's saved state on resume (values from the ``hosts`` table).
 
         ``crawl_delay_s`` is capped as in ``set_crawl_delay``; a negative attempt count
-        counts as 0. The bucket starts full and no last start is known.
+        counts as 0; ``learnt_delay_s`` (s, ``None`` for none) is capped at
+        ``max_delay_ms``, and a negative or NaN one counts as none. The bucket starts
+        full and no last start is known.
         """
         state = self._state(host)
-        state.crawl_delay_s = self._cap_crawl_delay(crawl_delay_s)
+        state.crawl_delay_s = self._cap_delay(crawl_delay_s)
+        learnt = self._cap_delay(learnt_delay_s)
+        state.learnt_s = 0.0 if learnt is None else learnt
         state.attempts = backoff_attempts if backoff_attempts > 0 else 0
         state.backoff_until = backoff_until
         state.backoff_started = backoff_started
@@ -530,6 +650,16 @@ class Politeness:
             return False
         return now - state.backoff_started >= self._demote_after_s
 
+    def should_park(self, host: str) -> bool:
+        """Whether ``host``'s last ``park_after_backoffs`` responses were all backoff
+        responses (429, 503 or none at all) with nothing else in between.
+
+        The engine parks such a host (it stops fetching it); the count survives a
+        resume through ``restore``'s ``backoff_attempts``.
+        """
+        state = self._hosts.get(host)
+        return state is not None and state.attempts >= self._park_after
+
     def view(self, host: str, now: float) -> HostPolitenessView:
         """A ``HostPolitenessView`` of ``host`` at ``now`` (epoch s); never creates state."""
         state = self._hosts.get(host)
@@ -552,6 +682,8 @@ class Politeness:
             source, delay = "crawl_delay", crawl
         if state.adaptive_s > delay:
             source, delay = "adaptive", state.adaptive_s
+        if state.learnt_s > delay:
+            source, delay = "rate_limit", state.learnt_s
         until = state.backoff_until
         if until is not None and until > now and state.backoff_wait_s > delay:
             source, delay = "backoff", state.backoff_wait_s
@@ -566,6 +698,7 @@ class Politeness:
             demoted=self.should_demote(host, now),
             crawl_delay_s=crawl,
             backoff_started=state.backoff_started,
+            learnt_delay_ms=state.learnt_s * 1000.0,
         )
 
     def hosts(self) -> int:
@@ -576,6 +709,7 @@ class Politeness:
 __all__ = [
     "BACKOFF_STATUSES",
     "DELTA_SECONDS_MAX",
+    "LEARNT_STEP_MIN_S",
     "DelaySource",
     "HostPolitenessView",
     "Outcome",
@@ -583,5 +717,6 @@ __all__ = [
     "TokenBucket",
     "backoff_s",
     "delta_seconds",
+    "http_date",
     "parse_retry_after",
 ]

@@ -12,6 +12,9 @@ Every name under ``domain`` (default ``crawl.test``) that is not in the hosts fi
 answers NXDOMAIN (``--local=/crawl.test/``); names outside it answer REFUSED (no
 upstream). Hosts-file names have the TTL ``ttl_s`` (``--local-ttl``);
 ``fixed`` names (``--host-record``) have their own TTL and cannot be changed.
+Hosts-file and ``fixed`` names with IPv4 addresses only answer AAAA with NODATA;
+``addresses`` names (``--address=/name/IPv4``) answer A with their address and AAAA
+with NXDOMAIN, the misbehaviour of RFC 4074 §4.2 (checked with dnsmasq 2.90).
 
 ``StubDnsServer(rcode)`` is a tiny UDP server in a thread that answers every question
 with a bare header carrying ``rcode`` (2 = SERVFAIL, 5 = REFUSED), or never answers
@@ -79,8 +82,11 @@ class DnsmasqServer:
         records: name -> loopback addresses (IPv4 and/or ``::1``), from the hosts file.
         ttl_s: TTL of the hosts-file names in s.
         fixed: name -> (addresses, TTL s), answered with their own TTL.
+        addresses: name -> one IPv4 loopback address, answered to A (for the name and
+            every name below it) while AAAA gets NXDOMAIN (``--address``).
         domain: names under it that are not known answer NXDOMAIN.
         log_queries: log every question (``queries`` counts them); off for benchmarks.
+        port: the UDP/TCP port to listen on; 0: a free high port.
 
     Raises (``start``):
         FileNotFoundError: dnsmasq is not installed.
@@ -94,17 +100,21 @@ class DnsmasqServer:
         *,
         ttl_s: int = 1,
         fixed: Mapping[str, tuple[Sequence[str], int]] | None = None,
+        addresses: Mapping[str, str] | None = None,
         domain: str = "crawl.test",
         log_queries: bool = True,
+        port: int = 0,
     ) -> None:
         self.directory = Path(directory)
         self.records = {name: _loopback_only(addrs) for name, addrs in (records or {}).items()}
         self.fixed = {n: (_loopback_only(a), ttl) for n, (a, ttl) in (fixed or {}).items()}
+        self.addresses = {n: _loopback_only([a])[0] for n, a in (addresses or {}).items()}
         self.ttl_s = ttl_s
         self.domain = domain
         self.log_queries = log_queries
         self.hosts_file = self.directory / "dns-hosts"
         self.log_file = self.directory / "dnsmasq.log"
+        self.wanted_port = port
         self.port = 0
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -134,7 +144,7 @@ class DnsmasqServer:
         self.directory.mkdir(parents=True, exist_ok=True)
         self._write_hosts()
         for _ in range(5):  # a port can be taken between free_port() and the bind
-            self.port = free_port()
+            self.port = self.wanted_port or free_port()
             with contextlib.suppress(FileNotFoundError):
                 self.log_file.unlink()
             args = [
@@ -156,6 +166,8 @@ class DnsmasqServer:
                 args.append("--log-queries")
             for name, (addrs, ttl) in self.fixed.items():
                 args.append(f"--host-record={name},{','.join(addrs)},{ttl}")
+            for name, address in self.addresses.items():
+                args.append(f"--address=/{name}/{address}")
             if os.geteuid() == 0:  # dnsmasq would drop to 'nobody', who cannot read tmp dirs
                 args += [
                     f"--user={pwd.getpwuid(os.getuid()).pw_name}",
@@ -172,7 +184,7 @@ class DnsmasqServer:
                     return self
                 time.sleep(0.02)
             err = self._stop()
-            if "Address already in use" not in err:
+            if self.wanted_port or "Address already in use" not in err:
                 log = self.log_file.read_text() if self.log_file.exists() else ""
                 raise RuntimeError(f"dnsmasq did not start: {err.strip()} {log.strip()}")
         raise RuntimeError("dnsmasq: no free port after 5 tries")

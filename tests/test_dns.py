@@ -365,6 +365,79 @@ async def test_one_family_failing_still_gives_the_other() -> None:
     await dns.aclose()
 
 
+#: One family's outcome in the table below: addresses (TTL 60 s for A, 30 s for AAAA),
+#: or NODATA / NXDOMAIN with a 5 s SOA TTL (shorter: a positive entry must not use it),
+#: or a temporary failure.
+OUTCOMES: dict[str, dict[str, Answer | Exception]] = {
+    "ok": {"A": a("127.0.5.1", ttl=60), "AAAA": a("::1", ttl=30)},
+    "nodata": {"A": Answer("nodata", ttl_s=5), "AAAA": Answer("nodata", ttl_s=5)},
+    "nxdomain": {"A": Answer("nxdomain", ttl_s=5), "AAAA": Answer("nxdomain", ttl_s=5)},
+    "temporary": {
+        "A": DnsTemporaryFailure("t.test: SERVFAIL"),
+        "AAAA": DnsTemporaryFailure("t.test: timeout"),
+    },
+}
+NOT_FOUND = "not found"
+TEMPORARY = "temporary"
+
+
+@pytest.mark.parametrize("prefer", ["ipv4", "ipv6"])
+@pytest.mark.parametrize(
+    ("v4", "v6", "expected"),
+    [
+        # a positive answer of either family wins, whatever the other said
+        ("ok", "ok", ["127.0.5.1", "::1"]),
+        ("ok", "nodata", ["127.0.5.1"]),
+        ("ok", "nxdomain", ["127.0.5.1"]),  # dnsmasq's --address=/name/IPv4 (RFC 4074 §4.2)
+        ("ok", "temporary", ["127.0.5.1"]),
+        ("nodata", "ok", ["::1"]),
+        ("nxdomain", "ok", ["::1"]),
+        ("temporary", "ok", ["::1"]),
+        # not found only when every family says so
+        ("nodata", "nodata", (NOT_FOUND, "t.test: no A or AAAA record (NODATA)")),
+        ("nxdomain", "nxdomain", (NOT_FOUND, "t.test: no such domain (NXDOMAIN)")),
+        ("nodata", "nxdomain", (NOT_FOUND, "(A: NODATA, AAAA: NXDOMAIN)")),
+        ("nxdomain", "nodata", (NOT_FOUND, "(A: NXDOMAIN, AAAA: NODATA)")),
+        # no address and a family unknown: neither found nor dead
+        ("nodata", "temporary", (TEMPORARY, "timeout")),
+        ("nxdomain", "temporary", (TEMPORARY, "timeout")),
+        ("temporary", "nodata", (TEMPORARY, "SERVFAIL")),
+        ("temporary", "nxdomain", (TEMPORARY, "SERVFAIL")),
+        ("temporary", "temporary", (TEMPORARY, "SERVFAIL|timeout")),
+    ],
+)
+async def test_every_a_and_aaaa_combination(
+    v4: str, v6: str, expected: list[str] | tuple[str, str], prefer: str
+) -> None:
+    """A x AAAA over ok / nodata / nxdomain / temporary: the answer, and what is cached."""
+    clock = FakeClock()
+    resolver = ScriptedResolver({"t.test": {"A": OUTCOMES[v4]["A"], "AAAA": OUTCOMES[v6]["AAAA"]}})
+    dns = DnsCache(make_config(dns_prefer=prefer, dns_min_ttl_s=0), clock, lambda: resolver)
+    if isinstance(expected, list):
+        addresses = expected[::-1] if prefer == "ipv6" else expected
+        assert await dns.resolve("t.test") == addresses
+        clock.now += 20  # past the negative answers' 5 s, within the addresses' TTL
+        assert dns.cached("t.test") == addresses
+        assert await dns.resolve("t.test") == addresses
+        assert len(resolver.calls) == 2  # the second lookup was a hit
+        assert dns.stats().not_found == 0
+    elif expected[0] == NOT_FOUND:
+        for _ in range(2):
+            with pytest.raises(DnsNotFound) as info:
+                await dns.resolve("t.test")
+            assert expected[1] in str(info.value)
+        assert len(resolver.calls) == 2  # negative-cached
+        assert dns.stats().not_found == 1
+    else:
+        with pytest.raises(DnsTemporaryFailure, match=expected[1]):
+            await dns.resolve("t.test")
+        with pytest.raises(DnsTemporaryFailure):
+            await dns.resolve("t.test")
+        assert len(resolver.calls) == 4  # never cached: asked again
+        assert dns.stats().not_found == 0
+    await dns.aclose()
+
+
 async def test_temporary_failures_are_retried_and_not_cached() -> None:
     resolver = ScriptedResolver(
         {"flaky.test": {"A": DnsTemporaryFailure("x: SERVFAIL"), "AAAA": NODATA}}

@@ -5,14 +5,24 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Iterator
+from html import escape
 
 import pytest
 from httpserver import HTTPTestServer, Response
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from core.config import build_config
 from core.fetcher import Fetcher
-from core.links import Extracted, extract_links, is_html, robots_tags
+from core.links import (
+    REFRESH_MAX_DELAY_S,
+    Extracted,
+    extract_links,
+    is_html,
+    parse_refresh,
+    robots_tags,
+)
 
 URL = "http://example.test/dir/page.html"
 TOKEN = "crawldeck"
@@ -260,3 +270,224 @@ async def test_extract_from_a_real_response(srv: HTTPTestServer) -> None:
     assert is_html(result.content_type)
     got = extract_links(result.body, result.url, result.headers, TOKEN)
     assert got == Extracted(links=["café"], base=srv.url("/b/"), nofollow=False, noindex=True)
+
+
+# --- meta refresh (issue #10 item 5) -------------------------------------------------
+
+#: ``content`` values of ``<meta http-equiv="refresh">`` / ``Refresh`` headers as found
+#: on real sites, and what the HTML Standard's "shared declarative refresh steps" make
+#: of them: ``(delay_s, url)``, or ``None`` when no refresh is declared at all.
+REFRESH_FORMS: list[tuple[str, tuple[int, str | None] | None]] = [
+    ("0; URL=http://example.com/", (0, "http://example.com/")),
+    ("0;URL=/next", (0, "/next")),
+    ("0; url=/next", (0, "/next")),
+    ("0;url=/next", (0, "/next")),
+    ("0;Url=/Mixed/Case", (0, "/Mixed/Case")),
+    ("5; URL='/next'", (5, "/next")),
+    ('0; URL="/next"', (0, "/next")),
+    ("0; URL='/unterminated", (0, "/unterminated")),
+    ('3;url="/unterminated too', (3, "/unterminated too")),
+    ("0;/next", (0, "/next")),
+    ("0; /next", (0, "/next")),
+    ("0, /next", (0, "/next")),
+    ("0 /next", (0, "/next")),
+    ("0 ; url = /next", (0, "/next")),
+    ("  3 ;URL=  /next  ", (3, "/next")),
+    ("0;\turl=/tab", (0, "/tab")),
+    ("0; url = ' /padded ' ", (0, "/padded")),
+    ("0;URL='http://x.test/it''s'", (0, "http://x.test/it")),
+    ("0;URL=http://x.test/a?b=1&c=2", (0, "http://x.test/a?b=1&c=2")),
+    ("0;URL=/a b", (0, "/a b")),
+    ("0.5; url=/next", (0, "/next")),
+    (".5;url=/next", (0, "/next")),
+    ("1.5.3; url=/next", (1, "/next")),
+    ("1;/next.html", (1, "/next.html")),
+    ("0; url", (0, "url")),
+    ("0; urlx=/y", (0, "urlx=/y")),
+    ("0; u", (0, "u")),
+    ("0;URL=javascript:alert(1)", (0, "javascript:alert(1)")),
+    ("600; url=/later", (600, "/later")),
+    ("0; URL=", (0, None)),
+    ("0; URL=''", (0, None)),
+    ("30", (30, None)),
+    ("0", (0, None)),
+    ("5;", (5, None)),
+    ("", None),
+    ("   ", None),
+    ("soon", None),
+    ("-1; url=/x", None),
+    ("0x;url=/x", None),
+    ("url=/x", None),
+]
+
+
+@pytest.mark.parametrize(("content", "parsed"), REFRESH_FORMS)
+def test_parse_refresh_forms(content: str, parsed: tuple[int, str | None] | None) -> None:
+    assert parse_refresh(content) == parsed
+
+
+@pytest.mark.parametrize(("content", "parsed"), REFRESH_FORMS)
+def test_refresh_in_a_page_and_a_header(
+    content: str, parsed: tuple[int, str | None] | None
+) -> None:
+    expected = None
+    if parsed is not None and parsed[1] is not None and parsed[0] <= REFRESH_MAX_DELAY_S:
+        expected = parsed[1]
+    page = f'<html><head><meta http-equiv="Refresh" content="{escape(content)}"></head></html>'
+    assert extract(page).refresh == expected
+    header = {"Content-Type": "text/html", "Refresh": content}
+    assert extract("<p>no meta here</p>", header).refresh == expected
+
+
+def test_refresh_rules_in_a_document() -> None:
+    def refresh(head: str, body: str = "", headers: dict[str, str] | None = None) -> str | None:
+        return extract(f"<html><head>{head}</head><body>{body}</body></html>", headers).refresh
+
+    meta = '<meta http-equiv="{}" content="{}">'
+    assert refresh(meta.format("REFRESH", "0;url=/a")) == "/a"
+    assert refresh(meta.format("refresh ", "0;url=/a")) is None  # an enumerated keyword
+    assert refresh(meta.format("content-type", "0;url=/a")) is None
+    assert refresh("", meta.format("refresh", "0;url=/in-body")) == "/in-body"
+    # the first one that parses wins; one that does not parse does not count
+    assert refresh(meta.format("refresh", "soon") + meta.format("refresh", "1;/b")) == "/b"
+    assert refresh(meta.format("refresh", "1;/a") + meta.format("refresh", "0;/b")) == "/a"
+    # a reload or a long delay declared first is the page's refresh: no target
+    assert refresh(meta.format("refresh", "30") + meta.format("refresh", "0;/b")) is None
+    assert refresh(meta.format("refresh", "101;/a")) is None
+    assert refresh(meta.format("refresh", "100;/a")) == "/a"
+    # <noscript> (a browser with scripting, Scrapy >= 2.11.2) and <template> are skipped
+    noscript = "<noscript>" + meta.format("refresh", "0;url=/enable-js") + "</noscript>"
+    assert refresh(noscript) is None
+    assert refresh("", noscript) is None
+    assert refresh(noscript + meta.format("refresh", "2;url=/real")) == "/real"
+    assert refresh("<template>" + meta.format("refresh", "0;/tpl") + "</template>") is None
+    # the header counts when the markup declares none; the markup wins over it
+    hdr = {"Content-Type": "text/html", "Refresh": "0; url=/from-header"}
+    assert refresh("", "", hdr) == "/from-header"
+    assert refresh(meta.format("refresh", "0;/from-meta"), "", hdr) == "/from-meta"
+    assert refresh(noscript, "", hdr) == "/from-header"
+    # a refresh to the page itself is a reload; the fragment does not make it another page
+    assert refresh(meta.format("refresh", "0;url=page.html")) is None
+    assert refresh(meta.format("refresh", f"0;url={URL}#top")) is None
+    assert refresh(meta.format("refresh", "0;url=page.html?v=2")) == "page.html?v=2"
+    # the target is raw, resolved by the engine against base; nofollow does not clear it
+    got = extract(
+        '<base href="/other/"><meta name="robots" content="nofollow">'
+        '<meta http-equiv="refresh" content="0; URL=next.html"><a href="/x">x</a>'
+    )
+    assert (got.refresh, got.base, got.links) == ("next.html", "http://example.test/other/", [])
+    assert extract("<a href=/x>x</a>").refresh is None
+
+
+def test_refresh_header_several_values_first_counts() -> None:
+    headers = CIMultiDictProxy(
+        CIMultiDict(
+            [("Content-Type", "text/html"), ("Refresh", "0;url=/one"), ("Refresh", "0;/two")]
+        )
+    )
+    assert extract("<p>x</p>", headers).refresh == "/one"
+
+
+# --- encodings: invalid bytes and declared encodings (issue #10 item 13) --------------
+
+#: Invalid UTF-8: a byte that never occurs, lone continuation bytes, truncated
+#: sequences, an overlong form, a surrogate, a code point past U+10FFFF.
+BAD_UTF8 = [
+    b"\xff",
+    b"\xfe",
+    b"\x80",
+    b"\xbf\xbf",
+    b"\xc3",
+    b"\xe2\x82",
+    b"\xf0\x9f\x98",
+    b"\xc0\xaf",
+    b"\xed\xa0\x80",
+    b"\xf4\x90\x80\x80",
+]
+UTF8_HEADERS: list[dict[str, str]] = [
+    {"Content-Type": "text/html; charset=utf-8"},
+    {"Content-Type": "text/html"},
+]
+
+
+@pytest.mark.parametrize("headers", UTF8_HEADERS, ids=["header-utf8", "no-charset"])
+@pytest.mark.parametrize("meta", [b"", b'<meta charset="utf-8">'], ids=["", "meta-utf8"])
+@pytest.mark.parametrize("bad", BAD_UTF8, ids=repr)
+def test_invalid_utf8_keeps_every_link(headers: dict[str, str], meta: bytes, bad: bytes) -> None:
+    body = (
+        meta
+        + b'<p>text B <a href="/1">1</a> B</p>'
+        + b'<a title="B" href="/2">2</a><a href="/3" title="xB">3</a>'
+        + b"<a href=/4 data-x=B>4</a><img alt=B><a href='/5B'>5</a>B"
+        + b'<a href="/6">6</a><!-- B --><a href="/7">B</a>'
+        + b"<script>var s = 'B';</script><a href=/8>8</a>"
+    ).replace(b"B", bad) + bad
+    got = extract(body, headers)
+    marks = "\ufffd" * len(bad.decode("utf-8", errors="replace"))
+    assert got.links == ["/1", "/2", "/3", "/4", f"/5{marks}", "/6", "/7", "/8"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(BAD_UTF8), st.sampled_from(["text", "attr", "name", "end"])),
+        max_size=12,
+    ),
+    st.sampled_from([*UTF8_HEADERS, {"Content-Type": "text/html; charset=windows-1252"}]),
+)
+def test_invalid_bytes_anywhere_outside_an_href_keep_every_link(
+    bad: list[tuple[bytes, str]], headers: dict[str, str]
+) -> None:
+    parts: list[bytes] = []
+    for i, (junk, where) in enumerate(bad):
+        if where == "text":
+            parts.append(b"<p>" + junk + b"</p>")
+        elif where == "attr":
+            parts.append(b'<span title="' + junk + b'">s</span>')
+        elif where == "name":
+            parts.append(b"<b data-" + junk + b"=x>b</b>")
+        else:
+            parts.append(b"<i>" + junk)
+        parts.append(b'<a href="/link/%d">l</a>' % i)
+    got = extract(b"".join(parts), headers)
+    assert got.links == [f"/link/{i}" for i in range(len(bad))]
+
+
+@pytest.mark.parametrize(
+    "label", ["utf-32", "base64", "hex", "rot13", "punycode", "idna", "cp037", "zlib", "utf-7"]
+)
+def test_a_label_that_is_no_web_encoding_is_ignored(label: str) -> None:
+    body = b'<a href="/a">a</a><a href="/caf\xc3\xa9">b</a>'
+    header = {"Content-Type": f"text/html; charset={label}"}
+    assert extract(body, header).links == ["/a", "/café"]
+    meta = f'<meta charset="{label}">'.encode()
+    assert extract(meta + body).links == ["/a", "/café"]
+
+
+@pytest.mark.parametrize(
+    ("label", "text", "python_codec"),
+    [
+        ("shift_jis", "/①", "cp932"),  # NEC row 13: in windows-31J, not in Python's shift_jis
+        ("euc-kr", "/똠", "cp949"),  # UHC: in windows-949, not in Python's euc_kr
+        ("gb2312", "/镕", "gbk"),  # GBK: not in Python's gb2312
+        ("big5", "/㐵", "big5hkscs"),  # HKSCS: not in Python's big5
+        ("latin1", "/€", "cp1252"),  # windows-1252 in a browser
+        ("us-ascii", "/€", "cp1252"),
+    ],
+)
+def test_labels_mean_what_the_encoding_standard_says(
+    label: str, text: str, python_codec: str
+) -> None:
+    body = f'<a href="{text}">x</a><a href="/after">y</a>'.encode(python_codec)
+    header = {"Content-Type": f"text/html; charset={label}"}
+    assert extract(body, header).links == [text, "/after"]
+    meta = f'<meta charset="{label}">'.encode()
+    assert extract(meta + body).links == [text, "/after"]
+
+
+def test_meta_utf16_is_read_as_utf8() -> None:
+    body = '<meta charset="utf-16"><a href="/ü">x</a>'.encode()
+    assert extract(body).links == ["/ü"]
+    assert extract(body, {"Content-Type": "text/html; charset=UTF-16LE"}).links == []
+    utf16 = '<a href="/ü">x</a>'.encode("utf-16-le")
+    assert extract(utf16, {"Content-Type": "text/html; charset=utf-16"}).links == ["/ü"]
