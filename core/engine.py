@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
-from core import urls
+from core import redirects, urls
 from core.config import CrawlConfig, asdict
 from core.dns import AddressPolicy, DnsCache, ip_politeness
 from core.errors import (
@@ -33,13 +33,15 @@ from core.errors import (
     DnsNotFound,
     DnsTemporaryFailure,
     FetchError,
+    ParseTimeout,
     PrivateAddress,
     RenderUnavailable,
     UrlError,
 )
 from core.fetcher import Fetcher, FetchResult
 from core.frontier import Frontier, FrontierEntry
-from core.links import Extracted, extract_links, is_html
+from core.links import Extracted, is_html
+from core.parse import ParsePool
 from core.politeness import BACKOFF_STATUSES, Politeness
 from core.render import RenderPool, RenderResult, SubRequestEnd, should_render
 from core.robots import RobotsCache
@@ -81,8 +83,13 @@ HREF_MEMO_SIZE = 32_768
 STOP_GRACE_S = 5.0
 #: Responses remembered per host for the console's detail view.
 RECENT_RESPONSES = 10
-#: While a rendered page's sub-request holds a host, the host is looked at again this often.
+#: While a request outside a worker's page fetch (a rendered page's sub-request, a
+#: robots.txt redirect hop) holds a host, the host is looked at again this often.
 SUB_REQUEST_RECHECK_S = 0.05
+#: A fetch running longer than this (s) stops counting against ``concurrency``, so
+#: slow hosts (tarpits, drips) cannot take every worker; at most ``concurrency`` such
+#: slow fetches more run at once (issue #10 item 10).
+SLOW_FETCH_S = 2.0
 #: Throughput is measured over this many seconds.
 THROUGHPUT_WINDOW_S = 10.0
 
@@ -97,6 +104,7 @@ class _HostStats:
     in_flight: int = 0
     admitted: int = 0
     demoted: bool = False
+    parked: bool = False
     dead: bool = False
     dns_failing: bool = False
     fetching: int = 0
@@ -161,6 +169,36 @@ class _HrefMemo:
         self._young[key] = resolved
 
 
+class _FastSlot:
+    """A worker's hold on one of the engine's ``concurrency`` fast slots (a semaphore
+    count), given back once: when the fetch turns slow, or when the URL is done."""
+
+    __slots__ = ("_held", "_semaphore")
+
+    def __init__(self, semaphore: asyncio.Semaphore) -> None:
+        self._semaphore = semaphore
+        self._held = True
+
+    def give_back(self) -> None:
+        """Release the slot unless it was released already."""
+        if self._held:
+            self._held = False
+            self._semaphore.release()
+
+
+class _PoliteFetcher:
+    """The fetcher robots.txt requests go through (``RobotsCache``): each request,
+    redirect hops and refreshes included, resolves its host, waits for that host's
+    politeness, the per-IP limit and a free slot, and counts as a request to it."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    async def fetch(self, url: str, *, max_bytes: int | None = None) -> FetchResult:
+        """GET ``url`` politely; raises what ``Fetcher.fetch`` and ``DnsCache`` raise."""
+        return await self._engine._polite_fetch(url, max_bytes)
+
+
 @dataclass(frozen=True, slots=True)
 class CrawlResult:
     """How a run ended: ``outcome`` and the totals at the end."""
@@ -206,7 +244,7 @@ class Engine:
         self._host_ip: dict[str, str] = {}
         self._sub_inflight: Counter[str] = Counter()
         self._slot_freed = asyncio.Event()
-        self._robots = RobotsCache(self._fetcher, config, clock, self._audit)
+        self._robots = RobotsCache(_PoliteFetcher(self), config, clock, self._audit)
         self._politeness = Politeness(config, rng)
         self._frontier = Frontier()
         self._scope = ScopePolicy(config.scope)
@@ -217,6 +255,7 @@ class Engine:
         self._backoff_hosts: set[str] = set()
         self._busy_hosts: set[str] = set()
         self._wake = asyncio.Event()
+        self._fast = asyncio.Semaphore(config.concurrency)
         self._resume_event = asyncio.Event()
         self._resume_event.set()
         self._state: CrawlState = "running"
@@ -224,9 +263,10 @@ class Engine:
         self._in_flight = 0
         self._pages = 0
         self._bytes = 0
-        self._errors = 0
-        self._status_mix: Counter[str] = Counter()
-        self._blocked_counts: Counter[str] = Counter()
+        # the committed totals of earlier runs; the store adds this run's (``_counters``)
+        self._base_totals: Counter[str] = Counter()
+        self._base_blocked: Counter[str] = Counter()
+        self.retried = 0  # failed URLs of earlier runs queued again (``_restore``)
         self._blocked_recent: deque[BlockedRow] = deque(maxlen=SNAPSHOT_RECENT)
         self._blocked_seen: dict[str, None] = {}
         self._href_memo = _HrefMemo(HREF_MEMO_SIZE)
@@ -246,6 +286,8 @@ class Engine:
         self._run_id: int | None = None
         self._workers: list[asyncio.Task[None]] = []
         self._crash: Exception | None = None
+        self._ended_at: float | None = None
+        self._parser = ParsePool(config)
         self._render: RenderPool | None = None
         if config.render != "never":
             pool = RenderPool(config, gate=self._render_gate, report=self._render_report)
@@ -261,6 +303,10 @@ class Engine:
         """Load an earlier run's state from the store (no-op on a new file)."""
         if not self.store.has_crawl():
             return
+        # a rerun tries again what failed transiently (5xx, 429, timeouts, lost
+        # connections, DNS failures), with its attempts counted on (issue #10 item 16)
+        requeued = self.store.requeue_failed()
+        self.retried = sum(requeued.values())
         self._seen.rebuild(self.store.iter_keys())
         for host, count in self.store.host_counts().items():
             self._stats(host, None).admitted = count
@@ -284,7 +330,7 @@ class Engine:
         self._waiting.update((h, None) for h in self._spilled if not self._frontier.queued(h))
         for host, rec in self.store.load_hosts().items():
             stats = self._stats(host, None)
-            stats.fetched = rec.pages_fetched
+            stats.fetched = max(0, rec.pages_fetched - requeued.get(host, 0))
             stats.demoted = rec.state == "demoted"
             self._politeness.restore(
                 host,
@@ -298,11 +344,13 @@ class Engine:
         counts = self.store.counts()
         self._pages = int(counts.get("pages", 0))
         mix, self._bytes = self.store.page_totals()
-        self._status_mix.update(mix)
-        self._errors = mix.get("error", 0)
-        self._blocked_counts.update(counts.get("blocked", {}))
+        self._base_totals.update(mix)
+        self._base_totals["pages"] = self._pages
+        self._base_totals["bytes"] = self._bytes
+        self._base_blocked.update(counts.get("blocked", {}))
         queued = len(self._frontier) + self._spilled_total
-        self._log(f"resuming: {queued} URLs queued, {self._pages} pages fetched")
+        retried = f" ({self.retried} that failed before are tried again)" if self.retried else ""
+        self._log(f"resuming: {queued} URLs queued{retried}, {self._pages} pages fetched")
 
     def _stats(self, host: str, origin: str | None) -> _HostStats:
         stats = self._hosts.get(host)
@@ -358,13 +406,18 @@ class Engine:
         is_seed: bool = False,
         key: str | None = None,
         host: str | None = None,
+        spill: bool = True,
+        cookies: tuple[tuple[str, str], ...] = (),
     ) -> FrontierRow | Verdict | None:
         """Run ``url`` through the seen set and the trap guards.
 
         A URL whose dedupe key ``key`` (``urls.normalize``; computed when ``None``) was
         admitted before is dropped silently; a new one is checked by the guards, then
         added to the seen set. ``host`` is ``urls.host_key(url)`` (computed when
-        ``None``).
+        ``None``). ``spill=False`` keeps the URL in memory even past the frontier
+        window (a redirect hop carries its chain's cookies, which SQLite does not
+        keep); ``cookies`` go with it (``FrontierEntry.cookies``). A URL of a parked
+        host is written as ``queued`` for the next run and not kept in memory.
 
         Returns:
             the new frontier row (already in the in-memory frontier; the caller
@@ -387,7 +440,9 @@ class Engine:
         stats = self._stats(host, urls.origin(url))
         stats.admitted += 1
         in_memory = self._frontier.queued(host)
-        if (
+        if stats.parked:
+            state = "queued"  # for the next run; nothing more is fetched from it now
+        elif spill and (
             in_memory >= self._host_cap
             or len(self._frontier) >= self.config.frontier_window
             or host in self._spilled  # behind its host's spilled URLs (FIFO per host)
@@ -399,7 +454,9 @@ class Engine:
                 self._waiting[host] = None
             state = "spilled"
         else:
-            self._frontier.add(FrontierEntry(url, key, host, depth, priority, 0, redirects, via))
+            self._frontier.add(
+                FrontierEntry(url, key, host, depth, priority, 0, redirects, via, cookies)
+            )
             self._wake.set()
             state = "queued"
         return FrontierRow(
@@ -429,7 +486,6 @@ class Engine:
         now = self._clock()
         reason = str(verdict.reason)
         self.store.record_blocked(BlockedRecord(url, host, reason, verdict.detail, now))
-        self._blocked_counts[reason] += 1
         self._blocked_recent.append(BlockedRow(now, reason, host, url))
 
     def _audit(self, line: str) -> None:
@@ -489,7 +545,7 @@ class Engine:
         reporter = asyncio.create_task(self._report_loop())
         self._workers = [
             asyncio.create_task(self._worker(), name=f"worker-{i}")
-            for i in range(self.config.concurrency)
+            for i in range(2 * self.config.concurrency)
         ]
         try:
             await asyncio.gather(*self._workers, return_exceptions=True)
@@ -502,9 +558,11 @@ class Engine:
             await self._robots.aclose()
             await self._fetcher.aclose()
             await self._dns.aclose()
+            await self._parser.aclose()
             outcome = self._outcome()
             self._state = "finished" if outcome == "finished" else "stopped"
-            self._flush_hosts()
+            self._ended_at = self._clock()
+            self._flush_hosts(final=True)
             self.store.end_run(self._run_id, outcome)
             await asyncio.to_thread(self.store.flush)
             self._publish()
@@ -529,13 +587,22 @@ class Engine:
         return cap is not None and self._pages + self._in_flight >= cap
 
     async def _worker(self) -> None:
+        """One of ``2 x concurrency`` workers; a worker fetches only while it holds one
+        of the ``concurrency`` fast slots, and gives its slot up when its fetch runs
+        longer than ``SLOW_FETCH_S`` (``_process``): so at most ``concurrency`` fetches
+        run at normal speed and at most ``concurrency`` slow ones more."""
         try:
             while True:
-                entry = await self._next_entry()
-                if entry is None:
-                    self._wake.set()
-                    return
-                await self._process(entry)
+                await self._fast.acquire()
+                slot = _FastSlot(self._fast)
+                try:
+                    entry = await self._next_entry()
+                    if entry is None:
+                        self._wake.set()
+                        return
+                    await self._process(entry, slot)
+                finally:
+                    slot.give_back()
         except CrawldeckError as exc:  # e.g. the disk is full: stop cleanly, one line
             self._log(f"stopping: {exc}", level=logging.ERROR)
             self._crash = exc
@@ -649,8 +716,10 @@ class Engine:
 
     # --------------------------------------------------------------- one URL
 
-    async def _process(self, entry: FrontierEntry) -> None:
-        """Robots check, fetch, record, extract; gives the host back to the frontier."""
+    async def _process(self, entry: FrontierEntry, slot: _FastSlot) -> None:
+        """Robots check, fetch, record, extract; gives the host back to the frontier.
+
+        ``slot`` is the worker's fast slot: given back early if the fetch is slow."""
         host = entry.host
         stats = self._stats(host, None)
         stats.in_flight += 1
@@ -664,7 +733,11 @@ class Engine:
                 # More than one fetch per host is allowed: the host may be taken again
                 # as soon as politeness says so, while this fetch runs.
                 released = True
-            await self._visit(entry, stats, release_early=released)
+            timer = asyncio.get_running_loop().call_later(SLOW_FETCH_S, slot.give_back)
+            try:
+                await self._visit(entry, stats, release_early=released, timer=timer)
+            finally:
+                timer.cancel()
         finally:
             stats.in_flight -= 1
             if not stats.in_flight:
@@ -715,41 +788,36 @@ class Engine:
         self._block(entry.url, entry.host, Verdict(reason, str(exc)))
         self.store.mark(entry.key, "blocked")
 
-    async def _visit(self, entry: FrontierEntry, stats: _HostStats, *, release_early: bool) -> None:
+    def _held(self, host: str, stats: _HostStats, ip: str, now: float) -> bool:
+        """Whether a page of ``host`` must wait although the frontier gave it: its
+        address was used by another host too recently (per-IP limit), a request outside
+        this worker (a render sub-request, a robots.txt hop) went to it since it was
+        scheduled, or such a request holds its slot now."""
+        return (
+            self._ip_politeness.earliest(ip, now) > now
+            or self._politeness.earliest(host, now) > now
+            or self._sub_inflight[host] + stats.fetching >= self.config.per_host_concurrency
+        )
+
+    async def _visit(
+        self,
+        entry: FrontierEntry,
+        stats: _HostStats,
+        *,
+        release_early: bool,
+        timer: asyncio.TimerHandle,
+    ) -> None:
         host = entry.host
         ip = await self._resolve(entry, stats)
         if ip is None:
             return
-        now = self._clock()
-        if (
-            self._ip_politeness.earliest(ip, now) > now
-            or self._sub_inflight[host] >= self.config.per_host_concurrency
-        ):
-            # Another host on the same address was fetched too recently (per-IP limit),
-            # or a rendered page elsewhere holds this host's slot with a sub-request.
+        if self._held(host, stats, ip, self._clock()):
             self._frontier.push_front(entry)
             return
-        self._ip_politeness.on_dispatch(ip, now)
         decision = await self._robots.check(entry.url)
         self._politeness.set_crawl_delay(host, decision.crawl_delay_s)
-        if decision.fetched:
-            # robots.txt was just requested from this host: that request counts, so
-            # the page waits for the next slot politeness gives.
-            end = self._clock()
-            self._politeness.on_dispatch(host, end)
-            self._ip_politeness.on_end(ip, end)
-            robots = self._robots.entry(entry.url)
-            if robots is not None and robots.http_status in BACKOFF_STATUSES:
-                # robots.txt answered 429/503: the server asks us to slow down; the
-                # pages wait for the backoff (and its Retry-After) like any 429/503.
-                outcome = self._politeness.on_response(
-                    host, end, robots.http_status, 0.0, robots.retry_after
-                )
-                self._track_backoff(host, outcome.retry)
-                self._log(f"{host}: robots.txt answered {robots.http_status}, backing off")
-            self._frontier.push_front(entry)
-            return
         if not decision.allowed:
+            # refused without a request: no politeness slot, host or per-IP, is used
             robots = self._robots.entry(entry.url)
             strict = robots is not None and robots.disallow_all and decision.status == "unreachable"
             reason = BlockReason.ROBOTS_UNAVAILABLE if strict else BlockReason.ROBOTS
@@ -761,15 +829,33 @@ class Engine:
             self._block(entry.url, host, Verdict(reason, detail))
             self.store.mark(entry.key, "blocked")
             return
+        if decision.fetched:
+            robots = self._robots.entry(entry.url)
+            if robots is not None and robots.http_status in BACKOFF_STATUSES:
+                self._log(f"{host}: robots.txt answered {robots.http_status}, backing off")
+        if self._held(host, stats, ip, self._clock()):
+            # robots.txt was just requested (it counts as a request) or time passed
+            # while another task fetched it: the page waits for its next slot
+            self._frontier.push_front(entry)
+            return
         start = self._clock()
         self._politeness.on_dispatch(host, start)
+        self._ip_politeness.on_dispatch(ip, start)
         if release_early:
             self._frontier.release(host, self._earliest(host, start))
+        headers = None
+        if entry.cookies:
+            cookie = redirects.cookie_header(entry.cookies, entry.url)
+            if cookie is not None:
+                headers = {"Cookie": cookie}
         try:
             stats.fetching += 1
             try:
-                result = await self._fetcher.fetch(entry.url)
+                result = await self._fetcher.fetch(
+                    entry.url, headers=headers, want_body=self._wants_body
+                )
             finally:
+                timer.cancel()
                 stats.fetching -= 1
                 self._ip_politeness.on_end(ip, self._clock())
                 self._slot_freed.set()
@@ -779,21 +865,36 @@ class Engine:
             return
         except FetchError as exc:
             now = self._clock()
+            entry.spent_s += now - start
+            stats.errors += 1
+            if not exc.retryable:
+                # deterministic (a malformed response, a short body, a stacked coding):
+                # recorded after one try; it says nothing about the server's load
+                self._politeness.on_end(host, now)
+                self._record_failure(entry, stats, start, now, exc)
+                return
             outcome = self._politeness.on_response(host, now, None, now - start, None)
             self._track_backoff(host, outcome.retry)
-            stats.errors += 1
-            if outcome.retry and entry.attempts < self.config.max_retries:
+            self._check_park(host, stats, now)
+            if entry.attempts < self.config.max_retries and self._time_left(entry):
                 self._retry(entry, f"{exc.reason}: {exc}")
                 return
             self._record_failure(entry, stats, start, now, exc)
             return
         now = self._clock()
+        entry.spent_s += now - start
         outcome = self._politeness.on_response(
-            host, now, result.status, now - start, result.headers.get("retry-after")
+            host,
+            now,
+            result.status,
+            now - start,
+            result.headers.get("retry-after"),
+            date=result.headers.get("date"),
         )
         self._track_backoff(host, outcome.retry)
         if outcome.retry:
-            if entry.attempts < self.config.max_retries:
+            self._check_park(host, stats, now)
+            if entry.attempts < self.config.max_retries and not stats.parked:
                 self._retry(entry, f"HTTP {result.status}, backoff {outcome.backoff_s:.1f} s")
                 return
             self._log(f"{host}: giving up on {entry.url} after {entry.attempts + 1} tries")
@@ -803,26 +904,32 @@ class Engine:
             self._audit(f"{host}: in backoff for over {self.config.demote_after_s} s, demoted")
         extracted: Extracted | None = None
         rendered: RenderResult | None = None
+        parse_error: str | None = None
         if (
-            self._render is not None
-            and not outcome.retry
+            not outcome.retry
             and 200 <= result.status < 300
             and not result.truncated
+            and not result.skipped
             and is_html(result.content_type)
         ):
-            extracted = extract_links(
-                result.body, entry.url, result.headers, self.config.robots_token
-            )
-            why = should_render(
-                self.config,
-                host,
-                result.body,
-                result.content_type,
-                len(extracted.links),
-                nofollow=extracted.nofollow,
-            )
-            if why is not None:
-                rendered = await self._render_page(entry, result, why)
+            try:
+                extracted = await self._parser.extract(
+                    result.body, entry.url, result.headers, self.config.robots_token
+                )
+            except ParseTimeout as exc:
+                parse_error = f"{exc.reason}: {exc}"
+                self._log(f"{host}: {exc}")
+            if extracted is not None and self._render is not None:
+                why = should_render(
+                    self.config,
+                    host,
+                    result.body,
+                    result.content_type,
+                    len(extracted.links),
+                    nofollow=extracted.nofollow,
+                )
+                if why is not None:
+                    rendered = await self._render_page(entry, result, why)
         self._record(
             entry,
             stats,
@@ -831,18 +938,127 @@ class Engine:
             failed=outcome.retry,
             extracted=extracted,
             rendered=rendered,
+            parse_error=parse_error,
+        )
+
+    @staticmethod
+    def _wants_body(media_type: str) -> bool:
+        """Whether a response body of ``media_type`` is read: only HTML is parsed and
+        nothing else is kept, so other bodies (a 700 MB zip) are not downloaded."""
+        return is_html(media_type)
+
+    def _time_left(self, entry: FrontierEntry) -> bool:
+        """Whether ``entry`` may be tried again: its tries this run took less than
+        ``total_timeout_ms`` in all (so a URL costs at most about twice that, whatever
+        a server drips; issue #10 item 10)."""
+        return entry.spent_s * 1000 < self.config.total_timeout_ms
+
+    def _check_park(self, host: str, stats: _HostStats, now: float) -> None:
+        """Park ``host`` after ``park_after_backoffs`` straight 429/503/no-response
+        answers: nothing more is sent to it this run; its queued URLs stay queued in
+        SQLite for the next run (``Politeness.should_park``, issue #10 item 7)."""
+        if stats.parked or not self._politeness.should_park(host):
+            return
+        stats.parked = True
+        dropped = self._frontier.drop_host(host)
+        spilled = self._spilled.pop(host, 0)
+        self._spilled_total -= spilled
+        self._spill_cursor.pop(host, None)
+        self._waiting.pop(host, None)
+        self._dirty_hosts.add(host)
+        self._audit(
+            f"{host}: parked after {self.config.park_after_backoffs} straight 429/503 or "
+            f"no answer; {dropped + spilled} URLs left for the next run"
         )
 
     def _earliest(self, host: str, now: float) -> float:
         """When ``host`` may be fetched again: its own politeness and its address's,
-        and not before 50 ms from now while a rendered page's sub-request to it runs."""
+        and not before ``SUB_REQUEST_RECHECK_S`` from now while requests outside the
+        workers' page fetches (render sub-requests, robots.txt hops) fill its slots."""
         at = self._politeness.earliest(host, now)
         ip = self._host_ip.get(host)
         if ip is not None:
             at = max(at, self._ip_politeness.earliest(ip, now))
-        if self._sub_inflight[host]:
+        stats = self._hosts.get(host)
+        fetching = stats.fetching if stats is not None else 0
+        side = self._sub_inflight[host]
+        if side and side + fetching >= self.config.per_host_concurrency:
             at = max(at, now + SUB_REQUEST_RECHECK_S)
         return at
+
+    async def _acquire_slot(self, host: str, ip: str, stats: _HostStats) -> float:
+        """Wait until ``host`` and ``ip`` may get a request and ``host`` has a free slot
+        (``per_host_concurrency``: page fetches plus side requests), then take it: the
+        request counts against both (``on_dispatch``). Returns the start time (epoch s).
+        The caller ends it with ``_end_side_request``."""
+        while True:
+            now = self._clock()
+            at = max(self._politeness.earliest(host, now), self._ip_politeness.earliest(ip, now))
+            free = self._sub_inflight[host] + stats.fetching < self.config.per_host_concurrency
+            if at <= now and free:
+                break
+            self._slot_freed.clear()
+            timeout = max(at - now, 0.0) + 0.001 if free else 1.0
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):
+                    await self._slot_freed.wait()
+        self._politeness.on_dispatch(host, now)
+        self._ip_politeness.on_dispatch(ip, now)
+        self._sub_inflight[host] += 1
+        return now
+
+    def _end_side_request(self, host: str, ip: str | None, now: float) -> None:
+        """A request taken with ``_acquire_slot`` ended at ``now``: free its slot."""
+        if self._sub_inflight[host] > 0:
+            self._sub_inflight[host] -= 1
+        if ip is not None:
+            self._ip_politeness.on_end(ip, now)
+        self._dirty_hosts.add(host)
+        self._slot_freed.set()
+        self._wake.set()
+
+    async def _polite_fetch(self, url: str, max_bytes: int | None) -> FetchResult:
+        """A request outside the workers' page fetches (robots.txt, its redirect hops,
+        its background refresh): through the DNS cache and the address policy, waiting
+        for its host's politeness, the per-IP limit and a free slot
+        (``_acquire_slot``); its response teaches politeness like a page's (429/503 back
+        the host off, a success decays a learnt delay). RFC 9309 §2.3.1: the robots.txt
+        request is a request to the host; so is every redirect hop, to the host it goes
+        to (issue #10 item 9).
+
+        Raises:
+            FetchError: as ``Fetcher.fetch``, DNS errors (``DnsNotFound``,
+                ``DnsTemporaryFailure``) and ``PrivateAddress`` included.
+            UrlError: ``url`` has no valid host.
+        """
+        host = urls.host_key(url)
+        stats = self._stats(host, urls.origin(url))
+        ip = self._policy.select(host, await self._dns.resolve(host))[0]
+        self._host_ip[host] = ip
+        start = await self._acquire_slot(host, ip, stats)
+        try:
+            result = await self._fetcher.fetch(url, max_bytes=max_bytes)
+        except FetchError as exc:
+            now = self._clock()
+            if exc.retryable:
+                outcome = self._politeness.on_response(host, now, None, now - start, None)
+                self._track_backoff(host, outcome.retry)
+            else:
+                self._politeness.on_end(host, now)
+            raise
+        finally:
+            self._end_side_request(host, ip, self._clock())
+        now = self._clock()
+        outcome = self._politeness.on_response(
+            host,
+            now,
+            result.status,
+            now - start,
+            result.headers.get("retry-after"),
+            date=result.headers.get("date"),
+        )
+        self._track_backoff(host, outcome.retry)
+        return result
 
     # ------------------------------------------------------------- rendering
 
@@ -889,29 +1105,13 @@ class Engine:
         self._host_ip[host] = ip
         decision = await self._robots.check(url)
         self._politeness.set_crawl_delay(host, decision.crawl_delay_s)
-        if decision.fetched:
-            now = self._clock()
-            self._politeness.on_dispatch(host, now)
-            self._ip_politeness.on_end(ip, now)
         if not decision.allowed:
             detail = f"{what} disallowed for {self.config.robots_token!r}"
             self._block_once(url, host, Verdict(BlockReason.ROBOTS, detail))
             return False
-        while True:
-            now = self._clock()
-            at = max(self._politeness.earliest(host, now), self._ip_politeness.earliest(ip, now))
-            limit = self.config.per_host_concurrency
-            free = self._sub_inflight[host] + stats.fetching < limit
-            if at <= now and free:
-                break
-            self._slot_freed.clear()
-            timeout = max(at - now, 0.0) + 0.001 if free else 1.0
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(timeout):
-                    await self._slot_freed.wait()
-        self._politeness.on_dispatch(host, now)
-        self._ip_politeness.on_dispatch(ip, now)
-        self._sub_inflight[host] += 1
+        if stats.parked:
+            return False
+        await self._acquire_slot(host, ip, stats)
         return True
 
     def _render_report(self, end: SubRequestEnd) -> None:
@@ -921,11 +1121,6 @@ class Engine:
         except UrlError:
             return
         now = self._clock()
-        if self._sub_inflight[host] > 0:
-            self._sub_inflight[host] -= 1
-        ip = self._host_ip.get(host)
-        if ip is not None:
-            self._ip_politeness.on_end(ip, now)
         if end.kind == "cancelled":
             self._politeness.on_end(host, now)
         else:
@@ -933,9 +1128,7 @@ class Engine:
                 host, now, end.status, end.elapsed_s, end.retry_after
             )
             self._track_backoff(host, outcome.retry)
-        self._dirty_hosts.add(host)
-        self._slot_freed.set()
-        self._wake.set()
+        self._end_side_request(host, self._host_ip.get(host), now)
 
     def _block_once(self, url: str, host: str, verdict: Verdict) -> None:
         """``_block`` unless this URL was recorded as blocked recently."""
@@ -960,9 +1153,7 @@ class Engine:
         self, entry: FrontierEntry, stats: _HostStats, start: float, now: float, exc: FetchError
     ) -> None:
         """Record a fetch that produced no HTTP response after its last try."""
-        self._errors += 1
         self._pages += 1
-        self._status_mix["error"] += 1
         stats.fetched += 1
         page = PageRecord(
             url=entry.url,
@@ -991,14 +1182,21 @@ class Engine:
         failed: bool,
         extracted: Extracted | None = None,
         rendered: RenderResult | None = None,
+        parse_error: str | None = None,
     ) -> None:
-        """Record a response: the page, its redirect or links (raw, then those of the
-        rendered DOM when the page was rendered), and the new frontier rows."""
+        """Record a response: the page, its redirect (a 3xx ``Location`` or a meta
+        refresh) or links (raw, then those of the rendered DOM when the page was
+        rendered), and the new frontier rows.
+
+        A redirect hop to another spelling of the same URL (same dedupe key) goes on
+        as the same frontier row (state ``queued`` with the next hop's URL), so a kill
+        resumes the chain; a chain that ends in a loop, past ``max_redirects`` or as a
+        growing-URL trap marks its hops failed with the reason (``core.redirects``).
+        """
         self._pages += 1
         self._bytes += len(result.body)
         stats.fetched += 1
         status = result.status
-        self._status_mix[f"{status // 100}xx"] += 1
         if status >= 500:
             stats.errors += 1
         error: str | None = None
@@ -1006,27 +1204,42 @@ class Engine:
             error = f"body_too_large: over {self.config.max_body_bytes} bytes"
         elif failed:
             error = f"gave up after {entry.attempts + 1} tries"
+        elif parse_error is not None:
+            error = parse_error
         edges: list[tuple[str, str]] = []
         new_rows: list[FrontierRow] = []
         final_url = entry.url
         noindex = False
+        hop: str | None = None  # where the response redirects to (raw), if anywhere
+        base = entry.url
         location = result.headers.get("location")
         if status in REDIRECT_STATUSES and location:
-            target = self._redirect(entry, location, new_rows)
-            if target is not None:
-                final_url = target
-                edges.append((entry.url, target))
-        elif 200 <= status < 300 and not result.truncated and is_html(result.content_type):
-            if extracted is None:
-                extracted = extract_links(
-                    result.body, entry.url, result.headers, self.config.robots_token
-                )
+            hop = location
+        elif extracted is not None:
             noindex = extracted.noindex
             self._follow(entry, extracted.links, extracted.base, edges, new_rows)
             if rendered is not None:
                 noindex = noindex or rendered.noindex
                 self._follow(entry, rendered.links, rendered.base, edges, new_rows)
                 self._follow(entry, rendered.navigations, entry.url, edges, new_rows)
+            if extracted.refresh is not None:
+                hop, base = extracted.refresh, extracted.base
+        state: Literal["done", "failed", "queued"] = "failed" if failed else "done"
+        following: FrontierEntry | None = None
+        if hop is not None:
+            target, ended, following = self._redirect(entry, hop, base, result, new_rows)
+            if target is not None:
+                final_url = target
+                edges.append((entry.url, target))
+            if ended is not None:
+                error = f"{ended.reason}: {ended.detail}"
+                state = "failed"
+                self.store.fail_urls(
+                    [(urls.normalize(u, self.config.strip_params), u) for u in entry.redirects],
+                    error,
+                )
+            elif following is not None:
+                state = "queued"
         page = PageRecord(
             url=entry.url,
             final_url=final_url,
@@ -1042,41 +1255,76 @@ class Engine:
             noindex=noindex,
         )
         stats.remember(ResponseRow(start, entry.url, status, result.elapsed_ms, error))
-        state: Literal["done", "failed"] = "failed" if failed else "done"
         self.store.record_page(
-            page, key=entry.key, links=list(dict.fromkeys(edges)), new_rows=new_rows, state=state
+            page,
+            key=entry.key,
+            links=list(dict.fromkeys(edges)),
+            new_rows=new_rows,
+            state=state,
+            next_url=following.url if following is not None else None,
+            next_host=following.host if following is not None else None,
+            redirects=following.redirects if following is not None else (),
         )
         self._seen.handed_over()
+        if following is not None:
+            self._frontier.push_front(following)
 
     def _redirect(
-        self, entry: FrontierEntry, location: str, new_rows: list[FrontierRow]
-    ) -> str | None:
-        """Send a redirect's target through the gates as a new hop; return it if valid.
+        self,
+        entry: FrontierEntry,
+        raw: str,
+        base: str,
+        result: FetchResult,
+        new_rows: list[FrontierRow],
+    ) -> tuple[str | None, Verdict | None, FrontierEntry | None]:
+        """Judge the redirect of ``entry`` to ``raw`` (resolved against ``base``) as the
+        next hop of its chain (``core.redirects.judge_hop``).
 
-        A target already in this chain is a ``redirect_loop``; a chain longer than
-        ``max_redirects`` hops is ``too_many_redirects`` (the limit of RFC 9110 §15.4's
-        "SHOULD detect infinite redirection loops").
+        Returns:
+            ``(target, ended, following)``: ``target`` the cleaned URL (``None`` when
+            it cannot be crawled: blocked as ``bad_url``/``scheme``); ``ended`` the
+            ``Verdict`` that ends the chain (also recorded in ``blocked``), or
+            ``None``; ``following`` the next hop when it goes on as this same frontier
+            row (another spelling of this URL, or a URL of the chain asked again with a
+            new cookie), else ``None`` (a new URL is admitted through the seen set and
+            the trap guards at this depth with the highest priority, its row appended
+            to ``new_rows``).
         """
         try:
-            target = urls.clean(location, entry.url)
+            target = urls.clean(raw, base)
         except UrlError as exc:
-            self._block(location, entry.host, Verdict(_url_reason(exc), str(exc)))
-            return None
-        key = urls.normalize(target, self.config.strip_params)
-        chain = (*entry.redirects, entry.key)
+            self._block(raw, entry.host, Verdict(_url_reason(exc), str(exc)))
+            return None, None, None
         host = urls.host_key(target)
-        if key in chain:
-            hops = len(chain)
-            self._block(target, host, Verdict(BlockReason.REDIRECT_LOOP, f"loop after {hops} hops"))
-            return target
-        if len(chain) > self.config.max_redirects:
-            detail = f"{len(chain)} hops > max_redirects {self.config.max_redirects}"
-            self._block(target, host, Verdict(BlockReason.TOO_MANY_REDIRECTS, detail))
-            return target
-        row = self._admit(target, entry.depth, PRIORITY_SEED, chain, entry.url, key=key)
+        set_by_hop = redirects.set_cookies(entry.url, result.headers.getall("set-cookie", ()))
+        ended = redirects.judge_hop(
+            entry.redirects,
+            entry.url,
+            target,
+            set_cookie=bool(set_by_hop),
+            max_redirects=self.config.max_redirects,
+        )
+        if ended is not None:
+            self._block(target, host, ended)
+            return target, ended, None
+        strip = self.config.strip_params
+        key = urls.normalize(target, strip)
+        chain = (*entry.redirects, entry.url)
+        cookies = entry.cookies + set_by_hop
+        if key == entry.key or any(urls.normalize(u, strip) == key for u in entry.redirects):
+            following = FrontierEntry(
+                target, entry.key, entry.host, entry.depth, entry.priority, 0, chain,
+                entry.url, cookies,
+            )  # fmt: skip
+            following.host = host  # another host only for a chain URL asked again
+            return target, None, following
+        row = self._admit(
+            target, entry.depth, PRIORITY_SEED, chain, entry.url,
+            key=key, host=host, spill=False, cookies=cookies,
+        )  # fmt: skip
         if isinstance(row, FrontierRow):
             new_rows.append(row)
-        return target
+        return target, None, None
 
     def _follow(
         self,
@@ -1140,21 +1388,37 @@ class Engine:
         for callback in self._subscribers:
             callback(snap)
 
-    def _flush_hosts(self) -> None:
-        """Write the politeness state of hosts that changed since the last flush."""
+    def _host_state(self, host: str, stats: _HostStats, now: float, *, final: bool) -> str:
+        """The ``hosts.state`` of ``host``: ``dead`` (its name does not resolve),
+        ``dns_failing``, ``parked``, ``demoted``, ``backoff`` (backing off now) or
+        ``active``; once the run is over (``final``), ``active`` becomes ``done`` (none
+        of its URLs left) or ``queued`` (URLs left for the next run), and a host with
+        no URL left is ``done`` whatever its backoff."""
+        if stats.dead:
+            return "dead"
+        if stats.dns_failing:
+            return "dns_failing"
+        if stats.parked:
+            return "parked"
+        left = self._queued(host) > 0 or stats.in_flight > 0
+        if final and not left:
+            return "done"
+        if stats.demoted:
+            return "demoted"
+        until = self._politeness.view(host, now).backoff_until
+        if until is not None and until > now:
+            return "backoff"
+        return "queued" if final else "active"
+
+    def _flush_hosts(self, *, final: bool = False) -> None:
+        """Write the politeness state of the hosts that changed since the last flush
+        (``final``: of every host, with its state at the end of the run)."""
         now = self._clock()
-        for host in self._dirty_hosts:
+        for host in self._hosts if final else self._dirty_hosts:
             stats = self._hosts[host]
             view = self._politeness.view(host, now)
             robots = self._robots.entry(stats.origin)
-            if stats.dead:
-                state = "dead"
-            elif stats.dns_failing:
-                state = "dns_failing"
-            elif stats.demoted:
-                state = "demoted"
-            else:
-                state = "backoff" if view.backoff_until else "active"
+            state = self._host_state(host, stats, now, final=final)
             self.store.upsert_host(
                 HostRecord(
                     host=host,
@@ -1200,17 +1464,22 @@ class Engine:
             )
         backoff = sum(1 for host in self._backoff_hosts if self._in_backoff(host, now))
         dns = self._dns.stats()
+        # Totals are those of the SQLite file (earlier runs + what this run committed),
+        # so the console, the summary and the tables agree (issue #10 item 18).
+        totals = self._base_totals + Counter(self.store.pages_added())
+        blocked = self._base_blocked + Counter(self.store.blocked_added())
+        mix = {k: v for k, v in totals.items() if k not in ("pages", "bytes") and v > 0}
         return Counters(
-            pages=self._pages,
-            bytes=self._bytes,
-            errors=self._errors,
+            pages=totals["pages"],
+            bytes=totals["bytes"],
+            errors=mix.get("error", 0),
             queued=len(self._frontier) + self._spilled_total,
             in_flight=self._in_flight,
             hosts_known=len(self._hosts),
             hosts_active=active,
             hosts_backoff=backoff,
-            blocked=dict(self._blocked_counts),
-            status_mix=dict(self._status_mix),
+            blocked=dict(blocked),
+            status_mix=mix,
             dns_lookups=dns.lookups,
             dns_queries=dns.queries,
             dns_hit_ratio=dns.hit_ratio,
@@ -1233,6 +1502,7 @@ class Engine:
             next_fetch_in_s=max(0.0, self._earliest(host, now) - now),
             robots_status=robots.status if robots else "unknown",
             ip=self._dns.pinned(host),
+            state=self._host_state(host, stats, now, final=self._ended_at is not None),
         )
 
     def query_hosts(self, text: str = "", limit: int = SNAPSHOT_HOSTS) -> tuple[HostRow, ...]:
@@ -1311,6 +1581,7 @@ class Engine:
                     retry_after_s=view.retry_after_s,
                     backoff_until=view.backoff_until,
                     demoted=self._hosts[host].demoted,
+                    parked=self._hosts[host].parked,
                 )
             )
         return CrawlSnapshot(
@@ -1324,6 +1595,8 @@ class Engine:
             max_pages=self.config.max_pages,
             pages_this_run=self._pages - self._pages_at_start,
             render=self._render.stats() if self._render is not None else None,
+            ended_at=self._ended_at,
+            retried=self.retried,
             hosts=tuple(rows),
             backoff=tuple(backoff_rows),
             blocked=tuple(self._blocked_recent),

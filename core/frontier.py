@@ -338,6 +338,36 @@ class Frontier:
         self._nback -= 1
         self._refill()
 
+    def drop_host(self, host: str) -> int:
+        """Remove every queued URL of ``host`` (back queue and front queues); how many.
+
+        For a parked host (``Politeness.should_park``): nothing more is fetched from it
+        this run, its URLs stay queued in SQLite for the next. Its slot is freed and
+        refilled; its check-out and not-before time are kept. O(front queue length)
+        when it has URLs in front queues (only under slot pressure), else O(1).
+        """
+        h = self._hosts.get(host)
+        if h is None:
+            return 0
+        dropped = 0
+        if h.front:
+            for i, queue in enumerate(self._front):
+                kept = deque(e for e in queue if e.host != host)
+                dropped += len(queue) - len(kept)
+                self._front = (*self._front[:i], kept, *self._front[i + 1 :])
+            self._nfront -= h.front
+            h.front = 0
+        if h.back is not None:
+            dropped += len(h.back)
+            h.back = None
+            h.seq = -1  # its heap entry, if any, is now stale
+            self._nback -= 1
+        if dropped:
+            self._active -= 1
+            self._len -= dropped
+            self._refill()
+        return dropped
+
     def __len__(self) -> int:
         """URLs queued (front and back queues; checked-out URLs are not counted)."""
         return self._len

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from http.cookies import CookieError, SimpleCookie
+from itertools import pairwise
 
 import aiohttp
 from yarl import URL
@@ -74,7 +75,7 @@ def judge_hop(
             BlockReason.TOO_MANY_REDIRECTS, f"{hops} hops > max_redirects {max_redirects}"
         )
     path = (*sent, target)
-    growing = sum(1 for a, b in zip(path, path[1:], strict=False) if redirect_grows(a, b))
+    growing = sum(1 for a, b in pairwise(path) if redirect_grows(a, b))
     if growing >= MAX_GROWING_HOPS:
         return Verdict(
             BlockReason.REDIRECT_TRAP,

@@ -54,14 +54,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Literal
+from typing import Literal, Protocol
 from urllib.parse import urlsplit
 
 from protego import Protego
 
 from core.config import CrawlConfig
 from core.errors import FetchError, UrlError
-from core.fetcher import Fetcher, FetchResult
+from core.fetcher import FetchResult
 from core.politeness import delta_seconds
 from core.urls import clean
 from core.urls import origin as url_origin
@@ -80,6 +80,16 @@ _DISALLOW_FIELDS = frozenset(
 )
 _DELAY_FIELDS = frozenset({"crawl-delay", "crawl delay"})
 _PRODUCT_TOKEN = re.compile(r"\*|[A-Za-z_-]+")
+
+
+class RobotsFetcher(Protocol):
+    """What ``RobotsCache`` fetches with: a ``core.fetcher.Fetcher``, or the engine's
+    polite fetcher that waits for each host's politeness (every robots.txt request,
+    redirect hops included, counts against the host it goes to)."""
+
+    async def fetch(self, url: str, *, max_bytes: int | None = None) -> FetchResult:
+        """GET ``url`` once without following redirects; raises ``FetchError``."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,8 +326,8 @@ class RobotsCache:
     """Per-origin robots.txt cache in front of ``Fetcher`` (RFC 9309).
 
     Args:
-        fetcher: used for every robots.txt request (its User-Agent, timeouts); not
-            closed by this class.
+        fetcher: used for every robots.txt request, each redirect hop included (a
+            ``Fetcher``, or the engine's polite one); not closed by this class.
         config: ``robots_token`` (the product token groups are matched against),
             ``robots_max_bytes``, ``robots_max_redirects``, ``robots_ttl_max_s``,
             ``robots_retry_s``, ``robots_on_failure``.
@@ -332,7 +342,7 @@ class RobotsCache:
 
     def __init__(
         self,
-        fetcher: Fetcher,
+        fetcher: RobotsFetcher,
         config: CrawlConfig,
         clock: Callable[[], float],
         audit: Callable[[str], None],
@@ -575,6 +585,7 @@ __all__ = [
     "RobotsCache",
     "RobotsDecision",
     "RobotsEntry",
+    "RobotsFetcher",
     "RobotsGroup",
     "RobotsStatus",
     "select_group",

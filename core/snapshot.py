@@ -26,12 +26,16 @@ class HostRow:
         fetched: pages fetched from this host in this crawl (all runs).
         errors: fetches that ended in a network error or a 5xx status.
         delay_ms: the politeness delay in force.
-        delay_source: ``default``, ``crawl_delay``, ``adaptive`` or ``backoff``.
+        delay_source: ``default``, ``crawl_delay``, ``adaptive``, ``rate_limit`` (a
+            delay learnt from 429/503 answers) or ``backoff``.
         tokens: tokens left in the host's bucket.
         next_fetch_in_s: seconds until the host may be fetched again (0: now).
         robots_status: ``unknown``, ``ok``, ``missing``, ``unreachable`` or
             ``redirect_limit`` (see ``core.robots``).
         ip: the address the host's connections go to (``None`` until resolved).
+        state: the ``hosts.state`` of the host now (``active``, ``backoff``,
+            ``parked``, ``demoted``, ``dead``, ``dns_failing``; ``done`` or ``queued``
+            once the run is over).
     """
 
     host: str
@@ -45,6 +49,7 @@ class HostRow:
     next_fetch_in_s: float
     robots_status: str
     ip: str | None = None
+    state: str = "active"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +63,8 @@ class BackoffRow:
         retry_after_s: the last Retry-After in seconds, if the server sent one.
         backoff_until: epoch seconds until which nothing is sent to the host.
         demoted: the host was moved to the lowest-priority front queue.
+        parked: the host answered only 429/503 (or nothing) ``park_after_backoffs``
+            times in a row: nothing more is sent to it this run.
     """
 
     host: str
@@ -66,6 +73,7 @@ class BackoffRow:
     retry_after_s: float | None
     backoff_until: float | None
     demoted: bool
+    parked: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +141,10 @@ class CrawlSnapshot:
             counts every run on the file).
         render: the render pool (busy / idle / queued, pages rendered, memory), or
             ``None`` when rendering is off (``render = never`` or no Chromium).
+        ended_at: when this run's crawl ended (epoch s), ``None`` while it runs: a
+            console left open after the end does not count as crawl time.
+        retried: URLs that had failed in earlier runs (5xx, 429, timeouts, lost
+            connections, DNS failures) and were queued again by this run.
     """
 
     at: float
@@ -149,11 +161,14 @@ class CrawlSnapshot:
     log: tuple[str, ...]
     pages_this_run: int = 0
     render: RenderStats | None = None
+    ended_at: float | None = None
+    retried: int = 0
 
     @property
     def elapsed_s(self) -> float:
-        """Seconds since this run started."""
-        return max(0.0, self.at - self.started_at)
+        """Seconds this run has crawled: from its start to now, or to its end."""
+        end = self.at if self.ended_at is None else min(self.at, self.ended_at)
+        return max(0.0, end - self.started_at)
 
 
 @dataclass(frozen=True, slots=True)

@@ -267,7 +267,8 @@ _SQL_FRONTIER: Final = (
 )
 _SQL_STATE: Final = "UPDATE frontier SET state = ? WHERE key = ?"
 _SQL_NEXT_HOP: Final = (
-    "UPDATE frontier SET state = 'queued', url = ?, redirects = ?, attempts = 0 WHERE key = ?"
+    "UPDATE frontier SET state = 'queued', url = ?, host = ?, redirects = ?, attempts = 0"
+    " WHERE key = ?"
 )
 _SQL_PAGE_ERROR: Final = "UPDATE pages SET error = ? WHERE url = ?"
 #: Failed rows whose failure was transient (see ``Store.requeue_failed``).
@@ -725,6 +726,7 @@ class Store:
         new_rows: Sequence[FrontierRow],
         state: Literal["done", "failed", "queued"],
         next_url: str | None = None,
+        next_host: str | None = None,
         redirects: Sequence[str] = (),
     ) -> None:
         """Queue one fetched page as ONE atomic operation.
@@ -736,10 +738,12 @@ class Store:
             links: ``(from_url, to_url)`` edges for ``links``.
             new_rows: frontier rows the page adds (INSERT OR IGNORE).
             state: ``done`` or ``failed``; or ``queued`` when the page was a redirect
-                hop to another spelling of the same resource (same ``key``): the row
-                then stays queued with ``url = next_url`` and ``redirects`` (the chain
-                so far), so a kill before the next hop resumes from there.
-            next_url: the next hop's URL (required with ``queued``, else ignored).
+                hop that goes on as the same row (another spelling of the same URL, or
+                a URL of the chain asked again with a cookie): the row then stays
+                queued with ``url = next_url``, ``host = next_host`` and
+                ``redirects`` (the chain so far), so a kill resumes from that hop.
+            next_url, next_host: the next hop's URL and host key (required with
+                ``queued``, else ignored).
             redirects: the URLs requested in the chain so far (with ``queued``).
 
         Raises:
@@ -751,8 +755,8 @@ class Store:
             raise StoreError(
                 f"record_page: state must be 'done', 'failed' or 'queued', got {state!r}"
             )
-        if state == "queued" and not next_url:
-            raise StoreError("record_page: state 'queued' needs next_url")
+        if state == "queued" and not (next_url and next_host):
+            raise StoreError("record_page: state 'queued' needs next_url and next_host")
         rows = tuple(new_rows)
         seq = self._next_seq
         if rows:
@@ -760,7 +764,7 @@ class Store:
             with self._pending_lock:
                 self._pending.update([row.key for row in rows])
             self._next_seq = seq + len(rows)
-        hop = (next_url, _encode_json(list(redirects))) if state == "queued" else None
+        hop = (next_url, next_host, _encode_json(list(redirects))) if state == "queued" else None
         self._queue.put((_PAGE, page, key, tuple(links), rows, seq, state, hop))
 
     def fail_urls(self, urls: Sequence[tuple[str, str]], error: str) -> None:

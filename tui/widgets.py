@@ -24,7 +24,7 @@ from textual.widgets import Input, Static
 
 from core.export import Table as ExportTable
 from core.export import export
-from core.snapshot import BlockedRow, CrawlSnapshot, HostRow
+from core.snapshot import BackoffRow, BlockedRow, CrawlSnapshot, HostRow
 from tui.table import Cell, Column, LineTable
 
 HostQuery = Callable[[str, int], tuple[HostRow, ...]]
@@ -39,6 +39,7 @@ DELAY_SOURCES = {
     "default": "default",
     "crawl_delay": "Crawl-delay",
     "adaptive": "adaptive",
+    "rate_limit": "rate limit",
     "backoff": "backoff",
 }
 
@@ -153,7 +154,9 @@ def host_cells(row: HostRow, strict_robots: bool) -> list[Cell]:
         _num(row.delay_ms, "{:.0f}"),
         Text(source, style="bold red") if row.delay_source == "backoff" else source,
         _num(row.tokens, "{:.1f}"),
-        fmt_countdown(row.next_fetch_in_s),
+        Text("parked", style="bold red")
+        if row.state == "parked"
+        else fmt_countdown(row.next_fetch_in_s),
         robots_label(row.robots_status, strict_robots),
     ]
 
@@ -307,12 +310,22 @@ BACKOFF_COLUMNS = (
     Column("retry_after", "Retry-After", 11, right=True),
     Column("until", "backoff until (UTC)", 19),
     Column("left", "left", 7, right=True),
-    Column("demoted", "demoted", 7),
+    Column("state", "state", 7),
 )
 
 
+def _backoff_state(row: BackoffRow) -> Text:
+    """``parked`` (nothing more is sent this run), ``demoted`` or ``backoff``."""
+    if row.parked:
+        return Text("parked", style="bold red")
+    if row.demoted:
+        return Text("demoted", style="bold red")
+    return Text("backoff", style="yellow")
+
+
 class BackoffPanel(Vertical):
-    """The hosts in backoff: attempt, last status, Retry-After, until when, demoted."""
+    """The hosts in backoff: attempt, last status, Retry-After, until when, and
+    whether the host is parked or demoted."""
 
     def compose(self) -> ComposeResult:
         """A hint line and the table."""
@@ -334,7 +347,7 @@ class BackoffPanel(Vertical):
                 retry,
                 until,
                 fmt_countdown(left),
-                Text("demoted", style="bold red") if b.demoted else Text("no", style="dim"),
+                _backoff_state(b),
             ]
             rows.append((b.host, cells))
         self.query_one("#backoff-table", LineTable).set_rows(rows)
