@@ -523,7 +523,10 @@ def _status_class(status: int | None) -> str:
 def _requeue(conn: sqlite3.Connection) -> Counter[str]:
     """``Store.requeue_failed`` in the writer's transaction: the requeued URLs per host."""
     found = conn.execute(_SQL_TRANSIENT_FAILURES).fetchall()
-    conn.executemany(_SQL_STATE, [("queued", key) for key, _, _ in found])
+    conn.executemany(
+        "UPDATE frontier SET state = 'queued', attempts = attempts + 1 WHERE key = ?",
+        [(key,) for key, _, _ in found],
+    )
     conn.executemany("DELETE FROM pages WHERE url = ?", [(url,) for _, url, _ in found])
     return Counter(host for _, _, host in found)
 
@@ -788,8 +791,8 @@ class Store:
         A failed frontier row whose page got a 429 or 5xx status, or no response for a
         transient reason (``pages.error`` starting ``timeout:``, ``connect:``,
         ``connection_lost:`` or ``dns_temporary:``), goes back to ``queued`` with its
-        ``attempts`` kept, and its ``pages`` row is deleted (the next try writes a new
-        one). Deterministic failures (4xx, ``protocol:``, ``parse_timeout:``, redirect
+        ``attempts`` counted on (the next try is a retry: ``attempts + 1``), and its
+        ``pages`` row is deleted (the next try writes a new one). Deterministic failures (4xx, ``protocol:``, ``parse_timeout:``, redirect
         loops) stay failed. For rerunning a finished crawl (``Engine`` does this when it
         resumes).
 

@@ -1,7 +1,8 @@
 """The ``crawldeck`` command: ``crawl``, ``demo`` and ``export``.
 
 Exit codes: 0 a finished crawl (or one that reached ``--max-pages``), 2 bad input (one
-line on stderr), 130 stopped by Ctrl-C, SIGTERM or SIGHUP (state saved, resume command printed).
+line on stderr), 3 a crawl that ended without fetching any page (every seed failed; the
+summary says why), 130 stopped by Ctrl-C, SIGTERM or SIGHUP (state saved, resume command printed).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ OPEN_FILES_WANTED = 65_536
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
+#: The crawl ended and got no page at all: every seed failed (its summary says why).
+EXIT_SEEDS_FAILED = 3
 EXIT_STOPPED = 130
 
 #: The loopback network the local web of ``crawldeck demo`` lives on.
@@ -136,7 +139,7 @@ async def _crawl(
         for url, why in engine.add_seeds(seeds):
             print(f"crawldeck: seed refused: {url}: {why}", file=sys.stderr)
         if ui:
-            return await _crawl_console(engine, config, db, resume_hint)
+            return await _crawl_console(engine, store, config, db, resume_hint)
         reporter = HeadlessReporter()
         engine.subscribe(reporter)
         loop = asyncio.get_running_loop()
@@ -160,23 +163,53 @@ async def _crawl(
         finally:
             for sig in signals:
                 loop.remove_signal_handler(sig)
-        return _finish(engine, db, result.outcome, resume_hint, stopped=stopped_by_signal)
+        return _finish(engine, store, db, result.outcome, resume_hint, stopped=stopped_by_signal)
     finally:
         store.close()
 
 
-async def _crawl_console(engine: Engine, config: CrawlConfig, db: Path, resume_hint: str) -> int:
+async def _crawl_console(
+    engine: Engine, store: Store, config: CrawlConfig, db: Path, resume_hint: str
+) -> int:
     """Run the crawl in the live console (``tui.app``); summary and exit code as headless."""
     from tui.app import run_console
 
     result = await run_console(engine, db, strict_robots=config.robots_on_failure == "disallow")
-    return _finish(engine, db, "stopped" if result is None else result.outcome, resume_hint)
+    outcome = "stopped" if result is None else result.outcome
+    return _finish(engine, store, db, outcome, resume_hint)
+
+
+def _seed_failures(store: Store) -> list[str]:
+    """Why the seeds failed, one line each, when the crawl got no page at all (no 2xx
+    response in the file); empty when something was fetched."""
+    if store.ok_pages():
+        return []
+    lines = ["no page was fetched successfully: every seed failed"]
+    for seed in store.seed_outcomes():
+        if seed.blocked is not None:
+            why = f"blocked: {seed.blocked}"
+        elif seed.error is not None:
+            why = seed.error if seed.status is None else f"HTTP {seed.status}: {seed.error}"
+        elif seed.status is not None:
+            why = f"HTTP {seed.status}"
+        else:
+            why = f"not fetched ({seed.state})"
+        lines.append(f"  {seed.url}: {why}")
+    return lines
 
 
 def _finish(
-    engine: Engine, db: Path, outcome: str, resume_hint: str, *, stopped: bool = False
+    engine: Engine,
+    store: Store,
+    db: Path,
+    outcome: str,
+    resume_hint: str,
+    *,
+    stopped: bool = False,
 ) -> int:
-    """Print the summary, how to export and (when stopped) how to resume; the exit code.
+    """Print the summary, how to export and (when stopped) how to resume; the exit code:
+    ``EXIT_STOPPED``, ``EXIT_SEEDS_FAILED`` (the crawl ended and no page of the file
+    got a 2xx answer: the summary says why each seed failed) or ``EXIT_OK``.
 
     The terminal may be gone (SIGHUP after it closed): output that cannot be written is
     dropped, the exit code still tells what happened (the crawl is saved either way).
@@ -184,12 +217,17 @@ def _finish(
     lines = [f"crawl saved in {db}; export with: {_program()} export {shlex.quote(str(db))} "
              "--table pages --format csv"]  # fmt: skip
     stopped = stopped or outcome == "stopped"
+    failures = [] if stopped else _seed_failures(store)
     if stopped:
         lines.append(resume_hint)
     with contextlib.suppress(OSError):
         HeadlessReporter().summary(engine.snapshot(), outcome)
         print("\n".join(lines), flush=True)
-    return EXIT_STOPPED if stopped else EXIT_OK
+        for line in failures:
+            print(f"crawldeck: {line}", file=sys.stderr)
+    if stopped:
+        return EXIT_STOPPED
+    return EXIT_SEEDS_FAILED if failures else EXIT_OK
 
 
 def _ui_config(config: CrawlConfig) -> CrawlConfig:

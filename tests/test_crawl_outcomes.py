@@ -1,0 +1,160 @@
+"""What a crawl reports when it ends (issue #10, items 16 and 18).
+
+Exit codes tell the truth (every seed failed: exit 3, and why); rerunning a finished
+crawl retries what failed transiently; the figures of the summary, the console and
+the SQLite tables agree; ``hosts.state`` is final once the crawl ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from httpserver import HTTPTestServer, Request, Response
+
+import core.engine
+from core.config import build_config
+from core.engine import Engine
+from core.store import Store
+
+CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
+
+
+def html(body: str) -> Response:
+    return Response(200, {"Content-Type": "text/html"}, body.encode())
+
+
+def rows(db: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(sql, args).fetchall()
+    finally:
+        conn.close()
+
+
+def crawldeck(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [CRAWLDECK, "crawl", "seeds.txt", "--no-ui", "--db", "c.db", "--delay-ms", "0", *args],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_a_crawl_whose_every_seed_failed_exits_3_and_says_why(tmp_path: Path) -> None:
+    with HTTPTestServer() as server:
+        server.set("/robots.txt", Response(404))
+        server.set("/gone", Response(404, {"Content-Type": "text/html"}, b"no"))
+        dead = f"http://127.0.0.1:{closed_port()}/"
+        (tmp_path / "seeds.txt").write_text(f"{server.url('/gone')}\n{dead}\n")
+        (tmp_path / "fast.toml").write_text("max_retries = 0\n")
+        proc = crawldeck(tmp_path, "--config", "fast.toml")
+    assert proc.returncode == 3, proc.stderr
+    assert "every seed failed" in proc.stderr
+    assert f"{server.url('/gone')}: HTTP 404" in proc.stderr
+    assert f"{dead}: connect" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_crawl_that_fetched_something_exits_0(tmp_path: Path) -> None:
+    with HTTPTestServer() as server:
+        server.set("/robots.txt", Response(404))
+        server.set("/", html("ok"))
+        (tmp_path / "seeds.txt").write_text(server.url("/") + "\n")
+        proc = crawldeck(tmp_path)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_rerunning_a_finished_crawl_retries_its_transient_failures(tmp_path: Path) -> None:
+    broken = [True]
+
+    def flaky(request: Request) -> Response:
+        return Response(503, {}, b"down") if broken[0] else html("back")
+
+    with HTTPTestServer() as server:
+        server.set("/robots.txt", Response(404))
+        server.set("/", html('<a href="/flaky">f</a><a href="/missing">m</a>'))
+        server.set("/flaky", flaky)
+        server.set("/missing", Response(404))
+        (tmp_path / "seeds.txt").write_text(server.url("/") + "\n")
+        (tmp_path / "fast.toml").write_text(
+            "max_retries = 1\nbackoff_base_ms = 10\nbackoff_max_ms = 20\n"
+        )
+        first = crawldeck(tmp_path, "--config", "fast.toml")
+        assert first.returncode == 0, first.stderr
+        assert rows(tmp_path / "c.db", "SELECT state, attempts FROM frontier WHERE url = ?",
+                    server.url("/flaky")) == [("failed", 1)]  # fmt: skip
+        broken[0] = False
+        second = crawldeck(tmp_path, "--config", "fast.toml")
+        assert second.returncode == 0, second.stderr
+        assert server.count("/flaky") == 3  # two tries, then one on the rerun
+        assert server.count("/missing") == 1  # a 404 is not transient
+    assert "retried this run" in second.stdout
+    db = tmp_path / "c.db"
+    assert rows(db, "SELECT status, error FROM pages WHERE url = ?", server.url("/flaky")) == [
+        (200, None)
+    ]
+    assert rows(db, "SELECT state, attempts FROM frontier WHERE url = ?", server.url("/flaky")) == [
+        ("done", 2)
+    ]
+    assert rows(db, "SELECT count(*) FROM pages")[0][0] == 3
+
+
+def crawl(server: HTTPTestServer, db: Path, **config: Any) -> Engine:
+    store = Store(db, flush_interval_ms=50)
+    engine = Engine(build_config({"delay_ms": 0, "render": "never", **config}), store)
+    engine.add_seeds([server.url("/")])
+    asyncio.run(asyncio.wait_for(engine.run(), timeout=30))
+    store.close()
+    return engine
+
+
+def test_blocked_counts_are_the_tables_even_past_the_engines_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine remembers only the last BLOCKED_MEMORY blocked URLs; the same
+    refused links on many pages must still be counted once each, as in the table."""
+    monkeypatch.setattr(core.engine, "BLOCKED_MEMORY", 5)
+    links = "".join(f'<a href="/a/b/a/b/a/b/{i}">t</a><a href="mailto:x{i}@y">m</a>'
+                    for i in range(20))  # fmt: skip
+    with HTTPTestServer() as server:
+        server.set("/robots.txt", Response(404))
+        server.set("/", html(links + "".join(f'<a href="/p{i}">p</a>' for i in range(5))))
+        for i in range(5):
+            server.set(f"/p{i}", html(links))
+        db = tmp_path / "c.db"
+        engine = crawl(server, db)
+    table = dict(rows(db, "SELECT reason, count(*) FROM blocked GROUP BY reason"))
+    assert table == {"repeating_path": 20, "scheme": 20}
+    assert engine.snapshot().counters.blocked == table
+    counters = engine.snapshot().counters
+    assert counters.pages == rows(db, "SELECT count(*) FROM pages")[0][0] == 6
+    assert counters.bytes == rows(db, "SELECT sum(bytes) FROM pages")[0][0]
+
+
+def test_this_run_counts_crawl_time_and_host_states_are_final(tmp_path: Path) -> None:
+    with HTTPTestServer() as server, HTTPTestServer("127.0.0.2") as other:
+        server.set("/robots.txt", Response(404))
+        server.set("/", html(f'<a href="/x">x</a><a href="{other.url("/")}">o</a>'))
+        server.set("/x", html("x"))
+        other.set("/robots.txt", Response(404))
+        other.set("/", html("o"))
+        started = time.monotonic()
+        engine = crawl(server, tmp_path / "c.db", scope="any", allow_private=True)
+        took = time.monotonic() - started
+        time.sleep(1.0)  # the console stays open after FINISHED
+    snap = engine.snapshot()
+    assert snap.elapsed_s <= took
+    assert {s for (s,) in rows(tmp_path / "c.db", "SELECT state FROM hosts")} == {"done"}
+    assert {row.state for row in engine.query_hosts()} == {"done"}
