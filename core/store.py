@@ -792,9 +792,9 @@ class Store:
         transient reason (``pages.error`` starting ``timeout:``, ``connect:``,
         ``connection_lost:`` or ``dns_temporary:``), goes back to ``queued`` with its
         ``attempts`` counted on (the next try is a retry: ``attempts + 1``), and its
-        ``pages`` row is deleted (the next try writes a new one). Deterministic failures (4xx, ``protocol:``, ``parse_timeout:``, redirect
-        loops) stay failed. For rerunning a finished crawl (``Engine`` does this when it
-        resumes).
+        ``pages`` row is deleted (the next try writes a new one). Deterministic
+        failures (4xx, ``protocol:``, ``parse_timeout:``, redirect loops) stay failed.
+        For rerunning a finished crawl (``Engine`` does this when it resumes).
 
         Returns:
             the requeued URLs per host key (empty when none).
