@@ -1,0 +1,71 @@
+"""Parsing never stalls the crawl (issue #10, item 13), end to end.
+
+A 1 MB page of 100 000 nested ``<div>``s takes lexbor tens of seconds (quadratic in
+nesting). It is parsed off the event loop with a time budget: the two other hosts
+keep their pace meanwhile, the page is recorded with the ``parse_timeout`` error,
+and a SIGTERM is answered at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from itertools import pairwise
+from pathlib import Path
+
+from httpserver import HTTPTestServer, Response
+
+from core.config import build_config
+from core.engine import Engine
+from core.store import Store
+
+NESTED = ("<html><body>" + "<div>" * 100_000 + '<a href="/deep">deep</a>' + "</div>" * 100_000
+          + "</body></html>").encode()  # fmt: skip
+
+
+def html(body: str) -> Response:
+    return Response(200, {"Content-Type": "text/html"}, body.encode())
+
+
+def chain_site(server: HTTPTestServer, pages: int) -> None:
+    server.set("/robots.txt", Response(404))
+    server.set("/", html('<a href="/p/1">1</a>'))
+    for n in range(1, pages + 1):
+        server.set(f"/p/{n}", html(f'<a href="/p/{n + 1}">next</a>' if n < pages else "end"))
+
+
+def test_a_pathological_page_is_cut_and_the_other_hosts_keep_their_pace(tmp_path: Path) -> None:
+    with (
+        HTTPTestServer() as nested,
+        HTTPTestServer("127.0.0.2") as a,
+        HTTPTestServer("127.0.0.3") as b,
+    ):
+        nested.set("/robots.txt", Response(404))
+        nested.set("/", Response(200, {"Content-Type": "text/html"}, NESTED))
+        nested.set("/deep", html("never linked in time"))
+        for server in (a, b):
+            chain_site(server, 40)
+        store = Store(tmp_path / "c.db", flush_interval_ms=50)
+        config = build_config(
+            {"delay_ms": 100, "render": "never", "parse_timeout_ms": 2000, "allow_private": True}
+        )
+        engine = Engine(config, store)
+        engine.add_seeds([nested.url("/"), a.url("/"), b.url("/")])
+        asyncio.run(asyncio.wait_for(engine.run(), timeout=60))
+        store.close()
+        nested_at = next(r.at for r in nested.requests if r.path == "/")
+        for server in (a, b):
+            times = [r.at for r in server.requests]
+            assert len(times) == 42  # robots.txt, the home page and 40 pages
+            during = [t for t in times if nested_at - 1 <= t <= nested_at + 3]
+            assert len(during) >= 10  # the host was crawled while the page was parsed
+            assert max(y - x for x, y in pairwise(times)) < 1.0
+        assert nested.count("/deep") == 0
+    conn = sqlite3.connect(tmp_path / "c.db")
+    try:
+        (error,) = conn.execute(
+            "SELECT error FROM pages WHERE url = ?", (nested.url("/"),)
+        ).fetchone()
+    finally:
+        conn.close()
+    assert error.startswith("parse_timeout: ")
