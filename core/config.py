@@ -162,6 +162,10 @@ class CrawlConfig:
             (default images, fonts and media; they hold no links).
         render_browser_path: the Chromium executable Playwright drives (Debian's
             ``chromium`` package); never a browser Playwright downloads.
+        parse_workers: worker processes that extract links from HTML pages off the
+            event loop (``core.parse.ParsePool``); one page over its budget holds one.
+        parse_timeout_ms: the time budget of one page's parse in a worker; a page
+            still parsing then is given up (its worker is killed and replaced).
     """
 
     user_agent: str = "crawldeck/0.1 (+https://github.com/crawldeck/crawldeck)"
@@ -224,6 +228,8 @@ class CrawlConfig:
     render_max_pages_per_browser: int = 100
     render_block_resources: tuple[str, ...] = ("image", "font", "media")
     render_browser_path: str = "/usr/bin/chromium"
+    parse_workers: int = 2
+    parse_timeout_ms: int = 5000
 
     def replace(self, **changes: Any) -> CrawlConfig:
         """A copy with ``changes`` applied and validated; raises ``ConfigError``."""
@@ -278,6 +284,8 @@ _MIN_VALUES: dict[str, float] = {
     "render_timeout_ms": 100,
     "render_idle_ms": 0,
     "render_max_pages_per_browser": 1,
+    "parse_workers": 1,
+    "parse_timeout_ms": 10,
 }
 
 
@@ -287,6 +295,7 @@ _MAX_VALUES: dict[str, float] = {
     "concurrency": 10_000,
     "per_host_concurrency": 100,
     "bucket_capacity": 10_000,
+    "parse_workers": 64,
 }
 
 

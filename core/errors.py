@@ -20,6 +20,8 @@ catch only ours::
     |   +-- PrivateAddress          the address connected to is private/special and
     |                               not allowed (core.dns.AddressPolicy)
     +-- StoreError                  the SQLite file is unusable (locked, corrupt, not ours)
+    +-- ParseError                  a page could not be parsed: its parse worker died
+    |   +-- ParseTimeout            the page's parse ran over parse_timeout_ms (core.parse)
     +-- RenderUnavailable           no browser to render with (Chromium missing or broken)
 
 Each error's ``reason`` is a short stable token (``timeout``, ``connect``,
@@ -139,6 +141,25 @@ class StoreError(CrawldeckError):
     """The SQLite crawl file cannot be opened or written (locked, corrupt, not ours)."""
 
     reason = "store"
+
+
+class ParseError(CrawldeckError):
+    """A page's links could not be extracted: the process parsing it died (killed
+    by the OOM killer, a crash in the parser) or the parse pool is closed
+    (``core.parse.ParsePool``). The message is one line naming the URL."""
+
+    reason = "parse"
+
+
+class ParseTimeout(ParseError):
+    """Parsing one page took longer than ``parse_timeout_ms``; the worker process
+    was killed (and is replaced), so no links of the page are known.
+
+    The message names the URL and the budget, e.g. ``parsing
+    http://a.test/deep took over 5000 ms (parse_timeout_ms): worker stopped``.
+    """
+
+    reason = "parse_timeout"
 
 
 class RenderUnavailable(CrawldeckError):
