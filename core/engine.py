@@ -33,7 +33,7 @@ from core.errors import (
     DnsNotFound,
     DnsTemporaryFailure,
     FetchError,
-    ParseTimeout,
+    ParseError,
     PrivateAddress,
     RenderUnavailable,
     UrlError,
@@ -288,6 +288,7 @@ class Engine:
         self._crash: Exception | None = None
         self._ended_at: float | None = None
         self._parser = ParsePool(config)
+        self._parser_noticed = False
         self._render: RenderPool | None = None
         if config.render != "never":
             pool = RenderPool(config, gate=self._render_gate, report=self._render_report)
@@ -916,9 +917,12 @@ class Engine:
                 extracted = await self._parser.extract(
                     result.body, entry.url, result.headers, self.config.robots_token
                 )
-            except ParseTimeout as exc:
+            except ParseError as exc:  # over parse_timeout_ms, or its worker died
                 parse_error = f"{exc.reason}: {exc}"
                 self._log(f"{host}: {exc}")
+            if self._parser.notice is not None and not self._parser_noticed:
+                self._parser_noticed = True
+                self._audit(self._parser.notice)
             if extracted is not None and self._render is not None:
                 why = should_render(
                     self.config,

@@ -20,6 +20,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar, Protocol
 
@@ -151,6 +152,7 @@ class CrawlApp(App[None]):
         self._detail: HostDetailScreen | None = None
         self._tab_labels: dict[str, str] = {}
         self._labels_at = 0.0
+        self._blocked_shown: dict[str, int] = {}
 
     # ------------------------------------------------------------------ layout
 
@@ -233,16 +235,24 @@ class CrawlApp(App[None]):
         Hidden tabs are drawn when they are shown: a table that changes lays the
         screen out again, and that costs the crawl time.
         """
+        log = self.query_one(LogPanel)
+        log.take(snap)
+        c = snap.counters
+        now = time.monotonic()
+        relabel = now - self._labels_at >= LABELS_EVERY_S or snap.state in ("finished", "stopped")
+        if relabel:
+            self._blocked_shown = c.blocked
+        elif c.blocked != self._blocked_shown:
+            # the blocked counts change with the tab label (at most once a second), so
+            # the label, the throughput panel and the Blocked tab always show one figure
+            snap = replace(snap, counters=replace(c, blocked=self._blocked_shown))
+            c = snap.counters
         self.snapshot = snap
         self._draw_status()
         self.query_one(ThroughputPanel).show(snap, self.history)
-        log = self.query_one(LogPanel)
-        log.take(snap)
         tabs = self.query_one(TabbedContent)
         self._draw_tab(tabs.active, snap)
-        c = snap.counters
-        now = time.monotonic()
-        if now - self._labels_at >= LABELS_EVERY_S or snap.state in ("finished", "stopped"):
+        if relabel:
             self._labels_at = now  # a new label lays the screen out: not 4 times a second
             self._label("tab-hosts", f"Hosts {c.hosts_known}")
             self._label("tab-backoff", f"Backoff {len(snap.backoff)}")
