@@ -20,7 +20,7 @@ import logging
 import random
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
@@ -308,7 +308,7 @@ class Engine:
         # connections, DNS failures), with its attempts counted on (issue #10 item 16)
         requeued = self.store.requeue_failed()
         self.retried = sum(requeued.values())
-        self._seen.rebuild(self.store.iter_keys())
+        self._seen.rebuild(self._observed(self.store.iter_keys()))
         for host, count in self.store.host_counts().items():
             self._stats(host, None).admitted = count
         for row in self.store.load_frontier():
@@ -352,6 +352,14 @@ class Engine:
         queued = len(self._frontier) + self._spilled_total
         retried = f" ({self.retried} that failed before are tried again)" if self.retried else ""
         self._log(f"resuming: {queued} URLs queued{retried}, {self._pages} pages fetched")
+
+    def _observed(self, keys: Iterable[str]) -> Iterator[str]:
+        """``keys`` (of an earlier run), each counted by the trap guard on the way (the
+        calendar budget of a host is not handed out again on resume)."""
+        observe = self._guard.observe
+        for key in keys:
+            observe(key)
+            yield key
 
     def _stats(self, host: str, origin: str | None) -> _HostStats:
         stats = self._hosts.get(host)
@@ -432,7 +440,9 @@ class Engine:
         if host is None:
             host = urls.host_key(url)
         stats = self._hosts.get(host)
-        verdict = self._guard.admit(url, depth, stats.admitted if stats else 0, is_seed=is_seed)
+        verdict = self._guard.admit(
+            url, depth, stats.admitted if stats else 0, is_seed=is_seed, key=key
+        )
         if verdict is not None:
             if not self._seen_blocked(key):
                 self._block(url, host, verdict)

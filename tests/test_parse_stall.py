@@ -47,7 +47,13 @@ def test_a_pathological_page_is_cut_and_the_other_hosts_keep_their_pace(tmp_path
             chain_site(server, 40)
         store = Store(tmp_path / "c.db", flush_interval_ms=50)
         config = build_config(
-            {"delay_ms": 100, "render": "never", "parse_timeout_ms": 2000, "allow_private": True}
+            {
+                "delay_ms": 100,
+                "render": "never",
+                "parse_timeout_ms": 2000,
+                "allow_private": True,
+                "max_depth": 100,
+            }
         )
         engine = Engine(config, store)
         engine.add_seeds([nested.url("/"), a.url("/"), b.url("/")])

@@ -88,7 +88,7 @@ def test_a_rate_limit_is_learnt_not_forgotten(server: HTTPTestServer, tmp_path: 
     for n in range(pages + 1):
         server.set(f"/p/{n}", limited)
     db = tmp_path / "c.db"
-    run_crawl([server.url("/")], db, timeout=90, delay_ms=50, backoff_base_ms=50,
+    run_crawl([server.url("/")], db, timeout=90, delay_ms=50, backoff_base_ms=50, max_depth=100,
               backoff_max_ms=400, max_retries=8)  # fmt: skip
     steady = answered[10:]
     share = steady.count(429) / len(steady)
@@ -205,7 +205,8 @@ def test_lost_connections_keep_their_retry_budget(server: HTTPTestServer, tmp_pa
     server.set_raw("/lost", lambda request, out: None)  # closes without a byte
     db = tmp_path / "c.db"
     run_crawl([server.url("/")], db, backoff_base_ms=10, backoff_max_ms=20, max_retries=3)
-    assert server.count("/lost") == 4
+    # 1 + max_retries tries (aiohttp itself may resend once on a reused connection)
+    assert 4 <= server.count("/lost") <= 5
     (error,) = rows(db, "SELECT error FROM pages WHERE url = ?", server.url("/lost"))[0]
     assert error.startswith("connection_lost") or error.startswith("connect"), error
 
@@ -304,6 +305,8 @@ def test_a_big_zip_is_not_downloaded(server: HTTPTestServer, tmp_path: Path) -> 
     sent = [0]
 
     def big_zip(request: Request, out: io.BufferedIOBase) -> None:
+        # a small send buffer, so what was sent is close to what the client read
+        out._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 32768)  # type: ignore[attr-defined]
         out.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/zip\r\n"
                   b"Content-Length: 734003200\r\n\r\n")  # fmt: skip
         chunk = b"\0" * 65536
@@ -324,7 +327,7 @@ def test_a_big_zip_is_not_downloaded(server: HTTPTestServer, tmp_path: Path) -> 
     server.set("/leaf", html("leaf"))
     db = tmp_path / "c.db"
     run_crawl([server.url("/")], db)
-    assert sent[0] < 2 * 1024 * 1024, f"{sent[0]} bytes were sent"
+    assert sent[0] < 1024 * 1024, f"{sent[0]} bytes were sent"
     got = {u: (ct, b) for u, ct, b in rows(db, "SELECT url, content_type, bytes FROM pages")}
     assert got[server.url("/big.zip")] == ("application/zip", 0)
     assert got[server.url("/untyped")][0] == "text/html"  # sniffed, then parsed:

@@ -1,0 +1,81 @@
+"""The console's figures agree, and a parked host shows (issue #10, items 7 and 18).
+
+The blocked total is on the Blocked tab's label, in the throughput panel and on the
+Blocked tab itself: the three show one figure at every draw, although the tab label
+changes at most once a second. A parked host shows as ``parked`` in the Hosts and
+Backoff panels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from test_tui_snapshots import BACKOFF, HOSTS, FakeEngine, settle, snapshot_at
+from textual.widgets import Static, TabbedContent
+
+from core.snapshot import CrawlSnapshot
+from tui.app import CrawlApp
+from tui.table import LineTable
+
+SIZE = (130, 40)
+
+
+class Checking(CrawlApp):
+    """The console, checking after every draw that its blocked figures agree."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.checked = 0
+        self.seen: set[int] = set()
+
+    def draw(self, snap: CrawlSnapshot) -> None:
+        super().draw(snap)
+        label = str(self.query_one(TabbedContent).get_tab("tab-blocked").label)
+        in_label = int(label.split()[-1])
+        summary = self.query_one("#summary", Static).content
+        assert isinstance(summary, Text)
+        line = next(x for x in summary.plain.splitlines() if x.startswith("blocked"))
+        in_panel = int(line.split()[1])
+        counts = self.query_one("#blocked-counts", Static).content
+        in_tab = int(counts.plain.split()[0]) if isinstance(counts, Text) else in_label
+        assert in_label == in_panel == in_tab, (label, line, counts)
+        self.checked += 1
+        self.seen.add(in_label)
+
+
+async def test_the_blocked_figure_is_one_figure_everywhere() -> None:
+    # 90 snapshots at 4 a second: the blocked counts change at nearly every one
+    snaps = [replace(snapshot_at(i), at=snapshot_at(0).at + i / 4) for i in range(90)]
+    app = Checking(FakeEngine(snaps, finish=True), Path("crawl.db"))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")  # the Blocked tab is drawn while shown
+        await settle(pilot)
+        await pilot.pause(1.2)
+        app.draw(snaps[-1])
+    assert app.checked >= 2
+    assert max(app.seen) == sum(snaps[-1].counters.blocked.values())
+
+
+async def test_a_parked_host_shows_in_the_hosts_and_backoff_panels() -> None:
+    parked_host = replace(HOSTS[2], state="parked", delay_source="rate_limit")
+    snap = replace(
+        snapshot_at(5),
+        hosts=(HOSTS[0], HOSTS[1], parked_host),
+        backoff=(replace(BACKOFF[0], parked=True), BACKOFF[1]),
+    )
+    app = CrawlApp(FakeEngine([snap]), Path("crawl.db"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        hosts = app.query_one("#hosts-table", LineTable)
+        row = hosts._cells[hosts.row_keys.index(parked_host.host)]
+        assert "parked" in [str(cell) for cell in row]
+        assert "rate limit" in [str(cell) for cell in row]
+        await pilot.press("2")
+        await settle(pilot)
+        backoff = app.query_one("#backoff-table", LineTable)
+        states = {key: str(cells[-1]) for key, cells in zip(backoff.row_keys, backoff._cells,
+                                                             strict=True)}  # fmt: skip
+        assert states == {BACKOFF[0].host: "parked", BACKOFF[1].host: "demoted"}
