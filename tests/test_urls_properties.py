@@ -210,10 +210,11 @@ def _cleaned_base(base: str) -> str | None:
         return None
 
 
-def check(link: str, base: str | None) -> str | None:
-    """Assert the five properties of the module docstring for ``link`` resolved
-    against ``base``; the cleaned URL, or ``None`` if ``clean`` refused it."""
-    cleaned_base = None if base is None else _cleaned_base(base)
+def check(link: str, base: str | None, *, against_cleaned_base: bool = True) -> str | None:
+    """Assert the properties of the module docstring for ``link`` resolved against
+    ``base`` (the fifth only if ``against_cleaned_base``); the cleaned URL, or
+    ``None`` if ``clean`` refused it."""
+    cleaned_base = None if base is None or not against_cleaned_base else _cleaned_base(base)
     try:
         first = clean(link, base)
     except UrlError:
@@ -302,14 +303,15 @@ def test_clean_properties_on_hostile_links(case: tuple[str, str | None]) -> None
 
 
 def test_clean_properties_on_200k_generated_links() -> None:
+    # Properties 1-4 (the fifth, which costs a third more, is the Hypothesis test's).
     cases = nasty_links(seed=20240610, count=200_000)
     start = time.perf_counter()
-    cleaned = [check(link, base) for link, base in cases]
+    cleaned = [check(link, base, against_cleaned_base=False) for link, base in cases]
     elapsed = time.perf_counter() - start
     accepted = [url for url in cleaned if url is not None]
     # hostile pieces, but many links must still be URLs (a refusal checks little)
     assert len(accepted) > 70_000, len(accepted)
-    assert elapsed < 60, elapsed  # 5-9 s on the 2-core test VM; only a runaway fails
+    assert elapsed < 60, elapsed  # 4-9 s on the 2-core test VM; only a runaway fails
     # ... and the pieces make the cases of the issue: dot segments behind a space or
     # %2e, hosts that are numbers behind invisible code points, in every notation
     assert sum("..%20" in url for url in accepted) > 100
