@@ -515,7 +515,7 @@ def _remove_dot_segments(path: str) -> str:
     A dot may be escaped (``%2e``, ``.%2E``), as the WHATWG URL standard reads
     single- and double-dot segments, so ``/a/%2e%2e/b`` is ``/b``.
     """
-    if not _DOT_SEGMENT.search(path):
+    if ("/." not in path and "/%2" not in path) or not _DOT_SEGMENT.search(path):
         return path
     segments = path.split("/")
     out: list[str] = []
