@@ -31,7 +31,8 @@ RENDER_RESOURCE_TYPES: frozenset[str] = frozenset(
 )  # fmt: skip
 DnsPreference = Literal["ipv4", "ipv6"]
 
-#: Query parameters removed from the dedupe key (session ids and click trackers).
+#: Query and ``;name=value`` path parameters removed from the dedupe key (session
+#: ids, click trackers and referrer tags; every ``utm_`` name Google Analytics defines).
 DEFAULT_STRIP_PARAMS: tuple[str, ...] = (
     "utm_source",
     "utm_medium",
@@ -39,6 +40,10 @@ DEFAULT_STRIP_PARAMS: tuple[str, ...] = (
     "utm_term",
     "utm_content",
     "utm_id",
+    "utm_source_platform",
+    "utm_creative_format",
+    "utm_marketing_tactic",
+    "ref",
     "sid",
     "sessionid",
     "session_id",
@@ -96,7 +101,8 @@ class CrawlConfig:
         max_page_param: highest page/offset number admitted (reason ``pagination``).
         calendar_window_years: years after today beyond which a date in a path or
             query are a calendar trap (reason ``calendar``).
-        strip_params: query parameters removed from the dedupe key.
+        strip_params: query and ``;name=value`` path parameters removed from the
+            dedupe key (names matched case-insensitively).
         max_redirects: most redirect hops in one chain (reason ``too_many_redirects``).
         max_body_bytes: body cap after decoding; longer bodies are cut off and
             recorded with error ``body_too_large``.

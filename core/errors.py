@@ -9,24 +9,40 @@ catch only ours::
     +-- SeedError                   a seeds file that cannot be read at all
     +-- UrlError                    a URL that cannot be parsed or has no host
     |   +-- UnsupportedScheme       a URL that is not http or https (mailto:, javascript:)
-    +-- FetchError                  a fetch that produced no HTTP response
-    |   +-- FetchTimeout            connect, read or total time budget exceeded
-    |   +-- ConnectFailed           refused, reset, TLS failure (DNS only without
-    |                               core.transport; with it, DnsError)
-    |   +-- ProtocolViolation       a malformed HTTP response or encoding
-    |   +-- DnsError                the host name could not be resolved (core.dns)
-    |   |   +-- DnsNotFound         NXDOMAIN or no A/AAAA record: the host is dead
-    |   |   +-- DnsTemporaryFailure timeout, SERVFAIL, refused: worth retrying later
-    |   +-- PrivateAddress          the address connected to is private/special and
-    |                               not allowed (core.dns.AddressPolicy)
+    +-- FetchError                  a fetch that produced no usable HTTP response
+    |   +-- FetchTimeout            R  connect, read or total time budget exceeded
+    |   +-- ConnectFailed           R  refused, unreachable, reset or dropped while the
+    |   |                              TCP or TLS connection was set up; the fetcher
+    |   |                              closed (DNS only without core.transport; with
+    |   |                              it, DnsError)
+    |   +-- ConnectionLost          R  the connection closed before the response head
+    |   |                              was complete, or was reset before its body ended
+    |   +-- TlsFailed               -  the certificate is not valid for the name, or
+    |   |                              TLS cannot be agreed (the port speaks no TLS)
+    |   +-- RequestInvalid          -  a URL (or header) aiohttp cannot send
+    |   +-- ProtocolViolation       -  a malformed response head (status line, header,
+    |   |                              oversized line), bad framing, a short body, a
+    |   |                              stacked or unknown content coding, a compressed
+    |   |                              body that does not decode
+    |   +-- DnsError                R  the host name could not be resolved (core.dns)
+    |   |   +-- DnsNotFound         -  NXDOMAIN or no A/AAAA record: the host is dead
+    |   |   +-- DnsTemporaryFailure R  timeout, SERVFAIL, refused: worth retrying later
+    |   +-- PrivateAddress          -  the address connected to is private/special and
+    |                                  not allowed (core.dns.AddressPolicy)
     +-- StoreError                  the SQLite file is unusable (locked, corrupt, not ours)
     +-- ParseError                  a page could not be parsed: its parse worker died
     |   +-- ParseTimeout            the page's parse ran over parse_timeout_ms (core.parse)
     +-- RenderUnavailable           no browser to render with (Chromium missing or broken)
 
-Each error's ``reason`` is a short stable token (``timeout``, ``connect``,
-``protocol``, ``dns``, ``dns_temporary``, ``private_address``) that is what
-``pages.error`` records.
+``R``: ``retryable`` is ``True`` (a class attribute of every ``FetchError``): the
+failure is transient and the same request may well succeed later, so it keeps its
+retry budget. ``-``: deterministic, the same request gets the same answer; it is
+recorded after one try.
+
+Each error's ``reason`` is a short stable token, the first word of what
+``pages.error`` records (``"<reason>: <message>"``): ``timeout``, ``connect``,
+``connection_lost``, ``tls``, ``bad_request``, ``protocol``, ``dns``,
+``dns_temporary``, ``private_address`` (and ``fetch`` for a bare ``FetchError``).
 """
 
 from __future__ import annotations
@@ -71,53 +87,101 @@ class UnsupportedScheme(UrlError):
 
 
 class FetchError(CrawldeckError):
-    """A fetch that ended without a usable HTTP response."""
+    """A fetch that ended without a usable HTTP response.
+
+    ``retryable`` (class attribute, ``bool``): whether the failure is transient (the
+    same request may succeed later: keep the URL's retry budget) or deterministic
+    (record it after one try). Each subclass sets it; see the tree above.
+    """
 
     reason = "fetch"
+    retryable: bool = True
 
 
 class FetchTimeout(FetchError):
-    """The connect, read or total time budget of a fetch was exceeded."""
+    """The connect, read or total time budget of a fetch was exceeded. Retryable."""
 
     reason = "timeout"
+    retryable = True
 
 
 class ConnectFailed(FetchError):
-    """The connection could not be made or was lost (DNS, refused, reset, TLS)."""
+    """No connection could be set up: refused, unreachable, reset or dropped during
+    the TCP or TLS handshake, or the fetcher is closed (the crawl is stopping).
+    Retryable."""
 
     reason = "connect"
+    retryable = True
+
+
+class ConnectionLost(FetchError):
+    """The connection ended before the response did: closed or reset before the
+    response head (status line and headers) was complete, or reset (TCP RST) before
+    the end of the body. Retryable: a server restart, an overloaded proxy, a
+    keep-alive race. (A body cut short by a clean close is a ``ProtocolViolation``.)"""
+
+    reason = "connection_lost"
+    retryable = True
+
+
+class TlsFailed(FetchError):
+    """TLS could not be set up for a reason that does not go away on a retry: the
+    certificate does not verify (expired, self-signed, another name) or no TLS can be
+    agreed (the port speaks plain HTTP, no common version or cipher). Not retryable."""
+
+    reason = "tls"
+    retryable = False
+
+
+class RequestInvalid(FetchError):
+    """The request cannot be sent at all: a URL aiohttp refuses (an IPv4 host not in
+    dotted-quad form, a bad port, not http/https) or a header value it refuses. Not
+    retryable."""
+
+    reason = "bad_request"
+    retryable = False
 
 
 class ProtocolViolation(FetchError):
-    """The server sent something that is not valid HTTP (or an undecodable body)."""
+    """The server's reply is not valid HTTP/1.1, or its body cannot be used: a bad
+    status line, a header line or a field too long or malformed, too many headers,
+    bad chunked framing, a short body (the connection closed cleanly before
+    ``Content-Length`` bytes or the last chunk), a stacked or unknown content coding,
+    a compressed body that does not decode or does not end. Not retryable: the same
+    server sends the same bytes again."""
 
     reason = "protocol"
+    retryable = False
 
 
 class DnsError(FetchError):
-    """The host name of a URL could not be resolved to an address (``core.dns``)."""
+    """The host name of a URL could not be resolved to an address (``core.dns``).
+    Retryable unless it is a ``DnsNotFound``."""
 
     reason = "dns"
+    retryable = True
 
 
 class DnsNotFound(DnsError):
     """The name does not exist (NXDOMAIN) or has no A/AAAA record (NODATA).
 
     Permanent for the life of the negative-cache entry (RFC 2308): the engine marks
-    the host dead and blocks its URLs with reason ``dns``.
+    the host dead and blocks its URLs with reason ``dns``. Not retryable.
     """
 
     reason = "dns"
+    retryable = False
 
 
 class DnsTemporaryFailure(DnsError):
     """The resolver gave no answer: timeout, SERVFAIL, REFUSED or a broken reply.
 
     Worth retrying later with backoff (RFC 2308 §7: such failures are not facts
-    about the name).
+    about the name). Retryable.
     """
 
     reason = "dns_temporary"
+    retryable = True
 
 
 class PrivateAddress(FetchError):
@@ -126,10 +190,11 @@ class PrivateAddress(FetchError):
     config (``allow_private``, ``allow_networks``) nor the host's trust (a seed).
 
     Raised before any packet is sent to that address. ``host`` and ``address`` say
-    which name and which address were refused.
+    which name and which address were refused. Not retryable.
     """
 
     reason = "private_address"
+    retryable = False
 
     def __init__(self, message: str, *, host: str = "", address: str = "") -> None:
         super().__init__(message)

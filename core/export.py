@@ -12,13 +12,24 @@ Formats:
 
 Column values are as stored (see ``core.store``): times for people are UTC ISO 8601
 text, resume times are epoch seconds, ``redirects`` and ``config`` are JSON text.
+
+``export_file`` writes a file atomically: into a hidden temporary file in the same
+directory (``.NAME.RANDOM.tmp``), flushed to disk (fsync) and then renamed over the
+target (rename(2) replaces it in one step), so the target is at any moment either
+what it was or the whole new export, never a partial one. A failed or stopped export
+removes its temporary file; only a SIGKILL or a crash can leave one behind, hidden,
+and never under the target's name.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
+import os
+import secrets
 import sqlite3
+import stat
 from pathlib import Path
 from typing import Final, Literal, TextIO
 from urllib.parse import quote
@@ -83,6 +94,82 @@ def export(db: Path, table: Table, fmt: Format, out: TextIO) -> int:
         conn.close()
 
 
+def export_file(db: Path, table: Table, fmt: Format, path: Path) -> int:
+    """Write ``table`` of ``db`` as ``fmt`` into the file ``path``, atomically.
+
+    A regular file (or a missing one) is replaced in one rename at the end, after an
+    fsync of the new content (and of the directory after the rename); it keeps the mode
+    (and, for root, the owner) of the file it replaces. A symlink is followed: the file
+    it points to is replaced, the link stays. Something that cannot be renamed over (a
+    device such as ``/dev/null``, a FIFO) is written in place.
+
+    Returns:
+        the number of data rows written (as ``export``).
+
+    Raises:
+        StoreError: as ``export``, or ``path`` is ``db`` itself (under any name) or one
+            of its ``-wal``/``-shm``/``-journal`` files.
+        OSError: the file cannot be written (no such directory, permission, disk full);
+            the target is then as it was and the temporary file is gone.
+    """
+    target = Path(os.path.realpath(path))
+    _refuse_crawl_file(Path(db), target, path)
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        with open(target, "w", encoding="utf-8", newline="") as out:
+            return export(db, table, fmt, out)
+    temp = target.with_name(f".{target.name[:200]}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    try:
+        with open(fd, "w", encoding="utf-8", newline="") as out:
+            if st is not None:
+                os.fchmod(fd, stat.S_IMODE(st.st_mode))
+                with contextlib.suppress(OSError):  # only root may give a file away
+                    os.fchown(fd, st.st_uid, st.st_gid)
+            count = export(db, table, fmt, out)
+            out.flush()
+            os.fsync(fd)
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
+    _fsync_directory(target.parent)
+    return count
+
+
+def _refuse_crawl_file(db: Path, target: Path, given: Path) -> None:
+    """Refuse an output that would replace the crawl file or one of its side files."""
+    try:
+        same = os.path.samefile(db, target)
+    except OSError:  # one of them does not exist (yet)
+        same = False
+    if same:
+        raise StoreError(f"{str(given)!r} is the crawl file itself; choose another output file")
+    real_db = Path(os.path.realpath(db))
+    if target.parent == real_db.parent and target.name in {
+        f"{real_db.name}{suffix}" for suffix in ("-wal", "-shm", "-journal")
+    }:
+        raise StoreError(f"{str(given)!r} is a file of the crawl {real_db.name}; choose another")
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make a rename in ``directory`` durable (fsync(2) of the directory; file systems
+    that cannot sync a directory are left alone)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _write_csv(cur: sqlite3.Cursor, columns: list[str], out: TextIO) -> int:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
@@ -102,4 +189,4 @@ def _write_jsonl(cur: sqlite3.Cursor, columns: list[str], out: TextIO) -> int:
     return count
 
 
-__all__ = ["EXPORT_BATCH_ROWS", "FORMATS", "TABLES", "Format", "Table", "export"]
+__all__ = ["EXPORT_BATCH_ROWS", "FORMATS", "TABLES", "Format", "Table", "export", "export_file"]

@@ -9,7 +9,29 @@ which blocks what cannot be crawled. It reads the *decoded* body (gzip and defla
 undone here, in steps bounded by what is left of ``max_bytes``) and stops at
 ``max_bytes``, so a compression bomb costs at most ``max_bytes`` plus one network read.
 Every aiohttp error is translated here into the ``core.errors`` tree; nothing foreign
-escapes.
+escapes, and each error says in ``retryable`` whether it is transient (timeouts,
+refused or lost connections) or deterministic (malformed replies, short bodies, bad
+codings, TLS that cannot work, URLs that cannot be sent).
+
+Bodies not needed are not downloaded: ``fetch(url, want_body=...)`` asks the caller,
+once the media type is known, whether to read the body at all; if not, the
+connection is closed right after the head (a 700 MB zip costs a few network reads).
+The media type is the one WHATWG MIME Sniffing computes (``core.sniff``): a response
+without a usable ``Content-Type`` (absent, unparsable, ``unknown/unknown``,
+``application/unknown``, ``*/*``) is sniffed from its first 1445 decoded bytes (§5.2,
+§7.1) before it is called non-HTML, and so is the ``text/plain`` of the Apache bug
+(§7.2).
+
+``fetch(url, headers=...)`` adds request headers for that request only: the session
+keeps no cookies, so a cookie the engine carries within one redirect chain is sent
+that way and is gone with the request.
+
+Connections: aiohttp resends a GET once when its connection closes or resets before
+the reply, right for a kept-alive connection the server closed while idle (RFC 9112
+§9.3.1.1) but, on a new connection, only a second request to a host that drops them:
+that resend is kept for reused connections and not done for new ones. A reset
+(TCP RST) before the end of a close-delimited body is a ``ConnectionLost``, not the
+end of the body (aiohttp's parser cannot tell them apart).
 
 Why aiohttp: per request it costs about a third of httpcore's CPU and a thirtieth of
 httpx's with hundreds of hosts in the pool (httpx 0.28 scans every pooled connection
@@ -32,12 +54,14 @@ Budgets (``CrawlConfig``):
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import resource
 import ssl
 import time
 import zlib
 from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -47,12 +71,26 @@ from aiohttp.abc import AbstractResolver
 from aiohttp.client_proto import ResponseHandler
 from aiohttp.client_reqrep import ClientRequest, ConnectionKey
 from aiohttp.connector import Connection
+from aiohttp.http_exceptions import (
+    ContentLengthError,
+    HttpProcessingError,
+    TransferEncodingError,
+)
 from aiohttp.tracing import Trace
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
+from core import sniff
 from core.config import CrawlConfig
-from core.errors import ConnectFailed, FetchTimeout, ProtocolViolation
+from core.errors import (
+    ConnectFailed,
+    ConnectionLost,
+    FetchError,
+    FetchTimeout,
+    ProtocolViolation,
+    RequestInvalid,
+    TlsFailed,
+)
 from core.transport import PinningResolver
 
 #: Sent with every request; the engine only parses HTML, the rest is recorded as is.
@@ -171,13 +209,23 @@ class FetchResult:
             first value of a header sent several times, ``getall(name, ())`` all of
             them).
         body: the decoded body (Content-Encoding gzip/deflate undone), at most
-            ``max_bytes`` bytes.
-        content_type: the media type of ``Content-Type``, lowercased, without parameters
-            (``"text/html"``); ``""`` when the header is absent.
+            ``max_bytes`` bytes; ``b""`` when ``skipped``.
+        content_type: the computed MIME type's essence, lowercased, without parameters
+            (``"text/html"``): that of the last ``Content-Type`` value, or, when that
+            is absent, does not parse or says "unknown", the type sniffed from the
+            body's first bytes (``core.sniff``, WHATWG MIME Sniffing §7: ``text/html``
+            only from HTML-looking bytes, never with ``X-Content-Type-Options:
+            nosniff``); an Apache-bug ``text/plain`` becomes
+            ``application/octet-stream`` when its first bytes are binary (§7.2).
+            ``""`` when there is no ``Content-Type`` and no body to sniff.
         elapsed_ms: milliseconds from the start of the request to the end of the body
-            read (or to the cut, when truncated).
+            read (or to the cut, when truncated or skipped).
         truncated: ``True`` when the decoded body was longer than ``max_bytes`` and was
             cut to its first ``max_bytes`` bytes.
+        skipped: ``True`` when ``want_body(content_type)`` said no: the body was not
+            read (beyond what sniffing needed) and ``body`` is ``b""``.
+        sniffed: ``True`` when ``content_type`` comes from the body's bytes rather
+            than from ``Content-Type``.
     """
 
     url: str
@@ -187,6 +235,8 @@ class FetchResult:
     content_type: str
     elapsed_ms: float
     truncated: bool
+    skipped: bool = False
+    sniffed: bool = False
 
 
 def media_type(content_type: str | None) -> str:
@@ -209,9 +259,20 @@ def _is_ip_literal(host: str) -> bool:
     return True
 
 
-def _one_line(exc: BaseException) -> str:
-    """``str(exc)`` on one line, or the exception's class name when it says nothing."""
-    text = " ".join(str(exc).split())
+#: The longest detail from a foreign error kept in a message, characters.
+_DETAIL_CHARS = 300
+
+
+def _one_line(exc: BaseException | str) -> str:
+    """``str(exc)`` on one line, at most ``_DETAIL_CHARS`` characters, or the
+    exception's class name when it says nothing. Lines holding only a caret (the
+    pointer under the bad byte in aiohttp's parser messages) are dropped."""
+    lines = str(exc).splitlines()
+    text = " ".join(" ".join(line.split()) for line in lines if line.strip(" ^"))
+    if text.endswith(".") and not text.endswith(".."):
+        text = text[:-1]  # the caller goes on with ": url"
+    if len(text) > _DETAIL_CHARS:
+        text = text[: _DETAIL_CHARS - 3] + "..."
     return text or type(exc).__name__
 
 
@@ -231,19 +292,100 @@ def idle_connections() -> int:
     return max(64, min(8192, soft // 2))
 
 
+class _Protocol(ResponseHandler):
+    """aiohttp's connection protocol, with two additions:
+
+    * it remembers how the connection ended (``lost_error``) and how many responses
+      it has begun (``responses``): a reset (TCP RST) ends a close-delimited body
+      exactly like a clean close as far as aiohttp's parser is concerned, and only
+      the error given to ``connection_lost`` tells a cut body from a whole one;
+    * a body that turns malformed after the head (bad chunk framing in a later
+      packet) fails the body's reader: aiohttp 3.14's C parser drops the body's
+      stream without an error there, and its reader then waits forever, past the
+      read timeout (only the total time budget ended it, as a retryable timeout).
+
+    Overrides ``data_received`` and reads ``_payload``, private parts of aiohttp's
+    ``ResponseHandler``; ``tests/test_failure_kinds.py`` fails if they change.
+    """
+
+    lost_error: BaseException | None = None
+    responses = 0
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self.lost_error = exc
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        payload = self._payload
+        super().data_received(data)
+        failed = self.exception()
+        if (
+            payload is not None
+            and failed is not None
+            and payload.exception() is None
+            and not payload.is_eof()
+        ):
+            payload.set_exception(
+                aiohttp.ClientPayloadError(f"Response payload is not completed: {failed!r}"),
+                failed,
+            )
+
+
+def _new_protocol(loop: asyncio.AbstractEventLoop) -> ResponseHandler:
+    """The connector's protocol factory: a ``_Protocol`` on ``loop``."""
+    return _Protocol(loop=loop)
+
+
+class _LostOnFresh(Exception):
+    """A new connection closed or reset before the response head: raised in place
+    of aiohttp's error so that aiohttp does not send the request again (it resends
+    any GET once on ``ServerDisconnectedError``/``ClientOSError``, meant for a
+    kept-alive connection the server closed meanwhile, RFC 9112 §9.3.1.1; on a
+    new connection it only doubles the requests to a host that drops them).
+    ``Fetcher.fetch`` translates ``error`` as it would have been."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class _Response(aiohttp.ClientResponse):
-    """aiohttp's response, not keeping alive the connection of a 204 or 304: bytes a
-    server sends after one (a body it should not have) would be read as the next
-    response on that connection, failing an innocent URL. aiohttp has already put the
-    connection back in its pool when ``start`` returns, so its protocol (the private
-    ``_protocol``, aiohttp 3.x) is closed there and the pool drops it;
-    ``tests/test_hostile_edges.py`` fails if that changes."""
+    """aiohttp's response, with three changes:
+
+    * the connection of a 204 or 304 is not kept alive: bytes a server sends after
+      one (a body it should not have) would be read as the next response on that
+      connection, failing an innocent URL. aiohttp has already put the connection
+      back in its pool when ``start`` returns, so its protocol (the private
+      ``_protocol``, aiohttp 3.x) is closed there and the pool drops it;
+    * a new connection lost before the head raises ``_LostOnFresh`` (no resend);
+    * ``lost_error`` tells how the connection ended (``_Protocol``).
+
+    ``tests/test_hostile_edges.py`` (the 204) and ``tests/test_failure_kinds.py`` (the
+    rest) fail if aiohttp changes any of this."""
+
+    _handler: _Protocol | None = None
 
     async def start(self, connection: Connection) -> _Response:
-        await super().start(connection)
+        protocol = connection.protocol
+        handler = protocol if isinstance(protocol, _Protocol) else None
+        self._handler = handler
+        fresh = handler is not None and handler.responses == 0
+        if handler is not None:
+            handler.responses += 1
+        try:
+            await super().start(connection)
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
+            if fresh:
+                raise _LostOnFresh(exc) from None
+            raise
         if self.status in _NO_BODY and self._protocol is not None:
             self._protocol.close()
         return self
+
+    @property
+    def lost_error(self) -> BaseException | None:
+        """The error the connection ended with (``None``: open, or closed cleanly)."""
+        return self._handler.lost_error if self._handler is not None else None
 
 
 class _Connector(aiohttp.TCPConnector):
@@ -253,14 +395,16 @@ class _Connector(aiohttp.TCPConnector):
     closed first (aiohttp's ``limit`` counts only connections in use: a crawl of
     50 000 hosts would otherwise hold a socket per host fetched in the keep-alive time).
 
-    Overrides ``_create_connection`` and ``_release`` and reads ``_conns``, private parts
-    of aiohttp's connector that have kept their shape since aiohttp 3.0;
-    ``tests/test_dns.py`` (fall-over to a second address) and ``tests/test_fetcher.py``
-    (keep-alive count, the idle cap) fail if they change.
+    Overrides ``_create_connection`` and ``_release``, reads ``_conns`` and sets
+    ``_factory`` (to ``_Protocol``), private parts of aiohttp's connector that have kept
+    their shape since aiohttp 3.0; ``tests/test_dns.py`` (fall-over to a second
+    address) and ``tests/test_fetcher.py`` (keep-alive count, the idle cap, a reset
+    close-delimited body) fail if they change.
     """
 
     def __init__(self, fetcher: Fetcher, *, max_idle: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self._factory = functools.partial(_new_protocol, loop=self._loop)
         self._fetcher = fetcher
         self._max_idle = max_idle
         self._idle_hosts: OrderedDict[ConnectionKey, None] = OrderedDict()
@@ -300,7 +444,8 @@ class Fetcher:
             default CA store, hostname checked).
 
     The session: HTTP/1.1, no automatic redirects, no cookies kept (every fetch is
-    stateless, so no session-id trap can grow from a cookie), proxies and ``.netrc``
+    stateless, so no session-id trap can grow from a cookie; a caller that needs one
+    for a request passes it in ``fetch(headers=...)``), proxies and ``.netrc``
     from the environment ignored, keep-alive pool of ``max(64, 4 x concurrency)``
     connections in use (any number per host: the engine's politeness decides), idle
     ones kept ``2 x delay_ms`` (5-60 s) so a connection outlives one politeness delay,
@@ -386,7 +531,14 @@ class Fetcher:
             session, self._session = self._session, None
             await session.close()
 
-    async def fetch(self, url: str, *, max_bytes: int | None = None) -> FetchResult:
+    async def fetch(
+        self,
+        url: str,
+        *,
+        max_bytes: int | None = None,
+        headers: Mapping[str, str] | None = None,
+        want_body: Callable[[str], bool] | None = None,
+    ) -> FetchResult:
         """GET ``url`` once, without following redirects, reading at most ``max_bytes``.
 
         Args:
@@ -396,20 +548,36 @@ class Fetcher:
                 ``config.max_body_bytes``. A longer body is cut to its first
                 ``max_bytes`` bytes and the result has ``truncated=True``; the rest is
                 not read (the connection is dropped, not reused).
+            headers: extra request headers for this request only (a ``Cookie`` kept
+                within one redirect chain, say); they override the session's
+                (User-Agent, Accept, Accept-Encoding) of the same name. Nothing of
+                them is kept for the next request.
+            want_body: called once with the response's media type (``content_type``
+                of the result: after sniffing, see ``FetchResult``) as soon as it is
+                known, before the body is read; when it returns ``False`` the body is
+                not read, the connection is dropped (unless the whole body had
+                already arrived with the head) and the result has ``body=b""`` and
+                ``skipped=True``. ``None``: every body is read.
 
         Returns:
             A ``FetchResult`` for any HTTP status.
 
-        Raises:
+        Raises (each ``FetchError`` says in ``retryable`` whether to try again):
             FetchTimeout: connect timeout, read timeout, or the whole fetch took longer
                 than ``total_timeout_ms``.
-            ConnectFailed: connection refused or reset, TLS failure, a URL that cannot
-                be requested (an IPv4 host not in dotted-quad form included), or the
-                fetcher was closed.
-            ProtocolViolation: the server's reply is not valid HTTP/1.1, its body is
-                cut short (connection lost mid-body, a compressed stream that does not
-                end), its Content-Encoding is stacked (``gzip, gzip``) or not
-                gzip/deflate, or its body cannot be decoded.
+            ConnectFailed: connection refused, unreachable, reset or dropped during the
+                TCP or TLS handshake, or the fetcher was closed.
+            ConnectionLost: the connection closed or was reset before the response
+                head was complete, or was reset before the end of the body.
+            TlsFailed: the certificate does not verify, or no TLS can be agreed.
+            RequestInvalid: a URL (or header) that cannot be requested (an IPv4
+                host not in dotted-quad form included).
+            ProtocolViolation: the reply is not valid HTTP/1.1 (status line, header
+                syntax, a line over 8 190 bytes, more than 128 headers, chunked
+                framing), its body is short (a clean close before ``Content-Length``
+                bytes or the last chunk, a compressed stream that does not end), its
+                Content-Encoding is stacked (``gzip, gzip``) or not gzip/deflate, or
+                its body cannot be decoded.
             DnsNotFound, DnsTemporaryFailure, PrivateAddress: from the resolver, as
                 themselves.
 
@@ -424,76 +592,216 @@ class Fetcher:
         try:
             target = URL(url, encoded=True)
         except (ValueError, TypeError) as exc:
-            raise ConnectFailed(f"cannot request {url!r}: {_one_line(exc)}") from None
+            raise RequestInvalid(f"cannot request {url!r}: {_one_line(exc)}") from None
         try:
             async with asyncio.timeout(total_ms / 1000):
-                return await self._get(target, url, limit, started)
-        except aiohttp.ConnectionTimeoutError:
-            connect_ms = self._config.connect_timeout_ms
-            raise FetchTimeout(f"connect timeout ({connect_ms} ms): {url}") from None
-        except aiohttp.ServerTimeoutError:
-            read_ms = self._config.read_timeout_ms
-            raise FetchTimeout(f"read timeout ({read_ms} ms): {url}") from None
-        except TimeoutError:
-            raise FetchTimeout(f"total time budget of {total_ms} ms exceeded: {url}") from None
-        except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError, ValueError) as exc:
-            raise ConnectFailed(f"cannot request {url!r}: {_one_line(exc)}") from None
-        except aiohttp.ClientResponseError as exc:  # aiohttp's parser refused the reply
-            problem = _one_line(Exception(exc.message)) if exc.message else _one_line(exc)
-            raise ProtocolViolation(f"invalid HTTP response: {problem}: {url}") from None
-        except aiohttp.ClientPayloadError as exc:  # cut short, or bad chunked framing
-            raise ProtocolViolation(f"invalid HTTP response: {_one_line(exc)}: {url}") from None
-        except zlib.error as exc:
-            raise ProtocolViolation(f"invalid HTTP response: {_one_line(exc)}: {url}") from None
-        except (aiohttp.ClientError, OSError) as exc:
-            raise ConnectFailed(f"connection failed: {_one_line(exc)}: {url}") from None
+                return await self._get(target, url, limit, started, headers, want_body)
+        except _LostOnFresh as lost:
+            raise self._translate(lost.error, url) from None
+        except FetchError:
+            raise
+        except Exception as exc:
+            raise self._translate(exc, url) from None
 
-    async def _get(self, target: URL, url: str, limit: int, started: float) -> FetchResult:
-        """The request itself; aiohttp errors propagate to ``fetch``, which translates them."""
+    def _translate(self, exc: Exception, url: str) -> Exception:
+        """The ``core.errors`` error for ``exc``, an error aiohttp (or the socket, or
+        zlib) raised while fetching ``url``; anything else is returned as it is.
+
+        What aiohttp raises, each met by a test against a real loopback server
+        (``tests/test_fetcher.py``, ``tests/test_failure_kinds.py``): a refused or
+        unreachable port ``ClientConnectorError``; an untrusted certificate
+        ``ClientConnectorCertificateError``; no TLS on the port
+        ``ClientConnectorSSLError``; a close before the head
+        ``ServerDisconnectedError``, a reset ``ClientOSError``; a bad status line,
+        header or chunk size, a line too long, too many headers ``ClientResponseError``
+        (its message from the parser's ``BadHttpMessage``/``LineTooLong``); a short
+        body ``ClientPayloadError`` (handled in ``_get``, which knows the connection).
+        """
+        if isinstance(exc, aiohttp.ConnectionTimeoutError):
+            return FetchTimeout(f"connect timeout ({self._config.connect_timeout_ms} ms): {url}")
+        if isinstance(exc, aiohttp.ServerTimeoutError):
+            return FetchTimeout(f"read timeout ({self._config.read_timeout_ms} ms): {url}")
+        if isinstance(exc, TimeoutError):
+            total_ms = self._config.total_timeout_ms
+            return FetchTimeout(f"total time budget of {total_ms} ms exceeded: {url}")
+        if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+            problem = _one_line(exc.certificate_error)
+            return TlsFailed(f"TLS certificate refused: {problem}: {url}")
+        if isinstance(exc, aiohttp.ClientConnectorSSLError) and not isinstance(
+            exc.os_error,
+            ssl.SSLEOFError,  # dropped mid-handshake: a ConnectFailed
+        ):
+            return TlsFailed(f"TLS handshake failed: {_one_line(exc.os_error)}: {url}")
+        if isinstance(exc, aiohttp.ClientConnectorError):
+            where = f"{exc.host}:{exc.port}"
+            return ConnectFailed(
+                f"connection failed: cannot connect to {where}: {_one_line(exc.os_error)}: {url}"
+            )
+        if isinstance(exc, aiohttp.InvalidURL | aiohttp.NonHttpUrlClientError | ValueError):
+            return RequestInvalid(f"cannot request {url!r}: {_one_line(exc)}")
+        if isinstance(exc, aiohttp.ServerDisconnectedError):
+            return ConnectionLost(f"connection closed before the response head was complete: {url}")
+        if isinstance(exc, aiohttp.ClientOSError | ConnectionError):
+            return ConnectionLost(f"connection lost: {_one_line(exc)}: {url}")
+        if isinstance(exc, aiohttp.ClientResponseError):  # aiohttp's parser refused it
+            problem = _one_line(exc.message) if exc.message else _one_line(exc)
+            return ProtocolViolation(f"invalid HTTP response: {problem}: {url}")
+        if isinstance(exc, aiohttp.ClientPayloadError | zlib.error):
+            return ProtocolViolation(f"invalid HTTP response: {_one_line(exc)}: {url}")
+        if isinstance(exc, aiohttp.ClientError | OSError):
+            return ConnectFailed(f"connection failed: {_one_line(exc)}: {url}")
+        return exc
+
+    async def _get(
+        self,
+        target: URL,
+        url: str,
+        limit: int,
+        started: float,
+        headers: Mapping[str, str] | None,
+        want_body: Callable[[str], bool] | None,
+    ) -> FetchResult:
+        """The request itself; aiohttp errors propagate to ``fetch``, which translates
+        them (but for a short or reset body, told apart here)."""
         session = self._session or self._open()
         host = target.raw_host
         if host and (host[-1].isdigit() or host[-1] == "." or ":" in host):
             literal = _is_ip_literal(host)
             if not literal and host.replace(".", "").isdigit():
                 # aiohttp would take it for an IPv4 literal without asking the resolver
-                raise ConnectFailed(f"cannot request {url!r}: {host!r} is not a dotted-quad IPv4")
+                raise RequestInvalid(f"cannot request {url!r}: {host!r} is not a dotted-quad IPv4")
             if literal and self._pinning is not None:
                 self._pinning.check_literal(host)
-        async with session.get(target, allow_redirects=False) as response:
-            headers = _as_received(response.headers)
-            coding = _content_coding(headers, url)
-            inflater = _Inflater(coding) if coding else None
-            chunks: list[bytes] = []
-            size = 0
-            truncated = False
-            content = response.content
-            fed = False
-            while data := await content.readany():
-                if inflater is not None:
-                    fed = True
-                    # one more byte than fits tells a longer body from an exact one
-                    data = inflater.feed(data, limit - size + 1)
-                if size + len(data) > limit:
-                    chunks.append(data[: limit - size])
-                    size = limit
-                    truncated = True
-                    break
-                chunks.append(data)
-                size += len(data)
-            if fed and not truncated and inflater is not None and not inflater.complete:
-                raise ProtocolViolation(f"invalid HTTP response: compressed body cut short: {url}")
-            if truncated:
-                response.close()  # the rest is not read: drop the connection
+        async with session.get(target, allow_redirects=False, headers=headers) as response:
+            assert isinstance(response, _Response)  # the session's response_class
+            received = _as_received(response.headers)
+            reader = _Reader(response, _content_coding(received, url), limit, url)
+            supplied = sniff.supplied_mime_type(
+                received.getall("content-type", ()),
+                received.getall("x-content-type-options", ()),
+            )
+            content_type = supplied.essence or ""
+            sniffed = False
+            if supplied.needs_header:
+                await reader.read(sniff.RESOURCE_HEADER_BYTES)
+                if reader.size:  # an empty body has nothing to sniff
+                    computed = sniff.computed_mime_type(supplied, reader.head())
+                    sniffed = computed != supplied.essence
+                    content_type = computed
+            skipped = want_body is not None and not want_body(content_type)
+            if skipped:
+                if not response.content.is_eof():
+                    response.close()  # the body is not read: drop the connection
+            else:
+                await reader.read(None)
+                if reader.truncated:
+                    response.close()  # the rest is not read: drop the connection
             elapsed_ms = (time.perf_counter() - started) * 1000
             return FetchResult(
                 url=url,
                 status=response.status,
-                headers=headers,
-                body=b"".join(chunks),
-                content_type=media_type(headers.get("content-type")),
+                headers=received,
+                body=b"" if skipped else reader.body(),
+                content_type=content_type,
                 elapsed_ms=elapsed_ms,
-                truncated=truncated,
+                truncated=reader.truncated and not skipped,
+                skipped=skipped,
+                sniffed=sniffed,
             )
+
+
+class _Reader:
+    """Reads the decoded body of one response, in steps, up to ``limit`` bytes.
+
+    ``read(upto)`` reads network chunks, decoding them (``_Inflater``, bounded by what
+    is left of ``limit``), until ``upto`` bytes are held (``None``: the whole body),
+    the body ends, or it overflows ``limit`` (``truncated``: cut to ``limit``).
+
+    Raises (from ``read``):
+        ConnectionLost: the connection was reset before the end of the body.
+        ProtocolViolation: a short body (the connection closed cleanly before
+            ``Content-Length`` bytes or the last chunk; a compressed stream that does
+            not end), bad chunked framing, or undecodable compressed bytes.
+    """
+
+    def __init__(self, response: _Response, coding: str | None, limit: int, url: str) -> None:
+        self._response = response
+        self._inflater = _Inflater(coding) if coding else None
+        self._limit = limit
+        self._url = url
+        self._chunks: list[bytes] = []
+        self._fed = False
+        self.size = 0
+        self.truncated = False
+        self.ended = False
+
+    def head(self) -> bytes:
+        """The resource header: the first ``RESOURCE_HEADER_BYTES`` bytes held."""
+        return b"".join(self._chunks)[: sniff.RESOURCE_HEADER_BYTES]
+
+    def body(self) -> bytes:
+        """Every decoded byte held."""
+        return b"".join(self._chunks)
+
+    async def read(self, upto: int | None) -> None:
+        """Read until ``upto`` bytes are held (``None``: to the end or the cut)."""
+        content = self._response.content
+        limit = self._limit
+        inflater = self._inflater
+        while not self.ended and not self.truncated and (upto is None or self.size < upto):
+            try:
+                data = await content.readany()
+            except (aiohttp.ClientPayloadError, HttpProcessingError) as exc:
+                raise self._cut(exc) from None
+            if not data:
+                self.ended = True
+                self._check_end()
+                return
+            if inflater is not None:
+                self._fed = True
+                # one more byte than fits tells a longer body from an exact one
+                data = inflater.feed(data, limit - self.size + 1)
+            if self.size + len(data) > limit:
+                self._chunks.append(data[: limit - self.size])
+                self.size = limit
+                self.truncated = True
+                return
+            self._chunks.append(data)
+            self.size += len(data)
+
+    def _check_end(self) -> None:
+        """At the end of the body: a reset close-delimited body, or a compressed stream
+        that did not end, is not a complete body."""
+        url = self._url
+        lost = self._response.lost_error
+        headers = self._response.headers
+        delimited = (
+            "content-length" in headers or "chunked" in headers.get("transfer-encoding", "").lower()
+        )
+        if isinstance(lost, OSError) and not delimited:
+            raise ConnectionLost(
+                f"connection lost before the end of the body: {_one_line(lost)}: {url}"
+            )
+        if self._fed and self._inflater is not None and not self._inflater.complete:
+            raise ProtocolViolation(f"invalid HTTP response: compressed body cut short: {url}")
+
+    def _cut(self, exc: aiohttp.ClientPayloadError | HttpProcessingError) -> FetchError:
+        """The error for a body aiohttp found incomplete or malformed."""
+        url = self._url
+        lost = self._response.lost_error
+        if isinstance(lost, OSError):
+            return ConnectionLost(
+                f"connection lost before the end of the body: {_one_line(lost)}: {url}"
+            )
+        cause = exc if isinstance(exc, HttpProcessingError) else exc.__cause__
+        if isinstance(cause, ContentLengthError | TransferEncodingError) and (
+            "not enough data" in str(cause.message).lower()
+        ):
+            return ProtocolViolation(f"short body: {_one_line(cause.message)}: {url}")
+        detail = (
+            _one_line(cause.message) if isinstance(cause, HttpProcessingError) else _one_line(exc)
+        )
+        return ProtocolViolation(f"invalid HTTP response: {detail}: {url}")
 
 
 __all__ = ["FetchResult", "Fetcher", "idle_connections", "media_type"]

@@ -12,10 +12,31 @@ latest ``flush_interval_ms`` after the first operation of a batch or when a batc
 so after a kill the file holds a prefix of the operations: a page, its outlinks, the
 frontier rows it adds and its own frontier state change are there together or not at all.
 
-Only one crawldeck may use a file at a time: ``Store`` takes an exclusive
-``fcntl.flock`` on the side file ``<db>.lock`` (released by the kernel when the process
-dies, so a SIGKILL never leaves a stale lock; the side file is kept, deleting it would
-race with a second opener).
+Only one crawldeck may use a file at a time, whatever name it is opened by (a symlink,
+a hard link, ``./x/../c.db``, a bind mount): ``Store`` takes an exclusive ``fcntl.flock``
+(BSD lock) on the database file itself, so the lock belongs to the file's inode, not to
+a spelling of its path. Two names of one file must never be open together: SQLite
+derives the ``-wal`` and ``-shm`` names from the name it is given, so two names mean two
+WALs and a corrupt file (sqlite.org/howtocorrupt.html, "Multiple links to the same
+file"). The kernel drops the lock when the process dies, so a SIGKILL never leaves a
+stale lock, and taking it writes nothing (no side file, so a full disk cannot break it).
+flock and SQLite's POSIX ``fcntl`` record locks are independent on local file systems
+(Linux flock(2)); on NFS the kernel emulates flock with POSIX locks, but WAL mode does
+not work there anyway (sqlite.org/wal.html: "WAL does not work over a network
+filesystem"). The holder's pid in the "in use" message is read from ``/proc/locks``;
+where it cannot be, the message has no pid.
+
+The descriptor is handled with care because closing ANY descriptor of a file drops
+every POSIX lock the process holds on that file (POSIX close(2); sqlite.org/
+howtocorrupt.html, "Posix advisory locks canceled by a separate thread doing close()"),
+SQLite's locks included: SQLite guards its own descriptors against that, not ours. So
+(1) a process-wide registry of the ``(st_dev, st_ino)`` of every file a ``Store`` holds
+refuses a second ``Store`` of this process on the same file from a ``stat`` alone,
+without opening the file; (2) a ``Store`` closes its descriptor only after its own
+SQLite connections are closed; (3) when another descriptor of this process is still
+open on the file at that moment (an export reading it, say), the flock is released at
+once but the descriptor is parked, and closed by a later ``Store`` open or close once
+no other descriptor of this process is open on that file (``/proc/self/fd``).
 
 Schema (version ``SCHEMA_VERSION``; the export contract of docs/architecture.md)::
 
@@ -44,12 +65,14 @@ see ``to_iso_utc``). Times the engine reads back on resume (``available_at``,
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import heapq
 import json
 import os
 import queue
 import sqlite3
+import stat
 import threading
 import time
 from collections import Counter
@@ -430,7 +453,10 @@ def check_schema(conn: sqlite3.Connection, name: str) -> bool:
 
     Raises:
         StoreError: not SQLite, SQLite but not a crawl file, or another schema version.
-        ``name`` is the file name used in the message.
+            ``name`` is the file name used in the message.
+        sqlite3.OperationalError: the file could not be read (an I/O error, a full disk
+            that leaves no room for the ``-shm`` file, a lock): not a fact about the
+            file's content, so the caller words it.
     """
     try:
         tables = {
@@ -441,6 +467,8 @@ def check_schema(conn: sqlite3.Connection, name: str) -> bool:
         if "meta" not in tables:
             raise StoreError(f"{name} is a SQLite file but not a crawldeck crawl file")
         row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    except sqlite3.OperationalError:
+        raise
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{name} is not a SQLite crawl file ({_one_line(exc)})") from None
     version = None if row is None else row[0]
@@ -499,6 +527,179 @@ def _insert_frontier(
     """INSERT OR IGNORE ``rows`` with ``seq``, ``seq + 1``, ...; their keys go to ``keys``."""
     conn.executemany(_SQL_FRONTIER, [_frontier_params(row, seq + i) for i, row in enumerate(rows)])
     keys.extend([row.key for row in rows])
+
+
+# --------------------------------------------------------------------------- the lock
+
+_FileId = tuple[int, int]  # (st_dev, st_ino): one file, whatever its names
+#: Files a ``Store`` of this process holds (see the module docstring, "with care").
+_held: set[_FileId] = set()
+#: Lock descriptors (no lock left on them) whose close waits until no other descriptor
+#: of this process is open on their file, so the close cannot drop SQLite's locks.
+_parked: dict[int, _FileId] = {}
+_registry_lock: Final = threading.Lock()
+
+
+def _file_id(st: os.stat_result) -> _FileId:
+    return (st.st_dev, st.st_ino)
+
+
+#: An I/O error on a file system with less free space than this is a full disk.
+_NEARLY_FULL_BYTES: Final = 1 << 20
+
+
+def _is_disk_full(exc: BaseException, path: Path) -> bool:
+    """Whether ``exc``, raised while using the crawl file ``path``, means the disk is full.
+
+    ``OSError`` ENOSPC or EDQUOT; SQLite's ``SQLITE_FULL`` (its unix VFS turns ENOSPC on
+    a write into it); or any ``SQLITE_IOERR`` while the file system of ``path`` has under
+    ``_NEARLY_FULL_BYTES`` free (for this user; root may use reserved blocks) or no free
+    inode left (file systems that count inodes): SQLite reports ENOSPC while growing the
+    ``-shm`` file as ``SQLITE_IOERR_SHMSIZE`` (sqlite.org/rescode.html; seen on a full
+    tmpfs). A quota (EDQUOT) that SQLite meets stays an I/O error: it says no errno.
+    """
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    if not isinstance(exc, sqlite3.Error):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code == sqlite3.SQLITE_FULL:
+        return True
+    if code is None or code & 0xFF != sqlite3.SQLITE_IOERR:
+        return False
+    try:
+        fs = os.statvfs(path if path.exists() else path.parent)
+    except OSError:
+        return False
+    blocks = fs.f_bfree if os.geteuid() == 0 else fs.f_bavail
+    return blocks * fs.f_frsize < _NEARLY_FULL_BYTES or (fs.f_files > 0 and fs.f_favail == 0)
+
+
+def _disk_full(name: str, exc: BaseException) -> str:
+    """The one-line message of a full disk: ``c.db: disk full (No space left on device)``."""
+    code = exc.errno if isinstance(exc, OSError) and exc.errno else errno.ENOSPC
+    return f"{name}: disk full ({os.strerror(code)})"
+
+
+def _in_use(name: str, pid: int | None) -> str:
+    holder = f" (pid {pid})" if pid else ""
+    return f"{name} is in use by another crawldeck{holder}"
+
+
+def _flock_holder(st: os.stat_result) -> int | None:
+    """The pid that holds a flock on the file of ``st``, or ``None`` when unknown.
+
+    Read from ``/proc/locks`` (Linux proc(5)), lines such as
+    ``1: FLOCK  ADVISORY  WRITE 1234 fe:00:2148180 0 EOF`` (the device as hex
+    ``major:minor``, then the inode number; a pid outside this pid namespace is 0 or -1).
+    """
+    needle = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == needle:
+                    pid = int(fields[4])
+                    return pid if pid > 0 else None
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _other_descriptor_open(ident: _FileId) -> bool:
+    """Whether a descriptor of this process, not a parked one, is open on ``ident``.
+
+    Without ``/proc/self/fd`` (not Linux) this cannot be known: ``False``, and the
+    descriptor is closed at once.
+    """
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return False
+    for name in names:
+        fd = int(name)
+        if fd in _parked:
+            continue
+        try:
+            st = os.fstat(fd)
+        except OSError:  # closed since the listing (the listing's own descriptor too)
+            continue
+        if _file_id(st) == ident:
+            return True
+    return False
+
+
+def _park(fd: int, ident: _FileId) -> None:
+    """Close ``fd`` (holding no lock) when that is safe, else keep it for later.
+    Call with ``_registry_lock`` held."""
+    _parked[fd] = ident
+    _close_parked()
+
+
+def _close_parked() -> None:
+    """Close the parked descriptors of files no other descriptor of this process has open.
+    Call with ``_registry_lock`` held."""
+    for fd, ident in list(_parked.items()):
+        if not _other_descriptor_open(ident):
+            del _parked[fd]
+            os.close(fd)
+
+
+def _lock_file(path: Path, name: str) -> tuple[int, _FileId]:
+    """Open (create if missing) the crawl file ``path`` and flock it; see the module
+    docstring for the rule. ``name`` is the file name used in messages.
+
+    Returns:
+        ``(descriptor, (st_dev, st_ino))``; hand both to ``_unlock_file``.
+
+    Raises:
+        StoreError: in use (by this process or another: ``... is in use by another
+            crawldeck (pid N)``), not a regular file, the disk is full, or the file
+            cannot be opened or locked (one line each).
+    """
+    with _registry_lock:
+        _close_parked()
+        try:
+            st = os.stat(path)  # follows symlinks, like open()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise StoreError(f"cannot open {path}: {exc.strerror}") from None
+        else:
+            if _file_id(st) in _held:  # refused without opening: no close, no lost lock
+                raise StoreError(_in_use(name, os.getpid()))
+        flags = os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK  # flock needs no write
+        try:
+            fd = os.open(path, flags, 0o644)
+        except OSError as exc:
+            if _is_disk_full(exc, path):
+                raise StoreError(_disk_full(name, exc)) from None
+            raise StoreError(f"cannot open {path}: {exc.strerror}") from None
+        st = os.fstat(fd)
+        ident = _file_id(st)
+        if ident in _held:  # a held file was renamed to ``path`` since the stat
+            _parked[fd] = ident
+            raise StoreError(_in_use(name, os.getpid()))
+        if not stat.S_ISREG(st.st_mode):
+            _park(fd, ident)
+            raise StoreError(f"{name} is not a regular file")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            _park(fd, ident)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise StoreError(_in_use(name, _flock_holder(st))) from None
+            raise StoreError(f"cannot lock {path}: {exc.strerror}") from None
+        _held.add(ident)
+        return fd, ident
+
+
+def _unlock_file(fd: int, ident: _FileId) -> None:
+    """Drop the flock of ``_lock_file`` at once and close (or park) its descriptor."""
+    with _registry_lock:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        _held.discard(ident)
+        _park(fd, ident)
 
 
 # --------------------------------------------------------------------------- writer ops
@@ -560,12 +761,17 @@ class Store:
     kill (the file stays consistent).
 
     Raises (constructor):
-        StoreError: the file is in use by another crawldeck, is not SQLite, is SQLite
-            but not a crawl file, has another schema version, or cannot be opened.
+        StoreError: the file is in use by another crawldeck (under any of its names, in
+            this process or another: see the module docstring), is not a regular file,
+            is not SQLite, is SQLite but not a crawl file, has another schema version,
+            the disk is full (``c.db: disk full (No space left on device)``), or it
+            cannot be opened.
     Raises (any method):
         StoreError: an earlier write failed in the writer thread (disk full, I/O error,
-            a value SQLite cannot store), or the store is closed. The store stays
-            unusable; the operations queued after the failure are dropped.
+            a value SQLite cannot store), a read failed, or the store is closed. After
+            a failed write the store stays unusable (every call raises the same one
+            line); the failed batch is rolled back whole and the operations queued
+            after it are dropped.
     """
 
     def __init__(
@@ -587,7 +793,7 @@ class Store:
         self._blocked_added: Counter[str] = Counter()
         self._pages_added: Counter[str] = Counter()
         self._closed = False
-        self._lock_fd = self._acquire_lock()
+        self._lock_fd, self._file_id = _lock_file(self.path, self._name)
         self._wconn: sqlite3.Connection | None = None
         self._kconn: sqlite3.Connection | None = None
         self._rconn: sqlite3.Connection | None = None
@@ -598,6 +804,9 @@ class Store:
             self._rconn = self._connect()
             for conn in (self._kconn, self._rconn):
                 conn.execute("PRAGMA query_only = ON")
+        except sqlite3.Error as exc:
+            self._release()
+            raise StoreError(self._open_failure(exc)) from None
         except BaseException:
             self._release()
             raise
@@ -608,31 +817,11 @@ class Store:
 
     # ------------------------------------------------------------------ opening
 
-    def _acquire_lock(self) -> int:
-        lock_path = self.path.with_name(self._name + ".lock")
-        try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError as exc:
-            raise StoreError(f"cannot create lock file {lock_path}: {exc.strerror}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            try:
-                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
-            finally:
-                os.close(fd)
-            raise StoreError(
-                f"{self._name} is in use by another crawldeck (pid {holder})"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
-        return fd
-
     def _connect(self) -> sqlite3.Connection:
         try:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open {self.path}: {_one_line(exc)}") from None
+            raise StoreError(self._open_failure(exc)) from None
         conn.execute("PRAGMA busy_timeout = 5000")
         return conn
 
@@ -653,7 +842,7 @@ class Store:
             conn.execute(_SQL_SPILLED_INDEX)  # also on files made before it existed
         except sqlite3.Error as exc:
             conn.close()
-            raise StoreError(f"cannot open {self.path}: {_one_line(exc)}") from None
+            raise StoreError(self._open_failure(exc)) from None
         except BaseException:
             conn.close()
             raise
@@ -670,13 +859,18 @@ class Store:
                 top = max(top, int(value))
         return top + 1
 
+    def _open_failure(self, exc: sqlite3.Error) -> str:
+        if _is_disk_full(exc, self.path):
+            return _disk_full(self._name, exc)
+        return f"cannot open {self.path}: {_one_line(exc)}"
+
     def _release(self) -> None:
         for conn in (self._rconn, self._kconn, self._wconn):
             if conn is not None:
                 conn.close()
         self._rconn = self._kconn = self._wconn = None
-        if self._lock_fd >= 0:
-            os.close(self._lock_fd)  # closing the descriptor drops the flock
+        if self._lock_fd >= 0:  # after the connections: see the module docstring
+            _unlock_file(self._lock_fd, self._file_id)
             self._lock_fd = -1
 
     # ------------------------------------------------------------------ state
@@ -684,9 +878,14 @@ class Store:
     def _check(self) -> None:
         if self._error is not None:
             self._error_reported = True
-            raise StoreError(f"{self._name}: write failed: {_one_line(self._error)}")
+            raise StoreError(self._write_failure(self._error))
         if self._closed:
             raise StoreError(f"{self._name}: the store is closed")
+
+    def _write_failure(self, exc: BaseException) -> str:
+        if _is_disk_full(exc, self.path):
+            return _disk_full(self._name, exc)
+        return f"{self._name}: write failed: {_one_line(exc)}"
 
     @property
     def backlog(self) -> int:
@@ -923,7 +1122,7 @@ class Store:
         self._release()
         if self._error is not None and not self._error_reported:
             self._error_reported = True
-            raise StoreError(f"{self._name}: write failed: {_one_line(self._error)}")
+            raise StoreError(self._write_failure(self._error))
 
     def _wait(self, waiter: _Waiter) -> None:
         while not waiter.event.wait(0.25):
@@ -1104,27 +1303,41 @@ class Store:
         if key in self._pending:
             return True
         assert self._kconn is not None
-        cur = self._kconn.execute("SELECT 1 FROM frontier WHERE key = ?", (key,))
         try:
-            return cur.fetchone() is not None
-        finally:
-            cur.close()  # ends the read transaction now, so the next call sees new commits
+            cur = self._kconn.execute("SELECT 1 FROM frontier WHERE key = ?", (key,))
+            try:
+                return cur.fetchone() is not None
+            finally:
+                cur.close()  # ends the read transaction now, so the next call sees new commits
+        except sqlite3.Error as exc:
+            raise StoreError(self._read_failure(exc)) from None
+
+    def _read_failure(self, exc: sqlite3.Error) -> str:
+        if _is_disk_full(exc, self.path):
+            return _disk_full(self._name, exc)
+        return f"cannot read {self._name}: {_one_line(exc)}"
 
     def _stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
         conn = self._reader()
-        cur = conn.execute(sql, params)
         try:
-            while rows := cur.fetchmany(READ_BATCH_ROWS):
-                yield from rows
-        finally:
-            cur.close()
+            cur = conn.execute(sql, params)
+            try:
+                while rows := cur.fetchmany(READ_BATCH_ROWS):
+                    yield from rows
+            finally:
+                cur.close()
+        except sqlite3.Error as exc:
+            raise StoreError(self._read_failure(exc)) from None
 
     def _scalar(self, sql: str) -> Any:
-        cur = self._reader().execute(sql)
         try:
-            return cur.fetchone()[0]
-        finally:
-            cur.close()
+            cur = self._reader().execute(sql)
+            try:
+                return cur.fetchone()[0]
+            finally:
+                cur.close()
+        except sqlite3.Error as exc:
+            raise StoreError(self._read_failure(exc)) from None
 
     def load_frontier(self) -> Iterator[FrontierRow]:
         """Stream the ``queued`` and ``in_flight`` rows in ``seq`` (insertion) order.

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import socket
+import ssl
+import threading
 import time
 import tracemalloc
 import zlib
@@ -17,10 +20,19 @@ import pytest
 from aiohttp.abc import AbstractResolver, ResolveResult
 from httpserver import HTTPTestServer, Request, Response
 from multidict import CIMultiDict, CIMultiDictProxy
+from rawserver import RawServer
 from yarl import URL
 
 from core.config import CrawlConfig, build_config
-from core.errors import ConnectFailed, FetchError, FetchTimeout, ProtocolViolation
+from core.errors import (
+    ConnectFailed,
+    ConnectionLost,
+    FetchError,
+    FetchTimeout,
+    ProtocolViolation,
+    RequestInvalid,
+    TlsFailed,
+)
 from core.fetcher import Fetcher, media_type
 
 UA = "crawldeck-test/9.9 (+http://127.0.0.1/bot)"
@@ -340,6 +352,7 @@ async def test_connection_refused(fetcher: Fetcher) -> None:
     assert message.endswith(url)
     assert "\n" not in message
     assert info.value.reason == "connect"
+    assert info.value.retryable is True
 
 
 async def test_garbage_response_is_a_protocol_violation(
@@ -350,17 +363,19 @@ async def test_garbage_response_is_a_protocol_violation(
     )
     with pytest.raises(ProtocolViolation) as info:
         await fetcher.fetch(srv.url("/ssh"))
-    assert str(info.value).startswith("invalid HTTP response: ")
+    assert str(info.value).startswith("invalid HTTP response: Bad status line: ")
     assert "\n" not in str(info.value)
     assert info.value.reason == "protocol"
+    assert info.value.retryable is False
 
 
 async def test_undecodable_gzip_is_a_protocol_violation(
     srv: HTTPTestServer, fetcher: Fetcher
 ) -> None:
     srv.set("/badgz", Response(200, {"Content-Encoding": "gzip"}, b"this is not gzip at all"))
-    with pytest.raises(ProtocolViolation):
+    with pytest.raises(ProtocolViolation) as info:
         await fetcher.fetch(srv.url("/badgz"))
+    assert info.value.retryable is False
 
 
 async def test_connection_closed_mid_body(srv: HTTPTestServer, fetcher: Fetcher) -> None:
@@ -368,9 +383,13 @@ async def test_connection_closed_mid_body(srv: HTTPTestServer, fetcher: Fetcher)
         "/short",
         lambda req, out: out.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b"),
     )
-    with pytest.raises(FetchError) as info:
+    with pytest.raises(ProtocolViolation) as info:
         await fetcher.fetch(srv.url("/short"))
-    assert isinstance(info.value, ProtocolViolation | ConnectFailed)
+    assert str(info.value) == (
+        "short body: Not enough data to satisfy content length header "
+        f"(received 10 of 100 bytes): {srv.url('/short')}"
+    )
+    assert info.value.retryable is False
 
 
 def _request_info() -> aiohttp.RequestInfo:
@@ -391,27 +410,47 @@ def _key() -> Any:
         (
             aiohttp.ClientConnectorError(_key(), OSError(111, "no\nroute")),
             ConnectFailed,
-            "connection failed: Cannot connect to host h:80",
+            "connection failed: cannot connect to h:80: [Errno 111] no route: http",
         ),
-        (aiohttp.ServerDisconnectedError(), ConnectFailed, "connection failed: Server discon"),
-        (aiohttp.ClientOSError(32, "pipe"), ConnectFailed, "connection failed: [Errno 32] pipe"),
-        (ConnectionResetError(104, "reset"), ConnectFailed, "connection failed: [Errno 104]"),
-        (aiohttp.InvalidURL("x"), ConnectFailed, "cannot request"),
-        (aiohttp.NonHttpUrlClientError("ftp://x"), ConnectFailed, "cannot request"),
         (
-            aiohttp.ClientResponseError(_request_info(), (), status=400, message="Bad\nline"),
+            aiohttp.ClientConnectorSSLError(_key(), ssl.SSLEOFError(8, "EOF")),
+            ConnectFailed,
+            "connection failed: cannot connect to h:80: EOF: http",
+        ),
+        (
+            aiohttp.ClientConnectorSSLError(_key(), ssl.SSLError(1, "WRONG_VERSION")),
+            TlsFailed,
+            "TLS handshake failed: WRONG_VERSION",
+        ),
+        (
+            aiohttp.ClientConnectorCertificateError(_key(), ssl.CertificateError("expired")),
+            TlsFailed,
+            "TLS certificate refused: ",
+        ),
+        (
+            aiohttp.ServerDisconnectedError(),
+            ConnectionLost,
+            "connection closed before the response head was complete",
+        ),
+        (aiohttp.ClientOSError(32, "pipe"), ConnectionLost, "connection lost: [Errno 32] pipe"),
+        (ConnectionResetError(104, "reset"), ConnectionLost, "connection lost: [Errno 104]"),
+        (aiohttp.InvalidURL("x"), RequestInvalid, "cannot request"),
+        (aiohttp.NonHttpUrlClientError("ftp://x"), RequestInvalid, "cannot request"),
+        (
+            aiohttp.ClientResponseError(_request_info(), (), status=400, message="Bad\nline\n ^"),
             ProtocolViolation,
             "invalid HTTP response: Bad line: http",
         ),
         (aiohttp.ClientPayloadError("bad chunk"), ProtocolViolation, "invalid HTTP response: bad"),
         (zlib.error("incorrect header"), ProtocolViolation, "invalid HTTP response: incorrect"),
+        (OSError(5, "odd"), ConnectFailed, "connection failed: [Errno 5] odd"),
     ],
 )
 async def test_every_client_error_is_translated(
     exc: Exception, expected: type[FetchError], prefix: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The translation table itself; each row's real cause is met by a test against a
-    # hostile server above (refused port, garbage reply, stall, drip, cut body, bad gzip).
+    # hostile server (here and in tests/test_failure_kinds.py).
     async def fail(*args: Any) -> None:
         raise exc
 
@@ -420,6 +459,7 @@ async def test_every_client_error_is_translated(
         with pytest.raises(FetchError) as info:
             await f.fetch("http://example.test/")
     assert type(info.value) is expected
+    assert info.value.retryable is expected.retryable
     assert str(info.value).startswith(prefix)
     assert str(info.value).endswith("http://example.test/") or prefix == "cannot request"
     assert "\n" not in str(info.value)
@@ -428,9 +468,10 @@ async def test_every_client_error_is_translated(
 
 @pytest.mark.parametrize("url", ["ftp://example.test/file", "http://[::1/"])
 async def test_urls_that_cannot_be_requested(fetcher: Fetcher, url: str) -> None:
-    with pytest.raises(ConnectFailed) as info:
+    with pytest.raises(RequestInvalid) as info:
         await fetcher.fetch(url)
     assert str(info.value).startswith(f"cannot request {url!r}: ")
+    assert info.value.retryable is False
 
 
 class MapResolver(AbstractResolver):
@@ -485,3 +526,254 @@ def test_media_type() -> None:
     assert media_type(" application/json ") == "application/json"
     assert media_type("") == ""
     assert media_type(None) == ""
+
+
+# --------------------------------------------------------------------------- per-request headers
+
+
+async def test_extra_headers_are_sent_for_that_request_only(
+    srv: HTTPTestServer, fetcher: Fetcher
+) -> None:
+    # The engine keeps cookies for one redirect chain; the session itself keeps none.
+    srv.set("/a", Response(302, {"Location": "/b", "Set-Cookie": "consent=yes"}))
+    srv.set("/b", Response(200, {"Content-Type": "text/html"}, b"<p>b</p>"))
+    await fetcher.fetch(srv.url("/a"))
+    result = await fetcher.fetch(
+        srv.url("/b"), headers={"Cookie": "consent=yes", "Accept-Language": "en"}
+    )
+    assert result.body == b"<p>b</p>"
+    await fetcher.fetch(srv.url("/b"))
+    first, second, third = srv.requests
+    assert "cookie" not in first.headers
+    assert second.headers["cookie"] == "consent=yes"
+    assert second.headers["accept-language"] == "en"
+    assert second.headers["user-agent"] == UA  # the session's headers stay
+    assert "cookie" not in third.headers and "accept-language" not in third.headers
+    assert fetcher.connects == 1  # on one kept-alive connection
+
+
+# --------------------------------------------------------------------------- bodies not wanted
+
+
+class Streamer:
+    """A raw server answering one request with ``head`` and then zeros until the
+    client goes away or ``limit`` bytes are sent; ``sent`` counts body bytes that the
+    kernel accepted. The send buffer is 64 KiB, so ``sent`` is close to what the
+    client read (plus its receive buffer)."""
+
+    def __init__(self, head: bytes, limit: int) -> None:
+        self.head = head
+        self.limit = limit
+        self.sent = 0
+        self.done = threading.Event()
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(1)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/big.zip"
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        try:
+            conn, _ = self.sock.accept()
+        except OSError:
+            return
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 65536)
+        conn.settimeout(10)
+        block = b"\0" * 65536
+        try:
+            conn.recv(65536)
+            conn.sendall(self.head)
+            while self.sent < self.limit:
+                self.sent += conn.send(block)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+            self.done.set()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+        self.sock.close()
+        self.thread.join(10)
+
+
+async def test_a_body_not_wanted_is_not_downloaded() -> None:
+    # A 700 MB zip: the engine neither parses nor keeps it (2f3a1ea read 10 MiB first).
+    size = 734_003_200
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/zip\r\nContent-Length: %d\r\n\r\n" % size
+    server = Streamer(head, size)
+    asked: list[str] = []
+
+    def want(media: str) -> bool:
+        asked.append(media)
+        return media == "text/html"
+
+    try:
+        async with Fetcher(make_config()) as f:
+            started = time.monotonic()
+            result = await f.fetch(server.url, want_body=want)
+            took = time.monotonic() - started
+        assert server.done.wait(5)  # the server saw the connection go
+    finally:
+        server.close()
+    assert took < 0.5
+    assert asked == ["application/zip"]
+    assert (result.status, result.content_type, result.body) == (200, "application/zip", b"")
+    assert (result.skipped, result.truncated, result.sniffed) == (True, False, False)
+    assert result.headers["content-length"] == str(size)
+    assert server.sent < 1_000_000, f"{server.sent} bytes sent"
+
+
+async def test_a_wanted_body_is_read_as_before(srv: HTTPTestServer, fetcher: Fetcher) -> None:
+    srv.set("/p", Response(200, {"Content-Type": "text/html"}, b"<p>x</p>" * 1000))
+    result = await fetcher.fetch(srv.url("/p"), want_body=lambda media: media == "text/html")
+    assert (result.body, result.skipped) == (b"<p>x</p>" * 1000, False)
+
+
+async def test_a_small_body_not_wanted_keeps_its_connection() -> None:
+    # The whole body came with the head (one segment): the connection stays in the pool.
+    def handler(conn: socket.socket, n: int) -> str:
+        if n == 1:
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: image/png\r\n"
+                         b"Content-Length: 8\r\n\r\n\x89PNG\r\n\x1a\n")  # fmt: skip
+        else:
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\n<p>x</p>")
+        return "keep"
+
+    server = RawServer(handler)
+    try:
+        async with Fetcher(make_config()) as f:
+            skipped = await f.fetch(server.url("/img"), want_body=lambda media: False)
+            page = await f.fetch(server.url("/p"))
+            connects = f.connects
+    finally:
+        server.close()
+    assert (skipped.skipped, skipped.body, page.body) == (True, b"", b"<p>x</p>")
+    assert connects == 1
+
+
+# --------------------------------------------------------------------------- sniffing
+
+
+def no_type(body: bytes, **headers: str) -> Response:
+    """A 200 without Content-Type (http.server adds only Server and Date)."""
+    return Response(200, dict(headers), body)
+
+
+async def test_a_page_without_content_type_is_sniffed_as_html(
+    srv: HTTPTestServer, fetcher: Fetcher
+) -> None:
+    page = b"\n  <!DOCTYPE html>\n<html><body>" + b"<a href='/x'>x</a>" * 500 + b"</body></html>"
+    srv.set("/page", no_type(page))
+    asked: list[str] = []
+    result = await fetcher.fetch(srv.url("/page"), want_body=lambda m: asked.append(m) or True)
+    assert "content-type" not in result.headers
+    assert (result.content_type, result.sniffed, result.skipped) == ("text/html", True, False)
+    assert result.body == page  # fetched whole, not only the resource header
+    assert asked == ["text/html"]
+
+
+async def test_binary_without_content_type_is_skipped_when_not_wanted() -> None:
+    size = 50_000_000
+    server = Streamer(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % size, size)
+    asked: list[str] = []
+
+    def want(media: str) -> bool:
+        asked.append(media)
+        return media != "application/octet-stream"
+
+    try:
+        async with Fetcher(make_config()) as f:
+            result = await f.fetch(server.url, want_body=want)
+        assert server.done.wait(5)
+    finally:
+        server.close()
+    assert asked == ["application/octet-stream"]  # sniffed from the zeros (§7.1)
+    assert (result.content_type, result.sniffed, result.skipped) == (
+        "application/octet-stream",
+        True,
+        True,
+    )
+    assert result.body == b""
+    assert server.sent < 1_000_000, f"{server.sent} bytes sent"
+
+
+@pytest.mark.parametrize(
+    ("headers", "body", "expected", "sniffed"),
+    [
+        ({"Content-Type": "unknown/unknown"}, b"<p>hi", "text/html", True),
+        ({"Content-Type": "application/unknown"}, b"<P>hi", "text/html", True),
+        ({"Content-Type": "*/*"}, b"<title>t</title>", "text/html", True),
+        ({"Content-Type": "html"}, b"<html>", "text/html", True),  # does not parse
+        ({}, b"<?xml version='1.0'?><feed/>", "text/xml", True),
+        ({}, b"%PDF-1.7\n", "application/pdf", True),
+        ({}, b"just some words", "text/plain", True),
+        ({}, b"GIF89a\x01\x00\x01\x00", "image/gif", True),
+        ({"X-Content-Type-Options": "nosniff"}, b"<html>", "text/plain", True),
+        ({"Content-Type": "text/plain"}, b"\x00\x01\x02", "application/octet-stream", True),
+        ({"Content-Type": "text/plain"}, b"<html>", "text/plain", False),  # §7.2
+        ({"Content-Type": "text/plain; charset=utf-8"}, b"\x00\x01", "text/plain", False),
+        ({"Content-Type": "application/zip"}, b"<html>", "application/zip", False),
+        ({"Content-Type": "TEXT/HTML; charset=x"}, b"\x00\x01", "text/html", False),
+        ({}, b"", "", False),  # an empty body: nothing to sniff
+    ],
+)
+async def test_the_computed_type_follows_the_standard(
+    srv: HTTPTestServer,
+    fetcher: Fetcher,
+    headers: dict[str, str],
+    body: bytes,
+    expected: str,
+    sniffed: bool,
+) -> None:
+    srv.set("/r", Response(200, headers, body))
+    result = await fetcher.fetch(srv.url("/r"))
+    assert (result.content_type, result.sniffed, result.body) == (expected, sniffed, body)
+
+
+async def test_the_last_content_type_is_the_supplied_one(
+    srv: HTTPTestServer, fetcher: Fetcher
+) -> None:
+    pairs = [("Content-Type", "application/json"), ("Content-Type", "text/html")]
+    srv.set("/two", Response(200, pairs, b"{}"))
+    result = await fetcher.fetch(srv.url("/two"))
+    assert (result.content_type, result.sniffed) == ("text/html", False)  # §5.1
+
+
+async def test_a_compressed_page_is_sniffed_after_decoding(
+    srv: HTTPTestServer, fetcher: Fetcher
+) -> None:
+    page = b"<HTML><body>" + b"<p>hello</p>" * 2000
+    srv.set("/gz", no_type(gzip.compress(page), **{"Content-Encoding": "gzip"}))
+    result = await fetcher.fetch(srv.url("/gz"))
+    assert (result.content_type, result.sniffed, result.body) == ("text/html", True, page)
+
+
+async def test_sniffing_keeps_the_byte_cap(srv: HTTPTestServer, fetcher: Fetcher) -> None:
+    page = b"<html>" + b"x" * 5000
+    srv.set("/cap", no_type(page))
+    result = await fetcher.fetch(srv.url("/cap"), max_bytes=100)
+    assert (result.content_type, result.body, result.truncated) == ("text/html", page[:100], True)
+    result = await fetcher.fetch(srv.url("/cap"), max_bytes=3000)
+    assert (result.body, result.truncated) == (page[:3000], True)
+
+
+async def test_a_body_drip_while_sniffing_is_bounded_by_the_total_budget(
+    srv: HTTPTestServer,
+) -> None:
+    # An untyped body whose first bytes trickle: sniffing waits for 1445 bytes or the
+    # end, within the read and total budgets as every read does.
+    srv.set_raw(
+        "/untyped",
+        lambda req, out: (
+            out.write(b"HTTP/1.1 200 OK\r\nContent-Length: 10000\r\n\r\n<p>"),
+            srv.wait(5),
+        ),
+    )
+    async with Fetcher(make_config(read_timeout_ms=2000, total_timeout_ms=300)) as f:
+        started = time.monotonic()
+        with pytest.raises(FetchTimeout):
+            await f.fetch(srv.url("/untyped"), want_body=lambda media: False)
+    assert time.monotonic() - started < 1.5

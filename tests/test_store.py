@@ -228,7 +228,7 @@ def test_second_store_on_the_same_file_fails_fast(db: Path) -> None:
 
 
 def test_missing_directory_is_a_store_error(tmp_path: Path) -> None:
-    with pytest.raises(StoreError, match="cannot create lock file"):
+    with pytest.raises(StoreError, match=r"^cannot open .*/nope/crawl\.db: No such file"):
         Store(tmp_path / "nope" / "crawl.db")
 
 
@@ -470,10 +470,10 @@ def test_a_failed_write_is_raised_by_the_next_call(db: Path) -> None:
     s.record_page(page("http://a.test/a"), key="a", links=big, new_rows=(), state="done")
     with pytest.raises(StoreError) as info:
         s.flush()
-    assert str(info.value) == "crawl.db: write failed: database or disk is full"
-    with pytest.raises(StoreError, match="write failed"):
+    assert str(info.value) == "crawl.db: disk full (No space left on device)"  # SQLITE_FULL
+    with pytest.raises(StoreError, match="disk full"):
         s.enqueue_urls([row("b")])
-    with pytest.raises(StoreError, match="write failed"):
+    with pytest.raises(StoreError, match="disk full"):
         s.contains("a")
     s.close()  # already reported: close releases everything without raising again
     with Store(db) as again:  # the lock is free; the failed batch left nothing behind

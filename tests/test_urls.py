@@ -53,7 +53,7 @@ CLEAN_CASES: list[tuple[str, str | None, str]] = [
     ("http://example.com/%7e/y/../%2F", None, "http://example.com/%7e/%2F"),
     ("/a/../../%2e%2e/b", "http://example.com/x/y", "http://example.com/b"),
     ("HTTPS://WWW.Example.com", None, "https://www.example.com"),
-    # unsafe characters percent-encoded as UTF-8 (w3lib safe_url_string)
+    # unsafe characters percent-encoded as UTF-8 (RFC 3986 pchar/query kept, as w3lib)
     ("http://example.com/a b/ä?q=ü x", None, "http://example.com/a%20b/%C3%A4?q=%C3%BC%20x"),
     ("http://example.com/\x00x", None, "http://example.com/%00x"),
     ('http://example.com/"<>`{}', None, "http://example.com/%22%3C%3E%60%7B%7D"),
@@ -106,6 +106,30 @@ CLEAN_CASES: list[tuple[str, str | None, str]] = [
     ("https://other.org/x", "http://a/b", "https://other.org/x"),
     ("//cdn.example.net/lib.js", "https://example.com/", "https://cdn.example.net/lib.js"),
     ("  /next page  ", " https://example.com/a ", "https://example.com/next%20page"),
+    # the URL sent is the URL checked (issue #10 item 6): whitespace is stripped around
+    # the whole link before the fragment is cut, so a space left at the end of the path
+    # is encoded (as browsers do) and never stripped after dot segments were removed
+    ("/public/.. #x", "http://h.test/p", "http://h.test/public/..%20"),
+    ("/public/..\x00#x", "http://h.test/p", "http://h.test/public/..%00"),
+    ("/public/..\t#x", "http://h.test/p", "http://h.test/"),  # tab removed first
+    ("http://h.test/?a #x", None, "http://h.test/?a%20"),
+    ("http://h.test/a/.%2E/", None, "http://h.test/"),
+    # the base is read as a URL first (its own dot segments removed), as browsers do
+    ("g", "http://h.test/a/b/..", "http://h.test/a/g"),
+    ("g", "http://h.test/a/%2e%2E/b", "http://h.test/g"),
+    ("http:/g", "http://h.test/a/b", "http://h.test/g"),
+    # a host that is a number behind code points IDNA maps to nothing, full-width
+    # digits or an ideographic full stop is IPv4 after the first clean
+    ("http://0x7f.1\u00ad/", None, "http://127.0.0.1/"),
+    ("http://\ufeff127.1/", None, "http://127.0.0.1/"),
+    ("http://1.2.3.4\u200b:8080/x", None, "http://1.2.3.4:8080/x"),
+    ("http://127\u30021/", None, "http://127.0.0.1/"),
+    ("http://\uff11\uff12\uff17.1/", None, "http://127.0.0.1/"),
+    ("//0x7f.1\u2060/p", "https://h.test/", "https://127.0.0.1/p"),
+    # the port is written as its number
+    ("http://h.test:0080/", None, "http://h.test:80/"),
+    ("http://h.test:" + "0" * 5000 + "8080/", None, "http://h.test:8080/"),
+    ("http://h.test:/x", None, "http://h.test/x"),
 ]
 
 
@@ -136,10 +160,10 @@ CLEAN_ERRORS: list[tuple[str, str | None, type[UrlError], str]] = [
     ("http://example.com:-1/", None, UrlError, "bad port '-1'"),
     ("http://[::1]:70000/", None, UrlError, "bad port '70000'"),
     ("http://[::1/", None, UrlError, "cannot parse"),
-    ("http://[zz]/", None, UrlError, "cannot parse"),
+    ("http://[zz]/", None, UrlError, "is not IPv6"),
     ("http://[v1.x]/", None, UrlError, "IPvFuture"),
     ("http://[v7.fe80::1+en0]:80/", None, UrlError, "IPvFuture"),
-    ("http://[1.2.3.4]/", None, UrlError, "cannot parse"),
+    ("http://[1.2.3.4]/", None, UrlError, "is not IPv6"),
     ("http://example.com:9000:80/x", None, UrlError, "bad port '9000:80'"),
     ("http://u:p@example.com:9000:80/x", None, UrlError, "bad port '9000:80'"),
     ("http://[::1]:9000:80/x", None, UrlError, "bad port '9000:80'"),
@@ -153,6 +177,10 @@ CLEAN_ERRORS: list[tuple[str, str | None, type[UrlError], str]] = [
     ("http://" + "é" * 64 + ".com/", None, UrlError, "not a valid internationalized name"),
     ("http://" + "é" * 5000 + "/", None, UrlError, "too long"),
     ("http://example.com/\ud800", None, UrlError, "cannot parse"),
+    ("http://[fe80::1%25eth0]/", None, UrlError, "zone id"),
+    ("http://h.test:" + "9" * 5000 + "/", None, UrlError, "bad port"),
+    ("//h.test/x", "no-scheme-base", UrlError, "has no scheme"),
+    ("http://\ufeff/", None, UrlError, "not a valid internationalized name"),
 ]
 
 
@@ -232,6 +260,24 @@ NORMALIZE_CASES: list[tuple[str, str]] = [
     ("http://example.com/?utm%5Fsource=x&k=", "http://example.com/?k="),
     ("http://example.com/?sid=&sidebar=1", "http://example.com/?sidebar=1"),
     ("http://example.com/?fbclid", "http://example.com/"),
+    ("http://example.com/?ref=tw&id=3", "http://example.com/?id=3"),
+    # session ids in path parameters (issue #10 item 1), any segment, any case
+    ("http://example.com/a;jsessionid=0A1B2C/b", "http://example.com/a/b"),
+    ("http://example.com/shop;sid=XYZ?x=1", "http://example.com/shop?x=1"),
+    ("http://example.com/x;phpsessid=1", "http://example.com/x"),
+    ("http://example.com/x;PHPSESSID=1", "http://example.com/x"),
+    ("http://example.com/x;JSESSIONID=1;v=2", "http://example.com/x;v=2"),
+    ("http://example.com/;jsessionid=x", "http://example.com/"),
+    ("http://example.com/a;j%73essionid=1/", "http://example.com/a/"),
+    ("http://example.com/a;b;sid=;c", "http://example.com/a;b;c"),
+    ("http://example.com/a/..;sid=1/b", "http://example.com/b"),
+    ("http://example.com:8080/a;sid=1", "http://example.com:8080/a"),
+    # other ';' text stays
+    ("http://example.com/a;v=2", "http://example.com/a;v=2"),
+    ("http://example.com/a;b", "http://example.com/a;b"),
+    ("http://example.com/a;sid", "http://example.com/a;sid"),
+    ("http://example.com/a;sidebar=1", "http://example.com/a;sidebar=1"),
+    ("http://example.com/a%3Bsid=1", "http://example.com/a%3Bsid=1"),
     # userinfo dropped (as by clean)
     ("http://u%7e:p@example.com:80/", "http://example.com/"),
     # IPv6
@@ -246,6 +292,27 @@ NORMALIZE_CASES: list[tuple[str, str]] = [
 def test_normalize(url: str, expected: str) -> None:
     assert normalize(url, STRIP) == expected
     assert normalize(expected, STRIP) == expected
+
+
+def test_default_strip_list_holds_the_product_design() -> None:
+    # docs: utm_*, sid, session_id, PHPSESSID, ref, fbclid, gclid, _ga, mc_eid
+    names = {name.lower() for name in DEFAULT_STRIP_PARAMS}
+    design = {"sid", "session_id", "phpsessid", "ref", "fbclid", "gclid", "_ga", "mc_eid"}
+    assert design <= names
+    utm = {"source", "medium", "campaign", "term", "content", "id", "source_platform",
+           "creative_format", "marketing_tactic"}  # fmt: skip
+    assert {f"utm_{name}" for name in utm} <= names
+    assert "jsessionid" in names and "aspsessionid" in names
+
+
+def test_a_fresh_session_id_in_the_path_makes_no_new_key() -> None:
+    keys = {
+        normalize(clean(f"/cat;jsessionid={i:032X}/item;sid=s{i}?p=1", "http://h.test/"), STRIP)
+        for i in range(100)
+    }
+    assert keys == {"http://h.test/cat/item?p=1"}
+    # the URL sent keeps the server's session id
+    assert clean("/a;jsessionid=0A1B/b", "http://h.test/") == "http://h.test/a;jsessionid=0A1B/b"
 
 
 def test_normalize_strip_params_any_collection() -> None:
@@ -537,6 +604,10 @@ def test_fast_path_only_takes_urls_the_general_path_keeps(url: str) -> None:
 @example("http://a:65536/")
 @example("http://a/b/../c")
 @example("http://a/b/./")
+@example("http://a/x;sid=1")
+@example("http://a:81/x;JSESSIONID=1;v=2")
+@example("http://a/..;jsessionid=1/b")
+@example("http://a/x;b;c=d")
 def test_normalize_fast_path_agrees_with_the_general_path(url: str) -> None:
     try:
         general: str | None = urls._normalize_slowly(url, STRIP)
@@ -633,6 +704,10 @@ def test_root_relative_hrefs_depend_only_on_the_base_origin(base: str, tail: str
         ("http://1.2.3.4/", "http://1.2.3.4/"),
         ("http://foo.0x1g/", "http://foo.0x1g/"),
         ("http://1.0x/", "http://1.0.0.0/"),
+        ("http://0x7f.1\u00ad/", "http://127.0.0.1/"),
+        ("http://\ufeff0177.0.0.1/", "http://127.0.0.1/"),
+        ("http://2130706433\u200b./", "http://127.0.0.1/"),
+        ("http://\u00ad0x7F000001/", "http://127.0.0.1/"),
     ],
 )
 def test_ipv4_hosts_are_read_as_browsers_read_them(url: str, expected: str) -> None:

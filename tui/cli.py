@@ -24,7 +24,7 @@ from typing import Any
 from core.config import CrawlConfig, load_config
 from core.engine import CrawlResult, Engine
 from core.errors import CrawldeckError
-from core.export import export
+from core.export import export, export_file
 from core.seeds import read_seeds
 from core.store import Store
 from tui.headless import HeadlessReporter, stop_signals
@@ -347,22 +347,35 @@ def _foreign_crawl(db: Path) -> str | None:
     return f"holds a crawl of {other} hosts outside the local web" if other else None
 
 
+def _stop_export(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _export_to_file(args: argparse.Namespace) -> int:
+    """``export_file`` (atomic: a temporary file renamed over ``-o`` at the end), with
+    SIGTERM and SIGHUP raising ``KeyboardInterrupt`` as SIGINT does, so that a stopped
+    export removes its temporary file and leaves ``-o`` as it was."""
+    stops = (signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, _stop_export) for sig in stops}
+    try:
+        return export_file(args.db, args.table, args.format, args.output)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def _run_export(args: argparse.Namespace) -> int:
-    if (
-        args.output is not None
-        and args.output.exists()
-        and args.db.exists()
-        and (args.output.resolve() == args.db.resolve())
-    ):
-        return _fail(f"-o {str(args.output)!r} is the crawl file itself; choose another")
     try:
         if args.output is None:
             count = export(args.db, args.table, args.format, sys.stdout)
         else:
-            with args.output.open("w", encoding="utf-8", newline="") as out:
-                count = export(args.db, args.table, args.format, out)
+            count = _export_to_file(args)
     except CrawldeckError as exc:
         return _fail(str(exc))
+    except KeyboardInterrupt:
+        kept = "" if args.output is None else f"; {str(args.output)!r} left as it was"
+        print(f"crawldeck: export stopped{kept}", file=sys.stderr)
+        return EXIT_STOPPED
     except BrokenPipeError:
         # The reader went away (``| head``): not an error. Silence the final flush too.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
