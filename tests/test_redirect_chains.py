@@ -168,7 +168,8 @@ def test_a_chain_whose_url_grows_is_cut_after_two_growing_hops(
 def test_a_meta_refresh_is_followed_as_a_redirect(
     server: HTTPTestServer, tmp_path: Path, content: str
 ) -> None:
-    server.set("/", html(f'<meta http-equiv="Refresh" content="{content}"><p>moved</p>'))
+    quote = "'" if '"' in content else '"'
+    server.set("/", html(f'<meta http-equiv="Refresh" content={quote}{content}{quote}><p>x</p>'))
     server.set("/target", html("here"))
     db = tmp_path / "c.db"
     crawl(server, db, delay_ms=150)
