@@ -36,6 +36,7 @@ from core.errors import (
     ParseError,
     PrivateAddress,
     RenderUnavailable,
+    StoreError,
     UrlError,
 )
 from core.fetcher import Fetcher, FetchResult
@@ -573,9 +574,10 @@ class Engine:
             outcome = self._outcome()
             self._state = "finished" if outcome == "finished" else "stopped"
             self._ended_at = self._clock()
-            self._flush_hosts(final=True)
-            self.store.end_run(self._run_id, outcome)
-            await asyncio.to_thread(self.store.flush)
+            if not isinstance(self._crash, StoreError):  # a failed store takes no more writes
+                self._flush_hosts(final=True)
+                self.store.end_run(self._run_id, outcome)
+                await asyncio.to_thread(self.store.flush)
             self._publish()
         if self._crash is not None:
             raise self._crash
@@ -615,9 +617,7 @@ class Engine:
                 finally:
                     slot.give_back()
         except CrawldeckError as exc:  # e.g. the disk is full: stop cleanly, one line
-            self._log(f"stopping: {exc}", level=logging.ERROR)
-            self._crash = exc
-            self.request_stop()
+            self._stop_on_error(exc)
         except Exception as exc:  # a bug: stop the crawl cleanly, re-raise from run()
             log.exception("worker crashed")
             self._crash = exc
@@ -1394,8 +1394,21 @@ class Engine:
         interval = self.config.snapshot_interval_ms / 1000
         while True:
             await asyncio.sleep(interval)
-            self._flush_hosts()
+            try:
+                self._flush_hosts()
+            except CrawldeckError as exc:  # the store failed (disk full): stop like a worker
+                self._stop_on_error(exc)
+                return
             self._publish()
+
+    def _stop_on_error(self, exc: CrawldeckError) -> None:
+        """Stop cleanly after ``exc`` (a store write failed, e.g. the disk is full); the
+        first one is re-raised from ``run`` and printed once by the caller, so the log
+        line is a warning (the console's Log tab, not stderr)."""
+        if self._crash is None:
+            self._log(f"stopping: {exc}", level=logging.WARNING)
+            self._crash = exc
+        self.request_stop()
 
     def _publish(self) -> None:
         snap = self.snapshot()

@@ -22,11 +22,12 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TextIO
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.css.query import NoMatches
+from textual.drivers.linux_driver import LinuxDriver
 from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Footer, Input, TabbedContent, TabPane
@@ -102,6 +103,65 @@ class SnapshotReady(Message):
         return isinstance(message, SnapshotReady)
 
 
+class _HangupTolerantOutput:
+    """The terminal output of the console (Textual writes to ``sys.__stderr__`` from
+    its writer thread), dropping writes once the terminal is gone.
+
+    After a hangup (the terminal closed, an ssh session dropped) every write fails
+    with EIO. Textual's writer thread dies on the first failed write, and every later
+    write, the app's shutdown included, then blocks on its full queue: the process
+    would hang instead of saving the crawl and exiting 130. Here a failed write marks
+    the terminal gone and later writes are dropped.
+    """
+
+    def __init__(self, file: TextIO) -> None:
+        self._file = file
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        """Write ``text`` unless the terminal is gone (then drop it)."""
+        if not self.gone:
+            try:
+                return self._file.write(text)
+            except OSError:
+                self.gone = True
+        return len(text)
+
+    def flush(self) -> None:
+        """Flush unless the terminal is gone."""
+        if not self.gone:
+            try:
+                self._file.flush()
+            except OSError:
+                self.gone = True
+
+    def fileno(self) -> int:
+        """The terminal's file descriptor."""
+        return self._file.fileno()
+
+    def isatty(self) -> bool:
+        """Whether the output is a terminal."""
+        return self._file.isatty()
+
+
+class _HangupTolerantDriver(LinuxDriver):
+    """Textual's Linux driver writing through ``_HangupTolerantOutput`` (it sets its
+    private ``_file`` to ``sys.__stderr__``; ``tests/test_cli_terminal.py`` closes the
+    terminal under a running console and fails if that changes)."""
+
+    def __init__(
+        self,
+        app: App[Any],
+        *,
+        debug: bool = False,
+        mouse: bool = True,
+        size: tuple[int, int] | None = None,
+    ) -> None:
+        super().__init__(app, debug=debug, mouse=mouse, size=size)
+        if self._file is not None:
+            self._file = _HangupTolerantOutput(self._file)  # type: ignore[assignment]
+
+
 class CrawlApp(App[None]):
     """The crawldeck console over one crawl (see the module docstring).
 
@@ -135,7 +195,7 @@ class CrawlApp(App[None]):
     ]
 
     def __init__(self, engine: CrawlSource, db: Path, *, strict_robots: bool = False) -> None:
-        super().__init__()
+        super().__init__(driver_class=_HangupTolerantDriver)
         self.engine = engine
         self.db = db
         self.strict_robots = strict_robots

@@ -15,6 +15,7 @@ import os
 import resource
 import shlex
 import shutil
+import signal
 import sqlite3
 import sys
 from collections.abc import Sequence
