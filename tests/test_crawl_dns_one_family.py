@@ -172,8 +172,8 @@ def check(result: dict[str, Any]) -> None:
     expected = sorted(
         [f"http://{name}:{port}{path}", 200] for name in (V4_ONLY, REFUSED) for path in PAGES
     )
-    assert result["hosts"][f"{V4_ONLY}:{port}"] == ["active", SITE_IP]
-    assert result["hosts"][f"{REFUSED}:{port}"] == ["active", SITE_IP]
+    assert result["hosts"][f"{V4_ONLY}:{port}"] == ["done", SITE_IP]
+    assert result["hosts"][f"{REFUSED}:{port}"] == ["done", SITE_IP]
     assert result["hosts"][f"{GONE}:{port}"] == ["dead", None]
     assert result["pages"] == expected
     assert result["blocked"] == {f"{GONE}:{port}": "dns"}

@@ -138,7 +138,7 @@ def test_redirect_loop_and_chain(crawl: Crawl) -> None:
     loop_a = crawl.web.expected.traps["redirect_loop"]
     assert blocked[loop_a] == "redirect_loop"
     detail = crawl.db.execute("SELECT detail FROM blocked WHERE url = ?", (loop_a,)).fetchone()
-    assert detail == ("loop after 2 hops",)
+    assert detail is not None and detail[0].startswith("loop after 2 hops: back to hop 1")
     chain = crawl.db.execute(
         "SELECT url FROM pages WHERE url LIKE '%/chain/%' ORDER BY fetched_at"
     ).fetchall()
@@ -146,6 +146,12 @@ def test_redirect_loop_and_chain(crawl: Crawl) -> None:
     assert crawl.db.execute(
         "SELECT count(*) FROM blocked WHERE reason = 'too_many_redirects'"
     ).fetchone() == (1,)
+    # a chain that ended without a page leaves its hops failed, with the reason
+    states = crawl.db.execute(
+        "SELECT DISTINCT f.state, substr(p.error, 1, instr(p.error, ':') - 1) FROM frontier f"
+        " JOIN pages p ON p.url = f.url WHERE f.url LIKE '%/chain/%' OR f.url LIKE '%/loop/%'"
+    ).fetchall()
+    assert sorted(states) == [("failed", "redirect_loop"), ("failed", "too_many_redirects")]
 
 
 def test_429_host_backs_off_then_is_fetched(crawl: Crawl) -> None:

@@ -385,10 +385,12 @@ def test_writes_apply_in_call_order(store: Store, db: Path) -> None:
 def test_bad_states_are_refused_at_the_call(store: Store) -> None:
     with pytest.raises(StoreError, match="unknown frontier state 'gone'"):
         store.mark("a", cast(Any, "gone"))
-    with pytest.raises(StoreError, match="state must be 'done' or 'failed'"):
+    with pytest.raises(StoreError, match="state must be 'done', 'failed' or 'queued'"):
         store.record_page(
-            page("http://a.test/"), key="a", links=(), new_rows=(), state=cast(Any, "queued")
+            page("http://a.test/"), key="a", links=(), new_rows=(), state=cast(Any, "spilled")
         )
+    with pytest.raises(StoreError, match="state 'queued' needs next_url and next_host"):
+        store.record_page(page("http://a.test/"), key="a", links=(), new_rows=(), state="queued")
     with pytest.raises(StoreError, match="unknown state 'new'"):
         store.enqueue_urls([row("a", state="new")])
     store.flush()  # the store is still usable
