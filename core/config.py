@@ -100,7 +100,10 @@ class CrawlConfig:
             (reason ``repeating_path``).
         max_page_param: highest page/offset number admitted (reason ``pagination``).
         calendar_window_years: years after today beyond which a date in a path or
-            query are a calendar trap (reason ``calendar``).
+            query is a calendar trap (reason ``calendar``).
+        calendar_max_dates: URLs admitted per host and date template, i.e. per set of
+            URLs that differ only in a date in the path or query (reason ``calendar``
+            beyond; ``traps.date_template``); at most 65 535.
         strip_params: query and ``;name=value`` path parameters removed from the
             dedupe key (names matched case-insensitively).
         max_redirects: most redirect hops in one chain (reason ``too_many_redirects``).
@@ -198,6 +201,7 @@ class CrawlConfig:
     max_segment_repeats: int = 2
     max_page_param: int = 1000
     calendar_window_years: int = 2
+    calendar_max_dates: int = 1000
     strip_params: tuple[str, ...] = DEFAULT_STRIP_PARAMS
     max_redirects: int = 10
     max_body_bytes: int = 10 * 1024 * 1024
@@ -266,6 +270,7 @@ _MIN_VALUES: dict[str, float] = {
     "max_segment_repeats": 1,
     "max_page_param": 1,
     "calendar_window_years": 0,
+    "calendar_max_dates": 1,
     "max_redirects": 0,
     "max_body_bytes": 1024,
     "connect_timeout_ms": 1,
@@ -302,6 +307,7 @@ _MAX_VALUES: dict[str, float] = {
     "per_host_concurrency": 100,
     "bucket_capacity": 10_000,
     "parse_workers": 64,
+    "calendar_max_dates": 65_535,
 }
 
 
