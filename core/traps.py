@@ -573,11 +573,13 @@ class TrapGuard:
                 continue
             # a ";name=value" path parameter (a session id) is not part of the date
             match = _PATH_DATE.fullmatch(segment.partition(";")[0])
-            if match is not None and (index == 0 or segments[index - 1].lower() != "page"):
+            if match is None:
+                continue
+            dated = True
+            if index == 0 or segments[index - 1].lower() != "page":
                 year = int(match.group(1))
                 if self._far_year(year):
                     return self._calendar_detail(year, f"path segment {_show(segment)}"), True
-                dated = True
         for name, _, value in query:
             lowered = name.lower()
             if lowered in YEAR_PARAMS:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from core import urls
 from core.config import CrawlConfig, build_config
 from core.errors import UrlError
 from core.traps import BlockReason, ScopePolicy, TrapGuard, Verdict
@@ -46,6 +47,7 @@ def test_block_reasons_are_exactly_the_contract() -> None:
         "scope",
         "redirect_loop",
         "too_many_redirects",
+        "redirect_trap",
         "private_address",
         "dns",
     ]
@@ -180,6 +182,7 @@ ADMIT_CASES: list[tuple[str, int, int, BlockReason | None]] = [
     ("http://example.com/calendar/2031-05", 0, 0, R.CALENDAR),
     ("http://example.com/events/2031-05-01.html", 0, 0, R.CALENDAR),
     ("http://example.com/events/2099_12_31/", 0, 0, R.CALENDAR),
+    ("http://example.com/events/2031-05;jsessionid=0A1B/", 0, 0, R.CALENDAR),
     ("http://example.com/cal?month=2031-05", 0, 0, R.CALENDAR),
     ("http://example.com/cal?date=2031-05-01&view=day", 0, 0, R.CALENDAR),
     ("http://example.com/cal?year=2031", 0, 0, R.CALENDAR),
@@ -335,17 +338,24 @@ def test_checks_run_in_the_documented_order() -> None:
         (R.REPEATING_PATH, {"max_segment_repeats": 100}),
         (R.CALENDAR, {"calendar_window_years": 10}),
         (R.PAGINATION, {"max_page_param": 5000}),
+        (R.CALENDAR, {"calendar_max_dates": 2}),  # step 9: the date template's budget
     ]
     seeds = ("http://example.com/",)
     scope = "domain"
+    sibling = url.replace("/2031/", "/2030/")  # the same date template, admitted before
+    limits["calendar_max_dates"] = 1
     for reason, loosen in order:
-        verdict = guard(scope, seeds, **limits).admit(url, 50, 10)
+        trap_guard = guard(scope, seeds, **limits)
+        trap_guard.observe(urls.normalize(sibling, ()))
+        verdict = trap_guard.admit(url, 50, 10)
         assert verdict is not None and verdict.reason is reason, (reason, verdict)
         if loosen is None:
             scope = "any"
         else:
             limits.update(loosen)
-    assert guard(scope, seeds, **limits).admit(url, 50, 10) is None
+    trap_guard = guard(scope, seeds, **limits)
+    trap_guard.observe(urls.normalize(sibling, ()))
+    assert trap_guard.admit(url, 50, 10) is None
 
 
 def test_seeds_skip_only_the_scope_check() -> None:

@@ -1,0 +1,493 @@
+"""Calendar traps in both directions (issue #10 item 4): date templates and their budget.
+
+An endless calendar links the previous (or next) month, day or week forever. Past
+dates are real content for an archive, so the guard cannot refuse a year; it counts
+the admitted URLs of each host that differ only in their date (their date template,
+``core.traps.date_template``) and refuses one more once a template has
+``calendar_max_dates`` of them (default 1000). ``core.traps`` is imported as a module
+so that on the old code (no template budget) the tests fail on their assertions.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from core import traps, urls
+from core.config import CrawlConfig, build_config
+from core.traps import BlockReason, ScopePolicy, TrapGuard, Verdict
+
+TODAY = datetime.date(2026, 5, 15)
+BUDGET = 1000  # the default calendar_max_dates
+
+
+def make_guard(**values: Any) -> TrapGuard:
+    """A guard of scope ``any`` whose depth and per-host limits never bind."""
+    settings_: dict[str, Any] = {"max_depth": 10_000_000, "max_per_host": 10_000_000}
+    settings_.update(values)
+    return TrapGuard(build_config(settings_), ScopePolicy("any"), TODAY)
+
+
+def key_of(url: str, config: CrawlConfig | None = None) -> str:
+    return urls.normalize(url, (config or CrawlConfig()).strip_params)
+
+
+def months_back(start: datetime.date) -> Iterator[tuple[int, int]]:
+    """(year, month) from ``start``'s month back to January 1900."""
+    year, month = start.year, start.month
+    while year >= 1900:
+        yield year, month
+        year, month = (year, month - 1) if month > 1 else (year - 1, 12)
+
+
+def days_back(start: datetime.date) -> Iterator[datetime.date]:
+    """Every day from ``start`` back to 1900-01-01."""
+    day = start
+    while day.year >= 1900:
+        yield day
+        day -= datetime.timedelta(days=1)
+
+
+def cut_at(guard: TrapGuard, pages: Iterator[str]) -> tuple[int, Verdict | None]:
+    """Admit ``pages`` in order (as a crawl following "previous" links would) until the
+    first refusal; return how many were admitted and that verdict."""
+    admitted = 0
+    for url in pages:
+        verdict = guard.admit(url, admitted, admitted)
+        if verdict is not None:
+            return admitted, verdict
+        admitted += 1
+    return admitted, None
+
+
+# ------------------------------------------------------------- endless calendars
+
+
+def test_an_endless_past_month_calendar_is_cut_at_the_budget() -> None:
+    pages = (f"http://cal.example/calendar/{y:04d}/{m:02d}/" for y, m in months_back(TODAY))
+    admitted, verdict = cut_at(make_guard(), pages)
+    assert admitted == BUDGET  # 2026-05 back to 1943-02; the old code went on to 1900
+    assert verdict == Verdict(
+        BlockReason.CALENDAR,
+        "template '/calendar/{y}/{m}/' has 1000 dates (calendar_max_dates 1000)",
+    )
+
+
+def test_an_endless_query_calendar_is_cut_at_the_budget() -> None:
+    pages = (
+        f"http://cal.example/events?view=month&month={y:04d}-{m:02d}" for y, m in months_back(TODAY)
+    )
+    admitted, verdict = cut_at(make_guard(), pages)
+    assert admitted == BUDGET
+    assert verdict == Verdict(
+        BlockReason.CALENDAR,
+        "template '/events?month={y}-{m}&view=month' has 1000 dates (calendar_max_dates 1000)",
+    )
+
+
+@pytest.mark.parametrize(
+    ("shape", "template"),
+    [
+        ("/events/{d:%Y-%m-%d}.html", "/events/{y}-{m}-{d}.html"),
+        ("/events/{d:%Y/%m/%d}/", "/events/{y}/{m}/{d}/"),
+        ("/day?date={d:%Y%m%d}", "/day?date={y}{m}{d}"),
+        ("/cal?y={d.year}&m={d.month}&d={d.day}", "/cal?d={d}&m={m}&y={y}"),
+    ],
+)
+def test_an_endless_daily_calendar_is_cut_at_the_budget(shape: str, template: str) -> None:
+    pages = ("http://cal.example" + shape.format(d=day) for day in days_back(TODAY))
+    admitted, verdict = cut_at(make_guard(), pages)
+    assert admitted == BUDGET  # 1000 days: back to 2023-08-20
+    assert verdict == Verdict(
+        BlockReason.CALENDAR, f"template {template!r} has 1000 dates (calendar_max_dates 1000)"
+    )
+
+
+def test_the_budget_follows_the_config() -> None:
+    pages = (f"http://cal.example/c/{y:04d}-{m:02d}/" for y, m in months_back(TODAY))
+    admitted, verdict = cut_at(make_guard(calendar_max_dates=24), pages)
+    assert admitted == 24
+    assert verdict == Verdict(
+        BlockReason.CALENDAR, "template '/c/{y}-{m}/' has 24 dates (calendar_max_dates 24)"
+    )
+
+
+def crawl_calendar(guard: TrapGuard, max_fetches: int) -> tuple[int, list[Verdict]]:
+    """Breadth-first crawl of an endless events calendar with month and day views.
+
+    A month page links the previous and the next month and its days 1-28; a day page
+    links the previous and the next day and its month. Returns the pages fetched and
+    the verdicts of refused URLs (each URL offered once, as the engine's seen set and
+    blocked memo do). Dates before 1900 are not linked (no year to read).
+    """
+
+    def month_url(day: datetime.date) -> str:
+        return f"http://cal.example/calendar/{day:%Y/%m}/"
+
+    def day_url(day: datetime.date) -> str:
+        return f"http://cal.example/calendar/{day:%Y/%m/%d}/"
+
+    def links(page: tuple[str, datetime.date]) -> list[tuple[str, datetime.date]]:
+        kind, day = page
+        one = datetime.timedelta(days=1)
+        if kind == "month":
+            out = [("month", day - one), ("month", day + datetime.timedelta(days=31))]
+            out += [("day", day.replace(day=number)) for number in range(1, 29)]
+        else:
+            out = [("day", day - one), ("day", day + one), ("month", day)]
+        return [(kind, date.replace(day=1) if kind == "month" else date) for kind, date in out]
+
+    def url_of(page: tuple[str, datetime.date]) -> str:
+        return month_url(page[1]) if page[0] == "month" else day_url(page[1])
+
+    seed = ("month", TODAY.replace(day=1))
+    offered = {url_of(seed)}
+    queue = deque([seed])
+    refused: list[Verdict] = []
+    fetched = 0
+    assert guard.admit(url_of(seed), 0, 0, is_seed=True) is None
+    while queue and fetched < max_fetches:
+        page = queue.popleft()
+        fetched += 1
+        for link in links(page):
+            url = url_of(link)
+            if url in offered or link[1].year < 1900:
+                continue
+            offered.add(url)
+            verdict = guard.admit(url, 0, fetched, key=key_of(url))
+            if verdict is None:
+                queue.append(link)
+            else:
+                refused.append(verdict)
+    return fetched, refused
+
+
+def test_an_endless_calendar_with_month_and_day_views_costs_two_budgets() -> None:
+    fetched, refused = crawl_calendar(make_guard(), max_fetches=20_000)
+    # every month and day page the guard admitted was fetched, then nothing was left:
+    # 1000 month pages and 1000 day pages (its two templates), not the 46 000 pages
+    # back to 1900
+    assert fetched == 2 * BUDGET
+    reasons = {verdict.detail.split(" has ")[0] for verdict in refused}
+    assert reasons == {
+        "template '/calendar/{y}/{m}/'",
+        "template '/calendar/{y}/{m}/{d}/'",
+        # the future-years rule still cuts the forward direction first
+        "year 2029 in path segment '2029' is more than 2 years after 2026",
+    }
+
+
+# ------------------------------------------------------------- real archives
+
+
+def archive_urls() -> Iterator[str]:
+    """A blog's archive over 20 years: year, month and (for two years) day pages,
+    five posts a month under dated paths, paged month archives and feeds."""
+    site = "https://blog.example.org"
+    for year in range(2006, 2026):
+        yield f"{site}/{year}/"
+        for month in range(1, 13):
+            yield f"{site}/{year}/{month:02d}/"
+            yield f"{site}/{year}/{month:02d}/page/2/"
+            yield f"{site}/{year}/{month:02d}/feed/"
+            yield f"{site}/archive?month={year}-{month:02d}"
+            for post in range(5):
+                yield f"{site}/{year}/{month:02d}/post-{year}-{month}-{post}/"
+                yield f"{site}/{year}/{month:02d}/post-{year}-{month}-{post}/amp/"
+    for day in days_back(datetime.date(2025, 12, 31)):
+        if day.year < 2024:
+            break
+        yield f"{site}/{day:%Y/%m/%d}/"
+        yield f"{site}/news?date={day:%Y%m%d}"
+
+
+def test_a_real_archive_is_not_refused() -> None:
+    guard = make_guard()
+    pages = list(archive_urls())
+    assert len(pages) == 20 * (1 + 12 * 14) + 2 * 731
+    refused = [(url, v) for url in pages if (v := guard.admit(url, 1, 0)) is not None]
+    assert refused == []
+
+
+def test_blog_posts_have_their_own_templates() -> None:
+    guard = make_guard(calendar_max_dates=3)
+    posts = [f"http://b.example/{y}/{m:02d}/post-{y}-{m}/" for y, m in months_back(TODAY)]
+    assert all(guard.admit(url, 1, 0) is None for url in posts[:600])
+
+
+def test_each_host_and_template_has_its_own_budget() -> None:
+    guard = make_guard(calendar_max_dates=5)
+    shapes = [
+        "http://a.example/cal/{y}/{m:02d}/",
+        "http://b.example/cal/{y}/{m:02d}/",
+        "http://a.example:8080/cal/{y}/{m:02d}/",
+        "http://a.example/cal/{y}/{m:02d}/?view=week",
+        "http://a.example/agenda/{y}/{m:02d}/",
+    ]
+    for shape in shapes:
+        pages = (shape.format(y=y, m=m) for y, m in months_back(TODAY))
+        assert cut_at(guard, pages)[0] == 5, shape
+
+
+def test_http_and_https_share_a_template() -> None:
+    guard = make_guard(calendar_max_dates=4)
+    for index, (y, m) in enumerate(list(months_back(TODAY))[:4]):
+        scheme = "https" if index % 2 else "http"
+        assert guard.admit(f"{scheme}://a.example/cal/{y}/{m}/", 1, 0) is None
+    verdict = guard.admit("http://A.example:80/cal/2020/1/", 1, 0)
+    assert verdict is not None and verdict.reason is BlockReason.CALENDAR
+
+
+def test_only_admitted_urls_count() -> None:
+    guard = make_guard(calendar_max_dates=3, max_depth=5, max_page_param=10)
+    # refused by an earlier rule: not counted
+    assert guard.admit("http://a.example/cal/2020/01/", 6, 0) is not None
+    assert guard.admit("http://a.example/cal/2020/02/?page=11", 1, 0) is not None
+    assert guard.admit("http://a.example/cal/2020/03/?page=11", 1, 0) is not None
+    pages = (f"http://a.example/cal/{y}/{m:02d}/" for y, m in months_back(TODAY))
+    assert cut_at(guard, pages)[0] == 3
+
+
+def test_the_key_argument_gives_the_same_verdicts() -> None:
+    with_key, without = make_guard(calendar_max_dates=50), make_guard(calendar_max_dates=50)
+    for y, m in list(months_back(TODAY))[:80]:
+        for url in (
+            f"http://a.example/cal/{y}/{m}/;jsessionid=A{y}{m}",
+            f"http://a.example/e?utm_source=x&month={y}-{m:02d}",
+            f"http://a.example/e?m={m}&y={y}&sid=S{m}",
+        ):
+            config = with_key.config
+            assert with_key.admit(url, 1, 0, key=key_of(url, config)) == without.admit(url, 1, 0)
+
+
+def test_session_ids_do_not_split_a_template() -> None:
+    # the template is read from the dedupe key: a fresh session id per link is one template
+    guard = make_guard(calendar_max_dates=10)
+    pages = (
+        f"http://a.example/cal/{y}-{m:02d};jsessionid={y * 100 + m:X}?sid={m}"
+        for y, m in months_back(TODAY)
+    )
+    assert cut_at(guard, pages)[0] == 10
+
+
+# ----------------------------------------------------------------------- resume
+
+
+def test_observe_gives_a_resumed_crawl_its_counts_back() -> None:
+    months = [f"http://cal.example/calendar/{y:04d}/{m:02d}/" for y, m in months_back(TODAY)]
+    first = make_guard()
+    assert cut_at(first, iter(months[:600])) == (600, None)
+    # the next run: the engine observes every frontier key, then crawls on
+    resumed = make_guard()
+    for url in months[:600]:
+        resumed.observe(key_of(url))
+    admitted, verdict = cut_at(resumed, iter(months[600:]))
+    assert admitted == BUDGET - 600
+    assert verdict is not None and verdict.detail.startswith("template '/calendar/{y}/{m}/'")
+
+
+def test_observe_counts_past_the_budget_without_refusing() -> None:
+    guard = make_guard(calendar_max_dates=5)
+    for y, m in list(months_back(TODAY))[:8]:
+        guard.observe(key_of(f"http://a.example/c/{y}/{m}/"))  # a budget lowered on resume
+    verdict = guard.admit("http://a.example/c/1999/1/", 1, 0)
+    assert verdict == Verdict(
+        BlockReason.CALENDAR, "template '/c/{y}/{m}/' has 8 dates (calendar_max_dates 5)"
+    )
+
+
+# ------------------------------------------------------------------ memory bound
+
+
+def resident_bytes() -> int:
+    """This process's resident memory (Linux ``/proc/self/statm``)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_memory_is_bounded_with_a_million_templates() -> None:
+    guard = make_guard()
+    guard.observe("http://h0.example/2019/")  # the counters are taken at the first date
+    before = resident_bytes()
+    started = time.monotonic()
+    for index in range(1_000_000):
+        guard.observe(f"http://h{index % 997}.example/p{index}/2019/05/")
+    took = time.monotonic() - started
+    grown = resident_bytes() - before
+    # a dict of a million templates would hold 106 MB; the counters hold 1.5 MiB
+    # whatever is counted (the slack is the allocator's)
+    assert guard._dates.nbytes() == 3 * 2**18 * 2
+    assert grown < 8 * 2**20, grown
+    assert took < 120
+    # the counters still cut a calendar at the budget (a count is never below the
+    # true one; a cell shared with the million one-URL templates adds a few at most)
+    pages = (f"http://h1.example/cal/{y:04d}/{m:02d}/" for y, m in months_back(TODAY))
+    admitted, verdict = cut_at(guard, pages)
+    assert BUDGET - 30 <= admitted <= BUDGET
+    assert verdict is not None and verdict.reason is BlockReason.CALENDAR
+
+
+def test_no_memory_until_a_dated_url() -> None:
+    guard = make_guard()
+    assert guard.admit("http://a.example/products/12345/?id=20190501", 1, 0) is None
+    guard.observe("http://a.example/about")
+    assert guard._dates.nbytes() == 0
+    assert guard.admit("http://a.example/2019/05/", 1, 0) is None
+    assert guard._dates.nbytes() == 3 * 2**18 * 2
+
+
+# --------------------------------------------------------------- date templates
+
+TEMPLATE_CASES: list[tuple[str, str | None]] = [
+    # path: split over segments, whole in one segment, with extensions
+    ("http://a.com/cal/2019/05/", "//a.com/cal/{y}/{m}/"),
+    ("http://a.com/cal/2019/5", "//a.com/cal/{y}/{m}"),
+    ("http://a.com/events/2019/05/01.html", "//a.com/events/{y}/{m}/{d}.html"),
+    ("http://a.com/cal/2019-05-01/", "//a.com/cal/{y}-{m}-{d}/"),
+    ("http://a.com/cal/2019_05/", "//a.com/cal/{y}_{m}/"),
+    ("http://a.com/x/2019.05.01.htm", "//a.com/x/{y}.{m}.{d}.htm"),
+    ("http://a.com/2019.html", "//a.com/{y}.html"),
+    ("http://a.com/2019/", "//a.com/{y}/"),
+    ("http://a.com/archive/1999/12/31/index.html", "//a.com/archive/{y}/{m}/{d}/index.html"),
+    ("http://a.com/2019/05/my-post", "//a.com/{y}/{m}/my-post"),
+    ("http://a.com/2019/13/", "//a.com/{y}/13/"),  # not a month
+    ("http://a.com/2019/05/32/", "//a.com/{y}/{m}/32/"),  # not a day
+    ("http://a.com/2019-13-01/", None),
+    ("http://a.com/2019-05/01/", "//a.com/{y}-{m}/01/"),
+    ("http://a.com:8080/2019/01/", "//a.com:8080/{y}/{m}/"),
+    ("http://a.com/cal/2019/05/;jsessionid=0A1B", "//a.com/cal/{y}/{m}/"),
+    # not dates in a path
+    ("http://a.com/page/2019/", None),
+    ("http://a.com/Page/2019/2020/", "//a.com/Page/2019/{y}/"),
+    ("http://a.com/p/12345/", None),
+    ("http://a.com/p/20190501/", None),  # compact dates in a path look like ids
+    ("http://a.com/p/1899/", None),
+    ("http://a.com/p/2200/", None),
+    ("http://a.com/model-2019/", None),
+    ("http://a.com/2019x/", None),
+    ("http://2019.example/", None),
+    # query: whole dates, compact dates under date names, split dates
+    ("http://a.com/cal?month=2019-05", "//a.com/cal?month={y}-{m}"),
+    ("http://a.com/cal?d=2019/05/01&view=day", "//a.com/cal?d={y}/{m}/{d}&view=day"),
+    ("http://a.com/c?start=2019-05-01T10%3A00", "//a.com/c?start={y}-{m}-{d}T{t}"),
+    ("http://a.com/cal?date=20190501", "//a.com/cal?date={y}{m}{d}"),
+    ("http://a.com/cal?StartDate=201905", "//a.com/cal?StartDate={y}{m}"),
+    ("http://a.com/cal?d=20190501&id=20190501", "//a.com/cal?d={y}{m}{d}&id=20190501"),
+    ("http://a.com/cal?id=20190501", None),
+    ("http://a.com/cal?date=20191301", None),
+    ("http://a.com/cal?y=2019&m=5", "//a.com/cal?m={m}&y={y}"),
+    ("http://a.com/c?Year=2019&Month=05&day=01&x=", "//a.com/c?Month={m}&Year={y}&day={d}&x="),
+    ("http://a.com/cal?year=2019", "//a.com/cal?year={y}"),
+    ("http://a.com/cal?m=5&d=1", None),  # a month and a day without a year
+    ("http://a.com/cal?year=1899&m=5", None),
+    ("http://a.com/cal?x=10&y=2019", "//a.com/cal?x=10&y={y}"),
+    ("http://a.com/list?page=2019", None),
+    ("http://a.com/cal?d=2019%2F05", None),  # an escaped separator is not read
+    # path and query together
+    ("http://a.com/cal/2019/?month=2019-05", "//a.com/cal/{y}/?month={y}-{m}"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("url", "template"), TEMPLATE_CASES)
+def test_date_template(url: str, template: str | None) -> None:
+    assert traps.date_template(key_of(urls.clean(url))) == template
+
+
+@pytest.mark.parametrize("url", [url for url, template in TEMPLATE_CASES if template])
+def test_dated_urls_reach_the_budget_step(url: str) -> None:
+    # the cheap pre-check of admit() never skips a URL whose key has a template
+    guard = make_guard(calendar_max_dates=1, max_page_param=100_000)
+    assert guard.admit(urls.clean(url), 1, 0) is None
+    verdict = guard.admit(urls.clean(url), 1, 0)
+    assert verdict is not None and verdict.detail.startswith("template "), verdict
+
+
+SHAPES: list[Callable[[datetime.date], str]] = [
+    lambda d: f"/cal/{d.year}/{d.month:02d}/",
+    lambda d: f"/cal/{d.year}/{d.month}/{d.day}.html",
+    lambda d: f"/e/{d:%Y-%m-%d}/list",
+    lambda d: f"/e/{d:%Y_%m}",
+    lambda d: f"/e?when={d:%Y-%m-%d}&cat=music",
+    lambda d: f"/e?cat=music&date={d:%Y%m%d}",
+    lambda d: f"/e?y={d.year}&m={d.month}&d={d.day}&view=day",
+    lambda d: f"/e/{d.year}/?month={d:%Y-%m}",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    shape=st.sampled_from(SHAPES),
+    first=st.dates(datetime.date(1900, 1, 1), datetime.date(2199, 12, 31)),
+    second=st.dates(datetime.date(1900, 1, 1), datetime.date(2199, 12, 31)),
+    noise=st.lists(st.sampled_from(["utm_source=x", "sid=1", "ref=a", "PHPSESSID=9"]), max_size=3),
+)
+def test_urls_that_differ_only_in_their_dates_share_a_template(
+    shape: Callable[[datetime.date], str],
+    first: datetime.date,
+    second: datetime.date,
+    noise: list[str],
+) -> None:
+    one = urls.clean("http://Cal.Example" + shape(first))
+    other = urls.clean("http://cal.example:80" + shape(second))
+    if noise:  # stripped parameters do not make a new template
+        other += ("&" if "?" in other else "?") + "&".join(noise)
+    template = traps.date_template(key_of(one))
+    assert template is not None
+    assert template == traps.date_template(key_of(other))
+    assert not any(str(year) in template for year in (first.year, second.year))
+
+
+def test_hostile_dated_urls_are_cheap() -> None:
+    guard = make_guard(max_url_length=10_000_000, max_path_depth=10**6, max_segment_repeats=10**6)
+    hostile = [
+        "http://a.com/" + "2019/05/" * 100_000,
+        "http://a.com/" + "x/2019-05-01/" * 100_000,
+        "http://a.com/?" + "y=2019&m=5&" * 100_000,
+        "http://a.com/?" + "date=20190501&" * 100_000,
+        "http://a.com/?" + "when=2019-05-01T" + "9" * 500_000,
+    ]
+    for url in hostile:
+        started = time.monotonic()
+        guard.admit(url, 0, 0)
+        guard.observe(key_of(url))
+        assert time.monotonic() - started < 2.0, url[:40]
+
+
+PATH_PIECES = ["cal", "page", "Page", "2019", "05", "5", "31", "13", "2019-05", "2019_05_01",
+               "2019.05.01.html", "2019.html", "01.html", "20190501", "1899", "2019;jsessionid=A1",
+               "05;sid=2", "x", "%32019", ""]  # fmt: skip
+QUERY_PIECES = ["month=2019-05", "d=2019/05/01", "date=20190501", "id=20190501", "y=2019",
+                "Year=2019", "m=5", "d=1", "start=2019-05-01T10:00", "page=2", "sid=2019-05",
+                "utm_source=2019-05", "x=", "v=1.2"]  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@example(path=["page", "", "2019", ""], query=[])
+@given(
+    path=st.lists(st.sampled_from(PATH_PIECES), max_size=6),
+    query=st.lists(st.sampled_from(QUERY_PIECES), max_size=4),
+)
+def test_admit_counts_every_url_whose_key_has_a_template(path: list[str], query: list[str]) -> None:
+    """The cheap date-like check of admit() (step 7) lets through every URL whose key
+    has a template (except dates written with escaped digits, documented), and each
+    admitted one is counted: with a budget of one, the same template is then full."""
+    url = urls.clean(
+        "http://a.example/" + "/".join(path) + ("?" + "&".join(query) if query else "")
+    )
+    key = key_of(url)
+    template = traps.date_template(key)
+    guard = make_guard(calendar_max_dates=1, max_page_param=10**9, max_segment_repeats=10)
+    assert guard.admit(url, 1, 0, key=key) is None
+    again = guard.admit(url, 1, 0, key=key)
+    if template is None or "%3" in url:
+        assert again is None or "%3" in url
+    else:
+        assert again is not None and again.reason is BlockReason.CALENDAR, (url, template)
