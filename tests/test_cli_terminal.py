@@ -34,8 +34,10 @@ def web() -> Iterator[LocalWeb]:
         yield w
 
 
-def setup(tmp_path: Path, web: LocalWeb, delay_ms: int = 50) -> list[str]:
-    (tmp_path / "seeds.txt").write_text("\n".join(web.seeds()) + "\n")
+def setup(tmp_path: Path, web: LocalWeb, delay_ms: int = 50, *, small: bool = False) -> list[str]:
+    """A crawl of the local web (``small``: of its ``norobots`` host only)."""
+    seeds = [web.hosts["norobots"] + "/"] if small else web.seeds()
+    (tmp_path / "seeds.txt").write_text("\n".join(seeds) + "\n")
     (tmp_path / "fast.toml").write_text("flush_interval_ms = 50\nbackoff_base_ms = 100\n")
     return ["crawl", "seeds.txt", "--db", "c.db", "--config", "fast.toml",
             "--delay-ms", str(delay_ms)]  # fmt: skip
@@ -72,7 +74,7 @@ def wait_for_pages(proc: subprocess.Popen[bytes], db: Path, count: int) -> None:
 def test_no_terminal_runs_headless_and_says_so(tmp_path: Path, web: LocalWeb) -> None:
     """Without ``--no-ui`` but with stdout to a file and stdin from /dev/null (cron,
     nohup, ``> log``), the crawl runs to its end headless: no escape codes in the log."""
-    args = setup(tmp_path, web, delay_ms=5)
+    args = setup(tmp_path, web, delay_ms=5, small=True)
     with (tmp_path / "log").open("wb") as log:
         proc = subprocess.run(
             [CRAWLDECK, *args], cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=log,
@@ -106,16 +108,18 @@ def test_sighup_stops_a_headless_crawl_cleanly(tmp_path: Path, web: LocalWeb) ->
 
 
 def test_sighup_is_ignored_under_nohup(tmp_path: Path, web: LocalWeb) -> None:
-    args = [*setup(tmp_path, web, delay_ms=5), "--no-ui"]
+    args = [*setup(tmp_path, web, delay_ms=150, small=True), "--no-ui"]
     proc = subprocess.Popen(
         ["nohup", CRAWLDECK, *args], cwd=tmp_path, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
     )  # fmt: skip
-    wait_for_pages(proc, tmp_path / "c.db", 10)
+    wait_for_pages(proc, tmp_path / "c.db", 3)
     proc.send_signal(signal.SIGHUP)
+    at_hangup = pages(tmp_path / "c.db")
     _, err = proc.communicate(timeout=90)
     assert proc.returncode == 0, err.decode()
     assert run_statuses(tmp_path / "c.db") == ["finished"]
+    assert pages(tmp_path / "c.db") == 12 > at_hangup  # it went on after the SIGHUP
 
 
 def test_sighup_stops_the_console_when_its_terminal_closes(tmp_path: Path, web: LocalWeb) -> None:
