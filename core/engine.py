@@ -449,7 +449,8 @@ class Engine:
                 self._block(url, host, verdict)
             return verdict
         self._seen.add(key)
-        stats = self._stats(host, urls.origin(url))
+        if stats is None or not stats.fetched:  # its origin may still change (http/https)
+            stats = self._stats(host, urls.origin(url))
         stats.admitted += 1
         in_memory = self._frontier.queued(host)
         if stats.parked:

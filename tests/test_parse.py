@@ -19,12 +19,14 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from core.config import build_config
 from core.errors import ConfigError, CrawldeckError, ParseError, ParseTimeout
 from core.links import extract_links
-from core.parse import ParsePool, ParseStats
+from core.parse import THREAD_PARSE_MAX_BYTES, ParsePool, ParseStats
 
 TOKEN = "crawldeck"
 NESTED = b"<html><body>" + b"<div>" * 100_000 + b'<a href="/deep">x</a>'
 HTML = CIMultiDictProxy(CIMultiDict([("Content-Type", "text/html")]))
 SMALL = b'<a href="/one">1</a><a href="/two">2</a>'
+#: An ordinary page over THREAD_PARSE_MAX_BYTES: parsed by a worker process.
+BIG = SMALL + b"<p>" + b"text " * (THREAD_PARSE_MAX_BYTES // 5) + b"</p>"
 BUDGET_MS = 1000
 #: Killing the worker, waking the waiting thread, a loaded 2-core machine.
 SLACK_S = 1.0
@@ -80,16 +82,20 @@ async def test_nested_page_times_out_within_budget_and_the_next_page_parses(
     )
     assert "\n" not in str(err)
     assert len(pool.pids) == 1  # the killed one is gone at once
-    got = await pool.extract(SMALL, "http://ok.test/", HTML, TOKEN)
+    got = await pool.extract(BIG, "http://ok.test/", HTML, TOKEN)
     assert got.links == ["/one", "/two"]
     got = await asyncio.gather(
-        *(pool.extract(SMALL, f"http://ok.test/{i}", HTML, TOKEN) for i in range(4))
+        *(pool.extract(BIG, f"http://ok.test/{i}", HTML, TOKEN) for i in range(4))
     )
     assert all(g.links == ["/one", "/two"] for g in got)
     after = set(pool.pids)
     assert len(after) == 2 and len(after & before) == 1  # one replacement worker
+    small = await pool.extract(SMALL, "http://ok.test/small", HTML, TOKEN)
+    assert small.links == ["/one", "/two"]
+    assert set(pool.pids) == after  # a small page is parsed in a thread
     stats = pool.statistics()
-    assert (stats.timeouts, stats.restarts, stats.failures, stats.pages) == (1, 1, 0, 5)
+    assert (stats.timeouts, stats.restarts, stats.failures, stats.pages) == (1, 1, 0, 6)
+    assert stats.threaded == 1
     assert stats.mode == "process" and stats.busy == 0 and stats.queued == 0
     assert stats.parse_ms_total >= BUDGET_MS
 
@@ -143,7 +149,7 @@ def _pages() -> list[tuple[bytes, str, CIMultiDictProxy[str] | dict[str, str]]]:
 
 
 async def test_many_concurrent_extracts_equal_inline_extract_links(pool: ParsePool) -> None:
-    pages = _pages() * 5
+    pages = [*_pages(), (BIG, "http://big.test/", HTML)] * 5
     got = await asyncio.gather(*(pool.extract(b, u, h, TOKEN) for b, u, h in pages))
     want = [extract_links(b, u, h, TOKEN) for b, u, h in pages]
     assert got == want
@@ -151,6 +157,7 @@ async def test_many_concurrent_extracts_equal_inline_extract_links(pool: ParsePo
     assert any(g.links == [] and g.nofollow for g in got)
     stats = pool.statistics()
     assert stats.pages == len(pages) and stats.timeouts == 0 and stats.busy == 0
+    assert stats.threaded == len(pages) - 5  # all but the big ones
 
 
 async def test_aclose_leaves_no_child_process_and_is_idempotent() -> None:
@@ -189,7 +196,7 @@ async def test_a_worker_that_dies_under_a_page_is_a_parse_error_and_replaced(
     assert caught.value.reason == "parse"
     assert str(caught.value) == ("parsing http://crash.test/: the parse worker died (exit code -9)")
     got = await asyncio.gather(
-        *(pool.extract(SMALL, f"http://ok.test/{i}", HTML, TOKEN) for i in range(3))
+        *(pool.extract(BIG, f"http://ok.test/{i}", HTML, TOKEN) for i in range(3))
     )
     assert all(g.links == ["/one", "/two"] for g in got)
     assert not set(pool.pids) & victims
@@ -205,7 +212,7 @@ async def test_a_cancelled_extract_frees_its_worker_at_the_budget() -> None:
         with pytest.raises(asyncio.CancelledError):
             await task
         started = time.monotonic()
-        got = await p.extract(SMALL, "http://ok.test/", HTML, TOKEN)
+        got = await p.extract(BIG, "http://ok.test/", HTML, TOKEN)
         assert got.links == ["/one", "/two"]
         assert time.monotonic() - started < 0.5 + SLACK_S
         stats = p.statistics()
@@ -219,7 +226,7 @@ async def test_without_worker_processes_it_parses_in_threads_and_says_so_once(
 ) -> None:
     p = _pool(workers=2, budget_ms=200, python="/nonexistent/python3")
     try:
-        pages = _pages()
+        pages = [*_pages(), (BIG, "http://big.test/", HTML)]
         got = await asyncio.gather(*(p.extract(b, u, h, TOKEN) for b, u, h in pages))
         assert got == [extract_links(b, u, h, TOKEN) for b, u, h in pages]
         assert p.statistics().mode == "thread"
@@ -243,6 +250,7 @@ def test_stats_is_a_frozen_snapshot() -> None:
     stats = _pool().statistics()
     assert stats == ParseStats(
         pages=0,
+        threaded=0,
         timeouts=0,
         failures=0,
         restarts=0,

@@ -9,7 +9,11 @@ and a SIGTERM is answered at once.
 from __future__ import annotations
 
 import asyncio
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from itertools import pairwise
 from pathlib import Path
 
@@ -19,6 +23,7 @@ from core.config import build_config
 from core.engine import Engine
 from core.store import Store
 
+CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
 NESTED = ("<html><body>" + "<div>" * 100_000 + '<a href="/deep">deep</a>' + "</div>" * 100_000
           + "</body></html>").encode()  # fmt: skip
 
@@ -75,3 +80,28 @@ def test_a_pathological_page_is_cut_and_the_other_hosts_keep_their_pace(tmp_path
     finally:
         conn.close()
     assert error.startswith("parse_timeout: ")
+
+
+def test_sigterm_is_answered_while_a_pathological_page_is_parsed(tmp_path: Path) -> None:
+    """The old code parsed on the event loop: a SIGTERM waited for the parse (28 s)."""
+    with HTTPTestServer() as nested:
+        nested.set("/robots.txt", Response(404))
+        nested.set("/", Response(200, {"Content-Type": "text/html"}, NESTED))
+        (tmp_path / "seeds.txt").write_text(nested.url("/") + "\n")
+        # a budget longer than the parse: the stop must not wait for the budget either
+        (tmp_path / "slow.toml").write_text("parse_timeout_ms = 60000\n")
+        proc = subprocess.Popen(
+            [CRAWLDECK, "crawl", "seeds.txt", "--no-ui", "--db", "c.db", "--config", "slow.toml"],
+            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while not nested.count("/"):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        time.sleep(1.0)  # the page is being parsed now
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+    assert proc.returncode == 130
+    assert took < 8.0, f"the SIGTERM was answered after {took:.1f} s"
