@@ -44,6 +44,7 @@ from core.frontier import Frontier, FrontierEntry
 from core.links import Extracted, is_html
 from core.parse import ParsePool
 from core.politeness import BACKOFF_STATUSES, Politeness
+from core.politeness import Outcome as PolitenessOutcome
 from core.render import RenderPool, RenderResult, SubRequestEnd, should_render
 from core.robots import RobotsCache
 from core.seen import SeenSet
@@ -885,8 +886,7 @@ class Engine:
                 self._politeness.on_end(host, now)
                 self._record_failure(entry, stats, start, now, exc)
                 return
-            outcome = self._politeness.on_response(host, now, None, now - start, None)
-            self._track_backoff(host, outcome.retry)
+            self._learn(host, start, now, None)
             self._check_park(host, stats, now)
             if entry.attempts < self.config.max_retries and self._time_left(entry):
                 self._retry(entry, f"{exc.reason}: {exc}")
@@ -895,15 +895,7 @@ class Engine:
             return
         now = self._clock()
         entry.spent_s += now - start
-        outcome = self._politeness.on_response(
-            host,
-            now,
-            result.status,
-            now - start,
-            result.headers.get("retry-after"),
-            date=result.headers.get("date"),
-        )
-        self._track_backoff(host, outcome.retry)
+        outcome = self._learn(host, start, now, result)
         if outcome.retry:
             self._check_park(host, stats, now)
             if entry.attempts < self.config.max_retries and not stats.parked:
@@ -1056,23 +1048,14 @@ class Engine:
         except FetchError as exc:
             now = self._clock()
             if exc.retryable:
-                outcome = self._politeness.on_response(host, now, None, now - start, None)
-                self._track_backoff(host, outcome.retry)
+                self._learn(host, start, now, None)
             else:
                 self._politeness.on_end(host, now)
             raise
         finally:
             self._end_side_request(host, ip, self._clock())
         now = self._clock()
-        outcome = self._politeness.on_response(
-            host,
-            now,
-            result.status,
-            now - start,
-            result.headers.get("retry-after"),
-            date=result.headers.get("date"),
-        )
-        self._track_backoff(host, outcome.retry)
+        self._learn(host, start, now, result)
         return result
 
     # ------------------------------------------------------------- rendering
@@ -1149,6 +1132,23 @@ class Engine:
         """``_block`` unless this URL was recorded as blocked recently."""
         if not self._seen_blocked(urls.normalize(url, self.config.strip_params)):
             self._block(url, host, verdict)
+
+    def _learn(
+        self, host: str, start: float, now: float, result: FetchResult | None
+    ) -> PolitenessOutcome:
+        """Feed the end at ``now`` of a request to ``host`` started at ``start`` to
+        politeness: the response's status, time, Retry-After and Date (RFC 9110
+        §10.2.3, §6.6.1), or ``None`` for no response (a transient failure)."""
+        if result is None:
+            outcome = self._politeness.on_response(host, now, None, now - start, None)
+        else:
+            headers = result.headers
+            outcome = self._politeness.on_response(
+                host, now, result.status, now - start, headers.get("retry-after"),
+                date=headers.get("date"),
+            )  # fmt: skip
+        self._track_backoff(host, outcome.retry)
+        return outcome
 
     def _track_backoff(self, host: str, backing_off: bool) -> None:
         """Keep the set of hosts whose last response started or continued a backoff."""

@@ -7,22 +7,14 @@ a resumed crawl does not hand the budget out again.
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 from pathlib import Path
 from typing import Any
 
+from crawlkit import html, run_crawl
 from httpserver import HTTPTestServer, Request, Response
 
-from core.config import build_config
-from core.engine import Engine
-from core.store import Store
-
 BUDGET = 30
-
-
-def html(body: str) -> Response:
-    return Response(200, {"Content-Type": "text/html"}, body.encode())
 
 
 def previous(year: int, month: int) -> tuple[int, int]:
@@ -42,13 +34,7 @@ def query_calendar(request: Request) -> Response:
 
 
 def crawl(server: HTTPTestServer, db: Path, seeds: list[str], **config: Any) -> None:
-    store = Store(db, flush_interval_ms=50)
-    settings = {"delay_ms": 0, "render": "never", "max_depth": 100_000,
-                "calendar_max_dates": BUDGET, **config}  # fmt: skip
-    engine = Engine(build_config(settings), store)
-    engine.add_seeds(seeds)
-    asyncio.run(asyncio.wait_for(engine.run(), timeout=60))
-    store.close()
+    run_crawl(seeds, db, **{"max_depth": 100_000, "calendar_max_dates": BUDGET, **config})
 
 
 def test_an_endless_past_calendar_is_cut_at_the_date_budget(tmp_path: Path) -> None:

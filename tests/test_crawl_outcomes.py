@@ -7,9 +7,7 @@ the SQLite tables agree; ``hosts.state`` is final once the crawl ended.
 
 from __future__ import annotations
 
-import asyncio
 import socket
-import sqlite3
 import subprocess
 import sys
 import time
@@ -17,26 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from crawlkit import html, rows, run_crawl
 from httpserver import HTTPTestServer, Request, Response
 
 import core.engine
-from core.config import build_config
 from core.engine import Engine
-from core.store import Store
 
 CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
-
-
-def html(body: str) -> Response:
-    return Response(200, {"Content-Type": "text/html"}, body.encode())
-
-
-def rows(db: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute(sql, args).fetchall()
-    finally:
-        conn.close()
 
 
 def crawldeck(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -112,12 +97,7 @@ def test_rerunning_a_finished_crawl_retries_its_transient_failures(tmp_path: Pat
 
 
 def crawl(server: HTTPTestServer, db: Path, **config: Any) -> Engine:
-    store = Store(db, flush_interval_ms=50)
-    engine = Engine(build_config({"delay_ms": 0, "render": "never", **config}), store)
-    engine.add_seeds([server.url("/")])
-    asyncio.run(asyncio.wait_for(engine.run(), timeout=30))
-    store.close()
-    return engine
+    return run_crawl([server.url("/")], db, timeout=30, **config)
 
 
 def test_blocked_counts_are_the_tables_even_past_the_engines_memory(

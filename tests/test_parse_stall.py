@@ -17,6 +17,7 @@ import time
 from itertools import pairwise
 from pathlib import Path
 
+from crawlkit import html
 from httpserver import HTTPTestServer, Response
 
 from core.config import build_config
@@ -26,10 +27,6 @@ from core.store import Store
 CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
 NESTED = ("<html><body>" + "<div>" * 100_000 + '<a href="/deep">deep</a>' + "</div>" * 100_000
           + "</body></html>").encode()  # fmt: skip
-
-
-def html(body: str) -> Response:
-    return Response(200, {"Content-Type": "text/html"}, body.encode())
 
 
 def chain_site(server: HTTPTestServer, pages: int) -> None:

@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import io
 import socket
-import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from crawlkit import html, rows, run_crawl
 from httpserver import HTTPTestServer, Request, Response
 
 from core.config import build_config
@@ -29,29 +29,8 @@ from core.engine import Engine
 from core.store import Store
 
 
-def html(body: str) -> Response:
-    return Response(200, {"Content-Type": "text/html"}, body.encode())
-
-
 def text(body: str) -> Response:
     return Response(200, {"Content-Type": "text/plain"}, body.encode())
-
-
-def run_crawl(seeds: list[str], db: Path, timeout: float = 60, **config: Any) -> Engine:
-    store = Store(db, flush_interval_ms=50)
-    engine = Engine(build_config({"delay_ms": 0, "render": "never", **config}), store)
-    assert engine.add_seeds(seeds) == []
-    asyncio.run(asyncio.wait_for(engine.run(), timeout=timeout))
-    store.close()
-    return engine
-
-
-def rows(db: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute(sql, args).fetchall()
-    finally:
-        conn.close()
 
 
 @pytest.fixture

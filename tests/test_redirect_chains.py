@@ -8,21 +8,14 @@ meta refresh is a hop like a 3xx (hop cap, loops, robots.txt, politeness).
 
 from __future__ import annotations
 
-import asyncio
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
+from crawlkit import html, rows, run_crawl
 from httpserver import HTTPTestServer, Request, Response
 
-from core.config import build_config
 from core.engine import Engine
-from core.store import Store
-
-
-def html(body: str, **headers: str) -> Response:
-    return Response(200, {"Content-Type": "text/html", **headers}, body.encode())
 
 
 def redirect(location: str, status: int = 301, **headers: str) -> Response:
@@ -30,20 +23,7 @@ def redirect(location: str, status: int = 301, **headers: str) -> Response:
 
 
 def crawl(server: HTTPTestServer, db: Path, seed: str = "/", **config: Any) -> Engine:
-    store = Store(db, flush_interval_ms=50)
-    engine = Engine(build_config({"delay_ms": 0, "render": "never", **config}), store)
-    assert engine.add_seeds([server.url(seed)]) == []
-    asyncio.run(asyncio.wait_for(engine.run(), timeout=30))
-    store.close()
-    return engine
-
-
-def rows(db: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute(sql, args).fetchall()
-    finally:
-        conn.close()
+    return run_crawl([server.url(seed)], db, timeout=30, **config)
 
 
 def paths(server: HTTPTestServer) -> list[str]:
