@@ -341,6 +341,7 @@ class Engine:
                 backoff_attempts=rec.backoff_attempts,
                 backoff_until=rec.backoff_until,
                 backoff_started=rec.backoff_started,
+                learnt_delay_s=None if rec.learnt_delay_ms is None else rec.learnt_delay_ms / 1000,
             )
             if rec.backoff_attempts:
                 self._backoff_hosts.add(host)
@@ -1464,6 +1465,7 @@ class Engine:
                     pages_fetched=stats.fetched,
                     state=state,
                     backoff_started=view.backoff_started,
+                    learnt_delay_ms=view.learnt_delay_ms or None,
                 )
             )
         self._dirty_hosts.clear()

@@ -46,7 +46,7 @@ Schema (version ``SCHEMA_VERSION``; the export contract of docs/architecture.md)
     blocked   url (unique), host, reason, detail, at (TEXT, UTC)
     hosts     host (pk), ip, robots_status, robots_expires_at (REAL epoch s),
               crawl_delay_ms, delay_ms, backoff_attempts, backoff_until (REAL epoch s),
-              pages_fetched, state
+              pages_fetched, state, backoff_started, learnt_delay_ms
     frontier  key (pk), url, host, depth, priority, state, available_at (REAL epoch s),
               attempts, redirects (JSON list of the URLs requested in the redirect chain
               that led here), via, seq (INTEGER insertion order)
@@ -185,6 +185,8 @@ class HostRecord:
         state: ``active``, ``backoff``, ``demoted``, ...
         backoff_started: epoch seconds when the current continuous backoff began
         (for demotion after ``demote_after_s``), or ``None``.
+        learnt_delay_ms: the delay learnt from 429/503 answers (``Politeness``), in
+        ms, or ``None`` (none, or a file written before the column existed).
     """
 
     host: str
@@ -198,6 +200,7 @@ class HostRecord:
     pages_fetched: int
     state: str
     backoff_started: float | None = None
+    learnt_delay_ms: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,14 +313,14 @@ _SQL_BLOCKED: Final = (
 )
 _SQL_HOST: Final = (
     "INSERT INTO hosts (host, ip, robots_status, robots_expires_at, crawl_delay_ms,"
-    " delay_ms, backoff_attempts, backoff_until, pages_fetched, state, backoff_started)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " delay_ms, backoff_attempts, backoff_until, pages_fetched, state, backoff_started,"
+    " learnt_delay_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     " ON CONFLICT (host) DO UPDATE SET ip = excluded.ip,"
     " robots_status = excluded.robots_status, robots_expires_at = excluded.robots_expires_at,"
     " crawl_delay_ms = excluded.crawl_delay_ms, delay_ms = excluded.delay_ms,"
     " backoff_attempts = excluded.backoff_attempts, backoff_until = excluded.backoff_until,"
     " pages_fetched = excluded.pages_fetched, state = excluded.state,"
-    " backoff_started = excluded.backoff_started"
+    " backoff_started = excluded.backoff_started, learnt_delay_ms = excluded.learnt_delay_ms"
 )
 #: A run still ``running`` when a new one begins was killed (SIGKILL, power loss).
 _SQL_KILLED_RUNS: Final = "UPDATE runs SET status = 'killed' WHERE status = 'running'"
@@ -376,6 +379,7 @@ def _create_schema(conn: sqlite3.Connection) -> None:
                 "pages_fetched": int,
                 "state": str,
                 "backoff_started": float,
+                "learnt_delay_ms": float,
             },
             pk="host",
             not_null=["delay_ms", "backoff_attempts", "pages_fetched", "state"],
@@ -443,6 +447,19 @@ def check_header(path: Path) -> None:
         raise StoreError(f"cannot read {path}: {exc.strerror}") from None
     if head and head != _SQLITE_MAGIC:
         raise StoreError(f"{path.name} is not a SQLite crawl file (file is not a database)")
+
+
+#: Columns added after a table's first version: (table, column, SQL type). A file made
+#: before gets them when it is opened (NULL in its old rows); the schema version stays.
+_ADDED_COLUMNS: Final = (("hosts", "learnt_delay_ms", "REAL"),)
+
+
+def _add_missing_columns(conn: sqlite3.Connection) -> None:
+    """``ALTER TABLE ... ADD COLUMN`` each of ``_ADDED_COLUMNS`` a file lacks."""
+    for table, column, kind in _ADDED_COLUMNS:
+        present = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        if column not in present:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
 
 def check_schema(conn: sqlite3.Connection, name: str) -> bool:
@@ -840,6 +857,7 @@ class Store:
                 _create_schema(conn)
                 conn.isolation_level = None
             conn.execute(_SQL_SPILLED_INDEX)  # also on files made before it existed
+            _add_missing_columns(conn)
         except sqlite3.Error as exc:
             conn.close()
             raise StoreError(self._open_failure(exc)) from None
@@ -1276,6 +1294,7 @@ class Store:
                     h.pages_fetched,
                     h.state,
                     h.backoff_started,
+                    h.learnt_delay_ms,
                 ),
             )
         elif kind == _END_RUN:
@@ -1416,7 +1435,8 @@ class Store:
         """
         rows = self._stream(
             "SELECT host, ip, robots_status, robots_expires_at, crawl_delay_ms, delay_ms,"
-            " backoff_attempts, backoff_until, pages_fetched, state, backoff_started FROM hosts"
+            " backoff_attempts, backoff_until, pages_fetched, state, backoff_started,"
+            " learnt_delay_ms FROM hosts"
         )
         return {row[0]: HostRecord(*row) for row in rows}
 

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import io
 import socket
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -311,3 +312,53 @@ def test_a_big_zip_is_not_downloaded(server: HTTPTestServer, tmp_path: Path) -> 
     assert got[server.url("/big.zip")] == ("application/zip", 0)
     assert got[server.url("/untyped")][0] == "text/html"  # sniffed, then parsed:
     assert server.count("/leaf") == 1
+
+
+def test_a_learnt_rate_limit_survives_a_resume(server: HTTPTestServer, tmp_path: Path) -> None:
+    """The learnt delay is saved in ``hosts.learnt_delay_ms`` and put back on resume."""
+    answers = iter([429, 429, 429])
+
+    def limited(request: Request) -> Response:
+        status = next(answers, 200)
+        if status == 429:
+            return Response(429, {"Retry-After": "0"}, b"")
+        return html('<a href="/a">a</a><a href="/b">b</a>')
+
+    server.set("/", limited)
+    server.set("/a", html("a"))
+    server.set("/b", html("b"))
+    db = tmp_path / "c.db"
+    first = run_crawl([server.url("/")], db, delay_ms=100, backoff_base_ms=10, max_pages=1)
+    host = f"127.0.0.1:{server.port}"
+    learnt = first.host_detail(host)
+    assert learnt is not None and learnt.row.delay_source == "rate_limit"
+    ((saved,),) = rows(db, "SELECT learnt_delay_ms FROM hosts WHERE host = ?", host)
+    assert saved is not None and saved >= 400  # 100 ms doubled three times, one step off
+    store = Store(db)
+    try:
+        again = Engine(build_config({"delay_ms": 100, "render": "never"}), store)
+        detail = again.host_detail(host)
+        assert detail is not None and detail.row.delay_source == "rate_limit"
+        assert detail.row.delay_ms == pytest.approx(saved)
+    finally:
+        store.close()
+
+
+def test_an_older_crawl_file_gets_the_learnt_delay_column(tmp_path: Path) -> None:
+    db = tmp_path / "old.db"
+    store = Store(db)
+    store.close()
+    conn = sqlite3.connect(db)
+    conn.execute("ALTER TABLE hosts DROP COLUMN learnt_delay_ms")  # as written before it
+    conn.execute(
+        "INSERT INTO hosts (host, delay_ms, backoff_attempts, pages_fetched, state)"
+        " VALUES ('a.test', 1000, 0, 3, 'done')"
+    )
+    conn.commit()
+    conn.close()
+    store = Store(db)
+    try:
+        assert store.load_hosts()["a.test"].learnt_delay_ms is None
+    finally:
+        store.close()
+    assert rows(db, "SELECT learnt_delay_ms FROM hosts") == [(None,)]
