@@ -472,6 +472,10 @@ def load_config(path: Path | None, overrides: Mapping[str, Any] | None = None) -
         crawl = data.pop("crawl", {})
         if not isinstance(crawl, dict):
             raise ConfigError("config key 'crawl': expected a table")
+        for key in sorted(data.keys() & crawl.keys()):
+            raise ConfigError(
+                f"config key {key!r} is set twice in {str(path)!r}: at the top and under [crawl]"
+            )
         values.update(data)
         values.update(crawl)
     for key, value in (overrides or {}).items():

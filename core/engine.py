@@ -92,6 +92,8 @@ SUB_REQUEST_RECHECK_S = 0.05
 #: slow hosts (tarpits, drips) cannot take every worker; at most ``concurrency`` such
 #: slow fetches more run at once (issue #10 item 10).
 SLOW_FETCH_S = 2.0
+#: ``hosts.state`` values of a run still going on (a run killed leaves them behind).
+_LIVE_STATES = frozenset({"active", "backoff"})
 #: Throughput is measured over this many seconds.
 THROUGHPUT_WINDOW_S = 10.0
 
@@ -111,6 +113,7 @@ class _HostStats:
     dns_failing: bool = False
     fetching: int = 0
     recent: deque[ResponseRow] | None = None
+    saved: HostRecord | None = None  # its row as an earlier run left it
 
     def remember(self, row: ResponseRow) -> None:
         """Keep ``row`` among the host's last ``RECENT_RESPONSES`` responses."""
@@ -335,6 +338,10 @@ class Engine:
             stats = self._stats(host, None)
             stats.fetched = max(0, rec.pages_fetched - requeued.get(host, 0))
             stats.demoted = rec.state == "demoted"
+            stats.dead = rec.state == "dead"  # its URLs were blocked: none is queued
+            stats.saved = rec
+            if requeued.get(host):
+                self._dirty_hosts.add(host)
             self._politeness.restore(
                 host,
                 crawl_delay_s=None if rec.crawl_delay_ms is None else rec.crawl_delay_ms / 1000,
@@ -352,9 +359,11 @@ class Engine:
         self._base_totals["pages"] = self._pages
         self._base_totals["bytes"] = self._bytes
         self._base_blocked.update(counts.get("blocked", {}))
+        for old in self.store.recent_blocked(SNAPSHOT_RECENT):
+            self._blocked_recent.append(BlockedRow(old.at, old.reason, old.host, old.url))
         queued = len(self._frontier) + self._spilled_total
         retried = f" ({self.retried} that failed before are tried again)" if self.retried else ""
-        self._log(f"resuming: {queued} URLs queued{retried}, {self._pages} pages fetched")
+        self._log(f"resuming: {queued} URLs queued{retried}, {self._pages} pages fetched before")
 
     def _observed(self, keys: Iterable[str]) -> Iterator[str]:
         """``keys`` (of an earlier run), each counted by the trap guard on the way (the
@@ -1440,25 +1449,44 @@ class Engine:
         return "queued" if final else "active"
 
     def _flush_hosts(self, *, final: bool = False) -> None:
-        """Write the politeness state of the hosts that changed since the last flush
-        (``final``: of every host, with its state at the end of the run)."""
+        """Write the politeness state of the hosts that changed since the last flush;
+        ``final`` (the run is over): also of the hosts an earlier run left in a state
+        that is not final (it was killed), each with its state at the end. A host this
+        run did not touch keeps its row; one whose robots.txt this run did not fetch
+        keeps its saved robots.txt columns."""
         now = self._clock()
-        for host in self._hosts if final else self._dirty_hosts:
+        hosts: Iterable[str] = self._dirty_hosts
+        if final:
+            hosts = self._dirty_hosts | {
+                host
+                for host, stats in self._hosts.items()
+                if stats.saved is None or stats.saved.state in _LIVE_STATES
+            }
+        for host in hosts:
             stats = self._hosts[host]
             view = self._politeness.view(host, now)
             robots = self._robots.entry(stats.origin)
             state = self._host_state(host, stats, now, final=final)
+            saved = stats.saved
+            if robots is not None:
+                robots_status: str | None = robots.status
+                robots_expires: float | None = robots.expires_at
+                crawl_delay_ms = (
+                    None if robots.crawl_delay_s is None else robots.crawl_delay_s * 1000
+                )
+            elif saved is not None:
+                robots_status = saved.robots_status
+                robots_expires = saved.robots_expires_at
+                crawl_delay_ms = saved.crawl_delay_ms
+            else:
+                robots_status = robots_expires = crawl_delay_ms = None
             self.store.upsert_host(
                 HostRecord(
                     host=host,
-                    ip=self._dns.pinned(host),
-                    robots_status=robots.status if robots else None,
-                    robots_expires_at=robots.expires_at if robots else None,
-                    crawl_delay_ms=(
-                        None
-                        if robots is None or robots.crawl_delay_s is None
-                        else robots.crawl_delay_s * 1000
-                    ),
+                    ip=self._dns.pinned(host) or (saved.ip if saved is not None else None),
+                    robots_status=robots_status,
+                    robots_expires_at=robots_expires,
+                    crawl_delay_ms=crawl_delay_ms,
                     delay_ms=view.delay_ms,
                     backoff_attempts=view.backoff_attempts,
                     backoff_until=view.backoff_until,

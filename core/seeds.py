@@ -78,15 +78,28 @@ def parse_seeds(text: str) -> tuple[list[str], list[SeedProblem]]:
 def read_seeds(path: Path) -> tuple[list[str], list[SeedProblem]]:
     """``parse_seeds`` of the file at ``path`` (UTF-8, a BOM allowed).
 
+    A line that is not UTF-8 is a problem of its own (``line N: not UTF-8 text``); the
+    other lines are still read. A file that holds a NUL byte is not a text file.
+
     Raises:
-        SeedError: the file does not exist, cannot be read or is not UTF-8 text.
+        SeedError: the file does not exist, cannot be read, or is binary (a NUL byte).
     """
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise SeedError(f"seeds file {str(path)!r} does not exist") from None
-    except UnicodeDecodeError:
-        raise SeedError(f"seeds file {str(path)!r} is not UTF-8 text") from None
     except OSError as exc:
         raise SeedError(f"seeds file {str(path)!r} cannot be read: {exc.strerror}") from None
-    return parse_seeds(text)
+    if b"\0" in data:
+        raise SeedError(f"seeds file {str(path)!r} is not a text file (it holds NUL bytes)")
+    lines: list[str] = []
+    bad: list[SeedProblem] = []
+    for number, raw in enumerate(data.removeprefix(b"\xef\xbb\xbf").split(b"\n"), start=1):
+        try:
+            lines.append(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            shown = raw.decode("utf-8", "replace").strip()
+            bad.append(SeedProblem(number, shown, "not UTF-8 text"))
+            lines.append("")  # keeps the numbers of the lines after it
+    urls, problems = parse_seeds("\n".join(lines))
+    return urls, sorted(problems + bad, key=lambda p: p.line)

@@ -300,7 +300,7 @@ _SQL_PAGE_ERROR: Final = "UPDATE pages SET error = ? WHERE url = ?"
 #: Failed rows whose failure was transient (see ``Store.requeue_failed``).
 _SQL_TRANSIENT_FAILURES: Final = (
     "SELECT f.key, f.url, f.host FROM frontier f JOIN pages p ON p.url = f.url"
-    " WHERE f.state = 'failed' AND (p.status = 429 OR p.status >= 500"
+    " WHERE f.state IN ('failed', 'done') AND (p.status = 429 OR p.status >= 500"
     " OR p.error LIKE 'timeout:%' OR p.error LIKE 'connect:%'"
     " OR p.error LIKE 'connection_lost:%' OR p.error LIKE 'dns_temporary:%')"
 )
@@ -711,6 +711,14 @@ def _lock_file(path: Path, name: str) -> tuple[int, _FileId]:
         return fd, ident
 
 
+def _erase(path: Path) -> None:
+    """Empty the locked crawl file ``path`` and remove its ``-wal``/``-shm`` files (an
+    empty file is a new SQLite database). Raises ``OSError``."""
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    os.truncate(path, 0)
+
+
 def _unlock_file(fd: int, ident: _FileId) -> None:
     """Drop the flock of ``_lock_file`` at once and close (or park) its descriptor."""
     with _registry_lock:
@@ -767,6 +775,9 @@ class Store:
         flush_interval_ms: the writer commits at the latest this many milliseconds after
             the first operation of a batch (and at ``MAX_BATCH_OPS`` operations).
         clock: wall-clock seconds since the epoch, for ``runs`` timestamps.
+        fresh: start the file anew (``crawldeck demo``): once the lock is held, the
+            file is emptied and its ``-wal``/``-shm`` files removed, so a file in use
+            by another crawldeck is never erased (it is refused as in use).
 
     Threading: call everything from one thread (the event loop's). The write calls only
     queue; ``begin_run``, ``flush`` and ``close`` block until the writer has committed
@@ -797,6 +808,7 @@ class Store:
         *,
         flush_interval_ms: int = 500,
         clock: Callable[[], float] = time.time,
+        fresh: bool = False,
     ) -> None:
         self.path = Path(path)
         self._name = self.path.name
@@ -811,6 +823,12 @@ class Store:
         self._pages_added: Counter[str] = Counter()
         self._closed = False
         self._lock_fd, self._file_id = _lock_file(self.path, self._name)
+        if fresh:
+            try:
+                _erase(self.path)
+            except OSError as exc:
+                _unlock_file(self._lock_fd, self._file_id)
+                raise StoreError(f"cannot erase {self.path}: {exc.strerror}") from None
         self._wconn: sqlite3.Connection | None = None
         self._kconn: sqlite3.Connection | None = None
         self._rconn: sqlite3.Connection | None = None
@@ -1005,8 +1023,9 @@ class Store:
     def requeue_failed(self) -> dict[str, int]:
         """Put the URLs that failed transiently back in the queue; block until committed.
 
-        A failed frontier row whose page got a 429 or 5xx status, or no response for a
-        transient reason (``pages.error`` starting ``timeout:``, ``connect:``,
+        A frontier row whose page got a 429 or 5xx status (a 5xx other than 503 is
+        recorded ``done``: it is not retried within a run), or failed with no response
+        for a transient reason (``pages.error`` starting ``timeout:``, ``connect:``,
         ``connection_lost:`` or ``dns_temporary:``), goes back to ``queued`` with its
         ``attempts`` counted on (the next try is a retry: ``attempts + 1``), and its
         ``pages`` row is deleted (the next try writes a new one). Deterministic
@@ -1479,6 +1498,21 @@ class Store:
         for label, n in rows:
             mix[str(label)] = int(n)
         return mix, int(self._scalar("SELECT coalesce(sum(bytes), 0) FROM pages"))
+
+    def recent_blocked(self, limit: int) -> list[BlockedRecord]:
+        """The last ``limit`` rows of ``blocked``, oldest first (the console's Blocked
+        tab on a resumed crawl).
+
+        Raises:
+            StoreError: see the class.
+        """
+        rows = list(
+            self._stream(
+                "SELECT url, host, reason, detail, at FROM blocked ORDER BY rowid DESC LIMIT ?",
+                (limit,),
+            )
+        )
+        return [BlockedRecord(u, h, r, d, from_iso_utc(a)) for u, h, r, d, a in reversed(rows)]
 
     def ok_pages(self) -> int:
         """Committed pages with a 2xx status (the crawl got something), all runs.

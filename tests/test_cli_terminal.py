@@ -144,5 +144,77 @@ def test_sighup_stops_the_console_when_its_terminal_closes(tmp_path: Path, web: 
     finally:
         os.close(master)  # the terminal goes away ...
     proc.send_signal(signal.SIGHUP)  # ... and the kernel's SIGHUP arrives
-    assert proc.wait(timeout=30) == 130
+    try:
+        assert proc.wait(timeout=30) == 130
+    finally:
+        if proc.poll() is None:  # it hung: do not leave it running
+            proc.kill()
+            proc.wait(timeout=10)
     assert run_statuses(tmp_path / "c.db") == ["stopped"]
+
+
+def test_a_console_whose_stderr_is_not_a_terminal_runs_headless(
+    tmp_path: Path, web: LocalWeb
+) -> None:
+    """The console draws on stderr: ``crawldeck crawl ... 2> log`` on a terminal runs
+    headless rather than filling ``log`` with escape codes and the terminal with nothing."""
+    args = setup(tmp_path, web, delay_ms=5, small=True)
+    master, slave = pty.openpty()
+    try:
+        with (tmp_path / "err").open("wb") as err:
+            proc = subprocess.run(
+                [CRAWLDECK, *args], cwd=tmp_path, stdin=slave, stdout=slave, stderr=err,
+                timeout=90, check=False,
+            )  # fmt: skip
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert proc.returncode == 0
+    log = (tmp_path / "err").read_bytes()
+    assert b"running headless" in log and b"\x1b[" not in log
+
+
+def test_ctrl_c_while_starting_is_one_line_and_exit_130(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [CRAWLDECK, "crawl", "seeds.txt", "--no-ui"], cwd=tmp_path, stderr=subprocess.PIPE
+    )
+    time.sleep(0.15)  # well inside the second the imports take
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert b"Traceback" not in err
+    assert err.strip().splitlines()[-1] == b"crawldeck: stopped"
+
+
+def test_a_second_demo_on_the_same_file_is_refused_not_erased(tmp_path: Path) -> None:
+    first = subprocess.Popen(
+        [CRAWLDECK, "demo", "--no-ui", "--db", "d.db", "--delay-ms", "200"], cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        wait_for_pages(first, tmp_path / "d.db", 3)
+        inode = (tmp_path / "d.db").stat().st_ino
+        second = subprocess.run(
+            [CRAWLDECK, "demo", "--no-ui", "--db", "d.db"], cwd=tmp_path, capture_output=True,
+            text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert second.returncode == 2
+        assert second.stderr.strip().endswith(
+            f"d.db is in use by another crawldeck (pid {first.pid})"
+        )
+        assert "local web is up" not in second.stdout
+        assert (tmp_path / "d.db").stat().st_ino == inode
+        assert pages(tmp_path / "d.db") >= 3
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=30)
+
+
+def test_abbreviated_flags_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "seeds.txt").write_text("http://127.0.0.1:9/\n")
+    proc = subprocess.run(
+        [CRAWLDECK, "crawl", "seeds.txt", "--no-ui", "--max-page", "5"], cwd=tmp_path,
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "unrecognized arguments: --max-page" in proc.stderr

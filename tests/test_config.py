@@ -74,3 +74,13 @@ def test_round_trip_through_asdict() -> None:
     assert again == c
     assert again.strip_params == ("a", "b")
     assert c.replace(max_pages=3).max_pages == 3
+
+
+def test_a_key_set_at_the_top_and_under_crawl_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text("delay_ms = 5\n[crawl]\ndelay_ms = 6\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert str(caught.value) == (
+        f"config key 'delay_ms' is set twice in {str(path)!r}: at the top and under [crawl]"
+    )

@@ -16,10 +16,13 @@ from typing import Any
 
 import pytest
 from crawlkit import html, rows, run_crawl
+from dnsserver import DnsmasqServer
 from httpserver import HTTPTestServer, Request, Response
 
 import core.engine
+from core.config import build_config
 from core.engine import Engine
+from core.store import Store
 
 CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
 
@@ -138,3 +141,53 @@ def test_this_run_counts_crawl_time_and_host_states_are_final(tmp_path: Path) ->
     assert snap.elapsed_s <= took
     assert {s for (s,) in rows(tmp_path / "c.db", "SELECT state FROM hosts")} == {"done"}
     assert {row.state for row in engine.query_hosts()} == {"done"}
+
+
+def test_a_rerun_keeps_the_hosts_rows_it_does_not_touch_and_retries_a_500(
+    tmp_path: Path,
+) -> None:
+    """A rerun of a finished crawl keeps each host's robots.txt columns and final state
+    (a host whose name does not exist stays dead); a page that got a 500 is tried again."""
+    answers = iter([500])
+    with (
+        HTTPTestServer() as server,
+        DnsmasqServer(tmp_path, {"www.crawl.test": ["127.0.0.1"]}) as dns,
+    ):
+        robots = b"User-agent: *\nDisallow: /private\n"
+        server.set("/robots.txt", Response(200, {"Content-Type": "text/plain"}, robots))
+        home = f'<a href="/e500">e</a><a href="http://gone.crawl.test:{server.port}/">g</a>'
+        server.set("/", html(home))
+        server.set("/e500", lambda r: Response(next(answers, 200), {}, b"x"))
+        db = tmp_path / "c.db"
+        seed = f"http://www.crawl.test:{server.port}/"
+        config = {"dns_nameservers": [dns.nameserver], "allow_private": True}
+        query = "SELECT host, robots_status, robots_expires_at, state FROM hosts ORDER BY host"
+        run_crawl([seed], db, **config)
+        before = rows(db, query)
+        engine = run_crawl([seed], db, **config)
+        after = rows(db, query)
+        assert server.count("/e500") == 2
+    assert engine.retried == 1
+    assert [(h, r, s) for h, r, _, s in before] == [
+        (f"gone.crawl.test:{server.port}", None, "dead"),
+        (f"www.crawl.test:{server.port}", "ok", "done"),
+    ]
+    assert after[0] == before[0]  # untouched: kept as it was
+    assert after[1][1] == "ok" and after[1][3] == "done"
+    assert rows(db, "SELECT status FROM pages WHERE url = ?", seed + "e500") == [(200,)]
+
+
+def test_a_resumed_crawl_shows_its_recent_blocked_urls(tmp_path: Path) -> None:
+    with HTTPTestServer() as server:
+        server.set("/robots.txt", Response(404))
+        server.set("/", html("".join(f'<a href="mailto:x{i}@y">m</a>' for i in range(5))))
+        db = tmp_path / "c.db"
+        run_crawl([server.url("/")], db)
+        store = Store(db)
+        try:
+            again = Engine(build_config({"render": "never"}), store)
+            recent = again.snapshot().blocked
+        finally:
+            store.close()
+    assert [row.url for row in recent] == [f"mailto:x{i}@y" for i in range(5)]
+    assert {row.reason for row in recent} == {"scheme"}

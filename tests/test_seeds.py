@@ -78,8 +78,13 @@ def test_files(tmp_path: Path) -> None:
         read_seeds(tmp_path / "nope.txt")
     binary = tmp_path / "bin.txt"
     binary.write_bytes(b"\xff\xfe\x00garbage")
-    with pytest.raises(SeedError, match="is not UTF-8 text"):
+    with pytest.raises(SeedError, match="is not a text file"):
         read_seeds(binary)
+    mixed = tmp_path / "mixed.txt"
+    mixed.write_bytes(b"http://a.example/\nhttp://b.example/caf\xe9\nhttp://c.example/\n")
+    urls, problems = read_seeds(mixed)
+    assert urls == ["http://a.example/", "http://c.example/"]
+    assert [str(p) for p in problems] == ["line 2: not UTF-8 text: 'http://b.example/caf\ufffd'"]
     bom = tmp_path / "bom.txt"
     bom.write_bytes("\ufeffhttp://example.com/\n".encode())
     assert read_seeds(bom) == (["http://example.com/"], [])

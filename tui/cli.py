@@ -98,15 +98,21 @@ def _add_crawl_flags(parser: argparse.ArgumentParser, *, db_default: str) -> Non
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``crawldeck`` command."""
     parser = argparse.ArgumentParser(
-        prog="crawldeck", description="A polite, fast web crawler with a live console."
+        prog="crawldeck",
+        description="A polite, fast web crawler with a live console.",
+        allow_abbrev=False,
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    crawl = sub.add_parser("crawl", help="crawl from a seeds file (resumes if --db has a crawl)")
+    crawl = sub.add_parser(
+        "crawl", help="crawl from a seeds file (resumes if --db has a crawl)", allow_abbrev=False
+    )
     crawl.add_argument("seeds", type=Path, metavar="SEEDS_FILE", help="one URL per line")
     _add_crawl_flags(crawl, db_default="crawl.db")
-    demo = sub.add_parser("demo", help="start the built-in local web and crawl it")
+    demo = sub.add_parser(
+        "demo", help="start the built-in local web and crawl it", allow_abbrev=False
+    )
     _add_crawl_flags(demo, db_default="demo.db")
-    exp = sub.add_parser("export", help="export a table of a crawl file")
+    exp = sub.add_parser("export", help="export a table of a crawl file", allow_abbrev=False)
     exp.add_argument("db", type=Path, metavar="DB")
     exp.add_argument("--table", choices=EXPORT_TABLES, default="pages")
     exp.add_argument("--format", choices=EXPORT_FORMATS, default="jsonl")
@@ -131,10 +137,16 @@ def _fail(message: str) -> int:
 
 
 async def _crawl(
-    config: CrawlConfig, db: Path, seeds: Sequence[str], resume_hint: str, *, ui: bool = False
+    config: CrawlConfig,
+    store: Store,
+    db: Path,
+    seeds: Sequence[str],
+    resume_hint: str,
+    *,
+    ui: bool = False,
 ) -> int:
-    """Run one crawl, headless or in the console (``ui``); returns the exit code."""
-    store = Store(db, flush_interval_ms=config.flush_interval_ms)
+    """Run one crawl into the open ``store``, headless or in the console (``ui``);
+    returns the exit code; closes the store."""
     try:
         engine = Engine(config, store)
         for url, why in engine.add_seeds(seeds):
@@ -185,7 +197,7 @@ def _seed_failures(store: Store) -> list[str]:
     response in the file); empty when something was fetched."""
     if store.ok_pages():
         return []
-    lines = ["no page was fetched successfully: every seed failed"]
+    lines = ["no page got a 2xx answer: every seed failed"]
     for seed in store.seed_outcomes():
         if seed.blocked is not None:
             why = f"blocked: {seed.blocked}"
@@ -257,14 +269,15 @@ def raise_open_files_limit(want: int = OPEN_FILES_WANTED) -> int:
 
 def _wants_console(args: argparse.Namespace) -> bool:
     """Whether to open the console: not with ``--no-ui``, and only with a terminal on
-    both stdin and stdout. Without one (cron, CI, nohup, ``> log``, a pipe) the crawl
-    runs headless and says so in one line on stderr, instead of waiting for a ``q``
-    nobody can type and filling the output with escape codes."""
+    stdin, stdout and stderr (the console draws on stderr). Without one (cron, CI,
+    nohup, ``> log``, ``2> log``, a pipe) the crawl runs headless and says so in one
+    line on stderr, instead of waiting for a ``q`` nobody can type and filling a file
+    with escape codes."""
     if args.no_ui:
         return False
-    if sys.stdin.isatty() and sys.stdout.isatty():
+    if sys.stdin.isatty() and sys.stdout.isatty() and sys.stderr.isatty():
         return True
-    print("crawldeck: no terminal on stdin and stdout: running headless (as --no-ui)",
+    print("crawldeck: no terminal on stdin, stdout and stderr: running headless (as --no-ui)",
           file=sys.stderr)  # fmt: skip
     return False
 
@@ -286,8 +299,10 @@ def _run_crawl(args: argparse.Namespace) -> int:
     if ui:
         config = _ui_config(config)
     hint = f"resume with: {_program()} {shlex.join(sys.argv[1:])}"
+    db = Path(args.db)
     try:
-        return asyncio.run(_crawl(config, Path(args.db), seeds, hint, ui=ui))
+        store = Store(db, flush_interval_ms=config.flush_interval_ms)
+        return asyncio.run(_crawl(config, store, db, seeds, hint, ui=ui))
     except CrawldeckError as exc:
         return _fail(str(exc))
 
@@ -312,21 +327,26 @@ def _run_demo(args: argparse.Namespace) -> int:
     if foreign:
         return _fail(f"{str(db)!r} {foreign}; the demo starts anew and would erase it: "
                      "give the demo another --db")  # fmt: skip
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{db}{suffix}").unlink(missing_ok=True)
-    with LocalWeb() as web:
-        print("crawldeck demo: the local web is up:")
-        for name, base in web.hosts.items():
-            print(f"  {name:10s} {base}/")
-        print(f"crawling it into {db} (a fresh file each demo run)\n", flush=True)
-        ui = _wants_console(args)
-        if ui:
-            config = _ui_config(config)
-        hint = f"the demo starts anew each run: {_program()} demo"
-        try:
-            return asyncio.run(_crawl(config, db, web.seeds(), hint, ui=ui))
-        except CrawldeckError as exc:
-            return _fail(str(exc))
+    try:
+        # the lock first: a demo file in use by another crawldeck is refused, not erased
+        store = Store(db, flush_interval_ms=config.flush_interval_ms, fresh=True)
+    except CrawldeckError as exc:
+        return _fail(str(exc))
+    ui = _wants_console(args)
+    if ui:
+        config = _ui_config(config)
+    hint = f"the demo starts anew each run: {_program()} demo"
+    try:
+        with LocalWeb() as web:
+            print("crawldeck demo: the local web is up:")
+            for name, base in web.hosts.items():
+                print(f"  {name:10s} {base}/")
+            print(f"crawling it into {db} (a fresh file each demo run)\n", flush=True)
+            return asyncio.run(_crawl(config, store, db, web.seeds(), hint, ui=ui))
+    except CrawldeckError as exc:
+        return _fail(str(exc))
+    finally:
+        store.close()
 
 
 def _foreign_crawl(db: Path) -> str | None:
@@ -393,8 +413,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("crawldeck").setLevel(logging.ERROR)
     args = build_parser().parse_args(argv)
     handlers = {"crawl": _run_crawl, "demo": _run_demo, "export": _run_export}
-    with contextlib.suppress(BrokenPipeError):
-        return handlers[args.command](args)
+    try:
+        with contextlib.suppress(BrokenPipeError):
+            return handlers[args.command](args)
+    except KeyboardInterrupt:  # Ctrl-C before the crawl's own handler is in place
+        print("\ncrawldeck: stopped", file=sys.stderr)
+        return EXIT_STOPPED
     return EXIT_OK
 
 

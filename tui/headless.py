@@ -101,7 +101,7 @@ class HeadlessReporter:
         table.add_row("this run", f"{run_pages} pages in {elapsed:.1f} s, {rate:.1f} pages/s")
         if snap.retried:
             table.add_row("retried this run", f"{snap.retried} URLs that failed in earlier runs")
-        table.add_row("fetch errors (all runs)", str(c.errors))
+        table.add_row("no response (all runs)", f"{c.errors} (timeouts, lost connections, ...)")
         mix = ", ".join(f"{k} {v}" for k, v in sorted(c.status_mix.items())) or "-"
         table.add_row("status mix (all runs)", mix)
         table.add_row("queued (left)", str(c.queued))

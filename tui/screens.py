@@ -156,7 +156,7 @@ def summary_text(snap: CrawlSnapshot) -> Text:
     row("status", mix if mix.plain else "-")
     row("frontier", f"{c.queued} queued · {c.in_flight} in flight")
     row("hosts", f"{c.hosts_known} known · {c.hosts_active} active · {c.hosts_backoff} backoff")
-    row("blocked", f"{sum(c.blocked.values())} · fetch errors {c.errors}")
+    row("blocked", f"{sum(c.blocked.values())} · no response {c.errors}")
     r = snap.render
     if r is None:
         row("render", "off")
