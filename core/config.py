@@ -34,6 +34,7 @@ DnsPreference = Literal["ipv4", "ipv6"]
 #: Query and ``;name=value`` path parameters removed from the dedupe key (session
 #: ids, click trackers and referrer tags; every ``utm_`` name Google Analytics defines).
 DEFAULT_STRIP_PARAMS: tuple[str, ...] = (
+    "utm_*",
     "utm_source",
     "utm_medium",
     "utm_campaign",
@@ -105,7 +106,8 @@ class CrawlConfig:
             URLs that differ only in a date in the path or query (reason ``calendar``
             beyond; ``traps.date_template``); at most 65 535.
         strip_params: query and ``;name=value`` path parameters removed from the
-            dedupe key (names matched case-insensitively).
+            dedupe key (names matched case-insensitively; a name ending in ``*`` is a
+            prefix: ``utm_*``).
         max_redirects: most redirect hops in one chain (reason ``too_many_redirects``).
         max_body_bytes: body cap after decoding; longer bodies are cut off and
             recorded with error ``body_too_large``.

@@ -89,9 +89,12 @@ RECENT_RESPONSES = 10
 #: robots.txt redirect hop) holds a host, the host is looked at again this often.
 SUB_REQUEST_RECHECK_S = 0.05
 #: A fetch running longer than this (s) stops counting against ``concurrency``, so
-#: slow hosts (tarpits, drips) cannot take every worker; at most ``concurrency`` such
-#: slow fetches more run at once (issue #10 item 10).
+#: slow hosts (tarpits, drips) cannot take every worker (issue #10 item 10) ...
 SLOW_FETCH_S = 2.0
+#: ... and at most ``SLOW_FETCH_FACTOR x concurrency`` such slow fetches run at once
+#: besides the ``concurrency`` others (64 with the defaults: each holds a socket and at
+#: most ``max_body_bytes`` of body).
+SLOW_FETCH_FACTOR = 4
 #: ``hosts.state`` values of a run still going on (a run killed leaves them behind).
 _LIVE_STATES = frozenset({"active", "backoff"})
 #: Throughput is measured over this many seconds.
@@ -114,6 +117,7 @@ class _HostStats:
     fetching: int = 0
     recent: deque[ResponseRow] | None = None
     saved: HostRecord | None = None  # its row as an earlier run left it
+    cut: bool = False  # a fetch of it was cancelled by a stop (its URL stays queued)
 
     def remember(self, row: ResponseRow) -> None:
         """Keep ``row`` among the host's last ``RECENT_RESPONSES`` responses."""
@@ -324,7 +328,7 @@ class Engine:
                 row.depth,
                 row.priority,
                 row.attempts,
-                row.redirects,
+                (),  # a chain cut by a stop starts over here, without its cookies
                 row.via,
             )
             self._stats(row.host, urls.origin(row.url))
@@ -569,7 +573,7 @@ class Engine:
         reporter = asyncio.create_task(self._report_loop())
         self._workers = [
             asyncio.create_task(self._worker(), name=f"worker-{i}")
-            for i in range(2 * self.config.concurrency)
+            for i in range((1 + SLOW_FETCH_FACTOR) * self.config.concurrency)
         ]
         try:
             await asyncio.gather(*self._workers, return_exceptions=True)
@@ -612,10 +616,11 @@ class Engine:
         return cap is not None and self._pages + self._in_flight >= cap
 
     async def _worker(self) -> None:
-        """One of ``2 x concurrency`` workers; a worker fetches only while it holds one
-        of the ``concurrency`` fast slots, and gives its slot up when its fetch runs
-        longer than ``SLOW_FETCH_S`` (``_process``): so at most ``concurrency`` fetches
-        run at normal speed and at most ``concurrency`` slow ones more."""
+        """One of ``(1 + SLOW_FETCH_FACTOR) x concurrency`` workers; a worker fetches
+        only while it holds one of the ``concurrency`` fast slots, and gives its slot up
+        when its fetch runs longer than ``SLOW_FETCH_S`` (``_process``): so at most
+        ``concurrency`` fetches run at normal speed and at most
+        ``SLOW_FETCH_FACTOR x concurrency`` slow ones more."""
         try:
             while True:
                 await self._fast.acquire()
@@ -654,13 +659,23 @@ class Engine:
                 host = entry.host
                 if host in self._spilled and self._frontier.queued(host) <= self._host_cap // 2:
                     self._unspill(host)
+                    if not self._frontier.queued(host) and host in self._spilled:
+                        self._waiting[host] = None  # the window was full: read back later
                 return entry
             if self._waiting and len(self._frontier) < window:
                 self._unspill_waiting()  # nothing is ready: bring other hosts in
                 if self._frontier.next_ready_at() is not None:
                     continue
             if len(self._frontier) == 0 and self._in_flight == 0:
-                return None
+                if not self._spilled_total:
+                    return None
+                # URLs still wait in SQLite only: every host that has some is read back
+                self._waiting.update((host, None) for host in self._spilled)
+                self._unspill_waiting()
+                if len(self._frontier) == 0:
+                    self._log(f"{self._spilled_total} spilled URLs could not be read back")
+                    return None
+                continue
             ready_at = self._frontier.next_ready_at()
             self._wake.clear()
             timeout = None if ready_at is None else max(0.0, ready_at - now) + 0.001
@@ -759,6 +774,9 @@ class Engine:
             timer = asyncio.get_running_loop().call_later(SLOW_FETCH_S, slot.give_back)
             try:
                 await self._visit(entry, stats, release_early=released, timer=timer)
+            except asyncio.CancelledError:
+                stats.cut = True  # cut by a stop: its URL stays queued in SQLite
+                raise
             finally:
                 timer.cancel()
         finally:
@@ -922,10 +940,10 @@ class Engine:
         if (
             not outcome.retry
             and 200 <= result.status < 300
-            and not result.truncated
             and not result.skipped
             and is_html(result.content_type)
         ):
+            # a page cut at max_body_bytes is parsed too: the links of its first part
             try:
                 extracted = await self._parser.extract(
                     result.body, entry.url, result.headers, self.config.robots_token
@@ -936,7 +954,7 @@ class Engine:
             if self._parser.notice is not None and not self._parser_noticed:
                 self._parser_noticed = True
                 self._audit(self._parser.notice)
-            if extracted is not None and self._render is not None:
+            if extracted is not None and self._render is not None and not result.truncated:
                 why = should_render(
                     self.config,
                     host,
@@ -1438,7 +1456,7 @@ class Engine:
             return "dns_failing"
         if stats.parked:
             return "parked"
-        left = self._queued(host) > 0 or stats.in_flight > 0
+        left = self._queued(host) > 0 or stats.in_flight > 0 or stats.cut
         if final and not left:
             return "done"
         if stats.demoted:

@@ -1,8 +1,8 @@
 """Parsing off the event loop, with a time budget per page (issue #10 item 13).
 
 ``ParsePool.extract`` runs ``core.links.extract_links`` off the event loop: a body of
-at most ``THREAD_PARSE_MAX_BYTES`` (128 KiB, most pages of the web) in a thread of this
-process, a bigger one in a worker process. For the latter the event loop only hands a
+at most ``THREAD_PARSE_MAX_BYTES`` (32 KiB) in a thread of this process, a bigger one
+in a worker process. For the latter the event loop only hands a
 job to a thread and awaits it; that thread writes the job to a worker's pipe and waits
 for the answer with ``Connection.poll(timeout)``, so neither pickling a 10 MB body nor
 a parse that never ends holds the loop. A small body cannot hold its thread long:
@@ -93,13 +93,14 @@ log = logging.getLogger("crawldeck.parse")
 _READY_TIMEOUT_S = 60.0
 
 #: Bodies up to this many bytes are parsed in a thread of this process, bigger ones in
-#: a worker process. lexbor's worst case is quadratic in nesting, and nesting is
-#: bounded by the size: 40 000 nested ``<div>`` (200 KB) take 3.6 s, so 128 KiB
-#: (about 26 000) take at most about 1.5 s, under the default budget: a thread that
-#: cannot be stopped is then never held long. A thread skips the pickling and the pipe
-#: round trip of a worker process (about 0.4 ms per 15 KB page, measured): most pages
-#: of the web are far smaller than this.
-THREAD_PARSE_MAX_BYTES = 128 * 1024
+#: a worker process. lexbor's worst case is quadratic in the nesting of block elements,
+#: and nesting is bounded by the size: the worst shapes measured here at 32 KiB
+#: (``<li><ul>``, ``<ol><li>``, ``<dl><dt>``, ``<div>`` repeated) take 70-115 ms, at
+#: 64 KiB 260-480 ms, at 128 KiB up to 4.9 s. At 32 KiB a thread, which cannot be
+#: stopped, is never held long, and a small page never waits behind a hostile one for
+#: more than that. A thread skips the pickling and the pipe round trip of a worker
+#: process (about 0.4 ms of CPU per 15 KB page, measured).
+THREAD_PARSE_MAX_BYTES = 32 * 1024
 
 #: One job: body, page URL, the ``HEADERS_USED`` headers as (name, value) pairs, token.
 _Job = tuple[bytes, str, list[tuple[str, str]], str]
@@ -324,23 +325,34 @@ class ParsePool:
     async def _in_thread(
         self, body: bytes, url: str, headers: Mapping[str, str], token: str
     ) -> Extracted:
-        """``extract`` of a small body in one of the pool's parse threads, timed."""
+        """``extract`` of a small body in one of the pool's parse threads, timed from
+        when its thread starts it (time waiting for a free thread does not count)."""
         loop = asyncio.get_running_loop()
-        started = time.monotonic()
-        future = loop.run_in_executor(self._threads, extract_links, body, url, headers, token)
+        started: list[float] = []
+
+        def parse() -> Extracted:
+            started.append(time.monotonic())
+            return extract_links(body, url, headers, token)
+
         try:
-            result = await asyncio.wait_for(future, self._budget_ms / 1000)
-        except TimeoutError:
-            with self._stats_lock:
-                self._timeouts += 1
-                self._parse_ms += self._budget_ms
-            raise self._timeout_error(url) from None
+            future = loop.run_in_executor(self._threads, parse)
         except RuntimeError:  # the executor is shut down: aclose() ran meanwhile
             raise ParseError(f"parsing {url}: the parse pool is closed") from None
+        budget_s = self._budget_ms / 1000
+        while True:
+            done, _ = await asyncio.wait({future}, timeout=budget_s)
+            if done:
+                break
+            if started and time.monotonic() - started[0] >= budget_s:
+                with self._stats_lock:
+                    self._timeouts += 1
+                    self._parse_ms += self._budget_ms
+                raise self._timeout_error(url)
+        result = future.result()
         with self._stats_lock:
             self._pages += 1
             self._threaded += 1
-            self._parse_ms += (time.monotonic() - started) * 1000
+            self._parse_ms += (time.monotonic() - started[0]) * 1000
         return result
 
     async def aclose(self) -> None:

@@ -651,14 +651,24 @@ class Politeness:
         return now - state.backoff_started >= self._demote_after_s
 
     def should_park(self, host: str) -> bool:
-        """Whether ``host``'s last ``park_after_backoffs`` responses were all backoff
-        responses (429, 503 or none at all) with nothing else in between.
+        """Whether ``host`` should be parked: its last ``park_after_backoffs`` responses
+        were all backoff responses (429, 503 or none at all) with nothing else in
+        between, or its continuous backoff, up to the end of the wait it is in now,
+        spans ``demote_after_s`` or more (a ``Retry-After: 3600`` parks at once instead
+        of after 8 hours).
 
-        The engine parks such a host (it stops fetching it); the count survives a
-        resume through ``restore``'s ``backoff_attempts``.
+        The engine parks such a host (it stops fetching it this run); the count survives
+        a resume through ``restore``'s ``backoff_attempts``.
         """
         state = self._hosts.get(host)
-        return state is not None and state.attempts >= self._park_after
+        if state is None or not state.attempts:
+            return False
+        if state.attempts >= self._park_after:
+            return True
+        started, until = state.backoff_started, state.backoff_until
+        return (
+            started is not None and until is not None and (until - started >= self._demote_after_s)
+        )
 
     def view(self, host: str, now: float) -> HostPolitenessView:
         """A ``HostPolitenessView`` of ``host`` at ``now`` (epoch s); never creates state."""

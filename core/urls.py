@@ -539,19 +539,43 @@ def _remove_dot_segments(path: str) -> str:
     return "/" + "/".join(out)
 
 
+class _StripList:
+    """The strip list as a matcher of lowercase names: exact names, and prefixes for
+    the names that end in ``*`` (``utm_*`` matches every ``utm_...`` name). Empty when
+    there is nothing to strip (``bool`` is ``False``)."""
+
+    __slots__ = ("_names", "_prefixes")
+
+    def __init__(self, names: Collection[str]) -> None:
+        lowered = [name.lower() for name in names]
+        self._names = frozenset(name for name in lowered if not name.endswith("*"))
+        self._prefixes = tuple(name[:-1] for name in lowered if name.endswith("*"))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names or (
+            isinstance(name, str) and bool(self._prefixes) and name.startswith(self._prefixes)
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self._names or self._prefixes)
+
+
 @functools.lru_cache(maxsize=16)
-def _lowered(names: tuple[str, ...] | frozenset[str]) -> frozenset[str]:
-    """The strip list as a set of lowercase names (cached per hashable list)."""
-    return frozenset(name.lower() for name in names)
+def _lowered(names: tuple[str, ...] | frozenset[str]) -> _StripList:
+    """The strip list as a matcher (cached per hashable list)."""
+    return _StripList(names)
 
 
-def _strip_set(strip_params: Collection[str]) -> frozenset[str]:
+def _strip_set(strip_params: Collection[str]) -> _StripList:
     if isinstance(strip_params, tuple | frozenset):
         return _lowered(strip_params)
-    return frozenset(name.lower() for name in strip_params)
+    return _StripList(strip_params)
 
 
-def _strip_path_params(path: str, strip: frozenset[str]) -> str:
+_NOTHING = _StripList(())
+
+
+def _strip_path_params(path: str, strip: _StripList) -> str:
     """``path`` without its ``;name=value`` parameters whose lowercased name is in
     ``strip`` (see :func:`normalize`); other ``;`` pieces stay in their order."""
     segments = path.split("/")
@@ -597,7 +621,8 @@ def normalize(url: str, strip_params: Collection[str]) -> str:
     Args:
         url: a URL returned by :func:`clean`.
         strip_params: query and path parameter names to remove, matched
-            case-insensitively (e.g. ``CrawlConfig.strip_params``).
+            case-insensitively (e.g. ``CrawlConfig.strip_params``); a name ending in
+            ``*`` is a prefix (``utm_*`` matches ``utm_reader``).
 
     Returns:
         The normalized absolute URL string.
@@ -632,7 +657,7 @@ def _normalize_slowly(url: str, strip_params: Collection[str]) -> str:
     netloc = host if port is None or port == DEFAULT_PORTS[scheme] else f"{host}:{port}"
 
     path = _fix_escapes(path) if path else "/"
-    strip = _strip_set(strip_params) if query or ";" in path else frozenset()
+    strip = _strip_set(strip_params) if query or ";" in path else _NOTHING
     if strip and ";" in path:
         path = _strip_path_params(path, strip)
     path = _remove_dot_segments(path)

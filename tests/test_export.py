@@ -144,8 +144,8 @@ def test_frontier_blocked_hosts_runs(crawl: Path) -> None:
     assert run_export(crawl, "hosts", "csv") == (
         1,
         "host,ip,robots_status,robots_expires_at,crawl_delay_ms,delay_ms,backoff_attempts,"
-        "backoff_until,pages_fetched,state,backoff_started\n"
-        "a.test,,ok,1714651200.25,,1000.0,0,,2,active,\n",
+        "backoff_until,pages_fetched,state,backoff_started,learnt_delay_ms\n"
+        "a.test,,ok,1714651200.25,,1000.0,0,,2,active,,\n",
     )
     assert run_export(crawl, "runs", "jsonl") == (
         1,

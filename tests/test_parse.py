@@ -278,3 +278,35 @@ def test_config_ranges(key: str, value: int, message: str) -> None:
     assert str(caught.value) == message
     defaults = build_config({})
     assert (defaults.parse_workers, defaults.parse_timeout_ms) == (2, 5000)
+
+
+async def test_small_hostile_pages_cannot_hold_the_threads_long() -> None:
+    """Pages up to THREAD_PARSE_MAX_BYTES go to threads: the worst shapes there are
+    bounded by the size, and the time a page waits for a thread is not its budget."""
+    worst = b"<li><ul>" * (THREAD_PARSE_MAX_BYTES // 8)
+    assert len(worst) <= THREAD_PARSE_MAX_BYTES
+    p = _pool(workers=2, budget_ms=1000)
+    try:
+        started = time.monotonic()
+        hostile = [p.extract(worst, f"http://h{i}.test/", HTML, TOKEN) for i in range(8)]
+        got = await asyncio.gather(*hostile, p.extract(SMALL, "http://ok.test/", HTML, TOKEN))
+        took = time.monotonic() - started
+        assert got[-1].links == ["/one", "/two"]
+        stats = p.statistics()
+        assert (stats.timeouts, stats.threaded, p.pids) == (0, 9, ())
+        assert took < 4 * SLACK_S  # eight hostile pages on two threads
+    finally:
+        await p.aclose()
+
+
+async def test_waiting_for_a_thread_does_not_count_against_the_budget() -> None:
+    worst = b"<li><ul>" * (THREAD_PARSE_MAX_BYTES // 8)
+    p = _pool(workers=1, budget_ms=10)  # far under what the worst shape takes
+    try:
+        first = asyncio.create_task(p.extract(worst, "http://h.test/", HTML, TOKEN))
+        second = asyncio.create_task(p.extract(SMALL, "http://ok.test/", HTML, TOKEN))
+        with pytest.raises(ParseTimeout):
+            await first
+        assert (await second).links == ["/one", "/two"]
+    finally:
+        await p.aclose()

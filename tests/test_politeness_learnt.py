@@ -236,6 +236,19 @@ def test_default_parks_after_eight_straight_429s_within_minutes() -> None:
     assert 2 + 4 + 8 + 16 + 30 + 32 + 60 <= now <= 2 + 4 + 8 + 16 + 30 + 48 + 90
 
 
+def test_a_retry_after_past_demote_after_s_parks_at_once() -> None:
+    """Eight straight ``Retry-After: 3600`` answers would take 7 hours: a host that asks
+    to be left alone for demote_after_s or longer is parked at the first."""
+    pol = Politeness(config(), rng=NoJitter())
+    pol.on_response(HOST, 0.0, 429, 0.0, "60")
+    assert not pol.should_park(HOST)
+    pol.on_response(HOST, 60.0, 200, 0.0, None)
+    pol.on_response(HOST, 61.0, 429, 0.0, "3600")
+    assert pol.should_park(HOST)
+    pol.on_response(HOST, 4000.0, 200, 0.0, None)
+    assert not pol.should_park(HOST)
+
+
 @pytest.mark.parametrize("value", [0, -1])
 def test_park_after_backoffs_must_be_at_least_one(value: int) -> None:
     with pytest.raises(ConfigError, match=r"'park_after_backoffs': expected a value >= 1"):

@@ -362,3 +362,17 @@ def test_an_older_crawl_file_gets_the_learnt_delay_column(tmp_path: Path) -> Non
     finally:
         store.close()
     assert rows(db, "SELECT learnt_delay_ms FROM hosts") == [(None,)]
+
+
+def test_the_links_of_a_page_cut_at_max_body_bytes_are_followed(
+    server: HTTPTestServer, tmp_path: Path
+) -> None:
+    big = '<a href="/first">1</a>' + "<p>padding</p>" * 2000 + '<a href="/late">2</a>'
+    server.set("/", html(big))
+    server.set("/first", html("first"))
+    server.set("/late", html("late"))
+    db = tmp_path / "c.db"
+    run_crawl([server.url("/")], db, max_body_bytes=4096)
+    assert server.count("/first") == 1 and server.count("/late") == 0
+    ((error,),) = rows(db, "SELECT error FROM pages WHERE url = ?", server.url("/"))
+    assert error.startswith("body_too_large")

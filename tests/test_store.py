@@ -123,6 +123,7 @@ def test_schema_is_created_with_the_contract_columns(store: Store, db: Path) -> 
         "pages_fetched",
         "state",
         "backoff_started",
+        "learnt_delay_ms",
     ]
     assert columns("frontier") == [
         "key",

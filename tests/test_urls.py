@@ -750,3 +750,12 @@ def test_normalize_is_idempotent_on_any_escapes(path: str, strip: tuple[str, ...
     url = clean("http://example.com/" + path)
     key = normalize(url, strip)
     assert normalize(key, strip) == key
+
+
+def test_a_strip_name_ending_in_a_star_is_a_prefix() -> None:
+    strip = ("utm_*", "sid")
+    assert normalize("http://a.test/?utm_reader=x&UTM_Name=y&k=1&utmx=2", strip) == (
+        "http://a.test/?k=1&utmx=2"
+    )
+    assert normalize("http://a.test/p;utm_x=1;v=2?sid=3", strip) == "http://a.test/p;v=2"
+    assert normalize("http://a.test/?utm_new=1", DEFAULT_STRIP_PARAMS) == "http://a.test/"

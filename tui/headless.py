@@ -98,7 +98,8 @@ class HeadlessReporter:
         rate = run_pages / elapsed if elapsed > 0 else 0.0
         table.add_row("pages fetched (all runs)", str(c.pages))
         table.add_row("bytes (all runs)", f"{c.bytes:,}")
-        table.add_row("this run", f"{run_pages} pages in {elapsed:.1f} s, {rate:.1f} pages/s")
+        # fetches, not rows: a redirect that comes back to its URL fetches it twice
+        table.add_row("this run", f"{run_pages} fetches in {elapsed:.1f} s, {rate:.1f}/s")
         if snap.retried:
             table.add_row("retried this run", f"{snap.retried} URLs that failed in earlier runs")
         table.add_row("no response (all runs)", f"{c.errors} (timeouts, lost connections, ...)")
