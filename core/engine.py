@@ -729,8 +729,9 @@ class Engine:
         if left > 0 and count == want:
             self._spilled[host] = left
         else:  # all back (the count can only be off after a crash or a kill)
+            # The cursor stays: the rows read back stay ``spilled`` in SQLite until
+            # their pages are recorded, and a later read must not give them again.
             self._spilled_total -= self._spilled.pop(host) - count
-            self._spill_cursor.pop(host, None)
         self._spilled_total -= count
         self.unspilled += count
         if count:
@@ -998,7 +999,6 @@ class Engine:
         dropped = self._frontier.drop_host(host)
         spilled = self._spilled.pop(host, 0)
         self._spilled_total -= spilled
-        self._spill_cursor.pop(host, None)
         self._waiting.pop(host, None)
         self._dirty_hosts.add(host)
         self._audit(

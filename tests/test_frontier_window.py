@@ -88,3 +88,26 @@ def test_spilled_urls_survive_a_stop_and_are_resumed(tmp_path: Path) -> None:
     assert counts == dict.fromkeys(paths, 1)  # nothing lost, nothing fetched twice
     assert second.snapshot().counters.pages == len(paths)
     assert states(db) == {"done": len(paths)}
+
+
+def test_a_crawl_does_not_finish_with_urls_left_spilled(tmp_path: Path) -> None:
+    """Many hosts, a small window: a host whose last URL in memory is taken while the
+    window is full must come back for its spilled URLs before the crawl may end."""
+    from contextlib import ExitStack
+
+    from crawlkit import html, rows, run_crawl
+    from httpserver import HTTPTestServer, Response
+
+    with ExitStack() as stack:
+        servers = [stack.enter_context(HTTPTestServer(f"127.0.4.{i + 1}")) for i in range(12)]
+        for server in servers:
+            server.set("/robots.txt", Response(404))
+            for n in range(40):  # a tree: page n links 5n+1 .. 5n+5
+                kids = [k for k in range(5 * n + 1, 5 * n + 6) if k < 40]
+                server.set(f"/p{n}", html("".join(f'<a href="/p{k}">{k}</a>' for k in kids)))
+        db = tmp_path / "c.db"
+        engine = run_crawl([s.url("/p0") for s in servers], db, delay_ms=5, scope="any",
+                           frontier_window=40, allow_private=True, max_depth=20)  # fmt: skip
+        assert all(s.count(f"/p{n}") == 1 for s in servers for n in range(40))
+    assert rows(db, "SELECT count(*) FROM frontier WHERE state = 'spilled'") == [(0,)]
+    assert engine.spilled == 0

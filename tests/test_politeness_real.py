@@ -215,9 +215,9 @@ def test_a_dripping_server_holds_a_url_for_a_bounded_time(
 
 
 def test_tarpits_do_not_starve_a_good_host(tmp_path: Path) -> None:
-    """16 hosts that accept and never answer, one good host, concurrency 16: the good
+    """40 hosts that accept and never answer, one good host, concurrency 16: the good
     host's first request starts within a few seconds (the old code: after the read
-    timeout of a tarpit, 30 s)."""
+    timeout of a tarpit, 30 s, already with 16 tarpits)."""
     stop = threading.Event()
     tarpits: list[socket.socket] = []
     held: list[socket.socket] = []
@@ -229,7 +229,7 @@ def test_tarpits_do_not_starve_a_good_host(tmp_path: Path) -> None:
                 held.append(conn)
 
     threads = []
-    for i in range(16):
+    for i in range(40):
         listener = socket.socket()
         listener.bind((f"127.0.3.{i + 1}", 0))
         listener.listen(64)

@@ -8,6 +8,8 @@ meta refresh is a hop like a 3xx (hop cap, loops, robots.txt, politeness).
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,9 @@ import pytest
 from crawlkit import html, rows, run_crawl
 from httpserver import HTTPTestServer, Request, Response
 
+from core.config import build_config
 from core.engine import Engine
+from core.store import Store
 
 
 def redirect(location: str, status: int = 301, **headers: str) -> Response:
@@ -190,3 +194,62 @@ def test_a_meta_refresh_chain_stops_at_the_hop_cap(server: HTTPTestServer, tmp_p
     crawl(server, db, seed="/hop?n=0", max_redirects=4)
     assert len(paths(server)) == 5  # the seed and four hops
     assert rows(db, "SELECT reason FROM blocked") == [("too_many_redirects",)]
+
+
+def test_a_cookie_gate_cut_by_a_stop_starts_over_on_resume(
+    server: HTTPTestServer, tmp_path: Path
+) -> None:
+    """A stop while the gated page is fetched with the chain's cookie: the resume has
+    no cookie, so the chain starts over (a loop memory of the cut chain would call the
+    gate's redirect a loop and lose the page for good)."""
+    reached = threading.Event()
+    slow = [True]
+
+    def page(request: Request) -> Response:
+        if "ok=1" not in request.headers.get("cookie", ""):
+            return redirect("/gate?to=/p", 302)
+        reached.set()
+        if slow[0]:
+            server.wait(5)
+        return html("the page")
+
+    server.set("/p", page)
+    server.set("/gate", redirect("/p", 302, **{"Set-Cookie": "ok=1"}))
+    db = tmp_path / "c.db"
+    store = Store(db, flush_interval_ms=50)
+    engine = Engine(build_config({"delay_ms": 0, "render": "never"}), store)
+    engine.add_seeds([server.url("/p")])
+
+    async def stop_when_reached() -> None:
+        task = asyncio.create_task(engine.run())
+        await asyncio.to_thread(reached.wait, 10)
+        engine.request_stop()
+        await task
+
+    asyncio.run(stop_when_reached())
+    store.close()
+    slow[0] = False
+    run_crawl([server.url("/p")], db)
+    assert rows(db, "SELECT status FROM pages WHERE url = ?", server.url("/p")) == [(200,)]
+    assert {s for (s,) in rows(db, "SELECT state FROM frontier")} == {"done"}
+
+
+def test_a_host_whose_fetch_a_stop_cut_is_left_queued(
+    server: HTTPTestServer, tmp_path: Path
+) -> None:
+    server.set_raw("/robots.txt", lambda request, out: server.wait(10))  # a tarpit
+    db = tmp_path / "c.db"
+    store = Store(db, flush_interval_ms=50)
+    engine = Engine(build_config({"delay_ms": 0, "render": "never"}), store)
+    engine.add_seeds([server.url("/")])
+
+    async def stop_soon() -> None:
+        task = asyncio.create_task(engine.run())
+        await asyncio.sleep(1.0)
+        engine.request_stop()
+        await task
+
+    asyncio.run(stop_soon())
+    store.close()
+    assert rows(db, "SELECT state FROM hosts") == [("queued",)]
+    assert rows(db, "SELECT state FROM frontier") == [("queued",)]
