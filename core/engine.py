@@ -225,7 +225,6 @@ class Engine:
         clock: wall-clock seconds since the epoch (injected for tests).
         fetcher: the HTTP edge (default: a ``Fetcher`` on ``config``).
         rng: randomness for backoff jitter.
-        today: the date calendar traps are measured from (default: today, UTC).
 
     Call ``add_seeds`` then ``await run()``. ``run`` returns when the frontier is empty
     and nothing is in flight (``finished``), when ``max_pages`` pages were fetched
