@@ -105,6 +105,10 @@ class CrawlConfig:
         calendar_max_dates: URLs admitted per host and date template, i.e. per set of
             URLs that differ only in a date in the path or query (reason ``calendar``
             beyond; ``traps.date_template``); at most 65 535.
+        calendar_max_dates_per_host: URLs admitted per host in date templates that
+            already had a date, over all its templates (one calendar per venue, room
+            or team; a template's first date, such as a blog post's, never counts);
+            reason ``calendar`` beyond; at most 65 535.
         strip_params: query and ``;name=value`` path parameters removed from the
             dedupe key (names matched case-insensitively; a name ending in ``*`` is a
             prefix: ``utm_*``).
@@ -204,6 +208,7 @@ class CrawlConfig:
     max_page_param: int = 1000
     calendar_window_years: int = 2
     calendar_max_dates: int = 1000
+    calendar_max_dates_per_host: int = 5000
     strip_params: tuple[str, ...] = DEFAULT_STRIP_PARAMS
     max_redirects: int = 10
     max_body_bytes: int = 10 * 1024 * 1024
@@ -273,6 +278,7 @@ _MIN_VALUES: dict[str, float] = {
     "max_page_param": 1,
     "calendar_window_years": 0,
     "calendar_max_dates": 1,
+    "calendar_max_dates_per_host": 1,
     "max_redirects": 0,
     "max_body_bytes": 1024,
     "connect_timeout_ms": 1,
@@ -310,6 +316,7 @@ _MAX_VALUES: dict[str, float] = {
     "bucket_capacity": 10_000,
     "parse_workers": 64,
     "calendar_max_dates": 65_535,
+    "calendar_max_dates_per_host": 65_535,
 }
 
 

@@ -18,6 +18,7 @@ import datetime
 import re
 from array import array
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from urllib.parse import unquote
@@ -164,65 +165,176 @@ _HUGE = 10**_MAX_DIGITS
 
 #: Where a URL's authority ends: its path or its query.
 _AUTHORITY_END = re.compile(r"[/?]")
-#: Date parts as templates read them: a year 1900-2199, a month 1-12 and a day 1-31
-#: (one or two digits; two in a compact date), a file extension after a date.
+#: Every date a template reads holds a year 1000-2199 or a timestamp of 2001-2065, so
+#: four digits starting with 1 or 2: a path or query without them costs one search (a
+#: search with a leading character class is the fast one in ``re``).
+_DATE_HINT = re.compile(r"[12][0-9]{3}")
+#: Date parts as templates read them. A year alone is 1900-2199: 4-digit ids are too
+#: common for more (a template of ids 1000-2199 would reach the default budget); a
+#: year beside a month or a week is 1000-2199. Months 1-12, days 1-31 (one or two
+#: digits; two where noted), English month names and their 3-letter abbreviations
+#: in any case, ISO 8601 weeks ``W1``-``W53``.
 _YEAR = r"(?:19[0-9]{2}|2[01][0-9]{2})"
+_YEAR_DATED = r"(?:1[0-9]{3}|2[01][0-9]{2})"
 _MONTH = r"(?:0?[1-9]|1[0-2])"
 _DAY = r"(?:0?[1-9]|[12][0-9]|3[01])"
 _MONTH_2 = r"(?:0[1-9]|1[0-2])"
 _DAY_2 = r"(?:0[1-9]|[12][0-9]|3[01])"
+_MONTH_NAME = (
+    r"(?i:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_WEEK = r"[Ww](?:0?[1-9]|[1-4][0-9]|5[0-3])"
 _EXTENSION = r"(?:\.[A-Za-z][A-Za-z0-9]{0,4})?"
-#: A date in a path: a year segment, then optional month and day segments
-#: (``/2019/05/01``), or a whole date in one segment with one separator
-#: (``/2019-05-01``); an optional extension; not right after a ``page`` segment.
+#: Separators inside one date: ``-``, ``_``, ``.``, an escaped slash or space (a
+#: dedupe key has ``-_.`` unescaped and other escapes in upper case); a raw ``/``
+#: too in a query value.
+_SEP = r"(?:[-_.]|%2F|%20)"
+_QUERY_SEP = r"(?:[-_./]|%2F|%20)"
+#: A date in a path (it starts a segment; an extension may end it). A group named
+#: ``<placeholder>_<n>`` is a date part a template replaces, in alternative ``n`` of
+#: its pattern (``0``: after every alternative), and the first part of each
+#: alternative is not optional. A day or a numeric month written before the year has
+#: two digits (``1.2.1234`` is a version).
 _PATH_DATE_RUN = re.compile(
-    rf"/(?<!/[Pp][Aa][Gg][Ee]/){_YEAR}"
-    rf"(?:(?P<sep>[-_.]){_MONTH}(?:(?P=sep)(?P<day>{_DAY}))?"
-    rf"|(?P<month>/{_MONTH})(?P<mday>/{_DAY})?)?"
-    rf"(?P<ext>{_EXTENSION})(?=/|$)"
+    # every form starts with at most four digits and a separator, or a month name
+    r"/(?<!/[Pp][Aa][Gg][Ee]/)(?:(?=[0-9]{1,4}(?:[-_./%Ww]|$))(?:"
+    # year first over segments: /2019/05, /2019/5/1, /2019/May, /2019/W18
+    rf"(?P<y_1>{_YEAR_DATED})/(?:(?P<m_1>{_MONTH}|{_MONTH_NAME})(?:/(?P<d_1>{_DAY}))?"
+    rf"|(?P<w_1>{_WEEK}))"
+    # year first in one segment: 2019-05, 2019_05_01, 2019.05.01, 2019-May, 2019-W18
+    rf"|(?P<y_2>{_YEAR_DATED})(?:(?P<sep2>{_SEP})(?P<m_2>{_MONTH}|{_MONTH_NAME})"
+    rf"(?:(?P=sep2)(?P<d_2>{_DAY}))?|-?(?P<w_2>{_WEEK}))"
+    # year last over segments: /01/05/2019 (day and month in either order), /05/2019
+    rf"|(?P<d_3>{_DAY_2})/(?P<m_3>{_DAY_2})/(?P<y_3>{_YEAR_DATED})"
+    rf"|(?P<m_4>{_MONTH_2})/(?P<y_4>{_YEAR_DATED})"
+    # year last in one segment: 01.05.2019, 01-May-2019, 05-2019
+    rf"|(?P<d_5>{_DAY_2})(?P<sep5>{_SEP})(?P<m_5>{_DAY_2})(?P=sep5)(?P<y_5>{_YEAR_DATED})"
+    rf"|(?P<d_6>{_DAY})(?P<sep6>{_SEP})(?P<m_6>{_MONTH_NAME})(?P=sep6)(?P<y_6>{_YEAR_DATED})"
+    rf"|(?P<m_7>{_MONTH_2})(?P<sep7>{_SEP})(?P<y_7>{_YEAR_DATED})"
+    # a year alone: /2019, /2019.html
+    rf"|(?P<y_8>{_YEAR}))"
+    # a month name first: /May/2019, May-2019, May-01-2019
+    rf"|(?=[AaDdFfJjMmNnOoSs])(?P<m_9>{_MONTH_NAME})(?:/|(?P<sep9>{_SEP})(?:(?P<d_9>{_DAY})(?P=sep9))?)"
+    rf"(?P<y_9>{_YEAR_DATED})"
+    rf")(?P<ext>{_EXTENSION})(?=/|$)"
 )
-#: A query value holding a whole date: year, month, optional day, one separator, an
-#: optional time (``2019-05``, ``2019/05/01``, ``2019-05-01T10:00``).
+#: A query value that is a whole date: the forms of a path segment (a raw ``/``
+#: separates too; one-digit days and months before the year only with a slash, as
+#: in ``5/1/2019``), then an optional time after ``T``, an escaped space or ``+``.
 _QUERY_VALUE_DATE = re.compile(
-    rf"={_YEAR}(?P<sep>[-_./]){_MONTH}(?:(?P=sep)(?P<day>{_DAY}))?(?P<time>T[^&]*)?(?=&|$)"
+    # every form starts with digits and a separator or a week, or with a month name
+    r"=(?:(?=[0-9]{1,4}[-_./%Ww])(?:"
+    rf"(?P<y_1>{_YEAR_DATED})(?:(?P<sep1>{_QUERY_SEP})(?P<m_1>{_MONTH}|{_MONTH_NAME})"
+    rf"(?:(?P=sep1)(?P<d_1>{_DAY}))?|-?(?P<w_1>{_WEEK}))"
+    rf"|(?P<d_2>{_DAY_2})(?P<sep2>{_QUERY_SEP})(?P<m_2>{_DAY_2})(?P=sep2)(?P<y_2>{_YEAR_DATED})"
+    rf"|(?P<d_3>{_DAY})(?P<sep3>/|%2F)(?P<m_3>{_DAY})(?P=sep3)(?P<y_3>{_YEAR_DATED})"
+    rf"|(?P<d_4>{_DAY})(?P<sep4>{_QUERY_SEP})(?P<m_4>{_MONTH_NAME})(?P=sep4)(?P<y_4>{_YEAR_DATED})"
+    rf"|(?P<m_5>{_MONTH_2})(?P<sep5>{_QUERY_SEP})(?P<y_5>{_YEAR_DATED})"
+    rf"|(?P<m_6>{_MONTH})(?P<sep6>/|%2F)(?P<y_6>{_YEAR_DATED}))"
+    rf"|(?=[AaDdFfJjMmNnOoSs])(?P<m_7>{_MONTH_NAME})(?P<sep7>{_QUERY_SEP})(?:(?P<d_7>{_DAY})(?P=sep7))?"
+    rf"(?P<y_7>{_YEAR_DATED})"
+    r")(?:(?:T|%20|\+)(?P<t_0>[0-9][^&]*))?(?=&|$)"
 )
-#: A compact query value ``YYYYMM`` or ``YYYYMMDD`` (its name is checked apart).
-_QUERY_COMPACT_DATE = re.compile(rf"={_YEAR}{_MONTH_2}(?P<day>{_DAY_2})?(?=&|$)")
-#: A query value that is a year alone (its name is checked apart).
-_QUERY_YEAR = re.compile(rf"={_YEAR}(?=&|$)")
+#: A query value that is a number date: ``YYYYMM[DD]`` or a Unix timestamp of
+#: 2001-09-09 to 2065-01-24 in seconds (10 digits) or milliseconds (13); which one
+#: counts depends on the parameter's name (:data:`DATE_PARAMS`, :data:`TIME_PARAMS`).
+_QUERY_NUMBER_DATE = re.compile(
+    rf"=(?:(?P<y_1>{_YEAR_DATED})(?P<m_1>{_MONTH_2})(?P<d_1>{_DAY_2})?"
+    r"|(?P<ts_2>[12][0-9]{9}(?:[0-9]{3})?))(?=&|$)"
+)
 #: Parameter names under which a compact date counts (and any name holding ``date``):
 #: under other names an 8-digit number is an id as often as a date.
 DATE_PARAMS: frozenset[str] = frozenset({"d", "day", "dt", "ym", "ymd", "month"})
+#: Parameter names under which a Unix timestamp counts (and any name holding ``time``
+#: or ``date``): ``t`` and ``_`` are the usual cache busters, which mint a new URL per
+#: link like a calendar. Under other names a 10-digit number is an id.
+TIME_PARAMS: frozenset[str] = frozenset({"t", "ts", "_", "epoch", "unix", "unixtime"})
 #: Parameter names of a date split over several parameters (``?y=2019&m=5&d=1``);
-#: month and day names count only beside a year name holding a year.
+#: month, day and week names count only beside a year name holding a year.
 YEAR_PART_PARAMS: frozenset[str] = frozenset({"year", "yr", "y"})
 MONTH_PART_PARAMS: frozenset[str] = frozenset({"month", "mon", "mo", "m"})
 DAY_PART_PARAMS: frozenset[str] = frozenset({"day", "dd", "d"})
-_SPLIT_PARTS = re.compile(
-    rf"(?:^|(?<=&))(?:(?P<year>{'|'.join(sorted(YEAR_PART_PARAMS))})={_YEAR}"
-    rf"|(?P<month>{'|'.join(sorted(MONTH_PART_PARAMS))})={_MONTH}"
-    rf"|(?P<day>{'|'.join(sorted(DAY_PART_PARAMS))})={_DAY})(?=&|$)",
-    re.IGNORECASE,
-)
+WEEK_PART_PARAMS: frozenset[str] = frozenset({"week", "wk", "w"})
 
 
-def _path_date(match: re.Match[str]) -> str:
-    """The template of one :data:`_PATH_DATE_RUN` match."""
-    separator = match["sep"]
-    if separator is not None:
-        text = "/{y}" + separator + "{m}" + ("" if match["day"] is None else separator + "{d}")
-    elif match["month"] is not None:
-        text = "/{y}/{m}" + ("" if match["mday"] is None else "/{d}")
-    else:
-        text = "/{y}"
-    return text + match["ext"]
+#: The placeholder of each split-date parameter name (lowercased), and the values each
+#: placeholder reads.
+_PART_OF_NAME: dict[str, str] = {
+    name: placeholder
+    for names, placeholder in (
+        (YEAR_PART_PARAMS, "y"),
+        (MONTH_PART_PARAMS, "m"),
+        (DAY_PART_PARAMS, "d"),
+        (WEEK_PART_PARAMS, "w"),
+    )
+    for name in names
+}
+#: A year part's name and the first digit of its value (most queries have none).
+_YEAR_PART = re.compile(rf"(?:^|&)(?:{'|'.join(sorted(YEAR_PART_PARAMS))})=[12]", re.IGNORECASE)
+_PART_VALUES: dict[str, re.Pattern[str]] = {
+    "y": re.compile(_YEAR_DATED),
+    "m": re.compile(f"{_MONTH}|{_MONTH_NAME}"),
+    "d": re.compile(_DAY),
+    "w": re.compile(f"{_WEEK}|0?[1-9]|[1-4][0-9]|5[0-3]"),
+}
 
 
-def _value_date(match: re.Match[str]) -> str:
-    """The template of one :data:`_QUERY_VALUE_DATE` match."""
-    separator = match["sep"]
-    text = "={y}" + separator + "{m}" + ("" if match["day"] is None else separator + "{d}")
-    return text if match["time"] is None else text + "T{t}"
+def _placeholders(pattern: re.Pattern[str]) -> Callable[[re.Match[str]], str]:
+    """The template maker of ``pattern`` (its groups named as in :data:`_PATH_DATE_RUN`):
+    a function of one match that returns its text with each date part it matched
+    replaced by its placeholder (``{y}``, ``{m}``, ``{d}``, ``{w}``, ``{t}``, ``{ts}``);
+    separators, names and extensions stay as written."""
+    by_alternative: dict[int, list[tuple[int, str]]] = {}
+    for name, number in pattern.groupindex.items():
+        placeholder, underscore, alternative = name.partition("_")
+        if underscore:
+            by_alternative.setdefault(int(alternative), []).append((number, f"{{{placeholder}}}"))
+    after = sorted(by_alternative.pop(0, []))
+    # groups are numbered in the order they open: their order in the text within one
+    # alternative, and an alternative matched exactly when its first group did
+    alternatives = [sorted(parts) + after for _, parts in sorted(by_alternative.items())]
+
+    def template(match: re.Match[str]) -> str:
+        spans = match.regs  # every group's (start, end), (-1, -1) if it did not match
+        text, (at, end) = match.string, spans[0]
+        out: list[str] = []
+        for parts in alternatives:
+            if spans[parts[0][0]][0] >= 0:
+                for number, placeholder in parts:
+                    start, stop = spans[number]
+                    if start >= 0:
+                        out += (text[at:start], placeholder)
+                        at = stop
+                break
+        out.append(text[at:end])
+        return "".join(out)
+
+    return template
+
+
+_path_template = _placeholders(_PATH_DATE_RUN)
+_value_template = _placeholders(_QUERY_VALUE_DATE)
+_number_template = _placeholders(_QUERY_NUMBER_DATE)
+
+
+def _replace(
+    pattern: re.Pattern[str], template: Callable[[re.Match[str]], str], text: str
+) -> tuple[str, int]:
+    """``pattern.subn(template, text)``, cheaper for the usual text with no match or one
+    (a search is cheaper than a subn, and no match is searched twice)."""
+    match = pattern.search(text)
+    if match is None:
+        return text, 0
+    out: list[str] = []
+    at = count = 0
+    while match is not None:
+        out += (text[at : match.start()], template(match))
+        at = match.end()
+        count += 1
+        match = pattern.search(text, at)
+    out.append(text[at:])
+    return "".join(out), count
 
 
 def _name_before(match: re.Match[str]) -> str:
@@ -231,48 +343,80 @@ def _name_before(match: re.Match[str]) -> str:
     return query[query.rfind("&", 0, match.start()) + 1 : match.start()].lower()
 
 
-def _compact_date(match: re.Match[str]) -> str:
-    """The template of one :data:`_QUERY_COMPACT_DATE` match (unchanged if its name is not
-    a date's)."""
+def _number_date(match: re.Match[str]) -> str:
+    """The template of one :data:`_QUERY_NUMBER_DATE` match, or the match unchanged if
+    its parameter's name is not a date's (a compact date) or a time's (a timestamp)."""
     name = _name_before(match)
-    if name not in DATE_PARAMS and "date" not in name:
-        return match[0]
-    return "={y}{m}" + ("" if match["day"] is None else "{d}")
+    if match["ts_2"] is None:
+        dated = name in DATE_PARAMS or "date" in name
+    else:
+        dated = name in TIME_PARAMS or "time" in name or "date" in name
+    return _number_template(match) if dated else match[0]
 
 
-def _split_part(match: re.Match[str]) -> str:
-    """The template of one :data:`_SPLIT_PARTS` match."""
-    if match["year"] is not None:
-        return match["year"] + "={y}"
-    if match["month"] is not None:
-        return match["month"] + "={m}"
-    return match["day"] + "={d}"
+def _split_dates(query: str) -> tuple[str, int]:
+    """``query`` with the parts of a date split over parameters replaced, and how many:
+    a year part 1900-2199, or 1000-2199 beside a month or week part, and the month,
+    day and week parts beside it; ``(query, 0)`` without such a year."""
+    if _YEAR_PART.search(query) is None:
+        return query, 0
+    pieces = query.split("&")
+    parts: list[tuple[int, str, str]] = []  # (index, name as written, placeholder)
+    for index, piece in enumerate(pieces):
+        name, _, value = piece.partition("=")
+        placeholder = _PART_OF_NAME.get(name.lower())
+        if placeholder is not None and _PART_VALUES[placeholder].fullmatch(value):
+            parts.append((index, name, placeholder))
+    # four-digit years compare as text
+    years = [pieces[index][-4:] for index, _, placeholder in parts if placeholder == "y"]
+    if not years:
+        return query, 0
+    if max(years) < "1900" and all(placeholder in "yd" for _, _, placeholder in parts):
+        return query, 0
+    for index, name, placeholder in parts:
+        pieces[index] = f"{name}={{{placeholder}}}"
+    return "&".join(pieces), len(parts)
 
 
 def date_template(key: str) -> str | None:
     """The date template of the dedupe key ``key``, or ``None`` if it holds no date.
 
     The template is the key without its scheme, with each date component replaced by
-    ``{y}``, ``{m}``, ``{d}`` (and a time by ``{t}``) and every other character kept, so
-    URLs that differ only in their dates share it (docs/architecture.md, "Trap
-    decisions"). Date components (years 1900-2199, months 1-12, days 1-31):
+    ``{y}``, ``{m}``, ``{d}``, ``{w}`` (an ISO week), ``{t}`` (a time of day) or
+    ``{ts}`` (a Unix timestamp) and every other character kept, so URLs that differ
+    only in their dates share it (docs/architecture.md, "Trap decisions"). Years are
+    1900-2199 alone and 1000-2199 beside a month or a week; months are 1-12 or an
+    English month name or its 3-letter abbreviation (any case), days 1-31. Dates read:
 
-    * in the path, a year segment followed by optional month and day segments
-      (``/2019/``, ``/2019/5/``, ``/2019/05/01.html``), or a whole date in one segment
-      with one separator (``2019-05``, ``2019_05_01``, ``2019.05.01.html``); an
-      extension may end it; not right after a ``page`` segment; ``20190501`` in a path
-      is not read (product ids look like it);
-    * a query value holding a whole date (``month=2019-05``, ``d=2019/05/01``,
-      ``start=2019-05-01T10:00``);
+    * in the path, a date that starts a segment and ends one (an extension may follow):
+      a year segment with optional month (or week) and day segments (``/2019/``,
+      ``/2019/5/``, ``/2019/May/``, ``/2019/W18/``, ``/2019/05/01.html``); a whole
+      date in one segment, year first (``2019-05``, ``2019_05_01``, ``2019.05.01.html``,
+      ``2019-May``, ``2019-W18``) or last (``01.05.2019``, ``05-2019``, ``May-2019``,
+      ``01-May-2019``), with one separator of ``-_.``, ``%2F``, ``%20``; a month or a
+      day and a month before a year segment (``/05/2019/``, ``/May/2019/``,
+      ``/01/05/2019/``, day and month in either order: templates are read from the
+      shape, so both orders give one template). A day or a numeric month before the
+      year has two digits (``1.2.1234`` is a version). Not right after a ``page``
+      segment; ``20190501`` in a path is not read (product ids look like it);
+    * a query value holding a whole date in the same forms (a raw ``/`` separates
+      too, and ``5/1/2019`` may have one-digit parts), with an optional time after
+      ``T``, ``+`` or ``%20`` (``month=2019-05``, ``d=05%2F01%2F2019``,
+      ``week=2019-W18``, ``start=2019-05-01T10%3A00``);
     * a query value ``YYYYMM`` or ``YYYYMMDD`` under a :data:`DATE_PARAMS` name or a
       name containing ``date`` (``date=20190501``);
-    * a year under a :data:`YEAR_PART_PARAMS` name, with the months and days under
-      :data:`MONTH_PART_PARAMS` and :data:`DAY_PART_PARAMS` names beside it
-      (``?y=2019&m=5``, ``?year=2019&month=05&day=01``).
+    * a Unix timestamp of 2001-09-09 to 2065-01-24, 10 digits (seconds) or 13
+      (milliseconds), under a :data:`TIME_PARAMS` name or a name containing ``time``
+      or ``date`` (``ts=1556668800``, ``timestamp=``, ``t=``, ``_=`` cache busters);
+    * a year under a :data:`YEAR_PART_PARAMS` name, with the months, days and weeks
+      under :data:`MONTH_PART_PARAMS`, :data:`DAY_PART_PARAMS` and
+      :data:`WEEK_PART_PARAMS` names beside it (``?y=2019&m=5``,
+      ``?year=2019&month=May``, ``?year=2019&week=18``).
 
     Names are matched case-insensitively. Because the template is computed from the
     dedupe key, every spelling of a URL (query order, stripped session parameters,
-    escapes) has the same template.
+    escapes of unreserved characters such as ``%2D``, escape case) has the same
+    template.
 
     Args:
         key: a dedupe key (:func:`core.urls.normalize` of a cleaned URL).
@@ -286,34 +430,43 @@ def date_template(key: str) -> str | None:
     path_start = _AUTHORITY_END.search(key, start)
     if path_start is None:
         return None
-    path, mark, query = key[path_start.start() :].partition("?")
+    begin = path_start.start()
+    mark_at = key.find("?", begin)
+    path_end = len(key) if mark_at < 0 else mark_at
+    in_path = _DATE_HINT.search(key, begin, path_end) is not None
+    in_query = mark_at >= 0 and _DATE_HINT.search(key, mark_at) is not None
+    if not (in_path or in_query):
+        return None
+    path, mark, query = key[begin:].partition("?")
     found = 0
-    # every path date starts a segment with a year, every query date a value: a key
-    # without "/1", "/2", "=1" or "=2" costs four substring searches
-    if "/1" in path or "/2" in path:
-        path, found = _PATH_DATE_RUN.subn(_path_date, path)
-    if "=1" in query or "=2" in query:
-        query, values = _QUERY_VALUE_DATE.subn(_value_date, query)
+    if in_path:
+        path, found = _replace(_PATH_DATE_RUN, _path_template, path)
+    if in_query:
+        query, values = _replace(_QUERY_VALUE_DATE, _value_template, query)
         found += values
-        if _QUERY_COMPACT_DATE.search(query) is not None:
+        if _QUERY_NUMBER_DATE.search(query) is not None:
             before = query
-            query = _QUERY_COMPACT_DATE.sub(_compact_date, query)
+            query = _QUERY_NUMBER_DATE.sub(_number_date, query)
             found += query != before
-        year = _QUERY_YEAR.search(query)
-        while year is not None and _name_before(year) not in YEAR_PART_PARAMS:
-            year = _QUERY_YEAR.search(query, year.end())
-        if year is not None:
-            query, parts = _SPLIT_PARTS.subn(_split_part, query)
-            found += parts
+        query, parts = _split_dates(query)
+        found += parts
     if not found:
         return None
-    return "//" + key[start : path_start.start()] + path + mark + query
+    return "//" + key[start:begin] + path + mark + query
+
+
+def _host_of(template: str) -> str:
+    """The ``//host[:port]`` that starts ``template``: its host's key in ``_DateCounts``
+    (no template equals it: every template holds a placeholder)."""
+    end = _AUTHORITY_END.search(template, 2)
+    return template if end is None else template[: end.start()]
 
 
 class _DateCounts:
     """URLs counted per date template, in a fixed 1.5 MiB: a count-min sketch.
 
-    Three rows of 2**18 16-bit counters; a template adds one to the cell its hash picks
+    Three rows of 2**18 16-bit counters; a key (a date template, or a host's
+    ``//host[:port]`` for its calendar total) adds one to the cell its hash picks
     in each row and its count is the least of its three cells (Cormode and
     Muthukrishnan, "An improved data stream summary: the count-min sketch and its
     applications", J. Algorithms 55, 2005), with conservative update: only the cells
@@ -322,7 +475,7 @@ class _DateCounts:
     so no calendar gets past its budget however many templates a crawl meets; it is
     above the true one only when each of its three cells is shared with templates
     that together have as many URLs. Counts saturate at 65 535. The cells are
-    allocated at the first template counted.
+    allocated at the first key counted.
     """
 
     __slots__ = ("_cells",)
@@ -337,8 +490,20 @@ class _DateCounts:
         """No templates counted yet (no memory taken)."""
         self._cells: array[int] | None = None
 
-    def add_below(self, template: str, limit: int) -> int:
-        """Count one more URL for ``template`` if its count is below ``limit``.
+    def count(self, key: str) -> int:
+        """The count of ``key``: never below the number of times it was counted."""
+        cells = self._cells
+        if cells is None:
+            return 0
+        code = hash(key)
+        return min(
+            cells[code & self.MASK],
+            cells[self.WIDTH + ((code >> self.BITS) & self.MASK)],
+            cells[2 * self.WIDTH + ((code >> (2 * self.BITS)) & self.MASK)],
+        )
+
+    def add_below(self, key: str, limit: int) -> int:
+        """Count one more URL for ``key`` if its count is below ``limit``.
 
         Returns:
             the count before this call; when it is ``limit`` or more, nothing was counted.
@@ -346,7 +511,7 @@ class _DateCounts:
         cells = self._cells
         if cells is None:
             cells = self._cells = array("H", bytes(2 * 3 * self.WIDTH))
-        code = hash(template)
+        code = hash(key)
         first = code & self.MASK
         second = self.WIDTH + ((code >> self.BITS) & self.MASK)
         third = 2 * self.WIDTH + ((code >> (2 * self.BITS)) & self.MASK)
@@ -384,14 +549,16 @@ class TrapGuard:
     """Decides whether a URL may be crawled: :meth:`admit` returns ``None`` or a ``Verdict``.
 
     The guard keeps one piece of state: how many admitted URLs each date template has
-    (:func:`date_template`), in a count-min sketch of a fixed 1.5 MiB taken at the
+    (:func:`date_template`) and, per host, how many of its admitted URLs were not the
+    first of their template, in a count-min sketch of a fixed 1.5 MiB taken at the
     first dated URL (nothing per host or per template; see ``_DateCounts``). A resumed
     crawl gives it back with :meth:`observe`.
 
     Args:
         config: the limits (``max_url_length``, ``max_depth``, ``max_per_host``,
             ``max_path_depth``, ``max_segment_repeats``, ``calendar_window_years``,
-            ``max_page_param``, ``calendar_max_dates``, ``strip_params``).
+            ``max_page_param``, ``calendar_max_dates``,
+            ``calendar_max_dates_per_host``, ``strip_params``).
         scope: the seeds' scope; seeds are added to it by the caller.
         today: the date calendar years are measured from (pure: no clock is read).
     """
@@ -434,13 +601,17 @@ class TrapGuard:
         8. ``pagination``: a ``page``/``p``/``pg``/``offset``/``start`` query
            parameter (name case-insensitive) or a path ``/page/N`` with a number
            above ``max_page_param``.
-        9. ``calendar``: the URL's :func:`date_template` already has
-           ``calendar_max_dates`` admitted URLs (a calendar into the past or the
-           future, one page per date). An admitted URL with a template adds one to
-           it, so each template lets at most ``calendar_max_dates`` URLs through.
-           Only URLs whose path or query step 7 found date-like (a year segment, a
-           date, a 6- or 8-digit value, a year parameter) get here, so a date that
-           ``url`` writes with escaped digits (``%32019``) is not counted.
+        9. ``calendar``: the URL's :func:`date_template` (read from ``key``) already
+           has ``calendar_max_dates`` admitted URLs (a calendar into the past or the
+           future, one page per date); or the template has at least one and the
+           URL's host already has ``calendar_max_dates_per_host`` admitted URLs that
+           were not the first of their template (many calendars on one host: one
+           per venue, per room, per team). An admitted URL with a template adds one
+           to it, and one to its host's total unless it is its template's first, so
+           each template lets at most ``calendar_max_dates`` URLs through and each
+           host at most ``calendar_max_dates_per_host`` beyond one per template. A
+           template with one date (a blog post ``/2019/05/my-post``) never counts
+           towards its host's total.
 
         A ``url`` without a host, with a bad port or that cannot be parsed gets
         ``bad_url`` instead of raising (checked with the scope, first for seeds).
@@ -452,7 +623,8 @@ class TrapGuard:
             host_count: URLs of this URL's host admitted so far.
             is_seed: ``url`` is a seed: the scope check is skipped.
             key: ``url``'s dedupe key (``urls.normalize(url, config.strip_params)``)
-                if the caller has it; otherwise it is computed for dated URLs only.
+                if the caller has it; otherwise it is computed (for a URL that passes
+                steps 1-8).
 
         Returns:
             ``None`` to admit, or ``Verdict(reason, detail)``.
@@ -496,10 +668,12 @@ class TrapGuard:
                     f"(max {config.max_segment_repeats})",
                 )
         query = [piece.partition("=") for piece in query_text.split("&") if piece]
-        verdict, dated = self._calendar(segments, query)
+        verdict = self._calendar(segments, query)
         if verdict is None:
             verdict = self._pagination(segments, query)
-        if verdict is None and dated:
+        # most keys hold no four digits starting with 1 or 2, so no date (the host's
+        # digits only cost date_template's own two searches)
+        if verdict is None and (key is None or _DATE_HINT.search(key) is not None):
             verdict = self._date_budget(url, key)
         return verdict
 
@@ -508,18 +682,20 @@ class TrapGuard:
 
         For a resumed crawl: call it once for each URL admitted by an earlier run
         (each frontier key, whatever its state), before new URLs are admitted, so a
-        calendar's budget is not handed out again. No verdict, no budget check; a
-        key without ``/1``, ``/2``, ``=1`` or ``=2`` costs four substring searches.
+        calendar's budget (and its host's) is not handed out again. No verdict, no
+        budget check; a key without four digits starting with 1 or 2 costs two
+        searches.
 
         Args:
             key: a dedupe key (:func:`core.urls.normalize` of a cleaned URL).
         """
         template = date_template(key)
-        if template is not None:
-            self._dates.add_below(template, _DateCounts.CEILING)
+        if template is not None and self._dates.add_below(template, _DateCounts.CEILING):
+            self._dates.add_below(_host_of(template), _DateCounts.CEILING)
 
     def _date_budget(self, url: str, key: str | None) -> Verdict | None:
-        """Step 9 of :meth:`admit`: refuse when the date template is full, else count it."""
+        """Step 9 of :meth:`admit`: refuse when the date template or its host's calendar
+        total is full, else count the URL."""
         if key is None:
             try:
                 key = urls.normalize(url, self.config.strip_params)
@@ -528,15 +704,28 @@ class TrapGuard:
         template = date_template(key)
         if template is None:
             return None
+        dates = self._dates
         budget = self.config.calendar_max_dates
-        count = self._dates.add_below(template, budget)
-        if count < budget:
-            return None
-        shown = template[template.find("/", 2) :]  # the path and query
-        return Verdict(
-            BlockReason.CALENDAR,
-            f"template {_show(shown, 60)} has {count} dates (calendar_max_dates {budget})",
-        )
+        count = dates.count(template)
+        if count >= budget:
+            shown = template[len(_host_of(template)) :]  # the path and query
+            return Verdict(
+                BlockReason.CALENDAR,
+                f"template {_show(shown, 60)} has {count} dates (calendar_max_dates {budget})",
+            )
+        if count:
+            host = _host_of(template)
+            limit = self.config.calendar_max_dates_per_host
+            total = dates.count(host)
+            if total >= limit:
+                return Verdict(
+                    BlockReason.CALENDAR,
+                    f"host {_show(host[2:])} has {total} dates past the first of their "
+                    f"templates (calendar_max_dates_per_host {limit})",
+                )
+            dates.add_below(host, limit)
+        dates.add_below(template, budget)
+        return None
 
     def _far_year(self, year: int) -> bool:
         """Whether ``year`` is more than ``calendar_window_years`` after today's.
@@ -556,18 +745,13 @@ class TrapGuard:
             f"year {shown} in {where} is more than {window} years after {self.today.year}",
         )
 
-    def _calendar(
-        self, segments: list[str], query: list[tuple[str, str, str]]
-    ) -> tuple[Verdict | None, bool]:
+    def _calendar(self, segments: list[str], query: list[tuple[str, str, str]]) -> Verdict | None:
         """The ``calendar`` verdict for the path ``segments`` and ``query`` pieces (step 7
-        of :meth:`admit`), and whether they hold something a :func:`date_template` may
-        read (a year segment, a date or a 6- or 8-digit number in a value, a year in a
-        :data:`YEAR_PART_PARAMS` parameter), so URLs without one skip step 9.
+        of :meth:`admit`).
 
         A path segment right after a ``page`` segment is a page number, not a year
         (``/page/2000/`` is left to the pagination rule).
         """
-        dated = False
         for index, segment in enumerate(segments):
             if segment[0] not in "12":
                 continue
@@ -575,19 +759,15 @@ class TrapGuard:
             match = _PATH_DATE.fullmatch(segment.partition(";")[0])
             if match is None:
                 continue
-            dated = True
             if index == 0 or segments[index - 1].lower() != "page":
                 year = int(match.group(1))
                 if self._far_year(year):
-                    return self._calendar_detail(year, f"path segment {_show(segment)}"), True
+                    return self._calendar_detail(year, f"path segment {_show(segment)}")
         for name, _, value in query:
-            lowered = name.lower()
-            if lowered in YEAR_PARAMS:
+            if name.lower() in YEAR_PARAMS:
                 year_value = _number(value)
                 if year_value is not None and self._far_year(year_value):
-                    detail = f"query {name}={_digits(value)}"
-                    return self._calendar_detail(year_value, detail), True
-                dated = dated or (year_value is not None and 1900 <= year_value <= 2199)
+                    return self._calendar_detail(year_value, f"query {name}={_digits(value)}")
                 continue
             if value[:1] not in ("1", "2"):
                 continue
@@ -595,13 +775,8 @@ class TrapGuard:
             if match is not None:
                 year = int(match.group(1))
                 if self._far_year(year):
-                    return self._calendar_detail(year, f"query {name}={_show(value)}"), True
-                dated = True
-            elif (lowered in YEAR_PART_PARAMS and len(value) == 4) or (
-                len(value) in (6, 8) and value.isdigit()
-            ):
-                dated = True
-        return None, dated
+                    return self._calendar_detail(year, f"query {name}={_show(value)}")
+        return None
 
     def _pagination(self, segments: list[str], query: list[tuple[str, str, str]]) -> Verdict | None:
         """The ``pagination`` verdict for the path ``segments`` and ``query`` pieces."""
@@ -671,6 +846,61 @@ def _holds(old: str, new: str) -> bool:
     return False
 
 
+def _segments_grow(old: list[str], new: list[str]) -> bool:
+    """Whether ``new`` has as many segments as ``old``, each starting or ending with
+    the one of ``old`` at its place, and one of them longer (``/a`` -> ``/aa``,
+    ``/x/p`` -> ``/x/p.html``, ``/p`` -> ``/www.p``)."""
+    return (
+        len(new) == len(old)
+        and any(len(grown) > len(segment) for segment, grown in zip(old, new, strict=True))
+        and all(
+            grown.startswith(segment) or grown.endswith(segment)
+            for segment, grown in zip(old, new, strict=True)
+        )
+    )
+
+
+#: A run of slashes in a path.
+_SLASHES = re.compile(r"//+")
+
+
+def _extra_slashes(path: str) -> int:
+    """The slashes of ``path`` that repeat the one before them (``/x//`` has one)."""
+    return len(path) - len(_SLASHES.sub("/", path))
+
+
+#: Where a query starts in a decoded URL, its own or a nested URL's: ``?name=``.
+_QUERY_START = re.compile(r"\?[^?&=#/]*=")
+#: Percent-decodings tried on a URL nested in a query (each nesting escapes once more;
+#: a chain is cut long before ten levels).
+_MAX_DECODES = 10
+
+
+def _decoded(text: str) -> str:
+    """``text`` percent-decoded until nothing changes (at most :data:`_MAX_DECODES` times)."""
+    for _ in range(_MAX_DECODES):
+        if "%" not in text:
+            break
+        decoded = unquote(text)
+        if decoded == text:
+            break
+        text = decoded
+    return text
+
+
+def _nests_deeper(source: str, old_path: str, old_query: str, new_query: str) -> bool:
+    """Whether ``new_query``, decoded, holds the decoded path and query of ``source``,
+    which already nests a URL with a query of its own (two ``?name=`` once decoded):
+    a third level of nesting, under any names."""
+    if "?" not in source:
+        return False
+    nested = _decoded(old_path + "?" + old_query)
+    starts = _QUERY_START.finditer(nested)
+    if next(starts, None) is None or next(starts, None) is None:
+        return False
+    return nested in _decoded(new_query)
+
+
 def redirect_grows(source: str, target: str) -> bool:
     """Whether the redirect hop ``source`` -> ``target`` grows the URL by repeating or
     nesting what ``source`` already holds (the shape of a redirect trap, issue #10).
@@ -680,23 +910,37 @@ def redirect_grows(source: str, target: str) -> bool:
     1. path repetition: the non-empty path segments of ``target`` hold every segment
        of ``source``'s at least as often and one of them more often (``/a/b`` ->
        ``/a/b/b``, ``/a/b`` -> ``/a/b/a/b``, ``/a/`` -> ``/a/a/``);
-    2. query repetition: the non-empty ``&`` pieces of ``target``'s query hold every
+    2. segment growth: ``target`` has as many non-empty path segments as ``source``,
+       each starting or ending with the one at its place in ``source``, and one of
+       them longer (``/a`` -> ``/aa`` -> ``/aaa``, ``/p`` -> ``/p.html`` ->
+       ``/p.html.html``);
+    3. slash growth: the same non-empty segments with more repeated slashes
+       (``/x/`` -> ``/x//`` -> ``/x///``);
+    4. query repetition: the non-empty ``&`` pieces of ``target``'s query hold every
        piece of ``source``'s at least as often and one of them more often
        (``?x=1`` -> ``?x=1&x=1``);
-    3. value growth: a parameter that ``source`` has with a non-empty value ``v`` has
+    5. value growth: a parameter that ``source`` has with a non-empty value ``v`` has
        in ``target`` a value (the first of that name in each) that contains ``v`` and
        is longer, as written or percent-decoded once or twice (``?r=abc`` ->
        ``?r=abcabc``; ``/login?next=/x`` -> ``/login?next=/login%3Fnext%3D/x``, where
-       the value nests the whole source URL).
+       the value nests the whole source URL);
+    6. deeper nesting: ``source``, percent-decoded until it no longer changes, nests
+       a URL with a query (it holds two ``?name=``), and ``target``'s query, decoded
+       the same way, holds ``source``'s decoded path and query, under any parameter
+       name and on any host (the single sign-on ping-pong
+       ``https://sso/login?service=https://app/cb?back=https://sso/login?service=...``,
+       whose names alternate).
 
     Comparisons are case-sensitive and byte for byte; scheme and host are ignored.
     Not growing: a new segment or parameter (``/`` -> ``/en/`` -> ``/en/home``; a
     consent redirect adding ``?consent=1``), ``http`` -> ``https``, ``/a`` -> ``/a/``,
-    a first nesting under a new name (``/x`` -> ``/login?next=/x``: ``source`` has no
-    ``next``) and every hop that shortens the URL (``/login?next=/`` -> ``/``). So a
-    nesting loop from ``/x`` grows from its second hop on, and a legitimate chain
-    grows at most once (a value made longer once, such as ``?lang=en`` ->
-    ``?lang=en-US``); the engine cuts a chain at its second growing hop
+    a first and a second nesting under new names (``/x`` -> ``/login?next=/x`` ->
+    ``https://idp/login?service=http://a/login?next=/x``: a single sign-on detour)
+    and every hop that shortens the URL (``/login?next=/`` -> ``/``). So a nesting
+    loop under one name grows from its second hop on, under changing names from its
+    third, and a legitimate chain grows at most once (a value or a segment made
+    longer once, such as ``?lang=en`` -> ``?lang=en-US`` or ``/docs`` ->
+    ``/docs.html``); the engine cuts a chain at its second growing hop
     (``redirect_trap``).
 
     Args:
@@ -712,7 +956,9 @@ def redirect_grows(source: str, target: str) -> bool:
     new_path, new_query = _path_and_query(target)
     old_segments = [segment for segment in old_path.split("/") if segment]
     new_segments = [segment for segment in new_path.split("/") if segment]
-    if _grows_by_repeats(old_segments, new_segments):
+    if _grows_by_repeats(old_segments, new_segments) or _segments_grow(old_segments, new_segments):
+        return True
+    if old_segments == new_segments and _extra_slashes(new_path) > _extra_slashes(old_path):
         return True
     old_pieces = [piece for piece in old_query.split("&") if piece]
     new_pieces = [piece for piece in new_query.split("&") if piece]
@@ -725,7 +971,7 @@ def redirect_grows(source: str, target: str) -> bool:
         grown = new_values.get(name)
         if value and grown is not None and _holds(value, grown):
             return True
-    return False
+    return _nests_deeper(source, old_path, old_query, new_query)
 
 
 __all__ = [
