@@ -51,8 +51,8 @@ from pathlib import Path
 
 from e2e_bench import crawldeck_result
 
-from localweb import LocalWeb
-from localweb.static import serve_static
+from crawldeck.localweb import LocalWeb
+from crawldeck.localweb.static import serve_static
 
 CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
 TERMINAL = (40, 120)  # lines, columns
@@ -161,10 +161,10 @@ def crawl_in_terminal(work: Path, db: Path, *, console: bool) -> int:
 async def screenshot(path: Path, *, min_s: float = 4.0, max_s: float = 60.0) -> None:
     """Save an SVG of the console (120 x 36) crawling the local web as ``crawldeck demo``
     does, once a host is in backoff and traps were blocked (the README's picture)."""
-    from core.config import build_config
-    from core.engine import Engine
-    from core.store import Store
-    from tui.app import UI_SNAPSHOT_INTERVAL_MS, CrawlApp
+    from crawldeck.core.config import build_config
+    from crawldeck.core.engine import Engine
+    from crawldeck.core.store import Store
+    from crawldeck.tui.app import UI_SNAPSHOT_INTERVAL_MS, CrawlApp
 
     work = Path(tempfile.mkdtemp(prefix="crawldeck-screenshot-"))
     try:

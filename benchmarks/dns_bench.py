@@ -37,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from dnsserver import DNSMASQ, CountingResolver, DnsmasqServer
 
-from core.config import build_config
-from core.dns import DnsCache
+from crawldeck.core.config import build_config
+from crawldeck.core.dns import DnsCache
 
 
 def bench_names(count: int) -> dict[str, list[str]]:
@@ -82,9 +82,9 @@ async def lookups(server: DnsmasqServer, names: list[str], cap: int) -> dict[str
 async def crawl_hit_ratio(directory: Path) -> dict[str, float]:
     """Crawl the local web under real names (its pages link by name); the engine's DNS
     counters: every fetch, robots.txt included, is a lookup in the cache."""
-    from core.engine import Engine
-    from core.store import Store
-    from localweb.web import HOST_NAMES, LocalWeb
+    from crawldeck.core.engine import Engine
+    from crawldeck.core.store import Store
+    from crawldeck.localweb.web import HOST_NAMES, LocalWeb
 
     names = {name: f"{name}.localweb.test" for name in HOST_NAMES}
     records = {f"{name}.localweb.test": [f"127.77.0.{i}"] for i, name in enumerate(HOST_NAMES, 1)}

@@ -32,7 +32,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
-from localweb.static import StaticSite
+from crawldeck.localweb.static import StaticSite
 
 PORT = 8780
 PYTHON_DOCS = Path("/usr/share/doc/python3/html")

@@ -30,11 +30,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from core.config import build_config
-from core.frontier import Frontier, FrontierEntry
-from core.politeness import Politeness
-from core.seen import SeenSet
-from core.store import FrontierRow, Store
+from crawldeck.core.config import build_config
+from crawldeck.core.frontier import Frontier, FrontierEntry
+from crawldeck.core.politeness import Politeness
+from crawldeck.core.seen import SeenSet
+from crawldeck.core.store import FrontierRow, Store
 
 
 def rss_bytes() -> int:
@@ -125,7 +125,7 @@ def main() -> int:
 
 def engine_bench(urls: int, hosts: int, window: int) -> int:
     """``--engine``: admission rate, bytes per URL beyond the window, resume time."""
-    from core.engine import Engine
+    from crawldeck.core.engine import Engine
 
     config = build_config({"frontier_window": window, "render": "never", "max_per_host": 1_000_000})
     half = urls // 2

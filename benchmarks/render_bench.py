@@ -30,11 +30,11 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from core.config import build_config
-from core.fetcher import Fetcher
-from core.render import RenderPool, RenderResult
-from core.robots import RobotsCache
-from localweb import LocalWeb
+from crawldeck.core.config import build_config
+from crawldeck.core.fetcher import Fetcher
+from crawldeck.core.render import RenderPool, RenderResult
+from crawldeck.core.robots import RobotsCache
+from crawldeck.localweb import LocalWeb
 
 KINDS = ("inline", "hash", "fetch", "private")
 MiB = 2**20

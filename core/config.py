@@ -17,7 +17,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
-from core.errors import ConfigError
+from crawldeck.core.errors import ConfigError
 
 Scope = Literal["host", "domain", "any"]
 RobotsFailureMode = Literal["allow", "disallow"]

@@ -46,9 +46,9 @@ from typing import Literal, Protocol
 import aiodns
 import pycares
 
-from core.config import CrawlConfig
-from core.errors import DnsError, DnsNotFound, DnsTemporaryFailure, PrivateAddress
-from core.politeness import Politeness
+from crawldeck.core.config import CrawlConfig
+from crawldeck.core.errors import DnsError, DnsNotFound, DnsTemporaryFailure, PrivateAddress
+from crawldeck.core.politeness import Politeness
 
 log = logging.getLogger("crawldeck.dns")
 

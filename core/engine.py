@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
-from core import redirects, urls
-from core.config import CrawlConfig, asdict
-from core.dns import AddressPolicy, DnsCache, ip_politeness
-from core.errors import (
+from crawldeck.core import redirects, urls
+from crawldeck.core.config import CrawlConfig, asdict
+from crawldeck.core.dns import AddressPolicy, DnsCache, ip_politeness
+from crawldeck.core.errors import (
     CrawldeckError,
     DnsNotFound,
     DnsTemporaryFailure,
@@ -39,16 +39,16 @@ from core.errors import (
     StoreError,
     UrlError,
 )
-from core.fetcher import Fetcher, FetchResult
-from core.frontier import Frontier, FrontierEntry
-from core.links import Extracted, is_html
-from core.parse import ParsePool
-from core.politeness import BACKOFF_STATUSES, Politeness
-from core.politeness import Outcome as PolitenessOutcome
-from core.render import RenderPool, RenderResult, SubRequestEnd, should_render
-from core.robots import RobotsCache
-from core.seen import SeenSet
-from core.snapshot import (
+from crawldeck.core.fetcher import Fetcher, FetchResult
+from crawldeck.core.frontier import Frontier, FrontierEntry
+from crawldeck.core.links import Extracted, is_html
+from crawldeck.core.parse import ParsePool
+from crawldeck.core.politeness import BACKOFF_STATUSES, Politeness
+from crawldeck.core.politeness import Outcome as PolitenessOutcome
+from crawldeck.core.render import RenderPool, RenderResult, SubRequestEnd, should_render
+from crawldeck.core.robots import RobotsCache
+from crawldeck.core.seen import SeenSet
+from crawldeck.core.snapshot import (
     BackoffRow,
     BlockedRow,
     Counters,
@@ -58,9 +58,9 @@ from core.snapshot import (
     HostRow,
     ResponseRow,
 )
-from core.store import BlockedRecord, FrontierRow, HostRecord, PageRecord, Store
-from core.transport import PinningResolver
-from core.traps import BlockReason, ScopePolicy, TrapGuard, Verdict
+from crawldeck.core.store import BlockedRecord, FrontierRow, HostRecord, PageRecord, Store
+from crawldeck.core.transport import PinningResolver
+from crawldeck.core.traps import BlockReason, ScopePolicy, TrapGuard, Verdict
 
 log = logging.getLogger("crawldeck.engine")
 

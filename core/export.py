@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Final, Literal, TextIO
 from urllib.parse import quote
 
-from core.errors import StoreError
-from core.store import check_header, check_schema
+from crawldeck.core.errors import StoreError
+from crawldeck.core.store import check_header, check_schema
 
 #: The tables ``export`` accepts.
 TABLES: Final = ("pages", "blocked", "hosts", "links", "frontier", "runs")

@@ -80,9 +80,9 @@ from aiohttp.tracing import Trace
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
-from core import sniff
-from core.config import CrawlConfig
-from core.errors import (
+from crawldeck.core import sniff
+from crawldeck.core.config import CrawlConfig
+from crawldeck.core.errors import (
     ConnectFailed,
     ConnectionLost,
     FetchError,
@@ -91,7 +91,7 @@ from core.errors import (
     RequestInvalid,
     TlsFailed,
 )
-from core.transport import PinningResolver
+from crawldeck.core.transport import PinningResolver
 
 #: Sent with every request; the engine only parses HTML, the rest is recorded as is.
 _ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8"

@@ -83,9 +83,9 @@ from typing import Literal
 
 from multidict import CIMultiDict
 
-from core.config import CrawlConfig
-from core.errors import ParseError, ParseTimeout
-from core.links import HEADERS_USED, Extracted, extract_links
+from crawldeck.core.config import CrawlConfig
+from crawldeck.core.errors import ParseError, ParseTimeout
+from crawldeck.core.links import HEADERS_USED, Extracted, extract_links
 
 log = logging.getLogger("crawldeck.parse")
 

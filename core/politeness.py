@@ -63,7 +63,7 @@ from datetime import UTC
 from email.utils import parsedate_to_datetime
 from typing import Literal
 
-from core.config import CrawlConfig
+from crawldeck.core.config import CrawlConfig
 
 DelaySource = Literal["default", "crawl_delay", "adaptive", "rate_limit", "backoff"]
 

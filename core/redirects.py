@@ -39,7 +39,7 @@ from itertools import pairwise
 import aiohttp
 from yarl import URL
 
-from core.traps import BlockReason, Verdict, redirect_grows
+from crawldeck.core.traps import BlockReason, Verdict, redirect_grows
 
 #: Growing hops after which a chain is cut as a ``redirect_trap`` (issue #10 item 3).
 MAX_GROWING_HOPS = 2

@@ -95,9 +95,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 from urllib.parse import urldefrag, urlsplit
 
-from core.config import CrawlConfig
-from core.errors import CrawldeckError, RenderUnavailable
-from core.links import extract_links, is_html
+from crawldeck.core.config import CrawlConfig
+from crawldeck.core.errors import CrawldeckError, RenderUnavailable
+from crawldeck.core.links import extract_links, is_html
 
 if TYPE_CHECKING:
     from playwright.async_api import (

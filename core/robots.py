@@ -59,12 +59,12 @@ from urllib.parse import urlsplit
 
 from protego import Protego
 
-from core.config import CrawlConfig
-from core.errors import FetchError, UrlError
-from core.fetcher import FetchResult
-from core.politeness import delta_seconds
-from core.urls import clean
-from core.urls import origin as url_origin
+from crawldeck.core.config import CrawlConfig
+from crawldeck.core.errors import FetchError, UrlError
+from crawldeck.core.fetcher import FetchResult
+from crawldeck.core.politeness import delta_seconds
+from crawldeck.core.urls import clean
+from crawldeck.core.urls import origin as url_origin
 
 RobotsStatus = Literal["ok", "missing", "unreachable", "redirect_limit"]
 RuleKind = Literal["allow", "disallow"]

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.errors import SeedError, UrlError
-from core.urls import clean
+from crawldeck.core.errors import SeedError, UrlError
+from crawldeck.core.urls import clean
 
 #: How much of a refused line a report shows (a 10 MB line must not make a 10 MB
 #: stderr line).

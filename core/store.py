@@ -84,7 +84,7 @@ from typing import Any, Final, Literal, TypedDict
 
 import sqlite_utils
 
-from core.errors import StoreError
+from crawldeck.core.errors import StoreError
 
 #: The schema this code reads and writes; a file of another version is refused.
 SCHEMA_VERSION: Final = 1

@@ -29,7 +29,7 @@ import socket
 
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from core.dns import AddressPolicy, DnsCache
+from crawldeck.core.dns import AddressPolicy, DnsCache
 
 
 class PinningResolver(AbstractResolver):

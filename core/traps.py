@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from urllib.parse import unquote
 
-from core import urls
-from core.config import CrawlConfig, Scope
-from core.errors import UrlError
+from crawldeck.core import urls
+from crawldeck.core.config import CrawlConfig, Scope
+from crawldeck.core.errors import UrlError
 
 
 class BlockReason(StrEnum):

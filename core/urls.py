@@ -30,7 +30,7 @@ from urllib.parse import SplitResult, quote, urlsplit
 import idna
 import tldextract
 
-from core.errors import UnsupportedScheme, UrlError
+from crawldeck.core.errors import UnsupportedScheme, UrlError
 
 #: The schemes crawled and their default ports (RFC 9110 §4.2.1, §4.2.2).
 DEFAULT_PORTS: dict[str, int] = {"http": 80, "https": 443}

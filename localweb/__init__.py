@@ -11,9 +11,9 @@
 ``python -m localweb`` serves the web until Ctrl-C.
 """
 
-from localweb.server import Access, AccessLog, HostServer, Request, Response, start_hosts
-from localweb.static import StaticSite, serve_static
-from localweb.web import HOST_NAMES, Expected, LocalWeb
+from crawldeck.localweb.server import Access, AccessLog, HostServer, Request, Response, start_hosts
+from crawldeck.localweb.static import StaticSite, serve_static
+from crawldeck.localweb.web import HOST_NAMES, Expected, LocalWeb
 
 __all__ = [
     "HOST_NAMES",

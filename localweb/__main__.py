@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
-from localweb.static import StaticSite
-from localweb.web import LocalWeb
+from crawldeck.localweb.static import StaticSite
+from crawldeck.localweb.web import LocalWeb
 
 
 def build_parser() -> argparse.ArgumentParser:

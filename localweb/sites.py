@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from html import escape
 
-from localweb.server import Request, Response
+from crawldeck.localweb.server import Request, Response
 
 __all__ = [
     "BusySite",

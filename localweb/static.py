@@ -18,7 +18,7 @@ from types import TracebackType
 from typing import Self
 from urllib.parse import unquote
 
-from localweb.server import Access, AccessLog, HostServer, Request, Response, start_hosts
+from crawldeck.localweb.server import Access, AccessLog, HostServer, Request, Response, start_hosts
 
 __all__ = ["CONTENT_TYPES", "StaticSite", "content_type_for", "serve_static"]
 

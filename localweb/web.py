@@ -34,8 +34,16 @@ from types import MappingProxyType, TracebackType
 from typing import Self
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from localweb.server import Access, Handler, HostServer, Request, Response, start_hosts, stop_all
-from localweb.sites import (
+from crawldeck.localweb.server import (
+    Access,
+    Handler,
+    HostServer,
+    Request,
+    Response,
+    start_hosts,
+    stop_all,
+)
+from crawldeck.localweb.sites import (
     BusySite,
     FlakySite,
     MovedSite,

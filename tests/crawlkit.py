@@ -10,9 +10,9 @@ from typing import Any
 
 from httpserver import Response
 
-from core.config import build_config
-from core.engine import Engine
-from core.store import Store
+from crawldeck.core.config import build_config
+from crawldeck.core.engine import Engine
+from crawldeck.core.store import Store
 
 
 def html(body: str, **headers: str) -> Response:

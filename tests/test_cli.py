@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from localweb import LocalWeb
+from crawldeck.localweb import LocalWeb
 
 CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
 FLUSH_MS = 100
@@ -235,7 +235,7 @@ def test_demo_refuses_to_erase_a_crawl_of_other_hosts(tmp_path: Path, web: Local
 def test_open_files_limit_is_raised_never_lowered() -> None:
     import resource
 
-    from tui.cli import raise_open_files_limit
+    from crawldeck.tui.cli import raise_open_files_limit
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     try:

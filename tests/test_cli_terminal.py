@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from localweb import LocalWeb
+from crawldeck.localweb import LocalWeb
 
 CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from core.config import CrawlConfig, asdict, build_config, load_config
-from core.errors import ConfigError
+from crawldeck.core.config import CrawlConfig, asdict, build_config, load_config
+from crawldeck.core.errors import ConfigError
 
 
 def test_defaults_are_the_designs() -> None:

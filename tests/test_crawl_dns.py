@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from dnsserver import DNSMASQ, DnsmasqServer, StubDnsServer
 
-from core.config import build_config
-from core.engine import Engine
-from core.store import Store
-from localweb import LocalWeb
-from localweb.server import HostServer, Request, Response
-from localweb.web import HOST_NAMES
+from crawldeck.core.config import build_config
+from crawldeck.core.engine import Engine
+from crawldeck.core.store import Store
+from crawldeck.localweb import LocalWeb
+from crawldeck.localweb.server import HostServer, Request, Response
+from crawldeck.localweb.web import HOST_NAMES
 
 SERVER_IP = "127.79.0.1"
 EVIL_IP = "127.79.0.9"  # outside allow_networks and not a seed: refused

@@ -42,12 +42,12 @@ from typing import Any
 import pytest
 from dnsserver import DNSMASQ, DnsmasqServer
 
-from core.config import build_config
-from core.dns import AiodnsResolver, RecordType
-from core.engine import Engine
-from core.errors import DnsTemporaryFailure
-from core.store import Store
-from localweb.server import HostServer, Request, Response
+from crawldeck.core.config import build_config
+from crawldeck.core.dns import AiodnsResolver, RecordType
+from crawldeck.core.engine import Engine
+from crawldeck.core.errors import DnsTemporaryFailure
+from crawldeck.core.store import Store
+from crawldeck.localweb.server import HostServer, Request, Response
 
 SITE_IP = "127.81.0.1"
 V4_ONLY = "v4only.crawl.test"  # A: SITE_IP, AAAA: NXDOMAIN

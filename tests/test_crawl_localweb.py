@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from core.config import build_config
-from core.engine import CrawlResult, Engine
-from core.store import Store
-from localweb import LocalWeb
+from crawldeck.core.config import build_config
+from crawldeck.core.engine import CrawlResult, Engine
+from crawldeck.core.store import Store
+from crawldeck.localweb import LocalWeb
 
 CRAWL_DELAY_S = 0.2  # www's Crawl-delay at delay_scale 0.2 (1.0 s x 0.2)
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from core.config import build_config
-from core.engine import CrawlResult, Engine
-from core.store import Store
-from localweb import LocalWeb
+from crawldeck.core.config import build_config
+from crawldeck.core.engine import CrawlResult, Engine
+from crawldeck.core.store import Store
+from crawldeck.localweb import LocalWeb
 
 
 @dataclass

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from core.store import Store
-from localweb import LocalWeb
+from crawldeck.core.store import Store
+from crawldeck.localweb import LocalWeb
 
 CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
 ONE_LINE = "crawldeck: error: c.db: disk full (No space left on device)"
@@ -155,8 +155,8 @@ def test_the_committed_rows_survive_in_a_consistent_file(tmp_path: Path) -> None
         """
         import os, subprocess, sys
         from pathlib import Path
-        from core.errors import StoreError
-        from core.store import FrontierRow, PageRecord, Store
+        from crawldeck.core.errors import StoreError
+        from crawldeck.core.store import FrontierRow, PageRecord, Store
 
         mnt = sys.argv[1]
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", mnt], check=True)

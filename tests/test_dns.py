@@ -30,8 +30,8 @@ import pytest
 from dnsserver import DNSMASQ, CountingResolver, DnsmasqServer, StubDnsServer
 from httpserver import HTTPTestServer, Response
 
-from core.config import CrawlConfig, build_config
-from core.dns import (
+from crawldeck.core.config import CrawlConfig, build_config
+from crawldeck.core.dns import (
     AddressPolicy,
     Answer,
     DnsCache,
@@ -40,7 +40,7 @@ from core.dns import (
     ip_politeness,
     special_purpose,
 )
-from core.errors import (
+from crawldeck.core.errors import (
     ConfigError,
     ConnectFailed,
     DnsError,
@@ -49,9 +49,9 @@ from core.errors import (
     FetchError,
     PrivateAddress,
 )
-from core.fetcher import Fetcher
-from core.politeness import Politeness
-from core.transport import PinningResolver
+from crawldeck.core.fetcher import Fetcher
+from crawldeck.core.politeness import Politeness
+from crawldeck.core.transport import PinningResolver
 
 ALLOWED_NET = "127.0.5.0/24"
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import StoreError
-from core.export import export
-from core.store import BlockedRecord, FrontierRow, HostRecord, PageRecord, Store
+from crawldeck.core.errors import StoreError
+from crawldeck.core.export import export
+from crawldeck.core.store import BlockedRecord, FrontierRow, HostRecord, PageRecord, Store
 
 T0 = 1714564800.25  # 2024-05-01T12:00:00.250000Z
 ISO = "2024-05-01T12:00:00.250000Z"

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import StoreError
-from core.export import export_file
-from core.store import Store
+from crawldeck.core.errors import StoreError
+from crawldeck.core.export import export_file
+from crawldeck.core.store import Store
 
 CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
 ROWS = 200_000

@@ -26,9 +26,9 @@ import pytest
 from dnsserver import StubDnsServer
 from rawserver import Handler, RawServer, reset
 
-from core.config import CrawlConfig, build_config
-from core.dns import AddressPolicy, DnsCache
-from core.errors import (
+from crawldeck.core.config import CrawlConfig, build_config
+from crawldeck.core.dns import AddressPolicy, DnsCache
+from crawldeck.core.errors import (
     ConnectFailed,
     ConnectionLost,
     DnsNotFound,
@@ -40,8 +40,8 @@ from core.errors import (
     RequestInvalid,
     TlsFailed,
 )
-from core.fetcher import Fetcher
-from core.transport import PinningResolver
+from crawldeck.core.fetcher import Fetcher
+from crawldeck.core.transport import PinningResolver
 
 
 def config(**overrides: Any) -> CrawlConfig:

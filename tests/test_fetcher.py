@@ -23,8 +23,8 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from rawserver import RawServer
 from yarl import URL
 
-from core.config import CrawlConfig, build_config
-from core.errors import (
+from crawldeck.core.config import CrawlConfig, build_config
+from crawldeck.core.errors import (
     ConnectFailed,
     ConnectionLost,
     FetchError,
@@ -33,7 +33,7 @@ from core.errors import (
     RequestInvalid,
     TlsFailed,
 )
-from core.fetcher import Fetcher, media_type
+from crawldeck.core.fetcher import Fetcher, media_type
 
 UA = "crawldeck-test/9.9 (+http://127.0.0.1/bot)"
 

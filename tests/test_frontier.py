@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from core.frontier import Frontier, FrontierEntry
+from crawldeck.core.frontier import Frontier, FrontierEntry
 
 
 def entry(host: str, name: str, priority: int = 1) -> FrontierEntry:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from httpserver import HTTPTestServer, Response
 
-from core.config import build_config
-from core.engine import Engine
-from core.store import Store
+from crawldeck.core.config import build_config
+from crawldeck.core.engine import Engine
+from crawldeck.core.store import Store
 
 LEAVES = 60
 

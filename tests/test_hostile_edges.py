@@ -24,13 +24,13 @@ import pytest
 from aiohttp.abc import AbstractResolver, ResolveResult
 from httpserver import HTTPTestServer, Response
 
-from core import fetcher as fetcher_module
-from core import urls
-from core.config import build_config
-from core.engine import Engine
-from core.errors import ProtocolViolation
-from core.fetcher import Fetcher, idle_connections
-from core.store import Store
+from crawldeck.core import fetcher as fetcher_module
+from crawldeck.core import urls
+from crawldeck.core.config import build_config
+from crawldeck.core.engine import Engine
+from crawldeck.core.errors import ProtocolViolation
+from crawldeck.core.fetcher import Fetcher, idle_connections
+from crawldeck.core.store import Store
 
 # --------------------------------------------------------------------------- helpers
 

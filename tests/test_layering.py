@@ -13,8 +13,8 @@ def test_core_imports_no_ui() -> None:
     modules = sorted(p.stem for p in (ROOT / "core").glob("*.py") if p.stem != "__init__")
     code = (
         "import sys\n"
-        + "".join(f"import core.{m}\n" for m in modules)
-        + "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('tui', 'textual'))\n"
+        + "".join(f"import crawldeck.core.{m}\n" for m in modules)
+        + "bad = sorted(m for m in sys.modules if m.startswith(('crawldeck.tui', 'textual')))\n"
         + "print(','.join(bad))\n"
     )
     out = subprocess.run(

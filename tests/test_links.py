@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from core.config import build_config
-from core.fetcher import Fetcher
-from core.links import (
+from crawldeck.core.config import build_config
+from crawldeck.core.fetcher import Fetcher
+from crawldeck.core.links import (
     REFRESH_MAX_DELAY_S,
     Extracted,
     extract_links,

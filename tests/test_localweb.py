@@ -24,10 +24,10 @@ import httpx
 import pytest
 from protego import Protego
 
-import localweb.server as server_mod
-from localweb.server import Handler, HostServer, Request, Response, start_hosts
-from localweb.static import StaticSite, content_type_for, serve_static
-from localweb.web import HOST_NAMES, TRAP_REASONS, Expected, LocalWeb
+from crawldeck.localweb import server as server_mod
+from crawldeck.localweb.server import Handler, HostServer, Request, Response, start_hosts
+from crawldeck.localweb.static import StaticSite, content_type_for, serve_static
+from crawldeck.localweb.web import HOST_NAMES, TRAP_REASONS, Expected, LocalWeb
 
 UA = "crawldeck-test/1.0"
 
@@ -784,7 +784,7 @@ def test_serve_static_many_hosts(tree: Path, client: httpx.Client) -> None:
 def test_main_prints_hosts_and_exits_cleanly_on_ctrl_c() -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "localweb", "--prefix", "127.77.7", "--delay-scale", "0"],
+        [sys.executable, "-m", "crawldeck.localweb", "--prefix", "127.77.7", "--delay-scale", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

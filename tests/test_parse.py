@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from core.config import build_config
-from core.errors import ConfigError, CrawldeckError, ParseError, ParseTimeout
-from core.links import extract_links
-from core.parse import THREAD_PARSE_MAX_BYTES, ParsePool, ParseStats
+from crawldeck.core.config import build_config
+from crawldeck.core.errors import ConfigError, CrawldeckError, ParseError, ParseTimeout
+from crawldeck.core.links import extract_links
+from crawldeck.core.parse import THREAD_PARSE_MAX_BYTES, ParsePool, ParseStats
 
 TOKEN = "crawldeck"
 NESTED = b"<html><body>" + b"<div>" * 100_000 + b'<a href="/deep">x</a>'

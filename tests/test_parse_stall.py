@@ -20,9 +20,9 @@ from pathlib import Path
 from crawlkit import html
 from httpserver import HTTPTestServer, Response
 
-from core.config import build_config
-from core.engine import Engine
-from core.store import Store
+from crawldeck.core.config import build_config
+from crawldeck.core.engine import Engine
+from crawldeck.core.store import Store
 
 CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
 NESTED = ("<html><body>" + "<div>" * 100_000 + '<a href="/deep">deep</a>' + "</div>" * 100_000

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from core.config import CrawlConfig, build_config
-from core.frontier import Frontier, FrontierEntry
-from core.politeness import (
+from crawldeck.core.config import CrawlConfig, build_config
+from crawldeck.core.frontier import Frontier, FrontierEntry
+from crawldeck.core.politeness import (
     HostPolitenessView,
     Outcome,
     Politeness,

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.config import ConfigError, CrawlConfig, build_config
-from core.politeness import Outcome, Politeness, parse_retry_after
+from crawldeck.core.config import ConfigError, CrawlConfig, build_config
+from crawldeck.core.politeness import Outcome, Politeness, parse_retry_after
 
 HOST = "a.test"
 

@@ -25,9 +25,9 @@ import pytest
 from crawlkit import html, rows, run_crawl
 from httpserver import HTTPTestServer, Request, Response
 
-from core.config import build_config
-from core.engine import Engine
-from core.store import Store
+from crawldeck.core.config import build_config
+from crawldeck.core.engine import Engine
+from crawldeck.core.store import Store
 
 
 def text(body: str) -> Response:

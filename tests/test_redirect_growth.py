@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import traps, urls
+from crawldeck.core import traps, urls
 
 A = "http://a.example"
 

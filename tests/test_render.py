@@ -22,11 +22,11 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from core.config import CrawlConfig, build_config
-from core.errors import CrawldeckError, RenderUnavailable, UrlError
-from core.fetcher import Fetcher
-from core.links import extract_links
-from core.render import (
+from crawldeck.core.config import CrawlConfig, build_config
+from crawldeck.core.errors import CrawldeckError, RenderUnavailable, UrlError
+from crawldeck.core.fetcher import Fetcher
+from crawldeck.core.links import extract_links
+from crawldeck.core.render import (
     RenderPool,
     RenderResult,
     SubRequestEnd,
@@ -35,9 +35,9 @@ from core.render import (
     should_render,
     unavailable_reason,
 )
-from core.robots import RobotsCache
-from core.urls import clean, host_key
-from localweb import LocalWeb
+from crawldeck.core.robots import RobotsCache
+from crawldeck.core.urls import clean, host_key
+from crawldeck.localweb import LocalWeb
 
 CHROMIUM = "/usr/bin/chromium"
 HTML = "text/html; charset=utf-8"

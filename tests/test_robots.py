@@ -13,11 +13,11 @@ from urllib.parse import urlsplit
 import pytest
 from httpserver import HTTPTestServer, Request, Response
 
-from core.config import CrawlConfig, build_config
-from core.errors import UrlError
-from core.fetcher import Fetcher
-from core.robots import RobotsCache, RobotsGroup, select_group, ttl_s
-from core.urls import clean, normalize
+from crawldeck.core.config import CrawlConfig, build_config
+from crawldeck.core.errors import UrlError
+from crawldeck.core.fetcher import Fetcher
+from crawldeck.core.robots import RobotsCache, RobotsGroup, select_group, ttl_s
+from crawldeck.core.urls import clean, normalize
 
 T0 = 1_700_000_000.0
 DAY = 86_400

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.seen import SeenSet
-from core.store import FrontierRow, Store
+from crawldeck.core.seen import SeenSet
+from crawldeck.core.store import FrontierRow, Store
 
 
 class FakeStore:

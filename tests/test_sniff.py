@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core import sniff
-from core.sniff import Pattern, Supplied
+from crawldeck.core import sniff
+from crawldeck.core.sniff import Pattern, Supplied
 
 WS = "whitespace"
 NONE = "none"

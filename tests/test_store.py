@@ -15,8 +15,8 @@ from typing import Any, cast
 
 import pytest
 
-from core.errors import StoreError
-from core.store import (
+from crawldeck.core.errors import StoreError
+from crawldeck.core.store import (
     SCHEMA_VERSION,
     BlockedRecord,
     FrontierRow,
@@ -509,7 +509,7 @@ CHILD = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from core.store import FrontierRow, PageRecord, Store
+    from crawldeck.core.store import FrontierRow, PageRecord, Store
 
     s = Store(Path(sys.argv[1]), flush_interval_ms=2)
     s.enqueue_urls([FrontierRow("p0", "http://h.test/p0", "h.test", 0, 0)])

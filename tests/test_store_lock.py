@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import StoreError
-from core.store import FrontierRow, Store
-from localweb import LocalWeb
+from crawldeck.core.errors import StoreError
+from crawldeck.core.store import FrontierRow, Store
+from crawldeck.localweb import LocalWeb
 
 REPO = Path(__file__).resolve().parent.parent
 CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
@@ -33,7 +33,7 @@ HOLDER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from core.store import Store
+    from crawldeck.core.store import Store
 
     s = Store(Path(sys.argv[1]))
     print("ready", flush=True)
@@ -50,8 +50,8 @@ OPEN_ONE = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from core.errors import StoreError
-    from core.store import Store
+    from crawldeck.core.errors import StoreError
+    from crawldeck.core.store import Store
 
     try:
         Store(Path(sys.argv[1])).close()

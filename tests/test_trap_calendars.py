@@ -22,10 +22,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from core import traps, urls
-from core.config import CrawlConfig, build_config
-from core.errors import ConfigError
-from core.traps import BlockReason, ScopePolicy, TrapGuard, Verdict
+from crawldeck.core import traps, urls
+from crawldeck.core.config import CrawlConfig, build_config
+from crawldeck.core.errors import ConfigError
+from crawldeck.core.traps import BlockReason, ScopePolicy, TrapGuard, Verdict
 
 TODAY = datetime.date(2026, 5, 15)
 BUDGET = 1000  # the default calendar_max_dates

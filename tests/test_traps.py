@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from core import urls
-from core.config import CrawlConfig, build_config
-from core.errors import UrlError
-from core.traps import BlockReason, ScopePolicy, TrapGuard, Verdict
+from crawldeck.core import urls
+from crawldeck.core.config import CrawlConfig, build_config
+from crawldeck.core.errors import UrlError
+from crawldeck.core.traps import BlockReason, ScopePolicy, TrapGuard, Verdict
 
 TODAY = datetime.date(2026, 5, 15)
 R = BlockReason
@@ -65,7 +65,7 @@ def test_every_block_reason_is_documented() -> None:
 
 
 def test_url_error_reasons_map_to_block_reasons() -> None:
-    from core.errors import UnsupportedScheme
+    from crawldeck.core.errors import UnsupportedScheme
 
     assert BlockReason(UrlError("x").reason) is BlockReason.BAD_URL
     assert BlockReason(UnsupportedScheme("x").reason) is BlockReason.SCHEME

@@ -20,15 +20,15 @@ from test_tui_snapshots import HOSTS, FakeEngine, settle, snapshot_at
 from textual.pilot import Pilot
 from textual.widgets import Input, Static, TabbedContent
 
-from core.config import build_config
-from core.engine import Engine
-from core.snapshot import CrawlSnapshot
-from core.store import Store
-from localweb import LocalWeb
-from tui.app import CrawlApp, run_console
-from tui.screens import AddSeedScreen, HelpScreen, HostDetailScreen
-from tui.table import LineTable
-from tui.widgets import EXPORT_TABLES, BlockedPanel, fmt_countdown, fmt_duration
+from crawldeck.core.config import build_config
+from crawldeck.core.engine import Engine
+from crawldeck.core.snapshot import CrawlSnapshot
+from crawldeck.core.store import Store
+from crawldeck.localweb import LocalWeb
+from crawldeck.tui.app import CrawlApp, run_console
+from crawldeck.tui.screens import AddSeedScreen, HelpScreen, HostDetailScreen
+from crawldeck.tui.table import LineTable
+from crawldeck.tui.widgets import EXPORT_TABLES, BlockedPanel, fmt_countdown, fmt_duration
 
 SIZE = (120, 36)
 
@@ -456,8 +456,8 @@ async def test_console_crawls_the_local_web_to_the_end(tmp_path: Path) -> None:
 
 
 def test_summary_shows_the_render_pool() -> None:
-    from core.render import RenderStats
-    from tui.screens import summary_text
+    from crawldeck.core.render import RenderStats
+    from crawldeck.tui.screens import summary_text
 
     snap = snapshot_at(0)
     assert "render   off" in summary_text(snap).plain

@@ -16,9 +16,9 @@ from rich.text import Text
 from test_tui_snapshots import BACKOFF, HOSTS, FakeEngine, settle, snapshot_at
 from textual.widgets import Static, TabbedContent
 
-from core.snapshot import CrawlSnapshot
-from tui.app import CrawlApp
-from tui.table import LineTable
+from crawldeck.core.snapshot import CrawlSnapshot
+from crawldeck.tui.app import CrawlApp
+from crawldeck.tui.table import LineTable
 
 SIZE = (130, 40)
 

@@ -18,8 +18,8 @@ from typing import Any
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from core.engine import CrawlResult
-from core.snapshot import (
+from crawldeck.core.engine import CrawlResult
+from crawldeck.core.snapshot import (
     BackoffRow,
     BlockedRow,
     Counters,
@@ -28,7 +28,7 @@ from core.snapshot import (
     HostRow,
     ResponseRow,
 )
-from tui.app import CrawlApp
+from crawldeck.tui.app import CrawlApp
 
 T0 = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
 STEPS = 120

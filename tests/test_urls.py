@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from core import urls
-from core.config import DEFAULT_STRIP_PARAMS
-from core.errors import UnsupportedScheme, UrlError
-from core.urls import clean, host_key, normalize, origin, registered_domain
+from crawldeck.core import urls
+from crawldeck.core.config import DEFAULT_STRIP_PARAMS
+from crawldeck.core.errors import UnsupportedScheme, UrlError
+from crawldeck.core.urls import clean, host_key, normalize, origin, registered_domain
 
 ROOT = Path(__file__).resolve().parent.parent
 STRIP = DEFAULT_STRIP_PARAMS

@@ -18,9 +18,9 @@ from urllib.parse import unquote
 
 from httpserver import HTTPTestServer, Request, Response
 
-from core.config import build_config
-from core.engine import Engine
-from core.store import Store
+from crawldeck.core.config import build_config
+from crawldeck.core.engine import Engine
+from crawldeck.core.store import Store
 
 
 def html(body: str) -> Response:

@@ -30,9 +30,9 @@ from collections.abc import Sequence
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from core.config import DEFAULT_STRIP_PARAMS
-from core.errors import UrlError
-from core.urls import clean, normalize
+from crawldeck.core.config import DEFAULT_STRIP_PARAMS
+from crawldeck.core.errors import UrlError
+from crawldeck.core.urls import clean, normalize
 
 STRIP = DEFAULT_STRIP_PARAMS
 

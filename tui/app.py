@@ -32,11 +32,11 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Footer, Input, TabbedContent, TabPane
 
-from core.engine import CrawlResult
-from core.errors import CrawldeckError
-from core.snapshot import CrawlSnapshot, HostDetail, HostRow
-from tui.headless import stop_signals
-from tui.screens import (
+from crawldeck.core.engine import CrawlResult
+from crawldeck.core.errors import CrawldeckError
+from crawldeck.core.snapshot import CrawlSnapshot, HostDetail, HostRow
+from crawldeck.tui.headless import stop_signals
+from crawldeck.tui.screens import (
     AddSeedScreen,
     HelpScreen,
     HostDetailScreen,
@@ -45,8 +45,8 @@ from tui.screens import (
     ThroughputHistory,
     ThroughputPanel,
 )
-from tui.table import LineTable
-from tui.widgets import BackoffPanel, BlockedPanel, HostsPanel, export_dir, export_tables
+from crawldeck.tui.table import LineTable
+from crawldeck.tui.widgets import BackoffPanel, BlockedPanel, HostsPanel, export_dir, export_tables
 
 #: The console redraws at most this often (snapshots in between are dropped).
 MAX_REFRESH_PER_S = 4

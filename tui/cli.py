@@ -22,13 +22,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from core.config import CrawlConfig, load_config
-from core.engine import CrawlResult, Engine
-from core.errors import CrawldeckError
-from core.export import export, export_file
-from core.seeds import read_seeds
-from core.store import Store
-from tui.headless import HeadlessReporter, stop_signals
+from crawldeck.core.config import CrawlConfig, load_config
+from crawldeck.core.engine import CrawlResult, Engine
+from crawldeck.core.errors import CrawldeckError
+from crawldeck.core.export import export, export_file
+from crawldeck.core.seeds import read_seeds
+from crawldeck.core.store import Store
+from crawldeck.tui.headless import HeadlessReporter, stop_signals
 
 #: The soft limit on open files a crawl asks for (see ``raise_open_files_limit``).
 OPEN_FILES_WANTED = 65_536
@@ -185,7 +185,7 @@ async def _crawl_console(
     engine: Engine, store: Store, config: CrawlConfig, db: Path, resume_hint: str
 ) -> int:
     """Run the crawl in the live console (``tui.app``); summary and exit code as headless."""
-    from tui.app import run_console
+    from crawldeck.tui.app import run_console
 
     result = await run_console(engine, db, strict_robots=config.robots_on_failure == "disallow")
     outcome = "stopped" if result is None else result.outcome
@@ -245,7 +245,7 @@ def _finish(
 
 def _ui_config(config: CrawlConfig) -> CrawlConfig:
     """The console redraws at most 4 times a second: snapshots every 250 ms."""
-    from tui.app import UI_SNAPSHOT_INTERVAL_MS
+    from crawldeck.tui.app import UI_SNAPSHOT_INTERVAL_MS
 
     return config.replace(snapshot_interval_ms=UI_SNAPSHOT_INTERVAL_MS)
 
@@ -308,7 +308,7 @@ def _run_crawl(args: argparse.Namespace) -> int:
 
 
 def _run_demo(args: argparse.Namespace) -> int:
-    from localweb.web import LocalWeb
+    from crawldeck.localweb.web import LocalWeb
 
     raise_open_files_limit()
     overrides = _overrides(args)

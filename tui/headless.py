@@ -12,7 +12,7 @@ from typing import TextIO
 from rich.console import Console
 from rich.table import Table
 
-from core.snapshot import CrawlSnapshot
+from crawldeck.core.snapshot import CrawlSnapshot
 
 
 def stop_signals() -> tuple[signal.Signals, ...]:

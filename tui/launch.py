@@ -27,7 +27,7 @@ def _stop_while_starting(signum: int, frame: FrameType | None) -> None:
 def main() -> int:
     """Load ``tui.cli`` with a quiet SIGINT, then run its ``main``; the exit code."""
     previous = signal.signal(signal.SIGINT, _stop_while_starting)
-    from tui.cli import main as cli_main
+    from crawldeck.tui.cli import main as cli_main
 
     signal.signal(signal.SIGINT, previous)
     return cli_main()

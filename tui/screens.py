@@ -20,8 +20,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, RichLog, Sparkline, Static
 
-from core.snapshot import CrawlSnapshot, HostDetail
-from tui.widgets import (
+from crawldeck.core.snapshot import CrawlSnapshot, HostDetail
+from crawldeck.tui.widgets import (
     DELAY_SOURCES,
     fmt_bytes,
     fmt_clock,

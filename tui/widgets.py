@@ -22,10 +22,10 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
-from core.export import Table as ExportTable
-from core.export import export
-from core.snapshot import BackoffRow, BlockedRow, CrawlSnapshot, HostRow
-from tui.table import Cell, Column, LineTable
+from crawldeck.core.export import Table as ExportTable
+from crawldeck.core.export import export
+from crawldeck.core.snapshot import BackoffRow, BlockedRow, CrawlSnapshot, HostRow
+from crawldeck.tui.table import Cell, Column, LineTable
 
 HostQuery = Callable[[str, int], tuple[HostRow, ...]]
 HostReader = Callable[[str], HostRow | None]
