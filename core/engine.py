@@ -39,12 +39,14 @@ from crawldeck.core.errors import (
     StoreError,
     UrlError,
 )
-from crawldeck.core.fetcher import Fetcher, FetchResult
+from crawldeck.core.fetcher import Fetcher as AiohttpFetcher
+from crawldeck.core.fetcher import FetchResult
 from crawldeck.core.frontier import Frontier, FrontierEntry
 from crawldeck.core.links import Extracted, is_html
 from crawldeck.core.parse import ParsePool
 from crawldeck.core.politeness import BACKOFF_STATUSES, Politeness
 from crawldeck.core.politeness import Outcome as PolitenessOutcome
+from crawldeck.core.protocols import Clock, Fetcher
 from crawldeck.core.render import RenderPool, RenderResult, SubRequestEnd, should_render
 from crawldeck.core.robots import RobotsCache
 from crawldeck.core.seen import SeenSet
@@ -64,7 +66,6 @@ from crawldeck.core.traps import BlockReason, ScopePolicy, TrapGuard, Verdict
 
 log = logging.getLogger("crawldeck.engine")
 
-Clock = Callable[[], float]
 Subscriber = Callable[[CrawlSnapshot], None]
 Outcome = Literal["finished", "stopped", "max_pages"]
 
@@ -222,9 +223,12 @@ class Engine:
     Args:
         config: the crawl's settings.
         store: the open SQLite store; if it holds an earlier run, the crawl resumes.
-        clock: wall-clock seconds since the epoch (injected for tests).
-        fetcher: the HTTP edge (default: a ``Fetcher`` on ``config``).
+        clock: the one time source, wall-clock seconds since the epoch (a test's
+            virtual clock: ``loop.time`` of a virtual-time loop).
+        fetcher: the HTTP edge (``core.protocols.Fetcher``; default: the aiohttp
+            ``core.fetcher.Fetcher`` on ``config``, pinned to ``dns``).
         rng: randomness for backoff jitter.
+        dns: the resolver cache (default: a ``DnsCache`` on ``config`` and ``clock``).
 
     Call ``add_seeds`` then ``await run()``. ``run`` returns when the frontier is empty
     and nothing is in flight (``finished``), when ``max_pages`` pages were fetched
@@ -239,13 +243,14 @@ class Engine:
         clock: Clock = time.time,
         fetcher: Fetcher | None = None,
         rng: random.Random | None = None,
+        dns: DnsCache | None = None,
     ) -> None:
         self.config = config
         self.store = store
         self._clock = clock
-        self._dns = DnsCache(config, clock)
+        self._dns = dns or DnsCache(config, clock)
         self._policy = AddressPolicy(config, audit=self._audit)
-        self._fetcher = fetcher or Fetcher(
+        self._fetcher: Fetcher = fetcher or AiohttpFetcher(
             config, resolver=PinningResolver(self._dns, self._policy)
         )
         self._ip_politeness = ip_politeness(config)

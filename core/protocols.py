@@ -1,0 +1,67 @@
+"""The seams of the engine: what it needs from its collaborators, as ``typing.Protocol``s.
+
+The engine (``core.engine``) holds the policies of a crawl (admission, the host gate,
+the frontier) and does the awaits; everything that reaches the outside world comes in
+through one of these small protocols, so a test can hand it an in-process fake (a
+scripted site, a virtual clock) and a later capability (a cluster store, a content
+store) can hand it another implementation (issue #11, as httpx's one-method transport:
+``httpx/_transports/base.py``).
+
+* ``Fetcher``: one GET, no redirect followed (``core.fetcher.Fetcher`` is the aiohttp
+  one; ``tests/fakesite.py`` serves a scripted site in process).
+* ``Clock``: the one time source, seconds since the epoch as ``float``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+from crawldeck.core.fetcher import FetchResult
+
+#: The one time source: wall-clock seconds since the epoch (``time.time``), or a test's
+#: virtual clock (``loop.time`` of a virtual-time loop). Every ``now`` the engine hands
+#: its parts comes from it.
+Clock = Callable[[], float]
+
+
+class Fetcher(Protocol):
+    """The HTTP edge: one GET per call, redirects not followed, body cut at a byte cap.
+
+    Implementations translate their own errors into ``core.errors`` types
+    (``FetchError`` subclasses with ``reason`` and ``retryable``) where they enter.
+    """
+
+    async def fetch(
+        self,
+        url: str,
+        *,
+        max_bytes: int | None = None,
+        headers: Mapping[str, str] | None = None,
+        want_body: Callable[[str], bool] | None = None,
+    ) -> FetchResult:
+        """GET ``url`` once (see ``core.fetcher.Fetcher.fetch`` for every argument).
+
+        Args:
+            url: an absolute http(s) URL cleaned by ``core.urls.clean``, sent as it is.
+            max_bytes: the cap on the decoded body in bytes (``None``: the config's
+                ``max_body_bytes``); a longer body is cut and ``truncated``.
+            headers: extra request headers for this request only (a chain's Cookie).
+            want_body: called with the media type before the body is read; ``False``
+                skips the body (``skipped=True``, ``body=b""``).
+
+        Returns:
+            the response, whatever its status (3xx, 4xx and 5xx are results).
+
+        Raises:
+            FetchError: no usable response (timeouts, lost connections, malformed
+                responses, DNS errors and ``PrivateAddress`` at connection time).
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Close every connection; no fetch may start afterwards."""
+        ...
+
+
+__all__ = ["Clock", "Fetcher"]
