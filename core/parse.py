@@ -140,7 +140,7 @@ class ParseStats:
 #: What a worker interpreter runs: the parent's ``sys.path``, then ``_serve``.
 _BOOT = (
     "import sys, json; sys.path[:] = json.loads(sys.argv[1]); "
-    "from core.parse import _serve; _serve(int(sys.argv[2]), int(sys.argv[3]))"
+    "from crawldeck.core.parse import _serve; _serve(int(sys.argv[2]), int(sys.argv[3]))"
 )
 
 

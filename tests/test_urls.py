@@ -459,7 +459,7 @@ def test_public_suffix_list_never_touches_network_or_disk(tmp_path: Path) -> Non
         "socket.socket.connect = refuse\n"
         "socket.create_connection = refuse\n"
         "socket.getaddrinfo = refuse\n"
-        "from core.urls import registered_domain\n"
+        "from crawldeck.core.urls import registered_domain\n"
         "print(registered_domain('www.bbc.co.uk'), registered_domain('x.github.io'))\n"
     )
     home = tmp_path / "home"
