@@ -1,8 +1,16 @@
 """One typed, frozen crawl configuration: defaults < TOML file < command-line flags.
 
-Units are in the field names (``_ms``, ``_s``, ``_bytes``). Unknown keys are rejected
-with the key's name; every value is type- and range-checked, so a bad file or flag
-gives one ``ConfigError`` line and never a traceback.
+Units are in the field names (``_ms``, ``_s``, ``_bytes``). Each numeric field states
+its range in its type (``Annotated[int, Range(1, 64)]``), and ``CrawlConfig`` checks
+every field's type and range and the rules between fields when it is made
+(``__post_init__``), so ``CrawlConfig(delay_ms=-5)`` raises as a file would. Unknown
+keys are rejected with the key's name; a bad file or flag gives one ``ConfigError``
+line and never a traceback.
+
+Each part of the crawler takes the few settings it needs, as a small frozen object
+built by ``from_config`` in the part's own module (``PolitenessSettings``,
+``DnsSettings``, ``AddressPolicySettings``, ``IpLimitSettings``, ``RobotsSettings``,
+``TrapSettings``).
 
 The defaults are those of the product's design (docs/architecture.md, "Defaults").
 """
@@ -15,7 +23,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints
 
 from crawldeck.core.errors import ConfigError
 
@@ -63,6 +71,24 @@ DEFAULT_STRIP_PARAMS: tuple[str, ...] = (
 
 
 @dataclass(frozen=True, slots=True)
+class Range:
+    """The values a numeric ``CrawlConfig`` field accepts, bounds included.
+
+    Put on a field as ``Annotated[int, Range(1, 64)]``: the field's one statement of
+    its range, checked by ``CrawlConfig.__post_init__``. The highest values exist where
+    each unit costs memory (a worker, a token, a slot) and values past them are typing
+    mistakes, not crawls.
+
+    Attributes:
+        low: the least value accepted, in the field's unit.
+        high: the greatest value accepted, or ``None`` for no upper bound.
+    """
+
+    low: float
+    high: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class CrawlConfig:
     """Every setting of one crawl.
 
@@ -77,18 +103,29 @@ class CrawlConfig:
             domains, by the Public Suffix List) or ``any``.
         concurrency: fetches in flight across all hosts.
         per_host_concurrency: fetches in flight to one host.
-        delay_ms: the default politeness delay between two fetch starts on one host.
-        bucket_capacity: tokens of each host's token bucket (the longest burst).
-        bucket_rate_per_s: a cap on each host's long-run rate in requests/s;
-            ``None``: one token per politeness delay.
-        adaptive_delay_factor: delay >= this x the last response time (0 turns it off).
+        delay_ms: the default politeness delay of a host: its next fetch starts at
+            least this long after the end of its last fetch (the body read, or the
+            fetch given up), and after the start of any fetch still in flight
+            (``core.politeness``, "Earliest start"; as Heritrix and ``wget --wait``
+            count it). It is not start-to-start: a fetch that takes 300 ms with the
+            default 1000 ms gives starts 1.3 s apart.
+        bucket_capacity: tokens of each host's token bucket: the most fetches in a
+            row at the politeness delay before ``bucket_rate_per_s`` binds (unset, the
+            bucket refills at one token per delay, so the delay spaces the fetches).
+        bucket_rate_per_s: a cap on each host's long-run rate in requests/s, counted
+            at fetch starts; ``None``: one token per politeness delay.
+        adaptive_delay_factor: delay >= this x the duration of the host's last fetch
+            (dispatch to end); a success sets that part, an error only raises it
+            (0 turns it off).
         max_delay_ms: cap on the adaptive, Crawl-delay and learnt (429/503) parts of
             the delay.
         backoff_base_ms, backoff_max_ms: backoff on 429/503 is
             ``min(max, base x 2^(attempt-1))`` plus jitter up to half of it.
         retry_after_max_s: a Retry-After longer than this is cut to it.
         demote_after_s: a host in continuous backoff this long drops to the
-            lowest-priority front queue.
+            lowest-priority front queue; a host whose continuous backoff, up to the
+            end of the wait it is in, spans this long is parked at once (a
+            ``Retry-After: 3600``).
         park_after_backoffs: a host whose last this-many responses were all 429, 503
             or none (timeout, lost connection) is parked (8: with the defaults the
             waits before the 8th add up to 2.5-3.3 minutes, where demotion takes 1 h).
@@ -148,8 +185,10 @@ class CrawlConfig:
             addresses (RFC 6890) for every host; default: only seed hosts may.
         allow_networks: CIDR networks that are allowed even though special
             (``["127.0.5.0/24"]``).
-        ip_delay_ms: the least spacing of two fetch starts on one IP address, shared
-            by every host that resolves to it (in addition to each host's delay).
+        ip_delay_ms: the per-IP delay, shared by every host that resolves to one IP
+            address (in addition to each host's delay): a fetch to the address starts
+            at least this long after the end of the last fetch to it and after the
+            start of any still in flight, counted as ``delay_ms`` is.
             ``None`` (default): the same as ``delay_ms``, so hosts sharing a server
             share the budget one host gets, and lowering ``delay_ms`` for a test or
             an own site is not silently capped; 0 turns the per-IP limit off (e.g. a
@@ -185,138 +224,98 @@ class CrawlConfig:
 
     user_agent: str = "crawldeck/0.1 (+https://github.com/crawldeck/crawldeck)"
     robots_token: str = "crawldeck"
-    max_pages: int | None = None
-    max_depth: int = 10
+    max_pages: Annotated[int | None, Range(1)] = None
+    max_depth: Annotated[int, Range(0)] = 10
     scope: Scope = "domain"
-    concurrency: int = 16
-    per_host_concurrency: int = 1
-    delay_ms: int = 1000
-    bucket_capacity: int = 5
-    bucket_rate_per_s: float | None = None
-    adaptive_delay_factor: float = 2.0
-    max_delay_ms: int = 30_000
-    backoff_base_ms: int = 1000
-    backoff_max_ms: int = 60_000
-    retry_after_max_s: int = 3600
-    demote_after_s: int = 3600
-    park_after_backoffs: int = 8
-    max_retries: int = 5
-    max_per_host: int = 500_000
-    max_url_length: int = 2048
-    max_path_depth: int = 20
-    max_segment_repeats: int = 2
-    max_page_param: int = 1000
-    calendar_window_years: int = 2
-    calendar_max_dates: int = 1000
-    calendar_max_dates_per_host: int = 5000
+    concurrency: Annotated[int, Range(1, 10_000)] = 16
+    per_host_concurrency: Annotated[int, Range(1, 100)] = 1
+    delay_ms: Annotated[int, Range(0)] = 1000
+    bucket_capacity: Annotated[int, Range(1, 10_000)] = 5
+    bucket_rate_per_s: Annotated[float | None, Range(0.000001)] = None
+    adaptive_delay_factor: Annotated[float, Range(0)] = 2.0
+    max_delay_ms: Annotated[int, Range(0)] = 30_000
+    backoff_base_ms: Annotated[int, Range(1)] = 1000
+    backoff_max_ms: Annotated[int, Range(1)] = 60_000
+    retry_after_max_s: Annotated[int, Range(0)] = 3600
+    demote_after_s: Annotated[int, Range(1)] = 3600
+    park_after_backoffs: Annotated[int, Range(1)] = 8
+    max_retries: Annotated[int, Range(0)] = 5
+    max_per_host: Annotated[int, Range(1)] = 500_000
+    max_url_length: Annotated[int, Range(16)] = 2048
+    max_path_depth: Annotated[int, Range(1)] = 20
+    max_segment_repeats: Annotated[int, Range(1)] = 2
+    max_page_param: Annotated[int, Range(1)] = 1000
+    calendar_window_years: Annotated[int, Range(0)] = 2
+    calendar_max_dates: Annotated[int, Range(1, 65_535)] = 1000
+    calendar_max_dates_per_host: Annotated[int, Range(1, 65_535)] = 5000
     strip_params: tuple[str, ...] = DEFAULT_STRIP_PARAMS
-    max_redirects: int = 10
-    max_body_bytes: int = 10 * 1024 * 1024
-    connect_timeout_ms: int = 10_000
-    read_timeout_ms: int = 30_000
-    total_timeout_ms: int = 60_000
-    robots_max_bytes: int = 500 * 1024
-    robots_max_redirects: int = 5
-    robots_ttl_max_s: int = 86_400
-    robots_retry_s: int = 3600
+    max_redirects: Annotated[int, Range(0)] = 10
+    max_body_bytes: Annotated[int, Range(1024)] = 10 * 1024 * 1024
+    connect_timeout_ms: Annotated[int, Range(1)] = 10_000
+    read_timeout_ms: Annotated[int, Range(1)] = 30_000
+    total_timeout_ms: Annotated[int, Range(1)] = 60_000
+    robots_max_bytes: Annotated[int, Range(500 * 1024)] = 500 * 1024
+    robots_max_redirects: Annotated[int, Range(0)] = 5
+    robots_ttl_max_s: Annotated[int, Range(0)] = 86_400
+    robots_retry_s: Annotated[int, Range(1)] = 3600
     robots_on_failure: RobotsFailureMode = "allow"
-    flush_interval_ms: int = 500
-    frontier_window: int = 200_000
-    snapshot_interval_ms: int = 1000
+    flush_interval_ms: Annotated[int, Range(10)] = 500
+    frontier_window: Annotated[int, Range(10)] = 200_000
+    snapshot_interval_ms: Annotated[int, Range(50)] = 1000
     dns_nameservers: tuple[str, ...] = ()
     dns_prefer: DnsPreference = "ipv4"
-    dns_min_ttl_s: int = 5
-    dns_max_ttl_s: int = 3600
-    dns_negative_ttl_s: int = 300
-    dns_cache_size: int = 100_000
-    dns_max_in_flight: int = 64
-    dns_timeout_ms: int = 5000
-    dns_retries: int = 2
+    dns_min_ttl_s: Annotated[int, Range(0)] = 5
+    dns_max_ttl_s: Annotated[int, Range(1)] = 3600
+    dns_negative_ttl_s: Annotated[int, Range(0)] = 300
+    dns_cache_size: Annotated[int, Range(1)] = 100_000
+    dns_max_in_flight: Annotated[int, Range(1)] = 64
+    dns_timeout_ms: Annotated[int, Range(10)] = 5000
+    dns_retries: Annotated[int, Range(0)] = 2
     allow_private: bool = False
     allow_networks: tuple[str, ...] = ()
-    ip_delay_ms: int | None = None
+    ip_delay_ms: Annotated[int | None, Range(0)] = None
     render: RenderMode = "auto"
     render_hosts: tuple[str, ...] = ()
     render_never_hosts: tuple[str, ...] = ()
-    render_max_links: int = 3
-    render_pool_size: int = 2
-    render_timeout_ms: int = 15_000
-    render_idle_ms: int = 500
-    render_max_pages_per_browser: int = 100
+    render_max_links: Annotated[int, Range(0)] = 3
+    render_pool_size: Annotated[int, Range(1)] = 2
+    render_timeout_ms: Annotated[int, Range(100)] = 15_000
+    render_idle_ms: Annotated[int, Range(0)] = 500
+    render_max_pages_per_browser: Annotated[int, Range(1)] = 100
     render_block_resources: tuple[str, ...] = ("image", "font", "media")
     render_browser_path: str = "/usr/bin/chromium"
-    parse_workers: int = 2
-    parse_timeout_ms: int = 5000
+    parse_workers: Annotated[int, Range(1, 64)] = 2
+    parse_timeout_ms: Annotated[int, Range(10)] = 5000
+
+    def __post_init__(self) -> None:
+        """Check every field against its type and ``Range``, then the rules between
+        fields; a list of strings becomes a tuple and an integer in a ``float`` field a
+        float (a TOML file gives both).
+
+        Raises:
+            ConfigError: one line naming the key: a value of the wrong type or out of
+                its ``Range``, or a rule of ``_check_rules`` broken.
+        """
+        for name, hint in _HINTS.items():
+            value = getattr(self, name)
+            checked = _check(name, hint, value)
+            if checked is not value:
+                object.__setattr__(self, name, checked)
+        _check_rules(self)
 
     def replace(self, **changes: Any) -> CrawlConfig:
         """A copy with ``changes`` applied and validated; raises ``ConfigError``."""
         return build_config({**asdict(self), **changes})
 
 
-#: The lowest value each numeric field accepts.
-_MIN_VALUES: dict[str, float] = {
-    "max_pages": 1,
-    "max_depth": 0,
-    "concurrency": 1,
-    "per_host_concurrency": 1,
-    "delay_ms": 0,
-    "bucket_capacity": 1,
-    "bucket_rate_per_s": 0.000001,
-    "adaptive_delay_factor": 0,
-    "max_delay_ms": 0,
-    "backoff_base_ms": 1,
-    "backoff_max_ms": 1,
-    "retry_after_max_s": 0,
-    "demote_after_s": 1,
-    "park_after_backoffs": 1,
-    "max_retries": 0,
-    "max_per_host": 1,
-    "frontier_window": 10,
-    "max_url_length": 16,
-    "max_path_depth": 1,
-    "max_segment_repeats": 1,
-    "max_page_param": 1,
-    "calendar_window_years": 0,
-    "calendar_max_dates": 1,
-    "calendar_max_dates_per_host": 1,
-    "max_redirects": 0,
-    "max_body_bytes": 1024,
-    "connect_timeout_ms": 1,
-    "read_timeout_ms": 1,
-    "total_timeout_ms": 1,
-    "robots_max_bytes": 500 * 1024,
-    "robots_max_redirects": 0,
-    "robots_ttl_max_s": 0,
-    "robots_retry_s": 1,
-    "flush_interval_ms": 10,
-    "snapshot_interval_ms": 50,
-    "dns_min_ttl_s": 0,
-    "dns_max_ttl_s": 1,
-    "dns_negative_ttl_s": 0,
-    "dns_cache_size": 1,
-    "dns_max_in_flight": 1,
-    "dns_timeout_ms": 10,
-    "dns_retries": 0,
-    "ip_delay_ms": 0,
-    "render_max_links": 0,
-    "render_pool_size": 1,
-    "render_timeout_ms": 100,
-    "render_idle_ms": 0,
-    "render_max_pages_per_browser": 1,
-    "parse_workers": 1,
-    "parse_timeout_ms": 10,
-}
+#: Each field's type, ``Annotated`` stripped (what ``_check`` compares against).
+_HINTS: dict[str, Any] = get_type_hints(CrawlConfig)
 
-
-#: The highest value some numeric fields accept: each worker or token costs memory,
-#: and values past these are typing mistakes, not crawls.
-_MAX_VALUES: dict[str, float] = {
-    "concurrency": 10_000,
-    "per_host_concurrency": 100,
-    "bucket_capacity": 10_000,
-    "parse_workers": 64,
-    "calendar_max_dates": 65_535,
-    "calendar_max_dates_per_host": 65_535,
+#: The ``Range`` of each numeric field, read from its ``Annotated`` type.
+RANGES: dict[str, Range] = {
+    name: next(extra for extra in hint.__metadata__ if isinstance(extra, Range))
+    for name, hint in get_type_hints(CrawlConfig, include_extras=True).items()
+    if get_origin(hint) is Annotated
 }
 
 
@@ -354,12 +353,15 @@ def _check(name: str, hint: Any, value: Any) -> Any:
         if not ok:
             kind = "an integer" if hint is int else "a number"
             raise ConfigError(f"config key {name!r}: expected {kind}, got {value!r}")
-        low = _MIN_VALUES.get(name)
-        if low is not None and value < low:
-            raise ConfigError(f"config key {name!r}: expected a value >= {low:g}, got {value!r}")
-        high = _MAX_VALUES.get(name)
-        if high is not None and value > high:
-            raise ConfigError(f"config key {name!r}: expected a value <= {high:g}, got {value!r}")
+        bounds = RANGES.get(name)
+        if bounds is not None and value < bounds.low:
+            raise ConfigError(
+                f"config key {name!r}: expected a value >= {bounds.low:g}, got {value!r}"
+            )
+        if bounds is not None and bounds.high is not None and value > bounds.high:
+            raise ConfigError(
+                f"config key {name!r}: expected a value <= {bounds.high:g}, got {value!r}"
+            )
         return float(value) if hint is float else value
     if hint is str:
         if not isinstance(value, str) or not value.strip():
@@ -386,34 +388,47 @@ def product_token(user_agent: str) -> str:
 def build_config(values: Mapping[str, Any]) -> CrawlConfig:
     """A validated ``CrawlConfig`` from ``values`` (missing keys take defaults).
 
+    A ``user_agent`` given without a ``robots_token`` gives the token too
+    (``product_token``).
+
     Raises:
-        ConfigError: unknown keys (all named), a value of the wrong type or out of range,
-            a User-Agent that is not printable ASCII (no CR/LF), or a robots token
-            (given, or taken from ``user_agent`` when not given)
-            that is not letters, ``_`` and ``-`` (RFC 9309 §2.2.1).
+        ConfigError: unknown keys (all named), or what ``CrawlConfig`` raises.
     """
-    hints = get_type_hints(CrawlConfig)
     known = {f.name for f in fields(CrawlConfig)}
     unknown = [key for key in values if key not in known]
     if unknown:
         names = ", ".join(repr(key) for key in unknown)
         raise ConfigError(f"unknown config key{'s' if len(unknown) > 1 else ''} {names}")
-    checked = {key: _check(key, hints[key], value) for key, value in values.items()}
-    agent = checked.get("user_agent")
-    if agent is not None and not all(" " <= c <= "~" for c in agent):
+    given = dict(values)
+    agent = given.get("user_agent")
+    if isinstance(agent, str) and "robots_token" not in given:
+        given["robots_token"] = product_token(agent)
+    return CrawlConfig(**given)
+
+
+def _check_rules(config: CrawlConfig) -> None:
+    """The rules beyond one field's type and range.
+
+    Raises:
+        ConfigError: a User-Agent that is not printable ASCII (no CR/LF, RFC 9110
+            §5.5); a robots token that is not letters, ``_`` and ``-`` (RFC 9309
+            §2.2.1); ``backoff_max_ms < backoff_base_ms``; a resource type outside
+            ``RENDER_RESOURCE_TYPES``; ``dns_max_ttl_s < dns_min_ttl_s``; an
+            ``allow_networks`` entry that is not an IP network; a ``dns_nameservers``
+            entry that is not ``IP``, ``IP:port`` or ``[IPv6]:port``.
+    """
+    agent = config.user_agent
+    if not all(" " <= c <= "~" for c in agent):
         raise ConfigError(
             "config key 'user_agent': only printable ASCII is allowed in a header "
             f"(RFC 9110 §5.5), got {agent!r}"
         )
-    if "user_agent" in checked and "robots_token" not in checked:
-        checked["robots_token"] = product_token(checked["user_agent"])
-    token = checked.get("robots_token", "crawldeck")
+    token = config.robots_token
     if not all(c.isalpha() or c in "_-" for c in token):
         raise ConfigError(
             f"config key 'robots_token': only letters, '_' and '-' are allowed "
             f"(RFC 9309 §2.2.1), got {token!r}"
         )
-    config = CrawlConfig(**checked)
     if config.backoff_max_ms < config.backoff_base_ms:
         raise ConfigError("config key 'backoff_max_ms': must be >= backoff_base_ms")
     unknown = sorted(set(config.render_block_resources) - RENDER_RESOURCE_TYPES)
@@ -437,7 +452,6 @@ def build_config(values: Mapping[str, Any]) -> CrawlConfig:
             raise ConfigError(
                 f"config key 'dns_nameservers': {server!r} is not 'IP', 'IP:port' or '[IPv6]:port'"
             )
-    return config
 
 
 def _is_nameserver(server: str) -> bool:
@@ -495,9 +509,11 @@ def load_config(path: Path | None, overrides: Mapping[str, Any] | None = None) -
 
 __all__ = [
     "DEFAULT_STRIP_PARAMS",
+    "RANGES",
     "RENDER_RESOURCE_TYPES",
     "CrawlConfig",
     "DnsPreference",
+    "Range",
     "RenderMode",
     "RobotsFailureMode",
     "Scope",
