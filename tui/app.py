@@ -159,6 +159,8 @@ class _HangupTolerantDriver(LinuxDriver):
     ) -> None:
         super().__init__(app, debug=debug, mouse=mouse, size=size)
         if self._file is not None:
+            # Textual types _file as TextIO; its writer thread, the one user, calls only
+            # write, flush and fileno, which _HangupTolerantOutput has.
             self._file = _HangupTolerantOutput(self._file)  # type: ignore[assignment]
 
 

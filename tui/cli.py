@@ -20,7 +20,6 @@ import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from crawldeck.core.config import CrawlConfig, load_config
 from crawldeck.core.engine import CrawlResult, Engine
@@ -120,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+def _overrides(args: argparse.Namespace) -> dict[str, object]:
     return {
         "max_pages": args.max_pages,
         "max_depth": args.max_depth,

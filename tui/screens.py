@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import ClassVar
 
-from rich.console import RenderableType
+from rich.console import JustifyMethod, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -339,9 +339,15 @@ def _responses_table(detail: HostDetail) -> Table | Text:
     if not detail.responses:
         return Text("no response yet", style="dim")
     table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold")
-    for label, justify in (("time (UTC)", "left"), ("status", "right"), ("ms", "right"),
-                           ("URL", "left"), ("error", "left")):  # fmt: skip
-        table.add_column(label, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("time (UTC)", "left"),
+        ("status", "right"),
+        ("ms", "right"),
+        ("URL", "left"),
+        ("error", "left"),
+    )
+    for label, justify in columns:
+        table.add_column(label, justify=justify, no_wrap=True)
     for r in reversed(detail.responses):
         status = "-" if r.status is None else str(r.status)
         style = "green" if r.status and r.status < 400 else "red"

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -123,7 +122,7 @@ class HostColumn:
     label: str
     width: int
     numeric: bool
-    sort_key: Callable[[HostRow], Any]
+    sort_key: Callable[[HostRow], str | int | float]
 
 
 HOST_COLUMNS: tuple[HostColumn, ...] = (
