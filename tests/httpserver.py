@@ -74,6 +74,10 @@ RawRoute = Callable[[Request, io.BufferedIOBase], object]
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # TCP_NODELAY on every accepted connection, as localweb/server.py: the status line
+    # and headers go out in one write and the body in another, and Nagle's algorithm held
+    # the second until the client's delayed ACK (about 44 ms a request, 0.7 ms without).
+    disable_nagle_algorithm = True
     server: _Server
 
     def setup(self) -> None:
