@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 from dnsserver import DNSMASQ, CountingResolver, DnsmasqServer, StubDnsServer
+from fakeclock import FakeClock
 from httpserver import HTTPTestServer, Response
 
 from crawldeck.core.config import CrawlConfig, build_config
@@ -68,16 +69,6 @@ def make_config(**overrides: Any) -> CrawlConfig:
     }
     values.update(overrides)
     return build_config(values)
-
-
-class FakeClock:
-    """A settable wall clock (epoch s)."""
-
-    def __init__(self, now: float = 1_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 Script = dict[str, dict[str, Answer | Exception]]

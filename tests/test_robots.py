@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from fakeclock import FakeClock
 from httpserver import HTTPTestServer, Request, Response
 
 from crawldeck.core.config import CrawlConfig, build_config
@@ -21,14 +22,6 @@ from crawldeck.core.urls import clean, normalize
 
 T0 = 1_700_000_000.0
 DAY = 86_400
-
-
-class FakeClock:
-    def __init__(self, now: float = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def make_config(**overrides: Any) -> CrawlConfig:
