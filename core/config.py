@@ -193,7 +193,7 @@ class CrawlConfig:
             share the budget one host gets, and lowering ``delay_ms`` for a test or
             an own site is not silently capped; 0 turns the per-IP limit off (e.g. a
             crawl of many CDN-fronted sites that share a few edge addresses).
-        render: JavaScript rendering of pages (``core.render``): ``auto`` renders an
+        render: JavaScript rendering of pages (``core.shell``): ``auto`` renders an
             HTML page whose raw markup looks like a single-page-app shell (at most
             ``render_max_links`` links and a framework signature), ``always`` every
             HTML page, ``never`` none.

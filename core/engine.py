@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from crawldeck.core import redirects, urls
+from crawldeck.core.browser_pool import RenderPool
 from crawldeck.core.config import CrawlConfig, asdict
 from crawldeck.core.dns import AddressPolicy, DnsCache, ip_politeness
 from crawldeck.core.errors import (
@@ -47,9 +48,10 @@ from crawldeck.core.parse import ParsePool
 from crawldeck.core.politeness import BACKOFF_STATUSES, Politeness
 from crawldeck.core.politeness import Outcome as PolitenessOutcome
 from crawldeck.core.protocols import Clock, Fetcher
-from crawldeck.core.render import RenderPool, RenderResult, SubRequestEnd, should_render
+from crawldeck.core.render_types import RenderResult, SubRequestEnd
 from crawldeck.core.robots import RobotsCache
 from crawldeck.core.seen import SeenSet
+from crawldeck.core.shell import should_render
 from crawldeck.core.snapshot import (
     BackoffRow,
     BlockedRow,

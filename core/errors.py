@@ -228,7 +228,7 @@ class ParseTimeout(ParseError):
 
 
 class RenderUnavailable(CrawldeckError):
-    """JavaScript rendering cannot run: no browser, or it does not start (``core.render``).
+    """JavaScript rendering cannot run: no browser, or it does not start (``core.browser_pool``).
 
     The message is one line that says what is missing and how to install it, e.g.
     ``rendering is off: Chromium not found at /usr/bin/chromium (install it with

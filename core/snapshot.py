@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from crawldeck.core.render import RenderStats
+from crawldeck.core.render_types import RenderStats
 
 CrawlState = Literal["running", "paused", "stopping", "finished", "stopped"]
 

@@ -456,7 +456,7 @@ async def test_console_crawls_the_local_web_to_the_end(tmp_path: Path) -> None:
 
 
 def test_summary_shows_the_render_pool() -> None:
-    from crawldeck.core.render import RenderStats
+    from crawldeck.core.render_types import RenderStats
     from crawldeck.tui.screens import summary_text
 
     snap = snapshot_at(0)
@@ -464,7 +464,7 @@ def test_summary_shows_the_render_pool() -> None:
     stats = RenderStats(
         available=True, reason="", size=2, busy=1, idle=1, queued=3, browsers=2,
         rendered=42, timed_out=2, failed=1, blocked=5, skipped=9, launches=2, recycles=0,
-        rss_bytes=900_000_000, pss_bytes=550_000_000,
+        rss_bytes=900_000_000, pss_bytes=550_000_000, memory_age_s=0.4,
     )  # fmt: skip
     line = summary_text(replace(snap, render=stats)).plain.splitlines()[-1]
     assert line == "render   1/2 busy · 3 queued · 42 done · 2 cut · 1 failed · 550.0 MB"
