@@ -72,11 +72,11 @@ class _VirtualSelector(selectors.DefaultSelector):
         if events:
             return events
         if timeout is None:
-            events = super().select(DEADLOCK_S)
+            events = super().select(loop.deadlock_s)
             if not events and not loop.thread_jobs:
                 raise RuntimeError(
                     f"virtual time: nothing scheduled, nothing to read and no thread job "
-                    f"for {DEADLOCK_S} s of real time: the test would hang"
+                    f"for {loop.deadlock_s} s of real time: the test would hang"
                 )
             return events
         loop.advance(timeout)
@@ -88,18 +88,21 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
 
     Args:
         start: the clock's first reading, epoch-like seconds (default ``EPOCH``).
+        deadlock_s: real seconds with nothing to do at all (no timer, no thread job,
+            nothing to read) after which ``RuntimeError`` is raised from the loop.
 
     Attributes:
         thread_jobs: ``run_in_executor`` jobs not finished yet (the clock waits for
             them).
     """
 
-    def __init__(self, start: float = EPOCH) -> None:
+    def __init__(self, start: float = EPOCH, *, deadlock_s: float = DEADLOCK_S) -> None:
         selector = _VirtualSelector()
         super().__init__(selector)
         selector.loop = self
         self._now = float(start)
         self._clock_resolution = CLOCK_RESOLUTION_S
+        self.deadlock_s = deadlock_s
         self.thread_jobs = 0
 
     def time(self) -> float:

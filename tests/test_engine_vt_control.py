@@ -1,0 +1,237 @@
+"""Control of a crawl at the engine level on virtual time (issue #11 item 3): pause and
+resume, stop mid-fetch (the URL stays queued), a resume from the same SQLite file that
+refetches nothing, a rerun that retries what failed, snapshots on the virtual clock,
+seeds added during a run, and bodies nobody needs (issue #10 items 11, 16, 18).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from pathlib import Path
+
+from fakesite import FakeSite, Reply, crawl, gaps, links_page, status
+
+from crawldeck.core.engine import Engine
+from crawldeck.core.snapshot import CrawlSnapshot
+from crawldeck.core.store import to_iso_utc
+
+A = "http://127.0.0.1"
+B = "http://127.0.0.2"
+SLACK = 0.005
+#: In-flight fetches get this long after ``request_stop`` (README, "Stop").
+STOP_GRACE_S = 5.0
+
+
+def chain(site: FakeSite, origin: str, pages: int, *, after_s: float = 0.0) -> list[str]:
+    """``/``, ``/p1`` ... on ``origin``, each linking to the next; their URLs."""
+    found = [f"{origin}/"] + [f"{origin}/p{n}" for n in range(1, pages)]
+    for here, there in zip(found, [*found[1:], None], strict=True):
+        site.add(here, links_page(*([there] if there else []), after_s=after_s))
+    return found
+
+
+def test_nothing_is_dispatched_while_paused(tmp_path: Path) -> None:
+    marks: dict[str, float] = {}
+    states: list[str] = []
+
+    async def pause_for_ten_seconds(engine: Engine) -> None:
+        loop = asyncio.get_running_loop()
+        await asyncio.sleep(2.5)
+        engine.pause()
+        marks["paused"] = loop.time()
+        await asyncio.sleep(10)
+        states.append(engine.snapshot().state)
+        assert engine.paused
+        engine.resume()
+        marks["resumed"] = loop.time()
+
+    site = FakeSite()
+    chain(site, A, 5)
+    c = crawl(site, [A + "/"], tmp_path / "c.db", delay_ms=1000, during=pause_for_ten_seconds)
+    starts = [r.start for r in site.of(A)]
+    assert not [t for t in starts if marks["paused"] <= t < marks["resumed"]]
+    after = [t for t in starts if t >= marks["resumed"]]
+    assert after and after[0] - marks["resumed"] <= SLACK  # the host was ready long since
+    assert states == ["paused"]
+    assert c.result.outcome == "finished" and c.result.counters.pages == 5
+
+
+def test_a_pause_lets_the_fetch_in_flight_finish(tmp_path: Path) -> None:
+    async def pause_mid_fetch(engine: Engine) -> None:
+        await asyncio.sleep(2.0)  # the slow page started at 1 s and takes 3 s
+        engine.pause()
+        await asyncio.sleep(20)
+        engine.resume()
+
+    site = FakeSite()
+    site.add(A + "/", links_page("/next", after_s=3.0))
+    site.add(A + "/next", links_page())
+    c = crawl(site, [A + "/"], tmp_path / "c.db", delay_ms=1000, during=pause_mid_fetch)
+    slow, after = site.of(A)[1:]
+    assert slow.outcome == "200" and slow.end == c.started + 1.0 + 3.0 + 0.001
+    assert after.start >= c.started + 22.0
+    assert c.value("SELECT status FROM pages WHERE url = ?", A + "/") == 200
+
+
+def test_a_stop_cuts_a_long_fetch_after_the_grace_period_and_keeps_its_url_queued(
+    tmp_path: Path,
+) -> None:
+    stop_at: list[float] = []
+
+    async def stop_during_the_slow_fetch(engine: Engine) -> None:
+        await asyncio.sleep(3.0)
+        engine.request_stop()
+        stop_at.append(asyncio.get_running_loop().time())
+
+    site = FakeSite()
+    site.add(A + "/", links_page("/slow", "/after"))
+    site.add(A + "/slow", links_page(after_s=60.0), links_page())
+    site.add(A + "/after", links_page())
+    db = tmp_path / "c.db"
+    c = crawl(site, [A + "/"], db, read_timeout_ms=120_000, total_timeout_ms=120_000,
+              during=stop_during_the_slow_fetch)  # fmt: skip
+    assert c.result.outcome == "stopped"
+    cut = site.of(A)[-1]
+    assert cut.target == "/slow" and cut.outcome == "cancelled"
+    assert cut.end == stop_at[0] + STOP_GRACE_S
+    states = dict(c.rows("SELECT url, state FROM frontier"))
+    assert states == {A + "/": "done", A + "/slow": "queued", A + "/after": "queued"}
+    assert c.value("SELECT state FROM hosts") == "queued"
+    assert c.value("SELECT status FROM runs") == "stopped"
+    # the next run fetches the cut URL again and nothing it had done
+    again = crawl(site, [A + "/"], db, start=c.ended + 60)
+    assert again.result.outcome == "finished"
+    assert Counter(site.targets(A)) == {"/": 1, "/slow": 2, "/after": 1}
+    assert {s for (s,) in again.rows("SELECT state FROM frontier")} == {"done"}
+
+
+def test_a_fetch_that_ends_within_the_grace_period_is_recorded(tmp_path: Path) -> None:
+    async def stop_at_two_seconds(engine: Engine) -> None:
+        await asyncio.sleep(2.0)
+        engine.request_stop()
+
+    site = FakeSite()
+    site.add(A + "/", links_page("/x", after_s=3.0))
+    c = crawl(site, [A + "/"], tmp_path / "c.db", during=stop_at_two_seconds)
+    assert c.result.outcome == "stopped"
+    assert site.targets(A) == ["/"]  # nothing new dispatched after the stop
+    assert c.rows("SELECT url, status FROM pages") == [(A + "/", 200)]
+    assert dict(c.rows("SELECT url, state FROM frontier")) == {A + "/": "done", A + "/x": "queued"}
+    assert c.ended - c.started == 3.0  # the fetch ended, the crawl with it
+
+
+def test_a_resume_from_the_same_file_continues_without_refetching(tmp_path: Path) -> None:
+    site = FakeSite()
+    chain(site, A, 8)
+    db = tmp_path / "c.db"
+    first = crawl(site, [A + "/"], db, delay_ms=500, max_pages=3)
+    assert first.result.outcome == "max_pages"
+    split = len(site.requests)
+    second = crawl(site, [A + "/"], db, start=first.ended + 100, delay_ms=500)
+    assert second.result.outcome == "finished"
+    pages = [t for t in site.targets(A)]
+    assert pages == ["/"] + [f"/p{n}" for n in range(1, 8)]  # each once, in order
+    resumed = site.of(A)[split:]
+    assert resumed[0].target == "/robots.txt" and resumed[0].start == second.started
+    for gap in gaps(resumed):
+        assert 0.5 <= gap <= 0.5 + SLACK
+    assert second.result.counters.pages == 8
+    assert second.rows("SELECT id, status FROM runs") == [(1, "max_pages"), (2, "finished")]
+
+
+def test_a_rerun_retries_the_urls_that_failed_transiently(tmp_path: Path) -> None:
+    site = FakeSite()
+    site.add(A + "/", links_page("/flaky", "/fine"))
+    site.add(A + "/flaky", status(500), links_page())
+    site.add(A + "/fine", links_page())
+    db = tmp_path / "c.db"
+    first = crawl(site, [A + "/"], db)
+    assert first.value("SELECT status FROM pages WHERE url = ?", A + "/flaky") == 500
+    again = crawl(site, [A + "/"], db, start=first.ended + 10)
+    assert again.engine.retried == 1 and again.engine.snapshot().retried == 1
+    assert Counter(site.targets(A)) == {"/": 1, "/flaky": 2, "/fine": 1}
+    assert again.value("SELECT status FROM pages WHERE url = ?", A + "/flaky") == 200
+
+
+def test_snapshots_are_published_on_the_virtual_clock(tmp_path: Path) -> None:
+    snaps: list[CrawlSnapshot] = []
+
+    async def listen(engine: Engine) -> None:
+        engine.subscribe(snaps.append)
+
+    site = FakeSite()
+    chain(site, A, 5)
+    c = crawl(site, [A + "/"], tmp_path / "c.db", delay_ms=1000, snapshot_interval_ms=500,
+              during=listen)  # fmt: skip
+    periodic, final = snaps[:-1], snaps[-1]
+    offsets = [round(s.at - c.started, 6) for s in periodic]
+    assert offsets == [0.5 * n for n in range(1, len(periodic) + 1)]
+    assert final.state == "finished" and final.at == c.ended
+    assert final.counters.pages == 5 and final.counters.queued == 0
+    pages_seen = [s.counters.pages for s in periodic]
+    assert pages_seen == sorted(pages_seen) and pages_seen[-1] <= 5
+
+
+def test_a_snapshot_during_a_backoff_shows_the_host_and_its_retry_after(tmp_path: Path) -> None:
+    seen: list[CrawlSnapshot] = []
+
+    async def look_at_ten_seconds(engine: Engine) -> None:
+        await asyncio.sleep(10)
+        seen.append(engine.snapshot())
+
+    site = FakeSite()
+    site.add(A + "/", status(429, Retry_After="30"), links_page())
+    c = crawl(site, [A + "/"], tmp_path / "c.db", during=look_at_ten_seconds)
+    (snap,) = seen
+    assert snap.counters.hosts_backoff == 1
+    (row,) = snap.backoff
+    refused = site.of(A)[1]
+    assert row.host == "127.0.0.1" and row.attempts == 1 and row.last_status == 429
+    assert refused.end is not None and row.retry_after_s == 30.0
+    assert row.backoff_until == refused.end + 30.0
+    assert c.value("SELECT state FROM hosts") == "done"
+
+
+def test_seeds_added_during_a_run_are_crawled(tmp_path: Path) -> None:
+    async def add_b_later(engine: Engine) -> None:
+        await asyncio.sleep(1.5)
+        assert engine.add_seeds([B + "/"]) == []
+
+    site = FakeSite()
+    chain(site, A, 4)
+    chain(site, B, 2)
+    c = crawl(site, [A + "/"], tmp_path / "c.db", delay_ms=1000, during=add_b_later)
+    assert [r.target for r in site.of(B)] == ["/robots.txt", "/", "/p1"]
+    assert site.of(B)[0].start - c.started == 1.5
+    assert c.result.counters.pages == 6
+
+
+def test_bodies_that_are_neither_parsed_nor_kept_are_not_downloaded(tmp_path: Path) -> None:
+    """A zip whose body would take 10 min costs its head only; a body without
+    Content-Type is sniffed as HTML and parsed."""
+    site = FakeSite()
+    site.add(A + "/", links_page("/big.zip", "/untyped"))
+    site.add(A + "/big.zip", Reply(200, (("Content-Type", "application/zip"),), b"PK" * 4096,
+                                   body_s=600.0))  # fmt: skip
+    site.add(A + "/untyped", Reply(200, (), b"<!DOCTYPE html><a href='/leaf'>leaf</a>"))
+    site.add(A + "/leaf", links_page())
+    c = crawl(site, [A + "/"], tmp_path / "c.db")
+    zipped = next(r for r in site.of(A) if r.target == "/big.zip")
+    assert zipped.skipped and zipped.end == zipped.start
+    got = {u: (t, n) for u, t, n in c.rows("SELECT url, content_type, bytes FROM pages")}
+    assert got[A + "/big.zip"] == ("application/zip", 0)
+    assert got[A + "/untyped"][0] == "text/html"
+    assert site.count(A + "/leaf") == 1
+
+
+def test_stored_times_are_the_virtual_clocks(tmp_path: Path) -> None:
+    site = FakeSite()
+    chain(site, A, 3)
+    c = crawl(site, [A + "/"], tmp_path / "c.db", delay_ms=250)
+    fetched = dict(c.rows("SELECT url, fetched_at FROM pages"))
+    for request in site.of(A)[1:]:
+        assert fetched[request.url] == to_iso_utc(request.start)
+    assert fetched[A + "/"].startswith("2023-11-14T22:13:20.25")
+    started_at, finished_at = c.rows("SELECT started_at, finished_at FROM runs")[0]
+    assert (started_at, finished_at) == (to_iso_utc(c.started), to_iso_utc(c.ended))
