@@ -175,8 +175,10 @@ def test_ctrl_c_saves_prints_resume_and_exits_130(tmp_path: Path, web: LocalWeb)
     assert expected - good_fetched(web, tmp_path / "c.db") == set()
     assert [p for p, n in requests_per_path(web).items() if n > 1] == []
     # the summary's totals are of all runs, and agree with each other
-    total = int(re.search(r"pages fetched \(all runs\)\s*│\s*(\d+)", again.stdout)[1])
-    mix = re.search(r"status mix \(all runs\)\s*│\s*([^│]+)│", again.stdout)[1]
+    total_line = re.search(r"pages fetched \(all runs\)\s*│\s*(\d+)", again.stdout)
+    mix_line = re.search(r"status mix \(all runs\)\s*│\s*([^│]+)│", again.stdout)
+    assert total_line and mix_line, again.stdout
+    total, mix = int(total_line[1]), mix_line[1]
     assert total == page_count(tmp_path / "c.db")
     assert sum(int(n) for n in re.findall(r"\dxx (\d+)", mix)) == total
 

@@ -160,11 +160,11 @@ def test_a_rerun_keeps_the_hosts_rows_it_does_not_touch_and_retries_a_500(
         server.set("/e500", lambda r: Response(next(answers, 200), {}, b"x"))
         db = tmp_path / "c.db"
         seed = f"http://www.crawl.test:{server.port}/"
-        config = {"dns_nameservers": [dns.nameserver], "allow_private": True}
+        names = [dns.nameserver]
         query = "SELECT host, robots_status, robots_expires_at, state FROM hosts ORDER BY host"
-        run_crawl([seed], db, **config)
+        run_crawl([seed], db, dns_nameservers=names, allow_private=True)
         before = rows(db, query)
-        engine = run_crawl([seed], db, **config)
+        engine = run_crawl([seed], db, dns_nameservers=names, allow_private=True)
         after = rows(db, query)
         assert server.count("/e500") == 2
     assert engine.retried == 1

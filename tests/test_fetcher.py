@@ -668,7 +668,12 @@ async def test_a_page_without_content_type_is_sniffed_as_html(
     page = b"\n  <!DOCTYPE html>\n<html><body>" + b"<a href='/x'>x</a>" * 500 + b"</body></html>"
     srv.set("/page", no_type(page))
     asked: list[str] = []
-    result = await fetcher.fetch(srv.url("/page"), want_body=lambda m: asked.append(m) or True)
+
+    def want_body(media_type: str) -> bool:
+        asked.append(media_type)
+        return True
+
+    result = await fetcher.fetch(srv.url("/page"), want_body=want_body)
     assert "content-type" not in result.headers
     assert (result.content_type, result.sniffed, result.skipped) == ("text/html", True, False)
     assert result.body == page  # fetched whole, not only the resource header

@@ -84,10 +84,10 @@ async def test_nested_page_times_out_within_budget_and_the_next_page_parses(
     assert len(pool.pids) == 1  # the killed one is gone at once
     got = await pool.extract(BIG, "http://ok.test/", HTML, TOKEN)
     assert got.links == ["/one", "/two"]
-    got = await asyncio.gather(
+    many = await asyncio.gather(
         *(pool.extract(BIG, f"http://ok.test/{i}", HTML, TOKEN) for i in range(4))
     )
-    assert all(g.links == ["/one", "/two"] for g in got)
+    assert all(g.links == ["/one", "/two"] for g in many)
     after = set(pool.pids)
     assert len(after) == 2 and len(after & before) == 1  # one replacement worker
     small = await pool.extract(SMALL, "http://ok.test/small", HTML, TOKEN)

@@ -101,7 +101,9 @@ def spec_rows(table: list[tuple[str, str, str, str]]) -> list[Pattern]:
     ],
     ids=["7.1-step-1", "7.1-step-2", "6.1-image", "6.2-audio-video", "6.4-archive"],
 )
-def test_the_tables_are_the_standards(table: list[tuple[str, str, str, str]], ours: tuple) -> None:
+def test_the_tables_are_the_standards(
+    table: list[tuple[str, str, str, str]], ours: tuple[Pattern, ...]
+) -> None:
     assert list(ours) == spec_rows(table)
 
 

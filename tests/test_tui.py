@@ -10,22 +10,25 @@ import signal
 import sqlite3
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
+from rich.table import Table
 from rich.text import Text
 from test_tui_snapshots import HOSTS, FakeEngine, settle, snapshot_at
+from textual.notifications import SeverityLevel
 from textual.pilot import Pilot
+from textual.widget import Widget
 from textual.widgets import Input, Static, TabbedContent
 
 from crawldeck.core.config import build_config
 from crawldeck.core.engine import Engine
-from crawldeck.core.snapshot import CrawlSnapshot
+from crawldeck.core.snapshot import CrawlSnapshot, HostDetail
 from crawldeck.core.store import Store
 from crawldeck.localweb import LocalWeb
-from crawldeck.tui.app import CrawlApp, run_console
+from crawldeck.tui.app import CrawlApp, CrawlSource, run_console
 from crawldeck.tui.screens import AddSeedScreen, HelpScreen, HostDetailScreen
 from crawldeck.tui.table import LineTable
 from crawldeck.tui.widgets import EXPORT_TABLES, BlockedPanel, fmt_countdown, fmt_duration
@@ -36,8 +39,8 @@ SIZE = (120, 36)
 class RecordingApp(CrawlApp):
     """The console, recording what it drew and told the operator."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, engine: CrawlSource, db: Path) -> None:
+        super().__init__(engine, db)
         self.draws = 0
         self.messages: list[str] = []
         self.hosts_seen: set[str] = set()
@@ -51,9 +54,17 @@ class RecordingApp(CrawlApp):
         self.states.append(self.display_state())
         self.backoff_seen |= {row.host for row in snap.backoff}
 
-    def notify(self, message: str, **kwargs: Any) -> None:  # type: ignore[override]
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
         self.messages.append(message)
-        super().notify(message, **kwargs)
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
 
 def recording_app(*, finish: bool = False, db: Path = Path("crawl.db")) -> RecordingApp:
@@ -73,11 +84,17 @@ def fake(app: CrawlApp) -> FakeEngine:
     return app.engine
 
 
+def focused(app: CrawlApp) -> Widget | None:
+    """The focused widget now: a call, as the focus moves between awaits (mypy would keep
+    ``app.focused`` narrowed to the first widget compared with it)."""
+    return app.focused
+
+
 def table_hosts(app: CrawlApp, table_id: str = "#hosts-table") -> list[str]:
     return list(app.query_one(table_id, LineTable).row_keys)
 
 
-async def wait_until(pilot: Pilot[Any], cond: Any, timeout_s: float = 5.0) -> None:
+async def wait_until(pilot: Pilot[None], cond: Callable[[], bool], timeout_s: float = 5.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not cond():
         assert time.monotonic() < deadline, "timed out"
@@ -133,18 +150,18 @@ async def test_slash_filters_hosts_through_one_query() -> None:
         await settle(pilot)
         fake(app).queries.clear()
         await pilot.press("slash")
-        assert app.focused is app.query_one("#hosts-filter", Input)
+        assert focused(app) is app.query_one("#hosts-filter", Input)
         await pilot.press(*"shop")
         await wait_until(pilot, lambda: table_hosts(app) == ["shop.example.net"])
         assert fake(app).queries == [("shop", 100)]  # debounced: one query, not four
         await pilot.press("enter")
-        assert app.focused is app.query_one("#hosts-table", LineTable)
+        assert focused(app) is app.query_one("#hosts-table", LineTable)
         # refreshes do not ask again
         app.draw(snapshot_at(30))
         assert fake(app).queries == [("shop", 100)]
         await pilot.press("slash", "ctrl+a", "ctrl+k", "escape")
         await wait_until(pilot, lambda: len(table_hosts(app)) == 11)
-        assert app.focused is app.query_one("#hosts-table", LineTable)
+        assert focused(app) is app.query_one("#hosts-table", LineTable)
 
 
 async def test_slash_filters_blocked_by_reason_and_host() -> None:
@@ -152,14 +169,14 @@ async def test_slash_filters_blocked_by_reason_and_host() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("3", "slash")
-        assert app.focused is app.query_one("#blocked-filter", Input)
+        assert focused(app) is app.query_one("#blocked-filter", Input)
         await pilot.press(*"reason:robots")
         panel = app.query_one(BlockedPanel)
         assert panel.shown and {r.reason for r in panel.shown} == {"robots"}
         await pilot.press("ctrl+a", "ctrl+k", *"host:cdn")
         assert panel.shown and {r.host for r in panel.shown} == {"cdn.example.net"}
         await pilot.press("enter")
-        assert app.focused is app.query_one("#blocked-table", LineTable)
+        assert focused(app) is app.query_one("#blocked-table", LineTable)
         assert app.query_one("#blocked-table", LineTable).row_count == len(panel.shown)
 
 
@@ -172,8 +189,8 @@ async def test_enter_opens_the_host_detail_of_each_table() -> None:
         assert isinstance(screen, HostDetailScreen) and screen.host == HOSTS[1].host
         text = " ".join(str(s.content) for s in screen.query(Static))
         assert "/private/press/" in text and "docs/page-0.html" in text
-        responses = screen.query_one("#detail-responses", Static)
-        assert responses.content.row_count == 4  # type: ignore[union-attr]
+        responses = screen.query_one("#detail-responses", Static).content
+        assert isinstance(responses, Table) and responses.row_count == 4
         await pilot.press("escape")
         assert not isinstance(app.screen, HostDetailScreen)
         await pilot.press("2", "enter")
@@ -191,14 +208,15 @@ async def test_detail_follows_the_snapshots() -> None:
         await pilot.press("enter")
         screen = app.screen
         assert isinstance(screen, HostDetailScreen)
-        calls = []
+        calls: list[str] = []
         engine = fake(app)
         original = engine.host_detail
 
-        def spy(host: str, queue_head: int = 20) -> Any:
+        def spy(host: str, queue_head: int = 20) -> HostDetail | None:
             calls.append(host)
             return original(host, queue_head)
 
+        # a spy in place of the method: mypy refuses assigning to a method
         engine.host_detail = spy  # type: ignore[method-assign]
         app.draw(snapshot_at(30))
         assert calls == [HOSTS[0].host]

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from rich.text import Text
 from test_tui_snapshots import BACKOFF, HOSTS, FakeEngine, settle, snapshot_at
 from textual.widgets import Static, TabbedContent
 
 from crawldeck.core.snapshot import CrawlSnapshot
-from crawldeck.tui.app import CrawlApp
+from crawldeck.tui.app import CrawlApp, CrawlSource
 from crawldeck.tui.table import LineTable
 
 SIZE = (130, 40)
@@ -26,8 +25,8 @@ SIZE = (130, 40)
 class Checking(CrawlApp):
     """The console, checking after every draw that its blocked figures agree."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, engine: CrawlSource, db: Path) -> None:
+        super().__init__(engine, db)
         self.checked = 0
         self.seen: set[int] = set()
 

@@ -10,11 +10,12 @@ at them (``__snapshots__/test_tui_snapshots/*.svg``) before committing.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
+from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import Input
 
@@ -24,6 +25,7 @@ from crawldeck.core.snapshot import (
     BlockedRow,
     Counters,
     CrawlSnapshot,
+    CrawlState,
     HostDetail,
     HostRow,
     ResponseRow,
@@ -77,7 +79,7 @@ LOG = (
 )
 
 
-def snapshot_at(step: int, *, state: str = "running") -> CrawlSnapshot:
+def snapshot_at(step: int, *, state: CrawlState = "running") -> CrawlSnapshot:
     """The fake crawl after ``step`` seconds (pages follow a fixed wave)."""
     pages = sum(20 + (i * 37) % 25 for i in range(step))
     blocked = _blocked()[: max(1, step // 3)]
@@ -105,7 +107,7 @@ def snapshot_at(step: int, *, state: str = "running") -> CrawlSnapshot:
     return CrawlSnapshot(
         at=T0 + step,
         started_at=T0,
-        state=state,  # type: ignore[arg-type]
+        state=state,
         counters=counters,
         pages_per_s=28.4,
         bytes_per_s=398_000.0,
@@ -224,7 +226,7 @@ def fake_app(*, finish: bool = False, steps: int = STEPS) -> CrawlApp:
     return CrawlApp(FakeEngine(snaps, finish=finish), Path("crawl.db"))
 
 
-async def settle(pilot: Pilot[Any]) -> None:
+async def settle(pilot: Pilot[None]) -> None:
     """Wait until the last published snapshot is drawn; stop cursors blinking."""
     app = pilot.app
     assert isinstance(app, CrawlApp)
@@ -239,8 +241,8 @@ async def settle(pilot: Pilot[Any]) -> None:
     await pilot.pause()
 
 
-def _run_before(*keys: str) -> Callable[[Pilot[Any]], Any]:
-    async def run_before(pilot: Pilot[Any]) -> None:
+def _run_before(*keys: str) -> Callable[[Pilot[None]], Awaitable[None]]:
+    async def run_before(pilot: Pilot[None]) -> None:
         await settle(pilot)
         if keys:
             await pilot.press(*keys)
@@ -249,70 +251,83 @@ def _run_before(*keys: str) -> Callable[[Pilot[Any]], Any]:
     return run_before
 
 
-def test_hosts_panel(snap_compare: Any) -> None:
+class SnapCompare(Protocol):
+    """The ``snap_compare`` fixture of pytest-textual-snapshot (which ships no types):
+    whether ``app``'s screen, after ``run_before``, matches the stored SVG."""
+
+    def __call__(
+        self,
+        app: App[None],
+        *,
+        terminal_size: tuple[int, int],
+        run_before: Callable[[Pilot[None]], Awaitable[None]],
+    ) -> bool: ...
+
+
+def test_hosts_panel(snap_compare: SnapCompare) -> None:
     """Hosts tab: the busiest hosts, the throughput chart with progress and ETA."""
     assert snap_compare(fake_app(), terminal_size=SIZE, run_before=_run_before())
 
 
-def test_hosts_sorted_by_errors(snap_compare: Any) -> None:
+def test_hosts_sorted_by_errors(snap_compare: SnapCompare) -> None:
     """Hosts sorted by the errors column (s pressed six times: host, IP, ..., err)."""
     keys = ("s",) * 6
     assert snap_compare(fake_app(), terminal_size=SIZE, run_before=_run_before(*keys))
 
 
-def test_hosts_filtered(snap_compare: Any) -> None:
+def test_hosts_filtered(snap_compare: SnapCompare) -> None:
     """Hosts filtered by '.org' (typed after /, Enter applies it)."""
     keys = ("slash", *".org", "enter")
     assert snap_compare(fake_app(), terminal_size=SIZE, run_before=_run_before(*keys))
 
 
-def test_backoff_panel(snap_compare: Any) -> None:
+def test_backoff_panel(snap_compare: SnapCompare) -> None:
     """Backoff tab: attempt, last status, Retry-After, until, demoted."""
     assert snap_compare(fake_app(), terminal_size=SIZE, run_before=_run_before("2"))
 
 
-def test_blocked_panel(snap_compare: Any) -> None:
+def test_blocked_panel(snap_compare: SnapCompare) -> None:
     """Blocked tab: counts per reason and the newest refused URLs first."""
     assert snap_compare(fake_app(), terminal_size=SIZE, run_before=_run_before("3"))
 
 
-def test_blocked_filtered(snap_compare: Any) -> None:
+def test_blocked_filtered(snap_compare: SnapCompare) -> None:
     """Blocked tab filtered by reason: 'reason:calendar'."""
     keys = ("3", "slash", *"reason:calendar", "enter")
     assert snap_compare(fake_app(), terminal_size=SIZE, run_before=_run_before(*keys))
 
 
-def test_log_panel(snap_compare: Any) -> None:
+def test_log_panel(snap_compare: SnapCompare) -> None:
     """Log tab: audit lines (robots.txt 5xx treated as allow, demotion) and retries."""
     assert snap_compare(fake_app(), terminal_size=SIZE, run_before=_run_before("4"))
 
 
-def test_host_detail(snap_compare: Any) -> None:
+def test_host_detail(snap_compare: SnapCompare) -> None:
     """Enter on the first host: rules, queue head, last responses."""
     assert snap_compare(fake_app(), terminal_size=SIZE, run_before=_run_before("enter"))
 
 
-def test_paused_header(snap_compare: Any) -> None:
+def test_paused_header(snap_compare: SnapCompare) -> None:
     """p: the header shows PAUSED."""
     assert snap_compare(fake_app(), terminal_size=SIZE, run_before=_run_before("p"))
 
 
-def test_help_screen(snap_compare: Any) -> None:
+def test_help_screen(snap_compare: SnapCompare) -> None:
     """?: the keys."""
     assert snap_compare(fake_app(), terminal_size=SIZE, run_before=_run_before("question_mark"))
 
 
-def test_add_seed_error(snap_compare: Any) -> None:
+def test_add_seed_error(snap_compare: SnapCompare) -> None:
     """a, then a URL that is not http(s): the error stays on the dialog."""
     keys = ("a", *"ftp://x", "enter")
     assert snap_compare(fake_app(), terminal_size=SIZE, run_before=_run_before(*keys))
 
 
-def test_finished(snap_compare: Any) -> None:
+def test_finished(snap_compare: SnapCompare) -> None:
     """The crawl finished: FINISHED in the header, every host's final row."""
     assert snap_compare(fake_app(finish=True), terminal_size=SIZE, run_before=_run_before())
 
 
-def test_small_terminal(snap_compare: Any) -> None:
+def test_small_terminal(snap_compare: SnapCompare) -> None:
     """80 x 24 still shows the header, the chart, the table and the keys."""
     assert snap_compare(fake_app(), terminal_size=(80, 24), run_before=_run_before())
