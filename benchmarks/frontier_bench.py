@@ -32,7 +32,7 @@ from pathlib import Path
 
 from crawldeck.core.config import build_config
 from crawldeck.core.frontier import Frontier, FrontierEntry
-from crawldeck.core.politeness import Politeness
+from crawldeck.core.politeness import Politeness, PolitenessSettings
 from crawldeck.core.seen import SeenSet
 from crawldeck.core.store import FrontierRow, Store
 
@@ -79,7 +79,9 @@ def main() -> int:
     print(f"add:      {args.urls / add_s:,.0f} URLs/s ({add_s:.2f} s)")
     print(f"memory:   {per_url:.0f} bytes per queued URL (entries, URL strings and frontier)")
 
-    politeness = Politeness(build_config({"delay_ms": 0, "adaptive_delay_factor": 0}))
+    politeness = Politeness(
+        PolitenessSettings.from_config(build_config({"delay_ms": 0, "adaptive_delay_factor": 0}))
+    )
     now = 1_000_000.0
     dispatched = 0
     started = time.perf_counter()
@@ -150,7 +152,7 @@ def engine_bench(urls: int, hosts: int, window: int) -> int:
         queued = engine.snapshot().counters.queued
         print(f"{urls:,} URLs over {hosts:,} hosts through Engine.add_seeds, window {window:,}")
         print(f"admit:    {urls / add_s:,.0f} URLs/s ({add_s:.1f} s, SQLite writes included)")
-        print(f"queued:   {queued:,} ({engine.spilled:,} spilled to SQLite)")
+        print(f"queued:   {queued:,} ({engine.statistics().frontier.spilled:,} spilled to SQLite)")
         beyond = (rss[1] - rss[0]) / (urls - half)
         print(f"memory:   {beyond:.0f} bytes per queued URL beyond the window")
         print(f"          (RSS {rss[0] / 2**20:.0f} MiB after {half:,}, {rss[1] / 2**20:.0f} MiB "
@@ -161,7 +163,8 @@ def engine_bench(urls: int, hosts: int, window: int) -> int:
         again = Engine(config, store)
         resume_s = time.perf_counter() - started
         back = again.snapshot().counters.queued
-        print(f"resume:   {resume_s:.1f} s ({back:,} URLs queued again, {again.spilled:,} of "
+        left = again.statistics().frontier.spilled
+        print(f"resume:   {resume_s:.1f} s ({back:,} URLs queued again, {left:,} of "
               f"them in SQLite)")  # fmt: skip
         store.close()
     return 0

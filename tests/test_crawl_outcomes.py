@@ -19,7 +19,7 @@ from crawlkit import html, rows, run_crawl
 from dnsserver import DnsmasqServer
 from httpserver import HTTPTestServer, Request, Response
 
-from crawldeck.core import engine as engine_module
+from crawldeck.core import admission as admission_module
 from crawldeck.core.config import build_config
 from crawldeck.core.engine import Engine
 from crawldeck.core.store import Store
@@ -108,7 +108,7 @@ def test_blocked_counts_are_the_tables_even_past_the_engines_memory(
 ) -> None:
     """The engine remembers only the last BLOCKED_MEMORY blocked URLs; the same
     refused links on many pages must still be counted once each, as in the table."""
-    monkeypatch.setattr(engine_module, "BLOCKED_MEMORY", 5)
+    monkeypatch.setattr(admission_module, "BLOCKED_MEMORY", 5)
     links = "".join(f'<a href="/a/b/a/b/a/b/{i}">t</a><a href="mailto:x{i}@y">m</a>'
                     for i in range(20))  # fmt: skip
     with HTTPTestServer() as server:

@@ -69,9 +69,9 @@ def test_a_crawl_past_its_window_fetches_every_page_once(tmp_path: Path) -> None
         counts = {path: server.count(path) for path in paths}
     assert counts == dict.fromkeys(paths, 1)
     assert engine.snapshot().counters.pages == len(paths)
-    assert engine.unspilled >= LEAVES  # most URLs went through SQLite
+    assert engine.statistics().frontier.read_back >= LEAVES  # most URLs went through SQLite
     assert max(peak) <= 10  # never more than the window in memory
-    assert engine.spilled == 0
+    assert engine.statistics().frontier.spilled == 0
     assert states(tmp_path / "w.db") == {"done": len(paths)}
 
 
@@ -110,4 +110,4 @@ def test_a_crawl_does_not_finish_with_urls_left_spilled(tmp_path: Path) -> None:
                            frontier_window=40, allow_private=True, max_depth=20)  # fmt: skip
         assert all(s.count(f"/p{n}") == 1 for s in servers for n in range(40))
     assert rows(db, "SELECT count(*) FROM frontier WHERE state = 'spilled'") == [(0,)]
-    assert engine.spilled == 0
+    assert engine.statistics().frontier.spilled == 0

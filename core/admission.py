@@ -1,0 +1,225 @@
+"""Admission: an href becomes one URL value, then passes the seen set and the trap guards.
+
+    href --clean/normalize/host_key--> Link --seen set--> trap guards --> admitted
+                                                |               |
+                                           seen before      Verdict (recorded once
+                                           (dropped)         in ``blocked``)
+
+A ``Link`` computes the cleaned URL, its dedupe key and its host key once
+(``core.urls``; the origin on first use), and the same href on many pages (a site's
+navigation, its footer) is resolved once: a bounded two-generation memo keeps what a
+root-relative or absolute href resolved to, and once its URL is in the seen set a repeat
+costs one dict lookup. What an admitted URL becomes (in memory or spilled, its frontier
+row) is the caller's (``core.engine``, ``core.window``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+
+from crawldeck.core import urls
+from crawldeck.core.errors import UrlError
+from crawldeck.core.seen import SeenSet
+from crawldeck.core.traps import BlockReason, TrapGuard, Verdict
+
+#: Entries per generation of the href memo (``_HrefMemo``): at most twice this many.
+HREF_MEMO_SIZE = 32_768
+#: URLs remembered as already recorded in ``blocked`` (bounded, oldest forgotten).
+BLOCKED_MEMORY = 100_000
+
+#: ``block(url, host, verdict)``: record a refused URL (``Observer.block``).
+BlockSink = Callable[[str, str, Verdict], None]
+
+
+class Link:
+    """One URL as the crawl knows it, computed once.
+
+    Attributes:
+        url: the cleaned URL, as it is sent (``urls.clean``).
+        key: its dedupe key (``urls.normalize`` with the crawl's ``strip_params``).
+        host: its host key (``urls.host_key``).
+        seen: it passed admission (or was seen before): a repeat is only an edge.
+    """
+
+    __slots__ = ("_origin", "host", "key", "seen", "url")
+
+    def __init__(self, url: str, key: str, host: str) -> None:
+        self.url = url
+        self.key = key
+        self.host = host
+        self.seen = False
+        self._origin: str | None = None
+
+    @property
+    def origin(self) -> str:
+        """``scheme://host[:port]`` (RFC 9309 §2.3's unit), computed on first use."""
+        if self._origin is None:
+            self._origin = urls.origin(self.url)
+        return self._origin
+
+
+class _HrefMemo:
+    """A bounded memo of resolved hrefs, keyed by ``origin_prefix(base) + href`` for a
+    root-relative href and by the href itself for an absolute http(s) one (hrefs whose
+    resolution does not depend on the page's path). Two generations of at most
+    ``size`` entries each: when the young one is full it becomes the old one and the
+    old one is dropped, and a hit in the old one moves back to the young one, so the
+    hrefs that keep recurring (navigation) stay."""
+
+    __slots__ = ("_old", "_size", "_young")
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._young: dict[str, Link] = {}
+        self._old: dict[str, Link] = {}
+
+    @staticmethod
+    def key(prefix: str, href: str) -> str | None:
+        """The memo key of ``href`` on a page whose base has ``prefix``, or ``None``."""
+        if href.startswith("/"):
+            return None if href.startswith("//") else prefix + href
+        if href.startswith(("http://", "https://")):
+            return href
+        return None
+
+    def get(self, key: str) -> Link | None:
+        """The remembered resolution of ``key``, or ``None``."""
+        found = self._young.get(key)
+        if found is None:
+            found = self._old.pop(key, None)
+            if found is not None:
+                self.put(key, found)
+        return found
+
+    def put(self, key: str, link: Link) -> None:
+        """Remember ``link`` under ``key``."""
+        if len(self._young) >= self._size:
+            self._old = self._young
+            self._young = {}
+        self._young[key] = link
+
+
+def _prefix_host(prefix: str) -> tuple[str, str]:
+    """``(prefix + "/", host key of prefix)``: a URL starting with the former has the
+    latter as host key (a prefix no URL starts with when it has no valid host)."""
+    try:
+        return prefix + "/", urls.host_key(prefix + "/")
+    except UrlError:
+        return "\0", ""  # matches no URL
+
+
+class Admission:
+    """The seen set and the trap guards, for every URL the crawl finds.
+
+    Args:
+        strip_params: the parameters the dedupe key drops (``CrawlConfig.strip_params``).
+        guard: the trap guards (``core.traps.TrapGuard``).
+        seen: the seen set of dedupe keys (``core.seen.SeenSet``).
+        block: records a refused URL (called once per URL while it is remembered:
+            at most ``BLOCKED_MEMORY`` recent ones).
+    """
+
+    def __init__(
+        self, strip_params: tuple[str, ...], guard: TrapGuard, seen: SeenSet, block: BlockSink
+    ) -> None:
+        self._strip = strip_params
+        self._guard = guard
+        self._seen = seen
+        self._block = block
+        self._memo = _HrefMemo(HREF_MEMO_SIZE)
+        self._blocked: dict[str, None] = {}
+        self.admitted: Counter[str] = Counter()  # URLs admitted per host, all runs
+
+    def link(self, url: str, *, key: str | None = None, host: str | None = None) -> Link:
+        """The ``Link`` of the cleaned URL ``url`` (``key`` and ``host`` computed when
+        ``None``).
+
+        Raises:
+            UrlError: ``url`` has no valid host.
+        """
+        if key is None:
+            key = urls.normalize(url, self._strip)
+        return Link(url, key, urls.host_key(url) if host is None else host)
+
+    def admit(self, link: Link, depth: int, *, is_seed: bool = False) -> Verdict | bool:
+        """Pass ``link`` found at ``depth`` through the seen set and the trap guards.
+
+        Returns:
+            ``True`` when admitted (its key is now in the seen set and its host's count
+            is one more), ``False`` when it was seen before (dropped, whatever the
+            guards would say now), or the ``Verdict`` that refuses it (recorded in
+            ``blocked`` unless it was recently).
+        """
+        key = link.key
+        if self._seen.contains(key):
+            return False
+        host = link.host
+        verdict = self._guard.admit(link.url, depth, self.admitted[host], is_seed=is_seed, key=key)
+        if verdict is not None:
+            self.block_once(link.url, host, verdict, key=key)
+            return verdict
+        self._seen.add(key)
+        self.admitted[host] += 1
+        return True
+
+    def follow(
+        self, page_url: str, page_host: str, hrefs: Iterable[str], base: str, depth: int
+    ) -> tuple[list[tuple[str, str]], list[Link]]:
+        """Resolve and admit the outlinks ``hrefs`` of ``page_url`` (base URL ``base``)
+        at ``depth``.
+
+        Returns:
+            ``(edges, admitted)``: an edge ``(page_url, url)`` per href that resolved,
+            in order (a page linking one href twice: once); the links admitted now.
+        """
+        edges: list[tuple[str, str]] = []
+        admitted: list[Link] = []
+        memo = self._memo
+        prefix = urls.origin_prefix(base)
+        same_host: tuple[str, str] | None = None  # (prefix + "/", its host key), on need
+        for href in dict.fromkeys(hrefs):
+            memo_key = _HrefMemo.key(prefix, href)
+            known = memo.get(memo_key) if memo_key is not None else None
+            if known is None:
+                try:
+                    url = urls.clean(href, base)
+                except UrlError as exc:
+                    self.block_once(href, page_host, Verdict(url_reason(exc), str(exc)), key=href)
+                    continue
+                if same_host is None:
+                    same_host = _prefix_host(prefix)
+                host = same_host[1] if url.startswith(same_host[0]) else urls.host_key(url)
+                known = Link(url, urls.normalize(url, self._strip), host)
+                if memo_key is not None:
+                    memo.put(memo_key, known)
+            edges.append((page_url, known.url))
+            if known.seen:
+                continue
+            outcome = self.admit(known, depth)
+            if not isinstance(outcome, Verdict):
+                known.seen = True
+                if outcome:
+                    admitted.append(known)
+        return edges, admitted
+
+    def block_once(self, url: str, host: str, verdict: Verdict, *, key: str | None = None) -> None:
+        """Record ``url`` as refused by ``verdict`` unless it was recently (``key``: its
+        dedupe key, computed when ``None``; an unparsable href is its own key)."""
+        if key is None:
+            key = urls.normalize(url, self._strip)
+        if key in self._blocked:
+            return
+        self._blocked[key] = None
+        if len(self._blocked) > BLOCKED_MEMORY:
+            del self._blocked[next(iter(self._blocked))]
+        self._block(url, host, verdict)
+
+
+def url_reason(exc: UrlError) -> BlockReason:
+    """The ``blocked`` reason of a URL ``clean`` refused: ``scheme`` for
+    ``UnsupportedScheme`` (mailto:, javascript:), else ``bad_url``."""
+    return BlockReason(exc.reason)
+
+
+__all__ = ["BLOCKED_MEMORY", "HREF_MEMO_SIZE", "Admission", "Link", "url_reason"]

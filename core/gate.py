@@ -1,0 +1,258 @@
+"""The host gate: when a request may go to a host, and what its answer teaches (pure).
+
+Every request the crawl sends passes here, whoever sends it: a worker's page fetch, a
+robots.txt request and each of its redirect hops, a rendered page's sub-request
+(RFC 9309 §2.3.1: fetching robots.txt is a request to the host; issue #10 item 9). The
+gate owns, per host and per address:
+
+* the host's politeness (``core.politeness.Politeness``: delay = max(Crawl-delay,
+  ``delay_ms``, the learnt delay), token bucket, backoff on 429/503 with Retry-After);
+* the per-IP limit (``ip_delay_ms``): hosts on one address share it;
+* the host's in-flight slots (``per_host_concurrency``): page fetches and side
+  requests (robots.txt, render sub-requests) together.
+
+It does no I/O and reads no clock: every method takes ``now`` (epoch seconds, ``float``,
+from the engine's one clock). Waiting is the caller's: :meth:`HostGate.ready_at` is the
+one deadline a worker (through the frontier's ready heap) and a side request both wait
+for, and a host whose slots are all taken has no deadline (``None``): it is ready again
+when a slot is released, which the caller learns from :meth:`end_side` / :meth:`end_page`
+(no polling; after httpcore's connection pool, whose state changes in plain code and
+whose awaits come after).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Protocol
+
+from crawldeck.core.politeness import HostPolitenessView, Outcome, Politeness
+
+
+@dataclass(frozen=True, slots=True)
+class GateStatistics:
+    """The gate at one moment (trio's ``statistics()``: immutable, named fields).
+
+    Attributes:
+        hosts: hosts the politeness state knows.
+        page_fetches: page fetches running now (all hosts).
+        side_requests: robots.txt requests and render sub-requests running now.
+        held_hosts: hosts a worker gave back while side requests filled their slots;
+            each goes back to the frontier when one of those ends.
+        backing_off: hosts whose last answer started or continued a backoff.
+        addresses: addresses with a known host (per-IP limit keys).
+    """
+
+    hosts: int
+    page_fetches: int
+    side_requests: int
+    held_hosts: int
+    backing_off: int
+    addresses: int
+
+
+class AddressLimit(Protocol):
+    """The per-IP limit keyed by address (``core.dns``): when an address may get its
+    next request, and the start and end of each."""
+
+    def earliest(self, ip: str, now: float) -> float:
+        """When ``ip`` may get its next request (epoch s)."""
+        ...
+
+    def on_dispatch(self, ip: str, now: float) -> None:
+        """A request to ``ip`` starts at ``now``."""
+        ...
+
+    def on_end(self, ip: str, now: float) -> None:
+        """A request to ``ip`` ended at ``now``."""
+        ...
+
+
+class HostGate:
+    """Host politeness, the per-IP limit and in-flight slots, for every request.
+
+    Args:
+        politeness: the hosts' politeness state (delays, backoff, Crawl-delay).
+        ips: the per-IP limit (``ip_delay_ms``) shared by hosts on one address.
+        per_host_concurrency: requests at once per host, page fetches and side
+            requests together.
+
+    A host key is ``core.urls.host_key``; an address is the IP the request goes to
+    (from the DNS cache and the address policy).
+    """
+
+    __slots__ = (
+        "_backing_off",
+        "_fetching",
+        "_held",
+        "_ip",
+        "_ips",
+        "_per_host",
+        "_side",
+        "politeness",
+    )
+
+    def __init__(
+        self, politeness: Politeness, ips: AddressLimit, per_host_concurrency: int
+    ) -> None:
+        self.politeness = politeness
+        self._ips = ips
+        self._per_host = per_host_concurrency
+        self._ip: dict[str, str] = {}
+        self._fetching: Counter[str] = Counter()
+        self._side: Counter[str] = Counter()
+        self._held: set[str] = set()
+        self._backing_off: set[str] = set()
+
+    # ----------------------------------------------------------- addresses
+
+    def note_address(self, host: str, ip: str) -> None:
+        """``host``'s requests go to ``ip`` (the per-IP limit key) from now on."""
+        self._ip[host] = ip
+
+    def address(self, host: str) -> str | None:
+        """The address ``host``'s last request went to, or ``None``."""
+        return self._ip.get(host)
+
+    # -------------------------------------------------------------- timing
+
+    def ready_at(self, host: str, now: float) -> float | None:
+        """When a request may go to ``host`` (epoch s): the later of its politeness and
+        its address's per-IP limit; ``None`` while its slots are all taken (it is
+        ready again when :meth:`end_page` or :meth:`end_side` frees one)."""
+        if not self._free(host):
+            return None
+        at = self.politeness.earliest(host, now)
+        ip = self._ip.get(host)
+        if ip is not None:
+            at = max(at, self._ips.earliest(ip, now))
+        return at
+
+    def may_start(self, host: str, now: float) -> bool:
+        """Whether a request may go to ``host`` at ``now`` (``ready_at(host, now) <= now``)."""
+        at = self.ready_at(host, now)
+        return at is not None and at <= now
+
+    def _free(self, host: str) -> bool:
+        return self._fetching[host] + self._side[host] < self._per_host
+
+    # ------------------------------------------------------------ requests
+
+    def start_page(self, host: str, now: float) -> None:
+        """A worker's page fetch to ``host`` starts at ``now``: it counts against the
+        host's politeness, its address's and one of its slots."""
+        self._dispatch(host, now)
+        self._fetching[host] += 1
+
+    def end_page(self, host: str, now: float) -> None:
+        """A page fetch started with :meth:`start_page` ended (answer or not) at ``now``."""
+        self._fetching[host] -= 1
+        if not self._fetching[host]:
+            del self._fetching[host]
+        self._end_address(host, now)
+
+    def start_side(self, host: str, now: float) -> None:
+        """A side request (robots.txt, a redirect hop of it, a render sub-request) to
+        ``host`` starts at ``now``; it counts like a page fetch."""
+        self._dispatch(host, now)
+        self._side[host] += 1
+
+    def end_side(self, host: str, now: float) -> bool:
+        """A side request started with :meth:`start_side` ended at ``now``.
+
+        Returns:
+            ``True`` when ``host`` was held (:meth:`hold`) and now has a free slot: the
+            caller gives it back to the frontier at ``ready_at(host, now)``.
+        """
+        if self._side[host] > 0:
+            self._side[host] -= 1
+        if not self._side[host]:
+            del self._side[host]
+        self._end_address(host, now)
+        if host in self._held and self._free(host):
+            self._held.discard(host)
+            return True
+        return False
+
+    def hold(self, host: str) -> None:
+        """A worker gave ``host`` back while its slots were all taken (``ready_at`` is
+        ``None``): keep it out of the frontier's ready heap until a slot is free."""
+        self._held.add(host)
+
+    def _dispatch(self, host: str, now: float) -> None:
+        self.politeness.on_dispatch(host, now)
+        ip = self._ip.get(host)
+        if ip is not None:
+            self._ips.on_dispatch(ip, now)
+
+    def _end_address(self, host: str, now: float) -> None:
+        ip = self._ip.get(host)
+        if ip is not None:
+            self._ips.on_end(ip, now)
+
+    # ------------------------------------------------------------- answers
+
+    def learn(
+        self,
+        host: str,
+        now: float,
+        status: int | None,
+        elapsed_s: float,
+        retry_after: str | None,
+        date: str | None = None,
+    ) -> Outcome:
+        """Feed the end of a request to ``host`` at ``now`` to its politeness: the
+        status (``None``: no response, a transient failure), its time in s, the
+        ``Retry-After`` and ``Date`` headers (RFC 9110 §10.2.3, §6.6.1); see
+        ``Politeness.on_response``."""
+        outcome = self.politeness.on_response(host, now, status, elapsed_s, retry_after, date=date)
+        if outcome.retry:
+            self._backing_off.add(host)
+        else:
+            self._backing_off.discard(host)
+        return outcome
+
+    def forget(self, host: str, now: float) -> None:
+        """A request to ``host`` ended at ``now`` with nothing to learn (a deterministic
+        failure, a cancelled sub-request): the delay counts from now, no backoff."""
+        self.politeness.on_end(host, now)
+
+    def restore_backoff(self, host: str) -> None:
+        """``host`` was backing off when an earlier run ended (its state was restored
+        into ``politeness`` with ``Politeness.restore``)."""
+        self._backing_off.add(host)
+
+    def backing_off(self) -> list[str]:
+        """The hosts whose last answer started or continued a backoff, sorted."""
+        return sorted(self._backing_off)
+
+    def in_backoff(self, host: str, now: float) -> bool:
+        """Whether ``host`` is waiting out a backoff at ``now``."""
+        until = self.politeness.view(host, now).backoff_until
+        return until is not None and until > now
+
+    def count_in_backoff(self, now: float) -> int:
+        """How many hosts are waiting out a backoff at ``now``."""
+        return sum(1 for host in self._backing_off if self.in_backoff(host, now))
+
+    def view(self, host: str, now: float) -> HostPolitenessView:
+        """``host``'s politeness at ``now`` (``Politeness.view``)."""
+        return self.politeness.view(host, now)
+
+    def fetching(self, host: str) -> int:
+        """Page fetches of ``host`` running now."""
+        return self._fetching.get(host, 0)
+
+    def statistics(self) -> GateStatistics:
+        """The gate's figures now."""
+        return GateStatistics(
+            hosts=self.politeness.hosts(),
+            page_fetches=self._fetching.total(),
+            side_requests=self._side.total(),
+            held_hosts=len(self._held),
+            backing_off=len(self._backing_off),
+            addresses=len(set(self._ip.values())),
+        )
+
+
+__all__ = ["AddressLimit", "GateStatistics", "HostGate"]

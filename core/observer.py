@@ -1,0 +1,433 @@
+"""The observer: what the crawl knows about itself, and the pictures of it.
+
+The engine reports here what happens (a host seen, a fetch started and ended, a page
+recorded, a URL blocked, a log line); the observer keeps the per-host figures, the
+counters and the recent lists, writes the ``hosts`` rows, and assembles the frozen
+``CrawlSnapshot`` the console and the headless summary read (``core.snapshot``). It
+does not decide anything: politeness lives in the host gate (``core.gate``), queues in
+the frontier window (``core.window``).
+
+Totals in a snapshot are those of the SQLite file (earlier runs plus what this run
+committed: ``Store.pages_added``, ``Store.blocked_added``), so the console, the summary
+and the tables agree (issue #10 item 18).
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+from collections import Counter, deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from crawldeck.core.config import CrawlConfig
+from crawldeck.core.dns import DnsCache
+from crawldeck.core.gate import HostGate
+from crawldeck.core.render_types import RenderStats
+from crawldeck.core.robots import RobotsCache
+from crawldeck.core.snapshot import (
+    BackoffRow,
+    BlockedRow,
+    Counters,
+    CrawlSnapshot,
+    CrawlState,
+    HostDetail,
+    HostRow,
+    ResponseRow,
+)
+from crawldeck.core.store import BlockedRecord, HostRecord, Store
+from crawldeck.core.traps import Verdict
+from crawldeck.core.window import FrontierWindow
+
+log = logging.getLogger("crawldeck.engine")
+
+#: How many busiest hosts a snapshot carries.
+SNAPSHOT_HOSTS = 50
+#: How many recent blocked URLs and log lines a snapshot carries.
+SNAPSHOT_RECENT = 200
+#: Responses remembered per host for the console's detail view.
+RECENT_RESPONSES = 10
+#: Throughput is measured over this many seconds.
+THROUGHPUT_WINDOW_S = 10.0
+#: ``hosts.state`` values of a run still going on (a run killed leaves them behind).
+_LIVE_STATES = frozenset({"active", "backoff"})
+
+
+@dataclass(slots=True)
+class HostStats:
+    """Per-host figures (politeness state lives in the host gate).
+
+    Attributes:
+        origin: ``scheme://host[:port]`` (robots.txt's unit, RFC 9309 §2.3).
+        fetched: pages recorded (answers and final failures), earlier runs included.
+        errors: 5xx answers and failed tries this run.
+        in_flight: URLs of the host being processed now.
+        admitted: URLs of the host admitted to the frontier (all runs).
+        demoted, parked, dead, dns_failing: the host's condition (``hosts.state``).
+        recent: its last ``RECENT_RESPONSES`` responses, for the detail view.
+        saved: its ``hosts`` row as an earlier run left it.
+        cut: a fetch of it was cancelled by a stop (its URL stays queued).
+    """
+
+    origin: str
+    fetched: int = 0
+    errors: int = 0
+    in_flight: int = 0
+    admitted: int = 0
+    demoted: bool = False
+    parked: bool = False
+    dead: bool = False
+    dns_failing: bool = False
+    recent: deque[ResponseRow] | None = None
+    saved: HostRecord | None = None
+    cut: bool = False
+
+    def remember(self, row: ResponseRow) -> None:
+        """Keep ``row`` among the host's last ``RECENT_RESPONSES`` responses."""
+        if self.recent is None:
+            self.recent = deque(maxlen=RECENT_RESPONSES)
+        self.recent.append(row)
+
+
+class Observer:
+    """Host figures, counters, recent lists, ``hosts`` rows and snapshots.
+
+    Args:
+        config: ``max_pages`` (shown in snapshots).
+        clock: the engine's one time source (epoch s).
+        store: the SQLite store (``record_blocked``, ``upsert_host``, the committed
+            totals).
+        gate: the host gate (politeness views, ready times).
+        frontier: the frontier window (queued counts, the ready heap's next hosts).
+        robots: the robots.txt cache (status shown per host).
+        dns: the DNS cache (pinned addresses, its figures).
+    """
+
+    def __init__(
+        self,
+        config: CrawlConfig,
+        clock: Callable[[], float],
+        store: Store,
+        gate: HostGate,
+        frontier: FrontierWindow,
+        robots: RobotsCache,
+        dns: DnsCache,
+    ) -> None:
+        self._config = config
+        self._clock = clock
+        self._store = store
+        self._gate = gate
+        self._frontier = frontier
+        self._robots = robots
+        self._dns = dns
+        self.hosts: dict[str, HostStats] = {}
+        self._dirty: set[str] = set()
+        self.busy: set[str] = set()  # hosts with a URL in flight
+        self.in_flight = 0
+        self.pages = 0  # pages recorded, all runs (this run's added as they come)
+        self.bytes = 0
+        self.pages_at_start = 0
+        self.started_at = clock()
+        self.ended_at: float | None = None
+        self.retried = 0  # failed URLs of earlier runs queued again
+        # the committed totals of earlier runs; the store adds this run's
+        self._base_totals: Counter[str] = Counter()
+        self._base_blocked: Counter[str] = Counter()
+        self._blocked_recent: deque[BlockedRow] = deque(maxlen=SNAPSHOT_RECENT)
+        self._log_lines: deque[str] = deque(maxlen=SNAPSHOT_RECENT)
+        self._samples: deque[tuple[float, int, int]] = deque()
+
+    # ------------------------------------------------------------ reporting
+
+    def stats(self, host: str, origin: str | None) -> HostStats:
+        """``host``'s figures, made on first sight; ``origin`` (``None``: unknown yet,
+        ``http://host``) replaces the one first seen while nothing was fetched (a
+        seed's ``https`` after a link's ``http``)."""
+        stats = self.hosts.get(host)
+        if stats is None:
+            stats = HostStats(origin or f"http://{host}")
+            self.hosts[host] = stats
+        elif origin is not None and stats.origin != origin and stats.fetched == 0:
+            stats.origin = origin
+        return stats
+
+    def changed(self, host: str) -> None:
+        """``host``'s row is to be written at the next :meth:`flush_hosts`."""
+        self._dirty.add(host)
+
+    def start(self, host: str, stats: HostStats) -> None:
+        """A URL of ``host`` is being processed."""
+        stats.in_flight += 1
+        self.busy.add(host)
+        self.in_flight += 1
+
+    def end(self, host: str, stats: HostStats) -> None:
+        """The URL of ``host`` that :meth:`start` reported is done."""
+        stats.in_flight -= 1
+        if not stats.in_flight:
+            self.busy.discard(host)
+        self.in_flight -= 1
+        self._dirty.add(host)
+
+    def log(self, line: str, level: int = logging.INFO) -> None:
+        """Keep ``line`` (one line, no newline) for the Log tab, stamped ``HH:MM:SS``."""
+        stamp = datetime.now(UTC).strftime("%H:%M:%S")
+        self._log_lines.append(f"{stamp} {line}")
+        log.log(level, line)
+
+    def audit(self, line: str) -> None:
+        """Keep an audit line (robots.txt treated as allow, demotions) as a warning."""
+        self.log(line, level=logging.WARNING)
+
+    def block(self, url: str, host: str, verdict: Verdict) -> None:
+        """Record a refused URL in ``blocked`` and the recent list."""
+        now = self._clock()
+        reason = str(verdict.reason)
+        self._store.record_blocked(BlockedRecord(url, host, reason, verdict.detail, now))
+        self._blocked_recent.append(BlockedRow(now, reason, host, url))
+
+    def restore(self, counts: dict[str, object], mix: dict[str, int], total_bytes: int) -> None:
+        """Take the totals an earlier run left (``Store.counts``, ``Store.page_totals``)
+        and its recent blocked URLs."""
+        pages = counts.get("pages", 0)
+        self.pages = pages if isinstance(pages, int) else 0
+        self.bytes = total_bytes
+        self._base_totals.update(mix)
+        self._base_totals["pages"] = self.pages
+        self._base_totals["bytes"] = self.bytes
+        blocked = counts.get("blocked", {})
+        if isinstance(blocked, dict):
+            self._base_blocked.update(blocked)
+        for old in self._store.recent_blocked(SNAPSHOT_RECENT):
+            self._blocked_recent.append(BlockedRow(old.at, old.reason, old.host, old.url))
+
+    def begin(self) -> None:
+        """The run starts now: ``this run`` and throughput count from here."""
+        self.started_at = self._clock()
+        self.pages_at_start = self.pages
+        self._samples.clear()
+        self._samples.append((self.started_at, self.pages, self.bytes))
+
+    # ------------------------------------------------------------ hosts rows
+
+    def host_state(self, host: str, stats: HostStats, now: float, *, final: bool) -> str:
+        """The ``hosts.state`` of ``host``: ``dead`` (its name does not resolve),
+        ``dns_failing``, ``parked``, ``demoted``, ``backoff`` (backing off now) or
+        ``active``; once the run is over (``final``), ``active`` becomes ``done`` (none
+        of its URLs left) or ``queued`` (URLs left for the next run), and a host with
+        no URL left is ``done`` whatever its backoff."""
+        if stats.dead:
+            return "dead"
+        if stats.dns_failing:
+            return "dns_failing"
+        if stats.parked:
+            return "parked"
+        left = self._frontier.queued(host) > 0 or stats.in_flight > 0 or stats.cut
+        if final and not left:
+            return "done"
+        if stats.demoted:
+            return "demoted"
+        if self._gate.in_backoff(host, now):
+            return "backoff"
+        return "queued" if final else "active"
+
+    def flush_hosts(self, *, final: bool = False) -> None:
+        """Write the state of the hosts that changed since the last flush; ``final``
+        (the run is over): also of the hosts an earlier run left in a state that is
+        not final (it was killed), each with its state at the end. A host this run did
+        not touch keeps its row; one whose robots.txt this run did not fetch keeps its
+        saved robots.txt columns.
+
+        Raises:
+            StoreError: the store failed (a full disk).
+        """
+        now = self._clock()
+        hosts: Iterable[str] = self._dirty
+        if final:
+            hosts = self._dirty | {
+                host
+                for host, stats in self.hosts.items()
+                if stats.saved is None or stats.saved.state in _LIVE_STATES
+            }
+        for host in hosts:
+            self._store.upsert_host(self._host_record(host, now, final=final))
+        self._dirty.clear()
+
+    def _host_record(self, host: str, now: float, *, final: bool) -> HostRecord:
+        stats = self.hosts[host]
+        view = self._gate.view(host, now)
+        robots = self._robots.entry(stats.origin)
+        saved = stats.saved
+        if robots is not None:
+            robots_status: str | None = robots.status
+            robots_expires: float | None = robots.expires_at
+            crawl_delay_ms = None if robots.crawl_delay_s is None else robots.crawl_delay_s * 1000
+        elif saved is not None:
+            robots_status = saved.robots_status
+            robots_expires = saved.robots_expires_at
+            crawl_delay_ms = saved.crawl_delay_ms
+        else:
+            robots_status = robots_expires = crawl_delay_ms = None
+        return HostRecord(
+            host=host,
+            ip=self._dns.pinned(host) or (saved.ip if saved is not None else None),
+            robots_status=robots_status,
+            robots_expires_at=robots_expires,
+            crawl_delay_ms=crawl_delay_ms,
+            delay_ms=view.delay_ms,
+            backoff_attempts=view.backoff_attempts,
+            backoff_until=view.backoff_until,
+            pages_fetched=stats.fetched,
+            state=self.host_state(host, stats, now, final=final),
+            backoff_started=view.backoff_started,
+            learnt_delay_ms=view.learnt_delay_ms or None,
+        )
+
+    # -------------------------------------------------------------- pictures
+
+    def counters(self) -> Counters:
+        """The crawl's counters now (totals of the SQLite file)."""
+        now = self._clock()
+        dns = self._dns.stats()
+        totals = self._base_totals + Counter(self._store.pages_added())
+        blocked = self._base_blocked + Counter(self._store.blocked_added())
+        mix = {k: v for k, v in totals.items() if k not in ("pages", "bytes") and v > 0}
+        return Counters(
+            pages=totals["pages"],
+            bytes=totals["bytes"],
+            errors=mix.get("error", 0),
+            queued=self._frontier.total(),
+            in_flight=self.in_flight,
+            hosts_known=len(self.hosts),
+            # hosts with queued URLs plus hosts whose last URL is in flight: no walk
+            # over every known host
+            hosts_active=self._frontier.hosts_active(self.busy),
+            hosts_backoff=self._gate.count_in_backoff(now),
+            blocked=dict(blocked),
+            status_mix=mix,
+            dns_lookups=dns.lookups,
+            dns_queries=dns.queries,
+            dns_hit_ratio=dns.hit_ratio,
+        )
+
+    def host_row(self, host: str, now: float) -> HostRow:
+        """The console row of one known host now."""
+        stats = self.hosts[host]
+        view = self._gate.view(host, now)
+        robots = self._robots.entry(stats.origin)
+        ready_at = self._gate.ready_at(host, now)
+        return HostRow(
+            host=host,
+            queued=self._frontier.queued(host),
+            in_flight=stats.in_flight,
+            fetched=stats.fetched,
+            errors=stats.errors,
+            delay_ms=view.delay_ms,
+            delay_source=view.delay_source,
+            tokens=view.tokens,
+            next_fetch_in_s=max(0.0, (now if ready_at is None else ready_at) - now),
+            robots_status=robots.status if robots else "unknown",
+            ip=self._dns.pinned(host),
+            state=self.host_state(host, stats, now, final=self.ended_at is not None),
+        )
+
+    def query_hosts(self, text: str = "", limit: int = SNAPSHOT_HOSTS) -> tuple[HostRow, ...]:
+        """Rows of the known hosts whose key contains ``text`` (case-insensitive), the
+        busiest first (in flight, then queued, then fetched), at most ``limit``.
+
+        Walks every known host: meant for a filter the operator types, not for every
+        refresh (snapshots carry the top rows already).
+        """
+        now = self._clock()
+        needle = text.lower()
+        queued = self._frontier.queued
+        ranked = heapq.nlargest(
+            limit,
+            (
+                (stats.in_flight, queued(host), stats.fetched, host)
+                for host, stats in self.hosts.items()
+                if needle in host
+            ),
+        )
+        return tuple(self.host_row(host, now) for *_, host in ranked)
+
+    def host_detail(self, host: str, queue_head: int = 20) -> HostDetail | None:
+        """The detail view of ``host`` (``None`` for a host the crawl has never seen)."""
+        stats = self.hosts.get(host)
+        if stats is None:
+            return None
+        now = self._clock()
+        robots = self._robots.entry(stats.origin)
+        if robots is None:
+            detail = "robots.txt not fetched yet"
+        else:
+            code = robots.http_status if robots.http_status is not None else "no response"
+            left = max(0.0, robots.expires_at - now)
+            detail = f"{robots.status} (HTTP {code}; {robots.detail}); expires in {left:.0f} s"
+        return HostDetail(
+            row=self.host_row(host, now),
+            queue_head=tuple(e.url for e in self._frontier.peek(host, queue_head)),
+            robots_rules=tuple(robots.rules) if robots else (),
+            robots_detail=detail,
+            crawl_delay_s=robots.crawl_delay_s if robots else None,
+            responses=tuple(stats.recent or ()),
+        )
+
+    def snapshot(self, state: CrawlState, render: RenderStats | None) -> CrawlSnapshot:
+        """A read-only picture of the crawl now (see ``core.snapshot``), in ``state``,
+        with the render pool's figures (``None``: rendering is off)."""
+        now = self._clock()
+        self._samples.append((now, self.pages, self.bytes))
+        while self._samples and now - self._samples[0][0] > THROUGHPUT_WINDOW_S:
+            self._samples.popleft()
+        t0, p0, b0 = self._samples[0]
+        span = now - t0
+        pages_per_s = (self.pages - p0) / span if span > 0 else 0.0
+        bytes_per_s = (self.bytes - b0) / span if span > 0 else 0.0
+        # The candidates are the hosts in flight and the hosts next in the ready heap,
+        # so a snapshot costs O(concurrency + back queues), not O(known hosts).
+        candidates = self.busy.union(self._frontier.soonest(SNAPSHOT_HOSTS))
+        queued = self._frontier.queued
+        busy = heapq.nlargest(
+            SNAPSHOT_HOSTS,
+            ((self.hosts[host].in_flight, queued(host), host) for host in candidates),
+        )
+        rows = [self.host_row(host, now) for _, _, host in busy]
+        backoff_rows = []
+        for host in self._gate.backing_off():
+            view = self._gate.view(host, now)
+            if view.backoff_attempts == 0:
+                continue
+            backoff_rows.append(
+                BackoffRow(
+                    host=host,
+                    attempts=view.backoff_attempts,
+                    last_status=view.last_status,
+                    retry_after_s=view.retry_after_s,
+                    backoff_until=view.backoff_until,
+                    demoted=self.hosts[host].demoted,
+                    parked=self.hosts[host].parked,
+                )
+            )
+        return CrawlSnapshot(
+            at=now,
+            started_at=self.started_at,
+            state=state,
+            counters=self.counters(),
+            pages_per_s=pages_per_s,
+            bytes_per_s=bytes_per_s,
+            window_s=THROUGHPUT_WINDOW_S,
+            max_pages=self._config.max_pages,
+            pages_this_run=self.pages - self.pages_at_start,
+            render=render,
+            ended_at=self.ended_at,
+            retried=self.retried,
+            hosts=tuple(rows),
+            backoff=tuple(backoff_rows),
+            blocked=tuple(self._blocked_recent),
+            log=tuple(self._log_lines),
+        )
+
+
+__all__ = ["HostStats", "Observer"]

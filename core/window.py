@@ -1,0 +1,305 @@
+"""The frontier window: a bounded in-memory frontier over its SQLite tail.
+
+After Mercator's disk-backed back queues (Heydon & Najork 1999, §3.2): memory holds at
+most ``frontier_window`` queued URLs, one host at most an eighth of them; the others
+wait in the store only (frontier state ``spilled``) and come back per host, oldest
+first, when its in-memory queue is half empty, so a slow host (Crawl-delay, backoff)
+never fills memory and starves the others (issue #6). The engine sees one frontier:
+``FrontierWindow`` wraps ``core.frontier.Frontier`` (pure, in memory) and reads the
+tail through the small ``SpillStore`` protocol, and holds every spill counter itself.
+
+Rows the store's writer has not committed yet are not seen by a read: the window asks
+the store to ``flush`` and reads again when fewer rows come back than it expects.
+A host's read-back cursor never goes back: rows read back stay ``spilled`` in SQLite
+until their pages are recorded, and a later read must not return them again.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from crawldeck.core.frontier import Frontier, FrontierEntry
+from crawldeck.core.store import FrontierRow
+
+
+class SpillStore(Protocol):
+    """Where spilled URLs wait (``core.store.Store``)."""
+
+    def load_spilled(self, host: str, after_seq: int, limit: int) -> tuple[list[FrontierRow], int]:
+        """The first ``limit`` spilled rows of ``host`` with ``seq > after_seq``, in
+        ``seq`` order, and the seq of the last one (``after_seq`` when none)."""
+        ...
+
+    def flush(self) -> None:
+        """Block until every write queued so far is committed."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class WindowStatistics:
+    """The window at one moment (immutable, named fields).
+
+    Attributes:
+        in_memory: URLs queued in memory (front and back queues).
+        spilled: URLs waiting only in the store.
+        spilled_hosts: hosts with URLs waiting only in the store.
+        waiting_hosts: hosts whose URLs all wait in the store (none in memory).
+        read_back: spilled URLs read back into memory so far (this run).
+        window: ``frontier_window``, the in-memory bound.
+        host_share: ``frontier_window // 8``, one host's in-memory bound.
+    """
+
+    in_memory: int
+    spilled: int
+    spilled_hosts: int
+    waiting_hosts: int
+    read_back: int
+    window: int
+    host_share: int
+
+
+class FrontierWindow:
+    """One frontier for the engine: ``Frontier`` in memory, the rest in a ``SpillStore``.
+
+    Args:
+        window: ``frontier_window``, the most URLs kept in memory (each host at most
+            ``window // 8``, at least 1).
+        store: where spilled URLs wait.
+        read_back: called with the rows of each read back from the store (before their
+            entries are handed out), so the caller can restore what it keeps of them
+            (a seed's scope, a host first seen in this run).
+
+    Times are epoch seconds (``float``), as ``Frontier``'s.
+    """
+
+    __slots__ = (
+        "_cursor",
+        "_frontier",
+        "_host_cap",
+        "_read_back",
+        "_spilled",
+        "_spilled_total",
+        "_store",
+        "_waiting",
+        "_window",
+        "read_back_total",
+    )
+
+    def __init__(
+        self,
+        window: int,
+        store: SpillStore,
+        read_back: Callable[[Sequence[FrontierRow]], None] | None = None,
+    ) -> None:
+        self._frontier = Frontier()
+        self._store = store
+        self._window = window
+        self._host_cap = max(1, window // 8)
+        self._read_back = read_back
+        self._spilled: Counter[str] = Counter()
+        self._spilled_total = 0
+        self._cursor: dict[str, int] = {}
+        self._waiting: dict[str, None] = {}  # hosts with none in memory, in FIFO order
+        self.read_back_total = 0
+
+    # ------------------------------------------------------------- admission
+
+    def place(self, host: str, *, spill: bool = True) -> bool:
+        """Where a newly admitted URL of ``host`` goes: ``True`` for memory (the
+        caller then calls :meth:`add`), ``False`` for the store only (counted here as
+        spilled; the caller writes its row with state ``spilled``). ``spill=False``
+        keeps it in memory whatever the window (a redirect hop carries its chain's
+        cookies, which the store does not keep). A host with spilled URLs spills the
+        next ones too (FIFO per host)."""
+        in_memory = self._frontier.queued(host)
+        if spill and (
+            in_memory >= self._host_cap
+            or len(self._frontier) >= self._window
+            or host in self._spilled
+        ):
+            self._spilled[host] += 1
+            self._spilled_total += 1
+            if not in_memory:
+                self._waiting[host] = None
+            return False
+        return True
+
+    def add(self, entry: FrontierEntry) -> None:
+        """Queue ``entry`` in memory (``Frontier.add``)."""
+        self._frontier.add(entry)
+
+    def restore(self, spilled: dict[str, int]) -> None:
+        """Count the URLs an earlier run left spilled (``Store.spilled_counts``), after
+        the queued ones were added: hosts with none in memory wait to be read back."""
+        self._spilled.update(spilled)
+        self._spilled_total = self._spilled.total()
+        self._waiting.update((h, None) for h in self._spilled if not self._frontier.queued(h))
+
+    # -------------------------------------------------------------- dispatch
+
+    def pop(self, now: float) -> FrontierEntry | None:
+        """The next URL whose host is ready at ``now``, or ``None``; reads spilled URLs
+        back first while memory is at most half full, and after the pop when the
+        host's in-memory queue is at most half its share.
+
+        Raises:
+            StoreError: the store could not be read.
+        """
+        if self._waiting and len(self._frontier) <= self._window // 2:
+            self._read_waiting()
+        entry = self._frontier.pop(now)
+        if entry is not None:
+            host = entry.host
+            if host in self._spilled and self._frontier.queued(host) <= self._host_cap // 2:
+                self._read(host)
+                if not self._frontier.queued(host) and host in self._spilled:
+                    self._waiting[host] = None  # the window was full: read back later
+        return entry
+
+    def bring_in(self) -> bool:
+        """Nothing is ready: read back hosts whose URLs all wait in the store while the
+        window has room. Returns whether a host is now scheduled in memory."""
+        if self._waiting and len(self._frontier) < self._window:
+            self._read_waiting()
+            return self._frontier.next_ready_at() is not None
+        return False
+
+    def drain(self) -> bool:
+        """Memory is empty and nothing is in flight: read back every host that still has
+        spilled URLs. Returns ``False`` when none could be read back (the spilled count
+        is off: only after a crash or a kill)."""
+        self._waiting.update((host, None) for host in self._spilled)
+        self._read_waiting()
+        return len(self._frontier) > 0
+
+    def _read(self, host: str) -> int:
+        """Read ``host``'s spilled URLs back, oldest first, up to its share of the window
+        and the window itself; the number read. One indexed range read."""
+        frontier = self._frontier
+        want = min(
+            self._host_cap - frontier.queued(host),
+            self._window - len(frontier),
+            self._spilled[host],
+        )
+        if want <= 0:
+            return 0
+        after = self._cursor.get(host, 0)
+        rows, last = self._store.load_spilled(host, after, want)
+        if len(rows) < want:
+            self._store.flush()
+            rows, last = self._store.load_spilled(host, after, want)
+        self._cursor[host] = last
+        if rows and self._read_back is not None:
+            self._read_back(rows)
+        for row in rows:
+            frontier.add(
+                FrontierEntry(row.url, row.key, row.host, row.depth, row.priority,
+                              row.attempts, row.redirects, row.via)
+            )  # fmt: skip
+        count = len(rows)
+        left = self._spilled[host] - count
+        if left > 0 and count == want:
+            self._spilled[host] = left
+        else:  # all back (the count can only be off after a crash or a kill)
+            self._spilled_total -= self._spilled.pop(host) - count
+        self._spilled_total -= count
+        self.read_back_total += count
+        if count:
+            self._waiting.pop(host, None)
+        return count
+
+    def _read_waiting(self) -> None:
+        """Read back hosts whose URLs all wait in the store, in the order they started
+        waiting, until the window is full."""
+        self._store.flush()  # one commit for the whole batch
+        for host in list(self._waiting):
+            if len(self._frontier) >= self._window:
+                return
+            if host in self._spilled:
+                self._read(host)
+            self._waiting.pop(host, None)
+
+    # ------------------------------------------------ passed to the frontier
+
+    def release(self, host: str, at: float) -> None:
+        """``Frontier.release``: ``host`` may be popped again from ``at`` (epoch s)."""
+        self._frontier.release(host, at)
+
+    def push_front(self, entry: FrontierEntry) -> None:
+        """``Frontier.push_front``: ``entry`` goes first in its host's queue."""
+        self._frontier.push_front(entry)
+
+    def demote(self, host: str) -> None:
+        """``Frontier.demote``: ``host``'s queued URLs go to the lowest priority."""
+        self._frontier.demote(host)
+
+    def drop_host(self, host: str) -> int:
+        """Forget every queued URL of ``host``, in memory and spilled (they stay in the
+        store for the next run); the number forgotten."""
+        spilled = self._spilled.pop(host, 0)
+        self._spilled_total -= spilled
+        self._waiting.pop(host, None)
+        return self._frontier.drop_host(host) + spilled
+
+    def next_ready_at(self) -> float | None:
+        """``Frontier.next_ready_at``: the earliest ready time in memory (epoch s)."""
+        return self._frontier.next_ready_at()
+
+    # --------------------------------------------------------------- figures
+
+    def __len__(self) -> int:
+        """URLs queued in memory."""
+        return len(self._frontier)
+
+    @property
+    def spilled(self) -> int:
+        """URLs waiting only in the store."""
+        return self._spilled_total
+
+    def total(self) -> int:
+        """URLs queued, in memory and spilled."""
+        return len(self._frontier) + self._spilled_total
+
+    def queued(self, host: str) -> int:
+        """URLs of ``host`` waiting, in memory and spilled."""
+        return self._frontier.queued(host) + self._spilled.get(host, 0)
+
+    def in_memory(self, host: str) -> int:
+        """URLs of ``host`` queued in memory."""
+        return self._frontier.queued(host)
+
+    def hosts_active(self, busy: set[str]) -> int:
+        """Hosts with URLs queued (in memory or spilled) or a fetch in flight (``busy``)."""
+        frontier = self._frontier
+        active = frontier.hosts() + sum(1 for host in busy if not frontier.queued(host))
+        if self._spilled:
+            active += sum(
+                1 for host in self._spilled if not frontier.queued(host) and host not in busy
+            )
+        return active
+
+    def soonest(self, n: int) -> list[str]:
+        """``Frontier.soonest``: the ``n`` hosts next in the ready heap."""
+        return self._frontier.soonest(n)
+
+    def peek(self, host: str, n: int) -> list[FrontierEntry]:
+        """``Frontier.peek``: the first ``n`` in-memory URLs of ``host``."""
+        return self._frontier.peek(host, n)
+
+    def statistics(self) -> WindowStatistics:
+        """The window's figures now."""
+        return WindowStatistics(
+            in_memory=len(self._frontier),
+            spilled=self._spilled_total,
+            spilled_hosts=len(self._spilled),
+            waiting_hosts=len(self._waiting),
+            read_back=self.read_back_total,
+            window=self._window,
+            host_share=self._host_cap,
+        )
+
+
+__all__ = ["FrontierWindow", "SpillStore", "WindowStatistics"]
