@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import math
+import re
+from dataclasses import fields
 from pathlib import Path
+from typing import get_args, get_type_hints
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from crawldeck.core.config import CrawlConfig, asdict, build_config, load_config
+from crawldeck.core.config import RANGES, CrawlConfig, asdict, build_config, load_config
 from crawldeck.core.errors import ConfigError
 
 
@@ -83,4 +89,158 @@ def test_a_key_set_at_the_top_and_under_crawl_is_refused(tmp_path: Path) -> None
         load_config(path)
     assert str(caught.value) == (
         f"config key 'delay_ms' is set twice in {str(path)!r}: at the top and under [crawl]"
+    )
+
+
+# ------------------------------------------------------ ranges on the type
+
+#: Fields whose lowest value breaks a rule with another field's default, and the
+#: partner value that lets it through (``backoff_max_ms >= backoff_base_ms``,
+#: ``dns_max_ttl_s >= dns_min_ttl_s``).
+_PARTNERS: dict[str, dict[str, int]] = {
+    "backoff_max_ms": {"backoff_base_ms": 1},
+    "dns_max_ttl_s": {"dns_min_ttl_s": 0},
+}
+
+
+def _is_int_field(name: str) -> bool:
+    """Whether numeric field ``name`` holds integers (``int``, ``int | None``)."""
+    hint = get_type_hints(CrawlConfig)[name]
+    return float not in {hint, *get_args(hint)}
+
+
+def _out_of_range(name: str, draw: st.DrawFn) -> int | float:
+    """A value of ``name``'s type below its low bound or above its high one."""
+    bounds = RANGES[name]
+    above = bounds.high is not None and draw(st.booleans())
+    if _is_int_field(name):
+        step = draw(st.integers(min_value=1, max_value=10**12))
+        if above:
+            assert bounds.high is not None
+            return int(bounds.high) + step
+        return math.ceil(bounds.low) - step
+    if above:
+        assert bounds.high is not None
+        return draw(st.floats(min_value=bounds.high, exclude_min=True, allow_infinity=False))
+    return draw(st.floats(max_value=bounds.low, exclude_max=True, allow_infinity=False))
+
+
+@st.composite
+def _bad_value(draw: st.DrawFn) -> tuple[str, int | float]:
+    name = draw(st.sampled_from(sorted(RANGES)))
+    return name, _out_of_range(name, draw)
+
+
+@given(_bad_value())
+@settings(max_examples=400, deadline=None)
+def test_a_value_out_of_its_range_is_refused_by_the_type(bad: tuple[str, int | float]) -> None:
+    """For every numeric field, below its low bound or above its high one:
+    ``CrawlConfig(...)`` itself raises, with the very line ``build_config`` gives."""
+    name, value = bad
+    bounds = RANGES[name]
+    with pytest.raises(ConfigError) as direct:
+        CrawlConfig(**{name: value})
+    with pytest.raises(ConfigError) as built:
+        build_config({name: value})
+    assert str(direct.value) == str(built.value)
+    side, bound = (">=", bounds.low) if value < bounds.low else ("<=", bounds.high)
+    assert bound is not None
+    assert (
+        str(direct.value)
+        == f"config key {name!r}: expected a value {side} {bound:g}, got {value!r}"
+    )
+
+
+@pytest.mark.parametrize("name", sorted(RANGES))
+def test_the_bounds_themselves_are_accepted(name: str) -> None:
+    bounds = RANGES[name]
+    for value in (bounds.low, bounds.high):
+        if value is None:
+            continue
+        typed = int(value) if _is_int_field(name) else value
+        config = CrawlConfig(**{name: typed, **_PARTNERS.get(name, {})})
+        assert getattr(config, name) == value
+
+
+def test_every_numeric_field_has_a_range_and_no_other_field_has_one() -> None:
+    numeric = {
+        name
+        for name, hint in get_type_hints(CrawlConfig).items()
+        if hint in (int, float) or set(get_args(hint)) & {int, float}
+    }
+    assert set(RANGES) == numeric
+    assert len(RANGES) == 50
+
+
+def test_the_type_checks_what_build_config_checks() -> None:
+    with pytest.raises(ConfigError) as caught:
+        CrawlConfig(delay_ms=-5)
+    assert str(caught.value) == "config key 'delay_ms': expected a value >= 0, got -5"
+    rules = [
+        ({"delay_ms": "5"}, "config key 'delay_ms': expected an integer, got '5'"),
+        ({"max_pages": True}, "config key 'max_pages': expected an integer, got True"),
+        ({"scope": "web"}, "config key 'scope': expected one of 'host', 'domain', 'any'"),
+        ({"backoff_base_ms": 5000, "backoff_max_ms": 10}, "must be >= backoff_base_ms"),
+        ({"dns_min_ttl_s": 60, "dns_max_ttl_s": 30}, "must be >= dns_min_ttl_s"),
+        ({"user_agent": "Bot\r\nX-Evil: 1"}, "only printable ASCII is allowed in a header"),
+        ({"robots_token": "my bot"}, "only letters, '_' and '-' are allowed"),
+        ({"render_block_resources": ("image", "gif")}, "unknown resource type 'gif'"),
+        ({"allow_networks": ("10.0.0.0/33",)}, "'10.0.0.0/33' is not an IP network"),
+        ({"dns_nameservers": ("dns.example",)}, "'dns.example' is not 'IP', 'IP:port'"),
+    ]
+    for values, message in rules:
+        with pytest.raises(ConfigError) as direct:
+            CrawlConfig(**values)
+        with pytest.raises(ConfigError) as built:
+            build_config(values)
+        assert message in str(direct.value)
+        assert str(direct.value) == str(built.value)
+
+
+def test_the_type_coerces_what_a_toml_file_gives() -> None:
+    config = CrawlConfig(strip_params=["a", "b"], adaptive_delay_factor=3)  # type: ignore[arg-type]
+    assert config.strip_params == ("a", "b")
+    assert isinstance(config.adaptive_delay_factor, float)
+    assert config == build_config({"strip_params": ["a", "b"], "adaptive_delay_factor": 3})
+    assert hash(config) == hash(
+        build_config({"strip_params": ["a", "b"], "adaptive_delay_factor": 3})
+    )
+
+
+def _readme_ranges() -> dict[str, str]:
+    """Each key's cell in the range column of README's config table."""
+    text = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    header = "| key | default | range | meaning |\n| --- | --- | --- | --- |\n"
+    assert text.count(header) == 1
+    table = text[text.index(header) + len(header) :].split("\n\n", 1)[0]
+    cells: dict[str, str] = {}
+    for row in table.splitlines():
+        key_cell, _default, range_cell, _meaning = (
+            c.strip() for c in row.strip("|").split(" | ", 3)
+        )
+        keys = re.findall(r"`(\w+)`", key_cell)
+        ranges = range_cell.split(", ")
+        assert len(ranges) == len(keys), row
+        cells.update(zip(keys, ranges, strict=True))
+    return cells
+
+
+def test_the_readme_table_gives_each_range() -> None:
+    """README's config table names every key once, and its range column says what
+    ``RANGES`` says (``>= low``, ``low to high``, ``—`` for a field without one)."""
+    cells = _readme_ranges()
+    assert set(cells) == {f.name for f in fields(CrawlConfig)}
+    for name, cell in cells.items():
+        bounds = RANGES.get(name)
+        if bounds is None:
+            assert cell == "—", name
+        elif bounds.high is None:
+            assert cell.startswith(">= ") and float(cell[3:]) == bounds.low, (name, cell)
+        else:
+            low, _, high = cell.partition(" to ")
+            assert (float(low), float(high)) == (bounds.low, bounds.high), (name, cell)
+    assert (cells["delay_ms"], cells["concurrency"], cells["robots_max_bytes"]) == (
+        ">= 0",
+        "1 to 10000",
+        ">= 512000",
     )
