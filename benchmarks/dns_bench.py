@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from dnsserver import DNSMASQ, CountingResolver, DnsmasqServer
 
 from crawldeck.core.config import build_config
-from crawldeck.core.dns import DnsCache
+from crawldeck.core.dns import DnsCache, DnsSettings
 
 
 def bench_names(count: int) -> dict[str, list[str]]:
@@ -55,7 +55,7 @@ async def lookups(server: DnsmasqServer, names: list[str], cap: int) -> dict[str
         resolvers.append(CountingResolver(server.nameserver, 5.0))
         return resolvers[-1]
 
-    dns = DnsCache(config, resolver_factory=factory)
+    dns = DnsCache(DnsSettings.from_config(config), resolver_factory=factory)
     started = time.perf_counter()
     cold = await asyncio.gather(*(dns.resolve(n) for n in names), return_exceptions=True)
     cold_s = time.perf_counter() - started

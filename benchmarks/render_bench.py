@@ -34,7 +34,7 @@ from crawldeck.core.browser_pool import RenderPool
 from crawldeck.core.config import build_config
 from crawldeck.core.fetcher import Fetcher
 from crawldeck.core.render_types import RenderResult
-from crawldeck.core.robots import RobotsCache
+from crawldeck.core.robots import RobotsCache, RobotsSettings
 from crawldeck.localweb import LocalWeb
 
 KINDS = ("inline", "hash", "fetch", "private")
@@ -73,7 +73,9 @@ async def run(size: int, pages: int, idle_ms: int, budget_ms: int, chromium: str
             }
         )
         async with Fetcher(config) as fetcher:
-            robots = RobotsCache(fetcher, config, time.time, lambda line: None)
+            robots = RobotsCache(
+                fetcher, RobotsSettings.from_config(config), time.time, lambda line: None
+            )
 
             async def gate(url: str, resource_type: str) -> bool:
                 return (await robots.check(url)).allowed

@@ -18,8 +18,11 @@ address policy that decides which addresses may be connected to.
   unless the config allows them (``allow_private``, ``allow_networks``) or the host
   is trusted (a seed's own host: the operator named it). ``core.transport`` checks it
   on the very address it connects to, so a name that rebinds is caught.
-* ``ip_politeness(config)``: a ``Politeness`` keyed by IP address for the per-IP limit
-  (``ip_delay_ms``) shared by hosts that resolve to one address.
+* ``IpLimiter``: the per-IP limit (``ip_delay_ms``) shared by hosts that resolve to
+  one address, keyed by IP address.
+
+Each takes its settings as a small frozen object built from the crawl's config
+(``DnsSettings``, ``AddressPolicySettings``, ``IpLimitSettings``: ``from_config``).
 
 Below this cache sits c-ares's own query cache (c-ares >= 1.23, on by default and not
 configurable through pycares 5). It honours record TTLs (at most 1 h), so it never
@@ -37,6 +40,7 @@ import contextlib
 import functools
 import ipaddress
 import logging
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
@@ -46,9 +50,9 @@ from typing import Literal, Protocol
 import aiodns
 import pycares
 
-from crawldeck.core.config import CrawlConfig
+from crawldeck.core.config import CrawlConfig, DnsPreference
 from crawldeck.core.errors import DnsError, DnsNotFound, DnsTemporaryFailure, PrivateAddress
-from crawldeck.core.politeness import Politeness
+from crawldeck.core.politeness import TokenBucket
 
 log = logging.getLogger("crawldeck.dns")
 
@@ -249,16 +253,60 @@ class _Entry:
         self.expires_at = expires_at
 
 
+@dataclass(frozen=True, slots=True)
+class DnsSettings:
+    """The settings ``DnsCache`` uses, named and counted as ``CrawlConfig``'s keys.
+
+    Attributes:
+        dns_nameservers: ``"IP"``, ``"IP:port"`` or ``"[IPv6]:port"`` strings; empty:
+            the system's ``/etc/resolv.conf``.
+        dns_prefer: ``ipv4`` or ``ipv6``: which family's addresses come first.
+        dns_min_ttl_s, dns_max_ttl_s: an answer's TTL is clamped to this range (s).
+        dns_negative_ttl_s: NXDOMAIN / NODATA lifetime (s) without an SOA minimum.
+        dns_cache_size: names kept in the LRU cache.
+        dns_max_in_flight: queries outstanding at once (A and AAAA count apart).
+        dns_timeout_ms: how long one query waits for its answer (ms).
+        dns_retries: further tries after a timeout / SERVFAIL / REFUSED.
+
+    Not checked here: ``from_config`` takes them from a ``CrawlConfig``, which
+    checked their ranges.
+    """
+
+    dns_nameservers: tuple[str, ...]
+    dns_prefer: DnsPreference
+    dns_min_ttl_s: int
+    dns_max_ttl_s: int
+    dns_negative_ttl_s: int
+    dns_cache_size: int
+    dns_max_in_flight: int
+    dns_timeout_ms: int
+    dns_retries: int
+
+    @classmethod
+    def from_config(cls, config: CrawlConfig) -> DnsSettings:
+        """The DNS settings of ``config`` (its keys of the same names)."""
+        return cls(
+            dns_nameservers=config.dns_nameservers,
+            dns_prefer=config.dns_prefer,
+            dns_min_ttl_s=config.dns_min_ttl_s,
+            dns_max_ttl_s=config.dns_max_ttl_s,
+            dns_negative_ttl_s=config.dns_negative_ttl_s,
+            dns_cache_size=config.dns_cache_size,
+            dns_max_in_flight=config.dns_max_in_flight,
+            dns_timeout_ms=config.dns_timeout_ms,
+            dns_retries=config.dns_retries,
+        )
+
+
 class DnsCache:
     """The crawl's one resolver: an LRU cache of names in front of c-ares.
 
     Args:
-        config: ``dns_nameservers``, ``dns_prefer``, ``dns_min_ttl_s``,
-            ``dns_max_ttl_s``, ``dns_negative_ttl_s``, ``dns_cache_size``,
-            ``dns_max_in_flight``, ``dns_timeout_ms``, ``dns_retries``.
+        settings: the servers, TTL clamps, cache size, concurrency, timeout and
+            retries (``DnsSettings.from_config(config)``).
         clock: wall-clock epoch seconds (entries expire by it).
         resolver_factory: makes the ``Resolver`` on first use, inside the event loop;
-            default: ``AiodnsResolver(config.dns_nameservers, dns_timeout_ms / 1000)``.
+            default: ``AiodnsResolver(dns_nameservers, dns_timeout_ms / 1000)``.
 
     A and AAAA are asked at once. The addresses of either family are the answer even
     when the other said NXDOMAIN, NODATA or failed; the name is not found
@@ -271,23 +319,23 @@ class DnsCache:
 
     def __init__(
         self,
-        config: CrawlConfig,
+        settings: DnsSettings,
         clock: Callable[[], float] = time.time,
         resolver_factory: Callable[[], Resolver] | None = None,
     ) -> None:
         self._clock = clock
         self._factory = resolver_factory or (
-            lambda: AiodnsResolver(config.dns_nameservers, config.dns_timeout_ms / 1000)
+            lambda: AiodnsResolver(settings.dns_nameservers, settings.dns_timeout_ms / 1000)
         )
         self._resolver: Resolver | None = None
-        self._prefer_v6 = config.dns_prefer == "ipv6"
-        self._min_ttl = float(config.dns_min_ttl_s)
-        self._max_ttl = float(config.dns_max_ttl_s)
-        self._negative_ttl = float(config.dns_negative_ttl_s)
-        self._size = config.dns_cache_size
-        self._max_in_flight = config.dns_max_in_flight
-        self._retries = config.dns_retries
-        self._slots = asyncio.Semaphore(config.dns_max_in_flight)
+        self._prefer_v6 = settings.dns_prefer == "ipv6"
+        self._min_ttl = float(settings.dns_min_ttl_s)
+        self._max_ttl = float(settings.dns_max_ttl_s)
+        self._negative_ttl = float(settings.dns_negative_ttl_s)
+        self._size = settings.dns_cache_size
+        self._max_in_flight = settings.dns_max_in_flight
+        self._retries = settings.dns_retries
+        self._slots = asyncio.Semaphore(settings.dns_max_in_flight)
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._pending: dict[str, asyncio.Future[tuple[str, ...]]] = {}
         self._pinned: OrderedDict[str, str] = OrderedDict()
@@ -612,12 +660,32 @@ def _embedded_v4(ip: IPAddress) -> IPAddress:
     return ip
 
 
+@dataclass(frozen=True, slots=True)
+class AddressPolicySettings:
+    """The settings ``AddressPolicy`` uses, named as ``CrawlConfig``'s keys.
+
+    Attributes:
+        allow_private: allow every address, special-purpose or not.
+        allow_networks: CIDR strings (``"127.0.5.0/24"``) whose addresses are allowed
+            even though special-purpose; ``from_config`` takes them from a
+            ``CrawlConfig``, which checked that each is an IP network.
+    """
+
+    allow_private: bool
+    allow_networks: tuple[str, ...]
+
+    @classmethod
+    def from_config(cls, config: CrawlConfig) -> AddressPolicySettings:
+        """The address-policy settings of ``config`` (its keys of the same names)."""
+        return cls(allow_private=config.allow_private, allow_networks=config.allow_networks)
+
+
 class AddressPolicy:
     """Which addresses a host's connections may go to (the private-address guard).
 
     Args:
-        config: ``allow_private`` (allow every address) and ``allow_networks`` (CIDR
-            strings whose addresses are allowed even though special-purpose).
+        settings: ``allow_private`` and ``allow_networks``
+            (``AddressPolicySettings.from_config(config)``).
         audit: called with one line the first time a trusted host is let through to
             a special-purpose address (the engine's audit log); default: the
             ``crawldeck.dns`` logger at WARNING.
@@ -627,10 +695,14 @@ class AddressPolicy:
     ``trust``-ed (a seed's own host). Hosts are compared by ``bare_host``.
     """
 
-    def __init__(self, config: CrawlConfig, audit: Callable[[str], None] | None = None) -> None:
-        self._allow_private = config.allow_private
+    def __init__(
+        self, settings: AddressPolicySettings, audit: Callable[[str], None] | None = None
+    ) -> None:
+        """A policy with ``settings``; raises ``ValueError`` for an ``allow_networks``
+        entry that is not an IP network (``CrawlConfig`` refuses those first)."""
+        self._allow_private = settings.allow_private
         self._networks: tuple[IPNetwork, ...] = tuple(
-            ipaddress.ip_network(n, strict=False) for n in config.allow_networks
+            ipaddress.ip_network(n, strict=False) for n in settings.allow_networks
         )
         self._audit = audit or (lambda line: log.warning("%s", line))
         self._trusted: set[str] = set()
@@ -716,29 +788,95 @@ class AddressPolicy:
 # ------------------------------------------------------------- per-IP politeness
 
 
-def ip_politeness(config: CrawlConfig) -> Politeness:
-    """A ``Politeness`` to key by IP address: the per-IP limit shared by every host
-    that resolves to one address (issue #4), in addition to each host's own.
+@dataclass(frozen=True, slots=True)
+class IpLimitSettings:
+    """The settings ``IpLimiter`` uses.
 
-    Its delay is ``ip_delay_ms`` (``None``: ``delay_ms``; 0: no per-IP limit), with no
-    adaptive part and one token per delay. Use ``earliest(ip, now)`` and
-    ``on_dispatch(ip, now)`` only (no ``on_response``: backoff stays per host).
+    Attributes:
+        ip_delay_ms: the per-IP delay in ms (``>= 0``; 0: no per-IP limit): the
+            config's ``ip_delay_ms``, or its ``delay_ms`` when that is ``None``.
+        bucket_capacity: tokens of each address's bucket (``>= 1``), refilled at one
+            per delay (the config's ``bucket_capacity``).
     """
-    delay = config.delay_ms if config.ip_delay_ms is None else config.ip_delay_ms
-    return Politeness(
-        config.replace(delay_ms=delay, adaptive_delay_factor=0.0, bucket_rate_per_s=None)
-    )
+
+    ip_delay_ms: int
+    bucket_capacity: int
+
+    @classmethod
+    def from_config(cls, config: CrawlConfig) -> IpLimitSettings:
+        """The per-IP settings of ``config``: ``ip_delay_ms``, else ``delay_ms``."""
+        delay = config.delay_ms if config.ip_delay_ms is None else config.ip_delay_ms
+        return cls(ip_delay_ms=delay, bucket_capacity=config.bucket_capacity)
+
+
+class IpLimiter:
+    """The per-IP limit shared by every host that resolves to one address (issue #4),
+    in addition to each host's own politeness (pure; ``now`` passed in, epoch s).
+
+    Args:
+        settings: ``ip_delay_ms`` and ``bucket_capacity``
+            (``IpLimitSettings.from_config(config)``).
+
+    A request to an address starts at least ``ip_delay_ms`` after the later of the
+    last start (``on_dispatch``) and the last end (``on_end``) of a request to it, and
+    takes a token from the address's bucket, refilled at one token per delay: the
+    spacing rule of ``core.politeness`` ("Earliest start") with no adaptive part,
+    Crawl-delay or backoff (those stay per host). Unknown addresses are ready at once;
+    nothing here raises.
+    """
+
+    __slots__ = ("_buckets", "_capacity", "_delay_s", "_last_at", "_rate_per_s")
+
+    def __init__(self, settings: IpLimitSettings) -> None:
+        self._delay_s = settings.ip_delay_ms / 1000.0
+        self._rate_per_s = 1.0 / self._delay_s if self._delay_s > 0.0 else math.inf
+        self._capacity = settings.bucket_capacity
+        self._buckets: dict[str, TokenBucket] = {}
+        self._last_at: dict[str, float] = {}
+
+    def earliest(self, ip: str, now: float) -> float:
+        """The earliest start (epoch s, ``>= now``) of the next request to ``ip``:
+        ``max(now, last_at + ip_delay, bucket ready time)``."""
+        last = self._last_at.get(ip)
+        if last is None:
+            return now
+        at = last + self._delay_s
+        bucket = self._buckets.get(ip)
+        if bucket is not None:
+            ready = bucket.ready_at(now)
+            at = ready if ready > at else at
+        return at if at > now else now
+
+    def on_dispatch(self, ip: str, now: float) -> None:
+        """A request to ``ip`` starts at ``now`` (epoch s): record it, take a token."""
+        bucket = self._buckets.get(ip)
+        if bucket is None:
+            bucket = self._buckets[ip] = TokenBucket(self._capacity, self._rate_per_s, now)
+        bucket.take(now)
+        last = self._last_at.get(ip)
+        if last is None or now > last:
+            self._last_at[ip] = now
+
+    def on_end(self, ip: str, now: float) -> None:
+        """A request to ``ip`` ended at ``now`` (epoch s): the delay runs from here
+        unless a later request has started since."""
+        last = self._last_at.get(ip)
+        if last is None or now > last:
+            self._last_at[ip] = now
 
 
 __all__ = [
     "AddressPolicy",
+    "AddressPolicySettings",
     "AiodnsResolver",
     "Answer",
     "DnsCache",
+    "DnsSettings",
     "DnsStats",
+    "IpLimitSettings",
+    "IpLimiter",
     "Resolver",
     "bare_host",
     "ip_literal",
-    "ip_politeness",
     "special_purpose",
 ]

@@ -4,11 +4,13 @@ Pure: no I/O, no clock reads, no asyncio. Every method takes ``now`` (wall-clock
 seconds, ``float``) and returns a decision; the engine does the waiting.
 
 The rules (``docs/architecture.md``; defaults in ``shared/design.md``, "Defaults";
-every number comes from ``CrawlConfig``). A *success* is any response that is not
-429, 503, another status >= 500, or no response at all (timeout, connection lost,
-``status=None``); an *error* is any of those.
+every number comes from ``PolitenessSettings``, built from ``CrawlConfig``). A
+*success* is any response that is not 429, 503, another status >= 500, or no response
+at all (timeout, connection lost, ``status=None``); an *error* is any of those.
 
-* **Politeness delay** of a host, the least spacing of two fetch starts::
+* **Politeness delay** of a host, the least time from the end of its last fetch (and
+  from the start of any fetch still in flight) to the start of its next one (see
+  "Earliest start")::
 
       delay = max(delay_ms,
                   min(Crawl-delay, max_delay_ms),                      # robots.txt
@@ -39,11 +41,12 @@ every number comes from ``CrawlConfig``). A *success* is any response that is no
   RFC 9110 §6.6.1) when that is valid, else against ``now``. Any other status ends the
   backoff (the learnt delay stays).
 * **Earliest start**: ``max(last_at + delay, bucket ready time, backoff_until)``,
-  never before ``now``, where ``last_at`` is the start of the last request, moved to the
-  end of its response when that comes (``on_response`` / ``on_end``): the delay runs
-  from the end of a fetch, as Heritrix and ``wget --wait`` count it, so the spacing of
-  two requests *as the server sees them* is at least the delay even when a connection
-  is slow to open.
+  never before ``now``, where ``last_at`` is the later of the last request's start
+  (``on_dispatch``) and the last end of one (``on_response`` / ``on_end``). The delay
+  runs from the end of a fetch, as Heritrix and ``wget --wait`` count it, so the
+  spacing of two requests *as the server sees them* is at least the delay even when a
+  connection is slow to open; it is not start-to-start: with one fetch in flight at a
+  time, two starts are the delay plus the first fetch's duration apart.
 * **Demotion**: a host in continuous backoff (no other status since its first backoff)
   for ``demote_after_s`` or longer should leave the high-priority front queues.
 * **Parking**: a host whose last ``park_after_backoffs`` responses were all backoff
@@ -353,14 +356,63 @@ class _HostState(TokenBucket):
         self.retry_after_s: float | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class PolitenessSettings:
+    """The settings ``Politeness`` uses, named and counted as ``CrawlConfig``'s keys.
+
+    Attributes:
+        delay_ms: the default politeness delay (ms, ``>= 0``), end of the last fetch
+            to the next start (module doc, "Earliest start").
+        bucket_capacity: tokens of each host's bucket (``>= 1``).
+        bucket_rate_per_s: a cap on each host's long-run rate (requests/s, ``> 0``);
+            ``None``: one token per politeness delay.
+        adaptive_delay_factor: delay >= this x the last fetch's duration (0: off).
+        max_delay_ms: cap (ms) on the Crawl-delay, adaptive and learnt parts.
+        backoff_base_ms, backoff_max_ms: the backoff ``min(max, base x 2^(n-1))``
+            plus jitter up to half of it (ms).
+        retry_after_max_s: a Retry-After longer than this (s) is cut to it.
+        demote_after_s: continuous backoff (s) after which a host is demoted, and
+            which a host's backoff may not span without it being parked.
+        park_after_backoffs: straight backoff responses after which a host is parked.
+
+    Not checked here: ``from_config`` takes them from a ``CrawlConfig``, which
+    checked their ranges.
+    """
+
+    delay_ms: int
+    bucket_capacity: int
+    bucket_rate_per_s: float | None
+    adaptive_delay_factor: float
+    max_delay_ms: int
+    backoff_base_ms: int
+    backoff_max_ms: int
+    retry_after_max_s: int
+    demote_after_s: int
+    park_after_backoffs: int
+
+    @classmethod
+    def from_config(cls, config: CrawlConfig) -> PolitenessSettings:
+        """The politeness settings of ``config`` (its keys of the same names)."""
+        return cls(
+            delay_ms=config.delay_ms,
+            bucket_capacity=config.bucket_capacity,
+            bucket_rate_per_s=config.bucket_rate_per_s,
+            adaptive_delay_factor=config.adaptive_delay_factor,
+            max_delay_ms=config.max_delay_ms,
+            backoff_base_ms=config.backoff_base_ms,
+            backoff_max_ms=config.backoff_max_ms,
+            retry_after_max_s=config.retry_after_max_s,
+            demote_after_s=config.demote_after_s,
+            park_after_backoffs=config.park_after_backoffs,
+        )
+
+
 class Politeness:
     """Per-host politeness decisions for a whole crawl (pure; ``now`` passed in).
 
     Args:
-        config: the crawl's settings (``delay_ms``, ``bucket_capacity``,
-            ``bucket_rate_per_s``, ``adaptive_delay_factor``, ``max_delay_ms``,
-            ``backoff_base_ms``, ``backoff_max_ms``, ``retry_after_max_s``,
-            ``demote_after_s``, ``park_after_backoffs``).
+        settings: the delays, bucket, backoff and parking numbers
+            (``PolitenessSettings.from_config(config)``).
         rng: the source of backoff jitter (default: a fresh ``random.Random()``).
 
     Hosts are host keys (``urls.host_key``); unknown hosts are fine everywhere. In-flight
@@ -384,19 +436,19 @@ class Politeness:
         "_rng",
     )
 
-    def __init__(self, config: CrawlConfig, rng: random.Random | None = None) -> None:
+    def __init__(self, settings: PolitenessSettings, rng: random.Random | None = None) -> None:
         self._rng = rng if rng is not None else random.Random()
-        self._default_s = config.delay_ms / 1000.0
-        self._max_delay_s = config.max_delay_ms / 1000.0
-        self._factor = config.adaptive_delay_factor
-        self._capacity = config.bucket_capacity
-        rate = config.bucket_rate_per_s
+        self._default_s = settings.delay_ms / 1000.0
+        self._max_delay_s = settings.max_delay_ms / 1000.0
+        self._factor = settings.adaptive_delay_factor
+        self._capacity = settings.bucket_capacity
+        rate = settings.bucket_rate_per_s
         self._min_interval_s = 1.0 / rate if rate is not None else 0.0
-        self._backoff_base_s = config.backoff_base_ms / 1000.0
-        self._backoff_max_s = config.backoff_max_ms / 1000.0
-        self._retry_after_max_s = float(config.retry_after_max_s)
-        self._demote_after_s = float(config.demote_after_s)
-        self._park_after = config.park_after_backoffs
+        self._backoff_base_s = settings.backoff_base_ms / 1000.0
+        self._backoff_max_s = settings.backoff_max_ms / 1000.0
+        self._retry_after_max_s = float(settings.retry_after_max_s)
+        self._demote_after_s = float(settings.demote_after_s)
+        self._park_after = settings.park_after_backoffs
         step = self._default_s / 10.0
         self._learnt_step_s = step if step > LEARNT_STEP_MIN_S else LEARNT_STEP_MIN_S
         self._hosts: dict[str, _HostState] = {}
@@ -472,7 +524,8 @@ class Politeness:
         """A request to ``host`` ended at ``now`` (epoch s): the delay runs from here.
 
         ``on_response`` does this too; use ``on_end`` alone where nothing else is to
-        be learnt (e.g. the shared per-IP limit, ``core.dns.ip_politeness``).
+        be learnt (a request that failed in a way that says nothing of the server's
+        load).
         """
         state = self._state(host)
         if state.last_at is None or now > state.last_at:
@@ -724,6 +777,7 @@ __all__ = [
     "HostPolitenessView",
     "Outcome",
     "Politeness",
+    "PolitenessSettings",
     "TokenBucket",
     "backoff_s",
     "delta_seconds",

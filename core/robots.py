@@ -59,7 +59,7 @@ from urllib.parse import urlsplit
 
 from protego import Protego
 
-from crawldeck.core.config import CrawlConfig
+from crawldeck.core.config import CrawlConfig, RobotsFailureMode
 from crawldeck.core.errors import FetchError, UrlError
 from crawldeck.core.fetcher import FetchResult
 from crawldeck.core.politeness import delta_seconds
@@ -322,15 +322,51 @@ def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+@dataclass(frozen=True, slots=True)
+class RobotsSettings:
+    """The settings ``RobotsCache`` uses, named and counted as ``CrawlConfig``'s keys.
+
+    Attributes:
+        robots_token: the product token groups are matched against (RFC 9309 §2.2.1).
+        robots_max_bytes: robots.txt is parsed from at most this many bytes.
+        robots_max_redirects: redirect hops followed (RFC 9309 §2.3.1.2).
+        robots_ttl_max_s: the longest a robots.txt is cached (s; RFC 9309 §2.4).
+        robots_retry_s: when an unreachable robots.txt is asked for again (s).
+        robots_on_failure: ``allow`` or ``disallow`` while unreachable with no
+            last good copy (RFC 9309 §2.3.1.4).
+
+    Not checked here: ``from_config`` takes them from a ``CrawlConfig``, which
+    checked their ranges and the token's characters.
+    """
+
+    robots_token: str
+    robots_max_bytes: int
+    robots_max_redirects: int
+    robots_ttl_max_s: int
+    robots_retry_s: int
+    robots_on_failure: RobotsFailureMode
+
+    @classmethod
+    def from_config(cls, config: CrawlConfig) -> RobotsSettings:
+        """The robots.txt settings of ``config`` (its keys of the same names)."""
+        return cls(
+            robots_token=config.robots_token,
+            robots_max_bytes=config.robots_max_bytes,
+            robots_max_redirects=config.robots_max_redirects,
+            robots_ttl_max_s=config.robots_ttl_max_s,
+            robots_retry_s=config.robots_retry_s,
+            robots_on_failure=config.robots_on_failure,
+        )
+
+
 class RobotsCache:
     """Per-origin robots.txt cache in front of ``Fetcher`` (RFC 9309).
 
     Args:
         fetcher: used for every robots.txt request, each redirect hop included (a
             ``Fetcher``, or the engine's polite one); not closed by this class.
-        config: ``robots_token`` (the product token groups are matched against),
-            ``robots_max_bytes``, ``robots_max_redirects``, ``robots_ttl_max_s``,
-            ``robots_retry_s``, ``robots_on_failure``.
+        settings: the token, size and redirect caps, cache lifetimes and failure
+            mode (``RobotsSettings.from_config(config)``).
         clock: wall-clock seconds (``time.time`` in production, a fake in tests);
             ``fetched_at``/``expires_at`` are in its time.
         audit: called with one line each time a robots.txt is found unreachable or
@@ -343,15 +379,15 @@ class RobotsCache:
     def __init__(
         self,
         fetcher: RobotsFetcher,
-        config: CrawlConfig,
+        settings: RobotsSettings,
         clock: Callable[[], float],
         audit: Callable[[str], None],
     ) -> None:
         self._fetcher = fetcher
-        self._config = config
+        self._settings = settings
         self._clock = clock
         self._audit = audit
-        self._token = config.robots_token
+        self._token = settings.robots_token
         self._states: dict[str, _State] = {}
         self._last_good: dict[str, _State] = {}
         self._inflight: dict[str, asyncio.Task[_State]] = {}
@@ -452,12 +488,12 @@ class RobotsCache:
         return state
 
     async def _fetch_state(self, origin: str) -> _State:
-        config = self._config
+        settings = self._settings
         url = f"{origin}/robots.txt"
         hops = 0
         while True:
             try:
-                result = await self._fetcher.fetch(url, max_bytes=config.robots_max_bytes)
+                result = await self._fetcher.fetch(url, max_bytes=settings.robots_max_bytes)
             except FetchError as exc:
                 return self._unreachable(origin, None, exc.reason)
             status = result.status
@@ -467,8 +503,8 @@ class RobotsCache:
                     return self._blanket(
                         origin, result, "missing", f"{status} without a usable Location"
                     )
-                if hops >= config.robots_max_redirects:
-                    detail = f"more than {config.robots_max_redirects} redirects"
+                if hops >= settings.robots_max_redirects:
+                    detail = f"more than {settings.robots_max_redirects} redirects"
                     self._audit(
                         f"robots.txt of {origin}: {detail}: allowing all, "
                         f"retry in {self._ttl(result):.0f} s"
@@ -486,7 +522,7 @@ class RobotsCache:
             return self._blanket(origin, result, "missing", str(status))
 
     def _ttl(self, result: FetchResult) -> float:
-        return ttl_s(result.headers, self._clock(), self._config.robots_ttl_max_s)
+        return ttl_s(result.headers, self._clock(), self._settings.robots_ttl_max_s)
 
     async def _parsed(self, origin: str, result: FetchResult) -> _State:
         """A 2xx: parse the body (in a worker thread when it is big) into a state."""
@@ -543,7 +579,7 @@ class RobotsCache:
         ``http_status`` and ``retry_after`` (the raw header) are kept in the entry.
         """
         now = self._clock()
-        retry_s = self._config.robots_retry_s
+        retry_s = self._settings.robots_retry_s
         good = self._last_good.get(origin)
         base = RobotsEntry(
             origin=origin,
@@ -573,7 +609,7 @@ class RobotsCache:
                 from_last_good=True,
             )
             return _State(view, good.parser)
-        if self._config.robots_on_failure == "disallow":
+        if self._settings.robots_on_failure == "disallow":
             self._audit(f"{prefix}: disallowing all (strict mode), retry in {retry_s} s")
             view = replace(base, allow_all=False, disallow_all=True, rules=(("disallow", "/"),))
             return _State(view, None)
@@ -587,6 +623,7 @@ __all__ = [
     "RobotsEntry",
     "RobotsFetcher",
     "RobotsGroup",
+    "RobotsSettings",
     "RobotsStatus",
     "select_group",
     "ttl_s",

@@ -545,6 +545,55 @@ def _digits(text: str) -> str:
     return text if len(text) <= 20 else text[:20] + "..."
 
 
+@dataclass(frozen=True, slots=True)
+class TrapSettings:
+    """The limits ``TrapGuard`` uses, named and counted as ``CrawlConfig``'s keys.
+
+    Attributes:
+        max_url_length: longest URL admitted (characters).
+        max_depth: links followed from a seed.
+        max_per_host: URLs admitted per host.
+        max_path_depth: most non-empty path segments.
+        max_segment_repeats: most times one path segment may occur.
+        max_page_param: highest page/offset number.
+        calendar_window_years: years after today beyond which a date is a trap.
+        calendar_max_dates: URLs admitted per host and date template.
+        calendar_max_dates_per_host: URLs admitted per host past each template's
+            first, over all its templates.
+        strip_params: parameters removed from the dedupe key (``urls.normalize``).
+
+    Not checked here: ``from_config`` takes them from a ``CrawlConfig``, which
+    checked their ranges.
+    """
+
+    max_url_length: int
+    max_depth: int
+    max_per_host: int
+    max_path_depth: int
+    max_segment_repeats: int
+    max_page_param: int
+    calendar_window_years: int
+    calendar_max_dates: int
+    calendar_max_dates_per_host: int
+    strip_params: tuple[str, ...]
+
+    @classmethod
+    def from_config(cls, config: CrawlConfig) -> TrapSettings:
+        """The trap limits of ``config`` (its keys of the same names)."""
+        return cls(
+            max_url_length=config.max_url_length,
+            max_depth=config.max_depth,
+            max_per_host=config.max_per_host,
+            max_path_depth=config.max_path_depth,
+            max_segment_repeats=config.max_segment_repeats,
+            max_page_param=config.max_page_param,
+            calendar_window_years=config.calendar_window_years,
+            calendar_max_dates=config.calendar_max_dates,
+            calendar_max_dates_per_host=config.calendar_max_dates_per_host,
+            strip_params=config.strip_params,
+        )
+
+
 class TrapGuard:
     """Decides whether a URL may be crawled: :meth:`admit` returns ``None`` or a ``Verdict``.
 
@@ -555,19 +604,16 @@ class TrapGuard:
     crawl gives it back with :meth:`observe`.
 
     Args:
-        config: the limits (``max_url_length``, ``max_depth``, ``max_per_host``,
-            ``max_path_depth``, ``max_segment_repeats``, ``calendar_window_years``,
-            ``max_page_param``, ``calendar_max_dates``,
-            ``calendar_max_dates_per_host``, ``strip_params``).
+        settings: the limits (``TrapSettings.from_config(config)``).
         scope: the seeds' scope; seeds are added to it by the caller.
         today: the date calendar years are measured from (pure: no clock is read).
     """
 
-    __slots__ = ("_dates", "config", "scope", "today")
+    __slots__ = ("_dates", "scope", "settings", "today")
 
-    def __init__(self, config: CrawlConfig, scope: ScopePolicy, today: datetime.date) -> None:
-        """A guard with ``config``'s limits, ``scope`` and ``today``'s year."""
-        self.config = config
+    def __init__(self, settings: TrapSettings, scope: ScopePolicy, today: datetime.date) -> None:
+        """A guard with ``settings``' limits, ``scope`` and ``today``'s year."""
+        self.settings = settings
         self.scope = scope
         self.today = today
         self._dates = _DateCounts()
@@ -622,18 +668,18 @@ class TrapGuard:
             depth: links followed from a seed (a seed is 0; a redirect keeps its depth).
             host_count: URLs of this URL's host admitted so far.
             is_seed: ``url`` is a seed: the scope check is skipped.
-            key: ``url``'s dedupe key (``urls.normalize(url, config.strip_params)``)
+            key: ``url``'s dedupe key (``urls.normalize(url, settings.strip_params)``)
                 if the caller has it; otherwise it is computed (for a URL that passes
                 steps 1-8).
 
         Returns:
             ``None`` to admit, or ``Verdict(reason, detail)``.
         """
-        config = self.config
-        if len(url) > config.max_url_length:
+        limits = self.settings
+        if len(url) > limits.max_url_length:
             return Verdict(
                 BlockReason.URL_LENGTH,
-                f"URL has {len(url)} characters > max_url_length {config.max_url_length}",
+                f"URL has {len(url)} characters > max_url_length {limits.max_url_length}",
             )
         try:
             if not is_seed and not self.scope.allows(url):
@@ -645,27 +691,27 @@ class TrapGuard:
         slash = url.find("/", url.find("://") + 3)
         rest = url[slash:].partition("#")[0] if slash >= 0 else ""
         path, _, query_text = rest.partition("?")
-        if depth > config.max_depth:
-            return Verdict(BlockReason.DEPTH, f"depth {depth} > max_depth {config.max_depth}")
-        if host_count >= config.max_per_host:
+        if depth > limits.max_depth:
+            return Verdict(BlockReason.DEPTH, f"depth {depth} > max_depth {limits.max_depth}")
+        if host_count >= limits.max_per_host:
             return Verdict(
                 BlockReason.HOST_CAP,
-                f"host {host!r} already has {host_count} URLs (max_per_host {config.max_per_host})",
+                f"host {host!r} already has {host_count} URLs (max_per_host {limits.max_per_host})",
             )
         segments = [segment for segment in path.split("/") if segment]
-        if len(segments) > config.max_path_depth:
+        if len(segments) > limits.max_path_depth:
             return Verdict(
                 BlockReason.PATH_DEPTH,
-                f"path has {len(segments)} segments > max_path_depth {config.max_path_depth}",
+                f"path has {len(segments)} segments > max_path_depth {limits.max_path_depth}",
             )
         # a segment occurring c times leaves at least c - 1 duplicates
-        if len(segments) - len(set(segments)) >= config.max_segment_repeats:
+        if len(segments) - len(set(segments)) >= limits.max_segment_repeats:
             segment, count = Counter(segments).most_common(1)[0]
-            if count > config.max_segment_repeats:
+            if count > limits.max_segment_repeats:
                 return Verdict(
                     BlockReason.REPEATING_PATH,
                     f"segment {_show(segment)} repeats {count} times "
-                    f"(max {config.max_segment_repeats})",
+                    f"(max {limits.max_segment_repeats})",
                 )
         query = [piece.partition("=") for piece in query_text.split("&") if piece]
         verdict = self._calendar(segments, query)
@@ -698,14 +744,14 @@ class TrapGuard:
         total is full, else count the URL."""
         if key is None:
             try:
-                key = urls.normalize(url, self.config.strip_params)
+                key = urls.normalize(url, self.settings.strip_params)
             except UrlError:
                 return None
         template = date_template(key)
         if template is None:
             return None
         dates = self._dates
-        budget = self.config.calendar_max_dates
+        budget = self.settings.calendar_max_dates
         count = dates.count(template)
         if count >= budget:
             shown = template[len(_host_of(template)) :]  # the path and query
@@ -715,7 +761,7 @@ class TrapGuard:
             )
         if count:
             host = _host_of(template)
-            limit = self.config.calendar_max_dates_per_host
+            limit = self.settings.calendar_max_dates_per_host
             total = dates.count(host)
             if total >= limit:
                 return Verdict(
@@ -734,11 +780,11 @@ class TrapGuard:
         of past years (a blog's ``/2019/05/``) are real content; an endless calendar
         into the past is cut by the date template budget (step 9 of :meth:`admit`).
         """
-        return year - self.today.year > self.config.calendar_window_years
+        return year - self.today.year > self.settings.calendar_window_years
 
     def _calendar_detail(self, year: int, where: str) -> Verdict:
         """The ``calendar`` verdict for ``year`` found in ``where``."""
-        window = self.config.calendar_window_years
+        window = self.settings.calendar_window_years
         shown = str(year) if year < _HUGE else "(huge)"
         return Verdict(
             BlockReason.CALENDAR,
@@ -780,7 +826,7 @@ class TrapGuard:
 
     def _pagination(self, segments: list[str], query: list[tuple[str, str, str]]) -> Verdict | None:
         """The ``pagination`` verdict for the path ``segments`` and ``query`` pieces."""
-        limit = self.config.max_page_param
+        limit = self.settings.max_page_param
         for name, _, value in query:
             if name.lower() in PAGE_PARAMS:
                 number = _number(value)
@@ -984,6 +1030,7 @@ __all__ = [
     "BlockReason",
     "ScopePolicy",
     "TrapGuard",
+    "TrapSettings",
     "Verdict",
     "date_template",
     "redirect_grows",

@@ -52,7 +52,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 from crawldeck.core import sniff
 from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.dns import Answer, DnsCache, RecordType
+from crawldeck.core.dns import Answer, DnsCache, DnsSettings, RecordType
 from crawldeck.core.engine import CrawlResult, Engine
 from crawldeck.core.errors import (
     ConnectFailed,
@@ -216,7 +216,9 @@ class FakeSite:
 
     def dns(self, config: CrawlConfig, clock: Callable[[], float]) -> DnsCache:
         """A ``DnsCache`` on ``clock`` whose queries the site answers (``name``)."""
-        return DnsCache(config, clock, resolver_factory=lambda: _Resolver(self))
+        return DnsCache(
+            DnsSettings.from_config(config), clock, resolver_factory=lambda: _Resolver(self)
+        )
 
 
 class _Resolver:

@@ -34,11 +34,14 @@ from httpserver import HTTPTestServer, Response
 from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.dns import (
     AddressPolicy,
+    AddressPolicySettings,
     Answer,
     DnsCache,
+    DnsSettings,
+    IpLimiter,
+    IpLimitSettings,
     RecordType,
     bare_host,
-    ip_politeness,
     special_purpose,
 )
 from crawldeck.core.errors import (
@@ -51,7 +54,7 @@ from crawldeck.core.errors import (
     PrivateAddress,
 )
 from crawldeck.core.fetcher import Fetcher
-from crawldeck.core.politeness import Politeness
+from crawldeck.core.politeness import Politeness, PolitenessSettings
 from crawldeck.core.transport import PinningResolver
 
 ALLOWED_NET = "127.0.5.0/24"
@@ -166,7 +169,7 @@ def test_special_purpose_table(address: str, category: str | None) -> None:
 
 
 def test_policy_refuses_private_by_default_and_names_the_rule() -> None:
-    policy = AddressPolicy(build_config({}))
+    policy = AddressPolicy(AddressPolicySettings.from_config(build_config({})))
     policy.check("example.com", "93.184.216.34")
     with pytest.raises(PrivateAddress) as info:
         policy.check("intranet.example:8080", "10.0.0.5")
@@ -178,21 +181,21 @@ def test_policy_refuses_private_by_default_and_names_the_rule() -> None:
 
 
 def test_policy_allow_networks_and_allow_private() -> None:
-    policy = AddressPolicy(make_config())
+    policy = AddressPolicy(AddressPolicySettings.from_config(make_config()))
     policy.check("a.test", "127.0.5.9")
     policy.check("a.test", "::ffff:127.0.5.9")  # mapped form of an allowed address
     with pytest.raises(PrivateAddress):
         policy.check("a.test", "127.0.6.1")
     with pytest.raises(PrivateAddress):
         policy.check("a.test", "10.0.0.1")
-    everything = AddressPolicy(make_config(allow_private=True))
+    everything = AddressPolicy(AddressPolicySettings.from_config(make_config(allow_private=True)))
     for address in ("127.0.6.1", "10.0.0.1", "fe80::1", "::1"):
         everything.check("a.test", address)
 
 
 def test_policy_trusts_seed_hosts_and_says_so_once() -> None:
     lines: list[str] = []
-    policy = AddressPolicy(build_config({}), audit=lines.append)
+    policy = AddressPolicy(AddressPolicySettings.from_config(build_config({})), audit=lines.append)
     policy.trust("seed.test:8080")  # a host key: the port is ignored
     assert policy.is_trusted("SEED.test.")
     policy.check("seed.test", "127.0.7.1")
@@ -203,7 +206,7 @@ def test_policy_trusts_seed_hosts_and_says_so_once() -> None:
 
 
 def test_policy_select_keeps_order_and_raises_when_none_allowed() -> None:
-    policy = AddressPolicy(make_config())
+    policy = AddressPolicy(AddressPolicySettings.from_config(make_config()))
     got = policy.select("m.test", ["10.0.0.1", "127.0.5.2", "8.8.8.8"])
     assert got == ["127.0.5.2", "8.8.8.8"]
     with pytest.raises(PrivateAddress, match=r"10\.0\.0\.1"):
@@ -272,7 +275,7 @@ async def test_cache_hit_miss_and_ttl_clamps() -> None:
         }
     )
     config = make_config(dns_min_ttl_s=5, dns_max_ttl_s=60)
-    dns = DnsCache(config, clock, lambda: resolver)
+    dns = DnsCache(DnsSettings.from_config(config), clock, lambda: resolver)
     assert await dns.resolve("short.test") == ["127.0.5.1"]
     assert await dns.resolve("SHORT.test.") == ["127.0.5.1"]  # same name, a hit
     clock.now += 4.9  # TTL 1 s, raised to the 5 s floor
@@ -294,7 +297,9 @@ async def test_cache_hit_miss_and_ttl_clamps() -> None:
 
 async def test_literals_and_localhost_need_no_query() -> None:
     resolver = ScriptedResolver()
-    dns = DnsCache(make_config(dns_prefer="ipv6"), FakeClock(), lambda: resolver)
+    dns = DnsCache(
+        DnsSettings.from_config(make_config(dns_prefer="ipv6")), FakeClock(), lambda: resolver
+    )
     assert await dns.resolve("127.0.5.1") == ["127.0.5.1"]
     assert await dns.resolve("[::1]:8080") == ["::1"]
     assert await dns.resolve("localhost") == ["::1", "127.0.0.1"]
@@ -307,7 +312,11 @@ async def test_prefer_orders_families() -> None:
     script: Script = {"dual.test": {"A": a("127.0.5.1"), "AAAA": a("::1")}}
     for prefer, first in (("ipv4", "127.0.5.1"), ("ipv6", "::1")):
         resolver = ScriptedResolver(script)
-        dns = DnsCache(make_config(dns_prefer=prefer), FakeClock(), lambda r=resolver: r)
+        dns = DnsCache(
+            DnsSettings.from_config(make_config(dns_prefer=prefer)),
+            FakeClock(),
+            lambda r=resolver: r,
+        )
         got = await dns.resolve("dual.test")
         assert got[0] == first and sorted(got) == ["127.0.5.1", "::1"]
         assert dns.cached("dual.test") == got and dns.pinned("dual.test") == first
@@ -322,7 +331,9 @@ async def test_nxdomain_and_nodata_are_negative_cached() -> None:
             "soa.test": {"A": Answer("nxdomain", ttl_s=30), "AAAA": Answer("nxdomain", ttl_s=30)},
         }
     )
-    dns = DnsCache(make_config(dns_negative_ttl_s=300), clock, lambda: resolver)
+    dns = DnsCache(
+        DnsSettings.from_config(make_config(dns_negative_ttl_s=300)), clock, lambda: resolver
+    )
     for _ in range(2):
         with pytest.raises(DnsNotFound, match="NXDOMAIN") as info:
             await dns.resolve("gone.test")
@@ -351,7 +362,7 @@ async def test_one_family_failing_still_gives_the_other() -> None:
     resolver = ScriptedResolver(
         {"half.test": {"A": a("127.0.5.1"), "AAAA": DnsTemporaryFailure("half.test: timeout")}}
     )
-    dns = DnsCache(make_config(), FakeClock(), lambda: resolver)
+    dns = DnsCache(DnsSettings.from_config(make_config()), FakeClock(), lambda: resolver)
     assert await dns.resolve("half.test") == ["127.0.5.1"]
     await dns.aclose()
 
@@ -403,7 +414,11 @@ async def test_every_a_and_aaaa_combination(
     """A x AAAA over ok / nodata / nxdomain / temporary: the answer, and what is cached."""
     clock = FakeClock()
     resolver = ScriptedResolver({"t.test": {"A": OUTCOMES[v4]["A"], "AAAA": OUTCOMES[v6]["AAAA"]}})
-    dns = DnsCache(make_config(dns_prefer=prefer, dns_min_ttl_s=0), clock, lambda: resolver)
+    dns = DnsCache(
+        DnsSettings.from_config(make_config(dns_prefer=prefer, dns_min_ttl_s=0)),
+        clock,
+        lambda: resolver,
+    )
     if isinstance(expected, list):
         addresses = expected[::-1] if prefer == "ipv6" else expected
         assert await dns.resolve("t.test") == addresses
@@ -433,7 +448,9 @@ async def test_temporary_failures_are_retried_and_not_cached() -> None:
     resolver = ScriptedResolver(
         {"flaky.test": {"A": DnsTemporaryFailure("x: SERVFAIL"), "AAAA": NODATA}}
     )
-    dns = DnsCache(make_config(dns_retries=2), FakeClock(), lambda: resolver)
+    dns = DnsCache(
+        DnsSettings.from_config(make_config(dns_retries=2)), FakeClock(), lambda: resolver
+    )
     started = time.monotonic()
     with pytest.raises(DnsTemporaryFailure, match="3 tries") as info:
         await dns.resolve("flaky.test")
@@ -450,7 +467,7 @@ async def test_temporary_failures_are_retried_and_not_cached() -> None:
 async def test_concurrent_lookups_of_one_name_share_one_query() -> None:
     gate = asyncio.Event()
     resolver = ScriptedResolver({"one.test": {"A": a("127.0.5.1"), "AAAA": NODATA}}, gate)
-    dns = DnsCache(make_config(), FakeClock(), lambda: resolver)
+    dns = DnsCache(DnsSettings.from_config(make_config()), FakeClock(), lambda: resolver)
     tasks = [asyncio.create_task(dns.resolve("one.test")) for _ in range(50)]
     await asyncio.sleep(0.01)
     tasks[0].cancel()  # one impatient caller does not cancel the others' lookup
@@ -467,7 +484,9 @@ async def test_in_flight_cap_is_held() -> None:
     gate = asyncio.Event()
     script: Script = {f"n{i}.test": {"A": a("127.0.5.1"), "AAAA": NODATA} for i in range(100)}
     resolver = ScriptedResolver(script, gate)
-    dns = DnsCache(make_config(dns_max_in_flight=7), FakeClock(), lambda: resolver)
+    dns = DnsCache(
+        DnsSettings.from_config(make_config(dns_max_in_flight=7)), FakeClock(), lambda: resolver
+    )
     tasks = [asyncio.create_task(dns.resolve(f"n{i}.test")) for i in range(100)]
     await asyncio.sleep(0.01)
     assert resolver.active == 7 and dns.stats().in_flight == 7
@@ -481,7 +500,9 @@ async def test_in_flight_cap_is_held() -> None:
 async def test_lru_evicts_the_least_recently_used_name() -> None:
     script: Script = {n: {"A": a("127.0.5.1"), "AAAA": NODATA} for n in ("x.t", "y.t", "z.t")}
     resolver = ScriptedResolver(script)
-    dns = DnsCache(make_config(dns_cache_size=2), FakeClock(), lambda: resolver)
+    dns = DnsCache(
+        DnsSettings.from_config(make_config(dns_cache_size=2)), FakeClock(), lambda: resolver
+    )
     await dns.resolve("x.t")
     await dns.resolve("y.t")
     await dns.resolve("x.t")  # x is now the most recently used
@@ -494,7 +515,7 @@ async def test_lru_evicts_the_least_recently_used_name() -> None:
 async def test_aclose_fails_waiters_with_a_dns_error() -> None:
     gate = asyncio.Event()
     resolver = ScriptedResolver({}, gate)
-    dns = DnsCache(make_config(), FakeClock(), lambda: resolver)
+    dns = DnsCache(DnsSettings.from_config(make_config()), FakeClock(), lambda: resolver)
     task = asyncio.create_task(dns.resolve("slow.test"))
     await asyncio.sleep(0.01)
     await dns.aclose()
@@ -506,13 +527,13 @@ async def test_aclose_fails_waiters_with_a_dns_error() -> None:
 
 def test_ip_politeness_uses_ip_delay_or_delay() -> None:
     now = 100.0
-    shared = ip_politeness(make_config(delay_ms=800))
+    shared = IpLimiter(IpLimitSettings.from_config(make_config(delay_ms=800)))
     shared.on_dispatch("127.0.5.2", now)
     assert shared.earliest("127.0.5.2", now) == pytest.approx(now + 0.8)
-    own = ip_politeness(make_config(delay_ms=800, ip_delay_ms=250))
+    own = IpLimiter(IpLimitSettings.from_config(make_config(delay_ms=800, ip_delay_ms=250)))
     own.on_dispatch("127.0.5.2", now)
     assert own.earliest("127.0.5.2", now) == pytest.approx(now + 0.25)
-    off = ip_politeness(make_config(ip_delay_ms=0))
+    off = IpLimiter(IpLimitSettings.from_config(make_config(ip_delay_ms=0)))
     for _ in range(10):
         off.on_dispatch("127.0.5.2", now)
     assert off.earliest("127.0.5.2", now) == now
@@ -562,7 +583,7 @@ def live_config(server: DnsmasqServer | StubDnsServer, **overrides: Any) -> Craw
 
 @pytest.fixture
 async def live_dns(dnsmasq: DnsmasqServer) -> AsyncIterator[DnsCache]:
-    dns = DnsCache(live_config(dnsmasq, dns_min_ttl_s=30))
+    dns = DnsCache(DnsSettings.from_config(live_config(dnsmasq, dns_min_ttl_s=30)))
     yield dns
     await dns.aclose()
 
@@ -580,7 +601,7 @@ async def test_dnsmasq_hits_do_not_query_again(dnsmasq: DnsmasqServer, live_dns:
 
 async def test_dnsmasq_dual_stack_and_preference(dnsmasq: DnsmasqServer) -> None:
     for prefer, first in (("ipv4", "127.0.5.8"), ("ipv6", "::1")):
-        dns = DnsCache(live_config(dnsmasq, dns_prefer=prefer))
+        dns = DnsCache(DnsSettings.from_config(live_config(dnsmasq, dns_prefer=prefer)))
         got = await dns.resolve("dual.crawl.test")
         assert got[0] == first and len(got) == 2
         await dns.aclose()
@@ -589,7 +610,7 @@ async def test_dnsmasq_dual_stack_and_preference(dnsmasq: DnsmasqServer) -> None
 async def test_dnsmasq_one_second_ttl_expires_and_resolves_again(
     fresh_dnsmasq: DnsmasqServer,
 ) -> None:
-    dns = DnsCache(live_config(fresh_dnsmasq, dns_min_ttl_s=0))
+    dns = DnsCache(DnsSettings.from_config(live_config(fresh_dnsmasq, dns_min_ttl_s=0)))
     assert await dns.resolve("ttl.crawl.test") == ["127.0.5.6"]
     fresh_dnsmasq.set("ttl.crawl.test", ["127.0.5.16"])
     assert await dns.resolve("ttl.crawl.test") == ["127.0.5.6"]  # still cached
@@ -614,13 +635,15 @@ async def test_dnsmasq_nxdomain_is_negative_cached(
 async def test_dnsmasq_refused_servfail_and_timeout_are_temporary(
     dnsmasq: DnsmasqServer,
 ) -> None:
-    dns = DnsCache(live_config(dnsmasq, dns_retries=1))
+    dns = DnsCache(DnsSettings.from_config(live_config(dnsmasq, dns_retries=1)))
     with pytest.raises(DnsTemporaryFailure, match="REFUSED"):
         await dns.resolve("elsewhere.example")  # outside dnsmasq's domain, no upstream
     await dns.aclose()
     for rcode, text in ((2, "SERVFAIL"), (None, "TIMEOUT")):
         with StubDnsServer(rcode) as stub:
-            dns = DnsCache(live_config(stub, dns_retries=1, dns_timeout_ms=200))
+            dns = DnsCache(
+                DnsSettings.from_config(live_config(stub, dns_retries=1, dns_timeout_ms=200))
+            )
             with pytest.raises(DnsTemporaryFailure, match=text):
                 await dns.resolve("x.crawl.test")
             assert stub.questions == 4  # (A + AAAA) x (1 + 1 retry)
@@ -634,7 +657,9 @@ async def test_dnsmasq_in_flight_cap_is_held(dnsmasq: DnsmasqServer) -> None:
         counted.append(CountingResolver(dnsmasq.nameserver, 1.0))
         return counted[0]
 
-    dns = DnsCache(live_config(dnsmasq, dns_max_in_flight=5), resolver_factory=factory)
+    dns = DnsCache(
+        DnsSettings.from_config(live_config(dnsmasq, dns_max_in_flight=5)), resolver_factory=factory
+    )
     names = [f"n{i}.crawl.test" for i in range(150)] + list(NAMES) * 3
     results = await asyncio.gather(*(dns.resolve(n) for n in names), return_exceptions=True)
     assert sum(isinstance(r, DnsNotFound) for r in results) == 150
@@ -666,8 +691,8 @@ async def test_pinned_fetch_keeps_the_name_and_reuses_the_connection(
     dnsmasq: DnsmasqServer, web: dict[str, HTTPTestServer]
 ) -> None:
     config = live_config(dnsmasq)
-    dns = DnsCache(config)
-    resolver = PinningResolver(dns, AddressPolicy(config))
+    dns = DnsCache(DnsSettings.from_config(config))
+    resolver = PinningResolver(dns, AddressPolicy(AddressPolicySettings.from_config(config)))
     async with Fetcher(config, resolver=resolver) as fetcher:
         first = await fetcher.fetch(url("a.crawl.test", web["a"]))
         second = await fetcher.fetch(url("a.crawl.test", web["a"], "/?again"))
@@ -688,8 +713,11 @@ async def test_a_redirect_to_another_name_goes_through_the_pinning(
     web["a"].set("/go", Response(302, {"Location": url("c.crawl.test", web["b"], "/here")}))
     web["b"].set("/here", Response(200, {}, b"arrived"))
     config = live_config(dnsmasq)
-    dns = DnsCache(config)
-    async with Fetcher(config, resolver=PinningResolver(dns, AddressPolicy(config))) as f:
+    dns = DnsCache(DnsSettings.from_config(config))
+    async with Fetcher(
+        config,
+        resolver=PinningResolver(dns, AddressPolicy(AddressPolicySettings.from_config(config))),
+    ) as f:
         hop = await f.fetch(url("a.crawl.test", web["a"], "/go"))
         assert hop.status == 302  # the engine follows hops itself, each through the gates
         arrived = await f.fetch(hop.headers["location"])
@@ -703,8 +731,11 @@ async def test_failures_come_out_as_our_errors(
     dnsmasq: DnsmasqServer, web: dict[str, HTTPTestServer]
 ) -> None:
     config = live_config(dnsmasq)
-    dns = DnsCache(config)
-    async with Fetcher(config, resolver=PinningResolver(dns, AddressPolicy(config))) as f:
+    dns = DnsCache(DnsSettings.from_config(config))
+    async with Fetcher(
+        config,
+        resolver=PinningResolver(dns, AddressPolicy(AddressPolicySettings.from_config(config))),
+    ) as f:
         with pytest.raises(DnsNotFound):
             await f.fetch("http://missing.crawl.test/")
         with pytest.raises(DnsTemporaryFailure):
@@ -730,8 +761,11 @@ async def test_multi_address_name_falls_over_to_the_next_address(
         srv.set("/", Response(200, {}, b"four"))
         # Nothing listens on 127.0.5.3 at this port: the first address is refused.
         config = live_config(dnsmasq)
-        dns = DnsCache(config)
-        async with Fetcher(config, resolver=PinningResolver(dns, AddressPolicy(config))) as f:
+        dns = DnsCache(DnsSettings.from_config(config))
+        async with Fetcher(
+            config,
+            resolver=PinningResolver(dns, AddressPolicy(AddressPolicySettings.from_config(config))),
+        ) as f:
             result = await f.fetch(url("multi.crawl.test", srv))
         assert result.body == b"four"
         assert dns.pinned("multi.crawl.test") == "127.0.5.4"
@@ -744,9 +778,9 @@ async def test_trusted_seed_host_may_be_private_but_its_links_may_not(
     with HTTPTestServer("127.0.7.1") as srv:
         srv.set("/", Response(200, {}, b"seed"))
         config = live_config(dnsmasq)
-        dns = DnsCache(config)
+        dns = DnsCache(DnsSettings.from_config(config))
         lines: list[str] = []
-        policy = AddressPolicy(config, audit=lines.append)
+        policy = AddressPolicy(AddressPolicySettings.from_config(config), audit=lines.append)
         policy.trust(f"seed.crawl.test:{srv.port}")
         async with Fetcher(config, resolver=PinningResolver(dns, policy)) as fetcher:
             assert (await fetcher.fetch(url("seed.crawl.test", srv))).body == b"seed"
@@ -768,8 +802,11 @@ async def test_rebinding_to_an_address_outside_allow_networks_is_refused(
     trap.setblocking(False)
     fresh_dnsmasq.set("rebind.crawl.test", ["127.0.5.1"])
     config = live_config(fresh_dnsmasq, dns_min_ttl_s=0)
-    dns = DnsCache(config)
-    async with Fetcher(config, resolver=PinningResolver(dns, AddressPolicy(config))) as f:
+    dns = DnsCache(DnsSettings.from_config(config))
+    async with Fetcher(
+        config,
+        resolver=PinningResolver(dns, AddressPolicy(AddressPolicySettings.from_config(config))),
+    ) as f:
         assert (await f.fetch(f"http://rebind.crawl.test:{port}/")).body == b"ok"
         fresh_dnsmasq.set("rebind.crawl.test", ["127.0.6.9"])
         await asyncio.sleep(1.3)  # the 1 s TTL runs out; the next lookup gets 127.0.6.9
@@ -789,11 +826,14 @@ async def test_per_ip_limit_spaces_two_names_on_one_address(
     """The engine's recipe in small: per-host Politeness plus ip_politeness keyed by the
     pinned address; b.crawl.test and c.crawl.test share 127.0.5.2 and its limit."""
     config = live_config(dnsmasq, delay_ms=50, ip_delay_ms=300)
-    dns = DnsCache(config)
-    hosts = Politeness(config)
-    per_ip = ip_politeness(config)
+    dns = DnsCache(DnsSettings.from_config(config))
+    hosts = Politeness(PolitenessSettings.from_config(config))
+    per_ip = IpLimiter(IpLimitSettings.from_config(config))
     srv = web["b"]
-    async with Fetcher(config, resolver=PinningResolver(dns, AddressPolicy(config))) as f:
+    async with Fetcher(
+        config,
+        resolver=PinningResolver(dns, AddressPolicy(AddressPolicySettings.from_config(config))),
+    ) as f:
 
         async def crawl(name: str) -> None:
             for i in range(3):
@@ -886,9 +926,9 @@ async def test_tls_sni_and_certificate_use_the_name(
     thread.start()
     try:
         config = live_config(dnsmasq)
-        dns = DnsCache(config)
+        dns = DnsCache(DnsSettings.from_config(config))
         client_ctx = ssl.create_default_context(cafile=str(cert))
-        resolver = PinningResolver(dns, AddressPolicy(config))
+        resolver = PinningResolver(dns, AddressPolicy(AddressPolicySettings.from_config(config)))
         async with Fetcher(config, resolver=resolver, ssl_context=client_ctx) as fetcher:
             result = await fetcher.fetch(f"https://a.crawl.test:{httpd.server_address[1]}/")
         assert result.body == b"secure"

@@ -18,6 +18,7 @@ from crawldeck.core.politeness import (
     HostPolitenessView,
     Outcome,
     Politeness,
+    PolitenessSettings,
     TokenBucket,
     backoff_s,
     delta_seconds,
@@ -31,6 +32,11 @@ RFC_DATE = datetime(1994, 11, 6, 8, 49, 37, tzinfo=UTC).timestamp()
 
 def config(**values: Any) -> CrawlConfig:
     return build_config(values)
+
+
+def politeness_settings(**values: Any) -> PolitenessSettings:
+    """The politeness settings of the config of ``values`` (``build_config``)."""
+    return PolitenessSettings.from_config(build_config(values))
 
 
 class MaxJitter(random.Random):
@@ -161,7 +167,7 @@ def test_retry_after_huge_numbers_are_capped_never_raise(value: str, expected: f
 
 
 def test_huge_retry_after_backs_off_for_the_cap() -> None:
-    pol = Politeness(config(retry_after_max_s=600), rng=NoJitter())
+    pol = Politeness(politeness_settings(retry_after_max_s=600), rng=NoJitter())
     assert pol.on_response("a.test", 0.0, 503, 0.0, "9" * 400) == Outcome(True, 600.0)
     assert pol.view("a.test", 0.0).retry_after_s == 2.0**31
 
@@ -233,7 +239,7 @@ def drive_one_host(pol: Politeness, host: str, n: int, elapsed_s: float = 0.0) -
 
 
 def test_politeness_bucket_burst_with_zero_delay() -> None:
-    pol = Politeness(config(delay_ms=0, bucket_capacity=5, bucket_rate_per_s=2.0))
+    pol = Politeness(politeness_settings(delay_ms=0, bucket_capacity=5, bucket_rate_per_s=2.0))
     starts = drive_one_host(pol, "a.test", 9)
     assert starts == [0.0, 0.0, 0.0, 0.0, 0.0, 0.5, 1.0, 1.5, 2.0]
 
@@ -242,14 +248,16 @@ def test_politeness_delay_bounds_spacing_and_bucket_the_average() -> None:
     # 250 ms spacing; the bucket refills at 2/s (lower than 1 / 250 ms), so after the
     # burst is spent the spacing becomes 500 ms.
     pol = Politeness(
-        config(delay_ms=250, bucket_capacity=5, bucket_rate_per_s=2.0, adaptive_delay_factor=0)
+        politeness_settings(
+            delay_ms=250, bucket_capacity=5, bucket_rate_per_s=2.0, adaptive_delay_factor=0
+        )
     )
     starts = drive_one_host(pol, "a.test", 12)
     assert starts == [0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5]
 
 
 def test_default_bucket_never_binds_beyond_the_delay() -> None:
-    pol = Politeness(config())  # 1000 ms, 5 tokens refilled one per delay
+    pol = Politeness(politeness_settings())  # 1000 ms, 5 tokens refilled one per delay
     starts = drive_one_host(pol, "a.test", 8, elapsed_s=0.25)
     assert starts == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
     assert pol.view("a.test", 7.0).tokens == 4.0
@@ -259,7 +267,7 @@ def test_default_bucket_never_binds_beyond_the_delay() -> None:
 
 
 def test_crawl_delay_above_default_wins() -> None:
-    pol = Politeness(config(delay_ms=1000))
+    pol = Politeness(politeness_settings(delay_ms=1000))
     pol.set_crawl_delay("a.test", 5.0)
     pol.on_dispatch("a.test", 100.0)
     assert pol.earliest("a.test", 100.0) == 105.0
@@ -271,7 +279,7 @@ def test_crawl_delay_above_default_wins() -> None:
 
 
 def test_crawl_delay_below_default_capped_and_cleared() -> None:
-    pol = Politeness(config(delay_ms=1000, max_delay_ms=30_000))
+    pol = Politeness(politeness_settings(delay_ms=1000, max_delay_ms=30_000))
     pol.set_crawl_delay("a.test", 0.5)
     assert pol.view("a.test", 0.0).delay_source == "default"
     assert pol.delay_s("a.test") == 1.0
@@ -285,7 +293,9 @@ def test_crawl_delay_below_default_capped_and_cleared() -> None:
 
 
 def test_adaptive_delay_and_its_cap() -> None:
-    pol = Politeness(config(delay_ms=1000, adaptive_delay_factor=2.0, max_delay_ms=30_000))
+    pol = Politeness(
+        politeness_settings(delay_ms=1000, adaptive_delay_factor=2.0, max_delay_ms=30_000)
+    )
     pol.on_dispatch("a.test", 0.0)
     assert pol.on_response("a.test", 0.75, 200, 0.75, None) == Outcome(False, 0.0)
     assert pol.earliest("a.test", 0.75) == 0.75 + 1.5  # 2 x 0.75 s, from the response's end
@@ -299,7 +309,7 @@ def test_adaptive_delay_and_its_cap() -> None:
 
 
 def test_adaptive_off_with_factor_zero() -> None:
-    pol = Politeness(config(delay_ms=1000, adaptive_delay_factor=0))
+    pol = Politeness(politeness_settings(delay_ms=1000, adaptive_delay_factor=0))
     pol.on_response("a.test", 10.0, 200, 9.0, None)
     assert pol.delay_s("a.test") == 1.0
 
@@ -309,7 +319,7 @@ def test_adaptive_off_with_factor_zero() -> None:
 
 def test_backoff_on_429_503_and_no_response_then_reset() -> None:
     rng, ref = random.Random(7), random.Random(7)
-    pol = Politeness(config(), rng=rng)
+    pol = Politeness(politeness_settings(), rng=rng)
     now = 0.0
     statuses: list[int | None] = [429, 503, None, 429, 503, 429, 503, 429]
     # 429/503 double the learnt delay up to max_delay_ms (30 s); a timeout leaves it.
@@ -344,7 +354,7 @@ def test_backoff_on_429_503_and_no_response_then_reset() -> None:
 
 
 def test_retry_after_is_honoured_when_longer_and_capped() -> None:
-    pol = Politeness(config(retry_after_max_s=600), rng=NoJitter())
+    pol = Politeness(politeness_settings(retry_after_max_s=600), rng=NoJitter())
     out = pol.on_response("a.test", 1000.0, 429, 0.0, "120")
     assert out == Outcome(True, 120.0)
     assert pol.earliest("a.test", 1000.0) == 1120.0
@@ -374,7 +384,7 @@ def test_retry_after_is_honoured_when_longer_and_capped() -> None:
 
 
 def test_demotion_after_continuous_backoff() -> None:
-    pol = Politeness(config(demote_after_s=3600), rng=NoJitter())
+    pol = Politeness(politeness_settings(demote_after_s=3600), rng=NoJitter())
     pol.on_response("a.test", 0.0, 503, 0.0, None)
     assert not pol.should_demote("a.test", 3599.0)
     pol.on_response("a.test", 1800.0, None, 10.0, None)
@@ -391,7 +401,7 @@ def test_demotion_after_continuous_backoff() -> None:
 
 
 def test_restore_puts_back_state() -> None:
-    pol = Politeness(config(demote_after_s=3600), rng=NoJitter())
+    pol = Politeness(politeness_settings(demote_after_s=3600), rng=NoJitter())
     pol.restore(
         "a.test", crawl_delay_s=4.0, backoff_attempts=4, backoff_until=500.0, backoff_started=100.0
     )
@@ -415,7 +425,7 @@ def test_restore_puts_back_state() -> None:
 
 
 def test_unknown_host_reads_defaults_and_creates_nothing() -> None:
-    pol = Politeness(config(delay_ms=1500, bucket_capacity=3))
+    pol = Politeness(politeness_settings(delay_ms=1500, bucket_capacity=3))
     assert pol.earliest("new.test", 42.0) == 42.0
     assert not pol.should_demote("new.test", 1e12)
     assert pol.delay_s("new.test") == 1.5
@@ -435,7 +445,7 @@ def test_unknown_host_reads_defaults_and_creates_nothing() -> None:
 
 
 def test_hosts_are_independent() -> None:
-    pol = Politeness(config(delay_ms=1000), rng=NoJitter())
+    pol = Politeness(politeness_settings(delay_ms=1000), rng=NoJitter())
     pol.on_dispatch("a.test", 0.0)
     pol.on_response("a.test", 0.5, 429, 0.1, None)
     pol.on_dispatch("b.test", 0.5)
@@ -461,7 +471,7 @@ def test_dispatch_loop_never_starts_a_host_before_its_delay(seed: int) -> None:
         retry_after_max_s=20,
         max_retries=3,
     )
-    pol = Politeness(cfg, rng=random.Random(seed))
+    pol = Politeness(PolitenessSettings.from_config(cfg), rng=random.Random(seed))
     frontier = Frontier(priorities=3, max_back_queues=12)
     hosts = [f"h{i}.test" for i in range(40)]
     crawl_delay = {h: rng.choice([None, 0.2, 1.0, 2.5, 10.0]) for h in hosts}
@@ -539,7 +549,7 @@ def test_dispatch_loop_never_starts_a_host_before_its_delay(seed: int) -> None:
 
 def test_delay_runs_from_the_end_of_a_fetch() -> None:
     """A slow request (or a slow connect) cannot bring two arrivals closer than the delay."""
-    pol = Politeness(config(delay_ms=500, adaptive_delay_factor=0))
+    pol = Politeness(politeness_settings(delay_ms=500, adaptive_delay_factor=0))
     pol.on_dispatch("a.test", 10.0)
     assert pol.earliest("a.test", 10.0) == 10.5
     pol.on_end("a.test", 10.4)  # the response came at 10.4 s

@@ -18,13 +18,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawldeck.core.config import ConfigError, CrawlConfig, build_config
-from crawldeck.core.politeness import Outcome, Politeness, parse_retry_after
+from crawldeck.core.politeness import (
+    Outcome,
+    Politeness,
+    PolitenessSettings,
+    parse_retry_after,
+)
 
 HOST = "a.test"
 
 
 def config(**values: Any) -> CrawlConfig:
     return build_config(values)
+
+
+def politeness_settings(**values: Any) -> PolitenessSettings:
+    """The politeness settings of the config of ``values`` (``build_config``)."""
+    return PolitenessSettings.from_config(build_config(values))
 
 
 class NoJitter(random.Random):
@@ -67,7 +77,7 @@ def simulate(pol: Politeness, requests: int) -> tuple[list[int], list[float]]:
 @pytest.mark.parametrize("seed", [0, 1, 2, 3, 4])
 def test_steady_state_against_a_2s_rate_limit_is_under_10_percent_429(seed: int) -> None:
     # Old code: 66.8 % 429 (a 200 reset the backoff, a fast 429 lowered the delay).
-    pol = Politeness(config(delay_ms=500), rng=random.Random(seed))
+    pol = Politeness(politeness_settings(delay_ms=500), rng=random.Random(seed))
     statuses, starts = simulate(pol, WARM_UP + MEASURED)
     measured = statuses[WARM_UP:]
     share = measured.count(429) / MEASURED
@@ -82,7 +92,7 @@ def test_steady_state_against_a_2s_rate_limit_is_under_10_percent_429(seed: int)
 
 
 def test_a_success_does_not_forget_the_rate_limit() -> None:
-    pol = Politeness(config(delay_ms=1000), rng=NoJitter())
+    pol = Politeness(politeness_settings(delay_ms=1000), rng=NoJitter())
     assert pol.on_response(HOST, 10.0, 429, 0.05, None) == Outcome(True, 1.0)
     view = pol.view(HOST, 10.0)
     assert (view.learnt_delay_ms, view.delay_source, view.delay_ms) == (
@@ -103,7 +113,7 @@ def test_a_success_does_not_forget_the_rate_limit() -> None:
 
 
 def test_learnt_delay_decays_by_a_tenth_of_delay_ms_per_success() -> None:
-    pol = Politeness(config(delay_ms=1000, adaptive_delay_factor=0), rng=NoJitter())
+    pol = Politeness(politeness_settings(delay_ms=1000, adaptive_delay_factor=0), rng=NoJitter())
     pol.on_response(HOST, 0.0, 503, 0.0, None)
     seen = []
     now = 0.0
@@ -121,7 +131,7 @@ def test_learnt_delay_decays_by_a_tenth_of_delay_ms_per_success() -> None:
 def test_learnt_delay_rises_and_decays_with_delay_ms_zero() -> None:
     # No default delay and no adaptive part: the learnt delay starts from its 10 ms
     # floor (20 ms after one 429), doubles, and steps down by 10 ms per success.
-    pol = Politeness(config(delay_ms=0, adaptive_delay_factor=0), rng=NoJitter())
+    pol = Politeness(politeness_settings(delay_ms=0, adaptive_delay_factor=0), rng=NoJitter())
     for expected_ms in (20.0, 40.0, 80.0, 160.0):
         pol.on_response(HOST, 0.0 + expected_ms, 429, 0.0, None)
         assert pol.view(HOST, 0.0).learnt_delay_ms == pytest.approx(expected_ms)
@@ -133,7 +143,7 @@ def test_learnt_delay_rises_and_decays_with_delay_ms_zero() -> None:
 
 
 def test_learnt_delay_is_capped_at_max_delay() -> None:
-    pol = Politeness(config(delay_ms=1000, max_delay_ms=5000), rng=NoJitter())
+    pol = Politeness(politeness_settings(delay_ms=1000, max_delay_ms=5000), rng=NoJitter())
     for i in range(10):
         pol.on_response(HOST, 100.0 * i, 429, 0.0, None)
     assert pol.view(HOST, 1000.0).learnt_delay_ms == 5000.0
@@ -142,7 +152,7 @@ def test_learnt_delay_is_capped_at_max_delay() -> None:
 
 def test_a_fast_error_never_lowers_the_delay() -> None:
     # A slow 200 sets the adaptive delay to 2 x 1.5 s; fast errors must not undo it.
-    pol = Politeness(config(delay_ms=500, adaptive_delay_factor=2.0), rng=NoJitter())
+    pol = Politeness(politeness_settings(delay_ms=500, adaptive_delay_factor=2.0), rng=NoJitter())
     pol.on_response(HOST, 10.0, 200, 1.5, None)
     assert pol.delay_s(HOST) == 3.0
     for status in (500, 502, 504, None):
@@ -164,7 +174,7 @@ def test_a_fast_error_never_lowers_the_delay() -> None:
 def test_429s_to_requests_sent_before_the_rise_double_once() -> None:
     # Four requests in flight at once all come back 429: one signal, not four
     # (TCP reacts once per window). A request sent after the rise doubles again.
-    pol = Politeness(config(delay_ms=1000, per_host_concurrency=4), rng=NoJitter())
+    pol = Politeness(politeness_settings(delay_ms=1000, per_host_concurrency=4), rng=NoJitter())
     for i in range(4):
         pol.on_response(HOST, 10.0 + 0.01 * i, 429, 0.5, None)
     assert pol.view(HOST, 10.1).learnt_delay_ms == 2000.0
@@ -173,7 +183,7 @@ def test_429s_to_requests_sent_before_the_rise_double_once() -> None:
 
 
 def test_restore_puts_back_the_learnt_delay() -> None:
-    pol = Politeness(config(delay_ms=1000, max_delay_ms=30_000), rng=NoJitter())
+    pol = Politeness(politeness_settings(delay_ms=1000, max_delay_ms=30_000), rng=NoJitter())
     pol.restore(
         HOST,
         crawl_delay_s=None,
@@ -206,7 +216,7 @@ def test_restore_puts_back_the_learnt_delay() -> None:
 
 
 def test_host_answering_only_backoffs_is_parked_after_park_after_backoffs() -> None:
-    pol = Politeness(config(park_after_backoffs=3), rng=NoJitter())
+    pol = Politeness(politeness_settings(park_after_backoffs=3), rng=NoJitter())
     assert not pol.should_park(HOST)
     for i, status in enumerate((429, 503)):
         pol.on_response(HOST, float(i), status, 0.0, None)
@@ -223,7 +233,7 @@ def test_host_answering_only_backoffs_is_parked_after_park_after_backoffs() -> N
 
 
 def test_default_parks_after_eight_straight_429s_within_minutes() -> None:
-    pol = Politeness(config(), rng=random.Random(1))
+    pol = Politeness(politeness_settings(), rng=random.Random(1))
     now = 0.0
     for count in range(1, 9):
         now = pol.earliest(HOST, now)
@@ -239,7 +249,7 @@ def test_default_parks_after_eight_straight_429s_within_minutes() -> None:
 def test_a_retry_after_past_demote_after_s_parks_at_once() -> None:
     """Eight straight ``Retry-After: 3600`` answers would take 7 hours: a host that asks
     to be left alone for demote_after_s or longer is parked at the first."""
-    pol = Politeness(config(), rng=NoJitter())
+    pol = Politeness(politeness_settings(), rng=NoJitter())
     pol.on_response(HOST, 0.0, 429, 0.0, "60")
     assert not pol.should_park(HOST)
     pol.on_response(HOST, 60.0, 200, 0.0, None)
@@ -283,7 +293,7 @@ def test_learnt_delay_properties(
     events: list[tuple[int | None, float, float]],
 ) -> None:
     cfg = config(delay_ms=delay_ms, max_delay_ms=max_delay_ms, adaptive_delay_factor=factor)
-    pol = Politeness(cfg, rng=random.Random(0))
+    pol = Politeness(PolitenessSettings.from_config(cfg), rng=random.Random(0))
     now = 0.0
     for status, elapsed, gap in events:
         now += gap
@@ -346,7 +356,7 @@ def test_http_date_is_measured_against_the_servers_date(
 
 
 def test_on_response_honours_the_servers_clock() -> None:
-    pol = Politeness(config(retry_after_max_s=600), rng=NoJitter())
+    pol = Politeness(politeness_settings(retry_after_max_s=600), rng=NoJitter())
     server_now = OUR_NOW - timedelta(hours=1)
     now = OUR_NOW.timestamp()
     out = pol.on_response(

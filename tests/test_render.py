@@ -36,7 +36,7 @@ from crawldeck.core.errors import CrawldeckError, RenderUnavailable, UrlError
 from crawldeck.core.fetcher import Fetcher
 from crawldeck.core.links import extract_links
 from crawldeck.core.render_types import RenderResult, SubRequestEnd
-from crawldeck.core.robots import RobotsCache
+from crawldeck.core.robots import RobotsCache, RobotsSettings
 from crawldeck.core.shell import SCAN_BYTES, host_matches, looks_like_shell, should_render
 from crawldeck.core.urls import clean, host_key
 from crawldeck.localweb import LocalWeb
@@ -323,7 +323,9 @@ def render_config(**overrides: Any) -> CrawlConfig:
 async def gate() -> AsyncIterator[RobotsGate]:
     config = build_config({"connect_timeout_ms": 2000, "total_timeout_ms": 5000})
     async with Fetcher(config) as fetcher:
-        robots = RobotsCache(fetcher, config, time.time, lambda line: None)
+        robots = RobotsCache(
+            fetcher, RobotsSettings.from_config(config), time.time, lambda line: None
+        )
         yield RobotsGate(robots)
         await robots.aclose()
 

@@ -17,7 +17,7 @@ from httpserver import HTTPTestServer, Request, Response
 from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.errors import UrlError
 from crawldeck.core.fetcher import Fetcher
-from crawldeck.core.robots import RobotsCache, RobotsGroup, select_group, ttl_s
+from crawldeck.core.robots import RobotsCache, RobotsGroup, RobotsSettings, select_group, ttl_s
 from crawldeck.core.urls import clean, normalize
 
 T0 = 1_700_000_000.0
@@ -62,7 +62,7 @@ def audit() -> list[str]:
 
 @pytest.fixture
 async def cache(fetcher: Fetcher, clock: FakeClock, audit: list[str]) -> AsyncIterator[RobotsCache]:
-    robots = RobotsCache(fetcher, make_config(), clock, audit.append)
+    robots = RobotsCache(fetcher, RobotsSettings.from_config(make_config()), clock, audit.append)
     yield robots
     await robots.aclose()
 
@@ -182,7 +182,9 @@ async def test_group_selection_by_token(
     rules: tuple[tuple[str, str], ...],
 ) -> None:
     srv.set("/robots.txt", text(GROUPS))
-    cache = RobotsCache(fetcher, make_config(robots_token=token), clock, lambda m: None)
+    cache = RobotsCache(
+        fetcher, RobotsSettings.from_config(make_config(robots_token=token)), clock, lambda m: None
+    )
     try:
         got = {path: await allowed(cache, srv.url(path)) for path in expected}
         decision = await cache.check(srv.url("/x"))
@@ -284,7 +286,12 @@ async def test_strict_mode_disallows_on_5xx(
     srv: HTTPTestServer, fetcher: Fetcher, clock: FakeClock, audit: list[str]
 ) -> None:
     srv.set("/robots.txt", Response(503, {}, b""))
-    cache = RobotsCache(fetcher, make_config(robots_on_failure="disallow"), clock, audit.append)
+    cache = RobotsCache(
+        fetcher,
+        RobotsSettings.from_config(make_config(robots_on_failure="disallow")),
+        clock,
+        audit.append,
+    )
     try:
         decision = await cache.check(srv.url("/page"))
         itself = await cache.check(srv.url("/robots.txt"))
@@ -592,7 +599,7 @@ async def test_aclose_cancels_background_refresh(
     srv: HTTPTestServer, fetcher: Fetcher, clock: FakeClock
 ) -> None:
     srv.set("/robots.txt", text("", **{"Cache-Control": "max-age=100"}))
-    cache = RobotsCache(fetcher, make_config(), clock, lambda m: None)
+    cache = RobotsCache(fetcher, RobotsSettings.from_config(make_config()), clock, lambda m: None)
     await cache.check(srv.url("/"))
     srv.set("/robots.txt", lambda req: (srv.wait(5.0), text(""))[1])
     clock.now = T0 + 95

@@ -11,7 +11,7 @@ import pytest
 from crawldeck.core import urls
 from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.errors import UrlError
-from crawldeck.core.traps import BlockReason, ScopePolicy, TrapGuard, Verdict
+from crawldeck.core.traps import BlockReason, ScopePolicy, TrapGuard, TrapSettings, Verdict
 
 TODAY = datetime.date(2026, 5, 15)
 R = BlockReason
@@ -25,7 +25,7 @@ def guard(scope: str = "any", seeds: tuple[str, ...] = (), **values: Any) -> Tra
     policy = ScopePolicy(scope)  # type: ignore[arg-type]
     for seed in seeds:
         policy.add_seed(seed)
-    return TrapGuard(config(**values), policy, TODAY)
+    return TrapGuard(TrapSettings.from_config(config(**values)), policy, TODAY)
 
 
 # ---------------------------------------------------------------------- BlockReason
@@ -376,7 +376,7 @@ def test_seeds_skip_only_the_scope_check() -> None:
 
 def test_seed_then_links_in_scope() -> None:
     policy = ScopePolicy("host")
-    trap_guard = TrapGuard(CrawlConfig(), policy, TODAY)
+    trap_guard = TrapGuard(TrapSettings.from_config(CrawlConfig()), policy, TODAY)
     seed = "http://127.0.0.1:8001/"
     assert trap_guard.admit(seed, 0, 0, is_seed=True) is None
     policy.add_seed(seed)
@@ -419,7 +419,7 @@ def test_limits_follow_the_config() -> None:
 
 def test_today_is_injected() -> None:
     policy = ScopePolicy("any")
-    old = TrapGuard(CrawlConfig(), policy, datetime.date(2000, 1, 1))
+    old = TrapGuard(TrapSettings.from_config(CrawlConfig()), policy, datetime.date(2000, 1, 1))
     assert old.admit("http://a.com/1999/12/", 0, 0) is None
     verdict = old.admit("http://a.com/2026/05/", 0, 0)
     assert verdict is not None and verdict.reason is R.CALENDAR
