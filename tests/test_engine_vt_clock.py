@@ -262,7 +262,8 @@ def test_a_crawl_of_an_hour_of_virtual_time_ends(tmp_path: Path) -> None:
     site.add(A + "/", links_page(*pages))
     for page in pages:
         site.add(A + page, links_page())
-    c = crawl(site, [A + "/"], tmp_path / "c.db", max_delay_ms=600_000)
+    c = crawl(site, [A + "/"], tmp_path / "c.db", max_delay_ms=600_000,
+              snapshot_interval_ms=60_000)  # fmt: skip
     starts = [r.start - c.started for r in site.of(A)]
     assert len(starts) == 8 and starts[-1] >= 7 * 600.0
     assert c.ended - c.started < 7 * 600.0 + 0.1
