@@ -1,0 +1,309 @@
+"""Recording: what a response becomes in the crawl's results.
+
+A page fetched (or given up on) becomes its ``pages`` row, its edges in ``links`` and
+the frontier rows of the URLs it found (admitted through ``core.admission``, placed by
+the frontier window: in memory or spilled); a 3xx ``Location`` or a meta refresh is
+judged as the next hop of its redirect chain (``core.redirects.judge_hop``). The rows
+go to the store in one operation per page (``Store.record_page``), so a kill leaves
+either the whole page or none of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+from crawldeck.core import redirects, urls
+from crawldeck.core.admission import Admission, Link, url_reason
+from crawldeck.core.config import CrawlConfig
+from crawldeck.core.errors import FetchError, UrlError
+from crawldeck.core.fetcher import FetchResult
+from crawldeck.core.frontier import FrontierEntry
+from crawldeck.core.links import Extracted
+from crawldeck.core.observer import HostStats, Observer
+from crawldeck.core.render_types import RenderResult
+from crawldeck.core.seen import SeenSet
+from crawldeck.core.snapshot import ResponseRow
+from crawldeck.core.store import FrontierRow, PageRecord, Store
+from crawldeck.core.traps import Verdict
+from crawldeck.core.window import FrontierWindow
+
+#: HTTP statuses that carry a Location to follow (RFC 9110 §15.4).
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+#: Priorities of the front queues: seeds and redirect targets first, then links.
+PRIORITY_SEED = 0
+PRIORITY_LINK = 1
+
+
+class Recorder:
+    """Turns responses and failures into the store's rows and the frontier's URLs.
+
+    Args:
+        config: ``max_body_bytes``, ``max_redirects``, ``strip_params``.
+        store: the results (``record_page``, ``fail_urls``).
+        observer: host figures and page counters; refusals are recorded there.
+        admission: the seen set and the trap guards for the URLs a page finds.
+        frontier: where admitted URLs wait (in memory or spilled).
+        seen: the seen set (told when the rows of its keys went to the store).
+        wake: called when a URL was queued in memory (a worker may take it).
+    """
+
+    def __init__(
+        self,
+        config: CrawlConfig,
+        store: Store,
+        observer: Observer,
+        admission: Admission,
+        frontier: FrontierWindow,
+        seen: SeenSet,
+        wake: Callable[[], None],
+    ) -> None:
+        self._config = config
+        self._store = store
+        self._obs = observer
+        self._admission = admission
+        self._frontier = frontier
+        self._seen = seen
+        self._wake = wake
+
+    def queue(
+        self,
+        link: Link,
+        depth: int,
+        priority: int,
+        redirects: tuple[str, ...] = (),
+        via: str | None = None,
+        *,
+        spill: bool = True,
+        cookies: tuple[tuple[str, str], ...] = (),
+    ) -> FrontierRow:
+        """Queue an admitted ``link`` found at ``depth``: in memory, or spilled to
+        SQLite past the frontier window (``FrontierWindow.place``; ``spill=False``
+        keeps it in memory: a redirect hop carries its chain's cookies, which SQLite
+        does not keep). A URL of a parked host is written as ``queued`` for the next
+        run and not kept in memory.
+
+        Returns:
+            its frontier row, for the caller to persist.
+        """
+        host = link.host
+        stats = self._obs.hosts.get(host)
+        if stats is None or not stats.fetched:  # its origin may still change (http/https)
+            stats = self._obs.stats(host, link.origin)
+        if stats.parked:
+            state = "queued"  # for the next run; nothing more is fetched from it now
+        elif not self._frontier.place(host, spill=spill):
+            state = "spilled"  # it waits in SQLite only (``FrontierWindow``)
+        else:
+            self._frontier.add(
+                FrontierEntry(link.url, link.key, host, depth, priority, 0, redirects, via, cookies)
+            )
+            self._wake()
+            state = "queued"
+        return FrontierRow(
+            key=link.key,
+            url=link.url,
+            host=host,
+            depth=depth,
+            priority=priority,
+            state=state,
+            available_at=0.0,
+            attempts=0,
+            redirects=redirects,
+            via=via,
+        )
+
+    def failure(
+        self, entry: FrontierEntry, stats: HostStats, start: float, now: float, exc: FetchError
+    ) -> None:
+        """Record a fetch that produced no HTTP response after its last try."""
+        self._obs.pages += 1
+        stats.fetched += 1
+        page = PageRecord(
+            url=entry.url,
+            final_url=entry.url,
+            host=entry.host,
+            depth=entry.depth,
+            status=None,
+            content_type="",
+            bytes=0,
+            elapsed_ms=(now - start) * 1000,
+            fetched_at=start,
+            rendered=False,
+            error=f"{exc.reason}: {exc}",
+            noindex=False,
+        )
+        stats.remember(ResponseRow(start, entry.url, None, page.elapsed_ms, page.error))
+        self._store.record_page(page, key=entry.key, links=(), new_rows=(), state="failed")
+
+    def response(
+        self,
+        entry: FrontierEntry,
+        stats: HostStats,
+        result: FetchResult,
+        start: float,
+        *,
+        failed: bool,
+        extracted: Extracted | None = None,
+        rendered: RenderResult | None = None,
+        parse_error: str | None = None,
+    ) -> None:
+        """Record a response: the page, its redirect (a 3xx ``Location`` or a meta
+        refresh) or links (raw, then those of the rendered DOM when the page was
+        rendered), and the new frontier rows.
+
+        A redirect hop to another spelling of the same URL (same dedupe key) goes on
+        as the same frontier row (state ``queued`` with the next hop's URL), so a kill
+        resumes the chain; a chain that ends in a loop, past ``max_redirects`` or as a
+        growing-URL trap marks its hops failed with the reason (``core.redirects``).
+        """
+        self._obs.pages += 1
+        self._obs.bytes += len(result.body)
+        stats.fetched += 1
+        status = result.status
+        if status >= 500:
+            stats.errors += 1
+        error: str | None = None
+        if result.truncated:
+            error = f"body_too_large: over {self._config.max_body_bytes} bytes"
+        elif failed:
+            error = f"gave up after {entry.attempts + 1} tries"
+        elif parse_error is not None:
+            error = parse_error
+        edges: list[tuple[str, str]] = []
+        new_rows: list[FrontierRow] = []
+        final_url = entry.url
+        noindex = False
+        hop: str | None = None  # where the response redirects to (raw), if anywhere
+        base = entry.url
+        location = result.headers.get("location")
+        if status in REDIRECT_STATUSES and location:
+            hop = location
+        elif extracted is not None:
+            noindex = extracted.noindex
+            self._follow(entry, extracted.links, extracted.base, edges, new_rows)
+            if rendered is not None:
+                noindex = noindex or rendered.noindex
+                self._follow(entry, rendered.links, rendered.base, edges, new_rows)
+                self._follow(entry, rendered.navigations, entry.url, edges, new_rows)
+            if extracted.refresh is not None:
+                hop, base = extracted.refresh, extracted.base
+        state: Literal["done", "failed", "queued"] = "failed" if failed else "done"
+        following: FrontierEntry | None = None
+        if hop is not None:
+            target, ended, following = self._redirect(entry, hop, base, result, new_rows)
+            if target is not None:
+                final_url = target
+                edges.append((entry.url, target))
+            if ended is not None:
+                error = f"{ended.reason}: {ended.detail}"
+                state = "failed"
+                self._store.fail_urls(
+                    [(urls.normalize(u, self._config.strip_params), u) for u in entry.redirects],
+                    error,
+                )
+            elif following is not None:
+                state = "queued"
+        page = PageRecord(
+            url=entry.url,
+            final_url=final_url,
+            host=entry.host,
+            depth=entry.depth,
+            status=status,
+            content_type=result.content_type,
+            bytes=len(result.body),
+            elapsed_ms=result.elapsed_ms,
+            fetched_at=start,
+            rendered=rendered is not None and (rendered.error is None or rendered.timed_out),
+            error=error,
+            noindex=noindex,
+        )
+        stats.remember(ResponseRow(start, entry.url, status, result.elapsed_ms, error))
+        self._store.record_page(
+            page,
+            key=entry.key,
+            links=list(dict.fromkeys(edges)),
+            new_rows=new_rows,
+            state=state,
+            next_url=following.url if following is not None else None,
+            next_host=following.host if following is not None else None,
+            redirects=following.redirects if following is not None else (),
+        )
+        self._seen.handed_over()
+        if following is not None:
+            self._frontier.push_front(following)
+
+    def _redirect(
+        self,
+        entry: FrontierEntry,
+        raw: str,
+        base: str,
+        result: FetchResult,
+        new_rows: list[FrontierRow],
+    ) -> tuple[str | None, Verdict | None, FrontierEntry | None]:
+        """Judge the redirect of ``entry`` to ``raw`` (resolved against ``base``) as the
+        next hop of its chain (``core.redirects.judge_hop``).
+
+        Returns:
+            ``(target, ended, following)``: ``target`` the cleaned URL (``None`` when
+            it cannot be crawled: blocked as ``bad_url``/``scheme``); ``ended`` the
+            ``Verdict`` that ends the chain (also recorded in ``blocked``), or
+            ``None``; ``following`` the next hop when it goes on as this same frontier
+            row (another spelling of this URL, or a URL of the chain asked again with a
+            new cookie), else ``None`` (a new URL is admitted through the seen set and
+            the trap guards at this depth with the highest priority, its row appended
+            to ``new_rows``).
+        """
+        try:
+            target = urls.clean(raw, base)
+        except UrlError as exc:
+            self._obs.block(raw, entry.host, Verdict(url_reason(exc), str(exc)))
+            return None, None, None
+        host = urls.host_key(target)
+        set_by_hop = redirects.set_cookies(entry.url, result.headers.getall("set-cookie", ()))
+        ended = redirects.judge_hop(
+            entry.redirects,
+            entry.url,
+            target,
+            set_cookie=bool(set_by_hop),
+            max_redirects=self._config.max_redirects,
+        )
+        if ended is not None:
+            self._obs.block(target, host, ended)
+            return target, ended, None
+        strip = self._config.strip_params
+        key = urls.normalize(target, strip)
+        chain = (*entry.redirects, entry.url)
+        cookies = entry.cookies + set_by_hop
+        if key == entry.key or any(urls.normalize(u, strip) == key for u in entry.redirects):
+            following = FrontierEntry(
+                target, entry.key, entry.host, entry.depth, entry.priority, 0, chain,
+                entry.url, cookies,
+            )  # fmt: skip
+            following.host = host  # another host only for a chain URL asked again
+            return target, None, following
+        link = self._admission.link(target, key=key, host=host)
+        if self._admission.admit(link, entry.depth) is True:
+            new_rows.append(
+                self.queue(link, entry.depth, PRIORITY_SEED, chain, entry.url,
+                            spill=False, cookies=cookies)
+            )  # fmt: skip
+        return target, None, None
+
+    def _follow(
+        self,
+        entry: FrontierEntry,
+        hrefs: list[str],
+        base: str,
+        edges: list[tuple[str, str]],
+        new_rows: list[FrontierRow],
+    ) -> None:
+        """Resolve, admit and queue the outlinks of a page at ``entry.depth + 1``
+        (``Admission.follow``); its edges and new rows go to ``edges`` and ``new_rows``."""
+        depth = entry.depth + 1
+        found, admitted = self._admission.follow(entry.url, entry.host, hrefs, base, depth)
+        edges += found
+        new_rows += (self.queue(link, depth, PRIORITY_LINK, (), entry.url) for link in admitted)
+
+
+__all__ = ["PRIORITY_LINK", "PRIORITY_SEED", "REDIRECT_STATUSES", "Recorder"]
