@@ -1,0 +1,268 @@
+"""The test tiers (issue #11 item 9): every test is marked by what it starts.
+
+* ``server``: a real server on loopback (``tests/httpserver.py``, ``tests/dnsserver.py``,
+  ``tests/rawserver.py``, the local web of ``crawldeck.localweb``, a socket of its own);
+* ``process``: a process (the ``crawldeck`` command, parse workers, Chromium, a fresh
+  interpreter);
+* ``console``: the Textual console in process (``App.run_test``, snapshot pictures),
+  a second or more a test;
+* ``heavy``: pure logic on big inputs (10^5-10^6 URLs or rows, memory bounds), named in
+  ``HEAVY``;
+* ``slow``: any of them. ``pytest -m "not slow"`` is the fast tier (pure logic, the
+  store, the engine on virtual time); plain ``pytest`` runs both tiers.
+
+Nobody writes these marks on a test, so they cannot drift: at collection a test is
+marked when its code, the code of the fixtures it uses, or the code of any function or
+class of ``tests/`` that these name (followed to the end) names a helper that starts a
+server, a process or the console (``SERVER_NAMES``, ``PROCESS_NAMES``,
+``CONSOLE_NAMES``), and ``HEAVY`` must name tests that exist. A test left unmarked runs
+under a guard: binding or listening on a socket, or starting a process, fails it with a
+message that names the call, so a name missing from these lists shows up as a failing
+test (``tests/test_tiers.py`` checks both halves).
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import socket
+import subprocess
+import sys
+import types
+from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+TESTS = Path(__file__).resolve().parent
+
+#: Names whose use means a server on loopback: the test servers and the local web, and
+#: the calls that open a listening or bound socket.
+SERVER_NAMES = frozenset(
+    {
+        "HTTPTestServer",
+        "StubDnsServer",
+        "DnsmasqServer",
+        "RawServer",
+        "free_port",
+        "LocalWeb",
+        "HostServer",
+        "start_hosts",
+        "serve_static",
+        "StaticSite",
+        "start_server",
+        "start_unix_server",
+        "create_server",
+        "create_datagram_endpoint",
+        "ThreadingHTTPServer",
+        "HTTPServer",
+        "bind",
+        "listen",
+    }
+)
+#: Names whose use means a process: ``subprocess`` (the CLI, a fresh interpreter), the
+#: parse workers, Chromium (through Playwright).
+PROCESS_NAMES = frozenset(
+    {
+        "subprocess",
+        "create_subprocess_exec",
+        "create_subprocess_shell",
+        "multiprocessing",
+        "fork",
+        "ParsePool",
+        "BrowserPool",
+        "RenderPool",
+        "async_playwright",
+    }
+)
+
+
+#: Names whose use means the Textual console running in process.
+CONSOLE_NAMES = frozenset({"run_test", "snap_compare"})
+
+#: Pure tests on big inputs, ``file::function`` (every parameter set): 2-20 s each on
+#: the 2-core machine, about two thirds of the pure tests' time together.
+HEAVY = frozenset(
+    {
+        "test_export.py::test_export_streams_in_bounded_memory",
+        "test_export_atomic.py::test_the_new_file_replaces_the_old_with_its_mode_and_links_are_followed",
+        "test_links.py::test_invalid_bytes_anywhere_outside_an_href_keep_every_link",
+        "test_redirect_growth.py::test_every_repetition_hop_is_flagged",
+        "test_redirect_growth.py::test_legitimate_chains_are_never_flagged_twice",
+        "test_trap_calendars.py::test_an_endless_calendar_with_month_and_day_views_costs_two_budgets",
+        "test_trap_calendars.py::test_hostile_dated_urls_are_cheap",
+        "test_trap_calendars.py::test_memory_is_bounded_with_a_million_templates",
+        "test_urls.py::test_clean_and_normalize_are_idempotent",
+        "test_urls.py::test_cleaned_paths_have_no_dot_segments",
+        "test_urls.py::test_fast_path_only_takes_urls_the_general_path_keeps",
+        "test_urls.py::test_normalize_fast_path_agrees_with_the_general_path",
+        "test_urls_properties.py::test_clean_properties_on_200k_generated_links",
+        "test_urls_properties.py::test_clean_properties_on_hostile_links",
+    }
+)
+
+KINDS = (("server", SERVER_NAMES), ("process", PROCESS_NAMES), ("console", CONSOLE_NAMES))
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m and -k select on the marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test ``server``, ``process``, ``console``, ``heavy`` and ``slow``.
+
+    Raises:
+        pytest.UsageError: ``HEAVY`` names a test function that its file, collected,
+            does not have (renamed or removed: the list must follow).
+    """
+    names = _NameFinder()
+    modules: dict[str, object] = {}
+    for item in items:
+        used = set(names.of(_test_function(item))) | set(getattr(item, "fixturenames", ()))
+        for fixturedefs in _fixture_defs(item):
+            for fixturedef in fixturedefs:
+                if fixturedef.func is not _guard:
+                    used |= names.of(fixturedef.func)
+        kinds = [kind for kind, known in KINDS if used & known]
+        key = f"{item.path.name}::{getattr(item, 'originalname', item.name)}"
+        modules[item.path.name] = getattr(item, "module", None)
+        if key in HEAVY:
+            kinds.append("heavy")
+        for kind in kinds:
+            item.add_marker(kind)
+        if kinds:
+            item.add_marker("slow")
+    missing = [
+        key
+        for key in sorted(HEAVY)
+        if key.split("::")[0] in modules
+        and not hasattr(modules[key.split("::")[0]], key.split("::")[1])
+    ]
+    if missing:
+        raise pytest.UsageError(f"tests/conftest.py HEAVY names no test: {sorted(missing)}")
+
+
+def _guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Fail a test not marked ``slow`` that binds or listens on a socket or starts a
+    process (the call raises ``pytest.fail``, and so does the teardown if a thread made
+    it and swallowed the failure)."""
+    if request.node.get_closest_marker("slow") is not None:
+        yield
+        return
+    made: list[str] = []
+
+    def refuse(what: str) -> Callable[..., Any]:
+        def guard(*args: Any, **kwargs: Any) -> Any:
+            made.append(what)
+            pytest.fail(_refusal(request.node.nodeid, what), pytrace=False)
+
+        return guard
+
+    monkeypatch.setattr(socket.socket, "bind", refuse("binds a socket (socket.bind)"))
+    monkeypatch.setattr(socket.socket, "listen", refuse("listens on a socket (socket.listen)"))
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse("starts a process (Popen)"))
+    monkeypatch.setattr(os, "fork", refuse("forks (os.fork)"))
+    yield
+    if made and not request.node.stash.get(_CALL_FAILED, False):
+        pytest.fail(_refusal(request.node.nodeid, made[0]), pytrace=False)
+
+
+fast_tier_guard = pytest.fixture(autouse=True)(_guard)
+
+#: Whether a test's call failed (the guard's teardown does not report it twice).
+_CALL_FAILED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Remember whether the call phase failed, for the guard's teardown."""
+    report = yield
+    if report.when == "call":
+        item.stash[_CALL_FAILED] = report.failed
+    return report
+
+
+def _refusal(nodeid: str, what: str) -> str:
+    return (
+        f"{nodeid} {what} but is in the fast tier: name the helper that does it in "
+        f"SERVER_NAMES or PROCESS_NAMES of tests/conftest.py"
+    )
+
+
+def _test_function(item: pytest.Item) -> object:
+    """The function a test item runs (under Hypothesis's ``@given`` wrapper)."""
+    function = getattr(item, "obj", None)
+    inner = getattr(getattr(function, "hypothesis", None), "inner_test", None)
+    return inner if inner is not None else function
+
+
+def _fixture_defs(item: pytest.Item) -> list[Any]:
+    """The definitions of every fixture the item uses (directly or through others)."""
+    info = getattr(item, "_fixtureinfo", None)
+    return list(info.name2fixturedefs.values()) if info is not None else []
+
+
+class _NameFinder:
+    """The names (globals and attributes) that a function's code uses, with those of
+    every function and class of ``tests/`` it names, followed to the end (memoized)."""
+
+    def __init__(self) -> None:
+        self._done: dict[types.CodeType, frozenset[str]] = {}
+
+    def of(self, obj: object) -> frozenset[str]:
+        """The names ``obj`` (a function, method or class) uses; empty for code outside
+        ``tests/`` (crawldeck, pytest, libraries)."""
+        found: set[str] = set()
+        for function in self._functions(obj):
+            found |= self._of_function(function)
+        return frozenset(found)
+
+    def _functions(self, obj: object) -> list[types.FunctionType]:
+        if isinstance(obj, type):
+            module = sys.modules.get(obj.__module__)
+            if not _in_tests(getattr(module, "__file__", None)):
+                return []
+            out: list[types.FunctionType] = []
+            for member in vars(obj).values():
+                if isinstance(member, staticmethod | classmethod):
+                    member = member.__func__
+                elif isinstance(member, property):
+                    member = member.fget
+                out += self._functions(member)
+            return out
+        if isinstance(obj, types.MethodType):
+            obj = obj.__func__
+        if callable(obj) and hasattr(obj, "__wrapped__"):
+            obj = inspect.unwrap(obj)
+        if isinstance(obj, types.FunctionType) and _in_tests(obj.__code__.co_filename):
+            return [obj]
+        return []
+
+    def _of_function(self, function: types.FunctionType) -> frozenset[str]:
+        code = function.__code__
+        if code in self._done:
+            return self._done[code]
+        self._done[code] = frozenset()  # a cycle adds nothing more
+        names = _code_names(code)
+        found = set(names)
+        for name in names:
+            target = function.__globals__.get(name)
+            if target is not None and target is not function:
+                found |= self.of(target)
+        self._done[code] = frozenset(found)
+        return self._done[code]
+
+
+def _code_names(code: types.CodeType) -> set[str]:
+    """Every global and attribute name of ``code`` and of the code nested in it."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return names
+
+
+def _in_tests(filename: str | None) -> bool:
+    return filename is not None and Path(filename).resolve().is_relative_to(TESTS)
