@@ -823,7 +823,7 @@ async def test_rebinding_to_an_address_outside_allow_networks_is_refused(
 async def test_per_ip_limit_spaces_two_names_on_one_address(
     dnsmasq: DnsmasqServer, web: dict[str, HTTPTestServer]
 ) -> None:
-    """The engine's recipe in small: per-host Politeness plus ip_politeness keyed by the
+    """The engine's recipe in small: per-host Politeness plus an IpLimiter keyed by the
     pinned address; b.crawl.test and c.crawl.test share 127.0.5.2 and its limit."""
     config = live_config(dnsmasq, delay_ms=50, ip_delay_ms=300)
     dns = DnsCache(DnsSettings.from_config(config))
