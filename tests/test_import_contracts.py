@@ -1,24 +1,23 @@
 """The import contracts of ``pyproject.toml`` (``[tool.importlinter]``, issue #11 item 8).
 
-``lint-imports`` must keep every contract; and each contract must break when a module
-it covers gains a forbidden import, directly or through another crawldeck module, so a
-contract that names a module that does not exist, or that can never fail, is caught
-here too. The second check adds the import to import-linter's own graph (grimp's
-``add_import``, as import-linter's tests do) and checks the contract with import-linter's
-own ``ForbiddenContract``; the source files are not touched.
+``lint-imports`` (run in process) must keep every contract; and each contract must
+break when a module it covers gains a forbidden import, directly or through another
+crawldeck module, so a contract that can never fail is caught here too. The second
+check adds the import to import-linter's own graph (grimp's ``add_import``, as
+import-linter's tests do) and checks the contract with import-linter's own
+``ForbiddenContract``; the source files are not touched.
 """
 
 from __future__ import annotations
 
 import copy
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import grimp
 import pytest
 from importlinter.api import read_configuration
+from importlinter.cli import lint_imports
 from importlinter.contracts.forbidden import ForbiddenContract
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,16 +26,11 @@ CONFIG = read_configuration(str(PYPROJECT))
 CONTRACTS: dict[str, dict[str, Any]] = {c["id"]: c for c in CONFIG["contracts_options"]}
 
 
-def test_lint_imports_keeps_every_contract() -> None:
-    lint_imports = Path(sys.executable).with_name("lint-imports")
-    done = subprocess.run(
-        [str(lint_imports), "--no-cache", "--no-logo", str(PYPROJECT)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert f"Contracts: {len(CONTRACTS)} kept, 0 broken." in done.stdout
+def test_lint_imports_keeps_every_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    exit_code = lint_imports(config_filename=str(PYPROJECT), no_cache=True, no_logo=True)
+    report = capsys.readouterr().out
+    assert exit_code == 0, report
+    assert f"Contracts: {len(CONTRACTS)} kept, 0 broken." in report
 
 
 @pytest.fixture(scope="module")
