@@ -20,7 +20,7 @@ def html(body: str, **headers: str) -> Response:
     return Response(200, {"Content-Type": "text/html", **headers}, body.encode())
 
 
-def run_crawl(seeds: list[str], db: Path, *, timeout: float = 60, **config: Any) -> Engine:
+def run_crawl(seeds: list[str], db: Path, *, timeout: float = 60, **config: object) -> Engine:
     """Crawl ``seeds`` into ``db`` to the end (at most ``timeout`` s) with ``config`` over
     ``delay_ms = 0`` and ``render = never``; the engine, for its snapshot. Every seed
     must be accepted."""
@@ -34,7 +34,7 @@ def run_crawl(seeds: list[str], db: Path, *, timeout: float = 60, **config: Any)
     return engine
 
 
-def rows(db: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+def rows(db: Path, sql: str, *args: object) -> list[tuple[Any, ...]]:
     """The rows of ``sql`` over the crawl file ``db``."""
     conn = sqlite3.connect(db)
     try:

@@ -37,7 +37,7 @@ import sys
 import threading
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 import pytest
 from dnsserver import DNSMASQ, DnsmasqServer
@@ -58,6 +58,19 @@ PAGES = ("/", "/p0", "/p1")
 CRAWL_TIMEOUT_S = 20.0
 CHILD_TIMEOUT_S = 40.0
 IP = shutil.which("ip")
+
+
+class CrawlReport(TypedDict):
+    """What ``crawl`` saw (JSON, as the child in a network namespace prints it)."""
+
+    probe: dict[str, dict[str, str]]  # name -> record type -> "status addresses"
+    outcome: str
+    pages: list[list[str | int]]  # [url, status]
+    hosts: dict[str, list[str | None]]  # host -> [state, ip]
+    blocked: dict[str, str]  # host -> reason
+    hits: list[list[str]]  # [host, path]
+    queries: dict[str, int]  # name -> questions dnsmasq logged
+    resolv_conf: NotRequired[str]  # the child's /etc/resolv.conf
 
 
 class Site:
@@ -99,7 +112,7 @@ async def probe(nameservers: list[str]) -> dict[str, dict[str, str]]:
     return seen
 
 
-def crawl(directory: Path, *, dns_port: int, system_resolver: bool) -> dict[str, Any]:
+def crawl(directory: Path, *, dns_port: int, system_resolver: bool) -> CrawlReport:
     """Start dnsmasq and the site, crawl both seeds; return what happened.
 
     Args:
@@ -109,8 +122,7 @@ def crawl(directory: Path, *, dns_port: int, system_resolver: bool) -> dict[str,
             empty) instead of naming dnsmasq in ``dns_nameservers``.
 
     Returns:
-        ``{"probe", "outcome", "pages": [[url, status]], "hosts": {host: [state, ip]},
-        "blocked": {host: reason}, "hits": [[host, path]], "queries": {name: n}}``.
+        a ``CrawlReport`` (without ``resolv_conf``).
     """
     site = Site()
     site.server.start()
@@ -160,7 +172,7 @@ def crawl(directory: Path, *, dns_port: int, system_resolver: bool) -> dict[str,
     }
 
 
-def check(result: dict[str, Any]) -> None:
+def check(result: CrawlReport) -> None:
     """Both seeds were crawled whole; only the name that both families deny is dead."""
     assert result["probe"] == {
         V4_ONLY: {"A": f"ok {SITE_IP}", "AAAA": "nxdomain"},
@@ -224,7 +236,7 @@ def test_one_family_answering_is_enough_through_etc_resolv_conf(tmp_path: Path) 
             env=env,
         )
         assert child.returncode == 0, child.stderr[-3000:]
-        result = json.loads(child.stdout.strip().splitlines()[-1])
+        result: CrawlReport = json.loads(child.stdout.strip().splitlines()[-1])
         assert result.pop("resolv_conf") == "nameserver 127.0.0.1\n"  # the namespace's
         check(result)
     finally:

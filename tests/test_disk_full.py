@@ -17,7 +17,7 @@ import textwrap
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import pytest
 
@@ -81,13 +81,28 @@ DRIVER = textwrap.dedent(
 )
 
 
+class DiskFullRun(TypedDict):
+    """What ``DRIVER`` printed (JSON), with the two crawls' output files read back."""
+
+    free_before: int  # bytes free on the tmpfs before the first crawl
+    first: int  # the first crawl's exit status (the disk fills)
+    second: int  # the second crawl's exit status (room again)
+    between: float  # Unix time (s) between the two crawls
+    committed: list[str]  # URLs with a 200 in the crawl file after the first crawl
+    final: list[str]  # the same after the second
+    runs: list[str]  # runs.status, oldest first
+    first_err: str
+    second_err: str
+    second_out: str
+
+
 @pytest.fixture(scope="module")
 def web() -> Iterator[LocalWeb]:
     with LocalWeb(delay_scale=0.2, busy_429_count=1, retry_after_s=1) as w:
         yield w
 
 
-def crawl_on_tmpfs(tmp_path: Path, web: LocalWeb, size: int, room: int) -> dict[str, Any]:
+def crawl_on_tmpfs(tmp_path: Path, web: LocalWeb, size: int, room: int) -> DiskFullRun:
     (tmp_path / "mnt").mkdir()
     (tmp_path / "seeds.txt").write_text("\n".join(web.seeds()) + "\n")
     (tmp_path / "fast.toml").write_text("flush_interval_ms = 100\nbackoff_base_ms = 100\n")
@@ -99,7 +114,7 @@ def crawl_on_tmpfs(tmp_path: Path, web: LocalWeb, size: int, room: int) -> dict[
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    result: dict[str, Any] = json.loads(proc.stdout)
+    result: DiskFullRun = json.loads(proc.stdout)
     result["first_err"] = (tmp_path / "first.err").read_text()
     result["second_err"] = (tmp_path / "second.err").read_text()
     result["second_out"] = (tmp_path / "second.out").read_text()
@@ -115,7 +130,7 @@ def asked_after(web: LocalWeb, at: float) -> set[str]:
     }
 
 
-def assert_resumed_complete(web: LocalWeb, result: dict[str, Any]) -> None:
+def assert_resumed_complete(web: LocalWeb, result: DiskFullRun) -> None:
     assert result["second"] == 0, result["second_err"]
     assert "Traceback" not in result["second_err"]
     final = set(result["final"])

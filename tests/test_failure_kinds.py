@@ -20,14 +20,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from dnsserver import StubDnsServer
 from rawserver import Handler, RawServer, reset
 
 from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.dns import AddressPolicy, AddressPolicySettings, DnsCache, DnsSettings
+from crawldeck.core.dns import AddressPolicy, DnsCache
 from crawldeck.core.errors import (
     ConnectFailed,
     ConnectionLost,
@@ -40,12 +39,12 @@ from crawldeck.core.errors import (
     RequestInvalid,
     TlsFailed,
 )
-from crawldeck.core.fetcher import Fetcher
+from crawldeck.core.fetcher import Fetcher, FetchResult
 from crawldeck.core.transport import PinningResolver
 
 
-def config(**overrides: Any) -> CrawlConfig:
-    values: dict[str, Any] = {
+def config(**overrides: object) -> CrawlConfig:
+    values: dict[str, object] = {
         "connect_timeout_ms": 1000,
         "read_timeout_ms": 1000,
         "total_timeout_ms": 3000,
@@ -67,11 +66,11 @@ def serve() -> Iterator[Callable[..., RawServer]]:
         server.close()
 
 
-def fetch_error(url: str, cfg: CrawlConfig | None = None, **kwargs: Any) -> FetchError:
+def fetch_error(url: str, cfg: CrawlConfig | None = None) -> FetchError:
     """The ``FetchError`` that fetching ``url`` raises (the test fails if none)."""
 
     async def go() -> FetchError:
-        async with Fetcher(cfg or config(), **kwargs) as fetcher:
+        async with Fetcher(cfg or config()) as fetcher:
             try:
                 result = await fetcher.fetch(url)
             except FetchError as exc:
@@ -185,7 +184,7 @@ def test_a_reset_close_delimited_body_is_not_a_whole_page(
 def test_a_clean_close_ends_a_close_delimited_body(serve: Callable[..., RawServer]) -> None:
     server = serve(sends(HEAD_200 + b"Connection: close\r\n\r\n<p>whole</p>"))
 
-    async def go() -> Any:
+    async def go() -> FetchResult:
         async with Fetcher(config()) as fetcher:
             return await fetcher.fetch(server.url())
 
@@ -480,9 +479,9 @@ def test_https_to_a_plain_http_port_is_not_retryable() -> None:
 def test_dns_failures_say_whether_to_retry() -> None:
     async def go(nameserver: str, name: str) -> FetchError:
         cfg = config(dns_nameservers=[nameserver], dns_timeout_ms=2000, dns_retries=1)
-        dns = DnsCache(DnsSettings.from_config(cfg))
+        dns = DnsCache(cfg)
         try:
-            resolver = PinningResolver(dns, AddressPolicy(AddressPolicySettings.from_config(cfg)))
+            resolver = PinningResolver(dns, AddressPolicy(cfg))
             async with Fetcher(cfg, resolver=resolver) as fetcher:
                 with pytest.raises(FetchError) as info:
                     await fetcher.fetch(f"http://{name}/")
@@ -503,9 +502,9 @@ def test_dns_failures_say_whether_to_retry() -> None:
 def test_a_private_address_is_not_retryable() -> None:
     async def go() -> FetchError:
         cfg = config()
-        dns = DnsCache(DnsSettings.from_config(cfg))
+        dns = DnsCache(cfg)
         try:
-            resolver = PinningResolver(dns, AddressPolicy(AddressPolicySettings.from_config(cfg)))
+            resolver = PinningResolver(dns, AddressPolicy(cfg))
             async with Fetcher(cfg, resolver=resolver) as fetcher:
                 with pytest.raises(FetchError) as info:
                     await fetcher.fetch("http://10.11.12.13/")  # checked, never sent

@@ -12,12 +12,11 @@ import time
 import tracemalloc
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
-from types import SimpleNamespace
-from typing import Any
 
 import aiohttp
 import pytest
 from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.client_reqrep import ConnectionKey
 from httpserver import HTTPTestServer, Request, Response
 from multidict import CIMultiDict, CIMultiDictProxy
 from rawserver import RawServer
@@ -38,8 +37,8 @@ from crawldeck.core.fetcher import Fetcher, media_type
 UA = "crawldeck-test/9.9 (+http://127.0.0.1/bot)"
 
 
-def make_config(**overrides: Any) -> CrawlConfig:
-    values: dict[str, Any] = {
+def make_config(**overrides: object) -> CrawlConfig:
+    values: dict[str, object] = {
         "user_agent": UA,
         "connect_timeout_ms": 1000,
         "read_timeout_ms": 1000,
@@ -397,8 +396,9 @@ def _request_info() -> aiohttp.RequestInfo:
     return aiohttp.RequestInfo(url, "GET", CIMultiDictProxy(CIMultiDict()), url)
 
 
-def _key() -> Any:
-    return SimpleNamespace(host="h", port=80, ssl=True, is_ssl=False)
+def _key() -> ConnectionKey:
+    return ConnectionKey("h", 80, is_ssl=False, ssl=True, proxy=None, proxy_auth=None,
+                         proxy_headers_hash=None)  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -451,7 +451,7 @@ async def test_every_client_error_is_translated(
 ) -> None:
     # The translation table itself; each row's real cause is met by a test against a
     # hostile server (here and in tests/test_failure_kinds.py).
-    async def fail(*args: Any) -> None:
+    async def fail(*args: object) -> None:
         raise exc
 
     async with Fetcher(make_config()) as f:

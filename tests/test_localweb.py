@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 from urllib.parse import urldefrag, urljoin, urlsplit
 
 import httpx
@@ -466,9 +466,18 @@ def test_www_link_features(web: LocalWeb, client: httpx.Client) -> None:
 # ---------------------------------------------------------------------------- ground truth
 
 
-def _crawl(
-    web: LocalWeb, client: httpx.Client, *, polite: bool, max_depth: int = 5
-) -> dict[str, Any]:
+class Crawled(TypedDict):
+    """What ``_crawl`` saw; URLs are ``Expected.canonical`` but for ``found`` and
+    ``blocked``, which are as linked."""
+
+    html: set[str]  # pages fetched with a 200 text/html
+    files: set[str]  # other 200 responses
+    statuses: dict[str, int]  # the status of every URL fetched
+    found: set[str]  # every link queued
+    blocked: set[str]  # URLs robots.txt disallowed (polite crawl only)
+
+
+def _crawl(web: LocalWeb, client: httpx.Client, *, polite: bool, max_depth: int = 5) -> Crawled:
     """Breadth-first crawl from the seeds. ``polite``: robots (crawldeck, 5xx = allow),
     base href, nofollow; on the traps host only the home and the shop (finite once the
     session ids are stripped) are expanded."""

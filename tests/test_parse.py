@@ -261,7 +261,7 @@ def test_stats_is_a_frozen_snapshot() -> None:
         mode="process",
     )
     with pytest.raises(AttributeError):
-        stats.pages = 1  # type: ignore[misc]
+        stats.pages = 1  # type: ignore[misc]  # assigning to a frozen field, on purpose
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ def paths(server: HTTPTestServer) -> list[str]:
 
 
 @pytest.fixture
-def server() -> Any:
+def server() -> Iterator[HTTPTestServer]:
     with HTTPTestServer() as srv:
         srv.set("/robots.txt", Response(404))
         yield srv
@@ -124,7 +125,7 @@ def test_a_real_loop_fails_its_urls_with_the_reason(server: HTTPTestServer, tmp_
     ],
 )
 def test_a_chain_whose_url_grows_is_cut_after_two_growing_hops(
-    server: HTTPTestServer, tmp_path: Path, seed: str, grow: Any
+    server: HTTPTestServer, tmp_path: Path, seed: str, grow: Callable[[str], str]
 ) -> None:
     server.set("/grow", lambda r: redirect(grow(r.path), 302))
     for prefix in ("/grow/a", "/grow/a/a", "/grow/a/a/a", "/grow/a/a/a/a"):
