@@ -54,13 +54,13 @@ from crawldeck.core.links import Extracted, is_html
 from crawldeck.core.observer import SNAPSHOT_HOSTS, HostStats, Observer
 from crawldeck.core.parse import ParsePool
 from crawldeck.core.politeness import BACKOFF_STATUSES, Politeness, PolitenessSettings
-from crawldeck.core.politeness import Outcome as PolitenessOutcome
 from crawldeck.core.protocols import Clock, Fetcher
 from crawldeck.core.recording import PRIORITY_SEED, Recorder
-from crawldeck.core.render_types import RenderResult, SubRequestEnd
+from crawldeck.core.render_types import RenderResult
 from crawldeck.core.robots import RobotsCache, RobotsSettings
 from crawldeck.core.seen import SeenSet
 from crawldeck.core.shell import should_render
+from crawldeck.core.side_requests import SideRequests, learn
 from crawldeck.core.snapshot import (
     Counters,
     CrawlSnapshot,
@@ -104,19 +104,6 @@ class _FastSlot:
         if self._held:
             self._held = False
             self._semaphore.release()
-
-
-class _PoliteFetcher:
-    """The fetcher robots.txt requests go through (``RobotsCache``): each request,
-    redirect hops and refreshes included, resolves its host, waits for that host's
-    politeness, the per-IP limit and a free slot, and counts as a request to it."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-
-    async def fetch(self, url: str, *, max_bytes: int | None = None) -> FetchResult:
-        """GET ``url`` politely; raises what ``Fetcher.fetch`` and ``DnsCache`` raise."""
-        return await self._engine._polite_fetch(url, max_bytes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,11 +164,15 @@ class Engine:
             IpLimiter(IpLimitSettings.from_config(config)),
             config.per_host_concurrency,
         )
-        self._gate_changed = asyncio.Event()  # a slot was freed (side requests wait)
-        self._robots = RobotsCache(
-            _PoliteFetcher(self), RobotsSettings.from_config(config), clock, self._audit
-        )
+        self._wake = asyncio.Event()  # a URL is ready or a worker may be done
         self._frontier = FrontierWindow(config.frontier_window, store, self._read_back)
+        self._side = SideRequests(
+            clock, self._fetcher, self._dns, self._policy, self._gate, self._frontier,
+            config.robots_token, self._wake.set,
+        )  # fmt: skip
+        self._robots = RobotsCache(
+            self._side, RobotsSettings.from_config(config), clock, self._audit
+        )
         self._obs = Observer(
             config, clock, store, self._gate, self._frontier, self._robots, self._dns
         )
@@ -191,7 +182,7 @@ class Engine:
         )
         self._seen = SeenSet(store)
         self._admission = Admission(config.strip_params, self._guard, self._seen, self._block)
-        self._wake = asyncio.Event()  # a URL is ready or a worker may be done
+        self._side.bind(self._obs, self._admission, self._robots)
         self._recorder = Recorder(
             config, store, self._obs, self._admission, self._frontier, self._seen, self._wake.set
         )
@@ -208,7 +199,7 @@ class Engine:
         self._parser_noticed = False
         self._render: RenderPool | None = None
         if config.render != "never":
-            pool = RenderPool(config, gate=self._render_gate, report=self._render_report)
+            pool = RenderPool(config, gate=self._side.render_gate, report=self._side.render_report)
             if pool.available:
                 self._render = pool
             else:
@@ -607,7 +598,7 @@ class Engine:
             finally:
                 timer.cancel()
                 self._gate.end_page(host, self._clock())
-                self._gate_changed.set()
+                self._side.slot_freed()
         except (DnsNotFound, PrivateAddress) as exc:
             # The name changed between our lookup and the connection (DNS rebinding).
             self._refuse(entry, stats, exc)
@@ -622,7 +613,7 @@ class Engine:
                 self._gate.forget(host, now)
                 self._recorder.failure(entry, stats, start, now, exc)
                 return
-            self._learn(host, start, now, None)
+            learn(self._gate, host, start, now, None)
             self._check_park(host, stats, now)
             if entry.attempts < self.config.max_retries and self._time_left(entry):
                 self._retry(entry, f"{exc.reason}: {exc}")
@@ -631,7 +622,7 @@ class Engine:
             return
         now = self._clock()
         entry.spent_s += now - start
-        outcome = self._learn(host, start, now, result)
+        outcome = learn(self._gate, host, start, now, result)
         if outcome.retry:
             self._check_park(host, stats, now)
             if entry.attempts < self.config.max_retries and not stats.parked:
@@ -720,68 +711,6 @@ class Engine:
         else:
             self._frontier.release(host, at)
 
-    async def _acquire_slot(self, host: str) -> float:
-        """Wait until a side request may go to ``host`` (``HostGate.ready_at``: its
-        politeness, its address's per-IP limit and a free slot), then take it; the
-        request counts against all three. Returns the start time (epoch s). The caller
-        ends it with ``_end_side_request``. Waits for the gate's deadline, or, while
-        the host's slots are all taken, for a slot to be freed (``_gate_changed``)."""
-        while True:
-            now = self._clock()
-            at = self._gate.ready_at(host, now)
-            if at is not None and at <= now:
-                break
-            self._gate_changed.clear()
-            timeout = None if at is None else at - now + 0.001
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(timeout):
-                    await self._gate_changed.wait()
-        self._gate.start_side(host, now)
-        return now
-
-    def _end_side_request(self, host: str, now: float) -> None:
-        """A request taken with ``_acquire_slot`` ended at ``now``: free its slot, and
-        give ``host`` back to the frontier if a worker left it held."""
-        if self._gate.end_side(host, now):
-            self._frontier.release(host, self._gate.ready_at(host, now) or now)
-        self._obs.changed(host)
-        self._gate_changed.set()
-        self._wake.set()
-
-    async def _polite_fetch(self, url: str, max_bytes: int | None) -> FetchResult:
-        """A request outside the workers' page fetches (robots.txt, its redirect hops,
-        its background refresh): through the DNS cache and the address policy, waiting
-        for its host's politeness, the per-IP limit and a free slot
-        (``_acquire_slot``); its response teaches politeness like a page's (429/503 back
-        the host off, a success decays a learnt delay). RFC 9309 §2.3.1: the robots.txt
-        request is a request to the host; so is every redirect hop, to the host it goes
-        to (issue #10 item 9).
-
-        Raises:
-            FetchError: as ``Fetcher.fetch``, DNS errors (``DnsNotFound``,
-                ``DnsTemporaryFailure``) and ``PrivateAddress`` included.
-            UrlError: ``url`` has no valid host.
-        """
-        host = urls.host_key(url)
-        self._obs.stats(host, urls.origin(url))
-        ip = self._policy.select(host, await self._dns.resolve(host))[0]
-        self._gate.note_address(host, ip)
-        start = await self._acquire_slot(host)
-        try:
-            result = await self._fetcher.fetch(url, max_bytes=max_bytes)
-        except FetchError as exc:
-            now = self._clock()
-            if exc.retryable:
-                self._learn(host, start, now, None)
-            else:
-                self._gate.forget(host, now)
-            raise
-        finally:
-            self._end_side_request(host, self._clock())
-        now = self._clock()
-        self._learn(host, start, now, result)
-        return result
-
     # ------------------------------------------------------------- rendering
 
     async def _render_page(
@@ -802,65 +731,6 @@ class Engine:
             if not out.timed_out:
                 return None
         return out
-
-    async def _render_gate(self, url: str, resource_type: str) -> bool:
-        """May a rendered page request ``url`` now? Applies the crawl's rules to the
-        browser: address policy, robots.txt, and the host's politeness slot (waits for
-        it; the pool cancels the wait at the page's budget). Refusals go to ``blocked``."""
-        try:
-            url = urls.clean(url)
-        except UrlError:
-            return False
-        host = urls.host_key(url)
-        stats = self._obs.stats(host, urls.origin(url))
-        what = f"render sub-request ({resource_type})"
-        try:
-            ip = self._policy.select(host, await self._dns.resolve(host))[0]
-        except (DnsNotFound, PrivateAddress) as exc:
-            reason = (
-                BlockReason.DNS if isinstance(exc, DnsNotFound) else BlockReason.PRIVATE_ADDRESS
-            )
-            self._admission.block_once(url, host, Verdict(reason, f"{what}: {exc}"))
-            return False
-        except DnsTemporaryFailure:
-            return False
-        self._gate.note_address(host, ip)
-        decision = await self._robots.check(url)
-        self._gate.politeness.set_crawl_delay(host, decision.crawl_delay_s)
-        if not decision.allowed:
-            detail = f"{what} disallowed for {self.config.robots_token!r}"
-            self._admission.block_once(url, host, Verdict(BlockReason.ROBOTS, detail))
-            return False
-        if stats.parked:
-            return False
-        await self._acquire_slot(host)
-        return True
-
-    def _render_report(self, end: SubRequestEnd) -> None:
-        """A sub-request the gate let through has ended: free its slot, learn from it."""
-        try:
-            host = urls.host_key(urls.clean(end.url))
-        except UrlError:
-            return
-        now = self._clock()
-        if end.kind == "cancelled":
-            self._gate.forget(host, now)
-        else:
-            self._gate.learn(host, now, end.status, end.elapsed_s, end.retry_after)
-        self._end_side_request(host, now)
-
-    def _learn(
-        self, host: str, start: float, now: float, result: FetchResult | None
-    ) -> PolitenessOutcome:
-        """Feed the end at ``now`` of a request to ``host`` started at ``start`` to the
-        gate: the response's status, time, Retry-After and Date (RFC 9110 §10.2.3,
-        §6.6.1), or ``None`` for no response (a transient failure)."""
-        if result is None:
-            return self._gate.learn(host, now, None, now - start, None)
-        headers = result.headers
-        return self._gate.learn(
-            host, now, result.status, now - start, headers.get("retry-after"), headers.get("date")
-        )
 
     def _retry(self, entry: FrontierEntry, why: str) -> None:
         """Put ``entry`` back at the head of its host's queue for another try."""

@@ -1,0 +1,216 @@
+"""Side requests: every request outside a worker's page fetch, through the host gate.
+
+robots.txt (its redirect hops and background refreshes included) and a rendered page's
+sub-requests go to a host like its pages do (RFC 9309 §2.3.1: the robots.txt request is
+a request to the host; issue #10 item 9): each resolves its host through the DNS cache
+and the address policy, waits for the gate's one deadline (``HostGate.ready_at``: the
+host's politeness, its address's per-IP limit and a free slot), counts against all
+three, and teaches politeness like a page (a robots.txt 429 backs the host off). A
+side request that ends gives back a host a worker left held (``HostGate.hold``).
+Waiting needs no poll: a waiter sleeps until the deadline, or, while the host's slots
+are all taken, until a slot is freed (``slot_freed``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+
+from crawldeck.core import urls
+from crawldeck.core.admission import Admission
+from crawldeck.core.dns import AddressPolicy, DnsCache
+from crawldeck.core.errors import (
+    DnsNotFound,
+    DnsTemporaryFailure,
+    FetchError,
+    PrivateAddress,
+    UrlError,
+)
+from crawldeck.core.fetcher import FetchResult
+from crawldeck.core.gate import HostGate
+from crawldeck.core.observer import Observer
+from crawldeck.core.politeness import Outcome
+from crawldeck.core.protocols import Clock, Fetcher
+from crawldeck.core.render_types import SubRequestEnd
+from crawldeck.core.robots import RobotsCache
+from crawldeck.core.traps import BlockReason, Verdict
+from crawldeck.core.window import FrontierWindow
+
+
+def learn(
+    gate: HostGate, host: str, start: float, now: float, result: FetchResult | None
+) -> Outcome:
+    """Feed the end at ``now`` of a request to ``host`` started at ``start`` (epoch s) to
+    ``gate``: the response's status, time, Retry-After and Date (RFC 9110 §10.2.3,
+    §6.6.1), or ``None`` for no response (a transient failure)."""
+    if result is None:
+        return gate.learn(host, now, None, now - start, None)
+    headers = result.headers
+    return gate.learn(
+        host, now, result.status, now - start, headers.get("retry-after"), headers.get("date")
+    )
+
+
+class SideRequests:
+    """robots.txt requests and render sub-requests, politely.
+
+    Args:
+        clock: the engine's one time source (epoch s).
+        fetcher: the HTTP edge.
+        dns: the DNS cache; policy: the address policy (special-purpose addresses).
+        gate: the host gate every request passes.
+        frontier: where a held host goes back when a side request frees its slot.
+        robots_token: the user-agent token robots.txt rules are matched against.
+        wake: called when a slot was freed (a worker may go on).
+
+    :meth:`bind` gives it the parts made after it (the robots.txt cache fetches
+    through :meth:`fetch`, so it comes later), before the crawl starts.
+    """
+
+    def __init__(
+        self,
+        clock: Clock,
+        fetcher: Fetcher,
+        dns: DnsCache,
+        policy: AddressPolicy,
+        gate: HostGate,
+        frontier: FrontierWindow,
+        robots_token: str,
+        wake: Callable[[], None],
+    ) -> None:
+        self._clock = clock
+        self._fetcher = fetcher
+        self._dns = dns
+        self._policy = policy
+        self._gate = gate
+        self._frontier = frontier
+        self._token = robots_token
+        self._wake = wake
+        self._freed = asyncio.Event()
+        self._parts: tuple[Observer, Admission, RobotsCache] | None = None
+
+    def bind(self, observer: Observer, admission: Admission, robots: RobotsCache) -> None:
+        """The observer (host figures), admission (records a refused sub-request once)
+        and the robots.txt cache (render sub-requests check it)."""
+        self._parts = (observer, admission, robots)
+
+    @property
+    def _bound(self) -> tuple[Observer, Admission, RobotsCache]:
+        assert self._parts is not None, "SideRequests.bind was not called"
+        return self._parts
+
+    def slot_freed(self) -> None:
+        """A slot of some host was freed (a page fetch ended): waiters look again."""
+        self._freed.set()
+
+    async def acquire(self, host: str) -> float:
+        """Wait until a side request may go to ``host``, then take its slot; the start
+        time (epoch s). End it with :meth:`end`."""
+        while True:
+            now = self._clock()
+            at = self._gate.ready_at(host, now)
+            if at is not None and at <= now:
+                break
+            self._freed.clear()
+            timeout = None if at is None else at - now + 0.001
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):
+                    await self._freed.wait()
+        self._gate.start_side(host, now)
+        return now
+
+    def end(self, host: str, now: float) -> None:
+        """A request taken with :meth:`acquire` ended at ``now``: free its slot, and
+        give ``host`` back to the frontier if a worker left it held."""
+        if self._gate.end_side(host, now):
+            self._frontier.release(host, self._gate.ready_at(host, now) or now)
+        self._bound[0].changed(host)
+        self._freed.set()
+        self._wake()
+
+    async def _address(self, host: str) -> str:
+        """The address of ``host`` (DNS cache, then the address policy), noted in the gate.
+
+        Raises:
+            DnsNotFound, DnsTemporaryFailure, PrivateAddress: as the cache and policy.
+        """
+        ip = self._policy.select(host, await self._dns.resolve(host))[0]
+        self._gate.note_address(host, ip)
+        return ip
+
+    async def fetch(self, url: str, *, max_bytes: int | None = None) -> FetchResult:
+        """GET ``url`` (robots.txt, a hop of it, its refresh) through the gate.
+
+        Raises:
+            FetchError: as ``Fetcher.fetch``, DNS errors (``DnsNotFound``,
+                ``DnsTemporaryFailure``) and ``PrivateAddress`` included.
+            UrlError: ``url`` has no valid host.
+        """
+        host = urls.host_key(url)
+        self._bound[0].stats(host, urls.origin(url))
+        await self._address(host)
+        start = await self.acquire(host)
+        try:
+            result = await self._fetcher.fetch(url, max_bytes=max_bytes)
+        except FetchError as exc:
+            now = self._clock()
+            if exc.retryable:
+                learn(self._gate, host, start, now, None)
+            else:
+                self._gate.forget(host, now)
+            raise
+        finally:
+            self.end(host, self._clock())
+        learn(self._gate, host, start, self._clock(), result)
+        return result
+
+    async def render_gate(self, url: str, resource_type: str) -> bool:
+        """May a rendered page request ``url`` now? Applies the crawl's rules to the
+        browser: address policy, robots.txt, and the host's slot (waits for it; the
+        pool cancels the wait at the page's budget). Refusals go to ``blocked``."""
+        try:
+            url = urls.clean(url)
+        except UrlError:
+            return False
+        host = urls.host_key(url)
+        observer, admission, robots = self._bound
+        stats = observer.stats(host, urls.origin(url))
+        what = f"render sub-request ({resource_type})"
+        try:
+            await self._address(host)
+        except (DnsNotFound, PrivateAddress) as exc:
+            reason = (
+                BlockReason.DNS if isinstance(exc, DnsNotFound) else BlockReason.PRIVATE_ADDRESS
+            )
+            admission.block_once(url, host, Verdict(reason, f"{what}: {exc}"))
+            return False
+        except DnsTemporaryFailure:
+            return False
+        decision = await robots.check(url)
+        self._gate.politeness.set_crawl_delay(host, decision.crawl_delay_s)
+        if not decision.allowed:
+            detail = f"{what} disallowed for {self._token!r}"
+            admission.block_once(url, host, Verdict(BlockReason.ROBOTS, detail))
+            return False
+        if stats.parked:
+            return False
+        await self.acquire(host)
+        return True
+
+    def render_report(self, end: SubRequestEnd) -> None:
+        """A sub-request :meth:`render_gate` let through has ended: free its slot,
+        learn from its answer."""
+        try:
+            host = urls.host_key(urls.clean(end.url))
+        except UrlError:
+            return
+        now = self._clock()
+        if end.kind == "cancelled":
+            self._gate.forget(host, now)
+        else:
+            self._gate.learn(host, now, end.status, end.elapsed_s, end.retry_after)
+        self.end(host, now)
+
+
+__all__ = ["SideRequests", "learn"]
