@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from fakeclock import FakeClock
 
 from crawldeck.core.errors import StoreError
 from crawldeck.core.store import (
@@ -342,15 +343,15 @@ def test_host_round_trip_and_upsert(store: Store, db: Path) -> None:
 
 
 def test_runs(db: Path) -> None:
-    now = [T0]
-    with Store(db, clock=lambda: now[0]) as s:
+    clock = FakeClock(T0)
+    with Store(db, clock=clock) as s:
         run = s.begin_run({"delay_ms": 1000, "strip_params": ("sid", "gclid"), "path": Path("/x")})
         assert run == 1
         # begin_run is synchronous: the row is committed already
         assert raw(db, "SELECT id, status, finished_at FROM runs") == [(1, "running", None)]
-        now[0] = T0 + 60
+        clock.advance(60)
         s.end_run(run, "finished")
-    with Store(db, clock=lambda: now[0]) as s:
+    with Store(db, clock=clock) as s:
         assert s.begin_run({}) == 2
     assert raw(db, "SELECT * FROM runs ORDER BY id") == [
         (
