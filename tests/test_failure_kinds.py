@@ -26,7 +26,7 @@ from dnsserver import StubDnsServer
 from rawserver import Handler, RawServer, reset
 
 from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.dns import AddressPolicy, DnsCache
+from crawldeck.core.dns import AddressPolicy, AddressPolicySettings, DnsCache, DnsSettings
 from crawldeck.core.errors import (
     ConnectFailed,
     ConnectionLost,
@@ -479,9 +479,9 @@ def test_https_to_a_plain_http_port_is_not_retryable() -> None:
 def test_dns_failures_say_whether_to_retry() -> None:
     async def go(nameserver: str, name: str) -> FetchError:
         cfg = config(dns_nameservers=[nameserver], dns_timeout_ms=2000, dns_retries=1)
-        dns = DnsCache(cfg)
+        dns = DnsCache(DnsSettings.from_config(cfg))
         try:
-            resolver = PinningResolver(dns, AddressPolicy(cfg))
+            resolver = PinningResolver(dns, AddressPolicy(AddressPolicySettings.from_config(cfg)))
             async with Fetcher(cfg, resolver=resolver) as fetcher:
                 with pytest.raises(FetchError) as info:
                     await fetcher.fetch(f"http://{name}/")
@@ -502,9 +502,9 @@ def test_dns_failures_say_whether_to_retry() -> None:
 def test_a_private_address_is_not_retryable() -> None:
     async def go() -> FetchError:
         cfg = config()
-        dns = DnsCache(cfg)
+        dns = DnsCache(DnsSettings.from_config(cfg))
         try:
-            resolver = PinningResolver(dns, AddressPolicy(cfg))
+            resolver = PinningResolver(dns, AddressPolicy(AddressPolicySettings.from_config(cfg)))
             async with Fetcher(cfg, resolver=resolver) as fetcher:
                 with pytest.raises(FetchError) as info:
                     await fetcher.fetch("http://10.11.12.13/")  # checked, never sent
