@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import virtualtime
 from dnsserver import DNSMASQ, CountingResolver, DnsmasqServer, StubDnsServer
 from fakeclock import FakeClock
 from httpserver import HTTPTestServer, Response
@@ -444,24 +445,30 @@ async def test_every_a_and_aaaa_combination(
     await dns.aclose()
 
 
-async def test_temporary_failures_are_retried_and_not_cached() -> None:
-    resolver = ScriptedResolver(
-        {"flaky.test": {"A": DnsTemporaryFailure("x: SERVFAIL"), "AAAA": NODATA}}
-    )
-    dns = DnsCache(
-        DnsSettings.from_config(make_config(dns_retries=2)), FakeClock(), lambda: resolver
-    )
-    started = time.monotonic()
-    with pytest.raises(DnsTemporaryFailure, match="3 tries") as info:
-        await dns.resolve("flaky.test")
-    waited = time.monotonic() - started
-    assert info.value.reason == "dns_temporary" and isinstance(info.value, DnsError)
-    assert waited >= 0.2 + 0.4 - 0.05  # backoff 0.2 s then 0.4 s
-    assert len(resolver.calls) == 6
-    resolver.script["flaky.test"]["A"] = a("127.0.5.3")
-    assert await dns.resolve("flaky.test") == ["127.0.5.3"]  # the failure was not cached
-    assert dns.stats().failures == 1
-    await dns.aclose()
+def test_temporary_failures_are_retried_and_not_cached() -> None:
+    """On virtual loop time, so the backoff is checked exactly: 0.2 s, then 0.4 s."""
+
+    async def main() -> None:
+        resolver = ScriptedResolver(
+            {"flaky.test": {"A": DnsTemporaryFailure("x: SERVFAIL"), "AAAA": NODATA}}
+        )
+        dns = DnsCache(
+            DnsSettings.from_config(make_config(dns_retries=2)), FakeClock(), lambda: resolver
+        )
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(DnsTemporaryFailure, match="3 tries") as info:
+            await dns.resolve("flaky.test")
+        waited = loop.time() - started
+        assert info.value.reason == "dns_temporary" and isinstance(info.value, DnsError)
+        assert waited == pytest.approx(0.2 + 0.4, abs=virtualtime.CLOCK_RESOLUTION_S)
+        assert len(resolver.calls) == 6
+        resolver.script["flaky.test"]["A"] = a("127.0.5.3")
+        assert await dns.resolve("flaky.test") == ["127.0.5.3"]  # the failure was not cached
+        assert dns.stats().failures == 1
+        await dns.aclose()
+
+    virtualtime.run(main())
 
 
 async def test_concurrent_lookups_of_one_name_share_one_query() -> None:
