@@ -825,44 +825,55 @@ class IpLimiter:
     nothing here raises.
     """
 
-    __slots__ = ("_buckets", "_capacity", "_delay_s", "_last_at", "_rate_per_s")
+    __slots__ = ("_addresses", "_capacity", "_delay_s", "_rate_per_s")
 
     def __init__(self, settings: IpLimitSettings) -> None:
         self._delay_s = settings.ip_delay_ms / 1000.0
         self._rate_per_s = 1.0 / self._delay_s if self._delay_s > 0.0 else math.inf
         self._capacity = settings.bucket_capacity
-        self._buckets: dict[str, TokenBucket] = {}
-        self._last_at: dict[str, float] = {}
+        self._addresses: dict[str, _Address] = {}
+
+    def _address(self, ip: str, now: float) -> _Address:
+        """``ip``'s state, made on first use (its bucket full at ``now``)."""
+        state = self._addresses.get(ip)
+        if state is None:
+            state = self._addresses[ip] = _Address(self._capacity, self._rate_per_s, now)
+        return state
 
     def earliest(self, ip: str, now: float) -> float:
         """The earliest start (epoch s, ``>= now``) of the next request to ``ip``:
         ``max(now, last_at + ip_delay, bucket ready time)``."""
-        last = self._last_at.get(ip)
-        if last is None:
+        state = self._addresses.get(ip)
+        if state is None:
             return now
-        at = last + self._delay_s
-        bucket = self._buckets.get(ip)
-        if bucket is not None:
-            ready = bucket.ready_at(now)
-            at = ready if ready > at else at
-        return at if at > now else now
+        at = state.last_at + self._delay_s
+        ready = state.ready_at(now)
+        return at if at > ready else ready
 
     def on_dispatch(self, ip: str, now: float) -> None:
         """A request to ``ip`` starts at ``now`` (epoch s): record it, take a token."""
-        bucket = self._buckets.get(ip)
-        if bucket is None:
-            bucket = self._buckets[ip] = TokenBucket(self._capacity, self._rate_per_s, now)
-        bucket.take(now)
-        last = self._last_at.get(ip)
-        if last is None or now > last:
-            self._last_at[ip] = now
+        state = self._address(ip, now)
+        state.take(now)
+        if now > state.last_at:
+            state.last_at = now
 
     def on_end(self, ip: str, now: float) -> None:
         """A request to ``ip`` ended at ``now`` (epoch s): the delay runs from here
         unless a later request has started since."""
-        last = self._last_at.get(ip)
-        if last is None or now > last:
-            self._last_at[ip] = now
+        state = self._address(ip, now)
+        if now > state.last_at:
+            state.last_at = now
+
+
+class _Address(TokenBucket):
+    """One address's bucket and ``last_at``: the later of its last request's start and
+    the last end of one (epoch s)."""
+
+    __slots__ = ("last_at",)
+
+    def __init__(self, capacity: int, rate_per_s: float, now: float) -> None:
+        super().__init__(capacity, rate_per_s, now)
+        self.last_at = now
 
 
 __all__ = [
