@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Iterator
 from html import escape
 
@@ -233,17 +232,12 @@ def test_is_html() -> None:
     assert is_html("") is False
 
 
-def test_speed_on_a_big_page() -> None:
+def test_a_big_page_keeps_every_link_in_order() -> None:
     page = "".join(
         f'<div class="c{i}"><p>text {i}</p><a href="/page/{i}" class="x">link</a></div>'
         for i in range(5000)
     ).encode()
-    extract(page)
-    started = time.perf_counter()
-    got = extract(page)
-    took = time.perf_counter() - started
-    assert len(got.links) == 5000
-    assert took < 0.25  # ~15 ms on a laptop; generous for slow CI
+    assert extract(page).links == [f"/page/{i}" for i in range(5000)]
 
 
 @pytest.fixture
