@@ -96,7 +96,9 @@ class CrawlConfig:
         user_agent: the full User-Agent header sent with every request.
         robots_token: the product token matched against robots.txt user-agent
             groups (RFC 9309 §2.2.1); default ``crawldeck``.
-        max_pages: stop after this many pages are fetched (``None``: no cap).
+        max_pages: stop once the crawl file holds this many pages, over all its runs
+            (a rerun with the same cap fetches nothing new); fetches in flight count
+            towards it, so none starts beyond it (``None``: no cap).
         max_depth: links followed from a seed (seed = depth 0); deeper URLs are
             blocked with reason ``depth``.
         scope: ``host`` (the seeds' hosts), ``domain`` (the seeds' registered
