@@ -145,11 +145,18 @@ class HostGate:
         self._fetching[host] += 1
 
     def end_page(self, host: str, now: float) -> None:
-        """A page fetch started with :meth:`start_page` ended (answer or not) at ``now``."""
+        """A page fetch started with :meth:`start_page` ended (answer or not) at ``now``.
+
+        A hold on ``host`` (:meth:`hold`) ends here if this frees a slot: the worker of
+        this fetch gives the host back itself once its URL is done, so a later
+        :meth:`end_side` must not hand it back a second time.
+        """
         self._fetching[host] -= 1
         if not self._fetching[host]:
             del self._fetching[host]
         self._end_address(host, now)
+        if host in self._held and self._free(host):
+            self._held.discard(host)
 
     def start_side(self, host: str, now: float) -> None:
         """A side request (robots.txt, a redirect hop of it, a render sub-request) to

@@ -1,0 +1,389 @@
+"""The host gate (``core.gate.HostGate``) on its own: pure logic on a fake clock.
+
+Host politeness, the per-IP limit and the in-flight slots of every request (page
+fetches and side requests: robots.txt, render sub-requests), one deadline
+(``ready_at``), and a host held while its slots are full and handed back once. A
+Hypothesis property runs random sequences of starts, ends, holds and answers and checks
+that no two requests to one host (or one address) start closer than its delay, that a
+host never has more than ``per_host_concurrency`` requests in flight, and that a held
+host is handed back exactly once, when a side request's end frees a slot.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from fakeclock import EPOCH, FakeClock
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crawldeck.core.dns import IpLimiter, IpLimitSettings
+from crawldeck.core.gate import GateStatistics, HostGate
+from crawldeck.core.politeness import Outcome, Politeness, PolitenessSettings
+
+T = EPOCH
+
+
+def politeness_settings(
+    delay_ms: int = 1000, bucket_capacity: int = 1, adaptive_delay_factor: float = 0.0
+) -> PolitenessSettings:
+    """Politeness with ``delay_ms``; backoff 1 s doubling up to 60 s, plus jitter."""
+    return PolitenessSettings(
+        delay_ms=delay_ms,
+        bucket_capacity=bucket_capacity,
+        bucket_rate_per_s=None,
+        adaptive_delay_factor=adaptive_delay_factor,
+        max_delay_ms=30_000,
+        backoff_base_ms=1000,
+        backoff_max_ms=60_000,
+        retry_after_max_s=600,
+        demote_after_s=3600,
+        park_after_backoffs=8,
+    )
+
+
+def make_gate(
+    *,
+    delay_ms: int = 1000,
+    ip_delay_ms: int = 0,
+    per_host: int = 1,
+    bucket_capacity: int = 1,
+    adaptive_delay_factor: float = 0.0,
+) -> HostGate:
+    return HostGate(
+        Politeness(
+            politeness_settings(delay_ms, bucket_capacity, adaptive_delay_factor),
+            random.Random(0),
+        ),
+        IpLimiter(IpLimitSettings(ip_delay_ms=ip_delay_ms, bucket_capacity=bucket_capacity)),
+        per_host,
+    )
+
+
+def test_an_unknown_host_is_ready_now_and_nothing_is_counted() -> None:
+    gate = make_gate()
+    assert gate.ready_at("a.test", T) == T
+    assert gate.may_start("a.test", T)
+    assert gate.address("a.test") is None
+    assert gate.fetching("a.test") == 0
+    assert gate.statistics() == GateStatistics(0, 0, 0, 0, 0, 0)
+
+
+def test_the_delay_runs_from_the_end_of_a_page_fetch() -> None:
+    gate = make_gate(delay_ms=1000)
+    gate.start_page("a.test", T)
+    assert gate.fetching("a.test") == 1
+    assert gate.ready_at("a.test", T + 0.1) is None  # its one slot is taken
+    assert not gate.may_start("a.test", T + 5)
+    gate.end_page("a.test", T + 0.3)
+    # ended, nothing learnt yet: the delay counts from the start
+    assert gate.ready_at("a.test", T + 0.3) == T + 1.0
+    assert gate.learn("a.test", T + 0.3, 200, 0.3, None) == Outcome(retry=False, backoff_s=0.0)
+    assert gate.ready_at("a.test", T + 0.3) == T + 0.3 + 1.0
+    assert not gate.may_start("a.test", T + 1.29)
+    assert gate.may_start("a.test", T + 0.3 + 1.0)
+    assert gate.statistics() == GateStatistics(1, 0, 0, 0, 0, 0)
+
+
+def test_forget_counts_the_delay_from_the_end_without_a_backoff() -> None:
+    gate = make_gate(delay_ms=1000)
+    gate.start_page("a.test", T)
+    gate.end_page("a.test", T + 2.0)
+    gate.forget("a.test", T + 2.0)
+    assert gate.ready_at("a.test", T + 2.0) == T + 3.0
+    assert gate.backing_off() == []
+    assert not gate.in_backoff("a.test", T + 2.0)
+
+
+def test_hosts_on_one_address_share_the_per_ip_limit() -> None:
+    gate = make_gate(delay_ms=1000, ip_delay_ms=500)
+    gate.note_address("a.test", "192.0.2.1")
+    gate.note_address("b.test", "192.0.2.1")
+    gate.note_address("c.test", "192.0.2.2")
+    assert gate.address("b.test") == "192.0.2.1"
+    gate.start_page("a.test", T)
+    assert gate.ready_at("b.test", T) == T + 0.5  # the address's delay, from a's start
+    assert gate.ready_at("c.test", T) == T  # another address
+    gate.end_page("a.test", T + 0.2)
+    assert gate.ready_at("b.test", T + 0.2) == T + 0.2 + 0.5  # ... then from a's end
+    assert gate.ready_at("a.test", T + 0.2) == T + 1.0  # its own delay is longer
+    gate.start_page("b.test", T + 0.7)
+    assert gate.ready_at("c.test", T + 0.7) == T + 0.7
+    assert gate.statistics() == GateStatistics(2, 1, 0, 0, 0, 2)
+
+
+def test_a_side_request_counts_like_a_page_fetch() -> None:
+    """robots.txt is a request to the host (RFC 9309 §2.3.1): it takes the slot, and
+    the page waits its delay from the end of it."""
+    gate = make_gate(delay_ms=1000)
+    gate.start_side("a.test", T)
+    assert gate.statistics() == GateStatistics(1, 0, 1, 0, 0, 0)
+    assert gate.ready_at("a.test", T) is None
+    assert gate.end_side("a.test", T + 0.1) is False  # nobody held it
+    gate.learn("a.test", T + 0.1, 404, 0.1, None)
+    assert gate.ready_at("a.test", T + 0.1) == T + 0.1 + 1.0
+    assert gate.statistics() == GateStatistics(1, 0, 0, 0, 0, 0)
+
+
+def test_a_held_host_is_handed_back_once_when_its_side_request_ends() -> None:
+    gate = make_gate(per_host=1)
+    gate.start_side("a.test", T)
+    assert gate.ready_at("a.test", T) is None
+    gate.hold("a.test")
+    assert gate.statistics().held_hosts == 1
+    assert gate.end_side("a.test", T + 0.5) is True
+    assert gate.statistics().held_hosts == 0
+    gate.start_side("a.test", T + 2)
+    assert gate.end_side("a.test", T + 2.5) is False  # handed back already
+
+
+def test_with_two_slots_a_held_host_comes_back_at_the_first_free_slot() -> None:
+    gate = make_gate(per_host=2)
+    gate.start_side("a.test", T)
+    gate.start_side("a.test", T)
+    assert gate.ready_at("a.test", T) is None
+    gate.hold("a.test")
+    assert gate.end_side("a.test", T + 0.1) is True  # one slot is free: it goes back
+    assert gate.end_side("a.test", T + 0.2) is False
+    assert gate.statistics() == GateStatistics(1, 0, 0, 0, 0, 0)
+
+
+def test_a_hold_ends_when_a_page_fetch_frees_the_slot() -> None:
+    """Two page fetches fill two slots and a worker holds the host; the first fetch to
+    end frees a slot and its worker gives the host back itself (the engine's
+    ``_give_back`` after every URL). The hold must end there: left behind, a later side
+    request's end would hand the host back a second time (to the frontier, while a
+    worker may have it checked out) and ``held_hosts`` would count it for ever."""
+    gate = make_gate(per_host=2, delay_ms=0)
+    gate.start_page("a.test", T)
+    gate.start_page("a.test", T)
+    assert gate.ready_at("a.test", T) is None
+    gate.hold("a.test")
+    gate.end_page("a.test", T + 0.1)
+    assert gate.statistics().held_hosts == 0
+    gate.start_side("a.test", T + 0.2)
+    assert gate.end_side("a.test", T + 0.3) is False
+    gate.end_page("a.test", T + 0.4)
+    assert gate.statistics() == GateStatistics(1, 0, 0, 0, 0, 0)
+
+
+def test_a_hold_stays_while_a_page_end_leaves_the_slots_full() -> None:
+    gate = make_gate(per_host=1, delay_ms=0)
+    gate.start_side("a.test", T)
+    gate.hold("a.test")
+    gate.start_page("a.test", T)  # a page fetch that started before the side request
+    gate.end_page("a.test", T + 0.1)  # the side request still fills the slot
+    assert gate.statistics().held_hosts == 1
+    assert gate.end_side("a.test", T + 0.2) is True
+
+
+def test_a_503_with_retry_after_backs_the_host_off_and_a_success_ends_it() -> None:
+    gate = make_gate(delay_ms=1000)
+    gate.start_page("a.test", T)
+    gate.end_page("a.test", T + 0.1)
+    # backoff 1 s plus jitter up to 0.5 s, Retry-After 7 s is longer (RFC 9110 §10.2.3)
+    assert gate.learn("a.test", T + 0.1, 503, 0.1, "7") == Outcome(retry=True, backoff_s=7.0)
+    assert gate.backing_off() == ["a.test"]
+    assert gate.ready_at("a.test", T + 0.1) == T + 0.1 + 7.0
+    assert gate.in_backoff("a.test", T + 7.0)
+    assert gate.count_in_backoff(T + 7.0) == 1
+    assert gate.count_in_backoff(T + 0.1 + 7.0) == 0
+    assert gate.view("a.test", T + 1).backoff_attempts == 1
+    assert gate.statistics().backing_off == 1
+    gate.start_page("a.test", T + 8)
+    gate.end_page("a.test", T + 8.5)
+    assert gate.learn("a.test", T + 8.5, 200, 0.5, None) == Outcome(retry=False, backoff_s=0.0)
+    assert gate.backing_off() == []
+    assert gate.statistics().backing_off == 0
+
+
+def test_no_answer_is_a_backoff_too() -> None:
+    gate = make_gate()
+    outcome = gate.learn("a.test", T, None, 0.0, None)
+    assert outcome.retry
+    assert 1.0 <= outcome.backoff_s <= 1.5  # backoff_s(1, 1 s): 1 s plus jitter <= 0.5 s
+    assert gate.ready_at("a.test", T) == T + outcome.backoff_s
+    assert gate.backing_off() == ["a.test"]
+
+
+def test_a_backoff_restored_from_an_earlier_run_is_counted() -> None:
+    gate = make_gate()
+    gate.politeness.restore(
+        "a.test",
+        crawl_delay_s=None,
+        backoff_attempts=2,
+        backoff_until=T + 30,
+        backoff_started=T - 10,
+    )
+    gate.restore_backoff("a.test")
+    assert gate.backing_off() == ["a.test"]
+    assert gate.count_in_backoff(T) == 1
+    assert gate.ready_at("a.test", T) == T + 30
+    assert gate.count_in_backoff(T + 30) == 0
+
+
+def test_crawl_delay_lengthens_the_delay() -> None:
+    gate = make_gate(delay_ms=1000)
+    gate.politeness.set_crawl_delay("a.test", 4.0)
+    gate.start_side("a.test", T)  # its robots.txt request
+    gate.end_side("a.test", T + 0.5)
+    gate.forget("a.test", T + 0.5)
+    assert gate.ready_at("a.test", T + 0.5) == T + 0.5 + 4.0
+    assert gate.view("a.test", T + 0.5).delay_source == "crawl_delay"
+
+
+# ------------------------------------------------------------ the property
+
+
+@dataclass
+class Model:
+    """What the gate must agree with: requests in flight, holds, last starts."""
+
+    per_host: int
+    pages: dict[str, int] = field(default_factory=dict)
+    sides: dict[str, int] = field(default_factory=dict)
+    flights: list[tuple[str, str]] = field(default_factory=list)  # (host, "page"/"side")
+    held: set[str] = field(default_factory=set)
+    last_start: dict[str, float] = field(default_factory=dict)
+    last_ip_start: dict[str, float] = field(default_factory=dict)
+    backing_off: set[str] = field(default_factory=set)
+    handed_back: int = 0
+
+    def in_flight(self, host: str) -> int:
+        return self.pages.get(host, 0) + self.sides.get(host, 0)
+
+
+HOSTS = ("a.test", "b.test", "c.test")
+#: a.test and b.test share an address; c.test has its own.
+ADDRESS = {"a.test": "192.0.2.1", "b.test": "192.0.2.1", "c.test": "192.0.2.2"}
+STATUSES = (200, 200, 404, 429, 500, 503, None, "forget")
+
+operation = st.one_of(
+    st.tuples(st.just("advance"), st.floats(0.0, 3.0, allow_nan=False)),
+    st.tuples(
+        st.sampled_from(["page", "side", "wait_page", "wait_side", "hold"]), st.sampled_from(HOSTS)
+    ),
+    st.tuples(st.just("end"), st.integers(0, 7), st.sampled_from(STATUSES)),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    delay_ms=st.sampled_from([0, 100, 500, 1000]),
+    ip_delay_ms=st.sampled_from([0, 300, 1500]),
+    per_host=st.integers(1, 3),
+    capacity=st.integers(1, 3),
+    factor=st.sampled_from([0.0, 2.0]),
+    ops=st.lists(operation, max_size=80),
+)
+def test_random_requests_keep_every_host_and_address_polite(
+    delay_ms: int,
+    ip_delay_ms: int,
+    per_host: int,
+    capacity: int,
+    factor: float,
+    ops: list[tuple[object, ...]],
+) -> None:
+    """Any sequence of starts (only when ``may_start``; or at ``ready_at``), ends (with
+    any answer, or ``forget``) and holds (only when ``ready_at`` is ``None``, as the
+    engine does): two starts to one host are at least its delay apart (the delay in
+    force at the second), two to one address at least ``ip_delay_ms``; a host never
+    has more than ``per_host`` requests in flight; a free host whose time has come may
+    start; a held host is handed back exactly once, by the end of a side request that
+    frees a slot, and a page end that frees one ends the hold; the figures agree."""
+    clock = FakeClock()
+    gate = make_gate(
+        delay_ms=delay_ms,
+        ip_delay_ms=ip_delay_ms,
+        per_host=per_host,
+        bucket_capacity=capacity,
+        adaptive_delay_factor=factor,
+    )
+    ip_delay_s = ip_delay_ms / 1000.0
+    model = Model(per_host)
+    for host in HOSTS:
+        gate.note_address(host, ADDRESS[host])
+
+    def start(host: str, kind: str) -> None:
+        now = clock.now
+        assert model.in_flight(host) < per_host
+        previous = model.last_start.get(host)
+        if previous is not None:
+            assert previous + gate.politeness.delay_s(host) <= now
+        ip = ADDRESS[host]
+        previous_ip = model.last_ip_start.get(ip)
+        if previous_ip is not None:
+            assert previous_ip + ip_delay_s <= now
+        model.last_start[host] = now
+        model.last_ip_start[ip] = now
+        if kind == "page":
+            gate.start_page(host, now)
+            model.pages[host] = model.pages.get(host, 0) + 1
+        else:
+            gate.start_side(host, now)
+            model.sides[host] = model.sides.get(host, 0) + 1
+        model.flights.append((host, kind))
+
+    for op in ops:
+        now = clock.now
+        if op[0] == "advance":
+            assert isinstance(op[1], float)
+            clock.advance(op[1])
+        elif op[0] in ("page", "side", "wait_page", "wait_side", "hold"):
+            host = str(op[1])
+            at = gate.ready_at(host, now)
+            assert (at is None) == (model.in_flight(host) >= per_host)
+            if at is not None:
+                assert at >= now
+            if op[0] == "hold":
+                if at is None:
+                    gate.hold(host)
+                    model.held.add(host)
+                continue
+            kind = str(op[0]).removeprefix("wait_")
+            if op[0].startswith("wait_") and at is not None:
+                clock.now = at  # the caller waits for the one deadline
+                assert gate.may_start(host, at)
+            if gate.may_start(host, clock.now):
+                start(host, kind)
+        else:
+            assert isinstance(op[1], int)
+            if not model.flights:
+                continue
+            host, kind = model.flights.pop(op[1] % len(model.flights))
+            if kind == "page":
+                gate.end_page(host, now)
+                model.pages[host] -= 1
+                if model.in_flight(host) < per_host:
+                    model.held.discard(host)  # its worker gives it back itself
+            else:
+                was_held = host in model.held
+                model.sides[host] -= 1
+                frees = model.in_flight(host) < per_host
+                assert gate.end_side(host, now) is (was_held and frees)
+                if was_held and frees:
+                    model.held.discard(host)
+                    model.handed_back += 1
+            status = op[2]
+            if status == "forget":
+                gate.forget(host, now)
+            else:
+                assert status is None or isinstance(status, int)
+                outcome = gate.learn(host, now, status, 0.25, None)
+                assert outcome.retry is (status in (None, 429, 503))
+                if outcome.retry:
+                    model.backing_off.add(host)
+                else:
+                    model.backing_off.discard(host)
+        assert gate.statistics() == GateStatistics(
+            hosts=gate.politeness.hosts(),
+            page_fetches=sum(model.pages.values()),
+            side_requests=sum(model.sides.values()),
+            held_hosts=len(model.held),
+            backing_off=len(model.backing_off),
+            addresses=2,
+        )
+        assert gate.backing_off() == sorted(model.backing_off)
+        for host in HOSTS:
+            assert gate.fetching(host) == model.pages.get(host, 0)
