@@ -18,15 +18,15 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
 from crawldeck.core import redirects, urls
 from crawldeck.core.admission import Admission
-from crawldeck.core.browser_pool import RenderPool
 from crawldeck.core.config import CrawlConfig, asdict
+from crawldeck.core.content import Content, ContentReader
 from crawldeck.core.dns import (
     AddressPolicy,
     AddressPolicySettings,
@@ -40,26 +40,20 @@ from crawldeck.core.errors import (
     DnsNotFound,
     DnsTemporaryFailure,
     FetchError,
-    ParseError,
     PrivateAddress,
-    RenderUnavailable,
     StoreError,
     UrlError,
 )
 from crawldeck.core.fetcher import Fetcher as AiohttpFetcher
-from crawldeck.core.fetcher import FetchResult
 from crawldeck.core.frontier import FrontierEntry
 from crawldeck.core.gate import GateStatistics, HostGate
-from crawldeck.core.links import Extracted, is_html
 from crawldeck.core.observer import SNAPSHOT_HOSTS, HostStats, Observer
-from crawldeck.core.parse import ParsePool
 from crawldeck.core.politeness import BACKOFF_STATUSES, Politeness, PolitenessSettings
 from crawldeck.core.protocols import Clock, Fetcher
 from crawldeck.core.recording import PRIORITY_SEED, Recorder
-from crawldeck.core.render_types import RenderResult
+from crawldeck.core.resume import restore
 from crawldeck.core.robots import RobotsCache, RobotsSettings
 from crawldeck.core.seen import SeenSet
-from crawldeck.core.shell import should_render
 from crawldeck.core.side_requests import SideRequests, learn
 from crawldeck.core.snapshot import (
     Counters,
@@ -195,81 +189,17 @@ class Engine:
         self._run_id: int | None = None
         self._workers: list[asyncio.Task[None]] = []
         self._crash: Exception | None = None
-        self._parser = ParsePool(config)
-        self._parser_noticed = False
-        self._render: RenderPool | None = None
-        if config.render != "never":
-            pool = RenderPool(config, gate=self._side.render_gate, report=self._side.render_report)
-            if pool.available:
-                self._render = pool
-            else:
-                self._audit(pool.reason)
-        self._restore()
+        self._content = ContentReader(
+            config, self._side.render_gate, self._side.render_report, self._log, self._audit
+        )
+        resumed = restore(
+            store, observer=self._obs, admission=self._admission, seen=self._seen,
+            guard=self._guard, scope=self._scope, frontier=self._frontier, gate=self._gate,
+        )  # fmt: skip
+        if resumed is not None:
+            self._log(resumed)
 
     # ----------------------------------------------------------------- set-up
-
-    def _restore(self) -> None:
-        """Load an earlier run's state from the store (no-op on a new file)."""
-        if not self.store.has_crawl():
-            return
-        # a rerun tries again what failed transiently (5xx, 429, timeouts, lost
-        # connections, DNS failures), with its attempts counted on (issue #10 item 16)
-        requeued = self.store.requeue_failed()
-        self._obs.retried = sum(requeued.values())
-        self._seen.rebuild(self._observed(self.store.iter_keys()))
-        for host, count in self.store.host_counts().items():
-            self._obs.stats(host, None)
-            self._admission.admitted[host] = count
-        for row in self.store.load_frontier():
-            entry = FrontierEntry(
-                row.url,
-                row.key,
-                row.host,
-                row.depth,
-                row.priority,
-                row.attempts,
-                (),  # a chain cut by a stop starts over here, without its cookies
-                row.via,
-            )
-            self._obs.stats(row.host, urls.origin(row.url))
-            if row.depth == 0:
-                self._scope.add_seed(row.url)
-            self._frontier.add(entry)
-        self._frontier.restore(self.store.spilled_counts())
-        for host, rec in self.store.load_hosts().items():
-            stats = self._obs.stats(host, None)
-            stats.fetched = max(0, rec.pages_fetched - requeued.get(host, 0))
-            stats.demoted = rec.state == "demoted"
-            stats.dead = rec.state == "dead"  # its URLs were blocked: none is queued
-            stats.saved = rec
-            if requeued.get(host):
-                self._obs.changed(host)
-            self._gate.politeness.restore(
-                host,
-                crawl_delay_s=None if rec.crawl_delay_ms is None else rec.crawl_delay_ms / 1000,
-                backoff_attempts=rec.backoff_attempts,
-                backoff_until=rec.backoff_until,
-                backoff_started=rec.backoff_started,
-                learnt_delay_s=None if rec.learnt_delay_ms is None else rec.learnt_delay_ms / 1000,
-            )
-            if rec.backoff_attempts:
-                self._gate.restore_backoff(host)
-        mix, total_bytes = self.store.page_totals()
-        self._obs.restore(dict(self.store.counts()), mix, total_bytes)
-        queued = self._frontier.total()
-        again = self._obs.retried
-        retried = f" ({again} that failed before are tried again)" if again else ""
-        self._log(
-            f"resuming: {queued} URLs queued{retried}, {self._obs.pages} pages fetched before"
-        )
-
-    def _observed(self, keys: Iterable[str]) -> Iterator[str]:
-        """``keys`` (of an earlier run), each counted by the trap guard on the way (the
-        calendar budget of a host is not handed out again on resume)."""
-        observe = self._guard.observe
-        for key in keys:
-            observe(key)
-            yield key
 
     def subscribe(self, callback: Subscriber) -> None:
         """Call ``callback(snapshot)`` every ``snapshot_interval_ms`` and at the end."""
@@ -370,12 +300,10 @@ class Engine:
             reporter.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reporter
-            if self._render is not None:
-                await self._render.aclose()
+            await self._content.aclose()
             await self._robots.aclose()
             await self._fetcher.aclose()
             await self._dns.aclose()
-            await self._parser.aclose()
             outcome = self._outcome()
             self._state = "finished" if outcome == "finished" else "stopped"
             self._obs.ended_at = self._clock()
@@ -593,7 +521,7 @@ class Engine:
         try:
             try:
                 result = await self._fetcher.fetch(
-                    entry.url, headers=headers, want_body=self._wants_body
+                    entry.url, headers=headers, want_body=self._content.wants_body
                 )
             finally:
                 timer.cancel()
@@ -633,53 +561,17 @@ class Engine:
             stats.demoted = True
             self._frontier.demote(host)
             self._audit(f"{host}: in backoff for over {self.config.demote_after_s} s, demoted")
-        extracted: Extracted | None = None
-        rendered: RenderResult | None = None
-        parse_error: str | None = None
-        if (
-            not outcome.retry
-            and 200 <= result.status < 300
-            and not result.skipped
-            and is_html(result.content_type)
-        ):
-            # a page cut at max_body_bytes is parsed too: the links of its first part
-            try:
-                extracted = await self._parser.extract(
-                    result.body, entry.url, result.headers, self.config.robots_token
-                )
-            except ParseError as exc:  # over parse_timeout_ms, or its worker died
-                parse_error = f"{exc.reason}: {exc}"
-                self._log(f"{host}: {exc}")
-            if self._parser.notice is not None and not self._parser_noticed:
-                self._parser_noticed = True
-                self._audit(self._parser.notice)
-            if extracted is not None and self._render is not None and not result.truncated:
-                why = should_render(
-                    self.config,
-                    host,
-                    result.body,
-                    result.content_type,
-                    len(extracted.links),
-                    nofollow=extracted.nofollow,
-                )
-                if why is not None:
-                    rendered = await self._render_page(entry, result, why)
+        content = Content() if outcome.retry else await self._content.read(host, result)
         self._recorder.response(
             entry,
             stats,
             result,
             start,
             failed=outcome.retry,
-            extracted=extracted,
-            rendered=rendered,
-            parse_error=parse_error,
+            extracted=content.extracted,
+            rendered=content.rendered,
+            parse_error=content.parse_error,
         )
-
-    @staticmethod
-    def _wants_body(media_type: str) -> bool:
-        """Whether a response body of ``media_type`` is read: only HTML is parsed and
-        nothing else is kept, so other bodies (a 700 MB zip) are not downloaded."""
-        return is_html(media_type)
 
     def _time_left(self, entry: FrontierEntry) -> bool:
         """Whether ``entry`` may be tried again: its tries this run took less than
@@ -710,27 +602,6 @@ class Engine:
             self._gate.hold(host)
         else:
             self._frontier.release(host, at)
-
-    # ------------------------------------------------------------- rendering
-
-    async def _render_page(
-        self, entry: FrontierEntry, result: FetchResult, why: str
-    ) -> RenderResult | None:
-        """Render a JavaScript shell in the pool (the host stays checked out meanwhile)."""
-        assert self._render is not None
-        try:
-            out = await self._render.render(
-                entry.url, result.body, content_type=result.headers.get("content-type")
-            )
-        except RenderUnavailable as exc:
-            self._audit(str(exc))
-            self._render = None
-            return None
-        if out.error is not None:
-            self._log(f"{entry.host}: render of {entry.url} ({why}): {out.error}")
-            if not out.timed_out:
-                return None
-        return out
 
     def _retry(self, entry: FrontierEntry, why: str) -> None:
         """Put ``entry`` back at the head of its host's queue for another try."""
@@ -785,5 +656,4 @@ class Engine:
 
     def snapshot(self) -> CrawlSnapshot:
         """A read-only picture of the crawl now (see ``core.snapshot``)."""
-        render = self._render.stats() if self._render is not None else None
-        return self._obs.snapshot(self._state, render)
+        return self._obs.snapshot(self._state, self._content.render_stats())

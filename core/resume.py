@@ -1,0 +1,101 @@
+"""Resume: a crawl file's earlier runs, given back to the parts of a new run.
+
+A stopped, killed or finished crawl goes on from its SQLite file with nothing lost
+and nothing fetched twice (docs/architecture.md, "Crash safety and resume"): the seen
+set is rebuilt from every frontier key (the trap guard counts each on the way, so a
+calendar's budget is not handed out again), the URLs left ``queued`` return to the
+frontier (a redirect chain cut by a stop starts over, without its cookies), the
+``spilled`` ones stay in the store and are counted, each host gets back its figures and
+its politeness (Crawl-delay, backoff, learnt delay), and the totals of earlier runs
+are the base of this run's. A rerun first queues again what failed transiently (5xx,
+429, timeouts, lost connections, DNS failures), with its attempts counted on (issue
+#10 item 16).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from crawldeck.core import urls
+from crawldeck.core.admission import Admission
+from crawldeck.core.frontier import FrontierEntry
+from crawldeck.core.gate import HostGate
+from crawldeck.core.observer import Observer
+from crawldeck.core.seen import SeenSet
+from crawldeck.core.store import Store
+from crawldeck.core.traps import ScopePolicy, TrapGuard
+from crawldeck.core.window import FrontierWindow
+
+
+def _observed(guard: TrapGuard, keys: Iterable[str]) -> Iterator[str]:
+    """``keys`` (of an earlier run), each counted by ``guard`` on the way."""
+    observe = guard.observe
+    for key in keys:
+        observe(key)
+        yield key
+
+
+def restore(
+    store: Store,
+    *,
+    observer: Observer,
+    admission: Admission,
+    seen: SeenSet,
+    guard: TrapGuard,
+    scope: ScopePolicy,
+    frontier: FrontierWindow,
+    gate: HostGate,
+) -> str | None:
+    """Give the parts of a new run what ``store``'s earlier runs left.
+
+    Returns:
+        the log line that says what was resumed, or ``None`` for a new file.
+
+    Raises:
+        StoreError: the file could not be read.
+    """
+    if not store.has_crawl():
+        return None
+    requeued = store.requeue_failed()
+    observer.retried = sum(requeued.values())
+    seen.rebuild(_observed(guard, store.iter_keys()))
+    for host, count in store.host_counts().items():
+        observer.stats(host, None)
+        admission.admitted[host] = count
+    for row in store.load_frontier():
+        observer.stats(row.host, urls.origin(row.url))
+        if row.depth == 0:
+            scope.add_seed(row.url)
+        frontier.add(
+            FrontierEntry(row.url, row.key, row.host, row.depth, row.priority, row.attempts,
+                          (), row.via)  # a chain cut by a stop starts over, no cookies
+        )  # fmt: skip
+    frontier.restore(store.spilled_counts())
+    for host, rec in store.load_hosts().items():
+        stats = observer.stats(host, None)
+        stats.fetched = max(0, rec.pages_fetched - requeued.get(host, 0))
+        stats.demoted = rec.state == "demoted"
+        stats.dead = rec.state == "dead"  # its URLs were blocked: none is queued
+        stats.saved = rec
+        if requeued.get(host):
+            observer.changed(host)
+        gate.politeness.restore(
+            host,
+            crawl_delay_s=None if rec.crawl_delay_ms is None else rec.crawl_delay_ms / 1000,
+            backoff_attempts=rec.backoff_attempts,
+            backoff_until=rec.backoff_until,
+            backoff_started=rec.backoff_started,
+            learnt_delay_s=None if rec.learnt_delay_ms is None else rec.learnt_delay_ms / 1000,
+        )
+        if rec.backoff_attempts:
+            gate.restore_backoff(host)
+    mix, total_bytes = store.page_totals()
+    observer.restore(dict(store.counts()), mix, total_bytes)
+    again = observer.retried
+    retried = f" ({again} that failed before are tried again)" if again else ""
+    return (
+        f"resuming: {frontier.total()} URLs queued{retried}, {observer.pages} pages fetched before"
+    )
+
+
+__all__ = ["restore"]
