@@ -18,23 +18,15 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Literal
 
 from crawldeck.core import redirects, urls
-from crawldeck.core.admission import Admission
+from crawldeck.core.assembly import assemble
 from crawldeck.core.config import CrawlConfig, asdict
-from crawldeck.core.content import Content, ContentReader
-from crawldeck.core.dns import (
-    AddressPolicy,
-    AddressPolicySettings,
-    DnsCache,
-    DnsSettings,
-    IpLimiter,
-    IpLimitSettings,
-)
+from crawldeck.core.content import Content
+from crawldeck.core.dns import DnsCache
 from crawldeck.core.errors import (
     CrawldeckError,
     DnsNotFound,
@@ -44,28 +36,18 @@ from crawldeck.core.errors import (
     StoreError,
     UrlError,
 )
-from crawldeck.core.fetcher import Fetcher as AiohttpFetcher
 from crawldeck.core.frontier import FrontierEntry
-from crawldeck.core.gate import GateStatistics, HostGate
-from crawldeck.core.observer import SNAPSHOT_HOSTS, HostStats, Observer
-from crawldeck.core.politeness import BACKOFF_STATUSES, Politeness, PolitenessSettings
+from crawldeck.core.gate import GateStatistics
+from crawldeck.core.observer import SNAPSHOT_HOSTS, HostStats
+from crawldeck.core.politeness import BACKOFF_STATUSES
 from crawldeck.core.protocols import Clock, Fetcher
-from crawldeck.core.recording import PRIORITY_SEED, Recorder
+from crawldeck.core.recording import PRIORITY_SEED
 from crawldeck.core.resume import restore
-from crawldeck.core.robots import RobotsCache, RobotsSettings
-from crawldeck.core.seen import SeenSet
-from crawldeck.core.side_requests import SideRequests, learn
-from crawldeck.core.snapshot import (
-    Counters,
-    CrawlSnapshot,
-    CrawlState,
-    HostDetail,
-    HostRow,
-)
+from crawldeck.core.side_requests import learn
+from crawldeck.core.snapshot import Counters, CrawlSnapshot, CrawlState, HostDetail, HostRow
 from crawldeck.core.store import FrontierRow, Store
-from crawldeck.core.transport import PinningResolver
-from crawldeck.core.traps import BlockReason, ScopePolicy, TrapGuard, TrapSettings, Verdict
-from crawldeck.core.window import FrontierWindow, WindowStatistics
+from crawldeck.core.traps import BlockReason, Verdict
+from crawldeck.core.window import WindowStatistics
 
 log = logging.getLogger("crawldeck.engine")
 
@@ -148,38 +130,15 @@ class Engine:
         self.config = config
         self.store = store
         self._clock = clock
-        self._dns = dns or DnsCache(DnsSettings.from_config(config), clock)
-        self._policy = AddressPolicy(AddressPolicySettings.from_config(config), audit=self._audit)
-        self._fetcher: Fetcher = fetcher or AiohttpFetcher(
-            config, resolver=PinningResolver(self._dns, self._policy)
-        )
-        self._gate = HostGate(
-            Politeness(PolitenessSettings.from_config(config), rng),
-            IpLimiter(IpLimitSettings.from_config(config)),
-            config.per_host_concurrency,
-        )
         self._wake = asyncio.Event()  # a URL is ready or a worker may be done
-        self._frontier = FrontierWindow(config.frontier_window, store, self._read_back)
-        self._side = SideRequests(
-            clock, self._fetcher, self._dns, self._policy, self._gate, self._frontier,
-            config.robots_token, self._wake.set,
-        )  # fmt: skip
-        self._robots = RobotsCache(
-            self._side, RobotsSettings.from_config(config), clock, self._audit
+        parts = assemble(
+            config, store, clock=clock, wake=self._wake.set, fetcher=fetcher, rng=rng, dns=dns
         )
-        self._obs = Observer(
-            config, clock, store, self._gate, self._frontier, self._robots, self._dns
-        )
-        self._scope = ScopePolicy(config.scope)
-        self._guard = TrapGuard(
-            TrapSettings.from_config(config), self._scope, datetime.now(UTC).date()
-        )
-        self._seen = SeenSet(store)
-        self._admission = Admission(config.strip_params, self._guard, self._seen, self._block)
-        self._side.bind(self._obs, self._admission, self._robots)
-        self._recorder = Recorder(
-            config, store, self._obs, self._admission, self._frontier, self._seen, self._wake.set
-        )
+        self._dns, self._policy, self._fetcher = parts.dns, parts.policy, parts.fetcher
+        self._gate, self._frontier, self._side = parts.gate, parts.frontier, parts.side
+        self._robots, self._obs, self._scope = parts.robots, parts.observer, parts.scope
+        self._admission, self._recorder = parts.admission, parts.recorder
+        self._seen, self._content = parts.seen, parts.content
         self._fast = asyncio.Semaphore(config.concurrency)
         self._resume_event = asyncio.Event()
         self._resume_event.set()
@@ -189,15 +148,12 @@ class Engine:
         self._run_id: int | None = None
         self._workers: list[asyncio.Task[None]] = []
         self._crash: Exception | None = None
-        self._content = ContentReader(
-            config, self._side.render_gate, self._side.render_report, self._log, self._audit
-        )
         resumed = restore(
             store, observer=self._obs, admission=self._admission, seen=self._seen,
-            guard=self._guard, scope=self._scope, frontier=self._frontier, gate=self._gate,
+            guard=parts.guard, scope=self._scope, frontier=self._frontier, gate=self._gate,
         )  # fmt: skip
         if resumed is not None:
-            self._log(resumed)
+            self._obs.log(resumed)
 
     # ----------------------------------------------------------------- set-up
 
@@ -233,19 +189,6 @@ class Engine:
         self._seen.handed_over()
         self._wake.set()
         return refused
-
-    # -------------------------------------------------------------- admission
-
-    def _block(self, url: str, host: str, verdict: Verdict) -> None:
-        """Record a refused URL (``Observer.block``)."""
-        self._obs.block(url, host, verdict)
-
-    def _audit(self, line: str) -> None:
-        """Keep an audit line for the Log tab (``Observer.audit``)."""
-        self._obs.audit(line)
-
-    def _log(self, line: str, level: int = logging.INFO) -> None:
-        self._obs.log(line, level)
 
     # ---------------------------------------------------------------- control
 
@@ -377,7 +320,7 @@ class Engine:
                 if not self._frontier.spilled:
                     return None
                 if not self._frontier.drain():
-                    self._log(f"{self._frontier.spilled} spilled URLs could not be read back")
+                    self._obs.log(f"{self._frontier.spilled} spilled URLs could not be read back")
                     return None
                 continue
             ready_at = self._frontier.next_ready_at()
@@ -386,16 +329,6 @@ class Engine:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout):
                     await self._wake.wait()
-
-    def _read_back(self, rows: Sequence[FrontierRow]) -> None:
-        """Spilled rows came back into memory (``FrontierWindow``): a seed spilled
-        before a resume gets its scope back, a host unseen this run its stats."""
-        for row in rows:
-            if row.depth == 0:
-                self._scope.add_seed(row.url)
-        if rows[0].host not in self._obs.hosts:
-            self._obs.stats(rows[0].host, urls.origin(rows[0].url))
-        self._wake.set()
 
     # --------------------------------------------------------------- one URL
 
@@ -447,7 +380,7 @@ class Engine:
             else:
                 if not stats.dns_failing:
                     stats.dns_failing = True
-                    self._audit(f"{host}: DNS keeps failing ({exc}); host marked dns_failing")
+                    self._obs.audit(f"{host}: DNS keeps failing ({exc}); host marked dns_failing")
                 self._recorder.failure(entry, stats, now, now, exc)
             return None
         self._gate.note_address(host, ip)
@@ -460,11 +393,11 @@ class Engine:
         if isinstance(exc, DnsNotFound):
             if not stats.dead:
                 stats.dead = True
-                self._audit(f"{entry.host}: {exc}; host marked dead")
+                self._obs.audit(f"{entry.host}: {exc}; host marked dead")
             reason = BlockReason.DNS
         else:
             reason = BlockReason.PRIVATE_ADDRESS
-        self._block(entry.url, entry.host, Verdict(reason, str(exc)))
+        self._obs.block(entry.url, entry.host, Verdict(reason, str(exc)))
         self.store.mark(entry.key, "blocked")
 
     async def _visit(
@@ -497,13 +430,13 @@ class Engine:
                 if strict
                 else f"disallowed for {self.config.robots_token!r}"
             )
-            self._block(entry.url, host, Verdict(reason, detail))
+            self._obs.block(entry.url, host, Verdict(reason, detail))
             self.store.mark(entry.key, "blocked")
             return
         if decision.fetched:
             robots = self._robots.entry(entry.url)
             if robots is not None and robots.http_status in BACKOFF_STATUSES:
-                self._log(f"{host}: robots.txt answered {robots.http_status}, backing off")
+                self._obs.log(f"{host}: robots.txt answered {robots.http_status}, backing off")
         if not self._gate.may_start(host, self._clock()):
             # robots.txt was just requested (it counts as a request) or time passed
             # while another task fetched it: the page waits for its next slot
@@ -556,11 +489,11 @@ class Engine:
             if entry.attempts < self.config.max_retries and not stats.parked:
                 self._retry(entry, f"HTTP {result.status}, backoff {outcome.backoff_s:.1f} s")
                 return
-            self._log(f"{host}: giving up on {entry.url} after {entry.attempts + 1} tries")
+            self._obs.log(f"{host}: giving up on {entry.url} after {entry.attempts + 1} tries")
         if self._gate.politeness.should_demote(host, now) and not stats.demoted:
             stats.demoted = True
             self._frontier.demote(host)
-            self._audit(f"{host}: in backoff for over {self.config.demote_after_s} s, demoted")
+            self._obs.audit(f"{host}: in backoff for over {self.config.demote_after_s} s, demoted")
         content = Content() if outcome.retry else await self._content.read(host, result)
         self._recorder.response(
             entry,
@@ -588,7 +521,7 @@ class Engine:
         stats.parked = True
         dropped = self._frontier.drop_host(host)
         self._obs.changed(host)
-        self._audit(
+        self._obs.audit(
             f"{host}: parked after {self.config.park_after_backoffs} straight 429/503 or "
             f"no answer; {dropped} URLs left for the next run"
         )
@@ -608,7 +541,7 @@ class Engine:
         entry.attempts += 1
         self._frontier.push_front(entry)
         self.store.mark(entry.key, "queued", attempts=entry.attempts)
-        self._log(f"{entry.host}: retry {entry.attempts} of {entry.url} ({why})")
+        self._obs.log(f"{entry.host}: retry {entry.attempts} of {entry.url} ({why})")
 
     # -------------------------------------------------------------- snapshots
 
@@ -628,7 +561,7 @@ class Engine:
         first one is re-raised from ``run`` and printed once by the caller, so the log
         line is a warning (the console's Log tab, not stderr)."""
         if self._crash is None:
-            self._log(f"stopping: {exc}", level=logging.WARNING)
+            self._obs.log(f"stopping: {exc}", level=logging.WARNING)
             self._crash = exc
         self.request_stop()
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from fakesite import FakeSite, Reply, Request, crawl, gaps, html, links_page, redirect, text
+from virtualtime import EPOCH
 
 A = "http://127.0.0.1"
 SLACK = 0.005
@@ -210,10 +211,11 @@ def test_an_endless_past_calendar_is_cut_at_the_date_budget(tmp_path: Path) -> N
     site = FakeSite()
     site.host(A, previous_month)
     site.add(A + "/robots.txt", Reply(404))
-    c = crawl(site, [A + "/cal/2026/11/"], tmp_path / "c.db", max_depth=100_000,
+    # the virtual clock starts on 2023-11-14 (EPOCH): the guard's "today" is its date
+    c = crawl(site, [A + "/cal/2023/11/"], tmp_path / "c.db", max_depth=100_000,
               calendar_max_dates=30)  # fmt: skip
     assert len(site.targets(A)) == 30
-    assert site.targets(A)[-1] == "/cal/2024/06/"  # 30 months back from 2026-11
+    assert site.targets(A)[-1] == "/cal/2021/06/"  # 30 months back from 2023-11
     assert c.rows("SELECT reason, count(*) FROM blocked GROUP BY reason") == [("calendar", 1)]
 
 
@@ -222,10 +224,10 @@ def test_a_resumed_crawl_does_not_hand_the_calendar_budget_out_again(tmp_path: P
     site.host(A, previous_month)
     site.add(A + "/robots.txt", Reply(404))
     db = tmp_path / "c.db"
-    first = crawl(site, [A + "/cal/2026/11/"], db, max_depth=100_000, calendar_max_dates=30,
+    first = crawl(site, [A + "/cal/2023/11/"], db, max_depth=100_000, calendar_max_dates=30,
                   max_pages=15)  # fmt: skip
     assert first.result.outcome == "max_pages"
-    crawl(site, [A + "/cal/2026/11/"], db, start=first.ended + 1, max_depth=100_000,
+    crawl(site, [A + "/cal/2023/11/"], db, start=first.ended + 1, max_depth=100_000,
           calendar_max_dates=30)  # fmt: skip
     calendar = site.targets(A)
     assert len(calendar) == len(set(calendar)) == 30
@@ -270,3 +272,18 @@ def test_max_pages_stops_the_crawl_with_the_rest_queued(tmp_path: Path) -> None:
     assert len(site.targets(A)) == 4
     states = Counter(s for (s,) in c.rows("SELECT state FROM frontier"))
     assert states == {"done": 4, "queued": 7}
+
+
+def test_the_calendar_window_counts_from_the_engines_clock(tmp_path: Path) -> None:
+    """One clock: a year more than calendar_window_years after the clock's date is a
+    calendar trap at once; the same year from a clock three years later is not."""
+    site = FakeSite()
+    site.host(A, lambda r: links_page())
+    site.add(A + "/robots.txt", Reply(404))
+    seed = A + "/cal/2026/05/"
+    early = crawl(site, [seed], tmp_path / "a.db", calendar_window_years=2)
+    assert early.rows("SELECT reason FROM blocked") == [("calendar",)]
+    later = crawl(site, [seed], tmp_path / "b.db", start=EPOCH + 3 * 365 * 86_400,
+                  calendar_window_years=2)  # fmt: skip
+    assert later.rows("SELECT reason FROM blocked") == []
+    assert later.rows("SELECT url FROM pages") == [(seed,)]

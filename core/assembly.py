@@ -1,0 +1,133 @@
+"""Assembly: the parts of one crawl, wired together (the composition root).
+
+``assemble`` builds, for a config, a store and a clock, every part the engine drives,
+each with only the settings it needs (``XSettings.from_config``), and ties their
+callbacks: the address policy and the robots.txt cache write audit lines to the
+observer; robots.txt is fetched through the side requests and so through the host
+gate; refusals go to the observer; spilled rows read back restore their seed's scope.
+The engine (``core.engine``) runs the workers over the result and does the awaits.
+Nothing here does I/O: the fetcher and the DNS cache open connections on first use.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from crawldeck.core import urls
+from crawldeck.core.admission import Admission
+from crawldeck.core.config import CrawlConfig
+from crawldeck.core.content import ContentReader
+from crawldeck.core.dns import (
+    AddressPolicy,
+    AddressPolicySettings,
+    DnsCache,
+    DnsSettings,
+    IpLimiter,
+    IpLimitSettings,
+)
+from crawldeck.core.fetcher import Fetcher as AiohttpFetcher
+from crawldeck.core.gate import HostGate
+from crawldeck.core.observer import Observer
+from crawldeck.core.politeness import Politeness, PolitenessSettings
+from crawldeck.core.protocols import Clock, Fetcher
+from crawldeck.core.recording import Recorder
+from crawldeck.core.robots import RobotsCache, RobotsSettings
+from crawldeck.core.seen import SeenSet
+from crawldeck.core.side_requests import SideRequests
+from crawldeck.core.store import FrontierRow, Store
+from crawldeck.core.transport import PinningResolver
+from crawldeck.core.traps import ScopePolicy, TrapGuard, TrapSettings
+from crawldeck.core.window import FrontierWindow
+
+
+@dataclass(slots=True)
+class Parts:
+    """Every part of one crawl (see each module): the network edge (``dns``,
+    ``policy``, ``fetcher``), the host gate and the side requests through it, the
+    robots.txt cache, the frontier window, admission with its scope, trap guard and
+    seen set, the recorder of results, the content reader and the observer."""
+
+    dns: DnsCache
+    policy: AddressPolicy
+    fetcher: Fetcher
+    gate: HostGate
+    frontier: FrontierWindow
+    side: SideRequests
+    robots: RobotsCache
+    observer: Observer
+    scope: ScopePolicy
+    guard: TrapGuard
+    seen: SeenSet
+    admission: Admission
+    recorder: Recorder
+    content: ContentReader
+
+
+def assemble(
+    config: CrawlConfig,
+    store: Store,
+    *,
+    clock: Clock,
+    wake: Callable[[], None],
+    fetcher: Fetcher | None = None,
+    rng: random.Random | None = None,
+    dns: DnsCache | None = None,
+) -> Parts:
+    """The parts of a crawl of ``config`` into ``store``.
+
+    Args:
+        config: the crawl's settings.
+        store: the open SQLite store (results, the frontier's tail, the seen set's
+            exact check).
+        clock: the one time source (epoch s); the calendar guard's "today" is its date.
+        wake: called when a URL may be ready (the engine's workers look again).
+        fetcher: the HTTP edge (default: the aiohttp fetcher, pinned to ``dns``).
+        rng: randomness for the backoff jitter (seeded in tests).
+        dns: the DNS cache (default: one on ``config`` and ``clock``).
+    """
+    parts: list[Parts] = []  # the observer is made after the parts that report to it
+
+    def audit(line: str) -> None:
+        parts[0].observer.audit(line)
+
+    def read_back(rows: Sequence[FrontierRow]) -> None:
+        """Spilled rows came back into memory: a seed spilled before a resume gets its
+        scope back, a host unseen this run its figures."""
+        for row in rows:
+            if row.depth == 0:
+                scope.add_seed(row.url)
+        if rows[0].host not in observer.hosts:
+            observer.stats(rows[0].host, urls.origin(rows[0].url))
+        wake()
+
+    dns = dns or DnsCache(DnsSettings.from_config(config), clock)
+    policy = AddressPolicy(AddressPolicySettings.from_config(config), audit=audit)
+    fetcher = fetcher or AiohttpFetcher(config, resolver=PinningResolver(dns, policy))
+    gate = HostGate(
+        Politeness(PolitenessSettings.from_config(config), rng),
+        IpLimiter(IpLimitSettings.from_config(config)),
+        config.per_host_concurrency,
+    )
+    frontier = FrontierWindow(config.frontier_window, store, read_back)
+    side = SideRequests(clock, fetcher, dns, policy, gate, frontier, config.robots_token, wake)
+    robots = RobotsCache(side, RobotsSettings.from_config(config), clock, audit)
+    observer = Observer(config, clock, store, gate, frontier, robots, dns)
+    scope = ScopePolicy(config.scope)
+    today = datetime.fromtimestamp(clock(), UTC).date()
+    guard = TrapGuard(TrapSettings.from_config(config), scope, today)
+    seen = SeenSet(store)
+    admission = Admission(config.strip_params, guard, seen, observer.block)
+    side.bind(observer, admission, robots)
+    recorder = Recorder(config, store, observer, admission, frontier, seen, wake)
+    content = ContentReader(config, side.render_gate, side.render_report, observer.log, audit)
+    parts.append(
+        Parts(dns, policy, fetcher, gate, frontier, side, robots, observer, scope, guard,
+              seen, admission, recorder, content)
+    )  # fmt: skip
+    return parts[0]
+
+
+__all__ = ["Parts", "assemble"]
