@@ -29,7 +29,7 @@ import socket
 import subprocess
 import sys
 import types
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -145,23 +145,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def _guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Fail a test not marked ``slow`` that binds or listens on a socket or starts a
     process (the call raises ``pytest.fail``, and so does the teardown if a thread made
-    it and swallowed the failure)."""
+    it and swallowed the failure). A module's own probe while it is being imported
+    (urllib3 binds ``::1`` to learn whether IPv6 works) is let through."""
     if request.node.get_closest_marker("slow") is not None:
         yield
         return
     made: list[str] = []
 
-    def refuse(what: str) -> Callable[..., Any]:
+    def refuse(owner: object, name: str, what: str) -> None:
+        original = getattr(owner, name)
+
         def guard(*args: Any, **kwargs: Any) -> Any:
+            if _importing():
+                return original(*args, **kwargs)
             made.append(what)
             pytest.fail(_refusal(request.node.nodeid, what), pytrace=False)
 
-        return guard
+        monkeypatch.setattr(owner, name, guard)
 
-    monkeypatch.setattr(socket.socket, "bind", refuse("binds a socket (socket.bind)"))
-    monkeypatch.setattr(socket.socket, "listen", refuse("listens on a socket (socket.listen)"))
-    monkeypatch.setattr(subprocess.Popen, "__init__", refuse("starts a process (Popen)"))
-    monkeypatch.setattr(os, "fork", refuse("forks (os.fork)"))
+    refuse(socket.socket, "bind", "binds a socket (socket.bind)")
+    refuse(socket.socket, "listen", "listens on a socket (socket.listen)")
+    refuse(subprocess.Popen, "__init__", "starts a process (Popen)")
+    refuse(os, "fork", "forks (os.fork)")
     yield
     if made and not request.node.stash.get(_CALL_FAILED, False):
         pytest.fail(_refusal(request.node.nodeid, made[0]), pytrace=False)
@@ -182,6 +187,17 @@ def pytest_runtest_makereport(
     if report.when == "call":
         item.stash[_CALL_FAILED] = report.failed
     return report
+
+
+def _importing() -> bool:
+    """Whether the caller runs inside an ``import`` (a frame of importlib's bootstrap is
+    on the stack)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
 
 
 def _refusal(nodeid: str, what: str) -> str:

@@ -91,6 +91,14 @@ def test_the_fast_tier_fails_a_test_that_starts_a_server_or_a_process(
     assert "starts a process (Popen) but is in the fast tier" in out
 
 
+def test_a_probe_while_a_module_is_imported_is_let_through(inner: pytest.Pytester) -> None:
+    inner.makepyfile(
+        probe="import socket\n\nwith socket.socket() as s:\n    s.bind(('127.0.0.1', 0))\n",
+        test_probe="def test_import() -> None:\n    import probe  # noqa: F401\n",
+    )
+    inner.runpytest_inprocess("-m", "not slow").assert_outcomes(passed=1)
+
+
 def test_heavy_must_name_tests_that_exist(inner: pytest.Pytester) -> None:
     inner.makepyfile(test_urls="def test_something_else() -> None:\n    pass\n")
     result = inner.runpytest_inprocess("--collect-only")
