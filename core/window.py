@@ -229,7 +229,11 @@ class FrontierWindow:
         self._frontier.release(host, at)
 
     def push_front(self, entry: FrontierEntry) -> None:
-        """``Frontier.push_front``: ``entry`` goes first in its host's queue."""
+        """``Frontier.push_front``: ``entry`` goes first in its host's queue.
+
+        Never refused and never spilled (a retry keeps its place and its cookies), so
+        memory and a host's queue may exceed the window and the host's share by the
+        URLs pushed back; reads back and :meth:`place` then wait for room."""
         self._frontier.push_front(entry)
 
     def demote(self, host: str) -> None:
