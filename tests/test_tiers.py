@@ -53,7 +53,8 @@ import socket
 
 
 def test_a_server_by_another_name() -> None:
-    getattr(socket, "create_" + "server")(("127.0.0.1", 0)).close()
+    with socket.socket() as s:
+        getattr(s, "bi" + "nd")(("127.0.0.1", 0))
 
 
 def test_a_process_by_another_name() -> None:
@@ -99,8 +100,12 @@ def test_a_probe_while_a_module_is_imported_is_let_through(inner: pytest.Pyteste
     inner.runpytest_inprocess("-m", "not slow").assert_outcomes(passed=1)
 
 
-def test_heavy_must_name_tests_that_exist(inner: pytest.Pytester) -> None:
-    inner.makepyfile(test_urls="def test_something_else() -> None:\n    pass\n")
-    result = inner.runpytest_inprocess("--collect-only")
+def test_heavy_must_name_tests_that_exist(pytester: pytest.Pytester) -> None:
+    pytester.makeini(MARKS)
+    # the real conftest, with one HEAVY name that its file does not have
+    extra = '\nHEAVY = HEAVY | {"test_heavy_probe.py::test_renamed"}\n'
+    pytester.makeconftest(CONFTEST.read_text() + extra)
+    pytester.makepyfile(test_heavy_probe="def test_something_else() -> None:\n    pass\n")
+    result = pytester.runpytest_inprocess("--collect-only")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "HEAVY names no test" in result.stderr.str()
+    assert "HEAVY names no test: ['test_heavy_probe.py::test_renamed']" in result.stderr.str()
