@@ -88,10 +88,11 @@ def assemble(
         rng: randomness for the backoff jitter (seeded in tests).
         dns: the DNS cache (default: one on ``config`` and ``clock``).
     """
-    parts: list[Parts] = []  # the observer is made after the parts that report to it
 
     def audit(line: str) -> None:
-        parts[0].observer.audit(line)
+        """An audit line for the observer, which is made after the parts that write
+        them (they write none while being made)."""
+        observer.audit(line)
 
     def read_back(rows: Sequence[FrontierRow]) -> None:
         """Spilled rows came back into memory: a seed spilled before a resume gets its
@@ -123,11 +124,8 @@ def assemble(
     side.bind(observer, admission, robots)
     recorder = Recorder(config, store, observer, admission, frontier, seen, wake)
     content = ContentReader(config, side.render_gate, side.render_report, observer.log, audit)
-    parts.append(
-        Parts(dns, policy, fetcher, gate, frontier, side, robots, observer, scope, guard,
-              seen, admission, recorder, content)
-    )  # fmt: skip
-    return parts[0]
+    return Parts(dns, policy, fetcher, gate, frontier, side, robots, observer, scope, guard,
+                 seen, admission, recorder, content)  # fmt: skip
 
 
 __all__ = ["Parts", "assemble"]

@@ -1,10 +1,14 @@
-"""The crawl engine: wires frontier, politeness, robots, fetcher, parser and store.
+"""The crawl engine: the workers and the awaits, over parts that own their state.
 
-One asyncio event loop runs ``config.concurrency`` worker tasks. A worker takes the
-next ready URL from the frontier (the host with the earliest allowed fetch time), checks
-robots.txt, fetches, records the page and its links, and gives the host back to the
-frontier with the next time politeness allows. Workers sleep on one wake-up event with a
-timeout equal to the frontier's next ready time: there is no polling loop.
+The parts (``core.assembly`` wires them) decide; the engine asks them, does the I/O
+they hand back and feeds the outcome back (issue #11). A worker takes the next ready
+URL from the frontier window (``core.window``: the host with the earliest deadline of
+the host gate, ``core.gate``), resolves its host, checks robots.txt, waits until the
+gate lets the request go, fetches through the ``Fetcher`` protocol, hands a failure or
+a backoff to ``core.retries``, reads the page (``core.content``) and records it
+(``core.recording``), then gives the host back to the frontier at the gate's next
+deadline. Workers sleep on one wake-up event until the frontier's next ready time:
+nothing polls.
 
 The engine publishes a ``CrawlSnapshot`` every ``snapshot_interval_ms`` to its
 subscribers and takes commands (``pause``, ``resume``, ``add_seeds``, ``request_stop``)
@@ -43,10 +47,11 @@ from crawldeck.core.politeness import BACKOFF_STATUSES
 from crawldeck.core.protocols import Clock, Fetcher
 from crawldeck.core.recording import PRIORITY_SEED
 from crawldeck.core.resume import restore
-from crawldeck.core.side_requests import learn
+from crawldeck.core.retries import Retries
+from crawldeck.core.slots import SLOW_FETCH_FACTOR, SLOW_FETCH_S, FastSlot
 from crawldeck.core.snapshot import Counters, CrawlSnapshot, CrawlState, HostDetail, HostRow
 from crawldeck.core.store import FrontierRow, Store
-from crawldeck.core.traps import BlockReason, Verdict
+from crawldeck.core.traps import Verdict
 from crawldeck.core.window import WindowStatistics
 
 log = logging.getLogger("crawldeck.engine")
@@ -56,30 +61,6 @@ Outcome = Literal["finished", "stopped", "max_pages"]
 
 #: Seconds an in-flight fetch may still run after a stop was asked for.
 STOP_GRACE_S = 5.0
-#: A fetch running longer than this (s) stops counting against ``concurrency``, so
-#: slow hosts (tarpits, drips) cannot take every worker (issue #10 item 10) ...
-SLOW_FETCH_S = 2.0
-#: ... and at most ``SLOW_FETCH_FACTOR x concurrency`` such slow fetches run at once
-#: besides the ``concurrency`` others (64 with the defaults: each holds a socket and at
-#: most ``max_body_bytes`` of body).
-SLOW_FETCH_FACTOR = 4
-
-
-class _FastSlot:
-    """A worker's hold on one of the engine's ``concurrency`` fast slots (a semaphore
-    count), given back once: when the fetch turns slow, or when the URL is done."""
-
-    __slots__ = ("_held", "_semaphore")
-
-    def __init__(self, semaphore: asyncio.Semaphore) -> None:
-        self._semaphore = semaphore
-        self._held = True
-
-    def give_back(self) -> None:
-        """Release the slot unless it was released already."""
-        if self._held:
-            self._held = False
-            self._semaphore.release()
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +88,8 @@ class Engine:
         store: the open SQLite store; if it holds an earlier run, the crawl resumes.
         clock: the one time source, wall-clock seconds since the epoch (a test's
             virtual clock: ``loop.time`` of a virtual-time loop).
-        fetcher: the HTTP edge (``core.protocols.Fetcher``; default: the aiohttp
-            ``core.fetcher.Fetcher`` on ``config``, pinned to ``dns``).
+        fetcher: the HTTP edge (``core.protocols.Fetcher``; default: the aiohttp one
+            on ``config``, pinned to ``dns``).
         rng: randomness for backoff jitter.
         dns: the resolver cache (default: a ``DnsCache`` on ``config`` and ``clock``).
 
@@ -139,6 +120,9 @@ class Engine:
         self._robots, self._obs, self._scope = parts.robots, parts.observer, parts.scope
         self._admission, self._recorder = parts.admission, parts.recorder
         self._seen, self._content = parts.seen, parts.content
+        self._retries = Retries(
+            config, store, self._gate, self._frontier, self._obs, self._recorder
+        )
         self._fast = asyncio.Semaphore(config.concurrency)
         self._resume_event = asyncio.Event()
         self._resume_event.set()
@@ -284,7 +268,7 @@ class Engine:
         try:
             while True:
                 await self._fast.acquire()
-                slot = _FastSlot(self._fast)
+                slot = FastSlot(self._fast)
                 try:
                     entry = await self._next_entry()
                     if entry is None:
@@ -332,7 +316,7 @@ class Engine:
 
     # --------------------------------------------------------------- one URL
 
-    async def _process(self, entry: FrontierEntry, slot: _FastSlot) -> None:
+    async def _process(self, entry: FrontierEntry, slot: FastSlot) -> None:
         """Robots check, fetch, record, extract; gives the host back to the frontier.
 
         ``slot`` is the worker's fast slot: given back early if the fetch is slow."""
@@ -369,36 +353,14 @@ class Engine:
             addresses = await self._dns.resolve(host)
             ip = self._policy.select(host, addresses)[0]
         except (DnsNotFound, PrivateAddress) as exc:
-            self._refuse(entry, stats, exc)
+            self._retries.refuse(entry, stats, exc)
             return None
         except DnsTemporaryFailure as exc:
-            now = self._clock()
-            self._gate.learn(host, now, None, 0.0, None)
-            stats.errors += 1
-            if entry.attempts < self.config.max_retries:
-                self._retry(entry, f"{exc.reason}: {exc}")
-            else:
-                if not stats.dns_failing:
-                    stats.dns_failing = True
-                    self._obs.audit(f"{host}: DNS keeps failing ({exc}); host marked dns_failing")
-                self._recorder.failure(entry, stats, now, now, exc)
+            self._retries.dns_failed(entry, stats, exc, self._clock())
             return None
         self._gate.note_address(host, ip)
         stats.dns_failing = False
         return ip
-
-    def _refuse(self, entry: FrontierEntry, stats: HostStats, exc: FetchError) -> None:
-        """Block ``entry`` for a DNS answer we will not use: NXDOMAIN (``dns``, the host
-        is marked dead) or a special-purpose address (``private_address``)."""
-        if isinstance(exc, DnsNotFound):
-            if not stats.dead:
-                stats.dead = True
-                self._obs.audit(f"{entry.host}: {exc}; host marked dead")
-            reason = BlockReason.DNS
-        else:
-            reason = BlockReason.PRIVATE_ADDRESS
-        self._obs.block(entry.url, entry.host, Verdict(reason, str(exc)))
-        self.store.mark(entry.key, "blocked")
 
     async def _visit(
         self,
@@ -420,23 +382,13 @@ class Engine:
             return
         decision = await self._robots.check(entry.url)
         self._gate.politeness.set_crawl_delay(host, decision.crawl_delay_s)
+        robots = self._robots.entry(entry.url)
         if not decision.allowed:
             # refused without a request: no politeness slot, host or per-IP, is used
-            robots = self._robots.entry(entry.url)
-            strict = robots is not None and robots.disallow_all and decision.status == "unreachable"
-            reason = BlockReason.ROBOTS_UNAVAILABLE if strict else BlockReason.ROBOTS
-            detail = (
-                "robots.txt unreachable and robots_on_failure = disallow"
-                if strict
-                else f"disallowed for {self.config.robots_token!r}"
-            )
-            self._obs.block(entry.url, host, Verdict(reason, detail))
-            self.store.mark(entry.key, "blocked")
+            self._retries.disallowed(entry, decision, robots)
             return
-        if decision.fetched:
-            robots = self._robots.entry(entry.url)
-            if robots is not None and robots.http_status in BACKOFF_STATUSES:
-                self._obs.log(f"{host}: robots.txt answered {robots.http_status}, backing off")
+        if decision.fetched and robots is not None and robots.http_status in BACKOFF_STATUSES:
+            self._obs.log(f"{host}: robots.txt answered {robots.http_status}, backing off")
         if not self._gate.may_start(host, self._clock()):
             # robots.txt was just requested (it counts as a request) or time passed
             # while another task fetched it: the page waits for its next slot
@@ -462,38 +414,14 @@ class Engine:
                 self._side.slot_freed()
         except (DnsNotFound, PrivateAddress) as exc:
             # The name changed between our lookup and the connection (DNS rebinding).
-            self._refuse(entry, stats, exc)
+            self._retries.refuse(entry, stats, exc)
             return
         except FetchError as exc:
-            now = self._clock()
-            entry.spent_s += now - start
-            stats.errors += 1
-            if not exc.retryable:
-                # deterministic (a malformed response, a short body, a stacked coding):
-                # recorded after one try; it says nothing about the server's load
-                self._gate.forget(host, now)
-                self._recorder.failure(entry, stats, start, now, exc)
-                return
-            learn(self._gate, host, start, now, None)
-            self._check_park(host, stats, now)
-            if entry.attempts < self.config.max_retries and self._time_left(entry):
-                self._retry(entry, f"{exc.reason}: {exc}")
-                return
-            self._recorder.failure(entry, stats, start, now, exc)
+            self._retries.fetch_failed(entry, stats, start, self._clock(), exc)
             return
-        now = self._clock()
-        entry.spent_s += now - start
-        outcome = learn(self._gate, host, start, now, result)
-        if outcome.retry:
-            self._check_park(host, stats, now)
-            if entry.attempts < self.config.max_retries and not stats.parked:
-                self._retry(entry, f"HTTP {result.status}, backoff {outcome.backoff_s:.1f} s")
-                return
-            self._obs.log(f"{host}: giving up on {entry.url} after {entry.attempts + 1} tries")
-        if self._gate.politeness.should_demote(host, now) and not stats.demoted:
-            stats.demoted = True
-            self._frontier.demote(host)
-            self._obs.audit(f"{host}: in backoff for over {self.config.demote_after_s} s, demoted")
+        outcome = self._retries.answered(entry, stats, start, self._clock(), result)
+        if outcome is None:
+            return  # put back for a retry
         content = Content() if outcome.retry else await self._content.read(host, result)
         self._recorder.response(
             entry,
@@ -506,26 +434,6 @@ class Engine:
             parse_error=content.parse_error,
         )
 
-    def _time_left(self, entry: FrontierEntry) -> bool:
-        """Whether ``entry`` may be tried again: its tries this run took less than
-        ``total_timeout_ms`` in all (so a URL costs at most about twice that, whatever
-        a server drips; issue #10 item 10)."""
-        return entry.spent_s * 1000 < self.config.total_timeout_ms
-
-    def _check_park(self, host: str, stats: HostStats, now: float) -> None:
-        """Park ``host`` after ``park_after_backoffs`` straight 429/503/no-response
-        answers: nothing more is sent to it this run; its queued URLs stay queued in
-        SQLite for the next run (``Politeness.should_park``, issue #10 item 7)."""
-        if stats.parked or not self._gate.politeness.should_park(host):
-            return
-        stats.parked = True
-        dropped = self._frontier.drop_host(host)
-        self._obs.changed(host)
-        self._obs.audit(
-            f"{host}: parked after {self.config.park_after_backoffs} straight 429/503 or "
-            f"no answer; {dropped} URLs left for the next run"
-        )
-
     def _give_back(self, host: str, now: float) -> None:
         """Let the frontier hand ``host`` out again when the gate allows (its one
         deadline, ``HostGate.ready_at``), or, while side requests fill its slots, when
@@ -535,13 +443,6 @@ class Engine:
             self._gate.hold(host)
         else:
             self._frontier.release(host, at)
-
-    def _retry(self, entry: FrontierEntry, why: str) -> None:
-        """Put ``entry`` back at the head of its host's queue for another try."""
-        entry.attempts += 1
-        self._frontier.push_front(entry)
-        self.store.mark(entry.key, "queued", attempts=entry.attempts)
-        self._obs.log(f"{entry.host}: retry {entry.attempts} of {entry.url} ({why})")
 
     # -------------------------------------------------------------- snapshots
 
