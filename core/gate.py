@@ -122,6 +122,12 @@ class HostGate:
         ready again when :meth:`end_page` or :meth:`end_side` frees one)."""
         if not self._free(host):
             return None
+        return self.earliest(host, now)
+
+    def earliest(self, host: str, now: float) -> float:
+        """When ``host``'s politeness and its address's per-IP limit allow its next
+        request (epoch s, ``>= now``), whether or not a slot is free: what the console
+        shows as the host's next fetch (``ready_at`` is that while a slot is free)."""
         at = self.politeness.earliest(host, now)
         ip = self._ip.get(host)
         if ip is not None:

@@ -171,8 +171,9 @@ class Observer:
         self._dirty.add(host)
 
     def log(self, line: str, level: int = logging.INFO) -> None:
-        """Keep ``line`` (one line, no newline) for the Log tab, stamped ``HH:MM:SS``."""
-        stamp = datetime.now(UTC).strftime("%H:%M:%S")
+        """Keep ``line`` (one line, no newline) for the Log tab, stamped ``HH:MM:SS``
+        (UTC, by the engine's clock)."""
+        stamp = datetime.fromtimestamp(self._clock(), UTC).strftime("%H:%M:%S")
         self._log_lines.append(f"{stamp} {line}")
         log.log(level, line)
 
@@ -316,7 +317,6 @@ class Observer:
         stats = self.hosts[host]
         view = self._gate.view(host, now)
         robots = self._robots.entry(stats.origin)
-        ready_at = self._gate.ready_at(host, now)
         return HostRow(
             host=host,
             queued=self._frontier.queued(host),
@@ -326,7 +326,8 @@ class Observer:
             delay_ms=view.delay_ms,
             delay_source=view.delay_source,
             tokens=view.tokens,
-            next_fetch_in_s=max(0.0, (now if ready_at is None else ready_at) - now),
+            # its politeness time even while its slots are taken (ready_at is None then)
+            next_fetch_in_s=self._gate.earliest(host, now) - now,
             robots_status=robots.status if robots else "unknown",
             ip=self._dns.pinned(host),
             state=self.host_state(host, stats, now, final=self.ended_at is not None),

@@ -75,6 +75,7 @@ def test_the_delay_runs_from_the_end_of_a_page_fetch() -> None:
     gate.start_page("a.test", T)
     assert gate.fetching("a.test") == 1
     assert gate.ready_at("a.test", T + 0.1) is None  # its one slot is taken
+    assert gate.earliest("a.test", T + 0.1) == T + 1.0  # its politeness, slots aside
     assert not gate.may_start("a.test", T + 5)
     gate.end_page("a.test", T + 0.3)
     # ended, nothing learnt yet: the delay counts from the start
@@ -335,7 +336,7 @@ def test_random_requests_keep_every_host_and_address_polite(
             at = gate.ready_at(host, now)
             assert (at is None) == (model.in_flight(host) >= per_host)
             if at is not None:
-                assert at >= now
+                assert at == gate.earliest(host, now) >= now
             if op[0] == "hold":
                 if at is None:
                     gate.hold(host)
