@@ -16,7 +16,7 @@ Needs Debian's dnsmasq (``apt-get install dnsmasq-base``). Every address is in
    a wrapper counting the questions that are really outstanding in c-ares.
 2. **Cache hit ratio on a crawl of the local web.** The local web's hosts get names
    (``www.localweb.test`` ...; TTL 1 s, so the 5 s ``dns_min_ttl_s`` floor decides);
-   the unmodified engine crawls them with a ``Fetcher`` on ``core.transport``'s
+   the unmodified engine crawls them with an ``AiohttpFetcher`` on ``core.transport``'s
    pinning transport that also resolves before every request, as the engine will once
    issue #4 is wired in (one lookup per request plus one per new connection).
 

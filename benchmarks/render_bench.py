@@ -32,7 +32,7 @@ import httpx
 
 from crawldeck.core.browser_pool import RenderPool
 from crawldeck.core.config import build_config
-from crawldeck.core.fetcher import Fetcher
+from crawldeck.core.fetcher import AiohttpFetcher
 from crawldeck.core.render_types import RenderResult
 from crawldeck.core.robots import RobotsCache, RobotsSettings
 from crawldeck.localweb import LocalWeb
@@ -72,7 +72,7 @@ async def run(size: int, pages: int, idle_ms: int, budget_ms: int, chromium: str
                 "render_max_pages_per_browser": 1000,
             }
         )
-        async with Fetcher(config) as fetcher:
+        async with AiohttpFetcher(config) as fetcher:
             robots = RobotsCache(
                 fetcher, RobotsSettings.from_config(config), time.time, lambda line: None
             )

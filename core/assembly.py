@@ -28,7 +28,7 @@ from crawldeck.core.dns import (
     IpLimiter,
     IpLimitSettings,
 )
-from crawldeck.core.fetcher import Fetcher as AiohttpFetcher
+from crawldeck.core.fetcher import AiohttpFetcher
 from crawldeck.core.gate import HostGate
 from crawldeck.core.observer import Observer
 from crawldeck.core.politeness import Politeness, PolitenessSettings

@@ -1,17 +1,18 @@
 """One HTTP GET with caps on time and bytes: the crawler's only door to the network.
 
-``Fetcher.fetch(url)`` sends one request with aiohttp and never follows a redirect (the
-engine sends each ``Location`` back through the URL gates as a new hop). A 3xx comes
-back with its ``Location`` header as the server sent it, whatever it says
-(``mailto:``, a raw UTF-8 host, junk; bytes that are not UTF-8 read as Latin-1, as
-RFC 9110 §5.5 allows for obs-text): the engine resolves it with ``core.urls.clean``,
-which blocks what cannot be crawled. It reads the *decoded* body (gzip and deflate
-undone here, in steps bounded by what is left of ``max_bytes``) and stops at
-``max_bytes``, so a compression bomb costs at most ``max_bytes`` plus one network read.
-Every aiohttp error is translated here into the ``core.errors`` tree; nothing foreign
-escapes, and each error says in ``retryable`` whether it is transient (timeouts,
-refused or lost connections) or deterministic (malformed replies, short bodies, bad
-codings, TLS that cannot work, URLs that cannot be sent).
+``AiohttpFetcher.fetch(url)`` (the aiohttp ``core.protocols.Fetcher``) sends one request
+with aiohttp and never follows a redirect (the engine sends each ``Location`` back
+through the URL gates as a new hop). A 3xx comes back with its ``Location`` header as
+the server sent it, whatever it says (``mailto:``, a raw UTF-8 host, junk; bytes that
+are not UTF-8 read as Latin-1, as RFC 9110 §5.5 allows for obs-text): the engine
+resolves it with ``core.urls.clean``, which blocks what cannot be crawled. It reads the
+*decoded* body (gzip and deflate undone here, in steps bounded by what is left of
+``max_bytes``) and stops at ``max_bytes``, so a compression bomb costs at most
+``max_bytes`` plus one network read. Every aiohttp error is translated here into the
+``core.errors`` tree; nothing foreign escapes, and each error says in ``retryable``
+whether it is transient (timeouts, refused or lost connections) or deterministic
+(malformed replies, short bodies, bad codings, TLS that cannot work, URLs that cannot be
+sent).
 
 Bodies not needed are not downloaded: ``fetch(url, want_body=...)`` asks the caller,
 once the media type is known, whether to read the body at all; if not, the
@@ -64,7 +65,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, ClassVar
 
 import aiohttp
 from aiohttp.abc import AbstractResolver
@@ -192,7 +193,7 @@ class _Inflater:
 
 #: Statuses that have no body (RFC 9110 §6.4.1): bytes a server sends after one would
 #: be read as the next response on a kept-alive connection, so it is not kept
-#: (``_Response``).
+#: (``_AiohttpInternals.Response``).
 _NO_BODY = frozenset({204, 304})
 
 
@@ -201,7 +202,7 @@ class FetchResult:
     """The response to one GET, with its body cut at the byte cap.
 
     Attributes:
-        url: the URL requested, exactly as passed to ``Fetcher.fetch`` (no redirect is
+        url: the URL requested, exactly as passed to ``fetch`` (no redirect is
             followed, so it is also the final URL).
         status: the HTTP status code (any code: 3xx, 4xx and 5xx are results, not errors).
         headers: the response headers, case-insensitive, in the order received
@@ -292,148 +293,252 @@ def idle_connections() -> int:
     return max(64, min(8192, soft // 2))
 
 
-class _Protocol(ResponseHandler):
-    """aiohttp's connection protocol, with two additions:
-
-    * it remembers how the connection ended (``lost_error``) and how many responses
-      it has begun (``responses``): a reset (TCP RST) ends a close-delimited body
-      exactly like a clean close as far as aiohttp's parser is concerned, and only
-      the error given to ``connection_lost`` tells a cut body from a whole one;
-    * a body that turns malformed after the head (bad chunk framing in a later
-      packet) fails the body's reader: aiohttp 3.14's C parser drops the body's
-      stream without an error there, and its reader then waits forever, past the
-      read timeout (only the total time budget ended it, as a retryable timeout).
-
-    Overrides ``data_received`` and reads ``_payload``, private parts of aiohttp's
-    ``ResponseHandler``; ``tests/test_failure_kinds.py`` fails if they change.
-    """
-
-    lost_error: BaseException | None = None
-    responses = 0
-
-    def connection_lost(self, exc: BaseException | None) -> None:
-        self.lost_error = exc
-        super().connection_lost(exc)
-
-    def data_received(self, data: bytes) -> None:
-        payload = self._payload
-        super().data_received(data)
-        failed = self.exception()
-        if (
-            payload is not None
-            and failed is not None
-            and payload.exception() is None
-            and not payload.is_eof()
-        ):
-            payload.set_exception(
-                aiohttp.ClientPayloadError(f"Response payload is not completed: {failed!r}"),
-                failed,
-            )
-
-
-def _new_protocol(loop: asyncio.AbstractEventLoop) -> ResponseHandler:
-    """The connector's protocol factory: a ``_Protocol`` on ``loop``."""
-    return _Protocol(loop=loop)
-
-
 class _LostOnFresh(Exception):
     """A new connection closed or reset before the response head: raised in place
     of aiohttp's error so that aiohttp does not send the request again (it resends
     any GET once on ``ServerDisconnectedError``/``ClientOSError``, meant for a
     kept-alive connection the server closed meanwhile, RFC 9112 §9.3.1.1; on a
     new connection it only doubles the requests to a host that drops them).
-    ``Fetcher.fetch`` translates ``error`` as it would have been."""
+    ``AiohttpFetcher.fetch`` translates ``error`` as it would have been."""
 
     def __init__(self, error: Exception) -> None:
         super().__init__(str(error))
         self.error = error
 
 
-class _Response(aiohttp.ClientResponse):
-    """aiohttp's response, with three changes:
-
-    * the connection of a 204 or 304 is not kept alive: bytes a server sends after
-      one (a body it should not have) would be read as the next response on that
-      connection, failing an innocent URL. aiohttp has already put the connection
-      back in its pool when ``start`` returns, so its protocol (the private
-      ``_protocol``, aiohttp 3.x) is closed there and the pool drops it;
-    * a new connection lost before the head raises ``_LostOnFresh`` (no resend);
-    * ``lost_error`` tells how the connection ended (``_Protocol``).
-
-    ``tests/test_hostile_edges.py`` (the 204) and ``tests/test_failure_kinds.py`` (the
-    rest) fail if aiohttp changes any of this."""
-
-    _handler: _Protocol | None = None
-
-    async def start(self, connection: Connection) -> _Response:
-        protocol = connection.protocol
-        handler = protocol if isinstance(protocol, _Protocol) else None
-        self._handler = handler
-        fresh = handler is not None and handler.responses == 0
-        if handler is not None:
-            handler.responses += 1
-        try:
-            await super().start(connection)
-        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
-            if fresh:
-                raise _LostOnFresh(exc) from None
-            raise
-        if self.status in _NO_BODY and self._protocol is not None:
-            self._protocol.close()
-        return self
-
-    @property
-    def lost_error(self) -> BaseException | None:
-        """The error the connection ended with (``None``: open, or closed cleanly)."""
-        return self._handler.lost_error if self._handler is not None else None
+#: Called by the connector with the URL's host and the transport of each new TCP
+#: connection (``AiohttpFetcher._connected``).
+OnConnect = Callable[[str, asyncio.BaseTransport | None], None]
 
 
-class _Connector(aiohttp.TCPConnector):
-    """aiohttp's connector, telling its fetcher of each new connection (to count them
-    and to pin the host to the address the socket really went to), and keeping idle
-    keep-alive connections for at most ``max_idle`` hosts, the least recently used
-    closed first (aiohttp's ``limit`` counts only connections in use: a crawl of
-    50 000 hosts would otherwise hold a socket per host fetched in the keep-alive time).
+class _AiohttpInternals:
+    """Every use of aiohttp's private or undocumented API, in one place.
 
-    Overrides ``_create_connection`` and ``_release``, reads ``_conns`` and sets
-    ``_factory`` (to ``_Protocol``), private parts of aiohttp's connector that have kept
-    their shape since aiohttp 3.0; ``tests/test_dns.py`` (fall-over to a second
-    address) and ``tests/test_fetcher.py`` (keep-alive count, the idle cap, a reset
-    close-delimited body) fail if they change.
+    aiohttp has no public seam for what the crawler needs at four points, so three of
+    its classes are subclassed here (nowhere else in ``core``), and only here is an
+    underscore attribute of an aiohttp object read, written or overridden:
+
+    ========================================  =========================================
+    what (aiohttp's class: member)            what breaks if aiohttp changes it
+    ========================================  =========================================
+    ``ResponseHandler`` (``client_proto``,    the class is not exported: an import
+    not exported), subclassed as              error (loud)
+    ``Protocol``
+    ``ResponseHandler.connection_lost(exc)``  not called: ``lost_error`` stays ``None``
+    overridden (keeps ``exc``)                and a reset close-delimited body reads
+                                              as complete (silently cut bodies)
+    ``ResponseHandler.data_received(data)``   not called: a body that turns malformed
+    overridden (fails the body's reader)      after the head (bad chunk framing in a
+                                              later packet) hangs until the total
+                                              time budget, a retryable timeout
+                                              instead of a ``ProtocolViolation``
+    ``ResponseHandler._payload`` read (the    renamed: ``AttributeError`` on every
+    body stream being fed)                    response (loud); no longer the body's
+                                              stream: as the row above
+    ``ClientResponse.start(connection)``      not called: a 204/304 connection stays
+    overridden as ``Response.start``          in the pool (a body sent after one
+                                              fails the next URL on it), a new
+                                              connection lost before the head is
+                                              requested twice
+    ``TCPConnector._create_connection(req,    not called: ``connects`` stays 0 and
+    traces, timeout)`` overridden             ``DnsCache.pinned`` is not set from the
+                                              socket's peer (per-IP politeness keyed
+                                              by the DNS answer's first address)
+    ``TCPConnector._release(key, protocol,    not called: idle connections are not
+    *, should_close)`` overridden             capped (a socket per host fetched in the
+                                              keep-alive time, descriptors run out)
+    ``TCPConnector._conns`` read (``{key:     reshaped: the idle cap raises or closes
+    [(protocol, released_at), ...]}``)        nothing; ``statistics().idle`` is wrong
+    ``TCPConnector._factory`` written (the    ignored: plain ``ResponseHandler``s, none
+    protocol factory)                         of ``Protocol``'s additions (the rows
+                                              on ``connection_lost``/``data_received``)
+    ========================================  =========================================
+
+    Checked against aiohttp 3.10 to 3.14: each member above has the same name and
+    signature in aiohttp's source at v3.10.0, v3.11.0, v3.12.0, v3.13.0 and v3.14.3
+    (``_conns`` holds lists in 3.10 and deques from 3.11: both are read only as
+    iterables of pairs), and ``tests/test_aiohttp_internals.py`` passes on 3.10.11,
+    3.12.15, 3.13.5, 3.14.0 and 3.14.5. The fetcher's other tests pass on 3.14.5 only
+    (older ones word parser errors otherwise, 3.12 and older have no 128-header limit,
+    3.14.0 fails ``test_one_known_coding_is_decoded[ deflate ]``), so ``pyproject.toml`` pins
+    ``aiohttp>=3.14.5,<3.15``. ``tests/test_aiohttp_internals.py`` fails, naming the
+    member, when the installed aiohttp is outside that pin, when a method in
+    ``OVERRIDDEN`` is missing or has another signature, when a member in ``READ`` is
+    missing from a real connector, protocol or response, when aiohttp stops calling an
+    override during a real request, or when an underscore attribute of aiohttp's is used
+    in ``core/fetcher.py`` or ``core/transport.py`` outside this class.
     """
 
-    def __init__(self, fetcher: Fetcher, *, max_idle: int, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._factory = functools.partial(_new_protocol, loop=self._loop)
-        self._fetcher = fetcher
-        self._max_idle = max_idle
-        self._idle_hosts: OrderedDict[ConnectionKey, None] = OrderedDict()
+    class Protocol(ResponseHandler):
+        """aiohttp's connection protocol, with two additions:
 
-    def _release(
-        self, key: ConnectionKey, protocol: ResponseHandler, *, should_close: bool = False
-    ) -> None:
-        super()._release(key, protocol, should_close=should_close)
-        idle = self._idle_hosts
-        idle[key] = None
-        idle.move_to_end(key)
-        while len(idle) > self._max_idle:
-            oldest, _ = idle.popitem(last=False)
-            for old, _since in self._conns.pop(oldest, ()):
-                old.close()
+        * it remembers how the connection ended (``lost_error``) and how many
+          responses it has begun (``responses``): a reset (TCP RST) ends a
+          close-delimited body exactly like a clean close as far as aiohttp's parser
+          is concerned, and only the error given to ``connection_lost`` tells a cut
+          body from a whole one;
+        * a body that turns malformed after the head (bad chunk framing in a later
+          packet) fails the body's reader: aiohttp 3.14's C parser drops the body's
+          stream without an error there, and its reader then waits forever, past the
+          read timeout (only the total time budget ended it, as a retryable timeout).
+        """
 
-    async def _create_connection(
-        self,
-        req: ClientRequest,
-        traces: list[Trace],
-        timeout: aiohttp.ClientTimeout,  # noqa: ASYNC109 - aiohttp's interface
-    ) -> ResponseHandler:
-        protocol = await super()._create_connection(req, traces, timeout)
-        self._fetcher._connected(req.host, protocol.transport)
-        return protocol
+        lost_error: BaseException | None = None
+        responses = 0
+
+        def connection_lost(self, exc: BaseException | None) -> None:
+            self.lost_error = exc
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            payload = self._payload
+            super().data_received(data)
+            failed = self.exception()
+            if (
+                payload is not None
+                and failed is not None
+                and payload.exception() is None
+                and not payload.is_eof()
+            ):
+                payload.set_exception(
+                    aiohttp.ClientPayloadError(f"Response payload is not completed: {failed!r}"),
+                    failed,
+                )
+
+    @staticmethod
+    def new_protocol(loop: asyncio.AbstractEventLoop) -> ResponseHandler:
+        """The connector's protocol factory: a ``Protocol`` on ``loop``."""
+        return _AiohttpInternals.Protocol(loop=loop)
+
+    class Response(aiohttp.ClientResponse):
+        """aiohttp's response, with three changes:
+
+        * the connection of a 204 or 304 is not kept alive: bytes a server sends after
+          one (a body it should not have) would be read as the next response on that
+          connection, failing an innocent URL. aiohttp has already put the connection
+          back in its pool when ``start`` returns, so its protocol is closed there
+          and the pool drops it;
+        * a new connection lost before the head raises ``_LostOnFresh`` (no resend);
+        * ``lost_error`` tells how the connection ended (``Protocol``).
+        """
+
+        _handler: _AiohttpInternals.Protocol | None = None
+
+        async def start(self, connection: Connection) -> _AiohttpInternals.Response:
+            protocol = connection.protocol
+            handler = protocol if isinstance(protocol, _AiohttpInternals.Protocol) else None
+            self._handler = handler
+            fresh = handler is not None and handler.responses == 0
+            if handler is not None:
+                handler.responses += 1
+            try:
+                await super().start(connection)
+            except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
+                if fresh:
+                    raise _LostOnFresh(exc) from None
+                raise
+            if self.status in _NO_BODY and protocol is not None:
+                protocol.close()
+            return self
+
+        @property
+        def lost_error(self) -> BaseException | None:
+            """The error the connection ended with (``None``: open, or closed cleanly)."""
+            return self._handler.lost_error if self._handler is not None else None
+
+    class Connector(aiohttp.TCPConnector):
+        """aiohttp's connector, with ``Protocol`` connections, telling ``on_connect``
+        of each new connection (to count them and to pin the host to the address the
+        socket really went to), and keeping idle keep-alive connections for at most
+        ``max_idle`` hosts, the least recently used closed first (aiohttp's ``limit``
+        counts only connections in use: a crawl of 50 000 hosts would otherwise hold a
+        socket per host fetched in the keep-alive time). Made inside the running loop.
+
+        Args:
+            on_connect: called with ``req.host`` and the transport of each new
+                connection.
+            max_idle: the most hosts with idle connections kept (``idle_connections()``).
+            kwargs: ``aiohttp.TCPConnector``'s.
+        """
+
+        def __init__(self, on_connect: OnConnect, *, max_idle: int, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self._factory = functools.partial(
+                _AiohttpInternals.new_protocol, asyncio.get_running_loop()
+            )
+            self._on_connect = on_connect
+            self._max_idle = max_idle
+            self._idle_hosts: OrderedDict[ConnectionKey, None] = OrderedDict()
+
+        def idle(self) -> int:
+            """Idle keep-alive connections in the pool now (open ones: a closed one
+            stays listed until aiohttp next looks for a connection to its host)."""
+            return sum(
+                protocol.is_connected()
+                for pooled in self._conns.values()
+                for protocol, _since in pooled
+            )
+
+        def _release(
+            self, key: ConnectionKey, protocol: ResponseHandler, *, should_close: bool = False
+        ) -> None:
+            super()._release(key, protocol, should_close=should_close)
+            idle = self._idle_hosts
+            idle[key] = None
+            idle.move_to_end(key)
+            while len(idle) > self._max_idle:
+                oldest, _ = idle.popitem(last=False)
+                for old, _since in self._conns.pop(oldest, ()):
+                    old.close()
+
+        async def _create_connection(
+            self,
+            req: ClientRequest,
+            traces: list[Trace],
+            timeout: aiohttp.ClientTimeout,  # noqa: ASYNC109 - aiohttp's interface
+        ) -> ResponseHandler:
+            protocol = await super()._create_connection(req, traces, timeout)
+            self._on_connect(req.host, protocol.transport)
+            return protocol
+
+    #: ``(ours, aiohttp's class, method)``: each method ours overrides, with the
+    #: parameters of aiohttp's.
+    OVERRIDDEN: ClassVar[tuple[tuple[type, type, str], ...]] = (
+        (Protocol, ResponseHandler, "connection_lost"),
+        (Protocol, ResponseHandler, "data_received"),
+        (Response, aiohttp.ClientResponse, "start"),
+        (Connector, aiohttp.TCPConnector, "_create_connection"),
+        (Connector, aiohttp.TCPConnector, "_release"),
+    )
+    #: ``(aiohttp's class, attribute)``: each private attribute read or written above
+    #: on an instance of that class.
+    READ: ClassVar[tuple[tuple[type, str], ...]] = (
+        (ResponseHandler, "_payload"),
+        (aiohttp.TCPConnector, "_conns"),
+        (aiohttp.TCPConnector, "_factory"),
+    )
 
 
-class Fetcher:
+@dataclass(frozen=True, slots=True)
+class FetcherStatistics:
+    """An ``AiohttpFetcher``'s connections at one moment.
+
+    Attributes:
+        connects: TCP connections opened so far (keep-alive reuse opens none; a
+            connection that failed in its TCP or TLS handshake is not counted).
+        idle: idle keep-alive connections in the pool now (at most one host per
+            ``idle_connections()`` keeps some).
+    """
+
+    connects: int
+    idle: int
+
+
+class AiohttpFetcher:
     """An aiohttp session set up for crawling; ``fetch`` is safe to call concurrently.
+
+    The aiohttp implementation of ``core.protocols.Fetcher``; what it needs of
+    aiohttp's internals is in ``_AiohttpInternals``.
 
     Args:
         config: the crawl configuration (User-Agent, time budgets in ms, body cap).
@@ -451,9 +556,9 @@ class Fetcher:
     ones kept ``2 x delay_ms`` (5-60 s) so a connection outlives one politeness delay,
     for the ``idle_connections()`` hosts used last; name
     lookups are never cached by aiohttp (the resolver caches, with TTLs). It is opened
-    on the first fetch (aiohttp wants a running event loop). ``connects`` counts TCP
-    connections opened (keep-alive reuse opens none). Close it with
-    ``await fetcher.aclose()`` or use ``async with Fetcher(config) as fetcher``.
+    on the first fetch (aiohttp wants a running event loop). ``statistics()`` counts
+    the connections. Close it with ``await fetcher.aclose()`` or use
+    ``async with AiohttpFetcher(config) as fetcher``.
     """
 
     def __init__(
@@ -468,15 +573,16 @@ class Fetcher:
         self._pinning = resolver if isinstance(resolver, PinningResolver) else None
         self._ssl: ssl.SSLContext | bool = ssl_context or True
         self._session: aiohttp.ClientSession | None = None
+        self._connector: _AiohttpInternals.Connector | None = None
         self._closed = False
-        self.connects = 0
+        self._connects = 0
 
     def _open(self) -> aiohttp.ClientSession:
         """The session, created on first use inside the running loop."""
         config = self._config
         connections = max(64, 4 * config.concurrency)
-        connector = _Connector(
-            self,
+        connector = _AiohttpInternals.Connector(
+            self._connected,
             max_idle=idle_connections(),
             limit=connections,
             limit_per_host=0,
@@ -486,6 +592,7 @@ class Fetcher:
             ssl=self._ssl,
             happy_eyeballs_delay=None,
         )
+        self._connector = connector
         self._session = aiohttp.ClientSession(
             connector=connector,
             headers={
@@ -502,18 +609,24 @@ class Fetcher:
             auto_decompress=False,
             trust_env=False,
             read_bufsize=_READ_BYTES,
-            response_class=_Response,
+            response_class=_AiohttpInternals.Response,
         )
         return self._session
 
     def _connected(self, host: str, transport: asyncio.BaseTransport | None) -> None:
         """Called by the connector for each new connection to ``host``."""
-        self.connects += 1
+        self._connects += 1
         peer = transport.get_extra_info("peername") if transport is not None else None
         if self._pinning is not None and peer:
             self._pinning.connected(host, peer[0])
 
-    async def __aenter__(self) -> Fetcher:
+    def statistics(self) -> FetcherStatistics:
+        """The connections now (``FetcherStatistics``); never raises."""
+        connector = self._connector
+        idle = connector.idle() if connector is not None else 0
+        return FetcherStatistics(connects=self._connects, idle=idle)
+
+    async def __aenter__(self) -> AiohttpFetcher:
         return self
 
     async def __aexit__(
@@ -673,7 +786,7 @@ class Fetcher:
             if literal and self._pinning is not None:
                 self._pinning.check_literal(host)
         async with session.get(target, allow_redirects=False, headers=headers) as response:
-            assert isinstance(response, _Response)  # the session's response_class
+            assert isinstance(response, _AiohttpInternals.Response)  # the response_class
             received = _as_received(response.headers)
             reader = _Reader(response, _content_coding(received, url), limit, url)
             supplied = sniff.supplied_mime_type(
@@ -724,7 +837,9 @@ class _Reader:
             not end), bad chunked framing, or undecodable compressed bytes.
     """
 
-    def __init__(self, response: _Response, coding: str | None, limit: int, url: str) -> None:
+    def __init__(
+        self, response: _AiohttpInternals.Response, coding: str | None, limit: int, url: str
+    ) -> None:
         self._response = response
         self._inflater = _Inflater(coding) if coding else None
         self._limit = limit
@@ -804,4 +919,4 @@ class _Reader:
         return ProtocolViolation(f"invalid HTTP response: {detail}: {url}")
 
 
-__all__ = ["FetchResult", "Fetcher", "idle_connections", "media_type"]
+__all__ = ["AiohttpFetcher", "FetchResult", "FetcherStatistics", "idle_connections", "media_type"]

@@ -7,8 +7,8 @@ scripted site, a virtual clock) and a later capability (a cluster store, a conte
 store) can hand it another implementation (issue #11, as httpx's one-method transport:
 ``httpx/_transports/base.py``).
 
-* ``Fetcher``: one GET, no redirect followed (``core.fetcher.Fetcher`` is the aiohttp
-  one; ``tests/fakesite.py`` serves a scripted site in process).
+* ``Fetcher``: one GET, no redirect followed (``core.fetcher.AiohttpFetcher`` is the
+  aiohttp one; ``tests/fakesite.py`` serves a scripted site in process).
 * ``Clock``: the one time source, seconds since the epoch as ``float``.
 """
 
@@ -40,7 +40,7 @@ class Fetcher(Protocol):
         headers: Mapping[str, str] | None = None,
         want_body: Callable[[str], bool] | None = None,
     ) -> FetchResult:
-        """GET ``url`` once (see ``core.fetcher.Fetcher.fetch`` for every argument).
+        """GET ``url`` once (see ``core.fetcher.AiohttpFetcher.fetch`` for every argument).
 
         Args:
             url: an absolute http(s) URL cleaned by ``core.urls.clean``, sent as it is.

@@ -83,9 +83,9 @@ _PRODUCT_TOKEN = re.compile(r"\*|[A-Za-z_-]+")
 
 
 class RobotsFetcher(Protocol):
-    """What ``RobotsCache`` fetches with: a ``core.fetcher.Fetcher``, or the engine's
-    polite fetcher that waits for each host's politeness (every robots.txt request,
-    redirect hops included, counts against the host it goes to)."""
+    """What ``RobotsCache`` fetches with: a ``core.fetcher.AiohttpFetcher``, or the
+    engine's polite fetcher that waits for each host's politeness (every robots.txt
+    request, redirect hops included, counts against the host it goes to)."""
 
     async def fetch(self, url: str, *, max_bytes: int | None = None) -> FetchResult:
         """GET ``url`` once without following redirects; raises ``FetchError``."""
@@ -360,11 +360,12 @@ class RobotsSettings:
 
 
 class RobotsCache:
-    """Per-origin robots.txt cache in front of ``Fetcher`` (RFC 9309).
+    """Per-origin robots.txt cache in front of a ``RobotsFetcher`` (RFC 9309).
 
     Args:
         fetcher: used for every robots.txt request, each redirect hop included (a
-            ``Fetcher``, or the engine's polite one); not closed by this class.
+            ``core.fetcher.AiohttpFetcher``, or the engine's polite one); not closed by
+            this class.
         settings: the token, size and redirect caps, cache lifetimes and failure
             mode (``RobotsSettings.from_config(config)``).
         clock: wall-clock seconds (``time.time`` in production, a fake in tests);

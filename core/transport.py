@@ -2,7 +2,7 @@
 resolved and the ``AddressPolicy`` allowed, while the URL, the Host header and TLS SNI
 keep the name.
 
-``core.fetcher.Fetcher`` -> aiohttp's ``TCPConnector`` (``use_dns_cache=False``) ->
+``core.fetcher.AiohttpFetcher`` -> aiohttp's ``TCPConnector`` (``use_dns_cache=False``) ->
 ``PinningResolver.resolve(host, port)``: called once for every new TCP connection to a
 named host, and the only addresses the connector may connect to are the ones it
 returns. There the name is resolved through the crawl's ``DnsCache`` and every
@@ -18,7 +18,7 @@ IP literals never reach a resolver in aiohttp, so the fetcher checks them with
 
 Errors: ``DnsNotFound``, ``DnsTemporaryFailure`` and ``PrivateAddress`` are not
 ``OSError``s, so aiohttp lets them out of the connector unchanged and they reach
-``Fetcher.fetch``'s caller as themselves. A refused or unreachable address raises
+``AiohttpFetcher.fetch``'s caller as themselves. A refused or unreachable address raises
 aiohttp's connector errors, which ``core.fetcher`` translates (``ConnectFailed`` /
 ``FetchTimeout``).
 """

@@ -54,7 +54,7 @@ from crawldeck.core.errors import (
     FetchError,
     PrivateAddress,
 )
-from crawldeck.core.fetcher import Fetcher
+from crawldeck.core.fetcher import AiohttpFetcher
 from crawldeck.core.politeness import Politeness, PolitenessSettings
 from crawldeck.core.transport import PinningResolver
 
@@ -700,10 +700,10 @@ async def test_pinned_fetch_keeps_the_name_and_reuses_the_connection(
     config = live_config(dnsmasq)
     dns = DnsCache(DnsSettings.from_config(config))
     resolver = PinningResolver(dns, AddressPolicy(AddressPolicySettings.from_config(config)))
-    async with Fetcher(config, resolver=resolver) as fetcher:
+    async with AiohttpFetcher(config, resolver=resolver) as fetcher:
         first = await fetcher.fetch(url("a.crawl.test", web["a"]))
         second = await fetcher.fetch(url("a.crawl.test", web["a"], "/?again"))
-        connects = fetcher.connects
+        connects = fetcher.statistics().connects
     assert (first.status, second.status) == (200, 200)
     hosts = [r.headers["host"] for r in web["a"].requests]
     assert hosts == [f"a.crawl.test:{web['a'].port}"] * 2  # the name, not the address
@@ -721,7 +721,7 @@ async def test_a_redirect_to_another_name_goes_through_the_pinning(
     web["b"].set("/here", Response(200, {}, b"arrived"))
     config = live_config(dnsmasq)
     dns = DnsCache(DnsSettings.from_config(config))
-    async with Fetcher(
+    async with AiohttpFetcher(
         config,
         resolver=PinningResolver(dns, AddressPolicy(AddressPolicySettings.from_config(config))),
     ) as f:
@@ -739,7 +739,7 @@ async def test_failures_come_out_as_our_errors(
 ) -> None:
     config = live_config(dnsmasq)
     dns = DnsCache(DnsSettings.from_config(config))
-    async with Fetcher(
+    async with AiohttpFetcher(
         config,
         resolver=PinningResolver(dns, AddressPolicy(AddressPolicySettings.from_config(config))),
     ) as f:
@@ -769,7 +769,7 @@ async def test_multi_address_name_falls_over_to_the_next_address(
         # Nothing listens on 127.0.5.3 at this port: the first address is refused.
         config = live_config(dnsmasq)
         dns = DnsCache(DnsSettings.from_config(config))
-        async with Fetcher(
+        async with AiohttpFetcher(
             config,
             resolver=PinningResolver(dns, AddressPolicy(AddressPolicySettings.from_config(config))),
         ) as f:
@@ -789,7 +789,7 @@ async def test_trusted_seed_host_may_be_private_but_its_links_may_not(
         lines: list[str] = []
         policy = AddressPolicy(AddressPolicySettings.from_config(config), audit=lines.append)
         policy.trust(f"seed.crawl.test:{srv.port}")
-        async with Fetcher(config, resolver=PinningResolver(dns, policy)) as fetcher:
+        async with AiohttpFetcher(config, resolver=PinningResolver(dns, policy)) as fetcher:
             assert (await fetcher.fetch(url("seed.crawl.test", srv))).body == b"seed"
             with pytest.raises(PrivateAddress):
                 await fetcher.fetch(f"http://outside.crawl.test:{srv.port}/")
@@ -810,7 +810,7 @@ async def test_rebinding_to_an_address_outside_allow_networks_is_refused(
     fresh_dnsmasq.set("rebind.crawl.test", ["127.0.5.1"])
     config = live_config(fresh_dnsmasq, dns_min_ttl_s=0)
     dns = DnsCache(DnsSettings.from_config(config))
-    async with Fetcher(
+    async with AiohttpFetcher(
         config,
         resolver=PinningResolver(dns, AddressPolicy(AddressPolicySettings.from_config(config))),
     ) as f:
@@ -837,7 +837,7 @@ async def test_per_ip_limit_spaces_two_names_on_one_address(
     hosts = Politeness(PolitenessSettings.from_config(config))
     per_ip = IpLimiter(IpLimitSettings.from_config(config))
     srv = web["b"]
-    async with Fetcher(
+    async with AiohttpFetcher(
         config,
         resolver=PinningResolver(dns, AddressPolicy(AddressPolicySettings.from_config(config))),
     ) as f:
@@ -936,7 +936,7 @@ async def test_tls_sni_and_certificate_use_the_name(
         dns = DnsCache(DnsSettings.from_config(config))
         client_ctx = ssl.create_default_context(cafile=str(cert))
         resolver = PinningResolver(dns, AddressPolicy(AddressPolicySettings.from_config(config)))
-        async with Fetcher(config, resolver=resolver, ssl_context=client_ctx) as fetcher:
+        async with AiohttpFetcher(config, resolver=resolver, ssl_context=client_ctx) as fetcher:
             result = await fetcher.fetch(f"https://a.crawl.test:{httpd.server_address[1]}/")
         assert result.body == b"secure"
         assert seen_sni == ["a.crawl.test"]  # SNI: the name, not 127.0.5.1

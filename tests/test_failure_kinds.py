@@ -4,7 +4,7 @@ class it is, whether it is ``retryable`` (transient: keep the retry budget) or n
 
 Issue #10 item 10. The servers are raw sockets (``RawServer``), so each misbehaviour
 is exactly the bytes (or the TCP reset) written here; what aiohttp raises for each is
-noted in ``Fetcher._translate``.
+noted in ``AiohttpFetcher._translate``.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from crawldeck.core.errors import (
     RequestInvalid,
     TlsFailed,
 )
-from crawldeck.core.fetcher import Fetcher, FetchResult
+from crawldeck.core.fetcher import AiohttpFetcher, FetchResult
 from crawldeck.core.transport import PinningResolver
 
 
@@ -70,7 +70,7 @@ def fetch_error(url: str, cfg: CrawlConfig | None = None) -> FetchError:
     """The ``FetchError`` that fetching ``url`` raises (the test fails if none)."""
 
     async def go() -> FetchError:
-        async with Fetcher(cfg or config()) as fetcher:
+        async with AiohttpFetcher(cfg or config()) as fetcher:
             try:
                 result = await fetcher.fetch(url)
             except FetchError as exc:
@@ -185,7 +185,7 @@ def test_a_clean_close_ends_a_close_delimited_body(serve: Callable[..., RawServe
     server = serve(sends(HEAD_200 + b"Connection: close\r\n\r\n<p>whole</p>"))
 
     async def go() -> FetchResult:
-        async with Fetcher(config()) as fetcher:
+        async with AiohttpFetcher(config()) as fetcher:
             return await fetcher.fetch(server.url())
 
     result = asyncio.run(go())
@@ -210,10 +210,10 @@ def test_a_kept_alive_connection_closed_meanwhile_is_resent_once(
     server = serve(handler)
 
     async def go() -> list[bytes]:
-        async with Fetcher(config()) as fetcher:
+        async with AiohttpFetcher(config()) as fetcher:
             first = await fetcher.fetch(server.url("/1"))
             second = await fetcher.fetch(server.url("/2"))
-            assert fetcher.connects == 2
+            assert fetcher.statistics().connects == 2
             return [first.body, second.body]
 
     assert asyncio.run(go()) == [b"one", b"two"]
@@ -400,7 +400,7 @@ def test_a_header_that_cannot_be_sent_is_not_retryable(serve: Callable[..., RawS
     server = serve(sends(b"HTTP/1.1 204 No Content\r\n\r\n"))
 
     async def go() -> FetchError:
-        async with Fetcher(config()) as fetcher:
+        async with AiohttpFetcher(config()) as fetcher:
             with pytest.raises(FetchError) as info:
                 await fetcher.fetch(server.url(), headers={"Cookie": "a=1\r\nX-Evil: 1"})
             return info.value
@@ -446,7 +446,7 @@ def test_the_same_certificate_trusted_is_fetched(
 
     async def go() -> bytes:
         client = ssl.create_default_context(cafile=str(certificate[0]))
-        async with Fetcher(config(), ssl_context=client) as fetcher:
+        async with AiohttpFetcher(config(), ssl_context=client) as fetcher:
             return (await fetcher.fetch(server.url(scheme="https"))).body
 
     assert asyncio.run(go()) == b"ok"
@@ -482,7 +482,7 @@ def test_dns_failures_say_whether_to_retry() -> None:
         dns = DnsCache(DnsSettings.from_config(cfg))
         try:
             resolver = PinningResolver(dns, AddressPolicy(AddressPolicySettings.from_config(cfg)))
-            async with Fetcher(cfg, resolver=resolver) as fetcher:
+            async with AiohttpFetcher(cfg, resolver=resolver) as fetcher:
                 with pytest.raises(FetchError) as info:
                     await fetcher.fetch(f"http://{name}/")
                 return info.value
@@ -505,7 +505,7 @@ def test_a_private_address_is_not_retryable() -> None:
         dns = DnsCache(DnsSettings.from_config(cfg))
         try:
             resolver = PinningResolver(dns, AddressPolicy(AddressPolicySettings.from_config(cfg)))
-            async with Fetcher(cfg, resolver=resolver) as fetcher:
+            async with AiohttpFetcher(cfg, resolver=resolver) as fetcher:
                 with pytest.raises(FetchError) as info:
                     await fetcher.fetch("http://10.11.12.13/")  # checked, never sent
                 return info.value

@@ -32,7 +32,7 @@ from crawldeck.core.errors import (
     RequestInvalid,
     TlsFailed,
 )
-from crawldeck.core.fetcher import Fetcher, media_type
+from crawldeck.core.fetcher import AiohttpFetcher, media_type
 
 UA = "crawldeck-test/9.9 (+http://127.0.0.1/bot)"
 
@@ -55,8 +55,8 @@ def srv() -> Iterator[HTTPTestServer]:
 
 
 @pytest.fixture
-async def fetcher() -> AsyncIterator[Fetcher]:
-    async with Fetcher(make_config()) as f:
+async def fetcher() -> AsyncIterator[AiohttpFetcher]:
+    async with AiohttpFetcher(make_config()) as f:
         yield f
 
 
@@ -81,7 +81,7 @@ def free_port() -> socket.socket:
     return sock
 
 
-async def test_200_with_body_and_headers(srv: HTTPTestServer, fetcher: Fetcher) -> None:
+async def test_200_with_body_and_headers(srv: HTTPTestServer, fetcher: AiohttpFetcher) -> None:
     srv.set(
         "/page",
         Response(200, {"Content-Type": "Text/HTML; charset=UTF-8", "X-Thing": "1"}, b"<p>hi</p>"),
@@ -98,7 +98,7 @@ async def test_200_with_body_and_headers(srv: HTTPTestServer, fetcher: Fetcher) 
     assert 0 < result.elapsed_ms < 3000
 
 
-async def test_user_agent_and_request_shape(srv: HTTPTestServer, fetcher: Fetcher) -> None:
+async def test_user_agent_and_request_shape(srv: HTTPTestServer, fetcher: AiohttpFetcher) -> None:
     srv.set("/ua", Response(204))
     result = await fetcher.fetch(srv.url("/ua?x=1"))
     assert result.status == 204
@@ -111,7 +111,9 @@ async def test_user_agent_and_request_shape(srv: HTTPTestServer, fetcher: Fetche
     assert "cookie" not in request.headers
 
 
-async def test_redirect_is_returned_not_followed(srv: HTTPTestServer, fetcher: Fetcher) -> None:
+async def test_redirect_is_returned_not_followed(
+    srv: HTTPTestServer, fetcher: AiohttpFetcher
+) -> None:
     srv.set("/old", Response(301, {"Location": "/new"}, b"moved"))
     srv.set("/new", Response(200, {}, b"new"))
     result = await fetcher.fetch(srv.url("/old"))
@@ -147,7 +149,7 @@ def raw_redirect(location: bytes, status: bytes = b"302 Found") -> Callable[...,
     ],
 )
 async def test_redirect_location_is_returned_untouched(
-    srv: HTTPTestServer, fetcher: Fetcher, location: bytes, expected: str
+    srv: HTTPTestServer, fetcher: AiohttpFetcher, location: bytes, expected: str
 ) -> None:
     # httpx (the fetcher's first client) built a next request from Location even
     # without following it and raised; the engine retried and stalled the host.
@@ -161,7 +163,7 @@ async def test_redirect_location_is_returned_untouched(
 
 @pytest.mark.parametrize("status", [b"301 Moved", b"303 See Other", b"307 Temp", b"308 Perm"])
 async def test_every_redirect_status_keeps_a_junk_location(
-    srv: HTTPTestServer, fetcher: Fetcher, status: bytes
+    srv: HTTPTestServer, fetcher: AiohttpFetcher, status: bytes
 ) -> None:
     srv.set_raw("/go", raw_redirect(b"mailto:x@y.z", status))
     result = await fetcher.fetch(srv.url("/go"))
@@ -169,7 +171,7 @@ async def test_every_redirect_status_keeps_a_junk_location(
 
 
 async def test_headers_order_and_repeats_survive_the_location_hook(
-    srv: HTTPTestServer, fetcher: Fetcher
+    srv: HTTPTestServer, fetcher: AiohttpFetcher
 ) -> None:
     pairs = [("X-A", "1"), ("Location", "mailto:a@b"), ("X-B", "2"), ("Location", "/two")]
     srv.set("/two", Response(302, pairs, b""))
@@ -184,7 +186,7 @@ async def test_headers_order_and_repeats_survive_the_location_hook(
     assert result.headers.getall("location") == ["mailto:a@b", "/two"]
 
 
-async def test_error_statuses_are_results(srv: HTTPTestServer, fetcher: Fetcher) -> None:
+async def test_error_statuses_are_results(srv: HTTPTestServer, fetcher: AiohttpFetcher) -> None:
     srv.set("/busy", Response(503, {"Retry-After": "7"}, b"later"))
     result = await fetcher.fetch(srv.url("/busy"))
     assert (result.status, result.headers["retry-after"], result.body) == (503, "7", b"later")
@@ -192,7 +194,7 @@ async def test_error_statuses_are_results(srv: HTTPTestServer, fetcher: Fetcher)
     assert missing.status == 404
 
 
-async def test_cookies_are_not_kept(srv: HTTPTestServer, fetcher: Fetcher) -> None:
+async def test_cookies_are_not_kept(srv: HTTPTestServer, fetcher: AiohttpFetcher) -> None:
     srv.set("/set", Response(200, {"Set-Cookie": "sid=abc; Path=/"}, b""))
     srv.set("/next", Response(200, {}, b""))
     await fetcher.fetch(srv.url("/set"))
@@ -200,7 +202,7 @@ async def test_cookies_are_not_kept(srv: HTTPTestServer, fetcher: Fetcher) -> No
     assert [r.headers.get("cookie") for r in srv.requests] == [None, None]
 
 
-async def test_gzip_bomb_is_cut_at_max_bytes(srv: HTTPTestServer, fetcher: Fetcher) -> None:
+async def test_gzip_bomb_is_cut_at_max_bytes(srv: HTTPTestServer, fetcher: AiohttpFetcher) -> None:
     bomb = gzip_zeros(50_000_000)
     assert len(bomb) < 100_000
     srv.set("/bomb", Response(200, {"Content-Encoding": "gzip"}, bomb))
@@ -213,7 +215,7 @@ async def test_gzip_bomb_is_cut_at_max_bytes(srv: HTTPTestServer, fetcher: Fetch
 
 
 async def test_accept_encoding_names_only_codings_we_bound(
-    srv: HTTPTestServer, fetcher: Fetcher
+    srv: HTTPTestServer, fetcher: AiohttpFetcher
 ) -> None:
     srv.set("/ae", Response(204))
     await fetcher.fetch(srv.url("/ae"))
@@ -222,7 +224,7 @@ async def test_accept_encoding_names_only_codings_we_bound(
 
 
 async def test_nested_gzip_bomb_is_refused_in_bounded_memory(
-    srv: HTTPTestServer, fetcher: Fetcher
+    srv: HTTPTestServer, fetcher: AiohttpFetcher
 ) -> None:
     # gzip of gzip of 256 MiB of zeros (a smaller copy of the 4 GiB bomb that took
     # RSS to 8.4 GB): httpx decoded each layer of a network read in one piece.
@@ -256,7 +258,7 @@ async def test_nested_gzip_bomb_is_refused_in_bounded_memory(
     ],
 )
 async def test_stacked_or_unknown_codings_are_refused(
-    srv: HTTPTestServer, fetcher: Fetcher, headers: list[tuple[str, str]], problem: str
+    srv: HTTPTestServer, fetcher: AiohttpFetcher, headers: list[tuple[str, str]], problem: str
 ) -> None:
     srv.set("/enc", Response(200, headers, b"whatever"))
     with pytest.raises(ProtocolViolation) as info:
@@ -268,7 +270,7 @@ async def test_stacked_or_unknown_codings_are_refused(
     "coding", ["gzip", "x-gzip", "GZip", "gzip, identity", "identity", " deflate ", ""]
 )
 async def test_one_known_coding_is_decoded(
-    srv: HTTPTestServer, fetcher: Fetcher, coding: str
+    srv: HTTPTestServer, fetcher: AiohttpFetcher, coding: str
 ) -> None:
     plain = b"<p>hello</p>" * 100
     if "deflate" in coding:
@@ -285,13 +287,13 @@ async def test_one_known_coding_is_decoded(
 
 async def test_default_cap_is_max_body_bytes(srv: HTTPTestServer) -> None:
     srv.set("/big", Response(200, {"Content-Encoding": "gzip"}, gzip_zeros(3_000_000)))
-    async with Fetcher(make_config(max_body_bytes=2048)) as f:
+    async with AiohttpFetcher(make_config(max_body_bytes=2048)) as f:
         result = await f.fetch(srv.url("/big"))
     assert (len(result.body), result.truncated) == (2048, True)
 
 
 async def test_body_of_exactly_max_bytes_is_not_truncated(
-    srv: HTTPTestServer, fetcher: Fetcher
+    srv: HTTPTestServer, fetcher: AiohttpFetcher
 ) -> None:
     srv.set("/exact", Response(200, {}, b"a" * 5000))
     result = await fetcher.fetch(srv.url("/exact"), max_bytes=5000)
@@ -302,7 +304,7 @@ async def test_body_of_exactly_max_bytes_is_not_truncated(
 
 async def test_stall_before_headers_is_a_read_timeout(srv: HTTPTestServer) -> None:
     srv.set_raw("/stall", lambda req, out: srv.wait(5.0))
-    async with Fetcher(make_config(read_timeout_ms=150, total_timeout_ms=5000)) as f:
+    async with AiohttpFetcher(make_config(read_timeout_ms=150, total_timeout_ms=5000)) as f:
         started = time.monotonic()
         with pytest.raises(FetchTimeout) as info:
             await f.fetch(srv.url("/stall"))
@@ -329,7 +331,7 @@ def dripper(srv: HTTPTestServer, every_s: float) -> Callable[[Request, io.Buffer
 async def test_slow_drip_past_total_deadline(srv: HTTPTestServer) -> None:
     srv.set_raw("/drip", dripper(srv, 0.02))
     config = make_config(read_timeout_ms=500, total_timeout_ms=300)
-    async with Fetcher(config) as f:
+    async with AiohttpFetcher(config) as f:
         started = time.monotonic()
         with pytest.raises(FetchTimeout) as info:
             await f.fetch(srv.url("/drip"))
@@ -338,7 +340,7 @@ async def test_slow_drip_past_total_deadline(srv: HTTPTestServer) -> None:
     assert str(info.value) == f"total time budget of 300 ms exceeded: {srv.url('/drip')}"
 
 
-async def test_connection_refused(fetcher: Fetcher) -> None:
+async def test_connection_refused(fetcher: AiohttpFetcher) -> None:
     sock = free_port()
     try:
         url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
@@ -355,7 +357,7 @@ async def test_connection_refused(fetcher: Fetcher) -> None:
 
 
 async def test_garbage_response_is_a_protocol_violation(
-    srv: HTTPTestServer, fetcher: Fetcher
+    srv: HTTPTestServer, fetcher: AiohttpFetcher
 ) -> None:
     srv.set_raw(
         "/ssh", lambda req, out: out.write(b"SSH-2.0-OpenSSH_9.6\r\nbanner garbage\r\n\r\n")
@@ -369,7 +371,7 @@ async def test_garbage_response_is_a_protocol_violation(
 
 
 async def test_undecodable_gzip_is_a_protocol_violation(
-    srv: HTTPTestServer, fetcher: Fetcher
+    srv: HTTPTestServer, fetcher: AiohttpFetcher
 ) -> None:
     srv.set("/badgz", Response(200, {"Content-Encoding": "gzip"}, b"this is not gzip at all"))
     with pytest.raises(ProtocolViolation) as info:
@@ -377,7 +379,7 @@ async def test_undecodable_gzip_is_a_protocol_violation(
     assert info.value.retryable is False
 
 
-async def test_connection_closed_mid_body(srv: HTTPTestServer, fetcher: Fetcher) -> None:
+async def test_connection_closed_mid_body(srv: HTTPTestServer, fetcher: AiohttpFetcher) -> None:
     srv.set_raw(
         "/short",
         lambda req, out: out.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b"),
@@ -454,7 +456,7 @@ async def test_every_client_error_is_translated(
     async def fail(*args: object) -> None:
         raise exc
 
-    async with Fetcher(make_config()) as f:
+    async with AiohttpFetcher(make_config()) as f:
         monkeypatch.setattr(f, "_get", fail)
         with pytest.raises(FetchError) as info:
             await f.fetch("http://example.test/")
@@ -467,7 +469,7 @@ async def test_every_client_error_is_translated(
 
 
 @pytest.mark.parametrize("url", ["ftp://example.test/file", "http://[::1/"])
-async def test_urls_that_cannot_be_requested(fetcher: Fetcher, url: str) -> None:
+async def test_urls_that_cannot_be_requested(fetcher: AiohttpFetcher, url: str) -> None:
     with pytest.raises(RequestInvalid) as info:
         await fetcher.fetch(url)
     assert str(info.value).startswith(f"cannot request {url!r}: ")
@@ -496,11 +498,11 @@ class MapResolver(AbstractResolver):
 async def test_resolver_seam_keeps_the_name(srv: HTTPTestServer) -> None:
     srv.set("/a", Response(200, {"content-type": "application/XHTML+xml"}, b"x"))
     resolver = MapResolver()
-    async with Fetcher(make_config(), resolver=resolver) as f:
+    async with AiohttpFetcher(make_config(), resolver=resolver) as f:
         url = srv.url("/a").replace("127.0.0.1", "example.test")
         result = await f.fetch(url)
         await f.fetch(url)
-        assert f.connects == 1  # keep-alive: one connection for both
+        assert f.statistics().connects == 1  # keep-alive: one connection for both
     assert (result.status, result.body, result.content_type) == (200, b"x", "application/xhtml+xml")
     assert resolver.names == ["example.test"]
     [first, _] = srv.requests
@@ -509,14 +511,14 @@ async def test_resolver_seam_keeps_the_name(srv: HTTPTestServer) -> None:
 
 
 async def test_closed_fetcher_refuses(srv: HTTPTestServer) -> None:
-    f = Fetcher(make_config())
+    f = AiohttpFetcher(make_config())
     await f.aclose()
     with pytest.raises(ConnectFailed, match="the fetcher is closed"):
         await f.fetch(srv.url("/"))
 
 
 async def test_aclose_is_idempotent() -> None:
-    f = Fetcher(make_config())
+    f = AiohttpFetcher(make_config())
     await f.aclose()
     await f.aclose()
 
@@ -532,7 +534,7 @@ def test_media_type() -> None:
 
 
 async def test_extra_headers_are_sent_for_that_request_only(
-    srv: HTTPTestServer, fetcher: Fetcher
+    srv: HTTPTestServer, fetcher: AiohttpFetcher
 ) -> None:
     # The engine keeps cookies for one redirect chain; the session itself keeps none.
     srv.set("/a", Response(302, {"Location": "/b", "Set-Cookie": "consent=yes"}))
@@ -549,7 +551,7 @@ async def test_extra_headers_are_sent_for_that_request_only(
     assert second.headers["accept-language"] == "en"
     assert second.headers["user-agent"] == UA  # the session's headers stay
     assert "cookie" not in third.headers and "accept-language" not in third.headers
-    assert fetcher.connects == 1  # on one kept-alive connection
+    assert fetcher.statistics().connects == 1  # on one kept-alive connection
 
 
 # --------------------------------------------------------------------------- bodies not wanted
@@ -611,7 +613,7 @@ async def test_a_body_not_wanted_is_not_downloaded() -> None:
         return media == "text/html"
 
     try:
-        async with Fetcher(make_config()) as f:
+        async with AiohttpFetcher(make_config()) as f:
             started = time.monotonic()
             result = await f.fetch(server.url, want_body=want)
             took = time.monotonic() - started
@@ -626,7 +628,9 @@ async def test_a_body_not_wanted_is_not_downloaded() -> None:
     assert server.sent < 1_000_000, f"{server.sent} bytes sent"
 
 
-async def test_a_wanted_body_is_read_as_before(srv: HTTPTestServer, fetcher: Fetcher) -> None:
+async def test_a_wanted_body_is_read_as_before(
+    srv: HTTPTestServer, fetcher: AiohttpFetcher
+) -> None:
     srv.set("/p", Response(200, {"Content-Type": "text/html"}, b"<p>x</p>" * 1000))
     result = await fetcher.fetch(srv.url("/p"), want_body=lambda media: media == "text/html")
     assert (result.body, result.skipped) == (b"<p>x</p>" * 1000, False)
@@ -644,10 +648,10 @@ async def test_a_small_body_not_wanted_keeps_its_connection() -> None:
 
     server = RawServer(handler)
     try:
-        async with Fetcher(make_config()) as f:
+        async with AiohttpFetcher(make_config()) as f:
             skipped = await f.fetch(server.url("/img"), want_body=lambda media: False)
             page = await f.fetch(server.url("/p"))
-            connects = f.connects
+            connects = f.statistics().connects
     finally:
         server.close()
     assert (skipped.skipped, skipped.body, page.body) == (True, b"", b"<p>x</p>")
@@ -663,7 +667,7 @@ def no_type(body: bytes, **headers: str) -> Response:
 
 
 async def test_a_page_without_content_type_is_sniffed_as_html(
-    srv: HTTPTestServer, fetcher: Fetcher
+    srv: HTTPTestServer, fetcher: AiohttpFetcher
 ) -> None:
     page = b"\n  <!DOCTYPE html>\n<html><body>" + b"<a href='/x'>x</a>" * 500 + b"</body></html>"
     srv.set("/page", no_type(page))
@@ -690,7 +694,7 @@ async def test_binary_without_content_type_is_skipped_when_not_wanted() -> None:
         return media != "application/octet-stream"
 
     try:
-        async with Fetcher(make_config()) as f:
+        async with AiohttpFetcher(make_config()) as f:
             result = await f.fetch(server.url, want_body=want)
         assert server.done.wait(5)
     finally:
@@ -727,7 +731,7 @@ async def test_binary_without_content_type_is_skipped_when_not_wanted() -> None:
 )
 async def test_the_computed_type_follows_the_standard(
     srv: HTTPTestServer,
-    fetcher: Fetcher,
+    fetcher: AiohttpFetcher,
     headers: dict[str, str],
     body: bytes,
     expected: str,
@@ -739,7 +743,7 @@ async def test_the_computed_type_follows_the_standard(
 
 
 async def test_the_last_content_type_is_the_supplied_one(
-    srv: HTTPTestServer, fetcher: Fetcher
+    srv: HTTPTestServer, fetcher: AiohttpFetcher
 ) -> None:
     pairs = [("Content-Type", "application/json"), ("Content-Type", "text/html")]
     srv.set("/two", Response(200, pairs, b"{}"))
@@ -748,7 +752,7 @@ async def test_the_last_content_type_is_the_supplied_one(
 
 
 async def test_a_compressed_page_is_sniffed_after_decoding(
-    srv: HTTPTestServer, fetcher: Fetcher
+    srv: HTTPTestServer, fetcher: AiohttpFetcher
 ) -> None:
     page = b"<HTML><body>" + b"<p>hello</p>" * 2000
     srv.set("/gz", no_type(gzip.compress(page), **{"Content-Encoding": "gzip"}))
@@ -756,7 +760,7 @@ async def test_a_compressed_page_is_sniffed_after_decoding(
     assert (result.content_type, result.sniffed, result.body) == ("text/html", True, page)
 
 
-async def test_sniffing_keeps_the_byte_cap(srv: HTTPTestServer, fetcher: Fetcher) -> None:
+async def test_sniffing_keeps_the_byte_cap(srv: HTTPTestServer, fetcher: AiohttpFetcher) -> None:
     page = b"<html>" + b"x" * 5000
     srv.set("/cap", no_type(page))
     result = await fetcher.fetch(srv.url("/cap"), max_bytes=100)
@@ -777,7 +781,7 @@ async def test_a_body_drip_while_sniffing_is_bounded_by_the_total_budget(
             srv.wait(5),
         ),
     )
-    async with Fetcher(make_config(read_timeout_ms=2000, total_timeout_ms=300)) as f:
+    async with AiohttpFetcher(make_config(read_timeout_ms=2000, total_timeout_ms=300)) as f:
         started = time.monotonic()
         with pytest.raises(FetchTimeout):
             await f.fetch(srv.url("/untyped"), want_body=lambda media: False)

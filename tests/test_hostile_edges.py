@@ -28,7 +28,7 @@ from crawldeck.core import urls
 from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.engine import Engine
 from crawldeck.core.errors import ProtocolViolation
-from crawldeck.core.fetcher import Fetcher, FetchResult, idle_connections
+from crawldeck.core.fetcher import AiohttpFetcher, FetchResult, idle_connections
 from crawldeck.core.store import Store
 
 # --------------------------------------------------------------------------- helpers
@@ -113,7 +113,7 @@ def config(**overrides: object) -> CrawlConfig:
 def run_fetches(cfg: CrawlConfig, urls_: list[str]) -> list[FetchResult | Exception]:
     async def go() -> list[FetchResult | Exception]:
         out: list[FetchResult | Exception] = []
-        async with Fetcher(cfg) as fetcher:
+        async with AiohttpFetcher(cfg) as fetcher:
             for url in urls_:
                 try:
                     out.append(await fetcher.fetch(url))
@@ -279,16 +279,13 @@ def test_idle_keep_alive_connections_are_bounded(
     cfg = config(concurrency=16)
 
     async def go() -> int:
-        async with Fetcher(cfg, resolver=_MapResolver()) as fetcher:
+        async with AiohttpFetcher(cfg, resolver=_MapResolver()) as fetcher:
             for start in range(0, 300, 16):
                 await asyncio.gather(*(
                     fetcher.fetch(f"http://h{i}.test:{server.port}/")
                     for i in range(start, min(300, start + 16))
                 ))  # fmt: skip
-            assert fetcher._session is not None
-            connector = fetcher._session.connector
-            assert connector is not None
-            return sum(len(idle) for idle in connector._conns.values())
+            return fetcher.statistics().idle
 
     assert 0 < asyncio.run(go()) <= 64
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from crawldeck.core.config import build_config
-from crawldeck.core.fetcher import Fetcher
+from crawldeck.core.fetcher import AiohttpFetcher
 from crawldeck.core.links import (
     REFRESH_MAX_DELAY_S,
     Extracted,
@@ -259,7 +259,9 @@ async def test_extract_from_a_real_response(srv: HTTPTestServer) -> None:
             '<base href="/b/"><a href="caf\xe9">x</a><a href="#top">t</a>'.encode("cp1252"),
         ),
     )
-    async with Fetcher(build_config({"read_timeout_ms": 1000, "total_timeout_ms": 2000})) as f:
+    async with AiohttpFetcher(
+        build_config({"read_timeout_ms": 1000, "total_timeout_ms": 2000})
+    ) as f:
         result = await f.fetch(srv.url("/page"))
     assert is_html(result.content_type)
     got = extract_links(result.body, result.url, result.headers, TOKEN)

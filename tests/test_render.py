@@ -33,7 +33,7 @@ from crawldeck.core.browser_pool import (
 )
 from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.errors import CrawldeckError, RenderUnavailable, UrlError
-from crawldeck.core.fetcher import Fetcher
+from crawldeck.core.fetcher import AiohttpFetcher
 from crawldeck.core.links import extract_links
 from crawldeck.core.render_types import RenderResult, SubRequestEnd
 from crawldeck.core.robots import RobotsCache, RobotsSettings
@@ -322,7 +322,7 @@ def render_config(**overrides: Any) -> CrawlConfig:
 @pytest.fixture
 async def gate() -> AsyncIterator[RobotsGate]:
     config = build_config({"connect_timeout_ms": 2000, "total_timeout_ms": 5000})
-    async with Fetcher(config) as fetcher:
+    async with AiohttpFetcher(config) as fetcher:
         robots = RobotsCache(
             fetcher, RobotsSettings.from_config(config), time.time, lambda line: None
         )

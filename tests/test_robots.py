@@ -16,7 +16,7 @@ from httpserver import HTTPTestServer, Request, Response
 
 from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.errors import UrlError
-from crawldeck.core.fetcher import Fetcher
+from crawldeck.core.fetcher import AiohttpFetcher
 from crawldeck.core.robots import RobotsCache, RobotsGroup, RobotsSettings, select_group, ttl_s
 from crawldeck.core.urls import clean, normalize
 
@@ -45,8 +45,8 @@ def srv() -> Iterator[HTTPTestServer]:
 
 
 @pytest.fixture
-async def fetcher() -> AsyncIterator[Fetcher]:
-    async with Fetcher(make_config()) as f:
+async def fetcher() -> AsyncIterator[AiohttpFetcher]:
+    async with AiohttpFetcher(make_config()) as f:
         yield f
 
 
@@ -61,7 +61,9 @@ def audit() -> list[str]:
 
 
 @pytest.fixture
-async def cache(fetcher: Fetcher, clock: FakeClock, audit: list[str]) -> AsyncIterator[RobotsCache]:
+async def cache(
+    fetcher: AiohttpFetcher, clock: FakeClock, audit: list[str]
+) -> AsyncIterator[RobotsCache]:
     robots = RobotsCache(fetcher, RobotsSettings.from_config(make_config()), clock, audit.append)
     yield robots
     await robots.aclose()
@@ -174,7 +176,7 @@ Disallow: /no-other
 )
 async def test_group_selection_by_token(
     srv: HTTPTestServer,
-    fetcher: Fetcher,
+    fetcher: AiohttpFetcher,
     clock: FakeClock,
     token: str,
     expected: dict[str, bool],
@@ -283,7 +285,7 @@ async def test_retry_after_kept_with_the_last_good_copy(
 
 
 async def test_strict_mode_disallows_on_5xx(
-    srv: HTTPTestServer, fetcher: Fetcher, clock: FakeClock, audit: list[str]
+    srv: HTTPTestServer, fetcher: AiohttpFetcher, clock: FakeClock, audit: list[str]
 ) -> None:
     srv.set("/robots.txt", Response(503, {}, b""))
     cache = RobotsCache(
@@ -596,7 +598,7 @@ async def test_background_refresh_near_expiry(
 
 
 async def test_aclose_cancels_background_refresh(
-    srv: HTTPTestServer, fetcher: Fetcher, clock: FakeClock
+    srv: HTTPTestServer, fetcher: AiohttpFetcher, clock: FakeClock
 ) -> None:
     srv.set("/robots.txt", text("", **{"Cache-Control": "max-age=100"}))
     cache = RobotsCache(fetcher, RobotsSettings.from_config(make_config()), clock, lambda m: None)
@@ -698,7 +700,7 @@ async def test_only_other_bot_idiom_blocks_us(srv: HTTPTestServer, cache: Robots
     "link", ["/y/../private", "/y/%2E%2e/private", "/./private/x", "/private/./x/../y"]
 )
 async def test_dot_segments_cannot_bypass_robots(
-    srv: HTTPTestServer, cache: RobotsCache, fetcher: Fetcher, link: str
+    srv: HTTPTestServer, cache: RobotsCache, fetcher: AiohttpFetcher, link: str
 ) -> None:
     # clean() removes dot segments, so robots.txt is checked on the path that is sent
     # (httpx removed them before sending: GET /private went out although disallowed).

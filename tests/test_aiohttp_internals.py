@@ -1,0 +1,362 @@
+"""The aiohttp internals ``core.fetcher`` relies on (``_AiohttpInternals``), checked
+against the installed aiohttp: each test fails with a message naming the member.
+
+* the installed aiohttp is within ``pyproject.toml``'s pin;
+* every method in ``_AiohttpInternals.OVERRIDDEN`` still exists on aiohttp's class with
+  the parameters we override it with;
+* no underscore attribute of aiohttp's is used in ``core/fetcher.py`` or
+  ``core/transport.py`` outside ``_AiohttpInternals``, every one used inside it is in
+  its tables, and none of our own attributes on aiohttp's classes takes a name aiohttp
+  uses (read from aiohttp's source);
+* on real requests to loopback servers, aiohttp calls each override and each private
+  attribute in ``_AiohttpInternals.READ`` is there with the shape we read.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import io
+import re
+import socket
+import threading
+import tomllib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import aiohttp
+import aiohttp.base_protocol
+import aiohttp.client
+import aiohttp.client_proto
+import aiohttp.client_reqrep
+import aiohttp.connector
+import aiohttp.streams
+import pytest
+from httpserver import HTTPTestServer, Request, Response
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+from rawserver import RawServer, reset
+
+from crawldeck.core import fetcher as fetcher_module
+from crawldeck.core import transport as transport_module
+from crawldeck.core.config import CrawlConfig, build_config
+from crawldeck.core.dns import AddressPolicy, AddressPolicySettings, DnsCache, DnsSettings
+from crawldeck.core.errors import ConnectionLost, FetchError, ProtocolViolation
+from crawldeck.core.fetcher import AiohttpFetcher, _AiohttpInternals
+from crawldeck.core.transport import PinningResolver
+
+ROOT = Path(__file__).resolve().parent.parent
+MODULES = (fetcher_module, transport_module)
+INTERNALS = _AiohttpInternals.__name__
+
+
+def config(**overrides: object) -> CrawlConfig:
+    values: dict[str, object] = {
+        "connect_timeout_ms": 1000,
+        "read_timeout_ms": 1000,
+        "total_timeout_ms": 3000,
+    }
+    values.update(overrides)
+    return build_config(values)
+
+
+# ----------------------------------------------------------------- without a network
+
+
+def test_the_installed_aiohttp_is_within_the_pin() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    [pin] = [d for d in project["dependencies"] if re.match(r"aiohttp\b", d)]
+    allowed = SpecifierSet(pin.removeprefix("aiohttp"))
+    installed = Version(aiohttp.__version__)
+    assert installed in allowed, (
+        f"aiohttp {installed} is outside pyproject.toml's pin {pin!r}: check every member "
+        f"in core.fetcher._AiohttpInternals against it before widening the pin"
+    )
+
+
+def _parameters(method: Callable[..., object]) -> list[tuple[str, object, object]]:
+    """(name, kind, default) of each parameter: annotations are left out (ours are
+    strings under ``from __future__ import annotations``)."""
+    return [(p.name, p.kind, p.default) for p in inspect.signature(method).parameters.values()]
+
+
+@pytest.mark.parametrize(
+    ("ours", "base", "name"),
+    _AiohttpInternals.OVERRIDDEN,
+    ids=[f"{base.__name__}.{name}" for _, base, name in _AiohttpInternals.OVERRIDDEN],
+)
+def test_each_overridden_method_still_has_aiohttps_signature(
+    ours: type, base: type, name: str
+) -> None:
+    assert issubclass(ours, base), f"{ours.__qualname__} no longer subclasses {base.__name__}"
+    assert name in vars(ours), f"{ours.__qualname__} does not override {name} (the table lies)"
+    theirs = getattr(base, name, None)
+    assert theirs is not None, (
+        f"aiohttp {aiohttp.__version__}: {base.__name__}.{name} is gone; "
+        f"{ours.__qualname__}.{name} is never called"
+    )
+    assert _parameters(getattr(ours, name)) == _parameters(theirs), (
+        f"aiohttp {aiohttp.__version__}: {base.__name__}.{name} now takes "
+        f"{inspect.signature(theirs)}; {ours.__qualname__}.{name} takes "
+        f"{inspect.signature(getattr(ours, name))}"
+    )
+    assert inspect.iscoroutinefunction(theirs) == inspect.iscoroutinefunction(
+        getattr(ours, name)
+    ), f"aiohttp {aiohttp.__version__}: {base.__name__}.{name} changed between sync and async"
+
+
+def _aiohttp_private_names() -> frozenset[str]:
+    """Every ``._name`` (one leading underscore) in the source of the aiohttp modules
+    whose classes we subclass or hold."""
+    modules = (
+        aiohttp.client,
+        aiohttp.client_proto,
+        aiohttp.client_reqrep,
+        aiohttp.connector,
+        aiohttp.streams,
+        aiohttp.base_protocol,
+    )
+    source = "".join(inspect.getsource(module) for module in modules)
+    return frozenset(re.findall(r"\.(_[a-zA-Z]\w*)", source))
+
+
+def _aiohttp_bases(cls: type) -> list[type]:
+    return [base for base in cls.__mro__[1:] if base.__module__.split(".")[0] == "aiohttp"]
+
+
+class _Uses(ast.NodeVisitor):
+    """Collects, for one module: underscore attributes used outside ``INTERNALS``
+    (but ``self._x`` of a class of ours), those used inside it, and those our
+    ``INTERNALS`` classes assign on ``self`` or declare."""
+
+    def __init__(self, module: object, path: Path) -> None:
+        self.module = module
+        self.path = path
+        self.classes: list[str] = []
+        self.outside: list[str] = []
+        self.inside: set[str] = set()
+        self.assigned: set[str] = set()
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.classes.append(node.name)
+        if self.classes[0] == INTERNALS and len(self.classes) > 1:
+            for statement in node.body:
+                if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+                    self.assigned.add(statement.target.id)
+        self.generic_visit(node)
+        self.classes.pop()
+
+    def _class(self) -> type | None:
+        found: object = self.module
+        for name in self.classes:
+            found = getattr(found, name, None)
+        return found if isinstance(found, type) else None
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        name = node.attr
+        if name.startswith("_") and not name.startswith("__"):
+            on_self = isinstance(node.value, ast.Name) and node.value.id == "self"
+            if self.classes and self.classes[0] == INTERNALS:
+                if on_self and isinstance(node.ctx, ast.Store):
+                    self.assigned.add(name)
+                self.inside.add(name)
+            elif on_self and (cls := self._class()) is not None:
+                theirs = {n for base in _aiohttp_bases(cls) for n in vars(base)}
+                if name in theirs:
+                    self.outside.append(f"{self.path.name}:{node.lineno}: self.{name}")
+            else:
+                self.outside.append(f"{self.path.name}:{node.lineno}: .{name}")
+        self.generic_visit(node)
+
+
+def _uses() -> list[_Uses]:
+    found = []
+    for module in MODULES:
+        assert module.__file__ is not None
+        path = Path(module.__file__)
+        visitor = _Uses(module, path)
+        visitor.visit(ast.parse(path.read_text(), str(path)))
+        found.append(visitor)
+    return found
+
+
+def test_aiohttps_private_attributes_are_used_in_the_internals_class_only() -> None:
+    private = _aiohttp_private_names()
+    assert {"_conns", "_payload", "_release"} <= private  # the source was read
+    outside = [
+        use for visitor in _uses() for use in visitor.outside if use.rpartition(".")[2] in private
+    ]
+    assert outside == [], f"aiohttp's private attributes used outside {INTERNALS}: {outside}"
+
+
+def test_the_internals_tables_name_every_private_member_used() -> None:
+    private = _aiohttp_private_names()
+    tabled = {name for _, _, name in _AiohttpInternals.OVERRIDDEN}
+    tabled |= {name for _, name in _AiohttpInternals.READ}
+    [fetcher_uses] = [v for v in _uses() if v.path.name == "fetcher.py"]
+    ours = fetcher_uses.assigned - tabled
+    used = (fetcher_uses.inside - ours) & private
+    assert used <= tabled, f"used in {INTERNALS} but not in its tables: {sorted(used - tabled)}"
+    unused = sorted({name for _, name in _AiohttpInternals.READ} - fetcher_uses.inside)
+    assert unused == [], f"in {INTERNALS}.READ but not used: {unused}"
+    clobbered = sorted(ours & private)
+    assert clobbered == [], f"our attributes on aiohttp's classes take aiohttp's names: {clobbered}"
+
+
+def test_only_the_internals_class_subclasses_aiohttp() -> None:
+    for module in MODULES:
+        for name, value in vars(module).items():
+            if isinstance(value, type) and value.__module__ == module.__name__:
+                bases = [b for b in _aiohttp_bases(value) if b.__module__ != "aiohttp.abc"]
+                assert bases == [] or value is _AiohttpInternals, (
+                    f"{module.__name__}.{name} subclasses aiohttp's {bases[0].__name__}: "
+                    f"move it into {INTERNALS}"
+                )
+
+
+# ----------------------------------------------------------------- on real requests
+
+
+@pytest.fixture
+def srv() -> Iterator[HTTPTestServer]:
+    with HTTPTestServer() as server:
+        server.set("/", Response(200, {"Content-Type": "text/plain"}, b"ok"))
+        server.set("/empty", Response(204, {}, b""))
+        yield server
+
+
+async def test_the_connector_and_the_protocol_have_what_we_read(srv: HTTPTestServer) -> None:
+    async with AiohttpFetcher(config()) as fetcher:
+        result = await fetcher.fetch(srv.url("/"))
+        connector = fetcher._connector
+        assert result.body == b"ok" and connector is not None
+        assert fetcher.statistics().connects == 1, (
+            "TCPConnector._create_connection override not called by aiohttp"
+        )
+        assert "_conns" in vars(connector), "TCPConnector._conns is gone"
+        pooled = {key: list(idle) for key, idle in connector._conns.items() if idle}
+        assert len(pooled) == 1, f"TCPConnector._conns holds {connector._conns!r}"
+        [(key, idle)] = pooled.items()
+        [(protocol, since)] = idle
+        assert isinstance(since, float), f"TCPConnector._conns values: {idle!r}"
+        assert isinstance(protocol, _AiohttpInternals.Protocol), (
+            "TCPConnector._factory is ignored: the pool holds plain ResponseHandlers"
+        )
+        assert key in connector._idle_hosts, "TCPConnector._release override not called"
+        assert protocol.responses == 1, "ClientResponse.start override not called"
+        assert "_payload" in vars(protocol), "ResponseHandler._payload is gone"
+        assert fetcher.statistics().idle == 1
+
+
+async def test_the_payload_we_read_is_the_body_being_fed(srv: HTTPTestServer) -> None:
+    held = threading.Event()
+
+    def half_then_rest(request: Request, out: io.BufferedIOBase) -> None:
+        out.write(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nab")
+        out.flush()
+        held.wait(5)
+        out.write(b"cd")
+        out.flush()
+
+    srv.set_raw("/half", half_then_rest)
+    async with AiohttpFetcher(config()) as fetcher:
+        await fetcher.fetch(srv.url("/"))
+        assert fetcher._session is not None
+        async with fetcher._session.get(srv.url("/half")) as response:
+            assert isinstance(response, _AiohttpInternals.Response), "response_class ignored"
+            assert response.connection is not None
+            protocol = response.connection.protocol
+            assert protocol is not None
+            assert protocol._payload is response.content, (
+                "ResponseHandler._payload is not the stream of the body being received"
+            )
+            held.set()
+            assert await response.read() == b"abcd"
+
+
+async def test_a_204_connection_is_not_kept(srv: HTTPTestServer) -> None:
+    async with AiohttpFetcher(config()) as fetcher:
+        assert (await fetcher.fetch(srv.url("/empty"))).status == 204
+        assert fetcher.statistics().idle == 0, (
+            "ClientResponse.start override no longer closes a 204's connection"
+        )
+        await fetcher.fetch(srv.url("/"))
+        assert fetcher.statistics().idle == 1
+
+
+async def test_the_idle_cap_closes_the_least_recently_used_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(fetcher_module, "idle_connections", lambda: 1)
+    with HTTPTestServer() as one, HTTPTestServer() as two:
+        one.set("/", Response(200, {}, b"1"))
+        two.set("/", Response(200, {}, b"2"))
+        async with AiohttpFetcher(config()) as fetcher:
+            await fetcher.fetch(one.url("/"))
+            await fetcher.fetch(two.url("/"))
+            assert fetcher.statistics().idle == 1, (
+                "TCPConnector._release/_conns: the idle cap kept "
+                f"{fetcher.statistics().idle} connections"
+            )
+            await fetcher.fetch(two.url("/"))
+            assert fetcher.statistics().connects == 2  # two's connection was kept
+
+
+async def test_a_new_connection_pins_the_host_to_its_peer(srv: HTTPTestServer) -> None:
+    # localhost answers ::1 first (dns_prefer ipv6) without a query; the server listens
+    # on 127.0.0.1 only, so the connection falls over and the pin must say 127.0.0.1.
+    cfg = config(dns_prefer="ipv6", allow_private=True)
+    dns = DnsCache(DnsSettings.from_config(cfg))
+    resolver = PinningResolver(dns, AddressPolicy(AddressPolicySettings.from_config(cfg)))
+    assert dns.pinned("localhost") == "::1"
+    async with AiohttpFetcher(cfg, resolver=resolver) as fetcher:
+        assert (await fetcher.fetch(f"http://localhost:{srv.port}/")).body == b"ok"
+    assert dns.pinned("localhost") == "127.0.0.1", (
+        "TCPConnector._create_connection override not called: no pin from the socket"
+    )
+    await dns.aclose()
+
+
+def _raw(handler: Callable[[socket.socket, int], object]) -> RawServer:
+    return RawServer(handler)
+
+
+async def _error(url: str) -> FetchError:
+    async with AiohttpFetcher(config()) as fetcher:
+        try:
+            result = await fetcher.fetch(url)
+        except FetchError as exc:
+            return exc
+    raise AssertionError(f"no error: {result.status} {result.body!r}")
+
+
+async def test_connection_lost_tells_a_reset_body_from_a_whole_one() -> None:
+    def reset_mid_body(conn: socket.socket, n: int) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\nhalf a page")
+        threading.Event().wait(0.05)
+        reset(conn)
+
+    server = _raw(reset_mid_body)
+    try:
+        error = await _error(server.url())
+    finally:
+        server.close()
+    assert isinstance(error, ConnectionLost), (
+        f"ResponseHandler.connection_lost override not called: {error!r}"
+    )
+
+
+async def test_data_received_fails_a_body_malformed_after_the_head() -> None:
+    def bad_chunk_later(conn: socket.socket, n: int) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n")
+        threading.Event().wait(0.05)
+        conn.sendall(b"zz\r\n")
+
+    server = _raw(bad_chunk_later)
+    try:
+        error = await _error(server.url())
+    finally:
+        server.close()
+    assert isinstance(error, ProtocolViolation), (
+        f"ResponseHandler.data_received override not called or _payload not fed: {error!r}"
+    )
