@@ -185,14 +185,17 @@ def tree_rss_kib(pid: int) -> int:
     return total
 
 
-def measure(command: list[str], log: Path, timeout_s: float) -> tuple[float, float, int, int]:
-    """Run ``command``; ``(wall s, CPU s, ru_maxrss KiB, sampled tree RSS KiB)``.
+def measure(
+    command: list[str], log: Path, timeout_s: float, env: dict[str, str] | None = None
+) -> tuple[float, float, int, int]:
+    """Run ``command`` (in ``env``: ``None`` for ours); ``(wall s, CPU s, ru_maxrss KiB,
+    sampled tree RSS KiB)``.
 
     Raises ``RunFailed`` on a nonzero exit or after ``timeout_s`` (the process group is
     killed)."""
     with open(log, "wb") as out:
         start = time.monotonic()
-        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env,
                                 stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
     tree_peak, next_sample = 0, start
     try:
@@ -254,12 +257,28 @@ def check_log(web: SynthWeb) -> tuple[dict[str, int], dict[int, int]]:
     return counts, dict(statuses)
 
 
+def baseline_command(tree: Path) -> list[str]:
+    """The ``crawldeck`` command of the source tree ``tree`` (a checkout of another
+    commit, run with this venv's Python and packages): its launcher under the import
+    names of its time (``crawldeck.tui`` since issue #11, ``tui`` before)."""
+    module = "crawldeck.tui.launch" if (tree / "crawldeck").is_dir() else "tui.launch"
+    if not (tree / module.replace(".", "/")).with_suffix(".py").exists():
+        module = module.replace("launch", "cli")
+    code = f"import sys; sys.argv[0] = 'crawldeck'; from {module} import main; sys.exit(main())"
+    return [sys.executable, "-c", code]
+
+
 def run_side(side: str, work: Path, tag: str, args: argparse.Namespace) -> Run:
     """One crawl by ``side`` over the web; its figures (the log is checked by the caller)."""
     log = work / f"{tag}.log"
-    if side == "crawldeck":
+    env = None
+    if side in ("crawldeck", "baseline"):
         db = work / f"{tag}.db"
-        command = [str(CRAWLDECK), "crawl", str(work / "seeds.txt"), "--no-ui",
+        launcher = [str(CRAWLDECK)]
+        if side == "baseline":
+            launcher = baseline_command(args.against)
+            env = {**os.environ, "PYTHONPATH": str(args.against)}
+        command = [*launcher, "crawl", str(work / "seeds.txt"), "--no-ui",
                    "--db", str(db), "--config", str(work / "bench.toml")]  # fmt: skip
     else:
         stats = work / f"{tag}.json"
@@ -267,8 +286,8 @@ def run_side(side: str, work: Path, tag: str, args: argparse.Namespace) -> Run:
                    "--concurrency", str(args.concurrency), "--max-depth", str(args.max_depth),
                    "--max-pages", str(args.max_pages), "--out", str(stats)]  # fmt: skip
     try:
-        wall, cpu, maxrss, tree = measure(command, log, args.timeout)
-        if side == "crawldeck":
+        wall, cpu, maxrss, tree = measure(command, log, args.timeout, env)
+        if side != "scrapy":
             pages, elapsed = crawldeck_result(db)
         else:
             data = json.loads(stats.read_text())
@@ -282,8 +301,8 @@ def run_side(side: str, work: Path, tag: str, args: argparse.Namespace) -> Run:
     return Run(side, wall, cpu, maxrss, tree, pages, elapsed)
 
 
-def print_table(runs: list[Run]) -> None:
-    """Medians per side and the ratio crawldeck / Scrapy."""
+def print_table(runs: list[Run], sides: tuple[str, str]) -> None:
+    """Medians per side and the ratio of the first side to the second."""
     rows = [
         ("pages", lambda r: r.pages, "{:,.0f}"),
         ("pages/s (crawler's own elapsed)", lambda r: r.rate, "{:,.1f}"),
@@ -293,11 +312,12 @@ def print_table(runs: list[Run]) -> None:
         ("peak RSS MiB (process tree, sampled)", lambda r: r.tree_rss_kib / 1024, "{:,.1f}"),
     ]
     width = max(len(name) for name, _, _ in rows)
-    n = len([r for r in runs if r.side == "crawldeck"])
+    n = len([r for r in runs if r.side == sides[0]])
     print(f"\nmedians over {n} round{'s' if n != 1 else ''}:")
-    print(f"  {'':{width}}  {'crawldeck':>12}  {'Scrapy':>12}  {'crawldeck/Scrapy':>16}")
+    names = [side.capitalize() if side == "scrapy" else side for side in sides]
+    print(f"  {'':{width}}  {names[0]:>12}  {names[1]:>12}  {'/'.join(names):>16}")
     for name, get, fmt in rows:
-        values = [statistics.median(get(r) for r in runs if r.side == side) for side in SIDES]
+        values = [statistics.median(get(r) for r in runs if r.side == side) for side in sides]
         ratio = values[0] / values[1] if values[1] else float("nan")
         cells = "  ".join(f"{fmt.format(v):>12}" for v in values)
         print(f"  {name:{width}}  {cells}  {ratio:>16.3f}")
@@ -315,10 +335,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, help="nginx port (default: the first free from 8790)")
     parser.add_argument("--timeout", type=float, default=900.0,
                         help="seconds a run may take, then it is killed (default 900)")  # fmt: skip
+    parser.add_argument("--against", type=Path, metavar="TREE",
+                        help="B is crawldeck from the source tree TREE (an older "
+                             "commit: git worktree add TREE COMMIT), not Scrapy")  # fmt: skip
     args = parser.parse_args(argv)
+    sides = SIDES if args.against is None else ("crawldeck", "baseline")
     if not CRAWLDECK.exists():
         sys.exit(f"e2e_bench: {CRAWLDECK} not found: pip install -e . first")
-    scrapy_version = ensure_scrapy_venv()
+    scrapy_version = ensure_scrapy_venv() if args.against is None else "not used"
     port = args.port or free_port(args.hosts)
     print(f"machine: {os.cpu_count()} CPUs, {platform.platform()}, Python "
           f"{platform.python_version()}; Scrapy {scrapy_version}; nginx port {port}")  # fmt: skip
@@ -336,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
                               max_pages=args.max_pages)
             )  # fmt: skip
             for i in range(args.rounds):
-                for side in SIDES:
+                for side in sides:
                     web.reset_log()
                     time.sleep(0.2)  # let nginx reopen its log
                     run = run_side(side, work, f"{side}-{i + 1}", args)
@@ -363,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print_table(runs)
+    print_table(runs, sides)
     print("checks: " + ("; ".join(problems) if problems else "no /private/ request, no URL twice"))
     return 0
 
