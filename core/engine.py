@@ -42,7 +42,7 @@ from crawldeck.core.errors import (
 )
 from crawldeck.core.frontier import FrontierEntry
 from crawldeck.core.gate import GateStatistics
-from crawldeck.core.observer import SNAPSHOT_HOSTS, HostStats
+from crawldeck.core.observer import SNAPSHOT_HOSTS, HostStats, ObserverStatistics
 from crawldeck.core.politeness import BACKOFF_STATUSES
 from crawldeck.core.protocols import Clock, Fetcher
 from crawldeck.core.recording import PRIORITY_SEED
@@ -65,11 +65,13 @@ STOP_GRACE_S = 5.0
 
 @dataclass(frozen=True, slots=True)
 class EngineStatistics:
-    """The engine's parts at one moment: ``gate`` (``core.gate``) and ``frontier``
-    (``core.window``: in memory, spilled to SQLite, read back)."""
+    """The engine's parts at one moment: ``gate`` (``core.gate``), ``frontier``
+    (``core.window``: in memory, spilled to SQLite, read back) and ``observer``
+    (``core.observer``)."""
 
     gate: GateStatistics
     frontier: WindowStatistics
+    observer: ObserverStatistics
 
 
 @dataclass(frozen=True, slots=True)
@@ -473,7 +475,9 @@ class Engine:
 
     def statistics(self) -> EngineStatistics:
         """The figures of the engine's parts now (each part's ``statistics()``)."""
-        return EngineStatistics(gate=self._gate.statistics(), frontier=self._frontier.statistics())
+        return EngineStatistics(
+            self._gate.statistics(), self._frontier.statistics(), self._obs.statistics()
+        )
 
     @property
     def retried(self) -> int:

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.dns import DnsCache
 from crawldeck.core.gate import HostGate
+from crawldeck.core.protocols import ResultSink
 from crawldeck.core.render_types import RenderStats
 from crawldeck.core.robots import RobotsCache
 from crawldeck.core.snapshot import (
@@ -36,7 +37,7 @@ from crawldeck.core.snapshot import (
     HostRow,
     ResponseRow,
 )
-from crawldeck.core.store import BlockedRecord, HostRecord, Store
+from crawldeck.core.store import BlockedRecord, HostRecord
 from crawldeck.core.traps import Verdict
 from crawldeck.core.window import FrontierWindow
 
@@ -90,14 +91,38 @@ class HostStats:
         self.recent.append(row)
 
 
+@dataclass(frozen=True, slots=True)
+class ObserverStatistics:
+    """The observer at one moment (immutable, named fields).
+
+    Attributes:
+        hosts: hosts known (seen in a URL, a seed or an earlier run).
+        busy_hosts: hosts with a URL being processed now; in_flight: such URLs.
+        pages, bytes: pages recorded and their body bytes, all runs (this run's as
+            they come).
+        changed_hosts: hosts whose ``hosts`` row waits for the next flush.
+        recent_blocked, log_lines: entries held for snapshots (at most
+            ``SNAPSHOT_RECENT`` each).
+    """
+
+    hosts: int
+    busy_hosts: int
+    in_flight: int
+    pages: int
+    bytes: int
+    changed_hosts: int
+    recent_blocked: int
+    log_lines: int
+
+
 class Observer:
     """Host figures, counters, recent lists, ``hosts`` rows and snapshots.
 
     Args:
         config: ``max_pages`` (shown in snapshots).
         clock: the engine's one time source (epoch s).
-        store: the SQLite store (``record_blocked``, ``upsert_host``, the committed
-            totals).
+        store: the result sink (``record_blocked``, ``upsert_host``, the committed
+            totals: ``core.protocols.ResultSink``).
         gate: the host gate (politeness views, ready times).
         frontier: the frontier window (queued counts, the ready heap's next hosts).
         robots: the robots.txt cache (status shown per host).
@@ -108,7 +133,7 @@ class Observer:
         self,
         config: CrawlConfig,
         clock: Callable[[], float],
-        store: Store,
+        store: ResultSink,
         gate: HostGate,
         frontier: FrontierWindow,
         robots: RobotsCache,
@@ -188,9 +213,15 @@ class Observer:
         self._store.record_blocked(BlockedRecord(url, host, reason, verdict.detail, now))
         self._blocked_recent.append(BlockedRow(now, reason, host, url))
 
-    def restore(self, counts: dict[str, object], mix: dict[str, int], total_bytes: int) -> None:
+    def restore(
+        self,
+        counts: dict[str, object],
+        mix: dict[str, int],
+        total_bytes: int,
+        recent_blocked: Iterable[BlockedRecord],
+    ) -> None:
         """Take the totals an earlier run left (``Store.counts``, ``Store.page_totals``)
-        and its recent blocked URLs."""
+        and its recent blocked URLs, newest first (``Store.recent_blocked``)."""
         pages = counts.get("pages", 0)
         self.pages = pages if isinstance(pages, int) else 0
         self.bytes = total_bytes
@@ -200,7 +231,7 @@ class Observer:
         blocked = counts.get("blocked", {})
         if isinstance(blocked, dict):
             self._base_blocked.update(blocked)
-        for old in self._store.recent_blocked(SNAPSHOT_RECENT):
+        for old in recent_blocked:
             self._blocked_recent.append(BlockedRow(old.at, old.reason, old.host, old.url))
 
     def begin(self) -> None:
@@ -209,6 +240,19 @@ class Observer:
         self.pages_at_start = self.pages
         self._samples.clear()
         self._samples.append((self.started_at, self.pages, self.bytes))
+
+    def statistics(self) -> ObserverStatistics:
+        """The observer's figures now."""
+        return ObserverStatistics(
+            hosts=len(self.hosts),
+            busy_hosts=len(self.busy),
+            in_flight=self.in_flight,
+            pages=self.pages,
+            bytes=self.bytes,
+            changed_hosts=len(self._dirty),
+            recent_blocked=len(self._blocked_recent),
+            log_lines=len(self._log_lines),
+        )
 
     # ------------------------------------------------------------ hosts rows
 
@@ -431,4 +475,4 @@ class Observer:
         )
 
 
-__all__ = ["HostStats", "Observer"]
+__all__ = ["HostStats", "Observer", "ObserverStatistics"]

@@ -20,7 +20,7 @@ from crawldeck.core import urls
 from crawldeck.core.admission import Admission
 from crawldeck.core.frontier import FrontierEntry
 from crawldeck.core.gate import HostGate
-from crawldeck.core.observer import Observer
+from crawldeck.core.observer import SNAPSHOT_RECENT, Observer
 from crawldeck.core.seen import SeenSet
 from crawldeck.core.store import Store
 from crawldeck.core.traps import ScopePolicy, TrapGuard
@@ -90,7 +90,8 @@ def restore(
         if rec.backoff_attempts:
             gate.restore_backoff(host)
     mix, total_bytes = store.page_totals()
-    observer.restore(dict(store.counts()), mix, total_bytes)
+    recent = store.recent_blocked(SNAPSHOT_RECENT)
+    observer.restore(dict(store.counts()), mix, total_bytes, recent)
     again = observer.retried
     retried = f" ({again} that failed before are tried again)" if again else ""
     return (

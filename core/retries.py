@@ -26,10 +26,10 @@ from crawldeck.core.frontier import FrontierEntry
 from crawldeck.core.gate import HostGate
 from crawldeck.core.observer import HostStats, Observer
 from crawldeck.core.politeness import Outcome
+from crawldeck.core.protocols import ResultSink
 from crawldeck.core.recording import Recorder
 from crawldeck.core.robots import RobotsDecision, RobotsEntry
 from crawldeck.core.side_requests import learn
-from crawldeck.core.store import Store
 from crawldeck.core.traps import BlockReason, Verdict
 from crawldeck.core.window import FrontierWindow
 
@@ -40,7 +40,7 @@ class Retries:
     Args:
         config: ``max_retries``, ``total_timeout_ms``, ``park_after_backoffs``,
             ``demote_after_s``.
-        store: frontier states (``mark``).
+        store: the result sink: frontier states (``mark``).
         gate: the host gate (politeness learns each outcome).
         frontier: where a retried URL goes back, a parked host leaves, a demoted one
             moves.
@@ -51,7 +51,7 @@ class Retries:
     def __init__(
         self,
         config: CrawlConfig,
-        store: Store,
+        store: ResultSink,
         gate: HostGate,
         frontier: FrontierWindow,
         observer: Observer,

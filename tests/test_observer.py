@@ -24,7 +24,7 @@ from crawldeck.core.dns import DnsCache, DnsSettings, IpLimiter, IpLimitSettings
 from crawldeck.core.fetcher import FetchResult
 from crawldeck.core.frontier import FrontierEntry
 from crawldeck.core.gate import HostGate
-from crawldeck.core.observer import RECENT_RESPONSES, HostStats, Observer
+from crawldeck.core.observer import RECENT_RESPONSES, HostStats, Observer, ObserverStatistics
 from crawldeck.core.politeness import Politeness, PolitenessSettings
 from crawldeck.core.robots import RobotsCache, RobotsSettings
 from crawldeck.core.snapshot import BackoffRow, BlockedRow, Counters, HostRow, ResponseRow
@@ -140,7 +140,8 @@ def test_restore_takes_an_earlier_runs_totals_and_recent_refusals(tmp_path: Path
         earlier.record_blocked(BlockedRecord("http://a.test/x", "a.test", "depth", "d", T - 60))
     rig = make_rig(db)
     try:
-        rig.obs.restore({"pages": 7, "blocked": {"depth": 1}}, {"2xx": 6, "error": 1}, 1234)
+        recent = rig.store.recent_blocked(200)
+        rig.obs.restore({"pages": 7, "blocked": {"depth": 1}}, {"2xx": 6, "error": 1}, 1234, recent)
         assert (rig.obs.pages, rig.obs.bytes) == (7, 1234)
         counters = rig.obs.counters()
         assert counters == Counters(
@@ -347,3 +348,22 @@ def test_log_lines_are_stamped_by_the_engines_clock(rig: Rig) -> None:
     rig.obs.log("one")
     rig.obs.audit("two")
     assert rig.obs.snapshot("running", None).log == ("23:15:25 one", "23:15:25 two")
+
+
+def test_statistics_count_what_the_observer_holds(rig: Rig) -> None:
+    obs = rig.obs
+    assert obs.statistics() == ObserverStatistics(0, 0, 0, 0, 0, 0, 0, 0)
+    a, b = obs.stats("a.test", None), obs.stats("b.test", None)
+    obs.start("a.test", a)
+    obs.start("a.test", a)
+    obs.start("b.test", b)
+    obs.end("b.test", b)
+    obs.log("one line")
+    obs.block("http://a.test/x", "a.test", Verdict(BlockReason.DEPTH, "depth 9 > 8"))
+    obs.pages, obs.bytes = 3, 300
+    assert obs.statistics() == ObserverStatistics(
+        hosts=2, busy_hosts=1, in_flight=2, pages=3, bytes=300, changed_hosts=1,
+        recent_blocked=1, log_lines=1,
+    )  # fmt: skip
+    obs.flush_hosts()
+    assert obs.statistics().changed_hosts == 0
