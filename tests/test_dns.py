@@ -22,12 +22,13 @@ import ssl
 import subprocess
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import virtualtime
+from aiohttp.abc import ResolveResult
 from dnsserver import DNSMASQ, CountingResolver, DnsmasqServer, StubDnsServer
 from fakeclock import FakeClock
 from httpserver import HTTPTestServer, Response
@@ -56,7 +57,7 @@ from crawldeck.core.errors import (
 )
 from crawldeck.core.fetcher import AiohttpFetcher
 from crawldeck.core.politeness import Politeness, PolitenessSettings
-from crawldeck.core.transport import PinningResolver
+from crawldeck.core.transport import PinningResolver, PinningStatistics
 
 ALLOWED_NET = "127.0.5.0/24"
 
@@ -708,7 +709,7 @@ async def test_pinned_fetch_keeps_the_name_and_reuses_the_connection(
     hosts = [r.headers["host"] for r in web["a"].requests]
     assert hosts == [f"a.crawl.test:{web['a'].port}"] * 2  # the name, not the address
     assert connects == 1  # keep-alive: one connection, two requests
-    assert resolver.lookups == 1
+    assert resolver.statistics() == PinningStatistics(choices=1, connections=1, reused=0)
     assert dns.pinned("a.crawl.test") == "127.0.5.1"
     assert dns.pinned(f"a.crawl.test:{web['a'].port}") == "127.0.5.1"
     await dns.aclose()
@@ -863,6 +864,163 @@ async def test_per_ip_limit_spaces_two_names_on_one_address(
     # Dispatches are >= 300 ms apart; the server's clock adds thread-scheduling jitter.
     assert min(gaps) >= 0.3 - 0.1, gaps
     assert times[-1] - times[0] >= 5 * 0.3 - 0.1, gaps
+    await dns.aclose()
+
+
+# ------------------------------------------- pinning: one choice per new connection
+
+
+class CountingPolicy(AddressPolicy):
+    """An ``AddressPolicy`` that counts its ``select`` calls."""
+
+    selects = 0
+
+    def select(self, host: str, addresses: Iterable[str]) -> list[str]:
+        self.selects += 1
+        return super().select(host, addresses)
+
+
+def pinning(script: Script, clock: FakeClock) -> tuple[DnsCache, CountingPolicy, PinningResolver]:
+    """A ``PinningResolver`` over a scripted ``DnsCache`` (A records; AAAA NXDOMAIN)."""
+    config = make_config(dns_min_ttl_s=1)
+    resolver = ScriptedResolver(script)
+    dns = DnsCache(DnsSettings.from_config(config), clock, lambda: resolver)
+    policy = CountingPolicy(AddressPolicySettings.from_config(config))
+    return dns, policy, PinningResolver(dns, policy)
+
+
+def addresses(results: list[ResolveResult]) -> list[str]:
+    return [result["host"] for result in results]
+
+
+async def test_a_new_connection_takes_the_choice_made_before_the_request() -> None:
+    clock = FakeClock()
+    dns, policy, resolver = pinning({"a.test": {"A": a("127.0.5.1", ttl=60)}}, clock)
+    # The engine's recipe: choose (for the per-IP gate), then the connector resolves.
+    assert await resolver.choose("a.test:8080") == ["127.0.5.1"]
+    assert addresses(await resolver.resolve("a.test", 8080)) == ["127.0.5.1"]
+    assert (dns.stats().lookups, policy.selects) == (1, 1)  # once per new connection
+    assert resolver.statistics() == PinningStatistics(choices=1, connections=1, reused=1)
+    # The engine's recipe until now: its own lookup and check, and a resolver never
+    # told of them resolves and checks again for the connection.
+    await dns.resolve("a.test:8080")
+    policy.select("a.test", ["127.0.5.1"])
+    await PinningResolver(dns, policy).resolve("a.test", 8080)
+    assert (dns.stats().lookups, policy.selects) == (1 + 2, 1 + 2)  # twice
+    await dns.aclose()
+
+
+async def test_an_answer_that_changed_before_the_connection_is_checked_again() -> None:
+    # DNS rebinding between the engine's lookup and the connection: the choice was
+    # made from an answer the cache no longer holds, so the connection makes its own,
+    # and the policy refuses the new address.
+    clock = FakeClock()
+    script: Script = {"rebind.test": {"A": a("127.0.5.1", ttl=1)}}
+    dns, _policy, resolver = pinning(script, clock)
+    assert await resolver.choose("rebind.test") == ["127.0.5.1"]
+    script["rebind.test"]["A"] = a("127.0.6.9", ttl=1)
+    clock.advance(1.5)  # the answer expired
+    with pytest.raises(PrivateAddress) as info:
+        await resolver.resolve("rebind.test", 80)
+    assert info.value.address == "127.0.6.9"
+    assert resolver.statistics() == PinningStatistics(choices=2, connections=1, reused=0)
+    # A refused choice is not remembered: the next connection asks again.
+    with pytest.raises(PrivateAddress):
+        await resolver.resolve("rebind.test", 80)
+    assert resolver.statistics().choices == 3
+    await dns.aclose()
+
+
+async def test_a_choice_holds_only_while_the_cache_holds_its_answer() -> None:
+    clock = FakeClock()
+    script: Script = {"a.test": {"A": a("127.0.5.1", ttl=10)}}
+    dns, policy, resolver = pinning(script, clock)
+    await resolver.choose("a.test")
+    clock.advance(9)
+    await resolver.resolve("a.test", 80)  # still the answer chosen from
+    clock.advance(2)  # expired: same addresses, but a new lookup and a new check
+    await resolver.resolve("a.test", 80)
+    assert resolver.statistics() == PinningStatistics(choices=2, connections=2, reused=1)
+    assert (dns.stats().lookups, policy.selects) == (2, 2)
+    # Another lookup of the name (the engine's next request) refreshes the answer:
+    # an unchanged one keeps the choice current.
+    await dns.resolve("a.test")
+    await resolver.resolve("a.test", 80)
+    assert resolver.statistics().reused == 2
+    await dns.aclose()
+
+
+async def test_the_choices_kept_are_capped_least_recent_first() -> None:
+    clock = FakeClock()
+    script: Script = {name: {"A": a("127.0.5.1", ttl=60)} for name in ("a.test", "b.test")}
+    config = make_config()
+    dns = DnsCache(DnsSettings.from_config(config), clock, lambda: ScriptedResolver(script))
+    resolver = PinningResolver(dns, AddressPolicy(AddressPolicySettings.from_config(config)),
+                               capacity=1)  # fmt: skip
+    await resolver.choose("a.test")
+    await resolver.choose("b.test")  # a.test's choice is dropped
+    await resolver.resolve("b.test", 80)
+    await resolver.resolve("a.test", 80)
+    assert resolver.statistics() == PinningStatistics(choices=3, connections=2, reused=1)
+    await dns.aclose()
+
+
+async def test_the_pinned_address_comes_first_in_a_choice_and_at_connection() -> None:
+    clock = FakeClock()
+    script: Script = {"two.test": {"A": a("127.0.5.3", "127.0.5.4", ttl=60)}}
+    dns, _policy, resolver = pinning(script, clock)
+    assert await resolver.choose("two.test") == ["127.0.5.3", "127.0.5.4"]
+    resolver.connected("two.test", "127.0.5.4")  # the socket went to the second
+    assert addresses(await resolver.resolve("two.test", 80)) == ["127.0.5.4", "127.0.5.3"]
+    assert await resolver.choose("two.test") == ["127.0.5.4", "127.0.5.3"]
+    await dns.aclose()
+
+
+async def test_one_lookup_and_one_check_per_new_connection_on_real_sockets(
+    dnsmasq: DnsmasqServer, web: dict[str, HTTPTestServer]
+) -> None:
+    # Every response closes its connection, so each request opens a new one: with the
+    # engine's recipe (choose, then fetch) each costs one DNS lookup and one policy check.
+    srv = web["a"]
+    srv.set("/close", Response(200, {"Connection": "close"}, b"bye"))
+    config = live_config(dnsmasq)
+    dns = DnsCache(DnsSettings.from_config(config))
+    policy = CountingPolicy(AddressPolicySettings.from_config(config))
+    resolver = PinningResolver(dns, policy)
+    async with AiohttpFetcher(config, resolver=resolver) as fetcher:
+        for _ in range(3):
+            assert await resolver.choose(f"a.crawl.test:{srv.port}") == ["127.0.5.1"]
+            assert (await fetcher.fetch(url("a.crawl.test", srv, "/close"))).body == b"bye"
+        connects = fetcher.statistics().connects
+    assert connects == 3
+    assert resolver.statistics() == PinningStatistics(choices=3, connections=3, reused=3)
+    assert (dns.stats().lookups, policy.selects) == (3, 3)
+    await dns.aclose()
+
+
+async def test_rebinding_after_the_choice_is_refused_at_the_connection(
+    fresh_dnsmasq: DnsmasqServer, web: dict[str, HTTPTestServer]
+) -> None:
+    port = web["a"].port
+    trap = socket.socket()  # where the name rebinds to: it must never see a connection
+    trap.bind(("127.0.6.9", port))
+    trap.listen(8)
+    trap.setblocking(False)
+    fresh_dnsmasq.set("rebind.crawl.test", ["127.0.5.1"])
+    config = live_config(fresh_dnsmasq, dns_min_ttl_s=0)
+    dns = DnsCache(DnsSettings.from_config(config))
+    resolver = PinningResolver(dns, AddressPolicy(AddressPolicySettings.from_config(config)))
+    async with AiohttpFetcher(config, resolver=resolver) as f:
+        assert await resolver.choose("rebind.crawl.test") == ["127.0.5.1"]
+        fresh_dnsmasq.set("rebind.crawl.test", ["127.0.6.9"])
+        await asyncio.sleep(1.3)  # the 1 s TTL runs out between the choice and the connect
+        with pytest.raises(PrivateAddress) as info:
+            await f.fetch(f"http://rebind.crawl.test:{port}/")
+    assert info.value.address == "127.0.6.9"
+    with pytest.raises(BlockingIOError):
+        trap.accept()
+    trap.close()
+    assert web["a"].requests == []
     await dns.aclose()
 
 
