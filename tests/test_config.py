@@ -6,7 +6,7 @@ import math
 import re
 from dataclasses import fields
 from pathlib import Path
-from typing import get_args, get_type_hints
+from typing import Any, get_args, get_type_hints
 
 import pytest
 from hypothesis import given, settings
@@ -138,8 +138,9 @@ def test_a_value_out_of_its_range_is_refused_by_the_type(bad: tuple[str, int | f
     ``CrawlConfig(...)`` itself raises, with the very line ``build_config`` gives."""
     name, value = bad
     bounds = RANGES[name]
+    fields: dict[str, Any] = {name: value}  # a field chosen at run time
     with pytest.raises(ConfigError) as direct:
-        CrawlConfig(**{name: value})
+        CrawlConfig(**fields)
     with pytest.raises(ConfigError) as built:
         build_config({name: value})
     assert str(direct.value) == str(built.value)
@@ -158,7 +159,8 @@ def test_the_bounds_themselves_are_accepted(name: str) -> None:
         if value is None:
             continue
         typed = int(value) if _is_int_field(name) else value
-        config = CrawlConfig(**{name: typed, **_PARTNERS.get(name, {})})
+        fields: dict[str, Any] = {name: typed, **_PARTNERS.get(name, {})}
+        config = CrawlConfig(**fields)
         assert getattr(config, name) == value
 
 
@@ -176,7 +178,7 @@ def test_the_type_checks_what_build_config_checks() -> None:
     with pytest.raises(ConfigError) as caught:
         CrawlConfig(delay_ms=-5)
     assert str(caught.value) == "config key 'delay_ms': expected a value >= 0, got -5"
-    rules = [
+    rules: list[tuple[dict[str, Any], str]] = [
         ({"delay_ms": "5"}, "config key 'delay_ms': expected an integer, got '5'"),
         ({"max_pages": True}, "config key 'max_pages': expected an integer, got True"),
         ({"scope": "web"}, "config key 'scope': expected one of 'host', 'domain', 'any'"),

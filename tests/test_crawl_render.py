@@ -82,7 +82,7 @@ def test_the_browser_obeys_robots_and_fetches_no_media(rendered: Rendered) -> No
     assert exp.render_disallowed and not exp.render_disallowed & requested
     assert not exp.render_resources & requested
     assert not exp.render_unreachable & requested
-    blocked = dict(rendered.rows("SELECT url, reason FROM blocked"))
+    blocked = {str(url): str(why) for url, why in rendered.rows("SELECT url, reason FROM blocked")}
     assert {blocked.get(url) for url in exp.render_disallowed} == {"robots"}
 
 

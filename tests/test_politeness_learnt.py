@@ -17,7 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawldeck.core.config import ConfigError, CrawlConfig, build_config
+from crawldeck.core.config import CrawlConfig, build_config
+from crawldeck.core.errors import ConfigError
 from crawldeck.core.politeness import (
     Outcome,
     Politeness,
@@ -168,7 +169,8 @@ def test_a_fast_error_never_lowers_the_delay() -> None:
     # A success sets the adaptive part again and steps the learnt one down by 50 ms.
     pol.on_response(HOST, 50.0, 200, 0.1, None)
     view = pol.view(HOST, 50.0)
-    assert (view.delay_source, view.delay_ms) == ("rate_limit", pytest.approx(5950.0))
+    assert view.delay_source == "rate_limit"
+    assert view.delay_ms == pytest.approx(5950.0)
 
 
 def test_429s_to_requests_sent_before_the_rise_double_once() -> None:
