@@ -189,4 +189,40 @@ def _write_jsonl(cur: sqlite3.Cursor, columns: list[str], out: TextIO) -> int:
     return count
 
 
-__all__ = ["EXPORT_BATCH_ROWS", "FORMATS", "TABLES", "Format", "Table", "export", "export_file"]
+def foreign_crawl(db: Path, host_prefix: str) -> str | None:
+    """Why the crawl file ``db`` holds more than a crawl of the hosts whose key starts
+    with ``host_prefix`` + ``.`` (the demo's own addresses), read-only; ``None`` when it
+    does not exist or holds only those (the demo may then erase it).
+
+    Returns:
+        a reason that fits "``db`` ...": ``cannot be read as SQLite``, ``is not a crawl
+        file of the demo`` (no ``hosts`` table), ``holds a crawl of N hosts outside the
+        local web``; or ``None``.
+    """
+    if not db.exists():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return "cannot be read as SQLite"
+    try:
+        (other,) = conn.execute(
+            "SELECT count(*) FROM hosts WHERE host NOT LIKE ?", (f"{host_prefix}.%",)
+        ).fetchone()
+    except sqlite3.Error:
+        return "is not a crawl file of the demo"
+    finally:
+        conn.close()
+    return f"holds a crawl of {other} hosts outside the local web" if other else None
+
+
+__all__ = [
+    "EXPORT_BATCH_ROWS",
+    "FORMATS",
+    "TABLES",
+    "Format",
+    "Table",
+    "export",
+    "export_file",
+    "foreign_crawl",
+]

@@ -70,6 +70,7 @@ def test_the_contracts_are_the_ones_the_design_names() -> None:
         "pure-no-io",
         "snapshot-no-renderer",
         "localweb-for-tests",
+        "ui-no-sqlite",
     }
 
 

@@ -16,7 +16,6 @@ import resource
 import shlex
 import shutil
 import signal
-import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,7 +23,7 @@ from pathlib import Path
 from crawldeck.core.config import CrawlConfig, load_config
 from crawldeck.core.engine import CrawlResult, Engine
 from crawldeck.core.errors import CrawldeckError
-from crawldeck.core.export import export, export_file
+from crawldeck.core.export import export, export_file, foreign_crawl
 from crawldeck.core.seeds import read_seeds
 from crawldeck.core.store import Store
 from crawldeck.tui.headless import HeadlessReporter, stop_signals
@@ -322,7 +321,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     if not args.db.strip():
         return _fail("--db needs a file name")
     db = Path(args.db)
-    foreign = _foreign_crawl(db)
+    foreign = foreign_crawl(db, DEMO_PREFIX)
     if foreign:
         return _fail(f"{str(db)!r} {foreign}; the demo starts anew and would erase it: "
                      "give the demo another --db")  # fmt: skip
@@ -346,25 +345,6 @@ def _run_demo(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     finally:
         store.close()
-
-
-def _foreign_crawl(db: Path) -> str | None:
-    """Why ``db`` must not be erased by the demo (``None``: absent or a demo's own file)."""
-    if not db.exists():
-        return None
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    except sqlite3.Error:
-        return "cannot be read as SQLite"
-    try:
-        (other,) = conn.execute(
-            "SELECT count(*) FROM hosts WHERE host NOT LIKE ?", (f"{DEMO_PREFIX}.%",)
-        ).fetchone()
-    except sqlite3.Error:
-        return "is not a crawl file of the demo"
-    finally:
-        conn.close()
-    return f"holds a crawl of {other} hosts outside the local web" if other else None
 
 
 def _stop_export(signum: int, frame: object) -> None:
