@@ -36,10 +36,13 @@ from collections.abc import Callable, Coroutine
 from concurrent.futures import Executor
 from typing import Any, TypeVar, TypeVarTuple
 
+import fakeclock
+
 T = TypeVar("T")
 
-#: The virtual clock's start: 2023-11-14T22:13:20Z, so stored timestamps look real.
-EPOCH = 1_700_000_000.0
+#: The virtual clock's start is the fake clock's (``tests/fakeclock.py``):
+#: 2023-11-14T22:13:20Z, so stored timestamps look real.
+EPOCH = fakeclock.EPOCH
 #: Timers due within this many seconds of the clock run together. Epoch-sized floats
 #: have a resolution of about 0.24 us; asyncio's default (1 ns, the monotonic clock's)
 #: would be lost in rounding and a due timer would never run.
