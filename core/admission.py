@@ -143,17 +143,35 @@ class Admission:
         return Link(url, key, urls.host_key(url) if host is None else host)
 
     def admit(self, link: Link, depth: int, *, is_seed: bool = False) -> Verdict | bool:
-        """Pass ``link`` found at ``depth`` through the seen set and the trap guards.
+        """Pass ``link`` found at ``depth`` through the seen set (``SeenSet.contains``,
+        its exact check on this thread: for seeds) and the trap guards.
 
         Returns:
             ``True`` when admitted (its key is now in the seen set and its host's count
             is one more), ``False`` when it was seen before (dropped, whatever the
             guards would say now), or the ``Verdict`` that refuses it (recorded in
             ``blocked`` unless it was recently).
+
+        Raises:
+            StoreError: from the seen set's exact check.
         """
-        key = link.key
-        if self._seen.contains(key):
+        return self._guarded(link, depth, self._seen.contains(link.key), is_seed=is_seed)
+
+    async def admit_found(self, link: Link, depth: int) -> Verdict | bool:
+        """``admit`` for a URL found during a crawl (a redirect's target): the seen
+        set's exact check runs in a thread (``SeenSet.seen_among``).
+
+        Raises:
+            StoreError: from the seen set's exact check.
+        """
+        seen = await self._seen.seen_among((link.key,))
+        return self._guarded(link, depth, link.key in seen, is_seed=False)
+
+    def _guarded(self, link: Link, depth: int, seen: bool, *, is_seed: bool) -> Verdict | bool:
+        """``admit`` once the seen set answered ``seen``; adds an admitted key to it."""
+        if seen:
             return False
+        key = link.key
         host = link.host
         verdict = self._guard.admit(link.url, depth, self.admitted[host], is_seed=is_seed, key=key)
         if verdict is not None:
@@ -163,18 +181,22 @@ class Admission:
         self.admitted[host] += 1
         return True
 
-    def follow(
+    async def follow(
         self, page_url: str, page_host: str, hrefs: Iterable[str], base: str, depth: int
     ) -> tuple[list[tuple[str, str]], list[Link]]:
         """Resolve and admit the outlinks ``hrefs`` of ``page_url`` (base URL ``base``)
-        at ``depth``.
+        at ``depth``: the seen set answers for all of them at once, its exact checks in
+        one thread job (``SeenSet.seen_among``), then each passes the trap guards.
 
         Returns:
             ``(edges, admitted)``: an edge ``(page_url, url)`` per href that resolved,
             in order (a page linking one href twice: once); the links admitted now.
+
+        Raises:
+            StoreError: from the seen set's exact check.
         """
         edges: list[tuple[str, str]] = []
-        admitted: list[Link] = []
+        found: list[Link | tuple[str, Verdict]] = []  # to admit, or (href, refusal)
         memo = self._memo
         prefix = urls.origin_prefix(base)
         same_host: tuple[str, str] | None = None  # (prefix + "/", its host key), on need
@@ -184,8 +206,8 @@ class Admission:
             if known is None:
                 try:
                     url = urls.clean(href, base)
-                except UrlError as exc:
-                    self.block_once(href, page_host, Verdict(url_reason(exc), str(exc)), key=href)
+                except UrlError as exc:  # recorded in href order, with the guards' refusals
+                    found.append((href, Verdict(url_reason(exc), str(exc))))
                     continue
                 if same_host is None:
                     same_host = _prefix_host(prefix)
@@ -194,13 +216,22 @@ class Admission:
                 if memo_key is not None:
                     memo.put(memo_key, known)
             edges.append((page_url, known.url))
-            if known.seen:
+            if not known.seen:
+                found.append(known)
+        admitted: list[Link] = []
+        if not found:
+            return edges, admitted
+        seen = await self._seen.seen_among([link.key for link in found if isinstance(link, Link)])
+        for link in found:  # no await from here on: ``seen`` stays exact
+            if not isinstance(link, Link):
+                self.block_once(link[0], page_host, link[1], key=link[0])
                 continue
-            outcome = self.admit(known, depth)
+            outcome = self._guarded(link, depth, link.key in seen, is_seed=False)
             if not isinstance(outcome, Verdict):
-                known.seen = True
+                link.seen = True
                 if outcome:
-                    admitted.append(known)
+                    seen.add(link.key)
+                    admitted.append(link)
         return edges, admitted
 
     def block_once(self, url: str, host: str, verdict: Verdict, *, key: str | None = None) -> None:

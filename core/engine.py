@@ -425,7 +425,7 @@ class Engine:
         if outcome is None:
             return  # put back for a retry
         content = Content() if outcome.retry else await self._content.read(host, result)
-        self._recorder.response(
+        await self._recorder.response(
             entry,
             stats,
             result,

@@ -136,7 +136,7 @@ class Recorder:
         stats.remember(ResponseRow(start, entry.url, None, page.elapsed_ms, page.error))
         self._store.record_page(page, key=entry.key, links=(), new_rows=(), state="failed")
 
-    def response(
+    async def response(
         self,
         entry: FrontierEntry,
         stats: HostStats,
@@ -156,6 +156,12 @@ class Recorder:
         as the same frontier row (state ``queued`` with the next hop's URL), so a kill
         resumes the chain; a chain that ends in a loop, past ``max_redirects`` or as a
         growing-URL trap marks its hops failed with the reason (``core.redirects``).
+
+        Awaits the seen set's exact checks (in a thread, ``Admission.follow``); the
+        page's rows are queued to the store in one operation after them.
+
+        Raises:
+            StoreError: the store failed (its exact check or an earlier write).
         """
         self._obs.pages += 1
         self._obs.bytes += len(result.body)
@@ -181,17 +187,17 @@ class Recorder:
             hop = location
         elif extracted is not None:
             noindex = extracted.noindex
-            self._follow(entry, extracted.links, extracted.base, edges, new_rows)
+            await self._follow(entry, extracted.links, extracted.base, edges, new_rows)
             if rendered is not None:
                 noindex = noindex or rendered.noindex
-                self._follow(entry, rendered.links, rendered.base, edges, new_rows)
-                self._follow(entry, rendered.navigations, entry.url, edges, new_rows)
+                await self._follow(entry, rendered.links, rendered.base, edges, new_rows)
+                await self._follow(entry, rendered.navigations, entry.url, edges, new_rows)
             if extracted.refresh is not None:
                 hop, base = extracted.refresh, extracted.base
         state: Literal["done", "failed", "queued"] = "failed" if failed else "done"
         following: FrontierEntry | None = None
         if hop is not None:
-            target, ended, following = self._redirect(entry, hop, base, result, new_rows)
+            target, ended, following = await self._redirect(entry, hop, base, result, new_rows)
             if target is not None:
                 final_url = target
                 edges.append((entry.url, target))
@@ -233,7 +239,7 @@ class Recorder:
         if following is not None:
             self._frontier.push_front(following)
 
-    def _redirect(
+    async def _redirect(
         self,
         entry: FrontierEntry,
         raw: str,
@@ -283,14 +289,14 @@ class Recorder:
             following.host = host  # another host only for a chain URL asked again
             return target, None, following
         link = self._admission.link(target, key=key, host=host)
-        if self._admission.admit(link, entry.depth) is True:
+        if await self._admission.admit_found(link, entry.depth) is True:
             new_rows.append(
                 self.queue(link, entry.depth, PRIORITY_SEED, chain, entry.url,
                             spill=False, cookies=cookies)
             )  # fmt: skip
         return target, None, None
 
-    def _follow(
+    async def _follow(
         self,
         entry: FrontierEntry,
         hrefs: list[str],
@@ -301,7 +307,7 @@ class Recorder:
         """Resolve, admit and queue the outlinks of a page at ``entry.depth + 1``
         (``Admission.follow``); its edges and new rows go to ``edges`` and ``new_rows``."""
         depth = entry.depth + 1
-        found, admitted = self._admission.follow(entry.url, entry.host, hrefs, base, depth)
+        found, admitted = await self._admission.follow(entry.url, entry.host, hrefs, base, depth)
         edges += found
         new_rows += (self.queue(link, depth, PRIORITY_LINK, (), entry.url) for link in admitted)
 

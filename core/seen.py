@@ -2,7 +2,10 @@
 
 A Bloom filter (rbloom) answers most questions in memory; when it says "maybe", the
 store answers exactly (its queued-but-uncommitted keys, then SQLite), so a false
-positive of the filter never drops a new URL.
+positive of the filter never drops a new URL. During a crawl the exact answers are
+asked in a thread, a page's keys in one batch (``seen_among``), so no SQLite read runs
+on the event loop (issue #11 item 4); ``contains`` asks on the calling thread (seeds,
+before and between crawls).
 
 Hash function: Python's built-in ``hash`` (rbloom's default). For ``str`` it is SipHash
 computed in C and cached on the string object, about 6x faster than a
@@ -16,7 +19,8 @@ one extra exact check, never a wrong answer.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from rbloom import Bloom
@@ -47,8 +51,13 @@ class SeenSet:
     their own, since the store cannot know them yet (a page linking ``b#one`` and
     ``b#two`` adds the key of ``b`` twice before its row reaches the store).
 
+    Threads: call every method on one thread (the event loop's); ``seen_among`` asks
+    the store in a thread of the loop's default executor. A key added by another task
+    while that check is in flight counts as seen in its answer, so no key is reported
+    new twice.
+
     Counters (only grow):
-        ``added``: keys reported new; ``bloom_hits``: calls where the filter said
+        ``added``: keys reported new; ``bloom_hits``: keys for which the filter said
         "maybe present"; ``exact_checks``: ``store.contains`` calls made for them;
         ``false_positives``: exact checks that found the key absent (the filter erred).
     """
@@ -64,6 +73,8 @@ class SeenSet:
         self._false_positive_rate = false_positive_rate
         self._bloom = Bloom(self._expected_items, false_positive_rate)
         self._unsent: set[str] = set()
+        self._checking = 0  # seen_among calls awaiting the store
+        self._added_late: set[str] = set()  # keys added while any of them awaits
         self.added = 0
         self.bloom_hits = 0
         self.exact_checks = 0
@@ -89,11 +100,52 @@ class SeenSet:
         self.false_positives += 1
         return False
 
+    async def seen_among(self, keys: Sequence[str]) -> set[str]:
+        """The keys of ``keys`` added before (exact), the store asked in one thread job.
+
+        The filter says absent -> new (no I/O); maybe -> the keys not yet handed to
+        the store, then ``store.contains`` for the rest, in a thread. The answer holds
+        when it is returned: keys added by other tasks during the check are in it; the
+        caller adds the new ones before its next ``await``.
+
+        Raises:
+            StoreError: from the store's exact check.
+        """
+        bloom = self._bloom
+        maybe = [key for key in dict.fromkeys(keys) if key in bloom]
+        if not maybe:
+            return set()
+        self.bloom_hits += len(maybe)
+        unsent = self._unsent
+        exact = [key for key in maybe if key not in unsent]
+        if not exact:
+            return set(maybe)
+        self.exact_checks += len(exact)
+        self._checking += 1
+        try:
+            loop = asyncio.get_running_loop()
+            found = await loop.run_in_executor(None, self._stored, exact)
+        finally:
+            self._checking -= 1
+        late = self._added_late
+        if not self._checking:
+            self._added_late = set()
+        self.false_positives += sum(1 for key in exact if key not in found and key not in late)
+        unsent = self._unsent
+        return found | {key for key in keys if key in unsent or key in late}
+
+    def _stored(self, keys: list[str]) -> set[str]:
+        """The keys of ``keys`` the store holds (run in a thread)."""
+        contains = self._store.contains
+        return {key for key in keys if contains(key)}
+
     def add(self, key: str) -> None:
-        """Record ``key`` as admitted; the caller knows it is new (``contains``) and
-        must store it (see the class contract)."""
+        """Record ``key`` as admitted; the caller knows it is new (``contains`` or
+        ``seen_among``) and must store it (see the class contract)."""
         self._bloom.add(key)
         self._unsent.add(key)
+        if self._checking:
+            self._added_late.add(key)
         self.added += 1
 
     def add_if_new(self, key: str) -> bool:

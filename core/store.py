@@ -817,6 +817,7 @@ class Store:
         self._queue: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
         self._pending: set[str] = set()
         self._pending_lock = threading.Lock()
+        self._kconn_lock = threading.Lock()  # contains() may run in several threads
         self._error: BaseException | None = None
         self._error_reported = False
         self._blocked_added: Counter[str] = Counter()
@@ -1332,7 +1333,9 @@ class Store:
     def contains(self, key: str) -> bool:
         """Whether the frontier holds ``key``: queued-but-uncommitted keys, then SQLite.
 
-        One primary-key lookup (tens of microseconds) when the key is not pending.
+        One primary-key lookup (tens of microseconds) when the key is not pending. The
+        one call that may run in any thread (``core.seen.SeenSet.seen_among`` calls it
+        in the loop's executor): its connection is used under a lock.
 
         Raises:
             StoreError: see the class.
@@ -1342,11 +1345,12 @@ class Store:
             return True
         assert self._kconn is not None
         try:
-            cur = self._kconn.execute("SELECT 1 FROM frontier WHERE key = ?", (key,))
-            try:
-                return cur.fetchone() is not None
-            finally:
-                cur.close()  # ends the read transaction now, so the next call sees new commits
+            with self._kconn_lock:
+                cur = self._kconn.execute("SELECT 1 FROM frontier WHERE key = ?", (key,))
+                try:
+                    return cur.fetchone() is not None
+                finally:
+                    cur.close()  # ends the read transaction now: the next call sees new commits
         except sqlite3.Error as exc:
             raise StoreError(self._read_failure(exc)) from None
 

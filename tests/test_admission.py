@@ -10,6 +10,7 @@ can never give a page another URL than resolving the href there would.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 from collections import Counter
 
@@ -121,8 +122,8 @@ def test_the_host_cap_counts_admitted_urls_per_host() -> None:
 def test_follow_gives_edges_in_order_and_admits_each_url_once() -> None:
     admission, blocked = make()
     hrefs = ["/a", "b", "/a", "http://b.test/x", "/a#top", "mailto:me@a.test", "http://[x/"]
-    edges, admitted = admission.follow(
-        "http://a.test/d/page", "a.test", hrefs, "http://a.test/d/page", 1
+    edges, admitted = asyncio.run(
+        admission.follow("http://a.test/d/page", "a.test", hrefs, "http://a.test/d/page", 1)
     )
     assert edges == [
         ("http://a.test/d/page", "http://a.test/a"),
@@ -140,8 +141,8 @@ def test_follow_gives_edges_in_order_and_admits_each_url_once() -> None:
         ("http://[x/", "a.test", BlockReason.BAD_URL),
     ]
     # the next page with the same links: edges, nothing new, nothing recorded again
-    edges2, admitted2 = admission.follow(
-        "http://a.test/d/other", "a.test", hrefs, "http://a.test/d/other", 1
+    edges2, admitted2 = asyncio.run(
+        admission.follow("http://a.test/d/other", "a.test", hrefs, "http://a.test/d/other", 1)
     )
     assert [target for _, target in edges2] == [target for _, target in edges]
     assert admitted2 == []
@@ -151,10 +152,14 @@ def test_follow_gives_edges_in_order_and_admits_each_url_once() -> None:
 
 def test_a_memoised_link_refused_by_depth_is_admitted_from_a_nearer_page() -> None:
     admission, blocked = make(max_depth=2)
-    _, admitted = admission.follow("http://a.test/deep", "a.test", ["/x"], "http://a.test/", 3)
+    _, admitted = asyncio.run(
+        admission.follow("http://a.test/deep", "a.test", ["/x"], "http://a.test/", 3)
+    )
     assert admitted == []
     assert [(u, v.reason) for u, _, v in blocked] == [("http://a.test/x", BlockReason.DEPTH)]
-    _, admitted = admission.follow("http://a.test/", "a.test", ["/x"], "http://a.test/", 1)
+    _, admitted = asyncio.run(
+        admission.follow("http://a.test/", "a.test", ["/x"], "http://a.test/", 1)
+    )
     assert [link.url for link in admitted] == ["http://a.test/x"]
     assert admitted[0].seen is True
     assert len(blocked) == 1
@@ -165,7 +170,9 @@ def test_a_root_relative_href_is_resolved_on_each_origin() -> None:
     schemes, or two ports) is two URLs."""
     admission, _ = make()
     pages = ["http://a.test/x", "http://b.test/x", "https://a.test/x", "http://a.test:8080/y"]
-    got = [admission.follow(p, urls.host_key(p), ["/p"], p, 1)[1][0].url for p in pages]
+    got = [
+        asyncio.run(admission.follow(p, urls.host_key(p), ["/p"], p, 1))[1][0].url for p in pages
+    ]
     assert got == ["http://a.test/p", "http://b.test/p", "https://a.test/p", "http://a.test:8080/p"]
     assert admission.admitted == Counter({"a.test": 2, "b.test": 1, "a.test:8080": 1})
 
@@ -308,7 +315,9 @@ def test_the_memo_gives_what_a_fresh_resolution_gives(
             seen.add(key)
             hosts[host] += 1
             expect_admitted.append((target, key, host))
-        edges, admitted = admission.follow(page_url, page_host, page_hrefs, base, depth)
+        edges, admitted = asyncio.run(
+            admission.follow(page_url, page_host, page_hrefs, base, depth)
+        )
         assert edges == expect_edges
         assert [(link.url, link.key, link.host) for link in admitted] == expect_admitted
         assert all(isinstance(link, Link) and link.seen for link in admitted)

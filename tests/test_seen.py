@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from pathlib import Path
 
 from crawldeck.core.seen import SeenSet
@@ -9,14 +11,23 @@ from crawldeck.core.store import FrontierRow, Store
 
 
 class FakeStore:
-    """A store whose frontier is a set; records every exact check."""
+    """A store whose frontier is a set; records every exact check and the thread it
+    ran on (``asked`` is set at the first); while ``hold`` is an unset event, a check
+    waits for it."""
 
     def __init__(self) -> None:
         self.keys: set[str] = set()
         self.checked: list[str] = []
+        self.threads: set[int] = set()
+        self.hold: threading.Event | None = None
+        self.asked = threading.Event()  # set by the first check
 
     def contains(self, key: str) -> bool:
         self.checked.append(key)
+        self.threads.add(threading.get_ident())
+        self.asked.set()
+        if self.hold is not None:
+            assert self.hold.wait(10)
         return key in self.keys
 
 
@@ -111,3 +122,44 @@ def test_a_key_added_twice_before_the_store_has_it_is_new_once() -> None:
     seen.handed_over()
     # handed over: from now on the store answers (this one says absent: a false positive)
     assert seen.add_if_new("http://a.test/b") is True
+
+
+def test_seen_among_asks_the_store_in_a_thread_in_one_batch() -> None:
+    store = FakeStore()
+    seen = SeenSet(store)
+    for key in ("a", "b"):
+        seen.add(key)
+    seen.handed_over()
+    store.keys = {"a"}  # "b" was never stored: the filter's "maybe" is a false positive
+
+    async def go() -> set[str]:
+        return await seen.seen_among(["a", "b", "c", "a"])
+
+    assert asyncio.run(go()) == {"a"}
+    assert store.checked == ["a", "b"]  # "c": the filter said absent, no exact check
+    assert (seen.bloom_hits, seen.exact_checks, seen.false_positives) == (2, 2, 1)
+    assert store.threads and threading.main_thread().ident not in store.threads
+
+
+def test_a_key_added_while_a_check_is_in_flight_counts_as_seen() -> None:
+    """Task A's exact check is held in its thread while task B admits both of A's keys
+    (one the filter said absent for A, one it said maybe): A's answer has both, so no
+    key is admitted twice."""
+    store = FakeStore()
+    seen = SeenSet(store)
+    seen.add("maybe")
+    seen.handed_over()  # the store does not have it: the exact check says absent
+    release = threading.Event()
+    store.hold = release
+
+    async def go() -> set[str]:
+        task = asyncio.create_task(seen.seen_among(["maybe", "fresh"]))
+        assert await asyncio.to_thread(store.asked.wait, 10)  # A's check is in its thread
+        seen.add("maybe")  # B admits both while A awaits
+        seen.add("fresh")
+        seen.handed_over()  # and queues their rows: the store's answer came before
+        release.set()
+        return await task
+
+    assert asyncio.run(go()) == {"maybe", "fresh"}
+    assert seen.false_positives == 0
