@@ -17,7 +17,8 @@ from httpserver import HTTPTestServer, Request, Response
 from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.errors import UrlError
 from crawldeck.core.fetcher import AiohttpFetcher
-from crawldeck.core.robots import RobotsCache, RobotsGroup, RobotsSettings, select_group, ttl_s
+from crawldeck.core.robots import RobotsCache
+from crawldeck.core.robots_policy import RobotsGroup, RobotsSettings, select_group, ttl_s
 from crawldeck.core.urls import clean, normalize
 
 T0 = 1_700_000_000.0
