@@ -300,12 +300,11 @@ class Engine:
             entry = self._frontier.pop(now)
             if entry is not None:
                 return entry
-            if self._frontier.bring_in():
-                continue  # nothing was ready: hosts read back from SQLite may be
+            self._frontier.bring_in()  # nothing was ready: read hosts back (they wake us)
             if len(self._frontier) == 0 and self._obs.in_flight == 0:
                 if not self._frontier.spilled:
                     return None
-                if not self._frontier.drain():
+                if not await self._frontier.drain():
                     self._obs.log(f"{self._frontier.spilled} spilled URLs could not be read back")
                     return None
                 continue

@@ -325,7 +325,8 @@ _SQL_HOST: Final = (
 #: A run still ``running`` when a new one begins was killed (SIGKILL, power loss).
 _SQL_KILLED_RUNS: Final = "UPDATE runs SET status = 'killed' WHERE status = 'running'"
 _SQL_BEGIN_RUN: Final = (
-    "INSERT INTO runs (started_at, finished_at, status, config) VALUES (?, NULL, 'running', ?)"
+    "INSERT INTO runs (id, started_at, finished_at, status, config)"
+    " VALUES (?, ?, NULL, 'running', ?)"
 )
 _SQL_END_RUN: Final = "UPDATE runs SET finished_at = ?, status = ? WHERE id = ?"
 
@@ -735,10 +736,11 @@ _BLOCKED: Final = 2
 _MARK: Final = 3
 _HOST: Final = 4
 _END_RUN: Final = 5
-_SYNC: Final = 6  # flush / begin_run: commit now and wake the caller
+_SYNC: Final = 6  # flush: commit now and wake the caller
 _STOP: Final = 7
 _FAIL: Final = 8
 _REQUEUE: Final = 9  # requeue_failed: run now, commit, and wake the caller
+_BEGIN_RUN: Final = 10
 
 
 def _status_class(status: int | None) -> str:
@@ -779,9 +781,11 @@ class Store:
             file is emptied and its ``-wal``/``-shm`` files removed, so a file in use
             by another crawldeck is never erased (it is refused as in use).
 
-    Threading: call everything from one thread (the event loop's). The write calls only
-    queue; ``begin_run``, ``flush`` and ``close`` block until the writer has committed
-    (from a coroutine, call ``flush`` through ``asyncio.to_thread``). Reads use their
+    Threading: call everything from one thread (the event loop's), but for the reads a
+    crawl makes in a thread (``contains``; ``load_spilled`` and ``flush``, one at a
+    time: ``core.window``). The write calls only queue; ``flush``, ``requeue_failed``
+    and ``close`` block until the writer has committed (from a coroutine, call them
+    through ``asyncio.to_thread``). Reads use their
     own connections and see committed data, except ``contains``, which also sees the
     keys still queued. The queue is unbounded: ``backlog`` tells a caller when to slow
     down. Always ``close()`` (or use ``with``): the writer is a daemon thread, and what
@@ -836,6 +840,9 @@ class Store:
         try:
             self._wconn = self._open_writer()
             self._next_seq = self._load_next_seq(self._wconn)
+            self._next_run_id = (
+                int(self._wconn.execute("SELECT max(id) FROM runs").fetchone()[0] or 0) + 1
+            )
             self._kconn = self._connect()
             self._rconn = self._connect()
             for conn in (self._kconn, self._rconn):
@@ -1106,7 +1113,8 @@ class Store:
         self._queue.put((_HOST, rec))
 
     def begin_run(self, config: Mapping[str, Any]) -> int:
-        """Add a ``runs`` row (status ``running``, ``config`` as JSON); block until committed.
+        """Queue a ``runs`` row (status ``running``, ``config`` as JSON); the id is
+        allotted here (as ``seq`` is), so nothing waits for the writer.
 
         Earlier runs still marked ``running`` (the process was killed) become ``killed``.
 
@@ -1120,10 +1128,10 @@ class Store:
         """
         self._check()
         text = json.dumps(dict(config), sort_keys=True, default=str)
-        waiter = _Waiter()
-        self._queue.put((_SYNC, waiter, (self._clock(), text)))
-        self._wait(waiter)
-        return int(waiter.result)
+        run_id = self._next_run_id
+        self._next_run_id = run_id + 1
+        self._queue.put((_BEGIN_RUN, run_id, self._clock(), text))
+        return run_id
 
     def end_run(self, run_id: int, status: str) -> None:
         """Queue the end of run ``run_id``: ``finished_at`` = now, ``status`` (e.g. ``finished``).
@@ -1142,7 +1150,7 @@ class Store:
         """
         self._check()
         waiter = _Waiter()
-        self._queue.put((_SYNC, waiter, None))
+        self._queue.put((_SYNC, waiter))
         self._wait(waiter)
 
     def close(self) -> None:
@@ -1205,11 +1213,6 @@ class Store:
                         break
                     if kind == _SYNC:
                         waiters.append(op[1])
-                        if op[2] is not None:
-                            started_at, text = op[2]
-                            conn.execute(_SQL_KILLED_RUNS)
-                            cur = conn.execute(_SQL_BEGIN_RUN, (to_iso_utc(started_at), text))
-                            op[1].result = cur.lastrowid
                         break
                     apply(conn, op, keys, blocked, totals)
                     count += 1
@@ -1317,6 +1320,10 @@ class Store:
                     h.learnt_delay_ms,
                 ),
             )
+        elif kind == _BEGIN_RUN:
+            _, run_id, started_at, text = op
+            conn.execute(_SQL_KILLED_RUNS)
+            conn.execute(_SQL_BEGIN_RUN, (run_id, to_iso_utc(started_at), text))
         elif kind == _END_RUN:
             _, at, status, run_id = op
             conn.execute(_SQL_END_RUN, (to_iso_utc(at), status, run_id))

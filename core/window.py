@@ -8,14 +8,23 @@ never fills memory and starves the others (issue #6). The engine sees one fronti
 ``FrontierWindow`` wraps ``core.frontier.Frontier`` (pure, in memory) and reads the
 tail through the small ``SpillStore`` protocol, and holds every spill counter itself.
 
-Rows the store's writer has not committed yet are not seen by a read: the window asks
-the store to ``flush`` and reads again when fewer rows come back than it expects.
-A host's read-back cursor never goes back: rows read back stay ``spilled`` in SQLite
-until their pages are recorded, and a later read must not return them again.
+Reads run in a thread of the loop's default executor, never on the event loop (issue
+#11 item 4): ``pop`` and ``bring_in`` start them and return at once; a read's rows are
+added when it returns (``read_back`` is then called, and wakes the workers), and
+``drain`` awaits them. Until then the rows a read asked for are reserved: memory plus
+reservations stay within the window. One read per host is in flight at a time, and
+reads run one after the other (a lock; the store's read connection is one).
+
+Rows the store's writer has not committed yet are not seen by a read: the read asks the
+store to ``flush`` (in its thread) and reads again when fewer rows come back than it
+expects. A host's read-back cursor never goes back: rows read back stay ``spilled`` in
+SQLite until their pages are recorded, and a later read must not return them again.
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,12 +39,24 @@ class SpillStore(Protocol):
 
     def load_spilled(self, host: str, after_seq: int, limit: int) -> tuple[list[FrontierRow], int]:
         """The first ``limit`` spilled rows of ``host`` with ``seq > after_seq``, in
-        ``seq`` order, and the seq of the last one (``after_seq`` when none)."""
+        ``seq`` order, and the seq of the last one (``after_seq`` when none). Called in
+        a thread, never two at once."""
         ...
 
     def flush(self) -> None:
-        """Block until every write queued so far is committed."""
+        """Block until every write queued so far is committed (called in a thread)."""
         ...
+
+
+class _Read:
+    """One read-back in flight: ``want`` rows of ``host`` reserved in the window."""
+
+    __slots__ = ("host", "task", "want")
+
+    def __init__(self, host: str, want: int) -> None:
+        self.host = host
+        self.want = want
+        self.task: asyncio.Task[None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,14 +93,20 @@ class FrontierWindow:
             entries are handed out), so the caller can restore what it keeps of them
             (a seed's scope, a host first seen in this run).
 
-    Times are epoch seconds (``float``), as ``Frontier``'s.
+    Times are epoch seconds (``float``), as ``Frontier``'s. ``pop``, ``bring_in`` and
+    ``drain`` run on an event loop (reads are tasks of the running loop); a read that
+    failed raises its ``StoreError`` from the next of them.
     """
 
     __slots__ = (
         "_cursor",
+        "_failure",
         "_frontier",
         "_host_cap",
+        "_io_lock",
         "_read_back",
+        "_reads",
+        "_reserved",
         "_spilled",
         "_spilled_total",
         "_store",
@@ -103,6 +130,10 @@ class FrontierWindow:
         self._spilled_total = 0
         self._cursor: dict[str, int] = {}
         self._waiting: dict[str, None] = {}  # hosts with none in memory, in FIFO order
+        self._reads: dict[str, _Read] = {}  # in flight, by host
+        self._reserved = 0  # rows the reads in flight may bring in
+        self._io_lock = threading.Lock()  # one store read at a time
+        self._failure: Exception | None = None
         self.read_back_total = 0
 
     # ------------------------------------------------------------- admission
@@ -117,7 +148,7 @@ class FrontierWindow:
         in_memory = self._frontier.queued(host)
         if spill and (
             in_memory >= self._host_cap
-            or len(self._frontier) >= self._window
+            or len(self._frontier) + self._reserved >= self._window
             or host in self._spilled
         ):
             self._spilled[host] += 1
@@ -141,56 +172,111 @@ class FrontierWindow:
     # -------------------------------------------------------------- dispatch
 
     def pop(self, now: float) -> FrontierEntry | None:
-        """The next URL whose host is ready at ``now``, or ``None``; reads spilled URLs
-        back first while memory is at most half full, and after the pop when the
+        """The next URL whose host is ready at ``now``, or ``None``; starts reading
+        spilled URLs back while memory is at most half full, and after the pop when the
         host's in-memory queue is at most half its share.
 
         Raises:
-            StoreError: the store could not be read.
+            StoreError: an earlier read failed.
         """
-        if self._waiting and len(self._frontier) <= self._window // 2:
+        self._raise()
+        if self._waiting and len(self._frontier) + self._reserved <= self._window // 2:
             self._read_waiting()
         entry = self._frontier.pop(now)
         if entry is not None:
             host = entry.host
             if host in self._spilled and self._frontier.queued(host) <= self._host_cap // 2:
                 self._read(host)
-                if not self._frontier.queued(host) and host in self._spilled:
+                if not self._frontier.queued(host) and host not in self._reads:
                     self._waiting[host] = None  # the window was full: read back later
         return entry
 
-    def bring_in(self) -> bool:
-        """Nothing is ready: read back hosts whose URLs all wait in the store while the
-        window has room. Returns whether a host is now scheduled in memory."""
-        if self._waiting and len(self._frontier) < self._window:
-            self._read_waiting()
-            return self._frontier.next_ready_at() is not None
-        return False
+    def bring_in(self) -> None:
+        """Nothing is ready: start reading back hosts whose URLs all wait in the store
+        while the window has room (their URLs come in when the reads return).
 
-    def drain(self) -> bool:
+        Raises:
+            StoreError: an earlier read failed.
+        """
+        self._raise()
+        if self._waiting and len(self._frontier) + self._reserved < self._window:
+            self._read_waiting()
+
+    async def drain(self) -> bool:
         """Memory is empty and nothing is in flight: read back every host that still has
-        spilled URLs. Returns ``False`` when none could be read back (the spilled count
-        is off: only after a crash or a kill)."""
+        spilled URLs, and wait for the reads. Returns ``False`` when none could be read
+        back (the spilled count is off: only after a crash or a kill).
+
+        Raises:
+            StoreError: a read failed.
+        """
+        self._raise()
         self._waiting.update((host, None) for host in self._spilled)
         self._read_waiting()
+        await self.settle()
+        self._raise()
         return len(self._frontier) > 0
 
-    def _read(self, host: str) -> int:
-        """Read ``host``'s spilled URLs back, oldest first, up to its share of the window
-        and the window itself; the number read. One indexed range read."""
+    async def settle(self) -> None:
+        """Wait until no read is in flight (reads started meanwhile included)."""
+        while self._reads:
+            tasks = [read.task for read in self._reads.values() if read.task is not None]
+            await asyncio.wait(tasks)
+
+    def _raise(self) -> None:
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            raise failure
+
+    def _read(self, host: str) -> None:
+        """Start reading ``host``'s spilled URLs back, oldest first, up to its share of
+        the window and the window itself (one indexed range read, in a thread); nothing
+        when one is in flight or there is no room."""
+        if host in self._reads:
+            return
         frontier = self._frontier
         want = min(
             self._host_cap - frontier.queued(host),
-            self._window - len(frontier),
+            self._window - len(frontier) - self._reserved,
             self._spilled[host],
         )
         if want <= 0:
-            return 0
+            return
+        read = _Read(host, want)
+        self._reads[host] = read
+        self._reserved += want
+        read.task = asyncio.get_running_loop().create_task(self._run(read))
+
+    async def _run(self, read: _Read) -> None:
+        """Do ``read`` in a thread, then add its rows (unless its host was dropped)."""
+        host = read.host
         after = self._cursor.get(host, 0)
-        rows, last = self._store.load_spilled(host, after, want)
-        if len(rows) < want:
-            self._store.flush()
+        try:
+            loop = asyncio.get_running_loop()
+            rows, last = await loop.run_in_executor(None, self._load, host, after, read.want)
+        except Exception as exc:  # a StoreError: raised from the next pop/bring_in/drain
+            self._failure = exc
+            return
+        finally:
+            mine = self._reads.get(host) is read  # else its host was dropped meanwhile
+            if mine:
+                del self._reads[host]
+                self._reserved -= read.want
+        if mine:
+            self._take(host, read.want, rows, last)
+
+    def _load(self, host: str, after: int, want: int) -> tuple[list[FrontierRow], int]:
+        """``load_spilled``, then ``flush`` and again when short (in a thread)."""
+        with self._io_lock:
             rows, last = self._store.load_spilled(host, after, want)
+            if len(rows) < want:
+                self._store.flush()
+                rows, last = self._store.load_spilled(host, after, want)
+            return rows, last
+
+    def _take(self, host: str, want: int, rows: list[FrontierRow], last: int) -> None:
+        """Add the rows a read of ``want`` rows of ``host`` returned."""
+        frontier = self._frontier
         self._cursor[host] = last
         if rows and self._read_back is not None:
             self._read_back(rows)
@@ -209,14 +295,12 @@ class FrontierWindow:
         self.read_back_total += count
         if count:
             self._waiting.pop(host, None)
-        return count
 
     def _read_waiting(self) -> None:
-        """Read back hosts whose URLs all wait in the store, in the order they started
-        waiting, until the window is full."""
-        self._store.flush()  # one commit for the whole batch
+        """Start reading back hosts whose URLs all wait in the store, in the order they
+        started waiting, until the window (with the reads in flight) is full."""
         for host in list(self._waiting):
-            if len(self._frontier) >= self._window:
+            if len(self._frontier) + self._reserved >= self._window:
                 return
             if host in self._spilled:
                 self._read(host)
@@ -246,6 +330,9 @@ class FrontierWindow:
         spilled = self._spilled.pop(host, 0)
         self._spilled_total -= spilled
         self._waiting.pop(host, None)
+        read = self._reads.pop(host, None)
+        if read is not None:  # its rows are dropped when it returns
+            self._reserved -= read.want
         return self._frontier.drop_host(host) + spilled
 
     def next_ready_at(self) -> float | None:

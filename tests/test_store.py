@@ -346,8 +346,8 @@ def test_runs(db: Path) -> None:
     clock = FakeClock(T0)
     with Store(db, clock=clock) as s:
         run = s.begin_run({"delay_ms": 1000, "strip_params": ("sid", "gclid"), "path": Path("/x")})
-        assert run == 1
-        # begin_run is synchronous: the row is committed already
+        assert run == 1  # allotted at once: begin_run does not wait for the writer
+        s.flush()
         assert raw(db, "SELECT id, status, finished_at FROM runs") == [(1, "running", None)]
         clock.advance(60)
         s.end_run(run, "finished")

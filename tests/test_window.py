@@ -13,14 +13,18 @@ never refused).
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import pytest
 from fakeclock import EPOCH, FakeClock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from crawldeck.core.errors import StoreError
 from crawldeck.core.frontier import FrontierEntry
 from crawldeck.core.store import FrontierRow
 from crawldeck.core.window import FrontierWindow, WindowStatistics
@@ -92,13 +96,29 @@ class Crawl:
             self.store.write(FrontierRow(u, u, host, 1, 1, state="spilled"))
         return u
 
-    def pop(self, now: float = T) -> str | None:
-        """Pop the next URL and release its host at once; the URL or ``None``."""
-        entry = self.window.pop(now)
+    async def pop(self, now: float = T) -> str | None:
+        """Pop the next URL and release its host at once, and let the reads it started
+        return; the URL or ``None``."""
+        entry = await pop_settled(self.window, now)
         if entry is None:
             return None
         self.window.release(entry.host, now)
         return entry.url
+
+
+async def pop_settled(window: FrontierWindow, now: float) -> FrontierEntry | None:
+    """``window.pop(now)``, once the reads it started have returned."""
+    entry = window.pop(now)
+    await window.settle()
+    return entry
+
+
+async def brought_in(window: FrontierWindow) -> bool:
+    """``window.bring_in()``, once its reads have returned: whether URLs came back."""
+    before = window.read_back_total
+    window.bring_in()
+    await window.settle()
+    return window.read_back_total > before
 
 
 def test_a_host_fills_its_share_then_spills() -> None:
@@ -123,17 +143,17 @@ def test_a_host_fills_its_share_then_spills() -> None:
     ]
 
 
-def test_a_host_with_spilled_urls_spills_the_next_ones_too() -> None:
+async def test_a_host_with_spilled_urls_spills_the_next_ones_too() -> None:
     """FIFO per host: once a host has URLs in the store, a new one may not overtake
     them in memory, even when its share has room again."""
     crawl = Crawl(40)  # share 5: read back at 2 left
     for _ in range(7):
         crawl.admit("a.test")  # 0-4 in memory, 5 and 6 spilled
-    assert crawl.pop() == url("a.test", 0)
+    assert await crawl.pop() == url("a.test", 0)
     assert crawl.window.in_memory("a.test") == 4  # below its share, and yet:
     crawl.admit("a.test")
     assert crawl.window.statistics() == WindowStatistics(4, 3, 1, 0, 0, 40, 5)
-    assert [crawl.pop() for _ in range(8)] == [url("a.test", n) for n in range(1, 8)] + [None]
+    assert [await crawl.pop() for _ in range(8)] == [url("a.test", n) for n in range(1, 8)] + [None]
 
 
 def test_a_full_window_spills_a_new_host_which_then_waits() -> None:
@@ -148,28 +168,32 @@ def test_a_full_window_spills_a_new_host_which_then_waits() -> None:
     assert crawl.window.hosts_active(set()) == 9
 
 
-def test_a_pop_reads_a_host_back_when_its_queue_is_half_empty() -> None:
+async def test_a_pop_reads_a_host_back_when_its_queue_is_half_empty() -> None:
     crawl = Crawl(16)  # share 2: read back at 1 left
     for _ in range(4):
         crawl.admit("a.test")
     assert len(crawl.store.pending) == 2 and crawl.store.committed == []
-    assert crawl.pop() == url("a.test", 0)
+    assert await crawl.pop() == url("a.test", 0)
     # nothing committed yet: one read, a flush, a second read from the same cursor
     assert crawl.store.loads == [("a.test", 0, 1), ("a.test", 0, 1)]
     assert crawl.store.flushes == 1
     assert crawl.read_back == [[url("a.test", 2)]]
     assert crawl.window.statistics() == WindowStatistics(2, 1, 1, 0, 1, 16, 2)
-    assert crawl.pop() == url("a.test", 1)
+    assert await crawl.pop() == url("a.test", 1)
     # the cursor moved on past seq 1: the row read back (still spilled) is not read again
     assert crawl.store.loads[2:] == [("a.test", 1, 1)]
     assert crawl.store.flushes == 1  # the row was committed already
     assert crawl.read_back[1:] == [[url("a.test", 3)]]
     assert crawl.window.statistics() == WindowStatistics(2, 0, 0, 0, 2, 16, 2)
-    assert [crawl.pop(), crawl.pop(), crawl.pop()] == [url("a.test", 2), url("a.test", 3), None]
+    assert [await crawl.pop(), await crawl.pop(), await crawl.pop()] == [
+        url("a.test", 2),
+        url("a.test", 3),
+        None,
+    ]
     assert crawl.window.total() == 0
 
 
-def test_waiting_hosts_are_read_back_in_the_order_they_started_waiting() -> None:
+async def test_waiting_hosts_are_read_back_in_the_order_they_started_waiting() -> None:
     crawl = Crawl(16)
     for i in range(8):
         crawl.admit(f"h{i}.test")
@@ -177,16 +201,18 @@ def test_waiting_hosts_are_read_back_in_the_order_they_started_waiting() -> None
     crawl.admit("late.test")
     crawl.admit("later.test")
     assert crawl.window.statistics().waiting_hosts == 2
-    popped = [crawl.pop() for _ in range(8)]  # memory from 16 down to 8
+    popped = [await crawl.pop() for _ in range(8)]  # memory from 16 down to 8
     assert popped == [url(f"h{i}.test", 0) for i in range(8)]
     assert crawl.read_back == []
-    # memory at half the window: both hosts come back before the pop, late first
-    assert crawl.pop() == url("late.test", 0)
+    # memory at half the window: the pop starts reading both hosts back, late first,
+    # and their URLs come in when the reads return
+    assert await crawl.pop() == url("h0.test", 1)
     assert crawl.read_back == [[url("late.test", 0)], [url("later.test", 0)]]
     assert crawl.window.statistics() == WindowStatistics(9, 0, 0, 0, 2, 16, 2)
+    assert await crawl.pop() == url("late.test", 0)
 
 
-def test_bring_in_reads_waiting_hosts_when_nothing_is_ready() -> None:
+async def test_bring_in_reads_waiting_hosts_when_nothing_is_ready() -> None:
     crawl = Crawl(16)
     for i in range(8):
         crawl.admit(f"h{i}.test")
@@ -195,14 +221,14 @@ def test_bring_in_reads_waiting_hosts_when_nothing_is_ready() -> None:
     window = crawl.window
     for i in range(8):
         window.release(f"h{i}.test", T + 10)  # every host waits 10 s (a backoff, say)
-    assert window.bring_in() is False  # the window is full
+    assert await brought_in(window) is False  # the window is full
     assert window.drop_host("h7.test") == 2  # parked: 14 left, above half the window
-    assert window.pop(T) is None
+    assert await pop_settled(window, T) is None
     assert crawl.read_back == []
-    assert window.bring_in() is True
+    assert await brought_in(window) is True
     assert crawl.read_back == [[url("late.test", 0)]]
-    assert crawl.pop() == url("late.test", 0)
-    assert window.bring_in() is False  # nobody waits
+    assert await crawl.pop() == url("late.test", 0)
+    assert await brought_in(window) is False  # nobody waits
 
 
 def test_spill_false_keeps_a_url_in_memory_past_the_window() -> None:
@@ -214,7 +240,7 @@ def test_spill_false_keeps_a_url_in_memory_past_the_window() -> None:
     assert crawl.window.statistics() == WindowStatistics(2, 1, 1, 0, 0, 8, 1)
 
 
-def test_a_host_emptied_while_retries_fill_the_window_waits_for_room() -> None:
+async def test_a_host_emptied_while_retries_fill_the_window_waits_for_room() -> None:
     """A retry goes back to memory whatever the window (``push_front``): a host whose
     last URL is popped then has no room to read its spilled ones into, and waits."""
     crawl = Crawl(8)  # share 1
@@ -223,7 +249,7 @@ def test_a_host_emptied_while_retries_fill_the_window_waits_for_room() -> None:
         crawl.admit(f"h{i}.test")
     crawl.admit("h0.test")  # spilled: h0's share is 1
     window.release("h0.test", T + 5)
-    retry = window.pop(T)
+    retry = await pop_settled(window, T)
     assert retry is not None and retry.url == url("h1.test", 0)
     crawl.admit("x.test")  # memory 8 again
     retry.attempts += 1
@@ -232,19 +258,19 @@ def test_a_host_emptied_while_retries_fill_the_window_waits_for_room() -> None:
     for host in [f"h{i}.test" for i in range(2, 8)] + ["x.test"]:
         window.release(host, T + 20)
     assert window.statistics() == WindowStatistics(9, 1, 1, 0, 0, 8, 1)
-    entry = window.pop(T + 5)
+    entry = await pop_settled(window, T + 5)
     assert entry is not None and entry.url == url("h0.test", 0)
     # memory 8 after the pop: no room to read h0's spilled URL back; h0 waits
     assert window.statistics() == WindowStatistics(8, 1, 1, 1, 0, 8, 1)
-    assert window.bring_in() is False
-    entry = window.pop(T + 10)
+    assert await brought_in(window) is False
+    entry = await pop_settled(window, T + 10)
     assert entry is not None and entry.url == url("h1.test", 0) and entry.attempts == 1
-    assert window.bring_in() is True  # memory 7: h0 comes back
+    assert await brought_in(window) is True  # memory 7: h0 comes back
     assert crawl.read_back == [[url("h0.test", 1)]]
     assert window.statistics() == WindowStatistics(8, 0, 0, 0, 1, 8, 1)
 
 
-def test_drop_host_forgets_memory_and_store_and_says_how_many() -> None:
+async def test_drop_host_forgets_memory_and_store_and_says_how_many() -> None:
     crawl = Crawl(16)
     for _ in range(5):
         crawl.admit("a.test")
@@ -252,11 +278,11 @@ def test_drop_host_forgets_memory_and_store_and_says_how_many() -> None:
     assert crawl.window.drop_host("a.test") == 5
     assert crawl.window.queued("a.test") == 0
     assert crawl.window.statistics() == WindowStatistics(1, 0, 0, 0, 0, 16, 2)
-    assert crawl.pop() == url("b.test", 0)
-    assert crawl.pop() is None
+    assert await crawl.pop() == url("b.test", 0)
+    assert await crawl.pop() is None
 
 
-def test_restore_counts_an_earlier_runs_spilled_urls() -> None:
+async def test_restore_counts_an_earlier_runs_spilled_urls() -> None:
     """A resume: the queued rows are added first, then the spilled counts; a host with
     none in memory waits and comes back when the window has room."""
     store = FakeSpillStore()
@@ -272,7 +298,7 @@ def test_restore_counts_an_earlier_runs_spilled_urls() -> None:
     assert window.statistics() == WindowStatistics(1, 4, 2, 1, 0, 16, 2)
     assert window.total() == 5
     assert window.hosts_active(set()) == 2
-    entry = window.pop(T)  # memory 1 <= 8: old.test is read back first
+    entry = await pop_settled(window, T)  # memory 1 <= 8: old.test is read back first
     assert entry is not None and entry.url == url("b.test", 0)
     assert window.statistics() == WindowStatistics(3, 1, 1, 0, 3, 16, 2)
     assert window.peek("old.test", 5) == [
@@ -280,7 +306,7 @@ def test_restore_counts_an_earlier_runs_spilled_urls() -> None:
     ]
 
 
-def test_drain_reads_every_spilled_host_back() -> None:
+async def test_drain_reads_every_spilled_host_back() -> None:
     store = FakeSpillStore()
     for n in range(3):
         store.write(
@@ -288,17 +314,17 @@ def test_drain_reads_every_spilled_host_back() -> None:
         )
     window = FrontierWindow(16, store)
     window.restore({"old.test": 3})
-    assert window.drain() is True
+    assert await window.drain() is True
     assert store.flushes == 1
     assert window.statistics() == WindowStatistics(2, 1, 1, 0, 2, 16, 2)
 
 
-def test_a_spilled_count_without_rows_is_dropped_and_drain_says_so() -> None:
+async def test_a_spilled_count_without_rows_is_dropped_and_drain_says_so() -> None:
     """Only after a crash or a kill: the count says 2, the store has nothing."""
     window = FrontierWindow(16, FakeSpillStore())
     window.restore({"gone.test": 2})
     assert window.total() == 2
-    assert window.drain() is False
+    assert await window.drain() is False
     assert window.statistics() == WindowStatistics(0, 0, 0, 0, 0, 16, 2)
     assert window.total() == 0
 
@@ -368,8 +394,9 @@ def test_the_window_matches_a_reference_model(window: int, ops: list[tuple[str, 
             seen_read_back.update(rows)
         crawl.read_back.clear()
 
-    def pop() -> FrontierEntry | None:
+    async def pop() -> FrontierEntry | None:
         entry = fw.pop(clock.now)
+        await fw.settle()
         if entry is not None:
             host = entry.host
             assert host not in model.out
@@ -380,58 +407,62 @@ def test_the_window_matches_a_reference_model(window: int, ops: list[tuple[str, 
             model.pops[entry.url] = model.pops.get(entry.url, 0) + 1
         return entry
 
-    for op, host, n in ops:
-        if op == "admit":
-            if host in model.parked:
-                continue  # a parked host's URLs are written as queued, not placed
-            for _ in range(n):
-                model.queues.setdefault(host, deque()).append(crawl.admit(host))
-        elif op == "burst":  # one URL to every host that is not parked
-            for name in HOST_NAMES:
-                if name not in model.parked:
-                    model.queues.setdefault(name, deque()).append(crawl.admit(name))
-        elif op == "pop":
-            pop()
-        elif op == "bring_in":
-            fw.bring_in()
-        elif op == "flush":
-            crawl.store.flush()
-        elif host in model.out:
-            entry = model.out.pop(host)
-            if op == "retry" and entry.attempts < 2:
-                entry.attempts += 1
-                fw.push_front(entry)
-                model.queues[host].appendleft(entry.url)
-                model.retried[host] = model.retried.get(host, 0) + 1
-                model.retries[entry.url] = model.retries.get(entry.url, 0) + 1
-            elif op == "park":
-                dropped = list(model.queues.pop(host, ()))
-                assert fw.drop_host(host) == len(dropped)
-                model.dropped.update(dropped)
-                model.parked.add(host)
-                model.retried.pop(host, None)
-            clock.advance(0.5)
-            fw.release(host, clock.now)
-        check()
-    # the end of the crawl, as the engine's worker loop runs it
-    for host in list(model.out):
-        del model.out[host]
-        fw.release(host, clock.now)
-    while True:
-        last = pop()
-        if last is not None:
-            del model.out[last.host]
-            fw.release(last.host, clock.now)
+    async def play() -> None:
+        for op, host, n in ops:
+            if op == "admit":
+                if host in model.parked:
+                    continue  # a parked host's URLs are written as queued, not placed
+                for _ in range(n):
+                    model.queues.setdefault(host, deque()).append(crawl.admit(host))
+            elif op == "burst":  # one URL to every host that is not parked
+                for name in HOST_NAMES:
+                    if name not in model.parked:
+                        model.queues.setdefault(name, deque()).append(crawl.admit(name))
+            elif op == "pop":
+                await pop()
+            elif op == "bring_in":
+                fw.bring_in()
+                await fw.settle()
+            elif op == "flush":
+                crawl.store.flush()
+            elif host in model.out:
+                entry = model.out.pop(host)
+                if op == "retry" and entry.attempts < 2:
+                    entry.attempts += 1
+                    fw.push_front(entry)
+                    model.queues[host].appendleft(entry.url)
+                    model.retried[host] = model.retried.get(host, 0) + 1
+                    model.retries[entry.url] = model.retries.get(entry.url, 0) + 1
+                elif op == "park":
+                    dropped = list(model.queues.pop(host, ()))
+                    assert fw.drop_host(host) == len(dropped)
+                    model.dropped.update(dropped)
+                    model.parked.add(host)
+                    model.retried.pop(host, None)
+                clock.advance(0.5)
+                fw.release(host, clock.now)
             check()
-            continue
-        if fw.bring_in():
-            continue
-        if len(fw) == 0:
-            if not fw.spilled:
-                break
-            assert fw.drain()
-            continue
-        raise AssertionError("URLs left in memory but none ready")  # every host released
+        # the end of the crawl, as the engine's worker loop runs it
+        for host in list(model.out):
+            del model.out[host]
+            fw.release(host, clock.now)
+        while True:
+            last = await pop()
+            if last is not None:
+                del model.out[last.host]
+                fw.release(last.host, clock.now)
+                check()
+                continue
+            if await brought_in(fw):
+                continue
+            if len(fw) == 0:
+                if not fw.spilled:
+                    break
+                assert await fw.drain()
+                continue
+            raise AssertionError("URLs left in memory but none ready")  # every host released
+
+    asyncio.run(play())
     check()
     assert all(not q for q in model.queues.values())
     admitted = {url(h, i) for h, c in crawl.counts.items() for i in range(c)}
@@ -440,3 +471,73 @@ def test_the_window_matches_a_reference_model(window: int, ops: list[tuple[str, 
         assert model.pops[u] == 1 + model.retries.get(u, 0)
     assert fw.statistics().spilled_hosts == 0
     assert fw.statistics().waiting_hosts == 0
+
+
+class HeldSpillStore(FakeSpillStore):
+    """``FakeSpillStore`` whose ``load_spilled`` waits for ``release`` (in its thread),
+    or raises ``failure`` when set; ``asked`` is set when a read starts."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = threading.Event()
+        self.release = threading.Event()
+        self.failure: StoreError | None = None
+
+    def load_spilled(self, host: str, after_seq: int, limit: int) -> tuple[list[FrontierRow], int]:
+        self.asked.set()
+        assert self.release.wait(10)
+        if self.failure is not None:
+            raise self.failure
+        return super().load_spilled(host, after_seq, limit)
+
+
+def held_window() -> tuple[FrontierWindow, HeldSpillStore]:
+    """A 16-URL window whose ``old.test`` has 3 URLs spilled by an earlier run."""
+    store = HeldSpillStore()
+    for n in range(3):
+        store.write(
+            FrontierRow(url("old.test", n), url("old.test", n), "old.test", 2, 1, state="spilled")
+        )
+    store.flush()
+    window = FrontierWindow(16, store)
+    window.restore({"old.test": 3})
+    return window, store
+
+
+async def test_a_read_in_flight_reserves_its_rows_and_adds_them_when_it_returns() -> None:
+    window, store = held_window()
+    window.bring_in()  # the read (2 rows: old.test's share) runs in a thread
+    assert await asyncio.to_thread(store.asked.wait, 10)
+    assert len(window) == 0 and window.statistics().spilled == 3
+    for i in range(14):  # the window has room for 14 more: 2 are reserved
+        assert window.place(f"h{i}.test")
+        window.add(FrontierEntry(url(f"h{i}.test", 0), url(f"h{i}.test", 0), f"h{i}.test", 1, 1))
+    assert not window.place("late.test")  # spilled: memory 14 + 2 reserved
+    store.release.set()
+    await window.settle()
+    assert len(window) == 16
+    assert window.peek("old.test", 5) == [
+        FrontierEntry(url("old.test", n), url("old.test", n), "old.test", 2, 1) for n in range(2)
+    ]
+
+
+async def test_a_host_dropped_while_its_read_is_in_flight_gets_nothing_back() -> None:
+    window, store = held_window()
+    window.bring_in()
+    assert await asyncio.to_thread(store.asked.wait, 10)
+    assert window.drop_host("old.test") == 3
+    store.release.set()
+    await window.settle()
+    assert window.statistics() == WindowStatistics(0, 0, 0, 0, 0, 16, 2)
+    assert window.place("a.test")  # nothing left reserved
+
+
+async def test_a_failed_read_raises_from_the_next_call() -> None:
+    window, store = held_window()
+    store.failure = StoreError("c.db: disk I/O error")
+    store.release.set()
+    window.bring_in()
+    await window.settle()
+    with pytest.raises(StoreError, match="disk I/O error"):
+        window.pop(T)
+    assert window.pop(T) is None  # raised once
