@@ -120,6 +120,9 @@ class SeenSet:
         exact = [key for key in maybe if key not in unsent]
         if not exact:
             return set(maybe)
+        # keys not yet handed to the store count as seen even if they are handed over
+        # (and leave ``_unsent``) while the check is in flight
+        known = {key for key in maybe if key in unsent}
         self.exact_checks += len(exact)
         self._checking += 1
         try:
@@ -132,7 +135,7 @@ class SeenSet:
             self._added_late = set()
         self.false_positives += sum(1 for key in exact if key not in found and key not in late)
         unsent = self._unsent
-        return found | {key for key in keys if key in unsent or key in late}
+        return found | known | {key for key in keys if key in unsent or key in late}
 
     def _stored(self, keys: list[str]) -> set[str]:
         """The keys of ``keys`` the store holds (run in a thread)."""

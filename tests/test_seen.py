@@ -163,3 +163,26 @@ def test_a_key_added_while_a_check_is_in_flight_counts_as_seen() -> None:
 
     assert asyncio.run(go()) == {"maybe", "fresh"}
     assert seen.false_positives == 0
+
+
+def test_a_key_not_yet_handed_over_stays_seen_when_it_is_handed_over_during_a_check() -> None:
+    """Task A asks about "unsent" (added, row not yet queued: the set of its own says
+    seen) and "other" (exact check held in its thread); meanwhile the adder hands its
+    keys over. A's answer still has "unsent": it was seen before A asked."""
+    store = FakeStore()
+    seen = SeenSet(store)
+    seen.add("other")
+    seen.handed_over()
+    seen.add("unsent")  # its row is not in the store yet
+    release = threading.Event()
+    store.hold = release
+
+    async def go() -> set[str]:
+        task = asyncio.create_task(seen.seen_among(["unsent", "other"]))
+        assert await asyncio.to_thread(store.asked.wait, 10)
+        seen.handed_over()  # "unsent" leaves the set of its own while A awaits
+        release.set()
+        return await task
+
+    assert asyncio.run(go()) == {"unsent"}
+    assert store.checked == ["other"]
