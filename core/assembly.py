@@ -52,6 +52,7 @@ class Parts:
 
     dns: DnsCache
     policy: AddressPolicy
+    addresses: PinningResolver
     fetcher: Fetcher
     gate: HostGate
     frontier: FrontierWindow
@@ -106,14 +107,15 @@ def assemble(
 
     dns = dns or DnsCache(DnsSettings.from_config(config), clock)
     policy = AddressPolicy(AddressPolicySettings.from_config(config), audit=audit)
-    fetcher = fetcher or AiohttpFetcher(config, resolver=PinningResolver(dns, policy))
+    addresses = PinningResolver(dns, policy, capacity=config.dns_cache_size)
+    fetcher = fetcher or AiohttpFetcher(config, resolver=addresses)
     gate = HostGate(
         Politeness(PolitenessSettings.from_config(config), rng),
         IpLimiter(IpLimitSettings.from_config(config)),
         config.per_host_concurrency,
     )
     frontier = FrontierWindow(config.frontier_window, store, read_back)
-    side = SideRequests(clock, fetcher, dns, policy, gate, frontier, config.robots_token, wake)
+    side = SideRequests(clock, fetcher, addresses, gate, frontier, config.robots_token, wake)
     robots = RobotsCache(side, RobotsSettings.from_config(config), clock, audit)
     observer = Observer(config, clock, store, gate, frontier, robots, dns)
     scope = ScopePolicy(config.scope)
@@ -124,8 +126,8 @@ def assemble(
     side.bind(observer, admission, robots)
     recorder = Recorder(config, store, observer, admission, frontier, seen, wake)
     content = ContentReader(config, side.render_gate, side.render_report, observer.log, audit)
-    return Parts(dns, policy, fetcher, gate, frontier, side, robots, observer, scope, guard,
-                 seen, admission, recorder, content)  # fmt: skip
+    return Parts(dns, policy, addresses, fetcher, gate, frontier, side, robots, observer,
+                 scope, guard, seen, admission, recorder, content)  # fmt: skip
 
 
 __all__ = ["Parts", "assemble"]

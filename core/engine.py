@@ -118,6 +118,7 @@ class Engine:
             config, store, clock=clock, wake=self._wake.set, fetcher=fetcher, rng=rng, dns=dns
         )
         self._dns, self._policy, self._fetcher = parts.dns, parts.policy, parts.fetcher
+        self._addresses = parts.addresses
         self._gate, self._frontier, self._side = parts.gate, parts.frontier, parts.side
         self._robots, self._obs, self._scope = parts.robots, parts.observer, parts.scope
         self._admission, self._recorder = parts.admission, parts.recorder
@@ -351,8 +352,7 @@ class Engine:
         back for a retry (a temporary DNS failure backs the host off)."""
         host = entry.host
         try:
-            addresses = await self._dns.resolve(host)
-            ip = self._policy.select(host, addresses)[0]
+            ip = (await self._addresses.choose(host))[0]
         except (DnsNotFound, PrivateAddress) as exc:
             self._retries.refuse(entry, stats, exc)
             return None

@@ -19,7 +19,6 @@ from collections.abc import Callable
 
 from crawldeck.core import urls
 from crawldeck.core.admission import Admission
-from crawldeck.core.dns import AddressPolicy, DnsCache
 from crawldeck.core.errors import (
     DnsNotFound,
     DnsTemporaryFailure,
@@ -34,6 +33,7 @@ from crawldeck.core.politeness import Outcome
 from crawldeck.core.protocols import Clock, Fetcher
 from crawldeck.core.render_types import SubRequestEnd
 from crawldeck.core.robots import RobotsCache
+from crawldeck.core.transport import PinningResolver
 from crawldeck.core.traps import BlockReason, Verdict
 from crawldeck.core.window import FrontierWindow
 
@@ -58,7 +58,9 @@ class SideRequests:
     Args:
         clock: the engine's one time source (epoch s).
         fetcher: the HTTP edge.
-        dns: the DNS cache; policy: the address policy (special-purpose addresses).
+        addresses: the crawl's ``PinningResolver``: each request's address is its
+            ``choose`` (the DNS cache, then the address policy), which a new
+            connection then takes without resolving again.
         gate: the host gate every request passes.
         frontier: where a held host goes back when a side request frees its slot.
         robots_token: the user-agent token robots.txt rules are matched against.
@@ -72,8 +74,7 @@ class SideRequests:
         self,
         clock: Clock,
         fetcher: Fetcher,
-        dns: DnsCache,
-        policy: AddressPolicy,
+        addresses: PinningResolver,
         gate: HostGate,
         frontier: FrontierWindow,
         robots_token: str,
@@ -81,8 +82,7 @@ class SideRequests:
     ) -> None:
         self._clock = clock
         self._fetcher = fetcher
-        self._dns = dns
-        self._policy = policy
+        self._addresses = addresses
         self._gate = gate
         self._frontier = frontier
         self._token = robots_token
@@ -135,7 +135,7 @@ class SideRequests:
         Raises:
             DnsNotFound, DnsTemporaryFailure, PrivateAddress: as the cache and policy.
         """
-        ip = self._policy.select(host, await self._dns.resolve(host))[0]
+        ip = (await self._addresses.choose(host))[0]
         self._gate.note_address(host, ip)
         return ip
 

@@ -118,11 +118,11 @@ def test_every_fetch_resolved_through_the_cache(crawled: tuple[Site, Path, Engin
     site, _, engine = crawled
     counters = engine.snapshot().counters
     assert counters.pages == 14
-    # one lookup per fetch by the engine and one per connection by the transport
+    # one lookup per fetch, the engine's (a new connection takes the engine's choice)
     assert counters.dns_lookups >= len(site.hits)
     # each name asked of the server once per record type (A, AAAA); evil and nx too
     assert counters.dns_queries <= 8
-    assert counters.dns_hit_ratio > 0.8
+    assert counters.dns_hit_ratio >= 0.75  # 4 names missed once in about 20 lookups
 
 
 def test_servfail_is_retried_with_backoff_then_the_host_is_marked(tmp_path: Path) -> None:
