@@ -297,6 +297,8 @@ class Engine:
                 continue
             if self._page_cap_reached():
                 return None
+            if await self.store.room():
+                continue  # the store's writer was behind: things may have changed
             now = self._clock()
             entry = self._frontier.pop(now)
             if entry is not None:

@@ -64,6 +64,7 @@ see ``to_iso_utc``). Times the engine reads back on resume (``available_at``,
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import fcntl
@@ -90,6 +91,10 @@ from crawldeck.core.errors import StoreError
 SCHEMA_VERSION: Final = 1
 #: A batch is committed when it holds this many operations, even before the interval.
 MAX_BATCH_OPS: Final = 1000
+#: Operations queued for the writer at which the crawl waits (``Store.room``): bounds
+#: the memory the queue holds (a page operation holds its row, outlinks and new
+#: frontier rows) and how far the file lags behind the crawl (lost on a kill).
+MAX_BACKLOG_OPS: Final = 10_000
 #: Rows fetched per ``fetchmany`` by the streaming readers.
 READ_BATCH_ROWS: Final = 1000
 
@@ -759,6 +764,12 @@ def _requeue(conn: sqlite3.Connection) -> Counter[str]:
     return Counter(host for _, _, host in found)
 
 
+def _resolve(future: asyncio.Future[None]) -> None:
+    """On ``future``'s loop: a ``room`` waiter may go on (unless it was cancelled)."""
+    if not future.done():
+        future.set_result(None)
+
+
 class _Waiter:
     """A caller blocked until the writer commits up to its operation."""
 
@@ -780,6 +791,8 @@ class Store:
         fresh: start the file anew (``crawldeck demo``): once the lock is held, the
             file is emptied and its ``-wal``/``-shm`` files removed, so a file in use
             by another crawldeck is never erased (it is refused as in use).
+        max_backlog: operations queued for the writer (``backlog``) at which ``room``
+            makes its caller wait, until the writer is down to half of it.
 
     Threading: call everything from one thread (the event loop's), but for the reads a
     crawl makes in a thread (``contains``; ``load_spilled`` and ``flush``, one at a
@@ -787,8 +800,11 @@ class Store:
     and ``close`` block until the writer has committed (from a coroutine, call them
     through ``asyncio.to_thread``). Reads use their
     own connections and see committed data, except ``contains``, which also sees the
-    keys still queued. The queue is unbounded: ``backlog`` tells a caller when to slow
-    down. Always ``close()`` (or use ``with``): the writer is a daemon thread, and what
+    keys still queued. The queue is bounded by back-pressure: the crawl awaits ``room``
+    before each URL it takes, which waits (on the loop, without blocking it) while the
+    backlog is at ``max_backlog`` or more, so the backlog stays under ``max_backlog``
+    plus what the fetches already in flight record.
+    Always ``close()`` (or use ``with``): the writer is a daemon thread, and what
     is still queued when the interpreter exits without ``close()`` is lost, as after a
     kill (the file stays consistent).
 
@@ -813,8 +829,12 @@ class Store:
         flush_interval_ms: int = 500,
         clock: Callable[[], float] = time.time,
         fresh: bool = False,
+        max_backlog: int = MAX_BACKLOG_OPS,
     ) -> None:
         self.path = Path(path)
+        self._high_water = max(1, max_backlog)
+        self._room_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._room_lock = threading.Lock()
         self._name = self.path.name
         self._clock = clock
         self._flush_interval_s = max(0, flush_interval_ms) / 1000
@@ -935,6 +955,41 @@ class Store:
     def backlog(self) -> int:
         """Operations queued and not yet applied by the writer (approximate)."""
         return self._queue.qsize()
+
+    async def room(self) -> bool:
+        """Return when the writer's backlog is under ``max_backlog``; else wait (the
+        loop runs on) until the writer is down to half of it. The writer wakes the
+        waiters from its thread (``call_soon_threadsafe``) after a commit. Returns
+        whether it waited.
+
+        Raises:
+            StoreError: see the class (a failed store has room: it takes no writes).
+        """
+        self._check()
+        if self._queue.qsize() < self._high_water:
+            return False
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        with self._room_lock:
+            if self._queue.qsize() < self._high_water:
+                return False
+            self._room_waiters.append((loop, future))
+        await future
+        self._check()
+        return True
+
+    def _wake_room(self) -> None:
+        """Writer thread: wake the ``room`` waiters once the backlog is down to half
+        of ``max_backlog`` (or the store failed)."""
+        with self._room_lock:
+            if not self._room_waiters:
+                return
+            if self._error is None and self._queue.qsize() > self._high_water // 2:
+                return
+            waiters, self._room_waiters = self._room_waiters, []
+        for loop, future in waiters:
+            with contextlib.suppress(RuntimeError):  # its loop is closed: nobody waits
+                loop.call_soon_threadsafe(_resolve, future)
 
     def __enter__(self) -> Store:
         return self
@@ -1188,6 +1243,7 @@ class Store:
         while True:
             op = get()
             if self._error is not None:  # failed: drop the work, still wake waiters
+                self._wake_room()
                 if op[0] == _SYNC:
                     op[1].event.set()
                 if op[0] == _STOP:
@@ -1239,6 +1295,7 @@ class Store:
                         self._pages_added.update(totals)
             for waiter in waiters:
                 waiter.event.set()
+            self._wake_room()
             if stop:
                 return
 

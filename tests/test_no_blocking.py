@@ -26,6 +26,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -226,3 +227,82 @@ def test_the_detector_catches_a_blocking_call(
         "sql: SELECT 1 FROM frontier WHERE key = ?",
         "Store._wait (the writer thread)",
     ]
+
+
+class SlowStore(Store):
+    """A ``Store`` whose writer takes ``delay_s`` more per operation."""
+
+    delay_s = 0.004
+
+    def _apply(self, conn: sqlite3.Connection, op: tuple[Any, ...], *args: Any) -> None:
+        time.sleep(self.delay_s)
+        super()._apply(conn, op, *args)
+
+
+def slow_crawl(db: Path, max_backlog: int) -> tuple[int, int]:
+    """Crawl three hosts of ``PAGES + 1`` pages each into a slow store with
+    ``max_backlog``; the highest backlog sampled every ms, and the pages fetched."""
+    servers = [HTTPTestServer(f"127.0.0.{i}").start() for i in (1, 2, 3)]
+    try:
+        for server in servers:
+            site(server, [])
+        store = SlowStore(db, flush_interval_ms=20, max_backlog=max_backlog)
+        config = {"delay_ms": 0, "adaptive_delay_factor": 0, "render": "never"}
+        engine = Engine(build_config(config), store)
+        peak = 0
+
+        async def go() -> None:
+            nonlocal peak
+            task = asyncio.create_task(engine.run())
+            while not task.done():
+                peak = max(peak, store.backlog)
+                await asyncio.sleep(0.001)
+            await task
+
+        try:
+            assert engine.add_seeds([s.url("/") for s in servers]) == []
+            asyncio.run(asyncio.wait_for(go(), timeout=60))
+        finally:
+            store.close()
+        return peak, engine.snapshot().counters.pages
+    finally:
+        for server in servers:
+            server.close()
+
+
+def test_a_slow_writer_holds_the_crawl_within_the_backlog_bound(tmp_path: Path) -> None:
+    """With a writer slower than the crawl, the backlog stays under ``max_backlog`` plus
+    what the fetches in flight record (three hosts, one fetch each at a time: a page
+    operation, a state change, a hosts row each, at most); without a bound it grows
+    past that, so the bound is what holds it."""
+    bound, in_flight_ops = 8, 3 * 3
+    peak, pages = slow_crawl(tmp_path / "bounded.db", bound)
+    assert pages == 3 * (PAGES + 1)
+    assert peak <= bound + in_flight_ops
+    unbounded, pages = slow_crawl(tmp_path / "unbounded.db", 10**6)
+    assert pages == 3 * (PAGES + 1)
+    assert unbounded > bound + in_flight_ops
+
+
+async def test_room_waits_on_the_loop_until_the_writer_is_down_to_half(tmp_path: Path) -> None:
+    store = SlowStore(tmp_path / "r.db", flush_interval_ms=0, max_backlog=8)
+    try:
+        assert await store.room() is False  # empty: no wait
+        for i in range(20):
+            store.mark(f"k{i}", "done")  # an unknown key: a no-op, 4 ms of writer time
+        assert store.backlog >= 8
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.001)
+                ticks += 1
+
+        ticker = asyncio.create_task(tick())
+        assert await store.room() is True
+        ticker.cancel()
+        assert store.backlog <= 4
+        assert ticks > 0  # the loop ran while room() waited
+    finally:
+        store.close()
