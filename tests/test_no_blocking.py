@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from blockbuster import blockbuster_ctx
 from httpserver import HTTPTestServer, Response
 
 from crawldeck.core.config import build_config
@@ -202,6 +203,37 @@ def test_a_crawl_makes_no_blocking_call_on_the_loop(
     assert engine.statistics().frontier.read_back > 0
     assert engine._seen.exact_checks > 0
     assert detector.summary() == [], "\n".join(detector.summary())
+
+
+def test_a_crawl_passes_blockbuster(tmp_path: Path) -> None:
+    """The same crawl under ``blockbuster`` (a second, independent detector: it raises
+    ``BlockingError`` from a blocking call on the loop's thread: sqlite3 execute/fetch,
+    a blocking ``Lock.acquire`` (so ``Event.wait``, ``Store.flush``), ``time.sleep``,
+    file and socket I/O, ``os.listdir``/``os.stat``). A worker that meets one stops the
+    crawl and ``run`` re-raises it; before issue #11 item 4 the first was the wait of
+    ``Store.begin_run``."""
+    servers = [HTTPTestServer(f"127.0.0.{i}").start() for i in (1, 2, 3)]
+    try:
+        for server in servers:
+            site(server, [s for s in servers if s is not server])
+        store = Store(tmp_path / "bb.db", flush_interval_ms=20)
+        config = {"delay_ms": 0, "adaptive_delay_factor": 0, "frontier_window": 16}
+        engine = Engine(build_config({**config, "render": "never"}), store)
+        assert engine.add_seeds([s.url("/") for s in servers]) == []
+
+        async def go() -> int:
+            with blockbuster_ctx():
+                return (await engine.run()).counters.pages
+
+        try:
+            pages = asyncio.run(asyncio.wait_for(go(), timeout=60))
+        finally:
+            store.close()
+    finally:
+        for server in servers:
+            server.close()
+    assert pages == 3 * (PAGES + 1)
+    assert engine.statistics().frontier.read_back > 0
 
 
 def test_the_detector_catches_a_blocking_call(
