@@ -30,7 +30,8 @@ class KeyStore(Protocol):
     """What ``SeenSet`` needs of the store: ``core.store.Store`` fits."""
 
     def contains(self, key: str) -> bool:
-        """Whether ``key`` is in the frontier, pending writes included."""
+        """Whether ``key`` is in the frontier, pending writes included (called in a
+        thread by ``SeenSet.seen_among``, possibly in several at once)."""
         ...
 
 
