@@ -8,9 +8,10 @@ Writes never block the event loop (style rule 8): the ``record_*``/``enqueue_url
 ``mark``/``upsert_host``/``begin_run``/``end_run`` calls put an operation on a queue
 and return; ONE writer thread applies the operations in order and commits them in
 batches, at the latest ``flush_interval_ms`` after the first operation of a batch or
-when a batch holds ``MAX_BATCH_OPS`` operations. Every operation is applied whole inside one transaction,
-so after a kill the file holds a prefix of the operations: a page, its outlinks, the
-frontier rows it adds and its own frontier state change are there together or not at all.
+when a batch holds ``MAX_BATCH_OPS`` operations. Every operation is applied whole
+inside one transaction, so after a kill the file holds a prefix of the operations: a
+page, its outlinks, the frontier rows it adds and its own frontier state change are
+there together or not at all.
 
 Only one crawldeck may use a file at a time, whatever name it is opened by (a symlink,
 a hard link, ``./x/../c.db``, a bind mount): ``Store`` takes an exclusive ``fcntl.flock``
