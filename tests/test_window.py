@@ -5,10 +5,10 @@ seen by ``load_spilled`` only once ``flush`` committed it, rows come back in ``s
 order after ``after_seq``, and a row read back stays there (state ``spilled``, as until
 its page is recorded; here for ever). Unit tests pin the window's figures at each step;
 a Hypothesis property runs random admissions, pops, releases, retries, parks and
-read-backs (some left in flight across the next operations) against a reference model: every admitted URL is popped exactly once (once
-more per retry), in FIFO order per host; memory holds at most ``frontier_window`` URLs
-and a host at most its share, retries pushed back at the head aside (``push_front`` is
-never refused).
+read-backs (some left in flight across the next operations) against a reference model: every
+admitted URL is popped exactly once (once more per retry), in FIFO order per host;
+memory holds at most ``frontier_window`` URLs and a host at most its share, retries
+pushed back at the head aside (``push_front`` is never refused).
 """
 
 from __future__ import annotations
