@@ -44,7 +44,7 @@ from crawldeck.core.frontier import FrontierEntry
 from crawldeck.core.gate import GateStatistics
 from crawldeck.core.observer import SNAPSHOT_HOSTS, HostStats, ObserverStatistics
 from crawldeck.core.politeness import BACKOFF_STATUSES
-from crawldeck.core.protocols import Clock, Fetcher
+from crawldeck.core.protocols import Clock, CrawlFrontier, Fetcher
 from crawldeck.core.recording import PRIORITY_SEED
 from crawldeck.core.resume import restore
 from crawldeck.core.retries import Retries
@@ -119,7 +119,8 @@ class Engine:
         )
         self._dns, self._policy, self._fetcher = parts.dns, parts.policy, parts.fetcher
         self._addresses = parts.addresses
-        self._gate, self._frontier, self._side = parts.gate, parts.frontier, parts.side
+        self._frontier: CrawlFrontier = parts.frontier
+        self._gate, self._side = parts.gate, parts.side
         self._robots, self._obs, self._scope = parts.robots, parts.observer, parts.scope
         self._admission, self._recorder = parts.admission, parts.recorder
         self._seen, self._content = parts.seen, parts.content
@@ -234,6 +235,7 @@ class Engine:
             await self._robots.aclose()
             await self._fetcher.aclose()
             await self._dns.aclose()
+            await self._frontier.settle()  # no read-back thread outlives the run
             outcome = self._outcome()
             self._state = "finished" if outcome == "finished" else "stopped"
             self._obs.ended_at = self._clock()
@@ -327,14 +329,10 @@ class Engine:
         host = entry.host
         stats = self._obs.stats(host, None)
         self._obs.start(host, stats)
-        released = False
+        # Another fetch of this host is allowed (per_host_concurrency > 1): the host may
+        # be taken again as soon as politeness says so, while this fetch runs.
+        released = stats.in_flight < self.config.per_host_concurrency
         try:
-            if self.config.per_host_concurrency > 1 and (
-                stats.in_flight < self.config.per_host_concurrency
-            ):
-                # More than one fetch per host is allowed: the host may be taken again
-                # as soon as politeness says so, while this fetch runs.
-                released = True
             timer = asyncio.get_running_loop().call_later(SLOW_FETCH_S, slot.give_back)
             try:
                 await self._visit(entry, stats, release_early=released, timer=timer)

@@ -10,6 +10,9 @@ store) can hand it another implementation (issue #11, as httpx's one-method tran
 * ``Fetcher``: one GET, no redirect followed (``core.fetcher.AiohttpFetcher`` is the
   aiohttp one; ``tests/fakesite.py`` serves a scripted site in process).
 * ``Clock``: the one time source, seconds since the epoch as ``float``.
+* ``CrawlFrontier``: the URLs waiting, by host, ready by time (``core.window``'s
+  ``FrontierWindow``: Mercator's queues in memory, their tail in SQLite; a frontier
+  shared by workers in Redis comes next, issue #12).
 * ``ResultSink``: where a crawl's results go, one call per page, refusal or state
   change, none of them waiting for a commit (``core.store.Store``, SQLite; a cluster
   store and a content store come next, issues #12 and #13).
@@ -23,6 +26,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from crawldeck.core.fetcher import FetchResult
 
 if TYPE_CHECKING:
+    from crawldeck.core.frontier import FrontierEntry
     from crawldeck.core.store import (
         BlockedRecord,
         FrontierRow,
@@ -30,6 +34,7 @@ if TYPE_CHECKING:
         HostRecord,
         PageRecord,
     )
+    from crawldeck.core.window import WindowStatistics
 
 #: The one time source: wall-clock seconds since the epoch (``time.time``), or a test's
 #: virtual clock (``loop.time`` of a virtual-time loop). Every ``now`` the engine hands
@@ -73,6 +78,56 @@ class Fetcher(Protocol):
 
     async def aclose(self) -> None:
         """Close every connection; no fetch may start afterwards."""
+        ...
+
+
+class CrawlFrontier(Protocol):
+    """The frontier as the engine's workers use it (times are epoch seconds).
+
+    A host popped is checked out until ``release``; ``push_front`` puts a URL back at
+    the head of its host's queue (a retry, a URL whose host was not ready after all).
+    """
+
+    def pop(self, now: float) -> FrontierEntry | None:
+        """The next URL whose host is ready at ``now``, or ``None``."""
+        ...
+
+    def bring_in(self) -> None:
+        """Nothing is ready: start bringing in URLs kept elsewhere (spilled, shared)."""
+        ...
+
+    async def drain(self) -> bool:
+        """Nothing is queued here and nothing in flight: bring in every URL kept
+        elsewhere and wait for it; ``False`` when none came."""
+        ...
+
+    async def settle(self) -> None:
+        """Wait until nothing is being brought in (the run ends)."""
+        ...
+
+    def statistics(self) -> WindowStatistics:
+        """The frontier's figures now."""
+        ...
+
+    @property
+    def spilled(self) -> int:
+        """URLs kept elsewhere (not in memory)."""
+        ...
+
+    def next_ready_at(self) -> float | None:
+        """When the next host is ready, ``None`` when none is queued."""
+        ...
+
+    def push_front(self, entry: FrontierEntry) -> None:
+        """``entry`` first in its host's queue."""
+        ...
+
+    def release(self, host: str, at: float) -> None:
+        """``host`` may be popped again from ``at`` on."""
+        ...
+
+    def __len__(self) -> int:
+        """URLs queued in memory."""
         ...
 
 
@@ -136,4 +191,4 @@ class ResultSink(Protocol):
         ...
 
 
-__all__ = ["Clock", "Fetcher", "ResultSink"]
+__all__ = ["Clock", "CrawlFrontier", "Fetcher", "ResultSink"]
