@@ -7,6 +7,7 @@ nested ``<div>`` (lexbor is quadratic in nesting; about 28 s inline here).
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import time
@@ -224,6 +225,9 @@ async def test_a_cancelled_extract_frees_its_worker_at_the_budget() -> None:
 async def test_without_worker_processes_it_parses_in_threads_and_says_so_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    # its own level: an in-process `crawldeck` main() (another test) leaves the
+    # crawldeck logger at ERROR
+    caplog.set_level(logging.WARNING, logger="crawldeck.parse")
     p = _pool(workers=2, budget_ms=200, python="/nonexistent/python3")
     try:
         pages = [*_pages(), (BIG, "http://big.test/", HTML)]
