@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from crawldeck.core import urls
 from crawldeck.core.errors import UrlError
@@ -83,6 +84,10 @@ class _HrefMemo:
             return href
         return None
 
+    def __len__(self) -> int:
+        """Entries held, both generations."""
+        return len(self._young) + len(self._old)
+
     def get(self, key: str) -> Link | None:
         """The remembered resolution of ``key``, or ``None``."""
         found = self._young.get(key)
@@ -109,6 +114,28 @@ def _prefix_host(prefix: str) -> tuple[str, str]:
         return "\0", ""  # matches no URL
 
 
+@dataclass(frozen=True, slots=True)
+class AdmissionStatistics:
+    """Admission at one moment (immutable, named fields).
+
+    Attributes:
+        admitted: URLs admitted, all runs; hosts: hosts with at least one.
+        memo_entries: hrefs the memo holds (two generations of ``HREF_MEMO_SIZE``).
+        blocked_remembered: refused keys remembered so as not to record them again.
+        seen_added, bloom_hits, exact_checks, false_positives: the seen set's counters
+            (``core.seen.SeenSet``).
+    """
+
+    admitted: int
+    hosts: int
+    memo_entries: int
+    blocked_remembered: int
+    seen_added: int
+    bloom_hits: int
+    exact_checks: int
+    false_positives: int
+
+
 class Admission:
     """The seen set and the trap guards, for every URL the crawl finds.
 
@@ -130,6 +157,20 @@ class Admission:
         self._memo = _HrefMemo(HREF_MEMO_SIZE)
         self._blocked: dict[str, None] = {}
         self.admitted: Counter[str] = Counter()  # URLs admitted per host, all runs
+
+    def statistics(self) -> AdmissionStatistics:
+        """Admission's figures now."""
+        seen = self._seen
+        return AdmissionStatistics(
+            admitted=self.admitted.total(),
+            hosts=len(self.admitted),
+            memo_entries=len(self._memo),
+            blocked_remembered=len(self._blocked),
+            seen_added=seen.added,
+            bloom_hits=seen.bloom_hits,
+            exact_checks=seen.exact_checks,
+            false_positives=seen.false_positives,
+        )
 
     def link(self, url: str, *, key: str | None = None, host: str | None = None) -> Link:
         """The ``Link`` of the cleaned URL ``url`` (``key`` and ``host`` computed when
@@ -253,4 +294,11 @@ def url_reason(exc: UrlError) -> BlockReason:
     return BlockReason(exc.reason)
 
 
-__all__ = ["BLOCKED_MEMORY", "HREF_MEMO_SIZE", "Admission", "Link", "url_reason"]
+__all__ = [
+    "BLOCKED_MEMORY",
+    "HREF_MEMO_SIZE",
+    "Admission",
+    "AdmissionStatistics",
+    "Link",
+    "url_reason",
+]

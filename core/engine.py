@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from crawldeck.core import redirects, urls
+from crawldeck.core.admission import AdmissionStatistics
 from crawldeck.core.assembly import assemble
 from crawldeck.core.config import CrawlConfig, asdict
 from crawldeck.core.content import Content
@@ -65,13 +66,12 @@ STOP_GRACE_S = 5.0
 
 @dataclass(frozen=True, slots=True)
 class EngineStatistics:
-    """The engine's parts at one moment: ``gate`` (``core.gate``), ``frontier``
-    (``core.window``: in memory, spilled to SQLite, read back) and ``observer``
-    (``core.observer``)."""
+    """The engine's parts at one moment, each its module's ``statistics()``."""
 
     gate: GateStatistics
     frontier: WindowStatistics
     observer: ObserverStatistics
+    admission: AdmissionStatistics
 
 
 @dataclass(frozen=True, slots=True)
@@ -474,8 +474,9 @@ class Engine:
 
     def statistics(self) -> EngineStatistics:
         """The figures of the engine's parts now (each part's ``statistics()``)."""
+        gate, frontier, admission = self._gate, self._frontier, self._admission
         return EngineStatistics(
-            self._gate.statistics(), self._frontier.statistics(), self._obs.statistics()
+            gate.statistics(), frontier.statistics(), self._obs.statistics(), admission.statistics()
         )
 
     @property

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from crawldeck.core import admission as admission_module
 from crawldeck.core import urls
-from crawldeck.core.admission import Admission, Link, url_reason
+from crawldeck.core.admission import Admission, AdmissionStatistics, Link, url_reason
 from crawldeck.core.errors import UnsupportedScheme, UrlError
 from crawldeck.core.seen import SeenSet
 from crawldeck.core.traps import BlockReason, ScopePolicy, TrapGuard, TrapSettings, Verdict
@@ -323,3 +323,20 @@ def test_the_memo_gives_what_a_fresh_resolution_gives(
         assert all(isinstance(link, Link) and link.seen for link in admitted)
     assert [(u, h, v.reason) for u, h, v in blocked] == expect_blocked
     assert admission.admitted == hosts
+
+
+def test_statistics_count_admissions_the_memo_and_the_seen_set() -> None:
+    admission, _ = make(max_depth=1)
+    assert admission.statistics() == AdmissionStatistics(0, 0, 0, 0, 0, 0, 0, 0)
+    page = "http://a.test/"
+    hrefs = ["/x", "/x", "http://b.test/y", "/deep", "mailto:m@a.test"]
+    edges, admitted = asyncio.run(admission.follow(page, "a.test", hrefs, page, 1))
+    assert [link.url for link in admitted] == ["http://a.test/x", "http://b.test/y",
+                                               "http://a.test/deep"]  # fmt: skip
+    assert [target for _, target in edges] == [link.url for link in admitted]
+    admission.admit(admission.link("http://a.test/deeper"), 2)  # refused: depth
+    stats = admission.statistics()
+    assert stats == AdmissionStatistics(
+        admitted=3, hosts=2, memo_entries=3, blocked_remembered=2, seen_added=3,
+        bloom_hits=0, exact_checks=0, false_positives=0,
+    )  # fmt: skip
