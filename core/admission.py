@@ -183,9 +183,13 @@ class Admission:
             key = urls.normalize(url, self._strip)
         return Link(url, key, urls.host_key(url) if host is None else host)
 
-    def admit(self, link: Link, depth: int, *, is_seed: bool = False) -> Verdict | bool:
-        """Pass ``link`` found at ``depth`` through the seen set (``SeenSet.contains``,
-        its exact check on this thread: for seeds) and the trap guards.
+    def admit(
+        self, link: Link, depth: int, *, is_seed: bool = False, seen: bool | None = None
+    ) -> Verdict | bool:
+        """Pass ``link`` found at ``depth`` through the seen set and the trap guards;
+        ``seen``: the seen set's answer, asked beforehand (``SeenSet.seen_among``), or
+        ``None`` to ask it here (``SeenSet.contains``, its exact check on this thread:
+        seeds before a crawl).
 
         Returns:
             ``True`` when admitted (its key is now in the seen set and its host's count
@@ -196,7 +200,9 @@ class Admission:
         Raises:
             StoreError: from the seen set's exact check.
         """
-        return self._guarded(link, depth, self._seen.contains(link.key), is_seed=is_seed)
+        if seen is None:
+            seen = self._seen.contains(link.key)
+        return self._guarded(link, depth, seen, is_seed=is_seed)
 
     async def admit_found(self, link: Link, depth: int) -> Verdict | bool:
         """``admit`` for a URL found during a crawl (a redirect's target): the seen

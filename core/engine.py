@@ -1,14 +1,12 @@
 """The crawl engine: the workers and the awaits, over parts that own their state.
 
 The parts (``core.assembly`` wires them) decide; the engine asks them, does the I/O
-they hand back and feeds the outcome back (issue #11). A worker takes the next ready
-URL from the frontier window (``core.window``: the host with the earliest deadline of
-the host gate, ``core.gate``), resolves its host, checks robots.txt, waits until the
-gate lets the request go, fetches through the ``Fetcher`` protocol, hands a failure or
-a backoff to ``core.retries``, reads the page (``core.content``) and records it
-(``core.recording``), then gives the host back to the frontier at the gate's next
-deadline. Workers sleep on one wake-up event until the frontier's next ready time:
-nothing polls.
+they hand back and feeds the outcome back (issue #11). A worker takes the next ready URL
+from the frontier (the host with the earliest deadline of the host gate), resolves its
+host, checks robots.txt, waits for the gate, fetches (``Fetcher``), hands failures and
+backoffs to ``core.retries``, reads the page (``core.content``), records it
+(``core.recording``) and gives the host back at the gate's next deadline. Workers sleep
+on one wake-up event until the frontier's next ready time: nothing polls.
 
 The engine publishes a ``CrawlSnapshot`` every ``snapshot_interval_ms`` to its
 subscribers and takes commands (``pause``, ``resume``, ``add_seeds``, ``request_stop``)
@@ -22,7 +20,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -88,10 +86,8 @@ class Engine:
     Args:
         config: the crawl's settings.
         store: the open SQLite store; if it holds an earlier run, the crawl resumes.
-        clock: the one time source, wall-clock seconds since the epoch (a test's
-            virtual clock: ``loop.time`` of a virtual-time loop).
-        fetcher: the HTTP edge (``core.protocols.Fetcher``; default: the aiohttp one
-            on ``config``, pinned to ``dns``).
+        clock: the one time source, epoch seconds (a test's: a virtual-time loop's).
+        fetcher: the HTTP edge (default: the aiohttp one on ``config``, pinned to ``dns``).
         rng: randomness for backoff jitter.
         dns: the resolver cache (default: a ``DnsCache`` on ``config`` and ``clock``).
 
@@ -143,14 +139,16 @@ class Engine:
         if resumed is not None:
             self._obs.log(resumed)
 
-    # ----------------------------------------------------------------- set-up
-
     def subscribe(self, callback: Subscriber) -> None:
         """Call ``callback(snapshot)`` every ``snapshot_interval_ms`` and at the end."""
         self._subscribers.append(callback)
 
-    def add_seeds(self, seed_urls: Iterable[str]) -> list[tuple[str, str]]:
+    def add_seeds(
+        self, seed_urls: Iterable[str], *, known: Container[str] | None = None
+    ) -> list[tuple[str, str]]:
         """Admit seed URLs (depth 0, highest priority); they also define the scope.
+        ``known``: the seeds' dedupe keys the seen set holds, asked beforehand
+        (``add_seeds_live``); ``None``: asked here, on this thread (before a crawl).
 
         Returns:
             ``(url, reason)`` for each seed that was refused (bad URL or a trap
@@ -167,7 +165,8 @@ class Engine:
             self._scope.add_seed(url)
             self._policy.trust(urls.host_key(url))
             link = self._admission.link(url)
-            outcome = self._admission.admit(link, 0, is_seed=True)
+            seen = None if known is None else link.key in known
+            outcome = self._admission.admit(link, 0, is_seed=True, seen=seen)
             if isinstance(outcome, Verdict):
                 refused.append((url, f"{outcome.reason}: {outcome.detail}"))
             elif outcome:
@@ -178,7 +177,14 @@ class Engine:
         self._wake.set()
         return refused
 
-    # ---------------------------------------------------------------- control
+    async def add_seeds_live(self, seed_urls: Iterable[str]) -> list[tuple[str, str]]:
+        """``add_seeds`` while the crawl runs (the console's ``a``): the seen set's exact
+        checks first, in a thread (``SeenSet.seen_among``), so the loop reads no SQLite."""
+        seeds, keys = list(seed_urls), []
+        for raw in seeds:
+            with contextlib.suppress(UrlError):
+                keys.append(self._admission.link(urls.clean(raw)).key)
+        return self.add_seeds(seeds, known=await self._seen.seen_among(keys))
 
     def pause(self) -> None:
         """Dispatch nothing new; in-flight fetches finish."""
@@ -207,8 +213,6 @@ class Engine:
     def paused(self) -> bool:
         """True while paused."""
         return self._state == "paused"
-
-    # -------------------------------------------------------------- main loop
 
     async def run(self) -> CrawlResult:
         """Crawl until finished, ``max_pages`` reached, or stopped; always flushes the store.
@@ -254,22 +258,18 @@ class Engine:
             task.cancel()
 
     def _outcome(self) -> Outcome:
-        if self._stopping:
-            return "stopped"
-        if self._page_cap_reached():
-            return "max_pages"
-        return "finished"
+        """How the run ended: asked to stop, ``max_pages`` reached, or nothing left."""
+        return (
+            "stopped" if self._stopping else "max_pages" if self._page_cap_reached() else "finished"
+        )
 
     def _page_cap_reached(self) -> bool:
         cap = self.config.max_pages
         return cap is not None and self._obs.pages + self._obs.in_flight >= cap
 
     async def _worker(self) -> None:
-        """One of ``(1 + SLOW_FETCH_FACTOR) x concurrency`` workers; a worker fetches
-        only while it holds one of the ``concurrency`` fast slots, and gives its slot up
-        when its fetch runs longer than ``SLOW_FETCH_S`` (``_process``): so at most
-        ``concurrency`` fetches run at normal speed and at most
-        ``SLOW_FETCH_FACTOR x concurrency`` slow ones more."""
+        """One of ``(1 + SLOW_FETCH_FACTOR) x concurrency`` workers; it fetches only while
+        it holds a fast slot (``core.slots``), given up when its fetch turns slow."""
         try:
             while True:
                 await self._fast.acquire()
@@ -319,8 +319,6 @@ class Engine:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout):
                     await self._wake.wait()
-
-    # --------------------------------------------------------------- one URL
 
     async def _process(self, entry: FrontierEntry, slot: FastSlot) -> None:
         """Robots check, fetch, record, extract; gives the host back to the frontier.
@@ -445,8 +443,6 @@ class Engine:
         else:
             self._frontier.release(host, at)
 
-    # -------------------------------------------------------------- snapshots
-
     async def _report_loop(self) -> None:
         interval = self.config.snapshot_interval_ms / 1000
         while True:
@@ -459,9 +455,8 @@ class Engine:
             self._publish()
 
     def _stop_on_error(self, exc: CrawldeckError) -> None:
-        """Stop cleanly after ``exc`` (a store write failed, e.g. the disk is full); the
-        first one is re-raised from ``run`` and printed once by the caller, so the log
-        line is a warning (the console's Log tab, not stderr)."""
+        """Stop cleanly after ``exc`` (a store write failed: a full disk); the first one is
+        re-raised from ``run`` and printed once by the caller (the log line: the Log tab)."""
         if self._crash is None:
             self._obs.log(f"stopping: {exc}", level=logging.WARNING)
             self._crash = exc

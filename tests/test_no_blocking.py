@@ -171,7 +171,13 @@ def crawl(
             async def go() -> None:
                 loop = asyncio.get_running_loop()
                 loop.slow_callback_duration = 0.01
-                await asyncio.wait_for(engine.run(), timeout=60)
+                run = asyncio.create_task(engine.run())
+                await asyncio.sleep(0.2)
+                # seeds added as the console does during a crawl: known URLs (the
+                # filter says "maybe": exact checks), silently kept
+                again = [servers[0].url("/"), servers[1].url("/d/p1")]
+                assert await engine.add_seeds_live(again) == []
+                await asyncio.wait_for(run, timeout=60)
 
             with (
                 caplog.at_level(logging.WARNING, logger="asyncio"),

@@ -126,6 +126,7 @@ async def test_a_adds_a_valid_seed() -> None:
         await pilot.pause()
         assert not isinstance(app.screen, AddSeedScreen)
         assert fake(app).seeds == ["https://new.example/"]
+        assert fake(app).live_adds == 1  # the live path: its seen checks off the loop
         assert "Seed added: https://new.example/" in app.messages
 
 

@@ -158,6 +158,7 @@ class FakeEngine:
         self.queries: list[tuple[str, int]] = []
         self.stop_requested = False
         self.published = 0
+        self.live_adds = 0  # add_seeds_live calls (the console during a crawl)
         self._paused = False
         self._stop: asyncio.Event | None = None
 
@@ -172,6 +173,10 @@ class FakeEngine:
             else:
                 refused.append((url, f"not an http(s) URL: {url!r}"))
         return refused
+
+    async def add_seeds_live(self, seed_urls: Iterable[str]) -> list[tuple[str, str]]:
+        self.live_adds += 1
+        return self.add_seeds(seed_urls)
 
     def _publish(self, snap: CrawlSnapshot) -> None:
         self.published += 1

@@ -73,13 +73,15 @@ class CrawlSource(Protocol):
     """What the console needs from a crawl; ``core.engine.Engine`` provides it.
 
     ``subscribe`` (called with every published snapshot), ``run``, the commands
-    ``add_seeds`` (returns ``(url, reason)`` per refused seed), ``pause``, ``resume``,
+    ``add_seeds`` (before the run) and ``add_seeds_live`` (during it; both return
+    ``(url, reason)`` per refused seed), ``pause``, ``resume``,
     ``request_stop``, and the reads ``paused``, ``snapshot``, ``query_hosts`` and
     ``host_detail`` (see ``Engine``).
     """
 
     def subscribe(self, callback: Callable[[CrawlSnapshot], None]) -> None: ...
     def add_seeds(self, seed_urls: Iterable[str]) -> list[tuple[str, str]]: ...
+    async def add_seeds_live(self, seed_urls: Iterable[str]) -> list[tuple[str, str]]: ...
     async def run(self) -> CrawlResult: ...
     def pause(self) -> None: ...
     def resume(self) -> None: ...
@@ -382,12 +384,12 @@ class CrawlApp(App[None]):
         """a: ask for a seed URL."""
         self.push_screen(AddSeedScreen(self._add_seed), self._seed_added)
 
-    def _add_seed(self, url: str) -> str | None:
+    async def _add_seed(self, url: str) -> str | None:
         if not url:
             return "Enter a URL, e.g. https://example.com/"
         if self.result is not None or self._quitting:
             return "The crawl is over: start a new crawl to add seeds."
-        refused = self.engine.add_seeds([url])
+        refused = await self.engine.add_seeds_live([url])
         if refused:
             return f"Refused: {refused[0][1]}"
         return None

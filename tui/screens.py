@@ -8,7 +8,7 @@ function handed to them (the seed validator); they never reach into the engine.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import ClassVar
 
 from rich.console import JustifyMethod, RenderableType
@@ -262,7 +262,8 @@ class HelpScreen(ModalScreen[None]):
 
 
 class AddSeedScreen(ModalScreen[str | None]):
-    """Asks for a seed URL; ``validate(url)`` returns an error text or ``None`` (added).
+    """Asks for a seed URL; ``await validate(url)`` returns an error text or ``None``
+    (added).
 
     The screen stays open and shows the error until a URL is accepted or Esc is
     pressed; it is dismissed with the accepted URL (``None`` when cancelled).
@@ -270,7 +271,7 @@ class AddSeedScreen(ModalScreen[str | None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, validate: Callable[[str], str | None]) -> None:
+    def __init__(self, validate: Callable[[str], Awaitable[str | None]]) -> None:
         super().__init__()
         self._validate = validate
 
@@ -282,11 +283,11 @@ class AddSeedScreen(ModalScreen[str | None]):
             yield Static("", id="seed-error")
             yield Static("[dim]Enter adds it, Esc cancels.[/]")
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
+    async def on_input_submitted(self, event: Input.Submitted) -> None:
         """Validate and add the URL, or show why not."""
         event.stop()
         url = event.value.strip()
-        error = self._validate(url)
+        error = await self._validate(url)
         if error is None:
             self.dismiss(url)
         else:
