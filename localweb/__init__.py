@@ -8,7 +8,7 @@
 - :class:`HostServer`, :class:`Access` (:mod:`localweb.server`): the HTTP/1.1 server
   behind both, and its access-log records.
 
-``python -m localweb`` serves the web until Ctrl-C.
+``python -m crawldeck.localweb`` serves the web until Ctrl-C.
 """
 
 from crawldeck.localweb.server import Access, AccessLog, HostServer, Request, Response, start_hosts

@@ -1,4 +1,4 @@
-"""``python -m localweb``: start the local web, print its hosts, serve until Ctrl-C.
+"""``python -m crawldeck.localweb``: start the local web, print its hosts, serve until Ctrl-C.
 
 Options mirror :class:`localweb.web.LocalWeb`; ``--static DIR`` serves a directory
 tree instead (see :class:`localweb.static.StaticSite`). Ctrl-C or SIGTERM stops every
@@ -20,9 +20,9 @@ from crawldeck.localweb.web import LocalWeb
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The command-line parser of ``python -m localweb``."""
+    """The command-line parser of ``python -m crawldeck.localweb``."""
     parser = argparse.ArgumentParser(
-        prog="python -m localweb",
+        prog="python -m crawldeck.localweb",
         description="Serve crawldeck's local multi-host test web on loopback addresses.",
     )
     parser.add_argument("--prefix", default="127.77.0", help="first three address octets")
