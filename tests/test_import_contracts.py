@@ -11,6 +11,7 @@ import-linter's tests do) and checks the contract with import-linter's own
 from __future__ import annotations
 
 import copy
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,17 @@ CONTRACTS: dict[str, dict[str, Any]] = {c["id"]: c for c in CONFIG["contracts_op
 
 
 def test_lint_imports_keeps_every_contract(capsys: pytest.CaptureFixture[str]) -> None:
-    exit_code = lint_imports(config_filename=str(PYPROJECT), no_cache=True, no_logo=True)
+    # lint_imports configures logging with dictConfig, which disables every logger that
+    # exists (crawldeck's among them) for the rest of the session: keep them as they were
+    manager = logging.Logger.manager
+    loggers = [lg for lg in manager.loggerDict.values() if isinstance(lg, logging.Logger)]
+    disabled = [lg.disabled for lg in loggers]
+    try:
+        exit_code = lint_imports(config_filename=str(PYPROJECT), no_cache=True, no_logo=True)
+    finally:
+        for logger, was in zip(loggers, disabled, strict=True):
+            logger.disabled = was
+    assert not logging.getLogger("crawldeck.parse").disabled
     report = capsys.readouterr().out
     assert exit_code == 0, report
     assert f"Contracts: {len(CONTRACTS)} kept, 0 broken." in report
