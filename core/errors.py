@@ -33,6 +33,7 @@ catch only ours::
     +-- ParseError                  a page could not be parsed: its parse worker died
     |   +-- ParseTimeout            the page's parse ran over parse_timeout_ms (core.parse)
     +-- RenderUnavailable           no browser to render with (Chromium missing or broken)
+    +-- ClusterError                Redis cannot be started or reached (core.cluster)
 
 ``R``: ``retryable`` is ``True`` (a class attribute of every ``FetchError``): the
 failure is transient and the same request may well succeed later, so it keeps its
@@ -237,3 +238,15 @@ class RenderUnavailable(CrawldeckError):
     """
 
     reason = "render_unavailable"
+
+
+class ClusterError(CrawldeckError):
+    """The Redis of a multi-worker crawl cannot be used (``core.cluster``).
+
+    No ``redis-server`` to start a private one with, a private one that does not start
+    or answer, or a ``--redis`` URL that cannot be reached. The message is one line,
+    e.g. ``cannot reach Redis at redis://10.0.0.5:6379/0: Connection refused``; the
+    CLI prints it and exits 2.
+    """
+
+    reason = "cluster"
