@@ -1,0 +1,200 @@
+"""The key layout of a cluster crawl in Redis (issue #12), and the frontier entry's form.
+
+Every key of crawl ``C`` starts with ``cd:``. Hosts are spread over ``SHARDS`` shards by
+CRC-32 of the host key; every key of one host, and its shard's result stream, carry the
+shard's hash tag ``{C:NN}``, so one Lua script can check a host's lease epoch, take its
+URLs and append its results atomically on Redis Cluster too (a script may only touch
+keys of one hash slot: "Redis cluster specification", *Hash tags*). The shards spread
+the hosts over the cluster's nodes (64 tags over 3 masters: about 21 each).
+
+Per host ``H`` (base ``cd:{C:NN}:h:H``):
+
+* ``:q``   sorted set, the queued URLs (frontier entries); score ``priority * 10^13 +
+  push time in ms``, so front queue first, then first in first out. A hot host's
+  queue is split into path-prefix sub-queues ``:q:P`` listed in ``:subs`` (hot spot
+  rule of the design card).
+* ``:inf`` hash dedupe key -> entry: URLs handed to the host's owner and not yet
+  done; they go back to ``:q`` when the owner releases the host or dies.
+* ``:seen`` set of 63-bit integers, the dedupe keys ever admitted for the host
+  (``seen_member``); small sets stay intsets (8 bytes a member).
+* ``:lease`` ``"<worker> <epoch>"`` with a TTL (``PX``): the host's owner.
+* ``:ep``  the lease epoch, incremented on every claim: the fencing token.
+* ``:st``  hash: ``rec`` the host's saved state (a ``HostRecord`` as JSON), ``last``
+  the last request's start (epoch s), ``clean`` 1 when the last owner released it.
+* ``:robots`` the host's robots.txt as the cache keeps it (JSON), with its TTL.
+
+Per shard: ``cd:{C:NN}:out`` the result stream (entries ``w`` worker, ``h`` host,
+``e`` epoch, ``m`` the ops, ``core.cluster.wire``).
+
+Per crawl, untagged (one key each): ``cd:C:ready`` sorted set host -> epoch s from which
+it may be claimed; ``cd:C:owned`` sorted set host -> lease deadline in ms (the reaper's
+list); ``cd:C:workers`` hash worker -> heartbeat JSON; ``cd:C:ctl`` hash (``state``:
+``running``/``paused``/``stopping``); ``cd:C:config`` the crawl's config (JSON);
+``cd:C:seeds`` list of seed URLs (workers admit each in order); ``cd:C:ip:A`` the next
+time (epoch s) address ``A`` may be sent a request, for addresses shared by hosts of
+different owners; ``cd:C:iphosts:A`` the hosts seen on ``A``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from dataclasses import dataclass
+from typing import Any, Final
+
+from crawldeck.core.errors import CrawldeckError
+from crawldeck.core.frontier import FrontierEntry
+
+#: Shards (hash tags) the hosts are spread over.
+SHARDS: Final = 64
+#: The score of a queued URL: ``priority * PRIORITY_SPAN + push time in ms``.
+PRIORITY_SPAN: Final = 10**13
+
+
+class KeyspaceError(CrawldeckError):
+    """A crawl id that cannot name keys (empty, too long, or with ``{}`` or spaces)."""
+
+
+def check_crawl_id(crawl_id: str) -> str:
+    """``crawl_id`` if it can be part of every key: 1-64 characters of letters,
+    digits, ``-``, ``_`` and ``.``.
+
+    Raises:
+        KeyspaceError: with a one-line reason.
+    """
+    ok = 0 < len(crawl_id) <= 64 and all(c.isalnum() or c in "-_." for c in crawl_id)
+    if not ok or not crawl_id.isascii():
+        raise KeyspaceError(f"crawl id {crawl_id!r}: use 1-64 letters, digits, '-', '_' or '.'")
+    return crawl_id
+
+
+def shard_of(host: str) -> int:
+    """The shard of ``host`` (CRC-32 of its key, modulo ``SHARDS``)."""
+    return zlib.crc32(host.encode("utf-8", "surrogatepass")) % SHARDS
+
+
+def seen_member(key: str) -> int:
+    """The seen set's member for dedupe key ``key``: its BLAKE2b digest cut to 63 bits
+    (a positive signed 64-bit integer, so small sets stay Redis intsets). Two keys of
+    one host collide with probability about ``n^2 / 2^64`` for ``n`` keys."""
+    digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
+
+
+@dataclass(frozen=True, slots=True)
+class Keyspace:
+    """The keys of crawl ``crawl_id`` (see the module).
+
+    Raises:
+        KeyspaceError: from ``check_crawl_id``.
+    """
+
+    crawl_id: str
+
+    def __post_init__(self) -> None:
+        check_crawl_id(self.crawl_id)
+
+    def tag(self, shard: int) -> str:
+        """The hash-tagged prefix of ``shard``'s keys."""
+        return f"cd:{{{self.crawl_id}:{shard:02d}}}"
+
+    def host(self, host: str) -> str:
+        """The base key of ``host`` (its keys append ``:q``, ``:inf`` ...)."""
+        return f"{self.tag(shard_of(host))}:h:{host}"
+
+    def stream(self, shard: int) -> str:
+        """The result stream of ``shard``."""
+        return f"{self.tag(shard)}:out"
+
+    def streams(self) -> list[str]:
+        """Every shard's result stream, by shard."""
+        return [self.stream(s) for s in range(SHARDS)]
+
+    def _g(self, name: str) -> str:
+        return f"cd:{self.crawl_id}:{name}"
+
+    @property
+    def ready(self) -> str:
+        """Hosts that may be claimed, by the epoch second they may be claimed from."""
+        return self._g("ready")
+
+    @property
+    def owned(self) -> str:
+        """Hosts under a lease, by the lease's deadline in epoch ms."""
+        return self._g("owned")
+
+    @property
+    def workers(self) -> str:
+        """The heartbeats: worker id -> JSON."""
+        return self._g("workers")
+
+    @property
+    def control(self) -> str:
+        """The crawl's control hash (``state``)."""
+        return self._g("ctl")
+
+    @property
+    def config(self) -> str:
+        """The crawl's config as JSON."""
+        return self._g("config")
+
+    @property
+    def seeds(self) -> str:
+        """The seed URLs, in the order given."""
+        return self._g("seeds")
+
+    def ip_next(self, address: str) -> str:
+        """When ``address`` may next be sent a request (epoch s)."""
+        return self._g(f"ip:{address}")
+
+    def ip_hosts(self, address: str) -> str:
+        """The hosts seen on ``address``."""
+        return self._g(f"iphosts:{address}")
+
+
+def encode_entry(entry: FrontierEntry) -> str:
+    """A frontier entry as the JSON array kept in ``:q`` and ``:inf`` (its cookies are
+    not kept: they live for one redirect chain in one process)."""
+    return json.dumps(
+        [entry.url, entry.key, entry.host, entry.depth, entry.priority, entry.attempts,
+         list(entry.redirects), entry.via],
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )  # fmt: skip
+
+
+def decode_entry(text: str | bytes) -> FrontierEntry:
+    """The frontier entry of ``encode_entry``'s JSON.
+
+    Raises:
+        KeyspaceError: not such an array.
+    """
+    try:
+        value: Any = json.loads(text)
+        url, key, host, depth, priority, attempts, hops, via = value
+        return FrontierEntry(
+            str(url), str(key), str(host), int(depth), int(priority), int(attempts),
+            tuple(str(u) for u in hops), None if via is None else str(via),
+        )  # fmt: skip
+    except (ValueError, TypeError) as exc:
+        raise KeyspaceError(f"not a frontier entry: {exc}") from None
+
+
+def score(priority: int, now_ms: int) -> int:
+    """The queue score of a URL of ``priority`` pushed at ``now_ms`` (epoch ms)."""
+    return priority * PRIORITY_SPAN + now_ms
+
+
+__all__ = [
+    "PRIORITY_SPAN",
+    "SHARDS",
+    "Keyspace",
+    "KeyspaceError",
+    "check_crawl_id",
+    "decode_entry",
+    "encode_entry",
+    "score",
+    "seen_member",
+    "shard_of",
+]

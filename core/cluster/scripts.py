@@ -1,0 +1,253 @@
+"""The Lua scripts of the cluster store: each runs atomically on one hash slot.
+
+Every script takes ``KEYS[1]`` = a key of the shard it works on (the shard's result
+stream, ``Keyspace.stream``), so Redis Cluster routes it to the node owning the shard's
+slot, and ``ARGV[1]`` = the shard's tag (``Keyspace.tag``) from which it names the
+hosts' keys (``<tag>:h:<host>:q`` ...; all in the tag's slot). Batches for several hosts
+of one shard travel as one JSON argument, so a flush costs one script call per shard it
+touches. The layout is ``core.cluster.keys``'s.
+
+The lease check is the fencing token (Kleppmann, "How to do distributed locking",
+2016): ``:lease`` holds ``"<worker> <epoch>"`` and the epoch grows on every claim, so a
+worker that slept past its lease (``SIGSTOP``) finds another epoch there and every write
+it tries for the host is refused, whatever its clock says.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+#: Shared Lua helpers: the host's keys, its queued count (main and sub-queues), and
+#: putting handed-out URLs (``:inf``) back at the head of their front queue.
+_HELPERS: Final = r"""
+local tag = ARGV[1]
+local function base(host) return tag .. ':h:' .. host end
+local function queued(b)
+  local n = redis.call('ZCARD', b .. ':q')
+  for _, p in ipairs(redis.call('SMEMBERS', b .. ':subs')) do
+    n = n + redis.call('ZCARD', b .. ':q:' .. p)
+  end
+  return n
+end
+local function give_back(b)
+  local inf = redis.call('HVALS', b .. ':inf')
+  for _, e in ipairs(inf) do
+    local prio = cjson.decode(e)[5]
+    redis.call('ZADD', b .. ':q', prio * 10000000000000, e)
+  end
+  redis.call('DEL', b .. ':inf')
+  return #inf
+end
+local function owner_is(b, me)
+  return redis.call('GET', b .. ':lease') == me
+end
+"""
+
+#: ARGV[2]: JSON ``[[host, [[member, score, prefix, entry], ...]], ...]``; ARGV[3]: the
+#: hot-host threshold (queued URLs). Adds each URL whose member is new to the host's
+#: seen set to its queue, or, past the threshold, to the sub-queue of its path prefix.
+#: Returns ``[[host, added], ...]``.
+PUSH: Final = (
+    _HELPERS
+    + r"""
+local hot = tonumber(ARGV[3])
+local out = {}
+for _, h in ipairs(cjson.decode(ARGV[2])) do
+  local b = base(h[1])
+  local q = b .. ':q'
+  local added = 0
+  for _, r in ipairs(h[2]) do
+    if redis.call('SADD', b .. ':seen', r[1]) == 1 then
+      if redis.call('ZCARD', q) >= hot then
+        redis.call('SADD', b .. ':subs', r[3])
+        redis.call('ZADD', q .. ':' .. r[3], r[2], r[4])
+      else
+        redis.call('ZADD', q, r[2], r[4])
+      end
+      added = added + 1
+    end
+  end
+  out[#out + 1] = {h[1], added}
+end
+return out
+"""
+)
+
+#: ARGV[2]: worker; ARGV[3]: JSON ``[[host, epoch, [acked keys], last_s|false,
+#: rec|false, ops], ...]``. For each host whose lease is ``worker epoch`` (or epoch 0:
+#: an unfenced op, a refused URL): drops the acked URLs from ``:inf``, saves ``last``
+#: and ``rec`` in ``:st`` and appends the ops to the shard's stream. Returns the hosts
+#: refused (fenced).
+COMMIT: Final = (
+    _HELPERS
+    + r"""
+local me = ARGV[2]
+local fenced = {}
+for _, c in ipairs(cjson.decode(ARGV[3])) do
+  local host, epoch = c[1], c[2]
+  local b = base(host)
+  if epoch ~= 0 and not owner_is(b, me .. ' ' .. epoch) then
+    fenced[#fenced + 1] = host
+  else
+    if #c[3] > 0 then redis.call('HDEL', b .. ':inf', unpack(c[3])) end
+    if c[4] then redis.call('HSET', b .. ':st', 'last', c[4]) end
+    if c[5] then redis.call('HSET', b .. ':st', 'rec', c[5]) end
+    redis.call('XADD', KEYS[1], '*', 'w', me, 'h', host, 'e', epoch, 'm', c[6])
+  end
+end
+return fenced
+"""
+)
+
+#: ARGV[2]: worker; ARGV[3]: lease in ms; ARGV[4]: JSON ``[host, ...]``. Takes each
+#: host that has no lease and has URLs queued (a dead owner's handed-out URLs first go
+#: back to its queue): a new epoch, the lease for ``worker``. Returns, per host taken,
+#: ``[host, epoch, queued, rec|false, last|false, clean|false]`` (``clean`` "0": the
+#: previous owner did not release it: it died or froze).
+ACQUIRE: Final = (
+    _HELPERS
+    + r"""
+local me, ms = ARGV[2], tonumber(ARGV[3])
+local out = {}
+for _, host in ipairs(cjson.decode(ARGV[4])) do
+  local b = base(host)
+  if redis.call('EXISTS', b .. ':lease') == 0 then
+    give_back(b)
+    local n = queued(b)
+    if n > 0 then
+      local ep = redis.call('INCR', b .. ':ep')
+      redis.call('SET', b .. ':lease', me .. ' ' .. ep, 'PX', ms)
+      local st = redis.call('HMGET', b .. ':st', 'rec', 'last', 'clean')
+      redis.call('HSET', b .. ':st', 'clean', '0')
+      out[#out + 1] = {host, ep, n, st[1], st[2], st[3]}
+    end
+  end
+end
+return out
+"""
+)
+
+#: ARGV[2]: worker; ARGV[3]: JSON ``[host, epoch, count]``. Moves up to ``count`` URLs
+#: from the host's queue (then its sub-queues) to ``:inf`` for their owner. Returns
+#: ``false`` when the lease is not ``worker epoch`` (fenced), else ``[entries, left]``.
+PULL: Final = (
+    _HELPERS
+    + r"""
+local a = cjson.decode(ARGV[3])
+local b = base(a[1])
+if not owner_is(b, ARGV[2] .. ' ' .. a[2]) then return false end
+local want = a[3]
+local got = {}
+local function take(key)
+  if #got >= want then return end
+  local popped = redis.call('ZPOPMIN', key, want - #got)
+  for i = 1, #popped, 2 do
+    local e = popped[i]
+    redis.call('HSET', b .. ':inf', cjson.decode(e)[2], e)
+    got[#got + 1] = e
+  end
+end
+take(b .. ':q')
+for _, p in ipairs(redis.call('SMEMBERS', b .. ':subs')) do
+  take(b .. ':q:' .. p)
+  if redis.call('EXISTS', b .. ':q:' .. p) == 0 then redis.call('SREM', b .. ':subs', p) end
+end
+return {got, queued(b)}
+"""
+)
+
+#: ARGV[2]: worker; ARGV[3]: lease in ms; ARGV[4]: JSON ``[[host, epoch], ...]``.
+#: Extends each lease still ``worker epoch``. Returns ``[[host, held 1|0, queued]]``.
+RENEW: Final = (
+    _HELPERS
+    + r"""
+local me, ms = ARGV[2], tonumber(ARGV[3])
+local out = {}
+for _, h in ipairs(cjson.decode(ARGV[4])) do
+  local b = base(h[1])
+  if owner_is(b, me .. ' ' .. h[2]) then
+    redis.call('PEXPIRE', b .. ':lease', ms)
+    out[#out + 1] = {h[1], 1, queued(b)}
+  else
+    out[#out + 1] = {h[1], 0, 0}
+  end
+end
+return out
+"""
+)
+
+#: ARGV[2]: worker; ARGV[3]: JSON ``[[host, epoch, last_s|false, rec|false, force], ...]``.
+#: Gives each host up if its lease is still ``worker epoch``: unless ``force``, only
+#: when nothing is queued. Handed-out URLs go back to the queue, ``:st`` gets ``last``,
+#: ``rec`` and ``clean`` 1. Returns ``[[host, outcome, queued]]``: outcome 1 released,
+#: 0 kept (URLs arrived: the owner reads them), -1 not ours any more.
+RELEASE: Final = (
+    _HELPERS
+    + r"""
+local me = ARGV[2]
+local out = {}
+for _, h in ipairs(cjson.decode(ARGV[3])) do
+  local b = base(h[1])
+  if not owner_is(b, me .. ' ' .. h[2]) then
+    out[#out + 1] = {h[1], -1, 0}
+  else
+    local n = queued(b)
+    if h[5] == 0 and (n > 0 or redis.call('HLEN', b .. ':inf') > 0) then
+      out[#out + 1] = {h[1], 0, n}
+    else
+      n = n + give_back(b)
+      if h[3] then redis.call('HSET', b .. ':st', 'last', h[3]) end
+      if h[4] then redis.call('HSET', b .. ':st', 'rec', h[4]) end
+      redis.call('HSET', b .. ':st', 'clean', '1')
+      redis.call('DEL', b .. ':lease')
+      out[#out + 1] = {h[1], 1, n}
+    end
+  end
+end
+return out
+"""
+)
+
+#: ARGV[2]: JSON ``[host, ...]`` whose lease deadline passed. For each host with no
+#: lease any more (its owner died or froze): its handed-out URLs go back to its queue.
+#: Returns ``[[host, queued]]`` for those, to be made claimable; a host whose lease is
+#: alive (renewed meanwhile) is left out.
+RECOVER: Final = (
+    _HELPERS
+    + r"""
+local out = {}
+for _, host in ipairs(cjson.decode(ARGV[2])) do
+  local b = base(host)
+  if redis.call('EXISTS', b .. ':lease') == 0 then
+    give_back(b)
+    out[#out + 1] = {host, queued(b)}
+  end
+end
+return out
+"""
+)
+
+#: KEYS[1]: ``Keyspace.ip_next(address)``; ARGV[1]: now (epoch s); ARGV[2]: the per-IP
+#: delay (s). Takes the address's next slot: returns "0" and moves the slot on by the
+#: delay when it is free at ``now``, else the epoch second it is free from.
+IP_SLOT: Final = r"""
+local now, delay = tonumber(ARGV[1]), tonumber(ARGV[2])
+local t = tonumber(redis.call('GET', KEYS[1]) or '0')
+if t > now then return tostring(t) end
+redis.call('SET', KEYS[1], tostring(now + delay), 'PX', math.floor(delay * 1000) + 60000)
+return '0'
+"""
+
+#: Every script by name (loaded on each node at start and after a restart).
+SCRIPTS: Final = {
+    "push": PUSH,
+    "commit": COMMIT,
+    "acquire": ACQUIRE,
+    "pull": PULL,
+    "renew": RENEW,
+    "release": RELEASE,
+    "recover": RECOVER,
+    "ip_slot": IP_SLOT,
+}
+
+__all__ = ["ACQUIRE", "COMMIT", "IP_SLOT", "PULL", "PUSH", "RECOVER", "RELEASE", "RENEW", "SCRIPTS"]

@@ -1,0 +1,202 @@
+"""The result sink over the wire: ``ResultSink`` calls as JSON, and their replay.
+
+A worker of a cluster crawl (issue #12) does not write SQLite: each ``ResultSink`` call
+its engine makes (a page, a refusal, a host's state, a frontier row's state) becomes one
+*op*, a JSON array ``[name, args]``, appended to a Redis stream by the fenced commit
+(``core.cluster.scripts``); the collector (``core.cluster.collector``) reads the streams
+and replays the ops on the one ``core.store.Store`` of the crawl. The ops are the
+calls, so the crawl file is written by the same code, with the same schema, whatever
+ran the crawl.
+
+Encoding: the records (``PageRecord``, ``BlockedRecord``, ``HostRecord``,
+``FrontierRow``) as arrays of their fields in declaration order (``dataclasses.fields``),
+tuples as arrays; times stay epoch seconds (``float``). ``decode_op`` checks the name and
+the shapes and raises ``WireError`` on anything else (a stream written by another
+version, or by hand).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import astuple, fields
+from typing import Any, Final, Literal, TypeVar, cast
+
+from crawldeck.core.errors import CrawldeckError
+from crawldeck.core.protocols import ResultSink
+from crawldeck.core.store import (
+    FRONTIER_STATES,
+    BlockedRecord,
+    FrontierRow,
+    FrontierState,
+    HostRecord,
+    PageRecord,
+)
+
+#: The op names: the ``ResultSink`` methods that write.
+OP_NAMES: Final = frozenset(
+    {"enqueue_urls", "record_page", "fail_urls", "record_blocked", "mark", "upsert_host"}
+)
+
+_R = TypeVar("_R", PageRecord, BlockedRecord, HostRecord, FrontierRow)
+
+
+class WireError(CrawldeckError):
+    """An op that is not one this version writes (its name, arity or field shapes)."""
+
+
+def _record(cls: type[_R], value: Any) -> _R:
+    """``cls`` from the array of its fields (``redirects`` back to a tuple)."""
+    names = [f.name for f in fields(cls)]
+    if not isinstance(value, list) or len(value) != len(names):
+        raise WireError(f"{cls.__name__}: expected an array of {len(names)} fields")
+    args = dict(zip(names, value, strict=True))
+    if "redirects" in args:
+        args["redirects"] = tuple(args["redirects"])
+    try:
+        return cls(**args)
+    except TypeError as exc:
+        raise WireError(f"{cls.__name__}: {exc}") from None
+
+
+def _rows(value: Any) -> tuple[FrontierRow, ...]:
+    if not isinstance(value, list):
+        raise WireError("frontier rows: expected an array")
+    return tuple(_record(FrontierRow, row) for row in value)
+
+
+def op_enqueue(rows: Sequence[FrontierRow]) -> list[Any]:
+    """The op of ``ResultSink.enqueue_urls(rows)``."""
+    return ["enqueue_urls", [list(astuple(row)) for row in rows]]
+
+
+def op_record_page(
+    page: PageRecord,
+    *,
+    key: str,
+    links: Sequence[tuple[str, str]],
+    new_rows: Sequence[FrontierRow],
+    state: Literal["done", "failed", "queued"],
+    next_url: str | None,
+    next_host: str | None,
+    redirects: Sequence[str],
+) -> list[Any]:
+    """The op of ``ResultSink.record_page`` (its arguments, see ``Store.record_page``)."""
+    return [
+        "record_page",
+        [
+            list(astuple(page)),
+            key,
+            [list(edge) for edge in links],
+            [list(astuple(row)) for row in new_rows],
+            state,
+            next_url,
+            next_host,
+            list(redirects),
+        ],
+    ]
+
+
+def op_fail_urls(urls: Sequence[tuple[str, str]], error: str) -> list[Any]:
+    """The op of ``ResultSink.fail_urls(urls, error)``."""
+    return ["fail_urls", [[list(pair) for pair in urls], error]]
+
+
+def op_record_blocked(rec: BlockedRecord) -> list[Any]:
+    """The op of ``ResultSink.record_blocked(rec)``."""
+    return ["record_blocked", [list(astuple(rec))]]
+
+
+def op_mark(
+    key: str, state: FrontierState, attempts: int | None, available_at: float | None
+) -> list[Any]:
+    """The op of ``ResultSink.mark(key, state, attempts=..., available_at=...)``."""
+    return ["mark", [key, state, attempts, available_at]]
+
+
+def op_upsert_host(rec: HostRecord) -> list[Any]:
+    """The op of ``ResultSink.upsert_host(rec)``."""
+    return ["upsert_host", [list(astuple(rec))]]
+
+
+def encode_ops(ops: Sequence[list[Any]]) -> str:
+    """Ops as one compact JSON text (one stream entry's payload)."""
+    return json.dumps(ops, separators=(",", ":"), ensure_ascii=False)
+
+
+def decode_ops(text: str | bytes) -> list[list[Any]]:
+    """The ops of one stream entry's payload.
+
+    Raises:
+        WireError: not a JSON array of ``[name, args]`` arrays with known names.
+    """
+    try:
+        ops = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise WireError(f"not JSON: {exc}") from None
+    if not isinstance(ops, list):
+        raise WireError("expected an array of ops")
+    for op in ops:
+        if not (isinstance(op, list) and len(op) == 2 and op[0] in OP_NAMES):
+            raise WireError(f"not an op: {str(op)[:80]}")
+        if not isinstance(op[1], list):
+            raise WireError(f"{op[0]}: expected an array of arguments")
+    return cast(list[list[Any]], ops)
+
+
+def replay(op: Sequence[Any], sink: ResultSink) -> None:
+    """Make the ``ResultSink`` call ``op`` stands for on ``sink``.
+
+    Raises:
+        WireError: the op's arguments do not have the shapes its call takes.
+        StoreError: from ``sink`` (see ``core.store.Store``).
+    """
+    name, args = op[0], op[1]
+    try:
+        if name == "enqueue_urls":
+            sink.enqueue_urls(_rows(args[0]))
+        elif name == "record_page":
+            page, key, links, new_rows, state, next_url, next_host, hops = args
+            if state not in ("done", "failed", "queued"):
+                raise WireError(f"record_page: bad state {state!r}")
+            sink.record_page(
+                _record(PageRecord, page),
+                key=str(key),
+                links=[(str(a), str(b)) for a, b in links],
+                new_rows=_rows(new_rows),
+                state=state,
+                next_url=next_url,
+                next_host=next_host,
+                redirects=tuple(str(u) for u in hops),
+            )
+        elif name == "fail_urls":
+            pairs, error = args
+            sink.fail_urls([(str(k), str(u)) for k, u in pairs], str(error))
+        elif name == "record_blocked":
+            sink.record_blocked(_record(BlockedRecord, args[0]))
+        elif name == "mark":
+            key, state, attempts, available_at = args
+            if state not in FRONTIER_STATES:
+                raise WireError(f"mark: bad state {state!r}")
+            sink.mark(str(key), state, attempts=attempts, available_at=available_at)
+        elif name == "upsert_host":
+            sink.upsert_host(_record(HostRecord, args[0]))
+        else:
+            raise WireError(f"unknown op {name!r}")
+    except (ValueError, TypeError, IndexError) as exc:
+        raise WireError(f"{name}: {exc}") from None
+
+
+__all__ = [
+    "OP_NAMES",
+    "WireError",
+    "decode_ops",
+    "encode_ops",
+    "op_enqueue",
+    "op_fail_urls",
+    "op_mark",
+    "op_record_blocked",
+    "op_record_page",
+    "op_upsert_host",
+    "replay",
+]
