@@ -749,7 +749,7 @@ _REQUEUE: Final = 9  # requeue_failed: run now, commit, and wake the caller
 _BEGIN_RUN: Final = 10
 
 
-def _status_class(status: int | None) -> str:
+def status_class(status: int | None) -> str:
     """``2xx`` ... ``5xx`` for an HTTP status, ``error`` for none (``page_totals``)."""
     return "error" if status is None else f"{status // 100}xx"
 
@@ -1315,9 +1315,9 @@ class Store:
             if old is None:
                 totals["pages"] += 1
             else:
-                totals[_status_class(old[0])] -= 1
+                totals[status_class(old[0])] -= 1
                 totals["bytes"] -= old[1] or 0
-            totals[_status_class(page.status)] += 1
+            totals[status_class(page.status)] += 1
             totals["bytes"] += page.bytes
             conn.execute(
                 _SQL_PAGE,
@@ -1631,5 +1631,6 @@ __all__ = [
     "check_header",
     "check_schema",
     "from_iso_utc",
+    "status_class",
     "to_iso_utc",
 ]
