@@ -1,7 +1,8 @@
 """The test tiers (issue #11 item 9): every test is marked by what it starts.
 
 * ``server``: a real server on loopback (``tests/httpserver.py``, ``tests/dnsserver.py``,
-  ``tests/rawserver.py``, the local web of ``crawldeck.localweb``, a socket of its own);
+  ``tests/rawserver.py``, the local web of ``crawldeck.localweb``, ``redis-server`` from
+  ``tests/redisfix.py``, a socket of its own);
 * ``process``: a process (the ``crawldeck`` command, parse workers, Chromium, a fresh
   interpreter);
 * ``console``: the Textual console in process (``App.run_test``, snapshot pictures),
@@ -35,12 +36,14 @@ from typing import Any
 
 import pytest
 
-pytest_plugins = ["pytester"]
+#: ``redisfix``: the ``redis_server`` and ``redis_cluster`` fixtures (real redis-server).
+pytest_plugins = ["pytester", "redisfix"]
 
 TESTS = Path(__file__).resolve().parent
 
-#: Names whose use means a server on loopback: the test servers and the local web, and
-#: the calls that open a listening or bound socket.
+#: Names whose use means a server on loopback: the test servers and the local web, Redis
+#: (``tests/redisfix.py``, ``crawldeck.core.cluster.server``), and the calls that open a
+#: listening or bound socket.
 SERVER_NAMES = frozenset(
     {
         "HTTPTestServer",
@@ -53,6 +56,11 @@ SERVER_NAMES = frozenset(
         "start_hosts",
         "serve_static",
         "StaticSite",
+        "PrivateRedis",
+        "LoopbackRedis",
+        "LocalRedisCluster",
+        "redis_server",
+        "redis_cluster",
         "start_server",
         "start_unix_server",
         "create_server",
