@@ -213,7 +213,7 @@ def test_check_redis_on_a_port_that_never_answers() -> None:
         f"cannot reach Redis at {url}: no answer within 1 s",
         f"cannot reach Redis at {url}: Timeout reading from socket",
     }
-    assert BUDGET_S <= elapsed < BUDGET_S + SLACK_S  # it waited for PONG, and no longer
+    assert 0.9 * BUDGET_S <= elapsed < BUDGET_S + SLACK_S  # it waited for PONG, no longer
 
 
 def test_check_redis_on_a_missing_socket(tmp_path: Path) -> None:
