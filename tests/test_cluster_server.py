@@ -123,6 +123,22 @@ def test_a_server_that_does_not_start_is_one_line_with_its_log(tmp_path: Path) -
     assert not server.running
 
 
+def test_a_server_that_does_not_answer_in_time_is_killed(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere.sock"  # a later option wins: it listens there
+    server = PrivateRedis(
+        tmp_path / "r", extra_args=("--unixsocket", str(elsewhere)), start_timeout_s=0.5
+    )
+    with pytest.raises(ClusterError) as caught:
+        server.start()
+    assert str(caught.value).startswith(
+        f"redis-server did not answer PING within 0.5 s (Error 2 connecting to "
+        f"{server.socket_path}. No such file or directory.): "
+    )
+    assert not server.running
+    with socket.socket(socket.AF_UNIX) as probe, pytest.raises(ConnectionRefusedError):
+        probe.connect(str(elsewhere))  # the server that did listen there is gone
+
+
 def test_a_socket_path_over_the_linux_limit_is_refused_before_starting(tmp_path: Path) -> None:
     deep = tmp_path / ("d" * (MAX_SOCKET_PATH_BYTES - len(str(tmp_path))))
     with pytest.raises(ClusterError, match=r"bytes, over the 107 Linux allows"):

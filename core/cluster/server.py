@@ -204,7 +204,11 @@ class PrivateRedis:
                 cwd=self.directory,
                 start_new_session=True,
             )
-        self._wait_ready()
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.kill()  # no server left behind, whatever stopped the wait (Ctrl-C included)
+            raise
 
     def stop(self) -> None:
         """Stop the server with SIGTERM (it fsyncs the append-only file and exits) and
@@ -303,7 +307,6 @@ class PrivateRedis:
             except redis.RedisError as exc:
                 last = _one_line(exc)
             if time.monotonic() >= deadline:
-                self.kill()
                 raise ClusterError(
                     f"redis-server did not answer PING within {self.start_timeout_s:g} s "
                     f"({last}): {self.last_log_line()} (log: {self.log_path})"
