@@ -55,6 +55,7 @@ Schema (version ``SCHEMA_VERSION``; the export contract of docs/architecture.md)
     runs      id (pk), started_at (TEXT, UTC), finished_at (TEXT, UTC), status,
               config (JSON object)
     meta      key (pk), value: ``schema_version``, ``application`` = ``crawldeck``
+              (and what ``set_meta`` keeps: ``cluster.*``, the cluster collector's)
 
 Times meant for people (``pages.fetched_at``, ``blocked.at``, ``runs.started_at`` and
 ``finished_at``) are stored as UTC ISO 8601 text of fixed width with microseconds,
@@ -747,6 +748,8 @@ _STOP: Final = 7
 _FAIL: Final = 8
 _REQUEUE: Final = 9  # requeue_failed: run now, commit, and wake the caller
 _BEGIN_RUN: Final = 10
+_GROUP: Final = 11  # atomic(): the operations of one block, applied in one transaction
+_META: Final = 12
 
 
 def status_class(status: int | None) -> str:
@@ -840,6 +843,7 @@ class Store:
         self._clock = clock
         self._flush_interval_s = max(0, flush_interval_ms) / 1000
         self._queue: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        self._group: list[tuple[Any, ...]] | None = None  # inside atomic()
         self._pending: set[str] = set()
         self._pending_lock = threading.Lock()
         self._kconn_lock = threading.Lock()  # contains() may run in several threads
@@ -1000,6 +1004,52 @@ class Store:
 
     # ------------------------------------------------------------------ writes
 
+    def _put(self, op: tuple[Any, ...]) -> None:
+        if self._group is None:
+            self._queue.put(op)
+        else:
+            self._group.append(op)
+
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Commit the writes made inside the block in one transaction: they are queued
+        as ONE operation when the block exits (also when it raises), so after a kill
+        the file holds all of them or none. For a caller that keeps its own progress
+        with its rows (``set_meta``): the cluster collector commits a batch of stream
+        entries with the streams' cursors (``core.cluster.collector``).
+
+        Blocks do not nest; ``flush``, ``requeue_failed`` and ``close`` inside one do
+        not wait for its writes (they are not queued yet).
+
+        Raises:
+            StoreError: a block is already open; see also the class.
+        """
+        self._check()
+        if self._group is not None:
+            raise StoreError(f"{self._name}: atomic() blocks do not nest")
+        group: list[tuple[Any, ...]] = []
+        self._group = group
+        try:
+            yield
+        finally:
+            self._group = None
+            if group:
+                self._queue.put((_GROUP, tuple(group)))
+
+    def set_meta(self, key: str, value: str | None) -> None:
+        """Queue setting the ``meta`` row ``key`` to ``value`` (``None`` deletes it):
+        state a writer keeps in the file with the rows it wrote (the cluster collector's
+        stream cursors). ``schema_version`` and ``application`` belong to the schema.
+
+        Raises:
+            StoreError: ``key`` is ``schema_version`` or ``application``; see also the
+                class.
+        """
+        self._check()
+        if key in ("schema_version", "application"):
+            raise StoreError(f"set_meta: {key!r} belongs to the schema")
+        self._put((_META, key, value))
+
     def enqueue_urls(self, rows: Sequence[FrontierRow]) -> None:
         """Queue new frontier rows (INSERT OR IGNORE: a known key keeps its row).
 
@@ -1017,7 +1067,7 @@ class Store:
             self._pending.update([row.key for row in batch])
         seq = self._next_seq
         self._next_seq = seq + len(batch)
-        self._queue.put((_ENQUEUE, batch, seq))
+        self._put((_ENQUEUE, batch, seq))
 
     def record_page(
         self,
@@ -1067,7 +1117,7 @@ class Store:
                 self._pending.update([row.key for row in rows])
             self._next_seq = seq + len(rows)
         hop = (next_url, next_host, _encode_json(list(redirects))) if state == "queued" else None
-        self._queue.put((_PAGE, page, key, tuple(links), rows, seq, state, hop))
+        self._put((_PAGE, page, key, tuple(links), rows, seq, state, hop))
 
     def fail_urls(self, urls: Sequence[tuple[str, str]], error: str) -> None:
         """Queue marking each ``(key, url)`` failed: its frontier row (by ``key``) gets
@@ -1082,7 +1132,7 @@ class Store:
         """
         self._check()
         if urls:
-            self._queue.put((_FAIL, tuple(urls), error))
+            self._put((_FAIL, tuple(urls), error))
 
     def requeue_failed(self) -> dict[str, int]:
         """Put the URLs that failed transiently back in the queue; block until committed.
@@ -1134,7 +1184,7 @@ class Store:
             StoreError: see the class.
         """
         self._check()
-        self._queue.put((_BLOCKED, rec))
+        self._put((_BLOCKED, rec))
 
     def mark(
         self,
@@ -1157,7 +1207,7 @@ class Store:
         self._check()
         if state not in FRONTIER_STATES:
             raise StoreError(f"mark: unknown frontier state {state!r}")
-        self._queue.put((_MARK, state, attempts, available_at, key))
+        self._put((_MARK, state, attempts, available_at, key))
 
     def upsert_host(self, rec: HostRecord) -> None:
         """Queue the insert or full replacement of the ``hosts`` row of ``rec.host``.
@@ -1166,7 +1216,7 @@ class Store:
             StoreError: see the class.
         """
         self._check()
-        self._queue.put((_HOST, rec))
+        self._put((_HOST, rec))
 
     def begin_run(self, config: Mapping[str, Any]) -> int:
         """Queue a ``runs`` row (status ``running``, ``config`` as JSON); the id is
@@ -1186,7 +1236,7 @@ class Store:
         text = json.dumps(dict(config), sort_keys=True, default=str)
         run_id = self._next_run_id
         self._next_run_id = run_id + 1
-        self._queue.put((_BEGIN_RUN, run_id, self._clock(), text))
+        self._put((_BEGIN_RUN, run_id, self._clock(), text))
         return run_id
 
     def end_run(self, run_id: int, status: str) -> None:
@@ -1196,7 +1246,7 @@ class Store:
             StoreError: see the class.
         """
         self._check()
-        self._queue.put((_END_RUN, self._clock(), status, run_id))
+        self._put((_END_RUN, self._clock(), status, run_id))
 
     def flush(self) -> None:
         """Block until every operation queued so far is committed.
@@ -1378,6 +1428,19 @@ class Store:
                     h.learnt_delay_ms,
                 ),
             )
+        elif kind == _GROUP:
+            for sub in op[1]:
+                self._apply(conn, sub, keys, blocked, totals)
+        elif kind == _META:
+            _, name, value = op
+            if value is None:
+                conn.execute("DELETE FROM meta WHERE key = ?", (name,))
+            else:
+                conn.execute(
+                    "INSERT INTO meta (key, value) VALUES (?, ?)"
+                    " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (name, value),
+                )
         elif kind == _BEGIN_RUN:
             _, run_id, started_at, text = op
             conn.execute(_SQL_KILLED_RUNS)
@@ -1606,6 +1669,32 @@ class Store:
             (limit,),
         )
         return [SeedOutcome(*row) for row in rows]
+
+    def meta_items(self, prefix: str) -> dict[str, str]:
+        """The committed ``meta`` rows whose key starts with ``prefix`` (``set_meta``).
+
+        Raises:
+            StoreError: see the class.
+        """
+        rows = self._stream(
+            "SELECT key, value FROM meta WHERE substr(key, 1, ?) = ?", (len(prefix), prefix)
+        )
+        return {key: value for key, value in rows}
+
+    def known_keys(self, keys: Sequence[str]) -> set[str]:
+        """Those of ``keys`` that have a committed ``frontier`` row: one query for all
+        of them (a primary-key probe each), for a caller that checks many at once.
+
+        Raises:
+            StoreError: see the class.
+        """
+        if not keys:
+            return set()
+        rows = self._stream(
+            "SELECT key FROM frontier WHERE key IN (SELECT value FROM json_each(?))",
+            (_encode_json(list(keys)),),
+        )
+        return {key for (key,) in rows}
 
     def has_crawl(self) -> bool:
         """Whether the file already holds a crawl (any committed frontier row): resume.
