@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import astuple, fields
+from math import isfinite
 from typing import Any, Final, Literal, TypeVar, cast
 
 from crawldeck.core.errors import CrawldeckError
@@ -45,29 +46,56 @@ class WireError(CrawldeckError):
     """An op that is not one this version writes (its name, arity or field shapes)."""
 
 
+def _fits(kind: str, value: Any) -> bool:
+    """Whether JSON value ``value`` is of the record field type ``kind`` (an annotation
+    of the records: ``str``, ``int | None``, ``tuple[str, ...]`` ...). A value SQLite
+    cannot bind (an array, an object) would fail the collector's store for good."""
+    if kind.endswith(" | None"):
+        return value is None or _fits(kind[: -len(" | None")], value)
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "float":  # NaN would be stored as NULL, refused by a NOT NULL column
+        return isinstance(value, int | float) and not isinstance(value, bool) and isfinite(value)
+    if kind == "tuple[str, ...]":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    raise AssertionError(f"no wire rule for field type {kind!r}")  # a new record field
+
+
 def _record(cls: type[_R], value: Any) -> _R:
-    """``cls`` from the array of its fields (``redirects`` back to a tuple)."""
-    names = [f.name for f in fields(cls)]
-    if not isinstance(value, list) or len(value) != len(names):
-        raise WireError(f"{cls.__name__}: expected an array of {len(names)} fields")
-    args = dict(zip(names, value, strict=True))
+    """``cls`` from the array of its fields (``redirects`` back to a tuple).
+
+    Raises:
+        WireError: not an array of the fields, or a field of another type.
+    """
+    kinds = [(f.name, str(f.type)) for f in fields(cls)]
+    if not isinstance(value, list) or len(value) != len(kinds):
+        raise WireError(f"{cls.__name__}: expected an array of {len(kinds)} fields")
+    for (name, kind), item in zip(kinds, value, strict=True):
+        if not _fits(kind, item):
+            raise WireError(f"{cls.__name__}.{name}: expected {kind}, got {str(item)[:40]}")
+    args = {name: item for (name, _), item in zip(kinds, value, strict=True)}
     if "redirects" in args:
         args["redirects"] = tuple(args["redirects"])
-    try:
-        return cls(**args)
-    except TypeError as exc:
-        raise WireError(f"{cls.__name__}: {exc}") from None
+    return cls(**args)
 
 
 def _rows(value: Any) -> tuple[FrontierRow, ...]:
     if not isinstance(value, list):
         raise WireError("frontier rows: expected an array")
-    return tuple(_record(FrontierRow, row) for row in value)
+    rows = tuple(_record(FrontierRow, row) for row in value)
+    for row in rows:
+        if row.state not in FRONTIER_STATES:
+            raise WireError(f"frontier row {row.key[:40]!r}: bad state {row.state!r}")
+    return rows
 
 
 def op_enqueue(rows: Sequence[FrontierRow]) -> list[Any]:
     """The op of ``ResultSink.enqueue_urls(rows)``."""
-    return ["enqueue_urls", [list(astuple(row)) for row in rows]]
+    return ["enqueue_urls", [[list(astuple(row)) for row in rows]]]
 
 
 def op_record_page(
@@ -159,6 +187,10 @@ def replay(op: Sequence[Any], sink: ResultSink) -> None:
             page, key, links, new_rows, state, next_url, next_host, hops = args
             if state not in ("done", "failed", "queued"):
                 raise WireError(f"record_page: bad state {state!r}")
+            if not (_fits("str | None", next_url) and _fits("str | None", next_host)):
+                raise WireError("record_page: next_url and next_host must be strings or null")
+            if state == "queued" and not (next_url and next_host):
+                raise WireError("record_page: state 'queued' needs next_url and next_host")
             sink.record_page(
                 _record(PageRecord, page),
                 key=str(key),
@@ -178,6 +210,8 @@ def replay(op: Sequence[Any], sink: ResultSink) -> None:
             key, state, attempts, available_at = args
             if state not in FRONTIER_STATES:
                 raise WireError(f"mark: bad state {state!r}")
+            if not (_fits("int | None", attempts) and _fits("float | None", available_at)):
+                raise WireError("mark: attempts must be an integer, available_at a number")
             sink.mark(str(key), state, attempts=attempts, available_at=available_at)
         elif name == "upsert_host":
             sink.upsert_host(_record(HostRecord, args[0]))
