@@ -15,6 +15,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Protocol
 
 from crawldeck.core import urls
 from crawldeck.core.admission import Admission
@@ -32,15 +33,15 @@ from crawldeck.core.fetcher import AiohttpFetcher
 from crawldeck.core.gate import HostGate
 from crawldeck.core.observer import Observer
 from crawldeck.core.politeness import Politeness, PolitenessSettings
-from crawldeck.core.protocols import Clock, Fetcher
+from crawldeck.core.protocols import Clock, CrawlStore, Fetcher
 from crawldeck.core.recording import Recorder
 from crawldeck.core.robots import RobotsCache, RobotsSettings
 from crawldeck.core.seen import SeenSet
 from crawldeck.core.side_requests import SideRequests
-from crawldeck.core.store import FrontierRow, Store
+from crawldeck.core.store import FrontierRow
 from crawldeck.core.transport import PinningResolver
 from crawldeck.core.traps import ScopePolicy, TrapGuard, TrapSettings
-from crawldeck.core.window import FrontierWindow
+from crawldeck.core.window import FrontierWindow, SpillStore
 
 
 @dataclass(slots=True)
@@ -67,15 +68,34 @@ class Parts:
     content: ContentReader
 
 
+class ClusterHooks(Protocol):
+    """What a cluster worker (``core.cluster.worker``) adds to the parts: its frontier
+    window over the shared frontier, and a look at the parts once they are made."""
+
+    def make_window(
+        self,
+        window: int,
+        store: SpillStore,
+        read_back: Callable[[Sequence[FrontierRow]], None],
+    ) -> FrontierWindow:
+        """The frontier window (``FrontierWindow``'s arguments)."""
+        ...
+
+    def bind(self, parts: Parts) -> None:
+        """The parts are made (the worker adopts hosts into their gate and observer)."""
+        ...
+
+
 def assemble(
     config: CrawlConfig,
-    store: Store,
+    store: CrawlStore,
     *,
     clock: Clock,
     wake: Callable[[], None],
     fetcher: Fetcher | None = None,
     rng: random.Random | None = None,
     dns: DnsCache | None = None,
+    cluster: ClusterHooks | None = None,
 ) -> Parts:
     """The parts of a crawl of ``config`` into ``store``.
 
@@ -88,6 +108,7 @@ def assemble(
         fetcher: the HTTP edge (default: the aiohttp fetcher, pinned to ``dns``).
         rng: randomness for the backoff jitter (seeded in tests).
         dns: the DNS cache (default: one on ``config`` and ``clock``).
+        cluster: a cluster worker's hooks (its window; it is shown the parts).
     """
 
     def audit(line: str) -> None:
@@ -114,7 +135,10 @@ def assemble(
         IpLimiter(IpLimitSettings.from_config(config)),
         config.per_host_concurrency,
     )
-    frontier = FrontierWindow(config.frontier_window, store, read_back)
+    if cluster is None:
+        frontier = FrontierWindow(config.frontier_window, store, read_back)
+    else:
+        frontier = cluster.make_window(config.frontier_window, store, read_back)
     side = SideRequests(clock, fetcher, addresses, gate, frontier, config.robots_token, wake)
     robots = RobotsCache(side, RobotsSettings.from_config(config), clock, audit)
     observer = Observer(config, clock, store, gate, frontier, robots, dns)
@@ -126,8 +150,11 @@ def assemble(
     side.bind(observer, admission, robots)
     recorder = Recorder(config, store, observer, admission, frontier, seen, wake)
     content = ContentReader(config, side.render_gate, side.render_report, observer.log, audit)
-    return Parts(dns, policy, addresses, fetcher, gate, frontier, side, robots, observer,
-                 scope, guard, seen, admission, recorder, content)  # fmt: skip
+    parts = Parts(dns, policy, addresses, fetcher, gate, frontier, side, robots, observer,
+                  scope, guard, seen, admission, recorder, content)  # fmt: skip
+    if cluster is not None:
+        cluster.bind(parts)
+    return parts
 
 
-__all__ = ["Parts", "assemble"]
+__all__ = ["ClusterHooks", "Parts", "assemble"]

@@ -222,6 +222,13 @@ class CrawlConfig:
             event loop (``core.parse.ParsePool``); one page over its budget holds one.
         parse_timeout_ms: the time budget of one page's parse in a worker; a page
             still parsing then is given up (its worker is killed and replaced).
+        cluster_lease_ms: a cluster crawl's host lease (``core.cluster``): a worker
+            that dies or freezes loses its hosts this long after its last renewal,
+            and another worker takes them over.
+        cluster_hot_queue: queued URLs past which a host's new URLs go to path-prefix
+            sub-queues in Redis (a hot host, issue #12 item 5).
+        redis_outage_s: how long a cluster worker waits, retrying with backoff, for a
+            Redis that stopped answering before it gives up (exit 2).
     """
 
     user_agent: str = "crawldeck/0.1 (+https://github.com/crawldeck/crawldeck)"
@@ -288,6 +295,9 @@ class CrawlConfig:
     render_browser_path: str = "/usr/bin/chromium"
     parse_workers: Annotated[int, Range(1, 64)] = 2
     parse_timeout_ms: Annotated[int, Range(10)] = 5000
+    cluster_lease_ms: Annotated[int, Range(500, 3_600_000)] = 10_000
+    cluster_hot_queue: Annotated[int, Range(10)] = 10_000
+    redis_outage_s: Annotated[int, Range(1, 86_400)] = 60
 
     def __post_init__(self) -> None:
         """Check every field against its type and ``Range``, then the rules between

@@ -26,7 +26,7 @@ from typing import Literal
 
 from crawldeck.core import redirects, urls
 from crawldeck.core.admission import AdmissionStatistics
-from crawldeck.core.assembly import assemble
+from crawldeck.core.assembly import ClusterHooks, assemble
 from crawldeck.core.config import CrawlConfig, asdict
 from crawldeck.core.content import Content
 from crawldeck.core.dns import DnsCache
@@ -43,7 +43,7 @@ from crawldeck.core.frontier import FrontierEntry
 from crawldeck.core.gate import GateStatistics
 from crawldeck.core.observer import SNAPSHOT_HOSTS, HostStats, ObserverStatistics
 from crawldeck.core.politeness import BACKOFF_STATUSES
-from crawldeck.core.protocols import Clock, CrawlFrontier, Fetcher
+from crawldeck.core.protocols import Clock, CrawlFrontier, CrawlStore, Fetcher
 from crawldeck.core.recording import PRIORITY_SEED
 from crawldeck.core.resume import restore
 from crawldeck.core.retries import Retries
@@ -85,11 +85,13 @@ class Engine:
 
     Args:
         config: the crawl's settings.
-        store: the open SQLite store; if it holds an earlier run, the crawl resumes.
+        store: the open SQLite store (if it holds an earlier run, the crawl resumes),
+            or a cluster worker's ``ClusterStore`` (``core.cluster``).
         clock: the one time source, epoch seconds (a test's: a virtual-time loop's).
         fetcher: the HTTP edge (default: the aiohttp one on ``config``, pinned to ``dns``).
         rng: randomness for backoff jitter.
         dns: the resolver cache (default: a ``DnsCache`` on ``config`` and ``clock``).
+        cluster: a cluster worker's hooks (``core.assembly.ClusterHooks``).
 
     Call ``add_seeds`` then ``await run()``. ``run`` returns when the frontier is empty
     and nothing is in flight (``finished``), when ``max_pages`` pages were fetched
@@ -99,20 +101,22 @@ class Engine:
     def __init__(
         self,
         config: CrawlConfig,
-        store: Store,
+        store: CrawlStore,
         *,
         clock: Clock = time.time,
         fetcher: Fetcher | None = None,
         rng: random.Random | None = None,
         dns: DnsCache | None = None,
+        cluster: ClusterHooks | None = None,
     ) -> None:
         self.config = config
         self.store = store
         self._clock = clock
         self._wake = asyncio.Event()  # a URL is ready or a worker may be done
         parts = assemble(
-            config, store, clock=clock, wake=self._wake.set, fetcher=fetcher, rng=rng, dns=dns
-        )
+            config, store, clock=clock, wake=self._wake.set, fetcher=fetcher, rng=rng, dns=dns,
+            cluster=cluster,
+        )  # fmt: skip
         self._dns, self._policy, self._fetcher = parts.dns, parts.policy, parts.fetcher
         self._addresses = parts.addresses
         self._frontier: CrawlFrontier = parts.frontier
@@ -132,11 +136,11 @@ class Engine:
         self._run_id: int | None = None
         self._workers: list[asyncio.Task[None]] = []
         self._crash: Exception | None = None
-        resumed = restore(
+        resumed = isinstance(store, Store) and restore(
             store, observer=self._obs, admission=self._admission, seen=self._seen,
             guard=parts.guard, scope=self._scope, frontier=self._frontier, gate=self._gate,
         )  # fmt: skip
-        if resumed is not None:
+        if resumed:
             self._obs.log(resumed)
 
     def subscribe(self, callback: Subscriber) -> None:

@@ -14,14 +14,18 @@ store) can hand it another implementation (issue #11, as httpx's one-method tran
   ``FrontierWindow``: Mercator's queues in memory, their tail in SQLite; a frontier
   shared by workers in Redis comes next, issue #12).
 * ``ResultSink``: where a crawl's results go, one call per page, refusal or state
-  change, none of them waiting for a commit (``core.store.Store``, SQLite; a cluster
-  store and a content store come next, issues #12 and #13).
+  change, none of them waiting for a commit (``core.store.Store``, SQLite;
+  ``core.cluster.store.ClusterStore``, Redis, for a worker of a cluster crawl; a
+  content store comes next, issue #13).
+* ``CrawlStore``: the ``ResultSink`` with what the engine and its frontier window ask
+  of the store besides (backpressure, the run's lifecycle, spilled URLs, the seen
+  set's exact check).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from crawldeck.core.fetcher import FetchResult
 
@@ -191,4 +195,33 @@ class ResultSink(Protocol):
         ...
 
 
-__all__ = ["Clock", "CrawlFrontier", "Fetcher", "ResultSink"]
+class CrawlStore(ResultSink, Protocol):
+    """The store an ``Engine`` runs over: ``core.store.Store`` (SQLite, resumable) or
+    ``core.cluster.store.ClusterStore`` (a cluster worker's, over Redis)."""
+
+    async def room(self) -> bool:
+        """Wait while the store's writes are too far behind; ``True`` if it waited."""
+        ...
+
+    def begin_run(self, config: Mapping[str, Any]) -> int:
+        """A run starts with ``config``: its id."""
+        ...
+
+    def end_run(self, run_id: int, status: str) -> None:
+        """The run ``run_id`` ended with ``status``."""
+        ...
+
+    def flush(self) -> None:
+        """Block until every write so far is done (called in a thread)."""
+        ...
+
+    def contains(self, key: str) -> bool:
+        """Whether dedupe key ``key`` is known to the store (called in a thread)."""
+        ...
+
+    def load_spilled(self, host: str, after_seq: int, limit: int) -> tuple[list[FrontierRow], int]:
+        """Up to ``limit`` URLs of ``host`` kept in the store (``core.window.SpillStore``)."""
+        ...
+
+
+__all__ = ["Clock", "CrawlFrontier", "CrawlStore", "Fetcher", "ResultSink"]

@@ -21,10 +21,11 @@ from crawldeck.core.fetcher import FetchResult
 from crawldeck.core.frontier import FrontierEntry
 from crawldeck.core.links import Extracted
 from crawldeck.core.observer import HostStats, Observer
+from crawldeck.core.protocols import ResultSink
 from crawldeck.core.render_types import RenderResult
 from crawldeck.core.seen import SeenSet
 from crawldeck.core.snapshot import ResponseRow
-from crawldeck.core.store import FrontierRow, PageRecord, Store
+from crawldeck.core.store import FrontierRow, PageRecord
 from crawldeck.core.traps import Verdict
 from crawldeck.core.window import FrontierWindow
 
@@ -51,7 +52,7 @@ class Recorder:
     def __init__(
         self,
         config: CrawlConfig,
-        store: Store,
+        store: ResultSink,
         observer: Observer,
         admission: Admission,
         frontier: FrontierWindow,

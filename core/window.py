@@ -92,6 +92,9 @@ class FrontierWindow:
         read_back: called with the rows of each read back from the store (before their
             entries are handed out), so the caller can restore what it keeps of them
             (a seed's scope, a host first seen in this run).
+        spill_all: every URL placed goes to the store, whatever the room (a frontier
+            shared by workers: its store decides which URLs are new, and they come
+            back through reads, ``core.cluster``).
 
     Times are epoch seconds (``float``), as ``Frontier``'s. ``pop``, ``bring_in`` and
     ``drain`` run on an event loop (reads are tasks of the running loop); a read that
@@ -107,6 +110,7 @@ class FrontierWindow:
         "_read_back",
         "_reads",
         "_reserved",
+        "_spill_all",
         "_spilled",
         "_spilled_total",
         "_store",
@@ -120,8 +124,11 @@ class FrontierWindow:
         window: int,
         store: SpillStore,
         read_back: Callable[[Sequence[FrontierRow]], None] | None = None,
+        *,
+        spill_all: bool = False,
     ) -> None:
         self._frontier = Frontier()
+        self._spill_all = spill_all
         self._store = store
         self._window = window
         self._host_cap = max(1, window // 8)
@@ -143,13 +150,16 @@ class FrontierWindow:
         caller then calls :meth:`add`), ``False`` for the store only (counted here as
         spilled; the caller writes its row with state ``spilled``). ``spill=False``
         keeps it in memory whatever the window (a redirect hop carries its chain's
-        cookies, which the store does not keep). A host with spilled URLs spills the
-        next ones too (FIFO per host)."""
+        cookies, which the store does not keep), unless ``spill_all``. A host with
+        spilled URLs spills the next ones too (FIFO per host)."""
         in_memory = self._frontier.queued(host)
-        if spill and (
-            in_memory >= self._host_cap
-            or len(self._frontier) + self._reserved >= self._window
-            or host in self._spilled
+        if self._spill_all or (
+            spill
+            and (
+                in_memory >= self._host_cap
+                or len(self._frontier) + self._reserved >= self._window
+                or host in self._spilled
+            )
         ):
             self._spilled[host] += 1
             self._spilled_total += 1

@@ -23,16 +23,19 @@ Per host ``H`` (base ``cd:{C:NN}:h:H``):
   the last request's start (epoch s), ``clean`` 1 when the last owner released it.
 * ``:robots`` the host's robots.txt as the cache keeps it (JSON), with its TTL.
 
-Per shard: ``cd:{C:NN}:out`` the result stream (entries ``w`` worker, ``h`` host,
-``e`` epoch, ``m`` the ops, ``core.cluster.wire``).
+Per shard (tagged too): ``cd:{C:NN}:out`` the result stream (entries ``w`` worker,
+``h`` host, ``e`` epoch, ``m`` the ops, ``core.cluster.wire``); ``:ready`` sorted set
+host -> epoch s from which it may be claimed (hosts with URLs and no owner); ``:owned``
+sorted set host -> lease deadline in epoch ms (the reaper's list). Keeping them in the
+shard's slot lets the scripts move a host between "claimable", "owned" and "recovered"
+atomically: no crash between two commands can leave a host with URLs but in neither.
 
-Per crawl, untagged (one key each): ``cd:C:ready`` sorted set host -> epoch s from which
-it may be claimed; ``cd:C:owned`` sorted set host -> lease deadline in ms (the reaper's
-list); ``cd:C:workers`` hash worker -> heartbeat JSON; ``cd:C:ctl`` hash (``state``:
-``running``/``paused``/``stopping``); ``cd:C:config`` the crawl's config (JSON);
-``cd:C:seeds`` list of seed URLs (workers admit each in order); ``cd:C:ip:A`` the next
-time (epoch s) address ``A`` may be sent a request, for addresses shared by hosts of
-different owners; ``cd:C:iphosts:A`` the hosts seen on ``A``.
+Per crawl, untagged (one key each): ``cd:C:workers`` hash worker -> heartbeat JSON;
+``cd:C:ctl`` hash (``state``: ``running``/``paused``/``stopping``); ``cd:C:config`` the
+crawl's config (JSON); ``cd:C:seeds`` list of seed URLs (workers admit each in order);
+``cd:C:ip:A`` the next time (epoch s) address ``A`` may be sent a request, for
+addresses shared by hosts of different owners; ``cd:C:iphosts:A`` the hosts seen on
+``A``.
 """
 
 from __future__ import annotations
@@ -113,16 +116,6 @@ class Keyspace:
 
     def _g(self, name: str) -> str:
         return f"cd:{self.crawl_id}:{name}"
-
-    @property
-    def ready(self) -> str:
-        """Hosts that may be claimed, by the epoch second they may be claimed from."""
-        return self._g("ready")
-
-    @property
-    def owned(self) -> str:
-        """Hosts under a lease, by the lease's deadline in epoch ms."""
-        return self._g("owned")
 
     @property
     def workers(self) -> str:

@@ -44,9 +44,10 @@ end
 """
 
 #: ARGV[2]: JSON ``[[host, [[member, score, prefix, entry], ...]], ...]``; ARGV[3]: the
-#: hot-host threshold (queued URLs). Adds each URL whose member is new to the host's
-#: seen set to its queue, or, past the threshold, to the sub-queue of its path prefix.
-#: Returns ``[[host, added], ...]``.
+#: hot-host threshold (queued URLs); ARGV[4]: now (epoch s). Adds each URL whose member
+#: is new to the host's seen set to its queue, or, past the threshold, to the sub-queue
+#: of its path prefix; a host without an owner that got URLs becomes claimable from now
+#: (its owner, if any, learns of them when it renews). Returns ``[[host, added], ...]``.
 PUSH: Final = (
     _HELPERS
     + r"""
@@ -66,6 +67,9 @@ for _, h in ipairs(cjson.decode(ARGV[2])) do
       end
       added = added + 1
     end
+  end
+  if added > 0 and redis.call('EXISTS', b .. ':lease') == 0 then
+    redis.call('ZADD', tag .. ':ready', 'NX', ARGV[4], h[1])
   end
   out[#out + 1] = {h[1], added}
 end
@@ -99,17 +103,22 @@ return fenced
 """
 )
 
-#: ARGV[2]: worker; ARGV[3]: lease in ms; ARGV[4]: JSON ``[host, ...]``. Takes each
-#: host that has no lease and has URLs queued (a dead owner's handed-out URLs first go
-#: back to its queue): a new epoch, the lease for ``worker``. Returns, per host taken,
-#: ``[host, epoch, queued, rec|false, last|false, clean|false]`` (``clean`` "0": the
-#: previous owner did not release it: it died or froze).
-ACQUIRE: Final = (
+#: ARGV[2]: worker; ARGV[3]: lease in ms; ARGV[4]: now (epoch s); ARGV[5]: now (epoch
+#: ms); ARGV[6]: the most hosts to take. Takes hosts claimable at ``now`` from the
+#: shard's ``ready`` set, skipping those with an owner or nothing queued (a dead
+#: owner's handed-out URLs first go back to the queue): a new epoch, the lease for
+#: ``worker``, its deadline in ``owned``. Returns, per host taken, ``[host, epoch,
+#: queued, rec|false, last|false, clean|false]`` (``clean`` "0": the previous owner
+#: did not release it: it died or froze).
+CLAIM: Final = (
     _HELPERS
     + r"""
-local me, ms = ARGV[2], tonumber(ARGV[3])
+local me, ms, now_ms = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[5])
+local ready = tag .. ':ready'
 local out = {}
-for _, host in ipairs(cjson.decode(ARGV[4])) do
+local hosts = redis.call('ZRANGEBYSCORE', ready, '-inf', ARGV[4], 'LIMIT', 0, tonumber(ARGV[6]))
+for _, host in ipairs(hosts) do
+  redis.call('ZREM', ready, host)
   local b = base(host)
   if redis.call('EXISTS', b .. ':lease') == 0 then
     give_back(b)
@@ -117,6 +126,7 @@ for _, host in ipairs(cjson.decode(ARGV[4])) do
     if n > 0 then
       local ep = redis.call('INCR', b .. ':ep')
       redis.call('SET', b .. ':lease', me .. ' ' .. ep, 'PX', ms)
+      redis.call('ZADD', tag .. ':owned', now_ms + ms, host)
       local st = redis.call('HMGET', b .. ':st', 'rec', 'last', 'clean')
       redis.call('HSET', b .. ':st', 'clean', '0')
       out[#out + 1] = {host, ep, n, st[1], st[2], st[3]}
@@ -156,17 +166,19 @@ return {got, queued(b)}
 """
 )
 
-#: ARGV[2]: worker; ARGV[3]: lease in ms; ARGV[4]: JSON ``[[host, epoch], ...]``.
-#: Extends each lease still ``worker epoch``. Returns ``[[host, held 1|0, queued]]``.
+#: ARGV[2]: worker; ARGV[3]: lease in ms; ARGV[4]: now (epoch ms); ARGV[5]: JSON
+#: ``[[host, epoch], ...]``. Extends each lease still ``worker epoch`` (and its deadline
+#: in ``owned``). Returns ``[[host, held 1|0, queued]]``.
 RENEW: Final = (
     _HELPERS
     + r"""
-local me, ms = ARGV[2], tonumber(ARGV[3])
+local me, ms, now_ms = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local out = {}
-for _, h in ipairs(cjson.decode(ARGV[4])) do
+for _, h in ipairs(cjson.decode(ARGV[5])) do
   local b = base(h[1])
   if owner_is(b, me .. ' ' .. h[2]) then
     redis.call('PEXPIRE', b .. ':lease', ms)
+    redis.call('ZADD', tag .. ':owned', now_ms + ms, h[1])
     out[#out + 1] = {h[1], 1, queued(b)}
   else
     out[#out + 1] = {h[1], 0, 0}
@@ -176,11 +188,13 @@ return out
 """
 )
 
-#: ARGV[2]: worker; ARGV[3]: JSON ``[[host, epoch, last_s|false, rec|false, force], ...]``.
-#: Gives each host up if its lease is still ``worker epoch``: unless ``force``, only
-#: when nothing is queued. Handed-out URLs go back to the queue, ``:st`` gets ``last``,
-#: ``rec`` and ``clean`` 1. Returns ``[[host, outcome, queued]]``: outcome 1 released,
-#: 0 kept (URLs arrived: the owner reads them), -1 not ours any more.
+#: ARGV[2]: worker; ARGV[3]: JSON ``[[host, epoch, last_s|false, rec|false, force,
+#: ready_at_s], ...]``. Gives each host up if its lease is still ``worker epoch``:
+#: unless ``force``, only when nothing is queued or handed out. Handed-out URLs go
+#: back to the queue, ``:st`` gets ``last``, ``rec`` and ``clean`` 1, and a host with
+#: URLs left is claimable from ``ready_at`` (its politeness deadline). Returns
+#: ``[[host, outcome, queued]]``: outcome 1 released, 0 kept (URLs arrived: the owner
+#: reads them), -1 not ours any more.
 RELEASE: Final = (
     _HELPERS
     + r"""
@@ -191,15 +205,16 @@ for _, h in ipairs(cjson.decode(ARGV[3])) do
   if not owner_is(b, me .. ' ' .. h[2]) then
     out[#out + 1] = {h[1], -1, 0}
   else
-    local n = queued(b)
-    if h[5] == 0 and (n > 0 or redis.call('HLEN', b .. ':inf') > 0) then
+    local n = queued(b) + give_back(b)
+    if h[5] == 0 and n > 0 then
       out[#out + 1] = {h[1], 0, n}
     else
-      n = n + give_back(b)
       if h[3] then redis.call('HSET', b .. ':st', 'last', h[3]) end
       if h[4] then redis.call('HSET', b .. ':st', 'rec', h[4]) end
       redis.call('HSET', b .. ':st', 'clean', '1')
       redis.call('DEL', b .. ':lease')
+      redis.call('ZREM', tag .. ':owned', h[1])
+      if n > 0 then redis.call('ZADD', tag .. ':ready', h[6], h[1]) end
       out[#out + 1] = {h[1], 1, n}
     end
   end
@@ -208,24 +223,34 @@ return out
 """
 )
 
-#: ARGV[2]: JSON ``[host, ...]`` whose lease deadline passed. For each host with no
-#: lease any more (its owner died or froze): its handed-out URLs go back to its queue.
-#: Returns ``[[host, queued]]`` for those, to be made claimable; a host whose lease is
-#: alive (renewed meanwhile) is left out.
+#: ARGV[2]: now (epoch ms); ARGV[3]: now (epoch s). For each host of the shard whose
+#: lease deadline in ``owned`` passed and which has no lease any more (its owner died
+#: or froze): its handed-out URLs go back to its queue and, if it has URLs, it is
+#: claimable now. A host whose lease is alive (renewed meanwhile) is left. Returns the
+#: number of hosts recovered.
 RECOVER: Final = (
     _HELPERS
     + r"""
-local out = {}
-for _, host in ipairs(cjson.decode(ARGV[2])) do
+local owned = tag .. ':owned'
+local n = 0
+for _, host in ipairs(redis.call('ZRANGEBYSCORE', owned, '-inf', ARGV[2], 'LIMIT', 0, 500)) do
   local b = base(host)
   if redis.call('EXISTS', b .. ':lease') == 0 then
     give_back(b)
-    out[#out + 1] = {host, queued(b)}
+    redis.call('ZREM', owned, host)
+    if queued(b) > 0 then redis.call('ZADD', tag .. ':ready', 'NX', ARGV[3], host) end
+    n = n + 1
   end
 end
-return out
+return n
 """
 )
+
+#: Returns ``[claimable hosts (any time), owned hosts]`` of the shard.
+SHARD_COUNTS: Final = r"""
+local tag = ARGV[1]
+return {redis.call('ZCARD', tag .. ':ready'), redis.call('ZCARD', tag .. ':owned')}
+"""
 
 #: KEYS[1]: ``Keyspace.ip_next(address)``; ARGV[1]: now (epoch s); ARGV[2]: the per-IP
 #: delay (s). Takes the address's next slot: returns "0" and moves the slot on by the
@@ -242,12 +267,24 @@ return '0'
 SCRIPTS: Final = {
     "push": PUSH,
     "commit": COMMIT,
-    "acquire": ACQUIRE,
+    "claim": CLAIM,
     "pull": PULL,
     "renew": RENEW,
     "release": RELEASE,
     "recover": RECOVER,
+    "shard_counts": SHARD_COUNTS,
     "ip_slot": IP_SLOT,
 }
 
-__all__ = ["ACQUIRE", "COMMIT", "IP_SLOT", "PULL", "PUSH", "RECOVER", "RELEASE", "RENEW", "SCRIPTS"]
+__all__ = [
+    "CLAIM",
+    "COMMIT",
+    "IP_SLOT",
+    "PULL",
+    "PUSH",
+    "RECOVER",
+    "RELEASE",
+    "RENEW",
+    "SCRIPTS",
+    "SHARD_COUNTS",
+]

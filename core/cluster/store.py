@@ -1,0 +1,502 @@
+"""The store of a cluster worker: the crawl's results and frontier rows go to Redis.
+
+``ClusterStore`` is what the engine of a worker process (``core.cluster.worker``)
+writes to instead of a SQLite ``Store``: the same calls (``core.protocols.ResultSink``,
+the frontier window's ``SpillStore``, the seen set's ``KeyStore`` and the run's
+lifecycle), none of them waiting for Redis. Each call is buffered and a flusher task
+sends the buffer as one pipeline (``RedisLink.batch``), so under load many pages share
+one round trip (issue #12 item 7: at most 2 per page):
+
+1. the URLs found (frontier rows) go to their hosts' queues through ``push``: the
+   host's seen set decides, atomically, which are new for the whole crawl; a host
+   without an owner becomes claimable;
+2. then the results go through ``commit``, per host: the host's lease epoch is checked
+   (fencing), the URLs done are dropped from ``:inf``, the host's state saved, and the
+   ops (``core.cluster.wire``) appended to the shard's stream, which the collector
+   writes to the crawl's one SQLite file.
+
+The order matters when a worker dies: a page's outlinks are queued before the page is
+acknowledged, so a kill loses neither (on Redis Cluster the two steps are two round
+trips, as one pipeline's nodes are not ordered). An op about a host this worker owns is
+sent fenced by its epoch; about a host it lost, dropped; about a host it never owned (a
+refused link to another site), unfenced.
+
+Every admitted URL goes through Redis, the owner's own included (``spill_all`` window):
+it comes back through ``load_spilled`` (``pull``, which hands it out under the lease),
+so a URL two workers found at once is queued once. The local seen set is a cache of
+what this worker sent (``contains`` is ``False``: Redis's seen set decides).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import astuple, dataclass, field
+from typing import Any, Literal, NoReturn
+from urllib.parse import urlsplit
+
+from crawldeck.core import urls
+from crawldeck.core.cluster import wire
+from crawldeck.core.cluster.keys import (
+    Keyspace,
+    decode_entry,
+    encode_entry,
+    score,
+    seen_member,
+    shard_of,
+)
+from crawldeck.core.cluster.leases import Leases
+from crawldeck.core.cluster.link import Command, RedisLink
+from crawldeck.core.errors import CrawldeckError, StoreError
+from crawldeck.core.frontier import FrontierEntry
+from crawldeck.core.protocols import Clock
+from crawldeck.core.store import (
+    BlockedRecord,
+    FrontierRow,
+    FrontierState,
+    HostRecord,
+    PageRecord,
+    status_class,
+)
+
+#: Ops buffered before ``room`` makes the engine wait for the flusher.
+MAX_PENDING = 4000
+#: The longest path prefix (characters) naming a hot host's sub-queue.
+PREFIX_CHARS = 40
+
+
+def path_prefix(url: str) -> str:
+    """The first path segment of ``url`` (``/docs/a/b`` -> ``docs``; ``""`` at the
+    root): the sub-queue of a hot host it goes to (issue #12 item 5)."""
+    path = urlsplit(url).path
+    return path.lstrip("/").split("/", 1)[0][:PREFIX_CHARS]
+
+
+@dataclass(slots=True)
+class _Commit:
+    """What one flush commits for one host under one epoch (0: unfenced)."""
+
+    acks: list[str] = field(default_factory=list)
+    last: float | None = None
+    rec: str | None = None
+    ops: list[list[Any]] = field(default_factory=list)
+    pages: Counter[str] = field(default_factory=Counter)
+    blocked: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass(slots=True)
+class _Buffer:
+    """One flush: pushes by shard and host, commits by shard and ``(host, epoch)``."""
+
+    pushes: dict[int, dict[str, list[list[Any]]]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(list))
+    )
+    commits: dict[int, dict[tuple[str, int], _Commit]] = field(
+        default_factory=lambda: defaultdict(dict)
+    )
+    ops: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterStoreStatistics:
+    """The cluster store's figures: ``flushes`` (pipelines of results), ``pushed``
+    (URLs sent to queues), ``queued`` (of those, new to the crawl), ``committed``
+    (ops accepted), ``fenced`` (ops refused: the host's lease had another epoch),
+    ``dropped`` (ops of hosts already known lost, not sent), ``pulled`` (URLs handed
+    to this worker)."""
+
+    flushes: int
+    pushed: int
+    queued: int
+    committed: int
+    fenced: int
+    dropped: int
+    pulled: int
+
+
+class ClusterStore:
+    """A worker's store over Redis (see the module).
+
+    Args:
+        keys: the crawl's key layout.
+        link: the Redis connection with the scripts.
+        worker: this worker's id.
+        leases: the hosts this worker owns.
+        clock: the crawl's clock (epoch s), for queue scores and ``ready`` times.
+        hot_queue: queued URLs past which a host's new URLs go to path-prefix
+            sub-queues (``cluster_hot_queue``).
+
+    ``start`` must be called on the running loop before the first write. Writes raise
+    ``StoreError`` once a flush failed for good (Redis gone past its outage time).
+    """
+
+    def __init__(
+        self,
+        keys: Keyspace,
+        link: RedisLink,
+        worker: str,
+        leases: Leases,
+        *,
+        clock: Clock,
+        hot_queue: int,
+    ) -> None:
+        self._keys = keys
+        self._link = link
+        self._worker = worker
+        self._leases = leases
+        self._clock = clock
+        self._hot = hot_queue
+        self._buf = _Buffer()
+        self._held: dict[str, str] = {}  # handed-out dedupe key -> host
+        self._by_host: dict[str, set[str]] = defaultdict(set)
+        self._pages: Counter[str] = Counter()
+        self._blocked: Counter[str] = Counter()
+        self._kick = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._failure: StoreError | None = None
+        self._flushes = self._pushed = self._queued = self._committed = 0
+        self._fenced = self._dropped = self._pulled = 0
+        self.on_fenced: Callable[[str], None] = leases.lose
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Start the flusher on the running loop."""
+        self._loop = asyncio.get_running_loop()
+        self._task = self._loop.create_task(self._flusher(), name="cluster-flusher")
+
+    async def aclose(self) -> None:
+        """Send what is buffered, then stop the flusher.
+
+        Raises:
+            StoreError: the last flush failed.
+        """
+        await self.drain()
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        self._check()
+
+    def begin_run(self, config: Any) -> int:
+        """A worker's run is recorded by the crawl's coordinator (its ``runs`` row): 0."""
+        self._check()
+        return 0
+
+    def end_run(self, run_id: int, status: str) -> None:
+        """Nothing to record here (see ``begin_run``); raises a failed flush's error."""
+        self._check()
+
+    async def room(self) -> bool:
+        """Wait while ``MAX_PENDING`` ops are buffered; ``True`` if it waited.
+
+        Raises:
+            StoreError: see the class.
+        """
+        self._check()
+        if self._buf.ops < MAX_PENDING:
+            return False
+        await self.drain()
+        return True
+
+    async def drain(self) -> None:
+        """Wait until everything written so far was sent (or the flusher failed)."""
+        while (self._buf.ops or not self._idle.is_set()) and self._failure is None:
+            self._kick.set()
+            await self._idle.wait()
+            if self._buf.ops and self._failure is None:
+                await asyncio.sleep(0)
+
+    def flush(self) -> None:
+        """``drain`` from another thread (the engine's end of run and the frontier
+        window's reads call it in a thread; never call it on the loop's thread).
+
+        Raises:
+            StoreError: see the class.
+        """
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            asyncio.run_coroutine_threadsafe(self.drain(), loop).result()
+        self._check()
+
+    def _check(self) -> None:
+        if self._failure is not None:
+            raise self._failure
+
+    # -------------------------------------------------------------- writes
+
+    def enqueue_urls(self, rows: Sequence[FrontierRow]) -> None:
+        """Queue new frontier rows (the seeds): to their hosts' queues and, as an op,
+        to the crawl file's ``frontier`` table."""
+        self._check()
+        if not rows:
+            return
+        self._push(rows)
+        by_host: dict[str, list[FrontierRow]] = defaultdict(list)
+        for row in rows:
+            by_host[row.host].append(row)
+        for host, group in by_host.items():
+            self._op(host, wire.op_enqueue(group))
+
+    def record_page(
+        self,
+        page: PageRecord,
+        *,
+        key: str,
+        links: Sequence[tuple[str, str]],
+        new_rows: Sequence[FrontierRow],
+        state: Literal["done", "failed", "queued"],
+        next_url: str | None = None,
+        next_host: str | None = None,
+        redirects: Sequence[str] = (),
+    ) -> None:
+        """A fetched page (``Store.record_page``): its new rows are pushed, the page is
+        committed under its host's lease and its URL acknowledged unless its redirect
+        chain goes on (``queued``)."""
+        self._check()
+        self._push(new_rows)
+        op = wire.op_record_page(
+            page, key=key, links=links, new_rows=new_rows, state=state,
+            next_url=next_url, next_host=next_host, redirects=redirects,
+        )  # fmt: skip
+        commit = self._op(page.host, op, ack=key if state != "queued" else None)
+        if commit is not None:
+            commit.last = page.fetched_at
+            commit.pages["pages"] += 1
+            commit.pages["bytes"] += page.bytes
+            commit.pages[status_class(page.status)] += 1
+
+    def fail_urls(self, urls: Sequence[tuple[str, str]], error: str) -> None:
+        """Hops of a redirect chain failed with ``error`` (``Store.fail_urls``)."""
+        self._check()
+        if urls:
+            self._op(self._host_of(urls[0][0], urls[0][1]), wire.op_fail_urls(urls, error))
+
+    def record_blocked(self, rec: BlockedRecord) -> None:
+        """A refused URL (``Store.record_blocked``)."""
+        self._check()
+        commit = self._op(rec.host, wire.op_record_blocked(rec))
+        if commit is not None:
+            commit.blocked[rec.reason] += 1
+
+    def mark(
+        self,
+        key: str,
+        state: FrontierState,
+        *,
+        attempts: int | None = None,
+        available_at: float | None = None,
+    ) -> None:
+        """A frontier row's new state (``Store.mark``); a URL that will not be tried
+        again this run (``blocked``, ``failed``, ``done``) is acknowledged."""
+        self._check()
+        host = self._held.get(key)
+        if host is None:
+            return  # not a URL this worker holds: nothing it may change
+        ack = key if state in ("blocked", "failed", "done") else None
+        self._op(host, wire.op_mark(key, state, attempts, available_at), ack=ack)
+
+    def upsert_host(self, rec: HostRecord) -> None:
+        """A host's saved state (``Store.upsert_host``): also kept in its ``:st`` for the
+        next owner."""
+        self._check()
+        commit = self._op(rec.host, wire.op_upsert_host(rec))
+        if commit is not None:
+            commit.rec = json.dumps(list(astuple(rec)), separators=(",", ":"))
+
+    def pages_added(self) -> dict[str, int]:
+        """Pages, bytes and status classes this worker committed (accepted by Redis)."""
+        return dict(self._pages)
+
+    def blocked_added(self) -> dict[str, int]:
+        """Refused URLs this worker committed, by reason."""
+        return dict(self._blocked)
+
+    # ------------------------------------------------------ reads (threads)
+
+    def contains(self, key: str) -> bool:
+        """``False``: the crawl's seen set is in Redis and decides at push time."""
+        return False
+
+    def load_spilled(self, host: str, after_seq: int, limit: int) -> tuple[list[FrontierRow], int]:
+        """Up to ``limit`` queued URLs of ``host``, handed to this worker under its lease
+        (``pull``); none when the host is not owned. Called in a thread.
+
+        Raises:
+            StoreError: see the class.
+        """
+        loop = self._loop
+        if loop is None:
+            return [], 0
+        rows = asyncio.run_coroutine_threadsafe(self.pull(host, limit), loop).result()
+        return rows, 0
+
+    async def pull(self, host: str, limit: int) -> list[FrontierRow]:
+        """Move up to ``limit`` URLs of ``host`` from its queue to this worker (``:inf``).
+
+        Raises:
+            StoreError: see the class.
+        """
+        self._check()
+        epoch = self._leases.epoch(host)
+        if epoch is None or limit <= 0:
+            return []
+        k = self._keys
+        shard = shard_of(host)
+        arg = json.dumps([host, epoch, limit])
+        try:
+            (reply,) = await self._link.batch(
+                [("script", "pull", [k.stream(shard)], [k.tag(shard), self._worker, arg])]
+            )
+        except CrawldeckError as exc:
+            self._fail(exc)
+        if reply is None:
+            self._leases.lose(host)
+            return []
+        entries, _left = reply
+        rows: list[FrontierRow] = []
+        held = self._by_host[host]
+        for text in entries:
+            e = decode_entry(text)
+            self._held[e.key] = host
+            held.add(e.key)
+            rows.append(
+                FrontierRow(e.key, e.url, host, e.depth, e.priority, "queued", 0.0,
+                            e.attempts, e.redirects, e.via)
+            )  # fmt: skip
+        self._pulled += len(rows)
+        return rows
+
+    def forget_host(self, host: str) -> None:
+        """``host`` is no longer this worker's: forget the URLs it held of it."""
+        for key in self._by_host.pop(host, ()):
+            self._held.pop(key, None)
+
+    # ------------------------------------------------------------- buffer
+
+    def _host_of(self, key: str, url: str) -> str:
+        """The host of a held ``key``, else of ``url``."""
+        host = self._held.get(key)
+        if host is not None:
+            return host
+        return urls.host_key(url)
+
+    def _push(self, rows: Sequence[FrontierRow]) -> None:
+        if not rows:
+            return
+        now_ms = int(self._clock() * 1000)
+        pushes = self._buf.pushes
+        for row in rows:
+            entry = FrontierEntry(row.url, row.key, row.host, row.depth, row.priority,
+                                  row.attempts, tuple(row.redirects), row.via)  # fmt: skip
+            pushes[shard_of(row.host)][row.host].append(
+                [str(seen_member(row.key)), str(score(row.priority, now_ms)),
+                 path_prefix(row.url), encode_entry(entry)]
+            )  # fmt: skip
+        self._pushed += len(rows)
+        self._buf.ops += len(rows)
+        self._kick.set()
+
+    def _op(self, host: str, op: list[Any], *, ack: str | None = None) -> _Commit | None:
+        """Buffer ``op`` about ``host`` (fenced, unfenced or dropped: see the module)."""
+        epoch = self._leases.epoch(host)
+        if epoch is None:
+            if host in self._by_host:  # it was ours: lost since
+                self._dropped += 1
+                return None
+            epoch = 0
+        commits = self._buf.commits[shard_of(host)]
+        commit = commits.get((host, epoch))
+        if commit is None:
+            commit = commits[(host, epoch)] = _Commit()
+        commit.ops.append(op)
+        if ack is not None and epoch:
+            commit.acks.append(ack)
+            self._held.pop(ack, None)
+            self._by_host[host].discard(ack)
+        self._buf.ops += 1
+        self._kick.set()
+        return commit
+
+    # ------------------------------------------------------------ flusher
+
+    async def _flusher(self) -> None:
+        while True:
+            await self._kick.wait()
+            self._kick.clear()
+            self._idle.clear()
+            try:
+                while self._buf.ops:
+                    buf, self._buf = self._buf, _Buffer()
+                    await self._send(buf)
+            except CrawldeckError as exc:
+                self._failure = StoreError(f"cluster store: {exc}")
+            finally:
+                self._idle.set()
+            if self._failure is not None:
+                return
+
+    async def _send(self, buf: _Buffer) -> None:
+        """One flush: pushes, then commits (see the module)."""
+        k = self._keys
+        now = self._clock()
+        pushes: list[Command] = []
+        for shard, hosts in buf.pushes.items():
+            arg = json.dumps([[h, rows] for h, rows in hosts.items()], separators=(",", ":"))
+            pushes.append(
+                ("script", "push", [k.stream(shard)], [k.tag(shard), arg, self._hot, now])
+            )
+        commits: list[Command] = []
+        order: list[list[tuple[tuple[str, int], _Commit]]] = []
+        for shard, by_host in buf.commits.items():
+            items = list(by_host.items())
+            payload = [
+                [host, epoch, c.acks, c.last if c.last is not None else False,
+                 c.rec if c.rec is not None else False, wire.encode_ops(c.ops)]
+                for (host, epoch), c in items
+            ]  # fmt: skip
+            arg = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+            commits.append(
+                ("script", "commit", [k.stream(shard)], [k.tag(shard), self._worker, arg])
+            )
+            order.append(items)
+        if self._link.cluster:
+            replies = await self._link.batch(pushes)
+            replies += await self._link.batch(commits)
+        else:
+            replies = await self._link.batch(pushes + commits)
+        self._flushes += 1
+        for reply in replies[: len(buf.pushes)]:
+            self._queued += sum(int(added) for _host, added in reply)
+        for items, fenced in zip(order, replies[len(pushes) :], strict=True):
+            refused = {_text(h) for h in fenced}
+            for (host, _epoch), commit in items:
+                if host in refused:
+                    self._fenced += len(commit.ops)
+                    self.on_fenced(host)
+                    continue
+                self._committed += len(commit.ops)
+                self._pages.update(commit.pages)
+                self._blocked.update(commit.blocked)
+
+    def _fail(self, exc: CrawldeckError) -> NoReturn:
+        self._failure = StoreError(f"cluster store: {exc}")
+        raise self._failure
+
+    def statistics(self) -> ClusterStoreStatistics:
+        """The store's figures now."""
+        return ClusterStoreStatistics(
+            self._flushes, self._pushed, self._queued, self._committed, self._fenced,
+            self._dropped, self._pulled,
+        )  # fmt: skip
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+__all__ = ["MAX_PENDING", "ClusterStore", "ClusterStoreStatistics", "path_prefix"]

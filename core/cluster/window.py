@@ -1,0 +1,113 @@
+"""The frontier window of a cluster worker: Mercator's queues for the hosts it owns.
+
+``SharedWindow`` is a ``core.window.FrontierWindow`` whose store is the worker's
+``ClusterStore``: every admitted URL goes to Redis (``spill_all``), and URLs come back
+only for hosts the worker owns, through reads that hand them out under the host's
+lease (``ClusterStore.load_spilled``). What the engine sees is unchanged: ``pop``
+gives the next ready URL of an owned host, and when nothing is left here ``drain``
+waits for the worker to claim more hosts, or for the whole crawl to end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from crawldeck.core.cluster.leases import Leases
+from crawldeck.core.frontier import FrontierEntry
+from crawldeck.core.store import FrontierRow
+from crawldeck.core.window import FrontierWindow, SpillStore
+
+
+class WorkSource(Protocol):
+    """Where a worker's hosts come from (``core.cluster.worker.Worker``)."""
+
+    @property
+    def finished(self) -> bool:
+        """The whole crawl has nothing queued, handed out or owned any more."""
+        ...
+
+    def poke(self) -> None:
+        """Nothing is ready here: claim more hosts soon (without waiting)."""
+        ...
+
+    async def wait_for_work(self) -> None:
+        """Return when hosts were claimed, the crawl finished, or a stop was asked."""
+        ...
+
+
+class SharedWindow(FrontierWindow):
+    """A ``FrontierWindow`` over the shared frontier (see the module).
+
+    Args:
+        window, store, read_back: as ``FrontierWindow``'s (``store`` is the
+            worker's ``ClusterStore``).
+        leases: the hosts this worker owns.
+        source: the worker, which claims hosts and knows when the crawl is over.
+    """
+
+    def __init__(
+        self,
+        window: int,
+        store: SpillStore,
+        read_back: Callable[[Sequence[FrontierRow]], None],
+        *,
+        leases: Leases,
+        source: WorkSource,
+    ) -> None:
+        super().__init__(window, store, read_back, spill_all=True)
+        self._leases = leases
+        self._source = source
+
+    def place(self, host: str, *, spill: bool = True) -> bool:
+        """Every URL goes to Redis (``False``); it is counted as spilled here only for
+        an owned host, whose URLs this worker reads back."""
+        if not self._leases.owns(host):
+            return False
+        return super().place(host, spill=spill)
+
+    def adopt(self, host: str, queued: int) -> None:
+        """``host`` is owned now (claimed, or URLs arrived for it): ``queued`` of its
+        URLs wait in Redis, to be read back."""
+        have = self._spilled.get(host, 0)
+        if queued > have:
+            self._spilled[host] = queued
+            self._spilled_total += queued - have
+        if not self._frontier.queued(host) and host not in self._reads:
+            self._waiting[host] = None
+
+    def pop(self, now: float) -> FrontierEntry | None:
+        """The next URL of an owned host ready at ``now``; URLs of a host whose lease
+        ran out here are dropped (the host's new owner has them in Redis)."""
+        while True:
+            entry = super().pop(now)
+            if entry is None or self._leases.owns(entry.host):
+                return entry
+            self.drop_host(entry.host)
+
+    def bring_in(self) -> None:
+        """Read owned hosts back, and have the worker claim more."""
+        super().bring_in()
+        self._source.poke()
+
+    async def drain(self) -> bool:
+        """Nothing here and nothing in flight: read back what owned hosts have, else
+        wait for the worker to claim hosts (``True``) or the crawl to end."""
+        if super().spilled and await super().drain():
+            return True
+        await self._source.wait_for_work()
+        return True
+
+    def owned_spilled(self) -> int:
+        """URLs of owned hosts waiting in Redis to be read back here."""
+        return super().spilled
+
+    @property
+    def spilled(self) -> int:
+        """URLs of owned hosts waiting in Redis, or 1 while the crawl is not over (the
+        engine then waits in ``drain`` instead of ending)."""
+        own = super().spilled
+        return own if own or self._source.finished else 1
+
+
+__all__ = ["SharedWindow", "WorkSource"]

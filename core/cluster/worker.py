@@ -1,0 +1,505 @@
+"""A fetch worker of a cluster crawl: an ``Engine`` over the frontier in Redis.
+
+The worker runs the single-process engine unchanged on three seams (issue #11's):
+its store is a ``ClusterStore`` (results and URLs to Redis), its frontier window a
+``SharedWindow`` (URLs only of the hosts it owns), and ``bind`` lets it put a claimed
+host's saved politeness into the engine's gate. Around the engine it keeps a
+heartbeat, every ``cluster_lease_ms / 4``:
+
+* renew its hosts' leases (a host whose lease is gone is dropped: ``Leases``), and
+  read back URLs other workers queued for them;
+* recover the hosts of dead workers (``RECOVER``: leases past their deadline);
+* give back hosts it has nothing left of, and, above its fair share (hosts with work
+  over live workers), hosts it has not started, so a worker that joins gets some;
+* claim hosts up to its share, taking each host's saved state: the delay since its
+  last request, and a full delay from now when its previous owner did not release it
+  (it died or froze: its last request may have been just before the claim);
+* follow the crawl's control (pause, resume, stop) and its seed list (seeds added
+  while the crawl runs), and publish its heartbeat (the console's Workers panel).
+
+Per-host politeness then needs no round trip per request: the host is this worker's
+alone while it holds the lease (issue #12 item 2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from crawldeck.core.assembly import Parts
+from crawldeck.core.cluster.keys import SHARDS, Keyspace, shard_of
+from crawldeck.core.cluster.leases import RENEW_SHARE, Leases
+from crawldeck.core.cluster.link import Command, RedisLink
+from crawldeck.core.cluster.store import ClusterStore
+from crawldeck.core.cluster.window import SharedWindow
+from crawldeck.core.config import CrawlConfig, asdict, build_config
+from crawldeck.core.dns import DnsCache
+from crawldeck.core.engine import CrawlResult, Engine
+from crawldeck.core.errors import ClusterError, ConfigError
+from crawldeck.core.protocols import Clock, Fetcher
+from crawldeck.core.store import FrontierRow, HostRecord
+from crawldeck.core.window import FrontierWindow, SpillStore
+
+log = logging.getLogger("crawldeck.cluster")
+
+#: Seconds between two looks for claimable hosts while a worker has none, at most.
+IDLE_POLL_MAX_S = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """A host this worker just took: its lease ``epoch``, ``queued`` URLs, its saved
+    state (``rec``, ``last`` request start in epoch s) and whether its previous owner
+    released it (``clean``)."""
+
+    host: str
+    epoch: int
+    queued: int
+    rec: HostRecord | None
+    last: float | None
+    clean: bool
+
+
+def _text(value: Any) -> str | None:
+    if value is None or value is False:
+        return None
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def parse_claim(reply: Sequence[Any]) -> Claimed:
+    """A ``CLAIM`` reply row ``[host, epoch, queued, rec, last, clean]``."""
+    host, epoch, queued, rec, last, clean = (list(reply) + [None] * 6)[:6]
+    record = None
+    rec_text = _text(rec)
+    if rec_text:
+        record = HostRecord(*json.loads(rec_text))
+    last_text = _text(last)
+    return Claimed(
+        host=str(_text(host)),
+        epoch=int(epoch),
+        queued=int(queued),
+        rec=record,
+        last=float(last_text) if last_text else None,
+        clean=_text(clean) != "0",
+    )
+
+
+async def publish_crawl(
+    link: RedisLink, keys: Keyspace, config: CrawlConfig, seeds: Sequence[str]
+) -> None:
+    """Put a crawl's config and seeds in Redis and mark it running (the first
+    process does this; workers read them). Seeds already listed are not added again.
+
+    Raises:
+        ClusterError: see ``RedisLink.batch``.
+    """
+    (known,) = await link.batch([("LRANGE", keys.seeds, 0, -1)])
+    have = {_text(s) for s in known}
+    fresh = [s for s in dict.fromkeys(seeds) if s not in have]
+    commands: list[Command] = [
+        ("SET", keys.config, json.dumps(asdict(config))),
+        ("HSET", keys.control, "state", "running"),
+    ]
+    if fresh:
+        commands.append(("RPUSH", keys.seeds, *fresh))
+    await link.batch(commands)
+
+
+async def read_config(link: RedisLink, keys: Keyspace) -> CrawlConfig:
+    """The config of a crawl published by ``publish_crawl``.
+
+    Raises:
+        ClusterError: no crawl ``keys.crawl_id`` in that Redis, or an unusable config.
+    """
+    (text,) = await link.batch([("GET", keys.config)])
+    if text is None:
+        raise ClusterError(
+            f"no crawl {keys.crawl_id!r} in this Redis: start it with crawldeck crawl first"
+        )
+    try:
+        return build_config(json.loads(text))
+    except (ValueError, ConfigError) as exc:
+        raise ClusterError(f"crawl {keys.crawl_id!r}: bad config in Redis: {exc}") from None
+
+
+class Worker:
+    """One worker process's crawl (see the module).
+
+    Args:
+        link: the Redis connection (scripts loaded by ``run``).
+        keys: the crawl's key layout.
+        config: the crawl's config (``read_config``); its ``max_pages`` is the
+            coordinator's to enforce over the whole crawl, not this worker's.
+        clock: epoch seconds; ``monotonic``: the lease clock.
+        fetcher, dns: as ``Engine``'s (tests pass loopback ones).
+        worker_id: this worker's id (default ``machine:pid:random``).
+    """
+
+    def __init__(
+        self,
+        link: RedisLink,
+        keys: Keyspace,
+        config: CrawlConfig,
+        *,
+        clock: Clock = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+        fetcher: Fetcher | None = None,
+        dns: DnsCache | None = None,
+        worker_id: str | None = None,
+    ) -> None:
+        self.machine = socket.gethostname()
+        self.id = worker_id or f"{self.machine}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self._link, self._keys, self._clock, self._mono = link, keys, clock, monotonic
+        self._lease_ms = config.cluster_lease_ms
+        self.leases = Leases(self._lease_ms, monotonic=monotonic, on_lost=self._lost)
+        self.store = ClusterStore(
+            keys, link, self.id, self.leases, clock=clock, hot_queue=config.cluster_hot_queue
+        )
+        self._window: SharedWindow | None = None
+        self._parts: Parts | None = None
+        self._finished = False
+        self._quiet = False  # the last beat saw nothing claimable or owned anywhere
+        self._stop = asyncio.Event()
+        self._seeking: asyncio.Task[None] | None = None
+        self._poked = False
+        self._seed_cursor = 0
+        self._share = 1
+        self._ready_by_shard = [0] * SHARDS
+        self._live = 1
+        self._state = "starting"
+        self._rate: tuple[float, int] = (monotonic(), 0)
+        self.pages_per_s = 0.0
+        self.engine = Engine(
+            config.replace(max_pages=None), self.store, clock=clock, fetcher=fetcher, dns=dns,
+            cluster=self,
+        )  # fmt: skip
+
+    # ------------------------------------------------------- ClusterHooks
+
+    def make_window(
+        self,
+        window: int,
+        store: SpillStore,
+        read_back: Callable[[Sequence[FrontierRow]], None],
+    ) -> FrontierWindow:
+        """The engine's window: a ``SharedWindow`` over the worker's leases."""
+        self._window = SharedWindow(window, store, read_back, leases=self.leases, source=self)
+        return self._window
+
+    def bind(self, parts: Parts) -> None:
+        """Keep the engine's parts (a claimed host's politeness goes into its gate)."""
+        self._parts = parts
+
+    # --------------------------------------------------------- WorkSource
+
+    @property
+    def finished(self) -> bool:
+        """The whole crawl is over (nothing claimable or owned in any shard)."""
+        return self._finished
+
+    def poke(self) -> None:
+        """Claim more hosts soon (once per poke, without waiting)."""
+        if not self._poked and len(self.leases) < self._share and not self._stop.is_set():
+            self._poked = True
+            asyncio.get_running_loop().create_task(self._claim_poked())
+
+    async def wait_for_work(self) -> None:
+        """Wait until hosts were claimed, the crawl finished or a stop was asked; the
+        engine's many tasks share one search."""
+        if self._seeking is None:
+            self._seeking = asyncio.get_running_loop().create_task(self._seek())
+        await asyncio.shield(self._seeking)
+
+    # ---------------------------------------------------------------- run
+
+    async def run(self) -> CrawlResult:
+        """Crawl until the whole crawl is finished or stopped, then give every host
+        back and leave the heartbeat list.
+
+        Raises:
+            ClusterError: Redis stayed unreachable past ``redis_outage_s``.
+            StoreError: the same, met by a write.
+        """
+        await self._link.load_scripts()
+        self.store.start()
+        seeds = await self._link.batch([("LRANGE", self._keys.seeds, 0, -1)])
+        first = [str(_text(s)) for s in seeds[0]]
+        self._seed_cursor = len(first)
+        await self._beat()
+        self.engine.add_seeds(first)
+        heart = asyncio.get_running_loop().create_task(self._heartbeat())
+        try:
+            result = await self.engine.run()
+        finally:
+            heart.cancel()
+            await asyncio.gather(heart, return_exceptions=True)
+            self._stop.set()
+            await self._leave()
+        return result
+
+    async def _leave(self) -> None:
+        """Flush, give every host back (its URLs claimable at its politeness deadline)
+        and drop the heartbeat."""
+        try:
+            await self.store.aclose()
+            await self._release(list(self.leases), force=True)
+            await self._link.batch([("HDEL", self._keys.workers, self.id)])
+        except Exception as exc:  # Redis gone: the leases run out, the reaper recovers
+            log.warning("worker %s left without giving its hosts back: %s", self.id, exc)
+
+    # ----------------------------------------------------------- heartbeat
+
+    async def _heartbeat(self) -> None:
+        interval = self._lease_ms / 1000 * RENEW_SHARE
+        while True:
+            await asyncio.sleep(interval)
+            await self._beat()
+            await self._release_idle()
+            await self._claim()
+
+    async def _beat(self) -> None:
+        """Renew, recover, read the crawl's state and publish the heartbeat (one batch)."""
+        k, now, sent = self._keys, self._clock(), self._mono()
+        now_ms = int(now * 1000)
+        self.leases.expire_due()
+        held = self.leases.held()
+        by_shard: dict[int, list[list[Any]]] = {}
+        for lease in held:
+            by_shard.setdefault(shard_of(lease.host), []).append([lease.host, lease.epoch])
+        commands: list[Command] = []
+        for shard, hosts in by_shard.items():
+            commands.append((
+                "script", "renew", [k.stream(shard)],
+                [k.tag(shard), self.id, self._lease_ms, now_ms, json.dumps(hosts)],
+            ))  # fmt: skip
+        renews = len(commands)
+        for shard in range(SHARDS):
+            commands.append(("script", "recover", [k.stream(shard)], [k.tag(shard), now_ms, now]))
+            commands.append(("script", "shard_counts", [k.stream(shard)], [k.tag(shard)]))
+        commands += [
+            ("HSET", k.workers, self.id, json.dumps(self._heartbeat_record(now))),
+            ("HGET", k.control, "state"),
+            ("LLEN", k.seeds),
+            ("HVALS", k.workers),
+        ]
+        replies = await self._link.batch(commands)
+        for reply in replies[:renews]:
+            for host_b, ok, queued in reply:
+                host = str(_text(host_b))
+                epoch = self.leases.epoch(host)
+                if not ok:
+                    self.leases.lose(host)
+                elif epoch is not None:
+                    self.leases.renewed(host, epoch, sent)
+                    if queued and self._window is not None:
+                        self._window.adopt(host, int(queued))
+        counts = replies[renews : renews + 2 * SHARDS]
+        ready = owned = 0
+        for shard in range(SHARDS):
+            r, o = counts[2 * shard + 1]
+            self._ready_by_shard[shard] = int(r)
+            ready += int(r)
+            owned += int(o)
+        control, seeds_len, beats = replies[-3], replies[-2], replies[-1]
+        self._live = max(1, sum(1 for b in beats if self._alive(b, now)))
+        self._share = max(1, math.ceil((ready + owned) / self._live))
+        self._quiet = ready == 0 and owned == 0
+        self._follow_control(_text(control))
+        if int(seeds_len) > self._seed_cursor:
+            await self._new_seeds(int(seeds_len))
+
+    def _alive(self, beat: Any, now: float) -> bool:
+        try:
+            return float(json.loads(beat)["at"]) > now - self._lease_ms / 1000
+        except (ValueError, KeyError, TypeError):
+            return False
+
+    def _heartbeat_record(self, now: float) -> dict[str, Any]:
+        mono = self._mono()
+        pages = self.store.pages_added().get("pages", 0)
+        then, before = self._rate
+        if mono - then >= 1.0:
+            self.pages_per_s = (pages - before) / (mono - then)
+            self._rate = (mono, pages)
+        return {
+            "machine": self.machine,
+            "pid": os.getpid(),
+            "hosts": len(self.leases),
+            "pages": pages,
+            "pages_per_s": round(self.pages_per_s, 1),
+            "at": now,
+            "state": self._state,
+            "redis_down": self._link.down,
+        }
+
+    def _follow_control(self, state: str | None) -> None:
+        engine = self.engine
+        if state == "stopping" and not self._stop.is_set():
+            self._stop.set()
+            engine.request_stop()
+        elif state == "paused":
+            engine.pause()
+        elif state == "running":
+            engine.resume()
+        self._state = (
+            "paused" if engine.paused else "stopping" if self._stop.is_set() else "running"
+        )
+
+    async def _new_seeds(self, length: int) -> None:
+        (seeds,) = await self._link.batch(
+            [("LRANGE", self._keys.seeds, self._seed_cursor, length - 1)]
+        )
+        self._seed_cursor = length
+        await self.engine.add_seeds_live([str(_text(s)) for s in seeds])
+
+    # ------------------------------------------------------ hosts in, out
+
+    async def _claim_poked(self) -> None:
+        try:
+            await self._claim()
+        finally:
+            self._poked = False
+
+    async def _seek(self) -> None:
+        """Look for hosts until some were claimed, the crawl finished or stopped."""
+        poll = 0.05
+        try:
+            while not self._stop.is_set():
+                await self.store.drain()  # the URLs found so far are in Redis
+                await self._release_idle()
+                await self._beat()
+                window = self._window
+                if await self._claim() or (window is not None and window.owned_spilled()):
+                    return
+                if self._quiet and not self.leases:
+                    self._finished = True
+                    return
+                await asyncio.sleep(poll)
+                poll = min(IDLE_POLL_MAX_S, poll * 2)
+        finally:
+            self._seeking = None
+
+    async def _claim(self) -> int:
+        """Claim hosts up to this worker's share, from the shards that have claimable
+        ones (in proportion); the number claimed."""
+        want = self._share - len(self.leases)
+        total = sum(self._ready_by_shard)
+        if want <= 0 or total == 0 or self._stop.is_set():
+            return 0
+        k, now, sent = self._keys, self._clock(), self._mono()
+        commands: list[Command] = []
+        for shard, ready in enumerate(self._ready_by_shard):
+            if ready:
+                take = max(1, math.ceil(want * ready / total))
+                commands.append((
+                    "script", "claim", [k.stream(shard)],
+                    [k.tag(shard), self.id, self._lease_ms, now, int(now * 1000), take],
+                ))  # fmt: skip
+        replies = await self._link.batch(commands)
+        claimed = 0
+        for reply in replies:
+            for row in reply:
+                self._adopt(parse_claim(row), now, sent)
+                claimed += 1
+        if claimed == 0:
+            self._ready_by_shard = [0] * SHARDS  # nothing claimable now: the beat recounts
+        return claimed
+
+    def _adopt(self, claim: Claimed, now: float, sent: float) -> None:
+        """Take ``claim``'s host: its lease, its saved politeness, its queued URLs."""
+        host = claim.host
+        self.leases.take(host, claim.epoch, sent)
+        parts = self._parts
+        if parts is not None:
+            politeness = parts.gate.politeness
+            rec = claim.rec
+            if rec is not None:
+                politeness.restore(
+                    host,
+                    crawl_delay_s=None if rec.crawl_delay_ms is None else rec.crawl_delay_ms / 1000,
+                    backoff_attempts=rec.backoff_attempts,
+                    backoff_until=rec.backoff_until,
+                    backoff_started=rec.backoff_started,
+                    learnt_delay_s=None
+                    if rec.learnt_delay_ms is None
+                    else rec.learnt_delay_ms / 1000,
+                )
+                if rec.backoff_attempts:
+                    parts.gate.restore_backoff(host)
+            last = claim.last
+            if not claim.clean:  # its owner died or froze: it may have just sent one
+                last = now if last is None or last < now else last
+            if last is not None:
+                politeness.on_end(host, last)
+        if self._window is not None:
+            self._window.adopt(host, claim.queued)
+
+    def _lost(self, host: str) -> None:
+        """``host`` is not this worker's any more: forget its URLs here."""
+        if self._window is not None:
+            self._window.drop_host(host)
+        self.store.forget_host(host)
+
+    async def _release_idle(self) -> None:
+        """Give back hosts with nothing left here, and those above the fair share."""
+        window, parts = self._window, self._parts
+        if window is None or parts is None:
+            return
+        busy = parts.observer.busy
+        idle = [h for h in self.leases if h not in busy and not window.queued(h)]
+        extra = len(self.leases) - len(idle) - math.ceil(self._share * 1.25)
+        if extra > 0:  # a worker joined: hand over hosts not started yet
+            spare = [h for h in self.leases if h not in busy and h not in idle]
+            spare.sort(key=window.queued)
+            await self._release(spare[:extra], force=True)
+        if idle:
+            await self._release(idle, force=False)
+
+    async def _release(self, hosts: list[str], *, force: bool) -> None:
+        """``RELEASE`` ``hosts`` (see the script); those kept get their URLs read back."""
+        if not hosts:
+            return
+        k, now = self._keys, self._clock()
+        gate = self._parts.gate if self._parts is not None else None
+        by_shard: dict[int, list[list[Any]]] = {}
+        for host in hosts:
+            epoch = self.leases.epoch(host)
+            if epoch is None:
+                continue
+            at = gate.earliest(host, now) if gate is not None else now
+            by_shard.setdefault(shard_of(host), []).append(
+                [host, epoch, False, False, 1 if force else 0, at]
+            )
+        if force:
+            await self.store.drain()  # its pages committed before its URLs go back
+        commands: list[Command] = [
+            ("script", "release", [k.stream(s)], [k.tag(s), self.id, json.dumps(rows)])
+            for s, rows in by_shard.items()
+        ]
+        for reply in await self._link.batch(commands):
+            for host_b, outcome, queued in reply:
+                host = str(_text(host_b))
+                if outcome == 1:
+                    self.leases.give_up(host)
+                    self._lost_quietly(host)
+                elif outcome == 0 and self._window is not None:
+                    self._window.adopt(host, int(queued))
+                else:
+                    self.leases.lose(host)
+
+    def _lost_quietly(self, host: str) -> None:
+        if self._window is not None:
+            self._window.drop_host(host)
+        self.store.forget_host(host)
+
+
+__all__ = ["Claimed", "Worker", "parse_claim", "publish_crawl", "read_config"]
