@@ -1,4 +1,4 @@
-"""The ``crawldeck`` command: ``crawl``, ``demo`` and ``export``.
+"""The ``crawldeck`` command: ``crawl``, ``demo``, ``worker`` and ``export``.
 
 Exit codes: 0 a finished crawl (or one that reached ``--max-pages``), 2 bad input (one
 line on stderr), 3 a crawl that ended without fetching any page (every seed failed; the
@@ -91,6 +91,29 @@ def _add_crawl_flags(parser: argparse.ArgumentParser, *, db_default: str) -> Non
     )
     parser.add_argument("--scope", choices=("host", "domain", "any"), help="which links to follow")
     parser.add_argument("--no-ui", action="store_true", help="headless: progress lines only")
+    parser.add_argument(
+        "--workers",
+        type=_count,
+        help="crawl with N worker processes sharing one frontier in Redis (a private "
+        "redis-server in DB.redis/ unless --redis is given)",
+    )
+    _add_redis_flags(parser, required=False)
+
+
+def _add_redis_flags(parser: argparse.ArgumentParser, *, required: bool) -> None:
+    parser.add_argument(
+        "--redis",
+        required=required,
+        metavar="URL",
+        help="the Redis of a cluster crawl (redis://HOST:PORT/DB, unix:///PATH)",
+    )
+    parser.add_argument(
+        "--crawl-id",
+        required=required,
+        metavar="NAME",
+        help="the cluster crawl's name in that Redis (default: the --db file's name)",
+    )
+    parser.add_argument("--redis-cluster", action="store_true", help="the Redis is a Redis Cluster")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -110,6 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
         "demo", help="start the built-in local web and crawl it", allow_abbrev=False
     )
     _add_crawl_flags(demo, db_default="demo.db")
+    worker = sub.add_parser(
+        "worker",
+        help="join a cluster crawl started with crawl --redis ... --crawl-id ...",
+        allow_abbrev=False,
+    )
+    _add_redis_flags(worker, required=True)
     exp = sub.add_parser("export", help="export a table of a crawl file", allow_abbrev=False)
     exp.add_argument("db", type=Path, metavar="DB")
     exp.add_argument("--table", choices=EXPORT_TABLES, default="pages")
@@ -298,6 +327,10 @@ def _run_crawl(args: argparse.Namespace) -> int:
         config = _ui_config(config)
     hint = f"resume with: {_program()} {shlex.join(sys.argv[1:])}"
     db = Path(args.db)
+    if args.workers is not None or args.redis is not None:
+        from crawldeck.tui.cluster_cli import run_cluster_crawl
+
+        return run_cluster_crawl(args, config, seeds, db, hint, ui=ui)
     try:
         store = Store(db, flush_interval_ms=config.flush_interval_ms)
         return asyncio.run(_crawl(config, store, db, seeds, hint, ui=ui))
@@ -340,6 +373,11 @@ def _run_demo(args: argparse.Namespace) -> int:
             for name, base in web.hosts.items():
                 print(f"  {name:10s} {base}/")
             print(f"crawling it into {db} (a fresh file each demo run)\n", flush=True)
+            if args.workers is not None or args.redis is not None:
+                from crawldeck.tui.cluster_cli import run_cluster_crawl
+
+                store.close()  # the coordinator opens it again (fresh: erased above)
+                return run_cluster_crawl(args, config, web.seeds(), db, hint, ui=ui, fresh=True)
             return asyncio.run(_crawl(config, store, db, web.seeds(), hint, ui=ui))
     except CrawldeckError as exc:
         return _fail(str(exc))
@@ -386,12 +424,19 @@ def _run_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _run_worker(args: argparse.Namespace) -> int:
+    from crawldeck.tui.cluster_cli import run_worker
+
+    return run_worker(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``crawldeck`` console script; returns the exit code."""
     logging.basicConfig(level=logging.WARNING, format="crawldeck: %(message)s")
     logging.getLogger("crawldeck").setLevel(logging.ERROR)
     args = build_parser().parse_args(argv)
-    handlers = {"crawl": _run_crawl, "demo": _run_demo, "export": _run_export}
+    handlers = {"crawl": _run_crawl, "demo": _run_demo, "export": _run_export,
+                "worker": _run_worker}  # fmt: skip
     try:
         with contextlib.suppress(BrokenPipeError):
             return handlers[args.command](args)

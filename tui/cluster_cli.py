@@ -1,0 +1,225 @@
+"""The cluster side of the ``crawldeck`` command: ``crawl --workers N`` and ``worker``.
+
+``crawl SEEDS --workers N`` (or ``demo --workers N``) without ``--redis`` starts a
+private ``redis-server`` in ``DB.redis/`` (unix socket, append-only file: a stopped
+crawl resumes from it), then a ``Coordinator`` that starts the ``N`` workers, collects
+their results into ``DB`` and shows the crawl (the console's Workers panel, or progress
+lines with ``--no-ui``). With ``--redis URL --crawl-id NAME`` the Redis is given and
+other machines join with ``crawldeck worker --redis URL --crawl-id NAME``.
+
+Exit codes as ``tui.cli``'s: 2 with one line for a Redis that cannot be reached or
+started (never a hang: the reach is checked within 2 s), 130 when stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import re
+import shlex
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from crawldeck.core.cluster.coordinator import ClusterSnapshot, Coordinator
+from crawldeck.core.cluster.keys import Keyspace, check_crawl_id
+from crawldeck.core.cluster.link import RedisLink, open_client
+from crawldeck.core.cluster.server import PrivateRedis, acheck_redis
+from crawldeck.core.cluster.worker import Worker, read_config
+from crawldeck.core.config import CrawlConfig
+from crawldeck.core.errors import CrawldeckError
+from crawldeck.core.store import Store
+from crawldeck.tui.headless import stop_signals
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+EXIT_STOPPED = 130
+
+#: The crawl id of a crawl on its own private Redis.
+PRIVATE_CRAWL_ID = "crawl"
+#: Seconds between two headless progress lines.
+PROGRESS_INTERVAL_S = 5.0
+
+
+def _fail(message: str) -> int:
+    print(f"crawldeck: error: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def default_crawl_id(db: Path) -> str:
+    """A crawl id from the crawl file's name (``crawl.db`` -> ``crawl``)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", db.stem)[:64].strip("-.")
+    return name or PRIVATE_CRAWL_ID
+
+
+def worker_command(url: str, crawl_id: str, *, cluster: bool) -> list[str]:
+    """The command line that starts one worker of crawl ``crawl_id`` on ``url``."""
+    command = [sys.executable, "-m", "crawldeck.tui.launch", "worker",
+               "--redis", url, "--crawl-id", crawl_id]  # fmt: skip
+    return [*command, "--redis-cluster"] if cluster else command
+
+
+def progress_line(snap: ClusterSnapshot) -> str:
+    """One headless line: elapsed s, pages, pages/s, workers, hosts, Redis."""
+    live = sum(1 for w in snap.workers if w.state != "late")
+    redis = "Redis DOWN (retrying)" if snap.redis_down else "Redis ok"
+    paused = " PAUSED" if snap.state == "paused" else ""
+    return (
+        f"[{snap.elapsed_s:7.1f}s]{paused} pages {snap.pages}  {snap.pages_per_s:6.1f} pages/s  "
+        f"workers {live} live  hosts {snap.owned_hosts} owned / {snap.claimable_hosts} "
+        f"claimable  {redis}"
+    )
+
+
+def summary_lines(snap: ClusterSnapshot, outcome: str) -> list[str]:
+    """The end-of-crawl summary of a cluster crawl."""
+    mix = ", ".join(f"{k} {v}" for k, v in sorted(snap.status_mix.items())) or "-"
+    lines = [
+        f"crawl {outcome}: {snap.pages} pages (all runs), {snap.bytes:,} bytes, "
+        f"{snap.elapsed_s:.1f} s this run",
+        f"  status mix: {mix}",
+    ]
+    for reason, count in sorted(snap.blocked.items()):
+        lines.append(f"  blocked: {reason} {count}")
+    for w in snap.workers:
+        lines.append(f"  worker {w.id}: {w.pages} pages")
+    return lines
+
+
+async def _report(coordinator: Coordinator) -> None:
+    last_log = 0
+    while True:
+        await asyncio.sleep(PROGRESS_INTERVAL_S)
+        snap = coordinator.snapshot()
+        for line in snap.log[last_log:]:
+            print(f"  {line}", flush=True)
+        last_log = len(snap.log)
+        print(progress_line(snap), flush=True)
+
+
+async def _coordinate(
+    args: argparse.Namespace,
+    config: CrawlConfig,
+    seeds: Sequence[str],
+    db: Path,
+    url: str,
+    crawl_id: str,
+    *,
+    ui: bool,
+) -> tuple[str, ClusterSnapshot]:
+    await acheck_redis(url)
+    link = RedisLink(open_client(url, cluster=args.redis_cluster), outage_s=config.redis_outage_s)
+    store = Store(db, flush_interval_ms=config.flush_interval_ms)
+    try:
+        coordinator = Coordinator(
+            config, store, link, Keyspace(crawl_id),
+            workers=args.workers if args.workers is not None else 0,
+            worker_command=worker_command(url, crawl_id, cluster=args.redis_cluster),
+            worker_log=Path(f"{db}.workers.log"),
+        )  # fmt: skip
+        loop = asyncio.get_running_loop()
+
+        def on_signal() -> None:
+            print("\ncrawldeck: stopping every worker: in-flight fetches finish ...",
+                  file=sys.stderr, flush=True)  # fmt: skip
+            coordinator.request_stop()
+
+        signals = stop_signals()
+        for sig in signals:
+            loop.add_signal_handler(sig, on_signal)
+        reporter = loop.create_task(_report(coordinator))
+        try:
+            outcome = await coordinator.run(seeds)
+        finally:
+            reporter.cancel()
+            for sig in signals:
+                loop.remove_signal_handler(sig)
+        return outcome, coordinator.snapshot()
+    finally:
+        store.close()
+        with contextlib.suppress(Exception):
+            await link.aclose()
+
+
+def run_cluster_crawl(
+    args: argparse.Namespace,
+    config: CrawlConfig,
+    seeds: Sequence[str],
+    db: Path,
+    resume_hint: str,
+    *,
+    ui: bool,
+    fresh: bool = False,
+) -> int:
+    """``crawl``/``demo`` with ``--workers`` or ``--redis``: the exit code. ``fresh``
+    (the demo): a private Redis starts empty."""
+    try:
+        fallback = PRIVATE_CRAWL_ID if args.redis is None else default_crawl_id(db)
+        crawl_id = check_crawl_id(args.crawl_id or fallback)
+        private = None
+        if args.redis is None:
+            directory = Path(f"{db}.redis")
+            if fresh:
+                shutil.rmtree(directory, ignore_errors=True)
+            private = PrivateRedis(directory)
+            private.start()
+            url = private.url
+        else:
+            url = args.redis
+        try:
+            outcome, snap = asyncio.run(_coordinate(args, config, seeds, db, url, crawl_id, ui=ui))
+        finally:
+            if private is not None:
+                private.stop()
+    except CrawldeckError as exc:
+        return _fail(str(exc))
+    with contextlib.suppress(OSError):
+        print("\n".join(summary_lines(snap, outcome)))
+        print(f"crawl saved in {db}; export with: crawldeck export {shlex.quote(str(db))} "
+              "--table pages --format csv", flush=True)  # fmt: skip
+        if outcome == "stopped":
+            print(resume_hint, flush=True)
+    return EXIT_STOPPED if outcome == "stopped" else EXIT_OK
+
+
+async def _work(args: argparse.Namespace) -> None:
+    await acheck_redis(args.redis)
+    keys = Keyspace(check_crawl_id(args.crawl_id))
+    link = RedisLink(open_client(args.redis, cluster=args.redis_cluster))
+    try:
+        config = await read_config(link, keys)
+        link = RedisLink(link.client, outage_s=config.redis_outage_s)
+        worker = Worker(link, keys, config)
+        loop = asyncio.get_running_loop()
+        for sig in stop_signals():
+            loop.add_signal_handler(sig, worker.engine.request_stop)
+        started = time.monotonic()
+        result = await worker.run()
+        print(f"crawldeck worker {worker.id}: {result.outcome}, "
+              f"{worker.store.pages_added().get('pages', 0)} pages in "
+              f"{time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)  # fmt: skip
+    finally:
+        with contextlib.suppress(Exception):
+            await link.aclose()
+
+
+def run_worker(args: argparse.Namespace) -> int:
+    """``crawldeck worker --redis URL --crawl-id NAME``: the exit code."""
+    try:
+        asyncio.run(_work(args))
+    except CrawldeckError as exc:
+        return _fail(str(exc))
+    return EXIT_OK
+
+
+__all__ = [
+    "default_crawl_id",
+    "progress_line",
+    "run_cluster_crawl",
+    "run_worker",
+    "summary_lines",
+    "worker_command",
+]
