@@ -46,23 +46,46 @@ class WireError(CrawldeckError):
     """An op that is not one this version writes (its name, arity or field shapes)."""
 
 
+#: The JSON value types of a record field type (an annotation of the records, without
+#: ``| None``). Exact types: ``True`` is no int here.
+_TYPES: Final[dict[str, frozenset[type]]] = {
+    "str": frozenset({str}),
+    "bool": frozenset({bool}),
+    "int": frozenset({int}),
+    "float": frozenset({int, float}),
+    "tuple[str, ...]": frozenset({list}),
+}
+
+
 def _fits(kind: str, value: Any) -> bool:
-    """Whether JSON value ``value`` is of the record field type ``kind`` (an annotation
-    of the records: ``str``, ``int | None``, ``tuple[str, ...]`` ...). A value SQLite
-    cannot bind (an array, an object) would fail the collector's store for good."""
-    if kind.endswith(" | None"):
-        return value is None or _fits(kind[: -len(" | None")], value)
-    if kind == "str":
-        return isinstance(value, str)
-    if kind == "bool":
-        return isinstance(value, bool)
-    if kind == "int":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "float":  # NaN would be stored as NULL, refused by a NOT NULL column
-        return isinstance(value, int | float) and not isinstance(value, bool) and isfinite(value)
-    if kind == "tuple[str, ...]":
-        return isinstance(value, list) and all(isinstance(v, str) for v in value)
-    raise AssertionError(f"no wire rule for field type {kind!r}")  # a new record field
+    """Whether JSON value ``value`` is of the record field type ``kind`` (``str``,
+    ``int | None``, ``tuple[str, ...]`` ...). A value SQLite cannot bind (an array, an
+    object) would fail the collector's store for good; NaN would be stored as NULL,
+    refused by a NOT NULL column."""
+    base = kind.removesuffix(" | None")
+    if value is None:
+        return base != kind
+    t = type(value)
+    if t not in _TYPES[base]:
+        return False
+    if t is float:
+        return isfinite(value)
+    return t is not list or all(type(v) is str for v in value)
+
+
+def _schema(cls: type[Any]) -> tuple[tuple[str, str, frozenset[type]], ...]:
+    """``(name, type, JSON types)`` of each field of record class ``cls``, in order."""
+    schema = []
+    for f in fields(cls):
+        kind = str(f.type)
+        base = kind.removesuffix(" | None")
+        schema.append((f.name, kind, _TYPES[base] | ({type(None)} if base != kind else set())))
+    return tuple(schema)
+
+
+_SCHEMAS: Final = {
+    cls: _schema(cls) for cls in (PageRecord, BlockedRecord, HostRecord, FrontierRow)
+}
 
 
 def _record(cls: type[_R], value: Any) -> _R:
@@ -71,16 +94,21 @@ def _record(cls: type[_R], value: Any) -> _R:
     Raises:
         WireError: not an array of the fields, or a field of another type.
     """
-    kinds = [(f.name, str(f.type)) for f in fields(cls)]
-    if not isinstance(value, list) or len(value) != len(kinds):
-        raise WireError(f"{cls.__name__}: expected an array of {len(kinds)} fields")
-    for (name, kind), item in zip(kinds, value, strict=True):
-        if not _fits(kind, item):
+    schema = _SCHEMAS[cls]
+    if not isinstance(value, list) or len(value) != len(schema):
+        raise WireError(f"{cls.__name__}: expected an array of {len(schema)} fields")
+    args: list[Any] = list(value)
+    for i, (name, kind, types) in enumerate(schema):  # for every field of every row
+        item = value[i]
+        t = type(item)
+        if t not in types:
             raise WireError(f"{cls.__name__}.{name}: expected {kind}, got {str(item)[:40]}")
-    args = {name: item for (name, _), item in zip(kinds, value, strict=True)}
-    if "redirects" in args:
-        args["redirects"] = tuple(args["redirects"])
-    return cls(**args)
+        if t is float or t is list:
+            if not _fits(kind, item):
+                raise WireError(f"{cls.__name__}.{name}: expected {kind}, got {str(item)[:40]}")
+            if t is list:
+                args[i] = tuple(item)
+    return cls(*args)
 
 
 def _rows(value: Any) -> tuple[FrontierRow, ...]:
