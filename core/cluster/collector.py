@@ -237,7 +237,6 @@ class Collector:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._client = client
-        self._keys = keys
         self._store = store
         self._clock = clock
         self._streams = keys.streams()
@@ -298,7 +297,7 @@ class Collector:
                 backoff = min(BACKOFF_MAX_S, backoff * 2)
                 continue
             if failing:
-                log.warning("collector: Redis is back")
+                log.info("collector: Redis is back")
                 failing = False
             backoff = BACKOFF_FIRST_S
             if read:
