@@ -30,7 +30,7 @@ from crawldeck.core.dns import (
     IpLimitSettings,
 )
 from crawldeck.core.fetcher import AiohttpFetcher
-from crawldeck.core.gate import HostGate
+from crawldeck.core.gate import AddressLimit, HostGate
 from crawldeck.core.observer import Observer
 from crawldeck.core.politeness import Politeness, PolitenessSettings
 from crawldeck.core.protocols import Clock, CrawlStore, Fetcher
@@ -70,7 +70,8 @@ class Parts:
 
 class ClusterHooks(Protocol):
     """What a cluster worker (``core.cluster.worker``) adds to the parts: its frontier
-    window over the shared frontier, and a look at the parts once they are made."""
+    window over the shared frontier, its per-IP limit shared with the other workers,
+    and a look at the parts once they are made."""
 
     def make_window(
         self,
@@ -79,6 +80,11 @@ class ClusterHooks(Protocol):
         read_back: Callable[[Sequence[FrontierRow]], None],
     ) -> FrontierWindow:
         """The frontier window (``FrontierWindow``'s arguments)."""
+        ...
+
+    def address_limit(self, local: IpLimiter, wake: Callable[[], None]) -> AddressLimit:
+        """The gate's per-IP limit over this worker's own ``local`` one (``wake``: a
+        host may be ready)."""
         ...
 
     def bind(self, parts: Parts) -> None:
@@ -130,10 +136,11 @@ def assemble(
     policy = AddressPolicy(AddressPolicySettings.from_config(config), audit=audit)
     addresses = PinningResolver(dns, policy, capacity=config.dns_cache_size)
     fetcher = fetcher or AiohttpFetcher(config, resolver=addresses)
+    ips: AddressLimit = IpLimiter(IpLimitSettings.from_config(config))
+    if cluster is not None:
+        ips = cluster.address_limit(IpLimiter(IpLimitSettings.from_config(config)), wake)
     gate = HostGate(
-        Politeness(PolitenessSettings.from_config(config), rng),
-        IpLimiter(IpLimitSettings.from_config(config)),
-        config.per_host_concurrency,
+        Politeness(PolitenessSettings.from_config(config), rng), ips, config.per_host_concurrency
     )
     if cluster is None:
         frontier = FrontierWindow(config.frontier_window, store, read_back)

@@ -850,6 +850,9 @@ class IpLimiter:
         ready = state.ready_at(now)
         return at if at > ready else ready
 
+    #: What the console shows: ``earliest`` (asking it changes nothing here).
+    shown = earliest
+
     def on_dispatch(self, ip: str, now: float) -> None:
         """A request to ``ip`` starts at ``now`` (epoch s): record it, take a token."""
         state = self._address(ip, now)

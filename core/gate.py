@@ -67,6 +67,11 @@ class AddressLimit(Protocol):
         """A request to ``ip`` ended at ``now``."""
         ...
 
+    def shown(self, ip: str, now: float) -> float:
+        """``earliest`` as the console shows it: asking changes nothing (a limit
+        shared by workers books its slot in ``earliest`` only)."""
+        ...
+
 
 class HostGate:
     """Host politeness, the per-IP limit and in-flight slots, for every request.
@@ -127,11 +132,21 @@ class HostGate:
     def earliest(self, host: str, now: float) -> float:
         """When ``host``'s politeness and its address's per-IP limit allow its next
         request (epoch s, ``>= now``), whether or not a slot is free: what the console
-        shows as the host's next fetch (``ready_at`` is that while a slot is free)."""
+        shows as the host's next fetch (``ready_at`` is that while a slot is free).
+        The address is asked from the host's own earliest on: a limit shared by
+        workers books its slot for then (``core.cluster.addresses``)."""
         at = self.politeness.earliest(host, now)
         ip = self._ip.get(host)
         if ip is not None:
-            at = max(at, self._ips.earliest(ip, now))
+            at = max(at, self._ips.earliest(ip, at))
+        return at
+
+    def next_fetch_at(self, host: str, now: float) -> float:
+        """``earliest`` for the console's "next fetch in": nothing is booked."""
+        at = self.politeness.earliest(host, now)
+        ip = self._ip.get(host)
+        if ip is not None:
+            at = max(at, self._ips.shown(ip, at))
         return at
 
     def may_start(self, host: str, now: float) -> bool:

@@ -371,7 +371,7 @@ class Observer:
             delay_source=view.delay_source,
             tokens=view.tokens,
             # its politeness time even while its slots are taken (ready_at is None then)
-            next_fetch_in_s=self._gate.earliest(host, now) - now,
+            next_fetch_in_s=self._gate.next_fetch_at(host, now) - now,
             robots_status=robots.status if robots else "unknown",
             ip=self._dns.pinned(host),
             state=self.host_state(host, stats, now, final=self.ended_at is not None),

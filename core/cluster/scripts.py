@@ -252,15 +252,30 @@ local tag = ARGV[1]
 return {redis.call('ZCARD', tag .. ':ready'), redis.call('ZCARD', tag .. ':owned')}
 """
 
-#: KEYS[1]: ``Keyspace.ip_next(address)``; ARGV[1]: now (epoch s); ARGV[2]: the per-IP
-#: delay (s). Takes the address's next slot: returns "0" and moves the slot on by the
-#: delay when it is free at ``now``, else the epoch second it is free from.
-IP_SLOT: Final = r"""
-local now, delay = tonumber(ARGV[1]), tonumber(ARGV[2])
-local t = tonumber(redis.call('GET', KEYS[1]) or '0')
-if t > now then return tostring(t) end
-redis.call('SET', KEYS[1], tostring(now + delay), 'PX', math.floor(delay * 1000) + 60000)
-return '0'
+#: KEYS[1]: ``Keyspace.ip_next(address)``; ARGV[1]: the earliest start wanted (epoch
+#: s); ARGV[2]: the per-IP delay (s). Books the address's next slot for the caller:
+#: ``max(wanted, next free)``, and moves the next free slot a delay past it. Returns
+#: the booked start (epoch s, as text).
+IP_BOOK: Final = r"""
+local at, delay = tonumber(ARGV[1]), tonumber(ARGV[2])
+local ttl = math.floor(delay * 1000) + 60000
+local free = tonumber(redis.call('GET', KEYS[1]) or '0')
+if free > at then at = free end
+redis.call('SET', KEYS[1], string.format('%.6f', at + delay), 'PX', ttl)
+return string.format('%.6f', at)
+"""
+
+#: KEYS[1]: ``Keyspace.ip_next(address)``; ARGV[1]: when a request to the address
+#: ended (epoch s); ARGV[2]: the per-IP delay (s). The next slot is at least a delay
+#: after that end (the delay counts from the end of a request, as ``IpLimiter``'s).
+IP_END: Final = r"""
+local delay = tonumber(ARGV[2])
+local t = tonumber(ARGV[1]) + delay
+local free = tonumber(redis.call('GET', KEYS[1]) or '0')
+if t > free then
+  redis.call('SET', KEYS[1], string.format('%.6f', t), 'PX', math.floor(delay * 1000) + 60000)
+end
+return 0
 """
 
 #: Every script by name (loaded on each node at start and after a restart).
@@ -273,13 +288,15 @@ SCRIPTS: Final = {
     "release": RELEASE,
     "recover": RECOVER,
     "shard_counts": SHARD_COUNTS,
-    "ip_slot": IP_SLOT,
+    "ip_book": IP_BOOK,
+    "ip_end": IP_END,
 }
 
 __all__ = [
     "CLAIM",
     "COMMIT",
-    "IP_SLOT",
+    "IP_BOOK",
+    "IP_END",
     "PULL",
     "PUSH",
     "RECOVER",

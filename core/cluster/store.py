@@ -18,8 +18,8 @@ one round trip (issue #12 item 7: at most 2 per page):
 The order matters when a worker dies: a page's outlinks are queued before the page is
 acknowledged, so a kill loses neither (on Redis Cluster the two steps are two round
 trips, as one pipeline's nodes are not ordered). An op about a host this worker owns is
-sent fenced by its epoch; about a host it lost, dropped; about a host it never owned (a
-refused link to another site), unfenced.
+sent fenced by its epoch; about a host it owned once and not now, dropped; refusals
+and frontier rows about a host it does not own (a link to another site) go unfenced.
 
 Every admitted URL goes through Redis, the owner's own included (``spill_all`` window):
 it comes back through ``load_spilled`` (``pull``, which hands it out under the lease),
@@ -151,6 +151,7 @@ class ClusterStore:
         self._buf = _Buffer()
         self._held: dict[str, str] = {}  # handed-out dedupe key -> host
         self._by_host: dict[str, set[str]] = defaultdict(set)
+        self._former: set[str] = set()  # hosts this worker owned at some time
         self._pages: Counter[str] = Counter()
         self._blocked: Counter[str] = Counter()
         self._kick = asyncio.Event()
@@ -236,11 +237,6 @@ class ClusterStore:
         if not rows:
             return
         self._push(rows)
-        by_host: dict[str, list[FrontierRow]] = defaultdict(list)
-        for row in rows:
-            by_host[row.host].append(row)
-        for host, group in by_host.items():
-            self._op(host, wire.op_enqueue(group))
 
     def record_page(
         self,
@@ -254,13 +250,15 @@ class ClusterStore:
         next_host: str | None = None,
         redirects: Sequence[str] = (),
     ) -> None:
-        """A fetched page (``Store.record_page``): its new rows are pushed, the page is
+        """A fetched page (``Store.record_page``): its new rows are pushed (their
+        ``frontier`` rows go to the file with the push, not with the page, so a page
+        refused by the fence leaves no URL it queued without its row), the page is
         committed under its host's lease and its URL acknowledged unless its redirect
         chain goes on (``queued``)."""
         self._check()
         self._push(new_rows)
         op = wire.op_record_page(
-            page, key=key, links=links, new_rows=new_rows, state=state,
+            page, key=key, links=links, new_rows=(), state=state,
             next_url=next_url, next_host=next_host, redirects=redirects,
         )  # fmt: skip
         commit = self._op(page.host, op, ack=key if state != "queued" else None)
@@ -277,9 +275,10 @@ class ClusterStore:
             self._op(self._host_of(urls[0][0], urls[0][1]), wire.op_fail_urls(urls, error))
 
     def record_blocked(self, rec: BlockedRecord) -> None:
-        """A refused URL (``Store.record_blocked``)."""
+        """A refused URL (``Store.record_blocked``): fenced when its host is this
+        worker's, else unfenced (a link found here to another worker's host)."""
         self._check()
-        commit = self._op(rec.host, wire.op_record_blocked(rec))
+        commit = self._op(rec.host, wire.op_record_blocked(rec), must_own=False)
         if commit is not None:
             commit.blocked[rec.reason] += 1
 
@@ -371,6 +370,11 @@ class ClusterStore:
         self._pulled += len(rows)
         return rows
 
+    def adopt(self, host: str) -> None:
+        """``host`` is this worker's now (claimed): its ops are fenced by its epoch,
+        and dropped once it is not this worker's any more."""
+        self._former.add(host)
+
     def forget_host(self, host: str) -> None:
         """``host`` is no longer this worker's: forget the URLs it held of it."""
         for key in self._by_host.pop(host, ()):
@@ -397,15 +401,24 @@ class ClusterStore:
                 [str(seen_member(row.key)), str(score(row.priority, now_ms)),
                  path_prefix(row.url), encode_entry(entry)]
             )  # fmt: skip
+        by_host: dict[str, list[FrontierRow]] = defaultdict(list)
+        for row in rows:
+            by_host[row.host].append(row)
+        for host, group in by_host.items():
+            self._op(host, wire.op_enqueue(group), must_own=False)
         self._pushed += len(rows)
         self._buf.ops += len(rows)
         self._kick.set()
 
-    def _op(self, host: str, op: list[Any], *, ack: str | None = None) -> _Commit | None:
-        """Buffer ``op`` about ``host`` (fenced, unfenced or dropped: see the module)."""
+    def _op(
+        self, host: str, op: list[Any], *, ack: str | None = None, must_own: bool = True
+    ) -> _Commit | None:
+        """Buffer ``op`` about ``host``: fenced by its epoch while this worker owns it;
+        dropped when it owned it once and does not now (``must_own``: the page, host
+        and URL-state ops); else unfenced (refusals, frontier rows)."""
         epoch = self._leases.epoch(host)
         if epoch is None:
-            if host in self._by_host:  # it was ours: lost since
+            if must_own and host in self._former:
                 self._dropped += 1
                 return None
             epoch = 0

@@ -36,15 +36,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from crawldeck.core.assembly import Parts
+from crawldeck.core.cluster.addresses import SharedIpLimit
 from crawldeck.core.cluster.keys import SHARDS, Keyspace, shard_of
 from crawldeck.core.cluster.leases import RENEW_SHARE, Leases
 from crawldeck.core.cluster.link import Command, RedisLink
 from crawldeck.core.cluster.store import ClusterStore
 from crawldeck.core.cluster.window import SharedWindow
 from crawldeck.core.config import CrawlConfig, asdict, build_config
-from crawldeck.core.dns import DnsCache
+from crawldeck.core.dns import DnsCache, IpLimiter
 from crawldeck.core.engine import CrawlResult, Engine
 from crawldeck.core.errors import ClusterError, ConfigError
+from crawldeck.core.gate import AddressLimit
 from crawldeck.core.protocols import Clock, Fetcher
 from crawldeck.core.store import FrontierRow, HostRecord
 from crawldeck.core.window import FrontierWindow, SpillStore
@@ -178,6 +180,8 @@ class Worker:
         self._state = "starting"
         self._rate: tuple[float, int] = (monotonic(), 0)
         self.pages_per_s = 0.0
+        self._config = config
+        self.addresses: SharedIpLimit | None = None
         self.engine = Engine(
             config.replace(max_pages=None), self.store, clock=clock, fetcher=fetcher, dns=dns,
             cluster=self,
@@ -194,6 +198,16 @@ class Worker:
         """The engine's window: a ``SharedWindow`` over the worker's leases."""
         self._window = SharedWindow(window, store, read_back, leases=self.leases, source=self)
         return self._window
+
+    def address_limit(self, local: IpLimiter, wake: Callable[[], None]) -> AddressLimit:
+        """The per-IP limit held in Redis across workers (``SharedIpLimit``)."""
+        delay_ms = (
+            self._config.delay_ms if self._config.ip_delay_ms is None else self._config.ip_delay_ms
+        )
+        self.addresses = SharedIpLimit(
+            local, self._link, self._keys, delay_ms / 1000, clock=self._clock, wake=wake
+        )
+        return self.addresses
 
     def bind(self, parts: Parts) -> None:
         """Keep the engine's parts (a claimed host's politeness goes into its gate)."""
@@ -418,6 +432,7 @@ class Worker:
         """Take ``claim``'s host: its lease, its saved politeness, its queued URLs."""
         host = claim.host
         self.leases.take(host, claim.epoch, sent)
+        self.store.adopt(host)
         parts = self._parts
         if parts is not None:
             politeness = parts.gate.politeness
@@ -475,12 +490,13 @@ class Worker:
             epoch = self.leases.epoch(host)
             if epoch is None:
                 continue
-            at = gate.earliest(host, now) if gate is not None else now
+            at = gate.next_fetch_at(host, now) if gate is not None else now
             by_shard.setdefault(shard_of(host), []).append(
                 [host, epoch, False, False, 1 if force else 0, at]
             )
-        if force:
-            await self.store.drain()  # its pages committed before its URLs go back
+        if self._parts is not None:
+            self._parts.observer.flush_hosts()  # the hosts' last state, under the lease
+        await self.store.drain()  # and their pages, before their URLs go back
         commands: list[Command] = [
             ("script", "release", [k.stream(s)], [k.tag(s), self.id, json.dumps(rows)])
             for s, rows in by_shard.items()

@@ -1,0 +1,160 @@
+"""The per-IP limit of a cluster worker: one address's pace held across workers.
+
+Hosts that share an address may be owned by different workers (issue #12 item 2):
+each worker's ``IpLimiter`` sees only its own requests, so the address's next slot is
+kept in Redis (``Keyspace.ip_next``) and every request to an address is *booked*
+there first (``IP_BOOK``: the slot ``max(wanted, next free)``, the next free slot a
+delay later), and the end of each request moves the next free slot to at least a
+delay after it (``IP_END``), as ``IpLimiter`` counts the delay from the end.
+
+``SharedIpLimit`` keeps the gate's interface (``core.gate.AddressLimit``) and its
+synchronous answers: ``earliest`` answers from the local limiter and the booking it
+holds; when it holds none (or one it can no longer use on time), it asks for one in
+the background and answers "a moment from now"; the booking's reply wakes the
+engine, whose host then waits for its booked start. Bookings of many addresses go
+to Redis together, one pipeline per loop turn: no round trip on a fetch's path.
+
+A booking that is not used on time (the host's own politeness held it longer than
+``STALE_S``) is dropped and booked again, so a request never starts at a slot other
+than the one Redis gave it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from crawldeck.core.cluster.keys import Keyspace
+from crawldeck.core.cluster.link import Command, RedisLink
+from crawldeck.core.dns import IpLimiter
+from crawldeck.core.errors import CrawldeckError
+from crawldeck.core.protocols import Clock
+
+log = logging.getLogger("crawldeck.cluster")
+
+#: Seconds ``earliest`` asks the engine to wait while a booking is on its way.
+PENDING_S: Final = 0.005
+#: Seconds past its booked start a booking may still be used.
+STALE_S: Final = 0.05
+
+
+@dataclass(slots=True)
+class _Booking:
+    """An address's booking: ``start`` (epoch s) once booked, ``None`` while asked."""
+
+    start: float | None = None
+    wanted: float = 0.0
+
+
+class SharedIpLimit:
+    """The gate's per-IP limit for a cluster worker (see the module).
+
+    Args:
+        local: this worker's own ``IpLimiter`` (its bucket and in-flight rule).
+        link: the Redis connection.
+        keys: the crawl's key layout.
+        delay_s: the per-IP delay in s (``ip_delay_ms`` / 1000; 0: no limit).
+        clock: epoch seconds.
+        wake: called when a booking came back (a host may be ready).
+    """
+
+    def __init__(
+        self,
+        local: IpLimiter,
+        link: RedisLink,
+        keys: Keyspace,
+        delay_s: float,
+        *,
+        clock: Clock,
+        wake: Callable[[], None],
+    ) -> None:
+        self._local = local
+        self._link = link
+        self._keys = keys
+        self._delay_s = delay_s
+        self._clock = clock
+        self._wake = wake
+        self._bookings: dict[str, _Booking] = {}
+        self._asked: dict[str, float] = {}  # address -> wanted start, to send
+        self._ended: dict[str, float] = {}  # address -> last end, to send
+        self._sender: asyncio.Task[None] | None = None
+        self.booked = 0
+
+    def earliest(self, ip: str, now: float) -> float:
+        """When ``ip`` may get its next request (epoch s, ``>= now``; ``now`` may be
+        the host's own earliest): the later of the local limit and the booked start."""
+        at = self._local.earliest(ip, now)
+        if self._delay_s <= 0.0:
+            return at
+        booking = self._bookings.get(ip)
+        if booking is not None and booking.start is not None:
+            if booking.start + STALE_S >= at:
+                return max(at, booking.start)
+            booking = None  # too late to use: book again from ``at``
+        if booking is None:
+            self._bookings[ip] = _Booking(None, at)
+            self._asked[ip] = at
+            self._send_soon()
+        return max(at, self._clock() + PENDING_S)
+
+    def shown(self, ip: str, now: float) -> float:
+        """What the console shows: the local limit and a booking held, nothing asked."""
+        at = self._local.earliest(ip, now)
+        booking = self._bookings.get(ip)
+        if booking is not None and booking.start is not None:
+            return max(at, booking.start)
+        return at
+
+    def on_dispatch(self, ip: str, now: float) -> None:
+        """A request to ``ip`` starts at ``now``: it uses its booking."""
+        self._local.on_dispatch(ip, now)
+        self._bookings.pop(ip, None)
+
+    def on_end(self, ip: str, now: float) -> None:
+        """A request to ``ip`` ended at ``now``: the next slot is a delay after it."""
+        self._local.on_end(ip, now)
+        if self._delay_s > 0.0:
+            self._ended[ip] = max(now, self._ended.get(ip, 0.0))
+            self._send_soon()
+
+    def _send_soon(self) -> None:
+        if self._sender is None:
+            self._sender = asyncio.get_running_loop().create_task(self._send())
+
+    async def _send(self) -> None:
+        """Send every booking asked and every end noted since the last send."""
+        try:
+            await asyncio.sleep(0)  # let this loop turn's other asks join
+            while self._asked or self._ended:
+                asked, self._asked = self._asked, {}
+                ended, self._ended = self._ended, {}
+                k, delay = self._keys, self._delay_s
+                commands: list[Command] = [
+                    ("script", "ip_end", [k.ip_next(ip)], [f"{t:.6f}", delay])
+                    for ip, t in ended.items()
+                ]
+                commands += [
+                    ("script", "ip_book", [k.ip_next(ip)], [f"{t:.6f}", delay])
+                    for ip, t in asked.items()
+                ]
+                try:
+                    replies = await self._link.batch(commands)
+                except CrawldeckError as exc:  # Redis gone for good: the store stops too
+                    log.warning("per-IP bookings failed: %s", exc)
+                    for ip in asked:
+                        self._bookings.pop(ip, None)
+                    return
+                for ip, start in zip(asked, replies[len(ended) :], strict=True):
+                    booking = self._bookings.get(ip)
+                    if booking is not None and booking.start is None:
+                        booking.start = float(start)
+                        self.booked += 1
+                self._wake()
+        finally:
+            self._sender = None
+
+
+__all__ = ["PENDING_S", "STALE_S", "SharedIpLimit"]
