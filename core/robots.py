@@ -35,6 +35,7 @@ from crawldeck.core.robots_policy import (
     RobotsState,
     RobotsStatus,
     interpret,
+    state_of,
 )
 from crawldeck.core.urls import origin as url_origin
 
@@ -88,6 +89,9 @@ class RobotsCache:
 
     Call ``await cache.aclose()`` before closing the fetcher: it cancels background
     refreshes and fetches still in flight.
+
+    ``stored``, when set, is called with each new entry after a fetch settles (a
+    cluster worker keeps it in Redis for the host's next owner, issue #12).
     """
 
     def __init__(
@@ -105,6 +109,20 @@ class RobotsCache:
         self._states: dict[str, RobotsState] = {}
         self._last_good: dict[str, RobotsState] = {}
         self._inflight: dict[str, asyncio.Task[RobotsState]] = {}
+        self.stored: Callable[[RobotsEntry], None] | None = None
+
+    def adopt(self, view: RobotsEntry) -> bool:
+        """Take ``view`` (fetched by another process) as its origin's state unless it
+        has expired or what is cached here is newer; ``True`` when taken."""
+        now = self._clock()
+        have = self._states.get(view.origin)
+        if now >= view.expires_at or (have is not None and have.view.fetched_at >= view.fetched_at):
+            return False
+        state = state_of(replace(view, refreshing=False))
+        self._states[view.origin] = state
+        if view.status != "unreachable":
+            self._last_good[view.origin] = state
+        return True
 
     async def check(self, url: str) -> RobotsDecision:
         """May our token fetch ``url``? Fetches the origin's robots.txt when needed.
@@ -193,6 +211,8 @@ class RobotsCache:
         self._states[origin] = state
         if state.view.status != "unreachable":
             self._last_good[origin] = state
+        if self.stored is not None:
+            self.stored(state.view)
         return state
 
     async def _fetch_state(self, origin: str) -> CacheUpdate:

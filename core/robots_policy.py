@@ -546,6 +546,19 @@ def _unreachable(
     return CacheUpdate(RobotsState(base, None), f"{prefix}: allowing all, retry in {retry_s} s")
 
 
+def state_of(view: RobotsEntry) -> RobotsState:
+    """The state of ``view`` alone, its matcher rebuilt from its rules (our group as
+    ``_parse`` gives it to protego): what a worker of a cluster crawl gets from the
+    robots.txt cache in Redis (issue #12). Never raises (unusable rules: no matcher)."""
+    if not view.rules or view.allow_all or view.disallow_all:
+        return RobotsState(view, None)
+    lines = ["User-agent: *", *(f"{kind}: {pattern}" for kind, pattern in view.rules)]
+    try:
+        return RobotsState(view, Protego.parse("\n".join(lines)))
+    except Exception:  # protego must never raise out of this module: no usable rules
+        return RobotsState(view, None)
+
+
 __all__ = [
     "CacheUpdate",
     "NetworkFailure",
@@ -559,5 +572,6 @@ __all__ = [
     "RuleKind",
     "interpret",
     "select_group",
+    "state_of",
     "ttl_s",
 ]

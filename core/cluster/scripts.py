@@ -78,10 +78,11 @@ return out
 )
 
 #: ARGV[2]: worker; ARGV[3]: JSON ``[[host, epoch, [acked keys], last_s|false,
-#: rec|false, ops], ...]``. For each host whose lease is ``worker epoch`` (or epoch 0:
-#: an unfenced op, a refused URL): drops the acked URLs from ``:inf``, saves ``last``
-#: and ``rec`` in ``:st`` and appends the ops to the shard's stream. Returns the hosts
-#: refused (fenced).
+#: rec|false, ops, robots|false, robots_ttl_ms], ...]``. For each host whose lease is
+#: ``worker epoch`` (or epoch 0: an unfenced op, a refused URL): drops the acked URLs
+#: from ``:inf``, saves ``last`` and ``rec`` in ``:st`` and its robots.txt entry (with
+#: its TTL) in ``:robots``, and appends the ops to the shard's stream. Returns the
+#: hosts refused (fenced).
 COMMIT: Final = (
     _HELPERS
     + r"""
@@ -96,7 +97,10 @@ for _, c in ipairs(cjson.decode(ARGV[3])) do
     if #c[3] > 0 then redis.call('HDEL', b .. ':inf', unpack(c[3])) end
     if c[4] then redis.call('HSET', b .. ':st', 'last', c[4]) end
     if c[5] then redis.call('HSET', b .. ':st', 'rec', c[5]) end
-    redis.call('XADD', KEYS[1], '*', 'w', me, 'h', host, 'e', epoch, 'm', c[6])
+    if c[7] then redis.call('SET', b .. ':robots', c[7], 'PX', c[8]) end
+    if #c[6] > 2 then
+      redis.call('XADD', KEYS[1], '*', 'w', me, 'h', host, 'e', epoch, 'm', c[6])
+    end
   end
 end
 return fenced
@@ -108,8 +112,9 @@ return fenced
 #: shard's ``ready`` set, skipping those with an owner or nothing queued (a dead
 #: owner's handed-out URLs first go back to the queue): a new epoch, the lease for
 #: ``worker``, its deadline in ``owned``. Returns, per host taken, ``[host, epoch,
-#: queued, rec|false, last|false, clean|false]`` (``clean`` "0": the previous owner
-#: did not release it: it died or froze).
+#: queued, rec|false, last|false, clean|false, robots|false]`` (``clean`` "0": the
+#: previous owner did not release it: it died or froze; ``robots`` its robots.txt
+#: entry while its TTL lasts).
 CLAIM: Final = (
     _HELPERS
     + r"""
@@ -129,7 +134,7 @@ for _, host in ipairs(hosts) do
       redis.call('ZADD', tag .. ':owned', now_ms + ms, host)
       local st = redis.call('HMGET', b .. ':st', 'rec', 'last', 'clean')
       redis.call('HSET', b .. ':st', 'clean', '0')
-      out[#out + 1] = {host, ep, n, st[1], st[2], st[3]}
+      out[#out + 1] = {host, ep, n, st[1], st[2], st[3], redis.call('GET', b .. ':robots')}
     end
   end
 end

@@ -33,7 +33,7 @@ import asyncio
 import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import astuple, dataclass, field
+from dataclasses import astuple, dataclass, field, fields
 from typing import Any, Literal, NoReturn
 from urllib.parse import urlsplit
 
@@ -52,6 +52,7 @@ from crawldeck.core.cluster.link import Command, RedisLink
 from crawldeck.core.errors import CrawldeckError, StoreError
 from crawldeck.core.frontier import FrontierEntry
 from crawldeck.core.protocols import Clock
+from crawldeck.core.robots_policy import RobotsEntry
 from crawldeck.core.store import (
     BlockedRecord,
     FrontierRow,
@@ -81,6 +82,7 @@ class _Commit:
     acks: list[str] = field(default_factory=list)
     last: float | None = None
     rec: str | None = None
+    robots: tuple[str, int] | None = None  # the entry as JSON, its TTL in ms
     ops: list[list[Any]] = field(default_factory=list)
     pages: Counter[str] = field(default_factory=Counter)
     blocked: Counter[str] = field(default_factory=Counter)
@@ -307,6 +309,19 @@ class ClusterStore:
         if commit is not None:
             commit.rec = json.dumps(list(astuple(rec)), separators=(",", ":"))
 
+    def save_robots(self, view: RobotsEntry) -> None:
+        """Keep a robots.txt entry this worker fetched in Redis for its TTL, for the
+        host's next owner (one fetch per host per TTL for the whole crawl)."""
+        ttl_ms = int((view.expires_at - self._clock()) * 1000)
+        if ttl_ms <= 0 or self._failure is not None:
+            return
+        host = urls.host_key(view.origin)
+        if self._leases.epoch(host) is None:
+            return  # not ours: the owner keeps it
+        commit = self._commit(host, self._leases.epoch(host) or 0)
+        commit.robots = (encode_robots(view), ttl_ms)
+        self._kick.set()
+
     def pages_added(self) -> dict[str, int]:
         """Pages, bytes and status classes this worker committed (accepted by Redis)."""
         return dict(self._pages)
@@ -422,10 +437,7 @@ class ClusterStore:
                 self._dropped += 1
                 return None
             epoch = 0
-        commits = self._buf.commits[shard_of(host)]
-        commit = commits.get((host, epoch))
-        if commit is None:
-            commit = commits[(host, epoch)] = _Commit()
+        commit = self._commit(host, epoch)
         commit.ops.append(op)
         if ack is not None and epoch:
             commit.acks.append(ack)
@@ -433,6 +445,14 @@ class ClusterStore:
             self._by_host[host].discard(ack)
         self._buf.ops += 1
         self._kick.set()
+        return commit
+
+    def _commit(self, host: str, epoch: int) -> _Commit:
+        """The buffered commit of ``host`` under ``epoch``."""
+        commits = self._buf.commits[shard_of(host)]
+        commit = commits.get((host, epoch))
+        if commit is None:
+            commit = commits[(host, epoch)] = _Commit()
         return commit
 
     # ------------------------------------------------------------ flusher
@@ -469,7 +489,8 @@ class ClusterStore:
             items = list(by_host.items())
             payload = [
                 [host, epoch, c.acks, c.last if c.last is not None else False,
-                 c.rec if c.rec is not None else False, wire.encode_ops(c.ops)]
+                 c.rec if c.rec is not None else False, wire.encode_ops(c.ops),
+                 c.robots[0] if c.robots else False, c.robots[1] if c.robots else 0]
                 for (host, epoch), c in items
             ]  # fmt: skip
             arg = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
@@ -508,8 +529,32 @@ class ClusterStore:
         )  # fmt: skip
 
 
+def encode_robots(view: RobotsEntry) -> str:
+    """A robots.txt entry as JSON (its fields in order)."""
+    return json.dumps(list(astuple(view)), separators=(",", ":"), ensure_ascii=False)
+
+
+def decode_robots(text: str | bytes) -> RobotsEntry | None:
+    """The entry of ``encode_robots``'s JSON; ``None`` if it is not one."""
+    try:
+        values = json.loads(text)
+        names = [f.name for f in fields(RobotsEntry)]
+        args = dict(zip(names, values, strict=True))
+        args["rules"] = tuple((str(kind), str(pattern)) for kind, pattern in args["rules"])
+        return RobotsEntry(**args)
+    except (ValueError, TypeError):
+        return None
+
+
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
-__all__ = ["MAX_PENDING", "ClusterStore", "ClusterStoreStatistics", "path_prefix"]
+__all__ = [
+    "MAX_PENDING",
+    "ClusterStore",
+    "ClusterStoreStatistics",
+    "decode_robots",
+    "encode_robots",
+    "path_prefix",
+]

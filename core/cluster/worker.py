@@ -40,7 +40,7 @@ from crawldeck.core.cluster.addresses import SharedIpLimit
 from crawldeck.core.cluster.keys import SHARDS, Keyspace, shard_of
 from crawldeck.core.cluster.leases import RENEW_SHARE, Leases
 from crawldeck.core.cluster.link import Command, RedisLink
-from crawldeck.core.cluster.store import ClusterStore
+from crawldeck.core.cluster.store import ClusterStore, decode_robots
 from crawldeck.core.cluster.window import SharedWindow
 from crawldeck.core.config import CrawlConfig, asdict, build_config
 from crawldeck.core.dns import DnsCache, IpLimiter
@@ -48,6 +48,7 @@ from crawldeck.core.engine import CrawlResult, Engine
 from crawldeck.core.errors import ClusterError, ConfigError
 from crawldeck.core.gate import AddressLimit
 from crawldeck.core.protocols import Clock, Fetcher
+from crawldeck.core.robots_policy import RobotsEntry
 from crawldeck.core.store import FrontierRow, HostRecord
 from crawldeck.core.window import FrontierWindow, SpillStore
 
@@ -60,8 +61,8 @@ IDLE_POLL_MAX_S = 0.5
 @dataclass(frozen=True, slots=True)
 class Claimed:
     """A host this worker just took: its lease ``epoch``, ``queued`` URLs, its saved
-    state (``rec``, ``last`` request start in epoch s) and whether its previous owner
-    released it (``clean``)."""
+    state (``rec``, ``last`` request start in epoch s), whether its previous owner
+    released it (``clean``) and its robots.txt entry if its TTL still runs."""
 
     host: str
     epoch: int
@@ -69,6 +70,7 @@ class Claimed:
     rec: HostRecord | None
     last: float | None
     clean: bool
+    robots: RobotsEntry | None = None
 
 
 def _text(value: Any) -> str | None:
@@ -78,8 +80,8 @@ def _text(value: Any) -> str | None:
 
 
 def parse_claim(reply: Sequence[Any]) -> Claimed:
-    """A ``CLAIM`` reply row ``[host, epoch, queued, rec, last, clean]``."""
-    host, epoch, queued, rec, last, clean = (list(reply) + [None] * 6)[:6]
+    """A ``CLAIM`` reply row ``[host, epoch, queued, rec, last, clean, robots]``."""
+    host, epoch, queued, rec, last, clean, robots = (list(reply) + [None] * 7)[:7]
     record = None
     rec_text = _text(rec)
     if rec_text:
@@ -92,6 +94,7 @@ def parse_claim(reply: Sequence[Any]) -> Claimed:
         rec=record,
         last=float(last_text) if last_text else None,
         clean=_text(clean) != "0",
+        robots=decode_robots(robots) if robots else None,
     )
 
 
@@ -210,8 +213,10 @@ class Worker:
         return self.addresses
 
     def bind(self, parts: Parts) -> None:
-        """Keep the engine's parts (a claimed host's politeness goes into its gate)."""
+        """Keep the engine's parts (a claimed host's politeness goes into its gate, its
+        robots.txt into the cache) and keep each robots.txt fetched in Redis."""
         self._parts = parts
+        parts.robots.stored = self.store.save_robots
 
     # --------------------------------------------------------- WorkSource
 
@@ -455,6 +460,8 @@ class Worker:
                 last = now if last is None or last < now else last
             if last is not None:
                 politeness.on_end(host, last)
+            if claim.robots is not None:
+                parts.robots.adopt(claim.robots)
         if self._window is not None:
             self._window.adopt(host, claim.queued)
 
