@@ -198,9 +198,12 @@ async def _work(args: argparse.Namespace) -> None:
             loop.add_signal_handler(sig, worker.engine.request_stop)
         started = time.monotonic()
         result = await worker.run()
+        stats, store = link.stats, worker.store.statistics()
         print(f"crawldeck worker {worker.id}: {result.outcome}, "
               f"{worker.store.pages_added().get('pages', 0)} pages in "
-              f"{time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)  # fmt: skip
+              f"{time.monotonic() - started:.1f} s, {stats.batches} Redis round trips, "
+              f"{stats.commands} commands, {store.fenced} ops fenced, "
+              f"{worker.leases.lost_total} leases lost", file=sys.stderr, flush=True)  # fmt: skip
     finally:
         with contextlib.suppress(Exception):
             await link.aclose()
