@@ -120,6 +120,11 @@ async def _coordinate(
             worker_command=worker_command(url, crawl_id, cluster=args.redis_cluster),
             worker_log=Path(f"{db}.workers.log"),
         )  # fmt: skip
+        if ui:  # the console's signals and log (textual is imported for it only)
+            from crawldeck.tui.cluster_app import run_cluster_console
+
+            outcome = await run_cluster_console(coordinator, db, seeds)
+            return outcome, coordinator.snapshot()
         loop = asyncio.get_running_loop()
 
         def on_signal() -> None:
