@@ -89,7 +89,7 @@ PROCESS_NAMES = frozenset(
 
 
 #: Names whose use means the Textual console running in process.
-CONSOLE_NAMES = frozenset({"run_test", "snap_compare"})
+CONSOLE_NAMES = frozenset({"run_test", "snap_compare", "run_console", "run_cluster_console"})
 
 #: Pure tests on big inputs, ``file::function`` (every parameter set): 2-20 s each on
 #: the 2-core machine, about two thirds of the pure tests' time together.

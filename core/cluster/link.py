@@ -2,9 +2,11 @@
 
 ``RedisLink`` wraps one redis-py asyncio client (``redis.asyncio.Redis``, or
 ``RedisCluster`` for Redis Cluster) with the scripts of ``core.cluster.scripts``
-loaded by SHA. ``batch`` sends a list of commands as one pipeline (one round trip per
-node it touches) and returns their replies in order. When Redis goes away (a restart,
-a network cut) the batch is retried with exponential backoff, 0.1 s doubling to 2 s,
+loaded by SHA. ``batch`` sends a list of commands as one pipeline (one round trip) and
+returns their replies in order; on Redis Cluster, whose redis-py pipelines refuse
+scripts, it sends them all at once, each to its slot's node (one round trip per
+command, in parallel, in no order: callers that need an order send two batches).
+When Redis goes away (a restart, a network cut) the batch is retried with exponential backoff, 0.1 s doubling to 2 s,
 until ``outage_s`` has passed; then ``ClusterError``. After a restart the scripts are
 loaded again (``NoScriptError``: the script cache does not survive a restart).
 
@@ -116,6 +118,10 @@ class RedisLink:
             return []
 
         async def send() -> list[Any]:
+            self.stats.batches += 1
+            self.stats.commands += len(commands)
+            if self.cluster:  # redis-py's cluster pipelines refuse scripts: send at once
+                return list(await asyncio.gather(*(self._one(c) for c in commands)))
             pipe = self.client.pipeline(transaction=False)
             for command in commands:
                 if command[0] == "script":
@@ -123,11 +129,16 @@ class RedisLink:
                     pipe.evalsha(self._sha[name], len(keys), *keys, *args)
                 else:
                     pipe.execute_command(*command)
-            self.stats.batches += 1
-            self.stats.commands += len(commands)
             return list(await pipe.execute())
 
         return await self._retrying(send)
+
+    async def _one(self, command: Command) -> Any:
+        """One command on its own (Redis Cluster routes it by its first key)."""
+        if command[0] == "script":
+            _, name, keys, args = command
+            return await self.client.evalsha(self._sha[name], len(keys), *keys, *args)
+        return await self.client.execute_command(*command)
 
     async def _retrying(self, attempt: Callable[[], Awaitable[_T]]) -> _T:
         """``await attempt()``, again after each outage (backoff) and after a lost

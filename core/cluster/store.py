@@ -18,8 +18,10 @@ one round trip (issue #12 item 7: at most 2 per page):
 The order matters when a worker dies: a page's outlinks are queued before the page is
 acknowledged, so a kill loses neither (on Redis Cluster the two steps are two round
 trips, as one pipeline's nodes are not ordered). An op about a host this worker owns is
-sent fenced by its epoch; about a host it owned once and not now, dropped; refusals
-and frontier rows about a host it does not own (a link to another site) go unfenced.
+sent fenced by its epoch; a page, a host's state or a URL's state about a host it does
+not own (lost, released, or never its own: the final host figures of a run) is
+dropped; refusals and frontier rows about another worker's host (a link to another
+site) go unfenced.
 
 Every admitted URL goes through Redis, the owner's own included (``spill_all`` window):
 it comes back through ``load_spilled`` (``pull``, which hands it out under the lease),
@@ -153,7 +155,6 @@ class ClusterStore:
         self._buf = _Buffer()
         self._held: dict[str, str] = {}  # handed-out dedupe key -> host
         self._by_host: dict[str, set[str]] = defaultdict(set)
-        self._former: set[str] = set()  # hosts this worker owned at some time
         self._pages: Counter[str] = Counter()
         self._blocked: Counter[str] = Counter()
         self._kick = asyncio.Event()
@@ -385,11 +386,6 @@ class ClusterStore:
         self._pulled += len(rows)
         return rows
 
-    def adopt(self, host: str) -> None:
-        """``host`` is this worker's now (claimed): its ops are fenced by its epoch,
-        and dropped once it is not this worker's any more."""
-        self._former.add(host)
-
     def forget_host(self, host: str) -> None:
         """``host`` is no longer this worker's: forget the URLs it held of it."""
         for key in self._by_host.pop(host, ()):
@@ -429,11 +425,11 @@ class ClusterStore:
         self, host: str, op: list[Any], *, ack: str | None = None, must_own: bool = True
     ) -> _Commit | None:
         """Buffer ``op`` about ``host``: fenced by its epoch while this worker owns it;
-        dropped when it owned it once and does not now (``must_own``: the page, host
-        and URL-state ops); else unfenced (refusals, frontier rows)."""
+        else dropped (``must_own``: the page, host and URL-state ops, which only the
+        host's owner writes) or unfenced (refusals, frontier rows)."""
         epoch = self._leases.epoch(host)
         if epoch is None:
-            if must_own and host in self._former:
+            if must_own:
                 self._dropped += 1
                 return None
             epoch = 0

@@ -140,7 +140,7 @@ class Worker:
     """One worker process's crawl (see the module).
 
     Args:
-        link: the Redis connection (scripts loaded by ``run``).
+        link: the Redis connection (scripts loaded by ``run``; its owner closes it).
         keys: the crawl's key layout.
         config: the crawl's config (``read_config``); its ``max_pages`` is the
             coordinator's to enforce over the whole crawl, not this worker's.
@@ -163,6 +163,7 @@ class Worker:
     ) -> None:
         self.machine = socket.gethostname()
         self.id = worker_id or f"{self.machine}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.link = link
         self._link, self._keys, self._clock, self._mono = link, keys, clock, monotonic
         self._lease_ms = config.cluster_lease_ms
         self.leases = Leases(self._lease_ms, monotonic=monotonic, on_lost=self._lost)
@@ -437,7 +438,6 @@ class Worker:
         """Take ``claim``'s host: its lease, its saved politeness, its queued URLs."""
         host = claim.host
         self.leases.take(host, claim.epoch, sent)
-        self.store.adopt(host)
         parts = self._parts
         if parts is not None:
             politeness = parts.gate.politeness
@@ -462,6 +462,10 @@ class Worker:
                 politeness.on_end(host, last)
             if claim.robots is not None:
                 parts.robots.adopt(claim.robots)
+            if rec is not None:  # the host's page count goes on from its last owner's
+                origin = claim.robots.origin if claim.robots is not None else None
+                stats = parts.observer.stats(host, origin)
+                stats.fetched = max(stats.fetched, rec.pages_fetched)
         if self._window is not None:
             self._window.adopt(host, claim.queued)
 

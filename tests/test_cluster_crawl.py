@@ -1,0 +1,185 @@
+"""End to end: workers over Redis crawl the local web as one crawler would.
+
+The same local web (the same port, so the same URLs) is crawled twice: once by the
+single-process engine into SQLite, once by cluster workers (in this process, each with
+its own Redis connection) with the collector writing one SQLite file. The crawl files
+must hold the same pages, links, refusals, hosts and frontier states, and the servers'
+access logs must show each page fetched once and one robots.txt per host. Also on a
+3-master Redis Cluster, and with a hot-host threshold so low that every host's queue
+is split into path-prefix sub-queues.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from redisfix import LocalRedisCluster, LoopbackRedis, free_port
+
+from crawldeck.core.cluster.collector import Collector
+from crawldeck.core.cluster.keys import Keyspace
+from crawldeck.core.cluster.link import RedisLink, open_client
+from crawldeck.core.cluster.worker import Worker, publish_crawl
+from crawldeck.core.config import CrawlConfig, build_config
+from crawldeck.core.engine import Engine
+from crawldeck.core.store import Store
+from crawldeck.localweb import LocalWeb
+from crawldeck.localweb.web import Expected
+
+SETTINGS: dict[str, Any] = {
+    "delay_ms": 20,
+    "backoff_base_ms": 100,
+    "concurrency": 8,
+    "allow_networks": ["127.77.0.0/24"],
+    "render": "never",
+    "cluster_lease_ms": 2000,
+}
+TABLES = ("pages", "links", "blocked", "hosts", "frontier")
+
+
+def web(port: int) -> LocalWeb:
+    return LocalWeb(delay_scale=0.2, busy_429_count=3, retry_after_s=1, port=port)
+
+
+def single(seeds: list[str], db: Path, config: CrawlConfig) -> None:
+    store = Store(db, flush_interval_ms=50)
+    try:
+        engine = Engine(config, store)
+        assert engine.add_seeds(seeds) == []
+        asyncio.run(asyncio.wait_for(engine.run(), timeout=120))
+    finally:
+        store.close()
+
+
+async def _cluster(
+    url: str, seeds: list[str], db: Path, config: CrawlConfig, workers: int, cluster: bool
+) -> list[Worker]:
+    keys = Keyspace("t")
+    link = RedisLink(open_client(url, cluster=cluster), outage_s=10)
+    await link.load_scripts()
+    await publish_crawl(link, keys, config, seeds)
+    store = Store(db, flush_interval_ms=50)
+    stop = asyncio.Event()
+    collector = asyncio.get_running_loop().create_task(
+        Collector(link.client, keys, store).run(stop)
+    )
+    crew = [
+        Worker(RedisLink(open_client(url, cluster=cluster), outage_s=10), keys, config,
+               worker_id=f"w{i}")
+        for i in range(workers)
+    ]  # fmt: skip
+    try:
+        results = await asyncio.wait_for(asyncio.gather(*(w.run() for w in crew)), 120)
+        assert [r.outcome for r in results] == ["finished"] * workers
+    finally:
+        stop.set()
+        await collector
+        await asyncio.to_thread(store.flush)
+        store.close()
+        for w in crew:
+            await w.store.aclose()
+            await w.link.aclose()
+        await link.aclose()
+    return crew
+
+
+def clustered(url: str, seeds: list[str], db: Path, config: CrawlConfig, workers: int = 3,
+              *, cluster: bool = False) -> list[Worker]:  # fmt: skip
+    return asyncio.run(_cluster(url, seeds, db, config, workers, cluster))
+
+
+def tables(db: Path) -> dict[str, Any]:
+    """The rows that must match, URLs without the traps site's random session ids."""
+    c = Expected.canonical
+    conn = sqlite3.connect(db)
+    try:
+        return {
+            "pages": sorted(
+                (c(u), s, e, d)
+                for u, s, e, d in conn.execute("SELECT url, status, error, depth FROM pages")
+            ),
+            "links": Counter(
+                (c(a), c(b)) for a, b in conn.execute("SELECT from_url, to_url FROM links")
+            ),
+            "blocked": sorted(
+                (c(u), r) for u, r in conn.execute("SELECT url, reason FROM blocked")
+            ),
+            "hosts": sorted(conn.execute("SELECT host, pages_fetched FROM hosts")),
+            "frontier": sorted(conn.execute("SELECT key, state, depth FROM frontier")),
+        }
+    finally:
+        conn.close()
+
+
+def requests(w: LocalWeb) -> dict[str, Counter[str]]:
+    c = Expected.canonical
+    return {name: Counter(c(f"http://x{a.path}") for a in w.access_log(name)) for name in w.hosts}
+
+
+@pytest.fixture(scope="module")
+def baseline(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[int, dict[str, Any], dict[str, Counter[str]]]:
+    port = free_port()
+    db = tmp_path_factory.mktemp("single") / "single.db"
+    with web(port) as w:
+        single(w.seeds(), db, build_config(SETTINGS))
+        return port, tables(db), requests(w)
+
+
+def check_same(
+    db: Path, w: LocalWeb, expected: dict[str, Any], expected_requests: dict[str, Counter[str]]
+) -> None:
+    got = tables(db)
+    for table in TABLES:
+        if got[table] != expected[table]:
+            a, b = set(got[table]), set(expected[table])
+            print(table, "extra", sorted(a - b)[:10], "missing", sorted(b - a)[:10])
+        assert got[table] == expected[table], table
+    for name, paths in requests(w).items():
+        assert paths["http://x/robots.txt"] == 1, name
+        assert paths == expected_requests[name], name  # each page once (429 retries alike)
+
+
+def test_three_workers_write_the_single_process_crawl(
+    baseline: tuple[int, dict[str, Any], dict[str, Counter[str]]],
+    redis_server: LoopbackRedis,
+    tmp_path: Path,
+) -> None:
+    port, expected, expected_requests = baseline
+    with web(port) as w:
+        crew = clustered(redis_server.url, w.seeds(), tmp_path / "c.db", build_config(SETTINGS))
+        check_same(tmp_path / "c.db", w, expected, expected_requests)
+    assert sum(x.store.pages_added().get("pages", 0) for x in crew) == len(expected["pages"])
+    assert all(x.store.statistics().fenced == 0 for x in crew)
+
+
+def test_a_redis_cluster_of_three_masters_holds_the_crawl(
+    baseline: tuple[int, dict[str, Any], dict[str, Counter[str]]],
+    redis_cluster: LocalRedisCluster,
+    tmp_path: Path,
+) -> None:
+    port, expected, expected_requests = baseline
+    with web(port) as w:
+        clustered(redis_cluster.url, w.seeds(), tmp_path / "c.db", build_config(SETTINGS),
+                  workers=2, cluster=True)  # fmt: skip
+        check_same(tmp_path / "c.db", w, expected, expected_requests)
+    with redis_cluster.client() as client:  # the hosts' keys were spread over the masters
+        sizes = [client.dbsize(target_nodes=node) for node in client.get_primaries()]
+    assert len(sizes) == 3 and all(size > 0 for size in sizes)
+
+
+def test_hot_hosts_split_into_sub_queues_lose_nothing(
+    baseline: tuple[int, dict[str, Any], dict[str, Counter[str]]],
+    redis_server: LoopbackRedis,
+    tmp_path: Path,
+) -> None:
+    port, expected, expected_requests = baseline
+    config = build_config({**SETTINGS, "cluster_hot_queue": 10})
+    with web(port) as w:
+        clustered(redis_server.url, w.seeds(), tmp_path / "c.db", config, workers=2)
+        check_same(tmp_path / "c.db", w, expected, expected_requests)
