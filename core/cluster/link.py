@@ -6,9 +6,10 @@ loaded by SHA. ``batch`` sends a list of commands as one pipeline (one round tri
 returns their replies in order; on Redis Cluster, whose redis-py pipelines refuse
 scripts, it sends them all at once, each to its slot's node (one round trip per
 command, in parallel, in no order: callers that need an order send two batches).
-When Redis goes away (a restart, a network cut) the batch is retried with exponential backoff, 0.1 s doubling to 2 s,
-until ``outage_s`` has passed; then ``ClusterError``. After a restart the scripts are
-loaded again (``NoScriptError``: the script cache does not survive a restart).
+When Redis goes away (a restart, a network cut) the batch is retried with exponential
+backoff, 0.1 s doubling to 2 s, until ``outage_s`` has passed; then ``ClusterError``.
+After a restart the scripts are loaded again (``NoScriptError``: the script cache
+does not survive a restart).
 
 A retried batch may have been applied in part before the connection broke; every
 script is written to be safe to apply twice (``core.cluster.scripts``: the seen set
