@@ -15,8 +15,8 @@ collector drains the streams and the run is recorded in the file.
 
 A local worker that exits on its own before the end (killed, crashed) is reported in
 the log and not restarted: its hosts' leases run out and the other workers take them
-over (``RECOVER``). If every local worker is gone and no other worker is alive, the
-crawl stops (nothing would fetch its URLs) and says so.
+over (``SURVEY``, which the coordinator runs too). If every local worker is gone and
+no other worker is alive, the crawl stops (nothing would fetch its URLs) and says so.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from crawldeck.core.cluster.collector import Collector
-from crawldeck.core.cluster.keys import SHARDS, Keyspace
+from crawldeck.core.cluster.keys import Keyspace
 from crawldeck.core.cluster.link import Command, RedisLink
-from crawldeck.core.cluster.worker import publish_crawl
+from crawldeck.core.cluster.worker import publish_crawl, survey_commands, survey_counts
 from crawldeck.core.config import CrawlConfig, asdict
 from crawldeck.core.protocols import Clock
 from crawldeck.core.store import Store
@@ -248,7 +248,7 @@ class Coordinator:
         """Read the heartbeats and the shards' host counts (one batch)."""
         k = self._keys
         commands: list[Command] = [("HGETALL", k.workers)]
-        commands += [("script", "shard_counts", [k.stream(s)], [k.tag(s)]) for s in range(SHARDS)]
+        commands += survey_commands(k, cluster=self._link.cluster, now=self._clock())
         try:
             replies = await asyncio.wait_for(self._link.batch(commands), WATCH_INTERVAL_S * 4)
         except Exception:  # Redis away: the workers and the collector retry on their own
@@ -257,8 +257,9 @@ class Coordinator:
         self._down = False
         now = self._clock()
         self._rows = tuple(sorted(self._worker_rows(replies[0], now), key=lambda r: r.id))
-        self._claimable = sum(int(r) for r, _o in replies[1:])
-        self._owned = sum(int(o) for _r, o in replies[1:])
+        counts = survey_counts(replies[1:])
+        self._claimable = sum(r for r, _o in counts)
+        self._owned = sum(o for _r, o in counts)
         self._rate.append((now, self._pages()))
 
     def _worker_rows(self, beats: Any, now: float) -> list[WorkerRow]:

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import Final
 
-#: Shared Lua helpers: the host's keys, its queued count (main and sub-queues), and
+#: Shared Lua helpers: the host's keys under the shard's ``tag`` (``ARGV[1]``; a script
+#: over several shards sets it per shard), its queued count (main and sub-queues), and
 #: putting handed-out URLs (``:inf``) back at the head of their front queue.
 _HELPERS: Final = r"""
 local tag = ARGV[1]
@@ -228,34 +229,35 @@ return out
 """
 )
 
-#: ARGV[2]: now (epoch ms); ARGV[3]: now (epoch s). For each host of the shard whose
-#: lease deadline in ``owned`` passed and which has no lease any more (its owner died
-#: or froze): its handed-out URLs go back to its queue and, if it has URLs, it is
-#: claimable now. A host whose lease is alive (renewed meanwhile) is left. Returns the
-#: number of hosts recovered.
-RECOVER: Final = (
+#: ARGV[1]: JSON ``[tag, ...]``; ARGV[2]: now (epoch ms); ARGV[3]: now (epoch s).
+#: For each shard: every host whose lease deadline in ``owned`` passed and which has
+#: no lease any more (its owner died or froze) gets its handed-out URLs back in its
+#: queue and, if it has URLs, is claimable now (a host whose lease is alive, renewed
+#: meanwhile, is left); then the shard's counts. Returns ``[[claimable, owned,
+#: recovered], ...]`` by shard. On Redis Cluster one call per shard (its ``KEYS[1]``
+#: routes it); on one Redis, one call for all 64.
+SURVEY: Final = (
     _HELPERS
     + r"""
-local owned = tag .. ':owned'
-local n = 0
-for _, host in ipairs(redis.call('ZRANGEBYSCORE', owned, '-inf', ARGV[2], 'LIMIT', 0, 500)) do
-  local b = base(host)
-  if redis.call('EXISTS', b .. ':lease') == 0 then
-    give_back(b)
-    redis.call('ZREM', owned, host)
-    if queued(b) > 0 then redis.call('ZADD', tag .. ':ready', 'NX', ARGV[3], host) end
-    n = n + 1
+local out = {}
+for _, t in ipairs(cjson.decode(ARGV[1])) do
+  tag = t
+  local owned = tag .. ':owned'
+  local n = 0
+  for _, host in ipairs(redis.call('ZRANGEBYSCORE', owned, '-inf', ARGV[2], 'LIMIT', 0, 500)) do
+    local b = base(host)
+    if redis.call('EXISTS', b .. ':lease') == 0 then
+      give_back(b)
+      redis.call('ZREM', owned, host)
+      if queued(b) > 0 then redis.call('ZADD', tag .. ':ready', 'NX', ARGV[3], host) end
+      n = n + 1
+    end
   end
+  out[#out + 1] = {redis.call('ZCARD', tag .. ':ready'), redis.call('ZCARD', owned), n}
 end
-return n
+return out
 """
 )
-
-#: Returns ``[claimable hosts (any time), owned hosts]`` of the shard.
-SHARD_COUNTS: Final = r"""
-local tag = ARGV[1]
-return {redis.call('ZCARD', tag .. ':ready'), redis.call('ZCARD', tag .. ':owned')}
-"""
 
 #: KEYS[1]: ``Keyspace.ip_next(address)``; ARGV[1]: the earliest start wanted (epoch
 #: s); ARGV[2]: the per-IP delay (s). Books the address's next slot for the caller:
@@ -291,8 +293,7 @@ SCRIPTS: Final = {
     "pull": PULL,
     "renew": RENEW,
     "release": RELEASE,
-    "recover": RECOVER,
-    "shard_counts": SHARD_COUNTS,
+    "survey": SURVEY,
     "ip_book": IP_BOOK,
     "ip_end": IP_END,
 }
@@ -304,9 +305,8 @@ __all__ = [
     "IP_END",
     "PULL",
     "PUSH",
-    "RECOVER",
     "RELEASE",
     "RENEW",
     "SCRIPTS",
-    "SHARD_COUNTS",
+    "SURVEY",
 ]

@@ -98,6 +98,24 @@ def parse_claim(reply: Sequence[Any]) -> Claimed:
     )
 
 
+def survey_commands(keys: Keyspace, *, cluster: bool, now: float) -> list[Command]:
+    """The ``SURVEY`` calls that recover dead owners' hosts and count every shard's
+    claimable and owned hosts: one per shard on Redis Cluster, else one for all."""
+    now_ms = int(now * 1000)
+    if cluster:
+        return [
+            ("script", "survey", [keys.stream(s)], [json.dumps([keys.tag(s)]), now_ms, now])
+            for s in range(SHARDS)
+        ]
+    tags = json.dumps([keys.tag(s) for s in range(SHARDS)])
+    return [("script", "survey", [keys.stream(0)], [tags, now_ms, now])]
+
+
+def survey_counts(replies: Sequence[Any]) -> list[tuple[int, int]]:
+    """``(claimable, owned)`` by shard from the replies of ``survey_commands``."""
+    return [(int(r), int(o)) for reply in replies for r, o, _n in reply]
+
+
 async def publish_crawl(
     link: RedisLink, keys: Keyspace, config: CrawlConfig, seeds: Sequence[str]
 ) -> None:
@@ -302,9 +320,8 @@ class Worker:
                 [k.tag(shard), self.id, self._lease_ms, now_ms, json.dumps(hosts)],
             ))  # fmt: skip
         renews = len(commands)
-        for shard in range(SHARDS):
-            commands.append(("script", "recover", [k.stream(shard)], [k.tag(shard), now_ms, now]))
-            commands.append(("script", "shard_counts", [k.stream(shard)], [k.tag(shard)]))
+        survey = survey_commands(k, cluster=self._link.cluster, now=now)
+        commands += survey
         commands += [
             ("HSET", k.workers, self.id, json.dumps(self._heartbeat_record(now))),
             ("HGET", k.control, "state"),
@@ -322,13 +339,10 @@ class Worker:
                     self.leases.renewed(host, epoch, sent)
                     if queued and self._window is not None:
                         self._window.adopt(host, int(queued))
-        counts = replies[renews : renews + 2 * SHARDS]
-        ready = owned = 0
-        for shard in range(SHARDS):
-            r, o = counts[2 * shard + 1]
-            self._ready_by_shard[shard] = int(r)
-            ready += int(r)
-            owned += int(o)
+        counts = survey_counts(replies[renews : renews + len(survey)])
+        self._ready_by_shard = [r for r, _o in counts]
+        ready = sum(self._ready_by_shard)
+        owned = sum(o for _r, o in counts)
         control, seeds_len, beats = replies[-3], replies[-2], replies[-1]
         self._live = max(1, sum(1 for b in beats if self._alive(b, now)))
         self._share = max(1, math.ceil((ready + owned) / self._live))
