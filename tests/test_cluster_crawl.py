@@ -23,7 +23,7 @@ from redisfix import LocalRedisCluster, LoopbackRedis, free_port
 from crawldeck.core.cluster.collector import Collector
 from crawldeck.core.cluster.keys import Keyspace
 from crawldeck.core.cluster.link import RedisLink, open_client
-from crawldeck.core.cluster.worker import Worker, publish_crawl
+from crawldeck.core.cluster.worker import Worker, publish_crawl, survey_commands, survey_totals
 from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.engine import Engine
 from crawldeck.core.store import Store
@@ -56,7 +56,13 @@ def single(seeds: list[str], db: Path, config: CrawlConfig) -> None:
 
 
 async def _cluster(
-    url: str, seeds: list[str], db: Path, config: CrawlConfig, workers: int, cluster: bool
+    url: str,
+    seeds: list[str],
+    db: Path,
+    config: CrawlConfig,
+    workers: int,
+    cluster: bool,
+    totals: dict[str, int],
 ) -> list[Worker]:
     keys = Keyspace("t")
     link = RedisLink(open_client(url, cluster=cluster), outage_s=10)
@@ -75,6 +81,9 @@ async def _cluster(
     try:
         results = await asyncio.wait_for(asyncio.gather(*(w.run() for w in crew)), 120)
         assert [r.outcome for r in results] == ["finished"] * workers
+        totals.update(
+            survey_totals(await link.batch(survey_commands(keys, cluster=cluster, now=0)))
+        )
     finally:
         stop.set()
         await collector
@@ -89,7 +98,23 @@ async def _cluster(
 
 def clustered(url: str, seeds: list[str], db: Path, config: CrawlConfig, workers: int = 3,
               *, cluster: bool = False) -> list[Worker]:  # fmt: skip
-    return asyncio.run(_cluster(url, seeds, db, config, workers, cluster))
+    """Crawl with ``workers`` workers and the collector; checks Redis's counters against
+    the crawl file: the pages committed are its pages (none fetched twice here); the
+    refusals at least its rows by reason (two workers may refuse one URL: the file
+    keeps one row)."""
+    totals: dict[str, int] = {}
+    crew = asyncio.run(_cluster(url, seeds, db, config, workers, cluster, totals))
+    conn = sqlite3.connect(db)
+    try:
+        (pages,) = conn.execute("SELECT count(*) FROM pages").fetchone()
+        blocked = dict(conn.execute("SELECT reason, count(*) FROM blocked GROUP BY reason"))
+    finally:
+        conn.close()
+    assert totals["pages"] == pages
+    assert {
+        k.removeprefix("blocked:"): v for k, v in totals.items() if k.startswith("blocked:")
+    } == blocked
+    return crew
 
 
 def tables(db: Path) -> dict[str, Any]:

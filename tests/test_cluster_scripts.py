@@ -75,7 +75,7 @@ async def claim(link: RedisLink, worker: str, lease_ms: int = 10_000) -> list[An
 
 async def commit(link: RedisLink, worker: str, epoch: int, acks: list[str]) -> list[Any]:
     ops = wire.encode_ops([wire.op_mark(acks[0], "done", None, None)]) if acks else "[]"
-    arg = json.dumps([[HOST, epoch, acks, NOW, False, ops, False, 0]])
+    arg = json.dumps([[HOST, epoch, acks, NOW, False, ops, False, 0, {"pages": len(acks)}]])
     (fenced,) = await link.batch(
         [("script", "commit", [K.stream(SHARD)], [K.tag(SHARD), worker, arg])]
     )
@@ -144,6 +144,7 @@ async def test_every_write_of_a_stale_epoch_is_refused(link: RedisLink) -> None:
     # the owner of epoch 2 writes
     assert await commit(link, "w2", 2, [f"http://{HOST}/a"]) == []
     assert await client.xlen(K.stream(SHARD)) == before + 1
+    assert await client.hgetall(f"{K.tag(SHARD)}:counts") == {b"pages": b"1"}  # w2's only
 
 
 async def test_a_dead_owners_urls_go_back_and_the_next_claim_says_unclean(link: RedisLink) -> None:
@@ -154,7 +155,7 @@ async def test_a_dead_owners_urls_go_back_and_the_next_claim_says_unclean(link: 
     assert await link.client.hlen(f"{BASE}:inf") == 2
     await asyncio.sleep(0.4)  # w1 died with both URLs handed out
     (counts,) = await link.batch([survey()])
-    assert counts == [[1, 0, 1]]  # claimable again, owned by none, recovered
+    assert counts == [[1, 0, 1, []]]  # claimable again, owned by none, recovered
     assert await link.client.zcard(f"{BASE}:q") == 2
     (_host, _ep, queued, _rec, _last, clean, _robots) = (await claim(link, "w2"))[0]
     assert queued == 2 and clean == b"0"  # its previous owner did not release it

@@ -9,8 +9,9 @@ shard, the pages committed. It does not fetch.
 
 The crawl ends when every worker left: a worker leaves when nothing is claimable or
 owned anywhere (finished) or when the crawl's control says ``stopping`` (a stop, or
-``max_pages`` pages committed: the count is the crawl file's, over the whole crawl;
-pages in flight then still land, so a crawl may end a few pages past it). Then the
+``max_pages`` pages committed: the count is Redis's counter of pages the owners
+committed, over the whole crawl, which is ahead of the file; pages in flight then still
+land, so a crawl may end a few pages past it). Then the
 collector drains the streams and the run is recorded in the file.
 
 A local worker that exits on its own before the end (killed, crashed) is reported in
@@ -35,7 +36,12 @@ from typing import Any, Literal
 from crawldeck.core.cluster.collector import Collector
 from crawldeck.core.cluster.keys import Keyspace
 from crawldeck.core.cluster.link import Command, RedisLink
-from crawldeck.core.cluster.worker import publish_crawl, survey_commands, survey_counts
+from crawldeck.core.cluster.worker import (
+    publish_crawl,
+    survey_commands,
+    survey_counts,
+    survey_totals,
+)
 from crawldeck.core.config import CrawlConfig, asdict
 from crawldeck.core.protocols import Clock
 from crawldeck.core.store import Store
@@ -138,6 +144,7 @@ class Coordinator:
         self._started = clock()
         self._rows: tuple[WorkerRow, ...] = ()
         self._claimable = self._owned = 0
+        self._redis_pages = 0  # pages the owners committed, all runs (Redis's counters)
         self._down = False
         self._lines: deque[str] = deque(maxlen=50)
         self._rate: deque[tuple[float, int]] = deque(maxlen=21)  # 10 s of looks
@@ -239,7 +246,8 @@ class Coordinator:
                     self._outcome = self._outcome or "stopped"
                 return
             cap = self.config.max_pages
-            if cap is not None and self._pages() >= cap and self._outcome is None:
+            committed = max(self._pages(), self._redis_pages)  # Redis is ahead of the file
+            if cap is not None and committed >= cap and self._outcome is None:
                 self._outcome = "max_pages"
                 self._control("stopping")
             await asyncio.sleep(WATCH_INTERVAL_S)
@@ -258,6 +266,7 @@ class Coordinator:
         now = self._clock()
         self._rows = tuple(sorted(self._worker_rows(replies[0], now), key=lambda r: r.id))
         counts = survey_counts(replies[1:])
+        self._redis_pages = survey_totals(replies[1:]).get("pages", 0)
         self._claimable = sum(r for r, _o in counts)
         self._owned = sum(o for _r, o in counts)
         self._rate.append((now, self._pages()))

@@ -79,11 +79,12 @@ return out
 )
 
 #: ARGV[2]: worker; ARGV[3]: JSON ``[[host, epoch, [acked keys], last_s|false,
-#: rec|false, ops, robots|false, robots_ttl_ms], ...]``. For each host whose lease is
-#: ``worker epoch`` (or epoch 0: an unfenced op, a refused URL): drops the acked URLs
-#: from ``:inf``, saves ``last`` and ``rec`` in ``:st`` and its robots.txt entry (with
-#: its TTL) in ``:robots``, and appends the ops to the shard's stream. Returns the
-#: hosts refused (fenced).
+#: rec|false, ops, robots|false, robots_ttl_ms, counts], ...]``. For each host whose
+#: lease is ``worker epoch`` (or epoch 0: an unfenced op, a refused URL): drops the
+#: acked URLs from ``:inf``, saves ``last`` and ``rec`` in ``:st`` and its robots.txt
+#: entry (with its TTL) in ``:robots``, adds ``counts`` (an object: pages, bytes,
+#: status classes, ``blocked:REASON``) to the shard's ``:counts`` and appends the ops
+#: to the shard's stream. Returns the hosts refused (fenced).
 COMMIT: Final = (
     _HELPERS
     + r"""
@@ -99,6 +100,7 @@ for _, c in ipairs(cjson.decode(ARGV[3])) do
     if c[4] then redis.call('HSET', b .. ':st', 'last', c[4]) end
     if c[5] then redis.call('HSET', b .. ':st', 'rec', c[5]) end
     if c[7] then redis.call('SET', b .. ':robots', c[7], 'PX', c[8]) end
+    for field, n in pairs(c[9]) do redis.call('HINCRBY', tag .. ':counts', field, n) end
     if #c[6] > 2 then
       redis.call('XADD', KEYS[1], '*', 'w', me, 'h', host, 'e', epoch, 'm', c[6])
     end
@@ -234,8 +236,8 @@ return out
 #: no lease any more (its owner died or froze) gets its handed-out URLs back in its
 #: queue and, if it has URLs, is claimable now (a host whose lease is alive, renewed
 #: meanwhile, is left); then the shard's counts. Returns ``[[claimable, owned,
-#: recovered], ...]`` by shard. On Redis Cluster one call per shard (its ``KEYS[1]``
-#: routes it); on one Redis, one call for all 64.
+#: recovered, [field, value, ...] of ``:counts``], ...]`` by shard. On Redis Cluster
+#: one call per shard (its ``KEYS[1]`` routes it); on one Redis, one call for all 64.
 SURVEY: Final = (
     _HELPERS
     + r"""
@@ -253,7 +255,8 @@ for _, t in ipairs(cjson.decode(ARGV[1])) do
       n = n + 1
     end
   end
-  out[#out + 1] = {redis.call('ZCARD', tag .. ':ready'), redis.call('ZCARD', owned), n}
+  out[#out + 1] = {redis.call('ZCARD', tag .. ':ready'), redis.call('ZCARD', owned), n,
+                   redis.call('HGETALL', tag .. ':counts')}
 end
 return out
 """

@@ -486,7 +486,8 @@ class ClusterStore:
             payload = [
                 [host, epoch, c.acks, c.last if c.last is not None else False,
                  c.rec if c.rec is not None else False, wire.encode_ops(c.ops),
-                 c.robots[0] if c.robots else False, c.robots[1] if c.robots else 0]
+                 c.robots[0] if c.robots else False, c.robots[1] if c.robots else 0,
+                 _counts(c)]
                 for (host, epoch), c in items
             ]  # fmt: skip
             arg = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
@@ -523,6 +524,13 @@ class ClusterStore:
             self._flushes, self._pushed, self._queued, self._committed, self._fenced,
             self._dropped, self._pulled,
         )  # fmt: skip
+
+
+def _counts(commit: _Commit) -> dict[str, int]:
+    """What ``commit`` adds to the crawl's counters in Redis (``COMMIT``'s ``counts``)."""
+    counts = {k: v for k, v in commit.pages.items() if v}
+    counts.update((f"blocked:{reason}", n) for reason, n in commit.blocked.items() if n)
+    return counts
 
 
 def encode_robots(view: RobotsEntry) -> str:

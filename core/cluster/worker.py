@@ -113,7 +113,19 @@ def survey_commands(keys: Keyspace, *, cluster: bool, now: float) -> list[Comman
 
 def survey_counts(replies: Sequence[Any]) -> list[tuple[int, int]]:
     """``(claimable, owned)`` by shard from the replies of ``survey_commands``."""
-    return [(int(r), int(o)) for reply in replies for r, o, _n in reply]
+    return [(int(r), int(o)) for reply in replies for r, o, _n, _c in reply]
+
+
+def survey_totals(replies: Sequence[Any]) -> dict[str, int]:
+    """The crawl's counters in Redis (pages, bytes, status classes, ``blocked:REASON``:
+    what the owners committed, all runs) from the replies of ``survey_commands``."""
+    totals: dict[str, int] = {}
+    for reply in replies:
+        for *_counts, flat in reply:
+            for field, value in zip(flat[::2], flat[1::2], strict=True):
+                name = field.decode() if isinstance(field, bytes) else str(field)
+                totals[name] = totals.get(name, 0) + int(value)
+    return totals
 
 
 async def publish_crawl(
@@ -543,4 +555,13 @@ class Worker:
         self.store.forget_host(host)
 
 
-__all__ = ["Claimed", "Worker", "parse_claim", "publish_crawl", "read_config"]
+__all__ = [
+    "Claimed",
+    "Worker",
+    "parse_claim",
+    "publish_crawl",
+    "read_config",
+    "survey_commands",
+    "survey_counts",
+    "survey_totals",
+]
