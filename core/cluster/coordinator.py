@@ -8,10 +8,10 @@ and watches the crawl: the workers' heartbeats, the claimable and owned hosts of
 shard, the pages committed. It does not fetch.
 
 The crawl ends when every worker left: a worker leaves when nothing is claimable or
-owned anywhere (finished) or when the crawl's control says ``stopping`` (a stop, or
-``max_pages`` pages committed: the count is Redis's counter of pages the owners
-committed, over the whole crawl, which is ahead of the file; pages in flight then still
-land, so a crawl may end a few pages past it). Then the
+owned anywhere (finished) or when the crawl's control says ``stopping``: a stop, or
+``max_pages`` pages over the whole crawl (the worker whose flush makes the crawl's
+count reach it stops every worker at once, ``ClusterStore``; pages in flight then
+still land, so a crawl may end up to the fetches in flight past it). Then the
 collector drains the streams and the run is recorded in the file.
 
 A local worker that exits on its own before the end (killed, crashed) is reported in
@@ -237,19 +237,18 @@ class Coordinator:
                     reported.add(proc.pid)
                     self._log(f"worker pid {proc.pid} exited with {proc.returncode}; "
                               "its hosts go to the others when their leases run out")  # fmt: skip
+            cap = self.config.max_pages
+            if cap is not None and self._redis_pages >= cap and self._outcome is None:
+                self._outcome = "max_pages"  # the workers stopped themselves
+                self._control("stopping")
             local = any(proc.returncode is None for proc in self._procs)
             alive = any(row.state != "late" for row in self._rows)
             self._seen_alive = self._seen_alive or alive or local
             if not local and not alive and self._seen_alive:
-                if self._state not in ("stopping",) and (self._claimable or self._owned):
+                if self._state != "stopping" and (self._claimable or self._owned):
                     self._log("no worker is left and URLs are still queued: stopping")
                     self._outcome = self._outcome or "stopped"
                 return
-            cap = self.config.max_pages
-            committed = max(self._pages(), self._redis_pages)  # Redis is ahead of the file
-            if cap is not None and committed >= cap and self._outcome is None:
-                self._outcome = "max_pages"
-                self._control("stopping")
             await asyncio.sleep(WATCH_INTERVAL_S)
 
     async def _look(self) -> None:

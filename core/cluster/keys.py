@@ -30,7 +30,8 @@ sorted set host -> lease deadline in epoch ms (the reaper's list). Keeping them 
 shard's slot lets the scripts move a host between "claimable", "owned" and "recovered"
 atomically: no crash between two commands can leave a host with URLs but in neither.
 
-Per crawl, untagged (one key each): ``cd:C:workers`` hash worker -> heartbeat JSON;
+Per crawl, untagged (one key each): ``cd:C:pages`` the pages sent for commit, all runs
+(what ``max_pages`` counts); ``cd:C:workers`` hash worker -> heartbeat JSON;
 ``cd:C:ctl`` hash (``state``: ``running``/``paused``/``stopping``); ``cd:C:config`` the
 crawl's config (JSON); ``cd:C:seeds`` list of seed URLs (workers admit each in order);
 ``cd:C:ip:A`` the next time (epoch s) address ``A`` may be sent a request, for
@@ -116,6 +117,11 @@ class Keyspace:
 
     def _g(self, name: str) -> str:
         return f"cd:{self.crawl_id}:{name}"
+
+    @property
+    def pages(self) -> str:
+        """Pages sent for commit over the whole crawl, all runs (the ``max_pages`` count)."""
+        return self._g("pages")
 
     @property
     def workers(self) -> str:

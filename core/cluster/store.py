@@ -131,6 +131,9 @@ class ClusterStore:
         clock: the crawl's clock (epoch s), for queue scores and ``ready`` times.
         hot_queue: queued URLs past which a host's new URLs go to path-prefix
             sub-queues (``cluster_hot_queue``).
+        max_pages: the crawl's page cap (``None``: none); each flush adds its pages
+            to the crawl's count (``Keyspace.pages``) and calls ``on_cap`` once that
+            count reaches the cap.
 
     ``start`` must be called on the running loop before the first write. Writes raise
     ``StoreError`` once a flush failed for good (Redis gone past its outage time).
@@ -145,8 +148,11 @@ class ClusterStore:
         *,
         clock: Clock,
         hot_queue: int,
+        max_pages: int | None = None,
     ) -> None:
         self._keys = keys
+        self._cap = max_pages
+        self.on_cap: Callable[[], None] | None = None
         self._link = link
         self._worker = worker
         self._leases = leases
@@ -495,11 +501,17 @@ class ClusterStore:
                 ("script", "commit", [k.stream(shard)], [k.tag(shard), self._worker, arg])
             )
             order.append(items)
+        pages = sum(c.pages["pages"] for items in order for _k, c in items)
+        counted: list[Command] = [("INCRBY", k.pages, pages)] if pages and self._cap else []
         if self._link.cluster:
             replies = await self._link.batch(pushes)
-            replies += await self._link.batch(commits)
+            replies += await self._link.batch(commits + counted)
         else:
-            replies = await self._link.batch(pushes + commits)
+            replies = await self._link.batch(pushes + commits + counted)
+        if counted:
+            total = int(replies.pop())
+            if self._cap is not None and total >= self._cap and self.on_cap is not None:
+                self.on_cap()
         self._flushes += 1
         for reply in replies[: len(buf.pushes)]:
             self._queued += sum(int(added) for _host, added in reply)

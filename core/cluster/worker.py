@@ -172,8 +172,9 @@ class Worker:
     Args:
         link: the Redis connection (scripts loaded by ``run``; its owner closes it).
         keys: the crawl's key layout.
-        config: the crawl's config (``read_config``); its ``max_pages`` is the
-            coordinator's to enforce over the whole crawl, not this worker's.
+        config: the crawl's config (``read_config``); its ``max_pages`` counts over
+            the whole crawl (every worker's pages: ``ClusterStore``'s count), not this
+            worker's alone.
         clock: epoch seconds; ``monotonic``: the lease clock.
         fetcher, dns: as ``Engine``'s (tests pass loopback ones).
         worker_id: this worker's id (default ``machine:pid:random``).
@@ -198,8 +199,10 @@ class Worker:
         self._lease_ms = config.cluster_lease_ms
         self.leases = Leases(self._lease_ms, monotonic=monotonic, on_lost=self._lost)
         self.store = ClusterStore(
-            keys, link, self.id, self.leases, clock=clock, hot_queue=config.cluster_hot_queue
-        )
+            keys, link, self.id, self.leases, clock=clock, hot_queue=config.cluster_hot_queue,
+            max_pages=config.max_pages,
+        )  # fmt: skip
+        self.store.on_cap = self._cap_reached
         self._window: SharedWindow | None = None
         self._parts: Parts | None = None
         self._finished = False
@@ -386,6 +389,16 @@ class Worker:
             "state": self._state,
             "redis_down": self._link.down,
         }
+
+    def _cap_reached(self) -> None:
+        """The crawl's pages reached ``max_pages``: stop here, and have every worker
+        stop (the control says ``stopping``); fetches in flight still land."""
+        if not self._stop.is_set():
+            self._stop.set()
+            self.engine.request_stop()
+            asyncio.get_running_loop().create_task(
+                self._link.batch([("HSET", self._keys.control, "state", "stopping")])
+            )
 
     def _follow_control(self, state: str | None) -> None:
         engine = self.engine
