@@ -43,6 +43,7 @@ from crawldeck.core.cluster.worker import (
     survey_totals,
 )
 from crawldeck.core.config import CrawlConfig, asdict
+from crawldeck.core.errors import ClusterError, CrawldeckError
 from crawldeck.core.protocols import Clock
 from crawldeck.core.store import Store
 
@@ -146,6 +147,7 @@ class Coordinator:
         self._claimable = self._owned = 0
         self._redis_pages = 0  # pages the owners committed, all runs (Redis's counters)
         self._down = False
+        self._down_since: float | None = None
         self._lines: deque[str] = deque(maxlen=50)
         self._rate: deque[tuple[float, int]] = deque(maxlen=21)  # 10 s of looks
         base = store.counts()
@@ -196,7 +198,8 @@ class Coordinator:
         """Publish, start the workers, collect and watch until every worker left.
 
         Raises:
-            ClusterError: Redis unreachable past ``redis_outage_s``.
+            ClusterError: Redis unreachable past ``redis_outage_s`` (at the start, or
+                later: the workers are stopped or killed, what was collected stays).
             StoreError: the crawl file could not be written.
         """
         await self._link.load_scripts()
@@ -210,11 +213,18 @@ class Coordinator:
         finally:
             await self._end_workers()
             stop_collecting.set()
-            await collector
+            if self._gone_for_good():  # the collector would wait for Redis forever
+                collector.cancel()
+            await asyncio.gather(collector, return_exceptions=True)
             outcome = self._outcome or "finished"
             self._state = "finished"
             self.store.end_run(run_id, outcome)
             await asyncio.to_thread(self.store.flush)
+        if self._gone_for_good():
+            raise ClusterError(
+                f"Redis unreachable for over {self.config.redis_outage_s} s: the crawl "
+                "stopped; what was collected is in the crawl file"
+            )
         return outcome
 
     async def _start_workers(self) -> None:
@@ -241,8 +251,10 @@ class Coordinator:
             if cap is not None and self._redis_pages >= cap and self._outcome is None:
                 self._outcome = "max_pages"  # the workers stopped themselves
                 self._control("stopping")
+            if self._gone_for_good():
+                return
             local = any(proc.returncode is None for proc in self._procs)
-            alive = any(row.state != "late" for row in self._rows)
+            alive = any(row.state != "late" for row in self._rows) and not self._down
             self._seen_alive = self._seen_alive or alive or local
             if not local and not alive and self._seen_alive:
                 if self._state != "stopping" and (self._claimable or self._owned):
@@ -258,10 +270,14 @@ class Coordinator:
         commands += survey_commands(k, cluster=self._link.cluster, now=self._clock())
         try:
             replies = await asyncio.wait_for(self._link.batch(commands), WATCH_INTERVAL_S * 4)
-        except Exception:  # Redis away: the workers and the collector retry on their own
+        except (CrawldeckError, TimeoutError):  # Redis away: everyone retries on their own
             self._down = True
+            self._down_since = self._down_since or time.monotonic()
+            if self._gone_for_good():
+                self._log(f"Redis unreachable for {self.config.redis_outage_s} s: stopping")
+                self._outcome = self._outcome or "stopped"
             return
-        self._down = False
+        self._down, self._down_since = False, None
         now = self._clock()
         self._rows = tuple(sorted(self._worker_rows(replies[0], now), key=lambda r: r.id))
         counts = survey_counts(replies[1:])
@@ -269,6 +285,11 @@ class Coordinator:
         self._claimable = sum(r for r, _o in counts)
         self._owned = sum(o for _r, o in counts)
         self._rate.append((now, self._pages()))
+
+    def _gone_for_good(self) -> bool:
+        """Redis has not answered for ``redis_outage_s``."""
+        since = self._down_since
+        return since is not None and time.monotonic() - since > self.config.redis_outage_s
 
     def _worker_rows(self, beats: Any, now: float) -> list[WorkerRow]:
         rows = []

@@ -45,7 +45,7 @@ from crawldeck.core.cluster.window import SharedWindow
 from crawldeck.core.config import CrawlConfig, asdict, build_config
 from crawldeck.core.dns import DnsCache, IpLimiter
 from crawldeck.core.engine import CrawlResult, Engine
-from crawldeck.core.errors import ClusterError, ConfigError
+from crawldeck.core.errors import ClusterError, ConfigError, CrawldeckError
 from crawldeck.core.gate import AddressLimit
 from crawldeck.core.protocols import Clock, Fetcher
 from crawldeck.core.robots_policy import RobotsEntry
@@ -206,6 +206,7 @@ class Worker:
         self._window: SharedWindow | None = None
         self._parts: Parts | None = None
         self._finished = False
+        self._failure: CrawldeckError | None = None
         self._quiet = False  # the last beat saw nothing claimable or owned anywhere
         self._stop = asyncio.Event()
         self._seeking: asyncio.Task[None] | None = None
@@ -297,11 +298,17 @@ class Worker:
             await asyncio.gather(heart, return_exceptions=True)
             self._stop.set()
             await self._leave()
+        if self._failure is not None:
+            raise self._failure
         return result
 
     async def _leave(self) -> None:
         """Flush, give every host back (its URLs claimable at its politeness deadline)
-        and drop the heartbeat."""
+        and drop the heartbeat. Not when Redis is gone (the leases run out and the
+        others recover the hosts)."""
+        if self._failure is not None or self._link.down:
+            log.warning("worker %s left without giving its hosts back: Redis is gone", self.id)
+            return
         try:
             await self.store.aclose()
             await self._release(list(self.leases), force=True)
@@ -312,12 +319,19 @@ class Worker:
     # ----------------------------------------------------------- heartbeat
 
     async def _heartbeat(self) -> None:
+        """Beat every quarter lease; Redis gone for good stops the crawl here (the
+        error is raised from ``run``)."""
         interval = self._lease_ms / 1000 * RENEW_SHARE
-        while True:
-            await asyncio.sleep(interval)
-            await self._beat()
-            await self._release_idle()
-            await self._claim()
+        try:
+            while True:
+                await asyncio.sleep(interval)
+                await self._beat()
+                await self._release_idle()
+                await self._claim()
+        except CrawldeckError as exc:
+            self._failure = exc
+            self._stop.set()
+            self.engine.request_stop()
 
     async def _beat(self) -> None:
         """Renew, recover, read the crawl's state and publish the heartbeat (one batch)."""
