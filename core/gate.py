@@ -23,6 +23,7 @@ whose awaits come after).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -131,22 +132,20 @@ class HostGate:
 
     def earliest(self, host: str, now: float) -> float:
         """When ``host``'s politeness and its address's per-IP limit allow its next
-        request (epoch s, ``>= now``), whether or not a slot is free: what the console
-        shows as the host's next fetch (``ready_at`` is that while a slot is free).
-        The address is asked from the host's own earliest on: a limit shared by
-        workers books its slot for then (``core.cluster.addresses``)."""
-        at = self.politeness.earliest(host, now)
-        ip = self._ip.get(host)
-        if ip is not None:
-            at = max(at, self._ips.earliest(ip, at))
-        return at
+        request (epoch s, ``>= now``), whether or not a slot is free (``ready_at`` is
+        that while a slot is free). The address is asked from the host's own earliest
+        on: a limit shared by workers books its slot for then (``core.cluster``)."""
+        return self._earliest(host, now, self._ips.earliest)
 
     def next_fetch_at(self, host: str, now: float) -> float:
-        """``earliest`` for the console's "next fetch in": nothing is booked."""
+        """``earliest`` as the console shows the host's next fetch: nothing is booked."""
+        return self._earliest(host, now, self._ips.shown)
+
+    def _earliest(self, host: str, now: float, address: Callable[[str, float], float]) -> float:
         at = self.politeness.earliest(host, now)
         ip = self._ip.get(host)
         if ip is not None:
-            at = max(at, self._ips.shown(ip, at))
+            at = max(at, address(ip, at))
         return at
 
     def may_start(self, host: str, now: float) -> bool:
