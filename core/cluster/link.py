@@ -85,6 +85,9 @@ class RedisLink:
     Args:
         client: the redis-py asyncio client (it is closed by ``aclose``).
         outage_s: how long (s) a batch keeps being retried while Redis is unreachable.
+
+    ``outages`` counts the outages Redis came back from (a restart may have lost the
+    last second of writes: ``ClusterStore`` sends its recent pushes again then).
     """
 
     def __init__(self, client: Redis | RedisCluster, *, outage_s: float = 60.0) -> None:
@@ -94,6 +97,7 @@ class RedisLink:
         self._sha: dict[str, str] = {}
         self.stats = LinkStatistics()
         self._down_since: float | None = None
+        self.outages = 0  # outages Redis came back from
 
     async def load_scripts(self) -> None:
         """Load every script (on every primary of a cluster).
@@ -170,6 +174,7 @@ class RedisLink:
             if self._down_since is not None:
                 log.warning("Redis is back after %.1f s", time.monotonic() - self._down_since)
                 self._down_since = None
+                self.outages += 1
             return result
 
     @property

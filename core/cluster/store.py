@@ -20,8 +20,10 @@ acknowledged, so a kill loses neither (on Redis Cluster the two steps are two ro
 trips, as one pipeline's nodes are not ordered). An op about a host this worker owns is
 sent fenced by its epoch; a page, a host's state or a URL's state about a host it does
 not own (lost, released, or never its own: the final host figures of a run) is
-dropped; refusals and frontier rows about another worker's host (a link to another
-site) go unfenced.
+dropped; refusals about another worker's host (a link to another site) and every
+frontier row go unfenced. When Redis comes back from an outage, the pushes and
+unfenced commits of the last ``REPLAY_S`` are sent again first (``_replay``): a
+restart from the append-only file loses up to its last second or two.
 
 Every admitted URL goes through Redis, the owner's own included (``spill_all`` window):
 it comes back through ``load_spilled`` (``pull``, which hands it out under the lease),
@@ -33,7 +35,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import Counter, defaultdict
+import logging
+import time
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import astuple, dataclass, field, fields
 from typing import Any, Literal, NoReturn
@@ -64,8 +68,13 @@ from crawldeck.core.store import (
     status_class,
 )
 
+log = logging.getLogger("crawldeck.cluster")
+
 #: Ops buffered before ``room`` makes the engine wait for the flusher.
 MAX_PENDING = 4000
+#: Seconds of pushes and unfenced commits kept to be sent again after an outage (more
+#: than what ``appendfsync everysec`` may lose: about one second, two at worst).
+REPLAY_S = 3.0
 #: The longest path prefix (characters) naming a hot host's sub-queue.
 PREFIX_CHARS = 40
 
@@ -109,7 +118,7 @@ class ClusterStoreStatistics:
     (URLs sent to queues), ``queued`` (of those, new to the crawl), ``committed``
     (ops accepted), ``fenced`` (ops refused: the host's lease had another epoch),
     ``dropped`` (ops of hosts already known lost, not sent), ``pulled`` (URLs handed
-    to this worker)."""
+    to this worker), ``replayed`` (calls sent again after an outage)."""
 
     flushes: int
     pushed: int
@@ -118,6 +127,7 @@ class ClusterStoreStatistics:
     fenced: int
     dropped: int
     pulled: int
+    replayed: int
 
 
 class ClusterStore:
@@ -168,6 +178,10 @@ class ClusterStore:
         self._idle.set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
+        self._sending: _Buffer | None = None  # the buffer the flusher is sending
+        self._recent: deque[tuple[float, list[Command]]] = deque()  # (monotonic s, sent)
+        self._outages = 0
+        self._replayed = 0
         self._failure: StoreError | None = None
         self._flushes = self._pushed = self._queued = self._committed = 0
         self._fenced = self._dropped = self._pulled = 0
@@ -392,6 +406,15 @@ class ClusterStore:
         self._pulled += len(rows)
         return rows
 
+    def has_pending(self, host: str) -> bool:
+        """Whether a write about ``host`` is buffered or being sent."""
+        return any(
+            host in buf.pushes.get(shard_of(host), ())
+            or any(h == host for h, _e in buf.commits.get(shard_of(host), ()))
+            for buf in (self._buf, self._sending)
+            if buf is not None
+        )
+
     def forget_host(self, host: str) -> None:
         """``host`` is no longer this worker's: forget the URLs it held of it."""
         for key in self._by_host.pop(host, ()):
@@ -422,18 +445,25 @@ class ClusterStore:
         for row in rows:
             by_host[row.host].append(row)
         for host, group in by_host.items():
-            self._op(host, wire.op_enqueue(group), must_own=False)
+            self._op(host, wire.op_enqueue(group), must_own=False, unfenced=True)
         self._pushed += len(rows)
         self._buf.ops += len(rows)
         self._kick.set()
 
     def _op(
-        self, host: str, op: list[Any], *, ack: str | None = None, must_own: bool = True
+        self,
+        host: str,
+        op: list[Any],
+        *,
+        ack: str | None = None,
+        must_own: bool = True,
+        unfenced: bool = False,
     ) -> _Commit | None:
         """Buffer ``op`` about ``host``: fenced by its epoch while this worker owns it;
         else dropped (``must_own``: the page, host and URL-state ops, which only the
-        host's owner writes) or unfenced (refusals, frontier rows)."""
-        epoch = self._leases.epoch(host)
+        host's owner writes) or unfenced (refusals; frontier rows, always unfenced so
+        that they can be sent again after a Redis restart, see ``_replay``)."""
+        epoch = None if unfenced else self._leases.epoch(host)
         if epoch is None:
             if must_own:
                 self._dropped += 1
@@ -467,16 +497,22 @@ class ClusterStore:
             try:
                 while self._buf.ops:
                     buf, self._buf = self._buf, _Buffer()
+                    self._sending = buf
                     await self._send(buf)
+                    self._sending = None
             except CrawldeckError as exc:
                 self._failure = StoreError(f"cluster store: {exc}")
+            except Exception as exc:  # a bug: fail the store (the engine stops), never spin
+                log.exception("cluster store: flush failed")
+                self._failure = StoreError(f"cluster store: flush failed: {exc!r}")
             finally:
                 self._idle.set()
             if self._failure is not None:
                 return
 
     async def _send(self, buf: _Buffer) -> None:
-        """One flush: pushes, then commits (see the module)."""
+        """One flush: pushes, then commits (see the module); first, after Redis came
+        back from an outage, what ``_replay`` sends again."""
         k = self._keys
         now = self._clock()
         pushes: list[Command] = []
@@ -487,37 +523,38 @@ class ClusterStore:
             )
         commits: list[Command] = []
         order: list[list[tuple[tuple[str, int], _Commit]]] = []
+        again = list(pushes)  # what may be sent twice: pushes and unfenced commits
         for shard, by_host in buf.commits.items():
-            items = list(by_host.items())
-            payload = [
-                [host, epoch, c.acks, c.last if c.last is not None else False,
-                 c.rec if c.rec is not None else False, wire.encode_ops(c.ops),
-                 c.robots[0] if c.robots else False, c.robots[1] if c.robots else 0,
-                 _counts(c)]
-                for (host, epoch), c in items
-            ]  # fmt: skip
-            arg = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
-            commits.append(
-                ("script", "commit", [k.stream(shard)], [k.tag(shard), self._worker, arg])
-            )
-            order.append(items)
-        pages = sum(c.pages["pages"] for items in order for _k, c in items)
+            fenced = [item for item in by_host.items() if item[0][1] != 0]
+            free = [item for item in by_host.items() if item[0][1] == 0]
+            for group in (fenced, free):
+                if group:
+                    command = self._commit_command(shard, group)
+                    commits.append(command)
+                    order.append(group)
+                    if group is free:
+                        again.append(command)
+        pages = sum(c.pages["pages"] for group in order for _k, c in group)
         counted: list[Command] = [("INCRBY", k.pages, pages)] if pages and self._cap else []
+        replay = self._replay(again)
         if self._link.cluster:
+            if replay:
+                await self._link.batch(replay)
             replies = await self._link.batch(pushes)
             replies += await self._link.batch(commits + counted)
         else:
-            replies = await self._link.batch(pushes + commits + counted)
+            replies = await self._link.batch(replay + pushes + commits + counted)
+            replies = replies[len(replay) :]
         if counted:
             total = int(replies.pop())
             if self._cap is not None and total >= self._cap and self.on_cap is not None:
                 self.on_cap()
         self._flushes += 1
-        for reply in replies[: len(buf.pushes)]:
+        for reply in replies[: len(pushes)]:
             self._queued += sum(int(added) for _host, added in reply)
-        for items, fenced in zip(order, replies[len(pushes) :], strict=True):
-            refused = {_text(h) for h in fenced}
-            for (host, _epoch), commit in items:
+        for group, refused_hosts in zip(order, replies[len(pushes) :], strict=True):
+            refused = {_text(h) for h in refused_hosts}
+            for (host, _epoch), commit in group:
                 if host in refused:
                     self._fenced += len(commit.ops)
                     self.on_fenced(host)
@@ -525,6 +562,36 @@ class ClusterStore:
                 self._committed += len(commit.ops)
                 self._pages.update(commit.pages)
                 self._blocked.update(commit.blocked)
+
+    def _commit_command(self, shard: int, group: list[tuple[tuple[str, int], _Commit]]) -> Command:
+        """The ``COMMIT`` call of ``group``'s hosts of ``shard``."""
+        payload = [
+            [host, epoch, c.acks, c.last if c.last is not None else False,
+             c.rec if c.rec is not None else False, wire.encode_ops(c.ops),
+             c.robots[0] if c.robots else False, c.robots[1] if c.robots else 0, _counts(c)]
+            for (host, epoch), c in group
+        ]  # fmt: skip
+        arg = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+        k = self._keys
+        return ("script", "commit", [k.stream(shard)], [k.tag(shard), self._worker, arg])
+
+    def _replay(self, sent: list[Command]) -> list[Command]:
+        """Keep ``sent`` for ``REPLAY_S`` and return what to send again first: after
+        Redis came back from an outage (a restart from an append-only file written
+        with ``appendfsync everysec`` lacks up to its last second or two), the pushes
+        and unfenced commits (frontier rows, refusals) of the ``REPLAY_S`` before it.
+        Both are safe twice (the seen set, INSERT OR IGNORE); what a fenced commit
+        acknowledged and a restart lost goes back to its queue and is fetched again."""
+        recent = self._recent
+        again: list[Command] = []
+        if self._link.outages != self._outages:
+            self._outages = self._link.outages
+            again = [command for _at, batch in recent for command in batch]
+            self._replayed += len(again)
+        recent.append((time.monotonic(), sent))
+        while recent and recent[0][0] < recent[-1][0] - REPLAY_S:
+            recent.popleft()
+        return again
 
     def _fail(self, exc: CrawldeckError) -> NoReturn:
         self._failure = StoreError(f"cluster store: {exc}")
@@ -534,7 +601,7 @@ class ClusterStore:
         """The store's figures now."""
         return ClusterStoreStatistics(
             self._flushes, self._pushed, self._queued, self._committed, self._fenced,
-            self._dropped, self._pulled,
+            self._dropped, self._pulled, self._replayed,
         )  # fmt: skip
 
 

@@ -311,7 +311,7 @@ class Worker:
             return
         try:
             await self.store.aclose()
-            await self._release(list(self.leases), force=True)
+            await self._release([(h, True) for h in self.leases])
             await self._link.batch([("HDEL", self._keys.workers, self.id)])
         except Exception as exc:  # Redis gone: the leases run out, the reaper recovers
             log.warning("worker %s left without giving its hosts back: %s", self.id, exc)
@@ -529,28 +529,34 @@ class Worker:
         self.store.forget_host(host)
 
     async def _release_idle(self) -> None:
-        """Give back hosts with nothing left here, and those above the fair share."""
-        window, parts = self._window, self._parts
-        if window is None or parts is None:
-            return
-        busy = parts.observer.busy
-        idle = [h for h in self.leases if h not in busy and not window.queued(h)]
-        extra = len(self.leases) - len(idle) - math.ceil(self._share * 1.25)
-        if extra > 0:  # a worker joined: hand over hosts not started yet
-            spare = [h for h in self.leases if h not in busy and h not in idle]
-            spare.sort(key=window.queued)
-            await self._release(spare[:extra], force=True)
-        if idle:
-            await self._release(idle, force=False)
+        """Give back hosts with nothing left here, and those above the fair share.
 
-    async def _release(self, hosts: list[str], *, force: bool) -> None:
-        """``RELEASE`` ``hosts`` (see the script); those kept get their URLs read back."""
-        if not hosts:
+        Their last state and pages go to Redis first; then, with no await until the
+        release is sent, a host counts only if no URL of it is being processed and no
+        write of it is buffered or on its way (its acks must land before RELEASE gives
+        its handed-out URLs back, or another worker would fetch them again)."""
+        window, parts = self._window, self._parts
+        if window is None or parts is None or not self.leases:
             return
+        parts.observer.flush_hosts()  # the hosts' last state, under their leases
+        await self.store.drain()  # and their pages
+        busy, store = parts.observer.busy, self.store
+        free = [h for h in self.leases if h not in busy and not store.has_pending(h)]
+        idle = [h for h in free if not window.queued(h)]
+        extra = len(self.leases) - len(idle) - math.ceil(self._share * 1.25)
+        spare: list[str] = []
+        if extra > 0:  # a worker joined: hand over hosts not started yet
+            spare = sorted((h for h in free if window.queued(h)), key=window.queued)[:extra]
+        await self._release([(h, True) for h in spare] + [(h, False) for h in idle])
+
+    async def _release(self, hosts: list[tuple[str, bool]]) -> None:
+        """``RELEASE`` each ``(host, force)`` (see the script): a forced host is given
+        up here before the request goes (no URL of it starts meanwhile); one kept gets
+        its new URLs read back."""
         k, now = self._keys, self._clock()
         gate = self._parts.gate if self._parts is not None else None
         by_shard: dict[int, list[list[Any]]] = {}
-        for host in hosts:
+        for host, force in hosts:
             epoch = self.leases.epoch(host)
             if epoch is None:
                 continue
@@ -558,9 +564,11 @@ class Worker:
             by_shard.setdefault(shard_of(host), []).append(
                 [host, epoch, False, False, 1 if force else 0, at]
             )
-        if self._parts is not None:
-            self._parts.observer.flush_hosts()  # the hosts' last state, under the lease
-        await self.store.drain()  # and their pages, before their URLs go back
+            if force:
+                self.leases.give_up(host)
+                self._lost_quietly(host)
+        if not by_shard:
+            return
         commands: list[Command] = [
             ("script", "release", [k.stream(s)], [k.tag(s), self.id, json.dumps(rows)])
             for s, rows in by_shard.items()
@@ -573,7 +581,7 @@ class Worker:
                     self._lost_quietly(host)
                 elif outcome == 0 and self._window is not None:
                     self._window.adopt(host, int(queued))
-                else:
+                elif outcome == -1:
                     self.leases.lose(host)
 
     def _lost_quietly(self, host: str) -> None:
