@@ -1,6 +1,7 @@
 """``core.cluster.addresses.SharedIpLimit``: two workers' limits on one address, over a
-real redis-server: their bookings are a delay apart, the console's look books nothing,
-and a booking held past its start is booked again.
+real redis-server. A booking waits while the other worker's booked request has not
+ended, and then starts a delay after that end; the console's look books nothing; a
+booking held past its start is booked again; a hold whose end never comes runs out.
 """
 
 from __future__ import annotations
@@ -11,13 +12,14 @@ from collections.abc import AsyncIterator
 import pytest
 from redisfix import LoopbackRedis
 
-from crawldeck.core.cluster.addresses import PENDING_S, STALE_S, SharedIpLimit
+from crawldeck.core.cluster.addresses import PENDING_S, STALE_S, WAIT_POLL_S, SharedIpLimit
 from crawldeck.core.cluster.keys import Keyspace
 from crawldeck.core.cluster.link import RedisLink, open_client
 from crawldeck.core.dns import IpLimiter, IpLimitSettings
 
 IP = "127.0.0.9"
 DELAY_S = 0.5
+HOLD_S = 3.0
 
 
 class Clock:
@@ -38,11 +40,12 @@ async def link(redis_server: LoopbackRedis) -> AsyncIterator[RedisLink]:
     await link.aclose()
 
 
-def limit(link: RedisLink, clock: Clock, woken: list[int]) -> SharedIpLimit:
+def limit(link: RedisLink, clock: Clock, worker: str, woken: list[str]) -> SharedIpLimit:
     local = IpLimiter(IpLimitSettings(ip_delay_ms=int(DELAY_S * 1000), bucket_capacity=5))
     return SharedIpLimit(
-        local, link, Keyspace("t"), DELAY_S, clock=clock, wake=lambda: woken.append(1)
-    )
+        local, link, Keyspace("t"), DELAY_S, clock=clock, wake=lambda: woken.append(worker),
+        worker=worker, hold_s=HOLD_S,
+    )  # fmt: skip
 
 
 async def settle() -> None:
@@ -50,22 +53,29 @@ async def settle() -> None:
         await asyncio.sleep(0.01)
 
 
-async def test_two_workers_bookings_on_one_address_are_a_delay_apart(link: RedisLink) -> None:
-    clock, woken = Clock(), list[int]()
-    a, b = limit(link, clock, woken), limit(link, clock, woken)
+async def test_a_booking_waits_for_the_other_workers_end_then_a_delay(link: RedisLink) -> None:
+    clock, woken = Clock(), list[str]()
+    a, b = limit(link, clock, "a", woken), limit(link, clock, "b", woken)
     now = clock.now
     assert a.earliest(IP, now) == now + PENDING_S  # asked: wait a moment
+    await settle()
+    assert woken == ["a"] and a.earliest(IP, now) == now and a.booked == 1
     assert b.earliest(IP, now) == now + PENDING_S
     await settle()
-    assert woken  # the replies woke the engine
-    starts = sorted([a.earliest(IP, now), b.earliest(IP, now)])
-    assert starts == [now, now + DELAY_S]
-    assert a.booked == b.booked == 1
+    assert b.booked == 0 and b.waited == 1  # a's request is booked and not ended
+    assert b.earliest(IP, now) == now + WAIT_POLL_S
+    a.on_dispatch(IP, now)
+    a.on_end(IP, now + 0.2)  # a slow answer
+    await settle()
+    clock.now = now + 0.21
+    b.earliest(IP, clock.now)
+    await settle()
+    assert b.earliest(IP, clock.now) == now + 0.2 + DELAY_S  # a delay after a's end
 
 
 async def test_the_console_look_books_nothing(link: RedisLink) -> None:
-    clock, woken = Clock(), list[int]()
-    a = limit(link, clock, woken)
+    clock, woken = Clock(), list[str]()
+    a = limit(link, clock, "a", woken)
     assert a.shown(IP, clock.now) == clock.now
     await settle()
     assert a.booked == 0 and woken == []
@@ -73,32 +83,27 @@ async def test_the_console_look_books_nothing(link: RedisLink) -> None:
 
 
 async def test_a_booking_not_used_in_time_is_booked_again(link: RedisLink) -> None:
-    clock, woken = Clock(), list[int]()
-    a, b = limit(link, clock, woken), limit(link, clock, woken)
+    clock, woken = Clock(), list[str]()
+    a = limit(link, clock, "a", woken)
     now = clock.now
     a.earliest(IP, now)
     await settle()
     assert a.earliest(IP, now) == now
-    b.earliest(IP, now)  # b books the next slot: now + delay
-    await settle()
     # a's host was held back by its own politeness: it asks again well after its slot
-    later = now + STALE_S + 0.2
-    assert a.earliest(IP, later) == later  # asked again: not before its answer
-    assert a.booked == 1
+    clock.now = later = now + STALE_S + 0.2
+    assert a.earliest(IP, later) == later + PENDING_S  # asked again (its hold is no bar)
     await settle()
-    assert a.earliest(IP, later) == now + 2 * DELAY_S  # after b's, not at its stale slot
-    assert a.booked == 2
+    assert a.earliest(IP, later) == now + DELAY_S and a.booked == 2
 
 
-async def test_an_end_moves_the_next_slot_a_delay_past_it(link: RedisLink) -> None:
-    clock, woken = Clock(), list[int]()
-    a, b = limit(link, clock, woken), limit(link, clock, woken)
+async def test_a_hold_whose_end_never_comes_runs_out(link: RedisLink) -> None:
+    clock, woken = Clock(), list[str]()
+    a, b = limit(link, clock, "a", woken), limit(link, clock, "b", woken)
     now = clock.now
     a.earliest(IP, now)
     await settle()
-    a.on_dispatch(IP, now)
-    a.on_end(IP, now + 2.0)  # a slow answer
+    a.on_dispatch(IP, now)  # a's worker dies: no end ever comes
+    clock.now = now + HOLD_S + 0.01
+    b.earliest(IP, clock.now)
     await settle()
-    b.earliest(IP, now)
-    await settle()
-    assert b.earliest(IP, now) == now + 2.0 + DELAY_S
+    assert b.earliest(IP, clock.now) == clock.now and b.booked == 1

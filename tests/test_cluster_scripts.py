@@ -183,11 +183,18 @@ async def test_release_keeps_a_host_whose_urls_arrived_and_frees_an_empty_one(
 
 async def test_per_ip_bookings_are_a_delay_apart_and_after_an_end(link: RedisLink) -> None:
     key = K.ip_next("127.0.0.9")
-    starts = []
-    for _ in range(3):
-        (start,) = await link.batch([("script", "ip_book", [key], [f"{NOW:.6f}", 0.5])])
-        starts.append(float(start))
-    assert starts == [NOW, NOW + 0.5, NOW + 1.0]
-    await link.batch([("script", "ip_end", [key], [f"{NOW + 3:.6f}", 0.5])])
-    (start,) = await link.batch([("script", "ip_book", [key], [f"{NOW:.6f}", 0.5])])
-    assert float(start) == NOW + 3.5
+
+    async def book(worker: str, now: float) -> list[str]:
+        (reply,) = await link.batch(
+            [("script", "ip_book", [key], [f"{NOW:.6f}", 0.5, f"{now:.6f}", worker, 3.0])]
+        )
+        return [bytes(x).decode() for x in reply]
+
+    async def end(worker: str, at: float) -> None:
+        await link.batch([("script", "ip_end", [key], [f"{at:.6f}", 0.5, worker])])
+
+    assert await book("w1", NOW) == ["ok", f"{NOW:.6f}"]
+    assert await book("w1", NOW) == ["ok", f"{NOW + 0.5:.6f}"]  # its own: a delay later
+    assert await book("w2", NOW) == ["wait", f"{NOW + 0.5 + 3.0:.6f}"]  # w1 not ended
+    await end("w1", NOW + 3)
+    assert await book("w2", NOW + 3) == ["ok", f"{NOW + 3.5:.6f}"]  # a delay after the end

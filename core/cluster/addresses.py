@@ -5,7 +5,11 @@ each worker's ``IpLimiter`` sees only its own requests, so the address's next sl
 kept in Redis (``Keyspace.ip_next``) and every request to an address is *booked*
 there first (``IP_BOOK``: the slot ``max(wanted, next free)``, the next free slot a
 delay later), and the end of each request moves the next free slot to at least a
-delay after it (``IP_END``), as ``IpLimiter`` counts the delay from the end.
+delay after it (``IP_END``), as ``IpLimiter`` counts the delay from the end. While one
+worker's booked request has not ended, another worker's booking waits (it asks again
+every ``WAIT_POLL_S``, for at most the hold): the server then sees a delay between the
+end of one request and the start of the next, whatever the latencies of the two
+workers' connections.
 
 ``SharedIpLimit`` keeps the gate's interface (``core.gate.AddressLimit``) and its
 synchronous answers: ``earliest`` answers from the local limiter and the booking it
@@ -39,6 +43,9 @@ log = logging.getLogger("crawldeck.cluster")
 PENDING_S: Final = 0.005
 #: Seconds past its booked start a booking may still be used.
 STALE_S: Final = 0.05
+#: Seconds before a booking refused (another worker's request there has not ended) is
+#: asked again, at most.
+WAIT_POLL_S: Final = 0.01
 
 
 @dataclass(slots=True)
@@ -59,6 +66,9 @@ class SharedIpLimit:
         delay_s: the per-IP delay in s (``ip_delay_ms`` / 1000; 0: no limit).
         clock: epoch seconds.
         wake: called when a booking came back (a host may be ready).
+        worker: this worker's id (its own bookings never wait for each other).
+        hold_s: how long a booked request holds the address for the other workers
+            before its end is known (s; then its start plus the delay counts).
     """
 
     def __init__(
@@ -70,8 +80,12 @@ class SharedIpLimit:
         *,
         clock: Clock,
         wake: Callable[[], None],
+        worker: str,
+        hold_s: float,
     ) -> None:
         self._local = local
+        self._worker = worker
+        self._hold_s = hold_s
         self._link = link
         self._keys = keys
         self._delay_s = delay_s
@@ -80,8 +94,10 @@ class SharedIpLimit:
         self._bookings: dict[str, _Booking] = {}
         self._asked: dict[str, float] = {}  # address -> wanted start, to send
         self._ended: dict[str, float] = {}  # address -> last end, to send
+        self._retry: dict[str, float] = {}  # address -> when to ask again (epoch s)
         self._sender: asyncio.Task[None] | None = None
         self.booked = 0
+        self.waited = 0
 
     def earliest(self, ip: str, now: float) -> float:
         """When ``ip`` may get its next request (epoch s, ``>= now``; ``now`` may be
@@ -89,6 +105,11 @@ class SharedIpLimit:
         at = self._local.earliest(ip, now)
         if self._delay_s <= 0.0:
             return at
+        retry = self._retry.get(ip)
+        if retry is not None:
+            if retry > self._clock():
+                return max(at, retry)
+            del self._retry[ip]
         booking = self._bookings.get(ip)
         if booking is not None and booking.start is not None:
             if booking.start + STALE_S >= at:
@@ -132,14 +153,16 @@ class SharedIpLimit:
                 asked, self._asked = self._asked, {}
                 ended, self._ended = self._ended, {}
                 k, delay = self._keys, self._delay_s
+                now, me = self._clock(), self._worker
                 commands: list[Command] = [
-                    ("script", "ip_end", [k.ip_next(ip)], [f"{t:.6f}", delay])
+                    ("script", "ip_end", [k.ip_next(ip)], [f"{t:.6f}", delay, me])
                     for ip, t in ended.items()
                 ]
                 commands += [
-                    ("script", "ip_book", [k.ip_next(ip)], [f"{t:.6f}", delay])
+                    ("script", "ip_book", [k.ip_next(ip)],
+                     [f"{t:.6f}", delay, f"{now:.6f}", me, self._hold_s])
                     for ip, t in asked.items()
-                ]
+                ]  # fmt: skip
                 try:
                     replies = await self._link.batch(commands)
                 except CrawldeckError as exc:  # Redis gone for good: the store stops too
@@ -147,14 +170,24 @@ class SharedIpLimit:
                     for ip in asked:
                         self._bookings.pop(ip, None)
                     return
-                for ip, start in zip(asked, replies[len(ended) :], strict=True):
+                for ip, (kind, at) in zip(asked, replies[len(ended) :], strict=True):
                     booking = self._bookings.get(ip)
-                    if booking is not None and booking.start is None:
-                        booking.start = float(start)
+                    if booking is None or booking.start is not None:
+                        continue
+                    if _text(kind) == "ok":
+                        booking.start = float(at)
                         self.booked += 1
+                    else:  # another worker's request there has not ended: ask again soon
+                        del self._bookings[ip]
+                        self._retry[ip] = min(float(at), now + WAIT_POLL_S)
+                        self.waited += 1
                 self._wake()
         finally:
             self._sender = None
 
 
-__all__ = ["PENDING_S", "STALE_S", "SharedIpLimit"]
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+__all__ = ["PENDING_S", "STALE_S", "WAIT_POLL_S", "SharedIpLimit"]

@@ -213,8 +213,12 @@ class Coordinator:
         finally:
             await self._end_workers()
             stop_collecting.set()
-            if self._gone_for_good():  # the collector would wait for Redis forever
-                collector.cancel()
+            while not collector.done():  # its last drain, unless Redis is gone for good
+                await asyncio.wait({collector}, timeout=WATCH_INTERVAL_S)
+                if not collector.done():
+                    await self._look()
+                    if self._gone_for_good():
+                        collector.cancel()
             await asyncio.gather(collector, return_exceptions=True)
             outcome = self._outcome or "finished"
             self._state = "finished"
@@ -251,10 +255,13 @@ class Coordinator:
             if cap is not None and self._redis_pages >= cap and self._outcome is None:
                 self._outcome = "max_pages"  # the workers stopped themselves
                 self._control("stopping")
-            if self._gone_for_good():
-                return
+            if self._down:  # who is alive is not known: wait for Redis, up to its outage
+                if self._gone_for_good():
+                    return
+                await asyncio.sleep(WATCH_INTERVAL_S)
+                continue
             local = any(proc.returncode is None for proc in self._procs)
-            alive = any(row.state != "late" for row in self._rows) and not self._down
+            alive = any(row.state != "late" for row in self._rows)
             self._seen_alive = self._seen_alive or alive or local
             if not local and not alive and self._seen_alive:
                 if self._state != "stopping" and (self._claimable or self._owned):

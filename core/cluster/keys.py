@@ -34,9 +34,9 @@ Per crawl, untagged (one key each): ``cd:C:pages`` the pages sent for commit, al
 (what ``max_pages`` counts); ``cd:C:workers`` hash worker -> heartbeat JSON;
 ``cd:C:ctl`` hash (``state``: ``running``/``paused``/``stopping``); ``cd:C:config`` the
 crawl's config (JSON); ``cd:C:seeds`` list of seed URLs (workers admit each in order);
-``cd:C:ip:A`` the next time (epoch s) address ``A`` may be sent a request, for
-addresses shared by hosts of different owners; ``cd:C:iphosts:A`` the hosts seen on
-``A``.
+``cd:{C:ip:A}`` the next time (epoch s) address ``A`` may be sent a request and
+``cd:{C:ip:A}:busy`` the booked request whose end is not known yet (per-IP politeness
+across workers, ``core.cluster.addresses``).
 """
 
 from __future__ import annotations
@@ -144,12 +144,9 @@ class Keyspace:
         return self._g("seeds")
 
     def ip_next(self, address: str) -> str:
-        """When ``address`` may next be sent a request (epoch s)."""
-        return self._g(f"ip:{address}")
-
-    def ip_hosts(self, address: str) -> str:
-        """The hosts seen on ``address``."""
-        return self._g(f"iphosts:{address}")
+        """When ``address`` may next be sent a request (epoch s); ``:busy`` beside it
+        (same hash tag) marks a booked request whose end is not known yet."""
+        return f"cd:{{{self.crawl_id}:ip:{address}}}"
 
 
 def encode_entry(entry: FrontierEntry) -> str:

@@ -263,27 +263,42 @@ return out
 )
 
 #: KEYS[1]: ``Keyspace.ip_next(address)``; ARGV[1]: the earliest start wanted (epoch
-#: s); ARGV[2]: the per-IP delay (s). Books the address's next slot for the caller:
-#: ``max(wanted, next free)``, and moves the next free slot a delay past it. Returns
-#: the booked start (epoch s, as text).
+#: s); ARGV[2]: the per-IP delay (s); ARGV[3]: now (epoch s); ARGV[4]: the worker;
+#: ARGV[5]: how long (s) a booked request may hold the address before its end is
+#: known. While another worker's booked request has not ended (``:busy``), returns
+#: ``["wait", until]``: its end decides the next slot (a delay after it, as
+#: ``IpLimiter`` counts from the end). Else books ``max(wanted, next free)``, moves the
+#: next free slot a delay past it, marks the address busy and returns ``["ok", start]``.
 IP_BOOK: Final = r"""
-local at, delay = tonumber(ARGV[1]), tonumber(ARGV[2])
-local ttl = math.floor(delay * 1000) + 60000
+local at, delay, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local busy = redis.call('GET', KEYS[1] .. ':busy')
+if busy then
+  local till, who = string.match(busy, '^(%S+) (.+)$')
+  if who ~= ARGV[4] and tonumber(till) > now then return {'wait', till} end
+end
 local free = tonumber(redis.call('GET', KEYS[1]) or '0')
 if free > at then at = free end
+local ttl = math.floor(delay * 1000) + 60000
 redis.call('SET', KEYS[1], string.format('%.6f', at + delay), 'PX', ttl)
-return string.format('%.6f', at)
+local till = at + tonumber(ARGV[5])
+local left = math.max(1, math.floor((till - now) * 1000))
+redis.call('SET', KEYS[1] .. ':busy', string.format('%.6f', till) .. ' ' .. ARGV[4], 'PX', left)
+return {'ok', string.format('%.6f', at)}
 """
 
 #: KEYS[1]: ``Keyspace.ip_next(address)``; ARGV[1]: when a request to the address
-#: ended (epoch s); ARGV[2]: the per-IP delay (s). The next slot is at least a delay
-#: after that end (the delay counts from the end of a request, as ``IpLimiter``'s).
+#: ended (epoch s); ARGV[2]: the per-IP delay (s); ARGV[3]: the worker. The next slot
+#: is at least a delay after that end, and the worker's hold on the address ends.
 IP_END: Final = r"""
 local delay = tonumber(ARGV[2])
 local t = tonumber(ARGV[1]) + delay
 local free = tonumber(redis.call('GET', KEYS[1]) or '0')
 if t > free then
   redis.call('SET', KEYS[1], string.format('%.6f', t), 'PX', math.floor(delay * 1000) + 60000)
+end
+local busy = redis.call('GET', KEYS[1] .. ':busy')
+if busy and string.match(busy, '^%S+ (.+)$') == ARGV[3] then
+  redis.call('DEL', KEYS[1] .. ':busy')
 end
 return 0
 """

@@ -243,8 +243,9 @@ class Worker:
             self._config.delay_ms if self._config.ip_delay_ms is None else self._config.ip_delay_ms
         )
         self.addresses = SharedIpLimit(
-            local, self._link, self._keys, delay_ms / 1000, clock=self._clock, wake=wake
-        )
+            local, self._link, self._keys, delay_ms / 1000, clock=self._clock, wake=wake,
+            worker=self.id, hold_s=min(self._config.total_timeout_ms / 1000, delay_ms / 1000 + 5.0),
+        )  # fmt: skip
         return self.addresses
 
     def bind(self, parts: Parts) -> None:
