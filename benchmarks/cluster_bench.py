@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/cluster_bench.py                 # 500 hosts, A B C D x 3
     .venv/bin/python benchmarks/cluster_bench.py --hosts 50 --pages 40 --max-pages 1500 --rounds 1
     .venv/bin/python benchmarks/cluster_bench.py --memory-only   # Redis memory per URL alone
+    .venv/bin/python benchmarks/cluster_bench.py --profile 2 --no-memory  # cProfile, see below
 
 The web is ``e2e_bench.py``'s: ``SynthWeb`` (``benchmarks/synthweb.py``), nginx on
 loopback, ``--hosts`` hosts x ``--pages`` pages, each host its own address
@@ -61,11 +62,18 @@ same for ``--big-host-urls`` URLs on one host (a seen set past 512 members is a
 hashtable, not an intset, and the queue past ``cluster_hot_queue`` is split into
 path-prefix sub-queues).
 
+``--profile N`` replaces the rounds by one crawl of A under ``python -m cProfile`` and
+one cluster crawl whose coordinator and ``N`` workers (started by the benchmark once
+the crawl is published) each run under it, and prints each process's top functions by
+own time. ``--only BCD`` runs some configurations; ``--keep`` keeps the crawl files
+and logs. The code measured is the ``crawldeck`` package the interpreter imports (the
+header names its directory).
+
 Prints each run, a table of medians over the rounds with the ratio to A, the commands
 that cost Redis the most (``INFO commandstats``, summed over the cluster runs), the
 memory figures and what 10^9 seen URLs need. The exit status is 0 unless a run fails
 (nonzero exit, no pages, or more than ``--timeout`` s: the coordinator and its workers
-are killed).
+are killed); a failed run is reported and left out of the table, and the others run.
 """
 
 from __future__ import annotations
@@ -98,6 +106,7 @@ import redis
 from e2e_bench import CONFIG, CRAWLDECK, RunFailed, crawldeck_result, free_port, measure
 from synthweb import NGINX, SynthWeb
 
+import crawldeck
 from crawldeck.core import urls
 from crawldeck.core.cluster.keys import Keyspace, encode_entry, score, seen_member, shard_of
 from crawldeck.core.cluster.scripts import PUSH
@@ -773,11 +782,13 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="cd-cbench-"))
     runs: list[Run] = []
     problems: list[str] = []
+    failed: list[str] = []
     try:
         if not args.memory_only:
             port = args.port or free_port(args.hosts)
             print(f"machine: {os.cpu_count()} CPUs, {platform.platform()}, Python "
-                  f"{platform.python_version()}, {redis_version()}; nginx port {port}")  # fmt: skip
+                  f"{platform.python_version()}, {redis_version()}; nginx port {port}; "
+                  f"crawldeck from {Path(crawldeck.__file__).parent}")  # fmt: skip
             print(f"web: {args.hosts} hosts x {args.pages + 1} pages; concurrency "
                   f"{args.concurrency} per process, 1 per host, depth {args.max_depth}, cap "
                   f"{args.max_pages} pages; {args.rounds} round{'s' * (args.rounds != 1)} "
@@ -795,7 +806,12 @@ def main(argv: list[str] | None = None) -> int:
                     for name in [n for n in CONFIGS if n in args.only]:
                         web.reset_log()
                         time.sleep(0.2)  # let nginx reopen its log
-                        run = run_config(name, work, f"{name}-{i + 1}", args)
+                        try:
+                            run = run_config(name, work, f"{name}-{i + 1}", args)
+                        except RunFailed as exc:  # the others still run; exit status 1
+                            print(f"  {exc}", flush=True)
+                            failed.append(f"{name} round {i + 1}")
+                            continue
                         run.log, run.statuses = check_log(web)
                         runs.append(run)
                         problems += [f"{name} round {i + 1}: {p}" for p in run_problems(run)]
@@ -803,6 +819,8 @@ def main(argv: list[str] | None = None) -> int:
             print_table(runs)
             print("\nRedis's costliest commands (INFO commandstats, summed over the runs):")
             print_commandstats(runs)
+            if failed:
+                print(f"failed (killed or exited nonzero, not in the table): {', '.join(failed)}")
             print("checks: " + ("; ".join(problems) if problems else
                                 "no URL twice, no /private/, one robots.txt per host, "
                                 "no host with two requests in flight"))  # fmt: skip
@@ -818,7 +836,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"cluster_bench: work directory kept: {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return 1 if failed else 0
 
 
 def run_problems(run: Run) -> list[str]:
