@@ -110,6 +110,7 @@ class _Buffer:
         default_factory=lambda: defaultdict(dict)
     )
     ops: int = 0
+    serial: int = 1  # buffers are sent in serial order
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,8 +175,8 @@ class ClusterStore:
         self._pages: Counter[str] = Counter()
         self._blocked: Counter[str] = Counter()
         self._kick = asyncio.Event()
-        self._idle = asyncio.Event()
-        self._idle.set()
+        self._sent = asyncio.Condition()  # notified after each buffer is sent
+        self._done = 0  # the serial of the last buffer sent
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         self._sending: _Buffer | None = None  # the buffer the flusher is sending
@@ -228,12 +229,18 @@ class ClusterStore:
         return True
 
     async def drain(self) -> None:
-        """Wait until everything written so far was sent (or the flusher failed)."""
-        while (self._buf.ops or not self._idle.is_set()) and self._failure is None:
-            self._kick.set()
-            await self._idle.wait()
-            if self._buf.ops and self._failure is None:
-                await asyncio.sleep(0)
+        """Wait until everything written before the call was sent (or the flusher
+        failed); writes made meanwhile are not waited for (under load the buffer is
+        never empty)."""
+        if self._buf.ops:
+            target = self._buf.serial
+        elif self._sending is not None:
+            target = self._sending.serial
+        else:
+            return
+        self._kick.set()
+        async with self._sent:
+            await self._sent.wait_for(lambda: self._done >= target or self._failure is not None)
 
     def flush(self) -> None:
         """``drain`` from another thread (the engine's end of run and the frontier
@@ -490,25 +497,28 @@ class ClusterStore:
     # ------------------------------------------------------------ flusher
 
     async def _flusher(self) -> None:
-        while True:
+        """Send the buffer whenever it has writes, one buffer at a time, in order."""
+        while self._failure is None:
             await self._kick.wait()
             self._kick.clear()
-            self._idle.clear()
             try:
                 while self._buf.ops:
-                    buf, self._buf = self._buf, _Buffer()
+                    buf = self._buf
+                    self._buf = _Buffer(serial=buf.serial + 1)
                     self._sending = buf
                     await self._send(buf)
                     self._sending = None
+                    async with self._sent:
+                        self._done = buf.serial
+                        self._sent.notify_all()
             except CrawldeckError as exc:
                 self._failure = StoreError(f"cluster store: {exc}")
             except Exception as exc:  # a bug: fail the store (the engine stops), never spin
                 log.exception("cluster store: flush failed")
                 self._failure = StoreError(f"cluster store: flush failed: {exc!r}")
-            finally:
-                self._idle.set()
             if self._failure is not None:
-                return
+                async with self._sent:
+                    self._sent.notify_all()
 
     async def _send(self, buf: _Buffer) -> None:
         """One flush: pushes, then commits (see the module); first, after Redis came

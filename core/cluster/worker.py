@@ -320,19 +320,29 @@ class Worker:
     # ----------------------------------------------------------- heartbeat
 
     async def _heartbeat(self) -> None:
-        """Beat every quarter lease; Redis gone for good stops the crawl here (the
-        error is raised from ``run``)."""
+        """Beat (renew, survey, publish) every quarter lease; Redis gone for good
+        stops the crawl here (the error is raised from ``run``)."""
         interval = self._lease_ms / 1000 * RENEW_SHARE
+        housekeeping = asyncio.get_running_loop().create_task(self._housekeeping(interval))
         try:
             while True:
                 await asyncio.sleep(interval)
                 await self._beat()
-                await self._release_idle()
-                await self._claim()
         except CrawldeckError as exc:
             self._failure = exc
             self._stop.set()
             self.engine.request_stop()
+        finally:
+            housekeeping.cancel()
+            await asyncio.gather(housekeeping, return_exceptions=True)
+
+    async def _housekeeping(self, interval: float) -> None:
+        """Give back idle hosts and claim up to the share, beside the heartbeat (whose
+        renewals must never wait for a flush)."""
+        while True:
+            await asyncio.sleep(interval)
+            await self._release_idle()
+            await self._claim()
 
     async def _beat(self) -> None:
         """Renew, recover, read the crawl's state and publish the heartbeat (one batch)."""
