@@ -312,15 +312,14 @@ class CpuSampler(threading.Thread):
             try:
                 with open(f"/proc/{pid}/stat") as f:
                     fields = f.read().rsplit(")", 1)[1].split()
-                if pid not in self.role:
-                    with open(f"/proc/{pid}/cmdline", "rb") as f:
-                        argv = f.read().split(b"\0")
-                    self.role[pid] = (
-                        "nginx" if argv[0].startswith((b"nginx", NGINX.encode()))
-                        else "worker" if b"worker" in argv
-                        else "coordinator" if b"crawl" in argv
-                        else "other"
-                    )  # fmt: skip
+                with open(f"/proc/{pid}/cmdline", "rb") as f:  # each time: a child
+                    argv = f.read().split(b"\0")  # has its parent's until it execs
+                self.role[pid] = (
+                    "nginx" if argv[0].startswith((b"nginx", NGINX.encode()))
+                    else "worker" if b"worker" in argv
+                    else "coordinator" if b"crawl" in argv
+                    else "other"
+                )  # fmt: skip
             except OSError:
                 continue
             self.last[pid] = (int(fields[11]) + int(fields[12])) / self._tick
@@ -533,8 +532,8 @@ def print_table(runs: list[Run]) -> None:
     label = {n: "A single" if w is None else f"{n} {w} worker{'s' * (w > 1)}"
              for n, w in CONFIGS.items()}  # fmt: skip
     width = max(len(r[0]) for r in rows)
-    rounds = len([r for r in runs if r.config == names[0]])
-    print(f"\nmedians over {rounds} round{'s' * (rounds != 1)}:")
+    counts = ", ".join(f"{n} {sum(r.config == n for r in runs)}" for n in names)
+    print(f"\nmedians over the runs that succeeded ({counts}):")
     print(f"  {'':{width}}" + "".join(f"  {label[n]:>12}" for n in names))
     ratios: dict[str, list[str]] = {}
     for title, get, fmt, with_ratio in rows:
