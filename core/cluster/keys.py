@@ -49,6 +49,7 @@ from typing import Any, Final
 
 from crawldeck.core.errors import CrawldeckError
 from crawldeck.core.frontier import FrontierEntry
+from crawldeck.core.store import FrontierRow
 
 #: Shards (hash tags) the hosts are spread over.
 SHARDS: Final = 64
@@ -160,6 +161,16 @@ def encode_entry(entry: FrontierEntry) -> str:
     )  # fmt: skip
 
 
+def encode_row(row: FrontierRow) -> str:
+    """``encode_entry`` of the entry of frontier row ``row`` (the same JSON)."""
+    return json.dumps(
+        [row.url, row.key, row.host, row.depth, row.priority, row.attempts,
+         list(row.redirects), row.via],
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )  # fmt: skip
+
+
 def decode_entry(text: str | bytes) -> FrontierEntry:
     """The frontier entry of ``encode_entry``'s JSON.
 
@@ -190,6 +201,7 @@ __all__ = [
     "check_crawl_id",
     "decode_entry",
     "encode_entry",
+    "encode_row",
     "score",
     "seen_member",
     "shard_of",

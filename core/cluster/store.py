@@ -41,14 +41,13 @@ from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import astuple, dataclass, field, fields
 from typing import Any, Literal, NoReturn
-from urllib.parse import urlsplit
 
 from crawldeck.core import urls
 from crawldeck.core.cluster import wire
 from crawldeck.core.cluster.keys import (
     Keyspace,
     decode_entry,
-    encode_entry,
+    encode_row,
     score,
     seen_member,
     shard_of,
@@ -56,7 +55,6 @@ from crawldeck.core.cluster.keys import (
 from crawldeck.core.cluster.leases import Leases
 from crawldeck.core.cluster.link import Command, RedisLink
 from crawldeck.core.errors import CrawldeckError, StoreError
-from crawldeck.core.frontier import FrontierEntry
 from crawldeck.core.protocols import Clock
 from crawldeck.core.robots_policy import RobotsEntry
 from crawldeck.core.store import (
@@ -80,10 +78,16 @@ PREFIX_CHARS = 40
 
 
 def path_prefix(url: str) -> str:
-    """The first path segment of ``url`` (``/docs/a/b`` -> ``docs``; ``""`` at the
-    root): the sub-queue of a hot host it goes to (issue #12 item 5)."""
-    path = urlsplit(url).path
-    return path.lstrip("/").split("/", 1)[0][:PREFIX_CHARS]
+    """The first path segment of ``url``, a cleaned absolute URL (``core.urls.clean``:
+    ``http://h/docs/a?q`` -> ``docs``; ``""`` at the root): the sub-queue of a hot host
+    it goes to (issue #12 item 5). A split, not a parse: it runs for every URL found."""
+    parts = url.split("/", 4)
+    if len(parts) < 4:
+        return ""
+    segment = parts[3]
+    for mark in "?#":
+        segment = segment.split(mark, 1)[0]
+    return segment[:PREFIX_CHARS]
 
 
 @dataclass(slots=True)
@@ -442,11 +446,9 @@ class ClusterStore:
         now_ms = int(self._clock() * 1000)
         pushes = self._buf.pushes
         for row in rows:
-            entry = FrontierEntry(row.url, row.key, row.host, row.depth, row.priority,
-                                  row.attempts, tuple(row.redirects), row.via)  # fmt: skip
             pushes[shard_of(row.host)][row.host].append(
                 [str(seen_member(row.key)), str(score(row.priority, now_ms)),
-                 path_prefix(row.url), encode_entry(entry)]
+                 path_prefix(row.url), encode_row(row)]
             )  # fmt: skip
         by_host: dict[str, list[FrontierRow]] = defaultdict(list)
         for row in rows:

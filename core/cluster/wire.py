@@ -137,13 +137,16 @@ def op_record_page(
     next_host: str | None,
     redirects: Sequence[str],
 ) -> list[Any]:
-    """The op of ``ResultSink.record_page`` (its arguments, see ``Store.record_page``)."""
+    """The op of ``ResultSink.record_page`` (its arguments, see ``Store.record_page``);
+    a link from the page's own URL is sent as its target alone (most are: a page's
+    outlinks), others as ``[from, to]`` pairs."""
+    own = page.url
     return [
         "record_page",
         [
             list(astuple(page)),
             key,
-            [list(edge) for edge in links],
+            [to if start == own else [start, to] for start, to in links],
             [list(astuple(row)) for row in new_rows],
             state,
             next_url,
@@ -151,6 +154,14 @@ def op_record_page(
             list(redirects),
         ],
     ]
+
+
+def _edge(own: Any, edge: Any) -> tuple[str, str]:
+    """A link of a page op: a target alone is a link from the page's own URL ``own``."""
+    if isinstance(edge, str):
+        return str(own), edge
+    start, to = edge
+    return str(start), str(to)
 
 
 def op_fail_urls(urls: Sequence[tuple[str, str]], error: str) -> list[Any]:
@@ -222,7 +233,7 @@ def replay(op: Sequence[Any], sink: ResultSink) -> None:
             sink.record_page(
                 _record(PageRecord, page),
                 key=str(key),
-                links=[(str(a), str(b)) for a, b in links],
+                links=[_edge(page[0], edge) for edge in links],
                 new_rows=_rows(new_rows),
                 state=state,
                 next_url=next_url,
