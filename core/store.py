@@ -336,6 +336,7 @@ _SQL_BEGIN_RUN: Final = (
     " VALUES (?, ?, NULL, 'running', ?)"
 )
 _SQL_END_RUN: Final = "UPDATE runs SET finished_at = ?, status = ? WHERE id = ?"
+_SQL_END_LIVE_HOSTS: Final = "UPDATE hosts SET state = ? WHERE state IN ('active', 'backoff')"
 
 
 def _create_schema(conn: sqlite3.Connection) -> None:
@@ -1239,14 +1240,20 @@ class Store:
         self._put((_BEGIN_RUN, run_id, self._clock(), text))
         return run_id
 
-    def end_run(self, run_id: int, status: str) -> None:
+    def end_run(self, run_id: int, status: str, *, live_hosts: str | None = None) -> None:
         """Queue the end of run ``run_id``: ``finished_at`` = now, ``status`` (e.g. ``finished``).
+
+        Args:
+            live_hosts: the final ``hosts.state`` for every host still ``active`` or
+                ``backoff`` (a cluster crawl's coordinator: ``done`` when finished,
+                ``queued`` when stopped; its workers wrote the hosts' rows while they
+                owned them, before the end was known); ``None``: hosts unchanged.
 
         Raises:
             StoreError: see the class.
         """
         self._check()
-        self._put((_END_RUN, self._clock(), status, run_id))
+        self._put((_END_RUN, self._clock(), status, run_id, live_hosts))
 
     def flush(self) -> None:
         """Block until every operation queued so far is committed.
@@ -1446,8 +1453,10 @@ class Store:
             conn.execute(_SQL_KILLED_RUNS)
             conn.execute(_SQL_BEGIN_RUN, (run_id, to_iso_utc(started_at), text))
         elif kind == _END_RUN:
-            _, at, status, run_id = op
+            _, at, status, run_id, live_hosts = op
             conn.execute(_SQL_END_RUN, (to_iso_utc(at), status, run_id))
+            if live_hosts is not None:
+                conn.execute(_SQL_END_LIVE_HOSTS, (live_hosts,))
         else:  # pragma: no cover - every op kind is handled above
             raise AssertionError(f"unknown store operation {kind}")
 

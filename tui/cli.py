@@ -41,6 +41,10 @@ EXIT_STOPPED = 130
 DEMO_PREFIX = "127.77.0"
 DEMO_NETWORK = f"{DEMO_PREFIX}.0/24"
 
+#: The most worker processes ``--workers`` starts on one machine (more machines join
+#: with ``crawldeck worker``).
+MAX_WORKERS = 64
+
 EXPORT_TABLES = ("pages", "blocked", "hosts", "links")
 EXPORT_FORMATS = ("jsonl", "csv")
 
@@ -60,12 +64,22 @@ def _positive(text: str) -> int:
     return _whole(text, 0)
 
 
+def _workers(text: str) -> int:
+    """A worker count: 1 to ``MAX_WORKERS`` (each is a process with its own engine)."""
+    value = _whole(text, 1)
+    if value > MAX_WORKERS:
+        raise argparse.ArgumentTypeError(
+            f"expected at most {MAX_WORKERS} workers on one machine, got {text!r}"
+        )
+    return value
+
+
 def _count(text: str) -> int:
     """A flag value >= 1 (page caps, concurrency)."""
     return _whole(text, 1)
 
 
-def _program() -> str:
+def program() -> str:
     """How to call this command again: ``crawldeck`` when that is on PATH, else the
     path it was started by (e.g. ``.venv/bin/crawldeck`` after the README's install)."""
     argv0 = sys.argv[0]
@@ -93,7 +107,7 @@ def _add_crawl_flags(parser: argparse.ArgumentParser, *, db_default: str) -> Non
     parser.add_argument("--no-ui", action="store_true", help="headless: progress lines only")
     parser.add_argument(
         "--workers",
-        type=_count,
+        type=_workers,
         help="crawl with N worker processes sharing one frontier in Redis (a private "
         "redis-server in DB.redis/ unless --redis is given)",
     )
@@ -111,7 +125,8 @@ def _add_redis_flags(parser: argparse.ArgumentParser, *, required: bool) -> None
         "--crawl-id",
         required=required,
         metavar="NAME",
-        help="the cluster crawl's name in that Redis (default: the --db file's name)",
+        help="the cluster crawl's name in that Redis"
+        + ("" if required else " (default: the --db file's name; 'crawl' on a private Redis)"),
     )
     parser.add_argument("--redis-cluster", action="store_true", help="the Redis is a Redis Cluster")
 
@@ -254,7 +269,7 @@ def _finish(
     The terminal may be gone (SIGHUP after it closed): output that cannot be written is
     dropped, the exit code still tells what happened (the crawl is saved either way).
     """
-    lines = [f"crawl saved in {db}; export with: {_program()} export {shlex.quote(str(db))} "
+    lines = [f"crawl saved in {db}; export with: {program()} export {shlex.quote(str(db))} "
              "--table pages --format csv"]  # fmt: skip
     stopped = stopped or outcome == "stopped"
     failures = [] if stopped else _seed_failures(store)
@@ -325,7 +340,7 @@ def _run_crawl(args: argparse.Namespace) -> int:
     ui = _wants_console(args)
     if ui:
         config = _ui_config(config)
-    hint = f"resume with: {_program()} {shlex.join(sys.argv[1:])}"
+    hint = f"resume with: {program()} {shlex.join(sys.argv[1:])}"
     db = Path(args.db)
     if args.workers is not None or args.redis is not None:
         from crawldeck.tui.cluster_cli import run_cluster_crawl
@@ -366,7 +381,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     ui = _wants_console(args)
     if ui:
         config = _ui_config(config)
-    hint = f"the demo starts anew each run: {_program()} demo"
+    hint = f"the demo starts anew each run: {program()} {shlex.join(sys.argv[1:])}"
     try:
         with LocalWeb() as web:
             print("crawldeck demo: the local web is up:")

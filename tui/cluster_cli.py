@@ -32,6 +32,7 @@ from crawldeck.core.cluster.worker import Worker, read_config
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.errors import CrawldeckError
 from crawldeck.core.store import Store
+from crawldeck.tui.cli import program
 from crawldeck.tui.headless import stop_signals
 
 EXIT_OK = 0
@@ -75,7 +76,8 @@ def progress_line(snap: ClusterSnapshot) -> str:
 
 
 def summary_lines(snap: ClusterSnapshot, outcome: str) -> list[str]:
-    """The end-of-crawl summary of a cluster crawl."""
+    """The end-of-crawl summary of a cluster crawl: pages, bytes, time, status mix and
+    refusals (each worker's own figures are its last line in ``DB.workers.log``)."""
     mix = ", ".join(f"{k} {v}" for k, v in sorted(snap.status_mix.items())) or "-"
     lines = [
         f"crawl {outcome}: {snap.pages} pages (all runs), {snap.bytes:,} bytes, "
@@ -84,8 +86,6 @@ def summary_lines(snap: ClusterSnapshot, outcome: str) -> list[str]:
     ]
     for reason, count in sorted(snap.blocked.items()):
         lines.append(f"  blocked: {reason} {count}")
-    for w in snap.workers:
-        lines.append(f"  worker {w.id}: {w.pages} pages")
     return lines
 
 
@@ -105,6 +105,7 @@ async def _coordinate(
     config: CrawlConfig,
     seeds: Sequence[str],
     db: Path,
+    store: Store,
     url: str,
     crawl_id: str,
     *,
@@ -112,7 +113,6 @@ async def _coordinate(
 ) -> tuple[str, ClusterSnapshot]:
     await acheck_redis(url)
     link = RedisLink(open_client(url, cluster=args.redis_cluster), outage_s=config.redis_outage_s)
-    store = Store(db, flush_interval_ms=config.flush_interval_ms)
     try:
         coordinator = Coordinator(
             config, store, link, Keyspace(crawl_id),
@@ -144,7 +144,6 @@ async def _coordinate(
                 loop.remove_signal_handler(sig)
         return outcome, coordinator.snapshot()
     finally:
-        store.close()
         with contextlib.suppress(Exception):
             await link.aclose()
 
@@ -163,28 +162,37 @@ def run_cluster_crawl(
     (the demo): a private Redis starts empty."""
     try:
         fallback = PRIVATE_CRAWL_ID if args.redis is None else default_crawl_id(db)
-        crawl_id = check_crawl_id(args.crawl_id or fallback)
+        crawl_id = check_crawl_id(fallback if args.crawl_id is None else args.crawl_id)
+        # the crawl file first: one in use by another crawldeck is refused in one line
+        # before anything starts (its private Redis is that crawl's)
+        store = Store(db, flush_interval_ms=config.flush_interval_ms)
         private = None
-        if args.redis is None:
-            directory = Path(f"{db}.redis")
-            if fresh:
-                shutil.rmtree(directory, ignore_errors=True)
-            private = PrivateRedis(directory)
-            private.start()
-            url = private.url
-        else:
-            url = args.redis
         try:
-            outcome, snap = asyncio.run(_coordinate(args, config, seeds, db, url, crawl_id, ui=ui))
+            if args.redis is None:
+                directory = Path(f"{db}.redis")
+                if fresh:
+                    shutil.rmtree(directory, ignore_errors=True)
+                private = PrivateRedis(directory)
+                private.start()
+                url = private.url
+            else:
+                url = args.redis
+            outcome, snap = asyncio.run(
+                _coordinate(args, config, seeds, db, store, url, crawl_id, ui=ui)
+            )
         finally:
+            store.close()
             if private is not None:
                 private.stop()
     except CrawldeckError as exc:
         return _fail(str(exc))
     with contextlib.suppress(OSError):
+        for line in snap.log[-5:]:  # why it ended, when it was not the user's stop
+            print(f"crawldeck: {line}", file=sys.stderr)
         print("\n".join(summary_lines(snap, outcome)))
-        print(f"crawl saved in {db}; export with: crawldeck export {shlex.quote(str(db))} "
-              "--table pages --format csv", flush=True)  # fmt: skip
+        print(f"crawl saved in {db} (each worker's last line in {db}.workers.log); export "
+              f"with: {program()} export {shlex.quote(str(db))} --table pages --format csv",
+              flush=True)  # fmt: skip
         if outcome == "stopped":
             print(resume_hint, flush=True)
     return EXIT_STOPPED if outcome == "stopped" else EXIT_OK

@@ -14,6 +14,8 @@ count reach it stops every worker at once, ``ClusterStore``; pages in flight the
 still land, so a crawl may end up to the fetches in flight past it). Then the
 collector drains the streams and the run is recorded in the file.
 
+Local workers die with this process (``die_with_parent``): a coordinator killed with
+SIGKILL leaves no worker behind (its private Redis gets SIGTERM and saves its state).
 A local worker that exits on its own before the end (killed, crashed) is reported in
 the log and not restarted: its hosts' leases run out and the other workers take them
 over (``SURVEY``, which the coordinator runs too). If every local worker is gone and
@@ -26,6 +28,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import signal
 import time
 from collections import Counter, deque
 from collections.abc import Sequence
@@ -36,6 +39,7 @@ from typing import Any, Literal
 from crawldeck.core.cluster.collector import Collector
 from crawldeck.core.cluster.keys import Keyspace
 from crawldeck.core.cluster.link import Command, RedisLink
+from crawldeck.core.cluster.server import die_with_parent
 from crawldeck.core.cluster.worker import (
     publish_crawl,
     survey_commands,
@@ -222,7 +226,9 @@ class Coordinator:
             await asyncio.gather(collector, return_exceptions=True)
             outcome = self._outcome or "finished"
             self._state = "finished"
-            self.store.end_run(run_id, outcome)
+            self.store.end_run(
+                run_id, outcome, live_hosts="done" if outcome == "finished" else None
+            )
             await asyncio.to_thread(self.store.flush)
         if self._gone_for_good():
             raise ClusterError(
@@ -239,6 +245,7 @@ class Coordinator:
                     await asyncio.create_subprocess_exec(
                         *self._command, stdin=asyncio.subprocess.DEVNULL,
                         stdout=out, stderr=out, start_new_session=True,
+                        preexec_fn=die_with_parent(signal.SIGKILL),
                     )
                 )  # fmt: skip
 
@@ -263,7 +270,7 @@ class Coordinator:
             local = any(proc.returncode is None for proc in self._procs)
             alive = any(row.state != "late" for row in self._rows)
             self._seen_alive = self._seen_alive or alive or local
-            if not local and not alive and self._seen_alive:
+            if not local and not alive and (self._seen_alive or self._state == "stopping"):
                 if self._state != "stopping" and (self._claimable or self._owned):
                     self._log("no worker is left and URLs are still queued: stopping")
                     self._outcome = self._outcome or "stopped"

@@ -29,13 +29,15 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import ctypes
 import os
 import re
 import shutil
+import signal
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -44,6 +46,9 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from crawldeck.core.errors import ClusterError
+
+#: prctl(2)'s option: the signal the kernel sends a process when its parent dies.
+_PR_SET_PDEATHSIG = 1
 
 #: The longest unix socket path Linux takes: ``sun_path`` is 108 bytes with the NUL
 #: (unix(7)); a longer one cannot be bound nor connected to.
@@ -69,6 +74,18 @@ LOG_NAME = "redis.log"
 
 #: How often ``start()`` asks the new server for PING (s).
 _POLL_S = 0.02
+
+
+def die_with_parent(sig: signal.Signals) -> Callable[[], None]:
+    """A ``preexec_fn`` that has the kernel send ``sig`` to the child when the process
+    that started it dies, even by SIGKILL (``prctl(PR_SET_PDEATHSIG)``, prctl(2)): a
+    private redis-server gets SIGTERM (it writes its append-only file and exits), a
+    local worker SIGKILL (its leases run out; nothing of it is lost)."""
+
+    def arm() -> None:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+
+    return arm
 
 
 def find_redis_server() -> str:
@@ -203,6 +220,7 @@ class PrivateRedis:
                 stderr=log,
                 cwd=self.directory,
                 start_new_session=True,
+                preexec_fn=die_with_parent(signal.SIGTERM),
             )
         try:
             self._wait_ready()
