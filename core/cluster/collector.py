@@ -6,9 +6,9 @@ fields ``w`` worker, ``h`` host, ``e`` lease epoch, ``m`` the ops). ``Collector`
 the 64 streams and replays the ops on the crawl's ``core.store.Store``, so the file has
 the schema and the rows a single-process crawl writes.
 
-One batch (``collect_once``): one pipeline of one ``XREAD`` per shard from the shard's
-cursor (the last entry id applied; per shard because Redis Cluster refuses one command
-over keys of several slots), the ops replayed in stream order per shard, then ONE
+One batch (``collect_once``): one ``XREAD`` of the 64 streams from their cursors (the
+last entry ids applied; on Redis Cluster, which refuses one command over keys of
+several slots, a pipeline of one per shard), the ops replayed in stream order per shard, then ONE
 ``Store.atomic`` block that also holds each shard's new cursor (``meta`` row
 ``cluster.cursor:<stream>``), then ``flush`` (committed), then ``XTRIM MINID`` of what
 was committed, so Redis holds only what is not in the file yet. Exactly once, whatever
@@ -214,6 +214,16 @@ def _entries(reply: Any) -> list[tuple[str, dict[Any, Any]]]:
     return [(_text(entry_id), fields) for entry_id, fields in streams[0]]
 
 
+def _by_stream(reply: Any, streams: list[str]) -> list[list[tuple[str, dict[Any, Any]]]]:
+    """The ``(id, fields)`` per stream, in ``streams``' order, of one multi-stream
+    ``XREAD`` reply (RESP2: a list of ``[name, entries]``; RESP3: a dict)."""
+    found: dict[str, Any] = {}
+    if reply:
+        pairs = reply.items() if isinstance(reply, dict) else ((s[0], s[1]) for s in reply)
+        found = {_text(name): entries for name, entries in pairs}
+    return [[(_text(i), fields) for i, fields in found.get(s, ())] for s in streams]
+
+
 class Collector:
     """Writes a cluster crawl's results from its shard streams into its ``Store``.
 
@@ -353,10 +363,16 @@ class Collector:
             await self._load()
         await self._trim()
         per_shard = max(1, math.ceil(max_entries / SHARDS))
-        pipe = self._client.pipeline(transaction=False)
-        for stream, cursor in zip(self._streams, self._cursors, strict=True):
-            pipe.xread({stream: cursor}, count=per_shard)
-        split = [_entries(reply) for reply in await pipe.execute()]
+        if isinstance(self._client, RedisCluster):  # one XREAD per shard: slots differ
+            pipe = self._client.pipeline(transaction=False)
+            for stream, cursor in zip(self._streams, self._cursors, strict=True):
+                pipe.xread({stream: cursor}, count=per_shard)
+            split = [_entries(reply) for reply in await pipe.execute()]
+        else:  # one XREAD over the 64 streams: one command, not 64
+            reply = await self._client.xread(
+                dict(zip(self._streams, self._cursors, strict=True)), count=per_shard
+            )
+            split = _by_stream(reply, self._streams)
         read = sum(map(len, split))
         if not read:
             now = time.monotonic()

@@ -207,7 +207,7 @@ class Coordinator:
             StoreError: the crawl file could not be written.
         """
         await self._link.load_scripts()
-        await publish_crawl(self._link, self._keys, self.config, seeds)
+        await publish_crawl(self._link, self._keys, self.config, seeds, workers=self._count)
         run_id = self.store.begin_run(asdict(self.config))
         stop_collecting = asyncio.Event()
         collector = asyncio.get_running_loop().create_task(self._collector.run(stop_collecting))

@@ -58,13 +58,15 @@ for _, h in ipairs(cjson.decode(ARGV[2])) do
   local b = base(h[1])
   local q = b .. ':q'
   local added = 0
+  local size = redis.call('ZCARD', q)
   for _, r in ipairs(h[2]) do
     if redis.call('SADD', b .. ':seen', r[1]) == 1 then
-      if redis.call('ZCARD', q) >= hot then
+      if size >= hot then
         redis.call('SADD', b .. ':subs', r[3])
         redis.call('ZADD', q .. ':' .. r[3], r[2], r[4])
       else
         redis.call('ZADD', q, r[2], r[4])
+        size = size + 1
       end
       added = added + 1
     end

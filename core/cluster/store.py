@@ -39,7 +39,7 @@ import logging
 import time
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Sequence
-from dataclasses import astuple, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, NoReturn
 
 from crawldeck.core import urls
@@ -339,7 +339,7 @@ class ClusterStore:
         self._check()
         commit = self._op(rec.host, wire.op_upsert_host(rec))
         if commit is not None:
-            commit.rec = json.dumps(list(astuple(rec)), separators=(",", ":"))
+            commit.rec = json.dumps(wire.values(rec), separators=(",", ":"))
 
     def save_robots(self, view: RobotsEntry) -> None:
         """Keep a robots.txt entry this worker fetched in Redis for its TTL, for the
@@ -626,7 +626,8 @@ def _counts(commit: _Commit) -> dict[str, int]:
 
 def encode_robots(view: RobotsEntry) -> str:
     """A robots.txt entry as JSON (its fields in order)."""
-    return json.dumps(list(astuple(view)), separators=(",", ":"), ensure_ascii=False)
+    return json.dumps([getattr(view, f.name) for f in fields(view)], separators=(",", ":"),
+                      ensure_ascii=False)  # fmt: skip
 
 
 def decode_robots(text: str | bytes) -> RobotsEntry | None:

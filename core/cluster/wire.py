@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import astuple, fields
+from dataclasses import fields
 from math import isfinite
+from operator import attrgetter
 from typing import Any, Final, Literal, TypeVar, cast
 
 from crawldeck.core.errors import CrawldeckError
@@ -40,6 +41,10 @@ OP_NAMES: Final = frozenset(
 )
 
 _R = TypeVar("_R", PageRecord, BlockedRecord, HostRecord, FrontierRow)
+_GETTERS: Final = {
+    cls: attrgetter(*(f.name for f in fields(cls)))
+    for cls in (PageRecord, BlockedRecord, HostRecord, FrontierRow)
+}
 
 
 class WireError(CrawldeckError):
@@ -121,9 +126,15 @@ def _rows(value: Any) -> tuple[FrontierRow, ...]:
     return rows
 
 
+def values(rec: PageRecord | BlockedRecord | HostRecord | FrontierRow) -> list[Any]:
+    """``rec``'s fields in declaration order, as JSON takes them (``dataclasses.astuple``
+    without its deep copy, which cost a worker a tenth of its time)."""
+    return list(_GETTERS[type(rec)](rec))
+
+
 def op_enqueue(rows: Sequence[FrontierRow]) -> list[Any]:
     """The op of ``ResultSink.enqueue_urls(rows)``."""
-    return ["enqueue_urls", [[list(astuple(row)) for row in rows]]]
+    return ["enqueue_urls", [[values(row) for row in rows]]]
 
 
 def op_record_page(
@@ -144,10 +155,10 @@ def op_record_page(
     return [
         "record_page",
         [
-            list(astuple(page)),
+            values(page),
             key,
             [to if start == own else [start, to] for start, to in links],
-            [list(astuple(row)) for row in new_rows],
+            [values(row) for row in new_rows],
             state,
             next_url,
             next_host,
@@ -171,7 +182,7 @@ def op_fail_urls(urls: Sequence[tuple[str, str]], error: str) -> list[Any]:
 
 def op_record_blocked(rec: BlockedRecord) -> list[Any]:
     """The op of ``ResultSink.record_blocked(rec)``."""
-    return ["record_blocked", [list(astuple(rec))]]
+    return ["record_blocked", [values(rec)]]
 
 
 def op_mark(
@@ -183,7 +194,7 @@ def op_mark(
 
 def op_upsert_host(rec: HostRecord) -> list[Any]:
     """The op of ``ResultSink.upsert_host(rec)``."""
-    return ["upsert_host", [list(astuple(rec))]]
+    return ["upsert_host", [values(rec)]]
 
 
 def encode_ops(ops: Sequence[list[Any]]) -> str:
@@ -272,4 +283,5 @@ __all__ = [
     "op_record_page",
     "op_upsert_host",
     "replay",
+    "values",
 ]

@@ -129,10 +129,17 @@ def survey_totals(replies: Sequence[Any]) -> dict[str, int]:
 
 
 async def publish_crawl(
-    link: RedisLink, keys: Keyspace, config: CrawlConfig, seeds: Sequence[str]
+    link: RedisLink,
+    keys: Keyspace,
+    config: CrawlConfig,
+    seeds: Sequence[str],
+    *,
+    workers: int = 0,
 ) -> None:
     """Put a crawl's config and seeds in Redis and mark it running (the first
     process does this; workers read them). Seeds already listed are not added again.
+    ``workers``: how many the first process starts: each counts the others from the
+    start when it takes its share of the hosts (else the first one up took them all).
 
     Raises:
         ClusterError: see ``RedisLink.batch``.
@@ -142,7 +149,7 @@ async def publish_crawl(
     fresh = [s for s in dict.fromkeys(seeds) if s not in have]
     commands: list[Command] = [
         ("SET", keys.config, json.dumps(asdict(config))),
-        ("HSET", keys.control, "state", "running"),
+        ("HSET", keys.control, "state", "running", "workers", workers),
     ]
     if fresh:
         commands.append(("RPUSH", keys.seeds, *fresh))
@@ -215,6 +222,7 @@ class Worker:
         self._share = 1
         self._ready_by_shard = [0] * SHARDS
         self._live = 1
+        self._born = monotonic()
         self._state = "starting"
         self._rate: tuple[float, int] = (monotonic(), 0)
         self.pages_per_s = 0.0
@@ -364,7 +372,7 @@ class Worker:
         commands += survey
         commands += [
             ("HSET", k.workers, self.id, json.dumps(self._heartbeat_record(now))),
-            ("HGET", k.control, "state"),
+            ("HMGET", k.control, "state", "workers"),
             ("LLEN", k.seeds),
             ("HVALS", k.workers),
         ]
@@ -383,8 +391,11 @@ class Worker:
         self._ready_by_shard = [r for r, _o in counts]
         ready = sum(self._ready_by_shard)
         owned = sum(o for _r, o in counts)
-        control, seeds_len, beats = replies[-3], replies[-2], replies[-1]
-        self._live = max(1, sum(1 for b in beats if self._alive(b, now)))
+        (control, expected), seeds_len, beats = replies[-3], replies[-2], replies[-1]
+        live = sum(1 for b in beats if self._alive(b, now))
+        if self._mono() - self._born < self._lease_ms / 1000:  # the others are starting
+            live = max(live, int(expected or 0))
+        self._live = max(1, live)
         self._share = max(1, math.ceil((ready + owned) / self._live))
         self._quiet = ready == 0 and owned == 0
         self._follow_control(_text(control))
