@@ -167,7 +167,7 @@ async def test_release_keeps_a_host_whose_urls_arrived_and_frees_an_empty_one(
     await push(link, [row(f"http://{HOST}/a")])
     epoch = (await claim(link, "w1"))[0][1]
     await push(link, [row(f"http://{HOST}/b")])  # another worker found one meanwhile
-    args = json.dumps([[HOST, epoch, False, False, 0, NOW]])
+    args = json.dumps([[HOST, epoch, 0, NOW]])
     (kept,) = await link.batch(
         [("script", "release", [K.stream(SHARD)], [K.tag(SHARD), "w1", args])]
     )

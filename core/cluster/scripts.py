@@ -198,13 +198,13 @@ return out
 """
 )
 
-#: ARGV[2]: worker; ARGV[3]: JSON ``[[host, epoch, last_s|false, rec|false, force,
-#: ready_at_s], ...]``. Gives each host up if its lease is still ``worker epoch``:
-#: unless ``force``, only when nothing is queued or handed out. Handed-out URLs go
-#: back to the queue, ``:st`` gets ``last``, ``rec`` and ``clean`` 1, and a host with
-#: URLs left is claimable from ``ready_at`` (its politeness deadline). Returns
-#: ``[[host, outcome, queued]]``: outcome 1 released, 0 kept (URLs arrived: the owner
-#: reads them), -1 not ours any more.
+#: ARGV[2]: worker; ARGV[3]: JSON ``[[host, epoch, force, ready_at_s], ...]``. Gives
+#: each host up if its lease is still ``worker epoch``: unless ``force``, only when
+#: nothing is queued or handed out. Handed-out URLs go back to the queue, ``:st`` gets
+#: ``clean`` 1 (its last state came with its last commit), and a host with URLs left
+#: is claimable from ``ready_at`` (its politeness deadline). Returns ``[[host, outcome,
+#: queued]]``: outcome 1 released, 0 kept (URLs arrived: the owner reads them), -1 not
+#: ours any more.
 RELEASE: Final = (
     _HELPERS
     + r"""
@@ -216,15 +216,13 @@ for _, h in ipairs(cjson.decode(ARGV[3])) do
     out[#out + 1] = {h[1], -1, 0}
   else
     local n = queued(b) + give_back(b)
-    if h[5] == 0 and n > 0 then
+    if h[3] == 0 and n > 0 then
       out[#out + 1] = {h[1], 0, n}
     else
-      if h[3] then redis.call('HSET', b .. ':st', 'last', h[3]) end
-      if h[4] then redis.call('HSET', b .. ':st', 'rec', h[4]) end
       redis.call('HSET', b .. ':st', 'clean', '1')
       redis.call('DEL', b .. ':lease')
       redis.call('ZREM', tag .. ':owned', h[1])
-      if n > 0 then redis.call('ZADD', tag .. ':ready', h[6], h[1]) end
+      if n > 0 then redis.call('ZADD', tag .. ':ready', h[4], h[1]) end
       out[#out + 1] = {h[1], 1, n}
     end
   end

@@ -583,12 +583,10 @@ class Worker:
             if epoch is None:
                 continue
             at = gate.next_fetch_at(host, now) if gate is not None else now
-            by_shard.setdefault(shard_of(host), []).append(
-                [host, epoch, False, False, 1 if force else 0, at]
-            )
+            by_shard.setdefault(shard_of(host), []).append([host, epoch, 1 if force else 0, at])
             if force:
                 self.leases.give_up(host)
-                self._lost_quietly(host)
+                self._lost(host)
         if not by_shard:
             return
         commands: list[Command] = [
@@ -600,16 +598,11 @@ class Worker:
                 host = str(_text(host_b))
                 if outcome == 1:
                     self.leases.give_up(host)
-                    self._lost_quietly(host)
+                    self._lost(host)
                 elif outcome == 0 and self._window is not None:
                     self._window.adopt(host, int(queued))
                 elif outcome == -1:
                     self.leases.lose(host)
-
-    def _lost_quietly(self, host: str) -> None:
-        if self._window is not None:
-            self._window.drop_host(host)
-        self.store.forget_host(host)
 
 
 __all__ = [
