@@ -761,7 +761,8 @@ class Politeness:
             demoted=self.should_demote(host, now),
             crawl_delay_s=crawl,
             backoff_started=state.backoff_started,
-            learnt_delay_ms=state.learnt_s * 1000.0,
+            # Rounded to ns so that s -> ms does not show a cap as a hair above it.
+            learnt_delay_ms=round(state.learnt_s * 1000.0, 6),
         )
 
     def hosts(self) -> int:
