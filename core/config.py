@@ -229,6 +229,13 @@ class CrawlConfig:
             sub-queues in Redis (a hot host, issue #12 item 5).
         redis_outage_s: how long a cluster worker waits, retrying with backoff, for a
             Redis that stopped answering before it gives up (exit 2).
+        warc: write every fetch (robots.txt and redirects included) to WARC/1.1 files
+            ``<db>-NNNNN.warc.gz`` beside the crawl file (``core.warc``, issue #13).
+        warc_max_bytes: a WARC file is closed and the next one started once it has
+            this many bytes (compressed, as on disk; a record is never split).
+        sitemaps: read the sitemaps a host publishes (its robots.txt ``Sitemap:``
+            lines, else ``/sitemap.xml``) and admit their URLs like links
+            (sitemaps.org protocol; ``core.sitemaps``).
     """
 
     user_agent: str = "crawldeck/0.1 (+https://github.com/crawldeck/crawldeck)"
@@ -298,6 +305,9 @@ class CrawlConfig:
     cluster_lease_ms: Annotated[int, Range(500, 3_600_000)] = 10_000
     cluster_hot_queue: Annotated[int, Range(10)] = 10_000
     redis_outage_s: Annotated[int, Range(1, 86_400)] = 60
+    warc: bool = True
+    warc_max_bytes: Annotated[int, Range(1024 * 1024)] = 1_000_000_000
+    sitemaps: bool = True
 
     def __post_init__(self) -> None:
         """Check every field against its type and ``Range``, then the rules between

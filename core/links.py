@@ -130,6 +130,11 @@ class Extracted:
             page to, surrounding C0 controls and spaces stripped, to be resolved
             against ``base`` like ``links``; ``None`` when there is none, it is a
             reload, or its delay is over ``REFRESH_MAX_DELAY_S`` (module docstring).
+        title: the document's ``<title>`` text, whitespace collapsed (``None``: none).
+        canonical: the raw ``href`` of the first ``<link rel="canonical">`` (to be
+            resolved against ``base``), ``None`` when there is none.
+        simhash: the 64-bit SimHash of the page's visible text (an unsigned int,
+            ``core.simhash``), ``None`` when the page has no text.
     """
 
     links: list[str]
@@ -137,6 +142,9 @@ class Extracted:
     nofollow: bool
     noindex: bool
     refresh: str | None = None
+    title: str | None = None
+    canonical: str | None = None
+    simhash: int | None = None
 
 
 def is_html(content_type: str) -> bool:
