@@ -51,7 +51,8 @@ Schema (version ``SCHEMA_VERSION``; the export contract of docs/architecture.md)
     frontier  key (pk), url, host, depth, priority, state, available_at (REAL epoch s),
               attempts, redirects (JSON list of the URLs requested in the redirect chain
               that led here), via, seq (INTEGER insertion order)
-    links     from_url, to_url
+    links     from_url (indexed), to_url: a page's outlinks; a page recorded again
+              replaces them (its latest response wins, as its ``pages`` row)
     runs      id (pk), started_at (TEXT, UTC), finished_at (TEXT, UTC), status,
               config (JSON object)
     meta      key (pk), value: ``schema_version``, ``application`` = ``crawldeck``
@@ -295,6 +296,9 @@ _SQL_SPILLED_INDEX: Final = (
     "ON frontier (host, seq) WHERE state = 'spilled'"
 )
 _SQL_LINK: Final = "INSERT INTO links (from_url, to_url) VALUES (?, ?)"
+#: A page recorded again (a refetch, a cluster result landing twice) replaces its links.
+_SQL_DROP_LINKS: Final = "DELETE FROM links WHERE from_url = ?"
+_SQL_LINKS_INDEX: Final = "CREATE INDEX IF NOT EXISTS links_from ON links (from_url)"
 _SQL_FRONTIER: Final = (
     f"INSERT OR IGNORE INTO frontier ({_FRONTIER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
@@ -909,6 +913,7 @@ class Store:
                 _create_schema(conn)
                 conn.isolation_level = None
             conn.execute(_SQL_SPILLED_INDEX)  # also on files made before it existed
+            conn.execute(_SQL_LINKS_INDEX)
             _add_missing_columns(conn)
         except sqlite3.Error as exc:
             conn.close()
@@ -1374,6 +1379,7 @@ class Store:
             else:
                 totals[status_class(old[0])] -= 1
                 totals["bytes"] -= old[1] or 0
+                conn.execute(_SQL_DROP_LINKS, (page.url,))
             totals[status_class(page.status)] += 1
             totals["bytes"] += page.bytes
             conn.execute(

@@ -237,6 +237,23 @@ def test_missing_directory_is_a_store_error(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- round trips
 
 
+def test_a_page_recorded_again_replaces_its_links(store: Store, db: Path) -> None:
+    """Its latest response wins, links included (a refetch, or a cluster result that
+    lands twice after a Redis restart, never doubles a page's outlinks)."""
+    first = [("http://a.test/k1", "http://a.test/k2"), ("http://a.test/k1", "http://a.test/k3")]
+    other = [("http://a.test/k9", "http://a.test/k2")]
+    store.record_page(page("http://a.test/k9"), key="k9", links=other, new_rows=(), state="done")
+    store.record_page(page("http://a.test/k1"), key="k1", links=first, new_rows=(), state="done")
+    store.record_page(page("http://a.test/k1"), key="k1", links=first, new_rows=(), state="done")
+    store.flush()
+    assert raw(db, "SELECT * FROM links ORDER BY rowid") == other + first
+    later = [("http://a.test/k1", "http://a.test/k4")]
+    store.record_page(page("http://a.test/k1"), key="k1", links=later, new_rows=(), state="done")
+    store.flush()
+    assert raw(db, "SELECT * FROM links ORDER BY rowid") == other + later
+    assert raw(db, "SELECT COUNT(*) FROM pages") == [(2,)]
+
+
 def test_page_round_trip_is_one_operation(store: Store, db: Path) -> None:
     store.enqueue_urls([row("k1")])
     p = page(
