@@ -78,12 +78,16 @@ class SharedWindow(FrontierWindow):
 
     def pop(self, now: float) -> FrontierEntry | None:
         """The next URL of an owned host ready at ``now``; URLs of a host whose lease
-        ran out here are dropped (the host's new owner has them in Redis)."""
+        ran out here are dropped (the host's new owner has them in Redis) and the host
+        is not left checked out."""
         while True:
             entry = super().pop(now)
             if entry is None or self._leases.owns(entry.host):
                 return entry
             self.drop_host(entry.host)
+            # The pop checked the host out and no fetch will give it back: were it
+            # claimed here again, its URLs would wait for a release that never comes.
+            self.release(entry.host, now)
 
     def bring_in(self) -> None:
         """Read owned hosts back, and have the worker claim more."""

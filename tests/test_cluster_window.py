@@ -1,0 +1,78 @@
+"""SharedWindow, the cluster worker's frontier window, on its own (no Redis)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from crawldeck.core.cluster.leases import Leases
+from crawldeck.core.cluster.window import SharedWindow
+from crawldeck.core.frontier import FrontierEntry
+from crawldeck.core.store import FrontierRow
+
+T0 = 1_700_000_000.0
+
+
+class NoSpill:
+    """A store with nothing spilled (every URL here is added in memory)."""
+
+    def load_spilled(self, host: str, after_seq: int, limit: int) -> tuple[list[FrontierRow], int]:
+        return [], after_seq
+
+    def flush(self) -> None:
+        return None
+
+
+class Source:
+    finished = False
+
+    def poke(self) -> None:
+        return None
+
+    async def wait_for_work(self) -> None:
+        return None
+
+
+def entry(host: str, path: str) -> FrontierEntry:
+    url = f"http://{host}{path}"
+    return FrontierEntry(url, url, host, 1, 1, 0, (), None)
+
+
+def test_a_host_lost_then_claimed_again_is_not_left_checked_out() -> None:
+    """A worker that pops a URL of a host whose lease ran out drops the host; when it
+    claims that host again later, its URLs are popped (a check-out left by the drop
+    kept them waiting for ever: the CI hang of issue #12's fault tests)."""
+
+    async def run() -> None:
+        clock = [0.0]
+        leases = Leases(1000, monotonic=lambda: clock[0])
+        window = SharedWindow(100, NoSpill(), lambda rows: None, leases=leases, source=Source())
+        leases.take("a.test", 1, 0.0)
+        window.add(entry("a.test", "/1"))
+        clock[0] = 5.0  # past the lease: the next pop drops the host
+        assert window.pop(T0) is None
+        assert len(window) == 0
+        leases.take("a.test", 2, 5.0)  # claimed again
+        window.add(entry("a.test", "/2"))
+        assert window.next_ready_at() is not None
+        popped = window.pop(T0)
+        assert popped is not None and popped.url == "http://a.test/2"
+
+    asyncio.run(run())
+
+
+def test_urls_of_a_host_not_owned_are_never_popped() -> None:
+    async def run() -> None:
+        leases = Leases(10_000, monotonic=lambda: 0.0)
+        window = SharedWindow(100, NoSpill(), lambda rows: None, leases=leases, source=Source())
+        leases.take("a.test", 1, 0.0)
+        leases.take("b.test", 1, 0.0)
+        for e in (entry("a.test", "/1"), entry("b.test", "/1"), entry("a.test", "/2")):
+            window.add(e)
+        leases.lose("a.test")
+        got = []
+        while (popped := window.pop(T0)) is not None:
+            got.append(popped.url)
+            window.release(popped.host, T0)
+        assert got == ["http://b.test/1"]
+
+    asyncio.run(run())
