@@ -318,12 +318,13 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", response.content_type)
         for name, value in response.headers:
             self.send_header(name, value)
-        self.send_header("Content-Length", str(len(response.body)))
+        if response.status != 304:  # RFC 9110 §8.6: a 304's length would be the 200's
+            self.send_header("Content-Length", str(len(response.body)))
         if self.server.stopping.is_set():
             self.send_header("Connection", "close")
             self.close_connection = True
         self.end_headers()
-        if self.command != "HEAD":
+        if self.command != "HEAD" and response.status != 304:  # §15.4.5: a 304 has no body
             self.wfile.write(response.body)
 
 

@@ -6,13 +6,28 @@ tree at ``http://127.78.0.1:PORT/`` with the content types a crawler expects,
 it, as Apache and nginx do), 404 for anything else, and an :class:`AccessLog` like
 the hosts of :class:`localweb.web.LocalWeb`. :func:`serve_static` serves one tree
 under several addresses on a shared port, for crawls across many hosts.
+
+Conditional requests (RFC 9110 §13): every file is served with a strong ``ETag`` (a
+hash of its bytes, so a rewrite of the same size within one timestamp tick still
+changes it) and a ``Last-Modified`` (its mtime). A GET or HEAD whose ``If-None-Match``
+lists that tag (weak comparison, §13.1.2; ``*`` matches any file) is answered
+``304 Not Modified`` with no body; ``If-Modified-Since`` (§13.1.3) is evaluated only
+without ``If-None-Match`` (§13.2.2 step 4: If-None-Match wins), and only when it is one
+valid HTTP-date. The 304 carries the ``ETag`` (§15.4.5). The access log has the 304s
+(``status``), and :attr:`StaticSite.body_bytes` counts the body bytes handed to the
+server for GET requests, so a test can tell a recrawl that downloaded nothing.
 """
 
 from __future__ import annotations
 
+import email.utils
+import hashlib
 import mimetypes
 import posixpath
-from collections.abc import Sequence
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -20,7 +35,17 @@ from urllib.parse import unquote
 
 from crawldeck.localweb.server import Access, AccessLog, HostServer, Request, Response, start_hosts
 
-__all__ = ["CONTENT_TYPES", "StaticSite", "content_type_for", "serve_static"]
+__all__ = [
+    "CONTENT_TYPES",
+    "StaticSite",
+    "content_type_for",
+    "entity_tag",
+    "not_modified",
+    "serve_static",
+]
+
+#: One entity tag of an ``If-None-Match`` list: ``W/"x"`` or ``"x"`` (RFC 9110 §8.8.3).
+_ENTITY_TAG = re.compile(r'\s*(W/)?("[\x21\x23-\x7e\x80-\xff]*")\s*(?:,|$)')
 
 CONTENT_TYPES: dict[str, str] = {
     ".html": "text/html; charset=utf-8",
@@ -59,6 +84,64 @@ def content_type_for(path: Path | str) -> str:
     return guessed or "application/octet-stream"
 
 
+def entity_tag(body: bytes) -> str:
+    """The strong entity tag of a file's bytes: ``"<32 hex digits>"`` (BLAKE2b, 16
+    bytes), quotes included, as sent in ``ETag`` (RFC 9110 §8.8.3)."""
+    return '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
+
+
+def _opaque_tags(field: str) -> list[str] | None:
+    """The opaque tags (quotes kept, ``W/`` dropped: weak comparison) of an
+    ``If-None-Match`` value, ``["*"]`` for ``*``; ``None`` when it does not parse
+    (the field is then ignored)."""
+    text = field.strip()
+    if text == "*":
+        return ["*"]
+    tags: list[str] = []
+    pos = 0
+    while pos < len(text):
+        match = _ENTITY_TAG.match(text, pos)
+        if match is None or match.end() == pos:
+            return None
+        tags.append(match.group(2))
+        pos = match.end()
+    return tags or None
+
+
+def not_modified(method: str, headers: Mapping[str, str], etag: str, last_modified_s: int) -> bool:
+    """Whether a request for a file with ``etag`` and ``last_modified_s`` (whole epoch
+    seconds) is answered 304 Not Modified (RFC 9110 §13.2.2 steps 3-4).
+
+    Args:
+        method: the request method; only ``GET`` and ``HEAD`` get a 304.
+        headers: request headers, lower-case names.
+        etag: the file's strong entity tag, quotes included.
+        last_modified_s: the file's ``Last-Modified`` as epoch seconds.
+
+    ``If-None-Match`` (§13.1.2): true when one of its tags equals ``etag`` by weak
+    comparison, or it is ``*``; when present (and parsable) ``If-Modified-Since`` is
+    not looked at. ``If-Modified-Since`` (§13.1.3): true when the file was not modified
+    after its date; ignored unless it is one valid HTTP-date. Never raises.
+    """
+    if method not in ("GET", "HEAD"):
+        return False
+    inm = headers.get("if-none-match")
+    if inm is not None:
+        tags = _opaque_tags(inm)
+        if tags is not None:
+            return "*" in tags or etag in tags
+    ims = headers.get("if-modified-since")
+    if ims is None or "," in ims.partition(",")[2]:  # more than one member
+        return False
+    try:
+        since = email.utils.parsedate_to_datetime(ims)
+    except (TypeError, ValueError):
+        return False
+    if since.tzinfo is None:
+        since = since.replace(tzinfo=UTC)
+    return last_modified_s <= since.timestamp()
+
+
 class StaticSite:
     """One host serving the files under ``root`` (see the module docstring).
 
@@ -89,6 +172,8 @@ class StaticSite:
         self.robots_txt = robots_txt
         self._port = port
         self._server: HostServer | None = None
+        self._lock = threading.Lock()
+        self._body_bytes = 0
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -153,10 +238,23 @@ class StaticSite:
         """Every request answered so far, in the order the answers started (a copy)."""
         return self._bound().log.entries()
 
+    @property
+    def body_bytes(self) -> int:
+        """Body bytes of every answer to a GET so far (a 304 adds 0), in bytes."""
+        with self._lock:
+            return self._body_bytes
+
     # ------------------------------------------------------------------ serving
 
     def handle(self, request: Request) -> Response:
         """Answer one request from the tree (a :data:`localweb.server.Handler`)."""
+        response = self._answer(request)
+        if request.method == "GET":
+            with self._lock:
+                self._body_bytes += len(response.body)
+        return response
+
+    def _answer(self, request: Request) -> Response:
         try:
             raw_path = unquote(request.path, errors="strict")
         except UnicodeDecodeError:
@@ -181,9 +279,17 @@ class StaticSite:
             if not target.is_file():
                 return Response.error(404)
             body = target.read_bytes()
+            modified_s = int(target.stat().st_mtime)
         except (OSError, ValueError):
             return Response.error(404)
-        return Response(200, body, content_type_for(target))
+        etag = entity_tag(body)
+        if not_modified(request.method, request.headers, etag, modified_s):
+            return Response(304, b"", "", [("ETag", etag)])
+        last_modified = email.utils.format_datetime(
+            datetime.fromtimestamp(modified_s, UTC), usegmt=True
+        )
+        headers = [("ETag", etag), ("Last-Modified", last_modified)]
+        return Response(200, body, content_type_for(target), headers)
 
 
 def serve_static(
