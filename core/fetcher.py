@@ -227,6 +227,20 @@ class FetchResult:
             read (beyond what sniffing needed) and ``body`` is ``b""``.
         sniffed: ``True`` when ``content_type`` comes from the body's bytes rather
             than from ``Content-Type``.
+        http_version: the status line's version (``"1.1"``, ``"1.0"``).
+        reason: the status line's reason phrase as sent (``"OK"``; may be ``""``).
+        raw_headers: the response header fields as received, name and value bytes in
+            order (aiohttp's ``raw_headers``); ``()`` (a fake fetcher): rebuilt from
+            ``headers`` when written to WARC.
+        request_headers: the request header fields sent (aiohttp's
+            ``request_info.headers``: Host, User-Agent, Accept, Accept-Encoding and
+            any extra ``headers``), in order.
+        wire_body: the body as transferred (its Content-Encoding kept, the transfer
+            coding removed), at most what was read before the cut; ``None`` when it
+            is ``body`` itself (no content coding). The WARC response record holds it
+            (``core.warc``), so its payload matches its ``Content-Encoding``.
+        warc: where the response went in the WARC files (``core.archive``), ``None``
+            when no WARC is written.
     """
 
     url: str
@@ -238,6 +252,40 @@ class FetchResult:
     truncated: bool
     skipped: bool = False
     sniffed: bool = False
+    http_version: str = "1.1"
+    reason: str = ""
+    raw_headers: tuple[tuple[bytes, bytes], ...] = ()
+    request_headers: tuple[tuple[str, str], ...] = ()
+    wire_body: bytes | None = None
+    warc: WarcRef | None = None
+
+    @property
+    def payload(self) -> bytes:
+        """The body as transferred: ``wire_body``, or ``body`` when not content-coded."""
+        return self.body if self.wire_body is None else self.wire_body
+
+
+@dataclass(frozen=True, slots=True)
+class WarcRef:
+    """Where one response was archived (``core.archive.ArchivingFetcher``).
+
+    Attributes:
+        file: the WARC file's name (no directory: it lies beside the crawl file).
+        offset: the byte offset of the record's gzip member in ``file``.
+        length: the member's length in bytes (compressed).
+        record_id: the record's ``WARC-Record-ID`` (``<urn:uuid:...>``).
+        payload_digest: ``sha1:BASE32`` of the payload as transferred (WARC/1.1 §5.9,
+            what warcio computes), ``None`` for a record without payload.
+        duplicate_of: the URL whose earlier response had the same payload digest (the
+            record is a ``revisit``), else ``None``.
+    """
+
+    file: str
+    offset: int
+    length: int
+    record_id: str
+    payload_digest: str | None
+    duplicate_of: str | None = None
 
 
 def media_type(content_type: str | None) -> str:
@@ -810,6 +858,7 @@ class AiohttpFetcher:
                 if reader.truncated:
                     response.close()  # the rest is not read: drop the connection
             elapsed_ms = (time.perf_counter() - started) * 1000
+            version = response.version
             return FetchResult(
                 url=url,
                 status=response.status,
@@ -820,6 +869,11 @@ class AiohttpFetcher:
                 truncated=reader.truncated and not skipped,
                 skipped=skipped,
                 sniffed=sniffed,
+                http_version=f"{version.major}.{version.minor}" if version else "1.1",
+                reason=response.reason or "",
+                raw_headers=response.raw_headers,
+                request_headers=tuple(response.request_info.headers.items()),
+                wire_body=None if skipped else reader.wire(),
             )
 
 
@@ -845,6 +899,7 @@ class _Reader:
         self._limit = limit
         self._url = url
         self._chunks: list[bytes] = []
+        self._wire: list[bytes] | None = [] if coding else None  # coded bytes read
         self._fed = False
         self.size = 0
         self.truncated = False
@@ -857,6 +912,11 @@ class _Reader:
     def body(self) -> bytes:
         """Every decoded byte held."""
         return b"".join(self._chunks)
+
+    def wire(self) -> bytes | None:
+        """Every byte read as transferred (content coding kept), ``None`` without a
+        content coding (then it is ``body()``)."""
+        return None if self._wire is None else b"".join(self._wire)
 
     async def read(self, upto: int | None) -> None:
         """Read until ``upto`` bytes are held (``None``: to the end or the cut)."""
@@ -873,6 +933,8 @@ class _Reader:
                 self._check_end()
                 return
             if inflater is not None:
+                assert self._wire is not None
+                self._wire.append(data)
                 self._fed = True
                 # one more byte than fits tells a longer body from an exact one
                 data = inflater.feed(data, limit - self.size + 1)
@@ -919,4 +981,11 @@ class _Reader:
         return ProtocolViolation(f"invalid HTTP response: {detail}: {url}")
 
 
-__all__ = ["AiohttpFetcher", "FetchResult", "FetcherStatistics", "idle_connections", "media_type"]
+__all__ = [
+    "AiohttpFetcher",
+    "FetchResult",
+    "FetcherStatistics",
+    "WarcRef",
+    "idle_connections",
+    "media_type",
+]

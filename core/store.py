@@ -43,7 +43,13 @@ Schema (version ``SCHEMA_VERSION``; the export contract of docs/architecture.md)
 
     pages     url (unique: the latest response), final_url, host, depth, status,
               content_type, bytes, elapsed_ms, fetched_at (TEXT, UTC), rendered (0/1),
-              error, noindex (0/1)
+              error, noindex (0/1); from version 2 (issue #13): warc_file, warc_offset,
+              warc_length (the response or revisit record: file name beside the crawl
+              file, gzip member offset and length in bytes), payload_digest
+              (``sha1:BASE32``, indexed), title, etag, last_modified, content_length
+              (the header's value, INTEGER), canonical_url, duplicate_of (the URL whose
+              payload this one repeats), simhash (INTEGER, signed 64-bit:
+              ``core.simhash.to_signed``), near_duplicate_of
     blocked   url (unique), host, reason, detail, at (TEXT, UTC)
     hosts     host (pk), ip, robots_status, robots_expires_at (REAL epoch s),
               crawl_delay_ms, delay_ms, backoff_attempts, backoff_until (REAL epoch s),
@@ -53,6 +59,11 @@ Schema (version ``SCHEMA_VERSION``; the export contract of docs/architecture.md)
               that led here), via, seq (INTEGER insertion order)
     links     from_url (indexed), to_url: a page's outlinks; a page recorded again
               replaces them (its latest response wins, as its ``pages`` row)
+    sitemaps  url (unique), host, fetched_at (TEXT, UTC), status (HTTP, NULL without an
+              answer), kind (urlset, sitemapindex, text), urls (listed and kept), error
+              (``reason: detail``; ``core.sitemaps``); created on open if missing
+    sitemap_urls url, sitemap (unique together; url indexed), lastmod (TEXT, UTC),
+              changefreq, priority (REAL): what each sitemap says of each URL
     runs      id (pk), started_at (TEXT, UTC), finished_at (TEXT, UTC), status,
               config (JSON object)
     meta      key (pk), value: ``schema_version``, ``application`` = ``crawldeck``
@@ -90,8 +101,12 @@ import sqlite_utils
 
 from crawldeck.core.errors import StoreError
 
-#: The schema this code reads and writes; a file of another version is refused.
-SCHEMA_VERSION: Final = 1
+#: The schema this code writes; a file of an older version in ``UPGRADABLE_VERSIONS``
+#: is upgraded in place when a ``Store`` opens it, any other version is refused.
+SCHEMA_VERSION: Final = 2
+#: Versions brought to ``SCHEMA_VERSION`` on open (1 -> 2: the ``pages`` columns of
+#: issue #13, added by ``ALTER TABLE ... ADD COLUMN``, NULL in old rows).
+UPGRADABLE_VERSIONS: Final = frozenset({"1"})
 #: A batch is committed when it holds this many operations, even before the interval.
 MAX_BATCH_OPS: Final = 1000
 #: Operations queued for the writer at which the crawl waits (``Store.room``): bounds
@@ -148,6 +163,15 @@ class PageRecord:
         fetched_at: fetch start, wall-clock epoch seconds (stored as UTC ISO text).
         rendered: the page went through a browser. error: a ``reason: detail`` line or
         ``None``. noindex: meta robots / X-Robots-Tag said noindex.
+        warc_file, warc_offset, warc_length: the WARC record of the response (file
+        name, byte offset and length of its gzip member), ``None`` without one.
+        payload_digest: ``sha1:BASE32`` of the payload as transferred.
+        title: the HTML ``<title>``. etag, last_modified: those headers as sent.
+        content_length: the ``Content-Length`` header as an int (``None``: absent or
+        not a number). canonical_url: ``<link rel="canonical">`` resolved and cleaned.
+        duplicate_of: the first URL with the same payload digest (a ``revisit``).
+        simhash: the page text's 64-bit SimHash, unsigned (stored signed).
+        near_duplicate_of: an earlier page of the host within Hamming distance 3.
     """
 
     url: str
@@ -162,6 +186,44 @@ class PageRecord:
     rendered: bool
     error: str | None
     noindex: bool
+    warc_file: str | None = None
+    warc_offset: int | None = None
+    warc_length: int | None = None
+    payload_digest: str | None = None
+    title: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    content_length: int | None = None
+    canonical_url: str | None = None
+    duplicate_of: str | None = None
+    simhash: int | None = None
+    near_duplicate_of: str | None = None
+
+
+#: The ``pages`` columns of schema version 2 (issue #13), after ``noindex``, with
+#: their SQL types: ``PageRecord``'s fields of the same names, in order.
+PAGE_COLUMNS_V2: Final = (
+    ("warc_file", "TEXT"),
+    ("warc_offset", "INTEGER"),
+    ("warc_length", "INTEGER"),
+    ("payload_digest", "TEXT"),
+    ("title", "TEXT"),
+    ("etag", "TEXT"),
+    ("last_modified", "TEXT"),
+    ("content_length", "INTEGER"),
+    ("canonical_url", "TEXT"),
+    ("duplicate_of", "TEXT"),
+    ("simhash", "INTEGER"),
+    ("near_duplicate_of", "TEXT"),
+)
+_V2_NAMES: Final = tuple(name for name, _ in PAGE_COLUMNS_V2)
+
+
+def _signed64(value: int | None) -> int | None:
+    """An unsigned 64-bit ``value`` as SQLite's signed INTEGER (two's complement)."""
+    if value is None:
+        return None
+    return value - (1 << 64) if value >= 1 << 63 else value
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +240,43 @@ class BlockedRecord:
     reason: str
     detail: str
     at: float
+
+
+@dataclass(frozen=True, slots=True)
+class SitemapRecord:
+    """A sitemap file read: a row of ``sitemaps`` (``url`` is unique; read again, replaced).
+
+    Attributes:
+        url, host: the sitemap's URL and host key. fetched_at: wall-clock epoch seconds
+        (stored as UTC ISO text). status: the HTTP status, ``None`` without an answer.
+        kind: ``urlset``, ``sitemapindex``, ``text`` or ``None``. urls: entries kept.
+        error: a ``reason: detail`` line (``core.sitemaps``, ``core.sitemap_reader``).
+    """
+
+    url: str
+    host: str
+    fetched_at: float
+    status: int | None
+    kind: str | None
+    urls: int
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SitemapUrlRecord:
+    """A URL a sitemap lists: a row of ``sitemap_urls`` (unique with its sitemap).
+
+    Attributes:
+        url: the cleaned URL. sitemap: the sitemap's URL. lastmod: epoch seconds (stored
+        as UTC ISO text) or ``None``. changefreq: a protocol word or ``None``.
+        priority: in [0.0, 1.0] or ``None``.
+    """
+
+    url: str
+    sitemap: str
+    lastmod: float | None
+    changefreq: str | None
+    priority: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,13 +379,19 @@ _FRONTIER_COLUMNS: Final = (
 #: chain that comes back to a URL with a cookie, a failed URL tried again).
 _SQL_PAGE: Final = (
     "INSERT INTO pages (url, final_url, host, depth, status, content_type,"
-    " bytes, elapsed_ms, fetched_at, rendered, error, noindex)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " bytes, elapsed_ms, fetched_at, rendered, error, noindex, " + ", ".join(_V2_NAMES) + ")"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?" + ", ?" * len(_V2_NAMES) + ")"
     " ON CONFLICT (url) DO UPDATE SET final_url = excluded.final_url,"
     " host = excluded.host, depth = excluded.depth, status = excluded.status,"
     " content_type = excluded.content_type, bytes = excluded.bytes,"
     " elapsed_ms = excluded.elapsed_ms, fetched_at = excluded.fetched_at,"
-    " rendered = excluded.rendered, error = excluded.error, noindex = excluded.noindex"
+    " rendered = excluded.rendered, error = excluded.error, noindex = excluded.noindex, "
+    + ", ".join(f"{name} = excluded.{name}" for name in _V2_NAMES)
+)
+#: Exact duplicates are found by payload digest (``core.archive``'s map, rebuilt from it).
+_SQL_DIGEST_INDEX: Final = (
+    "CREATE INDEX IF NOT EXISTS pages_payload_digest ON pages (payload_digest)"
+    " WHERE payload_digest IS NOT NULL"
 )
 _SQL_OLD_PAGE: Final = "SELECT status, bytes FROM pages WHERE url = ?"
 #: Spilled rows by host, in seq order: a partial index, so rows in any other state
@@ -299,6 +404,16 @@ _SQL_LINK: Final = "INSERT INTO links (from_url, to_url) VALUES (?, ?)"
 #: A page recorded again (a refetch, a cluster result landing twice) replaces its links.
 _SQL_DROP_LINKS: Final = "DELETE FROM links WHERE from_url = ?"
 _SQL_LINKS_INDEX: Final = "CREATE INDEX IF NOT EXISTS links_from ON links (from_url)"
+#: The sitemap tables (issue #13 item 6), made on open when a file lacks them.
+_SQL_SITEMAP_TABLES: Final = (
+    "CREATE TABLE IF NOT EXISTS sitemaps (url TEXT NOT NULL UNIQUE, host TEXT NOT NULL,"
+    " fetched_at TEXT NOT NULL, status INTEGER, kind TEXT, urls INTEGER NOT NULL, error TEXT)",
+    "CREATE TABLE IF NOT EXISTS sitemap_urls (url TEXT NOT NULL, sitemap TEXT NOT NULL,"
+    " lastmod TEXT, changefreq TEXT, priority REAL, UNIQUE (url, sitemap))",
+    "CREATE INDEX IF NOT EXISTS sitemap_urls_url ON sitemap_urls (url)",
+)
+_SQL_SITEMAP: Final = "INSERT OR REPLACE INTO sitemaps VALUES (?, ?, ?, ?, ?, ?, ?)"
+_SQL_SITEMAP_URL: Final = "INSERT OR REPLACE INTO sitemap_urls VALUES (?, ?, ?, ?, ?)"
 _SQL_FRONTIER: Final = (
     f"INSERT OR IGNORE INTO frontier ({_FRONTIER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
@@ -361,6 +476,7 @@ def _create_schema(conn: sqlite3.Connection) -> None:
                 "rendered": int,
                 "error": str,
                 "noindex": int,
+                **{name: (int if kind == "INTEGER" else str) for name, kind in PAGE_COLUMNS_V2},
             },
             not_null=[
                 "url",
@@ -464,19 +580,36 @@ def check_header(path: Path) -> None:
 
 #: Columns added after a table's first version: (table, column, SQL type). A file made
 #: before gets them when it is opened (NULL in its old rows); the schema version stays.
-_ADDED_COLUMNS: Final = (("hosts", "learnt_delay_ms", "REAL"),)
+_ADDED_COLUMNS: Final = (
+    ("hosts", "learnt_delay_ms", "REAL"),
+    *(("pages", name, kind) for name, kind in PAGE_COLUMNS_V2),
+)
 
 
 def _add_missing_columns(conn: sqlite3.Connection) -> None:
-    """``ALTER TABLE ... ADD COLUMN`` each of ``_ADDED_COLUMNS`` a file lacks."""
-    for table, column, kind in _ADDED_COLUMNS:
-        present = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
-        if column not in present:
-            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+    """``ALTER TABLE ... ADD COLUMN`` each of ``_ADDED_COLUMNS`` a file lacks, then the
+    indexes over them, and the file's ``schema_version`` set to ``SCHEMA_VERSION``
+    (an upgrade from ``UPGRADABLE_VERSIONS``), all in one transaction."""
+    with contextlib.closing(conn.cursor()) as cur:
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            for table, column, kind in _ADDED_COLUMNS:
+                present = {row[1] for row in cur.execute(f"PRAGMA table_info({table})")}
+                if column not in present:
+                    cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+            cur.execute(_SQL_DIGEST_INDEX)
+            cur.execute(
+                "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
+            )
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+        cur.execute("COMMIT")
 
 
 def check_schema(conn: sqlite3.Connection, name: str) -> bool:
-    """Whether the file behind ``conn`` is a crawldeck file of ``SCHEMA_VERSION``.
+    """Whether the file behind ``conn`` is a crawldeck file of ``SCHEMA_VERSION`` (or of
+    one of ``UPGRADABLE_VERSIONS``, which a ``Store`` upgrades and an export reads as is).
 
     Returns:
         ``False`` for an empty SQLite file (no tables yet), ``True`` for a crawl file.
@@ -502,7 +635,7 @@ def check_schema(conn: sqlite3.Connection, name: str) -> bool:
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{name} is not a SQLite crawl file ({_one_line(exc)})") from None
     version = None if row is None else row[0]
-    if version != str(SCHEMA_VERSION):
+    if version != str(SCHEMA_VERSION) and version not in UPGRADABLE_VERSIONS:
         raise StoreError(
             f"{name} has schema version {version}; this crawldeck reads version {SCHEMA_VERSION}"
         )
@@ -755,6 +888,7 @@ _REQUEUE: Final = 9  # requeue_failed: run now, commit, and wake the caller
 _BEGIN_RUN: Final = 10
 _GROUP: Final = 11  # atomic(): the operations of one block, applied in one transaction
 _META: Final = 12
+_SITEMAP: Final = 20  # record_sitemap: a sitemaps row and its sitemap_urls rows
 
 
 def status_class(status: int | None) -> str:
@@ -914,6 +1048,8 @@ class Store:
                 conn.isolation_level = None
             conn.execute(_SQL_SPILLED_INDEX)  # also on files made before it existed
             conn.execute(_SQL_LINKS_INDEX)
+            for sql in _SQL_SITEMAP_TABLES:
+                conn.execute(sql)
             _add_missing_columns(conn)
         except sqlite3.Error as exc:
             conn.close()
@@ -1215,6 +1351,16 @@ class Store:
             raise StoreError(f"mark: unknown frontier state {state!r}")
         self._put((_MARK, state, attempts, available_at, key))
 
+    def record_sitemap(self, rec: SitemapRecord, entries: Sequence[SitemapUrlRecord]) -> None:
+        """Queue a sitemap's ``sitemaps`` row and the ``sitemap_urls`` rows of the URLs it
+        lists, in one operation (INSERT OR REPLACE: read again, the new answer wins).
+
+        Raises:
+            StoreError: see the class.
+        """
+        self._check()
+        self._put((_SITEMAP, rec, tuple(entries)))
+
     def upsert_host(self, rec: HostRecord) -> None:
         """Queue the insert or full replacement of the ``hosts`` row of ``rec.host``.
 
@@ -1397,6 +1543,18 @@ class Store:
                     int(page.rendered),
                     page.error,
                     int(page.noindex),
+                    page.warc_file,
+                    page.warc_offset,
+                    page.warc_length,
+                    page.payload_digest,
+                    page.title,
+                    page.etag,
+                    page.last_modified,
+                    page.content_length,
+                    page.canonical_url,
+                    page.duplicate_of,
+                    _signed64(page.simhash),
+                    page.near_duplicate_of,
                 ),
             )
             if links:
@@ -1444,6 +1602,20 @@ class Store:
         elif kind == _GROUP:
             for sub in op[1]:
                 self._apply(conn, sub, keys, blocked, totals)
+        elif kind == _SITEMAP:
+            _, sm, entries = op
+            conn.execute(
+                _SQL_SITEMAP,
+                (sm.url, sm.host, to_iso_utc(sm.fetched_at), sm.status, sm.kind, sm.urls, sm.error),
+            )
+            conn.executemany(
+                _SQL_SITEMAP_URL,
+                [
+                    (e.url, e.sitemap, None if e.lastmod is None else to_iso_utc(e.lastmod),
+                     e.changefreq, e.priority)
+                    for e in entries
+                ],
+            )  # fmt: skip
         elif kind == _META:
             _, name, value = op
             if value is None:
@@ -1711,6 +1883,55 @@ class Store:
         )
         return {key for (key,) in rows}
 
+    def first_payloads(self) -> Iterator[tuple[str, str, str, str | None]]:
+        """``(payload_digest, url, fetched_at, canonical_url)`` of the committed pages
+        that were not duplicates, oldest row first: what ``core.archive`` rebuilds its
+        digest map from on resume. Reads on a connection of its own, so it may run in
+        any one thread (the WARC writer's) while the crawl reads the store.
+
+        Raises:
+            StoreError: see the class.
+        """
+        self._check()
+        conn = self._connect()
+        try:
+            conn.execute("PRAGMA query_only = ON")
+            cur = conn.execute(
+                "SELECT payload_digest, url, fetched_at, canonical_url FROM pages"
+                " WHERE payload_digest IS NOT NULL AND duplicate_of IS NULL ORDER BY rowid"
+            )
+            while batch := cur.fetchmany(READ_BATCH_ROWS):
+                yield from batch
+        except sqlite3.Error as exc:
+            raise StoreError(self._read_failure(exc)) from None
+        finally:
+            conn.close()
+
+    def simhashes(self) -> Iterator[tuple[str, int, str]]:
+        """``(host, simhash, url)`` of the committed pages with a SimHash, oldest row
+        first, the SimHash unsigned again: the near-duplicate index on resume.
+
+        Raises:
+            StoreError: see the class.
+        """
+        rows = self._stream(
+            "SELECT host, simhash, url FROM pages WHERE simhash IS NOT NULL ORDER BY rowid"
+        )
+        for host, fp, url in rows:
+            yield host, fp & 0xFFFF_FFFF_FFFF_FFFF, url
+
+    def sitemaps_read(self) -> set[str]:
+        """The URLs of the sitemaps committed with an answer that is not transient (an
+        HTTP status below 500, not 429): a resumed crawl does not fetch them again.
+
+        Raises:
+            StoreError: see the class.
+        """
+        rows = self._stream(
+            "SELECT url FROM sitemaps WHERE status IS NOT NULL AND status < 500 AND status != 429"
+        )
+        return {url for (url,) in rows}
+
     def has_crawl(self) -> bool:
         """Whether the file already holds a crawl (any committed frontier row): resume.
 
@@ -1723,7 +1944,9 @@ class Store:
 __all__ = [
     "FRONTIER_STATES",
     "MAX_BATCH_OPS",
+    "PAGE_COLUMNS_V2",
     "SCHEMA_VERSION",
+    "UPGRADABLE_VERSIONS",
     "BlockedRecord",
     "Counts",
     "FrontierRow",
@@ -1731,6 +1954,8 @@ __all__ = [
     "HostRecord",
     "PageRecord",
     "SeedOutcome",
+    "SitemapRecord",
+    "SitemapUrlRecord",
     "Store",
     "check_header",
     "check_schema",

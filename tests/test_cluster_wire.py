@@ -192,6 +192,7 @@ def test_records_come_back_equal_with_none_and_empty_fields() -> None:
 
 
 PAGE = ["http://a.test/", None, "a.test", 0, 200, "text/html", 1, 1.0, 1.0, False, None, False]
+PAGE += [None] * 12  # the issue #13 fields (WARC location, digests, title, ...)
 ROW = ["k", "http://a.test/", "a.test", 0, 1, "queued", 0.0, 0, [], None]
 
 

@@ -95,11 +95,24 @@ def test_pages_csv(crawl: Path) -> None:
     count, text = run_export(crawl, "pages", "csv")
     assert count == 2
     assert text == (
-        "url,final_url,host,depth,status,content_type,bytes,elapsed_ms,fetched_at,rendered,error,noindex\n"
-        f"http://a.test/,http://a.test/,a.test,0,200,text/html,1234,12.5,{ISO},0,,0\n"
+        "url,final_url,host,depth,status,content_type,bytes,elapsed_ms,fetched_at,rendered,error,noindex,"
+        "warc_file,warc_offset,warc_length,payload_digest,title,etag,last_modified,"
+        "content_length,canonical_url,duplicate_of,simhash,near_duplicate_of\n"
+        f"http://a.test/,http://a.test/,a.test,0,200,text/html,1234,12.5,{ISO},0,,0,,,,,,,,,,,,\n"
         '"http://a.test/b,c",,a.test,1,,,0,30000.0,2024-05-01T12:00:01.250000Z,0,'
-        '"timeout: read ""slow""",1\n'
+        '"timeout: read ""slow""",1,,,,,,,,,,,,\n'
     )
+
+
+#: The issue #13 columns of a page recorded without them, as JSON.
+NULLS = ", ".join(
+    f'"{name}": null'
+    for name in (
+        "warc_file", "warc_offset", "warc_length", "payload_digest", "title", "etag",
+        "last_modified", "content_length", "canonical_url", "duplicate_of", "simhash",
+        "near_duplicate_of",
+    )
+)  # fmt: skip
 
 
 def test_pages_jsonl(crawl: Path) -> None:
@@ -108,11 +121,11 @@ def test_pages_jsonl(crawl: Path) -> None:
     assert text == (
         '{"url": "http://a.test/", "final_url": "http://a.test/", "host": "a.test", "depth": 0, '
         '"status": 200, "content_type": "text/html", "bytes": 1234, "elapsed_ms": 12.5, '
-        f'"fetched_at": "{ISO}", "rendered": 0, "error": null, "noindex": 0}}\n'
+        f'"fetched_at": "{ISO}", "rendered": 0, "error": null, "noindex": 0, {NULLS}}}\n'
         '{"url": "http://a.test/b,c", "final_url": null, "host": "a.test", "depth": 1, '
         '"status": null, "content_type": null, "bytes": 0, "elapsed_ms": 30000.0, '
         '"fetched_at": "2024-05-01T12:00:01.250000Z", "rendered": 0, '
-        '"error": "timeout: read \\"slow\\"", "noindex": 1}\n'
+        f'"error": "timeout: read \\"slow\\"", "noindex": 1, {NULLS}}}\n'
     )
 
 

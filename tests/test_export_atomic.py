@@ -29,13 +29,16 @@ CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
 ROWS = 200_000
 HEADER = (
     "url,final_url,host,depth,status,content_type,bytes,elapsed_ms,fetched_at,rendered,"
-    "error,noindex"
+    "error,noindex,warc_file,warc_offset,warc_length,payload_digest,title,etag,"
+    "last_modified,content_length,canonical_url,duplicate_of,simhash,near_duplicate_of"
 )
 
 
 def row_line(i: int) -> str:
     url = f"http://a.test/page/{i:09d}"
-    return f"{url},{url},a.test,1,200,text/html,1234,12.5,2024-05-01T12:00:00.250000Z,0,,0"
+    return (
+        f"{url},{url},a.test,1,200,text/html,1234,12.5,2024-05-01T12:00:00.250000Z,0,,0" + "," * 12
+    )
 
 
 @pytest.fixture(scope="module")

@@ -110,6 +110,18 @@ def test_schema_is_created_with_the_contract_columns(store: Store, db: Path) -> 
         "rendered",
         "error",
         "noindex",
+        "warc_file",
+        "warc_offset",
+        "warc_length",
+        "payload_digest",
+        "title",
+        "etag",
+        "last_modified",
+        "content_length",
+        "canonical_url",
+        "duplicate_of",
+        "simhash",
+        "near_duplicate_of",
     ]
     assert columns("blocked") == ["url", "host", "reason", "detail", "at"]
     assert columns("hosts") == [
@@ -178,7 +190,7 @@ def test_empty_file_gets_the_schema(db: Path) -> None:
     db.write_bytes(b"")
     with Store(db) as s:
         assert s.has_crawl() is False
-    assert raw(db, "SELECT value FROM meta WHERE key = 'schema_version'") == [("1",)]
+    assert raw(db, "SELECT value FROM meta WHERE key = 'schema_version'") == [("2",)]
 
 
 # ---------------------------------------------------------------- refusals
@@ -209,10 +221,10 @@ def test_another_schema_version_is_refused(db: Path) -> None:
         conn.commit()
     with pytest.raises(StoreError) as info:
         Store(db)
-    assert str(info.value) == "crawl.db has schema version 99; this crawldeck reads version 1"
+    assert str(info.value) == "crawl.db has schema version 99; this crawldeck reads version 2"
     # the lock was released on the failed open: fixing the file makes it usable again
     with closing(sqlite3.connect(db)) as conn:
-        conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+        conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
         conn.commit()
     Store(db).close()
 
@@ -274,7 +286,11 @@ def test_page_round_trip_is_one_operation(store: Store, db: Path) -> None:
     links = [("http://a.test/k1", "http://a.test/k2"), ("http://a.test/k1", "http://b.test/k3")]
     store.record_page(p, key="k1", links=links, new_rows=new, state="done")
     store.flush()
-    assert raw(db, "SELECT * FROM pages") == [
+    assert raw(
+        db,
+        "SELECT url, final_url, host, depth, status, content_type, bytes,"
+        " elapsed_ms, fetched_at, rendered, error, noindex FROM pages",
+    ) == [
         (
             "http://a.test/k1",
             "http://a.test/k1/",
