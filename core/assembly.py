@@ -6,7 +6,9 @@ callbacks: the address policy and the robots.txt cache write audit lines to the
 observer; robots.txt is fetched through the side requests and so through the host
 gate; refusals go to the observer; spilled rows read back restore their seed's scope.
 The engine (``core.engine``) runs the workers over the result and does the awaits.
-Nothing here does I/O: the fetcher and the DNS cache open connections on first use.
+Nothing here does I/O but one read of the crawl file (the validators of a recrawl's
+queued pages, ``core.recrawl``): the fetcher and the DNS cache open connections on
+first use.
 """
 
 from __future__ import annotations
@@ -35,10 +37,11 @@ from crawldeck.core.observer import Observer
 from crawldeck.core.politeness import Politeness, PolitenessSettings
 from crawldeck.core.protocols import Clock, CrawlStore, Fetcher
 from crawldeck.core.recording import Recorder
+from crawldeck.core.recrawl import ConditionalFetcher, validators_of
 from crawldeck.core.robots import RobotsCache, RobotsSettings
 from crawldeck.core.seen import SeenSet
 from crawldeck.core.side_requests import SideRequests
-from crawldeck.core.store import FrontierRow
+from crawldeck.core.store import FrontierRow, Store
 from crawldeck.core.transport import PinningResolver
 from crawldeck.core.traps import ScopePolicy, TrapGuard, TrapSettings
 from crawldeck.core.window import FrontierWindow, SpillStore
@@ -136,6 +139,9 @@ def assemble(
     policy = AddressPolicy(AddressPolicySettings.from_config(config), audit=audit)
     addresses = PinningResolver(dns, policy, capacity=config.dns_cache_size)
     fetcher = fetcher or AiohttpFetcher(config, resolver=addresses)
+    conditional = validators_of(store) if isinstance(store, Store) else None
+    if conditional:  # a recrawl: its pages are asked for with their validators
+        fetcher = ConditionalFetcher(fetcher, conditional)
     ips: AddressLimit = IpLimiter(IpLimitSettings.from_config(config))
     if cluster is not None:
         ips = cluster.address_limit(IpLimiter(IpLimitSettings.from_config(config)), wake)

@@ -64,6 +64,11 @@ Schema (version ``SCHEMA_VERSION``; the export contract of docs/architecture.md)
               (``reason: detail``; ``core.sitemaps``); created on open if missing
     sitemap_urls url, sitemap (unique together; url indexed), lastmod (TEXT, UTC),
               changefreq, priority (REAL): what each sitemap says of each URL
+    page_versions url, fetched_at (TEXT, UTC; indexed together), status,
+              payload_digest, etag, last_modified: one row per fetch of a page, every
+              run's, kept when ``pages`` replaces its row; a 304 is a row of its own
+              with the digest of the version it confirms, and leaves ``pages`` as it
+              was (``core.recrawl``); created on open if missing, from ``pages``
     runs      id (pk), started_at (TEXT, UTC), finished_at (TEXT, UTC), status,
               config (JSON object)
     meta      key (pk), value: ``schema_version``, ``application`` = ``crawldeck``
@@ -403,6 +408,32 @@ _SQL_SPILLED_INDEX: Final = (
 _SQL_LINK: Final = "INSERT INTO links (from_url, to_url) VALUES (?, ?)"
 #: A page recorded again (a refetch, a cluster result landing twice) replaces its links.
 _SQL_DROP_LINKS: Final = "DELETE FROM links WHERE from_url = ?"
+#: Every fetch of a page (issue #13 item 7): its own row, kept across recrawls.
+_SQL_VERSIONS_TABLE: Final = (
+    "CREATE TABLE page_versions (url TEXT NOT NULL, fetched_at TEXT NOT NULL,"
+    " status INTEGER, payload_digest TEXT, etag TEXT, last_modified TEXT)"
+)
+_SQL_VERSIONS_INDEX: Final = "CREATE INDEX page_versions_url ON page_versions (url, fetched_at)"
+#: A file made before the table: each page's row is its one known fetch.
+_SQL_VERSIONS_FROM_PAGES: Final = (
+    "INSERT INTO page_versions SELECT url, fetched_at, status, payload_digest, etag,"
+    " last_modified FROM pages ORDER BY rowid"
+)
+_SQL_VERSION: Final = (
+    "INSERT INTO page_versions (url, fetched_at, status, payload_digest, etag, last_modified)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+)
+#: A 304 confirms the version in ``pages``: its digest, and the validators the 304
+#: sent (RFC 9110 §15.4.5 lets it send new ones) or else the stored ones.
+_SQL_VERSION_304: Final = (
+    "INSERT INTO page_versions (url, fetched_at, status, payload_digest, etag, last_modified)"
+    " SELECT url, ?, 304, payload_digest, coalesce(?, etag), coalesce(?, last_modified)"
+    " FROM pages WHERE url = ?"
+)
+#: A recrawl's pages back in the frontier, in its order (``requeue_for_recrawl``).
+_SQL_RECRAWL: Final = (
+    "UPDATE frontier SET state = 'spilled', seq = ?, attempts = 0, available_at = 0 WHERE key = ?"
+)
 _SQL_LINKS_INDEX: Final = "CREATE INDEX IF NOT EXISTS links_from ON links (from_url)"
 #: The sitemap tables (issue #13 item 6), made on open when a file lacks them.
 _SQL_SITEMAP_TABLES: Final = (
@@ -601,6 +632,26 @@ def _add_missing_columns(conn: sqlite3.Connection) -> None:
             cur.execute(
                 "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
             )
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+        cur.execute("COMMIT")
+
+
+def _add_page_versions(conn: sqlite3.Connection) -> None:
+    """Create ``page_versions`` when the file lacks it, filled from ``pages`` (a file
+    made before it: each page's row is the one fetch it knows), in one transaction."""
+    present = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'page_versions'"
+    ).fetchone()
+    if present is not None:
+        return
+    with contextlib.closing(conn.cursor()) as cur:
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            cur.execute(_SQL_VERSIONS_TABLE)
+            cur.execute(_SQL_VERSIONS_INDEX)
+            cur.execute(_SQL_VERSIONS_FROM_PAGES)
         except BaseException:
             cur.execute("ROLLBACK")
             raise
@@ -888,6 +939,7 @@ _REQUEUE: Final = 9  # requeue_failed: run now, commit, and wake the caller
 _BEGIN_RUN: Final = 10
 _GROUP: Final = 11  # atomic(): the operations of one block, applied in one transaction
 _META: Final = 12
+_RECRAWL: Final = 13  # requeue_for_recrawl: keys in order from a first seq
 _SITEMAP: Final = 20  # record_sitemap: a sitemaps row and its sitemap_urls rows
 
 
@@ -1051,6 +1103,7 @@ class Store:
             for sql in _SQL_SITEMAP_TABLES:
                 conn.execute(sql)
             _add_missing_columns(conn)
+            _add_page_versions(conn)
         except sqlite3.Error as exc:
             conn.close()
             raise StoreError(self._open_failure(exc)) from None
@@ -1520,6 +1573,13 @@ class Store:
         if kind == _PAGE:
             _, page, key, links, rows, seq, state, hop = op
             old = conn.execute(_SQL_OLD_PAGE, (page.url,)).fetchone()
+            if page.status == 304 and old is not None:  # not modified: the row stays
+                at = to_iso_utc(page.fetched_at)
+                conn.execute(_SQL_VERSION_304, (at, page.etag, page.last_modified, page.url))
+                if rows:
+                    _insert_frontier(conn, rows, seq, keys)
+                conn.execute(_SQL_STATE, (state, key))
+                return
             if old is None:
                 totals["pages"] += 1
             else:
@@ -1557,6 +1617,11 @@ class Store:
                     page.near_duplicate_of,
                 ),
             )
+            conn.execute(
+                _SQL_VERSION,
+                (page.url, to_iso_utc(page.fetched_at), page.status, page.payload_digest,
+                 page.etag, page.last_modified),
+            )  # fmt: skip
             if links:
                 conn.executemany(_SQL_LINK, links)
             if rows:
@@ -1573,6 +1638,9 @@ class Store:
             _insert_frontier(conn, op[1], op[2], keys)
         elif kind == _MARK:
             conn.execute(_SQL_MARK, op[1:])
+        elif kind == _RECRAWL:
+            _, recrawl, first = op
+            conn.executemany(_SQL_RECRAWL, ((first + i, k) for i, k in enumerate(recrawl)))
         elif kind == _BLOCKED:
             rec: BlockedRecord = op[1]
             cur = conn.execute(
@@ -1931,6 +1999,92 @@ class Store:
             "SELECT url FROM sitemaps WHERE status IS NOT NULL AND status < 500 AND status != 429"
         )
         return {url for (url,) in rows}
+
+    def requeue_for_recrawl(self, keys: Sequence[str]) -> None:
+        """Put the frontier rows ``keys`` back as ``spilled``, in this order (each gets
+        the next ``seq``: the frontier window reads a host's rows back in seq order),
+        attempts 0; block until committed. For ``core.recrawl.prepare``, before a run.
+
+        Raises:
+            StoreError: see the class.
+        """
+        self._check()
+        if keys:
+            seq = self._next_seq
+            self._next_seq = seq + len(keys)
+            self._put((_RECRAWL, tuple(keys), seq))
+        self.flush()
+
+    def page_versions(self) -> Iterator[tuple[str, float, int | None, str | None]]:
+        """``(url, fetched_at, status, payload_digest)`` of every fetch of every page
+        (``page_versions``), by URL and then oldest first; ``fetched_at`` in epoch s.
+
+        Raises:
+            StoreError: see the class.
+        """
+        rows = self._stream(
+            "SELECT url, fetched_at, status, payload_digest FROM page_versions"
+            " ORDER BY url, fetched_at"
+        )
+        for url, at, status, digest in rows:
+            yield url, from_iso_utc(at), status, digest
+
+    def recrawl_candidates(
+        self,
+    ) -> Iterator[tuple[str, str, str | None, str | None, float]]:
+        """``(url, key, etag, last_modified, fetched_at)`` of every page a recrawl may
+        revisit: a 200 without an error whose frontier row is ``done``; ``fetched_at``
+        (epoch s) of its ``pages`` row.
+
+        Raises:
+            StoreError: see the class.
+        """
+        rows = self._stream(
+            "SELECT p.url, min(f.key), p.etag, p.last_modified, p.fetched_at FROM pages p"
+            " JOIN frontier f ON f.url = p.url WHERE p.status = 200 AND p.error IS NULL"
+            " AND f.state = 'done' GROUP BY p.url"
+        )
+        for url, key, etag, last_modified, at in rows:
+            yield url, key, etag, last_modified, from_iso_utc(at)
+
+    def queued_validators(self) -> Iterator[tuple[str, str | None, str | None]]:
+        """``(url, etag, last_modified)`` of the URLs queued or spilled whose ``pages``
+        row is a 200 with a validator (a recrawl's: ``core.recrawl.validators_of``).
+        One index probe of ``pages`` per queued URL.
+
+        Raises:
+            StoreError: see the class.
+        """
+        return self._stream(
+            "SELECT p.url, p.etag, p.last_modified FROM frontier f JOIN pages p"
+            " ON p.url = f.url WHERE f.state IN ('queued', 'spilled') AND p.status = 200"
+            " AND (p.etag IS NOT NULL OR p.last_modified IS NOT NULL)"
+        )
+
+    def seed_urls(self) -> list[str]:
+        """The URLs of the crawl's seeds (frontier rows at depth 0), in seq order.
+
+        Raises:
+            StoreError: see the class.
+        """
+        return [url for (url,) in self._stream(
+            "SELECT url FROM frontier WHERE depth = 0 ORDER BY seq"
+        )]  # fmt: skip
+
+    def last_config(self) -> dict[str, Any] | None:
+        """The config of the file's last run (``runs.config``), ``None`` without a run.
+
+        Raises:
+            StoreError: see the class (or the JSON does not parse).
+        """
+        text = self._scalar("SELECT (SELECT config FROM runs ORDER BY id DESC LIMIT 1)")
+        if text is None:
+            return None
+        try:
+            value = json.loads(text)
+        except ValueError:
+            raise StoreError(f"{self._name}: the last run's config is not JSON") from None
+        return dict(value)
 
     def has_crawl(self) -> bool:
         """Whether the file already holds a crawl (any committed frontier row): resume.

@@ -1,4 +1,4 @@
-"""The ``crawldeck`` command: ``crawl``, ``demo``, ``worker`` and ``export``.
+"""The ``crawldeck`` command: ``crawl``, ``demo``, ``worker``, ``recrawl`` and ``export``.
 
 Exit codes: 0 a finished crawl (or one that reached ``--max-pages``), 2 bad input (one
 line on stderr), 3 a crawl that ended without fetching any page (every seed failed; the
@@ -17,13 +17,15 @@ import shlex
 import shutil
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from crawldeck.core.config import CrawlConfig, load_config
+from crawldeck.core.config import CrawlConfig, build_config, load_config
 from crawldeck.core.engine import CrawlResult, Engine
 from crawldeck.core.errors import CrawldeckError
 from crawldeck.core.export import export, export_file, foreign_crawl
+from crawldeck.core.recrawl import parse_duration, prepare, summarize
 from crawldeck.core.seeds import read_seeds
 from crawldeck.core.store import Store
 from crawldeck.tui.headless import HeadlessReporter, stop_signals
@@ -154,6 +156,19 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     _add_redis_flags(worker, required=True)
+    recrawl = sub.add_parser(
+        "recrawl",
+        help="revisit a crawl's pages with conditional GET, often-changing pages first",
+        allow_abbrev=False,
+    )
+    recrawl.add_argument("db", type=Path, metavar="DB", help="the crawl file")
+    recrawl.add_argument(
+        "--older-than",
+        default="0s",
+        metavar="DURATION",
+        help="only pages last fetched longer ago than this: 30s, 15m, 2h, 7d, 2w (default 0s)",
+    )
+    recrawl.add_argument("--no-ui", action="store_true", help="headless: progress lines only")
     exp = sub.add_parser("export", help="export a table of a crawl file", allow_abbrev=False)
     exp.add_argument("db", type=Path, metavar="DB")
     exp.add_argument("--table", choices=EXPORT_TABLES, default="pages")
@@ -400,6 +415,56 @@ def _run_demo(args: argparse.Namespace) -> int:
         store.close()
 
 
+def _run_recrawl(args: argparse.Namespace) -> int:
+    """``crawldeck recrawl DB``: a new run of the crawl in DB with its last run's config
+    (``max_pages`` lifted: revisits add no page), its pages queued again in change-rate
+    order (``core.recrawl.prepare``) and asked for conditionally; then the summary and
+    one line of what the revisits found."""
+    raise_open_files_limit()
+    db = Path(args.db)
+    try:
+        older_than_s = parse_duration(args.older_than)
+    except CrawldeckError as exc:
+        return _fail(str(exc))
+    if not db.is_file():
+        return _fail(f"{str(db)!r} does not exist or is not a file")
+    if db.stat().st_size == 0:
+        return _fail(f"{str(db)!r} is empty, not a crawl file")
+    try:
+        store = Store(db)
+    except CrawldeckError as exc:
+        return _fail(str(exc))
+    try:
+        saved = store.last_config()
+        if saved is None or not store.has_crawl():
+            store.close()
+            return _fail(f"{str(db)!r} holds no crawl to revisit")
+        config = build_config({**saved, "max_pages": None})
+        ui = _wants_console(args)
+        if ui:
+            config = _ui_config(config)
+        started = time.time()
+        plan = prepare(store, older_than_s=older_than_s, now=started)
+        seeds = store.seed_urls()  # they give the crawl its scope again
+    except CrawldeckError as exc:
+        store.close()
+        return _fail(str(exc))
+    print(f"crawldeck recrawl: {len(plan.order)} pages to revisit, {plan.skipped} fetched "
+          f"within {args.older_than}", flush=True)  # fmt: skip
+    hint = f"resume with: {program()} {shlex.join(sys.argv[1:])}"
+    try:
+        code = asyncio.run(_crawl(config, store, db, seeds, hint, ui=ui))
+        with Store(db) as after:
+            found = summarize(after, started)
+    except CrawldeckError as exc:
+        return _fail(str(exc))
+    with contextlib.suppress(OSError):
+        print(f"recrawl: {found.not_modified} not modified (304), {found.changed} changed or new, "
+              f"{found.unchanged} unchanged (200, same digest), {found.other} other",
+              flush=True)  # fmt: skip
+    return code
+
+
 def _stop_export(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -451,7 +516,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("crawldeck").setLevel(logging.ERROR)
     args = build_parser().parse_args(argv)
     handlers = {"crawl": _run_crawl, "demo": _run_demo, "export": _run_export,
-                "worker": _run_worker}  # fmt: skip
+                "worker": _run_worker, "recrawl": _run_recrawl}  # fmt: skip
     try:
         with contextlib.suppress(BrokenPipeError):
             return handlers[args.command](args)
