@@ -9,11 +9,14 @@ so the frontier window reads them back per host in that order and only
 ``frontier_window`` of them are in memory at once. Each is fetched with
 ``If-None-Match`` (its stored ``ETag``) and ``If-Modified-Since`` (its stored
 ``Last-Modified``), RFC 9110 §13.1.1-13.1.3: ``ConditionalFetcher`` adds them to the
-request from a map of URL -> ``Validators`` built by ``prepare`` (looked up, not
-carried by the frontier entry, so the frontier, its SQLite rows and the cluster wire
-stay as they are). Memory: one map entry per revisited page that has a validator,
-about 300 bytes with a 60-character URL, a 34-character ETag and a date
-(``tests/test_recrawl.py`` measures it), held for the run.
+request from a map of URL -> ``Validators`` that ``core.assembly`` reads from the file
+when a run starts (``validators_of``: the queued URLs whose stored page is a 200 with
+a validator), so they are looked up, not carried by the frontier entry, and the
+frontier, its SQLite rows, the engine and the cluster wire stay as they are. Memory:
+one map entry per revisited page that has a validator, about 260 bytes with a
+60-character URL, a 34-character ETag and a date (``tests/test_recrawl.py`` measures
+it: 260 MB for a million pages), held for the run; the read costs one index probe of
+``pages`` per queued URL at the start of every run.
 
 A 304 keeps the page's row as it was (its body, WARC location and digest: the page
 was not modified) and adds a ``page_versions`` row with status 304; a 200 is a new
@@ -22,29 +25,31 @@ of a page, the first crawl's included, is a ``page_versions`` row (``core.store`
 
 Change rate: Cho and Garcia-Molina, "Estimating frequency of change", ACM TOIT 3(3),
 2003, §4: a page visited n + 1 times, n intervals of mean length I seconds, X of them
-showing a change (a 200 whose payload digest differs from the version before; a 304
-is no change), changes as a Poisson process of rate r; their improved estimator
-``r = -ln((n - X + 0.5) / (n + 0.5)) / I`` (changes per second) is finite when every
-visit found a change (X = n) and nearly unbiased. Visits are not regular here (each
-recrawl is started by hand): the estimator is applied with I = the mean interval, which
-is exact for equal intervals; their irregular-access estimator (§5, a maximum
-likelihood root) has no finite value when every interval showed a change, which is the
-case that matters most here (a page that changed at every visit goes first). A page
-visited once (n = 0) gets the prior: the same estimator over every page's intervals
-pooled (sum of n, sum of X, the mean of all intervals), i.e. the crawl's mean rate, or
-0 when no page was visited twice.
+showing a change (a 200 whose payload digest differs from the version before, or without
+a digest to compare; a 304 is no change), changes as a Poisson process of rate r; their
+improved estimator ``r = -ln((n - X + 0.5) / (n + 0.5)) / I`` (changes per second) is
+finite when every visit found a change (X = n) and nearly unbiased. Visits are not
+regular here (each recrawl is started by hand): the estimator is applied with I = the
+mean interval, which is exact for equal intervals; their irregular-access estimator (§5,
+a maximum likelihood root) has no finite value when every interval showed a change,
+which is the case that matters most here (a page that changed at every visit goes
+first). A page visited once (n = 0) gets the prior: the same estimator over every page's
+intervals pooled (sum of n, sum of X, the mean of all intervals), i.e. the crawl's mean
+rate, or 0 when no page was visited twice.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import groupby
 
 from crawldeck.core.errors import ConfigError
 from crawldeck.core.fetcher import FetchResult
 from crawldeck.core.protocols import Fetcher
+from crawldeck.core.store import Store
 
 #: Seconds per unit of a ``--older-than`` duration.
 DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
@@ -101,12 +106,20 @@ class Observation:
     last_visit: float
 
 
+def _changed(digest: str | None, before: str | None) -> bool:
+    """Whether a 200 with payload ``digest`` is a change from the version of digest
+    ``before``: they differ, or one is unknown (no WARC record, ``warc = false``: the
+    server answered 200, not 304, so it says the page was modified)."""
+    return digest is None or before is None or digest != before
+
+
 def observe(visits: Iterable[Visit]) -> Observation:
     """Fold a page's visits, oldest first, into an ``Observation``.
 
     A visit observes the content when its status is 200 or 304; an interval ends in a
     change when its closing visit is a 200 whose digest differs from the digest known
-    before it (a 304 keeps the digest known: the server says it is the same). Other
+    before it, or either digest is unknown (a 304 keeps the digest known: the server
+    says it is the same). Other
     statuses (errors, redirects) count only for ``last_visit``.
 
     Raises:
@@ -126,7 +139,7 @@ def observe(visits: Iterable[Visit]) -> Observation:
             digest = visit.payload_digest
         else:
             intervals += 1
-            if visit.status == 200 and visit.payload_digest != digest:
+            if visit.status == 200 and _changed(visit.payload_digest, digest):
                 changes += 1
                 digest = visit.payload_digest
         last_observed = visit.fetched_at
@@ -212,6 +225,111 @@ def order(candidates: Iterable[Candidate]) -> list[Candidate]:
     return sorted(candidates, key=lambda c: (-c.rate, c.last_visit, c.url))
 
 
+@dataclass(frozen=True, slots=True)
+class RecrawlPlan:
+    """What ``prepare`` put back in the frontier.
+
+    Attributes:
+        order: the revisited pages, in the order they were queued.
+        prior: the change rate given to pages visited once, changes/s.
+        skipped: pages not revisited because they were visited too recently.
+    """
+
+    order: tuple[Candidate, ...]
+    prior: float
+    skipped: int
+
+
+def _histories(store: Store) -> Iterator[tuple[str, Observation]]:
+    """``(url, observation)`` of every page with visits, from ``page_versions``."""
+    rows = store.page_versions()
+    for url, group in groupby(rows, key=lambda row: row[0]):
+        yield url, observe(Visit(at, status, digest) for _, at, status, digest in group)
+
+
+def prepare(store: Store, *, older_than_s: float, now: float) -> RecrawlPlan:
+    """Pick, order and queue (state ``spilled``) the pages to revisit; blocks until the
+    store committed it. Then ``Engine(config, store)`` resumes the file with them
+    queued, and asks for them conditionally (``validators_of``, in ``assemble``).
+
+    Args:
+        store: the open crawl file (no crawl running on it).
+        older_than_s: revisit pages last visited more than this many seconds before
+            ``now`` (0: every page).
+        now: wall-clock epoch seconds.
+
+    Raises:
+        StoreError: the file could not be read or written.
+    """
+    observations = dict(_histories(store))
+    prior = pooled_prior(observations.values())
+    chosen: list[Candidate] = []
+    skipped = 0
+    for url, key, _, _, fetched_at in store.recrawl_candidates():
+        seen = observations.get(url)
+        last_visit = fetched_at if seen is None else max(seen.last_visit, fetched_at)
+        if now - last_visit <= older_than_s:
+            skipped += 1
+            continue
+        rate = (
+            prior if seen is None else change_rate(seen.intervals, seen.changes, seen.span_s, prior)
+        )
+        chosen.append(Candidate(url, key, rate, last_visit))
+    ordered = order(chosen)
+    store.requeue_for_recrawl([c.key for c in ordered])
+    return RecrawlPlan(tuple(ordered), prior, skipped)
+
+
+def validators_of(store: Store) -> dict[str, Validators]:
+    """URL -> ``Validators`` of every URL queued (or spilled) whose stored page is a 200
+    with an ``ETag`` or a ``Last-Modified``: after ``prepare``, the recrawl's pages
+    (``Store.queued_validators``). Read once when a run starts.
+
+    Raises:
+        StoreError: the file could not be read.
+    """
+    return {url: Validators(etag, modified) for url, etag, modified in store.queued_validators()}
+
+
+@dataclass(frozen=True, slots=True)
+class RecrawlSummary:
+    """What a recrawl's visits found (``summarize``).
+
+    Attributes:
+        not_modified: answered 304. changed: a 200 with a payload digest unlike the
+        version before. unchanged: a 200 with the same digest (a server that ignored
+        the validators). other: any other status or no answer.
+    """
+
+    not_modified: int
+    changed: int
+    unchanged: int
+    other: int
+
+
+def summarize(store: Store, since: float) -> RecrawlSummary:
+    """The visits made at or after ``since`` (epoch s), each judged against the version
+    before it (``page_versions``).
+
+    Raises:
+        StoreError: the file could not be read.
+    """
+    counts = {"304": 0, "changed": 0, "unchanged": 0, "other": 0}
+    for _, group in groupby(store.page_versions(), key=lambda row: row[0]):
+        digest: str | None = None
+        for _, at, status, payload in group:
+            if at >= since:
+                if status == 304:
+                    counts["304"] += 1
+                elif status == 200:
+                    counts["changed" if _changed(payload, digest) else "unchanged"] += 1
+                else:
+                    counts["other"] += 1
+            if status in OBSERVING_STATUSES:
+                digest = payload
+    return RecrawlSummary(counts["304"], counts["changed"], counts["unchanged"], counts["other"])
+
+
 class ConditionalFetcher:
     """A ``Fetcher`` that makes every request for a URL of ``validators`` conditional.
 
@@ -255,6 +373,8 @@ __all__ = [
     "Candidate",
     "ConditionalFetcher",
     "Observation",
+    "RecrawlPlan",
+    "RecrawlSummary",
     "Validators",
     "Visit",
     "change_rate",
@@ -262,4 +382,7 @@ __all__ = [
     "order",
     "parse_duration",
     "pooled_prior",
+    "prepare",
+    "summarize",
+    "validators_of",
 ]
