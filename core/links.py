@@ -1,7 +1,8 @@
 """Links and robots directives of an HTML page, with selectolax (lexbor).
 
 ``extract_links`` parses the page once and walks one CSS selection
-(``base``, ``a``, ``area``, ``meta``) in document order. It returns the raw ``href``
+(``base``, ``a``, ``area``, ``frame``, ``iframe``, ``meta``, ``link``, ``title``) in
+document order, then reads the visible text. It returns the raw ``href``/``src``
 strings; resolving them against ``Extracted.base`` and cleaning them is the engine's
 job (``core.urls.clean``), as is refusing non-http(s) ones (``mailto:`` and the like
 are returned as found).
@@ -12,6 +13,25 @@ Rules applied (sources):
 - ``<a href>``/``<area href>`` whose ``rel`` token list holds ``nofollow``
   (case-insensitive, HTML Standard "link types") are skipped; so are empty hrefs and
   hrefs that are only a fragment (``#top``: the same page).
+- ``<frame src>`` and ``<iframe src>`` are links too, in document order among the
+  ``<a>`` (issue #13 item 5: a framed page's content is in its frames); lexbor drops a
+  ``<frame>`` outside a ``<frameset>`` as browsers do (HTML Standard, "in body").
+- ``Extracted.title``: the text of the first ``<title>`` of the HTML namespace (not an
+  SVG or MathML ``<title>``, HTML Standard ``document.title``), with ASCII whitespace
+  stripped and collapsed, cut at ``TITLE_MAX_CHARS`` (1 000); the scan stops there,
+  so a hostile title of megabytes costs no more than its parse.
+- ``Extracted.canonical``: the raw ``href`` of the first ``<link>`` in ``<head>`` whose
+  ``rel`` token list holds ``canonical`` (ASCII case-insensitive; RFC 6596 defines the
+  relation); ``None`` when there is none or its ``href`` is empty. Only ``<head>``
+  counts, as for Google ("rel=canonical ... in the <head> of the page"; one in the
+  body is ignored, so user content in a page cannot name its canonical URL).
+  Thousands of them cost one CSS match each (linear in the page).
+- ``Extracted.simhash``: ``core.simhash.simhash64`` of the text of ``<body>`` (text
+  nodes joined by a space), without ``<script>``, ``<style>``, ``<noscript>``,
+  ``<template>`` and ``<iframe>`` (an iframe's content is fallback text a browser
+  never shows); ``None`` when that text has no word token (then ``simhash64`` is 0,
+  which a real text hashes to with probability 2**-64), and for a frameset page (no
+  ``<body>``). Text hidden by CSS counts: no style is applied.
 - ``<meta name="robots">`` and ``<meta name="TOKEN">`` (names case-insensitive) and the
   ``X-Robots-Tag`` header (Google's robots meta tag specification, also honoured by
   Bing): ``nofollow`` or ``none`` -> no links; ``noindex`` or ``none`` -> ``noindex``.
@@ -56,12 +76,21 @@ from multidict import MultiMapping
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 from w3lib.encoding import html_body_declared_encoding, resolve_encoding
 
+from crawldeck.core.simhash import simhash64
+
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 #: One selection in document order; rel=nofollow is filtered by lexbor, not in Python.
 _SELECTOR = (
     "base[href], meta[name][content], meta[http-equiv][content], "
-    "a[href]:not([rel~=nofollow i]), area[href]:not([rel~=nofollow i])"
+    "a[href]:not([rel~=nofollow i]), area[href]:not([rel~=nofollow i]), "
+    "frame[src], iframe[src], head link[rel~=canonical i][href], "
+    "title:not(svg title, math title)"
 )
+#: Elements whose text is not the page's visible text (``Extracted.simhash``).
+_NOT_TEXT = ["script", "style", "noscript", "template", "iframe"]
+#: The longest ``Extracted.title`` kept, in characters.
+TITLE_MAX_CHARS = 1000
+_NOT_ASCII_WS = re.compile(r"[^\t\n\f\r ]+")
 _WS = " \t\n\r\f"  # ASCII whitespace, stripped from URLs by the HTML Standard
 #: What the URL parser strips around a URL string: C0 controls and space (WHATWG URL).
 _C0_SPACE = "".join(chr(c) for c in range(0x21))
@@ -120,8 +149,9 @@ class Extracted:
     """What a page gives the crawl.
 
     Attributes:
-        links: raw ``href`` values of ``<a>``/``<area>`` (surrounding whitespace
-            stripped), deduplicated, in document order; empty when ``nofollow``.
+        links: raw ``href`` values of ``<a>``/``<area>`` and ``src`` values of
+            ``<frame>``/``<iframe>`` (surrounding whitespace stripped), deduplicated,
+            in document order; empty when ``nofollow``.
         base: the URL to resolve ``links`` against: ``<base href>`` resolved against
             the page URL, or the page URL.
         nofollow: meta robots / X-Robots-Tag said ``nofollow`` or ``none``.
@@ -130,11 +160,13 @@ class Extracted:
             page to, surrounding C0 controls and spaces stripped, to be resolved
             against ``base`` like ``links``; ``None`` when there is none, it is a
             reload, or its delay is over ``REFRESH_MAX_DELAY_S`` (module docstring).
-        title: the document's ``<title>`` text, whitespace collapsed (``None``: none).
-        canonical: the raw ``href`` of the first ``<link rel="canonical">`` (to be
-            resolved against ``base``), ``None`` when there is none.
+        title: the document's ``<title>`` text, ASCII whitespace collapsed, at most
+            ``TITLE_MAX_CHARS`` characters (``None``: none, or only whitespace).
+        canonical: the raw ``href`` of the first ``<link rel="canonical">`` of
+            ``<head>``, surrounding whitespace stripped (to be resolved against
+            ``base``), ``None`` when there is none or it is empty.
         simhash: the 64-bit SimHash of the page's visible text (an unsigned int,
-            ``core.simhash``), ``None`` when the page has no text.
+            ``core.simhash.simhash64``), ``None`` when the page has no text.
     """
 
     links: list[str]
@@ -328,6 +360,30 @@ def _in_noscript(node: LexborNode) -> bool:
     return False
 
 
+def _title(text: str) -> str | None:
+    """``text`` with ASCII whitespace stripped and collapsed (HTML Standard, "strip and
+    collapse ASCII whitespace"), cut at ``TITLE_MAX_CHARS``; ``None`` when empty.
+    Reads no further than the words it keeps."""
+    words: list[str] = []
+    size = 0
+    for match in _NOT_ASCII_WS.finditer(text):
+        words.append(match.group())
+        size += len(words[-1]) + 1
+        if size > TITLE_MAX_CHARS:
+            break
+    return " ".join(words)[:TITLE_MAX_CHARS] or None
+
+
+def _simhash(tree: LexborHTMLParser) -> int | None:
+    """The SimHash of ``tree``'s visible text (module docstring); removes the
+    elements that are not text from ``tree``."""
+    tree.strip_tags(_NOT_TEXT)
+    body = tree.body
+    if body is None:
+        return None
+    return simhash64(body.text(separator=" ")) or None
+
+
 def _refresh_target(declared: tuple[int, str | None] | None, base: str, url: str) -> str | None:
     """The target of a parsed refresh, or ``None`` for none, a reload or a long delay."""
     if declared is None:
@@ -364,16 +420,30 @@ def extract_links(body: bytes, url: str, headers: Mapping[str, str], token: str)
     base: str | None = None
     hrefs: list[str] = []
     refresh: tuple[int, str | None] | None = None
+    title: str | None = None
+    canonical: str | None = None
+    seen_title = seen_canonical = False
+    tree: LexborHTMLParser | None = None
     try:
-        nodes = LexborHTMLParser(decode(body, headers)).css(_SELECTOR)
+        tree = LexborHTMLParser(decode(body, headers))
+        nodes = tree.css(_SELECTOR)
     except Exception:  # selectolax on pathological input: no links rather than a crash
         nodes = []
     for node in nodes:
         tag = node.tag
-        if tag == "a" or tag == "area":
-            href = (node.attrs.get("href") or "").strip(_WS)
+        if tag == "a" or tag == "area" or tag == "frame" or tag == "iframe":
+            attribute = "href" if tag == "a" or tag == "area" else "src"
+            href = (node.attrs.get(attribute) or "").strip(_WS)
             if href and href[0] != "#":
                 hrefs.append(href)
+        elif tag == "title":
+            if not seen_title:
+                seen_title = True
+                title = _title(node.text())
+        elif tag == "link":
+            if not seen_canonical:
+                seen_canonical = True
+                canonical = (node.attrs.get("href") or "").strip(_WS) or None
         elif tag == "meta":
             attrs = node.attrs
             content = attrs.get("content") or ""
@@ -388,6 +458,12 @@ def extract_links(body: bytes, url: str, headers: Mapping[str, str], token: str)
                 refresh = parse_refresh(content)
         elif base is None:  # the first <base href>
             base = node.attrs.get("href") or ""
+    simhash: int | None = None
+    if tree is not None:
+        try:
+            simhash = _simhash(tree)
+        except Exception:  # selectolax on pathological input: no fingerprint
+            simhash = None
     if refresh is None:
         for value in _header_values(headers, "refresh"):
             refresh = parse_refresh(value)
@@ -401,6 +477,9 @@ def extract_links(body: bytes, url: str, headers: Mapping[str, str], token: str)
         nofollow=nofollow,
         noindex=noindex,
         refresh=_refresh_target(refresh, resolved, url),
+        title=title,
+        canonical=canonical,
+        simhash=simhash,
     )
 
 
@@ -420,6 +499,7 @@ def _resolve_base(url: str, href: str | None) -> str:
 __all__ = [
     "HEADERS_USED",
     "REFRESH_MAX_DELAY_S",
+    "TITLE_MAX_CHARS",
     "Extracted",
     "decode",
     "extract_links",

@@ -10,17 +10,19 @@ feature-count vectors.
 Features: word 3-shingles (every run of 3 consecutive word tokens, counted with
 repeats). A word token is a maximal run of ASCII letters, digits, ``_`` and non-ASCII
 characters of the UTF-8 text, ASCII letters lowercased; ASCII punctuation and spaces
-separate tokens, so markup spacing and punctuation do not count. (Non-ASCII
-characters are all word characters and are not case-folded: that keeps tokenizing in
-three C calls, ``encode``, ``translate`` and ``split``, where the ``\\w+`` regex
-cost 4 times as much; a text without ASCII spaces, such as Chinese, gives long
-tokens and so coarser features.) Why shingles and not single words: the bag of words
-of any two English pages is dominated by the same function words ("the", "of",
-"to"), so unrelated pages would look alike (cosine 0.5-0.7 between term-count
-vectors); two unrelated pages share almost no 3-shingles, and shingles keep the
-word order. Why 3 and not more: a changed word changes ``n`` shingles, so the
-distance a small edit causes grows with ``n``; with ``n = 3`` one word changed in
-500 gives an expected 2.2 bits (about 1 page in 6 lands over 3 bits). This is the
+separate tokens, so markup spacing and punctuation do not count. Non-ASCII
+characters (dashes and curly quotes among them) are all word characters and are not
+case-folded: that keeps tokenizing in three C calls, ``encode``, ``translate`` and
+``split``, where the ``\\w+`` regex cost 4 times as much; a text without ASCII
+spaces, such as Chinese, gives long tokens and so coarser features.
+
+Why shingles and not single words: the bag of words of any two English pages is
+dominated by the same function words ("the", "of", "to"), so unrelated pages would
+look alike (cosine 0.5-0.7 between term-count vectors); two unrelated pages share
+almost no 3-shingles, and shingles keep the word order. Why 3 and not more: a
+changed word changes ``n`` shingles, so the distance a small edit causes grows with
+``n``; with ``n = 3`` one word changed in 500 gives an expected 2.2 bits (about 1
+page in 6 lands over 3 bits; ``tests/test_simhash.py`` measures it). This is the
 shingling of Broder et al. ("Syntactic clustering of the Web", 1997) with word
 tokens, as Manku et al. describe SimHash on web pages (features from the text, WWW
 2007 §2). Scripts, styles and markup are not text: the caller (``core.links``)

@@ -22,6 +22,7 @@ from crawldeck.core.links import (
     parse_refresh,
     robots_tags,
 )
+from crawldeck.core.simhash import simhash64
 
 URL = "http://example.test/dir/page.html"
 TOKEN = "crawldeck"
@@ -51,6 +52,7 @@ def test_links_in_document_order_with_area() -> None:
         base=URL,
         nofollow=False,
         noindex=False,
+        simhash=simhash64("1 3 x s"),  # the text of the body's elements
     )
 
 
@@ -265,7 +267,13 @@ async def test_extract_from_a_real_response(srv: HTTPTestServer) -> None:
         result = await f.fetch(srv.url("/page"))
     assert is_html(result.content_type)
     got = extract_links(result.body, result.url, result.headers, TOKEN)
-    assert got == Extracted(links=["café"], base=srv.url("/b/"), nofollow=False, noindex=True)
+    assert got == Extracted(
+        links=["café"],
+        base=srv.url("/b/"),
+        nofollow=False,
+        noindex=True,
+        simhash=simhash64("x t"),
+    )
 
 
 # --- meta refresh (issue #10 item 5) -------------------------------------------------
