@@ -3,12 +3,14 @@
 ``assemble`` builds, for a config, a store and a clock, every part the engine drives,
 each with only the settings it needs (``XSettings.from_config``), and ties their
 callbacks: the address policy and the robots.txt cache write audit lines to the
-observer; robots.txt is fetched through the side requests and so through the host
-gate; refusals go to the observer; spilled rows read back restore their seed's scope.
+observer; with ``warc`` on (and a SQLite store: a cluster worker writes none) the
+fetcher is wrapped in ``core.archive.ArchivingFetcher``; robots.txt is fetched
+through the side requests and so through the host gate; refusals go to the observer;
+spilled rows read back restore their seed's scope.
 The engine (``core.engine``) runs the workers over the result and does the awaits.
-Nothing here does I/O but one read of the crawl file (the validators of a recrawl's
-queued pages, ``core.recrawl``): the fetcher and the DNS cache open connections on
-first use.
+Nothing here does I/O but reads of the crawl file (the validators of a recrawl's
+queued pages, ``core.recrawl``; the SimHashes of the near-duplicate index): the
+fetcher and the DNS cache open connections on first use.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Protocol
 
 from crawldeck.core import urls
 from crawldeck.core.admission import Admission
+from crawldeck.core.archive import ArchivingFetcher, PageArchive, warc_writer
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.content import ContentReader
 from crawldeck.core.dns import (
@@ -36,7 +39,7 @@ from crawldeck.core.gate import AddressLimit, HostGate
 from crawldeck.core.observer import Observer
 from crawldeck.core.politeness import Politeness, PolitenessSettings
 from crawldeck.core.protocols import Clock, CrawlStore, Fetcher
-from crawldeck.core.recording import Recorder
+from crawldeck.core.recording import Recorder, near_index
 from crawldeck.core.recrawl import ConditionalFetcher, validators_of
 from crawldeck.core.robots import RobotsCache, RobotsSettings
 from crawldeck.core.seen import SeenSet
@@ -142,6 +145,11 @@ def assemble(
     conditional = validators_of(store) if isinstance(store, Store) else None
     if conditional:  # a recrawl: its pages are asked for with their validators
         fetcher = ConditionalFetcher(fetcher, conditional)
+    writer = warc_writer(config, store)
+    archive = None
+    if writer is not None:  # every fetch through the crawl's client is archived
+        fetcher = ArchivingFetcher(fetcher, writer, clock)
+        archive = PageArchive(writer, clock)
     ips: AddressLimit = IpLimiter(IpLimitSettings.from_config(config))
     if cluster is not None:
         ips = cluster.address_limit(IpLimiter(IpLimitSettings.from_config(config)), wake)
@@ -161,7 +169,9 @@ def assemble(
     seen = SeenSet(store)
     admission = Admission(config.strip_params, guard, seen, observer.block)
     side.bind(observer, admission, robots)
-    recorder = Recorder(config, store, observer, admission, frontier, seen, wake)
+    recorder = Recorder(
+        config, store, observer, admission, frontier, seen, wake, archive, near_index(store)
+    )
     content = ContentReader(config, side.render_gate, side.render_report, observer.log, audit)
     parts = Parts(dns, policy, addresses, fetcher, gate, frontier, side, robots, observer,
                   scope, guard, seen, admission, recorder, content)  # fmt: skip

@@ -6,6 +6,16 @@ the frontier window: in memory or spilled); a 3xx ``Location`` or a meta refresh
 judged as the next hop of its redirect chain (``core.redirects.judge_hop``). The rows
 go to the store in one operation per page (``Store.record_page``), so a kill leaves
 either the whole page or none of it.
+
+What a page row says of its content (issue #13): ``title``, ``etag``,
+``last_modified``, ``content_length`` from the response; its WARC record's place and
+payload digest, and ``duplicate_of`` for an exact duplicate (``core.archive``,
+``core.warc``); ``canonical_url``, the ``<link rel="canonical">`` resolved against the
+page's base and cleaned like a link, and admitted like one (scope, traps, robots.txt
+at its fetch); ``simhash`` and ``near_duplicate_of``, an earlier HTML page of the same
+host within Hamming distance 3 (``core.simhash.NearDuplicates``, Manku, Jain and Das
+Sarma, WWW 2007). Each archived page also gets its ``metadata`` record (referrer and
+outlinks) and, when rendered, its DOM as a ``conversion`` record.
 """
 
 from __future__ import annotations
@@ -15,6 +25,7 @@ from typing import Literal
 
 from crawldeck.core import redirects, urls
 from crawldeck.core.admission import Admission, Link, url_reason
+from crawldeck.core.archive import PageArchive
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.errors import FetchError, UrlError
 from crawldeck.core.fetcher import FetchResult
@@ -24,8 +35,9 @@ from crawldeck.core.observer import HostStats, Observer
 from crawldeck.core.protocols import ResultSink
 from crawldeck.core.render_types import RenderResult
 from crawldeck.core.seen import SeenSet
+from crawldeck.core.simhash import NearDuplicates
 from crawldeck.core.snapshot import ResponseRow
-from crawldeck.core.store import FrontierRow, PageRecord
+from crawldeck.core.store import FrontierRow, PageRecord, Store
 from crawldeck.core.traps import Verdict
 from crawldeck.core.window import FrontierWindow
 
@@ -47,6 +59,8 @@ class Recorder:
         frontier: where admitted URLs wait (in memory or spilled).
         seen: the seen set (told when the rows of its keys went to the store).
         wake: called when a URL was queued in memory (a worker may take it).
+        archive: the WARC records written after a page's fetch (``None``: WARC off).
+        near: the near-duplicate index of the crawl (per host; filled on resume).
     """
 
     def __init__(
@@ -58,7 +72,11 @@ class Recorder:
         frontier: FrontierWindow,
         seen: SeenSet,
         wake: Callable[[], None],
+        archive: PageArchive | None = None,
+        near: NearDuplicates | None = None,
     ) -> None:
+        self._archive = archive
+        self._near = near if near is not None else NearDuplicates()
         self._config = config
         self._store = store
         self._obs = observer
@@ -184,11 +202,16 @@ class Recorder:
         hop: str | None = None  # where the response redirects to (raw), if anywhere
         base = entry.url
         location = result.headers.get("location")
+        canonical_url: str | None = None
         if status in REDIRECT_STATUSES and location:
             hop = location
         elif extracted is not None:
             noindex = extracted.noindex
-            await self._follow(entry, extracted.links, extracted.base, edges, new_rows)
+            hrefs = extracted.links
+            canonical_url = _canonical(extracted)
+            if canonical_url is not None and not extracted.nofollow:
+                hrefs = [*hrefs, canonical_url]  # admitted like a link
+            await self._follow(entry, hrefs, extracted.base, edges, new_rows)
             if rendered is not None:
                 noindex = noindex or rendered.noindex
                 await self._follow(entry, rendered.links, rendered.base, edges, new_rows)
@@ -211,6 +234,22 @@ class Recorder:
                 )
             elif following is not None:
                 state = "queued"
+        ref = result.warc
+        near_of: str | None = None
+        fp = extracted.simhash if extracted is not None else None
+        if fp is not None:
+            near_of = self._near.find(entry.host, fp)
+            self._near.add(entry.host, fp, entry.url)
+        if self._archive is not None:
+            await self._archive.page(
+                result, via=entry.via, outlinks=[to for _, to in edges], rendered=rendered
+            )
+            if (
+                canonical_url is not None
+                and urls.host_key(canonical_url) == entry.host
+                and urls.normalize(canonical_url, self._config.strip_params) != entry.key
+            ):
+                await self._archive.canonical(result, canonical_url)
         page = PageRecord(
             url=entry.url,
             final_url=final_url,
@@ -224,6 +263,18 @@ class Recorder:
             rendered=rendered is not None and (rendered.error is None or rendered.timed_out),
             error=error,
             noindex=noindex,
+            warc_file=ref.file if ref is not None else None,
+            warc_offset=ref.offset if ref is not None else None,
+            warc_length=ref.length if ref is not None else None,
+            payload_digest=ref.payload_digest if ref is not None else None,
+            title=extracted.title if extracted is not None else None,
+            etag=result.headers.get("etag"),
+            last_modified=result.headers.get("last-modified"),
+            content_length=_content_length(result),
+            canonical_url=canonical_url,
+            duplicate_of=ref.duplicate_of if ref is not None else None,
+            simhash=fp,
+            near_duplicate_of=near_of,
         )
         stats.remember(ResponseRow(start, entry.url, status, result.elapsed_ms, error))
         self._store.record_page(
@@ -313,4 +364,33 @@ class Recorder:
         new_rows += (self.queue(link, depth, PRIORITY_LINK, (), entry.url) for link in admitted)
 
 
-__all__ = ["PRIORITY_LINK", "PRIORITY_SEED", "REDIRECT_STATUSES", "Recorder"]
+def near_index(store: ResultSink) -> NearDuplicates:
+    """The near-duplicate index of a crawl: the SimHashes of the pages of a SQLite
+    ``Store``'s earlier runs (``Store.simhashes``), empty for another sink (a cluster
+    worker sees only its own pages' SimHashes)."""
+    near = NearDuplicates()
+    if isinstance(store, Store):
+        for host, fp, url in store.simhashes():
+            near.add(host, fp, url)
+    return near
+
+
+def _canonical(extracted: Extracted) -> str | None:
+    """The page's ``<link rel="canonical">`` resolved against its base and cleaned
+    (``core.urls.clean``), ``None`` when it has none or it cannot be crawled."""
+    if not extracted.canonical:
+        return None
+    try:
+        return urls.clean(extracted.canonical, extracted.base)
+    except UrlError:
+        return None
+
+
+def _content_length(result: FetchResult) -> int | None:
+    """The response's ``Content-Length`` as an int (RFC 9110 §8.6: digits only),
+    ``None`` when absent or not a number."""
+    value = result.headers.get("content-length", "").strip()
+    return int(value) if value.isascii() and value.isdigit() else None
+
+
+__all__ = ["PRIORITY_LINK", "PRIORITY_SEED", "REDIRECT_STATUSES", "Recorder", "near_index"]

@@ -105,6 +105,7 @@ from typing import Any, Final, Literal, TypedDict
 import sqlite_utils
 
 from crawldeck.core.errors import StoreError
+from crawldeck.core.simhash import to_signed, to_unsigned
 
 #: The schema this code writes; a file of an older version in ``UPGRADABLE_VERSIONS``
 #: is upgraded in place when a ``Store`` opens it, any other version is refused.
@@ -222,13 +223,6 @@ PAGE_COLUMNS_V2: Final = (
     ("near_duplicate_of", "TEXT"),
 )
 _V2_NAMES: Final = tuple(name for name, _ in PAGE_COLUMNS_V2)
-
-
-def _signed64(value: int | None) -> int | None:
-    """An unsigned 64-bit ``value`` as SQLite's signed INTEGER (two's complement)."""
-    if value is None:
-        return None
-    return value - (1 << 64) if value >= 1 << 63 else value
 
 
 @dataclass(frozen=True, slots=True)
@@ -1613,7 +1607,7 @@ class Store:
                     page.content_length,
                     page.canonical_url,
                     page.duplicate_of,
-                    _signed64(page.simhash),
+                    None if page.simhash is None else to_signed(page.simhash),
                     page.near_duplicate_of,
                 ),
             )
@@ -1986,7 +1980,7 @@ class Store:
             "SELECT host, simhash, url FROM pages WHERE simhash IS NOT NULL ORDER BY rowid"
         )
         for host, fp, url in rows:
-            yield host, fp & 0xFFFF_FFFF_FFFF_FFFF, url
+            yield host, to_unsigned(fp), url
 
     def sitemaps_read(self) -> set[str]:
         """The URLs of the sitemaps committed with an answer that is not transient (an

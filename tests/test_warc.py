@@ -1,0 +1,382 @@
+"""WARC output (issue #13): the writer on its own, crawls of real loopback servers, and
+the files checked by tools we did not write (``warcio check``, ``warcio index``)."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import tracemalloc
+import urllib.request
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+from crawlkit import html, rows, run_crawl
+from httpserver import HTTPTestServer, Response
+from multidict import CIMultiDict, CIMultiDictProxy
+from warcio.archiveiterator import ArchiveIterator
+
+from crawldeck.core.fetcher import FetchResult
+from crawldeck.core.store import SCHEMA_VERSION, Store
+from crawldeck.core.warc import (
+    IDENTICAL_PAYLOAD,
+    Exchange,
+    WarcWriter,
+    complete_length,
+    payload_digest,
+    warc_files,
+    warc_stem,
+)
+from crawldeck.localweb import LocalWeb
+
+WARCIO = str(Path(sys.executable).parent / "warcio")
+CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
+DATE = "2024-05-01T12:00:00.250000Z"
+
+
+def check_with_warcio(directory: Path, stem: str) -> list[Path]:
+    """Every WARC file of ``stem`` passes ``warcio check`` (digests verified) and
+    ``warcio index``; the files."""
+    files = warc_files(directory, stem)
+    assert files
+    for path in files:
+        checked = subprocess.run([WARCIO, "check", "-v", str(path)], capture_output=True)
+        assert checked.returncode == 0, checked.stdout.decode()[-2000:]
+        assert b"digest fail" not in checked.stdout
+        indexed = subprocess.run([WARCIO, "index", str(path)], capture_output=True)
+        assert indexed.returncode == 0, indexed.stderr.decode()
+    return files
+
+
+def record_at(path: Path, offset: int) -> Any:
+    """The record whose gzip member starts at ``offset`` of ``path``, read whole."""
+    with path.open("rb") as f:
+        f.seek(offset)
+        record = next(iter(ArchiveIterator(f)))
+        record.raw = record.raw_stream.read()
+        return record
+
+
+def member(path: Path, offset: int, length: int) -> bytes:
+    """The record at ``offset`` as stored: its gzip member, decompressed."""
+    with path.open("rb") as f:
+        f.seek(offset)
+        return gzip.decompress(f.read(length))
+
+
+def result(
+    url: str, body: bytes, status: int = 200, *, truncated: bool = False, **kw: Any
+) -> FetchResult:
+    headers = CIMultiDictProxy(CIMultiDict({"Content-Type": "text/html"}))
+    return FetchResult(url, status, headers, body, "text/html", 1.0, truncated, **kw)
+
+
+def write_all(writer: WarcWriter, results: list[FetchResult]) -> list[Any]:
+    async def main() -> list[Any]:
+        refs = [await writer.exchange(Exchange(r, DATE)) for r in results]
+        await writer.aclose()
+        return refs
+
+    return asyncio.run(main())
+
+
+# ---------------------------------------------------------------- the writer alone
+
+
+def test_stem_and_file_names(tmp_path: Path) -> None:
+    assert warc_stem(Path("crawl.db")) == "crawl"
+    assert warc_stem(Path("x.sqlite")) == "x"
+    assert warc_stem(Path("plain")) == "plain"
+    for name in ("c-00002.warc.gz", "c-00010.warc.gz", "c-1.warc.gz", "cc-00001.warc.gz"):
+        (tmp_path / name).write_bytes(b"")
+    assert [p.name for p in warc_files(tmp_path, "c")] == ["c-00002.warc.gz", "c-00010.warc.gz"]
+
+
+def test_duplicates_revisits_raw_headers_and_truncation(tmp_path: Path) -> None:
+    raw = ((b"Content-Type", b"text/html"), (b"X-Odd", b"caf\xe9"))
+    writer = WarcWriter(tmp_path, "c", max_bytes=1 << 20, info=[("software", "t")])
+    refs = write_all(
+        writer,
+        [
+            result("http://a.test/1", b"<p>same</p>", raw_headers=raw, reason="OK"),
+            result("http://a.test/2", b"<p>same</p>", reason="OK"),
+            result("http://a.test/3", b"<p>cut", truncated=True),
+            result("http://a.test/4", b"<p>cut"),  # a truncated payload is no first
+            result("http://a.test/5", b"", status=204),
+            result("http://a.test/6", b"", status=204),  # empty payloads never repeat
+        ],
+    )
+    check_with_warcio(tmp_path, "c")
+    path = tmp_path / refs[0].file
+    assert [r.duplicate_of for r in refs] == [None, "http://a.test/1", None, None, None, None]
+    first = record_at(path, refs[0].offset)
+    assert first.rec_type == "response"
+    assert first.rec_headers.get_header("WARC-Payload-Digest") == payload_digest(b"<p>same</p>")
+    assert refs[0].payload_digest == payload_digest(b"<p>same</p>")
+    assert member(path, refs[0].offset, refs[0].length).endswith(
+        b"\r\n\r\nHTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-Odd: caf\xe9\r\n\r\n"
+        b"<p>same</p>\r\n\r\n"
+    )  # the head as received, byte for byte
+    assert first.raw == b"<p>same</p>"
+    second = record_at(path, refs[1].offset)
+    assert second.rec_type == "revisit"
+    assert second.rec_headers.get_header("WARC-Profile") == IDENTICAL_PAYLOAD
+    assert second.rec_headers.get_header("WARC-Refers-To-Target-URI") == "http://a.test/1"
+    assert second.rec_headers.get_header("WARC-Refers-To-Date") == DATE
+    assert second.raw == b""
+    cut = record_at(path, refs[2].offset)
+    assert cut.rec_headers.get_header("WARC-Truncated") == "length"
+    assert record_at(path, refs[3].offset).rec_type == "response"
+    assert record_at(path, refs[5].offset).rec_type == "response"
+    with path.open("rb") as f:
+        kinds = [r.rec_type for r in ArchiveIterator(f)]
+    assert kinds[0] == "warcinfo" and kinds.count("request") == 6
+    assert all(ref.length > 0 for ref in refs)
+
+
+def test_rotation_and_resume_after_a_partial_member(tmp_path: Path) -> None:
+    body = os.urandom(300_000)  # incompressible: each exchange about 300 kB
+    writer = WarcWriter(tmp_path, "c", max_bytes=1 << 20, info=[("software", "t")])
+    refs = write_all(writer, [result(f"http://a.test/{i}", body + bytes([i])) for i in range(8)])
+    files = check_with_warcio(tmp_path, "c")
+    assert len(files) == 2  # a file past 1 MiB (4 exchanges) takes no more
+    assert {r.file for r in refs} == {p.name for p in files}
+    last = files[-1]
+    whole = last.stat().st_size
+    with last.open("ab") as f:  # a power loss in the middle of an append
+        f.write(gzip.compress(b"WARC/1.1\r\n" + body)[:5000])
+    assert complete_length(last) == whole
+    again = WarcWriter(tmp_path, "c", max_bytes=1 << 20, info=[("software", "t")])
+    ref = write_all(again, [result("http://a.test/new", b"<p>new</p>")])[0]
+    assert last.stat().st_size == whole  # cut back to its last complete member
+    assert ref.file == "c-00003.warc.gz"
+    check_with_warcio(tmp_path, "c")
+
+
+def test_digest_map_memory_per_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The duplicate map's cost per distinct payload, measured (module docstring of
+    ``core.warc``: about 300 bytes)."""
+    n = 5_000
+    writer = WarcWriter(tmp_path, "c", max_bytes=1 << 30, info=[("software", "t")])
+    firsts = writer._state.firsts
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for i in range(n):
+        url = f"http://www.example.com/section/{i:08d}/page.html"
+        firsts[payload_digest(url.encode())] = (url, DATE[:-1] + "Z")
+    per_page = (tracemalloc.get_traced_memory()[0] - before) / n
+    tracemalloc.stop()
+    with capsys.disabled():
+        print(f"\ndigest map: {per_page:.0f} bytes per distinct payload (52-char URLs)")
+    assert 150 < per_page < 450
+
+
+# ---------------------------------------------------------------- crawls
+
+
+def test_a_crawl_archives_every_fetch_hostile_answers_included(tmp_path: Path) -> None:
+    page = b"<html><head><title>Home</title></head><body>" + b"x" * 50 + b"</body></html>"
+    zipped = gzip.compress(b"<html><body><p>zipped</p></body></html>")
+    big = b"<html><body>" + b"y" * 5000 + b"</body></html>"
+    with HTTPTestServer() as srv:
+        srv.set("/robots.txt", Response(200, {"Content-Type": "text/plain"}, b"User-agent: *\n"))
+        srv.set(
+            "/",
+            html(
+                '<a href="/copy">c</a><a href="/gz">g</a><a href="/big">b</a>'
+                '<a href="/odd">o</a><a href="/named">n</a>',
+                ETag='"v1"',
+            ),
+        )
+        srv.set("/copy", Response(200, {"Content-Type": "text/html"}, page))
+        srv.set("/named", Response(200, {"Content-Type": "text/html"}, page))
+        srv.set("/gz", Response(200, {"Content-Type": "text/html", "Content-Encoding": "gzip"},
+                                zipped))  # fmt: skip
+        srv.set("/big", Response(200, {"Content-Type": "text/html"}, big))
+        srv.set_raw(
+            "/odd",
+            lambda req, out: out.write(
+                b"HTTP/1.1 200 Fine\r\nContent-Type: text/html\r\nX-Bytes: \xff\xfeok\r\n"
+                b"Content-Length: 11\r\n\r\n<p>odd</p>\n"
+            ),
+        )
+        db = tmp_path / "c.db"
+        run_crawl([srv.url("/")], db, max_body_bytes=1024, flush_interval_ms=50)
+    check_with_warcio(tmp_path, "c")
+    pages = {
+        url.rsplit("/", 1)[1]: rest
+        for url, *rest in rows(
+            db,
+            "SELECT url, warc_file, warc_offset, payload_digest, duplicate_of, etag,"
+            " content_length, title, error FROM pages",
+        )
+    }
+    assert set(pages) == {"", "copy", "gz", "big", "odd", "named"}
+    assert pages[""][4] == '"v1"'
+    assert pages["copy"][2] == payload_digest(page) == pages["named"][2]
+    # one of the two copies is the first; the other a revisit of it
+    dupes = {pages["copy"][3], pages["named"][3]}
+    assert len([d for d in dupes if d]) == 1 and None in dupes
+    assert pages["copy"][6] == "Home"
+    for name, (file, offset, digest, dup, *_rest) in pages.items():
+        record = record_at(tmp_path / file, offset)
+        assert record.rec_type == ("revisit" if dup else "response"), name
+        assert record.rec_headers.get_header("WARC-Payload-Digest") == digest
+    gz = record_at(tmp_path / pages["gz"][0], pages["gz"][1])
+    assert gz.http_headers.get_header("Content-Encoding") == "gzip"
+    assert gz.raw == zipped  # the payload as transferred, still coded
+    cut = record_at(tmp_path / pages["big"][0], pages["big"][1])
+    assert cut.rec_headers.get_header("WARC-Truncated") == "length"
+    assert cut.raw == big[:1024]
+    assert pages["big"][5] == len(big)
+    (length,) = rows(db, "SELECT warc_length FROM pages WHERE url = ?", srv.url("/odd"))[0]
+    odd = member(tmp_path / pages["odd"][0], pages["odd"][1], length)
+    assert b"\r\n\r\nHTTP/1.1 200 Fine\r\nContent-Type: text/html\r\nX-Bytes: \xff\xfeok\r\n" in odd
+    with (tmp_path / pages[""][0]).open("rb") as f:
+        records = list(ArchiveIterator(f))
+    types = [r.rec_type for r in records]
+    uris = [r.rec_headers.get_header("WARC-Target-URI") for r in records]
+    assert types[0] == "warcinfo"
+    assert srv.url("/robots.txt") in uris  # robots.txt is archived too
+    assert types.count("request") == types.count("response") + types.count("revisit")
+    assert types.count("metadata") == 6
+
+
+def test_canonical_counts_as_one_page_with_its_page(tmp_path: Path) -> None:
+    """``/a`` names ``/b`` canonical and has ``/b``'s payload: ``/b`` is admitted like a
+    link and fetched as a full response, ``/c`` (the same payload again) is a revisit
+    of ``/b``."""
+    same = b'<html><head><link rel="canonical" href="/b"></head><body>t</body></html>'
+    with HTTPTestServer() as srv:
+        srv.set("/", html('<a href="/a">a</a>'))
+        srv.set("/a", Response(200, {"Content-Type": "text/html"}, same))
+        srv.set("/b", Response(200, {"Content-Type": "text/html"},
+                               same + b'<a href="/c">c</a>'[:0]))  # fmt: skip
+        srv.set("/c", Response(200, {"Content-Type": "text/html"}, same))
+        db = tmp_path / "c.db"
+        srv.set("/b", Response(200, {"Content-Type": "text/html"}, same))
+        run_crawl([srv.url("/"), srv.url("/a")], db, max_depth=3, concurrency=1)
+        found = dict(rows(db, "SELECT url, canonical_url FROM pages"))
+        assert found[srv.url("/a")] == srv.url("/b")
+        dups = dict(rows(db, "SELECT url, duplicate_of FROM pages"))
+    assert dups[srv.url("/b")] is None  # not a duplicate of the page that named it
+
+
+def test_localweb_records_match_what_the_servers_send(tmp_path: Path) -> None:
+    db = tmp_path / "crawl.db"
+    with LocalWeb(delay_scale=0.05) as web:
+        run_crawl(web.seeds(), db, concurrency=8, max_pages=80, allow_networks=["127.77.0.0/24"])
+        check_with_warcio(tmp_path, "crawl")
+        got = rows(
+            db,
+            "SELECT url, warc_file, warc_offset, warc_length, payload_digest FROM pages"
+            " WHERE status = 200 AND content_type = 'text/html' AND duplicate_of IS NULL",
+        )
+        assert len(got) > 40
+        compared = 0
+        for url, file, offset, length, digest in got[:40]:
+            record = record_at(tmp_path / file, offset)
+            assert record.rec_headers.get_header("WARC-Target-URI") == url
+            assert record.rec_headers.get_header("WARC-Payload-Digest") == digest
+            with open(tmp_path / file, "rb") as f:
+                f.seek(offset)
+                member = f.read(length)
+            assert gzip.decompress(member).startswith(b"WARC/1.1\r\n")  # one whole member
+            request = urllib.request.Request(url, headers={"Accept-Encoding": "identity"})
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                sent = answer.read()
+            coded = record.http_headers.get_header("Content-Encoding")
+            payload = gzip.decompress(record.raw) if coded == "gzip" else record.raw
+            compared += payload == sent
+        assert compared >= 25  # some local pages are built anew per request
+
+
+def committed_pages(db: Path) -> int:
+    """Pages with a WARC record committed in ``db`` (0 before the file exists)."""
+    try:
+        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+            return int(
+                conn.execute("SELECT count(*) FROM pages WHERE warc_file IS NOT NULL").fetchone()[0]
+            )
+    except sqlite3.OperationalError:
+        return 0
+
+
+@pytest.mark.slow
+def test_kill_9_leaves_readable_files_and_the_resume_writes_a_new_one(tmp_path: Path) -> None:
+    with LocalWeb(delay_scale=0.05) as web:
+        (tmp_path / "seeds.txt").write_text("\n".join(web.seeds()) + "\n")
+        args = [CRAWLDECK, "crawl", "seeds.txt", "--no-ui", "--db", "c.db", "--delay-ms", "0",
+                "--max-pages", "60"]  # fmt: skip
+        proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while committed_pages(tmp_path / "c.db") < 15:  # rows pointing into file 1
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=10)
+        check_with_warcio(tmp_path, "c")
+        again = subprocess.run(args, cwd=tmp_path, capture_output=True, timeout=120)
+        assert again.returncode == 0, again.stderr
+    files = check_with_warcio(tmp_path, "c")
+    assert [p.name for p in files] == ["c-00001.warc.gz", "c-00002.warc.gz"]
+    with closing(sqlite3.connect(tmp_path / "c.db")) as conn:
+        located = conn.execute(
+            "SELECT warc_file, warc_offset FROM pages WHERE warc_file IS NOT NULL"
+        ).fetchall()
+    assert {f for f, _ in located} == {"c-00001.warc.gz", "c-00002.warc.gz"}
+    for file, offset in located:
+        assert record_at(tmp_path / file, offset).rec_type in ("response", "revisit")
+
+
+# ---------------------------------------------------------------- the schema
+
+
+def test_a_version_1_file_is_upgraded_in_place(tmp_path: Path) -> None:
+    """A file of version 1 (today's schema minus the issue #13 columns) gets them."""
+    db = tmp_path / "old.db"
+    with closing(sqlite3.connect(db)) as conn:
+        conn.executescript(
+            "CREATE TABLE pages (url TEXT NOT NULL, final_url TEXT, host TEXT NOT NULL,"
+            " depth INTEGER NOT NULL, status INTEGER, content_type TEXT, bytes INTEGER NOT NULL,"
+            " elapsed_ms FLOAT NOT NULL, fetched_at TEXT NOT NULL, rendered INTEGER NOT NULL,"
+            " error TEXT, noindex INTEGER NOT NULL);"
+            "CREATE UNIQUE INDEX pages_url ON pages (url);"
+            "CREATE TABLE blocked (url TEXT, host TEXT, reason TEXT, detail TEXT, at TEXT);"
+            "CREATE TABLE hosts (host TEXT PRIMARY KEY, ip TEXT, robots_status TEXT,"
+            " robots_expires_at FLOAT, crawl_delay_ms FLOAT, delay_ms FLOAT,"
+            " backoff_attempts INTEGER, backoff_until FLOAT, pages_fetched INTEGER,"
+            " state TEXT, backoff_started FLOAT, learnt_delay_ms FLOAT);"
+            "CREATE TABLE frontier (key TEXT PRIMARY KEY, url TEXT, host TEXT, depth INTEGER,"
+            " priority INTEGER, state TEXT, available_at FLOAT, attempts INTEGER,"
+            " redirects TEXT, via TEXT, seq INTEGER);"
+            "CREATE INDEX frontier_state_seq ON frontier (state, seq);"
+            "CREATE TABLE links (from_url TEXT, to_url TEXT);"
+            "CREATE TABLE runs (id INTEGER PRIMARY KEY, started_at TEXT, finished_at TEXT,"
+            " status TEXT, config TEXT);"
+            "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+            "INSERT INTO meta VALUES ('schema_version', '1'), ('application', 'crawldeck');"
+            "INSERT INTO pages VALUES ('http://a.test/', NULL, 'a.test', 0, 200, 'text/html',"
+            " 5, 1.0, '2024-05-01T12:00:00.250000Z', 0, NULL, 0);"
+        )
+    Store(db).close()
+    columns = [r[1] for r in rows(db, "PRAGMA table_info(pages)")]
+    assert columns[12:] == [
+        "warc_file", "warc_offset", "warc_length", "payload_digest", "title", "etag",
+        "last_modified", "content_length", "canonical_url", "duplicate_of", "simhash",
+        "near_duplicate_of",
+    ]  # fmt: skip
+    assert rows(db, "SELECT value FROM meta WHERE key = 'schema_version'") == [
+        (str(SCHEMA_VERSION),)
+    ]
+    assert rows(db, "SELECT url, bytes, warc_file FROM pages") == [("http://a.test/", 5, None)]
+    assert ("pages_payload_digest",) in rows(
+        db, "SELECT name FROM sqlite_master WHERE type = 'index'"
+    )
