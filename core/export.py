@@ -19,6 +19,15 @@ target (rename(2) replaces it in one step), so the target is at any moment eithe
 what it was or the whole new export, never a partial one. A failed or stopped export
 removes its temporary file; only a SIGKILL or a crash can leave one behind, hidden,
 and never under the target's name.
+
+Bodies (issue #13): ``export(..., with_body=True)`` (``pages``, jsonl only) adds a
+``body`` field to each row, read from the page's WARC record one row at a time (never
+all bodies at once): the payload with its HTTP content coding (gzip, deflate) undone,
+decoded as text by the charset of its ``Content-Type`` (else a ``<meta charset>`` in
+its first 1024 bytes, else UTF-8; invalid bytes replaced). A binary body (a media type
+that is not text, HTML, XML or JSON), a revisit (the body is the ``duplicate_of``
+page's), a row without a record or a missing WARC file gives ``"body": null`` and a
+``body_note`` saying which. ``read_record`` and ``show_page`` serve ``crawldeck show``.
 """
 
 from __future__ import annotations
@@ -27,12 +36,18 @@ import contextlib
 import csv
 import json
 import os
+import re
 import secrets
 import sqlite3
 import stat
+import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal, TextIO
 from urllib.parse import quote
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
 
 from crawldeck.core.errors import StoreError
 from crawldeck.core.store import check_header, check_schema
@@ -48,7 +63,93 @@ Table = Literal["pages", "blocked", "hosts", "links", "frontier", "runs"]
 Format = Literal["jsonl", "csv"]
 
 
-def export(db: Path, table: Table, fmt: Format, out: TextIO) -> int:
+@dataclass(frozen=True, slots=True)
+class ArchivedRecord:
+    """One WARC record read back (``read_record``).
+
+    Attributes:
+        warc_headers: the record's WARC header fields, ``(name, value)`` in order.
+        rec_type: ``response``, ``revisit``, ...
+        http_head: the HTTP status line and header lines, as text (Latin-1 for bytes
+            that are not UTF-8), ``""`` for a record without HTTP.
+        content_type: the HTTP ``Content-Type`` value (``""`` when absent).
+        payload: the payload as stored (content coding kept).
+        body: the payload with its ``Content-Encoding`` (gzip, deflate) undone.
+    """
+
+    warc_headers: list[tuple[str, str]]
+    rec_type: str
+    http_head: str
+    content_type: str
+    payload: bytes
+    body: bytes
+
+
+_TEXT_TYPES: Final = re.compile(r"text/|application/(?:[\w.+-]*\+)?(?:xml|json|xhtml\+xml)\b")
+_META_CHARSET: Final = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([\w.:-]+)""", re.IGNORECASE)
+
+
+def read_record(path: Path, offset: int) -> ArchivedRecord:
+    """The WARC record at byte ``offset`` of ``path`` (a gzip member start), read whole.
+
+    Raises:
+        StoreError: the file is missing or unreadable, or no WARC record starts there.
+    """
+    try:
+        with path.open("rb") as f:
+            f.seek(offset)
+            record = next(iter(ArchiveIterator(f)), None)
+            if record is None:
+                raise StoreError(f"{path.name}: no WARC record at offset {offset}")
+            payload = record.raw_stream.read()
+            http = record.http_headers
+            head = ""
+            content_type = ""
+            coding = ""
+            if http is not None:
+                lines = [f"{http.protocol} {http.statusline}".strip()]
+                lines += [f"{name}: {value}" for name, value in http.headers]
+                head = "\r\n".join(lines)
+                content_type = http.get_header("Content-Type") or ""
+                coding = (http.get_header("Content-Encoding") or "").strip().lower()
+            warc = [(n, v) for n, v in record.rec_headers.headers]
+            rec_type = record.rec_type
+    except FileNotFoundError:
+        raise StoreError(f"{path.name}: WARC file not found (in {path.parent})") from None
+    except (OSError, ArchiveLoadFailed, zlib.error, EOFError) as exc:
+        detail = getattr(exc, "strerror", None) or " ".join(str(exc).split())
+        raise StoreError(f"{path.name}: cannot read the record at {offset}: {detail}") from None
+    body = payload
+    if coding in ("gzip", "x-gzip", "deflate") and payload:
+        wbits = 31 if coding != "deflate" else zlib.MAX_WBITS
+        try:
+            body = zlib.decompressobj(wbits).decompress(payload)
+        except zlib.error:
+            body = zlib.decompressobj(-zlib.MAX_WBITS).decompress(payload)
+    return ArchivedRecord(warc, rec_type, head, content_type, payload, body)
+
+
+def body_text(record: ArchivedRecord) -> str | None:
+    """``record``'s body as text (module docstring: charset, meta, UTF-8), ``None``
+    for a binary media type."""
+    media = record.content_type.split(";", 1)[0].strip().lower()
+    if media and not _TEXT_TYPES.match(media):
+        return None
+    charset = None
+    for param in record.content_type.split(";")[1:]:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset":
+            charset = value.strip().strip('"')
+    if charset is None:
+        found = _META_CHARSET.search(record.body[:1024])
+        charset = found.group(1).decode("ascii") if found else "utf-8"
+    try:
+        return record.body.decode(charset, "replace")
+    except LookupError:
+        return record.body.decode("utf-8", "replace")
+
+
+def export(db: Path, table: Table, fmt: Format, out: TextIO, *, with_body: bool = False) -> int:
     """Write every row of ``table`` of the crawl file ``db`` to ``out`` as ``fmt``.
 
     Args:
@@ -56,6 +157,8 @@ def export(db: Path, table: Table, fmt: Format, out: TextIO) -> int:
         table: one of ``TABLES``.
         fmt: ``jsonl`` or ``csv`` (see the module docstring for the exact output).
         out: a text stream; for csv, open files with ``newline=""``.
+        with_body: add each page's ``body`` (``pages`` as ``jsonl`` only; module
+            docstring).
 
     Returns:
         the number of data rows written (the csv header is not counted).
@@ -68,6 +171,8 @@ def export(db: Path, table: Table, fmt: Format, out: TextIO) -> int:
         raise StoreError(f"unknown table {table!r}; expected one of {', '.join(TABLES)}")
     if fmt not in FORMATS:
         raise StoreError(f"unknown export format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    if with_body and (table != "pages" or fmt != "jsonl"):
+        raise StoreError("--with-body exports the pages table as jsonl only")
     path = Path(db)
     if not path.is_file():
         raise StoreError(f"{path} does not exist or is not a file")
@@ -85,6 +190,8 @@ def export(db: Path, table: Table, fmt: Format, out: TextIO) -> int:
             columns = [d[0] for d in cur.description]
             if fmt == "csv":
                 return _write_csv(cur, columns, out)
+            if with_body:
+                return _write_bodies(cur, columns, out, path.parent)
             return _write_jsonl(cur, columns, out)
         finally:
             cur.close()
@@ -94,7 +201,7 @@ def export(db: Path, table: Table, fmt: Format, out: TextIO) -> int:
         conn.close()
 
 
-def export_file(db: Path, table: Table, fmt: Format, path: Path) -> int:
+def export_file(db: Path, table: Table, fmt: Format, path: Path, *, with_body: bool = False) -> int:
     """Write ``table`` of ``db`` as ``fmt`` into the file ``path``, atomically.
 
     A regular file (or a missing one) is replaced in one rename at the end, after an
@@ -104,7 +211,7 @@ def export_file(db: Path, table: Table, fmt: Format, path: Path) -> int:
     device such as ``/dev/null``, a FIFO) is written in place.
 
     Returns:
-        the number of data rows written (as ``export``).
+        the number of data rows written (as ``export``; ``with_body`` as there).
 
     Raises:
         StoreError: as ``export``, or ``path`` is ``db`` itself (under any name) or one
@@ -120,7 +227,7 @@ def export_file(db: Path, table: Table, fmt: Format, path: Path) -> int:
         st = None
     if st is not None and not stat.S_ISREG(st.st_mode):
         with open(target, "w", encoding="utf-8", newline="") as out:
-            return export(db, table, fmt, out)
+            return export(db, table, fmt, out, with_body=with_body)
     temp = target.with_name(f".{target.name[:200]}.{secrets.token_hex(4)}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
     try:
@@ -129,7 +236,7 @@ def export_file(db: Path, table: Table, fmt: Format, path: Path) -> int:
                 os.fchmod(fd, stat.S_IMODE(st.st_mode))
                 with contextlib.suppress(OSError):  # only root may give a file away
                     os.fchown(fd, st.st_uid, st.st_gid)
-            count = export(db, table, fmt, out)
+            count = export(db, table, fmt, out, with_body=with_body)
             out.flush()
             os.fsync(fd)
         os.replace(temp, target)
@@ -189,6 +296,75 @@ def _write_jsonl(cur: sqlite3.Cursor, columns: list[str], out: TextIO) -> int:
     return count
 
 
+def _write_bodies(cur: sqlite3.Cursor, columns: list[str], out: TextIO, where: Path) -> int:
+    """JSON Lines of pages with ``body`` (and ``body_note`` when it is null)."""
+    encode = json.JSONEncoder(ensure_ascii=False).encode
+    count = 0
+    while batch := cur.fetchmany(EXPORT_BATCH_ROWS):
+        for values in batch:
+            row = dict(zip(columns, values, strict=True))
+            text, note = _page_body(row, where)
+            row["body"] = text
+            if note is not None:
+                row["body_note"] = note
+            out.write(encode(row) + "\n")
+            count += 1
+    return count
+
+
+def _page_body(row: dict[str, object], where: Path) -> tuple[str | None, str | None]:
+    """``(body text, None)`` of a pages row, or ``(None, why not)``."""
+    file, offset = row.get("warc_file"), row.get("warc_offset")
+    if not isinstance(file, str) or not isinstance(offset, int):
+        return None, "no WARC record"
+    try:
+        record = read_record(where / file, offset)
+    except StoreError as exc:
+        return None, str(exc)
+    if record.rec_type == "revisit":
+        return None, f"revisit: the body is that of {row.get('duplicate_of')}"
+    text = body_text(record)
+    if text is None:
+        return (
+            None,
+            f"binary ({record.content_type or 'no Content-Type'}, {len(record.body)} bytes)",
+        )
+    return text, None
+
+
+def page_record(db: Path, url: str) -> ArchivedRecord:
+    """The WARC record of page ``url`` of crawl file ``db`` (``crawldeck show``).
+
+    Raises:
+        StoreError: ``db`` is not a crawl file, ``url`` is not one of its pages, the
+            page has no WARC record, or its WARC file is missing or unreadable.
+    """
+    path = Path(db)
+    if not path.is_file():
+        raise StoreError(f"{path} does not exist or is not a file")
+    check_header(path)
+    uri = f"file:{quote(str(path.resolve()), safe='/')}?mode=ro"
+    try:
+        with contextlib.closing(sqlite3.connect(uri, uri=True, isolation_level=None)) as conn:
+            if not check_schema(conn, path.name):
+                raise StoreError(f"{path.name} is an empty SQLite file, not a crawl file")
+            try:
+                found = conn.execute(
+                    "SELECT warc_file, warc_offset FROM pages WHERE url = ?", (url,)
+                ).fetchone()
+            except sqlite3.OperationalError:  # a version 1 file never opened since
+                found = conn.execute(
+                    "SELECT NULL, NULL FROM pages WHERE url = ?", (url,)
+                ).fetchone()
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
+    if found is None:
+        raise StoreError(f"{url} is not a page of {path.name}")
+    if found[0] is None:
+        raise StoreError(f"{url} has no WARC record (fetched with warc off, or no response)")
+    return read_record(path.parent / found[0], found[1])
+
+
 def foreign_crawl(db: Path, host_prefix: str) -> str | None:
     """Why the crawl file ``db`` holds more than a crawl of the hosts whose key starts
     with ``host_prefix`` + ``.`` (the demo's own addresses), read-only; ``None`` when it
@@ -220,9 +396,13 @@ __all__ = [
     "EXPORT_BATCH_ROWS",
     "FORMATS",
     "TABLES",
+    "ArchivedRecord",
     "Format",
     "Table",
+    "body_text",
     "export",
     "export_file",
     "foreign_crawl",
+    "page_record",
+    "read_record",
 ]

@@ -1,4 +1,4 @@
-"""The ``crawldeck`` command: ``crawl``, ``demo``, ``worker``, ``recrawl`` and ``export``.
+"""The ``crawldeck`` command: ``crawl``, ``demo``, ``worker``, ``recrawl``, ``export`` and ``show``.
 
 Exit codes: 0 a finished crawl (or one that reached ``--max-pages``), 2 bad input (one
 line on stderr), 3 a crawl that ended without fetching any page (every seed failed; the
@@ -24,7 +24,7 @@ from pathlib import Path
 from crawldeck.core.config import CrawlConfig, build_config, load_config
 from crawldeck.core.engine import CrawlResult, Engine
 from crawldeck.core.errors import CrawldeckError
-from crawldeck.core.export import export, export_file, foreign_crawl
+from crawldeck.core.export import body_text, export, export_file, foreign_crawl, page_record
 from crawldeck.core.recrawl import parse_duration, prepare, summarize
 from crawldeck.core.seeds import read_seeds
 from crawldeck.core.store import Store
@@ -174,6 +174,15 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--table", choices=EXPORT_TABLES, default="pages")
     exp.add_argument("--format", choices=EXPORT_FORMATS, default="jsonl")
     exp.add_argument("-o", "--output", type=Path, help="output file (default stdout)")
+    exp.add_argument(
+        "--with-body", action="store_true", help="pages as jsonl: add each page's body"
+    )
+    show = sub.add_parser(
+        "show", help="print a page's WARC record: headers and body", allow_abbrev=False
+    )
+    show.add_argument("db", type=Path, metavar="DB")
+    show.add_argument("url", metavar="URL")
+    show.add_argument("--raw", action="store_true", help="write the body's bytes as they are")
     return parser
 
 
@@ -476,7 +485,7 @@ def _export_to_file(args: argparse.Namespace) -> int:
     stops = (signal.SIGTERM, signal.SIGHUP)
     previous = {sig: signal.signal(sig, _stop_export) for sig in stops}
     try:
-        return export_file(args.db, args.table, args.format, args.output)
+        return export_file(args.db, args.table, args.format, args.output, with_body=args.with_body)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -485,7 +494,7 @@ def _export_to_file(args: argparse.Namespace) -> int:
 def _run_export(args: argparse.Namespace) -> int:
     try:
         if args.output is None:
-            count = export(args.db, args.table, args.format, sys.stdout)
+            count = export(args.db, args.table, args.format, sys.stdout, with_body=args.with_body)
         else:
             count = _export_to_file(args)
     except CrawldeckError as exc:
@@ -504,6 +513,33 @@ def _run_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _run_show(args: argparse.Namespace) -> int:
+    """``crawldeck show DB URL``: the page's WARC header, HTTP head and body (decoded
+    text; a binary body as one line with its size, or its bytes with ``--raw``)."""
+    try:
+        record = page_record(args.db, args.url)
+    except CrawldeckError as exc:
+        return _fail(str(exc))
+    lines = [f"{name}: {value}" for name, value in record.warc_headers]
+    print("\n".join(lines) + "\n")
+    if record.http_head:
+        print(record.http_head.replace("\r\n", "\n") + "\n")
+    sys.stdout.flush()
+    if args.raw:
+        sys.stdout.buffer.write(record.body)
+        return EXIT_OK
+    text = body_text(record)
+    if record.rec_type == "revisit":
+        target = dict(record.warc_headers).get("WARC-Refers-To-Target-URI", "?")
+        print(f"(revisit: the same payload as {target}; no body stored here)")
+    elif text is None:
+        kind = record.content_type or "no Content-Type"
+        print(f"(binary body, {len(record.body)} bytes, {kind}; --raw writes it)")
+    else:
+        print(text)
+    return EXIT_OK
+
+
 def _run_worker(args: argparse.Namespace) -> int:
     from crawldeck.tui.cluster_cli import run_worker
 
@@ -516,7 +552,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("crawldeck").setLevel(logging.ERROR)
     args = build_parser().parse_args(argv)
     handlers = {"crawl": _run_crawl, "demo": _run_demo, "export": _run_export,
-                "worker": _run_worker, "recrawl": _run_recrawl}  # fmt: skip
+                "worker": _run_worker, "recrawl": _run_recrawl, "show": _run_show}  # fmt: skip
     try:
         with contextlib.suppress(BrokenPipeError):
             return handlers[args.command](args)

@@ -1,0 +1,82 @@
+"""``crawldeck show DB URL`` and ``crawldeck export --with-body`` over a real crawl's
+WARC files (issue #13 item 2)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from crawlkit import html, run_crawl
+from httpserver import HTTPTestServer, Response
+
+from crawldeck.tui.cli import main
+
+LATIN = "<html><body><p>caf\u00e9 cr\u00e8me</p></body></html>"
+
+
+@pytest.fixture(scope="module")
+def crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    db = tmp_path_factory.mktemp("show") / "c.db"
+    with HTTPTestServer() as srv:
+        srv.set("/", html('<a href="/latin">l</a><a href="/gz">g</a><a href="/png">p</a>'))
+        srv.set("/latin", Response(200, {"Content-Type": "text/html; charset=iso-8859-1"},
+                                   LATIN.encode("latin-1")))  # fmt: skip
+        srv.set("/gz", Response(200, {"Content-Type": "text/html", "Content-Encoding": "gzip"},
+                                gzip.compress(b"<html><body>unzipped</body></html>")))  # fmt: skip
+        srv.set("/png", Response(200, {"Content-Type": "image/png"}, b"\x89PNG" + bytes(50)))
+        run_crawl([srv.url("/")], db)
+        return db, {name: srv.url(f"/{name}") for name in ("", "latin", "gz", "png")}
+
+
+def test_show_prints_headers_and_the_decoded_body(
+    crawl: tuple[Path, dict[str, str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, url = crawl
+    assert main(["show", str(db), url["latin"]]) == 0
+    out = capsys.readouterr().out
+    assert "WARC-Type: response\n" in out
+    assert f"WARC-Target-URI: {url['latin']}\n" in out
+    assert "HTTP/1.1 200 OK\n" in out and "Content-Type: text/html; charset=iso-8859-1\n" in out
+    assert out.endswith(LATIN + "\n")
+    assert main(["show", str(db), url["gz"]]) == 0
+    assert capsys.readouterr().out.endswith("<html><body>unzipped</body></html>\n")
+
+
+def test_show_errors_are_one_line(
+    crawl: tuple[Path, dict[str, str]], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    db, url = crawl
+    assert main(["show", str(db), "http://unknown.test/"]) == 2
+    assert (
+        capsys.readouterr().err
+        == f"crawldeck: error: http://unknown.test/ is not a page of {db.name}\n"
+    )
+    assert main(["show", str(db), url["png"]]) == 0  # skipped (not HTML): headers only
+    assert "(binary body, 0 bytes, image/png; --raw writes it)" in capsys.readouterr().out
+    moved = db.with_name("c-00001.warc.gz")
+    hidden = moved.with_name("hidden.gz")
+    moved.rename(hidden)
+    try:
+        assert main(["show", str(db), url["latin"]]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("crawldeck: error: c-00001.warc.gz: WARC file not found")
+        assert err.count("\n") == 1
+    finally:
+        hidden.rename(moved)
+
+
+def test_export_with_body_streams_decoded_bodies(
+    crawl: tuple[Path, dict[str, str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, url = crawl
+    assert main(["export", str(db), "--with-body"]) == 0
+    rows = {r["url"]: r for r in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert rows[url["latin"]]["body"] == LATIN
+    assert rows[url["gz"]]["body"] == "<html><body>unzipped</body></html>"
+    assert rows[url["png"]]["body"] is None
+    assert rows[url["png"]]["body_note"] == "binary (image/png, 0 bytes)"
+    assert "body_note" not in rows[url["latin"]]
+    assert main(["export", str(db), "--with-body", "--format", "csv"]) == 2
+    assert "jsonl only" in capsys.readouterr().err
