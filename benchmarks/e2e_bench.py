@@ -15,6 +15,9 @@ A B A B (``--rounds`` pairs), as separate processes, each with the same work:
   ``per_host_concurrency = 1``, ``max_depth`` = D, ``max_pages`` = N, ``scope = "any"``
   (Scrapy's spider has no ``allowed_domains``), ``allow_networks =
   ["127.80.0.0/16"]``.
+- B (``--warc``): the same crawldeck with ``warc = false`` added to its config, so the
+  table is the cost of the WARC files (issue #13); each round line gives the WARC
+  bytes written per page.
 - B: ``benchmarks/scrapy_spider.py`` with Scrapy's own venv (``benchmarks/.venv-scrapy``,
   created here with a pinned Scrapy when missing; Scrapy is never a dependency of
   crawldeck): a ``CrawlSpider`` following every link, robots.txt obeyed, concurrency
@@ -105,6 +108,7 @@ class Run:
     elapsed_s: float
     log: dict[str, int] = field(default_factory=dict)
     statuses: dict[int, int] = field(default_factory=dict)
+    warc_bytes: int = 0
 
     @property
     def rate(self) -> float:
@@ -272,14 +276,15 @@ def run_side(side: str, work: Path, tag: str, args: argparse.Namespace) -> Run:
     """One crawl by ``side`` over the web; its figures (the log is checked by the caller)."""
     log = work / f"{tag}.log"
     env = None
-    if side in ("crawldeck", "baseline"):
+    if side in ("crawldeck", "baseline", "nowarc"):
         db = work / f"{tag}.db"
         launcher = [str(CRAWLDECK)]
         if side == "baseline":
             launcher = baseline_command(args.against)
             env = {**os.environ, "PYTHONPATH": str(args.against)}
+        config = work / ("bench-nowarc.toml" if side == "nowarc" else "bench.toml")
         command = [*launcher, "crawl", str(work / "seeds.txt"), "--no-ui",
-                   "--db", str(db), "--config", str(work / "bench.toml")]  # fmt: skip
+                   "--db", str(db), "--config", str(config)]  # fmt: skip
     else:
         stats = work / f"{tag}.json"
         command = [str(SCRAPY_PYTHON), str(SPIDER), "--seeds", str(work / "seeds.txt"),
@@ -298,7 +303,8 @@ def run_side(side: str, work: Path, tag: str, args: argparse.Namespace) -> Run:
         tail = log.read_text(errors="replace").splitlines()[-25:] if log.exists() else []
         print("\n".join("    | " + line for line in tail))
         raise RunFailed(f"{side} run {tag} failed: {exc}") from None
-    return Run(side, wall, cpu, maxrss, tree, pages, elapsed)
+    warc = sum(p.stat().st_size for p in work.glob(f"{tag}-*.warc.gz"))
+    return Run(side, wall, cpu, maxrss, tree, pages, elapsed, warc_bytes=warc)
 
 
 def print_table(runs: list[Run], sides: tuple[str, str]) -> None:
@@ -338,11 +344,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--against", type=Path, metavar="TREE",
                         help="B is crawldeck from the source tree TREE (an older "
                              "commit: git worktree add TREE COMMIT), not Scrapy")  # fmt: skip
+    parser.add_argument("--warc", action="store_true",
+                        help="B is crawldeck with warc = false: what WARC output costs "
+                             "(issue #13), not Scrapy")  # fmt: skip
     args = parser.parse_args(argv)
     sides = SIDES if args.against is None else ("crawldeck", "baseline")
+    if args.warc:
+        sides = ("crawldeck", "nowarc")
     if not CRAWLDECK.exists():
         sys.exit(f"e2e_bench: {CRAWLDECK} not found: pip install -e . first")
-    scrapy_version = ensure_scrapy_venv() if args.against is None else "not used"
+    scrapy_version = "not used" if args.against or args.warc else ensure_scrapy_venv()
     port = args.port or free_port(args.hosts)
     print(f"machine: {os.cpu_count()} CPUs, {platform.platform()}, Python "
           f"{platform.python_version()}; Scrapy {scrapy_version}; nginx port {port}")  # fmt: skip
@@ -359,6 +370,8 @@ def main(argv: list[str] | None = None) -> int:
                 CONFIG.format(concurrency=args.concurrency, max_depth=args.max_depth,
                               max_pages=args.max_pages)
             )  # fmt: skip
+            config = (work / "bench.toml").read_text()
+            (work / "bench-nowarc.toml").write_text(config + "warc = false\n")
             for i in range(args.rounds):
                 for side in sides:
                     web.reset_log()
@@ -379,6 +392,7 @@ def main(argv: list[str] | None = None) -> int:
                         f"MiB (tree {run.tree_rss_kib / 1024:.1f}); log: {run.log['requests']} "
                         f"requests ({run.log['robots']} robots.txt), "
                         f"{run.log['private']} /private/, {run.log['repeated']} repeated"
+                        f"; WARC {run.warc_bytes / max(1, run.pages):,.0f} bytes/page"
                         + (f", non-200 {statuses}" if statuses else ""),
                         flush=True,
                     )
