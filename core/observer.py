@@ -53,9 +53,12 @@ RECENT_RESPONSES = 10
 THROUGHPUT_WINDOW_S = 10.0
 #: ``hosts.state`` values of a run still going on (a run killed leaves them behind).
 _LIVE_STATES = frozenset({"active", "backoff"})
+#: Keys of the store's page totals that are not status classes.
+_NOT_STATUS = frozenset({"pages", "bytes", "duplicates", "near_duplicates"})
 
 
 @dataclass(slots=True)
+
 class HostStats:
     """Per-host figures (politeness state lives in the host gate).
 
@@ -337,7 +340,7 @@ class Observer:
         dns = self._dns.stats()
         totals = self._base_totals + Counter(self._store.pages_added())
         blocked = self._base_blocked + Counter(self._store.blocked_added())
-        mix = {k: v for k, v in totals.items() if k not in ("pages", "bytes") and v > 0}
+        mix = {k: v for k, v in totals.items() if k not in _NOT_STATUS and v > 0}
         return Counters(
             pages=totals["pages"],
             bytes=totals["bytes"],
@@ -354,6 +357,8 @@ class Observer:
             dns_lookups=dns.lookups,
             dns_queries=dns.queries,
             dns_hit_ratio=dns.hit_ratio,
+            duplicates=totals["duplicates"],
+            near_duplicates=totals["near_duplicates"],
         )
 
     def host_row(self, host: str, now: float) -> HostRow:

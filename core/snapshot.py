@@ -104,6 +104,9 @@ class Counters:
         dns_lookups: name lookups asked of the DNS cache (every fetch makes one).
         dns_queries: queries the cache sent to a DNS server (its misses).
         dns_hit_ratio: answers from the cache / lookups (0.0 before any lookup).
+        duplicates: pages whose payload digest an earlier page had (``duplicate_of``).
+        near_duplicates: HTML pages within SimHash distance 3 of an earlier page of
+            their host (``near_duplicate_of``).
     """
 
     pages: int = 0
@@ -119,6 +122,8 @@ class Counters:
     dns_lookups: int = 0
     dns_queries: int = 0
     dns_hit_ratio: float = 0.0
+    duplicates: int = 0
+    near_duplicates: int = 0
 
 
 @dataclass(frozen=True, slots=True)

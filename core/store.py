@@ -392,7 +392,9 @@ _SQL_DIGEST_INDEX: Final = (
     "CREATE INDEX IF NOT EXISTS pages_payload_digest ON pages (payload_digest)"
     " WHERE payload_digest IS NOT NULL"
 )
-_SQL_OLD_PAGE: Final = "SELECT status, bytes FROM pages WHERE url = ?"
+_SQL_OLD_PAGE: Final = (
+    "SELECT status, bytes, duplicate_of, near_duplicate_of FROM pages WHERE url = ?"
+)
 #: Spilled rows by host, in seq order: a partial index, so rows in any other state
 #: (nearly all of them) cost it nothing; a row leaves it when its state changes.
 _SQL_SPILLED_INDEX: Final = (
@@ -1350,9 +1352,10 @@ class Store:
 
     def pages_added(self) -> dict[str, int]:
         """What the ``pages`` rows committed since this store was opened changed: keys
-        ``pages`` (rows added; a page that replaces its URL's row adds none), ``bytes``
-        and the status classes (``2xx`` ... ``5xx``, ``error``; a replaced row's class
-        counts -1). With ``counts()`` and ``page_totals()`` at open, the exact totals of
+        ``pages`` (rows added; a page that replaces its URL's row adds none), ``bytes``,
+        the status classes (``2xx`` ... ``5xx``, ``error``; a replaced row's class
+        counts -1), ``duplicates`` and ``near_duplicates`` (rows with ``duplicate_of``,
+        ``near_duplicate_of``). With ``counts()`` and ``page_totals()`` at open, the exact totals of
         the table, as ``page_totals`` computes them.
         """
         with self._pending_lock:
@@ -1579,9 +1582,13 @@ class Store:
             else:
                 totals[status_class(old[0])] -= 1
                 totals["bytes"] -= old[1] or 0
+                totals["duplicates"] -= old[2] is not None
+                totals["near_duplicates"] -= old[3] is not None
                 conn.execute(_SQL_DROP_LINKS, (page.url,))
             totals[status_class(page.status)] += 1
             totals["bytes"] += page.bytes
+            totals["duplicates"] += page.duplicate_of is not None
+            totals["near_duplicates"] += page.near_duplicate_of is not None
             conn.execute(
                 _SQL_PAGE,
                 (
@@ -1866,7 +1873,9 @@ class Store:
 
     def page_totals(self) -> tuple[dict[str, int], int]:
         """Committed pages by status class (``2xx`` ... ``5xx``, ``error`` for no
-        response) and their body bytes in all, for the totals of a resumed crawl.
+        response), with ``duplicates`` and ``near_duplicates`` (pages with
+        ``duplicate_of``, ``near_duplicate_of``), and their body bytes in all, for the
+        totals of a resumed crawl.
 
         Raises:
             StoreError: see the class.
@@ -1878,7 +1887,14 @@ class Store:
         )
         for label, n in rows:
             mix[str(label)] = int(n)
-        return mix, int(self._scalar("SELECT coalesce(sum(bytes), 0) FROM pages"))
+        ((total, dups, near),) = self._stream(
+            "SELECT coalesce(sum(bytes), 0), count(duplicate_of), count(near_duplicate_of)"
+            " FROM pages"
+        )
+        for key, n in (("duplicates", dups), ("near_duplicates", near)):
+            if n:
+                mix[key] = int(n)
+        return mix, int(total)
 
     def recent_blocked(self, limit: int) -> list[BlockedRecord]:
         """The last ``limit`` rows of ``blocked``, oldest first (the console's Blocked

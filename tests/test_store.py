@@ -249,6 +249,29 @@ def test_missing_directory_is_a_store_error(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- round trips
 
 
+def test_duplicates_are_counted_as_committed_and_at_open(store: Store, db: Path) -> None:
+    """``pages_added`` and ``page_totals`` count the rows with ``duplicate_of`` and
+    ``near_duplicate_of`` (the console's dupes line); a row recorded again is counted
+    by its latest response."""
+    first = "http://a.test/1"
+    store.record_page(page(first), key="1", links=(), new_rows=(), state="done")
+    store.record_page(
+        page("http://a.test/2", duplicate_of=first), key="2", links=(), new_rows=(), state="done"
+    )
+    store.record_page(
+        page("http://a.test/3", near_duplicate_of=first), key="3", links=(), new_rows=(),
+        state="done",
+    )  # fmt: skip
+    store.record_page(
+        page("http://a.test/3", duplicate_of=first), key="3", links=(), new_rows=(), state="done"
+    )
+    store.flush()
+    added = store.pages_added()
+    assert (added["pages"], added["duplicates"], added["near_duplicates"]) == (3, 2, 0)
+    mix, _bytes = store.page_totals()
+    assert mix == {"2xx": 3, "duplicates": 2}
+
+
 def test_a_page_recorded_again_replaces_its_links(store: Store, db: Path) -> None:
     """Its latest response wins, links included (a refetch, or a cluster result that
     lands twice after a Redis restart, never doubles a page's outlinks)."""

@@ -484,3 +484,13 @@ def test_summary_shows_the_render_pool() -> None:
     )  # fmt: skip
     line = summary_text(replace(snap, render=stats)).plain.splitlines()[-1]
     assert line == "render   1/2 busy · 3 queued · 42 done · 2 cut · 1 failed · 550.0 MB"
+
+
+def test_summary_shows_duplicates_once_there_are_some() -> None:
+    from crawldeck.tui.screens import summary_text
+
+    snap = snapshot_at(0)
+    assert "dupes" not in summary_text(snap).plain
+    counters = replace(snap.counters, duplicates=7, near_duplicates=2)
+    lines = summary_text(replace(snap, counters=counters)).plain.splitlines()
+    assert lines[2] == "dupes    7 exact · 2 near"

@@ -105,6 +105,7 @@ class HeadlessReporter:
         table.add_row("no response (all runs)", f"{c.errors} (timeouts, lost connections, ...)")
         mix = ", ".join(f"{k} {v}" for k, v in sorted(c.status_mix.items())) or "-"
         table.add_row("status mix (all runs)", mix)
+        table.add_row("duplicates (all runs)", f"{c.duplicates} exact, {c.near_duplicates} near")
         table.add_row("queued (left)", str(c.queued))
         table.add_row("hosts", str(c.hosts_known))
         for reason, count in sorted(c.blocked.items()):

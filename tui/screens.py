@@ -148,6 +148,8 @@ def summary_text(snap: CrawlSnapshot) -> Text:
             f" {100 * done / snap.max_pages:.0f}% ETA {'done' if left == 0 else eta}")  # fmt: skip
     else:
         row("pages", f"{c.pages}  ({fmt_bytes(c.bytes)})")
+    if c.duplicates or c.near_duplicates:
+        row("dupes", f"{c.duplicates} exact · {c.near_duplicates} near")
     mix = Text()
     for key in ("2xx", "3xx", "4xx", "5xx", "error"):
         if c.status_mix.get(key):
