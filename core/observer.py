@@ -37,7 +37,7 @@ from crawldeck.core.snapshot import (
     HostRow,
     ResponseRow,
 )
-from crawldeck.core.store import BlockedRecord, HostRecord
+from crawldeck.core.store import BlockedRecord, HostRecord, status_mix
 from crawldeck.core.traps import Verdict
 from crawldeck.core.window import FrontierWindow
 
@@ -53,12 +53,9 @@ RECENT_RESPONSES = 10
 THROUGHPUT_WINDOW_S = 10.0
 #: ``hosts.state`` values of a run still going on (a run killed leaves them behind).
 _LIVE_STATES = frozenset({"active", "backoff"})
-#: Keys of the store's page totals that are not status classes.
-_NOT_STATUS = frozenset({"pages", "bytes", "duplicates", "near_duplicates"})
 
 
 @dataclass(slots=True)
-
 class HostStats:
     """Per-host figures (politeness state lives in the host gate).
 
@@ -340,7 +337,7 @@ class Observer:
         dns = self._dns.stats()
         totals = self._base_totals + Counter(self._store.pages_added())
         blocked = self._base_blocked + Counter(self._store.blocked_added())
-        mix = {k: v for k, v in totals.items() if k not in _NOT_STATUS and v > 0}
+        mix = status_mix(totals)
         return Counters(
             pages=totals["pages"],
             bytes=totals["bytes"],

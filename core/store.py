@@ -944,6 +944,16 @@ def status_class(status: int | None) -> str:
     return "error" if status is None else f"{status // 100}xx"
 
 
+#: Keys of the page totals (``pages_added``, ``page_totals``) that are no status class.
+_NOT_STATUS: Final = frozenset({"pages", "bytes", "duplicates", "near_duplicates"})
+
+
+def status_mix(totals: Mapping[str, int]) -> dict[str, int]:
+    """The status classes with pages in ``totals`` (``pages_added`` or ``page_totals``
+    keys; the other counts dropped): ``{"2xx": 10, "error": 1}``."""
+    return {k: v for k, v in totals.items() if k not in _NOT_STATUS and v > 0}
+
+
 def _requeue(conn: sqlite3.Connection) -> Counter[str]:
     """``Store.requeue_failed`` in the writer's transaction: the requeued URLs per host."""
     found = conn.execute(_SQL_TRANSIENT_FAILURES).fetchall()
@@ -2125,5 +2135,6 @@ __all__ = [
     "check_schema",
     "from_iso_utc",
     "status_class",
+    "status_mix",
     "to_iso_utc",
 ]

@@ -49,7 +49,7 @@ from crawldeck.core.cluster.worker import (
 from crawldeck.core.config import CrawlConfig, asdict
 from crawldeck.core.errors import ClusterError, CrawldeckError
 from crawldeck.core.protocols import Clock
-from crawldeck.core.store import Store
+from crawldeck.core.store import Store, status_mix
 
 log = logging.getLogger("crawldeck.cluster")
 
@@ -355,8 +355,7 @@ class Coordinator:
         """The cluster now (see ``ClusterSnapshot``)."""
         now = self._clock()
         added = self.store.pages_added()
-        classes = {k: v for k, v in added.items() if k not in ("pages", "bytes")}
-        mix = self._base_mix + Counter(classes)
+        mix = status_mix(self._base_mix + Counter(added))
         rate = 0.0
         if len(self._rate) >= 2:
             (t0, p0), (t1, p1) = self._rate[0], self._rate[-1]
@@ -369,7 +368,7 @@ class Coordinator:
             pages=self._pages(),
             pages_per_s=rate,
             bytes=self._base_bytes + added.get("bytes", 0),
-            status_mix={k: v for k, v in mix.items() if v},
+            status_mix=mix,
             blocked=dict(self._base_blocked + Counter(self.store.blocked_added())),
             claimable_hosts=self._claimable,
             owned_hosts=self._owned,
