@@ -23,6 +23,7 @@ import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from html import escape
+from types import MappingProxyType
 
 from crawldeck.localweb.server import Request, Response
 
@@ -191,6 +192,9 @@ class Page:
     headers: list[tuple[str, str]] = field(default_factory=list)
     rel: dict[str, str] = field(default_factory=dict)
     paragraphs: int = 3
+    seed: str = ""
+    """The path whose prose the page shows (empty: its own path); two paths with equal
+    pages and the same seed serve the same bytes."""
 
 
 class Site:
@@ -256,7 +260,7 @@ class Site:
 
     def render(self, path: str, page: Page, status: int = 200) -> Response:
         """The HTML response of ``page`` at ``path``."""
-        body = page.intro + prose(self.name, path, self.theme, page.paragraphs)
+        body = page.intro + prose(self.name, page.seed or path, self.theme, page.paragraphs)
         if page.links:
             body += "\n<h2>See also</h2>\n" + link_list(page.links, page.rel)
         text = layout(
@@ -824,10 +828,39 @@ class FlakySite(Site):
 
 class MovedSite(Site):
     """``moved``: ``/robots.txt`` answers 301 to ``/real-robots.txt``, which disallows
-    ``/hidden/``; some pages link into ``/hidden/``."""
+    ``/hidden/``; some pages link into ``/hidden/``.
+
+    Its ``/collection/`` (linked from the home page) holds what a crawler that keeps
+    pages must tell apart (issue #13): an exact duplicate (the same bytes under two
+    URLs, :attr:`DUPLICATES`), near duplicates (the same long article with another
+    "last revised" line, and a print view with the same text, :attr:`NEAR_DUPLICATES`),
+    a print view whose ``<link rel="canonical">`` names the article
+    (:attr:`CANONICAL`), and pages reachable only as frames: the two frames of a
+    ``<frameset>`` page and the ``<iframe>`` of the index (:attr:`FRAMED`).
+    """
 
     name = "moved"
     theme = _MOVED
+    DUPLICATES: tuple[tuple[str, str], ...] = (
+        ("/collection/ledger.html", "/collection/ledger-copy.html"),
+    )
+    """Pairs of paths that serve the same bytes."""
+    NEAR_DUPLICATES: tuple[tuple[str, str], ...] = (
+        ("/collection/ferry-1931.html", "/collection/ferry-1931-revised.html"),
+        ("/collection/barge.html", "/collection/barge-print.html"),
+    )
+    """Pairs of paths whose bytes differ but whose text SimHashes are within 3 bits
+    (``tests/test_links_localweb.py`` checks it)."""
+    CANONICAL: Mapping[str, str] = MappingProxyType(
+        {"/collection/barge-print.html": "/collection/barge.html"}
+    )
+    """Path -> the path its ``<link rel="canonical">`` names."""
+    FRAMED: frozenset[str] = frozenset(
+        {"/collection/frame-nav.html", "/collection/frame-main.html", "/collection/map.html"}
+    )
+    """Paths linked only by ``<frame src>`` or ``<iframe src>``."""
+    FRAMESET = "/collection/frames.html"
+    """The ``<frameset>`` page (its frames: ``frame-nav.html``, ``frame-main.html``)."""
 
     def __init__(self, base: str, www_home: str) -> None:
         """Create the site."""
@@ -849,15 +882,69 @@ class MovedSite(Site):
             self.disallowed.add(path)
         self.pages["/"].links.append(("/hidden/vault.html", "The vault"))
         self.pages["/visit/"].links.append(("/hidden/staff-only.html", "Staff entrance"))
+        self._add_collection()
+
+    def _add_collection(self) -> None:
+        """The ``/collection/`` pages (class docstring)."""
+        index = "/collection/"
+        back = [(index, "The collection")]
+        ledger = Page("The harbour ledger", list(back), seed="/collection/ledger.html")
+        article = "/collection/ferry-1931.html"
+        revised = "<p>Last revised on {} by the museum staff.</p>\n"
+        barge = Page("The painted barge", list(back), seed="/collection/barge.html")
+        pages = {
+            "/collection/ledger.html": ledger,
+            "/collection/ledger-copy.html": ledger,
+            article: Page(
+                "The last ferry of 1931",
+                list(back),
+                intro=revised.format("3 March 2026"),
+                paragraphs=12,
+                seed=article,
+            ),
+            "/collection/ferry-1931-revised.html": Page(
+                "The last ferry of 1931",
+                list(back),
+                intro=revised.format("14 April 2026"),
+                paragraphs=12,
+                seed=article,
+            ),
+            "/collection/barge.html": barge,
+            "/collection/barge-print.html": replace(
+                barge,
+                head_extra='<link rel="canonical" href="/collection/barge.html">\n',
+            ),
+            "/collection/frame-nav.html": Page("Collection contents", list(back), paragraphs=1),
+            "/collection/frame-main.html": Page("Collection notes", list(back)),
+            "/collection/map.html": Page("Map of the galleries", [], paragraphs=1),
+        }
+        listed = [path for path in pages if path not in self.FRAMED]
+        self.pages[index] = Page(
+            "The collection",
+            [(path, pages[path].title) for path in listed] + [(self.FRAMESET, "Framed view")],
+            intro='<iframe src="/collection/map.html" title="Map"></iframe>\n',
+        )
+        self.pages.update(pages)
+        self.pages["/"].links.append((index, "The collection"))
+        self.good.update({index, self.FRAMESET, *pages})
 
     def robots(self, request: Request) -> Response:
         """301 to the absolute URL of ``/real-robots.txt``."""
         return Response.redirect(f"{self.base}/real-robots.txt", 301)
 
     def route(self, request: Request) -> Response | None:
-        """``/real-robots.txt``: ``Disallow: /hidden/``."""
+        """``/real-robots.txt``: ``Disallow: /hidden/``; the ``<frameset>`` page."""
         if request.path == "/real-robots.txt":
             return Response.text("User-agent: *\nDisallow: /hidden/\n")
+        if request.path == self.FRAMESET:
+            return Response.html(
+                '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+                f"<title>Framed view | {escape(self.theme.site_name)}</title>\n</head>\n"
+                '<frameset cols="25%,75%">\n<frame src="/collection/frame-nav.html">\n'
+                '<frame src="/collection/frame-main.html">\n<noframes><p><a href="'
+                f'{escape(self.www_home)}">The local web</a></p></noframes>\n'
+                "</frameset>\n</html>\n"
+            )
         return None
 
 
