@@ -44,6 +44,7 @@ from crawldeck.core.recrawl import ConditionalFetcher, validators_of
 from crawldeck.core.robots import RobotsCache, RobotsSettings
 from crawldeck.core.seen import SeenSet
 from crawldeck.core.side_requests import SideRequests
+from crawldeck.core.sitemap_reader import SitemapReader
 from crawldeck.core.store import FrontierRow, Store
 from crawldeck.core.transport import PinningResolver
 from crawldeck.core.traps import ScopePolicy, TrapGuard, TrapSettings
@@ -55,7 +56,8 @@ class Parts:
     """Every part of one crawl (see each module): the network edge (``dns``,
     ``policy``, ``fetcher``), the host gate and the side requests through it, the
     robots.txt cache, the frontier window, admission with its scope, trap guard and
-    seen set, the recorder of results, the content reader and the observer."""
+    seen set, the recorder of results, the content reader, the observer and the
+    sitemap reader."""
 
     dns: DnsCache
     policy: AddressPolicy
@@ -72,6 +74,7 @@ class Parts:
     admission: Admission
     recorder: Recorder
     content: ContentReader
+    sitemaps: SitemapReader
 
 
 class ClusterHooks(Protocol):
@@ -173,8 +176,15 @@ def assemble(
         config, store, observer, admission, frontier, seen, wake, archive, near_index(store)
     )
     content = ContentReader(config, side.render_gate, side.render_report, observer.log, audit)
+    sitemaps = SitemapReader(
+        side, robots, admission, recorder, store, seen, scope, observer, clock, wake,
+        max_redirects=config.max_redirects,
+        read_before=store.sitemaps_read if isinstance(store, Store) else None,
+    )  # fmt: skip
+    if config.sitemaps:
+        robots.settled = sitemaps.robots_known
     parts = Parts(dns, policy, addresses, fetcher, gate, frontier, side, robots, observer,
-                  scope, guard, seen, admission, recorder, content)  # fmt: skip
+                  scope, guard, seen, admission, recorder, content, sitemaps)  # fmt: skip
     if cluster is not None:
         cluster.bind(parts)
     return parts

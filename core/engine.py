@@ -123,7 +123,7 @@ class Engine:
         self._gate, self._side = parts.gate, parts.side
         self._robots, self._obs, self._scope = parts.robots, parts.observer, parts.scope
         self._admission, self._recorder = parts.admission, parts.recorder
-        self._seen, self._content = parts.seen, parts.content
+        self._seen, self._content, self._sitemaps = parts.seen, parts.content, parts.sitemaps
         self._retries = Retries(
             config, store, self._gate, self._frontier, self._obs, self._recorder
         )
@@ -240,6 +240,7 @@ class Engine:
             with contextlib.suppress(asyncio.CancelledError):
                 await reporter
             await self._content.aclose()
+            await self._sitemaps.aclose()  # before robots.txt and the fetcher it uses
             await self._robots.aclose()
             await self._fetcher.aclose()
             await self._dns.aclose()
@@ -310,7 +311,7 @@ class Engine:
             if entry is not None:
                 return entry
             self._frontier.bring_in()  # nothing was ready: read hosts back (they wake us)
-            if len(self._frontier) == 0 and self._obs.in_flight == 0:
+            if len(self._frontier) == 0 and self._obs.in_flight == 0 and not self._sitemaps.busy:
                 if not self._frontier.spilled:
                     return None
                 if not await self._frontier.drain():

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
         FrontierState,
         HostRecord,
         PageRecord,
+        SitemapRecord,
+        SitemapUrlRecord,
     )
     from crawldeck.core.window import WindowStatistics
 
@@ -184,6 +186,10 @@ class ResultSink(Protocol):
 
     def upsert_host(self, rec: HostRecord) -> None:
         """A host's row (politeness state, robots.txt, figures)."""
+        ...
+
+    def record_sitemap(self, rec: SitemapRecord, entries: Sequence[SitemapUrlRecord]) -> None:
+        """A sitemap file read, and what it says of each URL it lists."""
         ...
 
     def pages_added(self) -> dict[str, int]:

@@ -37,6 +37,7 @@ from crawldeck.core.robots_policy import (
     interpret,
     state_of,
 )
+from crawldeck.core.sitemaps import declared_sitemaps
 from crawldeck.core.urls import origin as url_origin
 
 _REFRESH_FRACTION = 0.1  # refresh in the background when less than this part of TTL is left
@@ -92,6 +93,9 @@ class RobotsCache:
 
     ``stored``, when set, is called with each new entry after a fetch settles (a
     cluster worker keeps it in Redis for the host's next owner, issue #12).
+    ``settled``, when set, is called with the origin and the ``Sitemap:`` URLs of its
+    file (``core.sitemaps.declared_sitemaps``; empty for a 4xx) after each fetch that
+    settles on ``ok``, ``missing`` or ``redirect_limit`` (``core.sitemap_reader``).
     """
 
     def __init__(
@@ -110,6 +114,7 @@ class RobotsCache:
         self._last_good: dict[str, RobotsState] = {}
         self._inflight: dict[str, asyncio.Task[RobotsState]] = {}
         self.stored: Callable[[RobotsEntry], None] | None = None
+        self.settled: Callable[[str, tuple[str, ...]], None] | None = None
 
     def adopt(self, view: RobotsEntry) -> bool:
         """Take ``view`` (fetched by another process) as its origin's state unless it
@@ -204,7 +209,7 @@ class RobotsCache:
 
     async def _load(self, origin: str) -> RobotsState:
         """Fetch, follow redirects, interpret; store, audit and return the new state."""
-        update = await self._fetch_state(origin)
+        update, body = await self._fetch_state(origin)
         state = update.state
         if update.audit is not None:
             self._audit(update.audit)
@@ -213,11 +218,13 @@ class RobotsCache:
             self._last_good[origin] = state
         if self.stored is not None:
             self.stored(state.view)
+        if self.settled is not None and state.view.status != "unreachable":
+            self.settled(origin, declared_sitemaps(body))
         return state
 
-    async def _fetch_state(self, origin: str) -> CacheUpdate:
+    async def _fetch_state(self, origin: str) -> tuple[CacheUpdate, bytes]:
         """Request ``ORIGIN/robots.txt`` and each hop ``interpret`` returns, until it
-        settles on a state."""
+        settles on a state; that state and the last 2xx body (``b""`` without one)."""
         settings = self._settings
         url = f"{origin}/robots.txt"
         hops = 0
@@ -248,7 +255,9 @@ class RobotsCache:
             # protego takes ~0.5 s on a 500 KiB file: keep the event loop free
             next_step = await asyncio.to_thread(step) if big else step()
             if not isinstance(next_step, RedirectHop):
-                return next_step
+                if isinstance(outcome, RobotsResponse) and 200 <= outcome.status < 300:
+                    return next_step, outcome.body
+                return next_step, b""
             hops += 1
             url = next_step.url
 

@@ -1339,3 +1339,81 @@ class SpaSite(Site):
             scripts=scripts,
             www_home=escape(self.www_home),
         )
+
+
+_SITEMAP = Theme(
+    site_name="Quarry Lane Archive",
+    tagline="Catalogue of the quarry's finds, one record a page",
+    nouns=("fossil", "ammonite", "trilobite", "seam", "core sample", "record"),
+    adjectives=("banded", "grey", "chalky", "ancient", "catalogued", "fragile"),
+    verbs=("lists", "dates", "describes", "labels", "records", "measures"),
+    places=("the north face", "the lower bench", "the spoil heap", "the old cutting"),
+)
+
+#: The ``sitemap`` host's urlsets: path -> the record pages it lists.
+SITEMAP_FILES: Mapping[str, tuple[str, ...]] = {
+    "/sitemap-records.xml": tuple(f"/records/{n:03d}.html" for n in range(1, 7)),
+    "/sitemap-more.xml.gz": tuple(f"/records/{n:03d}.html" for n in range(7, 13)),
+}
+
+
+class SitemapSite(Site):
+    """``sitemap``: pages with no links between them (no navigation; each links only to
+    the ``www`` home in its footer), reachable only through the site's sitemaps: its
+    robots.txt names ``/sitemap_index.xml``, an index of two urlsets,
+    ``/sitemap-records.xml`` and the gzipped ``/sitemap-more.xml.gz`` (sitemaps.org
+    protocol), with ``lastmod``, ``changefreq`` and ``priority``. The second urlset
+    also lists a page robots.txt disallows (``/private/ledger.html``)."""
+
+    name = "sitemap"
+    theme = _SITEMAP
+    LASTMOD = "2024-05-01T12:00:00+00:00"
+
+    def __init__(self, base: str, www_home: str) -> None:
+        """Create the site."""
+        super().__init__(base, www_home)
+        self.nav = []
+        self.pages["/"] = Page("Quarry Lane Archive", paragraphs=1)
+        for paths in SITEMAP_FILES.values():
+            for path in paths:
+                self.pages[path] = Page(self.title_for(path).removesuffix(".html"), paragraphs=1)
+        self.good.update(self.pages)
+        self.pages["/private/ledger.html"] = Page("Ledger", paragraphs=1)
+        self.disallowed.add("/private/ledger.html")
+
+    def robots(self, request: Request) -> Response:
+        """Everything allowed but ``/private/``; the sitemap index declared."""
+        return Response.text(
+            f"User-agent: *\nDisallow: /private/\n\nSitemap: {self.base}/sitemap_index.xml\n"
+        )
+
+    def _urlset(self, paths: Sequence[str]) -> bytes:
+        rows = "".join(
+            f"<url><loc>{escape(self.base + path)}</loc><lastmod>{self.LASTMOD}</lastmod>"
+            "<changefreq>monthly</changefreq><priority>0.5</priority></url>"
+            for path in paths
+        )
+        return (
+            '<?xml version="1.0" encoding="UTF-8"?>\n'
+            f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{rows}</urlset>\n'
+        ).encode()
+
+    def route(self, request: Request) -> Response | None:
+        """The index and its two urlsets (the second gzipped, sent as is)."""
+        if request.path == "/sitemap_index.xml":
+            rows = "".join(
+                f"<sitemap><loc>{escape(self.base + path)}</loc></sitemap>"
+                for path in SITEMAP_FILES
+            )
+            body = (
+                '<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex'
+                f' xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{rows}</sitemapindex>\n'
+            )
+            return Response(200, body.encode(), "application/xml")
+        if request.path == "/sitemap-records.xml":
+            return Response(200, self._urlset(SITEMAP_FILES[request.path]), "application/xml")
+        if request.path == "/sitemap-more.xml.gz":
+            paths = (*SITEMAP_FILES[request.path], "/private/ledger.html")
+            gz = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+            return Response(200, gz.compress(self._urlset(paths)) + gz.flush(), "application/gzip")
+        return None

@@ -1,11 +1,11 @@
-"""The local multi-host web: eight hosts on loopback addresses, and its ground truth.
+"""The local multi-host web: nine hosts on loopback addresses, and its ground truth.
 
 >>> with LocalWeb(delay_scale=0.1) as web:          # doctest: +SKIP
 ...     web.hosts["www"]                             # 'http://127.77.0.1:40123'
-...     web.seeds()                                  # the eight home pages
+...     web.seeds()                                  # the nine home pages
 ...     web.expected.good["www"]                     # URLs a correct crawler must fetch
 
-Hosts (the keys of :attr:`LocalWeb.hosts`, in address order ``<prefix>.1`` .. ``.8``):
+Hosts (the keys of :attr:`LocalWeb.hosts`, in address order ``<prefix>.1`` .. ``.9``):
 
 ========  ==========================================================================
 www       company site: robots.txt with a ``*`` group and a different ``crawldeck``
@@ -22,6 +22,8 @@ slow      every response delayed by ``slow_s * delay_scale`` seconds
 spa       single-page-app shells: links built by inline JavaScript, a hash router,
           ``fetch()`` of a JSON link list, an XHR robots.txt disallows, a page that
           never settles (see :class:`localweb.sites.SpaSite`)
+sitemap   pages with no links between them, reachable only through the sitemap index
+          its robots.txt names: two urlsets, one gzipped (:class:`localweb.sites.SitemapSite`)
 ========  ==========================================================================
 """
 
@@ -49,6 +51,7 @@ from crawldeck.localweb.sites import (
     MovedSite,
     NoRobotsSite,
     Site,
+    SitemapSite,
     SlowSite,
     SpaSite,
     TrapsSite,
@@ -67,8 +70,9 @@ HOST_NAMES: tuple[str, ...] = (
     "busy",
     "slow",
     "spa",
+    "sitemap",
 )
-"""The host names, in address order: ``www`` is ``<prefix>.1``, ``spa`` is ``<prefix>.8``."""
+"""The host names, in address order: ``www`` is ``<prefix>.1``, ``sitemap`` is ``<prefix>.9``."""
 
 SESSION_PARAMS: frozenset[str] = frozenset({"sid", "phpsessid"})
 """Query parameters (lower-cased) that carry the ``traps`` shop's session ids."""
@@ -217,9 +221,9 @@ class Expected:
 
 
 class LocalWeb:
-    """Eight HTTP/1.1 hosts on loopback addresses sharing one port (see the module doc).
+    """Nine HTTP/1.1 hosts on loopback addresses sharing one port (see the module doc).
 
-    ``start()`` binds ``<addresses_prefix>.1`` .. ``.8`` on a common free port and
+    ``start()`` binds ``<addresses_prefix>.1`` .. ``.9`` on a common free port and
     serves them in background threads; ``stop()`` (or leaving the ``with`` block)
     closes every socket and joins every thread. A stopped web cannot restart.
     """
@@ -300,6 +304,7 @@ class LocalWeb:
             "busy": BusySite(bases["busy"], www_home, self.busy_429_count, self.retry_after_s),
             "slow": SlowSite(bases["slow"], www_home, self.slow_delay_s),
             "spa": SpaSite(bases["spa"], www_home, self._crawl_delay_text()),
+            "sitemap": SitemapSite(bases["sitemap"], www_home),
         }
         self._expected = self._build_expected()
         return self
@@ -459,6 +464,7 @@ class LocalWeb:
                     "busy": 200,
                     "slow": 200,
                     "spa": 200,
+                    "sitemap": 200,
                 }
             ),
             good=per_host("good"),

@@ -21,6 +21,8 @@ from crawldeck.core.store import (
     FrontierState,
     HostRecord,
     PageRecord,
+    SitemapRecord,
+    SitemapUrlRecord,
 )
 
 Call = tuple[str, tuple[Any, ...], dict[str, Any]]
@@ -81,6 +83,9 @@ class Recording:
     def upsert_host(self, rec: HostRecord) -> None:
         self._add("upsert_host", rec)
 
+    def record_sitemap(self, rec: SitemapRecord, entries: Sequence[SitemapUrlRecord]) -> None:
+        self._add("record_sitemap", rec, entries)
+
     def pages_added(self) -> dict[str, int]:
         return {}
 
@@ -116,6 +121,14 @@ hosts = st.builds(
     robots_expires_at=maybe_seconds, crawl_delay_ms=maybe_seconds, delay_ms=seconds,
     backoff_attempts=small, backoff_until=maybe_seconds, pages_fetched=ints, state=text,
     backoff_started=maybe_seconds, learnt_delay_ms=maybe_seconds,
+)  # fmt: skip
+sitemaps = st.builds(
+    SitemapRecord, url=urls, host=text, fetched_at=seconds, status=st.none() | small,
+    kind=maybe_text, urls=small, error=maybe_text,
+)  # fmt: skip
+sitemap_urls = st.builds(
+    SitemapUrlRecord, url=urls, sitemap=urls, lastmod=maybe_seconds, changefreq=maybe_text,
+    priority=st.none() | st.floats(0.0, 1.0),
 )  # fmt: skip
 
 
@@ -158,6 +171,9 @@ ops = st.one_of(
     blocked.map(lambda r: (wire.op_record_blocked(r), _direct("record_blocked", r))),
     st.builds(_mark, urls, states, st.none() | small, maybe_seconds),
     hosts.map(lambda r: (wire.op_upsert_host(r), _direct("upsert_host", r))),
+    st.tuples(sitemaps, st.lists(sitemap_urls, max_size=3)).map(
+        lambda a: (wire.op_record_sitemap(a[0], a[1]), _direct("record_sitemap", a[0], a[1]))
+    ),
 )
 
 

@@ -54,6 +54,8 @@ from crawldeck.core.store import (
     FrontierState,
     HostRecord,
     PageRecord,
+    SitemapRecord,
+    SitemapUrlRecord,
     Store,
 )
 
@@ -183,6 +185,10 @@ class _Split:
 
     def upsert_host(self, rec: HostRecord) -> None:
         self.calls.append(_Call(lambda store: store.upsert_host(rec), []))
+
+    def record_sitemap(self, rec: SitemapRecord, entries: Sequence[SitemapUrlRecord]) -> None:
+        rows = list(entries)
+        self.calls.append(_Call(lambda store: store.record_sitemap(rec, rows), []))
 
     def pages_added(self) -> dict[str, int]:
         return {}

@@ -63,6 +63,8 @@ from crawldeck.core.store import (
     FrontierState,
     HostRecord,
     PageRecord,
+    SitemapRecord,
+    SitemapUrlRecord,
     status_class,
 )
 
@@ -340,6 +342,12 @@ class ClusterStore:
         commit = self._op(rec.host, wire.op_upsert_host(rec))
         if commit is not None:
             commit.rec = json.dumps(wire.values(rec), separators=(",", ":"))
+
+    def record_sitemap(self, rec: SitemapRecord, entries: Sequence[SitemapUrlRecord]) -> None:
+        """A sitemap read (``Store.record_sitemap``): fenced when its host is this
+        worker's, else unfenced (a sitemap on another host, named by a robots.txt)."""
+        self._check()
+        self._op(rec.host, wire.op_record_sitemap(rec, entries), must_own=False)
 
     def save_robots(self, view: RobotsEntry) -> None:
         """Keep a robots.txt entry this worker fetched in Redis for its TTL, for the

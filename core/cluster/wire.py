@@ -9,10 +9,10 @@ calls, so the crawl file is written by the same code, with the same schema, what
 ran the crawl.
 
 Encoding: the records (``PageRecord``, ``BlockedRecord``, ``HostRecord``,
-``FrontierRow``) as arrays of their fields in declaration order (``dataclasses.fields``),
-tuples as arrays; times stay epoch seconds (``float``). ``decode_op`` checks the name and
-the shapes and raises ``WireError`` on anything else (a stream written by another
-version, or by hand).
+``FrontierRow``, ``SitemapRecord``, ``SitemapUrlRecord``) as arrays of their fields in
+declaration order (``dataclasses.fields``), tuples as arrays; times stay epoch seconds
+(``float``). ``decode_op`` checks the name and the shapes and raises ``WireError`` on
+anything else (a stream written by another version, or by hand).
 """
 
 from __future__ import annotations
@@ -33,18 +33,30 @@ from crawldeck.core.store import (
     FrontierState,
     HostRecord,
     PageRecord,
+    SitemapRecord,
+    SitemapUrlRecord,
 )
 
 #: The op names: the ``ResultSink`` methods that write.
 OP_NAMES: Final = frozenset(
-    {"enqueue_urls", "record_page", "fail_urls", "record_blocked", "mark", "upsert_host"}
+    {
+        "enqueue_urls",
+        "record_page",
+        "fail_urls",
+        "record_blocked",
+        "mark",
+        "upsert_host",
+        "record_sitemap",
+    }
 )
 
-_R = TypeVar("_R", PageRecord, BlockedRecord, HostRecord, FrontierRow)
-_GETTERS: Final = {
-    cls: attrgetter(*(f.name for f in fields(cls)))
-    for cls in (PageRecord, BlockedRecord, HostRecord, FrontierRow)
-}
+_R = TypeVar(
+    "_R", PageRecord, BlockedRecord, HostRecord, FrontierRow, SitemapRecord, SitemapUrlRecord
+)
+_RECORDS: Final = (
+    PageRecord, BlockedRecord, HostRecord, FrontierRow, SitemapRecord, SitemapUrlRecord
+)  # fmt: skip
+_GETTERS: Final = {cls: attrgetter(*(f.name for f in fields(cls))) for cls in _RECORDS}
 
 
 class WireError(CrawldeckError):
@@ -88,9 +100,7 @@ def _schema(cls: type[Any]) -> tuple[tuple[str, str, frozenset[type]], ...]:
     return tuple(schema)
 
 
-_SCHEMAS: Final = {
-    cls: _schema(cls) for cls in (PageRecord, BlockedRecord, HostRecord, FrontierRow)
-}
+_SCHEMAS: Final = {cls: _schema(cls) for cls in _RECORDS}
 
 
 def _record(cls: type[_R], value: Any) -> _R:
@@ -126,7 +136,9 @@ def _rows(value: Any) -> tuple[FrontierRow, ...]:
     return rows
 
 
-def values(rec: PageRecord | BlockedRecord | HostRecord | FrontierRow) -> list[Any]:
+def values(
+    rec: PageRecord | BlockedRecord | HostRecord | FrontierRow | SitemapRecord | SitemapUrlRecord,
+) -> list[Any]:
     """``rec``'s fields in declaration order, as JSON takes them (``dataclasses.astuple``
     without its deep copy, which cost a worker a tenth of its time)."""
     return list(_GETTERS[type(rec)](rec))
@@ -197,6 +209,11 @@ def op_upsert_host(rec: HostRecord) -> list[Any]:
     return ["upsert_host", [values(rec)]]
 
 
+def op_record_sitemap(rec: SitemapRecord, entries: Sequence[SitemapUrlRecord]) -> list[Any]:
+    """The op of ``ResultSink.record_sitemap(rec, entries)``."""
+    return ["record_sitemap", [values(rec), [values(entry) for entry in entries]]]
+
+
 def encode_ops(ops: Sequence[list[Any]]) -> str:
     """Ops as one compact JSON text (one stream entry's payload)."""
     return json.dumps(ops, separators=(",", ":"), ensure_ascii=False)
@@ -265,6 +282,13 @@ def replay(op: Sequence[Any], sink: ResultSink) -> None:
             sink.mark(str(key), state, attempts=attempts, available_at=available_at)
         elif name == "upsert_host":
             sink.upsert_host(_record(HostRecord, args[0]))
+        elif name == "record_sitemap":
+            if not isinstance(args[1], list):
+                raise WireError("record_sitemap: expected an array of URL rows")
+            sink.record_sitemap(
+                _record(SitemapRecord, args[0]),
+                [_record(SitemapUrlRecord, row) for row in args[1]],
+            )
         else:
             raise WireError(f"unknown op {name!r}")
     except (ValueError, TypeError, IndexError) as exc:
@@ -281,6 +305,7 @@ __all__ = [
     "op_mark",
     "op_record_blocked",
     "op_record_page",
+    "op_record_sitemap",
     "op_upsert_host",
     "replay",
     "values",

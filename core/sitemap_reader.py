@@ -1,0 +1,361 @@
+"""Reading a host's sitemaps in the background, politely, within the protocol's caps.
+
+When the robots.txt of an origin is known (``core.robots.RobotsCache`` calls
+``SitemapReader.robots_known`` after its first fetch this run, status ``ok``,
+``missing`` or ``redirect_limit``), the origin's sitemaps are read in a task of their
+own, so no worker waits for them: the ``Sitemap:`` URLs of its robots.txt, or
+``ORIGIN/sitemap.xml`` when it declares none (the protocol's "Informing search engine
+crawlers"). Only origins inside the crawl's scope are read (a render sub-request's CDN
+is not). Each file:
+
+* is checked against robots.txt (its own origin's) and fetched through the side
+  requests (``SideRequests.fetch``: the host gate, the per-IP limit, politeness learnt
+  from its answer; the engine's fetcher, so whatever wraps it sees the request), at
+  most ``sitemaps.MAX_BYTES`` decoded; a redirect is followed up to ``max_redirects``
+  hops within its origin;
+* is parsed in a thread (``core.sitemaps.parse_sitemap``), at most
+  ``PARSE_SLOTS`` files at once in the whole crawl, so memory holds at most that many
+  bodies (50 MiB each at worst);
+* lists URLs that must pass the location rule (``sitemaps.Location``; robots.txt
+  grants its whole origin), then the same admission as a link (scope, trap guards, seen
+  set: ``Admission.follow``) at depth ``SITEMAP_DEPTH`` from the host's root, queued as
+  links; their ``lastmod``, ``changefreq``, ``priority`` go to ``sitemap_urls``;
+* of an index, has its sitemaps read depth first, at most ``MAX_INDEX_DEPTH`` levels
+  below the file robots.txt named, each once (a sitemap listed again, the index itself
+  included, is a ``loop``), on the index's own origin only; at most
+  ``MAX_FILES_PER_ORIGIN`` files per origin and run.
+
+Every file read becomes a ``sitemaps`` row with its status and, when something was
+refused or cut, its reasons (``reason: detail; ...``). An index's row is written after
+the files it lists, so a crawl killed while reading them reads the index again on
+resume, and skips the files already read (``Store.sitemaps_read``: any answer that is
+not a 5xx or 429).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from crawldeck.core import urls
+from crawldeck.core.admission import Admission
+from crawldeck.core.errors import FetchError, UrlError
+from crawldeck.core.fetcher import FetchResult
+from crawldeck.core.observer import Observer
+from crawldeck.core.protocols import Clock, ResultSink
+from crawldeck.core.recording import PRIORITY_LINK, REDIRECT_STATUSES, Recorder
+from crawldeck.core.robots import RobotsCache
+from crawldeck.core.seen import SeenSet
+from crawldeck.core.side_requests import SideRequests
+from crawldeck.core.sitemaps import MAX_BYTES, Location, SitemapEntry, SitemapFile, parse_sitemap
+from crawldeck.core.store import SitemapRecord, SitemapUrlRecord
+from crawldeck.core.traps import ScopePolicy
+
+#: The depth of a URL found in a sitemap: one below the host's root page (the root
+#: links to the sitemap, as it would to a page listing every URL).
+SITEMAP_DEPTH = 1
+#: Levels of indexes below the file robots.txt names (index -> index -> urlset): the
+#: protocol allows one (an index lists urlsets); a second is what some generators write
+#: (an index of per-section indexes); deeper chains are refused as ``index_depth``.
+MAX_INDEX_DEPTH = 2
+#: Sitemap files read per origin and run (with 50 000 URLs each: 50 million URLs).
+MAX_FILES_PER_ORIGIN = 1000
+#: Sitemap files fetched and parsed at once in the whole crawl (bounds the memory).
+PARSE_SLOTS = 2
+#: URLs admitted per step (the loop runs other tasks between steps).
+ADMIT_BATCH = 500
+
+
+@dataclass(slots=True)
+class _Origin:
+    """One origin's reading this run: the files seen (a loop check) and read."""
+
+    seen: set[str] = field(default_factory=set)
+    files: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Failed:
+    """A sitemap not read: the HTTP status (``None`` without an answer) and why."""
+
+    status: int | None
+    error: str
+
+
+class SitemapReader:
+    """Reads the sitemaps of each origin once per run (see the module).
+
+    Args:
+        side: the side requests (fetches through the host gate).
+        robots: the robots.txt cache (each sitemap URL is checked).
+        admission: the seen set and trap guards for the URLs listed.
+        recorder: queues admitted URLs (in memory or spilled).
+        store: ``enqueue_urls`` for their rows, ``record_sitemap`` for the file's.
+        seen: told when the admitted keys went to the store.
+        scope: only origins inside it are read.
+        observer: the Log tab gets a line per origin read.
+        clock: the one time source (epoch s).
+        wake: called when URLs were queued or a reading ended (workers look again).
+        max_redirects: hops followed per sitemap URL (``CrawlConfig.max_redirects``).
+        read_before: the sitemaps an earlier run read (``Store.sitemaps_read``, called
+            once in a thread), or ``None`` (a cluster worker: the robots.txt fetch that
+            starts a reading happens once per crawl, in Redis).
+    """
+
+    def __init__(
+        self,
+        side: SideRequests,
+        robots: RobotsCache,
+        admission: Admission,
+        recorder: Recorder,
+        store: ResultSink,
+        seen: SeenSet,
+        scope: ScopePolicy,
+        observer: Observer,
+        clock: Clock,
+        wake: Callable[[], None],
+        *,
+        max_redirects: int,
+        read_before: Callable[[], set[str]] | None,
+    ) -> None:
+        self._side = side
+        self._robots = robots
+        self._admission = admission
+        self._recorder = recorder
+        self._store = store
+        self._seen = seen
+        self._scope = scope
+        self._obs = observer
+        self._clock = clock
+        self._wake = wake
+        self._max_redirects = max_redirects
+        self._read_before = read_before
+        self._known: asyncio.Task[set[str]] | None = None
+        self._slots = asyncio.Semaphore(PARSE_SLOTS)
+        self._started: set[str] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.files = 0  # sitemap files read this run
+        self.admitted = 0  # URLs they added to the frontier
+
+    @property
+    def busy(self) -> bool:
+        """Whether a reading is under way (the crawl is not over while it is)."""
+        return bool(self._tasks)
+
+    def robots_known(self, origin: str, declared: tuple[str, ...]) -> None:
+        """``origin``'s robots.txt was fetched and settled, naming ``declared``
+        sitemaps: start reading them (or ``/sitemap.xml``) unless this run did, or the
+        origin is outside the scope."""
+        if origin in self._started:
+            return
+        self._started.add(origin)
+        try:
+            if not self._scope.allows(origin + "/"):
+                return
+        except UrlError:
+            return
+        task = asyncio.create_task(self._read_origin(origin, declared), name=f"sitemaps {origin}")
+        self._tasks.add(task)
+        task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            self._obs.log(f"sitemaps: reading stopped: {exc}")
+        self._wake()
+
+    async def aclose(self) -> None:
+        """Cancel the readings under way and wait for them (the run ends)."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _before(self) -> set[str]:
+        """The sitemaps an earlier run read (asked once, in a thread)."""
+        if self._read_before is None:
+            return set()
+        if self._known is None:
+            self._known = asyncio.create_task(asyncio.to_thread(self._read_before))
+        return await asyncio.shield(self._known)
+
+    async def _read_origin(self, origin: str, declared: tuple[str, ...]) -> None:
+        state = _Origin()
+        roots = declared or (f"{origin}/sitemap.xml",)
+        before = self.admitted
+        for raw in roots:
+            try:
+                url = urls.clean(raw)
+            except UrlError as exc:
+                self._obs.log(f"sitemaps of {origin}: {raw[:100]!r} skipped: {exc}")
+                continue
+            granted = origin if declared else None
+            await self._read(url, Location.of(url, granted), 0, state)
+        if state.files:
+            self._obs.log(
+                f"sitemaps of {origin}: {state.files} files read,"
+                f" {self.admitted - before} URLs queued"
+            )
+
+    async def _read(self, url: str, where: Location, level: int, state: _Origin) -> None:
+        """Read the sitemap at ``url`` (then, for an index, its sitemaps) and record it."""
+        state.seen.add(url)
+        if url in await self._before():
+            return
+        if state.files >= MAX_FILES_PER_ORIGIN:
+            self._record(url, None, None, 0, f"host_cap: over {MAX_FILES_PER_ORIGIN} files")
+            return
+        state.files += 1
+        self.files += 1
+        async with self._slots:
+            fetched = await self._fetch(url)
+            if isinstance(fetched, _Failed):
+                self._record(url, fetched.status, None, 0, fetched.error)
+                return
+            final, result = fetched
+            parsed = await asyncio.to_thread(parse_sitemap, result.body)
+        errors = [parsed.error] if parsed.error is not None else []
+        if result.truncated:  # a Content-Encoding bomb, cut by the fetcher at the cap
+            errors.insert(0, f"too_large: over {MAX_BYTES} bytes decoded, the rest ignored")
+        if parsed.skipped:
+            errors.append(f"skipped: {parsed.skipped} entries without a usable URL")
+        if final != url:
+            where = Location.of(final, where.granted)
+        if parsed.kind == "sitemapindex":
+            errors += await self._index(parsed, where, level, state)
+            self._record(url, result.status, parsed.kind, len(parsed.entries), _join(errors))
+            return
+        kept, refused = self._locate(parsed.entries, where)
+        if refused:
+            errors.append(f"location: {refused} URLs outside {where.origin}{where.directory}")
+        self._record(url, result.status, parsed.kind, len(kept), _join(errors), kept, sitemap=url)
+        await self._admit(url, where.origin, [entry.url for entry in kept])
+
+    async def _index(
+        self, parsed: SitemapFile, where: Location, level: int, state: _Origin
+    ) -> list[str]:
+        """Read the sitemaps an index lists (depth first); the reasons to record."""
+        errors: list[str] = []
+        loops = elsewhere = deeper = 0
+        for entry in parsed.entries:
+            try:
+                child = urls.clean(entry.loc)
+            except UrlError:
+                elsewhere += 1
+                continue
+            if not where.same_site(child):
+                elsewhere += 1
+            elif child in state.seen:
+                loops += 1
+            elif level + 1 > MAX_INDEX_DEPTH:
+                deeper += 1
+            else:
+                await self._read(child, Location.of(child, where.granted), level + 1, state)
+        if loops:
+            errors.append(f"loop: {loops} sitemaps listed were read already")
+        if deeper:
+            errors.append(f"index_depth: {deeper} sitemaps past {MAX_INDEX_DEPTH} index levels")
+        if elsewhere:
+            errors.append(f"location: {elsewhere} sitemaps not on {where.origin}")
+        return errors
+
+    async def _fetch(self, url: str) -> tuple[str, FetchResult] | _Failed:
+        """GET ``url`` (robots.txt first), following redirects within its origin.
+
+        Returns:
+            ``(final URL, result)`` for a 2xx answer, else why not.
+        """
+        hops = 0
+        while True:
+            decision = await self._robots.check(url)
+            if not decision.allowed:
+                return _Failed(None, "robots: disallowed by robots.txt")
+            try:
+                result = await self._side.fetch(url, max_bytes=MAX_BYTES)
+            except FetchError as exc:
+                return _Failed(None, f"{exc.reason}: {exc}")
+            status = result.status
+            location = result.headers.get("location")
+            if status in REDIRECT_STATUSES and location and hops < self._max_redirects:
+                try:
+                    target = urls.clean(location, url)
+                except UrlError as exc:
+                    return _Failed(status, f"redirect: to a bad URL: {exc}")
+                if urls.origin(target) != urls.origin(url):
+                    return _Failed(status, f"redirect: off the origin, to {target[:200]}")
+                url, hops = target, hops + 1
+                continue
+            if not 200 <= status < 300:
+                return _Failed(status, f"http: status {status}")
+            return url, result
+
+    def _locate(
+        self, entries: tuple[SitemapEntry, ...], where: Location
+    ) -> tuple[list[SitemapUrlRecord], int]:
+        """The entries whose cleaned URL the location rule allows, as rows (first
+        listing of a URL wins); how many it refused."""
+        kept: dict[str, SitemapUrlRecord] = {}
+        refused = 0
+        for entry in entries:
+            try:
+                url = urls.clean(entry.loc)
+            except UrlError:
+                refused += 1
+                continue
+            if not where.allows(url):
+                refused += 1
+            elif url not in kept:
+                kept[url] = SitemapUrlRecord(
+                    url, "", entry.lastmod, entry.changefreq, entry.priority
+                )
+        return list(kept.values()), refused
+
+    def _record(
+        self,
+        url: str,
+        status: int | None,
+        kind: str | None,
+        count: int,
+        error: str | None,
+        entries: list[SitemapUrlRecord] | None = None,
+        *,
+        sitemap: str = "",
+    ) -> None:
+        rows = [SitemapUrlRecord(e.url, sitemap, e.lastmod, e.changefreq, e.priority)
+                for e in entries or ()]  # fmt: skip
+        try:
+            host = urls.host_key(url)
+        except UrlError:
+            host = ""
+        self._store.record_sitemap(
+            SitemapRecord(url, host, self._clock(), status, kind, count, error), rows
+        )
+
+    async def _admit(self, sitemap: str, origin: str, found: list[str]) -> None:
+        """Admit the URLs ``found`` in ``sitemap`` like links, in steps."""
+        host = urls.host_key(origin + "/")
+        for start in range(0, len(found), ADMIT_BATCH):
+            hrefs = found[start : start + ADMIT_BATCH]
+            _, links = await self._admission.follow(sitemap, host, hrefs, sitemap, SITEMAP_DEPTH)
+            rows = [self._recorder.queue(link, SITEMAP_DEPTH, PRIORITY_LINK, (), sitemap)
+                    for link in links]  # fmt: skip
+            if rows:
+                self._store.enqueue_urls(rows)
+                self.admitted += len(rows)
+            self._seen.handed_over()
+            self._wake()
+
+
+def _join(errors: list[str]) -> str | None:
+    return "; ".join(errors) if errors else None
+
+
+__all__ = [
+    "ADMIT_BATCH",
+    "MAX_FILES_PER_ORIGIN",
+    "MAX_INDEX_DEPTH",
+    "PARSE_SLOTS",
+    "SITEMAP_DEPTH",
+    "SitemapReader",
+]

@@ -1,0 +1,147 @@
+"""Sitemaps in a crawl (``core.sitemap_reader``) on real loopback servers: the local
+web's sitemap-only host is crawled completely from its root seed; ``sitemaps = false``
+reads none; a resumed crawl reads none again; hostile sitemaps (a drip, a gzip bomb,
+billion laughs, 60 000 entries, an index listing itself, an index chain past the depth
+limit) each end with their reason in ``sitemaps.error`` while another host's pages are
+fetched meanwhile."""
+
+from __future__ import annotations
+
+import gzip
+import time
+from pathlib import Path
+
+from crawlkit import html, rows, run_crawl
+from httpserver import HTTPTestServer, Request, Response
+
+from crawldeck.core.sitemap_reader import MAX_INDEX_DEPTH
+from crawldeck.localweb.sites import SITEMAP_FILES
+from crawldeck.localweb.web import LocalWeb
+
+NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
+XML = {"Content-Type": "application/xml"}
+
+
+def test_the_sitemap_only_site_is_crawled_completely_from_its_root(tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    with LocalWeb(delay_scale=0) as web:
+        run_crawl([web.url("sitemap")], db, scope="host")
+        good = web.expected.good["sitemap"]
+        fetched = {url for (url,) in rows(db, "SELECT url FROM pages WHERE status = 200")}
+        assert fetched == good and len(good) == 13  # the root and its 12 records
+        base = web.url("sitemap", "/")
+        assert rows(db, "SELECT url, status, kind, urls, error FROM sitemaps ORDER BY rowid") == [
+            (base + "sitemap-records.xml", 200, "urlset", 6, None),
+            (base + "sitemap-more.xml.gz", 200, "urlset", 7, None),
+            (base + "sitemap_index.xml", 200, "sitemapindex", 2, None),
+        ]
+        assert rows(
+            db, "SELECT url, reason FROM blocked WHERE host = ?", web.host_keys["sitemap"]
+        ) == [(base + "private/ledger.html", "robots")]
+        first = base + SITEMAP_FILES["/sitemap-records.xml"][0].lstrip("/")
+        assert rows(
+            db, "SELECT lastmod, changefreq, priority FROM sitemap_urls WHERE url = ?", first
+        ) == [("2024-05-01T12:00:00.000000Z", "monthly", 0.5)]
+        assert rows(db, "SELECT DISTINCT depth FROM pages WHERE url LIKE '%/records/%'") == [(1,)]
+        log = [a.path for a in web.access_log("sitemap")]
+        assert log.count("/sitemap_index.xml") == 1 and log.index("/sitemap_index.xml") > 0
+        assert log[0] == "/robots.txt"  # robots.txt first, then its sitemaps
+
+        again = tmp_path / "again.db"
+        web.clear_logs()
+        run_crawl([web.url("sitemap")], again, scope="host")  # resume: the same file
+        run_crawl([web.url("sitemap")], again, scope="host")
+        paths = [a.path for a in web.access_log("sitemap")]
+        assert paths.count("/sitemap_index.xml") == 1 and paths.count("/sitemap-more.xml.gz") == 1
+
+
+def test_sitemaps_off_reads_none(tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    with LocalWeb(delay_scale=0) as web:
+        run_crawl([web.url("sitemap")], db, scope="host", sitemaps=False)
+        assert rows(db, "SELECT url FROM pages") == [(web.url("sitemap"),)]
+        assert rows(db, "SELECT count(*) FROM sitemaps") == [(0,)]
+        assert [a.path for a in web.access_log("sitemap")] == ["/robots.txt", "/"]
+
+
+def _urlset(locs: list[str]) -> bytes:
+    rows_ = "".join(f"<url><loc>{loc}</loc></url>" for loc in locs)
+    return f'<urlset xmlns="{NS}">{rows_}</urlset>'.encode()
+
+
+def _index(locs: list[str]) -> bytes:
+    rows_ = "".join(f"<sitemap><loc>{loc}</loc></sitemap>" for loc in locs)
+    return f'<sitemapindex xmlns="{NS}">{rows_}</sitemapindex>'.encode()
+
+
+def _bomb() -> bytes:
+    """1 GiB of spaces after ``<urlset>``, gzipped in 1 MiB members: about 1 MiB."""
+    member = gzip.compress(b" " * (1 << 20), 9)
+    return gzip.compress(b"<urlset>") + member * 1024
+
+
+LAUGHS = (
+    b'<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
+    + b"".join(b'<!ENTITY lol%d "%s">' % (i, b"&lol;" * 10) for i in range(1, 10))
+    + b"]><urlset><url><loc>&lol9;</loc></url></urlset>"
+)
+
+
+def test_hostile_sitemaps_end_with_their_reason_and_other_hosts_go_on(tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    drip_s = 1.5
+    with HTTPTestServer() as bad, HTTPTestServer("127.0.0.2") as good:
+        u = bad.url
+        names = ["drip.xml", "bomb.xml.gz", "laughs.xml", "big.xml", "loop.xml", "chain/0.xml"]
+        robots = "User-agent: *\nDisallow:\n" + "".join(f"Sitemap: {u('/' + n)}\n" for n in names)
+        bad.set("/robots.txt", Response(200, {"Content-Type": "text/plain"}, robots.encode()))
+        bad.set("/", html("<p>no links</p>"))
+
+        def drip(req: Request, out: object) -> None:
+            out.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\n"  # type: ignore[attr-defined]
+                      b"Content-Length: 100000\r\n\r\n<urlset>")  # fmt: skip
+            out.flush()  # type: ignore[attr-defined]
+            for _ in range(int(drip_s * 10)):
+                if bad.wait(0.1):
+                    return
+                out.write(b" ")  # type: ignore[attr-defined]
+                out.flush()  # type: ignore[attr-defined]
+
+        bad.set_raw("/drip.xml", drip)
+        bad.set("/bomb.xml.gz", Response(200, {"Content-Type": "application/gzip"}, _bomb()))
+        bad.set("/laughs.xml", Response(200, XML, LAUGHS))
+        bad.set("/big.xml", Response(200, XML, _urlset([u("/only-one")] * 60_000)))
+        bad.set("/only-one", html("<p>listed 60 000 times</p>"))
+        bad.set("/loop.xml", Response(200, XML, _index([u("/loop.xml")])))
+        for n in range(6):
+            bad.set(f"/chain/{n}.xml", Response(200, XML, _index([u(f"/chain/{n + 1}.xml")])))
+
+        good.set("/robots.txt", Response(200, {"Content-Type": "text/plain"}, b"User-agent: *\n"))
+        pages = [good.url(f"/p{i}") for i in range(10)]
+        good.set("/", html("<p>no links</p>"))
+        for i in range(10):
+            good.set(f"/p{i}", html(f"<p>page {i}</p>"))
+        text = "".join(f"{p}\n" for p in pages).encode()
+        good.set("/sitemap.xml", Response(200, {"Content-Type": "text/plain"}, text))
+
+        started = time.monotonic()
+        run_crawl([u("/"), good.url("/")], db, timeout=30, total_timeout_ms=1000, scope="host")
+        errors = dict(rows(db, "SELECT url, error FROM sitemaps"))
+        assert errors[u("/drip.xml")].startswith("timeout: ")
+        assert errors[u("/bomb.xml.gz")] == (
+            "too_large: over 52428800 bytes uncompressed, the rest ignored"
+        )
+        assert errors[u("/laughs.xml")] == "xml_entities: entity declaration 'lol' refused"
+        assert errors[u("/big.xml")] == "too_many_urls: more than 50000 entries, the rest ignored"
+        assert errors[u("/loop.xml")] == "loop: 1 sitemaps listed were read already"
+        deepest = u(f"/chain/{MAX_INDEX_DEPTH}.xml")
+        assert errors[deepest] == f"index_depth: 1 sitemaps past {MAX_INDEX_DEPTH} index levels"
+        assert bad.count(f"/chain/{MAX_INDEX_DEPTH + 1}.xml") == 0
+        assert rows(db, "SELECT urls FROM sitemaps WHERE url = ?", u("/big.xml")) == [(1,)]
+        assert errors[good.url("/sitemap.xml")] is None  # /sitemap.xml: none declared
+        fetched = {url for (url,) in rows(db, "SELECT url FROM pages WHERE status = 200")}
+        assert set(pages) | {u("/only-one")} <= fetched
+        # the other host's pages were all fetched while the drip still held its host
+        drip_at = next(r.at for r in bad.requests if r.path == "/drip.xml")
+        assert max(r.at for r in good.requests if r.path.startswith("/p")) < drip_at + 1.0
+        assert time.monotonic() - started < 30
