@@ -41,7 +41,10 @@ Guarantees of ``extract``:
 Cost, measured here for a 15 KB page with 50 links: 0.30-0.45 ms inline; through the
 pool 0.7-0.8 ms of latency one page at a time, 0.25-0.34 ms of the crawler's own CPU
 (threads included) per page, 1 000-1 150 pages/s with one worker and 1 350-1 700 with
-two (16 in flight).
+two (16 in flight). Since issue #13 ``extract_links`` also takes the SimHash of the
+page's text (``core.simhash``): pure Python, about 0.2-0.5 us of CPU per word, which
+holds the GIL (lexbor does not); on ``benchmarks/e2e_bench.py``'s 15 KB pages of
+1 900 words inline extraction went from 0.12 to 0.53 ms (``simhash_bench.py``).
 
 Workers start on first use (``start()`` starts them beforehand). Each is a fresh
 interpreter (spawn semantics: ``subprocess`` forks and at once execs, which is safe
