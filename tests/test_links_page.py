@@ -165,6 +165,23 @@ def test_simhash_is_of_the_visible_text_only() -> None:
     assert page.simhash == bare.simhash == simhash64(ARTICLE)
 
 
+def test_each_kind_of_hidden_text_is_left_out() -> None:
+    visible = "<p>alpha beta gamma</p>"  # one feature: any other word would change it
+    for hidden in (
+        "<script>var words = 'in a script';</script>",
+        "<style>p { content: 'words in a style' }</style>",
+        "<noscript><p>words for no script</p></noscript>",
+        "<template><p>words in a template</p></template>",
+        "<iframe src='/f'>words of an iframe's fallback</iframe>",
+    ):
+        assert extract(f"<body>{hidden}{visible}</body>").simhash == simhash64(
+            "alpha beta gamma"
+        ), hidden
+    assert extract(f"<body><div>delta</div>{visible}</body>").simhash != simhash64(
+        "alpha beta gamma"
+    )
+
+
 def test_text_nodes_are_joined_by_a_space() -> None:
     got = extract("<div>alpha</div><div>beta</div><span>gamma</span><b>delta</b>")
     assert got.simhash == simhash64("alpha beta gamma delta")

@@ -3,6 +3,7 @@ et al. 2007), and the signed form SQLite stores."""
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 from hashlib import blake2b
@@ -257,6 +258,32 @@ def test_a_fingerprint_flipped_in_3_bits_or_fewer_is_always_found(
     assert got is not None
     assert hamming(fps[got], query) <= hamming(fp, query)  # the closest one
     assert index.find("other.test", query) is None  # per host
+
+
+def test_every_fingerprint_within_3_bits_is_found() -> None:
+    """All 43 745 fingerprints 0 to 3 bits from an added one (the pigeonhole holds for
+    every spread of the flips over the 4 blocks), and none 4 bits away."""
+    fp = 0x0123456789ABCDEF
+    index = NearDuplicates()
+    index.add("h.test", fp, "http://h.test/page")
+    flips = [c for k in range(4) for c in itertools.combinations(range(64), k)]
+    assert len(flips) == 43_745
+    assert all(index.find("h.test", _flip(fp, list(bits))) for bits in flips)
+    four = itertools.islice(itertools.combinations(range(0, 64, 3), 4), 2000)
+    assert not any(index.find("h.test", _flip(fp, list(bits))) for bits in four)
+
+
+def test_of_equally_close_pages_the_first_added_wins() -> None:
+    query = 0
+    early = 1  # differs in block 0: found through the bucket of block 1, visited later
+    late = 1 << 20  # differs in block 1: found through the bucket of block 0, first
+    index = NearDuplicates()
+    index.add("h.test", early, "http://h.test/early")
+    index.add("h.test", late, "http://h.test/late")
+    assert index.find("h.test", query) == "http://h.test/early"
+    index.add("h.test", 1 << 40 | 1 << 41, "http://h.test/two-bits")
+    index.add("h.test", 0, "http://h.test/same")
+    assert index.find("h.test", query) == "http://h.test/same"  # the closest first
 
 
 def test_four_bits_away_is_not_found() -> None:
