@@ -23,8 +23,8 @@ Rules applied (sources):
 - ``Extracted.canonical``: the raw ``href`` of the first ``<link>`` in ``<head>`` whose
   ``rel`` token list holds ``canonical`` (ASCII case-insensitive; RFC 6596 defines the
   relation); ``None`` when there is none or its ``href`` is empty. Only ``<head>``
-  counts, as for Google ("rel=canonical ... in the <head> of the page"; one in the
-  body is ignored, so user content in a page cannot name its canonical URL).
+  counts, as Google's documentation on canonical URLs says it does (one in the body
+  is ignored, so user content in a page cannot name its canonical URL).
   Thousands of them cost one CSS match each (linear in the page).
 - ``Extracted.simhash``: ``core.simhash.simhash64`` of the text of ``<body>`` (text
   nodes joined by a space), without ``<script>``, ``<style>``, ``<noscript>``,
