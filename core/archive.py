@@ -9,23 +9,35 @@ the URL it duplicates). Render sub-requests are the browser's, not the crawler's
 client's, and are not archived; a rendered page's DOM is (``PageArchive.page``, a
 ``conversion`` record). A fetch that raised (no response) archives nothing.
 
-``PageArchive`` writes what the recorder learns after the fetch: each page's
-``metadata`` record (``via:`` its referrer, ``outlink:`` each link found) and the
-canonical rule of the dedupe: a page whose ``<link rel="canonical">`` names another URL
-of the same host, and whose payload was the first of its digest, hands that digest to
-the canonical URL (``WarcWriter.alias``): the two count as one page, so the
+``PageArchive`` queues what the recorder learns after the fetch (not awaited: the
+writer thread appends them in order, ``core.warc``): each page's ``metadata`` record
+(``via:`` its referrer, ``outlink:`` each link found) and the canonical rule of the
+dedupe: a page whose ``<link rel="canonical">`` names another URL of the same host
+(another dedupe key), and whose payload was the first of its digest, hands that digest
+to the canonical URL (``WarcWriter.alias``): the two count as one page, so the
 canonical's own fetch of the same payload is a full response, not a revisit of the
-page that named it, and later copies are revisits of the canonical URL.
+page that named it, and the copies after it are revisits of the canonical URL. On
+resume the duplicate map is rebuilt by the same rule (``first_payloads``): a page
+row's canonical URL counts only when it is on the page's host with another key (a
+page naming itself, or another host, as canonical keeps its payload).
+
+A 304's revisit record names the full response the page's row points to
+(``PageRecords``: one read of the crawl file and of that record's WARC head per 304,
+in the writer thread).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+import sqlite3
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from importlib import metadata
+from pathlib import Path
 from typing import Final
 
+from crawldeck.core import urls
 from crawldeck.core.config import CrawlConfig
+from crawldeck.core.errors import StoreError
 from crawldeck.core.fetcher import FetchResult
 from crawldeck.core.protocols import Clock, Fetcher, ResultSink
 from crawldeck.core.render_types import RenderResult
@@ -40,7 +52,8 @@ def warc_writer(config: CrawlConfig, store: ResultSink) -> WarcWriter | None:
     """The crawl's WARC writer: files ``<db stem>-NNNNN.warc.gz`` beside the SQLite
     crawl file of ``store``, rotated at ``warc_max_bytes``, each opened by a
     ``warcinfo`` record (software, format, robots policy ``obey``, the user agent);
-    the duplicate map read back from the store's pages. ``None`` when ``warc`` is off
+    the duplicate map read back from the store's pages (``first_payloads``), a 304's
+    earlier record found through its page row (``PageRecords``). ``None`` when ``warc`` is off
     or the store is not a SQLite ``Store`` (a cluster worker's: its pages reach the
     crawl file through Redis, and it writes no WARC; README, "Many workers")."""
     if not config.warc or not isinstance(store, Store):
@@ -50,7 +63,7 @@ def warc_writer(config: CrawlConfig, store: ResultSink) -> WarcWriter | None:
     except metadata.PackageNotFoundError:
         version = "unknown"
     info = [
-        ("software", f"crawldeck/{version} (warcio)"),
+        ("software", f"crawldeck/{version}"),
         ("format", "WARC File Format 1.1"),
         ("conformsTo", WARC_1_1),
         ("isPartOf", store.path.name),
@@ -62,8 +75,68 @@ def warc_writer(config: CrawlConfig, store: ResultSink) -> WarcWriter | None:
         warc_stem(store.path),
         max_bytes=config.warc_max_bytes,
         info=info,
-        first_payloads=store.first_payloads,
+        first_payloads=lambda: first_payloads(store, config.strip_params),
+        locate=PageRecords(store.path),
     )
+
+
+def first_payloads(
+    store: Store, strip_params: Collection[str]
+) -> Iterator[tuple[str, str, str, str | None]]:
+    """``Store.first_payloads`` with the canonical rule of the dedupe (module
+    docstring): ``(payload_digest, url, fetched_at, canonical_url)``, the canonical URL
+    kept only when it is on the page's host with another dedupe key, else ``None``.
+
+    Raises:
+        StoreError: the crawl file cannot be read.
+    """
+    for digest, url, fetched_at, canonical in store.first_payloads():
+        if canonical is not None and (
+            urls.host_key(canonical) != urls.host_key(url)
+            or urls.normalize(canonical, strip_params) == urls.normalize(url, strip_params)
+        ):
+            canonical = None
+        yield digest, url, fetched_at, canonical
+
+
+class PageRecords:
+    """``core.warc.Locator`` over a SQLite crawl file: where a URL's ``pages`` row
+    points in the WARC files (``warc_file``, ``warc_offset``), read on a read-only
+    connection of its own, opened at the first lookup in the thread that makes them
+    (the WARC writer's), one index probe of ``pages.url`` per lookup.
+
+    Args:
+        db: the crawl file.
+    """
+
+    def __init__(self, db: Path) -> None:
+        self._db = db
+        self._conn: sqlite3.Connection | None = None
+
+    def __call__(self, url: str) -> tuple[str, int] | None:
+        """``(file name, offset)`` of ``url``'s committed page row, ``None`` when it
+        has no row or no WARC record.
+
+        Raises:
+            StoreError: the crawl file cannot be read.
+        """
+        try:
+            if self._conn is None:
+                self._conn = sqlite3.connect(f"file:{self._db}?mode=ro", uri=True)
+            row = self._conn.execute(
+                "SELECT warc_file, warc_offset FROM pages WHERE url = ?", (url,)
+            ).fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self._db.name}: cannot read a page's WARC record: {exc}") from None
+        if row is None or row[0] is None or row[1] is None:
+            return None
+        return str(row[0]), int(row[1])
+
+    def close(self) -> None:
+        """Close the connection (a later lookup opens another)."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
 
 class ArchivingFetcher:
@@ -123,7 +196,7 @@ class PageArchive:
         self._writer = writer
         self._clock = clock
 
-    async def page(
+    def page(
         self,
         result: FetchResult,
         *,
@@ -131,13 +204,13 @@ class PageArchive:
         outlinks: Sequence[str],
         rendered: RenderResult | None,
     ) -> None:
-        """The ``metadata`` record of an archived response (``via: REFERRER`` when it
-        has one, ``outlink: URL`` for each link it gave, in order) and, for a rendered
-        page with a DOM, the ``conversion`` record holding it. Nothing for a result
-        that was not archived (``warc`` is ``None``).
+        """Queue the ``metadata`` record of an archived response (``via: REFERRER``
+        when it has one, ``outlink: URL`` for each link it gave, in order) and, for a
+        rendered page with a DOM, the ``conversion`` record holding it. Nothing for a
+        result that was not archived (``warc`` is ``None``).
 
         Raises:
-            StoreError: the WARC file could not be written.
+            StoreError: the WARC writer failed earlier (a full disk).
         """
         ref = result.warc
         if ref is None:
@@ -145,17 +218,28 @@ class PageArchive:
         date = to_iso_utc(self._clock())
         fields = [("via", via)] if via else []
         fields += [("outlink", link) for link in outlinks]
-        await self._writer.metadata(result.url, ref.record_id, fields, date)
+        self._writer.metadata(result.url, ref.record_id, fields, date)
         if rendered is not None and rendered.html:
-            await self._writer.conversion(result.url, ref.record_id, rendered.html, date)
+            self._writer.conversion(result.url, ref.record_id, rendered.html, date)
 
-    async def canonical(self, result: FetchResult, canonical_url: str) -> None:
-        """``result``'s page names ``canonical_url`` (same host, another URL): if its
+    def canonical(self, result: FetchResult, canonical_url: str) -> None:
+        """``result``'s page names ``canonical_url`` (same host, another key): if its
         payload was the first of its digest, the canonical URL takes it over (module
-        docstring)."""
+        docstring; queued like ``page``).
+
+        Raises:
+            StoreError: the WARC writer failed earlier (a full disk).
+        """
         ref = result.warc
         if ref is not None and ref.payload_digest and ref.duplicate_of is None:
-            await self._writer.alias(ref.payload_digest, result.url, canonical_url)
+            self._writer.alias(ref.payload_digest, result.url, canonical_url)
 
 
-__all__ = ["WARC_1_1", "ArchivingFetcher", "PageArchive", "warc_writer"]
+__all__ = [
+    "WARC_1_1",
+    "ArchivingFetcher",
+    "PageArchive",
+    "PageRecords",
+    "first_payloads",
+    "warc_writer",
+]

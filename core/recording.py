@@ -241,7 +241,7 @@ class Recorder:
             near_of = self._near.find(entry.host, fp)
             self._near.add(entry.host, fp, entry.url)
         if self._archive is not None:
-            await self._archive.page(
+            self._archive.page(
                 result, via=entry.via, outlinks=[to for _, to in edges], rendered=rendered
             )
             if (
@@ -249,7 +249,7 @@ class Recorder:
                 and urls.host_key(canonical_url) == entry.host
                 and urls.normalize(canonical_url, self._config.strip_params) != entry.key
             ):
-                await self._archive.canonical(result, canonical_url)
+                self._archive.canonical(result, canonical_url)
         page = PageRecord(
             url=entry.url,
             final_url=final_url,

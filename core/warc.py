@@ -4,17 +4,34 @@
 file's: ``crawl.db`` gives ``crawl-00001.warc.gz``), every record its own gzip member
 (the "record at a time compression" of WARC/1.1 annex D.2, which lets a reader seek to
 one record by its offset), a ``warcinfo`` record first in each file, the next file
-begun once a file holds ``max_bytes``. Records are built and serialized by ``warcio``
-(``RecordBuilder``, WARC/1.1: ``WARC-Date`` with microseconds); their digests are
-``sha1:`` in base 32, as warcio and Heritrix write them.
+begun once a file holds ``max_bytes``. Digests are ``sha1:`` in base 32, as warcio and
+Heritrix write them; ``WARC-Date`` has microseconds (WARC/1.1 §5.4).
 
-Threading: every record is built, digested, compressed (zlib level 6: warcio's own
-GzippingWrapper uses 9, which costs about twice the CPU for 1-3 % fewer bytes on
-HTML) and appended in ONE thread (a one-worker ``ThreadPoolExecutor``, reached through
-``loop.run_in_executor``), in the order the calls were made; the loop only awaits the
-result. At most ``max_pending`` jobs wait for the thread: a caller past that awaits a
-free place (back-pressure, not an unbounded queue), so the bodies held waiting are at
-most ``max_pending`` x the body cap.
+The records are serialized here from their raw parts (a WARC head of ``name: value``
+lines, then the block: the HTTP head as received and the payload as transferred), not
+through warcio's or fastwarc's record objects: measured on a 15 kB page with its request
+and metadata records, warcio's builder cost 126 us of Python per page and fastwarc's
+70 us, the same as these few lines (68 us) with a compiled dependency more
+(``benchmarks/RESULTS.md``, "WARC output"). The files are checked by warcio
+(``warcio check``, ``warcio index``, its ``ArchiveIterator`` at each offset) in
+``tests/test_warc.py``; ``crawldeck show`` and ``export --with-body`` read them with
+warcio.
+
+Threading: every record is digested, compressed (zlib level 3: on the local Python
+and Django docs it costs 7.8 ms per MB against 16.9 at level 6, for 15 % more bytes,
+0.159 against 0.138 of the HTML) and appended in ONE thread of the writer's own, which
+takes jobs from a ``queue.SimpleQueue`` in the order the calls were made (a put is
+one C call on the loop; an awaited job's result comes back with one
+``call_soon_threadsafe``). A fetch's request and response records are one job,
+awaited (``exchange``: its result is the page row's WARC location); the records
+written after a page's fetch (``metadata``, ``conversion``) and ``alias`` are queued
+and not awaited: the loop is not woken for them, and their error, if any, is raised by
+the next call. Back-pressure: at most
+``max_pending`` exchanges wait for the thread (a caller past that awaits a free
+place); a queued record is queued by a worker that then awaits its next exchange
+behind it, so at most about two per crawl worker wait, and the bodies held waiting
+are bounded by the workers x the body cap. Record IDs are UUID 4s cut from 4 kB of
+``os.urandom`` at a time (one system call per 256 records, not one per record).
 
 Crash safety: a job's members are compressed first and appended with one ``write`` on
 an unbuffered file, so a ``kill -9`` leaves every file ending at a member boundary (a
@@ -24,12 +41,21 @@ truncates the highest-numbered existing file to its last complete gzip member (s
 ``warcio check`` passes on every file) and starts the next number.
 
 Exact duplicates (WARC/1.1 §6.7.2, profile identical-payload-digest): the thread keeps
-a map payload digest -> (URL, WARC-Date) of the first full response of each payload in
-this crawl (rebuilt on resume from ``first_payloads``); a later 2xx response with a
-complete, non-empty payload of a digest in the map is written as a ``revisit`` record
-(its HTTP headers only) naming that URL and date. The map costs about 300 bytes per
-distinct payload (the digest string 86, the URL string 50 + its length, the date 76,
-the tuple 56, the dict slot about 30; ``tests/test_warc.py`` measures it).
+a map payload digest -> (URL, WARC-Date) of the latest full response of the first URL
+of each payload in this crawl (rebuilt on resume from ``first_payloads``); a later 2xx
+response with a complete, non-empty payload of a digest in the map is written as a
+``revisit`` record (its HTTP head only) naming that URL and date, unless it is that
+URL again (a page refetched unchanged is a full response of itself, never a
+duplicate of itself) or the same-host canonical URL it was handed to (``alias``). The
+map costs about 300 bytes per distinct payload (the digest string 86, the URL string
+50 + its length, the date 76, the tuple 56, the dict slot about 30;
+``tests/test_warc.py`` measures it).
+
+Not modified (WARC/1.1 §6.7.3, profile server-not-modified): a 304 (the answer to a
+recrawl's conditional GET, ``core.recrawl``) is a ``revisit`` record holding the 304's
+head; its ``WARC-Refers-To-Target-URI``, ``-Date``, ``WARC-Refers-To`` and
+``WARC-Payload-Digest`` are those of the full response the page's row points to
+(``locate``: the record read back from its file), when there is one.
 """
 
 from __future__ import annotations
@@ -37,36 +63,47 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
-import io
 import os
+import queue
 import re
+import threading
 import zlib
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
-
-from warcio.recordbuilder import RecordBuilder
-from warcio.statusandheaders import StatusAndHeaders
-from warcio.warcwriter import WARCWriter
+from typing import Any, Final, Protocol
 
 from crawldeck.core.errors import StoreError
 from crawldeck.core.fetcher import FetchResult, WarcRef
 
-#: Jobs (records with their bodies) waiting for the writer thread before a caller waits.
+#: Exchanges (records with their bodies) waiting for the writer thread before a caller waits.
 MAX_PENDING: Final = 64
 #: zlib level of each member (see the module docstring).
-GZIP_LEVEL: Final = 6
+GZIP_LEVEL: Final = 3
 #: The revisit profile of an exact duplicate (WARC/1.1 §6.7.2).
-IDENTICAL_PAYLOAD: Final = RecordBuilder.REVISIT_PROFILE_1_1
+IDENTICAL_PAYLOAD: Final = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+#: The revisit profile of a 304 Not Modified (WARC/1.1 §6.7.3).
+SERVER_NOT_MODIFIED: Final = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 #: The digits of a file's number: ``crawl-00001.warc.gz``.
 FILE_DIGITS: Final = 5
+#: Bytes of a record's WARC head read back at most (``record_head``).
+MAX_HEAD_BYTES: Final = 1 << 16
+
+_HTTP_RESPONSE: Final = "application/http; msgtype=response"
+_HTTP_REQUEST: Final = "application/http; msgtype=request"
+_WARC_FIELDS: Final = "application/warc-fields"
+_END: Final = b"\r\n\r\n"
+_ID_POOL_BYTES: Final = 4096
 
 
 def payload_digest(data: bytes) -> str:
     """``sha1:BASE32`` of ``data`` (WARC/1.1 §5.8-5.9, as warcio computes it)."""
-    return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode("ascii")
+    return _b32(hashlib.sha1(data).digest())
+
+
+def _b32(sha1: bytes) -> str:
+    """A SHA-1 digest (20 bytes) as a WARC digest value, ``sha1:`` and 32 base-32 digits."""
+    return "sha1:" + base64.b32encode(sha1).decode("ascii")
 
 
 def warc_stem(db: Path) -> str:
@@ -119,23 +156,46 @@ def complete_length(path: Path) -> int:
     return good
 
 
-class _RawHttpHeaders(StatusAndHeaders):  # type: ignore[misc]
-    """An HTTP head kept as the bytes received: warcio's writer would re-serialize a
-    parsed head (``compute_headers_buffer``), which changes bytes that are not UTF-8."""
+def record_head(path: Path, offset: int) -> dict[str, str]:
+    """The WARC head fields of the record whose gzip member starts at byte ``offset``
+    of ``path`` (``{"WARC-Type": "response", ...}``; the first value of a repeated
+    name), decompressing only the member's first bytes (up to ``MAX_HEAD_BYTES``).
 
-    def __init__(self, raw: bytes, statusline: str, protocol: str) -> None:
-        super().__init__(statusline, [], protocol=protocol)
-        self.headers_buff = raw
-
-    def compute_headers_buffer(self, header_filter: object = None) -> None:
-        """Keep ``headers_buff`` as given."""
+    Raises:
+        OSError: the file cannot be read.
+        ValueError: no WARC/1.x head starts there (bad gzip data, or no blank line
+            within ``MAX_HEAD_BYTES``).
+    """
+    inflater = zlib.decompressobj(31)
+    text = b""
+    with path.open("rb") as f:
+        f.seek(offset)
+        while _END not in text and len(text) < MAX_HEAD_BYTES:
+            chunk = f.read(4096)
+            if not chunk:
+                break
+            try:
+                text += inflater.decompress(chunk, MAX_HEAD_BYTES)
+            except zlib.error as exc:
+                raise ValueError(f"{path.name}: no gzip member at {offset}: {exc}") from None
+            if inflater.eof:
+                break
+    head, found, _ = text.partition(_END)
+    lines = head.decode("utf-8", "replace").split("\r\n")
+    if not found or not lines[0].startswith("WARC/1."):
+        raise ValueError(f"{path.name}: no WARC record at {offset}")
+    fields: dict[str, str] = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        fields.setdefault(name.strip(), value.strip())
+    return fields
 
 
 def _head(first_line: bytes, fields: Iterable[tuple[bytes, bytes]]) -> bytes:
     """An HTTP message head: the first line, ``name: value`` lines, a blank line."""
     lines = [first_line]
     lines += [name + b": " + value for name, value in fields]
-    return b"\r\n".join(lines) + b"\r\n\r\n"
+    return b"\r\n".join(lines) + _END
 
 
 def _text_fields(pairs: Iterable[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
@@ -158,6 +218,39 @@ def _request_target(url: str) -> tuple[str, str]:
     return "/" + path if sep else "/", host
 
 
+def _record(kind: str, record_id: str, fields: str, content_type: str, *block: bytes) -> bytes:
+    """One WARC/1.1 record: the version line, ``WARC-Type``, ``WARC-Record-ID``, the
+    ``fields`` given (``name: value\\r\\n`` lines), ``Content-Type``,
+    ``Content-Length``, a blank line, the block (the concatenation of ``block``) and
+    the two CRLFs that end a record (WARC/1.1 §4)."""
+    length = sum(len(part) for part in block)
+    head = (
+        f"WARC/1.1\r\nWARC-Type: {kind}\r\nWARC-Record-ID: {record_id}\r\n{fields}"
+        f"Content-Type: {content_type}\r\nContent-Length: {length}\r\n\r\n"
+    )
+    return b"".join((head.encode("utf-8"), *block, _END))
+
+
+def _gzip(record: bytes) -> bytes:
+    """``record`` as one gzip member at ``GZIP_LEVEL``."""
+    return zlib.compress(record, GZIP_LEVEL, 31)
+
+
+def _settle(future: asyncio.Future[Any], outcome: Any, failed: bool) -> None:
+    """Give an awaited job's result (``failed``: its exception) to its future, in the
+    loop (nothing when the awaiting task was cancelled)."""
+    if future.cancelled():
+        return
+    if failed:
+        future.set_exception(outcome)
+    else:
+        future.set_result(outcome)
+
+
+#: A job for the writer thread and the future awaiting it (``None``: not awaited).
+_Job = tuple[Callable[[], Any], "asyncio.Future[Any] | None"]
+
+
 @dataclass(slots=True)
 class Exchange:
     """One fetch to archive: its result and what the writer needs besides.
@@ -174,6 +267,21 @@ class Exchange:
     ip: str | None = None
 
 
+class Locator(Protocol):
+    """Where a URL's page row points in the WARC files (``core.archive``'s lookup of
+    the crawl file), called in the writer thread only."""
+
+    def __call__(self, url: str) -> tuple[str, int] | None:
+        """``(file name, offset)`` of ``url``'s record, ``None`` when it has none.
+
+        Raises:
+            StoreError: the crawl file cannot be read.
+        """
+
+    def close(self) -> None:
+        """Release what the lookups hold (called once, when the writer closes)."""
+
+
 @dataclass(slots=True)
 class _State:
     """The writer thread's own state (touched by that thread only)."""
@@ -183,7 +291,10 @@ class _State:
     size: int = 0
     number: int = 0
     firsts: dict[str, tuple[str, str]] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)  # digest -> its canonical URL
     loaded: bool = False
+    ids: bytes = b""  # random bytes not yet used for record IDs
+    used: int = 0  # bytes of ``ids`` used
 
 
 class WarcWriter:
@@ -198,10 +309,14 @@ class WarcWriter:
             user agent...), in order.
         first_payloads: called once in the writer thread before the first record:
             ``(payload_digest, url, fetched_at, canonical_url)`` of the crawl's earlier
-            first responses (``Store.first_payloads``), for the duplicate map.
-        max_pending: jobs waiting for the thread before a caller waits for room.
+            first responses, oldest first, ``canonical_url`` the same-host canonical
+            URL of another page the payload was handed to (``alias``) or ``None``;
+            for the duplicate map.
+        locate: where a URL's page row points (for a 304's revisit record), or
+            ``None``: a 304's revisit then names no earlier record.
+        max_pending: exchanges waiting for the thread before a caller waits for room.
 
-    Raises (from the ``async`` methods):
+    Raises (from the methods that take records):
         StoreError: a file could not be written (``crawl-00002.warc.gz: disk full
             (No space left on device)``, or another OS error), one line; the writer
             takes no more records after it.
@@ -215,6 +330,7 @@ class WarcWriter:
         max_bytes: int,
         info: Sequence[tuple[str, str]],
         first_payloads: Callable[[], Iterable[tuple[str, str, str, str | None]]] | None = None,
+        locate: Locator | None = None,
         max_pending: int = MAX_PENDING,
     ) -> None:
         self.directory = Path(directory)
@@ -222,10 +338,12 @@ class WarcWriter:
         self._max_bytes = max_bytes
         self._info = dict(info)
         self._first_payloads = first_payloads
+        self._locate = locate
         self._room = asyncio.Semaphore(max(1, max_pending))
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="crawldeck-warc")
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._state = _State()
-        self._builder = WARCWriter(io.BytesIO(), gzip=False, warc_version="1.1")
         self._error: str | None = None
         self._closed = False
         self.records = 0  # written so far (thread-side count, read for figures)
@@ -233,58 +351,103 @@ class WarcWriter:
 
     # ------------------------------------------------------------ loop side
 
-    async def _run(self, job: Callable[[], Any]) -> Any:
-        """Run ``job`` in the writer thread after the jobs before it, with room."""
+    def _check(self) -> None:
+        """Raise the writer's error, or refuse records after ``aclose``."""
         if self._error is not None:
             raise StoreError(self._error)
         if self._closed:
             raise StoreError(f"{self.stem}: the WARC writer is closed")
-        async with self._room:
-            loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self._executor, self._guarded, job)
+
+    def _start(self) -> None:
+        """Start the writer thread (at the first job)."""
+        self._thread = threading.Thread(target=self._serve, name="crawldeck-warc", daemon=True)
+        self._thread.start()
+
+    def _queue(self, job: Callable[[], object]) -> None:
+        """Queue ``job`` for the writer thread after the jobs before it, not awaited."""
+        self._check()
+        if self._thread is None:
+            self._start()
+        self._jobs.put((job, None))
+
+    async def _call(self, job: Callable[[], Any]) -> Any:
+        """Run ``job`` in the writer thread after the jobs before it; its result."""
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        if self._thread is None:
+            self._start()
+        future = loop.create_future()
+        self._jobs.put((job, future))
+        return await future
 
     async def exchange(self, exchange: Exchange) -> WarcRef:
-        """Archive one fetch: a ``response`` record (or a ``revisit`` for an exact
-        duplicate, see the module docstring) and its ``request`` record
+        """Archive one fetch: a ``response`` record (a ``revisit`` for an exact
+        duplicate or a 304, see the module docstring) and its ``request`` record
         (``WARC-Concurrent-To`` the response), in one append.
 
         Returns:
-            where the response (or revisit) record is, its payload digest and, for a
-            revisit, the URL it repeats.
+            where the response (or revisit) record is, its payload digest and, for an
+            exact duplicate, the URL it repeats.
         """
-        ref: WarcRef = await self._run(lambda: self._write_exchange(exchange))
-        return ref
+        self._check()
+        async with self._room:
+            ref: WarcRef = await self._call(lambda: self._write_exchange(exchange))
+            return ref
 
-    async def metadata(
+    def metadata(
         self, url: str, concurrent_to: str, fields: Sequence[tuple[str, str]], date: str
     ) -> None:
-        """A ``metadata`` record of ``url`` (``application/warc-fields``: one
+        """Queue a ``metadata`` record of ``url`` (``application/warc-fields``: one
         ``name: value`` line per field, e.g. ``via``, ``outlink``), ``WARC-Concurrent-To``
         the response record ``concurrent_to``."""
-        await self._run(lambda: self._write_fields(url, concurrent_to, fields, date))
+        self._queue(lambda: self._write_fields(url, concurrent_to, fields, date))
 
-    async def conversion(self, url: str, refers_to: str, html: str, date: str) -> None:
-        """A ``conversion`` record of ``url``: the rendered DOM as UTF-8 HTML,
+    def conversion(self, url: str, refers_to: str, html: str, date: str) -> None:
+        """Queue a ``conversion`` record of ``url``: the rendered DOM as UTF-8 HTML,
         ``WARC-Refers-To`` the response record ``refers_to`` (WARC/1.1 §6.8)."""
-        await self._run(lambda: self._write_conversion(url, refers_to, html, date))
+        self._queue(lambda: self._write_conversion(url, refers_to, html, date))
 
-    async def alias(self, digest: str, page_url: str, canonical_url: str) -> None:
-        """Name ``canonical_url`` (``page_url``'s same-host canonical URL) as the first
-        URL of payload ``digest`` when ``page_url`` is its first URL: later copies of
-        the payload are then revisits of the canonical URL, and the canonical's own
-        fetch is not a duplicate of the page that named it."""
-        await self._run(lambda: self._alias(digest, page_url, canonical_url))
+    def alias(self, digest: str, page_url: str, canonical_url: str) -> None:
+        """Hand payload ``digest`` to ``canonical_url`` (``page_url``'s same-host
+        canonical URL) when ``page_url`` is its first URL: the canonical's own fetch
+        of the payload is then a full response, not a revisit of the page that named
+        it, and the copies after that fetch are revisits of the canonical URL (queued
+        like ``metadata``)."""
+        self._queue(lambda: self._alias(digest, page_url, canonical_url))
 
     async def aclose(self) -> None:
-        """Finish the jobs queued, close the file and stop the thread; idempotent."""
+        """Finish the jobs queued, close the file and stop the thread; idempotent.
+
+        Raises:
+            StoreError: a queued record could not be written.
+        """
         if self._closed:
             return
         self._closed = True
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._executor, self._close_file)
-        self._executor.shutdown(wait=True)
+        if self._thread is not None:
+            await self._call(self._close_file)
+            self._jobs.put(None)  # the thread's last job
+            self._thread.join()  # at once: it has nothing left to do
+        if self._error is not None:
+            raise StoreError(self._error)
 
     # ------------------------------------------------------------ thread side
+
+    def _serve(self) -> None:
+        """The writer thread: run the jobs in order until the ``None`` after the close;
+        an awaited job's result (or exception) is set on its future in the loop."""
+        while (item := self._jobs.get()) is not None:
+            job, future = item
+            if future is None:
+                self._detached(job)
+                continue
+            try:
+                outcome, failed = self._guarded(job), False
+            except BaseException as exc:  # returned to the awaiting task
+                outcome, failed = exc, True
+            assert self._loop is not None
+            self._loop.call_soon_threadsafe(_settle, future, outcome, failed)
 
     def _guarded(self, job: Callable[[], Any]) -> Any:
         """``job()``, its ``OSError`` turned into the writer's one-line ``StoreError``."""
@@ -300,18 +463,45 @@ class WarcWriter:
                 self._error = f"{name}: cannot write the WARC file ({exc.strerror or exc})"
             raise StoreError(self._error) from None
 
+    def _detached(self, job: Callable[[], object]) -> None:
+        """A queued job: its failure becomes the writer's error (raised by the next
+        call on the loop side), since nobody awaits it."""
+        try:
+            self._guarded(job)
+        except StoreError:
+            pass  # self._error holds it
+        except Exception as exc:  # nobody awaits this job: its error is kept
+            self._error = f"{self._state.name or self.stem}: WARC writer failed: {exc!r}"
+
     def _load(self) -> None:
         """The duplicate map from the earlier runs (once, before the first record)."""
         state = self._state
         state.loaded = True
         if self._first_payloads is None:
             return
-        firsts = state.firsts
+        firsts, aliases = state.firsts, state.aliases
         for digest, url, fetched_at, canonical in self._first_payloads():
             if digest not in firsts:
-                firsts[digest] = (canonical or url, fetched_at)
+                firsts[digest] = (url, fetched_at)
+                if canonical is not None:
+                    aliases[digest] = canonical
+            elif aliases.get(digest) == url:  # the canonical's own full response
+                firsts[digest] = (url, fetched_at)
+                del aliases[digest]
 
-    def _open_next(self) -> None:
+    def _record_id(self) -> str:
+        """A new ``WARC-Record-ID``: ``<urn:uuid:...>``, a random UUID (RFC 9562 §5.4)."""
+        state = self._state
+        if state.used + 16 > len(state.ids):
+            state.ids, state.used = os.urandom(_ID_POOL_BYTES), 0
+        raw = bytearray(state.ids[state.used : state.used + 16])
+        state.used += 16
+        raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+        raw[8] = (raw[8] & 0x3F) | 0x80  # the RFC variant
+        h = raw.hex()
+        return f"<urn:uuid:{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}>"
+
+    def _open_next(self, date: str) -> None:
         """Close the current file and begin the next one with its ``warcinfo``."""
         state = self._state
         if state.file is None:
@@ -329,16 +519,10 @@ class WarcWriter:
         path = self.directory / state.name
         state.file = open(path, "xb", buffering=0)  # noqa: SIM115 - kept open across jobs
         state.size = 0
-        record = self._builder.create_warcinfo_record(state.name, self._info)
-        self._append([self._member(record)])
-
-    def _member(self, record: Any) -> bytes:
-        """``record`` serialized by warcio and compressed as one gzip member."""
-        out = io.BytesIO()
-        self._builder.out = out
-        self._builder.write_record(record)
-        packer = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)
-        return packer.compress(out.getvalue()) + packer.flush()
+        block = "".join(f"{name}: {value}\r\n" for name, value in self._info.items() if value)
+        fields = f"WARC-Filename: {state.name}\r\nWARC-Date: {date}\r\n"
+        record = _record("warcinfo", self._record_id(), fields, _WARC_FIELDS, block.encode())
+        self._append([_gzip(record)])
 
     def _append(self, members: list[bytes]) -> list[int]:
         """Append ``members`` with one write; their offsets in the file."""
@@ -348,7 +532,7 @@ class WarcWriter:
         for member in members:
             offsets.append(at)
             at += len(member)
-        data = b"".join(members)
+        data = b"".join(members) if len(members) > 1 else members[0]
         view = memoryview(data)
         while view:  # a regular file takes it whole; a short write goes on
             written = state.file.write(view)
@@ -358,71 +542,111 @@ class WarcWriter:
         self.records += len(members)
         return offsets
 
-    def _ready(self) -> None:
+    def _ready(self, date: str) -> None:
         """The file is open and has room for another job."""
         state = self._state
         if not state.loaded:
             self._load()
         if state.file is None or state.size >= self._max_bytes:
-            self._open_next()
+            self._open_next(date)
 
     def _write_exchange(self, exchange: Exchange) -> WarcRef:
-        self._ready()
+        date = exchange.date
+        self._ready(date)
         result = exchange.result
         url = result.url
         payload = result.payload
-        digest = payload_digest(payload)
-        protocol = f"HTTP/{result.http_version}"
-        statusline = f"{result.status} {result.reason}".rstrip()
+        status = result.status
+        statusline = f"HTTP/{result.http_version} {status} {result.reason}".rstrip()
         fields = result.raw_headers or tuple(_text_fields(result.headers.items()))
-        head = _head(f"{protocol} {statusline}".encode("latin-1", "replace"), fields)
-        http = _RawHttpHeaders(head, statusline, protocol)
-        warc_headers: dict[str, str] = {"WARC-Date": exchange.date}
+        head = _head(statusline.encode("latin-1", "replace"), fields)
+        record_id = self._record_id()
+        common = f"WARC-Target-URI: {url}\r\nWARC-Date: {date}\r\n"
         if exchange.ip:
-            warc_headers["WARC-IP-Address"] = exchange.ip
-        complete = not (result.truncated or result.skipped)
-        if result.truncated:
-            warc_headers["WARC-Truncated"] = "length"
-        elif result.skipped:
-            warc_headers["WARC-Truncated"] = "unspecified"  # not HTML: body not read
-        firsts = self._state.firsts
-        first = firsts.get(digest) if complete and payload and 200 <= result.status < 300 else None
+            common += f"WARC-IP-Address: {exchange.ip}\r\n"
         duplicate_of: str | None = None
-        if first is not None and first[0] != url:
-            duplicate_of = first[0]
-            record = self._builder.create_revisit_record(
-                url, digest, first[0], first[1], http_headers=http, warc_headers_dict=warc_headers
-            )
-            record.rec_headers.add_header(
-                "WARC-Block-Digest", payload_digest(head)
-            )  # the block of a revisit is its HTTP head
+        digest: str | None
+        if status == 304:
+            refers, digest = self._not_modified(url)
+            lines = f"{common}WARC-Profile: {SERVER_NOT_MODIFIED}\r\n{refers}"
+            if digest is not None:
+                lines += f"WARC-Payload-Digest: {digest}\r\n"
+            lines += f"WARC-Block-Digest: {payload_digest(head)}\r\n"
+            record = _record("revisit", record_id, lines, _HTTP_RESPONSE, head)
         else:
-            if complete and payload and 200 <= result.status < 300 and first is None:
-                firsts[digest] = (url, exchange.date)
-            warc_headers["WARC-Payload-Digest"] = digest
-            warc_headers["WARC-Block-Digest"] = payload_digest(head + payload)
-            record = self._builder.create_warc_record(
-                url,
-                "response",
-                payload=io.BytesIO(payload),
-                length=len(payload),
-                warc_headers_dict=warc_headers,
-                http_headers=http,
-            )
-        record_id = record.rec_headers.get_header("WARC-Record-ID")
-        request = self._request_record(result, exchange.date, record_id)
-        response_member = self._member(record)
-        offsets = self._append([response_member, self._member(request)])
+            digest = payload_digest(payload)
+            complete = bool(payload) and not (result.truncated or result.skipped)
+            first = self._first(digest, url, date) if complete and 200 <= status < 300 else None
+            if first is not None:
+                duplicate_of = first[0]
+                lines = (
+                    f"{common}WARC-Profile: {IDENTICAL_PAYLOAD}\r\n"
+                    f"WARC-Refers-To-Target-URI: {first[0]}\r\nWARC-Refers-To-Date: {first[1]}\r\n"
+                    f"WARC-Payload-Digest: {digest}\r\n"
+                    f"WARC-Block-Digest: {payload_digest(head)}\r\n"
+                )  # the block of a revisit is its HTTP head
+                record = _record("revisit", record_id, lines, _HTTP_RESPONSE, head)
+            else:
+                block = hashlib.sha1(head)
+                block.update(payload)
+                lines = common
+                if result.truncated:
+                    lines += "WARC-Truncated: length\r\n"
+                elif result.skipped:
+                    lines += "WARC-Truncated: unspecified\r\n"  # not HTML: body not read
+                lines += f"WARC-Payload-Digest: {digest}\r\n"
+                lines += f"WARC-Block-Digest: {_b32(block.digest())}\r\n"
+                record = _record("response", record_id, lines, _HTTP_RESPONSE, head, payload)
+        response = _gzip(record)
+        offsets = self._append([response, _gzip(self._request_record(result, date, record_id))])
         return WarcRef(
             file=self._state.name,
             offset=offsets[0],
-            length=len(response_member),
+            length=len(response),
             record_id=record_id,
             payload_digest=digest,
             duplicate_of=duplicate_of,
         )
 
-    def _request_record(self, result: FetchResult, date: str, concurrent_to: str) -> Any:
+    def _first(self, digest: str, url: str, date: str) -> tuple[str, str] | None:
+        """The first full response of payload ``digest`` that a complete 2xx response
+        of ``url`` at ``date`` repeats, or ``None`` when this response is to be written
+        in full (a new payload, or ``url`` is the payload's first URL or its canonical
+        alias: the map then points at this newer record)."""
+        state = self._state
+        first = state.firsts.get(digest)
+        if first is not None and first[0] != url and state.aliases.get(digest) != url:
+            return first
+        state.firsts[digest] = (url, date)
+        state.aliases.pop(digest, None)
+        return None
+
+    def _not_modified(self, url: str) -> tuple[str, str | None]:
+        """The ``WARC-Refers-To-*`` lines of a 304 of ``url`` (the full response its
+        page row points to: that record's own fields, or those it refers to when it
+        is an exact-duplicate revisit) and that payload's digest; ``("", None)``
+        when unknown (no row, no record, or a record that cannot be read)."""
+        found = self._locate(url) if self._locate is not None else None
+        if found is None:
+            return "", None
+        try:
+            fields = record_head(self.directory / found[0], found[1])
+        except (OSError, ValueError):
+            return "", None
+        digest = fields.get("WARC-Payload-Digest")
+        if fields.get("WARC-Type") == "revisit":
+            target = fields.get("WARC-Refers-To-Target-URI")
+            date = fields.get("WARC-Refers-To-Date")
+            record_id = fields.get("WARC-Refers-To")
+        else:
+            target, date = fields.get("WARC-Target-URI"), fields.get("WARC-Date")
+            record_id = fields.get("WARC-Record-ID")
+        lines = f"WARC-Refers-To: {record_id}\r\n" if record_id else ""
+        if target and date:
+            lines += f"WARC-Refers-To-Target-URI: {target}\r\nWARC-Refers-To-Date: {date}\r\n"
+        return lines, digest
+
+    def _request_record(self, result: FetchResult, date: str, concurrent_to: str) -> bytes:
         """The ``request`` record of ``result``: the request line and headers sent."""
         target, host = _request_target(result.url)
         pairs = result.request_headers or (("Host", host),)
@@ -430,57 +654,46 @@ class WarcWriter:
             f"GET {target} HTTP/{result.http_version}".encode("latin-1", "replace"),
             _text_fields(pairs),
         )
-        http = _RawHttpHeaders(head, f"GET {target}", f"HTTP/{result.http_version}")
-        headers = {
-            "WARC-Date": date,
-            "WARC-Concurrent-To": concurrent_to,
-            "WARC-Block-Digest": payload_digest(head),
-        }
-        return self._builder.create_warc_record(
-            result.url, "request", warc_headers_dict=headers, http_headers=http
+        lines = (
+            f"WARC-Target-URI: {result.url}\r\nWARC-Date: {date}\r\n"
+            f"WARC-Concurrent-To: {concurrent_to}\r\nWARC-Block-Digest: {payload_digest(head)}\r\n"
         )
+        return _record("request", self._record_id(), lines, _HTTP_REQUEST, head)
 
     def _write_fields(
         self, url: str, concurrent_to: str, fields: Sequence[tuple[str, str]], date: str
     ) -> None:
-        self._ready()
+        self._ready(date)
         block = "".join(f"{name}: {value}\r\n" for name, value in fields).encode("utf-8")
-        headers = {"WARC-Date": date, "WARC-Concurrent-To": concurrent_to}
-        record = self._builder.create_warc_record(
-            url,
-            "metadata",
-            payload=io.BytesIO(block),
-            length=len(block),
-            warc_content_type="application/warc-fields",
-            warc_headers_dict=headers,
+        lines = (
+            f"WARC-Target-URI: {url}\r\nWARC-Date: {date}\r\n"
+            f"WARC-Concurrent-To: {concurrent_to}\r\nWARC-Block-Digest: {payload_digest(block)}\r\n"
         )
-        self._append([self._member(record)])
+        self._append([_gzip(_record("metadata", self._record_id(), lines, _WARC_FIELDS, block))])
 
     def _write_conversion(self, url: str, refers_to: str, html: str, date: str) -> None:
-        self._ready()
+        self._ready(date)
         block = html.encode("utf-8", "surrogatepass")
-        headers = {"WARC-Date": date, "WARC-Refers-To": refers_to}
-        record = self._builder.create_warc_record(
-            url,
-            "conversion",
-            payload=io.BytesIO(block),
-            length=len(block),
-            warc_content_type="text/html; charset=utf-8",
-            warc_headers_dict=headers,
+        lines = (
+            f"WARC-Target-URI: {url}\r\nWARC-Date: {date}\r\nWARC-Refers-To: {refers_to}\r\n"
+            f"WARC-Block-Digest: {payload_digest(block)}\r\n"
         )
-        self._append([self._member(record)])
+        record = _record("conversion", self._record_id(), lines, "text/html; charset=utf-8", block)
+        self._append([_gzip(record)])
 
     def _alias(self, digest: str, page_url: str, canonical_url: str) -> None:
-        firsts = self._state.firsts
-        first = firsts.get(digest)
+        state = self._state
+        first = state.firsts.get(digest)
         if first is not None and first[0] == page_url:
-            firsts[digest] = (canonical_url, first[1])
+            state.aliases[digest] = canonical_url
 
     def _close_file(self) -> None:
         state = self._state
         if state.file is not None:
             state.file.close()
             state.file = None
+        if self._locate is not None:
+            self._locate.close()
 
     def statistics(self) -> tuple[int, int]:
         """``(records, bytes)`` written so far (compressed bytes, warcinfo included)."""
@@ -491,11 +704,15 @@ __all__ = [
     "FILE_DIGITS",
     "GZIP_LEVEL",
     "IDENTICAL_PAYLOAD",
+    "MAX_HEAD_BYTES",
     "MAX_PENDING",
+    "SERVER_NOT_MODIFIED",
     "Exchange",
+    "Locator",
     "WarcWriter",
     "complete_length",
     "payload_digest",
+    "record_head",
     "warc_files",
     "warc_stem",
 ]
