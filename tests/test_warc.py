@@ -23,14 +23,18 @@ from httpserver import HTTPTestServer, Response
 from multidict import CIMultiDict, CIMultiDictProxy
 from warcio.archiveiterator import ArchiveIterator
 
+from crawldeck.core.archive import first_payloads
+from crawldeck.core.errors import StoreError
 from crawldeck.core.fetcher import FetchResult
 from crawldeck.core.store import SCHEMA_VERSION, Store
 from crawldeck.core.warc import (
     IDENTICAL_PAYLOAD,
+    SERVER_NOT_MODIFIED,
     Exchange,
     WarcWriter,
     complete_length,
     payload_digest,
+    record_head,
     warc_files,
     warc_stem,
 )
@@ -78,13 +82,31 @@ def result(
     return FetchResult(url, status, headers, body, "text/html", 1.0, truncated, **kw)
 
 
-def write_all(writer: WarcWriter, results: list[FetchResult]) -> list[Any]:
+def write_all(
+    writer: WarcWriter, results: list[FetchResult], dates: list[str] | None = None
+) -> list[Any]:
     async def main() -> list[Any]:
-        refs = [await writer.exchange(Exchange(r, DATE)) for r in results]
+        refs = []
+        for r, date in zip(results, dates or [DATE] * len(results), strict=True):
+            refs.append(await writer.exchange(Exchange(r, date)))
         await writer.aclose()
         return refs
 
     return asyncio.run(main())
+
+
+def dated(n: int) -> list[str]:
+    """``n`` WARC-Dates one second apart."""
+    return [f"2024-05-01T12:00:{i:02d}.250000Z" for i in range(n)]
+
+
+def revisit_of(path: Path, offset: int) -> tuple[str, str, str]:
+    """``(WARC-Profile, WARC-Refers-To-Target-URI, WARC-Refers-To-Date)`` of the
+    revisit record at ``offset``."""
+    record = record_at(path, offset)
+    assert record.rec_type == "revisit"
+    get = record.rec_headers.get_header
+    return get("WARC-Profile"), get("WARC-Refers-To-Target-URI"), get("WARC-Refers-To-Date")
 
 
 # ---------------------------------------------------------------- the writer alone
@@ -139,6 +161,154 @@ def test_duplicates_revisits_raw_headers_and_truncation(tmp_path: Path) -> None:
         kinds = [r.rec_type for r in ArchiveIterator(f)]
     assert kinds[0] == "warcinfo" and kinds.count("request") == 6
     assert all(ref.length > 0 for ref in refs)
+
+
+def test_a_url_fetched_again_unchanged_is_a_full_response_not_its_own_duplicate(
+    tmp_path: Path,
+) -> None:
+    """The recrawl engineer's worry: a page refetched with a 200 and the same bytes is
+    a response record of its own (``duplicate_of`` stays ``None``), live and after a
+    resume; other copies then refer to its newest full record."""
+    same = b"<p>same</p>"
+    urls = ["http://a.test/x", "http://a.test/y", "http://a.test/x", "http://a.test/z"]
+    dates = dated(4)
+    writer = WarcWriter(tmp_path, "c", max_bytes=1 << 20, info=[("software", "t")])
+    refs = write_all(writer, [result(u, same) for u in urls], dates)
+    assert [r.duplicate_of for r in refs] == [None, urls[0], None, urls[0]]
+    path = tmp_path / refs[0].file
+    assert record_at(path, refs[2].offset).rec_type == "response"
+    assert revisit_of(path, refs[1].offset) == (IDENTICAL_PAYLOAD, urls[0], dates[0])
+    assert revisit_of(path, refs[3].offset) == (IDENTICAL_PAYLOAD, urls[0], dates[2])
+    resumed = WarcWriter(
+        tmp_path, "c", max_bytes=1 << 20, info=[("software", "t")],
+        first_payloads=lambda: [(payload_digest(same), urls[0], dates[2], None)],
+    )  # fmt: skip
+    again = write_all(resumed, [result(urls[0], same), result(urls[1], same)])
+    assert [r.duplicate_of for r in again] == [None, urls[0]]
+    assert record_at(tmp_path / again[0].file, again[0].offset).rec_type == "response"
+    check_with_warcio(tmp_path, "c")
+
+
+def test_a_canonical_alias_takes_the_payload_at_its_own_fetch(tmp_path: Path) -> None:
+    """``/a`` (first of its payload) names ``/c`` canonical: a copy fetched before
+    ``/c`` repeats ``/a`` (the record that exists), ``/c``'s own fetch is a full
+    response, the copies after it repeat ``/c`` at its date; a resume rebuilds the same."""
+    same = b"<p>one page</p>"
+    a, b, c, d = (f"http://a.test/{n}" for n in "abcd")
+    dates = dated(4)
+
+    async def main(writer: WarcWriter) -> list[Any]:
+        first = await writer.exchange(Exchange(result(a, same), dates[0]))
+        writer.alias(first.payload_digest, a, c)
+        rest = [await writer.exchange(Exchange(result(u, same), t))
+                for u, t in zip((b, c, d), dates[1:], strict=True)]  # fmt: skip
+        await writer.aclose()
+        return [first, *rest]
+
+    writer = WarcWriter(tmp_path, "c", max_bytes=1 << 20, info=[("software", "t")])
+    refs = asyncio.run(main(writer))
+    assert [r.duplicate_of for r in refs] == [None, a, None, c]
+    path = tmp_path / refs[0].file
+    assert revisit_of(path, refs[3].offset) == (IDENTICAL_PAYLOAD, c, dates[2])
+    digest = payload_digest(same)
+    resumed = WarcWriter(
+        tmp_path, "c", max_bytes=1 << 20, info=[("software", "t")],
+        first_payloads=lambda: [(digest, a, dates[0], c)],
+    )  # fmt: skip
+    copies = [result(u, same) for u in (b, c, d)]
+    assert [r.duplicate_of for r in write_all(resumed, copies)] == [a, None, c]
+
+
+class FakePages:
+    """The part of ``Store`` that ``archive.first_payloads`` reads."""
+
+    def __init__(self, rows: list[tuple[str, str, str, str | None]]) -> None:
+        self.rows = rows
+
+    def first_payloads(self) -> list[tuple[str, str, str, str | None]]:
+        return self.rows
+
+
+def test_on_resume_a_canonical_counts_only_on_the_same_host_with_another_key() -> None:
+    rows_in = [
+        ("sha1:A", "http://a.test/p", DATE, "http://a.test/q"),  # same host, another page
+        ("sha1:B", "http://a.test/r", DATE, "https://docs.example/r"),  # another host
+        ("sha1:C", "http://a.test/s?utm_source=x", DATE, "http://a.test/s"),  # same key
+        ("sha1:D", "http://a.test/t", DATE, "http://a.test/t"),  # itself
+        ("sha1:E", "http://a.test/u", DATE, None),
+    ]
+    got = list(first_payloads(FakePages(rows_in), ("utm_source",)))  # type: ignore[arg-type]
+    assert [canonical for *_, canonical in got] == ["http://a.test/q", None, None, None, None]
+    assert [row[:3] for row in got] == [row[:3] for row in rows_in]
+
+
+class Located:
+    """A ``Locator`` over a dict: URL -> (file, offset)."""
+
+    def __init__(self, where: dict[str, tuple[str, int]]) -> None:
+        self.where = where
+        self.closed = 0
+
+    def __call__(self, url: str) -> tuple[str, int] | None:
+        return self.where.get(url)
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+def test_a_304_is_a_server_not_modified_revisit_of_the_page_record(tmp_path: Path) -> None:
+    body = b"<p>kept</p>"
+    x, y = "http://a.test/x", "http://a.test/y"
+    writer = WarcWriter(tmp_path, "c", max_bytes=1 << 20, info=[("software", "t")])
+    first = write_all(writer, [result(x, body), result(y, body)], dated(2))
+    path = tmp_path / first[0].file
+    original = record_at(path, first[0].offset).rec_headers
+    not_modified = [
+        result(u, b"", status=304, reason="Not Modified") for u in (x, y, "http://a.test/unknown")
+    ]
+    located = Located({x: (first[0].file, first[0].offset), y: (first[1].file, first[1].offset)})
+    again = WarcWriter(tmp_path, "c", max_bytes=1 << 20, info=[("software", "t")],
+                       locate=located)  # fmt: skip
+    refs = write_all(again, not_modified, ["2024-06-01T00:00:00.000000Z"] * 3)
+    assert located.closed == 1
+    files = check_with_warcio(tmp_path, "c")
+    assert [p.name for p in files] == ["c-00001.warc.gz", "c-00002.warc.gz"]
+    second = tmp_path / refs[0].file
+    for ref in refs[:2]:  # x's own record; y's (a revisit of x) leads to x's too
+        record = record_at(second, ref.offset)
+        get = record.rec_headers.get_header
+        assert (get("WARC-Type"), get("WARC-Profile")) == ("revisit", SERVER_NOT_MODIFIED)
+        assert get("WARC-Refers-To-Target-URI") == x
+        assert get("WARC-Refers-To-Date") == original.get_header("WARC-Date")
+        assert get("WARC-Payload-Digest") == payload_digest(body) == ref.payload_digest
+        assert record.http_headers.get_statuscode() == "304"
+        assert record.raw == b"" and ref.duplicate_of is None
+    assert record_at(second, refs[0].offset).rec_headers.get_header(
+        "WARC-Refers-To"
+    ) == original.get_header("WARC-Record-ID")
+    unknown = record_at(second, refs[2].offset).rec_headers
+    assert unknown.get_header("WARC-Profile") == SERVER_NOT_MODIFIED
+    assert unknown.get_header("WARC-Refers-To-Target-URI") is None
+    assert refs[2].payload_digest is None
+    assert record_head(path, first[0].offset)["WARC-Target-URI"] == x
+    with pytest.raises(ValueError, match="no gzip member at"):
+        record_head(path, first[0].offset + 1)
+
+
+def test_a_failed_queued_record_is_raised_by_the_next_call(tmp_path: Path) -> None:
+    """Nobody awaits a ``metadata`` record: its write error (here: no directory to
+    write in) is raised by the next exchange, one line, and by ``aclose``."""
+    writer = WarcWriter(tmp_path / "gone", "c", max_bytes=1 << 20, info=[("software", "t")])
+
+    async def main() -> None:
+        writer.metadata("http://a.test/", "<urn:uuid:x>", [("outlink", "http://a.test/b")], DATE)
+        with pytest.raises(StoreError, match="cannot write the WARC file") as raised:
+            await writer.exchange(Exchange(result("http://a.test/b", b"<p>b</p>"), DATE))
+        assert "\n" not in str(raised.value)
+        with pytest.raises(StoreError, match="cannot write the WARC file"):
+            await writer.aclose()
+
+    asyncio.run(main())
 
 
 def test_rotation_and_resume_after_a_partial_member(tmp_path: Path) -> None:
