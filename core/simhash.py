@@ -46,7 +46,10 @@ near-duplicates for web crawling", WWW 2007, §3): for Hamming distance ``k <= 3
 64 bits are cut into 4 blocks of 16; two fingerprints within distance 3 differ in at
 most 3 blocks, so they agree exactly on at least one (pigeonhole). Each host keeps
 one bucket per (block index, block value); a lookup checks the fingerprints of its 4
-buckets, which at 1 M pages of one host is about 4 x 15 candidates.
+buckets, which at 1 M pages of one host is about 4 x 15 candidates. A host of at
+most ``_LINEAR_MAX`` (32) pages has no buckets yet: its fingerprints are checked one
+by one, which costs about as much and spares the many small hosts of a broad crawl
+4 dictionary entries per page.
 """
 
 from __future__ import annotations
@@ -82,6 +85,10 @@ _LANE_BIT0 = (1).to_bytes(8, "little")
 _BLOCKS = 4
 _BLOCK_BITS = 16
 _BLOCK_MASK = (1 << _BLOCK_BITS) - 1
+#: Pages of a host checked one by one before its buckets are built: a scan of 32
+#: costs about what 4 bucket lookups do, and a small host's page then costs 16 bytes
+#: (fingerprint and URL slot) rather than 4 dictionary entries.
+_LINEAR_MAX = 32
 
 
 class _TokenHashes(dict[bytes, bytes]):
@@ -173,14 +180,27 @@ def to_unsigned(value: int) -> int:
 class _Host:
     """One host's fingerprints: ``fps[i]`` is page ``i``'s, ``urls[i]`` its URL, and
     ``buckets`` maps ``block index << 16 | block value`` to the page numbers whose
-    fingerprint has that block (an int while there is one, then an ``array('I')``)."""
+    fingerprint has that block (an int while there is one, then an ``array('I')``);
+    ``None`` while the host has at most ``_LINEAR_MAX`` pages (``fps`` is scanned)."""
 
     __slots__ = ("buckets", "fps", "urls")
 
     def __init__(self) -> None:
         self.fps = array("Q")
         self.urls: list[str] = []
-        self.buckets: dict[int, int | array[int]] = {}
+        self.buckets: dict[int, int | array[int]] | None = None
+
+
+def _put(buckets: dict[int, int | array[int]], page: int, fp: int) -> None:
+    """Put ``page`` (fingerprint ``fp``) in its 4 buckets."""
+    for key in _keys(fp):
+        pages = buckets.get(key)
+        if pages is None:
+            buckets[key] = page
+        elif isinstance(pages, int):
+            buckets[key] = array("I", (pages, page))
+        else:
+            pages.append(page)
 
 
 def _keys(fp: int) -> tuple[int, int, int, int]:
@@ -204,15 +224,16 @@ class NearDuplicates:
         ValueError: ``max_distance`` outside 0..3 (4 blocks find at most distance 3).
 
     Memory per page: 8 bytes for the fingerprint, 8 for the URL's list slot and the
-    URL string itself (49 + its length for an ASCII URL), 4 bytes of page number in
-    each of its 4 buckets, and the buckets: a dictionary entry each (about 75 bytes
-    with its key) while a bucket holds one page, then an ``array`` (64 bytes and 4 per
-    page). A host has at most 4 x 65 536 buckets, so the cost per page falls as a host
-    grows. Measured by ``benchmarks/simhash_bench.py`` (``tracemalloc``, the URL
-    strings left out): 311 bytes per page for 1 000 hosts of 1 000 pages, 76 for one
-    host of 1 000 000. Time of a ``find`` (Python, 2-core machine): about 4 us at
-    1 000 pages of the host, 27 us at 1 000 000 (a bucket then holds about 15 pages,
-    each checked). Not thread-safe: use from one thread.
+    URL string itself (49 + its length for an ASCII URL); past ``_LINEAR_MAX`` pages of
+    a host, 4 bytes of page number in each of its 4 buckets and the buckets: a
+    dictionary entry each (about 75 bytes with its key) while a bucket holds one page,
+    then an ``array`` (64 bytes and 4 per page). A host has at most 4 x 65 536
+    buckets, so the cost per page falls as a host grows. Measured by
+    ``benchmarks/simhash_bench.py`` (``tracemalloc``, the URL strings left out), for
+    1 000 000 pages: 31 bytes per page over 50 000 hosts of 20 pages, 311 over 1 000
+    hosts of 1 000, 76 on one host. Time of a ``find`` (Python, 2-core machine): about
+    3 us at 20 or 1 000 pages of the host, 23-31 us at 1 000 000 (a bucket then holds
+    about 15 pages, each checked). Not thread-safe: use from one thread.
     """
 
     def __init__(self, max_distance: int = 3) -> None:
@@ -241,6 +262,12 @@ class NearDuplicates:
         fps = entry.fps
         best = -1
         best_distance = self._max + 1
+        if entry.buckets is None:
+            for page, other in enumerate(fps):
+                distance = (other ^ fp).bit_count()
+                if distance < best_distance:
+                    best, best_distance = page, distance
+            return None if best < 0 else entry.urls[best]
         for key in _keys(fp):
             pages = entry.buckets.get(key)
             if pages is None:
@@ -266,22 +293,23 @@ class NearDuplicates:
         entry = self._hosts.get(host)
         if entry is None:
             entry = self._hosts[host] = _Host()
-        keys = _keys(fp)
-        buckets = entry.buckets
-        first = buckets.get(keys[0])
-        if first is not None:
-            for page in (first,) if isinstance(first, int) else first:
-                if entry.fps[page] == fp:
-                    return
-        page = len(entry.fps)
-        entry.fps.append(fp)
+        fps = entry.fps
+        if entry.buckets is None:
+            if fp in fps:
+                return
+        else:
+            first = entry.buckets.get(fp & _BLOCK_MASK)
+            if first is not None:
+                for page in (first,) if isinstance(first, int) else first:
+                    if fps[page] == fp:
+                        return
+        page = len(fps)
+        fps.append(fp)
         entry.urls.append(url)
-        for key in keys:
-            pages = buckets.get(key)
-            if pages is None:
-                buckets[key] = page
-            elif isinstance(pages, int):
-                buckets[key] = array("I", (pages, page))
-            else:
-                pages.append(page)
         self._count += 1
+        if entry.buckets is not None:
+            _put(entry.buckets, page, fp)
+        elif page == _LINEAR_MAX:  # one page too many to scan: index them all
+            entry.buckets = {}
+            for number, other in enumerate(fps):
+                _put(entry.buckets, number, other)

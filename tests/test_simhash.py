@@ -219,35 +219,50 @@ def reference_find(added: list[tuple[str, int, str]], host: str, fp: int, k: int
     return None if best is None else best[2]
 
 
+#: ``_LINEAR_MAX`` values: buckets from the first page, from the fourth, the default.
+LINEAR = st.sampled_from([0, 3, simhash._LINEAR_MAX])
+
+
 @settings(max_examples=150)
 @given(
     st.lists(st.tuples(HOSTS, CLUSTERED), max_size=30),
     st.lists(st.tuples(HOSTS, CLUSTERED), min_size=1, max_size=10),
     st.integers(0, 3),
+    LINEAR,
 )
 def test_find_is_the_closest_earlier_page_of_the_host(
-    adds: list[tuple[str, int]], queries: list[tuple[str, int]], k: int
+    adds: list[tuple[str, int]], queries: list[tuple[str, int]], k: int, linear: int
 ) -> None:
-    index = NearDuplicates(max_distance=k)
-    added: list[tuple[str, int, str]] = []
-    for n, (host, fp) in enumerate(adds):
-        url = f"http://{host}/{n}"
-        index.add(host, fp, url)
-        added.append((host, fp, url))
-    assert len(index) == len({(h, f) for h, f, _ in added})
-    for host, fp in queries + [(h, f) for h, f in adds]:
-        got = index.find(host, fp)
-        assert got == reference_find(added, host, fp, k)
-        if got is not None:
-            found = next(f for h, f, u in added if u == got)
-            assert hamming(found, fp) <= k
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(simhash, "_LINEAR_MAX", linear)
+        index = NearDuplicates(max_distance=k)
+        added: list[tuple[str, int, str]] = []
+        for n, (host, fp) in enumerate(adds):
+            url = f"http://{host}/{n}"
+            index.add(host, fp, url)
+            added.append((host, fp, url))
+            if n % 7 == 0:  # and while it grows (past _LINEAR_MAX)
+                assert index.find(host, fp) == reference_find(added, host, fp, k)
+        assert len(index) == len({(h, f) for h, f, _ in added})
+        for host, fp in queries + [(h, f) for h, f in adds]:
+            got = index.find(host, fp)
+            assert got == reference_find(added, host, fp, k)
+            if got is not None:
+                found = next(f for h, f, u in added if u == got)
+                assert hamming(found, fp) <= k
 
 
 @settings(max_examples=200)
-@given(U64, st.lists(st.integers(0, 63), max_size=3), st.lists(U64, max_size=30))
+@given(U64, st.lists(st.integers(0, 63), max_size=3), st.lists(U64, max_size=40), LINEAR)
 def test_a_fingerprint_flipped_in_3_bits_or_fewer_is_always_found(
-    fp: int, bits: list[int], others: list[int]
+    fp: int, bits: list[int], others: list[int], linear: int
 ) -> None:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(simhash, "_LINEAR_MAX", linear)
+        _flipped_is_found(fp, bits, others)
+
+
+def _flipped_is_found(fp: int, bits: list[int], others: list[int]) -> None:
     index = NearDuplicates()
     fps: dict[str, int] = {}
     for n, other in enumerate([*others, fp]):
@@ -260,9 +275,13 @@ def test_a_fingerprint_flipped_in_3_bits_or_fewer_is_always_found(
     assert index.find("other.test", query) is None  # per host
 
 
-def test_every_fingerprint_within_3_bits_is_found() -> None:
+@pytest.mark.parametrize("linear", [0, simhash._LINEAR_MAX])
+def test_every_fingerprint_within_3_bits_is_found(
+    linear: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """All 43 745 fingerprints 0 to 3 bits from an added one (the pigeonhole holds for
     every spread of the flips over the 4 blocks), and none 4 bits away."""
+    monkeypatch.setattr(simhash, "_LINEAR_MAX", linear)
     fp = 0x0123456789ABCDEF
     index = NearDuplicates()
     index.add("h.test", fp, "http://h.test/page")
@@ -273,7 +292,11 @@ def test_every_fingerprint_within_3_bits_is_found() -> None:
     assert not any(index.find("h.test", _flip(fp, list(bits))) for bits in four)
 
 
-def test_of_equally_close_pages_the_first_added_wins() -> None:
+@pytest.mark.parametrize("linear", [0, simhash._LINEAR_MAX])
+def test_of_equally_close_pages_the_first_added_wins(
+    linear: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(simhash, "_LINEAR_MAX", linear)
     query = 0
     early = 1  # differs in block 0: found through the bucket of block 1, visited later
     late = 1 << 20  # differs in block 1: found through the bucket of block 0, first
@@ -284,6 +307,22 @@ def test_of_equally_close_pages_the_first_added_wins() -> None:
     index.add("h.test", 1 << 40 | 1 << 41, "http://h.test/two-bits")
     index.add("h.test", 0, "http://h.test/same")
     assert index.find("h.test", query) == "http://h.test/same"  # the closest first
+
+
+def test_a_host_past_the_linear_scan_keeps_its_answers() -> None:
+    rnd = random.Random(7)
+    centres = [rnd.getrandbits(64) for _ in range(10)]
+    index = NearDuplicates()
+    added: list[tuple[str, int, str]] = []
+    for n in range(3 * simhash._LINEAR_MAX):
+        fp = _flip(centres[n % 10], rnd.sample(range(64), rnd.randint(0, 2)))
+        index.add("h.test", fp, f"http://h.test/{n}")
+        added.append(("h.test", fp, f"http://h.test/{n}"))
+    assert index._hosts["h.test"].buckets is not None  # indexed now
+    for centre in centres:
+        for bits in ([], [5], [1, 40], [3, 30, 60]):
+            query = _flip(centre, bits)
+            assert index.find("h.test", query) == reference_find(added, "h.test", query, 3)
 
 
 def test_four_bits_away_is_not_found() -> None:
