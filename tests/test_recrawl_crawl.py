@@ -204,7 +204,11 @@ def test_a_200_with_the_same_bytes_is_no_duplicate_of_its_own_page(tmp_path: Pat
         since = time.time()
         recrawl(db)
         asked = [r for r in srv.requests if r.path != "/robots.txt"]
-        assert sorted(r.headers.get("if-none-match") for r in asked[3:]) == ['"a"', '"b"', '"r"']
+        assert sorted(r.headers.get("if-none-match", "") for r in asked[3:]) == [
+            '"a"',
+            '"b"',
+            '"r"',
+        ]
     assert rows(db, "SELECT count(*), count(duplicate_of) FROM pages") == [(3, 0)]
     versions = rows(db, "SELECT url, status, payload_digest FROM page_versions ORDER BY url")
     assert [v[1] for v in versions] == [200] * 6

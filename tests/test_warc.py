@@ -199,7 +199,7 @@ def test_a_canonical_alias_takes_the_payload_at_its_own_fetch(tmp_path: Path) ->
 
     async def main(writer: WarcWriter) -> list[Any]:
         first = await writer.exchange(Exchange(result(a, same), dates[0]))
-        writer.alias(first.payload_digest, a, c)
+        writer.alias(payload_digest(same), a, c)
         rest = [await writer.exchange(Exchange(result(u, same), t))
                 for u, t in zip((b, c, d), dates[1:], strict=True)]  # fmt: skip
         await writer.aclose()
