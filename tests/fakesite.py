@@ -541,9 +541,13 @@ During = Callable[[Engine], Awaitable[None]]
 
 def config(**values: Any) -> CrawlConfig:
     """The engine tests' config: ``delay_ms`` 0, no rendering, private addresses
-    allowed (the hosts are loopback literals), adaptive delay off, ``values`` over it."""
+    allowed (the hosts are loopback literals), adaptive delay off, no sitemaps and no
+    WARC files (these tests count each request and time; the sitemap reader and the
+    WARC writer have their own tests, ``test_sitemaps_crawl``, ``test_warc``),
+    ``values`` over it."""
     return build_config({"delay_ms": 0, "render": "never", "allow_private": True,
-                         "adaptive_delay_factor": 0.0, **values})  # fmt: skip
+                         "adaptive_delay_factor": 0.0, "sitemaps": False, "warc": False,
+                         **values})  # fmt: skip
 
 
 async def acrawl(

@@ -254,8 +254,7 @@ def test_a_closed_fetcher_refuses_to_fetch() -> None:
 
 
 def test_a_crawl_of_an_hour_of_virtual_time_ends(tmp_path: Path) -> None:
-    """Crawl-delay 600 s over seven pages: an hour of politeness, every gap exact
-    (robots.txt and the pages; no /sitemap.xml, which would be an eighth gap)."""
+    """Crawl-delay 600 s over seven pages: an hour of politeness, every gap exact."""
     site = FakeSite()
     site.add(A + "/robots.txt", Reply(200, (("Content-Type", "text/plain"),),
                                       b"User-agent: *\nCrawl-delay: 600\n"))  # fmt: skip
@@ -264,7 +263,7 @@ def test_a_crawl_of_an_hour_of_virtual_time_ends(tmp_path: Path) -> None:
     for page in pages:
         site.add(A + page, links_page())
     c = crawl(site, [A + "/"], tmp_path / "c.db", max_delay_ms=600_000,
-              snapshot_interval_ms=60_000, sitemaps=False)  # fmt: skip
+              snapshot_interval_ms=60_000)  # fmt: skip
     starts = [r.start - c.started for r in site.of(A)]
     assert len(starts) == 8 and starts[-1] >= 7 * 600.0
     assert c.ended - c.started < 7 * 600.0 + 0.1
