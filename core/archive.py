@@ -3,11 +3,15 @@
 ``ArchivingFetcher`` is a ``core.protocols.Fetcher`` decorator: ``assemble`` wraps the
 crawl's fetcher in it when ``warc`` is on, so every fetch made through it (pages,
 redirect hops, robots.txt, sitemaps) becomes a ``request`` and a ``response`` (or
-``revisit``) record in the crawl's WARC files (``core.warc``), and the ``FetchResult``
-it returns carries where (``FetchResult.warc``: file, offset, length, payload digest,
-the URL it duplicates). Render sub-requests are the browser's, not the crawler's
-client's, and are not archived; a rendered page's DOM is (``PageArchive.page``, a
-``conversion`` record). A fetch that raised (no response) archives nothing.
+``revisit``) record in the crawl's WARC files (``core.warc``). It returns as soon as
+the records are queued, not written, so the fetch's host slot is free while the writer
+thread works: the result is an ``ArchivedResult``, whose ``archived`` future gives where
+the record went (a ``WarcRef``: file, offset, length, payload digest, the URL it
+duplicates); ``PageArchive.page`` awaits it when the page is recorded, after its parse
+(by then it is written, most often). Its ``warc`` stays ``None``. Render sub-requests
+are the browser's, not the crawler's client's, and are not archived; a rendered page's
+DOM is (``PageArchive.page``, a ``conversion`` record). A fetch that raised (no
+response) archives nothing.
 
 ``PageArchive`` queues what the recorder learns after the fetch (not awaited: the
 writer thread appends them in order, ``core.warc``): each page's ``metadata`` record
@@ -28,9 +32,11 @@ in the writer thread).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import sqlite3
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Final
@@ -38,7 +44,7 @@ from typing import Final
 from crawldeck.core import urls
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.errors import StoreError
-from crawldeck.core.fetcher import FetchResult
+from crawldeck.core.fetcher import FetchResult, WarcRef
 from crawldeck.core.protocols import Clock, Fetcher, ResultSink
 from crawldeck.core.render_types import RenderResult
 from crawldeck.core.store import Store, to_iso_utc
@@ -139,6 +145,22 @@ class PageRecords:
             self._conn = None
 
 
+@dataclass(frozen=True, slots=True)
+class ArchivedResult(FetchResult):
+    """A ``FetchResult`` whose records are queued for the WARC files.
+
+    Attributes:
+        archived: the future of its response record's ``WarcRef``
+            (``WarcWriter.exchange``); awaiting it raises ``StoreError`` when the
+            records could not be written.
+    """
+
+    archived: asyncio.Future[WarcRef] | None = None
+
+
+_RESULT_FIELDS: Final = tuple(f.name for f in dataclasses.fields(FetchResult))
+
+
 class ArchivingFetcher:
     """A ``Fetcher`` that archives every response of ``inner`` into ``writer``.
 
@@ -162,19 +184,21 @@ class ArchivingFetcher:
         headers: Mapping[str, str] | None = None,
         want_body: Callable[[str], bool] | None = None,
     ) -> FetchResult:
-        """``inner.fetch`` (same arguments, same errors), its response archived; the
-        result has ``warc`` set.
+        """``inner.fetch`` (same arguments, same errors), its response queued for the
+        WARC files: an ``ArchivedResult`` (waits only while ``max_pending`` exchanges
+        wait for the writer thread).
 
         Raises:
             FetchError: from ``inner`` (nothing is archived).
-            StoreError: the WARC file could not be written (a full disk).
+            StoreError: the WARC writer failed earlier (a full disk).
         """
         date = to_iso_utc(self._clock())
         result = await self._inner.fetch(
             url, max_bytes=max_bytes, headers=headers, want_body=want_body
         )
-        ref = await self._writer.exchange(Exchange(result, date))
-        return dataclasses.replace(result, warc=ref)
+        archived = await self._writer.exchange(Exchange(result, date))
+        fields = {name: getattr(result, name) for name in _RESULT_FIELDS}
+        return ArchivedResult(**fields, archived=archived)
 
     async def aclose(self) -> None:
         """Close ``inner``, then finish the WARC writes queued and close the file."""
@@ -196,47 +220,51 @@ class PageArchive:
         self._writer = writer
         self._clock = clock
 
-    def page(
+    async def page(
         self,
         result: FetchResult,
         *,
         via: str | None,
         outlinks: Sequence[str],
         rendered: RenderResult | None,
-    ) -> None:
-        """Queue the ``metadata`` record of an archived response (``via: REFERRER``
-        when it has one, ``outlink: URL`` for each link it gave, in order) and, for a
-        rendered page with a DOM, the ``conversion`` record holding it. Nothing for a
-        result that was not archived (``warc`` is ``None``).
+    ) -> WarcRef | None:
+        """Where ``result``'s response record is (awaited: ``ArchivedResult``), after
+        queueing its ``metadata`` record (``via: REFERRER`` when it has one,
+        ``outlink: URL`` for each link it gave, in order) and, for a rendered page with
+        a DOM, the ``conversion`` record holding it; ``None`` and nothing queued for a
+        result that was not archived.
 
         Raises:
-            StoreError: the WARC writer failed earlier (a full disk).
+            StoreError: the records could not be written (a full disk).
         """
         ref = result.warc
+        if isinstance(result, ArchivedResult) and result.archived is not None:
+            ref = await result.archived
         if ref is None:
-            return
+            return None
         date = to_iso_utc(self._clock())
         fields = [("via", via)] if via else []
         fields += [("outlink", link) for link in outlinks]
         self._writer.metadata(result.url, ref.record_id, fields, date)
         if rendered is not None and rendered.html:
             self._writer.conversion(result.url, ref.record_id, rendered.html, date)
+        return ref
 
-    def canonical(self, result: FetchResult, canonical_url: str) -> None:
-        """``result``'s page names ``canonical_url`` (same host, another key): if its
-        payload was the first of its digest, the canonical URL takes it over (module
-        docstring; queued like ``page``).
+    def canonical(self, ref: WarcRef, page_url: str, canonical_url: str) -> None:
+        """The page ``page_url``, archived at ``ref``, names ``canonical_url`` (same
+        host, another key): if its payload was the first of its digest, the canonical
+        URL takes it over (module docstring; queued like ``page``'s records).
 
         Raises:
             StoreError: the WARC writer failed earlier (a full disk).
         """
-        ref = result.warc
-        if ref is not None and ref.payload_digest and ref.duplicate_of is None:
-            self._writer.alias(ref.payload_digest, result.url, canonical_url)
+        if ref.payload_digest and ref.duplicate_of is None:
+            self._writer.alias(ref.payload_digest, page_url, canonical_url)
 
 
 __all__ = [
     "WARC_1_1",
+    "ArchivedResult",
     "ArchivingFetcher",
     "PageArchive",
     "PageRecords",

@@ -241,15 +241,16 @@ class Recorder:
             near_of = self._near.find(entry.host, fp)
             self._near.add(entry.host, fp, entry.url)
         if self._archive is not None:
-            self._archive.page(
+            ref = await self._archive.page(
                 result, via=entry.via, outlinks=[to for _, to in edges], rendered=rendered
             )
             if (
-                canonical_url is not None
+                ref is not None
+                and canonical_url is not None
                 and urls.host_key(canonical_url) == entry.host
                 and urls.normalize(canonical_url, self._config.strip_params) != entry.key
             ):
-                self._archive.canonical(result, canonical_url)
+                self._archive.canonical(ref, entry.url, canonical_url)
         page = PageRecord(
             url=entry.url,
             final_url=final_url,

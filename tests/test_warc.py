@@ -88,7 +88,7 @@ def write_all(
     async def main() -> list[Any]:
         refs = []
         for r, date in zip(results, dates or [DATE] * len(results), strict=True):
-            refs.append(await writer.exchange(Exchange(r, date)))
+            refs.append(await (await writer.exchange(Exchange(r, date))))
         await writer.aclose()
         return refs
 
@@ -198,9 +198,9 @@ def test_a_canonical_alias_takes_the_payload_at_its_own_fetch(tmp_path: Path) ->
     dates = dated(4)
 
     async def main(writer: WarcWriter) -> list[Any]:
-        first = await writer.exchange(Exchange(result(a, same), dates[0]))
+        first = await (await writer.exchange(Exchange(result(a, same), dates[0])))
         writer.alias(payload_digest(same), a, c)
-        rest = [await writer.exchange(Exchange(result(u, same), t))
+        rest = [await (await writer.exchange(Exchange(result(u, same), t)))
                 for u, t in zip((b, c, d), dates[1:], strict=True)]  # fmt: skip
         await writer.aclose()
         return [first, *rest]
@@ -303,7 +303,7 @@ def test_a_failed_queued_record_is_raised_by_the_next_call(tmp_path: Path) -> No
     async def main() -> None:
         writer.metadata("http://a.test/", "<urn:uuid:x>", [("outlink", "http://a.test/b")], DATE)
         with pytest.raises(StoreError, match="cannot write the WARC file") as raised:
-            await writer.exchange(Exchange(result("http://a.test/b", b"<p>b</p>"), DATE))
+            await (await writer.exchange(Exchange(result("http://a.test/b", b"<p>b</p>"), DATE)))
         assert "\n" not in str(raised.value)
         with pytest.raises(StoreError, match="cannot write the WARC file"):
             await writer.aclose()
