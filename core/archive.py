@@ -243,9 +243,7 @@ class PageArchive:
         if ref is None:
             return None
         date = to_iso_utc(self._clock())
-        fields = [("via", via)] if via else []
-        fields += [("outlink", link) for link in outlinks]
-        self._writer.metadata(result.url, ref.record_id, fields, date)
+        self._writer.metadata(result.url, ref.record_id, date, via=via, outlinks=outlinks)
         if rendered is not None and rendered.html:
             self._writer.conversion(result.url, ref.record_id, rendered.html, date)
         return ref

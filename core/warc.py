@@ -460,12 +460,12 @@ class WarcWriter:
         return future
 
     def metadata(
-        self, url: str, concurrent_to: str, fields: Sequence[tuple[str, str]], date: str
+        self, url: str, concurrent_to: str, date: str, *, via: str | None, outlinks: Sequence[str]
     ) -> None:
-        """Queue a ``metadata`` record of ``url`` (``application/warc-fields``: one
-        ``name: value`` line per field, e.g. ``via``, ``outlink``), ``WARC-Concurrent-To``
-        the response record ``concurrent_to``."""
-        self._queue(lambda: self._write_fields(url, concurrent_to, fields, date))
+        """Queue a ``metadata`` record of ``url`` (``application/warc-fields``: a
+        ``via: REFERRER`` line when ``via``, then an ``outlink: URL`` line per link, in
+        order), ``WARC-Concurrent-To`` the response record ``concurrent_to``."""
+        self._queue(lambda: self._write_fields(url, concurrent_to, date, via, outlinks))
 
     def conversion(self, url: str, refers_to: str, html: str, date: str) -> None:
         """Queue a ``conversion`` record of ``url``: the rendered DOM as UTF-8 HTML,
@@ -752,10 +752,13 @@ class WarcWriter:
         return _record("request", self._record_id(), lines, _HTTP_REQUEST, head)
 
     def _write_fields(
-        self, url: str, concurrent_to: str, fields: Sequence[tuple[str, str]], date: str
+        self, url: str, concurrent_to: str, date: str, via: str | None, outlinks: Sequence[str]
     ) -> None:
         self._ready(date)
-        block = "".join([f"{name}: {value}\r\n" for name, value in fields]).encode("utf-8")
+        text = f"via: {via}\r\n" if via else ""
+        if outlinks:
+            text += "outlink: " + "\r\noutlink: ".join(outlinks) + "\r\n"
+        block = text.encode("utf-8")
         lines = (
             f"WARC-Target-URI: {url}\r\nWARC-Date: {date}\r\n"
             f"WARC-Concurrent-To: {concurrent_to}\r\nWARC-Block-Digest: {payload_digest(block)}\r\n"

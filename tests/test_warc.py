@@ -295,13 +295,48 @@ def test_a_304_is_a_server_not_modified_revisit_of_the_page_record(tmp_path: Pat
         record_head(path, first[0].offset + 1)
 
 
+def test_metadata_and_conversion_records_name_their_response(tmp_path: Path) -> None:
+    writer = WarcWriter(tmp_path, "c", max_bytes=1 << 20, info=[("software", "t")])
+
+    async def main() -> Any:
+        ref = await (await writer.exchange(Exchange(result("http://a.test/", b"<p>a</p>"), DATE)))
+        links = ["http://a.test/b", "http://a.test/caf%C3%A9"]
+        writer.metadata("http://a.test/", ref.record_id, DATE, via="http://r.test/",
+                        outlinks=links)  # fmt: skip
+        writer.metadata("http://a.test/", ref.record_id, DATE, via=None, outlinks=[])
+        writer.conversion("http://a.test/", ref.record_id, "<p>rendered \u00e9</p>", DATE)
+        await writer.aclose()
+        return ref
+
+    ref = asyncio.run(main())
+    check_with_warcio(tmp_path, "c")
+    with (tmp_path / ref.file).open("rb") as f:
+        records = [
+            (r.rec_type, r.rec_headers, r.content_stream().read()) for r in ArchiveIterator(f)
+        ]
+    kinds = [kind for kind, _, _ in records]
+    assert kinds == ["warcinfo", "response", "request", "metadata", "metadata", "conversion"]
+    _, first, block = records[3]
+    assert first.get_header("WARC-Concurrent-To") == ref.record_id
+    assert first.get_header("Content-Type") == "application/warc-fields"
+    assert block == (
+        b"via: http://r.test/\r\noutlink: http://a.test/b\r\noutlink: http://a.test/caf%C3%A9\r\n"
+    )
+    assert records[4][2] == b""
+    _, converted, dom = records[5]
+    assert converted.get_header("WARC-Refers-To") == ref.record_id
+    assert dom == "<p>rendered \u00e9</p>".encode()
+
+
 def test_a_failed_queued_record_is_raised_by_the_next_call(tmp_path: Path) -> None:
     """Nobody awaits a ``metadata`` record: its write error (here: no directory to
     write in) is raised by the next exchange, one line, and by ``aclose``."""
     writer = WarcWriter(tmp_path / "gone", "c", max_bytes=1 << 20, info=[("software", "t")])
 
     async def main() -> None:
-        writer.metadata("http://a.test/", "<urn:uuid:x>", [("outlink", "http://a.test/b")], DATE)
+        writer.metadata(
+            "http://a.test/", "<urn:uuid:x>", DATE, via=None, outlinks=["http://a.test/b"]
+        )
         with pytest.raises(StoreError, match="cannot write the WARC file") as raised:
             await (await writer.exchange(Exchange(result("http://a.test/b", b"<p>b</p>"), DATE)))
         assert "\n" not in str(raised.value)
