@@ -16,8 +16,8 @@ A B A B (``--rounds`` pairs), as separate processes, each with the same work:
   (Scrapy's spider has no ``allowed_domains``), ``allow_networks =
   ["127.80.0.0/16"]``.
 - B (``--warc``): the same crawldeck with ``warc = false`` added to its config, so the
-  table is the cost of the WARC files (issue #13); each round line gives the WARC
-  bytes written per page.
+  table is the cost of the WARC files (issue #13), with the WARC bytes written per
+  page (compressed, every file of the run).
 - B: ``benchmarks/scrapy_spider.py`` with Scrapy's own venv (``benchmarks/.venv-scrapy``,
   created here with a pinned Scrapy when missing; Scrapy is never a dependency of
   crawldeck): a ``CrawlSpider`` following every link, robots.txt obeyed, concurrency
@@ -317,6 +317,8 @@ def print_table(runs: list[Run], sides: tuple[str, str]) -> None:
         ("peak RSS MiB (ru_maxrss)", lambda r: r.maxrss_kib / 1024, "{:,.1f}"),
         ("peak RSS MiB (process tree, sampled)", lambda r: r.tree_rss_kib / 1024, "{:,.1f}"),
     ]
+    if "nowarc" in sides:
+        rows.append(("WARC bytes written per page", lambda r: r.warc_bytes / r.pages, "{:,.0f}"))
     width = max(len(name) for name, _, _ in rows)
     n = len([r for r in runs if r.side == sides[0]])
     print(f"\nmedians over {n} round{'s' if n != 1 else ''}:")
@@ -324,9 +326,9 @@ def print_table(runs: list[Run], sides: tuple[str, str]) -> None:
     print(f"  {'':{width}}  {names[0]:>12}  {names[1]:>12}  {'/'.join(names):>16}")
     for name, get, fmt in rows:
         values = [statistics.median(get(r) for r in runs if r.side == side) for side in sides]
-        ratio = values[0] / values[1] if values[1] else float("nan")
+        ratio = f"{values[0] / values[1]:>16.3f}" if values[1] else ""
         cells = "  ".join(f"{fmt.format(v):>12}" for v in values)
-        print(f"  {name:{width}}  {cells}  {ratio:>16.3f}")
+        print(f"  {name:{width}}  {cells}  {ratio}")
 
 
 def main(argv: list[str] | None = None) -> int:
