@@ -21,7 +21,12 @@ def redirect(location: str, **headers: str) -> Response:
 
 
 def crawl(seed: str, db: Path) -> None:
-    run_crawl([seed], db, timeout=30, scope="any", allow_private=True, max_redirects=10)
+    """Crawl from ``seed`` with sitemaps off: these tests count a chain's requests, and
+    a crawl reading sitemaps also asks each host for ``/sitemap.xml``
+    (tests/test_sitemaps_crawl.py)."""
+    run_crawl(
+        [seed], db, timeout=30, scope="any", allow_private=True, max_redirects=10, sitemaps=False
+    )
 
 
 def sent(*servers: HTTPTestServer) -> list[str]:
