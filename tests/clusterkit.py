@@ -248,8 +248,9 @@ class SynthWeb:
 
 
 def page_hits(hits: Iterable[Hit]) -> list[Hit]:
-    """The hits that are not robots.txt."""
-    return [h for h in hits if h.path != "/robots.txt"]
+    """The hits that are not robots.txt or ``/sitemap.xml`` (the synthetic web lists
+    no sitemap: each host's owner asks for it once, and gets a 404)."""
+    return [h for h in hits if h.path not in ("/robots.txt", "/sitemap.xml")]
 
 
 def fetch_counts(hits: Iterable[Hit]) -> dict[str, int]:
