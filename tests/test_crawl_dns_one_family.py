@@ -141,6 +141,7 @@ def crawl(directory: Path, *, dns_port: int, system_resolver: bool) -> CrawlRepo
                     "scope": "any",
                     "render": "never",
                     "flush_interval_ms": 50,
+                    "sitemaps": False,  # check() counts each name's requests
                 }
             )
             store = Store(directory / "c.db", flush_interval_ms=50)
