@@ -25,7 +25,7 @@ from typing import Literal
 
 from crawldeck.core import redirects, urls
 from crawldeck.core.admission import Admission, Link, url_reason
-from crawldeck.core.archive import PageArchive
+from crawldeck.core.archive import ArchivedResult, PageArchive
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.errors import FetchError, UrlError
 from crawldeck.core.fetcher import FetchResult
@@ -176,12 +176,18 @@ class Recorder:
         resumes the chain; a chain that ends in a loop, past ``max_redirects`` or as a
         growing-URL trap marks its hops failed with the reason (``core.redirects``).
 
-        Awaits the seen set's exact checks (in a thread, ``Admission.follow``); the
-        page's rows are queued to the store in one operation after them.
+        Awaits the response record's WARC location first, then the seen set's exact
+        checks (in a thread, ``Admission.follow``); nothing is awaited between the
+        admission of a redirect's next hop and the page's rows, queued to the store in
+        one operation (else that hop, fetched meanwhile, could fail this chain's URLs
+        and the page's ``done`` would then overwrite it).
 
         Raises:
-            StoreError: the store failed (its exact check or an earlier write).
+            StoreError: the store failed (its exact check or an earlier write), or the
+                WARC writer did.
         """
+        if isinstance(result, ArchivedResult) and result.archived is not None:
+            await result.archived  # PageArchive.page below then does not wait
         self._obs.pages += 1
         self._obs.bytes += len(result.body)
         stats.fetched += 1
