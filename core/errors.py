@@ -28,7 +28,9 @@ catch only ours::
     |   |   +-- DnsNotFound         -  NXDOMAIN or no A/AAAA record: the host is dead
     |   |   +-- DnsTemporaryFailure R  timeout, SERVFAIL, refused: worth retrying later
     |   +-- PrivateAddress          -  the address connected to is private/special and
-    |                                  not allowed (core.dns.AddressPolicy)
+    |   |                              not allowed (core.dns.AddressPolicy)
+    |   +-- HostParked              -  a side request (a sitemap, robots.txt) to a host
+    |                                  parked while it waited: none is sent
     +-- StoreError                  the SQLite file is unusable (locked, corrupt, not ours)
     +-- ParseError                  a page could not be parsed: its parse worker died
     |   +-- ParseTimeout            the page's parse ran over parse_timeout_ms (core.parse)
@@ -43,7 +45,8 @@ recorded after one try.
 Each error's ``reason`` is a short stable token, the first word of what
 ``pages.error`` records (``"<reason>: <message>"``): ``timeout``, ``connect``,
 ``connection_lost``, ``tls``, ``bad_request``, ``protocol``, ``dns``,
-``dns_temporary``, ``private_address`` (and ``fetch`` for a bare ``FetchError``).
+``dns_temporary``, ``private_address``, ``parked`` (and ``fetch`` for a bare
+``FetchError``).
 """
 
 from __future__ import annotations
@@ -201,6 +204,15 @@ class PrivateAddress(FetchError):
         super().__init__(message)
         self.host = host
         self.address = address
+
+
+class HostParked(FetchError):
+    """A side request (``core.side_requests``: robots.txt, a sitemap) whose host was
+    parked (``Politeness.should_park``: nothing more goes to it this run) before its
+    slot came: no request is sent. Not retryable in this run."""
+
+    reason = "parked"
+    retryable = False
 
 
 class StoreError(CrawldeckError):

@@ -23,6 +23,7 @@ from crawldeck.core.errors import (
     DnsNotFound,
     DnsTemporaryFailure,
     FetchError,
+    HostParked,
     PrivateAddress,
     UrlError,
 )
@@ -144,13 +145,20 @@ class SideRequests:
 
         Raises:
             FetchError: as ``Fetcher.fetch``, DNS errors (``DnsNotFound``,
-                ``DnsTemporaryFailure``) and ``PrivateAddress`` included.
+                ``DnsTemporaryFailure``) and ``PrivateAddress`` included;
+                ``HostParked`` when the host is parked, or was while the request
+                waited for its slot (nothing is sent to a parked host).
             UrlError: ``url`` has no valid host.
         """
         host = urls.host_key(url)
-        self._bound[0].stats(host, urls.origin(url))
+        stats = self._bound[0].stats(host, urls.origin(url))
+        if stats.parked:
+            raise HostParked(f"{host} is parked: {url} not requested")
         await self._address(host)
         start = await self.acquire(host)
+        if stats.parked:
+            self.end(host, start)
+            raise HostParked(f"{host} was parked while {url} waited: not requested")
         try:
             result = await self._fetcher.fetch(url, max_bytes=max_bytes)
         except FetchError as exc:
