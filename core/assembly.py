@@ -180,6 +180,8 @@ def assemble(
         side, robots, admission, recorder, store, seen, scope, observer, clock, wake,
         max_redirects=config.max_redirects,
         read_before=store.sitemaps_read if isinstance(store, Store) else None,
+        unread=store.hosts_without_sitemaps
+        if isinstance(store, Store) and config.sitemaps else None,
     )  # fmt: skip
     if config.sitemaps:
         robots.settled = sitemaps.robots_known

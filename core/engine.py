@@ -228,6 +228,7 @@ class Engine:
         """
         self._obs.begin()
         self._run_id = self.store.begin_run(asdict(self.config))
+        self._sitemaps.resume()  # hosts whose sitemaps an earlier run did not read
         reporter = asyncio.create_task(self._report_loop())
         self._workers = [
             asyncio.create_task(self._worker(), name=f"worker-{i}")

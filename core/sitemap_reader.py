@@ -29,7 +29,9 @@ Every file read becomes a ``sitemaps`` row with its status and, when something w
 refused or cut, its reasons (``reason: detail; ...``). An index's row is written after
 the files it lists, so a crawl killed while reading them reads the index again on
 resume, and skips the files already read (``Store.sitemaps_read``: any answer that is
-not a 5xx or 429).
+not a 5xx or 429). A host whose robots.txt a resumed run would not fetch (nothing of it
+left queued) and whose sitemaps no earlier run read gets its robots.txt checked at the
+start of the run (``resume``), which starts its reading.
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ MAX_FILES_PER_ORIGIN = 1000
 PARSE_SLOTS = 2
 #: URLs admitted per step (the loop runs other tasks between steps).
 ADMIT_BATCH = 500
+#: Hosts whose robots.txt a resumed run checks at once to read their sitemaps.
+RESUME_BATCH = 32
 
 
 @dataclass(slots=True)
@@ -101,6 +105,9 @@ class SitemapReader:
         read_before: the sitemaps an earlier run read (``Store.sitemaps_read``, called
             once in a thread), or ``None`` (a cluster worker: the robots.txt fetch that
             starts a reading happens once per crawl, in Redis).
+        unread: a page URL of each host whose sitemaps an earlier run did not get to
+            (``Store.hosts_without_sitemaps``, called once in a thread by ``resume``),
+            or ``None`` (sitemaps off, or a cluster worker).
     """
 
     def __init__(
@@ -118,6 +125,7 @@ class SitemapReader:
         *,
         max_redirects: int,
         read_before: Callable[[], set[str]] | None,
+        unread: Callable[[], list[str]] | None = None,
     ) -> None:
         self._side = side
         self._robots = robots
@@ -131,6 +139,7 @@ class SitemapReader:
         self._wake = wake
         self._max_redirects = max_redirects
         self._read_before = read_before
+        self._unread = unread
         self._known: asyncio.Task[set[str]] | None = None
         self._slots = asyncio.Semaphore(PARSE_SLOTS)
         self._started: set[str] = set()
@@ -158,6 +167,25 @@ class SitemapReader:
         task = asyncio.create_task(self._read_origin(origin, declared), name=f"sitemaps {origin}")
         self._tasks.add(task)
         task.add_done_callback(self._ended)
+
+    def resume(self) -> None:
+        """At the start of a run: read the sitemaps of the hosts an earlier run had
+        pages of but read no sitemap of (stopped or killed before; a host with nothing
+        left queued gets no robots.txt fetch otherwise). Their robots.txt is checked
+        (fetched if needed), which starts each reading (``robots_known``); the crawl is
+        not over until those checks are done (``busy``)."""
+        if self._unread is None:
+            return
+        task = asyncio.create_task(self._resume(self._unread), name="sitemaps resume")
+        self._tasks.add(task)
+        task.add_done_callback(self._ended)
+
+    async def _resume(self, unread: Callable[[], list[str]]) -> None:
+        origins = {urls.origin(url) for url in await asyncio.to_thread(unread)}
+        pending = sorted(origins - self._started)
+        for i in range(0, len(pending), RESUME_BATCH):
+            batch = pending[i : i + RESUME_BATCH]
+            await asyncio.gather(*(self._robots.check(o + "/") for o in batch))
 
     def _ended(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)

@@ -2020,6 +2020,19 @@ class Store:
         )
         return {url for (url,) in rows}
 
+    def hosts_without_sitemaps(self) -> list[str]:
+        """A page URL of each host with pages but no ``sitemaps`` row (its sitemaps
+        were never read: the run was stopped or killed first), for a resumed crawl to
+        read them (``SitemapReader.resume``).
+
+        Raises:
+            StoreError: see the class.
+        """
+        rows = self._stream(
+            "SELECT min(url) FROM pages WHERE host NOT IN (SELECT host FROM sitemaps) GROUP BY host"
+        )
+        return [url for (url,) in rows]
+
     def requeue_for_recrawl(self, keys: Sequence[str]) -> None:
         """Put the frontier rows ``keys`` back as ``spilled``, in this order (each gets
         the next ``seq``: the frontier window reads a host's rows back in seq order),

@@ -64,6 +64,26 @@ def test_sitemaps_off_reads_none(tmp_path: Path) -> None:
         assert [a.path for a in web.access_log("sitemap")] == ["/robots.txt", "/"]
 
 
+def test_a_resumed_crawl_reads_the_sitemaps_an_earlier_run_did_not(tmp_path: Path) -> None:
+    """A host with nothing left queued gets no robots.txt fetch of its own in a resumed
+    run; its sitemaps, never read (a run with sitemaps off here; a stop or a kill
+    before the reading in life), are read all the same, and their pages crawled."""
+    db = tmp_path / "c.db"
+    with LocalWeb(delay_scale=0) as web:
+        run_crawl([web.url("sitemap")], db, scope="host", sitemaps=False)
+        assert rows(db, "SELECT count(*) FROM pages") == [(1,)]
+        web.clear_logs()
+        run_crawl([web.url("sitemap")], db, scope="host")
+        fetched = {url for (url,) in rows(db, "SELECT url FROM pages WHERE status = 200")}
+        assert fetched == web.expected.good["sitemap"]
+        paths = [a.path for a in web.access_log("sitemap")]
+        assert paths[0] == "/robots.txt" and paths.count("/sitemap_index.xml") == 1
+        assert "/" not in paths  # the root was done: not fetched again
+        web.clear_logs()
+        run_crawl([web.url("sitemap")], db, scope="host")  # all read: nothing more
+        assert [a.path for a in web.access_log("sitemap")] == []
+
+
 def _urlset(locs: list[str]) -> bytes:
     rows_ = "".join(f"<url><loc>{loc}</loc></url>" for loc in locs)
     return f'<urlset xmlns="{NS}">{rows_}</urlset>'.encode()
