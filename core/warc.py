@@ -7,15 +7,20 @@ one record by its offset), a ``warcinfo`` record first in each file, the next fi
 begun once a file holds ``max_bytes``. Digests are ``sha1:`` in base 32, as warcio and
 Heritrix write them; ``WARC-Date`` has microseconds (WARC/1.1 §5.4).
 
-The records are serialized here from their raw parts (a WARC head of ``name: value``
-lines, then the block: the HTTP head as received and the payload as transferred), not
-through warcio's or fastwarc's record objects: measured on a 15 kB page with its request
-and metadata records, warcio's builder cost 126 us of Python per page and fastwarc's
-70 us, the same as these few lines (68 us) with a compiled dependency more
-(``benchmarks/RESULTS.md``, "WARC output"). The files are checked by warcio
-(``warcio check``, ``warcio index``, its ``ArchiveIterator`` at each offset) in
-``tests/test_warc.py``; ``crawldeck show`` and ``export --with-body`` read them with
-warcio.
+The records are built and serialized by fastwarc (``fastwarc.warc.WarcRecord``: its
+``WARC-Record-ID``, a random UUID 4, its ``Content-Length``, its ``WARC-Block-Digest``
+from ``write(checksum_data=True)``, its base 32), chosen over warcio's builder by the
+measurement in ``benchmarks/RESULTS.md`` ("WARC output": 70 against 126 us of Python
+per page). The block is the HTTP head as received (``_head``: the status line and the
+raw header fields, in order) and the payload as transferred. Two parts stay here, each
+for a stated reason: the payload's SHA-1 is taken (``hashlib``) before the record is
+built, since it decides between a ``response`` and a ``revisit`` (the duplicate map),
+and handed to fastwarc's ``write`` (``payload_digest``) to be written; and each record
+is compressed as its gzip member by one ``zlib`` call (``_gzip``), not through
+fastwarc's ``GzipWriter``, which costs ten times more per small member. The files are
+checked by warcio (``warcio check``, ``warcio index``, its ``ArchiveIterator`` at each
+offset) in ``tests/test_warc.py``; ``crawldeck show`` and ``export --with-body`` read
+them with warcio.
 
 Threading: every record is digested, compressed (zlib level 3: on the local Python
 and Django docs it costs 7.8 ms per MB against 16.9 at level 6, for 15 % more bytes,
@@ -27,16 +32,16 @@ response records are one job (``exchange``), whose result, the page row's WARC
 location, is awaited when the page is recorded, after its parse (``core.archive``);
 the records written after a page's fetch (``metadata``, ``conversion``) and ``alias``
 are queued and not awaited: the loop is not woken for them, and their error, if any,
-is raised by the next call. The thread's cost in a crawl is less its CPU (about 0.1 ms
-per page) than its releases of the GIL: each one (a compression, a large hash update,
-a write) is a wait to take the GIL back from the busy loop, so each record is
-compressed in one call and small data is hashed without releasing it (``_sha1``).
+is raised by the next call. The thread's cost in a crawl is less its CPU than its
+releases of the GIL: each one (a compression, a hash of 2 kB or more, a write) is a
+wait to take the GIL back from the busy loop, so each record is compressed in one call
+and a batch is written with one ``write``. ``aclose`` awaits the thread's last wake-up
+of the loop (a future it sets as it returns), not ``Thread.join`` on the loop.
 
 Back-pressure: at most ``max_pending`` exchanges wait for the thread (a caller past
 that awaits a free place, freed when the exchange is written); a page's queued records
 come after its own exchange was awaited, so about one per crawl worker waits, and the
-bodies held waiting are bounded by ``max_pending`` x the body cap. Record IDs are UUID
-4s cut from 4 kB of ``os.urandom`` at a time (one system call per 256 records).
+bodies held waiting are bounded by ``max_pending`` x the body cap.
 
 Crash safety: a batch's members are compressed first and appended with one ``write``
 on an unbuffered file (or several of whole members, past ``FLUSH_BYTES``), so a
@@ -68,8 +73,10 @@ head; its ``WARC-Refers-To-Target-URI``, ``-Date``, ``WARC-Refers-To`` and
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import hashlib
+import io
 import os
 import queue
 import re
@@ -79,6 +86,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Protocol
+
+from fastwarc.warc import WarcRecord, WarcRecordType
 
 from crawldeck.core.errors import StoreError
 from crawldeck.core.fetcher import FetchResult, WarcRef
@@ -95,59 +104,26 @@ SERVER_NOT_MODIFIED: Final = "http://netpreserve.org/warc/1.1/revisit/server-not
 FILE_DIGITS: Final = 5
 #: Staged members are written once they hold this many bytes (else at the batch's end).
 FLUSH_BYTES: Final = 1 << 22
-#: Data up to this many bytes is hashed in slices under hashlib's GIL threshold
-#: (``_sha1``).
-SLICED_HASH_MAX: Final = 1 << 16
-#: hashlib releases the GIL for an update of 2 048 bytes or more (CPython's
-#: ``HASHLIB_GIL_MINSIZE``).
-_HASH_SLICE: Final = 2047
 #: Bytes of a record's WARC head read back at most (``record_head``).
 MAX_HEAD_BYTES: Final = 1 << 16
 
 _HTTP_RESPONSE: Final = "application/http; msgtype=response"
 _HTTP_REQUEST: Final = "application/http; msgtype=request"
 _WARC_FIELDS: Final = "application/warc-fields"
+_HTML: Final = "text/html; charset=utf-8"
 _END: Final = b"\r\n\r\n"
-_ID_POOL_BYTES: Final = 4096
 
 
 def payload_digest(data: bytes) -> str:
-    """``sha1:BASE32`` of ``data`` (WARC/1.1 §5.8-5.9, as warcio computes it)."""
-    return _b32(_sha1(data))
+    """``sha1:BASE32`` of ``data`` (WARC/1.1 §5.8-5.9, the form warcio and fastwarc
+    write)."""
+    return _digest_text(hashlib.sha1(data).digest())
 
 
-def _sha1(*parts: bytes) -> bytes:
-    """The SHA-1 digest of the concatenation of ``parts``. Up to ``SLICED_HASH_MAX``
-    bytes in all, fed in slices of 2 047 bytes, which hashlib hashes without releasing
-    the GIL: in the writer thread each release of the GIL is a wait to take it back
-    from the busy event loop (a quarter of a millisecond on average in a crawl at
-    400 pages/s, against about 20 us to hash a 15 kB page), so the thread's time per
-    page is its number of releases more than its CPU."""
-    sha1 = hashlib.sha1()
-    if sum(len(part) for part in parts) > SLICED_HASH_MAX:
-        for part in parts:
-            sha1.update(part)
-        return sha1.digest()
-    for part in parts:
-        view = memoryview(part)
-        for start in range(0, len(view), _HASH_SLICE):
-            sha1.update(view[start : start + _HASH_SLICE])
-    return sha1.digest()
-
-
-#: The base-32 digits (RFC 4648 §6) of every 10-bit value, two characters each.
-_B32_PAIRS: Final = tuple(
-    a + b for a in "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567" for b in "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
-)
-_B32_SHIFTS: Final = tuple(range(150, -1, -10))
-
-
-def _b32(sha1: bytes) -> str:
-    """A SHA-1 digest (20 bytes: 160 bits, 32 digits, no padding) as a WARC digest
-    value, ``sha1:`` and its base 32 (``base64.b32encode``'s digits, a third of its
-    time: it is a Python loop over 5-byte groups)."""
-    n = int.from_bytes(sha1, "big")
-    return "sha1:" + "".join([_B32_PAIRS[(n >> shift) & 1023] for shift in _B32_SHIFTS])
+def _digest_text(sha1: bytes) -> str:
+    """A SHA-1 digest (20 bytes) as a WARC digest value: ``sha1:`` and its base 32
+    (RFC 4648 §6, 32 digits, no padding)."""
+    return "sha1:" + base64.b32encode(sha1).decode("ascii")
 
 
 def warc_stem(db: Path) -> str:
@@ -262,25 +238,33 @@ def _request_target(url: str) -> tuple[str, str]:
     return "/" + path if sep else "/", host
 
 
-def _record(kind: str, record_id: str, fields: str, content_type: str, *block: bytes) -> bytes:
-    """One WARC/1.1 record: the version line, ``WARC-Type``, ``WARC-Record-ID``, the
-    ``fields`` given (``name: value\\r\\n`` lines), ``Content-Type``,
-    ``Content-Length``, a blank line, the block (the concatenation of ``block``) and
-    the two CRLFs that end a record (WARC/1.1 §4)."""
-    length = sum(len(part) for part in block)
-    head = (
-        f"WARC/1.1\r\nWARC-Type: {kind}\r\nWARC-Record-ID: {record_id}\r\n{fields}"
-        f"Content-Type: {content_type}\r\nContent-Length: {length}\r\n\r\n"
-    )
-    return b"".join((head.encode("utf-8"), *block, _END))
+def _new_record(
+    kind: WarcRecordType, date: str, content_type: str, block: bytes, *fields: tuple[str, str]
+) -> WarcRecord:
+    """A fastwarc record of type ``kind``: ``WARC-Type``, a random ``WARC-Record-ID``
+    (a UUID 4, fastwarc's), ``WARC-Date`` ``date``, ``Content-Length``, then ``fields``
+    in order, ``Content-Type``, and the block; the digests are added when it is
+    written (``_append``)."""
+    record = WarcRecord()
+    record.init_headers(kind)
+    headers = record.headers
+    headers["WARC-Date"] = date
+    for name, value in fields:
+        headers.append(name, value)
+    headers.append("Content-Type", content_type)
+    record.set_bytes_content(block)
+    return record
 
 
 def _gzip(record: bytes) -> bytes:
-    """``record`` as one gzip member at ``GZIP_LEVEL``, in one call (one release of the
-    GIL, see ``_sha1``), with a window no larger than the record (512 bytes to 32 kB):
-    a window as long as the data loses nothing, and zlib's setting up of the default
-    32 kB one cost more than compressing a request record (23 against 8 us for 380
-    bytes)."""
+    """``record`` as one gzip member (RFC 1952) at ``GZIP_LEVEL``, in one zlib call
+    (one release of the GIL), with a window no larger than the record (512 bytes to
+    32 kB: a window as long as the data loses nothing, and zlib's setting up of the
+    default 32 kB one cost more than compressing a request record, 23 against 8 us
+    for 380 bytes). Not fastwarc's ``GzipWriter`` (a member per record by ``finish``):
+    it cost 115 us per member of a 400-byte request record against 11 us here, and
+    200-350 against 130 us for a 15 kB response, so about 0.3 ms more per page of
+    three records."""
     window = max(9, min(15, (len(record) - 1).bit_length()))
     return zlib.compress(record, GZIP_LEVEL, 16 + window)
 
@@ -345,8 +329,7 @@ class _State:
     firsts: dict[str, tuple[str, str]] = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)  # digest -> its canonical URL
     loaded: bool = False
-    ids: bytes = b""  # random bytes not yet used for record IDs
-    used: int = 0  # bytes of ``ids`` used
+    serialized: io.BytesIO = field(default_factory=io.BytesIO)  # a record, as fastwarc wrote it
     staged: list[bytes] = field(default_factory=list)  # members for the batch's write
     staged_bytes: int = 0
 
@@ -397,6 +380,7 @@ class WarcWriter:
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopped: asyncio.Future[None] | None = None  # set as the thread ends (aclose)
         self._state = _State()
         self._error: str | None = None
         self._closed = False
@@ -481,7 +465,9 @@ class WarcWriter:
         self._queue(lambda: self._alias(digest, page_url, canonical_url))
 
     async def aclose(self) -> None:
-        """Finish the jobs queued, close the file and stop the thread; idempotent.
+        """Finish the jobs queued, close the file and stop the thread, awaiting (not
+        blocking the loop on) the thread's last wake-up of the loop, after which it
+        returns; idempotent.
 
         Raises:
             StoreError: a queued record could not be written.
@@ -490,9 +476,11 @@ class WarcWriter:
             return
         self._closed = True
         if self._thread is not None:
-            await self._submit(self._close_file)
-            self._jobs.put(None)  # the thread's last job
-            self._thread.join()  # at once: it has nothing left to do
+            closed = self._submit(self._close_file)
+            stopped = self._stopped = asyncio.get_running_loop().create_future()
+            self._jobs.put(None)  # the thread's last job: it returns once `stopped` is set
+            await stopped  # not Thread.join, which would block the loop until then
+            closed.result()  # the close's own error, if any
         if self._error is not None:
             raise StoreError(self._error)
 
@@ -500,7 +488,8 @@ class WarcWriter:
 
     def _serve(self) -> None:
         """The writer thread: run the jobs in order until the ``None`` after the close;
-        an awaited job's result (or exception) is set on its future in the loop."""
+        an awaited job's result (or exception) is set on its future in the loop, and
+        at the ``None``, ``_stopped`` (with the same wake-up; the thread then returns)."""
         while True:
             batch = [self._jobs.get()]
             with contextlib.suppress(queue.Empty):
@@ -522,6 +511,9 @@ class WarcWriter:
                 self._guarded(self._flush)
             except StoreError as exc:  # the batch's records were not all written
                 settled = [(future, exc, True) for future, _, _ in settled]
+            if batch[-1] is None:
+                assert self._stopped is not None
+                settled.append((self._stopped, None, False))
             if settled:
                 assert self._loop is not None
                 self._loop.call_soon_threadsafe(_settle_all, settled)
@@ -568,18 +560,6 @@ class WarcWriter:
                 firsts[digest] = (url, fetched_at)
                 del aliases[digest]
 
-    def _record_id(self) -> str:
-        """A new ``WARC-Record-ID``: ``<urn:uuid:...>``, a random UUID (RFC 9562 §5.4)."""
-        state = self._state
-        if state.used + 16 > len(state.ids):
-            state.ids, state.used = os.urandom(_ID_POOL_BYTES), 0
-        raw = bytearray(state.ids[state.used : state.used + 16])
-        state.used += 16
-        raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
-        raw[8] = (raw[8] & 0x3F) | 0x80  # the RFC variant
-        h = raw.hex()
-        return f"<urn:uuid:{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}>"
-
     def _open_next(self, date: str) -> None:
         """Close the current file and begin the next one with its ``warcinfo``."""
         state = self._state
@@ -600,23 +580,30 @@ class WarcWriter:
         state.file = open(path, "xb", buffering=0)  # noqa: SIM115 - kept open across jobs
         state.size = 0
         block = "".join(f"{name}: {value}\r\n" for name, value in self._info.items() if value)
-        fields = f"WARC-Filename: {state.name}\r\nWARC-Date: {date}\r\n"
-        record = _record("warcinfo", self._record_id(), fields, _WARC_FIELDS, block.encode())
-        self._append([_gzip(record)])
+        filename = ("WARC-Filename", state.name)
+        info = _new_record(WarcRecordType.warcinfo, date, _WARC_FIELDS, block.encode(), filename)
+        self._append(info)
 
-    def _append(self, members: list[bytes]) -> list[int]:
-        """Stage ``members`` for the batch's write (``_flush``, at once past
-        ``FLUSH_BYTES``); their offsets in the file."""
+    def _append(self, record: WarcRecord, payload_sha1: bytes | None = None) -> tuple[int, int]:
+        """Stage ``record`` for the batch's write (``_flush``, at once past
+        ``FLUSH_BYTES``) as one gzip member; ``(offset in the file, length)``.
+
+        fastwarc serializes it (``checksum_data``: it adds ``WARC-Block-Digest``, and
+        ``WARC-Payload-Digest`` from ``payload_sha1`` when given) into a buffer, which
+        ``_gzip`` compresses as the record's member."""
         state = self._state
-        offsets = []
-        for member in members:
-            offsets.append(state.size)
-            state.size += len(member)
-            state.staged_bytes += len(member)
-        state.staged += members
+        serialized = state.serialized
+        serialized.seek(0)
+        serialized.truncate()
+        record.write(serialized, checksum_data=True, payload_digest=payload_sha1)
+        member = _gzip(serialized.getvalue())
+        offset = state.size
+        state.size += len(member)
+        state.staged.append(member)
+        state.staged_bytes += len(member)
         if state.staged_bytes >= FLUSH_BYTES:
             self._flush()
-        return offsets
+        return offset, len(member)
 
     def _flush(self) -> None:
         """Write the staged members with one write (whole members: see the module
@@ -653,47 +640,46 @@ class WarcWriter:
         statusline = f"HTTP/{result.http_version} {status} {result.reason}".rstrip()
         fields = result.raw_headers or tuple(_text_fields(result.headers.items()))
         head = _head(statusline.encode("latin-1", "replace"), fields)
-        record_id = self._record_id()
-        common = f"WARC-Target-URI: {url}\r\nWARC-Date: {date}\r\n"
+        common = [("WARC-Target-URI", url)]
         if exchange.ip:
-            common += f"WARC-IP-Address: {exchange.ip}\r\n"
+            common.append(("WARC-IP-Address", exchange.ip))
         duplicate_of: str | None = None
         digest: str | None
+        payload_sha1: bytes | None = None
         if status == 304:
             refers, digest = self._not_modified(url)
-            lines = f"{common}WARC-Profile: {SERVER_NOT_MODIFIED}\r\n{refers}"
+            common += [("WARC-Profile", SERVER_NOT_MODIFIED), *refers]
             if digest is not None:
-                lines += f"WARC-Payload-Digest: {digest}\r\n"
-            lines += f"WARC-Block-Digest: {payload_digest(head)}\r\n"
-            record = _record("revisit", record_id, lines, _HTTP_RESPONSE, head)
+                common.append(("WARC-Payload-Digest", digest))
+            record = _new_record(WarcRecordType.revisit, date, _HTTP_RESPONSE, head, *common)
         else:
-            digest = payload_digest(payload)
+            payload_sha1 = hashlib.sha1(payload).digest()
+            digest = _digest_text(payload_sha1)
             complete = bool(payload) and not (result.truncated or result.skipped)
             first = self._first(digest, url, date) if complete and 200 <= status < 300 else None
-            if first is not None:
+            if first is not None:  # the block of a revisit is its HTTP head
                 duplicate_of = first[0]
-                lines = (
-                    f"{common}WARC-Profile: {IDENTICAL_PAYLOAD}\r\n"
-                    f"WARC-Refers-To-Target-URI: {first[0]}\r\nWARC-Refers-To-Date: {first[1]}\r\n"
-                    f"WARC-Payload-Digest: {digest}\r\n"
-                    f"WARC-Block-Digest: {payload_digest(head)}\r\n"
-                )  # the block of a revisit is its HTTP head
-                record = _record("revisit", record_id, lines, _HTTP_RESPONSE, head)
+                common += [
+                    ("WARC-Profile", IDENTICAL_PAYLOAD),
+                    ("WARC-Refers-To-Target-URI", first[0]),
+                    ("WARC-Refers-To-Date", first[1]),
+                ]
+                kind, block = WarcRecordType.revisit, head
             else:
-                lines = common
                 if result.truncated:
-                    lines += "WARC-Truncated: length\r\n"
-                elif result.skipped:
-                    lines += "WARC-Truncated: unspecified\r\n"  # not HTML: body not read
-                lines += f"WARC-Payload-Digest: {digest}\r\n"
-                lines += f"WARC-Block-Digest: {_b32(_sha1(head, payload))}\r\n"
-                record = _record("response", record_id, lines, _HTTP_RESPONSE, head, payload)
-        response = _gzip(record)
-        offsets = self._append([response, _gzip(self._request_record(result, date, record_id))])
+                    common.append(("WARC-Truncated", "length"))
+                elif result.skipped:  # not HTML: body not read
+                    common.append(("WARC-Truncated", "unspecified"))
+                kind, block = WarcRecordType.response, head + payload
+            record = _new_record(kind, date, _HTTP_RESPONSE, block, *common)
+        record_id = record.record_id
+        assert record_id is not None  # init_headers gave it one
+        offset, length = self._append(record, payload_sha1)
+        self._append(self._request_record(result, date, record_id))
         return WarcRef(
             file=self._state.name,
-            offset=offsets[0],
-            length=len(response),
+            offset=offset,
+            length=length,
             record_id=record_id,
             payload_digest=digest,
             duplicate_of=duplicate_of,
@@ -712,18 +698,18 @@ class WarcWriter:
         state.aliases.pop(digest, None)
         return None
 
-    def _not_modified(self, url: str) -> tuple[str, str | None]:
-        """The ``WARC-Refers-To-*`` lines of a 304 of ``url`` (the full response its
+    def _not_modified(self, url: str) -> tuple[list[tuple[str, str]], str | None]:
+        """The ``WARC-Refers-To-*`` fields of a 304 of ``url`` (the full response its
         page row points to: that record's own fields, or those it refers to when it
-        is an exact-duplicate revisit) and that payload's digest; ``("", None)``
+        is an exact-duplicate revisit) and that payload's digest; ``([], None)``
         when unknown (no row, no record, or a record that cannot be read)."""
         found = self._locate(url) if self._locate is not None else None
         if found is None:
-            return "", None
+            return [], None
         try:
             fields = record_head(self.directory / found[0], found[1])
         except (OSError, ValueError):
-            return "", None
+            return [], None
         digest = fields.get("WARC-Payload-Digest")
         if fields.get("WARC-Type") == "revisit":
             target = fields.get("WARC-Refers-To-Target-URI")
@@ -732,12 +718,12 @@ class WarcWriter:
         else:
             target, date = fields.get("WARC-Target-URI"), fields.get("WARC-Date")
             record_id = fields.get("WARC-Record-ID")
-        lines = f"WARC-Refers-To: {record_id}\r\n" if record_id else ""
+        refers = [("WARC-Refers-To", record_id)] if record_id else []
         if target and date:
-            lines += f"WARC-Refers-To-Target-URI: {target}\r\nWARC-Refers-To-Date: {date}\r\n"
-        return lines, digest
+            refers += [("WARC-Refers-To-Target-URI", target), ("WARC-Refers-To-Date", date)]
+        return refers, digest
 
-    def _request_record(self, result: FetchResult, date: str, concurrent_to: str) -> bytes:
+    def _request_record(self, result: FetchResult, date: str, concurrent_to: str) -> WarcRecord:
         """The ``request`` record of ``result``: the request line and headers sent."""
         target, host = _request_target(result.url)
         pairs = result.request_headers or (("Host", host),)
@@ -745,11 +731,8 @@ class WarcWriter:
             f"GET {target} HTTP/{result.http_version}".encode("latin-1", "replace"),
             _text_fields(pairs),
         )
-        lines = (
-            f"WARC-Target-URI: {result.url}\r\nWARC-Date: {date}\r\n"
-            f"WARC-Concurrent-To: {concurrent_to}\r\nWARC-Block-Digest: {payload_digest(head)}\r\n"
-        )
-        return _record("request", self._record_id(), lines, _HTTP_REQUEST, head)
+        fields = (("WARC-Target-URI", result.url), ("WARC-Concurrent-To", concurrent_to))
+        return _new_record(WarcRecordType.request, date, _HTTP_REQUEST, head, *fields)
 
     def _write_fields(
         self, url: str, concurrent_to: str, date: str, via: str | None, outlinks: Sequence[str]
@@ -758,22 +741,15 @@ class WarcWriter:
         text = f"via: {via}\r\n" if via else ""
         if outlinks:
             text += "outlink: " + "\r\noutlink: ".join(outlinks) + "\r\n"
+        fields = (("WARC-Target-URI", url), ("WARC-Concurrent-To", concurrent_to))
         block = text.encode("utf-8")
-        lines = (
-            f"WARC-Target-URI: {url}\r\nWARC-Date: {date}\r\n"
-            f"WARC-Concurrent-To: {concurrent_to}\r\nWARC-Block-Digest: {payload_digest(block)}\r\n"
-        )
-        self._append([_gzip(_record("metadata", self._record_id(), lines, _WARC_FIELDS, block))])
+        self._append(_new_record(WarcRecordType.metadata, date, _WARC_FIELDS, block, *fields))
 
     def _write_conversion(self, url: str, refers_to: str, html: str, date: str) -> None:
         self._ready(date)
         block = html.encode("utf-8", "surrogatepass")
-        lines = (
-            f"WARC-Target-URI: {url}\r\nWARC-Date: {date}\r\nWARC-Refers-To: {refers_to}\r\n"
-            f"WARC-Block-Digest: {payload_digest(block)}\r\n"
-        )
-        record = _record("conversion", self._record_id(), lines, "text/html; charset=utf-8", block)
-        self._append([_gzip(record)])
+        fields = (("WARC-Target-URI", url), ("WARC-Refers-To", refers_to))
+        self._append(_new_record(WarcRecordType.conversion, date, _HTML, block, *fields))
 
     def _alias(self, digest: str, page_url: str, canonical_url: str) -> None:
         state = self._state
@@ -803,7 +779,6 @@ __all__ = [
     "MAX_HEAD_BYTES",
     "MAX_PENDING",
     "SERVER_NOT_MODIFIED",
-    "SLICED_HASH_MAX",
     "Exchange",
     "Locator",
     "WarcWriter",
