@@ -68,6 +68,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -331,6 +332,30 @@ def print_table(runs: list[Run], sides: tuple[str, str]) -> None:
         print(f"  {name:{width}}  {cells}  {ratio}")
 
 
+def print_spread(runs: list[Run], sides: tuple[str, str]) -> None:
+    """The spread of the rounds: per side, the lowest and highest pages/s (the
+    crawler's own elapsed); and the ratio of the first side to the second within each
+    round (round i's A over its B, the two run one after the other), lowest, median
+    and highest, for pages/s and CPU ms per page."""
+    by_side = {side: [r for r in runs if r.side == side] for side in sides}
+    for side, own in by_side.items():
+        rates = [r.rate for r in own]
+        print(f"  {side}: pages/s from {min(rates):,.1f} to {max(rates):,.1f}")
+    pairs = list(zip(by_side[sides[0]], by_side[sides[1]], strict=False))
+    measures: list[tuple[str, Callable[[Run], float]]] = [
+        ("pages/s", lambda r: r.rate),
+        ("CPU ms per page", lambda r: r.cpu_ms_per_page),
+    ]
+    for name, get in measures:
+        ratios = [get(a) / get(b) for a, b in pairs if get(b)]
+        if ratios:
+            print(
+                f"  {name} {sides[0]}/{sides[1]} per round: lowest {min(ratios):.3f}, median "
+                f"{statistics.median(ratios):.3f}, highest {max(ratios):.3f} "
+                f"({', '.join(f'{x:.3f}' for x in ratios)})"
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; 0 unless a run fails."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -404,6 +429,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print_table(runs, sides)
+    print_spread(runs, sides)
     print("checks: " + ("; ".join(problems) if problems else "no /private/ request, no URL twice"))
     return 0
 

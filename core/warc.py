@@ -8,19 +8,20 @@ begun once a file holds ``max_bytes``. Digests are ``sha1:`` in base 32, as warc
 Heritrix write them; ``WARC-Date`` has microseconds (WARC/1.1 §5.4).
 
 The records are built and serialized by fastwarc (``fastwarc.warc.WarcRecord``: its
-``WARC-Record-ID``, a random UUID 4, its ``Content-Length``, its ``WARC-Block-Digest``
-from ``write(checksum_data=True)``, its base 32), chosen over warcio's builder by the
+``WARC-Record-ID``, a random UUID 4, its ``Content-Length``, and from
+``write(checksum_data=True)`` its ``WARC-Block-Digest`` and, for a response whose HTTP
+head it parsed, its ``WARC-Payload-Digest``), chosen over warcio's builder by the
 measurement in ``benchmarks/RESULTS.md`` ("WARC output": 70 against 126 us of Python
 per page). The block is the HTTP head as received (``_head``: the status line and the
-raw header fields, in order) and the payload as transferred. Two parts stay here, each
-for a stated reason: the payload's SHA-1 is taken (``hashlib``) before the record is
-built, since it decides between a ``response`` and a ``revisit`` (the duplicate map),
-and handed to fastwarc's ``write`` (``payload_digest``) to be written; and each record
-is compressed as its gzip member by one ``zlib`` call (``_gzip``), not through
-fastwarc's ``GzipWriter``, which costs ten times more per small member. The files are
-checked by warcio (``warcio check``, ``warcio index``, its ``ArchiveIterator`` at each
-offset) in ``tests/test_warc.py``; ``crawldeck show`` and ``export --with-body`` read
-them with warcio.
+raw header fields, in order; fastwarc's parse of it writes the same bytes back) and
+the payload as transferred. A response is serialized before the duplicate map is asked
+(the map needs fastwarc's payload digest); an exact duplicate is then serialized again
+as its revisit. One part is not fastwarc's: each record is compressed as its gzip
+member by one ``zlib`` call (``_gzip``), not through fastwarc's ``GzipWriter``, which
+costs ten times more per small member. The files are checked by warcio (``warcio
+check``, ``warcio index``, its ``ArchiveIterator`` at each offset) in
+``tests/test_warc.py``; ``crawldeck show`` and ``export --with-body`` read them with
+warcio.
 
 Threading: every record is digested, compressed (zlib level 3: on the local Python
 and Django docs it costs 7.8 ms per MB against 16.9 at level 6, for 15 % more bytes,
@@ -73,9 +74,7 @@ head; its ``WARC-Refers-To-Target-URI``, ``-Date``, ``WARC-Refers-To`` and
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import hashlib
 import io
 import os
 import queue
@@ -112,18 +111,6 @@ _HTTP_REQUEST: Final = "application/http; msgtype=request"
 _WARC_FIELDS: Final = "application/warc-fields"
 _HTML: Final = "text/html; charset=utf-8"
 _END: Final = b"\r\n\r\n"
-
-
-def payload_digest(data: bytes) -> str:
-    """``sha1:BASE32`` of ``data`` (WARC/1.1 §5.8-5.9, the form warcio and fastwarc
-    write)."""
-    return _digest_text(hashlib.sha1(data).digest())
-
-
-def _digest_text(sha1: bytes) -> str:
-    """A SHA-1 digest (20 bytes) as a WARC digest value: ``sha1:`` and its base 32
-    (RFC 4648 §6, 32 digits, no padding)."""
-    return "sha1:" + base64.b32encode(sha1).decode("ascii")
 
 
 def warc_stem(db: Path) -> str:
@@ -243,8 +230,8 @@ def _new_record(
 ) -> WarcRecord:
     """A fastwarc record of type ``kind``: ``WARC-Type``, a random ``WARC-Record-ID``
     (a UUID 4, fastwarc's), ``WARC-Date`` ``date``, ``Content-Length``, then ``fields``
-    in order, ``Content-Type``, and the block; the digests are added when it is
-    written (``_append``)."""
+    in order, ``Content-Type``, and the block; fastwarc adds the digests when it
+    writes it (``WarcWriter._serialize``)."""
     record = WarcRecord()
     record.init_headers(kind)
     headers = record.headers
@@ -582,21 +569,24 @@ class WarcWriter:
         block = "".join(f"{name}: {value}\r\n" for name, value in self._info.items() if value)
         filename = ("WARC-Filename", state.name)
         info = _new_record(WarcRecordType.warcinfo, date, _WARC_FIELDS, block.encode(), filename)
-        self._append(info)
+        self._append(self._serialize(info))
 
-    def _append(self, record: WarcRecord, payload_sha1: bytes | None = None) -> tuple[int, int]:
-        """Stage ``record`` for the batch's write (``_flush``, at once past
-        ``FLUSH_BYTES``) as one gzip member; ``(offset in the file, length)``.
-
-        fastwarc serializes it (``checksum_data``: it adds ``WARC-Block-Digest``, and
-        ``WARC-Payload-Digest`` from ``payload_sha1`` when given) into a buffer, which
-        ``_gzip`` compresses as the record's member."""
-        state = self._state
-        serialized = state.serialized
+    def _serialize(self, record: WarcRecord) -> bytes:
+        """``record`` as fastwarc writes it, with the digests it computes
+        (``checksum_data``): ``WARC-Block-Digest``, and ``WARC-Payload-Digest`` when
+        it parsed the record's HTTP head (``parse_http``)."""
+        serialized = self._state.serialized
         serialized.seek(0)
         serialized.truncate()
-        record.write(serialized, checksum_data=True, payload_digest=payload_sha1)
-        member = _gzip(serialized.getvalue())
+        record.write(serialized, checksum_data=True)
+        return serialized.getvalue()
+
+    def _append(self, data: bytes) -> tuple[int, int]:
+        """Stage the serialized record ``data`` as one gzip member (``_gzip``) for the
+        batch's write (``_flush``, at once past ``FLUSH_BYTES``); ``(offset in the
+        file, length)`` of the member."""
+        state = self._state
+        member = _gzip(data)
         offset = state.size
         state.size += len(member)
         state.staged.append(member)
@@ -645,37 +635,41 @@ class WarcWriter:
             common.append(("WARC-IP-Address", exchange.ip))
         duplicate_of: str | None = None
         digest: str | None
-        payload_sha1: bytes | None = None
         if status == 304:
             refers, digest = self._not_modified(url)
             common += [("WARC-Profile", SERVER_NOT_MODIFIED), *refers]
             if digest is not None:
                 common.append(("WARC-Payload-Digest", digest))
             record = _new_record(WarcRecordType.revisit, date, _HTTP_RESPONSE, head, *common)
+            data = self._serialize(record)
         else:
-            payload_sha1 = hashlib.sha1(payload).digest()
-            digest = _digest_text(payload_sha1)
+            described = common
+            if result.truncated:
+                described = [*common, ("WARC-Truncated", "length")]
+            elif result.skipped:  # not HTML: body not read
+                described = [*common, ("WARC-Truncated", "unspecified")]
+            block = head + payload
+            record = _new_record(WarcRecordType.response, date, _HTTP_RESPONSE, block, *described)
+            record.is_http = True
+            record.parse_http(max_header_len=len(head))  # our own head, of any length
+            data = self._serialize(record)  # fastwarc digests the payload as it writes
+            digest = record.headers["WARC-Payload-Digest"]
             complete = bool(payload) and not (result.truncated or result.skipped)
             first = self._first(digest, url, date) if complete and 200 <= status < 300 else None
-            if first is not None:  # the block of a revisit is its HTTP head
+            if first is not None:  # a revisit instead, its block the HTTP head
                 duplicate_of = first[0]
                 common += [
                     ("WARC-Profile", IDENTICAL_PAYLOAD),
                     ("WARC-Refers-To-Target-URI", first[0]),
                     ("WARC-Refers-To-Date", first[1]),
+                    ("WARC-Payload-Digest", digest),
                 ]
-                kind, block = WarcRecordType.revisit, head
-            else:
-                if result.truncated:
-                    common.append(("WARC-Truncated", "length"))
-                elif result.skipped:  # not HTML: body not read
-                    common.append(("WARC-Truncated", "unspecified"))
-                kind, block = WarcRecordType.response, head + payload
-            record = _new_record(kind, date, _HTTP_RESPONSE, block, *common)
+                record = _new_record(WarcRecordType.revisit, date, _HTTP_RESPONSE, head, *common)
+                data = self._serialize(record)
         record_id = record.record_id
         assert record_id is not None  # init_headers gave it one
-        offset, length = self._append(record, payload_sha1)
-        self._append(self._request_record(result, date, record_id))
+        offset, length = self._append(data)
+        self._append(self._serialize(self._request_record(result, date, record_id)))
         return WarcRef(
             file=self._state.name,
             offset=offset,
@@ -743,13 +737,15 @@ class WarcWriter:
             text += "outlink: " + "\r\noutlink: ".join(outlinks) + "\r\n"
         fields = (("WARC-Target-URI", url), ("WARC-Concurrent-To", concurrent_to))
         block = text.encode("utf-8")
-        self._append(_new_record(WarcRecordType.metadata, date, _WARC_FIELDS, block, *fields))
+        record = _new_record(WarcRecordType.metadata, date, _WARC_FIELDS, block, *fields)
+        self._append(self._serialize(record))
 
     def _write_conversion(self, url: str, refers_to: str, html: str, date: str) -> None:
         self._ready(date)
         block = html.encode("utf-8", "surrogatepass")
         fields = (("WARC-Target-URI", url), ("WARC-Refers-To", refers_to))
-        self._append(_new_record(WarcRecordType.conversion, date, _HTML, block, *fields))
+        record = _new_record(WarcRecordType.conversion, date, _HTML, block, *fields)
+        self._append(self._serialize(record))
 
     def _alias(self, digest: str, page_url: str, canonical_url: str) -> None:
         state = self._state
@@ -783,7 +779,6 @@ __all__ = [
     "Locator",
     "WarcWriter",
     "complete_length",
-    "payload_digest",
     "record_head",
     "warc_files",
     "warc_stem",

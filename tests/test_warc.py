@@ -4,7 +4,9 @@ the files checked by tools we did not write (``warcio check``, ``warcio index``)
 from __future__ import annotations
 
 import asyncio
+import base64
 import gzip
+import hashlib
 import os
 import signal
 import sqlite3
@@ -33,7 +35,6 @@ from crawldeck.core.warc import (
     Exchange,
     WarcWriter,
     complete_length,
-    payload_digest,
     record_head,
     warc_files,
     warc_stem,
@@ -43,6 +44,12 @@ from crawldeck.localweb import LocalWeb
 WARCIO = str(Path(sys.executable).parent / "warcio")
 CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
 DATE = "2024-05-01T12:00:00.250000Z"
+
+
+def payload_digest(data: bytes) -> str:
+    """The WARC digest of ``data`` computed here, not by the writer (its fastwarc):
+    ``sha1:`` and the base 32 of its SHA-1 (WARC/1.1 §5.9, as warcio checks it)."""
+    return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode("ascii")
 
 
 def check_with_warcio(directory: Path, stem: str) -> list[Path]:
@@ -119,6 +126,41 @@ def test_stem_and_file_names(tmp_path: Path) -> None:
     for name in ("c-00002.warc.gz", "c-00010.warc.gz", "c-1.warc.gz", "cc-00001.warc.gz"):
         (tmp_path / name).write_bytes(b"")
     assert [p.name for p in warc_files(tmp_path, "c")] == ["c-00002.warc.gz", "c-00010.warc.gz"]
+
+
+def test_a_head_past_fastwarcs_default_limit_is_written_whole(tmp_path: Path) -> None:
+    """fastwarc parses a response's HTTP head to digest its payload, refusing by
+    default a head of over 32 kB (``Maximum header length exceeded``); 40 kB of
+    cookies (aiohttp passes fields of up to 8 kB each) are written byte for byte."""
+    raw = tuple((b"Set-Cookie", b"c%d=" % i + b"v" * 7990) for i in range(5))
+    writer = WarcWriter(tmp_path, "c", max_bytes=1 << 20, info=[("software", "t")])
+    (ref,) = write_all(writer, [result("http://a.test/", b"<p>big head</p>", raw_headers=raw)])
+    check_with_warcio(tmp_path, "c")
+    head = b"".join(name + b": " + value + b"\r\n" for name, value in raw)
+    stored = member(tmp_path / ref.file, ref.offset, ref.length)
+    assert stored.endswith(b"HTTP/1.1 200\r\n" + head + b"\r\n<p>big head</p>\r\n\r\n")
+    assert ref.payload_digest == payload_digest(b"<p>big head</p>")
+
+
+def test_aclose_ends_the_writer_thread(tmp_path: Path) -> None:
+    """``aclose`` returns once the thread has written the queued records and closed the
+    file, and the thread then ends (it no longer joins it on the loop)."""
+    writer = WarcWriter(tmp_path, "c", max_bytes=1 << 20, info=[("software", "t")])
+
+    async def main() -> None:
+        ref = await (await writer.exchange(Exchange(result("http://a.test/", b"<p>a</p>"), DATE)))
+        writer.metadata("http://a.test/", ref.record_id, DATE, via=None, outlinks=["http://b/"])
+        await writer.aclose()
+
+    asyncio.run(main())
+    thread = writer._thread
+    assert thread is not None
+    thread.join(5)
+    assert not thread.is_alive()
+    assert writer.statistics()[0] == 4  # warcinfo, response, request, metadata: all written
+    assert writer._state.file is None
+    with pytest.raises(StoreError, match="closed"):
+        asyncio.run(writer.exchange(Exchange(result("http://a.test/2", b"x"), DATE)))
 
 
 def test_duplicates_revisits_raw_headers_and_truncation(tmp_path: Path) -> None:
