@@ -54,16 +54,44 @@ from crawldeck.core.warc import Exchange, WarcWriter, warc_stem
 WARC_1_1: Final = "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"
 
 
+@dataclass(frozen=True, slots=True)
+class WarcHome:
+    """Where the WARC files of a store without a crawl file of its own go: a cluster
+    worker's ``ClusterStore`` (its pages reach the crawl file through Redis) has one
+    as its ``warc_home`` attribute.
+
+    Attributes:
+        directory: the files' directory.
+        stem: their name stem (``<stem>-NNNNN.warc.gz``), this writer's alone.
+        part_of: the ``warcinfo`` record's ``isPartOf`` (the crawl's name).
+    """
+
+    directory: Path
+    stem: str
+    part_of: str
+
+
 def warc_writer(config: CrawlConfig, store: ResultSink) -> WarcWriter | None:
     """The crawl's WARC writer: files ``<db stem>-NNNNN.warc.gz`` beside the SQLite
     crawl file of ``store``, rotated at ``warc_max_bytes``, each opened by a
     ``warcinfo`` record (software, format, robots policy ``obey``, the user agent);
     the duplicate map read back from the store's pages (``first_payloads``), a 304's
-    earlier record found through its page row (``PageRecords``). ``None`` when ``warc`` is off
-    or the store is not a SQLite ``Store`` (a cluster worker's: its pages reach the
-    crawl file through Redis, and it writes no WARC; README, "Many workers")."""
-    if not config.warc or not isinstance(store, Store):
+    earlier record found through its page row (``PageRecords``). A store that is not a
+    SQLite ``Store`` but has a ``warc_home`` (a ``WarcHome``: a cluster worker's) gets
+    files ``<stem>-NNNNN.warc.gz`` there, a duplicate map of this run's responses only
+    and no 304 lookup. ``None`` when ``warc`` is off or the store has neither."""
+    if not config.warc:
         return None
+    first: Callable[[], Iterator[tuple[str, str, str, str | None]]] | None = None
+    locate = None
+    if isinstance(store, Store):
+        home = WarcHome(store.path.parent, warc_stem(store.path), store.path.name)
+        first, locate = lambda: first_payloads(store, config.strip_params), PageRecords(store.path)
+    else:
+        found = getattr(store, "warc_home", None)
+        if not isinstance(found, WarcHome):
+            return None
+        home = found
     try:
         version = metadata.version("crawldeck")
     except metadata.PackageNotFoundError:
@@ -72,17 +100,17 @@ def warc_writer(config: CrawlConfig, store: ResultSink) -> WarcWriter | None:
         ("software", f"crawldeck/{version}"),
         ("format", "WARC File Format 1.1"),
         ("conformsTo", WARC_1_1),
-        ("isPartOf", store.path.name),
+        ("isPartOf", home.part_of),
         ("robots", "obey"),
         ("http-header-user-agent", config.user_agent),
     ]
     return WarcWriter(
-        store.path.parent,
-        warc_stem(store.path),
+        home.directory,
+        home.stem,
         max_bytes=config.warc_max_bytes,
         info=info,
-        first_payloads=lambda: first_payloads(store, config.strip_params),
-        locate=PageRecords(store.path),
+        first_payloads=first,
+        locate=locate,
     )
 
 
@@ -266,6 +294,7 @@ __all__ = [
     "ArchivingFetcher",
     "PageArchive",
     "PageRecords",
+    "WarcHome",
     "first_payloads",
     "warc_writer",
 ]

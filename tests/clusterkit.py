@@ -289,7 +289,8 @@ class ClusterCrawl:
     ``crawldeck worker`` (each on its own Redis URL if ``worker_urls`` is given).
     ``together``: the crawl is paused (its control in Redis) until every worker
     joined and the hosts were shared out, so each starts with its fair share.
-    Output goes to files in ``directory``; ``close`` kills what is still running."""
+    Output goes to files in ``directory``, the workers' WARC files too; ``close``
+    kills what is still running."""
 
     def __init__(
         self,
@@ -343,6 +344,7 @@ class ClusterCrawl:
             for index, url in enumerate(self.worker_urls):
                 self.workers.append(self._spawn(f"worker-{index}", crawldeck(
                     "worker", "--redis", url, "--crawl-id", self.crawl_id,
+                    "--warc-dir", str(self.directory),
                 )))  # fmt: skip
             if self.together:
                 beats = f"cd:{self.crawl_id}:workers"

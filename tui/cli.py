@@ -156,6 +156,14 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     _add_redis_flags(worker, required=True)
+    worker.add_argument(
+        "--warc-dir",
+        type=Path,
+        default=Path("."),
+        metavar="DIR",
+        help="where this worker writes its WARC files <crawl-id>-<random>-NNNNN.warc.gz "
+        "(default: the current directory; copy them beside the crawl file for show and export)",
+    )
     recrawl = sub.add_parser(
         "recrawl",
         help="revisit a crawl's pages with conditional GET, often-changing pages first",

@@ -30,7 +30,7 @@ from crawldeck.core.cluster.link import RedisLink, open_client
 from crawldeck.core.cluster.server import PrivateRedis, acheck_redis
 from crawldeck.core.cluster.worker import Worker, read_config
 from crawldeck.core.config import CrawlConfig
-from crawldeck.core.errors import CrawldeckError
+from crawldeck.core.errors import ConfigError, CrawldeckError
 from crawldeck.core.store import Store
 from crawldeck.tui.cli import program
 from crawldeck.tui.headless import stop_signals
@@ -56,10 +56,12 @@ def default_crawl_id(db: Path) -> str:
     return name or PRIVATE_CRAWL_ID
 
 
-def worker_command(url: str, crawl_id: str, *, cluster: bool) -> list[str]:
-    """The command line that starts one worker of crawl ``crawl_id`` on ``url``."""
+def worker_command(url: str, crawl_id: str, *, cluster: bool, warc_dir: Path) -> list[str]:
+    """The command line that starts one worker of crawl ``crawl_id`` on ``url``,
+    writing its WARC files into ``warc_dir`` (the crawl file's directory for the
+    coordinator's own workers: ``show`` and ``export --with-body`` look there)."""
     command = [sys.executable, "-m", "crawldeck.tui.launch", "worker",
-               "--redis", url, "--crawl-id", crawl_id]  # fmt: skip
+               "--redis", url, "--crawl-id", crawl_id, "--warc-dir", str(warc_dir)]  # fmt: skip
     return [*command, "--redis-cluster"] if cluster else command
 
 
@@ -108,6 +110,7 @@ async def _coordinate(
     store: Store,
     url: str,
     crawl_id: str,
+    warc_dir: Path,
     *,
     ui: bool,
 ) -> tuple[str, ClusterSnapshot]:
@@ -117,7 +120,9 @@ async def _coordinate(
         coordinator = Coordinator(
             config, store, link, Keyspace(crawl_id),
             workers=args.workers if args.workers is not None else 0,
-            worker_command=worker_command(url, crawl_id, cluster=args.redis_cluster),
+            worker_command=worker_command(
+                url, crawl_id, cluster=args.redis_cluster, warc_dir=warc_dir
+            ),
             worker_log=Path(f"{db}.workers.log"),
         )  # fmt: skip
         if ui:  # the console's signals and log (textual is imported for it only)
@@ -178,7 +183,9 @@ def run_cluster_crawl(
             else:
                 url = args.redis
             outcome, snap = asyncio.run(
-                _coordinate(args, config, seeds, db, store, url, crawl_id, ui=ui)
+                _coordinate(
+                    args, config, seeds, db, store, url, crawl_id, db.resolve().parent, ui=ui
+                )
             )
         finally:
             store.close()
@@ -205,7 +212,14 @@ async def _work(args: argparse.Namespace) -> None:
     try:
         config = await read_config(link, keys)
         link = RedisLink(link.client, outage_s=config.redis_outage_s)
-        worker = Worker(link, keys, config)
+        warc_dir = None
+        if config.warc:
+            warc_dir = Path(args.warc_dir)
+            try:
+                await asyncio.to_thread(warc_dir.mkdir, parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ConfigError(f"--warc-dir {args.warc_dir}: {exc.strerror}") from None
+        worker = Worker(link, keys, config, warc_dir=warc_dir)
         loop = asyncio.get_running_loop()
         for sig in stop_signals():
             loop.add_signal_handler(sig, worker.engine.request_stop)
@@ -223,7 +237,10 @@ async def _work(args: argparse.Namespace) -> None:
 
 
 def run_worker(args: argparse.Namespace) -> int:
-    """``crawldeck worker --redis URL --crawl-id NAME``: the exit code."""
+    """``crawldeck worker --redis URL --crawl-id NAME [--warc-dir DIR]``: the exit code
+    (its WARC files go into ``DIR``, default the current directory, when the crawl's
+    ``warc`` is on; ``core.cluster.worker.Worker``)."""
+    args.warc_dir = Path(args.warc_dir).resolve()
     try:
         asyncio.run(_work(args))
     except CrawldeckError as exc:

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal, NoReturn
 
 from crawldeck.core import urls
+from crawldeck.core.archive import WarcHome
 from crawldeck.core.cluster import wire
 from crawldeck.core.cluster.keys import (
     Keyspace,
@@ -152,6 +153,10 @@ class ClusterStore:
             to the crawl's count (``Keyspace.pages``) and calls ``on_cap`` once that
             count reaches the cap.
 
+    Attributes:
+        warc_home: where this worker's WARC files go (``core.archive.warc_writer``
+            reads it when the engine is assembled), ``None``: no WARC files.
+
     ``start`` must be called on the running loop before the first write. Writes raise
     ``StoreError`` once a flush failed for good (Redis gone past its outage time).
     """
@@ -168,6 +173,7 @@ class ClusterStore:
         max_pages: int | None = None,
     ) -> None:
         self._keys = keys
+        self.warc_home: WarcHome | None = None
         self._cap = max_pages
         self.on_cap: Callable[[], None] | None = None
         self._link = link

@@ -28,13 +28,16 @@ import json
 import logging
 import math
 import os
+import random
 import socket
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from crawldeck.core.archive import WarcHome
 from crawldeck.core.assembly import Parts
 from crawldeck.core.cluster.addresses import SharedIpLimit
 from crawldeck.core.cluster.keys import SHARDS, Keyspace, shard_of
@@ -50,6 +53,7 @@ from crawldeck.core.gate import AddressLimit
 from crawldeck.core.protocols import Clock, Fetcher
 from crawldeck.core.robots_policy import RobotsEntry
 from crawldeck.core.store import FrontierRow, HostRecord
+from crawldeck.core.warc import warc_files
 from crawldeck.core.window import FrontierWindow, SpillStore
 
 log = logging.getLogger("crawldeck.cluster")
@@ -96,6 +100,35 @@ def parse_claim(reply: Sequence[Any]) -> Claimed:
         clean=_text(clean) != "0",
         robots=decode_robots(robots) if robots else None,
     )
+
+
+def warc_suffix(directory: Path | None, crawl_id: str) -> str:
+    """A worker's random suffix, 8 hex digits (``uuid4``), that no WARC file of crawl
+    ``crawl_id`` in ``directory`` has yet (``<crawl id>-SUFFIX-NNNNN.warc.gz``): a
+    worker, restarted or not, starts files of its own, never another's."""
+    while True:
+        suffix = uuid.uuid4().hex[:8]
+        if directory is None or not warc_files(directory, f"{crawl_id}-{suffix}"):
+            return suffix
+
+
+def claim_plan(ready: Sequence[int], want: int, start: int) -> list[tuple[int, int]]:
+    """How many hosts to claim from each shard, ``(shard, count)``: ``ready[s]`` hosts
+    are claimable in shard ``s`` (the last survey's count), each shard with some asks
+    for its part of ``want`` in proportion (at least 1), and the counts add up to at
+    most ``want``, the shards taken from ``start`` on (wrapping): when fewer hosts are
+    wanted than shards have some, workers claiming at once start at different shards
+    and a worker never takes one host of every shard past its share."""
+    total = sum(ready)
+    plan: list[tuple[int, int]] = []
+    left = want
+    for i in range(len(ready)):
+        shard = (start + i) % len(ready)
+        if ready[shard] and left > 0:
+            take = min(left, max(1, math.ceil(want * ready[shard] / total)))
+            plan.append((shard, take))
+            left -= take
+    return plan
 
 
 def survey_commands(keys: Keyspace, *, cluster: bool, now: float) -> list[Command]:
@@ -184,7 +217,13 @@ class Worker:
             worker's alone.
         clock: epoch seconds; ``monotonic``: the lease clock.
         fetcher, dns: as ``Engine``'s (tests pass loopback ones).
-        worker_id: this worker's id (default ``machine:pid:random``).
+        worker_id: this worker's id (default ``machine:pid:SUFFIX``).
+        warc_dir: where this worker writes its WARC files when the crawl's ``warc``
+            is on (``None``: it writes none): ``<crawl id>-SUFFIX-NNNNN.warc.gz``,
+            ``SUFFIX`` 8 random hex digits drawn at start (``warc_suffix``), so two
+            workers, or two runs of one, never write one file. The page rows name
+            the file only (``warc_file``): ``crawldeck show`` and ``export
+            --with-body`` look for it beside the crawl file.
     """
 
     def __init__(
@@ -198,9 +237,11 @@ class Worker:
         fetcher: Fetcher | None = None,
         dns: DnsCache | None = None,
         worker_id: str | None = None,
+        warc_dir: Path | None = None,
     ) -> None:
         self.machine = socket.gethostname()
-        self.id = worker_id or f"{self.machine}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        suffix = warc_suffix(warc_dir, keys.crawl_id)
+        self.id = worker_id or f"{self.machine}:{os.getpid()}:{suffix}"
         self.link = link
         self._link, self._keys, self._clock, self._mono = link, keys, clock, monotonic
         self._lease_ms = config.cluster_lease_ms
@@ -209,6 +250,8 @@ class Worker:
             keys, link, self.id, self.leases, clock=clock, hot_queue=config.cluster_hot_queue,
             max_pages=config.max_pages,
         )  # fmt: skip
+        if warc_dir is not None:
+            self.store.warc_home = WarcHome(warc_dir, f"{keys.crawl_id}-{suffix}", keys.crawl_id)
         self.store.on_cap = self._cap_reached
         self._window: SharedWindow | None = None
         self._parts: Parts | None = None
@@ -485,20 +528,17 @@ class Worker:
 
     async def _claim(self) -> int:
         """Claim hosts up to this worker's share, from the shards that have claimable
-        ones (in proportion); the number claimed."""
+        ones (``claim_plan``, from a random shard on); the number claimed."""
         want = self._share - len(self.leases)
         total = sum(self._ready_by_shard)
         if want <= 0 or total == 0 or self._stop.is_set():
             return 0
         k, now, sent = self._keys, self._clock(), self._mono()
-        commands: list[Command] = []
-        for shard, ready in enumerate(self._ready_by_shard):
-            if ready:
-                take = max(1, math.ceil(want * ready / total))
-                commands.append((
-                    "script", "claim", [k.stream(shard)],
-                    [k.tag(shard), self.id, self._lease_ms, now, int(now * 1000), take],
-                ))  # fmt: skip
+        commands: list[Command] = [
+            ("script", "claim", [k.stream(shard)],
+             [k.tag(shard), self.id, self._lease_ms, now, int(now * 1000), take])
+            for shard, take in claim_plan(self._ready_by_shard, want, random.randrange(SHARDS))
+        ]  # fmt: skip
         replies = await self._link.batch(commands)
         claimed = 0
         for reply in replies:
@@ -608,10 +648,12 @@ class Worker:
 __all__ = [
     "Claimed",
     "Worker",
+    "claim_plan",
     "parse_claim",
     "publish_crawl",
     "read_config",
     "survey_commands",
     "survey_counts",
     "survey_totals",
+    "warc_suffix",
 ]
