@@ -126,7 +126,9 @@ def tables(db: Path) -> dict[str, Any]:
 
     Not a URL's depth: it is that of the first link to it admitted, and links to one
     host come from the workers that own the others in whatever order they commit (the
-    calendar trap's 2027/07 is 7 hops by "next month" and 6 by "next year" then back)."""
+    calendar trap's 2027/07 is 7 hops by "next month" and 6 by "next year" then back).
+    Nor a blocked URL's reason, which follows from its depth: a calendar month one hop
+    deeper is refused as ``depth`` before its date is counted as ``calendar``."""
     c = Expected.canonical
     conn = sqlite3.connect(db)
     try:
@@ -137,9 +139,7 @@ def tables(db: Path) -> dict[str, Any]:
             "links": Counter(
                 (c(a), c(b)) for a, b in conn.execute("SELECT from_url, to_url FROM links")
             ),
-            "blocked": sorted(
-                (c(u), r) for u, r in conn.execute("SELECT url, reason FROM blocked")
-            ),
+            "blocked": sorted(c(u) for (u,) in conn.execute("SELECT url FROM blocked")),
             "hosts": sorted(conn.execute("SELECT host, pages_fetched FROM hosts")),
             "frontier": sorted(conn.execute("SELECT key, state FROM frontier")),
         }
