@@ -3,8 +3,9 @@
 ``assemble`` builds, for a config, a store and a clock, every part the engine drives,
 each with only the settings it needs (``XSettings.from_config``), and ties their
 callbacks: the address policy and the robots.txt cache write audit lines to the
-observer; with ``warc`` on (and a SQLite store: a cluster worker writes none) the
-fetcher is wrapped in ``core.archive.ArchivingFetcher``; robots.txt is fetched
+observer; with ``warc`` on (and a SQLite store, or a cluster worker's store with a
+WARC directory: ``core.archive.warc_writer``) the fetcher is wrapped in
+``core.archive.ArchivingFetcher``; robots.txt is fetched
 through the side requests and so through the host gate; refusals go to the observer;
 spilled rows read back restore their seed's scope.
 The engine (``core.engine``) runs the workers over the result and does the awaits.
