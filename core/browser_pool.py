@@ -495,6 +495,7 @@ class RenderPool:
             timed_out=timed_out,
             elapsed_ms=elapsed_ms,
             error=error,
+            simhash=extracted.simhash if text else None,
         )
 
     async def _content(self, page: Page) -> tuple[str | None, str]:

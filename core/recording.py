@@ -243,6 +243,8 @@ class Recorder:
         ref = result.warc
         near_of: str | None = None
         fp = extracted.simhash if extracted is not None else None
+        if rendered is not None and rendered.simhash is not None:
+            fp = rendered.simhash  # what a reader sees: a JavaScript shell's text is not
         if fp is not None:
             near_of = self._near.find(entry.host, fp)
             self._near.add(entry.host, fp, entry.url)

@@ -89,6 +89,9 @@ class RenderResult:
         error: why the render failed (page crashed, browser gone, navigation
             failed), one line; ``None`` on success. ``html`` and ``links`` may then be
             empty: use the raw page's links.
+        simhash: the SimHash of the rendered DOM's visible text (``core.simhash``;
+            a JavaScript shell's raw text is that of every other shell of its app),
+            ``None`` when the DOM has no text.
     """
 
     url: str
@@ -105,6 +108,7 @@ class RenderResult:
     timed_out: bool
     elapsed_ms: float
     error: str | None = None
+    simhash: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

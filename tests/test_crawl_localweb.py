@@ -20,6 +20,7 @@ from crawldeck.core.config import build_config
 from crawldeck.core.engine import CrawlResult, Engine
 from crawldeck.core.store import Store
 from crawldeck.localweb import LocalWeb
+from crawldeck.localweb.sites import MovedSite
 
 CRAWL_DELAY_S = 0.2  # www's Crawl-delay at delay_scale 0.2 (1.0 s x 0.2)
 
@@ -224,3 +225,20 @@ def test_host_detail_and_query(crawl: Crawl) -> None:
     assert len(crawl.engine.query_hosts("127.77.0.")) == len(crawl.web.hosts)
     snap = crawl.engine.snapshot()
     assert snap.state == "finished" and snap.hosts == () and snap.backoff == ()
+
+
+def test_duplicates_and_near_duplicates_are_those_of_the_local_web(crawl: Crawl) -> None:
+    """Exact duplicates by payload digest, near ones by SimHash within 3 bits (an exact
+    one is near too); a rendered page by its rendered text: the ``spa`` host's shells
+    are alike until their scripts run, their rendered pages are not."""
+
+    def pairs(column: str) -> set[frozenset[str]]:
+        sql = f"SELECT url, {column} FROM pages WHERE {column} IS NOT NULL"
+        return {frozenset(row) for row in crawl.db.execute(sql)}
+
+    def expected(*groups: tuple[tuple[str, str], ...]) -> set[frozenset[str]]:
+        url = crawl.web.url
+        return {frozenset((url("moved", a), url("moved", b))) for g in groups for a, b in g}
+
+    assert pairs("duplicate_of") == expected(MovedSite.DUPLICATES)
+    assert pairs("near_duplicate_of") == expected(MovedSite.DUPLICATES, MovedSite.NEAR_DUPLICATES)
