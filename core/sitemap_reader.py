@@ -73,10 +73,13 @@ RESUME_BATCH = 32
 
 @dataclass(slots=True)
 class _Origin:
-    """One origin's reading this run: the files seen (a loop check) and read."""
+    """One origin's reading this run: the files seen (a loop check), asked for,
+    answered with a sitemap (``read``), and the URLs they queued."""
 
     seen: set[str] = field(default_factory=set)
     files: int = 0
+    read: int = 0
+    queued: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,7 +214,6 @@ class SitemapReader:
     async def _read_origin(self, origin: str, declared: tuple[str, ...]) -> None:
         state = _Origin()
         roots = declared or (f"{origin}/sitemap.xml",)
-        before = self.admitted
         for raw in roots:
             try:
                 url = urls.clean(raw)
@@ -220,11 +222,9 @@ class SitemapReader:
                 continue
             granted = origin if declared else None
             await self._read(url, Location.of(url, granted), 0, state)
-        if state.files:
-            self._obs.log(
-                f"sitemaps of {origin}: {state.files} files read,"
-                f" {self.admitted - before} URLs queued"
-            )
+        if state.read:
+            files = "1 file" if state.read == 1 else f"{state.read} files"
+            self._obs.log(f"sitemaps of {origin}: {files} read, {state.queued} URLs queued")
 
     async def _read(self, url: str, where: Location, level: int, state: _Origin) -> None:
         """Read the sitemap at ``url`` (then, for an index, its sitemaps) and record it."""
@@ -241,6 +241,7 @@ class SitemapReader:
             if isinstance(fetched, _Failed):
                 self._record(url, fetched.status, None, 0, fetched.error)
                 return
+            state.read += 1
             final, result = fetched
             parsed = await asyncio.to_thread(parse_sitemap, result.body)
         errors = [parsed.error] if parsed.error is not None else []
@@ -258,7 +259,7 @@ class SitemapReader:
         if refused:
             errors.append(f"location: {refused} URLs outside {where.origin}{where.directory}")
         self._record(url, result.status, parsed.kind, len(kept), _join(errors), kept, sitemap=url)
-        await self._admit(url, where.origin, [entry.url for entry in kept])
+        state.queued += await self._admit(url, where.origin, [entry.url for entry in kept])
 
     async def _index(
         self, parsed: SitemapFile, where: Location, level: int, state: _Origin
@@ -360,8 +361,10 @@ class SitemapReader:
             SitemapRecord(url, host, self._clock(), status, kind, count, error), rows
         )
 
-    async def _admit(self, sitemap: str, origin: str, found: list[str]) -> None:
-        """Admit the URLs ``found`` in ``sitemap`` like links, in steps."""
+    async def _admit(self, sitemap: str, origin: str, found: list[str]) -> int:
+        """Admit the URLs ``found`` in ``sitemap`` like links, in steps; how many were
+        queued."""
+        queued = 0
         host = urls.host_key(origin + "/")
         for start in range(0, len(found), ADMIT_BATCH):
             hrefs = found[start : start + ADMIT_BATCH]
@@ -371,8 +374,10 @@ class SitemapReader:
             if rows:
                 self._store.enqueue_urls(rows)
                 self.admitted += len(rows)
+                queued += len(rows)
             self._seen.handed_over()
             self._wake()
+        return queued
 
 
 def _join(errors: list[str]) -> str | None:

@@ -25,7 +25,11 @@ XML = {"Content-Type": "application/xml"}
 def test_the_sitemap_only_site_is_crawled_completely_from_its_root(tmp_path: Path) -> None:
     db = tmp_path / "c.db"
     with LocalWeb(delay_scale=0) as web:
-        run_crawl([web.url("sitemap")], db, scope="host")
+        engine = run_crawl([web.url("sitemap")], db, scope="host")
+        lines = [line for line in engine.snapshot().log if "sitemaps of" in line]
+        assert [line.split(" ", 1)[1] for line in lines] == [
+            f"sitemaps of {web.url('sitemap', '')}: 3 files read, 13 URLs queued"
+        ]  # 6 + 7 listed (the ledger is refused by robots.txt when its turn comes)
         good = web.expected.good["sitemap"]
         fetched = {url for (url,) in rows(db, "SELECT url FROM pages WHERE status = 200")}
         assert fetched == good and len(good) == 13  # the root and its 12 records
