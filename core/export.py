@@ -297,7 +297,8 @@ def _write_jsonl(cur: sqlite3.Cursor, columns: list[str], out: TextIO) -> int:
 
 
 def _write_bodies(cur: sqlite3.Cursor, columns: list[str], out: TextIO, where: Path) -> int:
-    """JSON Lines of pages with ``body`` (and ``body_note`` when it is null)."""
+    """JSON Lines of pages with ``body`` and ``body_note`` (why ``body`` is null; null
+    when there is a body): every row has the same keys."""
     encode = json.JSONEncoder(ensure_ascii=False).encode
     count = 0
     while batch := cur.fetchmany(EXPORT_BATCH_ROWS):
@@ -305,8 +306,7 @@ def _write_bodies(cur: sqlite3.Cursor, columns: list[str], out: TextIO, where: P
             row = dict(zip(columns, values, strict=True))
             text, note = _page_body(row, where)
             row["body"] = text
-            if note is not None:
-                row["body_note"] = note
+            row["body_note"] = note
             out.write(encode(row) + "\n")
             count += 1
     return count
@@ -323,6 +323,8 @@ def _page_body(row: dict[str, object], where: Path) -> tuple[str | None, str | N
         return None, str(exc)
     if record.rec_type == "revisit":
         return None, f"revisit: the body is that of {row.get('duplicate_of')}"
+    if not record.body and dict(record.warc_headers).get("WARC-Truncated") == "unspecified":
+        return None, f"not downloaded ({record.content_type or 'no Content-Type'}: not HTML)"
     text = body_text(record)
     if text is None:
         return (

@@ -54,7 +54,7 @@ def test_show_errors_are_one_line(
         == f"crawldeck: error: http://unknown.test/ is not a page of {db.name}\n"
     )
     assert main(["show", str(db), url["png"]]) == 0  # skipped (not HTML): headers only
-    assert "(binary body, 0 bytes, image/png; --raw writes it)" in capsys.readouterr().out
+    assert "(body not downloaded: not HTML)" in capsys.readouterr().out
     moved = db.with_name("c-00001.warc.gz")
     hidden = moved.with_name("hidden.gz")
     moved.rename(hidden)
@@ -76,7 +76,17 @@ def test_export_with_body_streams_decoded_bodies(
     assert rows[url["latin"]]["body"] == LATIN
     assert rows[url["gz"]]["body"] == "<html><body>unzipped</body></html>"
     assert rows[url["png"]]["body"] is None
-    assert rows[url["png"]]["body_note"] == "binary (image/png, 0 bytes)"
-    assert "body_note" not in rows[url["latin"]]
+    assert rows[url["png"]]["body_note"] == "not downloaded (image/png: not HTML)"
+    assert rows[url["latin"]]["body_note"] is None
     assert main(["export", str(db), "--with-body", "--format", "csv"]) == 2
     assert "jsonl only" in capsys.readouterr().err
+
+
+def test_show_raw_writes_the_body_alone(
+    crawl: tuple[Path, dict[str, str]], capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    """``--raw`` is for a file or a pipe (like ``curl -o``): the body as stored, no
+    header line."""
+    db, url = crawl
+    assert main(["show", str(db), url["latin"], "--raw"]) == 0
+    assert capsysbinary.readouterr().out == LATIN.encode("latin-1")

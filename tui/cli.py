@@ -190,7 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     show.add_argument("db", type=Path, metavar="DB")
     show.add_argument("url", metavar="URL")
-    show.add_argument("--raw", action="store_true", help="write the body's bytes as they are")
+    show.add_argument(
+        "--raw", action="store_true", help="write only the body's bytes, as stored (no headers)"
+    )
     return parser
 
 
@@ -523,21 +525,24 @@ def _run_export(args: argparse.Namespace) -> int:
 
 def _run_show(args: argparse.Namespace) -> int:
     """``crawldeck show DB URL``: the page's WARC header, HTTP head and body (decoded
-    text; a binary body as one line with its size, or its bytes with ``--raw``)."""
+    text; a binary body as one line with its size), or with ``--raw`` the body's bytes
+    alone."""
     try:
         record = page_record(args.db, args.url)
     except CrawldeckError as exc:
         return _fail(str(exc))
+    if args.raw:  # the body alone, as stored (like curl -o): for a file or a pipe
+        sys.stdout.buffer.write(record.body)
+        return EXIT_OK
     lines = [f"{name}: {value}" for name, value in record.warc_headers]
     print("\n".join(lines) + "\n")
     if record.http_head:
         print(record.http_head.replace("\r\n", "\n") + "\n")
-    sys.stdout.flush()
-    if args.raw:
-        sys.stdout.buffer.write(record.body)
-        return EXIT_OK
     text = body_text(record)
-    if record.rec_type == "revisit":
+    truncated = dict(record.warc_headers).get("WARC-Truncated")
+    if truncated == "unspecified" and not record.body:
+        print("(body not downloaded: not HTML)")
+    elif record.rec_type == "revisit":
         target = dict(record.warc_headers).get("WARC-Refers-To-Target-URI", "?")
         print(f"(revisit: the same payload as {target}; no body stored here)")
     elif text is None:
