@@ -106,7 +106,7 @@ class Counters:
         dns_hit_ratio: answers from the cache / lookups (0.0 before any lookup).
         duplicates: pages whose payload digest an earlier page had (``duplicate_of``).
         near_duplicates: HTML pages within SimHash distance 3 of an earlier page of
-            their host (``near_duplicate_of``).
+            their host (``near_duplicate_of``) that are not exact duplicates.
     """
 
     pages: int = 0

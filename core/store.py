@@ -1364,9 +1364,10 @@ class Store:
         """What the ``pages`` rows committed since this store was opened changed: keys
         ``pages`` (rows added; a page that replaces its URL's row adds none), ``bytes``,
         the status classes (``2xx`` ... ``5xx``, ``error``; a replaced row's class
-        counts -1), ``duplicates`` and ``near_duplicates`` (rows with ``duplicate_of``,
-        ``near_duplicate_of``). With ``counts()`` and ``page_totals()`` at open, the exact totals of
-        the table, as ``page_totals`` computes them.
+        counts -1), ``duplicates`` (rows with ``duplicate_of``) and ``near_duplicates``
+        (rows with ``near_duplicate_of`` but not ``duplicate_of``: an exact duplicate is
+        near too, and is counted once). With ``counts()`` and ``page_totals()`` at
+        open, the exact totals of the table, as ``page_totals`` computes them.
         """
         with self._pending_lock:
             return dict(self._pages_added)
@@ -1593,12 +1594,14 @@ class Store:
                 totals[status_class(old[0])] -= 1
                 totals["bytes"] -= old[1] or 0
                 totals["duplicates"] -= old[2] is not None
-                totals["near_duplicates"] -= old[3] is not None
+                totals["near_duplicates"] -= old[3] is not None and old[2] is None
                 conn.execute(_SQL_DROP_LINKS, (page.url,))
             totals[status_class(page.status)] += 1
             totals["bytes"] += page.bytes
             totals["duplicates"] += page.duplicate_of is not None
-            totals["near_duplicates"] += page.near_duplicate_of is not None
+            totals["near_duplicates"] += (
+                page.near_duplicate_of is not None and page.duplicate_of is None
+            )
             conn.execute(
                 _SQL_PAGE,
                 (
@@ -1883,9 +1886,8 @@ class Store:
 
     def page_totals(self) -> tuple[dict[str, int], int]:
         """Committed pages by status class (``2xx`` ... ``5xx``, ``error`` for no
-        response), with ``duplicates`` and ``near_duplicates`` (pages with
-        ``duplicate_of``, ``near_duplicate_of``), and their body bytes in all, for the
-        totals of a resumed crawl.
+        response), with ``duplicates`` and ``near_duplicates`` (as ``pages_added``
+        counts them), and their body bytes in all, for the totals of a resumed crawl.
 
         Raises:
             StoreError: see the class.
@@ -1898,8 +1900,8 @@ class Store:
         for label, n in rows:
             mix[str(label)] = int(n)
         ((total, dups, near),) = self._stream(
-            "SELECT coalesce(sum(bytes), 0), count(duplicate_of), count(near_duplicate_of)"
-            " FROM pages"
+            "SELECT coalesce(sum(bytes), 0), count(duplicate_of),"
+            " count(CASE WHEN duplicate_of IS NULL THEN near_duplicate_of END) FROM pages"
         )
         for key, n in (("duplicates", dups), ("near_duplicates", near)):
             if n:

@@ -265,11 +265,17 @@ def test_duplicates_are_counted_as_committed_and_at_open(store: Store, db: Path)
     store.record_page(
         page("http://a.test/3", duplicate_of=first), key="3", links=(), new_rows=(), state="done"
     )
+    both = {"duplicate_of": first, "near_duplicate_of": first}  # exact is near too: once
+    store.record_page(page("http://a.test/4", **both), key="4", links=(), new_rows=(), state="done")
+    store.record_page(
+        page("http://a.test/5", near_duplicate_of=first), key="5", links=(), new_rows=(),
+        state="done",
+    )  # fmt: skip
     store.flush()
     added = store.pages_added()
-    assert (added["pages"], added["duplicates"], added["near_duplicates"]) == (3, 2, 0)
+    assert (added["pages"], added["duplicates"], added["near_duplicates"]) == (5, 3, 1)
     mix, _bytes = store.page_totals()
-    assert mix == {"2xx": 3, "duplicates": 2}
+    assert mix == {"2xx": 5, "duplicates": 3, "near_duplicates": 1}
 
 
 def test_a_page_recorded_again_replaces_its_links(store: Store, db: Path) -> None:
