@@ -462,7 +462,7 @@ class WarcWriter:
         if self._closed:
             return
         self._closed = True
-        if self._thread is not None:
+        if self._thread is not None and self._thread.is_alive():  # a dead one sets nothing
             closed = self._submit(self._close_file)
             stopped = self._stopped = asyncio.get_running_loop().create_future()
             self._jobs.put(None)  # the thread's last job: it returns once `stopped` is set
