@@ -271,9 +271,9 @@ class Worker:
         self.pages_per_s = 0.0
         self._config = config
         self.addresses: SharedIpLimit | None = None
-        # No sitemaps in a cluster crawl yet: a reading runs in the worker that fetched
-        # robots.txt, outside the host's lease, and one test run saw a worker that had
-        # given all its hosts back never end (README, "Many workers").
+        # No sitemaps in a cluster crawl yet: a reading would run in the worker that
+        # fetched robots.txt, outside the host's lease, untested with hosts changing
+        # hands (README, "Many workers").
         self.engine = Engine(
             config.replace(max_pages=None, sitemaps=False), self.store, clock=clock,
             fetcher=fetcher, dns=dns, cluster=self,
