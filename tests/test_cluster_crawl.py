@@ -128,7 +128,10 @@ def tables(db: Path) -> dict[str, Any]:
     host come from the workers that own the others in whatever order they commit (the
     calendar trap's 2027/07 is 7 hops by "next month" and 6 by "next year" then back).
     Nor a blocked URL's reason, which follows from its depth: a calendar month one hop
-    deeper is refused as ``depth`` before its date is counted as ``calendar``."""
+    deeper is refused as ``depth`` before its date is counted as ``calendar``. For the
+    same reason ``blocked`` leaves out the URLs refused as ``depth`` and fetched: a
+    month first found past ``max_depth`` and then by a shorter path is refused once and
+    fetched once, in whichever crawl meets the long path first."""
     c = Expected.canonical
     conn = sqlite3.connect(db)
     try:
@@ -139,7 +142,13 @@ def tables(db: Path) -> dict[str, Any]:
             "links": Counter(
                 (c(a), c(b)) for a, b in conn.execute("SELECT from_url, to_url FROM links")
             ),
-            "blocked": sorted(c(u) for (u,) in conn.execute("SELECT url FROM blocked")),
+            "blocked": sorted(
+                c(u)
+                for (u,) in conn.execute(
+                    "SELECT url FROM blocked WHERE reason != 'depth'"
+                    " OR url NOT IN (SELECT url FROM pages)"
+                )
+            ),
             "hosts": sorted(conn.execute("SELECT host, pages_fetched FROM hosts")),
             "frontier": sorted(conn.execute("SELECT key, state FROM frontier")),
         }
