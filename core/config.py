@@ -99,6 +99,13 @@ class CrawlConfig:
         max_pages: stop once the crawl file holds this many pages, over all its runs
             (a rerun with the same cap fetches nothing new); fetches in flight count
             towards it, so none starts beyond it (``None``: no cap).
+        max_time_s: stop this run once it has run this many seconds (per run: a
+            resumed run has its own); fetches in flight get the stop's grace period
+            (``engine.STOP_GRACE_S``) and a cut one stays queued (``None``: no cap).
+        max_bytes: stop once the pages' decoded body bytes reach this many, over all
+            the crawl file's runs (as ``max_pages``; the "bytes (all runs)" figure of
+            the summary); no fetch starts past it, those in flight finish, so the
+            total may pass it by up to ``concurrency`` bodies (``None``: no cap).
         max_depth: links followed from a seed (seed = depth 0); deeper URLs are
             blocked with reason ``depth``.
         scope: ``host`` (the seeds' hosts), ``domain`` (the seeds' registered
@@ -241,6 +248,8 @@ class CrawlConfig:
     user_agent: str = "crawldeck/0.1 (+https://github.com/crawldeck/crawldeck)"
     robots_token: str = "crawldeck"
     max_pages: Annotated[int | None, Range(1)] = None
+    max_time_s: Annotated[int | None, Range(1)] = None
+    max_bytes: Annotated[int | None, Range(1)] = None
     max_depth: Annotated[int, Range(0)] = 10
     scope: Scope = "domain"
     concurrency: Annotated[int, Range(1, 10_000)] = 16

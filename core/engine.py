@@ -56,7 +56,9 @@ from crawldeck.core.window import WindowStatistics
 log = logging.getLogger("crawldeck.engine")
 
 Subscriber = Callable[[CrawlSnapshot], None]
-Outcome = Literal["finished", "stopped", "max_pages"]
+#: How a run ended: nothing left, stopped (a signal, the console, an error), or one of
+#: the budgets (``max_pages``, ``max_time_s``, ``max_bytes``) reached.
+Outcome = Literal["finished", "stopped", "max_pages", "max_time", "max_bytes"]
 
 #: Seconds an in-flight fetch may still run after a stop was asked for.
 STOP_GRACE_S = 5.0
@@ -95,7 +97,9 @@ class Engine:
 
     Call ``add_seeds`` then ``await run()``. ``run`` returns when the frontier is empty
     and nothing is in flight (``finished``), when ``max_pages`` pages were fetched
-    (``max_pages``), or after ``request_stop`` (``stopped``).
+    (``max_pages``), when the pages' bodies reached ``max_bytes`` (``max_bytes``), when
+    the run has run ``max_time_s`` seconds (``max_time``: stopped as by ``request_stop``,
+    its cut fetches left queued), or after ``request_stop`` (``stopped``).
     """
 
     def __init__(
@@ -132,6 +136,7 @@ class Engine:
         self._resume_event.set()
         self._state: CrawlState = "running"
         self._stopping = False
+        self._budget: Outcome | None = None  # the time budget, once it ended the run
         self._subscribers: list[Subscriber] = []
         self._run_id: int | None = None
         self._workers: list[asyncio.Task[None]] = []
@@ -219,7 +224,7 @@ class Engine:
         return self._state == "paused"
 
     async def run(self) -> CrawlResult:
-        """Crawl until finished, ``max_pages`` reached, or stopped; always flushes the store.
+        """Crawl until finished, a budget reached, or stopped; always flushes the store.
 
         Raises:
             StoreError: the SQLite file could not be written.
@@ -230,6 +235,10 @@ class Engine:
         self._run_id = self.store.begin_run(asdict(self.config))
         self._sitemaps.resume()  # hosts whose sitemaps an earlier run did not read
         reporter = asyncio.create_task(self._report_loop())
+        time_cap = self.config.max_time_s
+        timer = None
+        if time_cap is not None:
+            timer = asyncio.get_running_loop().call_later(time_cap, self._time_up)
         self._workers = [
             asyncio.create_task(self._worker(), name=f"worker-{i}")
             for i in range((1 + SLOW_FETCH_FACTOR) * self.config.concurrency)
@@ -237,6 +246,8 @@ class Engine:
         try:
             await asyncio.gather(*self._workers, return_exceptions=True)
         finally:
+            if timer is not None:
+                timer.cancel()
             reporter.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reporter
@@ -263,15 +274,30 @@ class Engine:
         for task in self._workers:
             task.cancel()
 
+    def _time_up(self) -> None:
+        """``max_time_s`` has passed since the run began: stop as ``request_stop`` does."""
+        if not self._stopping:
+            self._budget = "max_time"
+            self.request_stop()
+
     def _outcome(self) -> Outcome:
-        """How the run ended: asked to stop, ``max_pages`` reached, or nothing left."""
-        return (
-            "stopped" if self._stopping else "max_pages" if self._page_cap_reached() else "finished"
-        )
+        """How the run ended: its time budget, asked to stop, ``max_pages`` or
+        ``max_bytes`` reached, or nothing left."""
+        if self._budget is not None:
+            return self._budget
+        if self._stopping:
+            return "stopped"
+        if self._page_cap_reached():
+            return "max_pages"
+        return "max_bytes" if self._bytes_cap_reached() else "finished"
 
     def _page_cap_reached(self) -> bool:
         cap = self.config.max_pages
         return cap is not None and self._obs.pages + self._obs.in_flight >= cap
+
+    def _bytes_cap_reached(self) -> bool:
+        cap = self.config.max_bytes
+        return cap is not None and self._obs.bytes >= cap
 
     async def _worker(self) -> None:
         """One of ``(1 + SLOW_FETCH_FACTOR) x concurrency`` workers; it fetches only while
@@ -303,7 +329,7 @@ class Engine:
             if not self._resume_event.is_set():
                 await self._resume_event.wait()
                 continue
-            if self._page_cap_reached():
+            if self._page_cap_reached() or self._bytes_cap_reached():
                 return None
             if await self.store.room():
                 continue  # the store's writer was behind: things may have changed
