@@ -504,38 +504,132 @@ def _is_nameserver(server: str) -> bool:
     return not port or (port.isdigit() and 0 < int(port) < 65536)
 
 
-def load_config(path: Path | None, overrides: Mapping[str, Any] | None = None) -> CrawlConfig:
-    """Defaults < the TOML file at ``path`` < ``overrides`` (flags; ``None`` values skipped).
+#: Where a key's value came from (``load_config_sources``): the defaults, the TOML
+#: file, a ``-s KEY=VALUE`` setting of the command line, a flag, or (``robots_token``
+#: only) the product token of the ``user_agent`` given.
+Source = Literal["default", "file", "setting", "flag", "user_agent"]
 
-    The file holds top-level keys named as ``CrawlConfig``'s fields, or the same keys
-    under a ``[crawl]`` table.
+#: A key named by a ``ConfigError`` message (``config key 'NAME'``, ``unknown config
+#: key 'NAME'``, ``unknown config keys 'NAME', ...``: the first).
+_NAMED_KEY = re.compile(r"config keys? '([^']+)'")
+#: Where ``tomllib`` says a file went wrong, at the end of its message.
+_TOML_AT = re.compile(r"^(?P<what>.*) \(at line (?P<line>\d+), column (?P<column>\d+)\)$")
+
+
+def load_config(
+    path: Path | None,
+    overrides: Mapping[str, Any] | None = None,
+    settings: Mapping[str, Any] | None = None,
+) -> CrawlConfig:
+    """Defaults < the TOML file at ``path`` < ``settings`` (``-s KEY=VALUE``) <
+    ``overrides`` (flags; ``None`` values skipped): ``load_config_sources``' config.
 
     Raises:
-        ConfigError: the file is missing, is not valid TOML, or has a bad key or value.
+        ConfigError: as ``load_config_sources``.
+    """
+    return load_config_sources(path, overrides, settings)[0]
+
+
+def load_config_sources(
+    path: Path | None,
+    overrides: Mapping[str, Any] | None = None,
+    settings: Mapping[str, Any] | None = None,
+) -> tuple[CrawlConfig, dict[str, Source]]:
+    """The config of defaults < the TOML file at ``path`` < ``settings`` (typed values
+    of ``-s KEY=VALUE``) < ``overrides`` (flags; ``None`` values skipped), and where
+    each key's value came from (every field, in field order).
+
+    The file holds top-level keys named as ``CrawlConfig``'s fields, or the same keys
+    under a ``[crawl]`` table; it is UTF-8 text (a BOM allowed).
+
+    Raises:
+        ConfigError: one line that names the file (missing, a directory, unreadable,
+            binary, not UTF-8, not TOML: with the line where it went wrong) or the key:
+            a bad key or value of the file is prefixed with ``config file 'PATH' line
+            N:`` (the line the key is set on), one of ``settings`` with ``-s:``.
     """
     values: dict[str, Any] = {}
+    text = ""
     if path is not None:
+        text = _config_text(path)
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"config file {str(path)!r} does not exist") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"config file {str(path)!r} cannot be read: {exc}") from None
+            data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"config file {str(path)!r} is not valid TOML: {exc}") from None
+            at = _TOML_AT.match(str(exc))
+            where = "" if at is None else f" at line {at['line']}, column {at['column']}"
+            what = str(exc) if at is None else at["what"]
+            raise ConfigError(
+                f"config file {str(path)!r} is not valid TOML{where}: {what}"
+            ) from None
         crawl = data.pop("crawl", {})
         if not isinstance(crawl, dict):
-            raise ConfigError("config key 'crawl': expected a table")
+            raise ConfigError(
+                f"{_file_line(path, text, 'crawl')}config key 'crawl': expected a table"
+            )
         for key in sorted(data.keys() & crawl.keys()):
             raise ConfigError(
                 f"config key {key!r} is set twice in {str(path)!r}: at the top and under [crawl]"
             )
         values.update(data)
         values.update(crawl)
+    sources: dict[str, Source] = dict.fromkeys(values, "file")
+    for key, value in (settings or {}).items():
+        values[key] = value
+        sources[key] = "setting"
     for key, value in (overrides or {}).items():
         if value is not None:
             values[key] = value
-    return build_config(values)
+            sources[key] = "flag"
+    try:
+        config = build_config(values)
+    except ConfigError as exc:
+        named = _NAMED_KEY.search(str(exc))
+        source = None if named is None else sources.get(named[1])
+        if path is not None and named is not None and source == "file":
+            raise ConfigError(f"{_file_line(path, text, named[1])}{exc}") from None
+        raise ConfigError(f"-s: {exc}" if source == "setting" else str(exc)) from None
+    if "user_agent" in sources and "robots_token" not in sources:
+        sources["robots_token"] = "user_agent"
+    return config, {f.name: sources.get(f.name, "default") for f in fields(CrawlConfig)}
+
+
+def _config_text(path: Path) -> str:
+    """The text of the config file at ``path`` (UTF-8, a BOM dropped).
+
+    Raises:
+        ConfigError: the file does not exist, is a directory, cannot be read, holds NUL
+            bytes (not a text file), or is not UTF-8 (the first line that is not).
+    """
+    shown = repr(str(path))
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"config file {shown} does not exist") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config file {shown} is a directory, not a file") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {shown} cannot be read: {exc.strerror}") from None
+    if b"\0" in data:
+        raise ConfigError(f"config file {shown} is not a text file (it holds NUL bytes)")
+    data = data.removeprefix(b"\xef\xbb\xbf")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"config file {shown} line {line}: not UTF-8 text") from None
+
+
+def _file_line(path: Path, text: str, key: str) -> str:
+    """``config file 'PATH' line N: ``, N the first line of ``text`` that sets ``key``
+    (``key =``, quoted or not, or ``[key]``); without the line when none does."""
+    name = re.escape(key)
+    found = re.search(
+        rf"^[ \t]*(?:{name}|\"{name}\"|'{name}')[ \t]*=|^[ \t]*\[[ \t]*{name}[ \t]*\]",
+        text,
+        re.MULTILINE,
+    )
+    line = "" if found is None else f" line {text.count(chr(10), 0, found.start()) + 1}"
+    return f"config file {str(path)!r}{line}: "
 
 
 __all__ = [
@@ -548,8 +642,10 @@ __all__ = [
     "RenderMode",
     "RobotsFailureMode",
     "Scope",
+    "Source",
     "asdict",
     "build_config",
     "load_config",
+    "load_config_sources",
     "product_token",
 ]
