@@ -48,7 +48,7 @@ from crawldeck.core.side_requests import SideRequests
 from crawldeck.core.sitemap_reader import SitemapReader
 from crawldeck.core.store import FrontierRow, Store
 from crawldeck.core.transport import PinningResolver
-from crawldeck.core.traps import ScopePolicy, TrapGuard, TrapSettings
+from crawldeck.core.traps import ScopePolicy, TrapGuard, TrapSettings, UrlPatterns
 from crawldeck.core.window import FrontierWindow, SpillStore
 
 
@@ -157,9 +157,8 @@ def assemble(
     ips: AddressLimit = IpLimiter(IpLimitSettings.from_config(config))
     if cluster is not None:
         ips = cluster.address_limit(IpLimiter(IpLimitSettings.from_config(config)), wake)
-    gate = HostGate(
-        Politeness(PolitenessSettings.from_config(config), rng), ips, config.per_host_concurrency
-    )
+    politeness = Politeness(PolitenessSettings.from_config(config), rng, hosts=config.hosts)
+    gate = HostGate(politeness, ips, config.per_host_concurrency)
     if cluster is None:
         frontier = FrontierWindow(config.frontier_window, store, read_back)
     else:
@@ -169,7 +168,10 @@ def assemble(
     observer = Observer(config, clock, store, gate, frontier, robots, dns)
     scope = ScopePolicy(config.scope)
     today = datetime.fromtimestamp(clock(), UTC).date()
-    guard = TrapGuard(TrapSettings.from_config(config), scope, today)
+    guard = TrapGuard(
+        TrapSettings.from_config(config), scope, today,
+        patterns=UrlPatterns.from_config(config), hosts=config.hosts,
+    )  # fmt: skip
     seen = SeenSet(store)
     admission = Admission(config.strip_params, guard, seen, observer.block)
     side.bind(observer, admission, robots)

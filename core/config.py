@@ -25,7 +25,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints
 
-from crawldeck.core.errors import ConfigError
+from crawldeck.core.errors import ConfigError, UrlError
+from crawldeck.core.urls import host_key
 
 Scope = Literal["host", "domain", "any"]
 RobotsFailureMode = Literal["allow", "disallow"]
@@ -88,6 +89,36 @@ class Range:
     high: float | None = None
 
 
+#: The keys a ``[hosts."NAME"]`` table may hold (``HostOverride``'s settings).
+HOST_KEYS: tuple[str, ...] = ("delay_ms", "max_pages", "render")
+
+
+@dataclass(frozen=True, slots=True)
+class HostOverride:
+    """The settings of one host that take the place of the crawl's for it: a
+    ``[hosts."NAME"]`` table of the TOML file (``None``: the crawl's own).
+
+    Attributes:
+        host: the host key the table names (``core.urls.host_key``: lowercase, IDNA,
+            no trailing dot, ``:port`` only when not 80 or 443), e.g.
+            ``docs.example.org`` or ``127.0.0.1:8080``; the settings apply to that
+            host key exactly (another port is another host, as for politeness).
+        delay_ms: the host's politeness delay floor (ms, ``>= 0``), in place of
+            ``delay_ms``: its delay is still ``max(this, Crawl-delay, adaptive,
+            learnt)`` (``core.politeness``), so robots.txt can slow it further.
+        max_pages: URLs admitted for the host (``>= 1``), in place of
+            ``max_per_host``: each becomes at most one page, so the host has at most
+            this many pages over all runs; one more is refused with ``host_cap``.
+        render: the host's render mode (``auto``, ``always``, ``never``), in place of
+            ``render`` (``render_never_hosts`` still wins, as it does over ``render``).
+    """
+
+    host: str
+    delay_ms: Annotated[int | None, Range(0)] = None
+    max_pages: Annotated[int | None, Range(1)] = None
+    render: RenderMode | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class CrawlConfig:
     """Every setting of one crawl.
@@ -110,6 +141,17 @@ class CrawlConfig:
             blocked with reason ``depth``.
         scope: ``host`` (the seeds' hosts), ``domain`` (the seeds' registered
             domains, by the Public Suffix List) or ``any``.
+        include: Python regular expressions (``re.search`` in the cleaned URL); when
+            any is given, a URL found must match one of them (reason ``excluded``
+            otherwise). Seeds need not match: a seed is where the crawl starts (as
+            ``wget --accept-regex`` never filters its start URLs and Heritrix's seeds
+            are in scope by their own SURT prefixes); the URLs it redirects to must.
+        exclude: Python regular expressions; a URL matching any is refused with
+            reason ``excluded``, seeds included (as a Heritrix reject rule after the
+            seeds' accept rule); checked before ``include``.
+        hosts: per-host settings (``[hosts."docs.example.org"]`` in the TOML), one
+            ``HostOverride`` per host, by host key (``core.urls.host_key``: lowercase,
+            IDNA, ``:port`` only when not the scheme's default); see ``HostOverride``.
         concurrency: fetches in flight across all hosts.
         per_host_concurrency: fetches in flight to one host.
         delay_ms: the default politeness delay of a host: its next fetch starts at
@@ -252,6 +294,9 @@ class CrawlConfig:
     max_bytes: Annotated[int | None, Range(1)] = None
     max_depth: Annotated[int, Range(0)] = 10
     scope: Scope = "domain"
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    hosts: tuple[HostOverride, ...] = ()
     concurrency: Annotated[int, Range(1, 10_000)] = 16
     per_host_concurrency: Annotated[int, Range(1, 100)] = 1
     delay_ms: Annotated[int, Range(0)] = 1000
@@ -338,6 +383,24 @@ class CrawlConfig:
         """A copy with ``changes`` applied and validated; raises ``ConfigError``."""
         return build_config({**asdict(self), **changes})
 
+    def override(self, host: str) -> HostOverride | None:
+        """The ``[hosts."..."]`` settings of the host key ``host``, or ``None``.
+
+        A scan of ``hosts`` (a handful of entries); the parts that ask per URL
+        (``core.politeness``, ``core.traps``) keep a dict of their own.
+        """
+        for entry in self.hosts:
+            if entry.host == host:
+                return entry
+        return None
+
+    def may_render(self) -> bool:
+        """Whether any page may be rendered: ``render`` is not ``never``, or a host's
+        own ``render`` is not (the browser pool is started only then)."""
+        return self.render != "never" or any(
+            entry.render not in (None, "never") for entry in self.hosts
+        )
+
 
 #: Each field's type, ``Annotated`` stripped (what ``_check`` compares against).
 _HINTS: dict[str, Any] = get_type_hints(CrawlConfig)
@@ -350,17 +413,88 @@ RANGES: dict[str, Range] = {
 }
 
 
+#: The ``Range`` of each numeric ``HostOverride`` setting.
+HOST_RANGES: dict[str, Range] = {
+    name: next(extra for extra in hint.__metadata__ if isinstance(extra, Range))
+    for name, hint in get_type_hints(HostOverride, include_extras=True).items()
+    if get_origin(hint) is Annotated
+}
+_HOST_HINTS: dict[str, Any] = get_type_hints(HostOverride)
+
+
 def asdict(config: CrawlConfig) -> dict[str, Any]:
-    """The config as a plain JSON-able dict (tuples become lists)."""
+    """The config as a plain JSON-able dict (tuples become lists; ``hosts`` a dict of
+    host key -> its settings that are set, as the TOML tables are written)."""
     out: dict[str, Any] = {}
     for f in fields(config):
         value = getattr(config, f.name)
         out[f.name] = list(value) if isinstance(value, tuple) else value
+    out["hosts"] = {
+        entry.host: {
+            key: getattr(entry, key) for key in HOST_KEYS if getattr(entry, key) is not None
+        }
+        for entry in config.hosts
+    }
     return out
 
 
-def _check(name: str, hint: Any, value: Any) -> Any:
-    """Validate one value against its type hint; return it coerced (lists -> tuples)."""
+def _host_key(name: Any) -> str:
+    """The host key a ``[hosts."NAME"]`` table names (``core.urls.host_key`` of
+    ``http://NAME/``, ``:443`` dropped as the https default).
+
+    Raises:
+        ConfigError: ``NAME`` is not a host with an optional port.
+    """
+    if not isinstance(name, str) or not name or any(c in name for c in "/?#@\\ \t"):
+        raise ConfigError(f"config key 'hosts': {name!r} is not a host name (host[:port])")
+    try:
+        key = host_key(f"http://{name}/")
+    except UrlError as exc:
+        raise ConfigError(f"config key 'hosts': {name!r} is not a host name: {exc}") from None
+    return key.removesuffix(":443")
+
+
+def _check_hosts(value: Any) -> tuple[HostOverride, ...]:
+    """Validate ``hosts``: a table of host name -> a table of ``HOST_KEYS`` (the TOML's
+    ``[hosts."NAME"]``), or ``HostOverride`` values; each setting checked as the
+    top-level key of its name is, the host named in the error.
+
+    Raises:
+        ConfigError: a bad host name, two names of one host key, an unknown key, a
+            value of the wrong type or out of its range.
+    """
+    if isinstance(value, list | tuple) and all(isinstance(v, HostOverride) for v in value):
+        value = {
+            v.host: {key: getattr(v, key) for key in HOST_KEYS if getattr(v, key) is not None}
+            for v in value
+        }
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"config key 'hosts': expected a table of host tables, got {value!r}")
+    out: dict[str, HostOverride] = {}
+    for name, table in value.items():
+        key = _host_key(name)
+        label = f'hosts."{name}"'
+        if not isinstance(table, Mapping):
+            raise ConfigError(f"config key {label!r}: expected a table, got {table!r}")
+        if key in out:
+            raise ConfigError(f"config key {label!r}: host {key!r} is named twice")
+        unknown = [k for k in table if k not in HOST_KEYS]
+        if unknown:
+            raise ConfigError(
+                f"config key {label + '.' + str(unknown[0])!r}: unknown "
+                f"(a host table holds {', '.join(HOST_KEYS)})"
+            )
+        settings = {
+            k: _check(f"{label}.{k}", _HOST_HINTS[k], v, HOST_RANGES.get(k))
+            for k, v in table.items()
+        }
+        out[key] = HostOverride(key, **settings)
+    return tuple(out.values())
+
+
+def _check(name: str, hint: Any, value: Any, bounds: Range | None = None) -> Any:
+    """Validate one value against its type hint and ``bounds`` (default: the key's
+    ``RANGES`` entry); return it coerced (lists -> tuples)."""
     origin = get_origin(hint)
     args = get_args(hint)
     if origin is Literal:
@@ -372,7 +506,7 @@ def _check(name: str, hint: Any, value: Any) -> Any:
         if value is None:
             return None
         inner = next(a for a in args if a is not type(None))
-        return _check(name, inner, value)
+        return _check(name, inner, value, bounds)
     if hint is bool:
         if not isinstance(value, bool):
             raise ConfigError(f"config key {name!r}: expected true or false, got {value!r}")
@@ -384,7 +518,7 @@ def _check(name: str, hint: Any, value: Any) -> Any:
         if not ok:
             kind = "an integer" if hint is int else "a number"
             raise ConfigError(f"config key {name!r}: expected {kind}, got {value!r}")
-        bounds = RANGES.get(name)
+        bounds = bounds or RANGES.get(name)
         if bounds is not None and value < bounds.low:
             raise ConfigError(
                 f"config key {name!r}: expected a value >= {bounds.low:g}, got {value!r}"
@@ -398,6 +532,8 @@ def _check(name: str, hint: Any, value: Any) -> Any:
         if not isinstance(value, str) or not value.strip():
             raise ConfigError(f"config key {name!r}: expected a non-empty string, got {value!r}")
         return value
+    if origin is tuple and args[0] is HostOverride:
+        return _check_hosts(value)
     if origin is tuple:
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"config key {name!r}: expected a list of strings, got {value!r}")
@@ -446,7 +582,8 @@ def _check_rules(config: CrawlConfig) -> None:
             §2.2.1); ``backoff_max_ms < backoff_base_ms``; a resource type outside
             ``RENDER_RESOURCE_TYPES``; ``dns_max_ttl_s < dns_min_ttl_s``; an
             ``allow_networks`` entry that is not an IP network; a ``dns_nameservers``
-            entry that is not ``IP``, ``IP:port`` or ``[IPv6]:port``.
+            entry that is not ``IP``, ``IP:port`` or ``[IPv6]:port``; an ``include``
+            or ``exclude`` entry that Python's ``re`` does not compile.
     """
     agent = config.user_agent
     if not all(" " <= c <= "~" for c in agent):
@@ -478,6 +615,14 @@ def _check_rules(config: CrawlConfig) -> None:
                 f"config key 'allow_networks': {network!r} is not an IP network "
                 f"(e.g. '127.0.5.0/24')"
             ) from None
+    for name in ("include", "exclude"):
+        for pattern in getattr(config, name):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ConfigError(
+                    f"config key {name!r}: {pattern!r} is not a regular expression: {exc}"
+                ) from None
     for server in config.dns_nameservers:
         if not _is_nameserver(server):
             raise ConfigError(
@@ -634,10 +779,13 @@ def _file_line(path: Path, text: str, key: str) -> str:
 
 __all__ = [
     "DEFAULT_STRIP_PARAMS",
+    "HOST_KEYS",
+    "HOST_RANGES",
     "RANGES",
     "RENDER_RESOURCE_TYPES",
     "CrawlConfig",
     "DnsPreference",
+    "HostOverride",
     "Range",
     "RenderMode",
     "RobotsFailureMode",

@@ -58,7 +58,7 @@ class ContentReader:
         self._parser = ParsePool(config)
         self._noticed = False
         self._render: RenderPool | None = None
-        if config.render != "never":
+        if config.may_render():
             pool = RenderPool(config, gate=gate, report=report)
             if pool.available:
                 self._render = pool

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from crawldeck.core.config import CrawlConfig
+from crawldeck.core.config import HOST_KEYS, CrawlConfig, HostOverride
 from crawldeck.core.dns import DnsCache
 from crawldeck.core.gate import HostGate
 from crawldeck.core.protocols import ResultSink
@@ -419,6 +419,7 @@ class Observer:
             robots_detail=detail,
             crawl_delay_s=robots.crawl_delay_s if robots else None,
             responses=tuple(stats.recent or ()),
+            overrides=_overrides(self._config.override(host)),
         )
 
     def snapshot(self, state: CrawlState, render: RenderStats | None) -> CrawlSnapshot:
@@ -475,6 +476,16 @@ class Observer:
             blocked=tuple(self._blocked_recent),
             log=tuple(self._log_lines),
         )
+
+
+def _overrides(entry: HostOverride | None) -> tuple[tuple[str, str], ...]:
+    """``(key, value)`` of each setting ``entry`` (a host's ``[hosts."..."]`` table)
+    sets, in ``HOST_KEYS`` order; empty for ``None``."""
+    if entry is None:
+        return ()
+    return tuple(
+        (key, str(getattr(entry, key))) for key in HOST_KEYS if getattr(entry, key) is not None
+    )
 
 
 __all__ = ["HostStats", "Observer", "ObserverStatistics"]

@@ -12,18 +12,21 @@ at all (timeout, connection lost, ``status=None``); an *error* is any of those.
   from the start of any fetch still in flight) to the start of its next one (see
   "Earliest start")::
 
-      delay = max(delay_ms,
+      delay = max(delay_ms,                         # or the host's own (hosts)
                   min(Crawl-delay, max_delay_ms),                      # robots.txt
                   min(adaptive_delay_factor x response time, max_delay_ms),
                   learnt)                                              # rate limit
 
   Crawl-delay is not in RFC 9309; it is the de-facto extension honoured by most
-  crawlers. The adaptive part is set by each success; an error may raise it but
+  crawlers. A host with a ``[hosts."..."]`` ``delay_ms`` has that in place of
+  ``delay_ms`` (a floor: Crawl-delay may still raise it, and ``max_delay_ms`` does
+  not cap it). The adaptive part is set by each success; an error may raise it but
   never lowers it (a fast 429 must not make us faster; a slow 500 makes us slower).
 * **Learnt delay** (AIMD, as TCP congestion control, RFC 5681 §3.1: multiplicative
   decrease of the rate on a congestion signal, additive increase otherwise). On 429 or
   503, ``learnt = min(max_delay_ms, 2 x max(learnt, delay in force without it,
   step))``; on each success it steps down by ``step = max(delay_ms / 10, 10 ms)``
+  (the host's own ``delay_ms`` when it has one)
   until it is 0. Other errors leave it alone. A 429/503 to a request sent before the
   last rise (``now - elapsed_s`` earlier than it) does not double it again: it is no
   news about the risen delay (TCP likewise reacts once per window of data). The
@@ -61,14 +64,15 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC
 from email.utils import parsedate_to_datetime
 from typing import Literal
 
-from crawldeck.core.config import CrawlConfig
+from crawldeck.core.config import CrawlConfig, HostOverride
 
-DelaySource = Literal["default", "crawl_delay", "adaptive", "rate_limit", "backoff"]
+DelaySource = Literal["default", "override", "crawl_delay", "adaptive", "rate_limit", "backoff"]
 
 #: HTTP statuses that mean "slow down" (RFC 6585 §4: 429, RFC 9110 §15.6.4: 503).
 BACKOFF_STATUSES: frozenset[int] = frozenset({429, 503})
@@ -280,7 +284,8 @@ class HostPolitenessView:
     Attributes:
         delay_ms: the largest spacing part in force now, in ms (float): the backoff
             wait while backing off if it is the largest, else the politeness delay.
-        delay_source: which part that is: ``default`` (``delay_ms``), ``crawl_delay``
+        delay_source: which part that is: ``default`` (``delay_ms``), ``override``
+            (the host's own ``delay_ms``, from its ``[hosts."..."]`` table), ``crawl_delay``
             (robots.txt), ``adaptive`` (factor x response time), ``rate_limit`` (the
             learnt delay) or ``backoff``; a part must exceed the ones before it in this
             list strictly to be named.
@@ -316,7 +321,8 @@ class HostPolitenessView:
 class _HostState(TokenBucket):
     """All politeness state of one host: its token bucket plus the fields below.
 
-    ``want`` is the bucket interval the delay calls for; the bucket's own interval
+    ``default_s`` is the host's floor (``delay_ms`` or its own, s); ``want`` is the
+    bucket interval the delay calls for; the bucket's own interval
     follows it at the next call that has a ``now`` (``Politeness._sync``). ``learnt_s``
     is the learnt delay (s), ``raised_at`` the epoch s of its last rise.
     """
@@ -328,6 +334,7 @@ class _HostState(TokenBucket):
         "backoff_until",
         "backoff_wait_s",
         "crawl_delay_s",
+        "default_s",
         "delay_s",
         "last_at",
         "last_status",
@@ -342,6 +349,7 @@ class _HostState(TokenBucket):
         self._interval = interval
         self._tat = -math.inf  # full, whatever ``now`` is
         self.want = interval
+        self.default_s = delay_s
         self.delay_s = delay_s
         self.crawl_delay_s: float | None = None
         self.adaptive_s = 0.0
@@ -414,6 +422,9 @@ class Politeness:
         settings: the delays, bucket, backoff and parking numbers
             (``PolitenessSettings.from_config(config)``).
         rng: the source of backoff jitter (default: a fresh ``random.Random()``).
+        hosts: the crawl's per-host settings (``CrawlConfig.hosts``): a host whose
+            entry has a ``delay_ms`` has it as its delay floor in place of
+            ``settings.delay_ms``.
 
     Hosts are host keys (``urls.host_key``); unknown hosts are fine everywhere. In-flight
     counts (``per_host_concurrency``) are the engine's business, not this class's.
@@ -427,6 +438,7 @@ class Politeness:
         "_default_s",
         "_demote_after_s",
         "_factor",
+        "_host_default_s",
         "_hosts",
         "_learnt_step_s",
         "_max_delay_s",
@@ -436,7 +448,13 @@ class Politeness:
         "_rng",
     )
 
-    def __init__(self, settings: PolitenessSettings, rng: random.Random | None = None) -> None:
+    def __init__(
+        self,
+        settings: PolitenessSettings,
+        rng: random.Random | None = None,
+        *,
+        hosts: Iterable[HostOverride] = (),
+    ) -> None:
         self._rng = rng if rng is not None else random.Random()
         self._default_s = settings.delay_ms / 1000.0
         self._max_delay_s = settings.max_delay_ms / 1000.0
@@ -451,6 +469,9 @@ class Politeness:
         self._park_after = settings.park_after_backoffs
         step = self._default_s / 10.0
         self._learnt_step_s = step if step > LEARNT_STEP_MIN_S else LEARNT_STEP_MIN_S
+        self._host_default_s = {
+            entry.host: entry.delay_ms / 1000.0 for entry in hosts if entry.delay_ms is not None
+        }
         self._hosts: dict[str, _HostState] = {}
 
     # -- state helpers ---------------------------------------------------------------
@@ -459,14 +480,14 @@ class Politeness:
         """The host's state, created on first use."""
         state = self._hosts.get(host)
         if state is None:
-            delay = self._default_s
+            delay = self._host_default_s.get(host, self._default_s)
             state = _HostState(self._capacity, delay, max(delay, self._min_interval_s))
             self._hosts[host] = state
         return state
 
     def _base_delay(self, state: _HostState) -> float:
         """The delay in s without the learnt part: default, Crawl-delay, adaptive."""
-        delay = self._default_s
+        delay = state.default_s
         crawl = state.crawl_delay_s
         if crawl is not None and crawl > delay:
             delay = crawl
@@ -476,7 +497,7 @@ class Politeness:
 
     def _recompute(self, state: _HostState) -> None:
         """Refresh the cached delay (s) and the bucket interval it calls for."""
-        delay = self._default_s  # _base_delay inlined: this runs once per response
+        delay = state.default_s  # _base_delay inlined: this runs once per response
         crawl = state.crawl_delay_s
         if crawl is not None and crawl > delay:
             delay = crawl
@@ -580,7 +601,7 @@ class Politeness:
                 changed = True
         if success:
             if state.learnt_s > 0.0:
-                learnt = state.learnt_s - self._learnt_step_s
+                learnt = state.learnt_s - self._learnt_step(state)
                 # Float rounding may leave a few ns of the last step: that is gone too.
                 state.learnt_s = learnt if learnt > 1e-9 else 0.0
                 changed = True
@@ -613,6 +634,13 @@ class Politeness:
             state.backoff_wait_s = 0.0
         return _NO_RETRY
 
+    def _learnt_step(self, state: _HostState) -> float:
+        """The step (s) of the host's learnt delay: a tenth of its floor, >= 10 ms."""
+        if state.default_s == self._default_s:
+            return self._learnt_step_s
+        step = state.default_s / 10.0
+        return step if step > LEARNT_STEP_MIN_S else LEARNT_STEP_MIN_S
+
     def _raise_learnt(self, state: _HostState, now: float, elapsed_s: float) -> bool:
         """Double the learnt delay on a 429/503 ending at ``now`` (module doc, AIMD).
 
@@ -627,8 +655,9 @@ class Politeness:
         base = self._base_delay(state)
         if base > learnt:
             learnt = base
-        if self._learnt_step_s > learnt:
-            learnt = self._learnt_step_s
+        step = self._learnt_step(state)
+        if step > learnt:
+            learnt = step
         learnt *= 2.0
         state.learnt_s = learnt if learnt < self._max_delay_s else self._max_delay_s
         state.raised_at = now
@@ -672,7 +701,9 @@ class Politeness:
     def delay_s(self, host: str) -> float:
         """The politeness delay of ``host`` in s (without backoff), see module doc."""
         state = self._hosts.get(host)
-        return self._default_s if state is None else state.delay_s
+        if state is None:
+            return self._host_default_s.get(host, self._default_s)
+        return state.delay_s
 
     def earliest(self, host: str, now: float) -> float:
         """The earliest start (epoch s, ``>= now``) of the next fetch on ``host``.
@@ -726,10 +757,11 @@ class Politeness:
     def view(self, host: str, now: float) -> HostPolitenessView:
         """A ``HostPolitenessView`` of ``host`` at ``now`` (epoch s); never creates state."""
         state = self._hosts.get(host)
+        own = host in self._host_default_s
         if state is None:
             return HostPolitenessView(
-                delay_ms=self._default_s * 1000.0,
-                delay_source="default",
+                delay_ms=self._host_default_s.get(host, self._default_s) * 1000.0,
+                delay_source="override" if own else "default",
                 tokens=float(self._capacity),
                 backoff_attempts=0,
                 backoff_until=None,
@@ -738,8 +770,8 @@ class Politeness:
                 demoted=False,
             )
         self._sync(state, now)
-        source: DelaySource = "default"
-        delay = self._default_s
+        source: DelaySource = "override" if own else "default"
+        delay = state.default_s
         crawl = state.crawl_delay_s
         if crawl is not None and crawl > delay:
             source, delay = "crawl_delay", crawl

@@ -37,6 +37,9 @@ Decision (``should_render``), first rule that applies:
 4. The host is in ``render_hosts``: yes (``"render_hosts"``).
 5. ``auto``: yes when ``looks_like_shell`` finds a signature (returned as the reason).
 
+A host with a ``[hosts."..."]`` ``render`` has it in place of ``render`` in 1, 3 and 5
+(``CrawlConfig.override``; rule 3 then says ``hosts."HOST".render = always``).
+
 A host-list entry matches a host key (``app.example.com``, ``127.0.0.8:8080``), the host
 without its port, or any subdomain of it (``example.com`` matches
 ``app.example.com:8443``); case-insensitive.
@@ -176,7 +179,8 @@ def should_render(
     """Whether to render a fetched page, and why (the rules of the module docstring).
 
     Args:
-        config: ``render``, ``render_hosts``, ``render_never_hosts``, ``render_max_links``.
+        config: ``render``, ``render_hosts``, ``render_never_hosts``, ``render_max_links``
+            and the host's own ``render`` (``hosts``).
         host: the page's host key (``core.urls.host_key``).
         body: the raw body as fetched (call only for complete 2xx bodies).
         content_type: the response's media type.
@@ -185,14 +189,19 @@ def should_render(
 
     Returns:
         ``None`` (do not render) or the reason to render: ``"render = always"``,
-        ``"render_hosts"`` or a ``looks_like_shell`` signature. Never raises.
+        ``'hosts."HOST".render = always'``, ``"render_hosts"`` or a ``looks_like_shell``
+        signature. Never raises.
     """
-    if config.render == "never" or nofollow or not is_html(content_type):
+    mode = config.render
+    own = config.override(host) if config.hosts else None
+    if own is not None and own.render is not None:
+        mode = own.render
+    if mode == "never" or nofollow or not is_html(content_type):
         return None
     if host_matches(host, config.render_never_hosts):
         return None
-    if config.render == "always":
-        return "render = always"
+    if mode == "always":
+        return "render = always" if mode == config.render else f'hosts."{host}".render = always'
     if host_matches(host, config.render_hosts):
         return "render_hosts"
     return looks_like_shell(body, content_type, link_count, max_links=config.render_max_links)

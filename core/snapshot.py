@@ -200,6 +200,9 @@ class HostDetail:
         robots_detail: one line on the robots.txt state (status, HTTP code, expiry).
         crawl_delay_s: the robots.txt Crawl-delay, if any.
         responses: the host's last responses, newest last.
+        overrides: ``(key, value)`` of each setting its ``[hosts."..."]`` table sets
+            (``delay_ms``, ``max_pages``, ``render``; values as written), empty when
+            it has none.
     """
 
     row: HostRow
@@ -208,3 +211,4 @@ class HostDetail:
     robots_detail: str
     crawl_delay_s: float | None
     responses: tuple[ResponseRow, ...]
+    overrides: tuple[tuple[str, str], ...] = ()

@@ -18,13 +18,13 @@ import datetime
 import re
 from array import array
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from urllib.parse import unquote
 
 from crawldeck.core import urls
-from crawldeck.core.config import CrawlConfig, Scope
+from crawldeck.core.config import CrawlConfig, HostOverride, Scope
 from crawldeck.core.errors import UrlError
 
 
@@ -39,7 +39,8 @@ class BlockReason(StrEnum):
         robots_unavailable: robots.txt could not be fetched (5xx or network error)
             and ``robots_on_failure`` is ``disallow`` (RFC 9309 §2.3.1.4).
         depth: more links from a seed than ``max_depth``.
-        host_cap: the host already had ``max_per_host`` URLs admitted.
+        host_cap: the host already had ``max_per_host`` URLs admitted (or its
+            ``[hosts."..."]`` table's ``max_pages``).
         path_depth: more non-empty path segments than ``max_path_depth``.
         repeating_path: one path segment occurs more than ``max_segment_repeats``
             times (``/a/b/a/b/a/``: relative links resolved again and again).
@@ -52,6 +53,8 @@ class BlockReason(StrEnum):
         scheme: not http or https (``mailto:``, ``javascript:``, ``data:``, ...).
         bad_url: cannot be parsed, has no host or a bad port.
         scope: outside the crawl scope (``host``, ``domain`` or ``any``) of the seeds.
+        excluded: matches an ``exclude`` pattern, or no ``include`` pattern when some
+            are given (``--include`` / ``--exclude``; seeds need match no include).
         redirect_loop: a redirect leads back to a URL already in its chain.
         too_many_redirects: a redirect chain longer than ``max_redirects`` hops.
         redirect_trap: the second hop of one redirect chain that grows the URL by
@@ -73,6 +76,7 @@ class BlockReason(StrEnum):
     SCHEME = "scheme"
     BAD_URL = "bad_url"
     SCOPE = "scope"
+    EXCLUDED = "excluded"
     REDIRECT_LOOP = "redirect_loop"
     TOO_MANY_REDIRECTS = "too_many_redirects"
     REDIRECT_TRAP = "redirect_trap"
@@ -140,6 +144,64 @@ class ScopePolicy:
         if len(self._keys) > 3:
             seeds += f", ... ({len(self._keys)} in all)"
         return f"{kind} {self._key(url)!r} is outside scope {self.scope!r} (seeds: {seeds})"
+
+
+class UrlPatterns:
+    """The ``include`` and ``exclude`` regular expressions of a crawl, compiled once.
+
+    A URL is refused (``excluded``) when an ``exclude`` pattern is found in it
+    (``re.search``), or when ``include`` patterns are given and none is found in it;
+    ``exclude`` is checked first. A seed passes ``include`` unchecked: it is where the
+    crawl starts, as wget's start URLs pass no ``--accept-regex`` (``wget(1)``:
+    recursive retrieval filters the links it follows) and Heritrix's seeds are in
+    scope by their own SURT prefix; ``exclude`` refuses a seed too, as a Heritrix
+    reject rule after the seeds' accept rule does.
+
+    Args:
+        include, exclude: Python ``re`` patterns (``CrawlConfig.include`` /
+            ``exclude``, which checked that they compile).
+
+    Raises:
+        re.error: a pattern does not compile (only for patterns not from a config).
+    """
+
+    __slots__ = ("exclude", "include")
+
+    def __init__(self, include: Iterable[str] = (), exclude: Iterable[str] = ()) -> None:
+        """Compile ``include`` and ``exclude``."""
+        self.include = tuple(re.compile(pattern) for pattern in include)
+        self.exclude = tuple(re.compile(pattern) for pattern in exclude)
+
+    @classmethod
+    def from_config(cls, config: CrawlConfig) -> UrlPatterns:
+        """The patterns of ``config`` (its keys ``include`` and ``exclude``)."""
+        return cls(config.include, config.exclude)
+
+    def __bool__(self) -> bool:
+        """Whether there is any pattern (no pattern: every URL passes)."""
+        return bool(self.include or self.exclude)
+
+    def verdict(self, url: str, *, is_seed: bool = False) -> Verdict | None:
+        """The ``excluded`` verdict of the cleaned URL ``url``, or ``None`` if it passes.
+
+        The detail names the pattern found (``matches exclude '\\.pdf$'``) or the
+        includes none of which is (``matches no include ('/docs/')``, three at most).
+        Never raises.
+        """
+        for pattern in self.exclude:
+            if pattern.search(url) is not None:
+                return Verdict(
+                    BlockReason.EXCLUDED, f"matches exclude {_show(pattern.pattern, 60)}"
+                )
+        if not self.include or is_seed:
+            return None
+        for pattern in self.include:
+            if pattern.search(url) is not None:
+                return None
+        shown = ", ".join(_show(pattern.pattern, 60) for pattern in self.include[:3])
+        if len(self.include) > 3:
+            shown += f", ... ({len(self.include)} in all)"
+        return Verdict(BlockReason.EXCLUDED, f"matches no include ({shown})")
 
 
 #: Query parameters that carry a page number or an item offset.
@@ -607,15 +669,30 @@ class TrapGuard:
         settings: the limits (``TrapSettings.from_config(config)``).
         scope: the seeds' scope; seeds are added to it by the caller.
         today: the date calendar years are measured from (pure: no clock is read).
+        patterns: the ``include`` / ``exclude`` patterns (``UrlPatterns.from_config``;
+            default none).
+        hosts: the crawl's per-host settings (``CrawlConfig.hosts``): a host whose
+            entry has a ``max_pages`` has it as its cap in place of ``max_per_host``.
     """
 
-    __slots__ = ("_dates", "scope", "settings", "today")
+    __slots__ = ("_dates", "_host_caps", "_patterns", "scope", "settings", "today")
 
-    def __init__(self, settings: TrapSettings, scope: ScopePolicy, today: datetime.date) -> None:
-        """A guard with ``settings``' limits, ``scope`` and ``today``'s year."""
+    def __init__(
+        self,
+        settings: TrapSettings,
+        scope: ScopePolicy,
+        today: datetime.date,
+        *,
+        patterns: UrlPatterns | None = None,
+        hosts: Iterable[HostOverride] = (),
+    ) -> None:
+        """A guard with ``settings``' limits, ``scope``, ``today``'s year, ``patterns``
+        and the caps of ``hosts``."""
         self.settings = settings
         self.scope = scope
         self.today = today
+        self._patterns = patterns if patterns is not None else UrlPatterns()
+        self._host_caps = {e.host: e.max_pages for e in hosts if e.max_pages is not None}
         self._dates = _DateCounts()
 
     def admit(
@@ -634,20 +711,25 @@ class TrapGuard:
         1. ``url_length``: ``len(url) > max_url_length`` characters.
         2. ``scope``: not :meth:`ScopePolicy.allows` (skipped when ``is_seed``:
            seeds define the scope).
-        3. ``depth``: ``depth > max_depth``.
-        4. ``host_cap``: ``host_count >= max_per_host`` (one more would exceed it).
-        5. ``path_depth``: more than ``max_path_depth`` non-empty path segments.
-        6. ``repeating_path``: one path segment occurs more than
+        3. ``excluded``: :meth:`UrlPatterns.verdict` (an ``exclude`` pattern is found
+           in ``url``, seeds too; or ``include`` patterns are given and none is found
+           in it, skipped when ``is_seed``).
+        4. ``depth``: ``depth > max_depth``.
+        5. ``host_cap``: ``host_count >= max_per_host``, or the host's own cap
+           (its ``[hosts."..."]`` ``max_pages``, from ``hosts``) when it has one (one
+           more would exceed it).
+        6. ``path_depth``: more than ``max_path_depth`` non-empty path segments.
+        7. ``repeating_path``: one path segment occurs more than
            ``max_segment_repeats`` times (empty segments ignored).
-        7. ``calendar``: a year more than ``calendar_window_years`` after
+        8. ``calendar``: a year more than ``calendar_window_years`` after
            ``today.year`` in a path segment that is a date (``/2031/``,
            ``/2031-05-01/``, ``/2031-05.html``; years 1900-2199, not right after a
            ``page`` segment), in a query value that is a date with at least a month
            (``?d=2031-05``), or in a ``year``/``yr`` parameter (any number).
-        8. ``pagination``: a ``page``/``p``/``pg``/``offset``/``start`` query
+        9. ``pagination``: a ``page``/``p``/``pg``/``offset``/``start`` query
            parameter (name case-insensitive) or a path ``/page/N`` with a number
            above ``max_page_param``.
-        9. ``calendar``: the URL's :func:`date_template` (read from ``key``) already
+        10. ``calendar``: the URL's :func:`date_template` (read from ``key``) already
            has ``calendar_max_dates`` admitted URLs (a calendar into the past or the
            future, one page per date); or the template has at least one and the
            URL's host already has ``calendar_max_dates_per_host`` admitted URLs that
@@ -667,10 +749,10 @@ class TrapGuard:
                 caller checks its seen set first: every call that admits counts).
             depth: links followed from a seed (a seed is 0; a redirect keeps its depth).
             host_count: URLs of this URL's host admitted so far.
-            is_seed: ``url`` is a seed: the scope check is skipped.
+            is_seed: ``url`` is a seed: the scope and ``include`` checks are skipped.
             key: ``url``'s dedupe key (``urls.normalize(url, settings.strip_params)``)
                 if the caller has it; otherwise it is computed (for a URL that passes
-                steps 1-8).
+                steps 1-9).
 
         Returns:
             ``None`` to admit, or ``Verdict(reason, detail)``.
@@ -687,13 +769,24 @@ class TrapGuard:
             host = urls.host_key(url)
         except UrlError as exc:
             return Verdict(BlockReason.BAD_URL, str(exc))
+        if self._patterns:
+            verdict = self._patterns.verdict(url, is_seed=is_seed)
+            if verdict is not None:
+                return verdict
         # the path starts at the first "/" after "://" (a cleaned URL has no fragment)
         slash = url.find("/", url.find("://") + 3)
         rest = url[slash:].partition("#")[0] if slash >= 0 else ""
         path, _, query_text = rest.partition("?")
         if depth > limits.max_depth:
             return Verdict(BlockReason.DEPTH, f"depth {depth} > max_depth {limits.max_depth}")
-        if host_count >= limits.max_per_host:
+        cap = self._host_caps.get(host) if self._host_caps else None
+        if cap is not None:
+            if host_count >= cap:
+                return Verdict(
+                    BlockReason.HOST_CAP,
+                    f'host {host!r} already has {host_count} URLs (hosts."{host}".max_pages {cap})',
+                )
+        elif host_count >= limits.max_per_host:
             return Verdict(
                 BlockReason.HOST_CAP,
                 f"host {host!r} already has {host_count} URLs (max_per_host {limits.max_per_host})",
@@ -740,7 +833,7 @@ class TrapGuard:
             self._dates.add_below(_host_of(template), _DateCounts.CEILING)
 
     def _date_budget(self, url: str, key: str | None) -> Verdict | None:
-        """Step 9 of :meth:`admit`: refuse when the date template or its host's calendar
+        """Step 10 of :meth:`admit`: refuse when the date template or its host's calendar
         total is full, else count the URL."""
         if key is None:
             try:
@@ -778,7 +871,7 @@ class TrapGuard:
 
         Only the future counts: no real content is dated years ahead, while archives
         of past years (a blog's ``/2019/05/``) are real content; an endless calendar
-        into the past is cut by the date template budget (step 9 of :meth:`admit`).
+        into the past is cut by the date template budget (step 10 of :meth:`admit`).
         """
         return year - self.today.year > self.settings.calendar_window_years
 
@@ -792,7 +885,7 @@ class TrapGuard:
         )
 
     def _calendar(self, segments: list[str], query: list[tuple[str, str, str]]) -> Verdict | None:
-        """The ``calendar`` verdict for the path ``segments`` and ``query`` pieces (step 7
+        """The ``calendar`` verdict for the path ``segments`` and ``query`` pieces (step 8
         of :meth:`admit`).
 
         A path segment right after a ``page`` segment is a page number, not a year
@@ -1031,6 +1124,7 @@ __all__ = [
     "ScopePolicy",
     "TrapGuard",
     "TrapSettings",
+    "UrlPatterns",
     "Verdict",
     "date_template",
     "redirect_grows",

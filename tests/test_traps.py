@@ -45,6 +45,7 @@ def test_block_reasons_are_exactly_the_contract() -> None:
         "scheme",
         "bad_url",
         "scope",
+        "excluded",
         "redirect_loop",
         "too_many_redirects",
         "redirect_trap",

@@ -106,6 +106,15 @@ def _add_crawl_flags(parser: argparse.ArgumentParser, *, db_default: str) -> Non
         help="User-Agent header; its product token is matched against robots.txt groups",
     )
     parser.add_argument("--scope", choices=("host", "domain", "any"), help="which links to follow")
+    for flag, rule in (
+        ("include", "only URLs it (or another --include) matches are followed; seeds need not"),
+        ("exclude", "URLs it matches are refused, seeds too"),
+    ):
+        parser.add_argument(
+            f"--{flag}", action="append", metavar="REGEX",
+            help=f"Python regex searched in each cleaned URL: {rule}; repeatable, replaces "
+            f"the config file's {flag} list; refused URLs are in blocked as 'excluded'",
+        )  # fmt: skip
     parser.add_argument("--no-ui", action="store_true", help="headless: progress lines only")
     parser.add_argument(
         "--workers",
@@ -204,6 +213,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
         "concurrency": args.concurrency,
         "user_agent": args.user_agent,
         "scope": args.scope,
+        "include": args.include,
+        "exclude": args.exclude,
     }
 
 

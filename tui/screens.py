@@ -323,6 +323,9 @@ def _detail_summary(detail: HostDetail, strict_robots: bool) -> Table:
         Text.assemble(robots_label(row.robots_status, strict_robots), f" — {detail.robots_detail}"),
     )
     grid.add_row("Crawl-delay", crawl_delay)
+    if detail.overrides:
+        settings = " · ".join(f"{key} {value}" for key, value in detail.overrides)
+        grid.add_row("own settings", Text(f'{settings} (hosts."{row.host}" in the config)'))
     return grid
 
 
