@@ -1,8 +1,15 @@
-"""The ``crawldeck`` command: ``crawl``, ``demo``, ``worker``, ``recrawl``, ``export`` and ``show``.
+"""The ``crawldeck`` command: ``crawl``, ``demo``, ``worker``, ``recrawl``, ``export``,
+``show`` and ``config``.
 
-Exit codes: 0 a finished crawl (or one that reached ``--max-pages``), 2 bad input (one
-line on stderr), 3 a crawl that ended without fetching any page (every seed failed; the
-summary says why), 130 stopped by Ctrl-C, SIGTERM or SIGHUP (state saved, resume command printed).
+Exit codes: 0 a finished crawl (or one that reached a budget: ``--max-pages``,
+``--max-time``, ``--max-bytes``), 2 bad input (one line on stderr: a flag error ends with
+``(see crawldeck COMMAND --help)``, never the usage block), 3 a crawl that ended without
+fetching any page (every seed failed; the summary says why), 130 stopped by Ctrl-C,
+SIGTERM or SIGHUP (state saved, resume command printed).
+
+Settings: defaults < ``--config FILE`` < ``-s KEY=VALUE`` < flags (``--delay-ms`` ...);
+``crawldeck config`` prints the result with where each value came from. Figures go to
+stdout, warnings and errors to stderr (``tui.headless``).
 """
 
 from __future__ import annotations
@@ -10,25 +17,45 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import logging
 import os
+import re
 import resource
 import shlex
 import shutil
 import signal
 import sys
 import time
+import tomllib
 from collections.abc import Sequence
+from importlib.metadata import version
 from pathlib import Path
+from typing import Any, Literal, NoReturn, get_args, get_origin, get_type_hints
 
-from crawldeck.core.config import CrawlConfig, build_config, load_config
+from crawldeck.core import urls
+from crawldeck.core.config import (
+    CrawlConfig,
+    Source,
+    asdict,
+    build_config,
+    load_config,
+    load_config_sources,
+)
 from crawldeck.core.engine import CrawlResult, Engine
-from crawldeck.core.errors import CrawldeckError
-from crawldeck.core.export import body_text, export, export_file, foreign_crawl, page_record
+from crawldeck.core.errors import ConfigError, CrawldeckError, SeedError, UrlError
+from crawldeck.core.export import (
+    Format,
+    body_text,
+    export,
+    export_file,
+    foreign_crawl,
+    page_record,
+)
 from crawldeck.core.recrawl import parse_duration, prepare, summarize
 from crawldeck.core.seeds import read_seeds
 from crawldeck.core.store import Store
-from crawldeck.tui.headless import HeadlessReporter, stop_signals
+from crawldeck.tui.headless import HeadlessLog, HeadlessReporter, stop_signals
 
 #: The soft limit on open files a crawl asks for (see ``raise_open_files_limit``).
 OPEN_FILES_WANTED = 65_536
@@ -49,6 +76,47 @@ MAX_WORKERS = 64
 
 EXPORT_TABLES = ("pages", "blocked", "hosts", "links")
 EXPORT_FORMATS = ("jsonl", "csv")
+#: ``-o FILE`` of ``crawl`` and ``demo``: the export's format by the name's ending.
+OUTPUT_FORMATS: dict[str, Format] = {".jsonl": "jsonl", ".csv": "csv"}
+
+#: The config's defaults, quoted by ``--help``.
+DEFAULTS = CrawlConfig()
+#: The demo's politeness delay unless one is given (ms): its hosts are all local.
+DEMO_DELAY_MS = 250
+
+#: ``--max-bytes`` units: decimal (kB = 1000 bytes) and binary (KiB = 1024 bytes), as
+#: ``df -H`` and ``df -h`` print them; case is ignored.
+SIZE_UNITS: dict[str, int] = {
+    "": 1, "b": 1, "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3,
+    "gb": 1000**3, "t": 1000**4, "tb": 1000**4, "kib": 1024, "mib": 1024**2,
+    "gib": 1024**3, "tib": 1024**4,
+}  # fmt: skip
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([A-Za-z]*)")
+#: A seed given on the command line that is not an existing file must start so.
+_URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+#: Where ``crawldeck config`` says a value came from.
+SOURCE_LABELS: dict[Source, str] = {
+    "default": "default", "file": "--config", "setting": "-s", "flag": "flag",
+    "user_agent": "from user_agent",
+}  # fmt: skip
+
+#: Each config field's type (what ``-s KEY=VALUE`` reads its value as).
+_FIELD_TYPES: dict[str, Any] = get_type_hints(CrawlConfig)
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line: ``PROG: error: MESSAGE (see PROG
+    --help)`` on stderr and exit 2, not argparse's usage block (``crawldeck crawl`` for
+    a command's own parser: argparse makes them of this class too)."""
+
+    #: The commands' own parsers by name (``build_parser``), for the errors of the
+    #: arguments only the top parser sees (an unknown flag after the command).
+    commands: dict[str, Parser]
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``message`` in one line and exit with ``EXIT_BAD_INPUT``."""
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _whole(text: str, least: int) -> int:
@@ -81,6 +149,83 @@ def _count(text: str) -> int:
     return _whole(text, 1)
 
 
+def parse_size(text: str) -> int:
+    """``--max-bytes``' value in bytes: a number and a unit of ``SIZE_UNITS``, ``500MB``
+    -> 500 000 000, ``2GiB`` -> 2 147 483 648, ``1.5k`` -> 1500, ``4096`` -> 4096
+    (fractions of a byte dropped).
+
+    Raises:
+        argparse.ArgumentTypeError: anything else, or less than 1 byte (one line).
+    """
+    match = _SIZE.fullmatch(text.strip())
+    unit = None if match is None else SIZE_UNITS.get(match[2].lower())
+    if match is None or unit is None:
+        raise argparse.ArgumentTypeError(
+            f"expected a size such as 500MB, 2GiB or 1048576 (bytes), got {text!r}"
+        )
+    size = int(float(match[1]) * unit)
+    if size < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1 byte, got {text!r}")
+    return size
+
+
+def parse_time_budget(text: str) -> int:
+    """``--max-time``' value in whole seconds: ``90s``, ``10m``, ``2h``, ``1.5h``, ``90``
+    (``core.recrawl.parse_duration``'s units s, m, h, d, w).
+
+    Raises:
+        argparse.ArgumentTypeError: not a duration, under 1 s, or not a whole number of
+            seconds (``1.5s``).
+    """
+    try:
+        seconds = parse_duration(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if seconds < 1 or seconds != int(seconds):
+        raise argparse.ArgumentTypeError(f"expected a whole number of seconds >= 1, got {text!r}")
+    return int(seconds)
+
+
+def parse_setting(text: str) -> tuple[str, object]:
+    """``-s KEY=VALUE``: the key and its value, read as a TOML value (``2000``, ``true``,
+    ``1.5``, ``["a", "b"]``, ``"text"``) and else as text; a key whose field holds text
+    (``scope``, ``user_agent``) takes the text as written unless it is a quoted
+    string, and a list key (``render_hosts``) takes ``a,b`` as ``["a", "b"]``. The
+    value is checked with the others (``core.config.load_config``).
+
+    Raises:
+        argparse.ArgumentTypeError: no ``=``, or nothing before it.
+    """
+    key, sep, raw = text.partition("=")
+    key, raw = key.strip(), raw.strip()
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(
+            f"expected KEY=VALUE with a config key (delay_ms=2000), got {text!r}"
+        )
+    value: object
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    hint = _FIELD_TYPES.get(key)
+    if hint is not None and _holds_text(hint) and not isinstance(value, str):
+        return key, raw
+    if hint is not None and get_origin(hint) is tuple and not isinstance(value, list):
+        return key, [item.strip() for item in raw.split(",") if item.strip()]
+    return key, value
+
+
+def _holds_text(hint: Any) -> bool:
+    """Whether a field of type ``hint`` holds text: ``str``, a ``Literal`` of strings, or
+    either or ``None``."""
+    if hint is str:
+        return True
+    args = get_args(hint)
+    if get_origin(hint) is Literal:
+        return all(isinstance(a, str) for a in args)
+    return type(None) in args and any(_holds_text(a) for a in args if a is not type(None))
+
+
 def program() -> str:
     """How to call this command again: ``crawldeck`` when that is on PATH, else the
     path it was started by (e.g. ``.venv/bin/crawldeck`` after the README's install)."""
@@ -94,18 +239,59 @@ def program() -> str:
     return shlex.quote(str(path))
 
 
-def _add_crawl_flags(parser: argparse.ArgumentParser, *, db_default: str) -> None:
-    parser.add_argument("--db", default=db_default, help=f"SQLite file (default {db_default})")
-    parser.add_argument("--config", type=Path, help="TOML config file (keys as in the README)")
-    parser.add_argument("--max-pages", type=_count, help="stop after N pages")
-    parser.add_argument("--max-depth", type=_positive, help="links followed from a seed")
-    parser.add_argument("--delay-ms", type=_positive, help="politeness delay per host, ms")
-    parser.add_argument("--concurrency", type=_count, help="fetches in flight in all")
+def _add_config_flags(parser: argparse.ArgumentParser, *, delay_default: int) -> None:
+    """The flags that make the crawl's config (``crawl``, ``demo``, ``config``)."""
+    d = DEFAULTS
     parser.add_argument(
-        "--user-agent",
-        help="User-Agent header; its product token is matched against robots.txt groups",
-    )
-    parser.add_argument("--scope", choices=("host", "domain", "any"), help="which links to follow")
+        "--config", type=Path, metavar="FILE",
+        help="TOML config file, keys as in the README (default: none, the defaults)",
+    )  # fmt: skip
+    parser.add_argument(
+        "-s", "--set", dest="settings", type=parse_setting, action="append", default=[],
+        metavar="KEY=VALUE",
+        help="any config key, over the file, typed as in TOML: -s delay_ms=2000 -s "
+        "render=never; repeatable (default: none; a flag below wins over -s)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--max-pages", type=_count, metavar="N",
+        help="stop once the crawl file holds N pages, over ALL its runs: a rerun with "
+        "the same N fetches nothing new (default: no cap)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--max-time", type=parse_time_budget, metavar="DURATION",
+        help="stop THIS RUN after DURATION: 90s, 10m, 2h (s, m, h, d, w); a resumed run "
+        "gets DURATION again; fetches in flight get 5 s, a cut one stays queued "
+        "(default: no limit)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--max-bytes", type=parse_size, metavar="SIZE",
+        help="stop once the pages' decoded bodies add up to SIZE, over ALL runs as "
+        "--max-pages: 500MB, 2GiB (kB = 1000, KiB = 1024 bytes); fetches in flight "
+        "finish (default: no cap)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--max-depth", type=_positive, metavar="N",
+        help=f"links followed from a seed, which is depth 0 (default {d.max_depth})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--delay-ms", type=_positive, metavar="MS",
+        help="politeness delay per host in ms, from the end of one fetch to the start of "
+        f"the next (default {delay_default})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--concurrency", type=_count, metavar="N",
+        help=f"fetches in flight over all hosts (default {d.concurrency}; one per host)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--user-agent", metavar="UA",
+        help="User-Agent header; its product token is matched against robots.txt groups "
+        f"(default {d.user_agent!r})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--scope", choices=("host", "domain", "any"),
+        help="which links to follow: the seeds' hosts, their registered domains, or any "
+        f"(default {d.scope})",
+    )  # fmt: skip
     for flag, rule in (
         ("include", "only URLs it (or another --include) matches are followed; seeds need not"),
         ("exclude", "URLs it matches are refused, seeds too"),
@@ -113,15 +299,35 @@ def _add_crawl_flags(parser: argparse.ArgumentParser, *, db_default: str) -> Non
         parser.add_argument(
             f"--{flag}", action="append", metavar="REGEX",
             help=f"Python regex searched in each cleaned URL: {rule}; repeatable, replaces "
-            f"the config file's {flag} list; refused URLs are in blocked as 'excluded'",
+            f"the config file's {flag} list; refused URLs are in blocked as 'excluded' "
+            "(default: none)",
         )  # fmt: skip
-    parser.add_argument("--no-ui", action="store_true", help="headless: progress lines only")
+
+
+def _add_crawl_flags(
+    parser: argparse.ArgumentParser, *, db_default: str, delay_default: int
+) -> None:
     parser.add_argument(
-        "--workers",
-        type=_workers,
+        "--db", default=db_default, metavar="FILE",
+        help=f"the crawl's SQLite file; a crawl in it resumes (default {db_default})",
+    )  # fmt: skip
+    parser.add_argument(
+        "-o", "--output", type=Path, metavar="FILE",
+        help="when the crawl ends (or is stopped), write its pages table to FILE: .jsonl "
+        "or .csv by the name (default: none; crawldeck export writes it any time)",
+    )  # fmt: skip
+    _add_config_flags(parser, delay_default=delay_default)
+    parser.add_argument(
+        "--no-ui", action="store_true",
+        help="headless: a progress line every 5 s and a summary on stdout, warnings on "
+        "stderr (default: the console, when stdin, stdout and stderr are a terminal)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--workers", type=_workers, metavar="N",
         help="crawl with N worker processes sharing one frontier in Redis (a private "
-        "redis-server in DB.redis/ unless --redis is given)",
-    )
+        "redis-server in DB.redis/ unless --redis is given); --max-time and --max-bytes "
+        "are not supported with it (default: one process, no Redis)",
+    )  # fmt: skip
     _add_redis_flags(parser, required=False)
 
 
@@ -130,40 +336,135 @@ def _add_redis_flags(parser: argparse.ArgumentParser, *, required: bool) -> None
         "--redis",
         required=required,
         metavar="URL",
-        help="the Redis of a cluster crawl (redis://HOST:PORT/DB, unix:///PATH)",
+        help="the Redis of a cluster crawl (redis://HOST:PORT/DB, unix:///PATH)"
+        + (" (required)" if required else " (default: none; with --workers a private one)"),
     )
     parser.add_argument(
         "--crawl-id",
         required=required,
         metavar="NAME",
         help="the cluster crawl's name in that Redis"
-        + ("" if required else " (default: the --db file's name; 'crawl' on a private Redis)"),
-    )
-    parser.add_argument("--redis-cluster", action="store_true", help="the Redis is a Redis Cluster")
+        + (" (required)" if required else " (default: the --db file's name; 'crawl' on a "
+           "private Redis)"),
+    )  # fmt: skip
+    parser.add_argument(
+        "--redis-cluster", action="store_true",
+        help="the Redis is a Redis Cluster (default: a single Redis server)",
+    )  # fmt: skip
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``crawldeck`` command."""
-    parser = argparse.ArgumentParser(
+#: The epilog of each command's ``--help``: two examples, then notes.
+EPILOGS: dict[str, str] = {
+    "crawldeck": """\
+examples:
+  crawldeck demo
+      start the built-in local web (9 hosts on loopback) and crawl it in the console
+  crawldeck crawl https://docs.example.org/ --max-pages 500 -o pages.jsonl
+      crawl one site into crawl.db, at most 500 pages, then write them to pages.jsonl
+
+Each command has its own --help: crawldeck crawl --help.""",
+    "crawl": """\
+examples:
+  crawldeck crawl https://docs.example.org/ --max-pages 500 -o pages.jsonl
+      crawl one site into crawl.db, at most 500 pages, then write them to pages.jsonl
+  crawldeck crawl seeds.txt --no-ui --max-time 2h -s delay_ms=2000 --db news.db
+      the URLs of seeds.txt, headless, for two hours; the same command resumes it
+
+budgets: --max-pages and --max-bytes count over the whole crawl (every run of the
+--db file: a rerun with the same cap fetches nothing new); --max-time counts per run
+(a resumed run gets its time again). A budget reached ends the run cleanly (exit 0,
+the reason in the runs table); the same command, with a higher budget, goes on.
+settings: defaults < --config FILE < -s KEY=VALUE < flags; crawldeck config prints them.""",
+    "demo": """\
+examples:
+  crawldeck demo
+      start the local web and crawl it in the console (q quits, state saved)
+  crawldeck demo --no-ui --max-pages 100 -o demo.csv
+      headless, 100 pages, then the pages table as demo.csv
+
+The demo erases its --db file each run (it refuses a file that holds another crawl).""",
+    "worker": """\
+examples:
+  crawldeck worker --redis redis://10.0.0.5:6379/0 --crawl-id news
+      join the crawl 'news' published by crawldeck crawl ... --redis ... --crawl-id news
+  crawldeck worker --redis unix:///run/redis.sock --crawl-id news --warc-dir /data/warc
+      the same over a unix socket, writing WARC files into /data/warc""",
+    "recrawl": """\
+examples:
+  crawldeck recrawl crawl.db
+      revisit every page of crawl.db, asking with If-None-Match / If-Modified-Since
+  crawldeck recrawl crawl.db --older-than 7d --no-ui
+      only pages last fetched over a week ago, headless
+
+A recrawl has no page, time or byte budget (those of the crawl are lifted).""",
+    "export": """\
+examples:
+  crawldeck export crawl.db --format csv -o pages.csv
+      the pages table as CSV (written to a temporary file, renamed at the end)
+  crawldeck export crawl.db --table blocked | head
+      the refused URLs and why, as JSON Lines on stdout""",
+    "show": """\
+examples:
+  crawldeck show crawl.db https://docs.example.org/
+      the page's WARC record: its headers, HTTP head and body as text
+  crawldeck show crawl.db https://example.org/logo.png --raw > logo.png
+      the body's bytes alone, as they were received""",
+    "config": """\
+examples:
+  crawldeck config --config crawldeck.toml -s delay_ms=2000
+      what a crawl with that file and setting would use, key by key
+  crawldeck config --max-time 10m > crawldeck.toml
+      a complete config file to start from (the output is TOML)
+
+Each line is KEY = VALUE # where it came from: default, --config (the file), -s, flag;
+a key not set is a comment.""",
+}
+
+
+def _command(
+    sub: argparse._SubParsersAction[Parser], name: str, summary: str, description: str
+) -> Parser:
+    """A command's parser: ``summary`` in ``crawldeck --help``, ``description`` and the
+    command's ``EPILOGS`` entry in its own ``--help``."""
+    return sub.add_parser(
+        name, help=summary, description=description, epilog=EPILOGS[name],
+        formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
+    )  # fmt: skip
+
+
+def build_parser() -> Parser:
+    """The argument parser of the ``crawldeck`` command (a ``Parser``: one-line errors)."""
+    parser = Parser(
         prog="crawldeck",
         description="A polite, fast web crawler with a live console.",
+        epilog=EPILOGS["crawldeck"],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
+    parser.add_argument("--version", action="version", version=f"crawldeck {version('crawldeck')}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    crawl = sub.add_parser(
-        "crawl", help="crawl from a seeds file (resumes if --db has a crawl)", allow_abbrev=False
-    )
-    crawl.add_argument("seeds", type=Path, metavar="SEEDS_FILE", help="one URL per line")
-    _add_crawl_flags(crawl, db_default="crawl.db")
-    demo = sub.add_parser(
-        "demo", help="start the built-in local web and crawl it", allow_abbrev=False
-    )
-    _add_crawl_flags(demo, db_default="demo.db")
-    worker = sub.add_parser(
-        "worker",
-        help="join a cluster crawl started with crawl --redis ... --crawl-id ...",
-        allow_abbrev=False,
-    )
+    crawl = _command(
+        sub, "crawl", "crawl from URLs or seeds files (resumes if --db has a crawl)",
+        "Crawl from seed URLs into a SQLite file, politely (robots.txt, a delay per\n"
+        "host); a crawl already in the file resumes.",
+    )  # fmt: skip
+    crawl.add_argument(
+        "seeds", nargs="+", metavar="SEED",
+        help="a URL (http:// or https://) or a seeds file (one URL per line, # comments); "
+        "several may be given",
+    )  # fmt: skip
+    _add_crawl_flags(crawl, db_default="crawl.db", delay_default=DEFAULTS.delay_ms)
+    demo = _command(
+        sub, "demo", "start the built-in local web and crawl it",
+        "Start a local web of 9 hosts on loopback (traps, redirects, a slow and a\n"
+        "flaky host) and crawl it.",
+    )  # fmt: skip
+    _add_crawl_flags(demo, db_default="demo.db", delay_default=DEMO_DELAY_MS)
+    worker = _command(
+        sub, "worker", "join a cluster crawl started with crawl --redis ... --crawl-id ...",
+        "Join a cluster crawl: take hosts from its Redis, fetch them, send the\n"
+        "results to the crawl's coordinator.",
+    )  # fmt: skip
     _add_redis_flags(worker, required=True)
     worker.add_argument(
         "--warc-dir",
@@ -173,11 +474,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="where this worker writes its WARC files <crawl-id>-<random>-NNNNN.warc.gz "
         "(default: the current directory; copy them beside the crawl file for show and export)",
     )
-    recrawl = sub.add_parser(
-        "recrawl",
-        help="revisit a crawl's pages with conditional GET, often-changing pages first",
-        allow_abbrev=False,
-    )
+    recrawl = _command(
+        sub, "recrawl", "revisit a crawl's pages with conditional GET, often-changing pages first",
+        "Revisit the pages of a crawl file with conditional GET (ETag,\n"
+        "Last-Modified), pages that changed more often first.",
+    )  # fmt: skip
     recrawl.add_argument("db", type=Path, metavar="DB", help="the crawl file")
     recrawl.add_argument(
         "--older-than",
@@ -185,29 +486,59 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DURATION",
         help="only pages last fetched longer ago than this: 30s, 15m, 2h, 7d, 2w (default 0s)",
     )
-    recrawl.add_argument("--no-ui", action="store_true", help="headless: progress lines only")
-    exp = sub.add_parser("export", help="export a table of a crawl file", allow_abbrev=False)
-    exp.add_argument("db", type=Path, metavar="DB")
-    exp.add_argument("--table", choices=EXPORT_TABLES, default="pages")
-    exp.add_argument("--format", choices=EXPORT_FORMATS, default="jsonl")
-    exp.add_argument("-o", "--output", type=Path, help="output file (default stdout)")
+    recrawl.add_argument(
+        "--no-ui", action="store_true",
+        help="headless: progress lines and a summary (default: the console on a terminal)",
+    )  # fmt: skip
+    exp = _command(
+        sub, "export", "export a table of a crawl file",
+        "Write one table of a crawl file as JSON Lines or CSV, streaming\n"
+        "(constant memory).",
+    )  # fmt: skip
+    exp.add_argument("db", type=Path, metavar="DB", help="the crawl file")
     exp.add_argument(
-        "--with-body", action="store_true", help="pages as jsonl: add each page's body"
+        "--table", choices=EXPORT_TABLES, default="pages", help="the table (default pages)"
     )
-    show = sub.add_parser(
-        "show", help="print a page's WARC record: headers and body", allow_abbrev=False
+    exp.add_argument(
+        "--format", choices=EXPORT_FORMATS, default="jsonl", help="the format (default jsonl)"
     )
-    show.add_argument("db", type=Path, metavar="DB")
-    show.add_argument("url", metavar="URL")
+    exp.add_argument(
+        "-o", "--output", type=Path, metavar="FILE", help="output file (default stdout)"
+    )
+    exp.add_argument(
+        "--with-body", action="store_true",
+        help="pages as jsonl: add each page's body, read from the WARC files (default: off)",
+    )  # fmt: skip
+    show = _command(
+        sub, "show", "print a page's WARC record: headers and body",
+        "Print the WARC record of one fetched page: its WARC headers, HTTP head\n"
+        "and body.",
+    )  # fmt: skip
+    show.add_argument("db", type=Path, metavar="DB", help="the crawl file")
+    show.add_argument("url", metavar="URL", help="the page's URL, as fetched")
     show.add_argument(
-        "--raw", action="store_true", help="write only the body's bytes, as stored (no headers)"
-    )
+        "--raw", action="store_true",
+        help="write only the body's bytes, as stored, no headers (default: off)",
+    )  # fmt: skip
+    config = _command(
+        sub, "config", "print the effective config and where each value came from",
+        "Print the config a crawl with these flags would use, as TOML, each key\n"
+        "with where its value came from.",
+    )  # fmt: skip
+    _add_config_flags(config, delay_default=DEFAULTS.delay_ms)
+    parser.commands = {
+        "crawl": crawl, "demo": demo, "worker": worker, "recrawl": recrawl, "export": exp,
+        "show": show, "config": config,
+    }  # fmt: skip
     return parser
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, object]:
+    """The config keys the flags give (``None``: not given)."""
     return {
         "max_pages": args.max_pages,
+        "max_time_s": args.max_time,
+        "max_bytes": args.max_bytes,
         "max_depth": args.max_depth,
         "delay_ms": args.delay_ms,
         "concurrency": args.concurrency,
@@ -223,6 +554,78 @@ def _fail(message: str) -> int:
     return EXIT_BAD_INPUT
 
 
+def gather_seeds(items: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The seed URLs of ``crawl SEED [SEED ...]``, in order and each once: an item that
+    is an existing path is a seeds file (``core.seeds.read_seeds``), one that starts
+    with a scheme (``https://``) a URL; and the seeds files' bad lines, one line each
+    (``FILE: line N: REASON``), which are skipped.
+
+    Raises:
+        SeedError: an item that is neither an existing path nor a URL, a URL that cannot
+            be crawled (``core.urls.clean``'s reason), or a seeds file that cannot be read.
+    """
+    found: list[str] = []
+    problems: list[str] = []
+    for item in items:
+        if Path(item).exists():
+            listed, bad = read_seeds(Path(item))
+            found.extend(listed)
+            problems.extend(f"{item}: {problem}" for problem in bad)
+        elif _URL_SCHEME.match(item):
+            try:
+                found.append(urls.clean(item))
+            except UrlError as exc:
+                raise SeedError(f"seed {item!r}: {exc}") from None
+        else:
+            raise SeedError(
+                f"{item!r} is neither an existing file nor a URL "
+                "(a URL starts with http:// or https://)"
+            )
+    return list(dict.fromkeys(found)), problems
+
+
+def _output_problem(output: Path | None, db: Path) -> str | None:
+    """Why ``-o output`` cannot be written when the crawl in ``db`` ends (checked before
+    it starts), ``None`` when it can: a name not ending in ``.jsonl`` or ``.csv``, a
+    directory that does not exist, or the crawl file itself."""
+    if output is None:
+        return None
+    if output.suffix.lower() not in OUTPUT_FORMATS:
+        return (f"-o {str(output)!r}: expected a file name ending in .jsonl or .csv "
+                "(the export's format is taken from it)")  # fmt: skip
+    if not output.resolve().parent.is_dir():
+        return f"-o {str(output)!r}: the directory {str(output.parent)!r} does not exist"
+    if output.exists() and db.exists() and output.samefile(db):
+        return f"-o {str(output)!r} is the crawl file itself"
+    return None
+
+
+def _write_output(db: Path, output: Path | None, code: int) -> int:
+    """After a crawl that ended with exit ``code``: with ``-o output``, write the pages
+    table there (``core.export.export_file``: atomic) and say how many rows on stdout;
+    ``code``, or ``EXIT_BAD_INPUT`` when the export failed (one line on stderr)."""
+    if output is None:
+        return code
+    try:
+        count = export_file(db, "pages", OUTPUT_FORMATS[output.suffix.lower()], output)
+    except CrawldeckError as exc:
+        return _fail(f"-o: {exc}")
+    except OSError as exc:
+        return _fail(f"-o: cannot write {str(output)!r}: {exc.strerror}")
+    with contextlib.suppress(OSError):
+        print(f"{count} pages written to {output}", flush=True)
+    return code
+
+
+def _load_config(args: argparse.Namespace, overrides: dict[str, object]) -> CrawlConfig:
+    """The config of ``--config``, ``-s`` and ``overrides`` (``load_config``).
+
+    Raises:
+        ConfigError: one line naming the file and line, ``-s`` or the key.
+    """
+    return load_config(args.config, overrides, dict(args.settings))
+
+
 async def _crawl(
     config: CrawlConfig,
     store: Store,
@@ -232,40 +635,49 @@ async def _crawl(
     *,
     ui: bool = False,
 ) -> int:
-    """Run one crawl into the open ``store``, headless or in the console (``ui``);
-    returns the exit code; closes the store."""
+    """Run one crawl into the open ``store``, headless (its log lines through
+    ``HeadlessLog`` from the engine's first, ``resuming: ...``) or in the console
+    (``ui``); returns the exit code; closes the store."""
     try:
-        engine = Engine(config, store)
-        for url, why in engine.add_seeds(seeds):
-            print(f"crawldeck: seed refused: {url}: {why}", file=sys.stderr)
-        if ui:
-            return await _crawl_console(engine, store, config, db, resume_hint)
-        reporter = HeadlessReporter()
-        engine.subscribe(reporter)
-        loop = asyncio.get_running_loop()
-        stopped_by_signal = False
-
-        def on_signal() -> None:
-            nonlocal stopped_by_signal
-            stopped_by_signal = True
-            print(
-                "\ncrawldeck: stopping: in-flight fetches finish, state is saved ...",
-                file=sys.stderr,
-                flush=True,
-            )
-            engine.request_stop()
-
-        signals = stop_signals()
-        for sig in signals:
-            loop.add_signal_handler(sig, on_signal)
-        try:
-            result: CrawlResult = await engine.run()
-        finally:
-            for sig in signals:
-                loop.remove_signal_handler(sig)
-        return _finish(engine, store, db, result.outcome, resume_hint, stopped=stopped_by_signal)
+        with contextlib.ExitStack() as headless:
+            if not ui:
+                headless.enter_context(HeadlessLog())
+            engine = Engine(config, store)
+            for url, why in engine.add_seeds(seeds):
+                print(f"crawldeck: seed refused: {url}: {why}", file=sys.stderr)
+            if ui:
+                return await _crawl_console(engine, store, config, db, resume_hint)
+            return await _crawl_headless(engine, store, db, resume_hint)
     finally:
         store.close()
+
+
+async def _crawl_headless(engine: Engine, store: Store, db: Path, resume_hint: str) -> int:
+    """Run the crawl with progress lines (``HeadlessReporter``), stopped cleanly by
+    ``stop_signals``; the summary and exit code (``_finish``)."""
+    engine.subscribe(HeadlessReporter())
+    loop = asyncio.get_running_loop()
+    stopped_by_signal = False
+
+    def on_signal() -> None:
+        nonlocal stopped_by_signal
+        stopped_by_signal = True
+        print(
+            "\ncrawldeck: stopping: in-flight fetches finish, state is saved ...",
+            file=sys.stderr,
+            flush=True,
+        )
+        engine.request_stop()
+
+    signals = stop_signals()
+    for sig in signals:
+        loop.add_signal_handler(sig, on_signal)
+    try:
+        result: CrawlResult = await engine.run()
+    finally:
+        for sig in signals:
+            loop.remove_signal_handler(sig)
+    return _finish(engine, store, db, result.outcome, resume_hint, stopped=stopped_by_signal)
 
 
 async def _crawl_console(
@@ -307,7 +719,8 @@ def _finish(
     *,
     stopped: bool = False,
 ) -> int:
-    """Print the summary, how to export and (when stopped) how to resume; the exit code:
+    """Print the summary, how to export and (when stopped, or at the end of the run's
+    ``--max-time``) how to resume; the exit code:
     ``EXIT_STOPPED``, ``EXIT_SEEDS_FAILED`` (the crawl ended and no page of the file
     got a 2xx answer: the summary says why each seed failed) or ``EXIT_OK``.
 
@@ -318,7 +731,7 @@ def _finish(
              "--table pages --format csv"]  # fmt: skip
     stopped = stopped or outcome == "stopped"
     failures = [] if stopped else _seed_failures(store)
-    if stopped:
+    if stopped or outcome == "max_time":  # the same command goes on (its time is per run)
         lines.append(resume_hint)
     with contextlib.suppress(OSError):
         HeadlessReporter().summary(engine.snapshot(), outcome)
@@ -369,19 +782,36 @@ def _wants_console(args: argparse.Namespace) -> bool:
     return False
 
 
+def _cluster_problem(args: argparse.Namespace, config: CrawlConfig) -> str | None:
+    """Why this cluster crawl (``--workers``, ``--redis``) cannot run: a time or byte
+    budget, which its workers do not count yet; ``None`` when it can, or without one."""
+    if args.workers is None and args.redis is None:
+        return None
+    given = [key for key in ("max_time_s", "max_bytes") if getattr(config, key) is not None]
+    if not given:
+        return None
+    return (f"{' and '.join(given)} (--max-time, --max-bytes) are not supported in a "
+            "cluster crawl (--workers, --redis); --max-pages is")  # fmt: skip
+
+
 def _run_crawl(args: argparse.Namespace) -> int:
+    """``crawldeck crawl SEED ...``: the crawl, headless or in the console, then the
+    ``-o`` export; the exit code."""
     raise_open_files_limit()
     try:
-        config = load_config(args.config, _overrides(args))
-        seeds, problems = read_seeds(args.seeds)
+        config = _load_config(args, _overrides(args))
+        seeds, problems = gather_seeds(args.seeds)
     except CrawldeckError as exc:
         return _fail(str(exc))
     for problem in problems:
-        print(f"crawldeck: {args.seeds}: {problem} (skipped)", file=sys.stderr)
+        print(f"crawldeck: {problem} (skipped)", file=sys.stderr)
     if not seeds:
-        return _fail(f"no valid seed URL in {str(args.seeds)!r}")
+        return _fail(f"no valid seed URL in {', '.join(repr(item) for item in args.seeds)}")
     if not args.db.strip():
         return _fail("--db needs a file name")
+    refused = _output_problem(args.output, Path(args.db)) or _cluster_problem(args, config)
+    if refused is not None:
+        return _fail(refused)
     ui = _wants_console(args)
     if ui:
         config = _ui_config(config)
@@ -390,12 +820,14 @@ def _run_crawl(args: argparse.Namespace) -> int:
     if args.workers is not None or args.redis is not None:
         from crawldeck.tui.cluster_cli import run_cluster_crawl
 
-        return run_cluster_crawl(args, config, seeds, db, hint, ui=ui)
+        code = run_cluster_crawl(args, config, seeds, db, hint, ui=ui)
+        return code if code == EXIT_BAD_INPUT else _write_output(db, args.output, code)
     try:
         store = Store(db, flush_interval_ms=config.flush_interval_ms)
-        return asyncio.run(_crawl(config, store, db, seeds, hint, ui=ui))
+        code = asyncio.run(_crawl(config, store, db, seeds, hint, ui=ui))
     except CrawldeckError as exc:
         return _fail(str(exc))
+    return _write_output(db, args.output, code)
 
 
 def _run_demo(args: argparse.Namespace) -> int:
@@ -403,17 +835,20 @@ def _run_demo(args: argparse.Namespace) -> int:
 
     raise_open_files_limit()
     overrides = _overrides(args)
-    if overrides["delay_ms"] is None:
-        overrides["delay_ms"] = 250
+    if overrides["delay_ms"] is None and "delay_ms" not in dict(args.settings):
+        overrides["delay_ms"] = DEMO_DELAY_MS
     # The demo allows only the loopback network of the local web (issue #4).
     overrides["allow_networks"] = [DEMO_NETWORK]
     try:
-        config = load_config(args.config, overrides)
+        config = _load_config(args, overrides)
     except CrawldeckError as exc:
         return _fail(str(exc))
     if not args.db.strip():
         return _fail("--db needs a file name")
     db = Path(args.db)
+    problem = _output_problem(args.output, db) or _cluster_problem(args, config)
+    if problem is not None:
+        return _fail(problem)
     foreign = foreign_crawl(db, DEMO_PREFIX)
     if foreign:
         return _fail(f"{str(db)!r} {foreign}; the demo starts anew and would erase it: "
@@ -437,17 +872,22 @@ def _run_demo(args: argparse.Namespace) -> int:
                 from crawldeck.tui.cluster_cli import run_cluster_crawl
 
                 store.close()  # the coordinator opens it again (fresh: erased above)
-                return run_cluster_crawl(args, config, web.seeds(), db, hint, ui=ui, fresh=True)
-            return asyncio.run(_crawl(config, store, db, web.seeds(), hint, ui=ui))
+                code = run_cluster_crawl(args, config, web.seeds(), db, hint, ui=ui, fresh=True)
+                if code == EXIT_BAD_INPUT:
+                    return code
+            else:
+                code = asyncio.run(_crawl(config, store, db, web.seeds(), hint, ui=ui))
     except CrawldeckError as exc:
         return _fail(str(exc))
     finally:
         store.close()
+    return _write_output(db, args.output, code)
 
 
 def _run_recrawl(args: argparse.Namespace) -> int:
     """``crawldeck recrawl DB``: a new run of the crawl in DB with its last run's config
-    (``max_pages`` lifted: revisits add no page), its pages queued again in change-rate
+    (its budgets lifted: ``max_pages``, ``max_time_s``, ``max_bytes``; revisits add no
+    page), its pages queued again in change-rate
     order (``core.recrawl.prepare``) and asked for conditionally; then the summary and
     one line of what the revisits found."""
     raise_open_files_limit()
@@ -469,7 +909,7 @@ def _run_recrawl(args: argparse.Namespace) -> int:
         if saved is None or not store.has_crawl():
             store.close()
             return _fail(f"{str(db)!r} holds no crawl to revisit")
-        config = build_config({**saved, "max_pages": None})
+        config = build_config({**saved, "max_pages": None, "max_time_s": None, "max_bytes": None})
         ui = _wants_console(args)
         if ui:
             config = _ui_config(config)
@@ -564,6 +1004,52 @@ def _run_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def toml_value(value: object) -> str:
+    """``value`` (of ``core.config.asdict``: text, a number, a bool, a list, a table) as
+    a TOML value; a table's ``None`` entries are left out (TOML has no null).
+
+    Raises:
+        TypeError: a value of another type (no config key holds one).
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # a TOML basic string
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(item) for item in value) + "]"
+    if isinstance(value, dict):
+        items = [f"{json.dumps(str(k))} = {toml_value(v)}" for k, v in value.items()
+                 if v is not None]  # fmt: skip
+        return "{" + ", ".join(items) + "}"
+    raise TypeError(f"no TOML form for {value!r}")
+
+
+def config_lines(config: CrawlConfig, sources: dict[str, Source]) -> list[str]:
+    """The lines ``crawldeck config`` prints: ``KEY = VALUE  # SOURCE`` for each key in
+    field order (a TOML file that gives ``config`` again), a key that is not set
+    (``None``) as a comment."""
+    lines = ["# crawldeck's effective config: defaults < --config FILE < -s KEY=VALUE < flags"]
+    for key, value in asdict(config).items():
+        label = SOURCE_LABELS[sources[key]]
+        if value is None:
+            lines.append(f"# {key} is not set  # {label}")
+        else:
+            lines.append(f"{key} = {toml_value(value)}  # {label}")
+    return lines
+
+
+def _run_config(args: argparse.Namespace) -> int:
+    """``crawldeck config``: the effective config on stdout, each key with its source."""
+    try:
+        config, sources = load_config_sources(args.config, _overrides(args), dict(args.settings))
+    except CrawldeckError as exc:
+        return _fail(str(exc))
+    print("\n".join(config_lines(config, sources)))
+    return EXIT_OK
+
+
 def _run_worker(args: argparse.Namespace) -> int:
     from crawldeck.tui.cluster_cli import run_worker
 
@@ -574,9 +1060,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``crawldeck`` console script; returns the exit code."""
     logging.basicConfig(level=logging.WARNING, format="crawldeck: %(message)s")
     logging.getLogger("crawldeck").setLevel(logging.ERROR)
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the command's parser: see crawldeck crawl --help
+        parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     handlers = {"crawl": _run_crawl, "demo": _run_demo, "export": _run_export,
-                "worker": _run_worker, "recrawl": _run_recrawl, "show": _run_show}  # fmt: skip
+                "worker": _run_worker, "recrawl": _run_recrawl, "show": _run_show,
+                "config": _run_config}  # fmt: skip
     try:
         with contextlib.suppress(BrokenPipeError):
             return handlers[args.command](args)

@@ -1,12 +1,19 @@
-"""The ``--no-ui`` reporter: one progress line every few seconds, a summary at the end.
+"""The ``--no-ui`` reporter: one progress line every few seconds, a summary at the end,
+and the crawl's log lines as they come.
 
-It reads ``CrawlSnapshot``s only; it never reaches into the engine.
+Figures go to stdout, warnings to stderr: the progress lines, the summary and the
+log's information lines (retries, sitemaps read) on stdout; the log's warnings (robots.txt
+unreachable and allowed, a host demoted, parked or dead) on stderr as ``crawldeck:
+warning: ...``, so ``crawldeck crawl ... > progress.log`` still shows them. The reporter
+reads ``CrawlSnapshot``s only; the log lines come through ``logging`` (``HeadlessLog``).
 """
 
 from __future__ import annotations
 
+import logging
 import signal
 import sys
+import time
 from typing import TextIO
 
 from rich.console import Console
@@ -46,8 +53,65 @@ def progress_line(snap: CrawlSnapshot) -> str:
     )
 
 
+#: The logger of the crawl's log lines (``core.observer``: the console's Log tab).
+CRAWL_LOGGER = "crawldeck.engine"
+#: The start of the engine's line when an error stops the crawl (a full disk): the
+#: command prints that error itself at the end, once, on stderr.
+STOPPING = "stopping: "
+
+
+class HeadlessLog(logging.Handler):
+    """The crawl's log lines as they come: information as ``  HH:MM:SS LINE`` (UTC) on
+    ``out``, warnings and errors as ``crawldeck: warning: LINE`` on ``err``.
+
+    The engine's ``stopping: ERROR`` line is information here: the command ends with
+    that error as its one ``crawldeck: error:`` line. Output that cannot be written
+    (the terminal closed) is dropped.
+
+    Args:
+        out: where information goes (default stdout).
+        err: where warnings go (default stderr).
+    """
+
+    def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
+        super().__init__(logging.INFO)
+        self._out = out or sys.stdout
+        self._err = err or sys.stderr
+        self._level = logging.NOTSET  # the logger's, while this handler has it
+        self._propagate = True
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Print one record to ``out`` or ``err`` by its level."""
+        line = record.getMessage()
+        try:
+            if record.levelno >= logging.WARNING and not line.startswith(STOPPING):
+                kind = "warning" if record.levelno == logging.WARNING else "error"
+                print(f"crawldeck: {kind}: {line}", file=self._err, flush=True)
+            else:
+                stamp = time.strftime("%H:%M:%S", time.gmtime(record.created))
+                print(f"  {stamp} {line}", file=self._out, flush=True)
+        except OSError:
+            pass
+
+    def __enter__(self) -> HeadlessLog:
+        """Take the crawl's log lines (``CRAWL_LOGGER`` from INFO up) until ``__exit__``."""
+        logger = logging.getLogger(CRAWL_LOGGER)
+        self._level, self._propagate = logger.level, logger.propagate
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+        logger.addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Give the logger back as it was."""
+        logger = logging.getLogger(CRAWL_LOGGER)
+        logger.removeHandler(self)
+        logger.setLevel(self._level)
+        logger.propagate = self._propagate
+
+
 class HeadlessReporter:
-    """Prints ``progress_line`` at most every ``interval_s`` seconds, and new log lines.
+    """Prints ``progress_line`` at most every ``interval_s`` seconds.
 
     Args:
         out: where progress goes (default stdout).
@@ -58,7 +122,6 @@ class HeadlessReporter:
         self._out = out or sys.stdout
         self._interval_s = interval_s
         self._last_at: float | None = None
-        self._last_log: str | None = None
         self._gone = False
 
     def __call__(self, snap: CrawlSnapshot) -> None:
@@ -70,22 +133,11 @@ class HeadlessReporter:
         if self._gone:
             return
         try:
-            self._print_new_log(snap)
             if self._last_at is None or snap.at - self._last_at >= self._interval_s:
                 self._last_at = snap.at
                 print(progress_line(snap), file=self._out, flush=True)
         except OSError:
             self._gone = True
-
-    def _print_new_log(self, snap: CrawlSnapshot) -> None:
-        lines = list(snap.log)
-        start = 0
-        if self._last_log is not None and self._last_log in lines:
-            start = len(lines) - lines[::-1].index(self._last_log)
-        for line in lines[start:]:
-            print(f"  {line}", file=self._out, flush=True)
-        if lines:
-            self._last_log = lines[-1]
 
     def summary(self, snap: CrawlSnapshot, outcome: str) -> None:
         """Print the end-of-crawl summary table."""
