@@ -26,6 +26,13 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints
 
 from crawldeck.core.errors import ConfigError, UrlError
+from crawldeck.core.request_checks import (
+    AuthEntries,
+    HeaderFields,
+    check_auth,
+    check_header,
+    check_proxy,
+)
 from crawldeck.core.urls import host_key
 
 Scope = Literal["host", "domain", "any"]
@@ -204,6 +211,18 @@ class CrawlConfig:
         max_body_bytes: body cap after decoding; longer bodies are cut off and
             recorded with error ``body_too_large``.
         connect_timeout_ms, read_timeout_ms, total_timeout_ms: fetch time budgets.
+        header: extra request header fields sent with every request, robots.txt
+            included (a TOML table ``{"Accept-Language" = "en"}``, kept as ``(name,
+            value)`` pairs); ``core.request_checks.REFUSED_HEADERS`` cannot be set.
+        proxy: an ``http://host[:port]`` proxy every request goes through (``CONNECT``
+            for https), no credentials in it; ``None``: direct (or the environment's,
+            with ``trust_env``).
+        trust_env: use the ``HTTP_PROXY``/``HTTPS_PROXY`` environment variables where
+            ``proxy`` is not set, and ``NO_PROXY`` for both (``core.request_options``).
+        netrc: Basic credentials per host name from ``$NETRC`` or ``~/.netrc``.
+        auth: Basic credentials per origin (``[auth."https://host"] user = "..."
+            password_env = "VAR"``, kept as ``(origin, user, password_env)``); the
+            password is read from the environment variable at start, never stored.
         robots_max_bytes: robots.txt is parsed from at most this many bytes
             (RFC 9309 §2.5 asks for at least 500 KiB).
         robots_max_redirects: redirect hops followed for robots.txt (RFC 9309 §2.3.1.2).
@@ -324,6 +343,11 @@ class CrawlConfig:
     connect_timeout_ms: Annotated[int, Range(1)] = 10_000
     read_timeout_ms: Annotated[int, Range(1)] = 30_000
     total_timeout_ms: Annotated[int, Range(1)] = 60_000
+    header: HeaderFields = ()
+    proxy: str | None = None
+    trust_env: bool = False
+    netrc: bool = False
+    auth: AuthEntries = ()
     robots_max_bytes: Annotated[int, Range(500 * 1024)] = 500 * 1024
     robots_max_redirects: Annotated[int, Range(0)] = 5
     robots_ttl_max_s: Annotated[int, Range(0)] = 86_400
@@ -435,6 +459,8 @@ def asdict(config: CrawlConfig) -> dict[str, Any]:
         }
         for entry in config.hosts
     }
+    out["header"] = dict(config.header)
+    out["auth"] = {origin: {"user": user, "password_env": env} for origin, user, env in config.auth}
     return out
 
 
@@ -528,6 +554,10 @@ def _check(name: str, hint: Any, value: Any, bounds: Range | None = None) -> Any
                 f"config key {name!r}: expected a value <= {bounds.high:g}, got {value!r}"
             )
         return float(value) if hint is float else value
+    if hint == HeaderFields:
+        return check_header(value)
+    if hint == AuthEntries:
+        return check_auth(value)
     if hint is str:
         if not isinstance(value, str) or not value.strip():
             raise ConfigError(f"config key {name!r}: expected a non-empty string, got {value!r}")
@@ -583,7 +613,8 @@ def _check_rules(config: CrawlConfig) -> None:
             ``RENDER_RESOURCE_TYPES``; ``dns_max_ttl_s < dns_min_ttl_s``; an
             ``allow_networks`` entry that is not an IP network; a ``dns_nameservers``
             entry that is not ``IP``, ``IP:port`` or ``[IPv6]:port``; an ``include``
-            or ``exclude`` entry that Python's ``re`` does not compile.
+            or ``exclude`` entry that Python's ``re`` does not compile; a ``proxy``
+            that is not ``http://host[:port]`` or holds credentials.
     """
     agent = config.user_agent
     if not all(" " <= c <= "~" for c in agent):
@@ -597,6 +628,7 @@ def _check_rules(config: CrawlConfig) -> None:
             f"config key 'robots_token': only letters, '_' and '-' are allowed "
             f"(RFC 9309 §2.2.1), got {token!r}"
         )
+    check_proxy(config.proxy)  # an http:// URL without credentials
     if config.backoff_max_ms < config.backoff_base_ms:
         raise ConfigError("config key 'backoff_max_ms': must be >= backoff_base_ms")
     unknown = sorted(set(config.render_block_resources) - RENDER_RESOURCE_TYPES)

@@ -6,13 +6,13 @@ through the URL gates as a new hop). A 3xx comes back with its ``Location`` head
 the server sent it, whatever it says (``mailto:``, a raw UTF-8 host, junk; bytes that
 are not UTF-8 read as Latin-1, as RFC 9110 §5.5 allows for obs-text): the engine
 resolves it with ``core.urls.clean``, which blocks what cannot be crawled. It reads the
-*decoded* body (gzip and deflate undone here, in steps bounded by what is left of
+*decoded* body (gzip, deflate and br undone here, in steps bounded by what is left of
 ``max_bytes``) and stops at ``max_bytes``, so a compression bomb costs at most
-``max_bytes`` plus one network read. Every aiohttp error is translated here into the
-``core.errors`` tree; nothing foreign escapes, and each error says in ``retryable``
-whether it is transient (timeouts, refused or lost connections) or deterministic
-(malformed replies, short bodies, bad codings, TLS that cannot work, URLs that cannot be
-sent).
+``max_bytes`` plus one network read (and one brotli output block, about 32 KiB). Every
+aiohttp error is translated here into the ``core.errors`` tree; nothing foreign
+escapes, and each error says in ``retryable`` whether it is transient (timeouts, refused
+or lost connections) or deterministic (malformed replies, short bodies, bad codings, TLS
+that cannot work, URLs that cannot be sent).
 
 Bodies not needed are not downloaded: ``fetch(url, want_body=...)`` asks the caller,
 once the media type is known, whether to read the body at all; if not, the
@@ -39,11 +39,25 @@ httpx's with hundreds of hosts in the pool (httpx 0.28 scans every pooled connec
 on each request: 24.8 ms of CPU per request at 500 hosts, against 0.17 ms for aiohttp;
 ``benchmarks/RESULTS.md``).
 
-Content codings: requests say ``Accept-Encoding: gzip, deflate`` (the codings whose
-cost we know); a response whose ``Content-Encoding`` lists more than one coding
-(``gzip, gzip``: each layer multiplies the bomb, 4 MB on the wire became 8 GB of
-memory) or one we do not decode (``br``, ``compress``, junk) is refused with
-``ProtocolViolation`` before its body is read. ``identity`` is no coding.
+Content codings: requests say ``Accept-Encoding: gzip, deflate, br`` (the codings
+whose decoding is bounded: zlib's ``max_length``, and the ``output_buffer_limit`` of
+the ``Brotli`` package, 1.2 or later, RFC 7932); a response whose ``Content-Encoding``
+lists more than one coding (``gzip, gzip``: each layer multiplies the bomb, 4 MB on the
+wire became 8 GB of memory) or one we do not decode (``compress``, ``zstd``, junk) is
+refused with ``ProtocolViolation`` before its body is read. ``identity`` is no coding.
+
+Request options (``core.request_options.RequestOptions``, read from the config at
+start): the ``header`` fields go with every request; Basic credentials (``auth``,
+``netrc``) are chosen per request from its URL's origin (host, for netrc), so a
+redirect's target, fetched as a request of its own, gets its own or none; a proxy
+(``proxy``, or the environment's with ``trust_env``) carries the request, ``CONNECT``
+for https. Through a proxy the proxy resolves the name and opens the connection: the
+address policy and per-IP politeness still act on the crawler's own lookup of the
+name (the engine's ``PinningResolver.choose`` before each request; an IP-literal URL is
+checked here), the socket's peer (the proxy) is not taken as the host's address, and
+the proxy's own name is resolved by the system, not checked by the policy
+(``core.transport.ProxyNameResolver``). ``Authorization`` is left out of
+``FetchResult.request_headers`` (and so of the WARC request records).
 
 Budgets (``CrawlConfig``):
     connect_timeout_ms  TCP (and TLS) connection setup.
@@ -68,6 +82,7 @@ from types import TracebackType
 from typing import Any, ClassVar
 
 import aiohttp
+import brotli
 from aiohttp.abc import AbstractResolver
 from aiohttp.client_proto import ResponseHandler
 from aiohttp.client_reqrep import ClientRequest, ConnectionKey
@@ -92,13 +107,16 @@ from crawldeck.core.errors import (
     RequestInvalid,
     TlsFailed,
 )
-from crawldeck.core.transport import PinningResolver
+from crawldeck.core.request_options import RequestOptions
+from crawldeck.core.transport import PinningResolver, ProxyNameResolver
 
 #: Sent with every request; the engine only parses HTML, the rest is recorded as is.
 _ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8"
 #: The content codings we accept and decode (only codings whose decoding we bound).
-_ACCEPT_ENCODING = "gzip, deflate"
-_DECODED_CODINGS = frozenset({"gzip", "x-gzip", "deflate"})
+_ACCEPT_ENCODING = "gzip, deflate, br"
+_DECODED_CODINGS = frozenset({"gzip", "x-gzip", "deflate", "br"})
+#: Request fields left out of ``FetchResult.request_headers`` (credentials).
+_UNRECORDED = frozenset({"authorization", "proxy-authorization"})
 #: The size of one read from the connection, bytes.
 _READ_BYTES = 64 * 1024
 
@@ -112,7 +130,7 @@ def _content_coding(headers: Headers, url: str) -> str | None:
 
     Raises:
         ProtocolViolation: more than one coding (stacked, in one header or several),
-            or a coding other than gzip/x-gzip/deflate.
+            or a coding other than gzip/x-gzip/deflate/br.
     """
     codings = [
         coding
@@ -191,6 +209,33 @@ class _Inflater:
         return self._z.eof
 
 
+class _Unbrotli:
+    """Bounded decoding of one brotli body (RFC 7932; ``br``, RFC 9110 §18.6).
+
+    ``feed(data, room)`` returns what brotli decodes of ``data`` with its output
+    buffer capped at ``room`` bytes (``output_buffer_limit``, Brotli 1.2): brotli
+    fills its buffer in blocks, so up to one block (about 32 KiB) past ``room``
+    may come out; past ``room`` the caller cuts and stops (the body is truncated),
+    so a bomb never expands past what the caller still wants plus a block. The
+    decoder then holds the rest, and is not fed again. ``complete`` tells whether the
+    stream ended. Raises ``brotli.error`` on bad data.
+    """
+
+    def __init__(self) -> None:
+        self._decoder = brotli.Decompressor()
+
+    def feed(self, data: bytes, room: int) -> bytes:
+        """Decode ``data``; about ``room`` (>= 1) bytes out at most (see the class)."""
+        out: bytes = self._decoder.process(data, output_buffer_limit=room)
+        return out
+
+    @property
+    def complete(self) -> bool:
+        """Whether the end of the compressed stream was reached."""
+        finished: bool = self._decoder.is_finished()
+        return finished
+
+
 #: Statuses that have no body (RFC 9110 §6.4.1): bytes a server sends after one would
 #: be read as the next response on a kept-alive connection, so it is not kept
 #: (``_AiohttpInternals.Response``).
@@ -209,7 +254,7 @@ class FetchResult:
             (``multidict.CIMultiDictProxy[str]``; ``headers[name]`` and ``get`` give the
             first value of a header sent several times, ``getall(name, ())`` all of
             them).
-        body: the decoded body (Content-Encoding gzip/deflate undone), at most
+        body: the decoded body (Content-Encoding gzip/deflate/br undone), at most
             ``max_bytes`` bytes; ``b""`` when ``skipped``.
         content_type: the computed MIME type's essence, lowercased, without parameters
             (``"text/html"``): that of the last ``Content-Type`` value, or, when that
@@ -233,8 +278,10 @@ class FetchResult:
             order (aiohttp's ``raw_headers``); ``()`` (a fake fetcher): rebuilt from
             ``headers`` when written to WARC.
         request_headers: the request header fields sent (aiohttp's
-            ``request_info.headers``: Host, User-Agent, Accept, Accept-Encoding and
-            any extra ``headers``), in order.
+            ``request_info.headers``: Host, User-Agent, Accept, Accept-Encoding, the
+            config's ``header`` fields and any extra ``headers``), in order, but
+            ``Authorization`` and ``Proxy-Authorization`` (credentials are not
+            recorded).
         wire_body: the body as transferred (its Content-Encoding kept, the transfer
             coding removed), at most what was read before the cut; ``None`` when it
             is ``body`` itself (no content coding). The WARC response record holds it
@@ -354,9 +401,9 @@ class _LostOnFresh(Exception):
         self.error = error
 
 
-#: Called by the connector with the URL's host and the transport of each new TCP
-#: connection (``AiohttpFetcher._connected``).
-OnConnect = Callable[[str, asyncio.BaseTransport | None], None]
+#: Called by the connector with the URL's host, the transport of each new TCP
+#: connection and whether it goes to a proxy (``AiohttpFetcher._connected``).
+OnConnect = Callable[[str, asyncio.BaseTransport | None, bool], None]
 
 
 class _AiohttpInternals:
@@ -503,8 +550,8 @@ class _AiohttpInternals:
         socket per host fetched in the keep-alive time). Made inside the running loop.
 
         Args:
-            on_connect: called with ``req.host`` and the transport of each new
-                connection.
+            on_connect: called with ``req.host``, the transport of each new
+                connection and whether it is to a proxy (``req.proxy`` set).
             max_idle: the most hosts with idle connections kept (``idle_connections()``).
             kwargs: ``aiohttp.TCPConnector``'s.
         """
@@ -546,7 +593,7 @@ class _AiohttpInternals:
             timeout: aiohttp.ClientTimeout,  # noqa: ASYNC109 - aiohttp's interface
         ) -> ResponseHandler:
             protocol = await super()._create_connection(req, traces, timeout)
-            self._on_connect(req.host, protocol.transport)
+            self._on_connect(req.host, protocol.transport, req.proxy is not None)
             return protocol
 
     #: ``(ours, aiohttp's class, method)``: each method ours overrides, with the
@@ -589,17 +636,26 @@ class AiohttpFetcher:
     aiohttp's internals is in ``_AiohttpInternals``.
 
     Args:
-        config: the crawl configuration (User-Agent, time budgets in ms, body cap).
+        config: the crawl configuration (User-Agent, time budgets in ms, body cap,
+            the request options: ``header``, ``proxy``, ``trust_env``, ``netrc``,
+            ``auth``).
         resolver: an ``aiohttp.abc.AbstractResolver`` for host names (the crawl's
             ``core.transport.PinningResolver``: DNS pinning and the address policy);
-            ``None``: aiohttp's default (the system resolver).
+            ``None``: aiohttp's default (the system resolver). A proxy's name is
+            resolved by the system either way (``ProxyNameResolver``).
         ssl_context: certificate verification for https (``None``: the system's
             default CA store, hostname checked).
 
+    Raises:
+        ConfigError: from ``RequestOptions.from_config`` (a ``password_env`` not set,
+            a netrc file missing or malformed, a bad proxy variable with
+            ``trust_env``).
+
     The session: HTTP/1.1, no automatic redirects, no cookies kept (every fetch is
     stateless, so no session-id trap can grow from a cookie; a caller that needs one
-    for a request passes it in ``fetch(headers=...)``), proxies and ``.netrc``
-    from the environment ignored, keep-alive pool of ``max(64, 4 x concurrency)``
+    for a request passes it in ``fetch(headers=...)``), aiohttp's own reading of the
+    environment (proxies, ``.netrc``) off (``RequestOptions`` reads them, when the
+    config asks), keep-alive pool of ``max(64, 4 x concurrency)``
     connections in use (any number per host: the engine's politeness decides), idle
     ones kept ``2 x delay_ms`` (5-60 s) so a connection outlives one politeness delay,
     for the ``idle_connections()`` hosts used last; name
@@ -617,8 +673,13 @@ class AiohttpFetcher:
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self._config = config
+        self._options = options = RequestOptions.from_config(config)
+        self._per_url = bool(options.proxies or options.credentials or options.netrc)
+        if resolver is not None and options.proxy_hosts:
+            resolver = ProxyNameResolver(resolver, options.proxy_hosts)
         self._resolver = resolver
-        self._pinning = resolver if isinstance(resolver, PinningResolver) else None
+        pinning = resolver.crawl if isinstance(resolver, ProxyNameResolver) else resolver
+        self._pinning = pinning if isinstance(pinning, PinningResolver) else None
         self._ssl: ssl.SSLContext | bool = ssl_context or True
         self._session: aiohttp.ClientSession | None = None
         self._connector: _AiohttpInternals.Connector | None = None
@@ -647,6 +708,7 @@ class AiohttpFetcher:
                 "User-Agent": config.user_agent,
                 "Accept": _ACCEPT,
                 "Accept-Encoding": _ACCEPT_ENCODING,
+                **dict(self._options.headers),
             },
             timeout=aiohttp.ClientTimeout(
                 total=None,
@@ -661,11 +723,12 @@ class AiohttpFetcher:
         )
         return self._session
 
-    def _connected(self, host: str, transport: asyncio.BaseTransport | None) -> None:
-        """Called by the connector for each new connection to ``host``."""
+    def _connected(self, host: str, transport: asyncio.BaseTransport | None, proxied: bool) -> None:
+        """Called by the connector for each new connection to ``host`` (``proxied``:
+        the socket goes to a proxy, whose address is not ``host``'s)."""
         self._connects += 1
         peer = transport.get_extra_info("peername") if transport is not None else None
-        if self._pinning is not None and peer:
+        if self._pinning is not None and peer and not proxied:
             self._pinning.connected(host, peer[0])
 
     def statistics(self) -> FetcherStatistics:
@@ -737,7 +800,7 @@ class AiohttpFetcher:
                 syntax, a line over 8 190 bytes, more than 128 headers, chunked
                 framing), its body is short (a clean close before ``Content-Length``
                 bytes or the last chunk, a compressed stream that does not end), its
-                Content-Encoding is stacked (``gzip, gzip``) or not gzip/deflate, or
+                Content-Encoding is stacked (``gzip, gzip``) or not gzip/deflate/br, or
                 its body cannot be decoded.
             DnsNotFound, DnsTemporaryFailure, PrivateAddress: from the resolver, as
                 themselves.
@@ -807,7 +870,7 @@ class AiohttpFetcher:
         if isinstance(exc, aiohttp.ClientResponseError):  # aiohttp's parser refused it
             problem = _one_line(exc.message) if exc.message else _one_line(exc)
             return ProtocolViolation(f"invalid HTTP response: {problem}: {url}")
-        if isinstance(exc, aiohttp.ClientPayloadError | zlib.error):
+        if isinstance(exc, aiohttp.ClientPayloadError | zlib.error | brotli.error):
             return ProtocolViolation(f"invalid HTTP response: {_one_line(exc)}: {url}")
         if isinstance(exc, aiohttp.ClientError | OSError):
             return ConnectFailed(f"connection failed: {_one_line(exc)}: {url}")
@@ -833,7 +896,32 @@ class AiohttpFetcher:
                 raise RequestInvalid(f"cannot request {url!r}: {host!r} is not a dotted-quad IPv4")
             if literal and self._pinning is not None:
                 self._pinning.check_literal(host)
-        async with session.get(target, allow_redirects=False, headers=headers) as response:
+        proxy: str | None = None
+        proxy_headers: dict[str, str] | None = None
+        if self._per_url and host:
+            options, scheme, port = self._options, target.scheme, target.port
+            extra: dict[str, str] = {}
+            chosen = options.proxy_for(scheme, host, port)
+            if chosen is not None:
+                proxy = chosen.url
+                if chosen.user is not None:
+                    value = aiohttp.encode_basic_auth(chosen.user, chosen.password or "")
+                    if scheme == "https":  # on the CONNECT request
+                        proxy_headers = {"Proxy-Authorization": value}
+                    else:  # on the request itself, which the proxy reads
+                        extra["Proxy-Authorization"] = value
+            credentials = options.credentials_for(scheme, host, port)
+            if credentials is not None:  # UTF-8 (RFC 7617 §2.1)
+                extra["Authorization"] = aiohttp.encode_basic_auth(*credentials)
+            if extra:
+                headers = {**(headers or {}), **extra}
+        async with session.get(
+            target,
+            allow_redirects=False,
+            headers=headers,
+            proxy=proxy,
+            proxy_headers=proxy_headers,
+        ) as response:
             assert isinstance(response, _AiohttpInternals.Response)  # the response_class
             received = _as_received(response.headers)
             reader = _Reader(response, _content_coding(received, url), limit, url)
@@ -872,7 +960,11 @@ class AiohttpFetcher:
                 http_version=f"{version.major}.{version.minor}" if version else "1.1",
                 reason=response.reason or "",
                 raw_headers=response.raw_headers,
-                request_headers=tuple(response.request_info.headers.items()),
+                request_headers=tuple(
+                    (name, value)
+                    for name, value in response.request_info.headers.items()
+                    if name.lower() not in _UNRECORDED
+                ),
                 wire_body=None if skipped else reader.wire(),
             )
 
@@ -895,7 +987,9 @@ class _Reader:
         self, response: _AiohttpInternals.Response, coding: str | None, limit: int, url: str
     ) -> None:
         self._response = response
-        self._inflater = _Inflater(coding) if coding else None
+        self._inflater: _Inflater | _Unbrotli | None = None
+        if coding:
+            self._inflater = _Unbrotli() if coding == "br" else _Inflater(coding)
         self._limit = limit
         self._url = url
         self._chunks: list[bytes] = []

@@ -39,6 +39,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.resolver import ThreadedResolver
 
 from crawldeck.core.dns import AddressPolicy, DnsCache, bare_host
 
@@ -190,4 +191,46 @@ class PinningResolver(AbstractResolver):
         """Nothing to close: the ``DnsCache`` belongs to the crawl."""
 
 
-__all__ = ["CHOICES_KEPT", "PinningResolver", "PinningStatistics"]
+class ProxyNameResolver(AbstractResolver):
+    """The crawl's resolver for the sites' names, the system's for the proxies' names.
+
+    A proxy (``proxy``, or ``HTTP(S)_PROXY`` with ``trust_env``) is the operator's own
+    infrastructure, as the DNS servers are: its name is resolved by the system
+    (``getaddrinfo``: ``/etc/hosts``, the system's DNS; aiohttp's
+    ``ThreadedResolver``) and its address is not checked by the ``AddressPolicy``
+    (a proxy on a private network is the usual case). Every other name goes to
+    ``crawl``. An IP-literal proxy reaches no resolver at all (aiohttp connects to
+    literals directly).
+
+    Args:
+        crawl: the crawl's resolver (a ``PinningResolver``).
+        proxy_hosts: the proxies' host names (lowercase).
+    """
+
+    def __init__(self, crawl: AbstractResolver, proxy_hosts: frozenset[str]) -> None:
+        self.crawl = crawl
+        self._proxy_hosts = proxy_hosts
+        self._system: ThreadedResolver | None = None  # made in the loop, on first use
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        """The addresses of ``host``: the system's for a proxy, else ``crawl``'s.
+
+        Raises:
+            OSError: the system cannot resolve a proxy's name (aiohttp's connector
+                makes it a ``ClientConnectorError``, so a ``ConnectFailed``).
+            DnsNotFound, DnsTemporaryFailure, PrivateAddress: from ``crawl``.
+        """
+        if host.lower().rstrip(".") in self._proxy_hosts:
+            self._system = self._system or ThreadedResolver()
+            return await self._system.resolve(host, port, socket.AF_UNSPEC)
+        return await self.crawl.resolve(host, port, family)
+
+    async def close(self) -> None:
+        """Close the system resolver (the crawl's belongs to the crawl)."""
+        if self._system is not None:
+            await self._system.close()
+
+
+__all__ = ["CHOICES_KEPT", "PinningResolver", "PinningStatistics", "ProxyNameResolver"]

@@ -220,7 +220,7 @@ async def test_accept_encoding_names_only_codings_we_bound(
     srv.set("/ae", Response(204))
     await fetcher.fetch(srv.url("/ae"))
     [request] = srv.requests
-    assert request.headers["accept-encoding"] == "gzip, deflate"
+    assert request.headers["accept-encoding"] == "gzip, deflate, br"
 
 
 async def test_nested_gzip_bomb_is_refused_in_bounded_memory(
@@ -252,7 +252,8 @@ async def test_nested_gzip_bomb_is_refused_in_bounded_memory(
             "stacked content codings gzip, deflate refused",
         ),
         ([("Content-Encoding", "deflate, GZIP")], "stacked content codings deflate, gzip refused"),
-        ([("Content-Encoding", "br")], "unknown content coding 'br' refused"),
+        ([("Content-Encoding", "zstd")], "unknown content coding 'zstd' refused"),
+        ([("Content-Encoding", "br, gzip")], "stacked content codings br, gzip refused"),
         ([("Content-Encoding", "compress")], "unknown content coding 'compress' refused"),
         ([("Content-Encoding", "utf-8")], "unknown content coding 'utf-8' refused"),
     ],

@@ -1,0 +1,413 @@
+"""Requests as users need them (issue #14 item 5), at the fetcher against real loopback
+servers: the config's headers, Basic credentials per origin and from netrc, an HTTP
+proxy (the config's, the environment's with ``trust_env``, ``NO_PROXY``), brotli."""
+
+from __future__ import annotations
+
+import base64
+import http.server
+import shutil
+import ssl
+import subprocess
+import threading
+import tracemalloc
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import brotli
+import pytest
+from forwardproxy import ForwardProxy
+from httpserver import HTTPTestServer, Response
+
+from crawldeck.core.config import CrawlConfig, build_config
+from crawldeck.core.dns import AddressPolicy, AddressPolicySettings, DnsCache, DnsSettings
+from crawldeck.core.errors import ConfigError, ConnectFailed, PrivateAddress, ProtocolViolation
+from crawldeck.core.fetcher import AiohttpFetcher
+from crawldeck.core.transport import PinningResolver
+
+UA = "crawldeck-test/9.9 (+http://127.0.0.1/bot)"
+
+
+def make_config(**overrides: object) -> CrawlConfig:
+    values: dict[str, object] = {
+        "user_agent": UA,
+        "connect_timeout_ms": 1000,
+        "read_timeout_ms": 1000,
+        "total_timeout_ms": 3000,
+    }
+    values.update(overrides)
+    return build_config(values)
+
+
+def basic(user: str, password: str) -> str:
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
+@pytest.fixture
+def site() -> Iterator[HTTPTestServer]:
+    with HTTPTestServer() as server:
+        server.set("/", Response(200, {"Content-Type": "text/html"}, b"<p>a</p>"))
+        yield server
+
+
+@pytest.fixture
+def other() -> Iterator[HTTPTestServer]:
+    """A server on another host, 127.0.0.2."""
+    with HTTPTestServer("127.0.0.2") as server:
+        server.set("/", Response(200, {"Content-Type": "text/html"}, b"<p>b</p>"))
+        yield server
+
+
+@pytest.fixture
+def proxy() -> Iterator[ForwardProxy]:
+    with ForwardProxy() as forward:
+        yield forward
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No proxy or netrc from the machine's environment."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "NETRC"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+
+
+async def fetch(config: CrawlConfig, url: str, **kwargs: object) -> bytes:
+    async with AiohttpFetcher(config, **kwargs) as fetcher:  # type: ignore[arg-type]
+        return (await fetcher.fetch(url)).body
+
+
+# -- headers
+
+
+async def test_the_configs_headers_reach_the_server(site: HTTPTestServer) -> None:
+    config = make_config(header={"Accept-Language": "en, de;q=0.5", "From": "me@example.org"})
+    async with AiohttpFetcher(config) as fetcher:
+        result = await fetcher.fetch(site.url("/"))
+    [request] = site.requests
+    assert request.headers["accept-language"] == "en, de;q=0.5"
+    assert request.headers["from"] == "me@example.org"
+    assert request.headers["user-agent"] == UA
+    assert request.headers["accept-encoding"] == "gzip, deflate, br"
+    sent = dict(result.request_headers)
+    assert sent["Accept-Language"] == "en, de;q=0.5"
+    assert sent["From"] == "me@example.org"
+
+
+async def test_a_configured_accept_replaces_the_default(site: HTTPTestServer) -> None:
+    await fetch(make_config(header={"Accept": "text/html"}), site.url("/"))
+    [request] = site.requests
+    assert request.headers["accept"] == "text/html"
+
+
+# -- credentials
+
+
+async def test_auth_goes_to_its_origin_only(
+    site: HTTPTestServer, other: HTTPTestServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SITE_PW", "s3cret é")
+    config = make_config(auth={site.origin: {"user": "crawler", "password_env": "SITE_PW"}})
+    with HTTPTestServer() as same_host_other_port:
+        same_host_other_port.set("/", Response(204))
+        async with AiohttpFetcher(config) as fetcher:
+            ours = await fetcher.fetch(site.url("/"))
+            await fetcher.fetch(other.url("/"))
+            await fetcher.fetch(same_host_other_port.url("/"))
+            await fetcher.fetch(site.url("/").replace("http://", "http://") + "?again")
+        assert "authorization" not in same_host_other_port.requests[0].headers
+    assert [r.headers["authorization"] for r in site.requests] == [basic("crawler", "s3cret é")] * 2
+    assert "authorization" not in other.requests[0].headers
+    # what is recorded (and so written to WARC) holds no credentials
+    assert all(name.lower() != "authorization" for name, _ in ours.request_headers)
+
+
+async def test_a_password_env_not_set_is_one_line_at_start() -> None:
+    config = make_config(auth={"https://a.example": {"user": "u", "password_env": "NOT_SET_X"}})
+    with pytest.raises(ConfigError) as info:
+        AiohttpFetcher(config)
+    assert str(info.value) == (
+        "config key 'auth': 'https://a.example': the environment variable 'NOT_SET_X' "
+        "(password_env) is not set"
+    )
+
+
+async def test_netrc_credentials_go_to_their_host_name_only(
+    site: HTTPTestServer,
+    other: HTTPTestServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    netrc = tmp_path / "netrc"
+    netrc.write_text(
+        "machine 127.0.0.1 login alice password wonder\ndefault login any password leak\n"
+    )
+    monkeypatch.setenv("NETRC", str(netrc))
+    async with AiohttpFetcher(make_config(netrc=True)) as fetcher:
+        await fetcher.fetch(site.url("/"))
+        await fetcher.fetch(other.url("/"))
+    assert site.requests[0].headers["authorization"] == basic("alice", "wonder")
+    assert "authorization" not in other.requests[0].headers  # nor the default entry's
+    # netrc off: the same file is not read
+    await fetch(make_config(), site.url("/"))
+    assert "authorization" not in site.requests[1].headers
+
+
+async def test_auth_wins_over_netrc_for_its_origin(
+    site: HTTPTestServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1 login alice password wonder\n")
+    monkeypatch.setenv("NETRC", str(netrc))
+    monkeypatch.setenv("PW", "pw")
+    config = make_config(netrc=True, auth={site.origin: {"user": "bob", "password_env": "PW"}})
+    await fetch(config, site.url("/"))
+    assert site.requests[0].headers["authorization"] == basic("bob", "pw")
+
+
+async def test_a_missing_or_bad_netrc_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NETRC", str(tmp_path / "none"))
+    with pytest.raises(ConfigError) as missing:
+        AiohttpFetcher(make_config(netrc=True))
+    assert str(missing.value) == f"config key 'netrc': {str(tmp_path / 'none')!r} does not exist"
+    bad = tmp_path / "bad"
+    bad.write_text("machine a login b password c\nmachine x frob y\nmachine z login q\n")
+    monkeypatch.setenv("NETRC", str(bad))
+    with pytest.raises(ConfigError) as broken:
+        AiohttpFetcher(make_config(netrc=True))
+    assert str(broken.value).startswith(f"config key 'netrc': {str(bad)!r} line 2: ")
+
+
+# -- brotli
+
+
+async def test_a_brotli_body_is_decoded(site: HTTPTestServer) -> None:
+    page = b"<html><body>" + b"<a href='/x'>x</a>" * 2000 + b"</body></html>"
+    wire = brotli.compress(page)
+    site.set("/br", Response(200, {"Content-Type": "text/html", "Content-Encoding": "br"}, wire))
+    async with AiohttpFetcher(make_config()) as fetcher:
+        result = await fetcher.fetch(site.url("/br"))
+    assert result.body == page
+    assert result.wire_body == wire  # the WARC keeps the body as transferred
+    assert result.truncated is False
+    assert result.content_type == "text/html"
+
+
+async def test_a_brotli_bomb_is_cut_in_bounded_memory(site: HTTPTestServer) -> None:
+    bomb = brotli.compress(b"\0" * (512 << 20), quality=5)  # 512 MiB of zeros
+    assert len(bomb) < 1_000_000
+    site.set("/bomb", Response(200, {"Content-Encoding": "br"}, bomb))
+    async with AiohttpFetcher(make_config()) as fetcher:
+        tracemalloc.start()
+        try:
+            tracemalloc.reset_peak()
+            result = await fetcher.fetch(site.url("/bomb"), max_bytes=1_000_000)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert result.truncated is True
+    assert result.body == b"\0" * 1_000_000
+    assert peak < 16 << 20, f"peak {peak / 2**20:.0f} MiB"
+
+
+async def test_bad_or_short_brotli_is_a_protocol_violation(site: HTTPTestServer) -> None:
+    whole = brotli.compress(b"hello brotli " * 1000)
+    site.set("/junk", Response(200, {"Content-Encoding": "br"}, b"this is not brotli at all"))
+    site.set("/short", Response(200, {"Content-Encoding": "br"}, whole[: len(whole) // 2]))
+    async with AiohttpFetcher(make_config()) as fetcher:
+        with pytest.raises(ProtocolViolation) as junk:
+            await fetcher.fetch(site.url("/junk"))
+        with pytest.raises(ProtocolViolation) as short:
+            await fetcher.fetch(site.url("/short"))
+    assert str(junk.value).startswith("invalid HTTP response: ")
+    assert junk.value.retryable is False
+    assert str(short.value) == (
+        f"invalid HTTP response: compressed body cut short: {site.url('/short')}"
+    )
+
+
+# -- proxy
+
+
+async def test_the_configs_proxy_carries_every_request(
+    other: HTTPTestServer, proxy: ForwardProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PW", "pw")
+    config = make_config(
+        proxy=proxy.url,
+        header={"Accept-Language": "en"},
+        auth={other.origin: {"user": "u", "password_env": "PW"}},
+        allow_networks=["127.0.0.2/32"],
+    )
+    dns = DnsCache(DnsSettings.from_config(config))
+    resolver = PinningResolver(dns, AddressPolicy(AddressPolicySettings.from_config(config)))
+    try:
+        async with AiohttpFetcher(config, resolver=resolver) as fetcher:
+            result = await fetcher.fetch(other.url("/?q=1"))
+    finally:
+        await dns.aclose()
+    assert result.body == b"<p>b</p>"
+    [relayed] = proxy.requests
+    assert relayed.method == "GET"
+    assert relayed.target == other.url("/?q=1")  # absolute form: the proxy connects
+    assert relayed.headers["accept-language"] == "en"
+    assert relayed.headers["authorization"] == basic("u", "pw")
+    [served] = other.requests
+    assert served.path == "/?q=1"
+    assert served.headers["user-agent"] == UA
+    # the socket went to the proxy: that is not the host's address
+    assert dns.pinned("127.0.0.2") == "127.0.0.2"
+
+
+async def test_through_a_proxy_the_address_policy_still_holds(proxy: ForwardProxy) -> None:
+    # 127.0.0.3 is neither trusted nor allowed: refused before anything is sent
+    config = make_config(proxy=proxy.url)
+    dns = DnsCache(DnsSettings.from_config(config))
+    resolver = PinningResolver(dns, AddressPolicy(AddressPolicySettings.from_config(config)))
+    try:
+        async with AiohttpFetcher(config, resolver=resolver) as fetcher:
+            with pytest.raises(PrivateAddress):
+                await fetcher.fetch("http://127.0.0.3:9/")
+    finally:
+        await dns.aclose()
+    assert proxy.requests == []
+
+
+async def test_a_named_proxy_is_resolved_by_the_system_not_the_policy(
+    other: HTTPTestServer, proxy: ForwardProxy
+) -> None:
+    # the policy allows 127.0.0.2 only; the proxy's name, localhost, is 127.0.0.1
+    named = proxy.url.replace("127.0.0.1", "localhost")
+    config = make_config(proxy=named, allow_networks=["127.0.0.2/32"])
+    dns = DnsCache(DnsSettings.from_config(config))
+    resolver = PinningResolver(dns, AddressPolicy(AddressPolicySettings.from_config(config)))
+    try:
+        assert await fetch(config, other.url("/"), resolver=resolver) == b"<p>b</p>"
+    finally:
+        await dns.aclose()
+    assert [r.target for r in proxy.requests] == [other.url("/")]
+    assert resolver.statistics().connections == 0  # the crawl's resolver was not asked
+
+
+async def test_a_dead_proxy_is_a_connect_failure(site: HTTPTestServer) -> None:
+    with ForwardProxy() as gone:
+        url = gone.url
+    with pytest.raises(ConnectFailed) as info:
+        await fetch(make_config(proxy=url), site.url("/"))
+    assert info.value.retryable is True
+    assert site.requests == []
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 (openssl CLI)."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.fail("openssl is not installed (Debian: apt-get install openssl)")
+    directory = tmp_path_factory.mktemp("tls")
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    return cert, key
+
+
+async def test_https_goes_through_the_proxy_in_a_connect_tunnel(
+    proxy: ForwardProxy, certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[str | None] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            seen.append(self.headers["Authorization"])
+            self.send_response(200)
+            self.send_header("Content-Length", "6")
+            self.end_headers()
+            self.wfile.write(b"secret")
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(*certificate)
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    port = httpd.server_address[1]
+    monkeypatch.setenv("PW", "pw")
+    origin = f"https://127.0.0.1:{port}"
+    config = make_config(proxy=proxy.url, auth={origin: {"user": "u", "password_env": "PW"}})
+    try:
+        client = ssl.create_default_context(cafile=str(certificate[0]))
+        body = await fetch(config, f"{origin}/s", ssl_context=client)
+    finally:
+        httpd.shutdown()
+        thread.join()
+        httpd.server_close()
+    assert body == b"secret"
+    [tunnel] = proxy.requests
+    assert tunnel.method == "CONNECT"
+    assert tunnel.target == f"127.0.0.1:{port}"
+    assert "authorization" not in tunnel.headers  # inside the tunnel only
+    assert seen == [basic("u", "pw")]
+
+
+async def test_the_environment_proxy_only_with_trust_env(
+    site: HTTPTestServer, proxy: ForwardProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    await fetch(make_config(), site.url("/"))
+    assert proxy.requests == []  # trust_env is off by default
+    assert len(site.requests) == 1
+    await fetch(make_config(trust_env=True), site.url("/"))
+    assert [r.target for r in proxy.requests] == [site.url("/")]
+
+
+async def test_no_proxy_names_the_hosts_reached_directly(
+    site: HTTPTestServer,
+    other: HTTPTestServer,
+    proxy: ForwardProxy,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("http_proxy", proxy.url)
+    monkeypatch.setenv("NO_PROXY", "localhost, 127.0.0.2")
+    async with AiohttpFetcher(make_config(trust_env=True)) as fetcher:
+        await fetcher.fetch(site.url("/"))
+        await fetcher.fetch(other.url("/"))
+    assert [r.target for r in proxy.requests] == [site.url("/")]
+    assert len(other.requests) == 1  # straight from us
+    # NO_PROXY applies to the config's proxy too, with trust_env
+    async with AiohttpFetcher(make_config(trust_env=True, proxy=proxy.url)) as fetcher:
+        await fetcher.fetch(other.url("/"))
+    assert len(proxy.requests) == 1
+    assert len(other.requests) == 2
+
+
+async def test_an_environment_proxy_may_carry_credentials(
+    site: HTTPTestServer, proxy: ForwardProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", proxy.url.replace("://", "://pxuser:px%40pw@"))
+    await fetch(make_config(trust_env=True), site.url("/"))
+    [relayed] = proxy.requests
+    assert relayed.headers["proxy-authorization"] == basic("pxuser", "px@pw")
+    assert "proxy-authorization" not in site.requests[0].headers  # the proxy's alone
+
+
+async def test_a_bad_environment_proxy_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "socks5://127.0.0.1:1080")
+    with pytest.raises(ConfigError) as info:
+        AiohttpFetcher(make_config(trust_env=True))
+    assert str(info.value) == (
+        "environment variable HTTPS_PROXY: expected an http:// proxy URL such as "
+        "'http://127.0.0.1:3128', got 'socks5://127.0.0.1:1080'"
+    )
+    AiohttpFetcher(make_config())  # without trust_env it is not read
