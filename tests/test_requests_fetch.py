@@ -13,7 +13,7 @@ import threading
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import brotli
 import pytest
@@ -359,6 +359,48 @@ async def test_https_goes_through_the_proxy_in_a_connect_tunnel(
     assert tunnel.target == f"127.0.0.1:{port}"
     assert "authorization" not in tunnel.headers  # inside the tunnel only
     assert seen == [basic("u", "pw")]
+
+
+async def test_an_https_proxys_credentials_go_on_the_connect_only(
+    proxy: ForwardProxy, certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(*certificate)
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Quiet)
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    monkeypatch.setenv("HTTPS_PROXY", proxy.url.replace("://", "://px:pw@"))
+    try:
+        client = ssl.create_default_context(cafile=str(certificate[0]))
+        url = f"https://127.0.0.1:{httpd.server_address[1]}/"
+        body = await fetch(make_config(trust_env=True), url, ssl_context=client)
+    finally:
+        httpd.shutdown()
+        thread.join()
+        httpd.server_close()
+    assert body == b"ok"
+    [tunnel] = proxy.requests
+    assert tunnel.method == "CONNECT"
+    assert tunnel.headers["proxy-authorization"] == basic("px", "pw")
+    assert _Quiet.seen == [None]  # the server inside the tunnel never sees it
+
+
+class _Quiet(http.server.BaseHTTPRequestHandler):
+    """Answers ``ok``; records each request's Proxy-Authorization in ``seen``."""
+
+    protocol_version = "HTTP/1.1"
+    seen: ClassVar[list[str | None]] = []
+
+    def do_GET(self) -> None:
+        _Quiet.seen.append(self.headers["Proxy-Authorization"])
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
 
 
 async def test_the_environment_proxy_only_with_trust_env(

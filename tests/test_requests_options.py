@@ -5,6 +5,7 @@ as JSON; ``NO_PROXY`` matching; credentials and proxies chosen per URL."""
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -234,3 +235,14 @@ def test_origin_keys_drop_default_ports() -> None:
 def test_check_header_keeps_the_order_and_trims_values() -> None:
     assert check_header({"B": " 2 ", "A": "1"}) == (("B", "2"), ("A", "1"))
     assert check_header([["B", "2"], ["A", "1"]]) == (("B", "2"), ("A", "1"))
+
+
+def test_no_key_turns_robots_txt_off() -> None:
+    # the switches other crawlers have (Scrapy's ROBOTSTXT_OBEY, wget's robots=off)
+    for key in ("robotstxt_obey", "robots", "obey_robots", "ignore_robots"):
+        with pytest.raises(ConfigError) as info:
+            build_config({key: False})
+        assert str(info.value) == f"unknown config key {key!r}"
+    robots_keys = {f.name: f.type for f in fields(CrawlConfig) if "robots" in f.name}
+    assert robots_keys  # and none of them is a switch
+    assert all("bool" not in str(kind) for kind in robots_keys.values()), robots_keys
