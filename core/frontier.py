@@ -34,7 +34,8 @@ Invariants (checked by ``_check`` in the tests after every operation):
    the host's current ``seq``. Ties on ``ready_at`` go by ``seq``, i.e. FIFO.
 4. ``len(frontier)`` is the number of URLs in front and back queues; a host's
    ``front`` counter is how many of its URLs wait in front queues; ``hosts()`` is the
-   number of hosts with at least one queued URL.
+   number of hosts with at least one queued URL; ``by_priority()[p]`` is the number of
+   queued URLs (front and back queues) whose priority, clamped, is ``p``.
 5. Per host, URLs are popped in the order they reached its back queue (``push_front``
    puts a URL at its head). While fewer than ``max_back_queues`` hosts have back
    queues, that is exactly the order of ``add``; under slot pressure URLs wait in
@@ -123,6 +124,7 @@ class Frontier:
 
     __slots__ = (
         "_active",
+        "_by_priority",
         "_front",
         "_heap",
         "_hosts",
@@ -147,6 +149,7 @@ class Frontier:
         self._nfront = 0  # URLs in front queues
         self._len = 0  # URLs queued in total
         self._active = 0  # hosts with at least one queued URL
+        self._by_priority = [0] * priorities  # queued URLs per clamped priority
 
     # -- internals -------------------------------------------------------------------
 
@@ -156,6 +159,10 @@ class Frontier:
         self._seq = seq + 1
         h.seq = seq
         heappush(self._heap, (h.not_before, seq, host))
+
+    def _clamp(self, priority: int) -> int:
+        """``priority`` clamped to the front queues' range (0 .. priorities - 1)."""
+        return min(max(priority, 0), len(self._front) - 1)
 
     def _refill(self) -> None:
         """Move front-queue URLs to back queues (invariant 2).
@@ -214,16 +221,11 @@ class Frontier:
                     h.seq = seq
                     heappush(self._heap, (h.not_before, seq, host))
             else:
-                front = self._front
-                p = entry.priority
-                if p >= len(front):
-                    p = len(front) - 1
-                elif p < 0:
-                    p = 0
-                front[p].append(entry)
+                self._front[self._clamp(entry.priority)].append(entry)
                 h.front += 1
                 self._nfront += 1
         self._len += 1
+        self._by_priority[self._clamp(entry.priority)] += 1
 
     def push_front(self, entry: FrontierEntry) -> None:
         """Put a URL (typically a retry) at the head of its host's back queue.
@@ -246,6 +248,7 @@ class Frontier:
             if not h.out:
                 self._schedule(host, h)
         self._len += 1
+        self._by_priority[self._clamp(entry.priority)] += 1
 
     def pop(self, now: float) -> FrontierEntry | None:
         """The next URL to fetch at ``now`` (epoch s), or ``None`` if no host is ready.
@@ -272,6 +275,7 @@ class Frontier:
             assert back is not None  # invariant 3
             entry = back.popleft()
             self._len -= 1
+            self._by_priority[self._clamp(entry.priority)] -= 1
             if not back:
                 h.back = None
                 self._nback -= 1
@@ -344,21 +348,30 @@ class Frontier:
         For a parked host (``Politeness.should_park``): nothing more is fetched from it
         this run, its URLs stay queued in SQLite for the next. Its slot is freed and
         refilled; its check-out and not-before time are kept. O(front queue length)
-        when it has URLs in front queues (only under slot pressure), else O(1).
+        when it has URLs in front queues (only under slot pressure), plus O(its back
+        queue) for the counts per priority.
         """
         h = self._hosts.get(host)
         if h is None:
             return 0
         dropped = 0
+        by_priority = self._by_priority
         if h.front:
             for i, queue in enumerate(self._front):
-                kept = deque(e for e in queue if e.host != host)
+                kept: deque[FrontierEntry] = deque()
+                for entry in queue:
+                    if entry.host != host:
+                        kept.append(entry)
+                    else:
+                        by_priority[self._clamp(entry.priority)] -= 1
                 dropped += len(queue) - len(kept)
                 self._front = (*self._front[:i], kept, *self._front[i + 1 :])
             self._nfront -= h.front
             h.front = 0
         if h.back is not None:
             dropped += len(h.back)
+            for entry in h.back:
+                by_priority[self._clamp(entry.priority)] -= 1
             h.back = None
             h.seq = -1  # its heap entry, if any, is now stale
             self._nback -= 1
@@ -371,6 +384,12 @@ class Frontier:
     def __len__(self) -> int:
         """URLs queued (front and back queues; checked-out URLs are not counted)."""
         return self._len
+
+    def by_priority(self) -> tuple[int, ...]:
+        """Queued URLs (front and back queues) per priority, index 0 the highest; an
+        entry counts at its own priority clamped to the range (``demote`` moves URLs to
+        the lowest front queue without changing their priority). O(priorities)."""
+        return tuple(self._by_priority)
 
     def queued(self, host: str) -> int:
         """URLs of ``host`` in front and back queues (0 for an unknown host)."""
@@ -440,6 +459,14 @@ class Frontier:
         assert total == self._len
         active = sum(1 for h in hosts.values() if h.front or h.back is not None)
         assert active == self._active
+        by_priority = [0] * len(self._front)
+        for h in hosts.values():
+            for entry in h.back or ():
+                by_priority[self._clamp(entry.priority)] += 1
+        for queue in self._front:
+            for entry in queue:
+                by_priority[self._clamp(entry.priority)] += 1
+        assert by_priority == self._by_priority
 
 
 __all__ = ["Frontier", "FrontierEntry"]

@@ -356,6 +356,8 @@ class Observer:
             dns_hit_ratio=dns.hit_ratio,
             duplicates=totals["duplicates"],
             near_duplicates=totals["near_duplicates"],
+            queued_by_priority=self._frontier.by_priority(),
+            spilled=self._frontier.spilled,
         )
 
     def host_row(self, host: str, now: float) -> HostRow:

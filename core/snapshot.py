@@ -107,6 +107,9 @@ class Counters:
         duplicates: pages whose payload digest an earlier page had (``duplicate_of``).
         near_duplicates: HTML pages within SimHash distance 3 of an earlier page of
             their host (``near_duplicate_of``) that are not exact duplicates.
+        queued_by_priority: URLs queued in memory per frontier priority, index 0 the
+            highest (``core.frontier``: seeds and redirect targets 0, links 1).
+        spilled: URLs of ``queued`` waiting in SQLite only (``core.window``).
     """
 
     pages: int = 0
@@ -124,6 +127,8 @@ class Counters:
     dns_hit_ratio: float = 0.0
     duplicates: int = 0
     near_duplicates: int = 0
+    queued_by_priority: tuple[int, ...] = ()
+    spilled: int = 0
 
 
 @dataclass(frozen=True, slots=True)

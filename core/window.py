@@ -364,6 +364,11 @@ class FrontierWindow:
         """URLs queued, in memory and spilled."""
         return len(self._frontier) + self._spilled_total
 
+    def by_priority(self) -> tuple[int, ...]:
+        """``Frontier.by_priority``: URLs queued in memory per priority (0 = highest);
+        spilled URLs are counted in :attr:`spilled` only."""
+        return self._frontier.by_priority()
+
     def queued(self, host: str) -> int:
         """URLs of ``host`` waiting, in memory and spilled."""
         return self._frontier.queued(host) + self._spilled.get(host, 0)

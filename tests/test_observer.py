@@ -158,6 +158,7 @@ def test_restore_takes_an_earlier_runs_totals_and_recent_refusals(tmp_path: Path
             dns_lookups=0,
             dns_queries=0,
             dns_hit_ratio=0.0,
+            queued_by_priority=(0, 0, 0),
         )
         snap = rig.obs.snapshot("running", None)
         assert snap.blocked == (BlockedRow(T - 60, "depth", "a.test", "http://a.test/x"),)
