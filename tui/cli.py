@@ -95,9 +95,9 @@ _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([A-Za-z]*)")
 #: A seed given on the command line that is not an existing file must start so.
 _URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 
-#: Where ``crawldeck config`` says a value came from.
+#: Where ``crawldeck config`` says a value came from (``file`` is followed by its path).
 SOURCE_LABELS: dict[Source, str] = {
-    "default": "default", "file": "--config", "setting": "-s", "flag": "flag",
+    "default": "default", "file": "file", "setting": "-s", "flag": "flag",
     "user_agent": "from user_agent",
 }  # fmt: skip
 
@@ -210,7 +210,7 @@ def parse_setting(text: str) -> tuple[str, object]:
     hint = _FIELD_TYPES.get(key)
     if hint is not None and _holds_text(hint) and not isinstance(value, str):
         return key, raw
-    if hint is not None and get_origin(hint) is tuple and not isinstance(value, list):
+    if hint == tuple[str, ...] and not isinstance(value, list):
         return key, [item.strip() for item in raw.split(",") if item.strip()]
     return key, value
 
@@ -416,8 +416,8 @@ examples:
   crawldeck config --max-time 10m > crawldeck.toml
       a complete config file to start from (the output is TOML)
 
-Each line is KEY = VALUE # where it came from: default, --config (the file), -s, flag;
-a key not set is a comment.""",
+Each line is KEY = VALUE # where it came from: default, file FILE, -s, flag (or, for
+robots_token, from user_agent); a key that is not set is a comment.""",
 }
 
 
@@ -1026,13 +1026,18 @@ def toml_value(value: object) -> str:
     raise TypeError(f"no TOML form for {value!r}")
 
 
-def config_lines(config: CrawlConfig, sources: dict[str, Source]) -> list[str]:
+def config_lines(
+    config: CrawlConfig, sources: dict[str, Source], path: Path | None = None
+) -> list[str]:
     """The lines ``crawldeck config`` prints: ``KEY = VALUE  # SOURCE`` for each key in
     field order (a TOML file that gives ``config`` again), a key that is not set
-    (``None``) as a comment."""
+    (``None``) as a comment; SOURCE is ``default``, ``file PATH`` (``path``: the
+    ``--config`` file), ``-s``, ``flag`` or ``from user_agent``."""
     lines = ["# crawldeck's effective config: defaults < --config FILE < -s KEY=VALUE < flags"]
     for key, value in asdict(config).items():
         label = SOURCE_LABELS[sources[key]]
+        if sources[key] == "file":
+            label = f"file {path}"
         if value is None:
             lines.append(f"# {key} is not set  # {label}")
         else:
@@ -1046,7 +1051,7 @@ def _run_config(args: argparse.Namespace) -> int:
         config, sources = load_config_sources(args.config, _overrides(args), dict(args.settings))
     except CrawldeckError as exc:
         return _fail(str(exc))
-    print("\n".join(config_lines(config, sources)))
+    print("\n".join(config_lines(config, sources, args.config)))
     return EXIT_OK
 
 

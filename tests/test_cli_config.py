@@ -1,0 +1,191 @@
+"""Any config key from the command line and the effective config (issue #14 item 2),
+and config errors that name the file, the line and the key (item 6): ``-s KEY=VALUE``
+typed as TOML and checked with the file, ``crawldeck config`` as TOML with each value's
+source, and one line for a directory, a binary file, bad UTF-8, bad TOML, a wrong type.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from crawldeck.core.config import asdict, load_config
+from crawldeck.tui.cli import main, parse_setting
+
+CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [CRAWLDECK, *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def main_in(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    *args: str,
+) -> tuple[int, str, str]:
+    """``main(args)`` in this process, in ``tmp_path``: exit code, stdout, stderr (an
+    argparse error's ``SystemExit`` taken as its code)."""
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = main(list(args))
+    except SystemExit as exc:
+        code = int(str(exc.code))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(
+    ("text", "setting"),
+    [
+        ("delay_ms=2000", ("delay_ms", 2000)),
+        (" adaptive_delay_factor = 1.5 ", ("adaptive_delay_factor", 1.5)),
+        ("allow_private=true", ("allow_private", True)),
+        ("scope=host", ("scope", "host")),
+        ('scope="host"', ("scope", "host")),
+        ("user_agent=MyBot/1.0 (+https://me.example/bot)",
+         ("user_agent", "MyBot/1.0 (+https://me.example/bot)")),
+        ("robots_token=123", ("robots_token", "123")),  # a text key keeps its text
+        ("render_hosts=a.example, b.example", ("render_hosts", ["a.example", "b.example"])),
+        ('render_hosts=["a.example"]', ("render_hosts", ["a.example"])),
+        ("strip_params=", ("strip_params", [])),
+        ('header={"Accept-Language" = "en"}', ("header", {"Accept-Language": "en"})),
+        ("delay_ms=abc", ("delay_ms", "abc")),  # refused later, with the key named
+        ("no_such_key=1", ("no_such_key", 1)),
+    ],
+)  # fmt: skip
+def test_a_setting_is_typed_as_toml(text: str, setting: tuple[str, object]) -> None:
+    assert parse_setting(text) == setting
+
+
+@pytest.mark.parametrize("text", ["delay_ms", "=5", ""])
+def test_a_setting_without_a_key_is_refused(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="expected KEY=VALUE"):
+        parse_setting(text)
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["-s", "delay_ms=abc"],
+         "crawldeck: error: -s: config key 'delay_ms': expected an integer, got 'abc'"),
+        (["-s", "delay_ms=-5"],
+         "crawldeck: error: -s: config key 'delay_ms': expected a value >= 0, got -5"),
+        (["-s", "delay=5"], "crawldeck: error: -s: unknown config key 'delay'"),
+        (["-s", "scope=web"], "crawldeck: error: -s: config key 'scope': expected one of "
+                              "'host', 'domain', 'any', got 'web'"),
+        (["-s", "delay_ms"], "crawldeck config: error: argument -s/--set: expected KEY=VALUE "
+                             "with a config key (delay_ms=2000), got 'delay_ms' "
+                             "(see crawldeck config --help)"),
+    ],
+)  # fmt: skip
+def test_a_bad_setting_is_one_line_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    args: list[str], line: str,
+) -> None:  # fmt: skip
+    for command in (["config"], ["crawl", "http://127.0.0.1:9/", "--no-ui"]):
+        code, out, err = main_in(tmp_path, monkeypatch, capsys, *command, *args)
+        assert code == 2
+        expected = line.replace("crawldeck config:", f"crawldeck {command[0]}:").replace(
+            "crawldeck config --help", f"crawldeck {command[0]} --help"
+        )
+        assert (err, out) == (expected + "\n", "")
+    assert not (tmp_path / "crawl.db").exists()
+
+
+def test_config_prints_the_effective_config_as_toml_with_each_source(tmp_path: Path) -> None:
+    (tmp_path / "my.toml").write_text(
+        'scope = "host"\ndelay_ms = 100\n[hosts."docs.example.org"]\ndelay_ms = 5000\n'
+    )
+    proc = run("config", "--config", "my.toml", "-s", "delay_ms=200", "-s", "max_depth=3",
+               "--delay-ms", "300", "--user-agent", "NiceBot/2", "--max-time", "10m",
+               cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("# crawldeck's effective config: defaults < --config FILE")
+    sources = {line.split(" ", 1)[0]: line.rsplit("  # ", 1)[1] for line in lines[1:]
+               if not line.startswith("#")}  # fmt: skip
+    assert {k: v for k, v in sources.items() if v != "default"} == {
+        "user_agent": "flag", "robots_token": "from user_agent", "max_time_s": "flag",
+        "max_depth": "-s", "scope": "file my.toml", "hosts": "file my.toml", "delay_ms": "flag",
+    }  # fmt: skip
+    assert "# max_pages is not set  # default" in lines
+    assert "delay_ms = 300  # flag" in lines  # a flag wins over -s, -s over the file
+    # the output is a TOML file that gives the same config
+    (tmp_path / "printed.toml").write_text(proc.stdout)
+    config = load_config(tmp_path / "my.toml", {"delay_ms": 300, "user_agent": "NiceBot/2",
+                                                "max_time_s": 600}, {"max_depth": 3})  # fmt: skip
+    assert load_config(tmp_path / "printed.toml") == config
+    printed = tomllib.loads(proc.stdout)
+    assert printed["robots_token"] == "NiceBot" and printed["max_time_s"] == 600
+    assert set(printed) == {k for k, v in asdict(config).items() if v is not None}
+    without_flag = run("config", "--config", "my.toml", "-s", "delay_ms=200", cwd=tmp_path)
+    assert "delay_ms = 200  # -s" in without_flag.stdout.splitlines()
+
+
+def test_settings_reach_the_crawl(tmp_path: Path) -> None:
+    """A crawl records its config in ``runs``: ``-s`` values are in it, typed."""
+    proc = run("crawl", "http://127.0.0.1:9/", "--no-ui", "-s", "max_depth=0", "-s",
+               "render=never", "-s", "adaptive_delay_factor=0.5", "-s", "max_retries=0",
+               cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 3, proc.stderr  # nothing listens on port 9: the seed failed
+    conn = sqlite3.connect(tmp_path / "crawl.db")
+    [(text,)] = conn.execute("SELECT config FROM runs").fetchall()
+    conn.close()
+    saved = json.loads(text)
+    assert saved["max_depth"] == 0 and saved["render"] == "never"
+    assert saved["adaptive_delay_factor"] == 0.5 and saved["max_retries"] == 0
+
+
+def _files(tmp_path: Path) -> None:
+    (tmp_path / "dir.toml").mkdir()
+    (tmp_path / "binary.toml").write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00")
+    (tmp_path / "latin1.toml").write_bytes(b'delay_ms = 5\nuser_agent = "B\xf6t/1"\n')
+    (tmp_path / "broken.toml").write_text("delay_ms = 5\nscope = host\n")
+    (tmp_path / "wrong.toml").write_text('# mine\ndelay_ms = 5\n\n[crawl]\nmax_depth = "deep"\n')
+    (tmp_path / "unknown.toml").write_text("delay_ms = 5\ndelayy_ms = 6\n")
+    (tmp_path / "crawl.toml").write_text("crawl = 5\n")
+
+
+@pytest.mark.parametrize(
+    ("name", "line"),
+    [
+        ("missing.toml", "config file 'missing.toml' does not exist"),
+        ("dir.toml", "config file 'dir.toml' is a directory, not a file"),
+        ("binary.toml", "config file 'binary.toml' is not a text file (it holds NUL bytes)"),
+        ("latin1.toml", "config file 'latin1.toml' line 2: not UTF-8 text"),
+        ("broken.toml", "config file 'broken.toml' is not valid TOML at line 2, column 9: "
+                        "Invalid value"),
+        ("wrong.toml", "config file 'wrong.toml' line 5: config key 'max_depth': expected an "
+                       "integer, got 'deep'"),
+        ("unknown.toml", "config file 'unknown.toml' line 2: unknown config key 'delayy_ms'"),
+        ("crawl.toml", "config file 'crawl.toml' line 1: config key 'crawl': expected a table"),
+    ],
+)  # fmt: skip
+def test_a_bad_config_file_is_one_line_naming_the_file_line_and_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    name: str, line: str,
+) -> None:  # fmt: skip
+    _files(tmp_path)
+    for command in (["config"], ["crawl", "http://127.0.0.1:9/", "--no-ui"]):
+        code, out, err = main_in(tmp_path, monkeypatch, capsys, *command, "--config", name)
+        assert (code, out, err) == (2, "", f"crawldeck: error: {line}\n")
+    assert not (tmp_path / "crawl.db").exists()
+
+
+def test_a_directory_as_config_file_in_a_real_process(tmp_path: Path) -> None:
+    """Python says ``[Errno 21] Is a directory: 'dir.toml'``; the command does not."""
+    (tmp_path / "dir.toml").mkdir()
+    proc = run("crawl", "http://127.0.0.1:9/", "--config", "dir.toml", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == "crawldeck: error: config file 'dir.toml' is a directory, not a file\n"

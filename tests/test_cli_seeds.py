@@ -1,0 +1,141 @@
+"""Seeds where people give them and ``-o FILE`` (issue #14 item 1), through real
+``crawldeck`` processes over the local web: ``crawl URL [URL ...]`` beside seeds files,
+one line for an item that is neither, and the pages export written when the crawl ends.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from crawldeck.localweb import LocalWeb
+from crawldeck.tui.cli import gather_seeds, main
+
+CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
+
+
+@pytest.fixture
+def web() -> Iterator[LocalWeb]:
+    with LocalWeb(delay_scale=0.2) as w:
+        yield w
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [CRAWLDECK, *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def main_in(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    *args: str,
+) -> tuple[int, str, str]:
+    """``main(args)`` in this process, in ``tmp_path``: exit code, stdout, stderr."""
+    monkeypatch.chdir(tmp_path)
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def fetched(db: Path) -> set[str]:
+    conn = sqlite3.connect(db)
+    try:
+        return {url for (url,) in conn.execute("SELECT url FROM pages WHERE status = 200")}
+    finally:
+        conn.close()
+
+
+def test_seeds_from_urls_and_files_in_order_each_once(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("https://a.example/\nftp://nope.example/\n")
+    seeds, problems = gather_seeds(
+        [str(tmp_path / "a.txt"), "https://b.example/x", "https://A.EXAMPLE/"]
+    )
+    assert seeds == ["https://a.example/", "https://b.example/x"]
+    assert len(problems) == 1 and problems[0].startswith(f"{tmp_path / 'a.txt'}: line 2: ")
+
+
+@pytest.mark.parametrize(
+    ("seed", "message"),
+    [
+        ("seeds.txt", "'seeds.txt' is neither an existing file nor a URL (a URL starts with "
+                      "http:// or https://)"),
+        ("docs.example.org", "'docs.example.org' is neither an existing file nor a URL"),
+        ("ftp://files.example/", "seed 'ftp://files.example/': "),
+    ],
+)  # fmt: skip
+def test_a_seed_that_is_neither_a_file_nor_a_url_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    seed: str, message: str,
+) -> None:  # fmt: skip
+    code, out, err = main_in(tmp_path, monkeypatch, capsys, "crawl", "https://ok.example/",
+                             seed, "--no-ui")  # fmt: skip
+    assert code == 2
+    assert err.startswith(f"crawldeck: error: {message}")
+    assert err.count("\n") == 1 and out == ""
+    assert not (tmp_path / "crawl.db").exists()  # refused before anything was opened
+
+
+def test_a_missing_seeds_file_in_a_real_process(tmp_path: Path) -> None:
+    proc = run("crawl", "seeds.txt", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == ("crawldeck: error: 'seeds.txt' is neither an existing file nor a "
+                           "URL (a URL starts with http:// or https://)\n")  # fmt: skip
+
+
+def test_urls_on_the_command_line_and_a_seeds_file_together(tmp_path: Path, web: LocalWeb) -> None:
+    (tmp_path / "more.txt").write_text(web.hosts["www"] + "/\n")
+    home = web.hosts["norobots"] + "/"
+    proc = run("crawl", home, "more.txt", "--no-ui", "--delay-ms", "5", "--scope", "host",
+               "--max-depth", "0", cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert fetched(tmp_path / "crawl.db") == {home, web.hosts["www"] + "/"}
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_output_writes_the_pages_export_when_the_crawl_ends(
+    tmp_path: Path, web: LocalWeb, suffix: str
+) -> None:
+    home = web.hosts["norobots"] + "/"
+    proc = run("crawl", home, "--no-ui", "--delay-ms", "5", "-o", f"pages{suffix}",
+               cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    fmt = suffix[1:]
+    same = run("export", "crawl.db", "--table", "pages", "--format", fmt, cwd=tmp_path)
+    written = (tmp_path / f"pages{suffix}").read_text()
+    assert written == same.stdout  # the export of the crawl file, as crawldeck export
+    if fmt == "jsonl":
+        rows = [json.loads(line) for line in written.splitlines()]
+    else:
+        rows = list(csv.DictReader(written.splitlines()))
+    assert {r["url"] for r in rows} >= {home} and len(rows) == len(fetched(tmp_path / "crawl.db"))
+    assert f"{len(rows)} pages written to pages{suffix}" in proc.stdout.splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["-o", "pages.json"], "-o 'pages.json': expected a file name ending in .jsonl or .csv "
+                               "(the export's format is taken from it)"),
+        (["-o", "nowhere/pages.csv"], "-o 'nowhere/pages.csv': the directory 'nowhere' does "
+                                      "not exist"),
+        (["-o", "./c.csv", "--db", "c.csv"], "-o 'c.csv' is the crawl file itself"),
+    ],
+)  # fmt: skip
+def test_a_bad_output_is_refused_before_the_crawl(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    flags: list[str], message: str,
+) -> None:  # fmt: skip
+    (tmp_path / "c.csv").write_bytes(b"")
+    code, out, err = main_in(tmp_path, monkeypatch, capsys, "crawl", "http://127.0.0.1:9/",
+                             "--no-ui", *flags)  # fmt: skip
+    assert (code, out, err) == (2, "", f"crawldeck: error: {message}\n")
+    assert not (tmp_path / "crawl.db").exists() and (tmp_path / "c.csv").read_bytes() == b""
