@@ -46,6 +46,7 @@ class RecordingApp(CrawlApp):
         self.hosts_seen: set[str] = set()
         self.states: list[str] = []
         self.backoff_seen: set[str] = set()
+        self.most_by_priority: tuple[int, ...] = ()  # the most seen at each priority
 
     def draw(self, snap: CrawlSnapshot) -> None:
         super().draw(snap)
@@ -53,6 +54,11 @@ class RecordingApp(CrawlApp):
         self.hosts_seen |= {row.host for row in self.hosts_panel.rows()}
         self.states.append(self.display_state())
         self.backoff_seen |= {row.host for row in snap.backoff}
+        c = snap.counters
+        # the frontier's depth per priority and the spilled URLs add up to the queue
+        assert sum(c.queued_by_priority) + c.spilled == c.queued
+        most = self.most_by_priority or (0,) * len(c.queued_by_priority)
+        self.most_by_priority = tuple(map(max, most, c.queued_by_priority))
 
     def notify(
         self,
@@ -232,7 +238,7 @@ async def test_s_and_r_sort_the_hosts() -> None:
         assert hosts == sorted(hosts)
         await pilot.press("r")
         assert table_hosts(app) == sorted(hosts, reverse=True)
-        await pilot.press(*"ssss")  # ip, queued, in_flight, fetched
+        await pilot.press(*"sss")  # queued, in_flight, fetched
         fetched = {row.host: row.fetched for row in HOSTS}
         shown = [fetched[h] for h in table_hosts(app)]
         assert shown == sorted(shown, reverse=True)
@@ -457,6 +463,10 @@ async def test_console_crawls_the_local_web_to_the_end(tmp_path: Path) -> None:
                 assert _blocked_counts(app) == sql_blocked
                 assert {"calendar", "robots", "redirect_loop"} <= sql_blocked.keys()
                 assert sum(app.history.pages) > 0  # the chart moved
+                # the run's chart holds every page of the run (a new file: from 0)
+                assert sum(app.run_history.pages) == app.result.counters.pages
+                # seeds and redirect targets queued at priority 0, links at 1
+                assert app.most_by_priority[0] > 0 and app.most_by_priority[1] > 0
                 assert web.host_keys["busy"] in app.backoff_seen  # its 429s showed
                 await pilot.press("e")
                 await wait_until(pilot, lambda: app.last_export is not None, timeout_s=20)

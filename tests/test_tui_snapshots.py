@@ -19,7 +19,7 @@ from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from crawldeck.core.engine import CrawlResult
+from crawldeck.core.engine import CrawlResult, Outcome
 from crawldeck.core.snapshot import (
     BackoffRow,
     BlockedRow,
@@ -86,11 +86,14 @@ def snapshot_at(step: int, *, state: CrawlState = "running") -> CrawlSnapshot:
     counts: dict[str, int] = {}
     for row in blocked:
         counts[row.reason] = counts.get(row.reason, 0) + 1
+    queued = max(0, 900 - step * 3)
+    spilled = queued // 4
+    seeds = min(queued - spilled, 12)
     counters = Counters(
         pages=pages,
         bytes=pages * 14_000,
         errors=step // 10,
-        queued=max(0, 900 - step * 3),
+        queued=queued,
         in_flight=3,
         hosts_known=12,
         hosts_active=11,
@@ -103,6 +106,8 @@ def snapshot_at(step: int, *, state: CrawlState = "running") -> CrawlSnapshot:
             "5xx": step // 8,
             "error": step // 10,
         },
+        queued_by_priority=(seeds, queued - spilled - seeds, 0),
+        spilled=spilled,
     )
     return CrawlSnapshot(
         at=T0 + step,
@@ -146,13 +151,16 @@ def detail_of(row: HostRow) -> HostDetail:
 class FakeEngine:
     """A deterministic stand-in for ``core.engine.Engine`` (the ``CrawlSource`` methods).
 
-    ``run`` publishes ``snapshots`` in order, then returns ``finished`` at once when
-    ``finish`` is set, else waits for ``request_stop`` and returns ``stopped``.
+    ``run`` publishes ``snapshots`` in order, then returns ``finish`` at once when it
+    is set (``True``: ``finished``; a budget's outcome, e.g. ``max_pages``), else waits
+    for ``request_stop`` and returns ``stopped``.
     """
 
-    def __init__(self, snapshots: Sequence[CrawlSnapshot], *, finish: bool = False) -> None:
+    def __init__(
+        self, snapshots: Sequence[CrawlSnapshot], *, finish: bool | Outcome = False
+    ) -> None:
         self.snapshots = list(snapshots)
-        self.finish = finish
+        self.finish: Outcome | None = "finished" if finish is True else finish or None
         self.subscribers: list[Callable[[CrawlSnapshot], None]] = []
         self.seeds: list[str] = []
         self.queries: list[tuple[str, int]] = []
@@ -190,8 +198,8 @@ class FakeEngine:
         for snap in self.snapshots:
             self._publish(snap)
         last = self.snapshots[-1]
-        if self.finish:
-            return CrawlResult("finished", last.counters)
+        if self.finish is not None:
+            return CrawlResult(self.finish, last.counters)
         await self._stop.wait()
         self._publish(replace(last, state="stopped"))
         return CrawlResult("stopped", last.counters)
@@ -223,12 +231,17 @@ class FakeEngine:
         return None if row is None else detail_of(row)
 
 
-def fake_app(*, finish: bool = False, steps: int = STEPS) -> CrawlApp:
+#: The resume command the fake consoles are given.
+RESUME = "crawldeck crawl seeds.txt --db crawl.db --max-pages 6000 --max-time 2m"
+
+
+def fake_app(*, finish: bool | Outcome = False, steps: int = STEPS) -> CrawlApp:
     """The console over ``FakeEngine`` with ``steps`` one-second snapshots."""
     snaps = [snapshot_at(i) for i in range(steps + 1)]
     if finish:
-        snaps[-1] = replace(snaps[-1], state="finished", hosts=())
-    return CrawlApp(FakeEngine(snaps, finish=finish), Path("crawl.db"))
+        state: CrawlState = "finished" if finish in (True, "finished") else "stopped"
+        snaps[-1] = replace(snaps[-1], state=state, hosts=())
+    return CrawlApp(FakeEngine(snaps, finish=finish), Path("crawl.db"), resume_command=RESUME)
 
 
 async def settle(pilot: Pilot[None]) -> None:
@@ -275,8 +288,8 @@ def test_hosts_panel(snap_compare: SnapCompare) -> None:
 
 
 def test_hosts_sorted_by_errors(snap_compare: SnapCompare) -> None:
-    """Hosts sorted by the errors column (s pressed six times: host, IP, ..., err)."""
-    keys = ("s",) * 6
+    """Hosts sorted by the errors column (s pressed five times: host, ..., err)."""
+    keys = ("s",) * 5
     assert snap_compare(fake_app(), terminal_size=SIZE, run_before=_run_before(*keys))
 
 
@@ -334,5 +347,30 @@ def test_finished(snap_compare: SnapCompare) -> None:
 
 
 def test_small_terminal(snap_compare: SnapCompare) -> None:
-    """80 x 24 still shows the header, the chart, the table and the keys."""
+    """80 x 24: the header with the ETA, the throughput figures without the chart, the
+    hosts table's key columns (host to robots.txt), the keys."""
     assert snap_compare(fake_app(), terminal_size=(80, 24), run_before=_run_before())
+
+
+def test_small_terminal_scrolled_right(snap_compare: SnapCompare) -> None:
+    """80 x 24, → pressed until the last column: the host column stays, the others
+    scroll a column at a time to the last ones (from, tok, IP)."""
+    keys = ("right",) * 6
+    assert snap_compare(fake_app(), terminal_size=(80, 24), run_before=_run_before(*keys))
+
+
+def test_large_terminal(snap_compare: SnapCompare) -> None:
+    """160 x 48: below the tables, the run's pages/s and bytes/s, the status mix and
+    the frontier's depth per priority as bars."""
+    assert snap_compare(fake_app(), terminal_size=(160, 48), run_before=_run_before())
+
+
+def test_help_screen_small_terminal(snap_compare: SnapCompare) -> None:
+    """F1 at 80 x 24: every key, generated from the bindings, scrollable."""
+    assert snap_compare(fake_app(), terminal_size=(80, 24), run_before=_run_before("f1"))
+
+
+def test_stopped_at_a_budget(snap_compare: SnapCompare) -> None:
+    """The run stopped at max_time: STOPPED in the header, the resume command shown."""
+    app = fake_app(finish="max_time")
+    assert snap_compare(app, terminal_size=(80, 24), run_before=_run_before())

@@ -10,6 +10,12 @@ ends) and ``host_detail`` (a detail view is open, or a filtered row is off the
 snapshot), and sends it commands: ``pause``, ``resume``, ``add_seeds``,
 ``request_stop``.
 
+The layout follows the terminal: below 100 columns or 30 lines the throughput panel
+keeps its figures and drops its chart (the header, the ETA and the hosts table's key
+columns fit 80 x 24; the other columns scroll into view with the arrow keys); from 140
+columns and 40 lines an overview below the tables charts the whole run, the status mix
+and the frontier's depth per priority.
+
 ``run_console(engine, db)`` is what ``crawldeck crawl`` and ``crawldeck demo`` call.
 """
 
@@ -24,13 +30,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TextIO
 
+from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.css.query import NoMatches
 from textual.drivers.linux_driver import LinuxDriver
 from textual.message import Message
 from textual.timer import Timer
-from textual.widgets import Footer, Input, TabbedContent, TabPane
+from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
 
 from crawldeck.core.engine import CrawlResult
 from crawldeck.core.errors import CrawldeckError
@@ -38,12 +45,15 @@ from crawldeck.core.snapshot import CrawlSnapshot, HostDetail, HostRow
 from crawldeck.tui.headless import stop_signals
 from crawldeck.tui.screens import (
     AddSeedScreen,
+    CrawlHistory,
     HelpScreen,
     HostDetailScreen,
     LogPanel,
+    OverviewPanel,
     StatusBar,
     ThroughputHistory,
     ThroughputPanel,
+    key_rows,
 )
 from crawldeck.tui.table import LineTable
 from crawldeck.tui.widgets import BackoffPanel, BlockedPanel, HostsPanel, export_dir, export_tables
@@ -60,6 +70,18 @@ FILTER_DEBOUNCE_S = 0.3
 DETAIL_QUEUE_HEAD = 10
 #: Tab ids, in key order (1-4).
 TABS = ("tab-hosts", "tab-backoff", "tab-blocked", "tab-log")
+#: Tab labels of the help and the footer, by tab id.
+TAB_NAMES = {"tab-hosts": "Hosts", "tab-backoff": "Backoff", "tab-blocked": "Blocked",
+             "tab-log": "Log"}  # fmt: skip
+#: Why a run stopped before its frontier was empty, by ``CrawlResult.outcome``.
+STOP_REASONS = {
+    "stopped": "stopped on request, state saved",
+    "max_pages": "the page budget (max_pages) is reached",
+    "max_time": "the time budget (max_time) is spent",
+    "max_bytes": "the byte budget (max_bytes) is reached",
+}
+#: What q, Ctrl-C and Ctrl-Q do (the help's line).
+QUIT_TIP = "quit: stop cleanly, state saved, the resume command shown and printed"
 #: The table that takes the focus on each tab.
 TAB_TABLES = {
     "tab-hosts": "#hosts-table",
@@ -175,6 +197,9 @@ class CrawlApp(App[None]):
         db: the crawl's SQLite file (shown in the header; ``e`` exports next to it).
         strict_robots: ``robots_on_failure`` is ``disallow`` (an unreachable
             robots.txt shows as ``strict-blocked``).
+        resume_command: the command line that continues this crawl (``crawldeck crawl
+            ... --db ...``), shown once the run stops before its frontier is empty
+            (``q``, a signal, a budget); ``None``: the stop is shown without it.
 
     After the app exits, ``result`` holds the crawl's ``CrawlResult`` (``None`` if
     the console closed before the crawl ended) and ``error`` what ``run`` raised.
@@ -183,30 +208,60 @@ class CrawlApp(App[None]):
     CSS_PATH = Path(__file__).with_name("app.tcss")
     TITLE = "crawldeck"
     ENABLE_COMMAND_PALETTE = False
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("p", "toggle_pause", "Pause/Resume"),
-        Binding("a", "add_seed", "Add seed"),
-        Binding("slash", "filter", "Filter"),
-        Binding("enter", "detail", "Detail"),
-        Binding("e", "export", "Export"),
-        Binding("q", "quit", "Quit"),
-        Binding("question_mark", "help", "Help"),
-        Binding("s", "sort", "Sort", show=False),
-        Binding("r", "reverse", "Reverse", show=False),
-        Binding("escape", "leave_filter", "Back", show=False),
-        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
-        *(Binding(str(i + 1), f"tab('{tab}')", show=False) for i, tab in enumerate(TABS)),
+    # Textual annotates these ``ClassVar[...] | None``, which mypy reads as instance
+    # variables: a ClassVar annotation here would not type-check, hence the noqa.
+    HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012
+        (0, "-narrow"),
+        (100, "-normal"),
+        (140, "-wide"),
     ]
+    VERTICAL_BREAKPOINTS = [  # noqa: RUF012
+        (0, "-short"),
+        (30, "-medium"),
+        (40, "-tall"),
+    ]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("p", "toggle_pause", "Pause/Resume",
+                tooltip="pause / resume: in-flight fetches finish, nothing new is dispatched"),
+        Binding("a", "add_seed", "Add seed",
+                tooltip="add a seed URL (validated; it also widens the scope)"),
+        Binding("slash", "filter", "Filter",
+                tooltip="filter the hosts or blocked table (Enter or Esc: back to the table)"),
+        Binding("enter", "detail", "Detail",
+                tooltip="detail of the host under the cursor (hosts, backoff, blocked)"),
+        Binding("e", "export", "Export",
+                tooltip="export pages, blocked, hosts and links as CSV next to the crawl file"),
+        Binding("q", "quit", "Quit", tooltip=QUIT_TIP),
+        Binding("question_mark", "help", "Help", tooltip="this help"),
+        Binding("f1", "help", "Help", show=False, tooltip="this help"),
+        Binding("s", "sort", "Sort", show=False,
+                tooltip="sort the hosts by the next column (or click a header)"),
+        Binding("r", "reverse", "Reverse", show=False, tooltip="reverse the hosts' order"),
+        Binding("escape", "leave_filter", "Back", show=False,
+                tooltip="from a filter box back to its table"),
+        Binding("ctrl+c,ctrl+q", "quit", "Quit", show=False, priority=True, tooltip=QUIT_TIP),
+        *(Binding(str(i + 1), f"tab('{tab}')", f"{TAB_NAMES[tab]} tab", show=False)
+          for i, tab in enumerate(TABS)),
+    ]  # fmt: skip
 
-    def __init__(self, engine: CrawlSource, db: Path, *, strict_robots: bool = False) -> None:
+    def __init__(
+        self,
+        engine: CrawlSource,
+        db: Path,
+        *,
+        strict_robots: bool = False,
+        resume_command: str | None = None,
+    ) -> None:
         super().__init__(driver_class=_HangupTolerantDriver)
         self.engine = engine
         self.db = db
         self.strict_robots = strict_robots
+        self.resume_command = resume_command
         self.result: CrawlResult | None = None
         self.error: BaseException | None = None
         self.snapshot: CrawlSnapshot | None = None
         self.history = ThroughputHistory()
+        self.run_history = CrawlHistory()
         self.last_export: Path | None = None
         self._latest: CrawlSnapshot | None = None
         self._last_draw = 0.0
@@ -221,11 +276,11 @@ class CrawlApp(App[None]):
     # ------------------------------------------------------------------ layout
 
     def compose(self) -> ComposeResult:
-        """Header line, throughput panel, the tabs, the footer."""
+        """Header line, the resume line (once stopped), throughput panel, the tabs, the
+        overview (large terminals), the footer."""
         yield StatusBar(id="status")
-        throughput = ThroughputPanel(id="throughput")
-        throughput.border_title = "Throughput · last 3 min"
-        yield throughput
+        yield Static(id="resume")
+        yield ThroughputPanel(id="throughput")
         with TabbedContent(id="tabs", initial="tab-hosts"):
             with TabPane("Hosts", id="tab-hosts"):
                 yield HostsPanel(
@@ -237,6 +292,7 @@ class CrawlApp(App[None]):
                 yield BlockedPanel()
             with TabPane("Log", id="tab-log"):
                 yield LogPanel(id="log")
+        yield OverviewPanel(id="overview")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -265,12 +321,26 @@ class CrawlApp(App[None]):
         self._draw_now()
         if self._quitting:
             self.exit()
-        elif result.outcome != "stopped":
+        elif result.outcome == "finished":
             self.notify("The crawl has finished. q quits.", title="FINISHED", timeout=10)
+        else:
+            reason = STOP_REASONS.get(result.outcome, result.outcome)
+            self._show_resume(f"Stopped: {reason}; q quits.")
+
+    def _show_resume(self, why: str) -> None:
+        """Show ``why`` the run stops and the command that continues it."""
+        text = Text(why, style="bold")
+        if self.resume_command is not None:
+            text.append("  Resume with: ")
+            text.append(self.resume_command, style="bold cyan")
+        resume = self.query_one("#resume", Static)
+        resume.update(text)
+        resume.display = True
 
     def _on_engine_snapshot(self, snap: CrawlSnapshot) -> None:
         """The engine's subscriber: O(1), runs in the engine's task."""
         self.history.add(snap)
+        self.run_history.add(snap)
         self._latest = snap
         self.post_message(SnapshotReady(snap))
 
@@ -294,7 +364,8 @@ class CrawlApp(App[None]):
                 self.draw(self._latest)
 
     def draw(self, snap: CrawlSnapshot) -> None:
-        """Draw ``snap``: the header, the throughput panel and the tab on show.
+        """Draw ``snap``: the header, the throughput panel, the tab on show and (in a
+        large terminal) the overview.
 
         Hidden tabs are drawn when they are shown: a table that changes lays the
         screen out again, and that costs the crawl time.
@@ -314,6 +385,7 @@ class CrawlApp(App[None]):
         self.snapshot = snap
         self._draw_status()
         self.query_one(ThroughputPanel).show(snap, self.history)
+        self.query_one(OverviewPanel).show(snap, self.run_history)  # hidden: nothing painted
         tabs = self.query_one(TabbedContent)
         self._draw_tab(tabs.active, snap)
         if relabel:
@@ -348,9 +420,10 @@ class CrawlApp(App[None]):
             self.query_one(TabbedContent).get_tab(tab).label = label
 
     def display_state(self) -> str:
-        """``RUNNING``, ``PAUSED``, ``STOPPING``, ``FINISHED`` or ``STOPPED``."""
+        """``RUNNING``, ``PAUSED``, ``STOPPING``, ``FINISHED`` (the frontier is empty) or
+        ``STOPPED`` (asked to, or a budget reached: the crawl can be resumed)."""
         if self.result is not None:
-            return "STOPPED" if self.result.outcome == "stopped" else "FINISHED"
+            return "FINISHED" if self.result.outcome == "finished" else "STOPPED"
         if self._quitting:
             return "STOPPING"
         if self.engine.paused:
@@ -504,8 +577,11 @@ class CrawlApp(App[None]):
         self.call_from_thread(self.notify, f"Exported {rows} to {out_dir}/", timeout=8)
 
     def action_help(self) -> None:
-        """?: the keys."""
-        self.push_screen(HelpScreen())
+        """?, F1: every key in force here (``key_rows`` of the bindings)."""
+        if isinstance(self.screen, HelpScreen):
+            return
+        rows = key_rows(self.screen.active_bindings.values(), self.get_key_display)
+        self.push_screen(HelpScreen(rows))
 
     async def action_quit(self) -> None:
         """q, Ctrl-C: stop the crawl cleanly (state saved), then close."""
@@ -522,6 +598,8 @@ class CrawlApp(App[None]):
         self._quitting = True
         self.engine.request_stop()
         self._draw_status()
+        with contextlib.suppress(NoMatches):  # the app is closing: its widgets are gone
+            self._show_resume("Stopping: in-flight fetches finish, state is saved.")
 
 
 async def run_console(
@@ -531,6 +609,7 @@ async def run_console(
     strict_robots: bool = False,
     headless: bool = False,
     size: tuple[int, int] | None = None,
+    resume_command: str | None = None,
 ) -> CrawlResult | None:
     """Run the console over ``engine`` in the running loop until the operator quits.
 
@@ -539,6 +618,7 @@ async def run_console(
     its state is saved. Log records are kept off the terminal while the
     console owns it (the engine's warnings are in the Log tab). ``headless`` (with a
     ``size`` in columns and lines) draws to no terminal: for tests and benchmarks.
+    ``resume_command`` is shown when the run stops (see ``CrawlApp``).
 
     Returns:
         the crawl's result, ``None`` if the console closed before the crawl ended.
@@ -546,7 +626,7 @@ async def run_console(
     Raises:
         Exception: what ``engine.run()`` raised, once the terminal is restored.
     """
-    app = CrawlApp(engine, db, strict_robots=strict_robots)
+    app = CrawlApp(engine, db, strict_robots=strict_robots, resume_command=resume_command)
     loop = asyncio.get_running_loop()
     root = logging.getLogger()
     handlers = root.handlers[:]

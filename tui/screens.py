@@ -1,26 +1,30 @@
-"""What surrounds the tables: the throughput strip, the log, and the modal screens
-(host detail, add a seed, help).
+"""What surrounds the tables: the header, the throughput strip, the overview of a
+large terminal (the whole run's chart, the status mix and the frontier as bars), the
+log, and the modal screens (host detail, add a seed, help).
 
-They draw data handed to them (a ``CrawlSnapshot``, a ``HostDetail``) or call a
-function handed to them (the seed validator); they never reach into the engine.
+They draw data handed to them (a ``CrawlSnapshot``, a ``HostDetail``, the key bindings
+in force) or call a function handed to them (the seed validator); they never reach
+into the engine.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import ClassVar
 
 from rich.console import JustifyMethod, RenderableType
 from rich.table import Table
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.app import App, ComposeResult
+from textual.binding import ActiveBinding, Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, RichLog, Sparkline, Static
 
-from crawldeck.core.snapshot import CrawlSnapshot, HostDetail
+from crawldeck.core.recording import PRIORITY_LINK, PRIORITY_SEED
+from crawldeck.core.snapshot import Counters, CrawlSnapshot, HostDetail
 from crawldeck.tui.widgets import (
     DELAY_SOURCES,
     fmt_bytes,
@@ -34,24 +38,12 @@ from crawldeck.tui.widgets import (
 
 #: Seconds of throughput history the chart shows (one point per second).
 HISTORY_S = 180
+#: Points the whole run's chart keeps at most (``CrawlHistory``).
+RUN_POINTS = 256
 #: Log lines kept on screen.
 LOG_LINES = 1000
 #: Words that mark a log line as a warning or an audit line.
 WARN_WORDS = ("robots.txt", "demoted", "dns", "giving up", "unreachable", "failed", "error")
-
-#: The keys of the console, as the help screen and the README list them.
-KEYS: tuple[tuple[str, str], ...] = (
-    ("p", "pause / resume: in-flight fetches finish, nothing new is dispatched"),
-    ("a", "add a seed URL (validated; it also widens the scope)"),
-    ("/", "filter the hosts or blocked table (Enter or Esc: back to the table)"),
-    ("Enter", "detail of the host under the cursor (hosts, backoff, blocked)"),
-    ("s / r", "sort the hosts by the next column / reverse (or click a header)"),
-    ("1-4", "show the Hosts, Backoff, Blocked or Log tab"),
-    ("e", "export pages, blocked, hosts and links as CSV next to the crawl file"),
-    ("q", "quit: stop cleanly, state saved, the resume command printed (also Ctrl-C)"),
-    ("?", "this help"),
-)
-
 
 # ------------------------------------------------------------------- status line
 
@@ -64,8 +56,25 @@ STATE_STYLES = {
 }
 
 
+def eta_text(snap: CrawlSnapshot) -> str | None:
+    """The time left to ``max_pages`` at the current pages/s: ``h:mm:ss``, ``done``, or
+    ``-`` (no pages/s yet, or the run is over short of it); ``None`` without a page cap
+    (nothing to estimate)."""
+    if not snap.max_pages:
+        return None
+    left = snap.max_pages - min(snap.counters.pages, snap.max_pages)
+    if left == 0:
+        return "done"
+    over = snap.state in ("finished", "stopped")
+    return "-" if over or snap.pages_per_s <= 0 else fmt_duration(left / snap.pages_per_s)
+
+
 class StatusBar(Static):
-    """The header line: the crawl's state (RUNNING, PAUSED, ...), the file, the totals."""
+    """The header line: the crawl's state (RUNNING, PAUSED, ...), the file, the totals.
+
+    The figures come most needed first (pages, pages/s, ETA), so a narrow terminal
+    (80 columns) cuts only the ones the throughput panel also shows.
+    """
 
     def show(self, state: str, db_name: str, snap: CrawlSnapshot | None) -> None:
         """Draw ``state`` (upper case), the crawl file's name and ``snap``'s totals."""
@@ -75,9 +84,13 @@ class StatusBar(Static):
         if snap is not None:
             c = snap.counters
             cap = f"/{snap.max_pages}" if snap.max_pages else ""
+            text.append(f"   pages {c.pages}{cap} · {snap.pages_per_s:.1f}/s")
+            eta = eta_text(snap)
+            if eta is not None:
+                text.append(" · ETA ")
+                text.append(eta, style="bold")
             text.append(
-                f"   pages {c.pages}{cap} · {snap.pages_per_s:.1f}/s · "
-                f"{fmt_bytes(snap.bytes_per_s)}/s · queued {c.queued} · in flight {c.in_flight}"
+                f" · {fmt_bytes(snap.bytes_per_s)}/s · queued {c.queued} · in flight {c.in_flight}"
             )
         if state == "STOPPING":
             text.append("   in-flight fetches finish, state is saved …", style="italic")
@@ -114,7 +127,72 @@ class ThroughputHistory:
         self._last = (snap.at, c.pages, c.bytes)
 
 
+class CrawlHistory:
+    """Pages/s and bytes/s over the whole run the console has seen, in at most
+    ``points`` buckets of ``bucket_s`` seconds each.
+
+    Buckets start at 1 s; when the run outgrows ``points`` buckets, neighbours are
+    merged in pairs and ``bucket_s`` doubles, so memory stays bounded however long the
+    crawl runs (a day at most 256 points of 512 s). The growth of the pages and bytes
+    counters since the previous snapshot goes to the bucket its ``at`` ends: bucket
+    ``b`` holds what ended in ``(b * bucket_s, (b + 1) * bucket_s]`` seconds after the
+    first snapshot. Fed with every snapshot.
+    """
+
+    def __init__(self, points: int = RUN_POINTS) -> None:
+        if points < 2:
+            raise ValueError(f"points must be >= 2, got {points!r}")
+        self.points = points
+        self.bucket_s = 1.0
+        self.pages: list[int] = []  # pages fetched in each bucket
+        self.bytes: list[int] = []  # body bytes received in each bucket
+        self._start: float | None = None
+        self._last: tuple[int, int] = (0, 0)
+
+    def add(self, snap: CrawlSnapshot) -> None:
+        """Take one snapshot (the first one only sets the start)."""
+        c = snap.counters
+        if self._start is None:
+            self._start = snap.at
+            self._last = (c.pages, c.bytes)
+            return
+        # bucket b holds the growth that ends in (b, b + 1] buckets after the start
+        index = max(0, math.ceil((snap.at - self._start) / self.bucket_s) - 1)
+        while index >= self.points:
+            self._halve()
+            index //= 2
+        while len(self.pages) <= index:
+            self.pages.append(0)
+            self.bytes.append(0)
+        pages, size = self._last
+        self.pages[index] += max(0, c.pages - pages)
+        self.bytes[index] += max(0, c.bytes - size)
+        self._last = (c.pages, c.bytes)
+
+    def _halve(self) -> None:
+        self.pages = [sum(self.pages[i : i + 2]) for i in range(0, len(self.pages), 2)]
+        self.bytes = [sum(self.bytes[i : i + 2]) for i in range(0, len(self.bytes), 2)]
+        self.bucket_s *= 2
+
+    @property
+    def span_s(self) -> float:
+        """Seconds the buckets cover."""
+        return len(self.pages) * self.bucket_s
+
+    def pages_per_s(self) -> list[float]:
+        """Pages/s of each bucket, oldest first."""
+        return [n / self.bucket_s for n in self.pages]
+
+    def bytes_per_s(self) -> list[float]:
+        """Bytes/s of each bucket, oldest first."""
+        return [n / self.bucket_s for n in self.bytes]
+
+
 STATUS_STYLES = {"2xx": "green", "3xx": "cyan", "4xx": "yellow", "5xx": "red", "error": "red"}
+#: The status classes of ``Counters.status_mix``, in the order they are shown.
+STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx", "error")
+#: What feeds each frontier priority (``core.recording``); others are shown by number.
+PRIORITY_LABELS = {PRIORITY_SEED: "seeds, redirects", PRIORITY_LINK: "links, sitemaps"}
 
 
 def progress_bar(done: int, total: int, width: int = 16) -> Text:
@@ -139,19 +217,18 @@ def summary_text(snap: CrawlSnapshot) -> Text:
         for part in parts:
             text.append(part)
 
-    row("elapsed", fmt_duration(snap.elapsed_s))
+    row("elapsed", f"{fmt_duration(snap.elapsed_s)} · {snap.pages_per_s:.1f} pages/s · "
+        f"{fmt_bytes(snap.bytes_per_s)}/s")  # fmt: skip
     if snap.max_pages:
         done = min(c.pages, snap.max_pages)
-        left = snap.max_pages - done
-        eta = "-" if snap.pages_per_s <= 0 else fmt_duration(left / snap.pages_per_s)
         row("pages", f"{c.pages}/{snap.max_pages} ", progress_bar(done, snap.max_pages),
-            f" {100 * done / snap.max_pages:.0f}% ETA {'done' if left == 0 else eta}")  # fmt: skip
+            f" {100 * done / snap.max_pages:.0f}% ETA {eta_text(snap)}")  # fmt: skip
     else:
         row("pages", f"{c.pages}  ({fmt_bytes(c.bytes)})")
     if c.duplicates or c.near_duplicates:
         row("dupes", f"{c.duplicates} exact · {c.near_duplicates} near")
     mix = Text()
-    for key in ("2xx", "3xx", "4xx", "5xx", "error"):
+    for key in STATUS_CLASSES:
         if c.status_mix.get(key):
             mix.append(f"{key} ", style=STATUS_STYLES[key])
             mix.append(f"{c.status_mix[key]}  ")
@@ -184,7 +261,10 @@ class ThroughputPanel(Horizontal):
         yield Static(id="summary")
 
     def show(self, snap: CrawlSnapshot, history: ThroughputHistory) -> None:
-        """Draw ``snap`` and the chart ``history``."""
+        """Draw ``snap`` and the chart ``history`` (no chart in a small terminal)."""
+        title = "Throughput · last 3 min" if self.query_one("#charts").display else "Throughput"
+        if self.border_title != title:
+            self.border_title = title
         pages = Text.assemble(("pages/s\n", "bold"), f"{snap.pages_per_s:.1f}")
         set_static(self.query_one("#pages-label", Static), pages)
         size = Text.assemble(("bytes/s\n", "bold"), fmt_bytes(snap.bytes_per_s))
@@ -192,6 +272,115 @@ class ThroughputPanel(Horizontal):
         self.query_one("#pages-chart", Sparkline).data = list(history.pages)
         self.query_one("#bytes-chart", Sparkline).data = list(history.bytes)
         set_static(self.query_one("#summary", Static), summary_text(snap))
+
+
+# ------------------------------------------------------------------- overview
+
+#: Cells of a bar of the overview's bar charts at least (a narrow box).
+MIN_BAR = 8
+#: Cells beside a bar: a space, the count (7 digits), a space and the share (``100%``).
+BAR_FIGURES = 13
+
+
+def bar_rows(rows: Sequence[tuple[str, int, str]], total: int, width: int) -> Text:
+    """One line per ``(label, count, style)``: the label, a bar of ``count / total`` of
+    a ``width``-cell line (eighths of a cell drawn), the count and its share of
+    ``total``; the bars fit ``width`` with the labels and figures (``BAR_FIGURES``),
+    and are ``MIN_BAR`` cells at least.
+
+    ``total`` 0 draws empty bars and no share.
+    """
+    label_width = max((len(label) for label, _, _ in rows), default=0) + 1
+    cells = max(MIN_BAR, width - label_width - BAR_FIGURES)
+    text = Text(no_wrap=True, overflow="ellipsis")
+    for i, (label, count, style) in enumerate(rows):
+        if i:
+            text.append("\n")
+        eighths = round(8 * cells * count / total) if total else 0
+        full, part = divmod(eighths, 8)
+        bar = "█" * full + ("▏▎▍▌▋▊▉"[part - 1] if part else "")
+        text.append(f"{label:{label_width}s}", style="bold")
+        text.append(f"{bar:{cells}s}", style=style)
+        text.append(f" {count:>7d}")
+        if total:
+            text.append(f" {100 * count / total:3.0f}%", style="dim")
+    return text
+
+
+def status_bars(c: Counters, width: int) -> Text:
+    """The status mix as bars (``bar_rows`` in ``width`` cells): every class of
+    ``STATUS_CLASSES``, as shares of all pages."""
+    mix = c.status_mix
+    rows = [(key, mix.get(key, 0), STATUS_STYLES[key]) for key in STATUS_CLASSES]
+    return bar_rows(rows, sum(count for _, count, _ in rows), width)
+
+
+def priority_bars(c: Counters, width: int) -> Text:
+    """The frontier's depth per priority (URLs queued in memory at each, 0 = highest,
+    named by what feeds it) and the URLs spilled to SQLite, as bars (``bar_rows`` in
+    ``width`` cells) of all the URLs queued."""
+    rows = [
+        (f"{p} {PRIORITY_LABELS.get(p, 'lowest')}", n, "magenta")
+        for p, n in enumerate(c.queued_by_priority)
+    ]
+    rows.append(("spilled (SQLite)", c.spilled, "blue"))
+    return bar_rows(rows, sum(c.queued_by_priority) + c.spilled, width)
+
+
+def rate_label(name: str, rates: list[float], fmt: Callable[[float], str]) -> Text:
+    """``name  peak X · mean Y`` of a chart's points (``-`` before any point)."""
+    text = Text.assemble((f"{name:9s}", "bold"))
+    if not rates:
+        return text.append("-")
+    return text.append(f"peak {fmt(max(rates))} · mean {fmt(sum(rates) / len(rates))}")
+
+
+class OverviewPanel(Horizontal):
+    """What a large terminal (160 x 48) shows below the tables: pages/s and bytes/s over
+    the whole run (``CrawlHistory``), the status mix as bars, and the frontier's depth
+    per priority as bars."""
+
+    def compose(self) -> ComposeResult:
+        """The run's chart, the status bars and the frontier bars, each in a box."""
+        with Vertical(id="run-chart", classes="overview-box") as run:
+            run.border_title = "This run · pages/s and bytes/s"
+            yield Static(id="run-pages-label")
+            yield Sparkline([], id="run-pages-chart")
+            yield Static(id="run-bytes-label")
+            yield Sparkline([], id="run-bytes-chart")
+        with Vertical(id="status-box", classes="overview-box") as status:
+            status.border_title = "Status mix"
+            yield Static(id="status-bars")
+        with Vertical(id="frontier-box", classes="overview-box") as frontier:
+            frontier.border_title = "Frontier by priority"
+            yield Static(id="frontier-bars")
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._shown: tuple[CrawlSnapshot, CrawlHistory] | None = None
+
+    def on_resize(self) -> None:
+        """The bars fit the boxes: draw the last snapshot again at the new size."""
+        if self._shown is not None:
+            self.show(*self._shown)
+
+    def show(self, snap: CrawlSnapshot, history: CrawlHistory) -> None:
+        """Draw ``snap`` and the run's ``history``."""
+        self._shown = (snap, history)
+        pages = history.pages_per_s()
+        sizes = history.bytes_per_s()
+        set_static(self.query_one("#run-pages-label", Static),
+                   rate_label("pages/s", pages, lambda v: f"{v:.1f}"))  # fmt: skip
+        set_static(self.query_one("#run-bytes-label", Static),
+                   rate_label("bytes/s", sizes, fmt_bytes))  # fmt: skip
+        self.query_one("#run-pages-chart", Sparkline).data = pages
+        self.query_one("#run-bytes-chart", Sparkline).data = sizes
+        run = self.query_one("#run-chart")
+        run.border_subtitle = f"{fmt_duration(history.span_s)}, {history.bucket_s:g} s per point"
+        status = self.query_one("#status-bars", Static)
+        set_static(status, status_bars(snap.counters, status.size.width))
+        frontier = self.query_one("#frontier-bars", Static)
+        set_static(frontier, priority_bars(snap.counters, frontier.size.width))
 
 
 # ------------------------------------------------------------------- log
@@ -232,31 +421,68 @@ class LogPanel(RichLog):
         self._pending.clear()
 
 
+def key_rows(
+    bindings: Iterable[ActiveBinding], key_display: Callable[[Binding], str]
+) -> list[tuple[str, str]]:
+    """``(keys, what they do)`` of the bindings in force, one row per action of one
+    node (``q``, ``^c`` and ``^q`` of one quit share a row): the app's first, then the
+    focused widget's and its screen's, each in its declared order.
+
+    ``keys`` are ``key_display``'s texts, shortest first, joined by ``, ``; what they
+    do is the first ``tooltip`` of the row's bindings, else the first ``description``,
+    else the action.
+    """
+    rows: dict[tuple[int, str], list[Binding]] = {}
+    ordered = sorted(bindings, key=lambda b: not isinstance(b.node, App))  # stable
+    for active in ordered:
+        rows.setdefault((id(active.node), active.binding.action), []).append(active.binding)
+    table = []
+    for (_, action), group in rows.items():
+        keys = sorted(dict.fromkeys(key_display(b) for b in group), key=len)
+        tooltip = next((b.tooltip for b in group if b.tooltip), "")
+        description = next((b.description for b in group if b.description), "")
+        table.append((", ".join(keys), tooltip or description or action))
+    return table
+
+
 class HelpScreen(ModalScreen[None]):
-    """The keys and the panels."""
+    """Every key in force where ``?`` was pressed, generated from the bindings (so it
+    cannot go stale), and what the panels show.
+
+    Args:
+        rows: ``key_rows`` of the screen the help was opened over.
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q,question_mark", "dismiss_help", "Close"),
+        Binding("escape,q,question_mark,f1", "dismiss_help", "Close"),
     ]
+
+    def __init__(self, rows: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.rows = rows
 
     def compose(self) -> ComposeResult:
         """The key table and a few lines on the panels."""
         keys = Table.grid(padding=(0, 2))
         keys.add_column(style="bold cyan", no_wrap=True)
         keys.add_column()
-        for key, what in KEYS:
+        for key, what in self.rows:
             keys.add_row(key, what)
-        with Vertical(id="help", classes="dialog"):
+        close = ", ".join(self.app.get_key_display(b) for b in Binding.make_bindings(self.BINDINGS))
+        with VerticalScroll(id="help", classes="dialog"):
             yield Static(Text("crawldeck console — keys", style="bold"))
-            yield Static(keys)
+            yield Static(keys, id="help-keys")
             yield Static(
                 "\nThroughput (top): pages/s and bytes/s over the last 3 minutes, status mix, "
-                "totals, progress and ETA with --max-pages.\n"
+                "totals, progress and ETA with --max-pages. In a terminal of 160 x 48 or more, "
+                "below the tables: the whole run's pages/s and bytes/s, the status mix and the "
+                "frontier's depth per priority as bars.\n"
                 "Hosts: the busiest back queues (delay and where it comes from, tokens, "
-                "next fetch in, robots.txt state). Backoff: hosts after 429/503. Blocked: "
-                "refused URLs with their reason. Log: warnings and audit lines.\n\n"
-                "[dim]Esc, q or ? closes this help.[/]"
+                "next fetch in, robots.txt state; columns past the edge: ← →). Backoff: "
+                "hosts after 429/503. Blocked: refused URLs with their reason. Log: warnings "
+                "and audit lines."
             )
+            yield Static(Text(f"\n{close} closes this help.", style="dim"), id="help-close")
 
     def action_dismiss_help(self) -> None:
         """Close the help."""

@@ -6,7 +6,8 @@ the crawl more than the 10 % the console may take. ``LineTable`` keeps, per row,
 cells it was given and the ``Strip`` made from them: a refresh re-renders only the
 rows whose cells changed (one ``Text`` per row), and drawing a line is a crop of a
 cached strip (Textual's Line API). The header stays on the first line while the rows
-scroll under it.
+scroll under it, and the first ``fixed`` columns stay on the left while the others
+scroll sideways under ← and →, a column at a time.
 """
 
 from __future__ import annotations
@@ -43,16 +44,20 @@ class LineTable(ScrollView, can_focus=True):
 
     Enter (or a click on the cursor row) posts ``RowSelected``; a click on the header
     posts ``HeaderSelected``. ``set_rows`` keeps the cursor on the row it was on.
+    ``fixed``: how many columns, from the left, stay in view when the table scrolls
+    sideways.
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "select", "Detail"),
         Binding("up", "move(-1)", "Up", show=False),
         Binding("down", "move(1)", "Down", show=False),
+        Binding("left", "column(-1)", "Columns to the left", show=False),
+        Binding("right", "column(1)", "Columns past the right edge", show=False),
         Binding("pageup", "page(-1)", "Page up", show=False),
         Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home", "move(-1000000000)", "First", show=False),
-        Binding("end", "move(1000000000)", "Last", show=False),
+        Binding("home", "move(-1000000000)", "First row", show=False),
+        Binding("end", "move(1000000000)", "Last row", show=False),
     ]
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "line-table--header",
@@ -85,9 +90,10 @@ class LineTable(ScrollView, can_focus=True):
             self.table = table
             self.column = column
 
-    def __init__(self, columns: Sequence[Column], *, id: str | None = None) -> None:
+    def __init__(self, columns: Sequence[Column], *, fixed: int = 0, id: str | None = None) -> None:
         super().__init__(id=id)
         self.columns = list(columns)
+        self.fixed = fixed
         self.row_keys: list[str] = []
         self._cells: list[Sequence[Cell]] = []
         self._strips: dict[int, Strip] = {}  # row index -> its strip (no cursor/odd style)
@@ -110,6 +116,18 @@ class LineTable(ScrollView, can_focus=True):
         self.columns = [Column(c.key, label, c.width, c.right) if c.key == key else c
                         for c in self.columns]  # fmt: skip
         self._header = None
+        self.refresh()
+
+    def set_width(self, key: str, width: int) -> None:
+        """Make column ``key`` ``width`` cells wide (every row is drawn again)."""
+        if all(c.width == width for c in self.columns if c.key == key):
+            return
+        self.columns = [Column(c.key, c.label, width, c.right) if c.key == key else c
+                        for c in self.columns]  # fmt: skip
+        self._width = sum(c.width + 2 for c in self.columns)
+        self.virtual_size = Size(self._width, len(self.row_keys) + 1)
+        self._header = None
+        self._strips.clear()
         self.refresh()
 
     def set_rows(self, rows: Sequence[tuple[str, Sequence[Cell]]]) -> None:
@@ -152,6 +170,23 @@ class LineTable(ScrollView, can_focus=True):
         """Move the cursor by ``rows``."""
         self.cursor_row += rows
 
+    @property
+    def fixed_width(self) -> int:
+        """Cells of the columns that stay in view when the table scrolls sideways."""
+        return sum(c.width + 2 for c in self.columns[: self.fixed])
+
+    def action_column(self, columns: int) -> None:
+        """Scroll sideways by ``columns`` of the scrolling columns (to a column's start)."""
+        starts = [0]
+        for column in self.columns[self.fixed : -1]:
+            starts.append(starts[-1] + column.width + 2)
+        at = round(self.scroll_x)
+        first = max(i for i, start in enumerate(starts) if start <= at)
+        if columns > 0 and at >= self.max_scroll_x:
+            return  # the last column is in view
+        target = starts[max(0, min(len(starts) - 1, first + columns))]
+        self.scroll_to(x=min(target, self.max_scroll_x), animate=False)
+
     def action_page(self, pages: int) -> None:
         """Move the cursor by ``pages`` screens."""
         self.cursor_row += pages * max(1, self.size.height - 1)
@@ -164,7 +199,8 @@ class LineTable(ScrollView, can_focus=True):
     def on_click(self, event: events.Click) -> None:
         """Header: ``HeaderSelected``; a row: move there (again: select it)."""
         if event.y == 0:
-            x = event.x + round(self.scroll_x)
+            fixed = self.fixed_width
+            x = event.x if event.x < fixed else event.x + round(self.scroll_x)
             for column in self.columns:
                 if x < column.width + 2:
                     self.post_message(self.HeaderSelected(self, column.key))
@@ -218,16 +254,27 @@ class LineTable(ScrollView, can_focus=True):
             line.append(" ")
         return Strip(list(line.render(self.app.console)), self._width)
 
+    def _crop(self, strip: Strip, style: Style) -> Strip:
+        """The part of a full-width line in view: the fixed columns, then the others
+        from the scroll offset."""
+        scroll_x = round(self.scroll_x)
+        width = self.size.width
+        fixed = self.fixed_width
+        if fixed and scroll_x:
+            moved = strip.crop(fixed + scroll_x, scroll_x + width)
+            strip = Strip.join([strip.crop(0, fixed), moved])
+            return strip.crop_extend(0, width, style)
+        return strip.crop_extend(scroll_x, scroll_x + width, style)
+
     def render_line(self, y: int) -> Strip:
         """Line ``y`` of the widget: the header, then the rows from the scroll offset."""
-        scroll_x = round(self.scroll_x)
         width = self.size.width
         base = self._style("base")
         if y == 0:
             if self._header is None:
                 header = self._line([c.label for c in self.columns])
                 self._header = header.apply_style(self._style("line-table--header"))
-            return self._header.crop_extend(scroll_x, scroll_x + width, base)
+            return self._crop(self._header, base)
         row = round(self.scroll_y) + y - 1
         if row >= len(self._cells):
             return Strip.blank(width, base)
@@ -238,4 +285,4 @@ class LineTable(ScrollView, can_focus=True):
             style = self._style("line-table--cursor")
         else:
             style = self._style("line-table--odd") if row % 2 else base
-        return strip.apply_style(style).crop_extend(scroll_x, scroll_x + width, style)
+        return self._crop(strip.apply_style(style), style)

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input, Static
@@ -125,19 +126,24 @@ class HostColumn:
     sort_key: Callable[[HostRow], str | int | float]
 
 
+#: The hosts table's columns, the key ones first: host to robots.txt fit 80 columns
+#: (with the host column at ``HOST_WIDTH``); where the delay comes from, the tokens
+#: and the IP follow (the arrow keys scroll them into view).
 HOST_COLUMNS: tuple[HostColumn, ...] = (
-    HostColumn("host", "host", 20, False, lambda r: r.host),
-    HostColumn("ip", "IP", 15, False, host_ip),
+    HostColumn("host", "host", 18, False, lambda r: r.host),
     HostColumn("queued", "queue", 6, True, lambda r: r.queued),
     HostColumn("in_flight", "infl", 4, True, lambda r: r.in_flight),
     HostColumn("fetched", "fetched", 7, True, lambda r: r.fetched),
     HostColumn("errors", "err", 4, True, lambda r: r.errors),
-    HostColumn("delay", "delay", 6, True, lambda r: r.delay_ms),
-    HostColumn("source", "from", 11, False, lambda r: r.delay_source),
-    HostColumn("tokens", "tok", 4, True, lambda r: r.tokens),
+    HostColumn("delay", "delay", 5, True, lambda r: r.delay_ms),
     HostColumn("next", "next", 6, True, lambda r: r.next_fetch_in_s),
     HostColumn("robots", "robots.txt", 14, False, lambda r: r.robots_status),
+    HostColumn("source", "from", 11, False, lambda r: r.delay_source),
+    HostColumn("tokens", "tok", 4, True, lambda r: r.tokens),
+    HostColumn("ip", "IP", 15, False, host_ip),
 )
+#: The host column's width in cells: at least this, more when the terminal has room.
+HOST_WIDTH = (18, 32)
 
 
 def host_cells(row: HostRow, strict_robots: bool) -> list[Cell]:
@@ -145,18 +151,18 @@ def host_cells(row: HostRow, strict_robots: bool) -> list[Cell]:
     source = DELAY_SOURCES.get(row.delay_source, row.delay_source)
     return [
         Text(row.host, style="bold") if row.in_flight else row.host,
-        host_ip(row),
         _num(row.queued),
         _num(row.in_flight),
         _num(row.fetched),
         Text(str(row.errors), style="red" if row.errors else ""),
         _num(row.delay_ms, "{:.0f}"),
-        Text(source, style="bold red") if row.delay_source == "backoff" else source,
-        _num(row.tokens, "{:.1f}"),
         Text("parked", style="bold red")
         if row.state == "parked"
         else fmt_countdown(row.next_fetch_in_s),
         robots_label(row.robots_status, strict_robots),
+        Text(source, style="bold red") if row.delay_source == "backoff" else source,
+        _num(row.tokens, "{:.1f}"),
+        host_ip(row),
     ]
 
 
@@ -192,12 +198,19 @@ class HostsPanel(Vertical):
         yield Input(placeholder="/ filter hosts (part of a host name)", id="hosts-filter")
         yield Static(id="hosts-info")
         columns = [Column(c.key, c.label, c.width, c.numeric) for c in HOST_COLUMNS]
-        yield LineTable(columns, id="hosts-table")
+        yield LineTable(columns, fixed=1, id="hosts-table")
 
     @property
     def table(self) -> LineTable:
         """The hosts table."""
         return self.query_one("#hosts-table", LineTable)
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Give the host column the room the other columns leave, within ``HOST_WIDTH``
+        (a cell each side of every column, one for the scroll bar)."""
+        others = sum(c.width + 2 for c in HOST_COLUMNS[1:])
+        low, high = HOST_WIDTH
+        self.table.set_width("host", max(low, min(high, event.size.width - others - 3)))
 
     def set_filter(self, text: str) -> None:
         """Filter the hosts by ``text`` (case-insensitive part of the host key)."""

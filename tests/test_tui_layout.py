@@ -1,0 +1,411 @@
+"""The console at 80 x 24 and 160 x 48, its figures, the help generated from the
+bindings and the resume command (issue #14, items 9 and 10), through Textual's Pilot
+over ``FakeEngine`` (the fixed two-minute crawl of ``test_tui_snapshots``).
+
+The values asserted are the widgets' contents (header text, table lines as drawn,
+the bars' lines, the chart's points), computed from the fake crawl's snapshots.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from rich.text import Text
+from test_tui_snapshots import HOSTS, RESUME, STEPS, FakeEngine, fake_app, settle, snapshot_at
+from textual.binding import Binding, BindingType
+from textual.widgets import Sparkline, Static, TabbedContent
+
+from crawldeck.core.config import build_config
+from crawldeck.core.engine import CrawlResult, Engine, Outcome
+from crawldeck.core.frontier import Frontier, FrontierEntry
+from crawldeck.core.snapshot import Counters, CrawlSnapshot
+from crawldeck.core.store import Store
+from crawldeck.tui.app import CrawlApp
+from crawldeck.tui.screens import (
+    CrawlHistory,
+    HelpScreen,
+    OverviewPanel,
+    bar_rows,
+    eta_text,
+    priority_bars,
+    status_bars,
+)
+from crawldeck.tui.table import LineTable
+from crawldeck.tui.widgets import HOST_COLUMNS
+
+LAST = snapshot_at(STEPS)
+
+
+def plain(app: CrawlApp, selector: str) -> str:
+    content = app.query_one(selector, Static).content
+    return content.plain if isinstance(content, Text) else str(content)
+
+
+def table_line(table: LineTable, y: int) -> str:
+    """Line ``y`` of a table as drawn (0: the header)."""
+    return table.render_line(y).text
+
+
+# ------------------------------------------------------------------ 80 x 24
+
+
+async def test_80x24_keeps_the_header_eta_and_the_hosts_key_columns() -> None:
+    app = fake_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        status = plain(app, "#status")
+        # the header's first 80 cells: state, file, pages, pages/s and the ETA
+        assert status[:80].startswith(" crawldeck  RUNNING   crawl.db   pages 3855/6000 · 28.4/s")
+        assert "ETA 0:01:15" in status[:80]
+        assert eta_text(LAST) == "0:01:15"  # (6000 - 3855) / 28.4 s
+        # no chart at 80 x 24: the figures take the panel's width
+        assert not app.query_one("#charts").display
+        summary = plain(app, "#summary").splitlines()
+        assert summary[0] == "elapsed  0:02:00 · 28.4 pages/s · 398.0 kB/s"
+        assert summary[1].endswith("64% ETA 0:01:15")
+        assert summary[2].split() == [
+            "status", "2xx", "3374", "3xx", "385", "4xx", "96", "5xx", "15", "error", "12",
+        ]  # fmt: skip
+        table = app.query_one("#hosts-table", LineTable)
+        assert table.scrollable_content_region.width == 79  # 80 less the scroll bar
+        header = table_line(table, 0)
+        assert header.split() == [
+            "host", "queue", "infl", "fetched", "err", "delay", "next", "robots.txt",
+        ]  # fmt: skip
+        first = table_line(table, 1).split()
+        assert first == ["docs.example.org", "412", "1", "830", "2", "1000", "0.4s", "fetched"]
+        # the sixth row: a host name of 18 characters, whole; robots.txt in full
+        assert table_line(table, 6).split() == [
+            "legacy.example.org", "20", "0", "121", "14", "8000", "7.6s", "5xx", "audit",
+        ]  # fmt: skip
+
+
+async def test_arrows_scroll_the_other_columns_past_a_fixed_host_column() -> None:
+    app = fake_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        table = app.query_one("#hosts-table", LineTable)
+        await pilot.press("right")
+        header = table_line(table, 0).split()
+        assert header[:3] == ["host", "infl", "fetched"]  # one column (queue) scrolled away
+        await pilot.press(*["right"] * 10)  # stops at the last column
+        assert table.scroll_x == table.max_scroll_x > 0
+        header = table_line(table, 0).split()
+        assert header[0] == "host" and header[-3:] == ["from", "tok", "IP"]
+        assert table_line(table, 1).split()[-3:] == ["Crawl-delay", "3.2", "-"]
+        await pilot.press(*["left"] * 10)
+        assert table.scroll_x == 0
+        assert table_line(table, 0).split()[:2] == ["host", "queue"]
+
+
+async def test_the_host_column_takes_the_room_a_wide_terminal_leaves() -> None:
+    app = fake_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        table = app.query_one("#hosts-table", LineTable)
+        assert table.columns[0].width == 18
+        await pilot.resize_terminal(130, 40)
+        await pilot.pause()
+        # 130 less the other columns (96 cells), a cell each side and the scroll bar
+        assert table.columns[0].width == 130 - 96 - 3
+        await pilot.resize_terminal(200, 50)
+        await pilot.pause()
+        assert table.columns[0].width == 32
+        assert [c.key for c in table.columns] == [c.key for c in HOST_COLUMNS]
+
+
+# ------------------------------------------------------------------ 160 x 48
+
+
+async def test_160x48_shows_the_run_chart_the_status_bars_and_the_frontier() -> None:
+    app = fake_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        overview = app.query_one(OverviewPanel)
+        assert overview.display
+        assert app.query_one("#charts").display  # the 3-minute chart as well
+        # the run's chart: one point a second, each the pages of that second
+        pages = app.query_one("#run-pages-chart", Sparkline).data
+        waves = [20 + (i * 37) % 25 for i in range(STEPS)]
+        assert pages == [float(n) for n in waves]
+        sizes = app.query_one("#run-bytes-chart", Sparkline).data
+        assert sizes == [n * 14_000.0 for n in waves]
+        mean = sum(waves) / STEPS
+        assert plain(app, "#run-pages-label") == f"pages/s  peak 44.0 · mean {mean:.1f}"
+        assert overview.query_one("#run-chart").border_subtitle == "0:02:00, 1 s per point"
+        # the status mix: every class, its count and share of the 3882 pages classed
+        mix = LAST.counters.status_mix
+        total = sum(mix.values())
+        lines = plain(app, "#status-bars").splitlines()
+        assert [line.split()[0] for line in lines] == ["2xx", "3xx", "4xx", "5xx", "error"]
+        for line, key in zip(lines, ("2xx", "3xx", "4xx", "5xx", "error"), strict=True):
+            count, share = line.split()[-2:]
+            assert int(count) == mix[key]
+            assert share == f"{100 * mix[key] / total:.0f}%"
+        # the frontier: 12 seeds at priority 0, 393 links at 1, none at 2, 135 spilled
+        lines = plain(app, "#frontier-bars").splitlines()
+        assert [line.split()[-2:] for line in lines] == [
+            ["12", "2%"], ["393", "73%"], ["0", "0%"], ["135", "25%"],
+        ]  # fmt: skip
+        assert lines[0].startswith("0 seeds, redirects ")
+        assert lines[1].startswith("1 links, sitemaps ")
+        assert lines[3].startswith("spilled (SQLite) ")
+        # the bars fit their box
+        box = app.query_one("#frontier-bars", Static)
+        assert max(len(line) for line in lines) <= box.size.width
+
+
+async def test_120x36_has_the_3_minute_chart_and_no_overview() -> None:
+    app = fake_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        assert app.query_one("#charts").display
+        assert not app.query_one(OverviewPanel).display
+        assert app.query_one("#throughput").border_title == "Throughput · last 3 min"
+
+
+def test_bars_are_drawn_in_eighths_of_a_cell() -> None:
+    text = bar_rows([("a", 3, ""), ("bb", 1, ""), ("c", 0, "")], 4, 3 + 8 + 13).plain
+    # 8-cell bars: 3/4 is 6 cells, 1/4 is 2 cells, 0 is none
+    assert text.splitlines() == [
+        "a  ██████         3  75%",
+        "bb ██             1  25%",
+        "c                 0   0%",
+    ]
+    one = bar_rows([("x", 1, ""), ("y", 63, "")], 64, 2 + 8 + 13).plain.splitlines()
+    assert one[0] == "x ▏              1   2%"  # 1/64 of 8 cells: one eighth
+    empty = bar_rows([("x", 0, "")], 0, 30).plain
+    assert empty == "x " + " " * 15 + "       0"  # no share of nothing
+
+
+def test_status_and_priority_bars_without_figures() -> None:
+    c = Counters()
+    assert [line.split() for line in status_bars(c, 40).plain.splitlines()] == [
+        ["2xx", "0"], ["3xx", "0"], ["4xx", "0"], ["5xx", "0"], ["error", "0"],
+    ]  # fmt: skip
+    assert priority_bars(c, 40).plain.split() == ["spilled", "(SQLite)", "0"]
+
+
+# ------------------------------------------------------------------ the run's history
+
+
+def snap(at: float, pages: int, size: int) -> CrawlSnapshot:
+    return CrawlSnapshot(at, 0.0, "running", Counters(pages=pages, bytes=size), 0.0, 0.0, 10.0,
+                         None, (), (), (), ())  # fmt: skip
+
+
+def test_history_doubles_its_buckets_when_the_run_outgrows_them() -> None:
+    history = CrawlHistory(points=4)
+    for second in range(9):  # 1 page in second 1, 2 in second 2, ...
+        history.add(snap(100.0 + second, second * (second + 1) // 2, 0))
+    # 8 seconds of growth: 4 buckets of 1 s would not hold them, 4 of 2 s do
+    assert history.bucket_s == 2.0
+    assert history.pages == [1 + 2, 3 + 4, 5 + 6, 7 + 8]
+    assert history.pages_per_s() == [1.5, 3.5, 5.5, 7.5]
+    assert history.span_s == 8.0
+
+
+@given(
+    steps=st.lists(
+        st.tuples(st.floats(0.01, 700.0), st.integers(0, 50), st.integers(0, 10**6)),
+        max_size=80,
+    ),
+    points=st.integers(2, 16),
+)
+def test_history_keeps_every_page_in_the_bucket_its_interval_ends_in(
+    steps: list[tuple[float, int, int]], points: int
+) -> None:
+    history = CrawlHistory(points=points)
+    at, pages, size = 1000.0, 7, 0
+    history.add(snap(at, pages, size))
+    ends: list[tuple[float, int, int]] = []
+    for gap, more_pages, more_bytes in steps:
+        at, pages, size = at + gap, pages + more_pages, size + more_bytes
+        history.add(snap(at, pages, size))
+        ends.append((at - 1000.0, more_pages, more_bytes))
+    assert len(history.pages) <= points
+    assert history.bucket_s in {2.0**k for k in range(64)}
+    assert sum(history.pages) == pages - 7 and sum(history.bytes) == size
+    model_pages = [0] * len(history.pages)
+    for elapsed, more, _ in ends:  # bucket b holds what ended in (b, b + 1] buckets
+        b = 0
+        while (b + 1) * history.bucket_s < elapsed:
+            b += 1
+        model_pages[b] += more
+    assert model_pages == history.pages
+
+
+# ------------------------------------------------------------------ the frontier figure
+
+
+def entry(host: str, n: int, priority: int) -> FrontierEntry:
+    url = f"http://{host}/{n}"
+    return FrontierEntry(url=url, key=url, host=host, depth=0, priority=priority)
+
+
+def test_frontier_counts_its_urls_per_priority() -> None:
+    f = Frontier(priorities=3, max_back_queues=2)
+    f.add(entry("a", 1, 0))
+    f.add(entry("a", 2, 1))
+    f.add(entry("b", 1, 1))
+    f.add(entry("c", 1, 9))  # clamped to 2; waits in a front queue (no free slot)
+    f.push_front(entry("d", 1, 0))
+    f._check()
+    assert f.by_priority() == (2, 2, 1)
+    popped = f.pop(0.0)
+    assert popped is not None
+    assert f.by_priority()[popped.priority] == (2, 2, 1)[popped.priority] - 1
+    f._check()
+    f.demote("b")  # to the lowest front queue, its priority kept
+    f._check()
+    assert sum(f.by_priority()) == len(f) == 4
+    assert f.drop_host("c") == 1
+    f._check()
+    assert f.by_priority()[2] == 0
+    assert f.drop_host("b") == 1
+    f._check()
+    assert sum(f.by_priority()) == len(f) == 2
+
+
+async def test_an_engine_snapshot_counts_the_seeds_at_priority_0(tmp_path: Path) -> None:
+    store = Store(tmp_path / "crawl.db")
+    try:
+        engine = Engine(build_config({}), store)
+        seeds = [f"http://127.0.0.1:9/{n}" for n in range(3)] + ["http://127.0.0.2:9/"]
+        assert engine.add_seeds(seeds) == []
+        counters = engine.snapshot().counters
+        assert counters.queued_by_priority == (4, 0, 0)
+        assert counters.spilled == 0 and counters.queued == 4
+    finally:
+        store.close()
+
+
+# ------------------------------------------------------------------ help
+
+
+@pytest.mark.parametrize("key", ["question_mark", "f1"])
+async def test_help_lists_every_key_in_force(key: str) -> None:
+    app = fake_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        in_force = list(app.screen.active_bindings.values())
+        await pilot.press(key)
+        help_screen = app.screen
+        assert isinstance(help_screen, HelpScreen)
+        rows = {keys: what for keys, what in help_screen.rows}
+        for active in in_force:
+            shown = app.get_key_display(active.binding)
+            row = next(k for k in rows if shown in k.split(", "))
+            binding = active.binding
+            assert rows[row] in (binding.tooltip, binding.description), (shown, rows[row])
+        assert rows["q, ^c, ^q"].startswith("quit: stop cleanly")
+        assert rows["?, f1"] == "this help"
+        assert rows["→"] == "Columns past the right edge"
+        assert [rows[d] for d in "1234"] == ["Hosts tab", "Backoff tab", "Blocked tab", "Log tab"]
+        close = help_screen.query_one("#help-close", Static).content
+        assert isinstance(close, Text) and close.plain.strip() == "esc, q, ?, f1 closes this help."
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+class WithBell(CrawlApp):
+    """The console with one more key: the help must list it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("b", "bell", "Ring the bell", tooltip="ring the terminal's bell")
+    ]
+
+
+async def test_a_new_binding_is_in_the_help_without_more_work() -> None:
+    app = WithBell(FakeEngine([snapshot_at(i) for i in range(5)]), Path("crawl.db"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("f1")
+        assert isinstance(app.screen, HelpScreen)
+        assert ("b", "ring the terminal's bell") in app.screen.rows
+        await pilot.press("f1")  # closes it
+        assert not isinstance(app.screen, HelpScreen)
+
+
+# ------------------------------------------------------------------ the resume command
+
+
+class SlowStop(FakeEngine):
+    """A fake crawl whose stop takes until ``done`` is set (in-flight fetches finishing)."""
+
+    def __init__(self) -> None:
+        super().__init__([snapshot_at(i) for i in range(5)])
+        self.done = asyncio.Event()
+
+    async def run(self) -> CrawlResult:
+        result = await super().run()
+        await self.done.wait()
+        return result
+
+
+async def test_q_shows_the_resume_command_while_the_run_stops() -> None:
+    engine = SlowStop()
+    app = CrawlApp(engine, Path("crawl.db"), resume_command=RESUME)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert not app.query_one("#resume").display
+        await pilot.press("q")
+        await pilot.pause()
+        assert app.display_state() == "STOPPING"
+        assert app.query_one("#resume").display
+        assert plain(app, "#resume") == (
+            f"Stopping: in-flight fetches finish, state is saved.  Resume with: {RESUME}"
+        )
+        engine.done.set()
+        await pilot.pause(0.2)
+    assert app.result is not None and app.result.outcome == "stopped"
+
+
+@pytest.mark.parametrize(
+    ("outcome", "reason"),
+    [
+        ("max_pages", "the page budget (max_pages) is reached"),
+        ("max_time", "the time budget (max_time) is spent"),
+        ("max_bytes", "the byte budget (max_bytes) is reached"),
+    ],
+)
+async def test_a_budget_stop_keeps_the_console_open_with_the_resume_command(
+    outcome: Outcome, reason: str
+) -> None:
+    app = fake_app(finish=outcome)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.pause(0.1)
+        assert app.result is not None and app.result.outcome == outcome
+        assert app.is_running and app.display_state() == "STOPPED"
+        assert plain(app, "#status").startswith(" crawldeck  STOPPED ")
+        assert "ETA -" in plain(app, "#status")  # no estimate once the run is over
+        assert plain(app, "#resume") == f"Stopped: {reason}; q quits.  Resume with: {RESUME}"
+        await pilot.press("q")
+        await pilot.pause()
+    assert not app.is_running
+
+
+async def test_a_finished_crawl_shows_no_resume_line() -> None:
+    app = fake_app(finish=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.pause(0.1)
+        assert app.display_state() == "FINISHED"
+        assert not app.query_one("#resume").display
+        assert app.query_one(TabbedContent).active == "tab-hosts"
+        assert {row.host for row in app.hosts_panel.rows()} == {row.host for row in HOSTS}
+
+
+async def test_without_a_resume_command_the_stop_is_shown_alone() -> None:
+    app = CrawlApp(FakeEngine([snapshot_at(i) for i in range(5)], finish="max_pages"),
+                   Path("crawl.db"))  # fmt: skip
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.pause(0.1)
+        assert plain(app, "#resume") == "Stopped: the page budget (max_pages) is reached; q quits."
