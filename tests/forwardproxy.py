@@ -47,6 +47,7 @@ class ForwardProxy:
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()  # open streams, closed at the end
         self.port = 0
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -72,11 +73,27 @@ class ForwardProxy:
         self._ready.set()
         self._loop.run_forever()
 
+    async def _open(
+        self, host: str, port: int
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """A connection to ``host:port`` (``hosts`` applied), closed by ``_done``."""
+        up_reader, up_writer = await asyncio.open_connection(self.hosts.get(host, host), port)
+        self._writers.add(up_writer)
+        return up_reader, up_writer
+
+    async def _done(self, writer: asyncio.StreamWriter) -> None:
+        """Close ``writer`` and wait until its socket is closed."""
+        self._writers.discard(writer)
+        writer.close()
+        with contextlib.suppress(OSError, asyncio.CancelledError):
+            await writer.wait_closed()
+
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
         try:
             head = await reader.readuntil(b"\r\n\r\n")
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
-            writer.close()
+            await self._done(writer)
             return
         lines = head.decode("latin-1").split("\r\n")
         method, target, _version = lines[0].split(" ", 2)
@@ -94,10 +111,7 @@ class ForwardProxy:
         finally:
             with contextlib.suppress(OSError):
                 await writer.drain()
-            writer.close()
-
-    def _address(self, host: str) -> str:
-        return self.hosts.get(host, host)
+            await self._done(writer)
 
     async def _relay(
         self, method: str, target: str, fields: list[list[str]], writer: asyncio.StreamWriter
@@ -106,9 +120,7 @@ class ForwardProxy:
         path = parts.path or "/"
         if parts.query:
             path += "?" + parts.query
-        up_reader, up_writer = await asyncio.open_connection(
-            self._address(parts.hostname or ""), parts.port or 80
-        )
+        up_reader, up_writer = await self._open(parts.hostname or "", parts.port or 80)
         hop = {"connection", "proxy-connection", "proxy-authorization", "keep-alive"}
         sent = [f"{method} {path} HTTP/1.1"]
         sent += [f"{name}:{value}" for name, value in fields if name.strip().lower() not in hop]
@@ -119,16 +131,18 @@ class ForwardProxy:
         status, *rest = answer.decode("latin-1").split("\r\n")
         kept = [line for line in rest if line and not line.lower().startswith("connection:")]
         writer.write("\r\n".join([status, *kept, "Connection: close", "", ""]).encode("latin-1"))
-        while data := await up_reader.read(65536):
-            writer.write(data)
-            await writer.drain()
-        up_writer.close()
+        try:
+            while data := await up_reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        finally:
+            await self._done(up_writer)
 
     async def _tunnel(
         self, target: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         host, _, port = target.rpartition(":")
-        up_reader, up_writer = await asyncio.open_connection(self._address(host), int(port))
+        up_reader, up_writer = await self._open(host, int(port))
         writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         await writer.drain()
 
@@ -140,8 +154,10 @@ class ForwardProxy:
             with contextlib.suppress(OSError):
                 sink.write_eof()
 
-        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
-        up_writer.close()
+        try:
+            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+        finally:
+            await self._done(up_writer)
 
     def close(self) -> None:
         """Stop serving, close the loop's tasks, join the thread."""
@@ -153,6 +169,10 @@ class ForwardProxy:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            for writer in list(self._writers):
+                await self._done(writer)
+            if self._server is not None:
+                await self._server.wait_closed()
 
         if self._loop.is_running():
             asyncio.run_coroutine_threadsafe(stop(), self._loop).result(10)
