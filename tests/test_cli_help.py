@@ -1,0 +1,177 @@
+"""``--help`` that teaches and output where it belongs (issue #14 item 6): every flag
+with its default, two examples per command, ``--version``, flag errors in one line with
+"see --help", figures on stdout and warnings on stderr in a headless crawl, and the
+``--max-time`` / ``--max-bytes`` value parsers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+from crawldeck.localweb import LocalWeb
+from crawldeck.tui.cli import EPILOGS, build_parser, parse_size, parse_time_budget
+
+CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
+COMMANDS = ("crawl", "demo", "worker", "recrawl", "export", "show", "config")
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [CRAWLDECK, *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_flag_says_its_default(command: str) -> None:
+    parser = build_parser().commands[command]
+    for action in parser._actions:
+        if action.option_strings and not isinstance(action, argparse._HelpAction):
+            said = "(required)" if action.required else "default"
+            assert action.help is not None and said in action.help, action.option_strings
+
+
+@pytest.mark.parametrize("command", ("crawldeck", *COMMANDS))
+def test_every_command_has_two_examples(command: str) -> None:
+    examples = [line for line in EPILOGS[command].splitlines() if line.startswith("  crawldeck")]
+    assert len(examples) == 2
+    parser = build_parser()
+    chosen = parser if command == "crawldeck" else parser.commands[command]
+    for example in examples:  # each example parses as written
+        words = example.split()[1:]
+        if ">" in words:
+            words = words[: words.index(">")]
+        if "|" in words:
+            words = words[: words.index("|")]
+        args = parser.parse_args(words) if words and words[0] in COMMANDS else None
+        assert args is not None and args.command == words[0], example
+    assert chosen.epilog == EPILOGS[command]
+
+
+def test_help_shows_the_examples_the_units_and_what_counts_per_run(tmp_path: Path) -> None:
+    proc = run("crawl", "--help", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stderr == ""
+    text = " ".join(proc.stdout.split())  # argparse wraps the flags' help
+    assert "usage: crawldeck crawl" in text and "examples: crawldeck crawl https://" in text
+    assert "--max-pages N stop once the crawl file holds N pages, over ALL its runs" in text
+    assert "--max-time DURATION stop THIS RUN after DURATION: 90s, 10m, 2h" in text
+    assert "--max-bytes SIZE stop once the pages' decoded bodies add up to SIZE, over ALL runs" in (
+        text
+    )
+    assert "--delay-ms MS politeness delay per host in ms" in text and "(default 1000)" in text
+    assert "--max-time counts per run" in text
+
+
+def test_version(tmp_path: Path) -> None:
+    proc = run("--version", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        0, f"crawldeck {version('crawldeck')}\n", "",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["crawl", "x.txt", "--max-page", "5"],
+         "crawldeck crawl: error: unrecognized arguments: --max-page 5 "
+         "(see crawldeck crawl --help)"),
+        (["crawl"], "crawldeck crawl: error: the following arguments are required: SEED "
+                    "(see crawldeck crawl --help)"),
+        (["crawl", "x", "--max-time", "1.5s"],
+         "crawldeck crawl: error: argument --max-time: expected a whole number of seconds "
+         ">= 1, got '1.5s' (see crawldeck crawl --help)"),
+        (["crawl", "x", "--max-bytes", "5 parsecs"],
+         "crawldeck crawl: error: argument --max-bytes: expected a size such as 500MB, 2GiB "
+         "or 1048576 (bytes), got '5 parsecs' (see crawldeck crawl --help)"),
+        (["export", "c.db", "--format", "xml"],
+         "crawldeck export: error: argument --format: invalid choice: 'xml' (choose from "
+         "'jsonl', 'csv') (see crawldeck export --help)"),
+        (["fetch"], "crawldeck: error: argument COMMAND: invalid choice: 'fetch' (choose from "
+                    "'crawl', 'demo', 'worker', 'recrawl', 'export', 'show', 'config') "
+                    "(see crawldeck --help)"),
+    ],
+)  # fmt: skip
+def test_a_flag_error_is_one_line_and_where_help_is(
+    args: list[str], line: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from crawldeck.tui.cli import main
+
+    with pytest.raises(SystemExit) as caught:
+        main(args)
+    assert caught.value.code == 2
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", line + "\n")
+
+
+def test_a_flag_error_in_a_real_process_has_no_usage_block(tmp_path: Path) -> None:
+    proc = run("crawl", "seeds.txt", "--delay-ms", "-5", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == ("crawldeck crawl: error: argument --delay-ms: expected a number "
+                           ">= 0, got '-5' (see crawldeck crawl --help)\n")  # fmt: skip
+    assert "usage" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("500MB", 500_000_000), ("2GiB", 2 * 1024**3), ("1.5k", 1500), ("4096", 4096),
+     ("10 KiB", 10240), ("1b", 1), ("3tb", 3 * 10**12)],
+)  # fmt: skip
+def test_sizes(text: str, size: int) -> None:
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["", "MB", "-5MB", "0", "0.5", "5 MBs", "1e3"])
+def test_bad_sizes(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_size(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("90s", 90), ("10m", 600), ("2h", 7200), ("1.5h", 5400), ("90", 90)]
+)
+def test_time_budgets(text: str, seconds: int) -> None:
+    assert parse_time_budget(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["0s", "0.5s", "1.5s", "2 hours", "-1m", ""])
+def test_bad_time_budgets(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_time_budget(text)
+
+
+@pytest.fixture
+def web() -> Iterator[LocalWeb]:
+    with LocalWeb(delay_scale=0.2) as w:
+        yield w
+
+
+def test_headless_figures_go_to_stdout_and_warnings_to_stderr(
+    tmp_path: Path, web: LocalWeb
+) -> None:
+    """The flaky host's robots.txt answers 503: crawldeck allows all and says so, a
+    warning; that it backs the host off is information; progress and the summary are
+    figures."""
+    home = web.hosts["flaky"] + "/"
+    proc = run("crawl", home, "--no-ui", "--delay-ms", "5", "--max-pages", "3", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if "robots.txt" in line]
+    assert warnings and all(w.startswith("crawldeck: warning: robots.txt of ") for w in warnings)
+    assert "unreachable (503): allowing all" in warnings[0]
+    assert "robots.txt of" not in proc.stdout  # not twice
+    assert all(line.startswith("crawldeck: warning: ") for line in proc.stderr.splitlines())
+    out = proc.stdout.splitlines()
+    title = out.index(next(line for line in out if line.startswith("crawl max_pages")))
+    info = [line for line in out[:title] if not line.startswith("[")]
+    progress = [line for line in out[:title] if line.startswith("[")]
+    assert len(info) == 1 and re.fullmatch(  # "  HH:MM:SS host: ..."
+        r"  \d\d:\d\d:\d\d [\d.:]+: robots.txt answered 503, backing off", info[0]
+    )
+    assert progress and all(re.match(r"\[\s*[\d.]+s\] pages \d/3 ", line) for line in progress)
+    assert out[-1].startswith("crawl saved in crawl.db")
