@@ -614,7 +614,9 @@ def _check_rules(config: CrawlConfig) -> None:
             ``allow_networks`` entry that is not an IP network; a ``dns_nameservers``
             entry that is not ``IP``, ``IP:port`` or ``[IPv6]:port``; an ``include``
             or ``exclude`` entry that Python's ``re`` does not compile; a ``proxy``
-            that is not ``http://host[:port]`` or holds credentials.
+            that is not ``http://host[:port]`` or holds credentials, or a ``proxy``
+            while any page may be rendered (``may_render``: Chromium's sub-requests
+            do not go through it).
     """
     agent = config.user_agent
     if not all(" " <= c <= "~" for c in agent):
@@ -629,6 +631,11 @@ def _check_rules(config: CrawlConfig) -> None:
             f"(RFC 9309 §2.2.1), got {token!r}"
         )
     check_proxy(config.proxy)  # an http:// URL without credentials
+    if config.proxy is not None and config.may_render():
+        raise ConfigError(
+            "config key 'proxy': the browser that renders pages would not go through it "
+            "(its sub-requests connect directly): set render = \"never\" with a proxy"
+        )
     if config.backoff_max_ms < config.backoff_base_ms:
         raise ConfigError("config key 'backoff_max_ms': must be >= backoff_base_ms")
     unknown = sorted(set(config.render_block_resources) - RENDER_RESOURCE_TYPES)

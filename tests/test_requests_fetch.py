@@ -35,6 +35,7 @@ def make_config(**overrides: object) -> CrawlConfig:
         "connect_timeout_ms": 1000,
         "read_timeout_ms": 1000,
         "total_timeout_ms": 3000,
+        "render": "never",  # a proxy is refused while pages may be rendered
     }
     values.update(overrides)
     return build_config(values)

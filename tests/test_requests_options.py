@@ -25,6 +25,7 @@ def test_the_toml_shapes_load_and_round_trip_through_json(
     path.write_text(
         'header = {"Accept-Language" = "en", From = "me@example.org"}\n'
         'proxy = "http://proxy.internal:3128"\n'
+        'render = "never"\n'
         "trust_env = true\n"
         "netrc = false\n"
         '[auth."https://Docs.Example.org:443/"]\n'
@@ -111,7 +112,7 @@ def test_bad_headers_are_one_line(value: object, message: str) -> None:
 )
 def test_bad_proxies_are_one_line(value: object, message: str) -> None:
     with pytest.raises(ConfigError) as info:
-        build_config({"proxy": value})
+        build_config({"proxy": value, "render": "never"})
     assert str(info.value).startswith("config key 'proxy': ")
     assert message in str(info.value)
     assert "\n" not in str(info.value)
@@ -205,7 +206,9 @@ def test_the_environment_is_read_only_with_trust_env(monkeypatch: pytest.MonkeyP
     }
     assert options.no_proxy == "localhost"
     # the config's proxy wins over the environment's, for both schemes
-    both = RequestOptions.from_config(CrawlConfig(trust_env=True, proxy="http://10.0.0.1:8080"))
+    both = RequestOptions.from_config(
+        CrawlConfig(trust_env=True, proxy="http://10.0.0.1:8080", render="never")
+    )
     assert both.proxies is not None
     assert {p.url for p in both.proxies.values()} == {"http://10.0.0.1:8080"}
     assert both.no_proxy == "localhost"
@@ -246,3 +249,24 @@ def test_no_key_turns_robots_txt_off() -> None:
     robots_keys = {f.name: f.type for f in fields(CrawlConfig) if "robots" in f.name}
     assert robots_keys  # and none of them is a switch
     assert all("bool" not in str(kind) for kind in robots_keys.values()), robots_keys
+
+
+def test_a_proxy_is_refused_while_pages_may_be_rendered() -> None:
+    # Chromium's sub-requests are sent by the browser, which does not use the proxy
+    message = (
+        "config key 'proxy': the browser that renders pages would not go through it "
+        '(its sub-requests connect directly): set render = "never" with a proxy'
+    )
+    for values in (
+        {"proxy": "http://127.0.0.1:3128"},
+        {"proxy": "http://127.0.0.1:3128", "render": "always"},
+        {
+            "proxy": "http://127.0.0.1:3128",
+            "render": "never",
+            "hosts": {"a.org": {"render": "auto"}},
+        },
+    ):
+        with pytest.raises(ConfigError) as info:
+            build_config(values)
+        assert str(info.value) == message
+    assert build_config({"proxy": "http://127.0.0.1:3128", "render": "never"}).proxy
