@@ -172,3 +172,24 @@ def test_max_bytes_stops_at_the_body_that_reaches_it_over_all_runs(
     total = sum(size for _, size in now)
     assert total >= 10240 > total - now[-1][1]
     assert statuses(tmp_path / "c.db") == ["max_bytes"] * 3
+
+
+@pytest.mark.parametrize(
+    "budget", [["--max-time", "10m"], ["--max-bytes", "1GB"], ["-s", "max_bytes=5"]]
+)
+def test_a_cluster_crawl_refuses_the_time_and_byte_budgets(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    budget: list[str],
+) -> None:
+    from crawldeck.tui.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["crawl", "https://a.example/", "--no-ui", "--workers", "2", *budget]) == 2
+    out, err = capsys.readouterr()
+    key = "max_time_s" if budget[0] == "--max-time" else "max_bytes"
+    assert (out, err) == ("", f"crawldeck: error: {key}: the workers of a cluster crawl "
+                              "(--workers, --redis) do not count --max-time or --max-bytes; "
+                              "--max-pages they do\n")  # fmt: skip
+    assert list(tmp_path.iterdir()) == []  # no crawl file, no Redis started

@@ -790,8 +790,8 @@ def _cluster_problem(args: argparse.Namespace, config: CrawlConfig) -> str | Non
     given = [key for key in ("max_time_s", "max_bytes") if getattr(config, key) is not None]
     if not given:
         return None
-    return (f"{' and '.join(given)} (--max-time, --max-bytes) are not supported in a "
-            "cluster crawl (--workers, --redis); --max-pages is")  # fmt: skip
+    return (f"{' and '.join(given)}: the workers of a cluster crawl (--workers, --redis) "
+            "do not count --max-time or --max-bytes; --max-pages they do")  # fmt: skip
 
 
 def _run_crawl(args: argparse.Namespace) -> int:
