@@ -87,7 +87,7 @@ def good_fetched(web: LocalWeb, db: Path) -> set[str]:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["crawl", "missing.txt", "--no-ui"], "'missing.txt' is neither an existing file nor a URL"),
+        (["crawl", "missing.txt", "--no-ui"], "'missing.txt' is neither an existing file"),
         (["crawl", "seeds.txt", "--no-ui", "--config", "bad.toml"], "unknown config key 'delay'"),
         (["crawl", "empty.txt", "--no-ui"], "no valid seed URL in 'empty.txt'"),
         (["crawl", "seeds.txt", "--delay-ms", "-5"], "expected a number >= 0"),
