@@ -693,9 +693,10 @@ def _is_nameserver(server: str) -> bool:
 #: only) the product token of the ``user_agent`` given.
 Source = Literal["default", "file", "setting", "flag", "user_agent"]
 
-#: A key named by a ``ConfigError`` message (``config key 'NAME'``, ``unknown config
-#: key 'NAME'``, ``unknown config keys 'NAME', ...``: the first).
-_NAMED_KEY = re.compile(r"config keys? '([^']+)'")
+#: The top-level key named by a ``ConfigError`` message (``config key 'NAME'``,
+#: ``unknown config key 'NAME'``, ``unknown config keys 'NAME', ...``: the first; a
+#: table's ``config key 'hosts."a.org".delay_ms'``: ``hosts``).
+_NAMED_KEY = re.compile(r"config keys? '([^'.]+)")
 #: Where ``tomllib`` says a file went wrong, at the end of its message.
 _TOML_AT = re.compile(r"^(?P<what>.*) \(at line (?P<line>\d+), column (?P<column>\d+)\)$")
 
@@ -805,10 +806,11 @@ def _config_text(path: Path) -> str:
 
 def _file_line(path: Path, text: str, key: str) -> str:
     """``config file 'PATH' line N: ``, N the first line of ``text`` that sets ``key``
-    (``key =``, quoted or not, or ``[key]``); without the line when none does."""
+    (``key =``, quoted or not, or a table ``[key]``, ``[key."name"]``); without the line
+    when none does."""
     name = re.escape(key)
     found = re.search(
-        rf"^[ \t]*(?:{name}|\"{name}\"|'{name}')[ \t]*=|^[ \t]*\[[ \t]*{name}[ \t]*\]",
+        rf"^[ \t]*(?:{name}|\"{name}\"|'{name}')[ \t]*=|^[ \t]*\[[ \t]*{name}[ \t]*[\].]",
         text,
         re.MULTILINE,
     )

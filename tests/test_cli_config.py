@@ -155,6 +155,7 @@ def _files(tmp_path: Path) -> None:
     (tmp_path / "wrong.toml").write_text('# mine\ndelay_ms = 5\n\n[crawl]\nmax_depth = "deep"\n')
     (tmp_path / "unknown.toml").write_text("delay_ms = 5\ndelayy_ms = 6\n")
     (tmp_path / "crawl.toml").write_text("crawl = 5\n")
+    (tmp_path / "host.toml").write_text('delay_ms = 5\n\n[hosts."a.org"]\ndelay_ms = -5\n')
 
 
 @pytest.mark.parametrize(
@@ -170,6 +171,8 @@ def _files(tmp_path: Path) -> None:
                        "integer, got 'deep'"),
         ("unknown.toml", "config file 'unknown.toml' line 2: unknown config key 'delayy_ms'"),
         ("crawl.toml", "config file 'crawl.toml' line 1: config key 'crawl': expected a table"),
+        ("host.toml", "config file 'host.toml' line 3: config key 'hosts.\"a.org\".delay_ms': "
+                      "expected a value >= 0, got -5"),
     ],
 )  # fmt: skip
 def test_a_bad_config_file_is_one_line_naming_the_file_line_and_key(
