@@ -12,7 +12,7 @@ bound by CPU, not by politeness, the worst case for a console sharing its loop):
 - ``--hosts`` static hosts on loopback (one generated tree of ``--pages-per-host``
   HTML pages, ten links each, served under every address).
 
-Both run in a real pseudo-terminal of 120 x 40 that this script drains (as a
+Both run in a real pseudo-terminal of 120 x 40 (``--size``) that this script drains (as a
 terminal emulator would): ``--no-ui`` (A) prints its progress lines there, the
 console (B) draws there and gets ``q`` once the crawl file says the run finished.
 Pages/s is measured the same way on both sides, from the crawl file: pages /
@@ -24,10 +24,11 @@ figure.
 Prints each run, the medians and the ratio console / no-ui; exits 1 when the console
 costs more than ``--max-cost`` (default 10 %) of the pages/s.
 
-    .venv/bin/python benchmarks/console_bench.py --screenshot docs/console.svg
+    .venv/bin/python benchmarks/console_bench.py --screenshot docs/console.svg --size 160x48
 
-renders the README's picture instead: the console over the demo's crawl of the local
-web, taken once a host is in backoff and traps were blocked.
+renders the README's picture instead: the console (``--size``, default 120 x 36) over
+the demo's crawl of the local web, taken once a host is in backoff and traps were
+blocked.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ from crawldeck.localweb import LocalWeb
 from crawldeck.localweb.static import serve_static
 
 CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
-TERMINAL = (40, 120)  # lines, columns
+TERMINAL = (120, 40)  # columns, lines: the benchmark's default
+SCREENSHOT = (120, 36)  # columns, lines: the picture's default
 RUN_TIMEOUT_S = 300.0
 CONFIG = """\
 delay_ms = 0
@@ -109,8 +111,9 @@ def child_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def crawl_in_terminal(work: Path, db: Path, *, console: bool) -> int:
-    """Run ``crawldeck crawl`` in a 120 x 40 pseudo-terminal; returns the bytes it drew.
+def crawl_in_terminal(work: Path, db: Path, *, console: bool, size: tuple[int, int]) -> int:
+    """Run ``crawldeck crawl`` in a pseudo-terminal of ``size`` (columns, lines); returns
+    the bytes it drew.
 
     Both sides are run the same way, so the benchmark process (which also serves the
     local web) does the same work for both: it drains the terminal and polls the crawl
@@ -121,7 +124,8 @@ def crawl_in_terminal(work: Path, db: Path, *, console: bool) -> int:
     if not console:
         command.append("--no-ui")
     master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", *TERMINAL, 0, 0))
+    columns, lines = size
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", lines, columns, 0, 0))
     env = {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor"}
     proc = subprocess.Popen(
         command, cwd=work, stdin=slave, stdout=slave, stderr=slave, env=env,
@@ -158,9 +162,12 @@ def crawl_in_terminal(work: Path, db: Path, *, console: bool) -> int:
     return written
 
 
-async def screenshot(path: Path, *, min_s: float = 4.0, max_s: float = 60.0) -> None:
-    """Save an SVG of the console (120 x 36) crawling the local web as ``crawldeck demo``
-    does, once a host is in backoff and traps were blocked (the README's picture)."""
+async def screenshot(
+    path: Path, size: tuple[int, int], *, min_s: float = 4.0, max_s: float = 60.0
+) -> None:
+    """Save an SVG of the console (``size``: columns, lines) crawling the local web as
+    ``crawldeck demo`` does, while it runs, once traps were blocked and a host is in
+    backoff (or twice ``min_s`` passed) (the README's pictures)."""
     from crawldeck.core.config import build_config
     from crawldeck.core.engine import Engine
     from crawldeck.core.store import Store
@@ -177,15 +184,17 @@ async def screenshot(path: Path, *, min_s: float = 4.0, max_s: float = 60.0) -> 
                 engine = Engine(config, store)
                 engine.add_seeds(web.seeds())
                 app = CrawlApp(engine, Path("demo.db"))
-                async with app.run_test(size=(120, 36)) as pilot:
+                async with app.run_test(size=size) as pilot:
                     start = time.monotonic()
                     while time.monotonic() - start < max_s:
                         await pilot.pause(0.25)
                         snap = app.snapshot
+                        waited = time.monotonic() - start
                         if (
                             snap is not None
-                            and time.monotonic() - start >= min_s
-                            and snap.backoff
+                            and snap.state == "running"
+                            and waited >= min_s
+                            and (snap.backoff or waited >= 2 * min_s)
                             and sum(snap.counters.blocked.values()) >= 10
                         ):
                             break  # fmt: skip
@@ -198,6 +207,18 @@ async def screenshot(path: Path, *, min_s: float = 4.0, max_s: float = 60.0) -> 
     print(f"console_bench: wrote {path}")
 
 
+def terminal_size(text: str) -> tuple[int, int]:
+    """``COLSxLINES`` (e.g. ``160x48``) as ``(columns, lines)``.
+
+    Raises:
+        argparse.ArgumentTypeError: not two positive whole numbers around an ``x``.
+    """
+    columns, _, lines = text.lower().partition("x")
+    if not (columns.isdigit() and lines.isdigit() and int(columns) and int(lines)):
+        raise argparse.ArgumentTypeError(f"not COLSxLINES: {text!r}")
+    return int(columns), int(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; 0 when the console costs at most ``--max-cost``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -207,10 +228,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-cost", type=float, default=0.10, help="default 0.10 (10 %%)")
     parser.add_argument("--screenshot", type=Path, metavar="SVG",
                         help="only save the README's console picture to SVG")  # fmt: skip
+    parser.add_argument("--size", type=terminal_size, metavar="COLSxLINES",
+                        help="the terminal (default 120x40; 120x36 for --screenshot)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.screenshot:
-        asyncio.run(screenshot(args.screenshot))
+        asyncio.run(screenshot(args.screenshot, args.size or SCREENSHOT))
         return 0
+    size = args.size or TERMINAL
     if not Path(CRAWLDECK).exists():
         sys.exit(f"console_bench: {CRAWLDECK} not found: pip install -e . first")
     work = Path(tempfile.mkdtemp(prefix="crawldeck-console-bench-"))
@@ -226,12 +250,12 @@ def main(argv: list[str] | None = None) -> int:
             (work / "seeds.txt").write_text("\n".join(seeds) + "\n")
             (work / "bench.toml").write_text(CONFIG)
             print(f"{len(seeds)} hosts, {args.hosts} x {args.pages_per_host} static pages "
-                  f"+ the local web; terminal {TERMINAL[1]} x {TERMINAL[0]}")  # fmt: skip
+                  f"+ the local web; terminal {size[0]} x {size[1]}")  # fmt: skip
             for i in range(args.rounds):
                 for mode in ("no-ui", "console"):
                     db = work / f"{mode}-{i}.db"
                     cpu = child_cpu_s()
-                    drawn = crawl_in_terminal(work, db, console=mode == "console")
+                    drawn = crawl_in_terminal(work, db, console=mode == "console", size=size)
                     cpu = child_cpu_s() - cpu
                     pages, rate = run_rate(db)
                     rates[mode].append(rate)

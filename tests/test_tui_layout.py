@@ -9,8 +9,11 @@ the bars' lines, the chart's points), computed from the fake crawl's snapshots.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import given
@@ -25,6 +28,7 @@ from crawldeck.core.engine import CrawlResult, Engine, Outcome
 from crawldeck.core.frontier import Frontier, FrontierEntry
 from crawldeck.core.snapshot import Counters, CrawlSnapshot
 from crawldeck.core.store import Store
+from crawldeck.tui import app as app_module
 from crawldeck.tui.app import CrawlApp
 from crawldeck.tui.screens import (
     CrawlHistory,
@@ -350,7 +354,7 @@ class SlowStop(FakeEngine):
 
 async def test_q_shows_the_resume_command_while_the_run_stops() -> None:
     engine = SlowStop()
-    app = CrawlApp(engine, Path("crawl.db"), resume_command=RESUME)
+    app = CrawlApp(engine, Path("crawl.db"), resume_hint=RESUME)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         assert not app.query_one("#resume").display
@@ -359,7 +363,7 @@ async def test_q_shows_the_resume_command_while_the_run_stops() -> None:
         assert app.display_state() == "STOPPING"
         assert app.query_one("#resume").display
         assert plain(app, "#resume") == (
-            f"Stopping: in-flight fetches finish, state is saved.  Resume with: {RESUME}"
+            f"Stopping: in-flight fetches finish, state is saved.  {RESUME}"
         )
         engine.done.set()
         await pilot.pause(0.2)
@@ -385,7 +389,7 @@ async def test_a_budget_stop_keeps_the_console_open_with_the_resume_command(
         assert app.is_running and app.display_state() == "STOPPED"
         assert plain(app, "#status").startswith(" crawldeck  STOPPED ")
         assert "ETA -" in plain(app, "#status")  # no estimate once the run is over
-        assert plain(app, "#resume") == f"Stopped: {reason}; q quits.  Resume with: {RESUME}"
+        assert plain(app, "#resume") == f"Stopped: {reason}; q quits.  {RESUME}"
         await pilot.press("q")
         await pilot.pause()
     assert not app.is_running
@@ -409,3 +413,45 @@ async def test_without_a_resume_command_the_stop_is_shown_alone() -> None:
         await settle(pilot)
         await pilot.pause(0.1)
         assert plain(app, "#resume") == "Stopped: the page budget (max_pages) is reached; q quits."
+
+
+async def test_the_dupes_row_makes_the_throughput_panel_a_line_taller() -> None:
+    plain_snaps = [snapshot_at(i) for i in range(3)]
+    last = plain_snaps[-1]
+    dupes = replace(last, at=last.at + 1, counters=replace(last.counters, duplicates=2))
+    engine = FakeEngine([*plain_snaps, dupes])
+    app = CrawlApp(engine, Path("crawl.db"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.pause(0.1)
+        summary = plain(app, "#summary").splitlines()
+        assert summary[2] == "dupes    2 exact · 0 near"
+        assert summary[-1] == "render   off"  # the last row is not cut
+        assert len(summary) == 8
+        assert app.query_one("#throughput").outer_size.height == 8 + 2  # and the border
+
+
+async def test_run_console_shows_the_hint_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    apps: list[CrawlApp] = []
+
+    class Kept(CrawlApp):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            apps.append(self)
+
+    monkeypatch.setattr(app_module, "CrawlApp", Kept)
+    engine = SlowStop()
+    seen: list[str] = []
+    loop = asyncio.get_running_loop()
+    loop.call_later(0.8, os.kill, os.getpid(), signal.SIGTERM)  # as q: the run stops
+    loop.call_later(1.0, lambda: seen.append(plain(apps[0], "#resume")))
+    loop.call_later(1.2, engine.done.set)
+    hint = "resume with: crawldeck crawl seeds.txt --db crawl.db"
+    result = await asyncio.wait_for(
+        app_module.run_console(
+            engine, Path("crawl.db"), headless=True, size=(80, 24), resume_hint=hint
+        ),
+        timeout=20,
+    )
+    assert result is not None and result.outcome == "stopped"
+    assert seen == [f"Stopping: in-flight fetches finish, state is saved.  {hint}"]

@@ -231,8 +231,8 @@ class FakeEngine:
         return None if row is None else detail_of(row)
 
 
-#: The resume command the fake consoles are given.
-RESUME = "crawldeck crawl seeds.txt --db crawl.db --max-pages 6000 --max-time 2m"
+#: The resume hint the fake consoles are given (as ``tui.cli`` words it).
+RESUME = "resume with: crawldeck crawl seeds.txt --db crawl.db --max-pages 6000 --max-time 2m"
 
 
 def fake_app(*, finish: bool | Outcome = False, steps: int = STEPS) -> CrawlApp:
@@ -241,7 +241,7 @@ def fake_app(*, finish: bool | Outcome = False, steps: int = STEPS) -> CrawlApp:
     if finish:
         state: CrawlState = "finished" if finish in (True, "finished") else "stopped"
         snaps[-1] = replace(snaps[-1], state=state, hosts=())
-    return CrawlApp(FakeEngine(snaps, finish=finish), Path("crawl.db"), resume_command=RESUME)
+    return CrawlApp(FakeEngine(snaps, finish=finish), Path("crawl.db"), resume_hint=RESUME)
 
 
 async def settle(pilot: Pilot[None]) -> None:

@@ -197,9 +197,10 @@ class CrawlApp(App[None]):
         db: the crawl's SQLite file (shown in the header; ``e`` exports next to it).
         strict_robots: ``robots_on_failure`` is ``disallow`` (an unreachable
             robots.txt shows as ``strict-blocked``).
-        resume_command: the command line that continues this crawl (``crawldeck crawl
-            ... --db ...``), shown once the run stops before its frontier is empty
-            (``q``, a signal, a budget); ``None``: the stop is shown without it.
+        resume_hint: the line that tells how to continue this crawl, as the CLI prints
+            it when the run stopped (``resume with: crawldeck crawl ... --db ...``),
+            shown once the run stops before its frontier is empty (``q``, a signal, a
+            budget); ``None``: the stop is shown without it.
 
     After the app exits, ``result`` holds the crawl's ``CrawlResult`` (``None`` if
     the console closed before the crawl ended) and ``error`` what ``run`` raised.
@@ -250,13 +251,13 @@ class CrawlApp(App[None]):
         db: Path,
         *,
         strict_robots: bool = False,
-        resume_command: str | None = None,
+        resume_hint: str | None = None,
     ) -> None:
         super().__init__(driver_class=_HangupTolerantDriver)
         self.engine = engine
         self.db = db
         self.strict_robots = strict_robots
-        self.resume_command = resume_command
+        self.resume_hint = resume_hint
         self.result: CrawlResult | None = None
         self.error: BaseException | None = None
         self.snapshot: CrawlSnapshot | None = None
@@ -328,11 +329,11 @@ class CrawlApp(App[None]):
             self._show_resume(f"Stopped: {reason}; q quits.")
 
     def _show_resume(self, why: str) -> None:
-        """Show ``why`` the run stops and the command that continues it."""
+        """Show ``why`` the run stops and how to continue it (``resume_hint``)."""
         text = Text(why, style="bold")
-        if self.resume_command is not None:
-            text.append("  Resume with: ")
-            text.append(self.resume_command, style="bold cyan")
+        if self.resume_hint is not None:
+            text.append("  ")
+            text.append(self.resume_hint, style="bold cyan")
         resume = self.query_one("#resume", Static)
         resume.update(text)
         resume.display = True
@@ -609,7 +610,7 @@ async def run_console(
     strict_robots: bool = False,
     headless: bool = False,
     size: tuple[int, int] | None = None,
-    resume_command: str | None = None,
+    resume_hint: str | None = None,
 ) -> CrawlResult | None:
     """Run the console over ``engine`` in the running loop until the operator quits.
 
@@ -618,7 +619,7 @@ async def run_console(
     its state is saved. Log records are kept off the terminal while the
     console owns it (the engine's warnings are in the Log tab). ``headless`` (with a
     ``size`` in columns and lines) draws to no terminal: for tests and benchmarks.
-    ``resume_command`` is shown when the run stops (see ``CrawlApp``).
+    ``resume_hint`` is shown when the run stops (see ``CrawlApp``).
 
     Returns:
         the crawl's result, ``None`` if the console closed before the crawl ended.
@@ -626,7 +627,7 @@ async def run_console(
     Raises:
         Exception: what ``engine.run()`` raised, once the terminal is restored.
     """
-    app = CrawlApp(engine, db, strict_robots=strict_robots, resume_command=resume_command)
+    app = CrawlApp(engine, db, strict_robots=strict_robots, resume_hint=resume_hint)
     loop = asyncio.get_running_loop()
     root = logging.getLogger()
     handlers = root.handlers[:]

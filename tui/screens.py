@@ -271,7 +271,12 @@ class ThroughputPanel(Horizontal):
         set_static(self.query_one("#bytes-label", Static), size)
         self.query_one("#pages-chart", Sparkline).data = list(history.pages)
         self.query_one("#bytes-chart", Sparkline).data = list(history.bytes)
-        set_static(self.query_one("#summary", Static), summary_text(snap))
+        summary = self.query_one("#summary", Static)
+        text = summary_text(snap)
+        if str(summary.content).count("\n") == text.plain.count("\n"):
+            set_static(summary, text)
+        else:  # a row more or less (the dupes row): the panel's height follows
+            summary.update(text)
 
 
 # ------------------------------------------------------------------- overview
