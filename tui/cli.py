@@ -683,10 +683,13 @@ async def _crawl_headless(engine: Engine, store: Store, db: Path, resume_hint: s
 async def _crawl_console(
     engine: Engine, store: Store, config: CrawlConfig, db: Path, resume_hint: str
 ) -> int:
-    """Run the crawl in the live console (``tui.app``); summary and exit code as headless."""
+    """Run the crawl in the live console (``tui.app``), which shows ``resume_hint`` when
+    the run stops; summary and exit code as headless."""
     from crawldeck.tui.app import run_console
 
-    result = await run_console(engine, db, strict_robots=config.robots_on_failure == "disallow")
+    result = await run_console(
+        engine, db, strict_robots=config.robots_on_failure == "disallow", resume_hint=resume_hint
+    )
     outcome = "stopped" if result is None else result.outcome
     return _finish(engine, store, db, outcome, resume_hint)
 
