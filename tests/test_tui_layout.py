@@ -455,3 +455,15 @@ async def test_run_console_shows_the_hint_it_is_given(monkeypatch: pytest.Monkey
     )
     assert result is not None and result.outcome == "stopped"
     assert seen == [f"Stopping: in-flight fetches finish, state is saved.  {hint}"]
+
+
+def test_history_charts_only_the_buckets_that_are_over() -> None:
+    history = CrawlHistory()
+    history.add(snap(10.0, 0, 0))
+    history.add(snap(10.5, 4, 400))  # half of the first second
+    assert history.pages == [4] and history.pages_per_s() == [] and history.span_s == 0
+    history.add(snap(11.0, 9, 900))  # the first second is over
+    assert history.pages_per_s() == [9.0] and history.bytes_per_s() == [900.0]
+    history.add(snap(11.25, 10, 1000))  # a quarter of the second: not charted yet
+    assert history.pages == [9, 1] and history.pages_per_s() == [9.0]
+    assert history.span_s == 1.0

@@ -136,7 +136,9 @@ class CrawlHistory:
     crawl runs (a day at most 256 points of 512 s). The growth of the pages and bytes
     counters since the previous snapshot goes to the bucket its ``at`` ends: bucket
     ``b`` holds what ended in ``(b * bucket_s, (b + 1) * bucket_s]`` seconds after the
-    first snapshot. Fed with every snapshot.
+    first snapshot. Fed with every snapshot; the rates are those of the buckets whose
+    time is over (the chart changes once a bucket, not with every snapshot, and its
+    last point is no part of a bucket).
     """
 
     def __init__(self, points: int = RUN_POINTS) -> None:
@@ -147,6 +149,7 @@ class CrawlHistory:
         self.pages: list[int] = []  # pages fetched in each bucket
         self.bytes: list[int] = []  # body bytes received in each bucket
         self._start: float | None = None
+        self._elapsed = 0.0  # seconds from the first snapshot to the last
         self._last: tuple[int, int] = (0, 0)
 
     def add(self, snap: CrawlSnapshot) -> None:
@@ -156,6 +159,7 @@ class CrawlHistory:
             self._start = snap.at
             self._last = (c.pages, c.bytes)
             return
+        self._elapsed = max(self._elapsed, snap.at - self._start)
         # bucket b holds the growth that ends in (b, b + 1] buckets after the start
         index = max(0, math.ceil((snap.at - self._start) / self.bucket_s) - 1)
         while index >= self.points:
@@ -175,17 +179,23 @@ class CrawlHistory:
         self.bucket_s *= 2
 
     @property
+    def done(self) -> int:
+        """How many buckets, from the first, are over (the last one may still grow)."""
+        n = len(self.pages)
+        return n if self._elapsed >= n * self.bucket_s else n - 1
+
+    @property
     def span_s(self) -> float:
-        """Seconds the buckets cover."""
-        return len(self.pages) * self.bucket_s
+        """Seconds the buckets that are over cover."""
+        return self.done * self.bucket_s
 
     def pages_per_s(self) -> list[float]:
-        """Pages/s of each bucket, oldest first."""
-        return [n / self.bucket_s for n in self.pages]
+        """Pages/s of each bucket that is over, oldest first."""
+        return [n / self.bucket_s for n in self.pages[: self.done]]
 
     def bytes_per_s(self) -> list[float]:
-        """Bytes/s of each bucket, oldest first."""
-        return [n / self.bucket_s for n in self.bytes]
+        """Bytes/s of each bucket that is over, oldest first."""
+        return [n / self.bucket_s for n in self.bytes[: self.done]]
 
 
 STATUS_STYLES = {"2xx": "green", "3xx": "cyan", "4xx": "yellow", "5xx": "red", "error": "red"}
