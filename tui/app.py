@@ -579,8 +579,6 @@ class CrawlApp(App[None]):
 
     def action_help(self) -> None:
         """?, F1: every key in force here (``key_rows`` of the bindings)."""
-        if isinstance(self.screen, HelpScreen):
-            return
         rows = key_rows(self.screen.active_bindings.values(), self.get_key_display)
         self.push_screen(HelpScreen(rows))
 
