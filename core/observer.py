@@ -469,6 +469,8 @@ class Observer:
             bytes_per_s=bytes_per_s,
             window_s=THROUGHPUT_WINDOW_S,
             max_pages=self._config.max_pages,
+            max_time_s=self._config.max_time_s,
+            max_bytes=self._config.max_bytes,
             pages_this_run=self.pages - self.pages_at_start,
             render=render,
             ended_at=self.ended_at,

@@ -155,6 +155,8 @@ class CrawlSnapshot:
             console left open after the end does not count as crawl time.
         retried: URLs that had failed in earlier runs (5xx, 429, timeouts, lost
             connections, DNS failures) and were queued again by this run.
+        max_time_s: the run's time budget in seconds (``max_time_s``), if any.
+        max_bytes: the body bytes budget over all runs (``max_bytes``), if any.
     """
 
     at: float
@@ -173,6 +175,8 @@ class CrawlSnapshot:
     render: RenderStats | None = None
     ended_at: float | None = None
     retried: int = 0
+    max_time_s: float | None = None
+    max_bytes: int | None = None
 
     @property
     def elapsed_s(self) -> float:

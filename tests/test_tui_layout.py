@@ -38,6 +38,7 @@ from crawldeck.tui.screens import (
     eta_text,
     priority_bars,
     status_bars,
+    summary_text,
 )
 from crawldeck.tui.table import LineTable
 from crawldeck.tui.widgets import HOST_COLUMNS
@@ -467,3 +468,20 @@ def test_history_charts_only_the_buckets_that_are_over() -> None:
     history.add(snap(11.25, 10, 1000))  # a quarter of the second: not charted yet
     assert history.pages == [9, 1] and history.pages_per_s() == [9.0]
     assert history.span_s == 1.0
+
+
+def test_the_eta_is_that_of_the_first_budget_reached() -> None:
+    # 3855 pages, 53 970 000 bytes after 120 s; 28.4 pages/s, 398 000 bytes/s
+    assert eta_text(replace(LAST, max_pages=None)) is None  # no budget: no estimate
+    assert eta_text(replace(LAST, max_time_s=300)) == "0:01:15"  # the pages' (75 s) first
+    assert eta_text(replace(LAST, max_time_s=150)) == "0:00:30"  # 150 - 120 s
+    # (60 000 000 - 53 970 000) / 398 000 = 15.2 s
+    assert eta_text(replace(LAST, max_bytes=60_000_000)) == "0:00:15"
+    assert eta_text(replace(LAST, max_bytes=50_000_000)) == "done"
+    no_rate = replace(LAST, max_pages=None, max_bytes=60_000_000, bytes_per_s=0.0)
+    assert eta_text(no_rate) == "-"
+    assert eta_text(replace(no_rate, max_time_s=600)) == "0:08:00"  # the clock needs no rate
+    summary = summary_text(replace(LAST, max_pages=None, max_time_s=600, max_bytes=10**8))
+    lines = summary.plain.splitlines()
+    assert lines[0] == "elapsed  0:02:00/0:10:00 · 28.4 pages/s · 398.0 kB/s"
+    assert lines[1] == "pages    3855  (54.0 MB/100.0 MB)"

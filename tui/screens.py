@@ -56,24 +56,43 @@ STATE_STYLES = {
 }
 
 
+def budget_left_s(snap: CrawlSnapshot) -> list[float | None]:
+    """Seconds left to each budget set, at the current rates: ``max_pages`` (pages/s),
+    ``max_bytes`` (bytes/s), ``max_time_s`` (the clock); ``None`` for a budget whose
+    rate is 0 so far (no estimate). 0 for a budget reached."""
+    c = snap.counters
+    left: list[float | None] = []
+    for cap, done, rate in (
+        (snap.max_pages, c.pages, snap.pages_per_s),
+        (snap.max_bytes, c.bytes, snap.bytes_per_s),
+    ):
+        if cap:
+            rest = max(0, cap - done)
+            left.append(0.0 if rest == 0 else rest / rate if rate > 0 else None)
+    if snap.max_time_s:
+        left.append(max(0.0, snap.max_time_s - snap.elapsed_s))
+    return left
+
+
 def eta_text(snap: CrawlSnapshot) -> str | None:
-    """The time left to ``max_pages`` at the current pages/s: ``h:mm:ss``, ``done``, or
-    ``-`` (no pages/s yet, or the run is over short of it); ``None`` without a page cap
-    (nothing to estimate)."""
-    if not snap.max_pages:
+    """The time left to the first budget the run will reach (``budget_left_s``):
+    ``h:mm:ss``, ``done``, or ``-`` (no rate yet, or the run is over short of it);
+    ``None`` without a budget (nothing to estimate)."""
+    left = budget_left_s(snap)
+    if not left:
         return None
-    left = snap.max_pages - min(snap.counters.pages, snap.max_pages)
-    if left == 0:
+    if 0.0 in left:
         return "done"
+    known = [s for s in left if s is not None]
     over = snap.state in ("finished", "stopped")
-    return "-" if over or snap.pages_per_s <= 0 else fmt_duration(left / snap.pages_per_s)
+    return "-" if over or not known else fmt_duration(min(known))
 
 
 class StatusBar(Static):
     """The header line: the crawl's state (RUNNING, PAUSED, ...), the file, the totals.
 
-    The figures come most needed first (pages, pages/s, ETA), so a narrow terminal
-    (80 columns) cuts only the ones the throughput panel also shows.
+    The figures come most needed first (pages, pages/s, the ETA of the budgets), so a
+    narrow terminal (80 columns) cuts only the ones the throughput panel also shows.
     """
 
     def show(self, state: str, db_name: str, snap: CrawlSnapshot | None) -> None:
@@ -212,8 +231,9 @@ def progress_bar(done: int, total: int, width: int = 16) -> Text:
 
 
 def summary_text(snap: CrawlSnapshot) -> Text:
-    """Totals, elapsed time, status mix, (with a page cap) progress and ETA, and the
-    render pool (busy / idle / queued, pages rendered, browsers' memory as PSS).
+    """Totals, elapsed time (of ``max_time_s``), status mix, (with a page cap) progress
+    and the ETA (``eta_text``), and the render pool (busy / idle / queued, pages
+    rendered, browsers' memory as PSS).
 
     Plain ``Text`` lines (no Rich table): it is drawn four times a second.
     """
@@ -227,14 +247,16 @@ def summary_text(snap: CrawlSnapshot) -> Text:
         for part in parts:
             text.append(part)
 
-    row("elapsed", f"{fmt_duration(snap.elapsed_s)} · {snap.pages_per_s:.1f} pages/s · "
+    budget = f"/{fmt_duration(snap.max_time_s)}" if snap.max_time_s else ""
+    row("elapsed", f"{fmt_duration(snap.elapsed_s)}{budget} · {snap.pages_per_s:.1f} pages/s · "
         f"{fmt_bytes(snap.bytes_per_s)}/s")  # fmt: skip
     if snap.max_pages:
         done = min(c.pages, snap.max_pages)
         row("pages", f"{c.pages}/{snap.max_pages} ", progress_bar(done, snap.max_pages),
             f" {100 * done / snap.max_pages:.0f}% ETA {eta_text(snap)}")  # fmt: skip
     else:
-        row("pages", f"{c.pages}  ({fmt_bytes(c.bytes)})")
+        cap = f"/{fmt_bytes(snap.max_bytes)}" if snap.max_bytes else ""
+        row("pages", f"{c.pages}  ({fmt_bytes(c.bytes)}{cap})")
     if c.duplicates or c.near_duplicates:
         row("dupes", f"{c.duplicates} exact · {c.near_duplicates} near")
     mix = Text()
@@ -489,7 +511,8 @@ class HelpScreen(ModalScreen[None]):
             yield Static(keys, id="help-keys")
             yield Static(
                 "\nThroughput (top): pages/s and bytes/s over the last 3 minutes, status mix, "
-                "totals, progress and ETA with --max-pages. In a terminal of 160 x 48 or more, "
+                "totals, progress with --max-pages, the ETA of the first budget to be reached "
+                "(--max-pages, --max-time, --max-bytes). In a terminal of 160 x 48 or more, "
                 "below the tables: the whole run's pages/s and bytes/s, the status mix and the "
                 "frontier's depth per priority as bars.\n"
                 "Hosts: the busiest back queues (delay and where it comes from, tokens, "
