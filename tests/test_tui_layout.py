@@ -106,6 +106,12 @@ async def test_arrows_scroll_the_other_columns_past_a_fixed_host_column() -> Non
         await pilot.press(*["left"] * 10)
         assert table.scroll_x == 0
         assert table_line(table, 0).split()[:2] == ["host", "queue"]
+        await pilot.press("right")
+        # a click on a header sorts by the column drawn there, fixed or scrolled
+        await pilot.click("#hosts-table", offset=(22, 0))  # infl: after host's 20 cells
+        assert app.hosts_panel.sort_column == "in_flight"
+        await pilot.click("#hosts-table", offset=(19, 0))  # host's last cell, not queue's
+        assert app.hosts_panel.sort_column == "host"
 
 
 async def test_the_host_column_takes_the_room_a_wide_terminal_leaves() -> None:
