@@ -48,7 +48,8 @@ from crawldeck.core.fetcher import FetchResult, WarcRef
 from crawldeck.core.protocols import Clock, Fetcher, ResultSink
 from crawldeck.core.render_types import RenderResult
 from crawldeck.core.store import Store, to_iso_utc
-from crawldeck.core.warc import Exchange, WarcWriter, warc_stem
+from crawldeck.core.warc import warc_stem
+from crawldeck.core.warc_writer import Exchange, WarcWriter
 
 #: The WARC/1.1 specification the files conform to (``warcinfo``'s ``conformsTo``).
 WARC_1_1: Final = "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"

@@ -72,10 +72,11 @@ SERVER_NAMES = frozenset(
     }
 )
 #: Names whose use means a process: ``subprocess`` (the CLI, a fresh interpreter), the
-#: parse workers, Chromium (through Playwright).
+#: parse workers, Chromium (through Playwright), the WARC writer's process.
 PROCESS_NAMES = frozenset(
     {
         "subprocess",
+        "WarcWriter",
         "create_subprocess_exec",
         "create_subprocess_shell",
         "multiprocessing",

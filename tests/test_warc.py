@@ -32,13 +32,13 @@ from crawldeck.core.store import SCHEMA_VERSION, Store
 from crawldeck.core.warc import (
     IDENTICAL_PAYLOAD,
     SERVER_NOT_MODIFIED,
-    Exchange,
-    WarcWriter,
+    WarcFiles,
     complete_length,
     record_head,
     warc_files,
     warc_stem,
 )
+from crawldeck.core.warc_writer import Exchange, WarcWriter
 from crawldeck.localweb import LocalWeb
 
 WARCIO = str(Path(sys.executable).parent / "warcio")
@@ -142,9 +142,9 @@ def test_a_head_past_fastwarcs_default_limit_is_written_whole(tmp_path: Path) ->
     assert ref.payload_digest == payload_digest(b"<p>big head</p>")
 
 
-def test_aclose_ends_the_writer_thread(tmp_path: Path) -> None:
-    """``aclose`` returns once the thread has written the queued records and closed the
-    file, and the thread then ends (it no longer joins it on the loop)."""
+def test_aclose_ends_the_writer_process(tmp_path: Path) -> None:
+    """``aclose`` returns once the process has written the queued records and closed
+    the file, and has exited (awaited on the loop, not joined)."""
     writer = WarcWriter(tmp_path, "c", max_bytes=1 << 20, info=[("software", "t")])
 
     async def main() -> None:
@@ -153,14 +153,35 @@ def test_aclose_ends_the_writer_thread(tmp_path: Path) -> None:
         await writer.aclose()
 
     asyncio.run(main())
-    thread = writer._thread
-    assert thread is not None
-    thread.join(5)
-    assert not thread.is_alive()
+    process = writer._process
+    assert process is not None and process.returncode == 0
     assert writer.statistics()[0] == 4  # warcinfo, response, request, metadata: all written
-    assert writer._state.file is None
+    check_with_warcio(tmp_path, "c")
     with pytest.raises(StoreError, match="closed"):
         asyncio.run(writer.exchange(Exchange(result("http://a.test/2", b"x"), DATE)))
+
+
+def test_a_writer_process_that_dies_is_one_line_and_no_hang(tmp_path: Path) -> None:
+    """A writer process killed mid-crawl (an OOM kill): the exchange waiting for it and
+    every call after it fail with one line, and ``aclose`` does not wait for it."""
+    writer = WarcWriter(tmp_path, "c", max_bytes=1 << 20, info=[("software", "t")])
+
+    async def main() -> None:
+        await (await writer.exchange(Exchange(result("http://a.test/", b"<p>a</p>"), DATE)))
+        process = writer._process
+        assert process is not None
+        process.kill()
+        await process.wait()
+        with pytest.raises(StoreError, match=r"WARC writer process ended \(exit -9\)") as raised:
+            await (await writer.exchange(Exchange(result("http://a.test/b", b"<p>b</p>"), DATE)))
+        assert "\n" not in str(raised.value)
+        with pytest.raises(StoreError, match="process ended"):
+            writer.metadata("http://a.test/b", "<urn:uuid:x>", DATE, via=None, outlinks=[])
+        with pytest.raises(StoreError, match="process ended"):
+            await asyncio.wait_for(writer.aclose(), 10)
+
+    asyncio.run(main())
+    check_with_warcio(tmp_path, "c")  # what it wrote stays readable
 
 
 def test_duplicates_revisits_raw_headers_and_truncation(tmp_path: Path) -> None:
@@ -411,8 +432,7 @@ def test_digest_map_memory_per_page(tmp_path: Path, capsys: pytest.CaptureFixtur
     """The duplicate map's cost per distinct payload, measured (module docstring of
     ``core.warc``: about 300 bytes)."""
     n = 5_000
-    writer = WarcWriter(tmp_path, "c", max_bytes=1 << 30, info=[("software", "t")])
-    firsts = writer._state.firsts
+    firsts = WarcFiles(tmp_path, "c", 1 << 30, [("software", "t")]).firsts
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
     for i in range(n):
