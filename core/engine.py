@@ -362,10 +362,11 @@ class Engine:
         # Another fetch of this host is allowed (per_host_concurrency > 1): the host may
         # be taken again as soon as politeness says so, while this fetch runs.
         released = stats.in_flight < self.config.per_host_concurrency
+        given = False
         try:
             timer = asyncio.get_running_loop().call_later(SLOW_FETCH_S, slot.give_back)
             try:
-                await self._visit(entry, stats, release_early=released, timer=timer)
+                given = await self._visit(entry, stats, release_early=released, timer=timer)
             except asyncio.CancelledError:
                 stats.cut = True  # cut by a stop: its URL stays queued in SQLite
                 raise
@@ -373,7 +374,8 @@ class Engine:
                 timer.cancel()
         finally:
             self._obs.end(host, stats)
-            self._give_back(host, self._clock())
+            if not given:
+                self._give_back(host, self._clock())
             self._wake.set()
 
     async def _resolve(self, entry: FrontierEntry, stats: HostStats) -> str | None:
@@ -400,31 +402,36 @@ class Engine:
         *,
         release_early: bool,
         timer: asyncio.TimerHandle,
-    ) -> None:
+    ) -> bool:
+        """Resolve, check robots.txt, fetch and record ``entry``; whether it gave its
+        host back itself: once the fetch is answered (and any backoff it calls for is
+        set), the host may be handed out again while the page is parsed and recorded,
+        as politeness counts from the fetch's end (``HostGate``); a retry's put-back
+        and a refusal leave that to the caller."""
         host = entry.host
         ip = await self._resolve(entry, stats)
         if ip is None:
-            return
+            return False
         if not self._gate.may_start(host, self._clock()):
             # its address was used by another host too recently (per-IP limit), or a
             # side request (robots.txt, a render sub-request) went to it or holds its
             # slot since the frontier scheduled it
             self._frontier.push_front(entry)
-            return
+            return False
         decision = await self._robots.check(entry.url)
         self._gate.politeness.set_crawl_delay(host, decision.crawl_delay_s)
         robots = self._robots.entry(entry.url)
         if not decision.allowed:
             # refused without a request: no politeness slot, host or per-IP, is used
             self._retries.disallowed(entry, decision, robots)
-            return
+            return False
         if decision.fetched and robots is not None and robots.http_status in BACKOFF_STATUSES:
             self._obs.log(f"{host}: robots.txt answered {robots.http_status}, backing off")
         if not self._gate.may_start(host, self._clock()):
             # robots.txt was just requested (it counts as a request) or time passed
             # while another task fetched it: the page waits for its next slot
             self._frontier.push_front(entry)
-            return
+            return False
         start = self._clock()
         self._gate.start_page(host, start)
         if release_early:
@@ -446,13 +453,15 @@ class Engine:
         except (DnsNotFound, PrivateAddress) as exc:
             # The name changed between our lookup and the connection (DNS rebinding).
             self._retries.refuse(entry, stats, exc)
-            return
+            return False
         except FetchError as exc:
             self._retries.fetch_failed(entry, stats, start, self._clock(), exc)
-            return
+            return False
         outcome = self._retries.answered(entry, stats, start, self._clock(), result)
         if outcome is None:
-            return  # put back for a retry
+            return False  # put back for a retry
+        if not release_early:
+            self._give_back(host, self._clock())
         content = Content() if outcome.retry else await self._content.read(host, result)
         await self._recorder.response(
             entry,
@@ -464,6 +473,7 @@ class Engine:
             rendered=content.rendered,
             parse_error=content.parse_error,
         )
+        return True
 
     def _give_back(self, host: str, now: float) -> None:
         """Let the frontier hand ``host`` out again when the gate allows (its one
