@@ -89,6 +89,7 @@ import errno
 import fcntl
 import heapq
 import json
+import math
 import os
 import queue
 import sqlite3
@@ -130,13 +131,34 @@ _ISO_FORMAT: Final = "%Y-%m-%dT%H:%M:%S.%fZ"
 _encode_json: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
+#: ``to_iso_utc``'s last whole second and its text up to the seconds (one tuple,
+#: replaced whole: a thread reads a consistent pair).
+_iso_second: tuple[float, str] = (-1.5, "")
+
+
 def to_iso_utc(epoch_s: float) -> str:
     """``epoch_s`` (wall-clock seconds since the epoch) as ``YYYY-MM-DDTHH:MM:SS.ffffffZ``.
 
-    Always UTC, always 27 characters, rounded to the microsecond, so the text sorts in
-    time order. Example: ``to_iso_utc(0.25) == "1970-01-01T00:00:00.250000Z"``.
+    Always UTC, always 27 characters, rounded to the microsecond half to even as
+    ``datetime.fromtimestamp`` does, so the text sorts in time order. Example:
+    ``to_iso_utc(0.25) == "1970-01-01T00:00:00.250000Z"``. The text up to the seconds
+    is formatted once per second (a crawl formats several dates a page; ``strftime``
+    cost 3.6-30 us a call).
     """
-    return datetime.fromtimestamp(epoch_s, UTC).strftime(_ISO_FORMAT)
+    fraction, whole = math.modf(epoch_s)
+    micros = round(fraction * 1e6)
+    if micros >= 1_000_000:
+        micros -= 1_000_000
+        whole += 1.0
+    elif micros < 0:
+        micros += 1_000_000
+        whole -= 1.0
+    global _iso_second
+    second, text = _iso_second
+    if second != whole:
+        text = datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        _iso_second = (whole, text)
+    return f"{text}.{micros:06d}Z"
 
 
 def from_iso_utc(text: str) -> float:
