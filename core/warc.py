@@ -433,13 +433,14 @@ class WarcFiles:
         date: str,
         ip: str | None,
         status: int,
-        statusline: bytes,
+        http_version: str,
+        reason: str,
         fields: Sequence[tuple[bytes, bytes]],
+        text: Sequence[tuple[str, str]],
         payload: bytes,
         truncated: bool,
         skipped: bool,
-        request_line: bytes,
-        request_fields: Sequence[tuple[bytes, bytes]],
+        request_headers: Sequence[tuple[str, str]],
         found: tuple[str, int] | None,
     ) -> tuple[str, int, int, str, str | None, str | None]:
         """Append one fetch's ``response`` record (a ``revisit`` for an exact duplicate
@@ -450,13 +451,16 @@ class WarcFiles:
             date: the ``WARC-Date`` (the fetch's start).
             ip: the server's address (``WARC-IP-Address``), ``None`` when unknown.
             status: the HTTP status.
-            statusline: the response's status line as sent.
-            fields: the response's header fields as received, name and value bytes.
+            http_version: the status line's version (``"1.1"``).
+            reason: the status line's reason phrase as sent (may be ``""``).
+            fields: the response's header fields as received, name and value bytes
+                (``FetchResult.raw_headers``), or ``()`` when not known (a fake
+                fetcher's): then ``text``, the fields as text pairs, is written.
             payload: the body as transferred.
             truncated: the body was cut at the crawl's byte cap.
             skipped: the body was not read (not HTML).
-            request_line: the request line sent.
-            request_fields: the request's header fields sent.
+            request_headers: the request's header fields sent (``Host`` alone when
+                none are known).
             found: for a 304, ``(file name, offset)`` of the full response the page's
                 row points to, or ``None``.
 
@@ -468,7 +472,8 @@ class WarcFiles:
             OSError: the file could not be written.
         """
         self._ready(date)
-        head = _head(statusline, fields)
+        statusline = f"HTTP/{http_version} {status} {reason}".rstrip()
+        head = _head(statusline.encode("latin-1", "replace"), fields or text_fields(text))
         common = [("WARC-Target-URI", url)]
         if ip:
             common.append(("WARC-IP-Address", ip))
@@ -509,6 +514,9 @@ class WarcFiles:
         record_id = record.record_id
         assert record_id is not None  # init_headers gave it one
         offset, length = self._append(data)
+        target, host = request_target(url)
+        request_line = f"GET {target} HTTP/{http_version}".encode("latin-1", "replace")
+        request_fields = text_fields(request_headers or (("Host", host),))
         request = _new_record(
             WarcRecordType.request,
             date,

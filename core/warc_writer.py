@@ -39,7 +39,7 @@ from typing import Any, Final, Protocol
 
 from crawldeck.core.errors import StoreError
 from crawldeck.core.fetcher import FetchResult, WarcRef
-from crawldeck.core.warc import frame, request_target, text_fields
+from crawldeck.core.warc import frame
 
 #: Exchanges (records with their bodies) waiting for the writer process before a caller waits.
 MAX_PENDING: Final = 64
@@ -169,7 +169,8 @@ class WarcWriter:
 
     def _ask(self, message: tuple[Any, ...], *, ref: bool = False) -> asyncio.Future[Any]:
         """Send ``message`` (a sequence number put after its kind) and return the future
-        of its answer (a ``WarcRef`` when ``ref``)."""
+        of its answer (a ``WarcRef`` when ``ref``: an exchange, whose place in
+        ``max_pending`` is given back when it is answered)."""
         self._seq += 1
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._answers[self._seq] = (future, ref)
@@ -203,28 +204,26 @@ class WarcWriter:
                     self._lookup_thread(), self._locate, result.url
                 )
             self._check()
-            statusline = f"HTTP/{result.http_version} {result.status} {result.reason}".rstrip()
-            target, host = request_target(result.url)
             job = (
                 "x",
                 result.url,
                 exchange.date,
                 exchange.ip,
                 result.status,
-                statusline.encode("latin-1", "replace"),
-                result.raw_headers or tuple(text_fields(result.headers.items())),
+                result.http_version,
+                result.reason,
+                result.raw_headers,
+                () if result.raw_headers else tuple(result.headers.items()),
                 result.payload,
                 result.truncated,
                 result.skipped,
-                f"GET {target} HTTP/{result.http_version}".encode("latin-1", "replace"),
-                tuple(text_fields(result.request_headers or (("Host", host),))),
+                result.request_headers,
                 found,
             )
             future = self._ask(job, ref=True)
         except BaseException:
             self._room.release()
             raise
-        future.add_done_callback(lambda _: self._room.release())
         return future
 
     def metadata(
@@ -361,6 +360,8 @@ class WarcWriter:
                     self._error = error
                 for seq, failed, value in replies:
                     future, ref = self._answers.pop(seq)
+                    if ref:
+                        self._room.release()
                     if future.done():
                         continue
                     if failed:
@@ -382,7 +383,9 @@ class WarcWriter:
         if self._error is None:
             self._error = error
         answers, self._answers = self._answers, {}
-        for future, _ in answers.values():
+        for future, ref in answers.values():
+            if ref:
+                self._room.release()
             if not future.done():
                 future.set_exception(StoreError(self._error))
                 future.exception()
