@@ -191,16 +191,20 @@ def tree_rss_kib(pid: int) -> int:
 
 
 def measure(
-    command: list[str], log: Path, timeout_s: float, env: dict[str, str] | None = None
+    command: list[str],
+    log: Path,
+    timeout_s: float,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
 ) -> tuple[float, float, int, int]:
-    """Run ``command`` (in ``env``: ``None`` for ours); ``(wall s, CPU s, ru_maxrss KiB,
-    sampled tree RSS KiB)``.
+    """Run ``command`` (in ``env``: ``None`` for ours; in ``cwd``, ``None`` for this
+    one); ``(wall s, CPU s, ru_maxrss KiB, sampled tree RSS KiB)``.
 
     Raises ``RunFailed`` on a nonzero exit or after ``timeout_s`` (the process group is
     killed)."""
     with open(log, "wb") as out:
         start = time.monotonic()
-        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env,
+        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd,
                                 stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
     tree_peak, next_sample = 0, start
     try:
@@ -270,19 +274,21 @@ def baseline_command(tree: Path) -> list[str]:
     if not (tree / module.replace(".", "/")).with_suffix(".py").exists():
         module = module.replace("launch", "cli")
     code = f"import sys; sys.argv[0] = 'crawldeck'; from {module} import main; sys.exit(main())"
-    return [sys.executable, "-c", code]
+    return [sys.executable, "-c", code]  # run in ``tree``: ``-c`` puts the directory first
 
 
 def run_side(side: str, work: Path, tag: str, args: argparse.Namespace) -> Run:
     """One crawl by ``side`` over the web; its figures (the log is checked by the caller)."""
     log = work / f"{tag}.log"
     env = None
+    cwd = None
     if side in ("crawldeck", "baseline", "nowarc"):
         db = work / f"{tag}.db"
         launcher = [str(CRAWLDECK)]
         if side == "baseline":
             launcher = baseline_command(args.against)
             env = {**os.environ, "PYTHONPATH": str(args.against)}
+            cwd = args.against  # else ``-c`` imports the crawldeck of this directory first
         config = work / ("bench-nowarc.toml" if side == "nowarc" else "bench.toml")
         command = [*launcher, "crawl", str(work / "seeds.txt"), "--no-ui",
                    "--db", str(db), "--config", str(config)]  # fmt: skip
@@ -292,7 +298,7 @@ def run_side(side: str, work: Path, tag: str, args: argparse.Namespace) -> Run:
                    "--concurrency", str(args.concurrency), "--max-depth", str(args.max_depth),
                    "--max-pages", str(args.max_pages), "--out", str(stats)]  # fmt: skip
     try:
-        wall, cpu, maxrss, tree = measure(command, log, args.timeout, env)
+        wall, cpu, maxrss, tree = measure(command, log, args.timeout, env, cwd)
         if side != "scrapy":
             pages, elapsed = crawldeck_result(db)
         else:
