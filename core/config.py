@@ -634,7 +634,7 @@ def _check_rules(config: CrawlConfig) -> None:
     if config.proxy is not None and config.may_render():
         raise ConfigError(
             "config key 'proxy': the browser that renders pages would not go through it "
-            "(its sub-requests connect directly): set render = \"never\" with a proxy"
+            '(its sub-requests connect directly): set render = "never" with a proxy'
         )
     if config.backoff_max_ms < config.backoff_base_ms:
         raise ConfigError("config key 'backoff_max_ms': must be >= backoff_base_ms")
