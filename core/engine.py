@@ -143,7 +143,8 @@ class Engine:
         self._crash: Exception | None = None
         resumed = isinstance(store, Store) and restore(
             store, observer=self._obs, admission=self._admission, seen=self._seen,
-            guard=parts.guard, scope=self._scope, frontier=self._frontier, gate=self._gate,
+            guard=parts.guard, scope=self._scope, policy=self._policy, frontier=self._frontier,
+            gate=self._gate,
         )  # fmt: skip
         if resumed:
             self._obs.log(resumed)

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator
 
 from crawldeck.core import urls
 from crawldeck.core.admission import Admission
+from crawldeck.core.dns import AddressPolicy
 from crawldeck.core.frontier import FrontierEntry
 from crawldeck.core.gate import HostGate
 from crawldeck.core.observer import SNAPSHOT_RECENT, Observer
@@ -43,10 +44,15 @@ def restore(
     seen: SeenSet,
     guard: TrapGuard,
     scope: ScopePolicy,
+    policy: AddressPolicy,
     frontier: FrontierWindow,
     gate: HostGate,
 ) -> str | None:
-    """Give the parts of a new run what ``store``'s earlier runs left.
+    """Give the parts of a new run what ``store``'s earlier runs left: the seeds of
+    every run widen ``scope`` and are trusted by the address ``policy`` (a loopback seed
+    of an earlier run keeps its queued URLs when a rerun names other seeds), then the
+    seen set, the trap guard's counts, the frontier, the hosts' politeness and the
+    figures.
 
     Returns:
         the log line that says what was resumed, or ``None`` for a new file.
@@ -56,6 +62,9 @@ def restore(
     """
     if not store.has_crawl():
         return None
+    for url in store.seed_urls():  # done or not, they define the crawl
+        scope.add_seed(url)
+        policy.trust(urls.host_key(url))
     requeued = store.requeue_failed()
     observer.retried = sum(requeued.values())
     seen.rebuild(_observed(guard, store.iter_keys()))
@@ -64,8 +73,6 @@ def restore(
         admission.admitted[host] = count
     for row in store.load_frontier():
         observer.stats(row.host, urls.origin(row.url))
-        if row.depth == 0:
-            scope.add_seed(row.url)
         frontier.add(
             FrontierEntry(row.url, row.key, row.host, row.depth, row.priority, row.attempts,
                           (), row.via)  # a chain cut by a stop starts over, no cookies

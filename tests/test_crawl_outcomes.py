@@ -191,3 +191,27 @@ def test_a_resumed_crawl_shows_its_recent_blocked_urls(tmp_path: Path) -> None:
             store.close()
     assert [row.url for row in recent] == [f"mailto:x{i}@y" for i in range(5)]
     assert {row.reason for row in recent} == {"scheme"}
+
+
+def test_a_rerun_with_other_seeds_keeps_the_earlier_seeds_queued_urls(tmp_path: Path) -> None:
+    """A loopback host is let through because it is a seed; a rerun of the crawl file
+    that names another seed still trusts it (and keeps it in scope): its URLs left
+    queued are fetched, not refused as ``private_address`` (a new user's trial lost
+    201 queued URLs so)."""
+    with HTTPTestServer() as first, HTTPTestServer("127.0.0.2") as second:
+        for server in (first, second):
+            server.set("/robots.txt", Response(404))
+        first.set("/", html("".join(f'<a href="/p{i}">p</a>' for i in range(3))))
+        for i in range(3):
+            first.set(f"/p{i}", html(f"page {i}"))
+        second.set("/", html("another seed"))
+        db = tmp_path / "c.db"
+        run_crawl([first.url("/")], db, max_pages=1)
+        assert rows(db, "SELECT count(*) FROM frontier WHERE state = 'queued'") == [(3,)]
+        run_crawl([second.url("/")], db)
+        paths = sorted(
+            r.path for r in first.requests if r.path not in ("/robots.txt", "/sitemap.xml")
+        )
+    assert paths == ["/", "/p0", "/p1", "/p2"]  # each once
+    assert rows(db, "SELECT url, reason FROM blocked") == []
+    assert rows(db, "SELECT count(*) FROM pages") == [(5,)]
