@@ -696,7 +696,7 @@ Source = Literal["default", "file", "setting", "flag", "user_agent"]
 #: The top-level key named by a ``ConfigError`` message (``config key 'NAME'``,
 #: ``unknown config key 'NAME'``, ``unknown config keys 'NAME', ...``: the first; a
 #: table's ``config key 'hosts."a.org".delay_ms'``: ``hosts``).
-_NAMED_KEY = re.compile(r"config keys? '([^'.]+)")
+_NAMED_KEY = re.compile(r"config keys? '([^'.]+)((?:\.[^'.]+|\.\"[^\"]*\")*)'?")
 #: Where ``tomllib`` says a file went wrong, at the end of its message.
 _TOML_AT = re.compile(r"^(?P<what>.*) \(at line (?P<line>\d+), column (?P<column>\d+)\)$")
 
@@ -771,7 +771,8 @@ def load_config_sources(
         named = _NAMED_KEY.search(str(exc))
         source = None if named is None else sources.get(named[1])
         if path is not None and named is not None and source == "file":
-            raise ConfigError(f"{_file_line(path, text, named[1])}{exc}") from None
+            sub = named[2].rsplit(".", 1)[-1] if named[2].count(".") >= 2 else None
+            raise ConfigError(f"{_file_line(path, text, named[1], sub)}{exc}") from None
         raise ConfigError(f"-s: {exc}" if source == "setting" else str(exc)) from None
     if "user_agent" in sources and "robots_token" not in sources:
         sources["robots_token"] = "user_agent"
@@ -804,16 +805,27 @@ def _config_text(path: Path) -> str:
         raise ConfigError(f"config file {shown} line {line}: not UTF-8 text") from None
 
 
-def _file_line(path: Path, text: str, key: str) -> str:
+def _file_line(path: Path, text: str, key: str, sub: str | None = None) -> str:
     """``config file 'PATH' line N: ``, N the first line of ``text`` that sets ``key``
-    (``key =``, quoted or not, or a table ``[key]``, ``[key."name"]``); without the line
-    when none does."""
+    (``key =``, quoted or not, or a table ``[key]``, ``[key."name"]``); for a key
+    ``sub`` of such a table (``[hosts."a.org"]`` then ``delay_ms = -5``), the first
+    ``sub =`` line in one of the tables; without the line when none does."""
     name = re.escape(key)
     found = re.search(
         rf"^[ \t]*(?:{name}|\"{name}\"|'{name}')[ \t]*=|^[ \t]*\[[ \t]*{name}[ \t]*[\].]",
         text,
         re.MULTILINE,
     )
+    if found is not None and sub is not None and text[found.start() :].lstrip().startswith("["):
+        tables = re.finditer(rf"^[ \t]*\[[ \t]*{name}[ \t]*[\].][^\n]*", text, re.MULTILINE)
+        for table in tables:
+            end = re.compile(r"^[ \t]*\[", re.MULTILINE).search(text, table.end())
+            setting = re.compile(rf"^[ \t]*\"?{re.escape(sub)}\"?[ \t]*=", re.MULTILINE).search(
+                text, table.end(), len(text) if end is None else end.start()
+            )
+            if setting is not None:
+                found = setting
+                break
     line = "" if found is None else f" line {text.count(chr(10), 0, found.start()) + 1}"
     return f"config file {str(path)!r}{line}: "
 

@@ -155,7 +155,12 @@ def _files(tmp_path: Path) -> None:
     (tmp_path / "wrong.toml").write_text('# mine\ndelay_ms = 5\n\n[crawl]\nmax_depth = "deep"\n')
     (tmp_path / "unknown.toml").write_text("delay_ms = 5\ndelayy_ms = 6\n")
     (tmp_path / "crawl.toml").write_text("crawl = 5\n")
-    (tmp_path / "host.toml").write_text('delay_ms = 5\n\n[hosts."a.org"]\ndelay_ms = -5\n')
+    (tmp_path / "host.toml").write_text(
+        'delay_ms = 5\n\n[hosts."a.org"]\nmax_pages = 9\ndelay_ms = -5\n'
+    )
+    (tmp_path / "hostkey.toml").write_text(
+        '[hosts."b.org"]\nrender = "never"\n[hosts."a.org"]\nbogus = 1\n'
+    )
 
 
 @pytest.mark.parametrize(
@@ -171,8 +176,10 @@ def _files(tmp_path: Path) -> None:
                        "integer, got 'deep'"),
         ("unknown.toml", "config file 'unknown.toml' line 2: unknown config key 'delayy_ms'"),
         ("crawl.toml", "config file 'crawl.toml' line 1: config key 'crawl': expected a table"),
-        ("host.toml", "config file 'host.toml' line 3: config key 'hosts.\"a.org\".delay_ms': "
-                      "expected a value >= 0, got -5"),
+        ("host.toml", "config file 'host.toml' line 5: config key 'hosts.\"a.org\".delay_ms': "
+                      "expected a value >= 0, got -5"),  # the key's line, not its table's
+        ("hostkey.toml", "config file 'hostkey.toml' line 4: config key 'hosts.\"a.org\".bogus': "
+                         "unknown (a host table holds delay_ms, max_pages, render)"),
     ],
 )  # fmt: skip
 def test_a_bad_config_file_is_one_line_naming_the_file_line_and_key(
