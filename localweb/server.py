@@ -186,6 +186,7 @@ class _Server(ThreadingHTTPServer):
         self.log = log
         self.stopping = threading.Event()
         self.errors: list[str] = []
+        self.delayed = 0  # requests waiting out their response's delay now
         self._conn_lock = threading.Lock()
         self._conns: set[socket.socket] = set()
         self._handlers: set[threading.Thread] = set()
@@ -308,8 +309,15 @@ class _RequestHandler(BaseHTTPRequestHandler):
         except Exception as exc:
             self.server.errors.append(f"{self.command} {self.path}: {exc!r}")
             response = Response.error(500)
-        if response.delay_s > 0 and self.server.stopping.wait(response.delay_s):
-            self.close_connection = True
+        if response.delay_s > 0:
+            with self.server._conn_lock:
+                self.server.delayed += 1
+            try:
+                if self.server.stopping.wait(response.delay_s):
+                    self.close_connection = True
+            finally:
+                with self.server._conn_lock:
+                    self.server.delayed -= 1
         self._write(response)
 
     def _write(self, response: Response) -> None:
@@ -375,6 +383,11 @@ class HostServer:
     def errors(self) -> list[str]:
         """Handler exceptions so far, as ``"METHOD target: repr"`` lines (a copy)."""
         return list(self._server.errors)
+
+    @property
+    def delayed(self) -> int:
+        """Requests read and waiting out their response's delay now (``slow``)."""
+        return self._server.delayed
 
     def start(self) -> Self:
         """Start serving in a background daemon thread; returns ``self``."""
