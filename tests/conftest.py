@@ -25,6 +25,7 @@ test (``tests/test_tiers.py`` checks both halves).
 from __future__ import annotations
 
 import inspect
+import logging
 import os
 import socket
 import subprocess
@@ -182,6 +183,17 @@ def _guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> I
 
 
 fast_tier_guard = pytest.fixture(autouse=True)(_guard)
+
+
+@pytest.fixture(autouse=True)
+def _crawldeck_logger_level() -> Iterator[None]:
+    """Give the ``crawldeck`` logger its level back after each test: the CLI's ``main``,
+    called in process by the CLI tests, sets it to ERROR for the rest of the process,
+    which hid the warnings a later test's ``caplog`` looks for."""
+    logger = logging.getLogger("crawldeck")
+    level = logger.level
+    yield
+    logger.setLevel(level)
 
 #: Whether a test's call failed (the guard's teardown does not report it twice).
 _CALL_FAILED = pytest.StashKey[bool]()
