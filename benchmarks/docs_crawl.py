@@ -1,7 +1,7 @@
 """Real input: crawl the Python and Django docs from Debian's packages, served on loopback.
 
     .venv/bin/python benchmarks/docs_crawl.py            # install/find, serve, crawl, check
-    .venv/bin/python benchmarks/docs_crawl.py --serve-only   # just serve (for sample_seeds/)
+    .venv/bin/python benchmarks/docs_crawl.py --serve-only   # just serve (installs nothing)
 
 Three hosts on port 8780: 127.78.0.1 the Python standard library docs (python3-doc,
 robots.txt disallows /whatsnew/), 127.78.0.2 the Django docs (python-django-doc,
@@ -62,12 +62,16 @@ class _Links(HTMLParser):
                     self.hrefs.append(value.strip())
 
 
-def ensure_docs() -> None:
-    """Install python3-doc and python-django-doc with apt-get if they are missing (root)."""
+def ensure_docs(*, install: bool) -> None:
+    """Install python3-doc and python-django-doc with apt-get if they are missing (root,
+    and only when ``install``: ``--serve-only`` installs nothing, it says what to do)."""
     if (PYTHON_DOCS / "index.html").exists() and (DJANGO_DOCS / "index.html").exists():
         return
-    if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        sys.exit("docs_crawl: install python3-doc and python-django-doc (apt-get) first")
+    if not install or os.geteuid() != 0 or shutil.which("apt-get") is None:
+        sys.exit(
+            "docs_crawl: install python3-doc and python-django-doc first "
+            "(apt-get install python3-doc python-django-doc, as root)"
+        )
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
     subprocess.run(
@@ -113,7 +117,7 @@ def main() -> int:
     parser.add_argument("--delay-ms", type=int, default=1, help="politeness delay (ms)")
     parser.add_argument("--concurrency", type=int, default=16)
     args = parser.parse_args()
-    ensure_docs()
+    ensure_docs(install=not args.serve_only)
     work = Path(tempfile.mkdtemp(prefix="crawldeck-docs-"))
     portal = work / "portal"
     (portal / "private").mkdir(parents=True)
