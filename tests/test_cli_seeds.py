@@ -14,9 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from httpserver import HTTPTestServer, Response
 
 from crawldeck.localweb import LocalWeb
-from crawldeck.tui.cli import gather_seeds, main
+from crawldeck.tui.cli import gather_seeds, main, other_seeds
 
 CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
 
@@ -139,3 +140,36 @@ def test_a_bad_output_is_refused_before_the_crawl(
                              "--no-ui", *flags)  # fmt: skip
     assert (code, out, err) == (2, "", f"crawldeck: error: {message}\n")
     assert not (tmp_path / "crawl.db").exists() and (tmp_path / "c.csv").read_bytes() == b""
+
+
+def test_other_seeds_are_named_only_when_no_host_is_shared() -> None:
+    db = Path("crawl.db")
+    earlier = ["http://a.test/", "http://a.test/docs/", "https://b.test/"]
+    assert other_seeds(earlier, ["http://a.test/new"], db) is None  # a host shared
+    assert other_seeds([], ["http://c.test/"], db) is None  # a crawl without seeds
+    assert other_seeds(earlier, ["http://c.test/", "not a url"], db) == (
+        "crawl.db holds a crawl of other seeds (http://a.test/ and 2 more): this run goes "
+        "on with it, the seeds given added; --db NEW.db starts a new crawl"
+    )
+
+
+def test_a_crawl_of_other_seeds_into_an_old_file_warns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A new user's trial: ``crawldeck crawl URL`` in a directory holding an old
+    ``crawl.db`` of other seeds resumed it silently (0 fetches, exit 0)."""
+    with HTTPTestServer() as first, HTTPTestServer("127.0.0.2") as second:
+        for server in (first, second):
+            server.set("/robots.txt", Response(404))
+            server.set("/", Response(200, {"Content-Type": "text/html"}, b"<p>hello</p>"))
+        args = ("--no-ui", "--delay-ms", "0", "-s", "sitemaps=false", "-s", "render=never")
+        code, _, err = main_in(tmp_path, monkeypatch, capsys, "crawl", first.url("/"), *args)
+        assert code == 0 and "other seeds" not in err
+        code, _, err = main_in(tmp_path, monkeypatch, capsys, "crawl", second.url("/"), *args)
+        assert code == 0
+        assert (
+            f"crawldeck: warning: crawl.db holds a crawl of other seeds ({first.url('/')})" in err
+        )
+        code, _, err = main_in(tmp_path, monkeypatch, capsys, "crawl", first.url("/"), *args)
+        assert code == 0 and "other seeds" not in err
+    assert fetched(tmp_path / "crawl.db") == {first.url("/"), second.url("/")}

@@ -827,10 +827,36 @@ def _run_crawl(args: argparse.Namespace) -> int:
         return code if code == EXIT_BAD_INPUT else _write_output(db, args.output, code)
     try:
         store = Store(db, flush_interval_ms=config.flush_interval_ms)
+        if store.has_crawl():
+            other = other_seeds(store.seed_urls(), seeds, db)
+            if other is not None:
+                print(f"crawldeck: warning: {other}", file=sys.stderr, flush=True)
         code = asyncio.run(_crawl(config, store, db, seeds, hint, ui=ui))
     except CrawldeckError as exc:
         return _fail(str(exc))
     return _write_output(db, args.output, code)
+
+
+def _seed_host(url: str) -> str | None:
+    try:
+        return urls.host_key(urls.clean(url))
+    except UrlError:
+        return None
+
+
+def other_seeds(earlier: Sequence[str], seeds: Sequence[str], db: Path) -> str | None:
+    """The warning for a crawl file ``db`` whose ``earlier`` seeds share no host with the
+    ``seeds`` given now (a user starting a new crawl into an old default ``crawl.db``,
+    as wget or Scrapy would start one anew), or ``None``: the run resumes that crawl,
+    its seeds added, and says so."""
+    before = {host for host in map(_seed_host, earlier) if host is not None}
+    if not before or any(_seed_host(url) in before for url in seeds):
+        return None
+    more = f" and {len(earlier) - 1} more" if len(earlier) > 1 else ""
+    return (
+        f"{db} holds a crawl of other seeds ({earlier[0]}{more}): this run goes on with it, "
+        "the seeds given added; --db NEW.db starts a new crawl"
+    )
 
 
 def _run_demo(args: argparse.Namespace) -> int:
