@@ -195,6 +195,8 @@ def test_export_tables(tmp_path: Path, web: LocalWeb) -> None:
     assert len(rows) == n and {r["status"] for r in rows} == {200}
     assert {r["host"] for r in rows} == {web.host_keys["norobots"]}
     assert f"exported {n} rows of pages" in out.stderr
+    hosts = run("export", "c.db", "--table", "hosts", cwd=tmp_path)
+    assert "crawldeck: exported 1 row of hosts\n" in hosts.stderr  # one host: "row"
     run("export", "c.db", "--table", "links", "--format", "csv", "-o", "links.csv", cwd=tmp_path)
     with (tmp_path / "links.csv").open(newline="") as f:
         links = list(csv.DictReader(f))

@@ -999,7 +999,8 @@ def _run_export(args: argparse.Namespace) -> int:
         return EXIT_OK
     except OSError as exc:
         return _fail(f"cannot write {str(args.output)!r}: {exc.strerror}")
-    print(f"crawldeck: exported {count} rows of {args.table}", file=sys.stderr)
+    rows = "row" if count == 1 else "rows"
+    print(f"crawldeck: exported {count} {rows} of {args.table}", file=sys.stderr)
     return EXIT_OK
 
 
