@@ -195,6 +195,7 @@ def _crawldeck_logger_level() -> Iterator[None]:
     yield
     logger.setLevel(level)
 
+
 #: Whether a test's call failed (the guard's teardown does not report it twice).
 _CALL_FAILED = pytest.StashKey[bool]()
 
