@@ -27,6 +27,7 @@ from __future__ import annotations
 import inspect
 import logging
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -304,3 +305,21 @@ def _code_names(code: types.CodeType) -> set[str]:
 
 def _in_tests(filename: str | None) -> bool:
     return filename is not None and Path(filename).resolve().is_relative_to(TESTS)
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 (openssl CLI): ``(cert, key)`` files,
+    for the TLS servers of the fetcher tests."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.fail("openssl is not installed (Debian: apt-get install openssl)")
+    directory = tmp_path_factory.mktemp("tls")
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    return cert, key

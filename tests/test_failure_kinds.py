@@ -12,10 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gzip
-import shutil
 import socket
 import ssl
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -407,23 +405,6 @@ def test_a_header_that_cannot_be_sent_is_not_retryable(serve: Callable[..., RawS
 
     assert_kind(asyncio.run(go()), RequestInvalid, False, "cannot request ")
     assert server.requests == 0
-
-
-@pytest.fixture(scope="module")
-def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1 (openssl CLI)."""
-    openssl = shutil.which("openssl")
-    if openssl is None:
-        pytest.fail("openssl is not installed (Debian: apt-get install openssl)")
-    directory = tmp_path_factory.mktemp("tls")
-    cert, key = directory / "cert.pem", directory / "key.pem"
-    subprocess.run(
-        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
-    return cert, key
 
 
 def test_an_untrusted_certificate_is_not_retryable(

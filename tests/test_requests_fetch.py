@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import base64
 import http.server
-import shutil
 import ssl
-import subprocess
 import threading
 import tracemalloc
 from collections.abc import Iterator
@@ -300,23 +298,6 @@ async def test_a_dead_proxy_is_a_connect_failure(site: HTTPTestServer) -> None:
         await fetch(make_config(proxy=url), site.url("/"))
     assert info.value.retryable is True
     assert site.requests == []
-
-
-@pytest.fixture(scope="module")
-def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1 (openssl CLI)."""
-    openssl = shutil.which("openssl")
-    if openssl is None:
-        pytest.fail("openssl is not installed (Debian: apt-get install openssl)")
-    directory = tmp_path_factory.mktemp("tls")
-    cert, key = directory / "cert.pem", directory / "key.pem"
-    subprocess.run(
-        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
-    return cert, key
 
 
 async def test_https_goes_through_the_proxy_in_a_connect_tunnel(
