@@ -364,10 +364,19 @@ class Engine:
         # be taken again as soon as politeness says so, while this fetch runs.
         released = stats.in_flight < self.config.per_host_concurrency
         given = False
+
+        def give_back() -> None:  # once per visit, whatever raised
+            nonlocal given
+            if not given:
+                given = True
+                self._give_back(host, self._clock())
+
         try:
             timer = asyncio.get_running_loop().call_later(SLOW_FETCH_S, slot.give_back)
             try:
-                given = await self._visit(entry, stats, release_early=released, timer=timer)
+                await self._visit(
+                    entry, stats, release_early=released, timer=timer, give_back=give_back
+                )
             except asyncio.CancelledError:
                 stats.cut = True  # cut by a stop: its URL stays queued in SQLite
                 raise
@@ -375,8 +384,7 @@ class Engine:
                 timer.cancel()
         finally:
             self._obs.end(host, stats)
-            if not given:
-                self._give_back(host, self._clock())
+            give_back()
             self._wake.set()
 
     async def _resolve(self, entry: FrontierEntry, stats: HostStats) -> str | None:
@@ -403,36 +411,37 @@ class Engine:
         *,
         release_early: bool,
         timer: asyncio.TimerHandle,
-    ) -> bool:
-        """Resolve, check robots.txt, fetch and record ``entry``; whether it gave its
-        host back itself: once the fetch is answered (and any backoff it calls for is
-        set), the host may be handed out again while the page is parsed and recorded,
-        as politeness counts from the fetch's end (``HostGate``); a retry's put-back
-        and a refusal leave that to the caller."""
+        give_back: Callable[[], None],
+    ) -> None:
+        """Resolve, check robots.txt, fetch and record ``entry``. ``give_back`` (the
+        caller's, once per visit) is called as soon as the fetch is answered and any
+        backoff it calls for is set: the host may be handed out again while the page is
+        parsed and recorded, as politeness counts from the fetch's end (``HostGate``);
+        a retry's put-back and a refusal leave it to the caller."""
         host = entry.host
         ip = await self._resolve(entry, stats)
         if ip is None:
-            return False
+            return
         if not self._gate.may_start(host, self._clock()):
             # its address was used by another host too recently (per-IP limit), or a
             # side request (robots.txt, a render sub-request) went to it or holds its
             # slot since the frontier scheduled it
             self._frontier.push_front(entry)
-            return False
+            return
         decision = await self._robots.check(entry.url)
         self._gate.politeness.set_crawl_delay(host, decision.crawl_delay_s)
         robots = self._robots.entry(entry.url)
         if not decision.allowed:
             # refused without a request: no politeness slot, host or per-IP, is used
             self._retries.disallowed(entry, decision, robots)
-            return False
+            return
         if decision.fetched and robots is not None and robots.http_status in BACKOFF_STATUSES:
             self._obs.log(f"{host}: robots.txt answered {robots.http_status}, backing off")
         if not self._gate.may_start(host, self._clock()):
             # robots.txt was just requested (it counts as a request) or time passed
             # while another task fetched it: the page waits for its next slot
             self._frontier.push_front(entry)
-            return False
+            return
         start = self._clock()
         self._gate.start_page(host, start)
         if release_early:
@@ -454,15 +463,14 @@ class Engine:
         except (DnsNotFound, PrivateAddress) as exc:
             # The name changed between our lookup and the connection (DNS rebinding).
             self._retries.refuse(entry, stats, exc)
-            return False
+            return
         except FetchError as exc:
             self._retries.fetch_failed(entry, stats, start, self._clock(), exc)
-            return False
+            return
         outcome = self._retries.answered(entry, stats, start, self._clock(), result)
         if outcome is None:
-            return False  # put back for a retry
-        if not release_early:
-            self._give_back(host, self._clock())
+            return  # put back for a retry
+        give_back()
         content = Content() if outcome.retry else await self._content.read(host, result)
         await self._recorder.response(
             entry,
@@ -474,7 +482,6 @@ class Engine:
             rendered=content.rendered,
             parse_error=content.parse_error,
         )
-        return True
 
     def _give_back(self, host: str, now: float) -> None:
         """Let the frontier hand ``host`` out again when the gate allows (its one
