@@ -285,7 +285,9 @@ def slow_crawl(db: Path, max_backlog: int) -> tuple[int, int]:
         for server in servers:
             site(server, [])
         store = SlowStore(db, flush_interval_ms=20, max_backlog=max_backlog)
-        config = {"delay_ms": 0, "adaptive_delay_factor": 0, "render": "never"}
+        # three workers: a host is given back once its fetch is answered, so with more
+        # workers one host could have several pages being recorded at once
+        config = {"delay_ms": 0, "adaptive_delay_factor": 0, "render": "never", "concurrency": 3}
         engine = Engine(build_config(config), store)
         peak = 0
 
@@ -310,8 +312,8 @@ def slow_crawl(db: Path, max_backlog: int) -> tuple[int, int]:
 
 def test_a_slow_writer_holds_the_crawl_within_the_backlog_bound(tmp_path: Path) -> None:
     """With a writer slower than the crawl, the backlog stays under ``max_backlog`` plus
-    what the fetches in flight record (three hosts, one fetch each at a time: a page
-    operation, a state change, a hosts row each, at most); without a bound it grows
+    what the visits in progress record (three workers, so three visits at a time: a
+    page operation, a state change, a hosts row each, at most); without a bound it grows
     past that, so the bound is what holds it."""
     bound, in_flight_ops = 8, 3 * 3
     peak, pages = slow_crawl(tmp_path / "bounded.db", bound)
