@@ -11,18 +11,16 @@ from __future__ import annotations
 
 import re
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from clikit import CRAWLDECK, run
 from fakesite import FakeSite, crawl, links_page
 
 from crawldeck.localweb import LocalWeb
 
 A = "http://127.0.0.1"
-CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
 
 
 def chain(site: FakeSite, pages: int, *, after_s: float = 0.0) -> None:
@@ -102,12 +100,6 @@ def test_max_bytes_counts_the_bodies_of_all_runs(tmp_path: Path) -> None:
 def web() -> Iterator[LocalWeb]:
     with LocalWeb(delay_scale=0.2) as w:
         yield w
-
-
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [CRAWLDECK, *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
-    )
 
 
 def statuses(db: Path) -> list[str]:

@@ -9,40 +9,14 @@ from __future__ import annotations
 import argparse
 import json
 import sqlite3
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
+from clikit import main_in, run
 
 from crawldeck.core.config import asdict, load_config
-from crawldeck.tui.cli import main, parse_setting
-
-CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
-
-
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [CRAWLDECK, *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False
-    )
-
-
-def main_in(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    *args: str,
-) -> tuple[int, str, str]:
-    """``main(args)`` in this process, in ``tmp_path``: exit code, stdout, stderr (an
-    argparse error's ``SystemExit`` taken as its code)."""
-    monkeypatch.chdir(tmp_path)
-    try:
-        code = main(list(args))
-    except SystemExit as exc:
-        code = int(str(exc.code))
-    out, err = capsys.readouterr()
-    return code, out, err
+from crawldeck.tui.cli import parse_setting
 
 
 @pytest.mark.parametrize(

@@ -8,25 +8,17 @@ from __future__ import annotations
 
 import argparse
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+from clikit import run
 
 from crawldeck.localweb import LocalWeb
 from crawldeck.tui.cli import EPILOGS, build_parser, parse_size, parse_time_budget
 
-CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
 COMMANDS = ("crawl", "demo", "worker", "recrawl", "export", "show", "config")
-
-
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [CRAWLDECK, *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
-    )
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -8,43 +8,21 @@ from __future__ import annotations
 import csv
 import json
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from clikit import main_in, run
 from httpserver import HTTPTestServer, Response
 
 from crawldeck.localweb import LocalWeb
-from crawldeck.tui.cli import gather_seeds, main, other_seeds
-
-CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
+from crawldeck.tui.cli import gather_seeds, other_seeds
 
 
 @pytest.fixture
 def web() -> Iterator[LocalWeb]:
     with LocalWeb(delay_scale=0.2) as w:
         yield w
-
-
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [CRAWLDECK, *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
-    )
-
-
-def main_in(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    *args: str,
-) -> tuple[int, str, str]:
-    """``main(args)`` in this process, in ``tmp_path``: exit code, stdout, stderr."""
-    monkeypatch.chdir(tmp_path)
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def fetched(db: Path) -> set[str]:
