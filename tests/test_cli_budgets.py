@@ -181,7 +181,7 @@ def test_a_cluster_crawl_refuses_the_time_and_byte_budgets(
     assert main(["crawl", "https://a.example/", "--no-ui", "--workers", "2", *budget]) == 2
     out, err = capsys.readouterr()
     key = "max_time_s" if budget[0] == "--max-time" else "max_bytes"
-    assert (out, err) == ("", f"crawldeck: error: {key}: the workers of a cluster crawl "
+    assert (out, err) == ("", f"crawldeck crawl: error: {key}: the workers of a cluster crawl "
                               "(--workers, --redis) do not count --max-time or --max-bytes; "
                               "--max-pages they do\n")  # fmt: skip
     assert list(tmp_path.iterdir()) == []  # no crawl file, no Redis started

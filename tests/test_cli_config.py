@@ -52,11 +52,11 @@ def test_a_setting_without_a_key_is_refused(text: str) -> None:
     ("args", "line"),
     [
         (["-s", "delay_ms=abc"],
-         "crawldeck: error: -s: config key 'delay_ms': expected an integer, got 'abc'"),
+         "crawldeck config: error: -s: config key 'delay_ms': expected an integer, got 'abc'"),
         (["-s", "delay_ms=-5"],
-         "crawldeck: error: -s: config key 'delay_ms': expected a value >= 0, got -5"),
-        (["-s", "delay=5"], "crawldeck: error: -s: unknown config key 'delay'"),
-        (["-s", "scope=web"], "crawldeck: error: -s: config key 'scope': expected one of "
+         "crawldeck config: error: -s: config key 'delay_ms': expected a value >= 0, got -5"),
+        (["-s", "delay=5"], "crawldeck config: error: -s: unknown config key 'delay'"),
+        (["-s", "scope=web"], "crawldeck config: error: -s: config key 'scope': expected one of "
                               "'host', 'domain', 'any', got 'web'"),
         (["-s", "delay_ms"], "crawldeck config: error: argument -s/--set: expected KEY=VALUE "
                              "with a config key (delay_ms=2000), got 'delay_ms' "
@@ -163,7 +163,7 @@ def test_a_bad_config_file_is_one_line_naming_the_file_line_and_key(
     _files(tmp_path)
     for command in (["config"], ["crawl", "http://127.0.0.1:9/", "--no-ui"]):
         code, out, err = main_in(tmp_path, monkeypatch, capsys, *command, "--config", name)
-        assert (code, out, err) == (2, "", f"crawldeck: error: {line}\n")
+        assert (code, out, err) == (2, "", f"crawldeck {command[0]}: error: {line}\n")
     assert not (tmp_path / "crawl.db").exists()
 
 
@@ -172,4 +172,6 @@ def test_a_directory_as_config_file_in_a_real_process(tmp_path: Path) -> None:
     (tmp_path / "dir.toml").mkdir()
     proc = run("crawl", "http://127.0.0.1:9/", "--config", "dir.toml", cwd=tmp_path)
     assert proc.returncode == 2
-    assert proc.stderr == "crawldeck: error: config file 'dir.toml' is a directory, not a file\n"
+    assert (
+        proc.stderr == "crawldeck crawl: error: config file 'dir.toml' is a directory, not a file\n"
+    )

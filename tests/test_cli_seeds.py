@@ -58,7 +58,7 @@ def test_a_seed_that_is_neither_a_file_nor_a_url_is_one_line(
     code, out, err = main_in(tmp_path, monkeypatch, capsys, "crawl", "https://ok.example/",
                              seed, "--no-ui")  # fmt: skip
     assert code == 2
-    assert err.startswith(f"crawldeck: error: {message}")
+    assert err.startswith(f"crawldeck crawl: error: {message}")
     assert err.count("\n") == 1 and out == ""
     assert not (tmp_path / "crawl.db").exists()  # refused before anything was opened
 
@@ -66,7 +66,7 @@ def test_a_seed_that_is_neither_a_file_nor_a_url_is_one_line(
 def test_a_missing_seeds_file_in_a_real_process(tmp_path: Path) -> None:
     proc = run("crawl", "seeds.txt", cwd=tmp_path)
     assert proc.returncode == 2
-    assert proc.stderr == ("crawldeck: error: 'seeds.txt' is neither an existing file nor a "
+    assert proc.stderr == ("crawldeck crawl: error: 'seeds.txt' is neither an existing file nor a "
                            "URL (a URL starts with http:// or https://)\n")  # fmt: skip
 
 
@@ -116,7 +116,7 @@ def test_a_bad_output_is_refused_before_the_crawl(
     (tmp_path / "c.csv").write_bytes(b"")
     code, out, err = main_in(tmp_path, monkeypatch, capsys, "crawl", "http://127.0.0.1:9/",
                              "--no-ui", *flags)  # fmt: skip
-    assert (code, out, err) == (2, "", f"crawldeck: error: {message}\n")
+    assert (code, out, err) == (2, "", f"crawldeck crawl: error: {message}\n")
     assert not (tmp_path / "crawl.db").exists() and (tmp_path / "c.csv").read_bytes() == b""
 
 

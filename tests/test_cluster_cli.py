@@ -59,7 +59,7 @@ def test_no_redis_server_to_start_is_one_line(tmp_path: Path) -> None:
     done = crawl(tmp_path, "seeds.txt", "--workers", "2", "--no-ui", env=env)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "crawldeck: error: redis-server not found: install Debian's redis-server package "
+        "crawldeck crawl: error: redis-server not found: install Debian's redis-server package "
         "or pass --redis URL"
     ]
 
@@ -70,5 +70,5 @@ def test_a_crawl_id_that_cannot_name_keys_is_one_line(tmp_path: Path) -> None:
                  "a b{c}", "--no-ui")  # fmt: skip
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "crawldeck: error: crawl id 'a b{c}': use 1-64 letters, digits, '-', '_' or '.'"
+        "crawldeck crawl: error: crawl id 'a b{c}': use 1-64 letters, digits, '-', '_' or '.'"
     ]

@@ -309,9 +309,9 @@ def test_a_redis_restarted_mid_crawl_costs_only_refetches(
 # ---------------------------------------------------- Redis unreachable or gone
 
 
-def one_error_line(stderr: str) -> str:
+def one_error_line(stderr: str, command: str) -> str:
     lines = stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("crawldeck: error: "), stderr
+    assert len(lines) == 1 and lines[0].startswith(f"crawldeck {command}: error: "), stderr
     return lines[0]
 
 
@@ -327,7 +327,7 @@ def test_redis_unreachable_at_start_is_one_line_and_exit_2(tmp_path: Path) -> No
     for command in commands:
         done = subprocess.run(command, capture_output=True, text=True, timeout=20, check=False)
         assert done.returncode == 2, done.stderr
-        assert "127.0.0.1" in one_error_line(done.stderr)
+        assert "127.0.0.1" in one_error_line(done.stderr, command[3])  # python -m launch CMD
 
 
 def test_redis_gone_for_good_ends_every_process_with_exit_2(
@@ -348,7 +348,8 @@ def test_redis_gone_for_good_ends_every_process_with_exit_2(
         codes = crawl.wait(outage_s + 10.0)
     assert codes == {"coordinator": 2, "worker-0": 2, "worker-1": 2}
     for name in codes:
-        assert "Redis unreachable" in one_error_line(crawl.stderr(name)), name
+        command = "crawl" if name == "coordinator" else "worker"
+        assert "Redis unreachable" in one_error_line(crawl.stderr(name), command), name
 
 
 # ------------------------------------------------- item 8: politeness at the server

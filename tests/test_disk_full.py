@@ -26,12 +26,12 @@ from crawldeck.core.store import Store
 from crawldeck.localweb import LocalWeb
 
 CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
-ONE_LINE = "crawldeck: error: c.db: disk full (No space left on device)"
+ONE_LINE = "crawldeck crawl: error: c.db: disk full (No space left on device)"
 #: The start of a crawl's warning line on stderr (``tui.headless.HeadlessLog``).
 WARNING = "crawldeck: warning: "
 #: The same from the crawl's WARC file, which may be the first to meet the full disk.
 ONE_LINE_WARC = re.compile(
-    r"crawldeck: error: c-\d{5}\.warc\.gz: disk full \(No space left on device\)"
+    r"crawldeck crawl: error: c-\d{5}\.warc\.gz: disk full \(No space left on device\)"
 )
 
 pytestmark = [

@@ -173,7 +173,7 @@ def test_a_failed_export_removes_its_temporary_file(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
-        "crawldeck: error: notes.txt is not a SQLite crawl file (file is not a database)"
+        "crawldeck export: error: notes.txt is not a SQLite crawl file (file is not a database)"
     ]
     assert os.listdir(tmp_path) == ["notes.txt"]
 
@@ -212,7 +212,7 @@ def test_a_disk_that_fills_during_an_export_leaves_the_old_file(
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == [
         "2",
-        "crawldeck: error: cannot write 'pages.csv': No space left on device",
+        "crawldeck export: error: cannot write 'pages.csv': No space left on device",
         "listing: pages.csv",
         "content: the old export",
     ]

@@ -241,4 +241,4 @@ def test_recrawl_refuses_in_one_line(
     (tmp_path / "text.db").write_text("not a database\n")
     assert main([a.format(tmp=tmp_path) for a in args]) == 2
     err = capsys.readouterr().err
-    assert message in err and err.count("\n") == 1 and err.startswith("crawldeck: error: ")
+    assert message in err and err.count("\n") == 1 and err.startswith("crawldeck recrawl: error: ")

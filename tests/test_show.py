@@ -51,7 +51,7 @@ def test_show_errors_are_one_line(
     assert main(["show", str(db), "http://unknown.test/"]) == 2
     assert (
         capsys.readouterr().err
-        == f"crawldeck: error: http://unknown.test/ is not a page of {db.name}\n"
+        == f"crawldeck show: error: http://unknown.test/ is not a page of {db.name}\n"
     )
     assert main(["show", str(db), url["png"]]) == 0  # skipped (not HTML): headers only
     assert "(body not downloaded: not HTML)" in capsys.readouterr().out
@@ -61,7 +61,7 @@ def test_show_errors_are_one_line(
     try:
         assert main(["show", str(db), url["latin"]]) == 2
         err = capsys.readouterr().err
-        assert err.startswith("crawldeck: error: c-00001.warc.gz: WARC file not found")
+        assert err.startswith("crawldeck show: error: c-00001.warc.gz: WARC file not found")
         assert err.count("\n") == 1
     finally:
         hidden.rename(moved)

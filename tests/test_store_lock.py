@@ -296,7 +296,7 @@ def test_crawl_through_a_link_to_a_running_crawl_exits_2(tmp_path: Path, web: Lo
             )
             assert second.returncode == 2, second.stderr
             assert second.stderr.splitlines() == [
-                f"crawldeck: error: {name} is in use by another crawldeck (pid {proc.pid})"
+                f"crawldeck crawl: error: {name} is in use by another crawldeck (pid {proc.pid})"
             ]
         assert proc.poll() is None  # refused while the first crawl was running
         agents = {a.user_agent for name in web.hosts for a in web.access_log(name)}

@@ -2,8 +2,9 @@
 ``show`` and ``config``.
 
 Exit codes: 0 a finished crawl (or one that reached a budget: ``--max-pages``,
-``--max-time``, ``--max-bytes``), 2 bad input (one line on stderr: a flag error ends with
-``(see crawldeck COMMAND --help)``, never the usage block), 3 a crawl that ended without
+``--max-time``, ``--max-bytes``), 2 bad input (one line on stderr, ``crawldeck COMMAND:
+error: MESSAGE`` as argparse's own (``fail``); a flag error ends with ``(see crawldeck
+COMMAND --help)``, never the usage block), 3 a crawl that ended without
 fetching any page (every seed failed; the summary says why), 130 stopped by Ctrl-C,
 SIGTERM or SIGHUP (state saved, resume command printed).
 
@@ -259,15 +260,15 @@ def _add_config_flags(parser: argparse.ArgumentParser, *, delay_default: int) ->
     )  # fmt: skip
     parser.add_argument(
         "--max-time", type=parse_time_budget, metavar="DURATION",
-        help="stop THIS RUN after DURATION: 90s, 10m, 2h (s, m, h, d, w); a resumed run "
-        "gets DURATION again; fetches in flight get 5 s, a cut one stays queued "
-        "(default: no limit)",
+        help="stop THIS RUN after DURATION: 90s, 10m, 2h (s, m, h, d, w; a bare number is "
+        "seconds, as timeout(1): 90 = 90s); a resumed run gets DURATION again; fetches in "
+        "flight get 5 s, a cut one stays queued (default: no limit)",
     )  # fmt: skip
     parser.add_argument(
         "--max-bytes", type=parse_size, metavar="SIZE",
         help="stop once the pages' decoded bodies add up to SIZE, over ALL runs as "
-        "--max-pages: 500MB, 2GiB (kB = 1000, KiB = 1024 bytes); fetches in flight "
-        "finish (default: no cap)",
+        "--max-pages: 500MB, 2GiB (kB = 1000, KiB = 1024 bytes; a bare number is bytes: "
+        "4096 = 4KiB); fetches in flight finish (default: no cap)",
     )  # fmt: skip
     parser.add_argument(
         "--max-depth", type=_positive, metavar="N",
@@ -309,7 +310,9 @@ def _add_crawl_flags(
 ) -> None:
     parser.add_argument(
         "--db", default=db_default, metavar="FILE",
-        help=f"the crawl's SQLite file; a crawl in it resumes (default {db_default})",
+        help="the crawl's SQLite file, and where the WARC files go: beside it, named after "
+        f"it (NAME-00001.warc.gz); a crawl in it resumes (default {db_default}, in the "
+        "current directory)",
     )  # fmt: skip
     parser.add_argument(
         "-o", "--output", type=Path, metavar="FILE",
@@ -549,8 +552,11 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
     }
 
 
-def _fail(message: str) -> int:
-    print(f"crawldeck: error: {message}", file=sys.stderr)
+def fail(command: str, message: str) -> int:
+    """Print the one-line error ``crawldeck COMMAND: error: MESSAGE`` on stderr (the
+    form of argparse's flag errors, ``Parser.error``: every error names its command);
+    returns ``EXIT_BAD_INPUT``."""
+    print(f"crawldeck {command}: error: {message}", file=sys.stderr)
     return EXIT_BAD_INPUT
 
 
@@ -600,7 +606,7 @@ def _output_problem(output: Path | None, db: Path) -> str | None:
     return None
 
 
-def _write_output(db: Path, output: Path | None, code: int) -> int:
+def _write_output(command: str, db: Path, output: Path | None, code: int) -> int:
     """After a crawl that ended with exit ``code``: with ``-o output``, write the pages
     table there (``core.export.export_file``: atomic) and say how many rows on stdout;
     ``code``, or ``EXIT_BAD_INPUT`` when the export failed (one line on stderr)."""
@@ -609,9 +615,9 @@ def _write_output(db: Path, output: Path | None, code: int) -> int:
     try:
         count = export_file(db, "pages", OUTPUT_FORMATS[output.suffix.lower()], output)
     except CrawldeckError as exc:
-        return _fail(f"-o: {exc}")
+        return fail(command, f"-o: {exc}")
     except OSError as exc:
-        return _fail(f"-o: cannot write {str(output)!r}: {exc.strerror}")
+        return fail(command, f"-o: cannot write {str(output)!r}: {exc.strerror}")
     with contextlib.suppress(OSError):
         print(f"{count} pages written to {output}", flush=True)
     return code
@@ -805,16 +811,18 @@ def _run_crawl(args: argparse.Namespace) -> int:
         config = _load_config(args, _overrides(args))
         seeds, problems = gather_seeds(args.seeds)
     except CrawldeckError as exc:
-        return _fail(str(exc))
+        return fail(args.command, str(exc))
     for problem in problems:
         print(f"crawldeck: {problem} (skipped)", file=sys.stderr)
     if not seeds:
-        return _fail(f"no valid seed URL in {', '.join(repr(item) for item in args.seeds)}")
+        return fail(
+            args.command, f"no valid seed URL in {', '.join(repr(item) for item in args.seeds)}"
+        )
     if not args.db.strip():
-        return _fail("--db needs a file name")
+        return fail(args.command, "--db needs a file name")
     refused = _output_problem(args.output, Path(args.db)) or _cluster_problem(args, config)
     if refused is not None:
-        return _fail(refused)
+        return fail(args.command, refused)
     ui = _wants_console(args)
     if ui:
         config = _ui_config(config)
@@ -824,7 +832,9 @@ def _run_crawl(args: argparse.Namespace) -> int:
         from crawldeck.tui.cluster_cli import run_cluster_crawl
 
         code = run_cluster_crawl(args, config, seeds, db, hint, ui=ui)
-        return code if code == EXIT_BAD_INPUT else _write_output(db, args.output, code)
+        return (
+            code if code == EXIT_BAD_INPUT else _write_output(args.command, db, args.output, code)
+        )
     try:
         store = Store(db, flush_interval_ms=config.flush_interval_ms)
         if store.has_crawl():
@@ -833,8 +843,8 @@ def _run_crawl(args: argparse.Namespace) -> int:
                 print(f"crawldeck: warning: {other}", file=sys.stderr, flush=True)
         code = asyncio.run(_crawl(config, store, db, seeds, hint, ui=ui))
     except CrawldeckError as exc:
-        return _fail(str(exc))
-    return _write_output(db, args.output, code)
+        return fail(args.command, str(exc))
+    return _write_output(args.command, db, args.output, code)
 
 
 def _seed_host(url: str) -> str | None:
@@ -871,22 +881,22 @@ def _run_demo(args: argparse.Namespace) -> int:
     try:
         config = _load_config(args, overrides)
     except CrawldeckError as exc:
-        return _fail(str(exc))
+        return fail(args.command, str(exc))
     if not args.db.strip():
-        return _fail("--db needs a file name")
+        return fail(args.command, "--db needs a file name")
     db = Path(args.db)
     problem = _output_problem(args.output, db) or _cluster_problem(args, config)
     if problem is not None:
-        return _fail(problem)
+        return fail(args.command, problem)
     foreign = foreign_crawl(db, DEMO_PREFIX)
     if foreign:
-        return _fail(f"{str(db)!r} {foreign}; the demo starts anew and would erase it: "
-                     "give the demo another --db")  # fmt: skip
+        return fail(args.command, f"{str(db)!r} {foreign}; the demo starts anew and would "
+                    "erase it: give the demo another --db")  # fmt: skip
     try:
         # the lock first: a demo file in use by another crawldeck is refused, not erased
         store = Store(db, flush_interval_ms=config.flush_interval_ms, fresh=True)
     except CrawldeckError as exc:
-        return _fail(str(exc))
+        return fail(args.command, str(exc))
     ui = _wants_console(args)
     if ui:
         config = _ui_config(config)
@@ -907,10 +917,10 @@ def _run_demo(args: argparse.Namespace) -> int:
             else:
                 code = asyncio.run(_crawl(config, store, db, web.seeds(), hint, ui=ui))
     except CrawldeckError as exc:
-        return _fail(str(exc))
+        return fail(args.command, str(exc))
     finally:
         store.close()
-    return _write_output(db, args.output, code)
+    return _write_output(args.command, db, args.output, code)
 
 
 def _run_recrawl(args: argparse.Namespace) -> int:
@@ -924,20 +934,20 @@ def _run_recrawl(args: argparse.Namespace) -> int:
     try:
         older_than_s = parse_duration(args.older_than)
     except CrawldeckError as exc:
-        return _fail(str(exc))
+        return fail(args.command, str(exc))
     if not db.is_file():
-        return _fail(f"{str(db)!r} does not exist or is not a file")
+        return fail(args.command, f"{str(db)!r} does not exist or is not a file")
     if db.stat().st_size == 0:
-        return _fail(f"{str(db)!r} is empty, not a crawl file")
+        return fail(args.command, f"{str(db)!r} is empty, not a crawl file")
     try:
         store = Store(db)
     except CrawldeckError as exc:
-        return _fail(str(exc))
+        return fail(args.command, str(exc))
     try:
         saved = store.last_config()
         if saved is None or not store.has_crawl():
             store.close()
-            return _fail(f"{str(db)!r} holds no crawl to revisit")
+            return fail(args.command, f"{str(db)!r} holds no crawl to revisit")
         config = build_config({**saved, "max_pages": None, "max_time_s": None, "max_bytes": None})
         ui = _wants_console(args)
         if ui:
@@ -947,7 +957,7 @@ def _run_recrawl(args: argparse.Namespace) -> int:
         seeds = store.seed_urls()  # they give the crawl its scope again
     except CrawldeckError as exc:
         store.close()
-        return _fail(str(exc))
+        return fail(args.command, str(exc))
     print(f"crawldeck recrawl: {len(plan.order)} pages to revisit, {plan.skipped} fetched "
           f"within {args.older_than}", flush=True)  # fmt: skip
     hint = f"resume with: {program()} {shlex.join(sys.argv[1:])}"
@@ -956,7 +966,7 @@ def _run_recrawl(args: argparse.Namespace) -> int:
         with Store(db) as after:
             found = summarize(after, started)
     except CrawldeckError as exc:
-        return _fail(str(exc))
+        return fail(args.command, str(exc))
     with contextlib.suppress(OSError):
         print(f"recrawl: {found.not_modified} not modified (304), {found.changed} changed or new, "
               f"{found.unchanged} unchanged (200, same digest), {found.other} other",
@@ -988,7 +998,7 @@ def _run_export(args: argparse.Namespace) -> int:
         else:
             count = _export_to_file(args)
     except CrawldeckError as exc:
-        return _fail(str(exc))
+        return fail(args.command, str(exc))
     except KeyboardInterrupt:
         kept = "" if args.output is None else f"; {str(args.output)!r} left as it was"
         print(f"crawldeck: export stopped{kept}", file=sys.stderr)
@@ -998,7 +1008,7 @@ def _run_export(args: argparse.Namespace) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except OSError as exc:
-        return _fail(f"cannot write {str(args.output)!r}: {exc.strerror}")
+        return fail(args.command, f"cannot write {str(args.output)!r}: {exc.strerror}")
     rows = "row" if count == 1 else "rows"
     print(f"crawldeck: exported {count} {rows} of {args.table}", file=sys.stderr)
     return EXIT_OK
@@ -1011,7 +1021,7 @@ def _run_show(args: argparse.Namespace) -> int:
     try:
         record = page_record(args.db, args.url)
     except CrawldeckError as exc:
-        return _fail(str(exc))
+        return fail(args.command, str(exc))
     if args.raw:  # the body alone, as stored (like curl -o): for a file or a pipe
         sys.stdout.buffer.write(record.body)
         return EXIT_OK
@@ -1080,7 +1090,7 @@ def _run_config(args: argparse.Namespace) -> int:
     try:
         config, sources = load_config_sources(args.config, _overrides(args), dict(args.settings))
     except CrawldeckError as exc:
-        return _fail(str(exc))
+        return fail(args.command, str(exc))
     print("\n".join(config_lines(config, sources, args.config)))
     return EXIT_OK
 

@@ -32,22 +32,16 @@ from crawldeck.core.cluster.worker import Worker, read_config
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.errors import ConfigError, CrawldeckError
 from crawldeck.core.store import Store
-from crawldeck.tui.cli import program
+from crawldeck.tui.cli import fail, program
 from crawldeck.tui.headless import stop_signals
 
 EXIT_OK = 0
-EXIT_BAD_INPUT = 2
 EXIT_STOPPED = 130
 
 #: The crawl id of a crawl on its own private Redis.
 PRIVATE_CRAWL_ID = "crawl"
 #: Seconds between two headless progress lines.
 PROGRESS_INTERVAL_S = 5.0
-
-
-def _fail(message: str) -> int:
-    print(f"crawldeck: error: {message}", file=sys.stderr)
-    return EXIT_BAD_INPUT
 
 
 def default_crawl_id(db: Path) -> str:
@@ -192,7 +186,7 @@ def run_cluster_crawl(
             if private is not None:
                 private.stop()
     except CrawldeckError as exc:
-        return _fail(str(exc))
+        return fail(args.command, str(exc))
     with contextlib.suppress(OSError):
         for line in snap.log[-5:]:  # why it ended, when it was not the user's stop
             print(f"crawldeck: {line}", file=sys.stderr)
@@ -244,7 +238,7 @@ def run_worker(args: argparse.Namespace) -> int:
     try:
         asyncio.run(_work(args))
     except CrawldeckError as exc:
-        return _fail(str(exc))
+        return fail(args.command, str(exc))
     return EXIT_OK
 
 
