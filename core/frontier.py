@@ -44,14 +44,43 @@ Invariants (checked by ``_check`` in the tests after every operation):
 Costs: ``add``, ``push_front``, ``release`` O(log h) (h = heap size), ``pop``
 amortized O(log h), ``queued`` and ``__len__`` O(1); one small ``__slots__`` object per
 host, one deque per back queue, a pointer per queued URL.
+
+Orderings (``core.prioritizer``; the ``ordering`` argument). ``bfs`` is the structure
+above. The others choose among READY hosts and within a host's queue, and never make a
+host faster: a host is popped only once its ``ready_at`` (the time heap's, set by
+``release``) has come, exactly as under ``bfs``.
+
+* Among ready hosts (``opic``, ``larger-sites-first``): ``pop(now)`` first moves every
+  host of the time heap whose ``ready_at <= now`` into a second heap, the ready heap,
+  keyed by the host's rank (``opic``: the priority of its best queued URL;
+  ``larger-sites-first``: minus the bit length of its queued URL count, more URLs
+  first), ties by the order they became ready; then pops the best. A host's rank that
+  improves while it is in the ready heap pushes a new entry (the old one is stale, by
+  ``seq`` as in the time heap); a rank only worsens by a pop, which checks it out.
+* Within a host (``opic``): its back queue is one FIFO per priority, made on first
+  use, taken best priority first (``_Buckets``). ``credit(key, cash)`` adds cash to a
+  queued URL; when its priority rises it is appended to the better FIFO and its old
+  copy becomes stale (a copy is valid iff it sits in the FIFO of its entry's
+  ``priority``; cash only grows, so an entry is copied at most ``priorities`` times).
+  A URL waiting in a front queue (slot pressure only) moves to the better front queue
+  the same way (the refill skips stale copies). ``push_front`` puts a URL at the head
+  of its host's best FIFO (its priority becomes that one's). ``demote`` moves the valid
+  copies, in order, to the lowest front queue, as under ``bfs``, and gives them its
+  priority (cash only grows them there); the refill gives them their cash's back.
+* Invariant 3 then reads: a host has exactly one valid entry in the two heaps iff it has
+  a back queue and is not checked out; a valid ready-heap entry's rank is the host's
+  rank now. Invariant 5 holds per priority under ``opic``.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from heapq import heappop, heappush, nsmallest
 from itertools import islice
+
+from crawldeck.core.prioritizer import Ordering, cash_priority
 
 
 @dataclass(slots=True)
@@ -64,7 +93,8 @@ class FrontierEntry:
         host: its host key (``urls.host_key``), the politeness unit.
         depth: links followed from a seed (seed = 0).
         priority: front queue index, 0 = highest; out-of-range values are clamped
-            to the nearest queue.
+            to the nearest queue (under ``opic`` the frontier stores the clamped
+            value, and raises it as the URL's cash grows).
         attempts: tries made so far, all runs (retries after 429/503/timeouts).
         redirects: the URLs requested in the redirect chain that led here (3xx
             Location or meta refresh), oldest first, exactly as sent.
@@ -74,6 +104,8 @@ class FrontierEntry:
             stored.
         spent_s: seconds its tries so far took, this run (a URL's total time is
             bounded, see ``Engine``).
+        score: its OPIC cash (``core.prioritizer``; ``0.0`` under other orderings):
+            what it got from the pages linking to it so far, handed on when fetched.
     """
 
     url: str
@@ -86,6 +118,84 @@ class FrontierEntry:
     via: str | None = None
     cookies: tuple[tuple[str, str], ...] = ()
     spent_s: float = 0.0
+    score: float = 0.0
+
+
+class _Buckets:
+    """A host's back queue under ``opic``: one FIFO per priority, made on first use.
+
+    An entry is valid in the FIFO of its own ``priority`` only; copies elsewhere are
+    stale (its priority rose, or it was popped) and are skipped. ``n`` counts the valid
+    entries; no FIFO below ``best`` holds one.
+    """
+
+    __slots__ = ("best", "n", "queues")
+
+    def __init__(self, priorities: int) -> None:
+        self.queues: list[deque[FrontierEntry] | None] = [None] * priorities
+        self.n = 0
+        self.best = priorities
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __bool__(self) -> bool:
+        return self.n > 0
+
+    def _queue(self, p: int) -> deque[FrontierEntry]:
+        q = self.queues[p]
+        if q is None:
+            q = self.queues[p] = deque()
+        if p < self.best:
+            self.best = p
+        return q
+
+    def append(self, entry: FrontierEntry) -> None:
+        """``entry`` (priority in range) last in its priority's FIFO."""
+        self._queue(entry.priority).append(entry)
+        self.n += 1
+
+    def appendleft(self, entry: FrontierEntry) -> None:
+        """``entry`` (priority in range) first in its priority's FIFO."""
+        self._queue(entry.priority).appendleft(entry)
+        self.n += 1
+
+    def move(self, entry: FrontierEntry) -> None:
+        """A valid ``entry``'s priority rose: a copy at the end of its new FIFO."""
+        self._queue(entry.priority).append(entry)
+
+    def top(self) -> int:
+        """The priority of the next valid entry (stale heads are dropped); the number
+        of FIFOs when there is none."""
+        queues = self.queues
+        b = self.best
+        while b < len(queues):
+            q = queues[b]
+            if q:
+                if q[0].priority == b:
+                    break
+                q.popleft()
+                continue
+            queues[b] = None
+            b += 1
+        self.best = b
+        return b
+
+    def popleft(self) -> FrontierEntry:
+        """Take the next valid entry (there is one)."""
+        q = self.queues[self.top()]
+        assert q is not None
+        self.n -= 1
+        return q.popleft()
+
+    def __iter__(self) -> Iterator[FrontierEntry]:
+        """The valid entries, next to be taken first."""
+        for b, q in enumerate(self.queues):
+            if q:
+                yield from (e for e in q if e.priority == b)
+
+
+BackQueue = deque[FrontierEntry] | _Buckets
 
 
 class _Host:
@@ -93,17 +203,20 @@ class _Host:
 
     ``back``: its back queue or ``None``; ``front``: its URLs in front queues;
     ``not_before``: ready time for the heap (epoch s); ``out``: checked out by
-    ``pop``; ``seq``: seq of its valid heap entry, ``-1`` when not in the heap.
+    ``pop``; ``seq``: seq of its valid heap entry, ``-1`` when in no heap; ``ready``:
+    that entry is in the ready heap (not the time heap); ``rank``: its rank there.
     """
 
-    __slots__ = ("back", "front", "not_before", "out", "seq")
+    __slots__ = ("back", "front", "not_before", "out", "rank", "ready", "seq")
 
     def __init__(self) -> None:
-        self.back: deque[FrontierEntry] | None = None
+        self.back: BackQueue | None = None
         self.front = 0
         self.not_before = 0.0
         self.out = False
         self.seq = -1
+        self.ready = False
+        self.rank = 0
 
 
 class Frontier:
@@ -111,12 +224,16 @@ class Frontier:
 
     Args:
         priorities: number of front queues (priority ``0`` .. ``priorities - 1``,
-            ``0`` is the highest), ``>= 1``.
+            ``0`` is the highest), ``>= 1`` (``>= 2`` under ``opic``); the last one
+            is where ``demote`` puts a host's URLs.
         max_back_queues: back queue slots, i.e. hosts that can be scheduled at once
             (Mercator suggests about three per crawling thread), ``>= 1``.
+        ordering: ``bfs``, ``opic`` or ``larger-sites-first`` (``core.prioritizer``;
+            the module docstring says what each changes).
 
     Raises:
-        ValueError: ``priorities < 1`` or ``max_back_queues < 1``.
+        ValueError: ``priorities < 1`` (``< 2`` under ``opic``) or
+            ``max_back_queues < 1``.
 
     See the module docstring for the invariants. Hosts are host keys
     (``urls.host_key``). Not thread-safe; the engine uses it from one task.
@@ -124,41 +241,83 @@ class Frontier:
 
     __slots__ = (
         "_active",
+        "_backed",
         "_by_priority",
         "_front",
+        "_fronted",
         "_heap",
         "_hosts",
         "_len",
         "_max_back",
         "_nback",
         "_nfront",
+        "_opic",
+        "_ranked",
+        "_ready",
         "_seq",
+        "ordering",
     )
 
-    def __init__(self, priorities: int = 3, max_back_queues: int = 4096) -> None:
-        if priorities < 1:
-            raise ValueError(f"priorities must be >= 1, got {priorities!r}")
+    def __init__(
+        self, priorities: int = 3, max_back_queues: int = 4096, ordering: Ordering = "bfs"
+    ) -> None:
+        if priorities < (2 if ordering == "opic" else 1):
+            raise ValueError(f"priorities must be >= 1 (2 for opic), got {priorities!r}")
         if max_back_queues < 1:
             raise ValueError(f"max_back_queues must be >= 1, got {max_back_queues!r}")
+        self.ordering: Ordering = ordering
+        self._opic = ordering == "opic"
+        self._ranked = ordering != "bfs"
         self._front: tuple[deque[FrontierEntry], ...] = tuple(deque() for _ in range(priorities))
         self._max_back = max_back_queues
         self._hosts: dict[str, _Host] = {}
-        self._heap: list[tuple[float, int, str]] = []
+        self._heap: list[tuple[float, int, str]] = []  # time heap: (ready_at, seq, host)
+        self._ready: list[tuple[int, int, str]] = []  # ready heap: (rank, seq, host)
         self._seq = 0
         self._nback = 0  # back queues present
         self._nfront = 0  # URLs in front queues
         self._len = 0  # URLs queued in total
         self._active = 0  # hosts with at least one queued URL
         self._by_priority = [0] * priorities  # queued URLs per clamped priority
+        # opic: where to find a queued URL whose cash grows (back queues, front queues)
+        self._backed: dict[str, FrontierEntry] = {}
+        self._fronted: dict[str, FrontierEntry] = {}
 
     # -- internals -------------------------------------------------------------------
 
     def _schedule(self, host: str, h: _Host) -> None:
-        """Push ``host`` onto the ready heap at its not-before time (new valid entry)."""
+        """Push ``host`` onto the time heap at its not-before time (new valid entry)."""
         seq = self._seq
         self._seq = seq + 1
         h.seq = seq
+        h.ready = False
         heappush(self._heap, (h.not_before, seq, host))
+
+    def _rank(self, h: _Host) -> int:
+        """``h``'s rank among ready hosts, smaller first (it has a back queue)."""
+        back = h.back
+        assert back is not None
+        if isinstance(back, _Buckets):
+            return back.top()
+        return -(h.front + len(back)).bit_length()
+
+    def _make_ready(self, host: str, h: _Host, rank: int) -> None:
+        """Push ``host`` onto the ready heap at ``rank`` (new valid entry)."""
+        seq = self._seq
+        self._seq = seq + 1
+        h.seq = seq
+        h.ready = True
+        h.rank = rank
+        heappush(self._ready, (rank, seq, host))
+
+    def _new_back(self, entry: FrontierEntry) -> BackQueue:
+        """A back queue holding ``entry``."""
+        if self._opic:
+            back = _Buckets(len(self._front))
+            back.append(entry)
+            self._backed[entry.key] = entry
+            return back
+        return deque((entry,))
 
     def _clamp(self, priority: int) -> int:
         """``priority`` clamped to the front queues' range (0 .. priorities - 1)."""
@@ -173,11 +332,16 @@ class Frontier:
         """
         hosts = self._hosts
         front = self._front
+        opic = self._opic
         while self._nfront:
-            for queue in front:
+            for i in range(len(front)):
+                queue = front[i]
                 if queue:
                     break
             entry = queue[0]
+            if opic and entry.priority != i:
+                queue.popleft()  # a stale copy: its cash moved it up
+                continue
             h = hosts[entry.host]
             back = h.back
             if back is None and self._nback >= self._max_back:
@@ -185,13 +349,29 @@ class Frontier:
             queue.popleft()
             self._nfront -= 1
             h.front -= 1
+            if opic:
+                del self._fronted[entry.key]
+                if i == len(front) - 1:  # demoted: its cash's priority again
+                    entry.priority = cash_priority(entry.score, len(front))
+                    self._by_priority[i] -= 1
+                    self._by_priority[entry.priority] += 1
             if back is not None:
                 back.append(entry)
+                if self._opic:
+                    self._backed[entry.key] = entry
+                if h.ready:
+                    self._rerank(entry.host, h)
                 continue
-            h.back = deque((entry,))
+            h.back = self._new_back(entry)
             self._nback += 1
             if not h.out:
                 self._schedule(entry.host, h)
+
+    def _rerank(self, host: str, h: _Host) -> None:
+        """``host`` is in the ready heap and may rank better now: a new entry if so."""
+        rank = self._rank(h)
+        if rank < h.rank:
+            self._make_ready(host, h, rank)
 
     # -- public API ------------------------------------------------------------------
 
@@ -206,60 +386,118 @@ class Frontier:
         h = self._hosts.get(host)
         if h is None:
             h = self._hosts[host] = _Host()
+        p = self._clamp(entry.priority)
         back = h.back
+        if self._opic:
+            entry.priority = p
         if back is not None:
             back.append(entry)
+            if self._opic:
+                self._backed[entry.key] = entry
+            if h.ready:
+                self._rerank(host, h)
         else:
             if not h.front:
                 self._active += 1
             if self._nback < self._max_back:
-                h.back = deque((entry,))
+                h.back = self._new_back(entry)
                 self._nback += 1
                 if not h.out:
                     seq = self._seq
                     self._seq = seq + 1
                     h.seq = seq
+                    h.ready = False
                     heappush(self._heap, (h.not_before, seq, host))
             else:
-                self._front[self._clamp(entry.priority)].append(entry)
+                self._front[p].append(entry)
                 h.front += 1
                 self._nfront += 1
+                if self._opic:
+                    self._fronted[entry.key] = entry
         self._len += 1
-        self._by_priority[self._clamp(entry.priority)] += 1
+        self._by_priority[p] += 1
 
     def push_front(self, entry: FrontierEntry) -> None:
         """Put a URL (typically a retry) at the head of its host's back queue.
 
         Creates the back queue if the host has none, even past ``max_back_queues``
-        (a retry never waits behind the front queues).
+        (a retry never waits behind the front queues). Under ``opic`` it goes first
+        in the host's best FIFO and takes that priority if it is higher than its own.
         """
         host = entry.host
         h = self._hosts.get(host)
         if h is None:
             h = self._hosts[host] = _Host()
         back = h.back
+        if self._opic:
+            best = back.top() if isinstance(back, _Buckets) else len(self._front)
+            entry.priority = min(self._clamp(entry.priority), best)
         if back is not None:
             back.appendleft(entry)
+            if self._opic:
+                self._backed[entry.key] = entry
+            if h.ready:
+                self._rerank(host, h)
         else:
             if not h.front:
                 self._active += 1
-            h.back = deque((entry,))
+            h.back = self._new_back(entry)
             self._nback += 1
             if not h.out:
                 self._schedule(host, h)
         self._len += 1
         self._by_priority[self._clamp(entry.priority)] += 1
 
+    def credit(self, key: str, cash: float) -> bool:
+        """Add ``cash`` to the queued URL of dedupe key ``key`` (``opic``): its score
+        grows and, if that raises its priority (``cash_priority``), it moves to the
+        better FIFO of its host's back queue, or to the better front queue if it waits
+        in one (a demoted URL stays in the lowest until it leaves it). O(log h).
+
+        Returns:
+            whether ``key`` is queued here (``False``: not queued in memory, or checked
+            out; or not ``opic``): the caller then adds the cash where the URL is kept
+            (``Store.add_scores``).
+        """
+        entry = self._backed.get(key)
+        in_back = entry is not None
+        if entry is None:
+            entry = self._fronted.get(key)
+            if entry is None:
+                return False
+        entry.score += cash
+        old = entry.priority
+        new = cash_priority(entry.score, len(self._front))
+        if new >= old or (not in_back and old == len(self._front) - 1):
+            return True
+        entry.priority = new
+        self._by_priority[old] -= 1
+        self._by_priority[new] += 1
+        if in_back:
+            h = self._hosts[entry.host]
+            back = h.back
+            assert isinstance(back, _Buckets)
+            back.move(entry)
+            if h.ready:
+                self._rerank(entry.host, h)
+        else:
+            self._front[new].append(entry)  # the copy in front[old] is stale now
+        return True
+
     def pop(self, now: float) -> FrontierEntry | None:
         """The next URL to fetch at ``now`` (epoch s), or ``None`` if no host is ready.
 
-        Takes the head of the back queue of the host with the smallest ready time
-        ``<= now`` (ties: the host that entered the heap first) and checks that host
-        out: it gets no other URL until ``release(host, at)``. A back queue emptied
-        here frees its slot, which the front queues refill at once.
+        Under ``bfs``, takes the head of the back queue of the host with the smallest
+        ready time ``<= now`` (ties: the host that entered the heap first); under the
+        other orderings, of the best-ranked host among those ready at ``now`` (see the
+        module docstring). Checks that host out: it gets no other URL until
+        ``release(host, at)``. A back queue emptied here frees its slot, which the
+        front queues refill at once.
         """
         heap = self._heap
         hosts = self._hosts
+        if self._ranked:
+            return self._pop_ranked(now)
         while heap:
             ready_at, seq, host = heap[0]
             h = hosts[host]
@@ -269,22 +507,52 @@ class Frontier:
             if ready_at > now:
                 return None
             heappop(heap)
-            h.seq = -1
-            h.out = True
-            back = h.back
-            assert back is not None  # invariant 3
-            entry = back.popleft()
-            self._len -= 1
-            self._by_priority[self._clamp(entry.priority)] -= 1
-            if not back:
-                h.back = None
-                self._nback -= 1
-                if not h.front:
-                    self._active -= 1
-                if self._nfront:
-                    self._refill()
-            return entry
+            return self._take(host, h)
         return None
+
+    def _pop_ranked(self, now: float) -> FrontierEntry | None:
+        """``pop`` under ``opic`` and ``larger-sites-first``: hosts whose time has come
+        move to the ready heap, and the best-ranked one is taken."""
+        heap = self._heap
+        ready = self._ready
+        hosts = self._hosts
+        while heap:
+            ready_at, seq, host = heap[0]
+            h = hosts[host]
+            if h.seq != seq:
+                heappop(heap)
+                continue
+            if ready_at > now:
+                break
+            heappop(heap)
+            self._make_ready(host, h, self._rank(h))
+        while ready:
+            _, seq, host = heappop(ready)
+            h = hosts[host]
+            if h.seq == seq:
+                return self._take(host, h)
+        return None
+
+    def _take(self, host: str, h: _Host) -> FrontierEntry:
+        """Check ``host`` out (its heap entry already popped) and take its next URL."""
+        h.seq = -1
+        h.ready = False
+        h.out = True
+        back = h.back
+        assert back is not None  # invariant 3
+        entry = back.popleft()
+        self._len -= 1
+        self._by_priority[self._clamp(entry.priority)] -= 1
+        if self._opic:
+            del self._backed[entry.key]
+        if not back:
+            h.back = None
+            self._nback -= 1
+            if not h.front:
+                self._active -= 1
+            if self._nfront:
+                self._refill()
+        return entry
 
     def release(self, host: str, at: float) -> None:
         """Let ``host`` be popped again from ``at`` on (epoch s, e.g. ``Politeness.earliest``).
@@ -303,16 +571,25 @@ class Frontier:
             seq = self._seq
             self._seq = seq + 1
             h.seq = seq  # any older heap entry of this host is now stale
+            h.ready = False
             heappush(self._heap, (at, seq, host))
 
     def next_ready_at(self) -> float | None:
         """The smallest ready time (epoch s) in the heap, or ``None`` if it is empty.
 
         ``None`` also when every host with queued URLs is checked out. The value may
-        be in the past: then ``pop`` gives a URL now.
+        be in the past: then ``pop`` gives a URL now (a host in the ready heap gives
+        its own, past, ready time).
         """
-        heap = self._heap
         hosts = self._hosts
+        ready = self._ready
+        while ready:
+            _, seq, host = ready[0]
+            h = hosts[host]
+            if h.seq == seq:
+                return h.not_before
+            heappop(ready)
+        heap = self._heap
         while heap:
             ready_at, seq, host = heap[0]
             if hosts[host].seq == seq:
@@ -335,10 +612,20 @@ class Frontier:
         back = h.back
         n = len(back)
         self._front[-1].extend(back)
+        if self._opic:  # the demoted priority, until the refill takes them out
+            last = len(self._front) - 1
+            by_priority = self._by_priority
+            for entry in back:
+                del self._backed[entry.key]
+                self._fronted[entry.key] = entry
+                by_priority[entry.priority] -= 1
+                entry.priority = last
+            by_priority[last] += n
         h.front += n
         self._nfront += n
         h.back = None
         h.seq = -1  # its heap entry, if any, is now stale
+        h.ready = False
         self._nback -= 1
         self._refill()
 
@@ -362,9 +649,10 @@ class Frontier:
                 for entry in queue:
                     if entry.host != host:
                         kept.append(entry)
-                    else:
+                    elif not self._opic or entry.priority == i:  # a stale copy: none
                         by_priority[self._clamp(entry.priority)] -= 1
-                dropped += len(queue) - len(kept)
+                        self._fronted.pop(entry.key, None)
+                        dropped += 1
                 self._front = (*self._front[:i], kept, *self._front[i + 1 :])
             self._nfront -= h.front
             h.front = 0
@@ -372,8 +660,10 @@ class Frontier:
             dropped += len(h.back)
             for entry in h.back:
                 by_priority[self._clamp(entry.priority)] -= 1
+                self._backed.pop(entry.key, None)
             h.back = None
             h.seq = -1  # its heap entry, if any, is now stale
+            h.ready = False
             self._nback -= 1
         if dropped:
             self._active -= 1
@@ -388,7 +678,9 @@ class Frontier:
     def by_priority(self) -> tuple[int, ...]:
         """Queued URLs (front and back queues) per priority, index 0 the highest; an
         entry counts at its own priority clamped to the range (``demote`` moves URLs to
-        the lowest front queue without changing their priority). O(priorities)."""
+        the lowest front queue without changing their priority, but under ``opic``,
+        where a priority is a cash band, they take the lowest one until the refill
+        takes them out). O(priorities)."""
         return tuple(self._by_priority)
 
     def queued(self, host: str) -> int:
@@ -403,7 +695,8 @@ class Frontier:
         """The first ``n`` entries of ``host``'s back queue, next to be fetched first.
 
         URLs of the host still waiting in front queues (under slot pressure) are not
-        shown: finding them would mean scanning every front queue. O(n).
+        shown: finding them would mean scanning every front queue. O(n) (under
+        ``opic`` plus the stale copies passed over).
         """
         h = self._hosts.get(host)
         if h is None or h.back is None:
@@ -411,14 +704,18 @@ class Frontier:
         return list(islice(h.back, n))
 
     def soonest(self, n: int) -> list[str]:
-        """Up to ``n`` hosts of the ready heap, the soonest ready first (ties FIFO).
+        """Up to ``n`` hosts of the heaps, next to be popped first: the ready heap's by
+        rank (``opic``, ``larger-sites-first``), then the time heap's, the soonest ready
+        first (ties FIFO).
 
-        Only hosts with a back queue that are not checked out are in the heap, so this
+        Only hosts with a back queue that are not checked out are in the heaps, so this
         costs O(heap size), bounded by the back queue slots, whatever the number of hosts.
         """
         hosts = self._hosts
+        ready = (item for item in self._ready if hosts[item[2]].seq == item[1])
+        first = [host for _, _, host in nsmallest(n, ready)]
         valid = (item for item in self._heap if hosts[item[2]].seq == item[1])
-        return [host for _, _, host in nsmallest(n, valid)]
+        return first + [host for _, _, host in nsmallest(n - len(first), valid)]
 
     def hosts(self) -> int:
         """The number of hosts with at least one queued URL."""
@@ -434,39 +731,60 @@ class Frontier:
         nback = sum(1 for h in hosts.values() if h.back is not None)
         assert nback == self._nback
         assert all(h.back is None or h.back for h in hosts.values())
-        nfront = sum(len(q) for q in self._front)
+        fronts = [
+            [e for e in q if not self._opic or e.priority == i] for i, q in enumerate(self._front)
+        ]  # the valid copies
+        nfront = sum(len(q) for q in fronts)
         assert nfront == self._nfront
         if self._nback < self._max_back:
             assert nfront == 0
         counts: dict[str, int] = {}
-        for queue in self._front:
+        for queue in fronts:
             for entry in queue:
                 counts[entry.host] = counts.get(entry.host, 0) + 1
         for name, h in hosts.items():
             assert h.front == counts.get(name, 0), name
             if h.back is not None:
                 assert all(e.host == name for e in h.back)
+                if isinstance(h.back, _Buckets):
+                    assert h.back.n == sum(1 for _ in h.back)
+                    assert all(e.priority >= h.back.best for e in h.back)
         valid = [(r, s, name) for r, s, name in self._heap if hosts[name].seq == s]
-        assert len({name for _, _, name in valid}) == len(valid)
-        in_heap = {name for _, _, name in valid}
+        ranked = [(r, s, name) for r, s, name in self._ready if hosts[name].seq == s]
+        assert self._ranked or not ranked
+        names = [name for _, _, name in valid] + [name for _, _, name in ranked]
+        assert len(set(names)) == len(names)
         for name, h in hosts.items():
             should = h.back is not None and not h.out
-            assert (name in in_heap) == should, name
+            assert (name in names) == should, name
             assert (h.seq >= 0) == should, name
         for r, _, name in valid:
             assert r == hosts[name].not_before
+            assert not hosts[name].ready
+        for r, _, name in ranked:
+            h = hosts[name]
+            assert h.ready and r == h.rank == self._rank(h), name
         total = nfront + sum(len(h.back) for h in hosts.values() if h.back is not None)
         assert total == self._len
         active = sum(1 for h in hosts.values() if h.front or h.back is not None)
         assert active == self._active
         by_priority = [0] * len(self._front)
+        in_back: dict[str, FrontierEntry] = {}
+        in_front: dict[str, FrontierEntry] = {}
         for h in hosts.values():
             for entry in h.back or ():
                 by_priority[self._clamp(entry.priority)] += 1
-        for queue in self._front:
+                in_back[entry.key] = entry
+        for queue in fronts:
             for entry in queue:
                 by_priority[self._clamp(entry.priority)] += 1
+                in_front[entry.key] = entry
         assert by_priority == self._by_priority
+        if self._opic:
+            assert self._backed == in_back
+            assert self._fronted == in_front
+        else:
+            assert not self._backed and not self._fronted
 
 
 __all__ = ["Frontier", "FrontierEntry"]
