@@ -6,7 +6,15 @@ engine starts, ``prepare`` picks the pages to revisit (status 200, no error, fro
 row ``done``, last visited more than ``older_than_s`` ago), orders them by their
 estimated change rate and puts their frontier rows back as ``spilled`` in that order,
 so the frontier window reads them back per host in that order and only
-``frontier_window`` of them are in memory at once. Each is fetched with
+``frontier_window`` of them are in memory at once. An unfinished crawl's queue (its
+``queued``, ``in_flight`` and ``spilled`` rows, never fetched) goes behind them, in
+the order a resume reads it (``queued`` by seq, then each host's ``spilled`` by seq):
+on every host its pages are revisited first, then its queue goes on, within the
+recrawl's budgets (``crawldeck recrawl --max-pages``): what is known is checked
+before what was never seen (the choice of issue #14's trial, a new user's). Hosts
+are fetched side by side, so a budget can end the run with one host's revisits left
+(still ``spilled``: the next run fetches them, conditionally) while another host's
+queue went on. Each is fetched with
 ``If-None-Match`` (its stored ``ETag``) and ``If-Modified-Since`` (its stored
 ``Last-Modified``), RFC 9110 §13.1.1-13.1.3: ``ConditionalFetcher`` adds them to the
 request from a map of URL -> ``Validators`` that ``core.assembly`` reads from the file
@@ -233,11 +241,13 @@ class RecrawlPlan:
         order: the revisited pages, in the order they were queued.
         prior: the change rate given to pages visited once, changes/s.
         skipped: pages not revisited because they were visited too recently.
+        queued: URLs of an unfinished crawl never fetched, queued behind the revisits.
     """
 
     order: tuple[Candidate, ...]
     prior: float
     skipped: int
+    queued: int
 
 
 def _histories(store: Store) -> Iterator[tuple[str, Observation]]:
@@ -247,10 +257,36 @@ def _histories(store: Store) -> Iterator[tuple[str, Observation]]:
         yield url, observe(Visit(at, status, digest) for _, at, status, digest in group)
 
 
+#: Spilled rows read per ``Store.load_spilled`` call by ``queue_keys``.
+_SPILLED_BATCH = 10_000
+
+
+def queue_keys(store: Store) -> list[str]:
+    """The keys of the URLs an unfinished crawl left to fetch, in the order a resume
+    reads them: the ``queued`` and ``in_flight`` rows by seq, then each host's
+    ``spilled`` rows by seq (``Store.load_frontier``, ``Store.load_spilled``); about 100
+    bytes a key in memory, held while ``prepare`` runs.
+
+    Raises:
+        StoreError: the file could not be read.
+    """
+    keys = [row.key for row in store.load_frontier()]
+    for host in store.spilled_counts():
+        after = 0
+        while True:
+            rows, after = store.load_spilled(host, after, _SPILLED_BATCH)
+            keys.extend(row.key for row in rows)
+            if len(rows) < _SPILLED_BATCH:
+                break
+    return keys
+
+
 def prepare(store: Store, *, older_than_s: float, now: float) -> RecrawlPlan:
-    """Pick, order and queue (state ``spilled``) the pages to revisit; blocks until the
-    store committed it. Then ``Engine(config, store)`` resumes the file with them
-    queued, and asks for them conditionally (``validators_of``, in ``assemble``).
+    """Pick, order and queue (state ``spilled``) the pages to revisit, then, behind
+    them, an unfinished crawl's queue (``queue_keys``; module docstring); blocks until
+    the store committed it. Then ``Engine(config, store)`` resumes the file with them
+    queued, and asks for the revisits conditionally (``validators_of``, in
+    ``assemble``).
 
     Args:
         store: the open crawl file (no crawl running on it).
@@ -276,8 +312,9 @@ def prepare(store: Store, *, older_than_s: float, now: float) -> RecrawlPlan:
         )
         chosen.append(Candidate(url, key, rate, last_visit))
     ordered = order(chosen)
-    store.requeue_for_recrawl([c.key for c in ordered])
-    return RecrawlPlan(tuple(ordered), prior, skipped)
+    queue = queue_keys(store)
+    store.requeue_for_recrawl([*(c.key for c in ordered), *queue])
+    return RecrawlPlan(tuple(ordered), prior, skipped, len(queue))
 
 
 def validators_of(store: Store) -> dict[str, Validators]:
@@ -296,38 +333,49 @@ class RecrawlSummary:
     """What a recrawl's visits found (``summarize``).
 
     Attributes:
-        not_modified: answered 304. changed: a 200 with a payload digest unlike the
-        version before. unchanged: a 200 with the same digest (a server that ignored
-        the validators). other: any other status or no answer.
+        not_modified: revisits answered 304. changed: revisits answered 200 with a
+        payload digest unlike the version before (or one unknown). unchanged: revisits
+        answered 200 with the same digest (a server that ignored the validators).
+        other: revisits with any other status or no answer. new: pages first fetched
+        in the recrawl (an unfinished crawl's queue, links of changed pages), whatever
+        their answer.
     """
 
     not_modified: int
     changed: int
     unchanged: int
     other: int
+    new: int
 
 
 def summarize(store: Store, since: float) -> RecrawlSummary:
-    """The visits made at or after ``since`` (epoch s), each judged against the version
-    before it (``page_versions``).
+    """The visits made at or after ``since`` (epoch s): a page with a visit before
+    ``since`` was revisited, each visit judged against the version before it; a page
+    whose first visit is at or after ``since`` is new (``page_versions``).
 
     Raises:
         StoreError: the file could not be read.
     """
-    counts = {"304": 0, "changed": 0, "unchanged": 0, "other": 0}
+    counts = {"304": 0, "changed": 0, "unchanged": 0, "other": 0, "new": 0}
     for _, group in groupby(store.page_versions(), key=lambda row: row[0]):
         digest: str | None = None
+        known = False  # a visit of this page came before this one
         for _, at, status, payload in group:
             if at >= since:
-                if status == 304:
+                if not known:
+                    counts["new"] += 1
+                elif status == 304:
                     counts["304"] += 1
                 elif status == 200:
                     counts["changed" if _changed(payload, digest) else "unchanged"] += 1
                 else:
                     counts["other"] += 1
+            known = True
             if status in OBSERVING_STATUSES:
                 digest = payload
-    return RecrawlSummary(counts["304"], counts["changed"], counts["unchanged"], counts["other"])
+    return RecrawlSummary(
+        counts["304"], counts["changed"], counts["unchanged"], counts["other"], counts["new"]
+    )
 
 
 class ConditionalFetcher:
@@ -383,6 +431,7 @@ __all__ = [
     "parse_duration",
     "pooled_prior",
     "prepare",
+    "queue_keys",
     "summarize",
     "validators_of",
 ]

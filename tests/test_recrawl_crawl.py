@@ -126,8 +126,10 @@ def test_a_recrawl_of_an_unchanged_site_is_all_304_and_a_change_is_a_new_version
         found = summarize(store, 0.0)
     finally:
         store.close()
-    # 4 + 5 first fetches and one change, as 200s; 3 + 3 + 5 revisits answered 304
-    assert (found.changed, found.not_modified, found.other) == (len(PAGES) + 2, 4 + 3 + 5, 0)
+    # 4 + 1 first fetches (new) and one change, as 200s; 3 + 3 + 5 revisits answered 304
+    assert (found.new, found.changed, found.not_modified, found.other) == (
+        len(PAGES) + 1, 1, 4 + 3 + 5, 0,
+    )  # fmt: skip
 
 
 def test_older_than_leaves_recent_pages_alone(site: StaticSite, tmp_path: Path) -> None:

@@ -396,10 +396,15 @@ examples:
 examples:
   crawldeck recrawl crawl.db
       revisit every page of crawl.db, asking with If-None-Match / If-Modified-Since
-  crawldeck recrawl crawl.db --older-than 7d --no-ui
-      only pages last fetched over a week ago, headless
+  crawldeck recrawl crawl.db --older-than 7d --no-ui --max-pages 1000
+      only pages last fetched over a week ago, headless, at most 1000 fetches
 
-A recrawl has no page, time or byte budget (those of the crawl are lifted).""",
+An unfinished crawl (URLs queued, never fetched) goes on after the revisits: on each
+host its pages are revisited first, then its queue is crawled, within the recrawl's
+budgets. --max-pages, --max-time and --max-bytes count THIS recrawl's fetches only
+(revisits and new pages alike; the crawl's own budgets are not carried over); without
+them a recrawl revisits every page and crawls the whole queue. The last line counts
+the revisits (304, 200 with the same digest, changed) and the new pages apart.""",
     "export": """\
 examples:
   crawldeck export crawl.db --format csv -o pages.csv
@@ -492,6 +497,21 @@ def build_parser() -> Parser:
     recrawl.add_argument(
         "--no-ui", action="store_true",
         help="headless: progress lines and a summary (default: the console on a terminal)",
+    )  # fmt: skip
+    recrawl.add_argument(
+        "--max-pages", type=_count, metavar="N",
+        help="stop once THIS RECRAWL fetched N pages, revisits and new pages alike (the "
+        "file's earlier pages do not count, unlike crawl's --max-pages) (default: no cap)",
+    )  # fmt: skip
+    recrawl.add_argument(
+        "--max-time", type=parse_time_budget, metavar="DURATION",
+        help="stop this recrawl after DURATION, as crawl's: 90s, 10m, 2h (a bare number is "
+        "seconds) (default: no limit)",
+    )  # fmt: skip
+    recrawl.add_argument(
+        "--max-bytes", type=parse_size, metavar="SIZE",
+        help="stop once THIS RECRAWL's decoded bodies add up to SIZE (a 304 has none): "
+        "500MB, 2GiB (a bare number is bytes) (default: no cap)",
     )  # fmt: skip
     exp = _command(
         sub, "export", "export a table of a crawl file",
@@ -923,12 +943,30 @@ def _run_demo(args: argparse.Namespace) -> int:
     return _write_output(args.command, db, args.output, code)
 
 
+def recrawl_budgets(
+    args: argparse.Namespace, *, pages_before: int, bytes_before: int
+) -> dict[str, int | None]:
+    """The budget keys of a recrawl run from its ``--max-pages``, ``--max-time`` and
+    ``--max-bytes`` (``None``: not given), which count this recrawl alone: the engine
+    counts pages and bytes over all runs (``Engine``: every fetch recorded, a revisit
+    too), so the caps are ``pages_before + N`` and ``bytes_before + SIZE``, with
+    ``pages_before`` the file's ``pages`` rows and ``bytes_before`` their body bytes
+    (what the engine's figures start from: ``Store.counts``, ``Store.page_totals``).
+    The crawl's own budgets are not carried over (its ``max_pages`` counts the file's
+    pages, which the revisits do not add to)."""
+    return {
+        "max_pages": None if args.max_pages is None else pages_before + args.max_pages,
+        "max_time_s": args.max_time,
+        "max_bytes": None if args.max_bytes is None else bytes_before + args.max_bytes,
+    }
+
+
 def _run_recrawl(args: argparse.Namespace) -> int:
     """``crawldeck recrawl DB``: a new run of the crawl in DB with its last run's config
-    (its budgets lifted: ``max_pages``, ``max_time_s``, ``max_bytes``; revisits add no
-    page), its pages queued again in change-rate
-    order (``core.recrawl.prepare``) and asked for conditionally; then the summary and
-    one line of what the revisits found."""
+    and the recrawl's own budgets (``recrawl_budgets``), its pages queued again in
+    change-rate order, an unfinished crawl's queue behind them
+    (``core.recrawl.prepare``), the revisits asked for conditionally; then the summary
+    and one line of what the revisits found and how many pages were new."""
     raise_open_files_limit()
     db = Path(args.db)
     try:
@@ -948,7 +986,9 @@ def _run_recrawl(args: argparse.Namespace) -> int:
         if saved is None or not store.has_crawl():
             store.close()
             return fail(args.command, f"{str(db)!r} holds no crawl to revisit")
-        config = build_config({**saved, "max_pages": None, "max_time_s": None, "max_bytes": None})
+        before = store.counts()["pages"], store.page_totals()[1]
+        budgets = recrawl_budgets(args, pages_before=before[0], bytes_before=before[1])
+        config = build_config({**saved, **budgets})
         ui = _wants_console(args)
         if ui:
             config = _ui_config(config)
@@ -958,8 +998,9 @@ def _run_recrawl(args: argparse.Namespace) -> int:
     except CrawldeckError as exc:
         store.close()
         return fail(args.command, str(exc))
+    queue = f", then {plan.queued} queued URLs never fetched" if plan.queued else ""
     print(f"crawldeck recrawl: {len(plan.order)} pages to revisit, {plan.skipped} fetched "
-          f"within {args.older_than}", flush=True)  # fmt: skip
+          f"within {args.older_than}{queue}", flush=True)  # fmt: skip
     hint = f"resume with: {program()} {shlex.join(sys.argv[1:])}"
     try:
         code = asyncio.run(_crawl(config, store, db, seeds, hint, ui=ui))
@@ -968,9 +1009,10 @@ def _run_recrawl(args: argparse.Namespace) -> int:
     except CrawldeckError as exc:
         return fail(args.command, str(exc))
     with contextlib.suppress(OSError):
-        print(f"recrawl: {found.not_modified} not modified (304), {found.changed} changed or new, "
-              f"{found.unchanged} unchanged (200, same digest), {found.other} other",
-              flush=True)  # fmt: skip
+        revisited = found.not_modified + found.unchanged + found.changed + found.other
+        print(f"recrawl: {revisited} revisited: {found.not_modified} not modified (304), "
+              f"{found.unchanged} unchanged (200, same digest), {found.changed} changed, "
+              f"{found.other} other; {found.new} new pages", flush=True)  # fmt: skip
     return code
 
 

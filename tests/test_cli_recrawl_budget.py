@@ -1,0 +1,127 @@
+"""``crawldeck recrawl`` of an unfinished crawl (issue #14's loose ends, a new user's
+trial): its pages are revisited first, then its queue goes on within the recrawl's own
+budgets (``--max-pages``, ``--max-time``, ``--max-bytes``: this recrawl's fetches), and
+the last line counts the revisits (304, same digest, changed) and the new pages apart.
+A real crawl of a static site on loopback (its 304s from its ``ETag``), the recrawl
+through the command's ``main``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from clikit import main_in
+from crawlkit import rows, run_crawl
+
+from crawldeck.localweb.static import StaticSite
+from crawldeck.tui.cli import build_parser, recrawl_budgets
+
+#: index.html links these, in this order (the crawl's breadth-first order).
+LINKED = ("a.html", "b.html", "c.html", "d.html", "e.html", "f.html")
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> StaticSite:
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "index.html").write_text("".join(f'<a href="{p}">{p}</a>' for p in LINKED))
+    for name in LINKED:
+        (root / name).write_text(f"<title>{name}</title><p>{name}</p>")
+    (root / "robots.txt").write_text("User-agent: *\nDisallow:\n")
+    return StaticSite(root, "127.79.15.1")
+
+
+def unfinished_crawl(site: StaticSite, db: Path) -> list[str]:
+    """A crawl of ``site`` stopped by ``max_pages = 3`` (index, a, b fetched; c to f
+    queued); the paths it fetched."""
+    run_crawl([site.base_url + "/index.html"], db, max_pages=3, sitemaps=False)
+    assert rows(db, "SELECT count(*) FROM frontier WHERE state IN ('queued', 'spilled')") == [
+        (len(LINKED) - 2,)
+    ]
+    return [a.path for a in site.access_log() if a.path != "/robots.txt"]
+
+
+def recrawl_answers(site: StaticSite, skip: int) -> list[tuple[str, int]]:
+    """``(path, status)`` of the page requests after the first ``skip`` ones."""
+    pages = [a for a in site.access_log() if a.path != "/robots.txt"]
+    return [(a.path, a.status) for a in pages[skip:]]
+
+
+def test_a_recrawl_revisits_first_then_goes_on_with_the_queue_within_its_budget(
+    site: StaticSite,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    db = tmp_path / "c.db"
+    with site:
+        first = unfinished_crawl(site, db)
+        assert first == ["/index.html", "/a.html", "/b.html"]
+        code, out, err = main_in(tmp_path, monkeypatch, capsys, "recrawl", str(db), "--no-ui",
+                                 "--max-pages", "5")  # fmt: skip
+        assert code == 0, err
+        answers = recrawl_answers(site, len(first))
+    # the three known pages first, all unchanged (304), then two of the queue, new
+    assert sorted(answers[:3]) == [("/a.html", 304), ("/b.html", 304), ("/index.html", 304)]
+    assert answers[3:] == [("/c.html", 200), ("/d.html", 200)]
+    assert "crawldeck recrawl: 3 pages to revisit, 0 fetched within 0s, then 4 queued URLs " \
+           "never fetched\n" in out  # fmt: skip
+    assert out.splitlines()[-1] == (
+        "recrawl: 3 revisited: 3 not modified (304), 0 unchanged (200, same digest), "
+        "0 changed, 0 other; 2 new pages"
+    )
+    assert rows(db, "SELECT status FROM runs ORDER BY id") == [("max_pages",), ("max_pages",)]
+    assert rows(db, "SELECT count(*) FROM frontier WHERE state = 'spilled'") == [(2,)]
+
+
+def test_without_a_budget_the_queue_is_crawled_and_new_pages_are_not_changes(
+    site: StaticSite,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The crawl's own ``max_pages = 3`` is not carried over (it counts the file's
+    pages); a changed page's new link is a new page, not a change."""
+    db = tmp_path / "c.db"
+    with site:
+        first = unfinished_crawl(site, db)
+        (site.root / "a.html").write_text('<p>a, changed</p><a href="g.html">g</a>')
+        (site.root / "g.html").write_text("<p>g</p>")
+        code, out, err = main_in(tmp_path, monkeypatch, capsys, "recrawl", str(db), "--no-ui")
+        assert code == 0, err
+        answers = recrawl_answers(site, len(first))
+    assert sorted(answers[:3]) == [("/a.html", 200), ("/b.html", 304), ("/index.html", 304)]
+    assert sorted(answers[3:]) == [(f"/{p}", 200) for p in ("c.html", "d.html", "e.html",
+                                                            "f.html", "g.html")]  # fmt: skip
+    assert out.splitlines()[-1] == (
+        "recrawl: 3 revisited: 2 not modified (304), 0 unchanged (200, same digest), "
+        "1 changed, 0 other; 5 new pages"
+    )
+    assert rows(db, "SELECT status FROM runs ORDER BY id") == [("max_pages",), ("finished",)]
+
+
+def test_the_recrawl_budgets_count_this_recrawl_alone() -> None:
+    parser = build_parser()
+    given = parser.parse_args(
+        ["recrawl", "c.db", "--max-pages", "10", "--max-time", "90", "--max-bytes", "1MB"]
+    )
+    assert recrawl_budgets(given, pages_before=500, bytes_before=7_000_000) == {
+        "max_pages": 510,
+        "max_time_s": 90,
+        "max_bytes": 8_000_000,
+    }
+    none = parser.parse_args(["recrawl", "c.db"])
+    assert recrawl_budgets(none, pages_before=500, bytes_before=7) == dict.fromkeys(
+        ("max_pages", "max_time_s", "max_bytes")
+    )
+
+
+def test_recrawl_help_says_what_happens_to_the_queue_and_what_the_budgets_count() -> None:
+    text = " ".join(build_parser().commands["recrawl"].format_help().split())
+    assert (
+        "An unfinished crawl (URLs queued, never fetched) goes on after the revisits: on "
+        "each host its pages are revisited first, then its queue is crawled, within the "
+        "recrawl's budgets."
+    ) in text
+    assert "--max-pages N stop once THIS RECRAWL fetched N pages, revisits and new pages" in text
+    assert "without them a recrawl revisits every page and crawls the whole queue" in text
