@@ -1,0 +1,472 @@
+"""Link graphs for ``ordering_bench.py`` (issue #15 item 3): real documentation sites as
+the crawler sees them, and a synthetic web with power-law in-links.
+
+A ``Graph`` is a directed graph of pages in compressed sparse rows: node ``u``'s
+outlinks are ``indices[indptr[u]:indptr[u + 1]]``, distinct, in document order, with
+no self-link (a page's link to itself changes no crawl order and no PageRank share
+worth having). Every node is one URL the crawler would request (``urls.clean``), one
+dedupe key (``urls.normalize``): an HTML page, another file, a 404, or a redirect.
+
+``docs_graph`` reads Debian's documentation packages (``DOC_SITES``: ``openjdk-17-doc``,
+``rust-doc``, ``python-scipy-doc``, ``python3-doc``, ``python-django-doc``), one loopback
+host each (``127.82.0.N:8782``), as ``localweb.static.StaticSite`` serves them: every
+HTML file is parsed with the crawler's own ``core.links.extract_links``, every link
+resolved with ``core.urls.clean`` against the page's base, kept when its host is one
+of the five and the crawler's trap guards (``core.traps.TrapGuard``, with the crawl's
+config ``crawl_config``) admit it, and deduplicated by ``core.urls.normalize``. A URL
+maps to a file as ``StaticSite`` maps it: a directory without its trailing slash is
+a 301 to it (one outlink: the target), a directory with one is its ``index.html``.
+The graph is cached (pickle) under ``--cache`` keyed by the packages' versions.
+
+``synthetic_graph`` draws 10^5 pages over 10^3 hosts (numpy, deterministic by seed):
+host sizes Zipf (exponent 1: the largest host about 13 % of the pages, the smallest
+``MIN_HOST_PAGES``), each page linking to its host's home page (navigation), from a
+random earlier page of its host (so every page is reachable from its home page),
+``INTRA_LINKS`` (Poisson mean) links into its own host and ``INTER_LINKS`` into other
+hosts; a link's target page is drawn with weight ``rank**-1`` by a random rank per
+host (home first), a cross-host link's host with weight ``size**0.9`` times a
+log-normal factor, half of them to the home page. In-degrees then follow a power law
+(printed by ``ordering_bench.py``). Every host's home page is linked from a random page
+of a larger host, so the whole web is reachable from the ``SYNTH_SEEDS`` largest hosts'
+home pages, the seeds.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import os
+import pickle
+import posixpath
+import subprocess
+from array import array
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote, unquote, urlsplit
+
+from multidict import CIMultiDict
+
+from crawldeck.core import urls
+from crawldeck.core.config import CrawlConfig
+from crawldeck.core.errors import UrlError
+from crawldeck.core.links import extract_links
+from crawldeck.core.traps import ScopePolicy, TrapGuard, TrapSettings, UrlPatterns
+
+#: Port and address block of the documentation web (``docs_crawl.py`` uses 127.78/8780).
+DOCS_PORT = 8782
+#: Bumped when the graph's construction changes, so older caches are not read.
+GRAPH_FORMAT = 1
+#: Synthetic web: pages, hosts, the smallest host, Poisson means of the links a page
+#: has into its own host and into others, and how many of the largest hosts seed it.
+SYNTH_PAGES = 100_000
+SYNTH_HOSTS = 1_000
+MIN_HOST_PAGES = 5
+INTRA_LINKS = 8.0
+INTER_LINKS = 1.2
+SYNTH_SEEDS = 10
+
+
+@dataclass(frozen=True, slots=True)
+class DocSite:
+    """One documentation package served as one loopback host.
+
+    Attributes:
+        package: the Debian package (``apt-get install`` name).
+        root: the directory served as ``/`` (its ``index.html`` is the seed).
+        address: the host's IPv4 loopback address (port ``DOCS_PORT``).
+    """
+
+    package: str
+    root: Path
+    address: str
+
+    @property
+    def host(self) -> str:
+        """The host key, ``address:port``."""
+        return f"{self.address}:{DOCS_PORT}"
+
+    @property
+    def seed(self) -> str:
+        """The seed URL: the site's ``/index.html``."""
+        return f"http://{self.host}/index.html"
+
+
+DOC_SITES = (
+    DocSite("openjdk-17-doc", Path("/usr/share/doc/openjdk-17-doc"), "127.82.0.1"),
+    DocSite("rust-doc", Path("/usr/share/doc/rust-doc/html"), "127.82.0.2"),
+    DocSite("python-scipy-doc", Path("/usr/share/doc/python-scipy-doc/html"), "127.82.0.3"),
+    DocSite("python3-doc", Path("/usr/share/doc/python3/html"), "127.82.0.4"),
+    DocSite("python-django-doc", Path("/usr/share/doc/python-django-doc/html"), "127.82.0.5"),
+)
+
+
+@dataclass(slots=True)
+class Graph:
+    """A web graph in compressed sparse rows (module docstring).
+
+    Attributes:
+        name: shown in the tables (``docs``, ``synthetic``).
+        urls: node -> the URL the crawler requests.
+        hosts: host index -> host key (``urls.host_key``).
+        host_of: node -> host index (``array('i')``).
+        indptr: ``n + 1`` row offsets into ``indices`` (``array('q')``).
+        indices: outlink node ids, row by row (``array('i')``).
+        seeds: the seed nodes, in order.
+    """
+
+    name: str
+    urls: list[str]
+    hosts: list[str]
+    host_of: array[int]
+    indptr: array[int]
+    indices: array[int]
+    seeds: list[int]
+
+    @property
+    def n(self) -> int:
+        """Number of nodes."""
+        return len(self.urls)
+
+    def outlinks(self, u: int) -> array[int]:
+        """Node ``u``'s outlinks (distinct, document order, no self-link)."""
+        return self.indices[self.indptr[u] : self.indptr[u + 1]]
+
+    def reachable(self) -> int:
+        """How many nodes the seeds reach (seeds included), by breadth-first search."""
+        seen = bytearray(self.n)
+        stack = list(self.seeds)
+        for s in stack:
+            seen[s] = 1
+        count = len(stack)
+        indptr, indices = self.indptr, self.indices
+        while stack:
+            u = stack.pop()
+            for v in indices[indptr[u] : indptr[u + 1]]:
+                if not seen[v]:
+                    seen[v] = 1
+                    count += 1
+                    stack.append(v)
+        return count
+
+
+def from_adjacency(
+    name: str,
+    node_urls: list[str],
+    hosts: list[str],
+    host_of: Iterable[int],
+    adjacency: Sequence[Iterable[int]],
+    seeds: list[int],
+) -> Graph:
+    """A ``Graph`` from one outlink list per node: repeats and self-links dropped, the
+    first occurrence's order kept.
+
+    Raises:
+        ValueError: the lists disagree in length, or a node id is out of range.
+    """
+    n = len(node_urls)
+    host_col = array("i", host_of)
+    if len(adjacency) != n or len(host_col) != n:
+        raise ValueError("from_adjacency: urls, host_of and adjacency differ in length")
+    indptr = array("q", [0])
+    indices = array("i")
+    for u, row in enumerate(adjacency):
+        kept = [v for v in dict.fromkeys(row) if v != u]
+        if any(v < 0 or v >= n for v in kept):
+            raise ValueError(f"from_adjacency: node {u} links outside 0..{n - 1}")
+        indices.extend(kept)
+        indptr.append(len(indices))
+    return Graph(name, node_urls, hosts, host_col, indptr, indices, seeds)
+
+
+# ---------------------------------------------------------------- documentation web
+
+
+def crawl_config(include: str) -> CrawlConfig:
+    """The crawl settings that decide which URLs are pages, shared by the graph, the
+    simulator and the real crawl: scope ``any`` narrowed by the ``include`` regular
+    expression, ``max_depth`` 10 000 (depth is no limit here), the other trap limits
+    at their defaults."""
+    return CrawlConfig(scope="any", include=(include,), max_depth=10_000)
+
+
+def docs_include() -> str:
+    """The ``include`` pattern of the documentation web: its five hosts."""
+    return r"^http://127\.82\.0\.[1-5]:" + str(DOCS_PORT) + "/"
+
+
+def _guard(config: CrawlConfig) -> TrapGuard:
+    """The crawler's trap guards for ``config`` (as ``core.assembly`` builds them)."""
+    return TrapGuard(
+        TrapSettings.from_config(config),
+        ScopePolicy(config.scope),
+        datetime.date.today(),
+        patterns=UrlPatterns.from_config(config),
+        hosts=config.hosts,
+    )
+
+
+def _html_files(root: Path) -> list[str]:
+    """Paths (relative, ``/``-separated, sorted) of the ``.html`` files under ``root``,
+    following symbolic links to directories once each (Debian's trees use them)."""
+    found: list[str] = []
+    visited: set[str] = set()
+    for here, dirs, files in os.walk(root, followlinks=True):
+        real = os.path.realpath(here)
+        if real in visited:
+            dirs.clear()
+            continue
+        visited.add(real)
+        rel = os.path.relpath(here, root)
+        for name in files:
+            if name.endswith((".html", ".htm")):
+                found.append(name if rel == "." else f"{rel}/{name}")
+    return sorted(found)
+
+
+def _parse_chunk(job: tuple[str, str, list[str], frozenset[str]]) -> list[tuple[str, list[str]]]:
+    """``(url, outlink URLs)`` of each HTML file of one chunk (a process pool job):
+    ``extract_links`` then ``urls.clean`` against the base; links to other hosts than
+    ``served`` dropped."""
+    prefix, root, rels, served = job
+    headers = CIMultiDict({"content-type": "text/html; charset=utf-8"})
+    memo: dict[tuple[str, str], str | None] = {}
+    out: list[tuple[str, list[str]]] = []
+    for rel in rels:
+        url = urls.clean(prefix + quote(rel))
+        body = (Path(root) / rel).read_bytes()
+        page = extract_links(body, url, headers, "crawldeck")
+        hrefs = [*page.links, page.refresh] if page.refresh else page.links
+        base_dir = page.base.rpartition("/")[0]
+        found: list[str] = []
+        for href in hrefs:
+            key = (base_dir, href)
+            if key in memo and not href.startswith("?"):
+                target = memo[key]
+            else:
+                try:
+                    target = urls.clean(href, page.base)
+                    if urls.host_key(target) not in served:
+                        target = None
+                except UrlError:
+                    target = None
+                memo[key] = target
+            if target is not None:
+                found.append(target)
+        out.append((url, found))
+    return out
+
+
+def _package_versions(packages: Iterable[str]) -> str:
+    """``package=version`` of each package, as dpkg knows it (``?`` when unknown)."""
+    lines = []
+    for package in packages:
+        proc = subprocess.run(
+            ["dpkg-query", "-W", "-f=${Version}", package],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        lines.append(f"{package}={proc.stdout.strip() or '?'}")
+    return ",".join(lines)
+
+
+def docs_graph(cache: Path, *, workers: int = 2, progress: bool = True) -> Graph:
+    """The documentation web's graph (module docstring), from ``cache`` when there.
+
+    Raises:
+        FileNotFoundError: a package of ``DOC_SITES`` is not installed (its
+            ``index.html`` is missing).
+    """
+    for site in DOC_SITES:
+        if not (site.root / "index.html").is_file():
+            raise FileNotFoundError(
+                f"{site.root}/index.html: install {site.package} "
+                "(apt-get install --no-install-recommends " + site.package + ")"
+            )
+    versions = _package_versions(site.package for site in DOC_SITES)
+    digest = hashlib.sha256(f"{GRAPH_FORMAT}|{versions}".encode()).hexdigest()[:16]
+    path = cache / f"docs-{digest}.pickle"
+    if path.is_file():
+        with path.open("rb") as f:
+            graph: Graph = pickle.load(f)
+        return graph
+    graph = _build_docs_graph(workers=workers, progress=progress)
+    cache.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".part")
+    with partial.open("wb") as f:
+        pickle.dump(graph, f, protocol=pickle.HIGHEST_PROTOCOL)
+    partial.replace(path)
+    return graph
+
+
+def _build_docs_graph(*, workers: int, progress: bool) -> Graph:
+    """Parse every site's HTML files and assemble the graph (``docs_graph``)."""
+    served = frozenset(site.host for site in DOC_SITES)
+    jobs: list[tuple[str, str, list[str], frozenset[str]]] = []
+    for site in DOC_SITES:
+        rels = _html_files(site.root)
+        for i in range(0, len(rels), 500):
+            jobs.append((f"http://{site.host}/", str(site.root), rels[i : i + 500], served))
+    page_links: dict[str, list[str]] = {}
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        for done, chunk in enumerate(pool.map(_parse_chunk, jobs), 1):
+            page_links.update(chunk)
+            if progress and done % 10 == 0:
+                print(f"  parsed {len(page_links)} HTML files ({done}/{len(jobs)} chunks)")
+    config = crawl_config(docs_include())
+    guard = _guard(config)
+    strip = config.strip_params
+    roots = {site.host: site.root for site in DOC_SITES}
+    hosts = [site.host for site in DOC_SITES]
+    host_index = {host: i for i, host in enumerate(hosts)}
+    ids: dict[str, int] = {}
+    node_urls: list[str] = []
+    admitted: dict[str, bool] = {}
+
+    def node(url: str, *, seed: bool = False) -> int | None:
+        """The node of ``url`` (made on first sight), or ``None`` if the guards refuse it."""
+        ok = admitted.get(url)
+        if ok is None:
+            ok = admitted[url] = seed or guard.admit(url, 0, 0) is None
+        if not ok:
+            return None
+        key = urls.normalize(url, strip)
+        found = ids.get(key)
+        if found is None:
+            found = ids[key] = len(node_urls)
+            node_urls.append(url)
+        return found
+
+    seeds = [node(site.seed, seed=True) for site in DOC_SITES]
+    for url in page_links:
+        node(url)
+    adjacency: list[list[int]] = []
+    u = 0
+    while u < len(node_urls):  # a redirect can make new nodes: they get rows too
+        targets = _served_links(node_urls[u], roots, page_links)
+        adjacency.append([v for v in map(node, targets) if v is not None])
+        u += 1
+    host_of = [host_index[urls.host_key(url)] for url in node_urls]
+    return from_adjacency(
+        "docs", node_urls, hosts, host_of, adjacency, [s for s in seeds if s is not None]
+    )
+
+
+def _served_links(url: str, roots: dict[str, Path], page_links: dict[str, list[str]]) -> list[str]:
+    """The URLs a page links to as ``StaticSite`` serves ``url``: an HTML file's (or a
+    directory's ``index.html``) links, a directory's 301 target, else none."""
+    parts = urlsplit(url)
+    root = roots[parts.netloc]
+    path = unquote(parts.path) or "/"
+    relative = posixpath.normpath(path).lstrip("/")
+    target = root / relative if relative not in ("", ".") else root
+    if target.is_dir():
+        if not path.endswith("/"):
+            query = f"?{parts.query}" if parts.query else ""
+            return [urls.clean(f"{parts.scheme}://{parts.netloc}{parts.path}/{query}")]
+        target = target / "index.html"
+    elif path.endswith("/"):
+        return []
+    if target.suffix not in (".html", ".htm") or not target.is_file():
+        return []
+    rel = target.relative_to(root).as_posix()
+    return page_links.get(urls.clean(f"http://{parts.netloc}/" + quote(rel)), [])
+
+
+# ---------------------------------------------------------------- synthetic web
+
+
+def synth_host(h: int) -> str:
+    """The host key of synthetic host ``h``: ``127.83.<h // 250>.<h % 250 + 1>:8783``."""
+    return f"127.83.{h // 250}.{h % 250 + 1}:8783"
+
+
+def synthetic_graph(
+    pages: int = SYNTH_PAGES, n_hosts: int = SYNTH_HOSTS, *, seed: int = 15
+) -> Graph:
+    """The synthetic web (module docstring), the same for the same arguments.
+
+    Raises:
+        ValueError: fewer than ``MIN_HOST_PAGES`` pages per host.
+    """
+    import numpy as np
+
+    if pages < n_hosts * MIN_HOST_PAGES:
+        raise ValueError(f"synthetic_graph: {pages} pages cannot fill {n_hosts} hosts")
+    rng = np.random.default_rng(seed)
+    zipf = 1.0 / np.arange(1, n_hosts + 1)
+    spare = pages - n_hosts * MIN_HOST_PAGES
+    sizes = MIN_HOST_PAGES + np.floor(zipf / zipf.sum() * spare).astype(np.int64)
+    sizes[0] += pages - int(sizes.sum())
+    start = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    host_of = np.repeat(np.arange(n_hosts), sizes)
+    local = np.arange(pages) - start[host_of]  # index within the host, 0 = home
+    # in-link weight: rank**-1 with the home page first and a random rank for the rest
+    rank = np.zeros(pages, dtype=np.int64)
+    for h in range(n_hosts):
+        rank[start[h] + 1 : start[h] + sizes[h]] = 1 + rng.permutation(int(sizes[h]) - 1)
+    weight = 1.0 / (rank + 1.0)
+    within = np.zeros(pages)
+    for h in range(n_hosts):
+        w = np.cumsum(weight[start[h] : start[h] + sizes[h]])
+        within[start[h] : start[h] + sizes[h]] = h + w / w[-1]
+    within[start + sizes - 1] = np.arange(n_hosts) + 1.0  # exact ends
+
+    def draw_in(host: np.ndarray) -> np.ndarray:
+        """A page of each host in ``host``, by in-link weight."""
+        return np.searchsorted(within, host + rng.random(len(host)), side="right").clip(
+            max=pages - 1
+        )
+
+    kinds: list[tuple[np.ndarray, np.ndarray, int]] = []  # (source, target, order)
+    rest = np.flatnonzero(local > 0)
+    kinds.append((rest, start[host_of[rest]], 0))  # navigation: home page
+    parent = start[host_of[rest]] + np.floor(rng.random(len(rest)) * local[rest]).astype(np.int64)
+    kinds.append((parent, rest, 1))  # from an earlier page of the host: reachability
+    k = rng.poisson(INTRA_LINKS, pages)
+    src = np.repeat(np.arange(pages), k)
+    kinds.append((src, draw_in(host_of[src]), 2))
+    popularity = sizes**0.9 * rng.lognormal(0.0, 1.0, n_hosts)
+    cum = np.cumsum(popularity) / popularity.sum()
+    k = rng.poisson(INTER_LINKS, pages)
+    src = np.repeat(np.arange(pages), k)
+    to_host = np.searchsorted(cum, rng.random(len(src)), side="right").clip(max=n_hosts - 1)
+    home = rng.random(len(src)) < 0.5
+    kinds.append((src, np.where(home, start[to_host], draw_in(to_host)), 3))
+    later = np.arange(1, n_hosts)
+    earlier = np.floor(rng.random(n_hosts - 1) * later).astype(np.int64)
+    linker = start[earlier] + np.floor(rng.random(n_hosts - 1) * sizes[earlier]).astype(np.int64)
+    kinds.append((linker, start[later], 3))  # every host linked from a larger one
+    source = np.concatenate([s for s, _, _ in kinds])
+    target = np.concatenate([t for _, t, _ in kinds])
+    order = np.concatenate([np.full(len(s), o) for s, _, o in kinds])
+    keep = source != target
+    source, target, order = source[keep], target[keep], order[keep]
+    sort = np.lexsort((rng.random(len(source)), order, source))
+    source, target = source[sort], target[sort]
+    adjacency: list[list[int]] = [[] for _ in range(pages)]
+    for s, t in zip(source.tolist(), target.tolist(), strict=True):
+        adjacency[s].append(t)
+    hosts = [synth_host(h) for h in range(n_hosts)]
+    node_urls = [
+        f"http://{hosts[h]}/" if j == 0 else f"http://{hosts[h]}/p/{j}.html"
+        for h, j in zip(host_of.tolist(), local.tolist(), strict=True)
+    ]
+    seeds = [int(start[h]) for h in range(min(SYNTH_SEEDS, n_hosts))]
+    return from_adjacency("synthetic", node_urls, hosts, host_of.tolist(), adjacency, seeds)
+
+
+__all__ = [
+    "DOCS_PORT",
+    "DOC_SITES",
+    "DocSite",
+    "Graph",
+    "crawl_config",
+    "docs_graph",
+    "docs_include",
+    "from_adjacency",
+    "synth_host",
+    "synthetic_graph",
+]

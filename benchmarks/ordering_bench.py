@@ -1,0 +1,581 @@
+"""Issue #15 item 3: PageRank captured per crawl ordering, measured like the papers.
+
+    .venv/bin/pip install numpy scipy          # the benchmark's own needs, not the crawler's
+    .venv/bin/python benchmarks/ordering_bench.py                  # both graphs, simulator
+    .venv/bin/python benchmarks/ordering_bench.py --real 0.2       # + real crawls, docs web
+
+Graphs (``linkgraph.py``): the documentation web (five Debian doc packages, one loopback
+host each, parsed with the crawler's own link extraction and URL normalization) and
+a synthetic web of 10^5 pages over 10^3 hosts with power-law in-links.
+
+For each graph: PageRank over the whole graph (damping 0.85, the dangling pages' mass
+spread uniformly, power iteration with ``scipy.sparse`` until the L1 change is below
+1e-9; each page's share, summing to 1), then the order in which each ordering fetches
+the pages, and the PageRank share captured after 1, 5, 10, 20 and 50 % of the pages the
+seeds reach:
+
+- the orderings (``bfs``, ``opic``, ``larger-sites-first``) by the simulator
+  (``simulate``): the crawler's real ``Frontier`` and ``Prioritizer``
+  (``core/frontier.py``, ``core/prioritizer.py``) driven by a discrete-event loop that
+  does what the engine does, on virtual time, with no network: ``concurrency`` fetches
+  in flight, each taking ``fetch_ms``; a worker pops the frontier at ``now``; at a
+  fetch's end its host is released at ``end + delay_ms`` (as ``Engine`` does once the
+  fetch is answered; ``adaptive_delay_factor`` 0 in the real crawl so that the delay
+  is just ``delay_ms``), then its outlinks not seen before are added (seen set: one
+  bit per node, the graph's nodes being dedupe keys already) at depth + 1 and, under
+  ``opic``, every outlink's cash grows. What it leaves out: the engine's real fetch
+  times (each fetch takes ``fetch_ms`` exactly), robots.txt fetches, the SQLite
+  window (every URL stays in memory), parse time;
+- ``omniscient``: at each step the page of highest PageRank among those discovered so
+  far (a page is discovered once a fetched page links to it; the seeds are), without
+  politeness: the upper bound an ordering that respects reachability can reach.
+
+``--real FRACTION`` also crawls the documentation web on loopback with the real
+``crawldeck crawl`` (one process per ordering, ``--max-pages`` FRACTION of the reachable
+pages), reads the order of its ``pages`` rows (``fetched_at``) and compares that curve with the
+simulator's at the same concurrency and delay: the table gives both, and the largest
+difference at the checkpoints.
+
+Prints markdown tables; ``--out FILE`` also writes them to FILE.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import math
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import cast
+
+from linkgraph import DOC_SITES, DOCS_PORT, Graph, docs_graph, docs_include, synthetic_graph
+
+from crawldeck.core import urls
+from crawldeck.core.config import CrawlConfig
+from crawldeck.core.frontier import Frontier, FrontierEntry
+from crawldeck.core.prioritizer import ORDERINGS, Ordering, Prioritizer
+
+#: Checkpoints: fractions of the pages reachable from the seeds.
+CHECKPOINTS = (0.01, 0.05, 0.10, 0.20, 0.50)
+DAMPING = 0.85
+#: Power iteration stops once the L1 norm of the change is below this.
+TOLERANCE = 1e-9
+MAX_ITERATIONS = 10_000
+#: Above this many nodes ``pagerank`` wants scipy (the pure-Python loop is for tests).
+PURE_PAGERANK_MAX_NODES = 20_000
+
+
+# ---------------------------------------------------------------- PageRank
+
+
+def pagerank(
+    graph: Graph,
+    *,
+    damping: float = DAMPING,
+    tolerance: float = TOLERANCE,
+    sparse: bool | None = None,
+) -> list[float]:
+    """Each node's PageRank share (floats summing to 1).
+
+    ``x' = d * (M x + dangling(x) / n) + (1 - d) / n`` where ``M[v, u] = 1 / outdeg(u)``
+    for a link ``u -> v`` and ``dangling(x)`` is the mass of the pages without
+    outlinks, spread uniformly (Page, Brin, Motwani & Winograd 1998; Langville & Meyer,
+    "Deeper inside PageRank", 2004, for the dangling nodes), from the uniform vector
+    until ``sum |x' - x| < tolerance``.
+
+    Args:
+        graph: the graph (``linkgraph.Graph``).
+        damping: the damping factor ``d`` (0.85).
+        tolerance: the L1 change at which the iteration stops.
+        sparse: ``True`` multiplies with ``scipy.sparse``, ``False`` in pure Python;
+            ``None``: pure Python up to ``PURE_PAGERANK_MAX_NODES`` nodes.
+
+    Raises:
+        RuntimeError: no convergence within ``MAX_ITERATIONS``.
+        ImportError: ``sparse`` and scipy/numpy are not installed.
+    """
+    n = graph.n
+    if sparse is None:
+        sparse = n > PURE_PAGERANK_MAX_NODES
+    step = _sparse_step(graph, damping) if sparse else _pure_step(graph, damping)
+    x = [1.0 / n] * n
+    for _ in range(MAX_ITERATIONS):
+        x_next, change = step(x)
+        x = x_next
+        if change < tolerance:
+            total = math.fsum(x)
+            return [float(value) / total for value in x]
+    raise RuntimeError(f"pagerank: no convergence in {MAX_ITERATIONS} iterations")
+
+
+def fixed_point_error(graph: Graph, rank: Sequence[float], damping: float = DAMPING) -> float:
+    """The L1 change one pure-Python power iteration step makes to ``rank``: about
+    ``TOLERANCE`` for ``pagerank``'s result, whichever way it multiplied (the check
+    the benchmark runs on its scipy result)."""
+    return _pure_step(graph, damping)(list(rank))[1]
+
+
+Step = Callable[[list[float]], tuple[list[float], float]]
+
+
+def _pure_step(graph: Graph, damping: float) -> Step:
+    """One power iteration step in pure Python: ``x -> (x', L1 change)``."""
+    n = graph.n
+    indptr, indices = graph.indptr, graph.indices
+    degree = [indptr[u + 1] - indptr[u] for u in range(n)]
+
+    def step(x: list[float]) -> tuple[list[float], float]:
+        dangling = math.fsum(x[u] for u in range(n) if degree[u] == 0)
+        base = damping * dangling / n + (1.0 - damping) / n
+        y = [base] * n
+        for u in range(n):
+            if degree[u]:
+                share = damping * x[u] / degree[u]
+                for v in indices[indptr[u] : indptr[u + 1]]:
+                    y[v] += share
+        return y, math.fsum(abs(a - b) for a, b in zip(y, x, strict=True))
+
+    return step
+
+
+def _sparse_step(graph: Graph, damping: float) -> Step:
+    """One power iteration step with ``scipy.sparse`` (vectors as numpy arrays; the
+    ``list[float]`` of the signature is what ``pagerank`` starts and ends with)."""
+    import numpy as np
+    from scipy import sparse  # type: ignore[import-untyped]
+
+    n = graph.n
+    indptr = np.frombuffer(graph.indptr, dtype=np.int64)
+    cols = np.frombuffer(graph.indices, dtype=np.int32)
+    degree = np.diff(indptr).astype(np.float64)
+    rows = np.repeat(np.arange(n), np.diff(indptr))
+    weights = 1.0 / degree[rows]
+    # column-stochastic transpose: y = M @ x with M[v, u] = 1 / outdeg(u)
+    matrix = sparse.csr_matrix((weights, (cols, rows)), shape=(n, n))
+    dangling = degree == 0
+
+    def step(x: list[float]) -> tuple[list[float], float]:
+        vec = np.asarray(x, dtype=np.float64)
+        y = damping * (matrix @ vec) + (damping * vec[dangling].sum() + 1.0 - damping) / n
+        return y, float(np.abs(y - vec).sum())
+
+    return step
+
+
+# ---------------------------------------------------------------- orders and curves
+
+
+def omniscient_order(graph: Graph, budget: int) -> list[int]:
+    """Up to ``budget`` nodes in the omniscient order: at each step the discovered
+    node of highest PageRank (ties: the lower node id), its outlinks then discovered;
+    the seeds are discovered at the start. Needs ``graph``'s PageRank (``pagerank``)."""
+    rank = pagerank(graph)
+    return greedy_order(graph, rank, budget)
+
+
+def greedy_order(graph: Graph, rank: Sequence[float], budget: int) -> list[int]:
+    """``omniscient_order`` with the PageRank vector ``rank`` given."""
+    found = bytearray(graph.n)
+    heap: list[tuple[float, int]] = []
+    for s in graph.seeds:
+        if not found[s]:
+            found[s] = 1
+            heap.append((-rank[s], s))
+    heapq.heapify(heap)
+    order: list[int] = []
+    indptr, indices = graph.indptr, graph.indices
+    while heap and len(order) < budget:
+        _, u = heapq.heappop(heap)
+        order.append(u)
+        for v in indices[indptr[u] : indptr[u + 1]]:
+            if not found[v]:
+                found[v] = 1
+                heapq.heappush(heap, (-rank[v], v))
+    return order
+
+
+def top_k_curve(
+    rank: Sequence[float], reachable: int, checkpoints: Sequence[float] = CHECKPOINTS
+) -> list[float]:
+    """The PageRank share of the ``ceil(c * reachable)`` pages of highest PageRank, for
+    each checkpoint ``c``: the bound no order reaches, reachability or not."""
+    best = sorted(rank, reverse=True)
+    prefix = [0.0]
+    for value in best[: math.ceil(max(checkpoints) * reachable)]:
+        prefix.append(prefix[-1] + value)
+    return [prefix[min(len(prefix) - 1, math.ceil(c * reachable))] for c in checkpoints]
+
+
+def capture_curve(
+    order: Sequence[int],
+    rank: Sequence[float],
+    reachable: int,
+    checkpoints: Sequence[float] = CHECKPOINTS,
+) -> list[float]:
+    """The PageRank share captured by the first ``ceil(c * reachable)`` pages of
+    ``order`` for each checkpoint ``c`` (a fraction of the ``reachable`` pages); an
+    order shorter than a checkpoint gives its whole share there (``nan`` if it is
+    empty). Non-decreasing in ``c`` for increasing checkpoints."""
+    prefix = [0.0]
+    for u in order:
+        prefix.append(prefix[-1] + rank[u])
+    out = []
+    for c in checkpoints:
+        k = min(len(order), math.ceil(c * reachable))
+        out.append(prefix[k] if order else math.nan)
+    return out
+
+
+# ---------------------------------------------------------------- the simulator
+
+
+@dataclass(frozen=True, slots=True)
+class SimSettings:
+    """The simulator's crawl (``simulate``).
+
+    Attributes:
+        concurrency: fetches in flight (``concurrency``).
+        fetch_ms: how long each fetch takes (virtual ms).
+        delay_ms: politeness delay from a fetch's end to the host's next start (ms).
+    """
+
+    concurrency: int = 16
+    fetch_ms: float = 2.0
+    delay_ms: float = 0.0
+
+
+class _Driver:
+    """The frontier and prioritizer of one ordering, driven as the engine drives them:
+    ``add`` a URL found (its cash and priority from the prioritizer), and ``fetched``
+    for a page whose outlinks are known: under ``opic`` its cash is split over all of
+    them, a queued outlink's cash grows (``Frontier.credit``; the share of an outlink
+    fetched already or in flight is lost, as in the crawler)."""
+
+    def __init__(self, ordering: str, graph: Graph) -> None:
+        if ordering not in ORDERINGS:
+            raise ValueError(f"unknown ordering {ordering!r} (one of {', '.join(ORDERINGS)})")
+        self.prioritizer = Prioritizer(cast(Ordering, ordering))
+        self.frontier = Frontier(self.prioritizer.priorities, ordering=self.prioritizer.ordering)
+        self.graph = graph
+
+    def seed(self, s: int) -> None:
+        """Queue the seed ``s``."""
+        cash, priority = self.prioritizer.seed()
+        self._add(s, 0, priority, cash)
+
+    def _add(self, v: int, depth: int, priority: int, cash: float) -> None:
+        url = self.graph.urls[v]
+        host = self.graph.hosts[self.graph.host_of[v]]
+        self.frontier.add(FrontierEntry(url, url, host, depth, priority, score=cash))
+
+    def fetched(self, entry: FrontierEntry, outlinks: Sequence[int], found: bytearray) -> None:
+        """``entry``'s page was fetched: queue its ``outlinks`` not ``found`` yet (and
+        mark them), credit the others under ``opic``."""
+        prioritizer = self.prioritizer
+        share = prioritizer.share(entry.score, len(outlinks))
+        priority = prioritizer.priority(share)
+        urls_ = self.graph.urls
+        for v in outlinks:
+            if not found[v]:
+                found[v] = 1
+                self._add(v, entry.depth + 1, priority, share)
+            elif share:
+                self.frontier.credit(urls_[v], share)
+
+
+def simulate(
+    graph: Graph, ordering: str, budget: int, settings: SimSettings = SimSettings()
+) -> list[int]:
+    """The first ``budget`` nodes ``ordering`` fetches (module docstring, "simulator").
+
+    Raises:
+        ValueError: an unknown ``ordering``.
+    """
+    driver = _Driver(ordering, graph)
+    frontier = driver.frontier
+    node_of = {url: i for i, url in enumerate(graph.urls)}
+    found = bytearray(graph.n)
+    for s in graph.seeds:
+        if not found[s]:
+            found[s] = 1
+            driver.seed(s)
+    fetch_s = settings.fetch_ms / 1000.0
+    delay_s = settings.delay_ms / 1000.0
+    now = 0.0
+    seq = 0
+    in_flight: list[tuple[float, int, FrontierEntry]] = []  # (end, seq, entry)
+    order: list[int] = []
+    indptr, indices = graph.indptr, graph.indices
+    while len(order) < budget:
+        while len(in_flight) < settings.concurrency:
+            entry = frontier.pop(now)
+            if entry is None:
+                break
+            heapq.heappush(in_flight, (now + fetch_s, seq, entry))
+            seq += 1
+        ready = frontier.next_ready_at() if len(in_flight) < settings.concurrency else None
+        if not in_flight and ready is None:
+            break  # nothing queued: the crawl is over
+        if ready is not None and (not in_flight or ready < in_flight[0][0]):
+            now = max(now, ready)
+            continue
+        end, _, entry = heapq.heappop(in_flight)
+        now = end
+        frontier.release(entry.host, end + delay_s)
+        u = node_of[entry.url]
+        order.append(u)
+        driver.fetched(entry, indices[indptr[u] : indptr[u + 1]], found)
+    return order
+
+
+# ---------------------------------------------------------------- the real crawl
+
+
+def real_crawl(
+    graph: Graph, ordering: str, budget: int, settings: SimSettings, work: Path
+) -> tuple[list[int], float, float]:
+    """Crawl the documentation web on loopback with ``crawldeck crawl`` (``ordering``,
+    ``--max-pages budget``, ``settings``' concurrency and delay).
+
+    Returns:
+        ``(order, seconds, median fetch ms)``: the nodes in the order they were
+        fetched (``pages.fetched_at``: the rowid is the order pages were recorded in,
+        after their parse, and a large page's parse in a worker process lets smaller
+        ones overtake it; URLs that are no node of ``graph`` skipped), the crawl's wall
+        time, and the median ``elapsed_ms`` of its pages.
+
+    Raises:
+        RuntimeError: the crawl exits with an error.
+    """
+    from crawldeck.localweb.static import StaticSite
+
+    servers = [
+        StaticSite(site.root, site.address, DOCS_PORT, robots_txt="User-agent: *\nDisallow:\n")
+        for site in DOC_SITES
+    ]
+    for server in servers:
+        server.start()
+    try:
+        seeds = work / "seeds.txt"
+        seeds.write_text("".join(graph.urls[s] + "\n" for s in graph.seeds))
+        db = work / f"{ordering}.db"
+        settings_args = [
+            "scope=any", f"include=[{_toml(docs_include())}]", 'allow_networks=["127.82.0.0/16"]',
+            "max_depth=10000", "adaptive_delay_factor=0", "warc=false", "sitemaps=false",
+        ]  # fmt: skip
+        if "ordering" in CrawlConfig.__dataclass_fields__:
+            settings_args.append(f"ordering={_toml(ordering)}")
+        elif ordering != "bfs":
+            raise RuntimeError(f"this crawler has no ordering key: cannot crawl {ordering!r}")
+        command = [str(Path(sys.executable).parent / "crawldeck"), "crawl", str(seeds), "--no-ui",
+                   "--db", str(db), "--max-pages", str(budget),
+                   "--delay-ms", str(round(settings.delay_ms)),
+                   "--concurrency", str(settings.concurrency)]  # fmt: skip
+        for item in settings_args:
+            command += ["-s", item]
+        started = time.perf_counter()
+        proc = subprocess.run(command, capture_output=True, text=True, check=False)
+        seconds = time.perf_counter() - started
+        if proc.returncode not in (0, 3):
+            raise RuntimeError(f"crawl exited {proc.returncode}: {proc.stderr[-2000:]}")
+    finally:
+        for server in servers:
+            server.stop()
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT url, elapsed_ms FROM pages ORDER BY fetched_at, rowid").fetchall()
+    conn.close()
+    strip = _strip()
+    node_of = {urls.normalize(url, strip): i for i, url in enumerate(graph.urls)}
+    order = [node_of[k] for k in (urls.normalize(url, strip) for url, _ in rows) if k in node_of]
+    elapsed = sorted(ms for _, ms in rows)
+    return order, seconds, elapsed[len(elapsed) // 2] if elapsed else 0.0
+
+
+def _strip() -> tuple[str, ...]:
+    """The crawl's ``strip_params`` (the defaults)."""
+    return CrawlConfig().strip_params
+
+
+def _toml(text: str) -> str:
+    """``text`` as a TOML basic string."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+# ---------------------------------------------------------------- report
+
+
+def _percent(values: Sequence[float]) -> list[str]:
+    """Shares as percentages with one decimal."""
+    return [f"{100 * v:.1f}" for v in values]
+
+
+def table(
+    rows: Sequence[tuple[str, ...]],
+    curves: Sequence[Sequence[float]],
+    head: Sequence[str],
+    marks: Sequence[float] = CHECKPOINTS,
+) -> list[str]:
+    """A markdown table, one line per row: the row's labels (``head`` names them), then
+    the PageRank % captured at each of ``marks`` (from ``curves``)."""
+    lines = [
+        "| " + " | ".join([*head, *(f"{100 * c:g} %" for c in marks)]) + " |",
+        "|" + " --- |" * len(head) + " ---: |" * len(marks),
+    ]
+    for labels, curve in zip(rows, curves, strict=True):
+        lines.append("| " + " | ".join([*labels, *_percent(curve)]) + " |")
+    return lines
+
+
+def halfway(bfs: float, best: float, value: float) -> float:
+    """Where ``value`` lies from ``bfs`` (0) to ``best`` (1): the issue's "halfway"."""
+    return (value - bfs) / (best - bfs) if best != bfs else math.nan
+
+
+def run_graph(
+    graph: Graph, orderings: Sequence[str], settings: SimSettings
+) -> tuple[list[float], dict[str, list[float]]]:
+    """PageRank (checked), the omniscient order, the top-k bound and each ordering's
+    simulated curve for one graph, with progress printed: ``(rank, curves by name)``.
+
+    Raises:
+        RuntimeError: the PageRank vector is no fixed point (``fixed_point_error``).
+    """
+    t0 = time.perf_counter()
+    rank = pagerank(graph, sparse=True)
+    seconds = time.perf_counter() - t0
+    error = fixed_point_error(graph, rank)
+    if error > 100 * TOLERANCE:
+        raise RuntimeError(f"{graph.name}: PageRank is no fixed point (L1 step {error:.2e})")
+    reach = graph.reachable()
+    budget = math.ceil(max(CHECKPOINTS) * reach)
+    reach_share = sum(rank[u] for u in greedy_order(graph, rank, graph.n))
+    print(
+        f"{graph.name}: {graph.n} pages, {len(graph.indices)} links, {len(graph.hosts)} hosts, "
+        f"{reach} reachable from {len(graph.seeds)} seeds (holding {100 * reach_share:.1f} % of "
+        f"the PageRank); PageRank {seconds:.1f} s, one pure step moves it by {error:.1e}",
+        flush=True,
+    )
+    curves: dict[str, list[float]] = {}
+    for name in orderings:
+        t0 = time.perf_counter()
+        curves[name] = capture_curve(simulate(graph, name, budget, settings), rank, reach)
+        print(f"  {name}: {time.perf_counter() - t0:.1f} s", flush=True)
+    curves["omniscient"] = capture_curve(greedy_order(graph, rank, budget), rank, reach)
+    curves["top-k bound"] = top_k_curve(rank, reach)
+    return rank, curves
+
+
+def real_section(
+    graph: Graph,
+    rank: Sequence[float],
+    orderings: Sequence[str],
+    settings: SimSettings,
+    fraction: float,
+) -> list[str]:
+    """Real crawls of the docs web to ``fraction`` of its reachable pages, each against
+    the simulator at the crawl's median fetch time: markdown lines."""
+    reach = graph.reachable()
+    budget = math.ceil(fraction * reach)
+    marks = [c for c in CHECKPOINTS if c <= fraction]
+    rows: list[tuple[str, ...]] = []
+    curves: list[list[float]] = []
+    with tempfile.TemporaryDirectory(prefix="crawldeck-ordering-") as work:
+        for name in orderings:
+            order, seconds, median_ms = real_crawl(graph, name, budget, settings, Path(work))
+            print(
+                f"  real {name}: {len(order)} pages in {seconds:.1f} s, "
+                f"median fetch {median_ms:.1f} ms",
+                flush=True,
+            )
+            real = capture_curve(order, rank, reach, marks)
+            like = SimSettings(settings.concurrency, median_ms, settings.delay_ms)
+            sim = capture_curve(simulate(graph, name, budget, like), rank, reach, marks)
+            diff = max(abs(a - b) for a, b in zip(real, sim, strict=True))
+            rows.append((name, f"real crawl, {len(order)} pages in {seconds:.0f} s", ""))
+            rows.append((name, f"simulated, fetch {median_ms:.1f} ms", f"{100 * diff:.1f}"))
+            curves += [real, sim]
+    return [
+        f"Real crawls against the simulator (docs web, --max-pages {budget}, concurrency "
+        f"{settings.concurrency}, delay {settings.delay_ms:g} ms; the simulator's fetch time "
+        "is the crawl's median elapsed_ms):",
+        "",
+        *table(rows, curves, ("ordering", "run", "largest difference (points)"), marks),
+    ]
+
+
+def main() -> int:
+    """Run the benchmark (module docstring); 0."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--graphs", default="docs,synthetic", help="comma-separated")
+    parser.add_argument("--orderings", default=",".join(ORDERINGS), help="comma-separated")
+    parser.add_argument("--concurrency", type=int, default=16, help="fetches in flight")
+    parser.add_argument("--fetch-ms", type=float, default=2.0, help="simulated fetch time")
+    parser.add_argument("--delay-ms", type=float, default=0.0, help="politeness delay")
+    parser.add_argument(
+        "--real",
+        type=float,
+        default=0.0,
+        metavar="FRACTION",
+        help="also crawl the docs web for real, to FRACTION of its reachable pages",
+    )
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "crawldeck-ordering-cache",
+        help="where the docs graph is cached",
+    )
+    parser.add_argument("--out", type=Path, help="also write the tables to this file")
+    args = parser.parse_args()
+    orderings = [o for o in args.orderings.split(",") if o]
+    settings = SimSettings(args.concurrency, args.fetch_ms, args.delay_ms)
+    rows: list[tuple[str, ...]] = []
+    curves: list[list[float]] = []
+    notes: list[str] = []
+    for name in args.graphs.split(","):
+        t0 = time.perf_counter()
+        if name == "docs":
+            graph = docs_graph(args.cache, workers=os.cpu_count() or 2)
+        else:
+            graph = synthetic_graph()
+        print(f"{name}: graph in {time.perf_counter() - t0:.1f} s", flush=True)
+        rank, found = run_graph(graph, orderings, settings)
+        for label, curve in found.items():
+            rows.append((graph.name, label))
+            curves.append(curve)
+        at10 = CHECKPOINTS.index(0.10)
+        if "bfs" in found:
+            for label in orderings:
+                if label != "bfs":
+                    h = halfway(found["bfs"][at10], found["omniscient"][at10], found[label][at10])
+                    notes.append(
+                        f"- {graph.name}: {label} at 10 % is {h:.2f} of the way from bfs "
+                        "to omniscient"
+                    )
+        if name == "docs" and args.real > 0:
+            notes += ["", *real_section(graph, rank, orderings, settings, args.real)]
+    text = "\n".join(
+        [
+            f"Simulated: concurrency {settings.concurrency}, fetch {settings.fetch_ms:g} ms, "
+            f"delay {settings.delay_ms:g} ms; PageRank % captured after the % of the "
+            "reachable pages:",
+            "",
+            *table(rows, curves, ("graph", "ordering")),
+            "",
+            *notes,
+        ]
+    )
+    print(text)
+    if args.out is not None:
+        args.out.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
