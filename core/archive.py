@@ -28,6 +28,12 @@ page naming itself, or another host, as canonical keeps its payload).
 A 304's revisit record names the full response the page's row points to
 (``PageRecords``: one read of the crawl file and of that record's WARC head per 304,
 in the writer thread).
+
+A response record keeps the body as it was transferred, its content coding on (the
+WARC payload is the HTTP entity body as sent); ``decode_content`` undoes it for the
+readers (``crawldeck show``, ``export --with-body``, ``core.export.read_record``),
+bounded as the fetcher's decoding is: at most the page's recorded body size, so a
+bomb in a WARC file is cut, not expanded.
 """
 
 from __future__ import annotations
@@ -35,11 +41,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import sqlite3
+import zlib
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Final
+
+import brotli
 
 from crawldeck.core import urls
 from crawldeck.core.config import CrawlConfig
@@ -53,6 +62,63 @@ from crawldeck.core.warc_writer import Exchange, WarcWriter
 
 #: The WARC/1.1 specification the files conform to (``warcinfo``'s ``conformsTo``).
 WARC_1_1: Final = "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"
+
+
+#: The content codings ``decode_content`` undoes (RFC 9110 §8.4.1: gzip, deflate;
+#: ``x-gzip`` as gzip, §8.4.1.3; ``br``, RFC 7932), as the fetcher asks for them.
+CONTENT_CODINGS: Final = frozenset({"gzip", "x-gzip", "deflate", "br"})
+
+
+def _decode_one(data: bytes, coding: str, max_bytes: int) -> bytes:
+    """``data`` decoded from one content coding of ``CONTENT_CODINGS``, at most
+    ``max_bytes + 1`` bytes (brotli: one output block more, about 32 KiB); ``deflate``
+    zlib-wrapped first (RFC 9110 §8.4.1.2), raw when that fails (what many servers
+    send, as browsers and the fetcher accept). Raises ``zlib.error`` or
+    ``brotli.error`` on bad data."""
+    if coding == "br":
+        decoded: bytes = brotli.Decompressor().process(data, output_buffer_limit=max_bytes + 1)
+        return decoded
+    if coding == "deflate":
+        try:
+            return zlib.decompressobj(zlib.MAX_WBITS).decompress(data, max_bytes + 1)
+        except zlib.error:
+            return zlib.decompressobj(-zlib.MAX_WBITS).decompress(data, max_bytes + 1)
+    return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data, max_bytes + 1)
+
+
+def decode_content(payload: bytes, content_encoding: str, max_bytes: int) -> tuple[bytes, bool]:
+    """A stored payload with its ``Content-Encoding`` undone, cut at ``max_bytes``.
+
+    Args:
+        payload: the response record's payload, as transferred.
+        content_encoding: the response's ``Content-Encoding`` field value, codings
+            in the order they were applied (``"gzip"``, ``"br"``, ``"gzip, br"``;
+            RFC 9110 §8.4), case and spaces ignored; ``""`` or ``identity``: none.
+        max_bytes: the most decoded bytes to give (>= 0), e.g. the page's recorded
+            body size (``pages.bytes``): what the fetcher kept under ``max_body_bytes``.
+
+    Returns:
+        ``(body, cut)``: the decoded body, at most ``max_bytes`` bytes, and whether
+        decoding stopped there (more was encoded). A coding not in
+        ``CONTENT_CODINGS`` (``compress``, ``zstd``) leaves the payload as stored,
+        ``(payload, False)``, as the fetcher keeps such a body.
+
+    Raises:
+        ValueError: the payload does not decode as its coding says (one line).
+    """
+    codings = [c.strip().lower() for c in content_encoding.split(",")]
+    codings = [c for c in codings if c and c != "identity"]
+    if not payload or not codings or not CONTENT_CODINGS.issuperset(codings):
+        return payload, False
+    body, cut = payload, False
+    for coding in reversed(codings):  # the last coding applied is undone first
+        try:
+            body = _decode_one(body, coding, max_bytes)
+        except (zlib.error, brotli.error) as exc:
+            raise ValueError(f"its {coding} body does not decode: {exc}") from None
+        if len(body) > max_bytes:  # a cut stream of an inner coding still decodes
+            body, cut = body[:max_bytes], True
+    return body, cut
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,12 +356,14 @@ class PageArchive:
 
 
 __all__ = [
+    "CONTENT_CODINGS",
     "WARC_1_1",
     "ArchivedResult",
     "ArchivingFetcher",
     "PageArchive",
     "PageRecords",
     "WarcHome",
+    "decode_content",
     "first_payloads",
     "warc_writer",
 ]

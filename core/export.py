@@ -49,6 +49,7 @@ from urllib.parse import quote
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
+from crawldeck.core.archive import decode_content
 from crawldeck.core.errors import StoreError
 from crawldeck.core.store import check_header, check_schema
 
@@ -74,7 +75,8 @@ class ArchivedRecord:
             that are not UTF-8), ``""`` for a record without HTTP.
         content_type: the HTTP ``Content-Type`` value (``""`` when absent).
         payload: the payload as stored (content coding kept).
-        body: the payload with its ``Content-Encoding`` (gzip, deflate) undone.
+        body: the payload with its ``Content-Encoding`` (gzip, deflate, br) undone,
+            at most ``read_record``'s ``max_bytes`` (``core.archive.decode_content``).
     """
 
     warc_headers: list[tuple[str, str]]
@@ -89,11 +91,14 @@ _TEXT_TYPES: Final = re.compile(r"text/|application/(?:[\w.+-]*\+)?(?:xml|json|x
 _META_CHARSET: Final = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([\w.:-]+)""", re.IGNORECASE)
 
 
-def read_record(path: Path, offset: int) -> ArchivedRecord:
-    """The WARC record at byte ``offset`` of ``path`` (a gzip member start), read whole.
+def read_record(path: Path, offset: int, max_bytes: int) -> ArchivedRecord:
+    """The WARC record at byte ``offset`` of ``path`` (a gzip member start), read whole,
+    its body decoded to at most ``max_bytes`` bytes (the page's ``pages.bytes``: what
+    the fetcher kept; a bomb is cut there, not expanded).
 
     Raises:
-        StoreError: the file is missing or unreadable, or no WARC record starts there.
+        StoreError: the file is missing or unreadable, no WARC record starts there, or
+            its body does not decode as its ``Content-Encoding`` says.
     """
     try:
         with path.open("rb") as f:
@@ -111,7 +116,7 @@ def read_record(path: Path, offset: int) -> ArchivedRecord:
                 lines += [f"{name}: {value}" for name, value in http.headers]
                 head = "\r\n".join(lines)
                 content_type = http.get_header("Content-Type") or ""
-                coding = (http.get_header("Content-Encoding") or "").strip().lower()
+                coding = http.get_header("Content-Encoding") or ""
             warc = [(n, v) for n, v in record.rec_headers.headers]
             rec_type = record.rec_type
     except FileNotFoundError:
@@ -119,13 +124,10 @@ def read_record(path: Path, offset: int) -> ArchivedRecord:
     except (OSError, ArchiveLoadFailed, zlib.error, EOFError) as exc:
         detail = getattr(exc, "strerror", None) or " ".join(str(exc).split())
         raise StoreError(f"{path.name}: cannot read the record at {offset}: {detail}") from None
-    body = payload
-    if coding in ("gzip", "x-gzip", "deflate") and payload:
-        wbits = 31 if coding != "deflate" else zlib.MAX_WBITS
-        try:
-            body = zlib.decompressobj(wbits).decompress(payload)
-        except zlib.error:
-            body = zlib.decompressobj(-zlib.MAX_WBITS).decompress(payload)
+    try:
+        body, _ = decode_content(payload, coding, max_bytes)
+    except ValueError as exc:
+        raise StoreError(f"{path.name}: the record at {offset}: {exc}") from None
     return ArchivedRecord(warc, rec_type, head, content_type, payload, body)
 
 
@@ -314,11 +316,11 @@ def _write_bodies(cur: sqlite3.Cursor, columns: list[str], out: TextIO, where: P
 
 def _page_body(row: dict[str, object], where: Path) -> tuple[str | None, str | None]:
     """``(body text, None)`` of a pages row, or ``(None, why not)``."""
-    file, offset = row.get("warc_file"), row.get("warc_offset")
-    if not isinstance(file, str) or not isinstance(offset, int):
+    file, offset, size = row.get("warc_file"), row.get("warc_offset"), row.get("bytes")
+    if not isinstance(file, str) or not isinstance(offset, int) or not isinstance(size, int):
         return None, "no WARC record"
     try:
-        record = read_record(where / file, offset)
+        record = read_record(where / file, offset, size)
     except StoreError as exc:
         return None, str(exc)
     if record.rec_type == "revisit":
@@ -352,11 +354,11 @@ def page_record(db: Path, url: str) -> ArchivedRecord:
                 raise StoreError(f"{path.name} is an empty SQLite file, not a crawl file")
             try:
                 found = conn.execute(
-                    "SELECT warc_file, warc_offset FROM pages WHERE url = ?", (url,)
+                    "SELECT warc_file, warc_offset, bytes FROM pages WHERE url = ?", (url,)
                 ).fetchone()
             except sqlite3.OperationalError:  # a version 1 file never opened since
                 found = conn.execute(
-                    "SELECT NULL, NULL FROM pages WHERE url = ?", (url,)
+                    "SELECT NULL, NULL, NULL FROM pages WHERE url = ?", (url,)
                 ).fetchone()
     except sqlite3.Error as exc:
         raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
@@ -364,7 +366,7 @@ def page_record(db: Path, url: str) -> ArchivedRecord:
         raise StoreError(f"{url} is not a page of {path.name}")
     if found[0] is None:
         raise StoreError(f"{url} has no WARC record (fetched with warc off, or no response)")
-    return read_record(path.parent / found[0], found[1])
+    return read_record(path.parent / found[0], found[1], found[2])
 
 
 def foreign_crawl(db: Path, host_prefix: str) -> str | None:
