@@ -304,6 +304,10 @@ class CrawlConfig:
         sitemaps: read the sitemaps a host publishes (its robots.txt ``Sitemap:``
             lines, else ``/sitemap.xml``) and admit their URLs like links
             (sitemaps.org protocol; ``core.sitemaps``).
+        metrics_port: the TCP port of the Prometheus metrics served while the run
+            lasts (``core.metrics``, issue #14 item 8); 0: none served.
+        metrics_address: the IP address the metrics server binds (loopback unless
+            another is asked for: the metrics name the crawl's hosts).
     """
 
     user_agent: str = "crawldeck/0.1 (+https://github.com/crawldeck/crawldeck)"
@@ -386,6 +390,8 @@ class CrawlConfig:
     warc: bool = True
     warc_max_bytes: Annotated[int, Range(1024 * 1024)] = 1_000_000_000
     sitemaps: bool = True
+    metrics_port: Annotated[int, Range(0, 65_535)] = 0
+    metrics_address: str = "127.0.0.1"
 
     def __post_init__(self) -> None:
         """Check every field against its type and ``Range``, then the rules between
@@ -616,7 +622,7 @@ def _check_rules(config: CrawlConfig) -> None:
             or ``exclude`` entry that Python's ``re`` does not compile; a ``proxy``
             that is not ``http://host[:port]`` or holds credentials, or a ``proxy``
             while any page may be rendered (``may_render``: Chromium's sub-requests
-            do not go through it).
+            do not go through it); a ``metrics_address`` that is not an IP address.
     """
     agent = config.user_agent
     if not all(" " <= c <= "~" for c in agent):
@@ -662,6 +668,13 @@ def _check_rules(config: CrawlConfig) -> None:
                 raise ConfigError(
                     f"config key {name!r}: {pattern!r} is not a regular expression: {exc}"
                 ) from None
+    try:
+        ipaddress.ip_address(config.metrics_address)
+    except ValueError:
+        raise ConfigError(
+            f"config key 'metrics_address': {config.metrics_address!r} is not an IP address "
+            "(e.g. '127.0.0.1' or '::1')"
+        ) from None
     for server in config.dns_nameservers:
         if not _is_nameserver(server):
             raise ConfigError(

@@ -22,7 +22,7 @@ import random
 import time
 from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from crawldeck.core import redirects, urls
 from crawldeck.core.admission import AdmissionStatistics
@@ -141,6 +141,9 @@ class Engine:
         self._run_id: int | None = None
         self._workers: list[asyncio.Task[None]] = []
         self._crash: Exception | None = None
+        #: The run's stats (``core.stats``), stored in ``runs.stats``: set when ``run``
+        #: ends cleanly, ``None`` before and after a store failure.
+        self.stats: dict[str, Any] | None = None
         resumed = isinstance(store, Store) and restore(
             store, observer=self._obs, admission=self._admission, seen=self._seen,
             guard=parts.guard, scope=self._scope, policy=self._policy, frontier=self._frontier,
@@ -263,7 +266,9 @@ class Engine:
             self._obs.ended_at = self._clock()
             if not isinstance(self._crash, StoreError):  # a failed store takes no more writes
                 self._obs.flush_hosts(final=True)
-                self.store.end_run(self._run_id, outcome)
+                await asyncio.to_thread(self.store.flush)  # the run's rows are all counted
+                self.stats = self._obs.run_stats(self._run_id, outcome)
+                self.store.end_run(self._run_id, outcome, stats=self.stats)
                 await asyncio.to_thread(self.store.flush)
             self._publish()
         if self._crash is not None:

@@ -18,8 +18,9 @@ import heapq
 import logging
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from crawldeck.core.config import HOST_KEYS, CrawlConfig, HostOverride
 from crawldeck.core.dns import DnsCache
@@ -37,6 +38,7 @@ from crawldeck.core.snapshot import (
     HostRow,
     ResponseRow,
 )
+from crawldeck.core.stats import NO_FIGURES, RunFigures, RunTally, run_stats
 from crawldeck.core.store import BlockedRecord, HostRecord, status_mix
 from crawldeck.core.traps import Verdict
 from crawldeck.core.window import FrontierWindow
@@ -69,6 +71,8 @@ class HostStats:
         recent: its last ``RECENT_RESPONSES`` responses, for the detail view.
         saved: its ``hosts`` row as an earlier run left it.
         cut: a fetch of it was cancelled by a stop (its URL stays queued).
+        tally: the run's fetch counters (``Observer.tally``) each recorded fetch is
+            counted in; ``None``: none (a ``HostStats`` made outside an observer).
     """
 
     origin: str
@@ -83,9 +87,13 @@ class HostStats:
     recent: deque[ResponseRow] | None = None
     saved: HostRecord | None = None
     cut: bool = False
+    tally: RunTally | None = field(default=None, compare=False, repr=False)
 
     def remember(self, row: ResponseRow) -> None:
-        """Keep ``row`` among the host's last ``RECENT_RESPONSES`` responses."""
+        """Keep ``row`` (a page fetch recorded: ``core.recording``) among the host's
+        last ``RECENT_RESPONSES`` responses, and count it in ``tally``."""
+        if self.tally is not None:
+            self.tally.fetched(row.status, row.elapsed_ms, row.error)
         if self.recent is None:
             self.recent = deque(maxlen=RECENT_RESPONSES)
         self.recent.append(row)
@@ -103,6 +111,8 @@ class ObserverStatistics:
         changed_hosts: hosts whose ``hosts`` row waits for the next flush.
         recent_blocked, log_lines: entries held for snapshots (at most
             ``SNAPSHOT_RECENT`` each).
+        run: this run's counts (``core.stats.RunFigures``: the run's stats object
+            and the Prometheus metrics are made of them).
     """
 
     hosts: int
@@ -113,6 +123,7 @@ class ObserverStatistics:
     changed_hosts: int
     recent_blocked: int
     log_lines: int
+    run: RunFigures = NO_FIGURES
 
 
 class Observer:
@@ -153,6 +164,8 @@ class Observer:
         self.pages = 0  # pages recorded, all runs (this run's added as they come)
         self.bytes = 0
         self.pages_at_start = 0
+        self.bytes_at_start = 0
+        self.tally = RunTally()  # this run's recorded fetches (``core.stats``)
         self.started_at = clock()
         self.ended_at: float | None = None
         self.retried = 0  # failed URLs of earlier runs queued again
@@ -171,7 +184,7 @@ class Observer:
         seed's ``https`` after a link's ``http``)."""
         stats = self.hosts.get(host)
         if stats is None:
-            stats = HostStats(origin or f"http://{host}")
+            stats = HostStats(origin or f"http://{host}", tally=self.tally)
             self.hosts[host] = stats
         elif origin is not None and stats.origin != origin and stats.fetched == 0:
             stats.origin = origin
@@ -238,6 +251,7 @@ class Observer:
         """The run starts now: ``this run`` and throughput count from here."""
         self.started_at = self._clock()
         self.pages_at_start = self.pages
+        self.bytes_at_start = self.bytes
         self._samples.clear()
         self._samples.append((self.started_at, self.pages, self.bytes))
 
@@ -252,6 +266,37 @@ class Observer:
             changed_hosts=len(self._dirty),
             recent_blocked=len(self._blocked_recent),
             log_lines=len(self._log_lines),
+            run=self.run_figures(),
+        )
+
+    def run_figures(self) -> RunFigures:
+        """This run's counts now: the fetches recorded (``tally``), the refusals the
+        store committed (``Store.blocked_added``), the robots.txt files requested.
+        O(statuses + reasons)."""
+        tally = self.tally
+        return RunFigures(
+            pages=self.pages - self.pages_at_start,
+            body_bytes=self.bytes - self.bytes_at_start,
+            responses_by_status=tuple(sorted(tally.by_status.items())),
+            transport_errors=tuple(sorted(tally.errors.items())),
+            blocked=tuple(sorted((k, v) for k, v in self._store.blocked_added().items() if v)),
+            robots_txt_fetched=self._robots.origins(),
+            latency=tally.latency(),
+        )
+
+    def run_stats(self, run_id: int, outcome: str) -> dict[str, Any]:
+        """The stats object of the run ``run_id`` that ended (``ended_at``) with
+        ``outcome`` (``core.stats.run_stats``): this run's figures, the store's
+        committed ones (``pages_added``, ``blocked_added``: call it after a flush)."""
+        ended = self.ended_at if self.ended_at is not None else self._clock()
+        return run_stats(
+            run_id=run_id,
+            finish_reason=outcome,
+            started_at=self.started_at,
+            finished_at=ended,
+            figures=self.run_figures(),
+            added=self._store.pages_added(),
+            retried=self.retried,
         )
 
     # ------------------------------------------------------------ hosts rows
@@ -357,6 +402,7 @@ class Observer:
             duplicates=totals["duplicates"],
             near_duplicates=totals["near_duplicates"],
             queued_by_priority=self._frontier.by_priority(),
+            ordering=self._config.ordering,
             spilled=self._frontier.spilled,
         )
 
@@ -414,9 +460,11 @@ class Observer:
             code = robots.http_status if robots.http_status is not None else "no response"
             left = max(0.0, robots.expires_at - now)
             detail = f"{robots.status} (HTTP {code}; {robots.detail}); expires in {left:.0f} s"
+        head = self._frontier.peek(host, queue_head)
         return HostDetail(
             row=self.host_row(host, now),
-            queue_head=tuple(e.url for e in self._frontier.peek(host, queue_head)),
+            queue_head=tuple(e.url for e in head),
+            queue_scores=tuple(e.score for e in head) if self._config.ordering == "opic" else (),
             robots_rules=tuple(robots.rules) if robots else (),
             robots_detail=detail,
             crawl_delay_s=robots.crawl_delay_s if robots else None,

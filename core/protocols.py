@@ -213,8 +213,9 @@ class CrawlStore(ResultSink, Protocol):
         """A run starts with ``config``: its id."""
         ...
 
-    def end_run(self, run_id: int, status: str) -> None:
-        """The run ``run_id`` ended with ``status``."""
+    def end_run(self, run_id: int, status: str, *, stats: Mapping[str, Any] | None = None) -> None:
+        """The run ``run_id`` ended with ``status`` and its figures ``stats``
+        (``core.stats.run_stats``; ``None``: none)."""
         ...
 
     def flush(self) -> None:

@@ -10,6 +10,15 @@ its politeness (Crawl-delay, backoff, learnt delay), and the totals of earlier r
 are the base of this run's. A rerun first queues again what failed transiently (5xx,
 429, timeouts, lost connections, DNS failures), with its attempts counted on (issue
 #10 item 16).
+
+URLs an earlier run queued passed that run's ``include`` / ``exclude`` patterns, not
+necessarily this run's: when the patterns differ from the last run's
+(``Store.last_config``), every URL left to fetch (``queued``, ``in_flight`` and
+``spilled`` rows) is checked against them as it comes out of the store, before the run
+starts, and one they refuse goes to ``blocked`` as ``excluded`` (its frontier row
+``blocked``) like a URL found now (issue #14's loose ends). The spilled rows are read
+once for it (in batches, host by host: the cost of one read-back of the whole tail),
+only then; with the same patterns nothing is read twice.
 """
 
 from __future__ import annotations
@@ -23,9 +32,12 @@ from crawldeck.core.frontier import FrontierEntry
 from crawldeck.core.gate import HostGate
 from crawldeck.core.observer import SNAPSHOT_RECENT, Observer
 from crawldeck.core.seen import SeenSet
-from crawldeck.core.store import Store
-from crawldeck.core.traps import ScopePolicy, TrapGuard
+from crawldeck.core.store import FrontierRow, Store
+from crawldeck.core.traps import ScopePolicy, TrapGuard, UrlPatterns
 from crawldeck.core.window import FrontierWindow
+
+#: Spilled rows read per ``Store.load_spilled`` call by ``_spilled_rows``.
+_SPILLED_BATCH = 10_000
 
 
 def _observed(guard: TrapGuard, keys: Iterable[str]) -> Iterator[str]:
@@ -34,6 +46,41 @@ def _observed(guard: TrapGuard, keys: Iterable[str]) -> Iterator[str]:
     for key in keys:
         observe(key)
         yield key
+
+
+def patterns_changed(store: Store, patterns: UrlPatterns) -> bool:
+    """Whether ``patterns`` differ from the ``include`` / ``exclude`` of the file's last
+    run (a run before the keys existed had none)."""
+    saved = store.last_config() or {}
+    before = (tuple(saved.get("include") or ()), tuple(saved.get("exclude") or ()))
+    now = (
+        tuple(p.pattern for p in patterns.include),
+        tuple(p.pattern for p in patterns.exclude),
+    )
+    return before != now
+
+
+def _spilled_rows(store: Store) -> Iterator[FrontierRow]:
+    """Every ``spilled`` row, host by host, in ``Store.load_spilled``'s order."""
+    for host in store.spilled_counts():
+        after = 0
+        while True:
+            rows, after = store.load_spilled(host, after, _SPILLED_BATCH)
+            yield from rows
+            if len(rows) < _SPILLED_BATCH:
+                break
+
+
+def _refused(row: FrontierRow, patterns: UrlPatterns, admission: Admission, store: Store) -> bool:
+    """Whether ``patterns`` refuse the stored ``row`` (a seed, depth 0, need match no
+    include); a refused one is recorded in ``blocked`` (``Admission.block_once``) and
+    its frontier row marked ``blocked``."""
+    verdict = patterns.verdict(row.url, is_seed=row.depth == 0)
+    if verdict is None:
+        return False
+    admission.block_once(row.url, row.host, verdict, key=row.key)
+    store.mark(row.key, "blocked")
+    return True
 
 
 def restore(
@@ -71,12 +118,23 @@ def restore(
     for host, count in store.host_counts().items():
         observer.stats(host, None)
         admission.admitted[host] = count
+    counts = store.counts()  # before any row is blocked below: they count as this run's
+    patterns = guard.patterns
+    recheck = bool(patterns) and patterns_changed(store, patterns)
+    excluded = 0
+    if recheck:
+        excluded = sum(_refused(row, patterns, admission, store) for row in _spilled_rows(store))
     for row in store.load_frontier():
+        if recheck and _refused(row, patterns, admission, store):
+            excluded += 1
+            continue
         observer.stats(row.host, urls.origin(row.url))
         frontier.add(
             FrontierEntry(row.url, row.key, row.host, row.depth, row.priority, row.attempts,
                           (), row.via)  # a chain cut by a stop starts over, no cookies
         )  # fmt: skip
+    if excluded:
+        store.flush()  # the spilled counts below without the rows just blocked
     frontier.restore(store.spilled_counts())
     for host, rec in store.load_hosts().items():
         stats = observer.stats(host, None)
@@ -98,12 +156,14 @@ def restore(
             gate.restore_backoff(host)
     mix, total_bytes = store.page_totals()
     recent = store.recent_blocked(SNAPSHOT_RECENT)
-    observer.restore(dict(store.counts()), mix, total_bytes, recent)
+    observer.restore(dict(counts), mix, total_bytes, recent)
     again = observer.retried
     retried = f" ({again} that failed before are tried again)" if again else ""
+    refused = f"; {excluded} queued URLs refused by this run's include/exclude" if excluded else ""
     return (
-        f"resuming: {frontier.total()} URLs queued{retried}, {observer.pages} pages fetched before"
+        f"resuming: {frontier.total()} URLs queued{retried}, {observer.pages} pages fetched "
+        f"before{refused}"
     )
 
 
-__all__ = ["restore"]
+__all__ = ["patterns_changed", "restore"]

@@ -70,7 +70,9 @@ Schema (version ``SCHEMA_VERSION``; the export contract of docs/architecture.md)
               with the digest of the version it confirms, and leaves ``pages`` as it
               was (``core.recrawl``); created on open if missing, from ``pages``
     runs      id (pk), started_at (TEXT, UTC), finished_at (TEXT, UTC), status,
-              config (JSON object)
+              config (JSON object), stats (JSON object: the run's figures,
+              ``core.stats``; NULL while it runs, for a run killed, and for the runs
+              of a crawldeck before it, which get the column on open)
     meta      key (pk), value: ``schema_version``, ``application`` = ``crawldeck``
               (and what ``set_meta`` keeps: ``cluster.*``, the cluster collector's)
 
@@ -503,7 +505,7 @@ _SQL_BEGIN_RUN: Final = (
     "INSERT INTO runs (id, started_at, finished_at, status, config)"
     " VALUES (?, ?, NULL, 'running', ?)"
 )
-_SQL_END_RUN: Final = "UPDATE runs SET finished_at = ?, status = ? WHERE id = ?"
+_SQL_END_RUN: Final = "UPDATE runs SET finished_at = ?, status = ?, stats = ? WHERE id = ?"
 _SQL_END_LIVE_HOSTS: Final = "UPDATE hosts SET state = ? WHERE state IN ('active', 'backoff')"
 
 
@@ -631,6 +633,7 @@ def check_header(path: Path) -> None:
 #: before gets them when it is opened (NULL in its old rows); the schema version stays.
 _ADDED_COLUMNS: Final = (
     ("hosts", "learnt_delay_ms", "REAL"),
+    ("runs", "stats", "TEXT"),
     *(("pages", name, kind) for name, kind in PAGE_COLUMNS_V2),
 )
 
@@ -1474,10 +1477,19 @@ class Store:
         self._put((_BEGIN_RUN, run_id, self._clock(), text))
         return run_id
 
-    def end_run(self, run_id: int, status: str, *, live_hosts: str | None = None) -> None:
+    def end_run(
+        self,
+        run_id: int,
+        status: str,
+        *,
+        live_hosts: str | None = None,
+        stats: Mapping[str, Any] | None = None,
+    ) -> None:
         """Queue the end of run ``run_id``: ``finished_at`` = now, ``status`` (e.g. ``finished``).
 
         Args:
+            stats: the run's figures (``core.stats.run_stats``), stored as JSON in
+                ``runs.stats``; ``None`` leaves it NULL.
             live_hosts: the final ``hosts.state`` for every host still ``active`` or
                 ``backoff`` (a cluster crawl's coordinator: ``done`` when finished,
                 ``queued`` when stopped; its workers wrote the hosts' rows while they
@@ -1487,7 +1499,8 @@ class Store:
             StoreError: see the class.
         """
         self._check()
-        self._put((_END_RUN, self._clock(), status, run_id, live_hosts))
+        text = None if stats is None else json.dumps(dict(stats))  # in the order given
+        self._put((_END_RUN, self._clock(), status, run_id, live_hosts, text))
 
     def flush(self) -> None:
         """Block until every operation queued so far is committed.
@@ -1735,8 +1748,8 @@ class Store:
             conn.execute(_SQL_KILLED_RUNS)
             conn.execute(_SQL_BEGIN_RUN, (run_id, to_iso_utc(started_at), text))
         elif kind == _END_RUN:
-            _, at, status, run_id, live_hosts = op
-            conn.execute(_SQL_END_RUN, (to_iso_utc(at), status, run_id))
+            _, at, status, run_id, live_hosts, stats = op
+            conn.execute(_SQL_END_RUN, (to_iso_utc(at), status, stats, run_id))
             if live_hosts is not None:
                 conn.execute(_SQL_END_LIVE_HOSTS, (live_hosts,))
         else:  # pragma: no cover - every op kind is handled above

@@ -695,6 +695,11 @@ class TrapGuard:
         self._host_caps = {e.host: e.max_pages for e in hosts if e.max_pages is not None}
         self._dates = _DateCounts()
 
+    @property
+    def patterns(self) -> UrlPatterns:
+        """The crawl's ``include`` / ``exclude`` patterns (step 3 of :meth:`admit`)."""
+        return self._patterns
+
     def admit(
         self,
         url: str,

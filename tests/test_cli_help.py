@@ -86,7 +86,7 @@ def test_version(tmp_path: Path) -> None:
          "crawldeck export: error: argument --format: invalid choice: 'xml' (choose from "
          "'jsonl', 'csv') (see crawldeck export --help)"),
         (["fetch"], "crawldeck: error: argument COMMAND: invalid choice: 'fetch' (choose from "
-                    "'crawl', 'demo', 'worker', 'recrawl', 'export', 'show', 'config') "
+                    "'crawl', 'demo', 'worker', 'recrawl', 'export', 'show', 'stats', 'config') "
                     "(see crawldeck --help)"),
     ],
 )  # fmt: skip

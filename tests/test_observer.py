@@ -28,6 +28,7 @@ from crawldeck.core.observer import RECENT_RESPONSES, HostStats, Observer, Obser
 from crawldeck.core.politeness import Politeness, PolitenessSettings
 from crawldeck.core.robots import RobotsCache, RobotsSettings
 from crawldeck.core.snapshot import BackoffRow, BlockedRow, Counters, HostRow, ResponseRow
+from crawldeck.core.stats import RunFigures
 from crawldeck.core.store import BlockedRecord, HostRecord, Store
 from crawldeck.core.traps import BlockReason, Verdict
 from crawldeck.core.window import FrontierWindow
@@ -362,9 +363,11 @@ def test_statistics_count_what_the_observer_holds(rig: Rig) -> None:
     obs.log("one line")
     obs.block("http://a.test/x", "a.test", Verdict(BlockReason.DEPTH, "depth 9 > 8"))
     obs.pages, obs.bytes = 3, 300
+    rig.store.flush()  # the refusal committed: the run's figures count it
     assert obs.statistics() == ObserverStatistics(
         hosts=2, busy_hosts=1, in_flight=2, pages=3, bytes=300, changed_hosts=1,
         recent_blocked=1, log_lines=1,
+        run=RunFigures(pages=3, body_bytes=300, blocked=(("depth", 1),)),
     )  # fmt: skip
     obs.flush_hosts()
     assert obs.statistics().changed_hosts == 0

@@ -152,7 +152,7 @@ def test_schema_is_created_with_the_contract_columns(store: Store, db: Path) -> 
         "seq",
     ]
     assert columns("links") == ["from_url", "to_url"]
-    assert columns("runs") == ["id", "started_at", "finished_at", "status", "config"]
+    assert columns("runs") == ["id", "started_at", "finished_at", "status", "config", "stats"]
     assert raw(db, "SELECT key, value FROM meta ORDER BY key") == [
         ("application", "crawldeck"),
         ("schema_version", str(SCHEMA_VERSION)),
@@ -412,7 +412,7 @@ def test_runs(db: Path) -> None:
         s.flush()
         assert raw(db, "SELECT id, status, finished_at FROM runs") == [(1, "running", None)]
         clock.advance(60)
-        s.end_run(run, "finished")
+        s.end_run(run, "finished", stats={"run_id": 1, "fetches": 2})
     with Store(db, clock=clock) as s:
         assert s.begin_run({}) == 2
     assert raw(db, "SELECT * FROM runs ORDER BY id") == [
@@ -422,8 +422,9 @@ def test_runs(db: Path) -> None:
             "2024-05-01T12:01:00.250000Z",
             "finished",
             '{"delay_ms": 1000, "path": "/x", "strip_params": ["sid", "gclid"]}',
+            '{"run_id": 1, "fetches": 2}',  # in the order given (core.stats)
         ),
-        (2, "2024-05-01T12:01:00.250000Z", None, "running", "{}"),
+        (2, "2024-05-01T12:01:00.250000Z", None, "running", "{}", None),
     ]
 
 

@@ -1,5 +1,5 @@
 """The ``crawldeck`` command: ``crawl``, ``demo``, ``worker``, ``recrawl``, ``export``,
-``show`` and ``config``.
+``show``, ``config`` and ``stats`` (a run's figures, ``core.stats``).
 
 Exit codes: 0 a finished crawl (or one that reached a budget: ``--max-pages``,
 ``--max-time``, ``--max-bytes``), 2 bad input (one line on stderr, ``crawldeck COMMAND:
@@ -55,6 +55,7 @@ from crawldeck.core.export import (
 )
 from crawldeck.core.recrawl import parse_duration, prepare, summarize
 from crawldeck.core.seeds import read_seeds
+from crawldeck.core.stats import read_run, stats_lines
 from crawldeck.core.store import Store
 from crawldeck.tui.headless import HeadlessLog, HeadlessReporter, stop_signals
 
@@ -142,6 +143,14 @@ def _workers(text: str) -> int:
         raise argparse.ArgumentTypeError(
             f"expected at most {MAX_WORKERS} workers on one machine, got {text!r}"
         )
+    return value
+
+
+def _port(text: str) -> int:
+    """A TCP port: 0 (none) to 65535."""
+    value = _whole(text, 0)
+    if value > 65_535:
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {text!r}")
     return value
 
 
@@ -303,6 +312,24 @@ def _add_config_flags(parser: argparse.ArgumentParser, *, delay_default: int) ->
             f"the config file's {flag} list; refused URLs are in blocked as 'excluded' "
             "(default: none)",
         )  # fmt: skip
+    _add_metrics_flag(parser)
+
+
+def _add_metrics_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--metrics-port", type=_port, metavar="PORT",
+        help="serve Prometheus metrics on http://127.0.0.1:PORT/metrics while the run "
+        "lasts (metrics_address sets another address) (default 0: none)",
+    )  # fmt: skip
+
+
+def _add_stats_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--stats-json", type=Path, metavar="FILE",
+        help="when the run ends (or is stopped), write its stats, the JSON object of "
+        "crawldeck stats DB --json, to FILE (default: none; they are in the file's runs "
+        "table either way)",
+    )  # fmt: skip
 
 
 def _add_crawl_flags(
@@ -319,6 +346,7 @@ def _add_crawl_flags(
         help="when the crawl ends (or is stopped), write its pages table to FILE: .jsonl "
         "or .csv by the name (default: none; crawldeck export writes it any time)",
     )  # fmt: skip
+    _add_stats_flag(parser)
     _add_config_flags(parser, delay_default=delay_default)
     parser.add_argument(
         "--no-ui", action="store_true",
@@ -417,6 +445,15 @@ examples:
       the page's WARC record: its headers, HTTP head and body as text
   crawldeck show crawl.db https://example.org/logo.png --raw > logo.png
       the body's bytes alone, as they were received""",
+    "stats": """\
+examples:
+  crawldeck stats crawl.db
+      the last run's figures as text: responses by status, bytes, blocked, why it ended
+  crawldeck stats crawl.db --run 2 --json | jq .responses_by_status
+      the second run's stats object as JSON
+
+Counts are the run's own (not the crawl's totals over all runs). A run killed (SIGKILL)
+has no stats; this says so.""",
     "config": """\
 examples:
   crawldeck config --config crawldeck.toml -s delay_ms=2000
@@ -498,6 +535,8 @@ def build_parser() -> Parser:
         "--no-ui", action="store_true",
         help="headless: progress lines and a summary (default: the console on a terminal)",
     )  # fmt: skip
+    _add_stats_flag(recrawl)
+    _add_metrics_flag(recrawl)
     recrawl.add_argument(
         "--max-pages", type=_count, metavar="N",
         help="stop once THIS RECRAWL fetched N pages, revisits and new pages alike (the "
@@ -543,6 +582,20 @@ def build_parser() -> Parser:
         "--raw", action="store_true",
         help="write only the body's bytes, as stored, no headers (default: off)",
     )  # fmt: skip
+    stats = _command(
+        sub, "stats", "print a run's stats: responses by status, bytes, blocked, finish reason",
+        "Print the stats of one run of a crawl file (the last unless --run): requests\n"
+        "and responses by status, bytes, blocked URLs by reason, the finish reason.",
+    )  # fmt: skip
+    stats.add_argument("db", type=Path, metavar="DB", help="the crawl file")
+    stats.add_argument(
+        "--run", type=_count, metavar="N",
+        help="the run's id, as in the runs table: 1, 2, ... (default: the last run)",
+    )  # fmt: skip
+    stats.add_argument(
+        "--json", action="store_true",
+        help="print the stats object as JSON, as --stats-json writes it (default: text)",
+    )  # fmt: skip
     config = _command(
         sub, "config", "print the effective config and where each value came from",
         "Print the config a crawl with these flags would use, as TOML, each key\n"
@@ -551,7 +604,7 @@ def build_parser() -> Parser:
     _add_config_flags(config, delay_default=DEFAULTS.delay_ms)
     parser.commands = {
         "crawl": crawl, "demo": demo, "worker": worker, "recrawl": recrawl, "export": exp,
-        "show": show, "config": config,
+        "show": show, "config": config, "stats": stats,
     }  # fmt: skip
     return parser
 
@@ -569,6 +622,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
         "scope": args.scope,
         "include": args.include,
         "exclude": args.exclude,
+        "metrics_port": args.metrics_port,
     }
 
 
@@ -626,6 +680,48 @@ def _output_problem(output: Path | None, db: Path) -> str | None:
     return None
 
 
+def _stats_json_problem(path: Path | None, db: Path) -> str | None:
+    """Why ``--stats-json path`` cannot be written when the run in ``db`` ends (checked
+    before it starts), ``None`` when it can: a directory that does not exist, a
+    directory itself, or the crawl file."""
+    if path is None:
+        return None
+    if path.is_dir():
+        return f"--stats-json {str(path)!r} is a directory, not a file"
+    if not path.resolve().parent.is_dir():
+        return f"--stats-json {str(path)!r}: the directory {str(path.parent)!r} does not exist"
+    if path.exists() and db.exists() and path.samefile(db):
+        return f"--stats-json {str(path)!r} is the crawl file itself"
+    return None
+
+
+def write_stats(command: str, db: Path, path: Path | None, code: int) -> int:
+    """After a run of ``db`` that ended with exit ``code``: with ``--stats-json path``,
+    write its stats object (``runs.stats`` of the last run, as ``crawldeck stats DB
+    --json`` prints it) to ``path``, through a temporary file renamed over it, and say
+    so on stdout; ``code``, or ``EXIT_BAD_INPUT`` when the run has no stats (a store
+    failure ended it) or the file cannot be written (one line on stderr)."""
+    if path is None:
+        return code
+    try:
+        run = read_run(db)
+    except CrawldeckError as exc:
+        return fail(command, f"--stats-json: {exc}")
+    if run.stats is None:
+        return fail(command, f"--stats-json: run {run.id} of {db} has no stats ({run.status})")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(run.stats, indent=2) + "\n", encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        return fail(command, f"--stats-json: cannot write {str(path)!r}: {exc.strerror}")
+    with contextlib.suppress(OSError):
+        print(f"run {run.id} stats written to {path}", flush=True)
+    return code
+
+
 def _write_output(command: str, db: Path, output: Path | None, code: int) -> int:
     """After a crawl that ended with exit ``code``: with ``-o output``, write the pages
     table there (``core.export.export_file``: atomic) and say how many rows on stdout;
@@ -663,14 +759,28 @@ async def _crawl(
 ) -> int:
     """Run one crawl into the open ``store``, headless (its log lines through
     ``HeadlessLog`` from the engine's first, ``resuming: ...``) or in the console
-    (``ui``); returns the exit code; closes the store."""
+    (``ui``); returns the exit code; closes the store. With ``metrics_port``, serves
+    the run's Prometheus metrics until it ends (``core.metrics``).
+
+    Raises:
+        ConfigError: the metrics port cannot be bound (before the engine is made).
+    """
     try:
         with contextlib.ExitStack() as headless:
             if not ui:
                 headless.enter_context(HeadlessLog())
+            metrics = None
+            if config.metrics_port:
+                from crawldeck.core.metrics import MetricsServer
+
+                metrics = headless.enter_context(
+                    MetricsServer(config.metrics_port, config.metrics_address)
+                )
             engine = Engine(config, store)
             for url, why in engine.add_seeds(seeds):
                 print(f"crawldeck: seed refused: {url}: {why}", file=sys.stderr)
+            if metrics is not None:
+                metrics.watch(engine)
             if ui:
                 return await _crawl_console(engine, store, config, db, resume_hint)
             return await _crawl_headless(engine, store, db, resume_hint)
@@ -816,6 +926,9 @@ def _cluster_problem(args: argparse.Namespace, config: CrawlConfig) -> str | Non
     budget, which its workers do not count yet; ``None`` when it can, or without one."""
     if args.workers is None and args.redis is None:
         return None
+    if config.metrics_port or args.stats_json is not None:
+        return ("a cluster crawl (--workers, --redis) serves no metrics and keeps no run "
+                "stats yet: --metrics-port and --stats-json are for one process")  # fmt: skip
     given = [key for key in ("max_time_s", "max_bytes") if getattr(config, key) is not None]
     if not given:
         return None
@@ -840,7 +953,11 @@ def _run_crawl(args: argparse.Namespace) -> int:
         )
     if not args.db.strip():
         return fail(args.command, "--db needs a file name")
-    refused = _output_problem(args.output, Path(args.db)) or _cluster_problem(args, config)
+    refused = (
+        _output_problem(args.output, Path(args.db))
+        or _stats_json_problem(args.stats_json, Path(args.db))
+        or _cluster_problem(args, config)
+    )
     if refused is not None:
         return fail(args.command, refused)
     ui = _wants_console(args)
@@ -864,6 +981,7 @@ def _run_crawl(args: argparse.Namespace) -> int:
         code = asyncio.run(_crawl(config, store, db, seeds, hint, ui=ui))
     except CrawldeckError as exc:
         return fail(args.command, str(exc))
+    code = write_stats(args.command, db, args.stats_json, code)
     return _write_output(args.command, db, args.output, code)
 
 
@@ -905,7 +1023,11 @@ def _run_demo(args: argparse.Namespace) -> int:
     if not args.db.strip():
         return fail(args.command, "--db needs a file name")
     db = Path(args.db)
-    problem = _output_problem(args.output, db) or _cluster_problem(args, config)
+    problem = (
+        _output_problem(args.output, db)
+        or _stats_json_problem(args.stats_json, db)
+        or _cluster_problem(args, config)
+    )
     if problem is not None:
         return fail(args.command, problem)
     foreign = foreign_crawl(db, DEMO_PREFIX)
@@ -936,6 +1058,7 @@ def _run_demo(args: argparse.Namespace) -> int:
                     return code
             else:
                 code = asyncio.run(_crawl(config, store, db, web.seeds(), hint, ui=ui))
+                code = write_stats(args.command, db, args.stats_json, code)
     except CrawldeckError as exc:
         return fail(args.command, str(exc))
     finally:
@@ -977,6 +1100,9 @@ def _run_recrawl(args: argparse.Namespace) -> int:
         return fail(args.command, f"{str(db)!r} does not exist or is not a file")
     if db.stat().st_size == 0:
         return fail(args.command, f"{str(db)!r} is empty, not a crawl file")
+    problem = _stats_json_problem(args.stats_json, db)
+    if problem is not None:
+        return fail(args.command, problem)
     try:
         store = Store(db)
     except CrawldeckError as exc:
@@ -988,7 +1114,8 @@ def _run_recrawl(args: argparse.Namespace) -> int:
             return fail(args.command, f"{str(db)!r} holds no crawl to revisit")
         before = store.counts()["pages"], store.page_totals()[1]
         budgets = recrawl_budgets(args, pages_before=before[0], bytes_before=before[1])
-        config = build_config({**saved, **budgets})
+        # metrics only when this recrawl asks (--metrics-port), not the last run's port
+        config = build_config({**saved, **budgets, "metrics_port": args.metrics_port or 0})
         ui = _wants_console(args)
         if ui:
             config = _ui_config(config)
@@ -1013,7 +1140,7 @@ def _run_recrawl(args: argparse.Namespace) -> int:
         print(f"recrawl: {revisited} revisited: {found.not_modified} not modified (304), "
               f"{found.unchanged} unchanged (200, same digest), {found.changed} changed, "
               f"{found.other} other; {found.new} new pages", flush=True)  # fmt: skip
-    return code
+    return write_stats(args.command, db, args.stats_json, code)
 
 
 def _stop_export(signum: int, frame: object) -> None:
@@ -1137,6 +1264,22 @@ def _run_config(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _run_stats(args: argparse.Namespace) -> int:
+    """``crawldeck stats DB [--run N] [--json]``: a run's stats (``core.stats``) as text,
+    or as the JSON object; a run without stats (running, killed, older) says why."""
+    try:
+        run = read_run(args.db, args.run)
+    except CrawldeckError as exc:
+        return fail(args.command, str(exc))
+    if args.json:
+        if run.stats is None:
+            return fail(args.command, stats_lines(run)[-1])
+        print(json.dumps(run.stats, indent=2))
+    else:
+        print("\n".join(stats_lines(run)))
+    return EXIT_OK
+
+
 def _run_worker(args: argparse.Namespace) -> int:
     from crawldeck.tui.cluster_cli import run_worker
 
@@ -1153,7 +1296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     handlers = {"crawl": _run_crawl, "demo": _run_demo, "export": _run_export,
                 "worker": _run_worker, "recrawl": _run_recrawl, "show": _run_show,
-                "config": _run_config}  # fmt: skip
+                "config": _run_config, "stats": _run_stats}  # fmt: skip
     try:
         with contextlib.suppress(BrokenPipeError):
             return handlers[args.command](args)

@@ -38,7 +38,7 @@ import json
 import logging
 import time
 from collections import Counter, defaultdict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, NoReturn
 
@@ -224,8 +224,9 @@ class ClusterStore:
         self._check()
         return 0
 
-    def end_run(self, run_id: int, status: str) -> None:
-        """Nothing to record here (see ``begin_run``); raises a failed flush's error."""
+    def end_run(self, run_id: int, status: str, *, stats: Mapping[str, Any] | None = None) -> None:
+        """Nothing to record here (see ``begin_run``: the coordinator's run row, and
+        ``stats`` with it, are the crawl's); raises a failed flush's error."""
         self._check()
 
     async def room(self) -> bool:

@@ -1,0 +1,225 @@
+"""Run stats (issue #14 item 7): ``runs.stats`` at the end of every run, this run's counts
+only, ``crawl --stats-json FILE`` and ``crawldeck stats DB [--run N] [--json]``."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from clikit import CRAWLDECK, main_in
+from crawlkit import html, rows, run_crawl
+from httpserver import HTTPTestServer, Response
+from hypothesis import given
+from hypothesis import strategies as st
+
+from crawldeck.core.stats import RunTally, read_run
+from crawldeck.core.store import Store
+
+ROBOTS = Response(200, {"Content-Type": "text/plain"}, b"User-agent: *\nDisallow: /private\n")
+
+
+def small_web(srv: HTTPTestServer, *, slow_s: float = 0.0) -> None:
+    """An index linking 18 pages, a 404, a page robots.txt disallows and (``slow_s``) a
+    page that answers after ``slow_s`` seconds, linked last."""
+    links = "".join(f'<a href="/p{i}">p{i}</a>' for i in range(18))
+    links += '<a href="/missing">gone</a><a href="/private/x">private</a>'
+    if slow_s:
+        links += '<a href="/slow">slow</a>'
+
+        def slow(_: object) -> Response:
+            srv.wait(slow_s)
+            return html("slow")
+
+        srv.set("/slow", slow)
+    srv.set("/robots.txt", ROBOTS)
+    srv.set("/", html(links))
+    for i in range(18):
+        srv.set(f"/p{i}", html(f"<p>page {i}</p>"))
+
+
+def stored_stats(db: Path, run_id: int) -> dict[str, Any]:
+    """``runs.stats`` of run ``run_id``, parsed."""
+    ((text,),) = rows(db, "SELECT stats FROM runs WHERE id = ?", run_id)
+    value: dict[str, Any] = json.loads(text)
+    return value
+
+
+def test_the_tally_puts_each_fetch_in_its_bucket_by_status_and_reason() -> None:
+    tally = RunTally()
+    tally.fetched(200, 5.0, None)  # exactly a bound: in that bucket (le, Prometheus)
+    tally.fetched(404, 12.0, None)
+    tally.fetched(None, 30_000.0, "timeout: no answer in 30 s")
+    tally.fetched(200, 0.0, "body_too_large: over 1024 bytes")  # an answer, not an error
+    latency = tally.latency()
+    buckets = dict(latency.buckets)
+    assert (buckets[0.005], buckets[0.01], buckets[0.025], buckets[10.0]) == (2, 2, 3, 3)
+    assert buckets[float("inf")] == latency.count == 4
+    assert latency.sum_s == pytest.approx(30.017)
+    assert tally.by_status == {200: 2, 404: 1}
+    assert tally.errors == {"timeout": 1}
+
+
+@given(st.lists(st.floats(min_value=0, max_value=60_000, allow_nan=False), max_size=50))
+def test_the_histogram_counts_what_each_bound_covers(elapsed_ms: list[float]) -> None:
+    tally = RunTally()
+    for ms in elapsed_ms:
+        tally.fetched(200, ms, None)
+    latency = tally.latency()
+    for bound, count in latency.buckets:
+        assert count == sum(1 for ms in elapsed_ms if ms / 1000 <= bound)
+    assert latency.count == len(elapsed_ms)
+
+
+def test_each_run_stores_its_own_counts(tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    with HTTPTestServer() as srv:
+        small_web(srv)
+        srv.set("/more", html('<a href="/more1">1</a><a href="/more2">2</a>'))
+        srv.set("/more1", html("1"))
+        srv.set("/more2", html("2"))
+        run_crawl([srv.url("/")], db, allow_private=True, warc=False, flush_interval_ms=20)
+        first = stored_stats(db, 1)
+        # a second run of the file: a new seed, stopped by max_pages after one more page
+        run_crawl(
+            [srv.url("/more")], db, allow_private=True, warc=False, max_pages=21,
+            flush_interval_ms=20,
+        )  # fmt: skip
+    statuses = rows(
+        db, "SELECT CAST(status AS TEXT), count(*) FROM pages WHERE url NOT LIKE '%/more%'"
+        " GROUP BY 1 ORDER BY 1",
+    )  # fmt: skip
+    assert first["finish_reason"] == "finished"
+    assert first["responses_by_status"] == dict(statuses) == {"200": 19, "404": 1}
+    assert first["fetches"] == first["responses"] == first["pages_added"] == 20
+    assert first["transport_errors"] == 0 and first["transport_errors_by_reason"] == {}
+    assert first["blocked_by_reason"] == {"robots": 1} and first["blocked"] == 1
+    assert first["robots_txt_fetched"] == 1
+    assert first["fetch_latency_s"]["count"] == 20
+    body = rows(db, "SELECT sum(bytes) FROM pages WHERE url NOT LIKE '%/more%'")[0][0]
+    assert first["body_bytes"] == body
+    assert first["peak_rss_bytes"] > 10 * 1024 * 1024  # a Python process with aiohttp
+    (started, finished) = rows(db, "SELECT started_at, finished_at FROM runs WHERE id = 1")[0]
+    assert first["start_time"] <= started and first["finish_time"] <= finished
+    assert 0 < first["elapsed_s"] < 60
+    second = stored_stats(db, 2)
+    assert second["finish_reason"] == "max_pages"
+    assert second["run_id"] == 2
+    assert second["fetches"] == second["pages_added"] == 1  # this run's: /more only
+    assert second["responses_by_status"] == {"200": 1}
+    assert second["blocked"] == 0
+    assert stored_stats(db, 1) == first  # an earlier run's stats stay as they were
+
+
+def test_a_run_without_stats_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "c.db"
+    with Store(db) as store:  # a run that never ended: killed, as far as the file knows
+        store.begin_run({})
+    code, out, _ = main_in(tmp_path, monkeypatch, capsys, "stats", "c.db")
+    assert code == 0
+    assert out.splitlines()[-1] == (
+        "no stats for this run: it is still running, or was killed and no run came after it"
+    )
+    with Store(db) as store:  # the next run marks it killed
+        store.begin_run({})
+        store.end_run(2, "finished", stats={"run_id": 2, "fetches": 0})
+    code, out, _ = main_in(tmp_path, monkeypatch, capsys, "stats", "c.db", "--run", "1")
+    assert (code, out.splitlines()[-1]) == (
+        0, "no stats for this run: the run was killed (SIGKILL or a crash): its figures were lost"
+    )  # fmt: skip
+    code, out, err = main_in(tmp_path, monkeypatch, capsys, "stats", "c.db", "--run", "1", "--json")
+    assert (code, out) == (2, "")
+    assert err == (
+        "crawldeck stats: error: no stats for this run: the run was killed (SIGKILL or a "
+        "crash): its figures were lost\n"
+    )
+    code, out, _ = main_in(tmp_path, monkeypatch, capsys, "stats", "c.db", "--json")
+    assert (code, json.loads(out)) == (0, {"run_id": 2, "fetches": 0})
+    code, _, err = main_in(tmp_path, monkeypatch, capsys, "stats", "c.db", "--run", "9")
+    assert (code, err) == (2, "crawldeck stats: error: c.db has no run 9 (its runs are 1 to 2)\n")
+    code, _, err = main_in(tmp_path, monkeypatch, capsys, "stats", "nothing.db")
+    assert (code, err) == (
+        2, "crawldeck stats: error: 'nothing.db' does not exist or is not a file\n"
+    )  # fmt: skip
+
+
+def test_a_file_of_an_older_crawldeck_gets_the_column(tmp_path: Path) -> None:
+    db = tmp_path / "old.db"
+    with Store(db) as store:
+        store.begin_run({})
+        store.end_run(1, "finished")
+    conn = sqlite3.connect(db)
+    conn.execute("ALTER TABLE runs DROP COLUMN stats")  # as a file made before item 7
+    conn.commit()
+    conn.close()
+    run = read_run(db)
+    assert (run.id, run.status, run.stats) == (1, "finished", None)
+    with Store(db):
+        pass
+    assert rows(db, "SELECT stats FROM runs") == [(None,)]
+
+
+def test_stats_json_is_refused_before_the_crawl_where_it_cannot_be_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with HTTPTestServer() as srv:
+        small_web(srv)
+        code, _, err = main_in(
+            tmp_path, monkeypatch, capsys, "crawl", srv.url("/"), "--no-ui",
+            "--stats-json", "no/such/dir/s.json",
+        )  # fmt: skip
+        assert srv.count() == 0
+    assert code == 2
+    assert err == (
+        "crawldeck crawl: error: --stats-json 'no/such/dir/s.json': the directory "
+        "'no/such/dir' does not exist\n"
+    )
+
+
+def test_a_stopped_crawl_writes_its_stats_json_and_stats_prints_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with HTTPTestServer() as srv:
+        small_web(srv, slow_s=1.0)
+        config = tmp_path / "c.toml"
+        config.write_text("delay_ms = 0\nallow_private = true\nrender = 'never'\nwarc = false\n")
+        proc = subprocess.Popen(
+            [CRAWLDECK, "crawl", srv.url("/"), "--no-ui", "--config", str(config),
+             "--stats-json", "s.json"],
+            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 30
+            while srv.count("/slow") == 0 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert srv.count("/slow") == 1
+            proc.send_signal(signal.SIGTERM)  # while /slow is in flight
+            out, err = proc.communicate(timeout=30)
+        finally:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "run 1 stats written to s.json" in out
+    written = json.loads((tmp_path / "s.json").read_text())
+    db = tmp_path / "crawl.db"
+    assert written == stored_stats(db, 1)
+    assert written["finish_reason"] == "stopped"
+    assert rows(db, "SELECT status FROM runs") == [("stopped",)]
+    assert written["responses_by_status"]["404"] == 1
+    assert written["fetches"] == rows(db, "SELECT count(*) FROM pages")[0][0]
+    code, text, _ = main_in(tmp_path, monkeypatch, capsys, "stats", "crawl.db")
+    lines = text.splitlines()
+    assert code == 0
+    assert lines[0].startswith("run 1: stopped, started ")
+    assert "finish_reason: stopped" in lines
+    assert f"responses: {written['responses']}" in lines
+    assert "  404: 1" in lines
+    assert "blocked: 1" in lines and "  robots: 1" in lines
+    code, text, _ = main_in(tmp_path, monkeypatch, capsys, "stats", "crawl.db", "--json")
+    assert (code, json.loads(text)) == (0, written)
