@@ -405,6 +405,11 @@ budgets: --max-pages and --max-bytes count over the whole crawl (every run of th
 --db file: a rerun with the same cap fetches nothing new); --max-time counts per run
 (a resumed run gets its time again). A budget reached ends the run cleanly (exit 0,
 the reason in the runs table); the same command, with a higher budget, goes on.
+per-host caps: -s max_per_host=N and a [hosts."HOST"] table's max_pages count the URLs
+admitted for the host (queued: links, sitemap URLs, redirect targets; all runs), not
+its pages fetched: each admitted URL gives at most one page, so the host gets at most
+N pages, fewer when robots.txt refuses some or they fail; past N a URL is blocked as
+host_cap. A cluster crawl counts them per worker and per run.
 settings: defaults < --config FILE < -s KEY=VALUE < flags; crawldeck config prints them.""",
     "demo": """\
 examples:
