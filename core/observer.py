@@ -402,7 +402,6 @@ class Observer:
             duplicates=totals["duplicates"],
             near_duplicates=totals["near_duplicates"],
             queued_by_priority=self._frontier.by_priority(),
-            ordering=self._config.ordering,
             spilled=self._frontier.spilled,
         )
 
