@@ -10,8 +10,11 @@ Formats:
     ``csv``: a header row of column names, then one row per record (Python's ``csv``
     ``excel`` dialect with ``\\n`` line ends); SQL NULL is an empty field.
 
-Column values are as stored (see ``core.store``): times for people are UTC ISO 8601
-text, resume times are epoch seconds, ``redirects`` and ``config`` are JSON text.
+Column values are as stored (see ``core.store``, schema version 3): ``*_at`` times are
+UTC ISO 8601 text, ``*_epoch_s`` times are epoch seconds, ``redirects`` and ``config``
+are JSON text. A file of an older schema version is upgraded first, as a crawl's open
+upgrades it (``core.store.Store``: one transaction), so the columns are always version
+3's (``blocked_at``, not ``at``); that write needs the file not in use.
 
 ``export_file`` writes a file atomically: into a hidden temporary file in the same
 directory (``.NAME.RANDOM.tmp``), flushed to disk (fsync) and then renamed over the
@@ -51,7 +54,7 @@ from warcio.exceptions import ArchiveLoadFailed
 
 from crawldeck.core.archive import decode_content
 from crawldeck.core.errors import StoreError
-from crawldeck.core.store import check_header, check_schema
+from crawldeck.core.store import SCHEMA_VERSION, Store, check_header, check_schema
 
 #: The tables ``export`` accepts.
 TABLES: Final = ("pages", "blocked", "hosts", "links", "frontier", "runs")
@@ -176,17 +179,8 @@ def export(db: Path, table: Table, fmt: Format, out: TextIO, *, with_body: bool 
     if with_body and (table != "pages" or fmt != "jsonl"):
         raise StoreError("--with-body exports the pages table as jsonl only")
     path = Path(db)
-    if not path.is_file():
-        raise StoreError(f"{path} does not exist or is not a file")
-    check_header(path)
-    uri = f"file:{quote(str(path.resolve()), safe='/')}?mode=ro"
+    conn = _connect(path)
     try:
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot open {path}: {exc}") from None
-    try:
-        if not check_schema(conn, path.name):
-            raise StoreError(f"{path.name} is an empty SQLite file, not a crawl file")
         cur = conn.execute(f'SELECT * FROM "{table}" ORDER BY rowid')
         try:
             columns = [d[0] for d in cur.description]
@@ -201,6 +195,50 @@ def export(db: Path, table: Table, fmt: Format, out: TextIO, *, with_body: bool 
         raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
     finally:
         conn.close()
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """A read-only connection to the crawl file ``path``, of ``SCHEMA_VERSION``: a file
+    of an older version is upgraded first (module docstring).
+
+    Raises:
+        StoreError: ``path`` is missing, not SQLite, empty, not a crawl file, of another
+            schema version, in use while it needs the upgrade, or cannot be read.
+    """
+    if not path.is_file():
+        raise StoreError(f"{path} does not exist or is not a file")
+    check_header(path)
+    conn, version = _open_read_only(path)
+    if version != str(SCHEMA_VERSION):
+        conn.close()
+        Store(path).close()  # the upgrade, in one transaction
+        conn, version = _open_read_only(path)
+    return conn
+
+
+def _open_read_only(path: Path) -> tuple[sqlite3.Connection, str]:
+    """``(connection, schema version)`` of the crawl file ``path``, opened read-only.
+
+    Raises:
+        StoreError: as ``_connect``.
+    """
+    uri = f"file:{quote(str(path.resolve()), safe='/')}?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open {path}: {exc}") from None
+    try:
+        version = check_schema(conn, path.name)
+    except sqlite3.Error as exc:
+        conn.close()
+        raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
+    except BaseException:
+        conn.close()
+        raise
+    if version is None:
+        conn.close()
+        raise StoreError(f"{path.name} is an empty SQLite file, not a crawl file")
+    return conn, version
 
 
 def export_file(db: Path, table: Table, fmt: Format, path: Path, *, with_body: bool = False) -> int:
@@ -344,22 +382,11 @@ def page_record(db: Path, url: str) -> ArchivedRecord:
             page has no WARC record, or its WARC file is missing or unreadable.
     """
     path = Path(db)
-    if not path.is_file():
-        raise StoreError(f"{path} does not exist or is not a file")
-    check_header(path)
-    uri = f"file:{quote(str(path.resolve()), safe='/')}?mode=ro"
     try:
-        with contextlib.closing(sqlite3.connect(uri, uri=True, isolation_level=None)) as conn:
-            if not check_schema(conn, path.name):
-                raise StoreError(f"{path.name} is an empty SQLite file, not a crawl file")
-            try:
-                found = conn.execute(
-                    "SELECT warc_file, warc_offset, bytes FROM pages WHERE url = ?", (url,)
-                ).fetchone()
-            except sqlite3.OperationalError:  # a version 1 file never opened since
-                found = conn.execute(
-                    "SELECT NULL, NULL, NULL FROM pages WHERE url = ?", (url,)
-                ).fetchone()
+        with contextlib.closing(_connect(path)) as conn:
+            found = conn.execute(
+                "SELECT warc_file, warc_offset, bytes FROM pages WHERE url = ?", (url,)
+            ).fetchone()
     except sqlite3.Error as exc:
         raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
     if found is None:

@@ -41,34 +41,40 @@ no other descriptor of this process is open on that file (``/proc/self/fd``).
 
 Schema (version ``SCHEMA_VERSION``; the export contract of docs/architecture.md)::
 
-    pages     url (unique: the latest response), final_url, host, depth, status,
-              content_type, bytes, elapsed_ms, fetched_at (TEXT, UTC), rendered (0/1),
+    pages     url (pk: the latest response), final_url, host (fk hosts.host, indexed),
+              depth, status, content_type, bytes, elapsed_ms, fetched_at (TEXT, UTC),
+              rendered (0/1),
               error, noindex (0/1); from version 2 (issue #13): warc_file, warc_offset,
               warc_length (the response or revisit record: file name beside the crawl
               file, gzip member offset and length in bytes), payload_digest
               (``sha1:BASE32``, indexed), title, etag, last_modified, content_length
               (the header's value, INTEGER), canonical_url, duplicate_of (the URL whose
-              payload this one repeats), simhash (INTEGER, signed 64-bit:
-              ``core.simhash.to_signed``), near_duplicate_of
-    blocked   url (unique), host, reason, detail, at (TEXT, UTC)
-    hosts     host (pk), ip, robots_status, robots_expires_at (REAL epoch s),
-              crawl_delay_ms, delay_ms, backoff_attempts, backoff_until (REAL epoch s),
-              pages_fetched, state, backoff_started, learnt_delay_ms
-    frontier  key (pk), url, host, depth, priority, state, available_at (REAL epoch s),
+              payload this one repeats; fk pages.url), simhash (INTEGER, signed 64-bit:
+              ``core.simhash.to_signed``), near_duplicate_of (fk pages.url); from
+              version 3: run_id (fk runs.id: the run that wrote the row)
+    blocked   url (pk), host (indexed), reason, detail, blocked_at (TEXT, UTC), run_id
+              (fk runs.id)
+    hosts     host (pk), ip, robots_status, robots_expires_epoch_s (REAL),
+              crawl_delay_ms, delay_ms, backoff_attempts, backoff_until_epoch_s (REAL),
+              pages_fetched, state, backoff_started_epoch_s (REAL), learnt_delay_ms;
+              every host of ``pages`` has a row (a page's write adds a placeholder,
+              ``_SQL_HOST_PLACEHOLDER``, that the observer's row replaces)
+    frontier  key (pk), url, host, depth, priority, state, available_epoch_s (REAL),
               attempts, redirects (JSON list of the URLs requested in the redirect chain
               that led here), via, seq (INTEGER insertion order)
-    links     from_url (indexed), to_url: a page's outlinks; a page recorded again
-              replaces them (its latest response wins, as its ``pages`` row)
+    links     from_url (fk pages.url), to_url (fk pages.url, indexed), pk (from_url,
+              to_url): a page's outlinks; a page recorded again replaces them (its
+              latest response wins, as its ``pages`` row)
     sitemaps  url (unique), host, fetched_at (TEXT, UTC), status (HTTP, NULL without an
               answer), kind (urlset, sitemapindex, text), urls (listed and kept), error
               (``reason: detail``; ``core.sitemaps``); created on open if missing
-    sitemap_urls url, sitemap (unique together; url indexed), lastmod (TEXT, UTC),
+    sitemap_urls url, sitemap (unique together; url indexed), lastmod_at (TEXT, UTC),
               changefreq, priority (REAL): what each sitemap says of each URL
     page_versions url, fetched_at (TEXT, UTC; indexed together), status,
-              payload_digest, etag, last_modified: one row per fetch of a page, every
-              run's, kept when ``pages`` replaces its row; a 304 is a row of its own
-              with the digest of the version it confirms, and leaves ``pages`` as it
-              was (``core.recrawl``); created on open if missing, from ``pages``
+              payload_digest, etag, last_modified, run_id (fk runs.id): one row per
+              fetch of a page, every run's, kept when ``pages`` replaces its row; a 304
+              is a row of its own with the digest of the version it confirms, and
+              leaves ``pages`` as it was (``core.recrawl``)
     runs      id (pk), started_at (TEXT, UTC), finished_at (TEXT, UTC), status,
               config (JSON object), stats (JSON object: the run's figures,
               ``core.stats``; NULL while it runs, for a run killed, and for the runs
@@ -76,11 +82,35 @@ Schema (version ``SCHEMA_VERSION``; the export contract of docs/architecture.md)
     meta      key (pk), value: ``schema_version``, ``application`` = ``crawldeck``
               (and what ``set_meta`` keeps: ``cluster.*``, the cluster collector's)
 
-Times meant for people (``pages.fetched_at``, ``blocked.at``, ``runs.started_at`` and
-``finished_at``) are stored as UTC ISO 8601 text of fixed width with microseconds,
-``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (e.g. ``2024-05-01T12:00:00.250000Z``; it sorts as text,
-see ``to_iso_utc``). Times the engine reads back on resume (``available_at``,
-``backoff_until``, ``robots_expires_at``) are REAL wall-clock seconds since the epoch.
+Views (version 3, for Datasette and ``sqlite3`` users; ``PAGE_SUMMARY_SQL``,
+``HOST_SUMMARY_SQL``): ``page_summary`` (a page with its inlinks and outlinks) and
+``host_summary`` (a host's pages by status class, bytes, blocked URLs, robots.txt and
+delay).
+
+Every time column is in one of two forms, told by its name. ``*_at``: UTC ISO 8601 text
+of fixed width with microseconds, ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (e.g.
+``2024-05-01T12:00:00.250000Z``; it sorts as text, see ``to_iso_utc``): ``fetched_at``,
+``blocked_at``, ``lastmod_at``, ``runs.started_at`` and ``finished_at``. ``*_epoch_s``:
+REAL wall-clock seconds since the epoch, the times the engine reads back on resume
+(``available_epoch_s``, ``backoff_until_epoch_s``, ``backoff_started_epoch_s``,
+``robots_expires_epoch_s``). ``etag`` and ``last_modified`` are the response's header
+values as sent. The records keep their Python names (``HostRecord.backoff_until``,
+``FrontierRow.available_at``, ``BlockedRecord.at``: epoch seconds).
+
+Foreign keys are declared, for the tools that read them (Datasette links a value to the
+row it names), and not enforced: ``PRAGMA foreign_keys`` stays off (SQLite's default),
+because a link's ``to_url`` is usually a page not fetched yet (or never: out of scope,
+refused), and a page is written before the observer's ``hosts`` row of its host.
+
+Version 3 (issue #14 item 11) is brought from 1 and 2 on open in ONE transaction
+(``_upgrade``): a failure or a kill part way leaves the file as it was, of its old
+version. ``pages``, ``blocked`` and ``links`` are rebuilt to get their primary and
+foreign keys (sqlite.org/lang_altertable.html, "Making Other Kinds Of Table Schema
+Changes"), rowids kept (the rowid order is the insertion order some readers use);
+the other renamed columns are ``ALTER TABLE ... RENAME COLUMN``. An old row's
+``run_id`` is the run whose ``started_at`` is the last at or before the row's time
+(runs of one file never overlap: the file is locked), NULL for a row older than every
+run. A link listed twice by one page is kept once (the primary key).
 """
 
 from __future__ import annotations
@@ -91,6 +121,7 @@ import errno
 import fcntl
 import heapq
 import json
+import logging
 import math
 import os
 import queue
@@ -107,15 +138,19 @@ from typing import Any, Final, Literal, TypedDict
 
 import sqlite_utils
 
+from crawldeck.core.datasette_meta import metadata_path, write_metadata
 from crawldeck.core.errors import StoreError
 from crawldeck.core.simhash import to_signed, to_unsigned
 
+log = logging.getLogger("crawldeck.store")
+
 #: The schema this code writes; a file of an older version in ``UPGRADABLE_VERSIONS``
 #: is upgraded in place when a ``Store`` opens it, any other version is refused.
-SCHEMA_VERSION: Final = 2
-#: Versions brought to ``SCHEMA_VERSION`` on open (1 -> 2: the ``pages`` columns of
-#: issue #13, added by ``ALTER TABLE ... ADD COLUMN``, NULL in old rows).
-UPGRADABLE_VERSIONS: Final = frozenset({"1"})
+SCHEMA_VERSION: Final = 3
+#: Versions brought to ``SCHEMA_VERSION`` on open, in one transaction (``_upgrade``):
+#: 1 -> 2 the ``pages`` columns of issue #13 (``ALTER TABLE ... ADD COLUMN``, NULL in
+#: old rows); 2 -> 3 the keys, names and views of issue #14 item 11.
+UPGRADABLE_VERSIONS: Final = frozenset({"1", "2"})
 #: A batch is committed when it holds this many operations, even before the interval.
 MAX_BATCH_OPS: Final = 1000
 #: Operations queued for the writer at which the crawl waits (``Store.room``): bounds
@@ -396,20 +431,87 @@ class Counts(TypedDict):
 # --------------------------------------------------------------------------- schema
 
 _FRONTIER_COLUMNS: Final = (
-    "key, url, host, depth, priority, state, available_at, attempts, redirects, via, seq"
+    "key, url, host, depth, priority, state, available_epoch_s, attempts, redirects, via, seq"
+)
+#: The tables of version 3 that have their keys in their definition (a file of an older
+#: version gets them by a rebuild, ``_upgrade``); the other tables are made by
+#: ``_create_schema``. The column order is that of ``PageRecord``, then ``run_id``.
+_SQL_PAGES_TABLE: Final = (
+    "CREATE TABLE pages (url TEXT PRIMARY KEY NOT NULL, final_url TEXT,"
+    " host TEXT NOT NULL REFERENCES hosts (host), depth INTEGER NOT NULL, status INTEGER,"
+    " content_type TEXT, bytes INTEGER NOT NULL, elapsed_ms REAL NOT NULL,"
+    " fetched_at TEXT NOT NULL, rendered INTEGER NOT NULL, error TEXT,"
+    " noindex INTEGER NOT NULL, warc_file TEXT, warc_offset INTEGER, warc_length INTEGER,"
+    " payload_digest TEXT, title TEXT, etag TEXT, last_modified TEXT, content_length INTEGER,"
+    " canonical_url TEXT, duplicate_of TEXT REFERENCES pages (url), simhash INTEGER,"
+    " near_duplicate_of TEXT REFERENCES pages (url), run_id INTEGER REFERENCES runs (id))"
+)
+_SQL_BLOCKED_TABLE: Final = (
+    "CREATE TABLE blocked (url TEXT PRIMARY KEY NOT NULL, host TEXT NOT NULL,"
+    " reason TEXT NOT NULL, detail TEXT, blocked_at TEXT NOT NULL,"
+    " run_id INTEGER REFERENCES runs (id))"
+)
+_SQL_LINKS_TABLE: Final = (
+    "CREATE TABLE links (from_url TEXT NOT NULL REFERENCES pages (url),"
+    " to_url TEXT NOT NULL REFERENCES pages (url), PRIMARY KEY (from_url, to_url))"
+)
+#: Version 3's indexes beyond the keys: a host's pages and blocked URLs (the
+#: ``host_summary`` view, Datasette's "referenced by" counts), a page's inlinks.
+_SQL_V3_INDEXES: Final = (
+    "CREATE INDEX IF NOT EXISTS pages_host ON pages (host)",
+    "CREATE INDEX IF NOT EXISTS blocked_host ON blocked (host)",
+    "CREATE INDEX IF NOT EXISTS links_to ON links (to_url)",
+)
+#: A page with its link counts (the outlinks by the ``links`` primary key, the inlinks
+#: by ``links_to``: two index probes a row).
+PAGE_SUMMARY_SQL: Final = (
+    "CREATE VIEW page_summary AS SELECT p.url, p.host, p.status, p.title, p.content_type,"
+    " p.bytes, p.elapsed_ms, p.depth, p.fetched_at, p.run_id,"
+    " (SELECT count(*) FROM links l WHERE l.to_url = p.url) AS inlinks,"
+    " (SELECT count(*) FROM links l WHERE l.from_url = p.url) AS outlinks,"
+    " p.duplicate_of, p.error FROM pages p"
+)
+#: A host's pages by status class (``errors``: no response), their bytes, its blocked
+#: URLs and its politeness state. A ``WHERE host = ?`` on the view is pushed into the
+#: grouped subqueries (SQLite's push-down), so one host costs an index range each.
+HOST_SUMMARY_SQL: Final = (
+    "CREATE VIEW host_summary AS SELECT h.host, coalesce(p.pages, 0) AS pages,"
+    " coalesce(p.status_2xx, 0) AS status_2xx, coalesce(p.status_3xx, 0) AS status_3xx,"
+    " coalesce(p.status_4xx, 0) AS status_4xx, coalesce(p.status_5xx, 0) AS status_5xx,"
+    " coalesce(p.errors, 0) AS errors, coalesce(p.bytes, 0) AS bytes,"
+    " coalesce(b.blocked, 0) AS blocked, h.robots_status, h.crawl_delay_ms, h.delay_ms,"
+    " h.learnt_delay_ms, h.state, h.ip FROM hosts h"
+    " LEFT JOIN (SELECT host, count(*) AS pages,"
+    " sum(status BETWEEN 200 AND 299) AS status_2xx,"
+    " sum(status BETWEEN 300 AND 399) AS status_3xx,"
+    " sum(status BETWEEN 400 AND 499) AS status_4xx,"
+    " sum(status BETWEEN 500 AND 599) AS status_5xx,"
+    " sum(status IS NULL) AS errors, sum(bytes) AS bytes FROM pages GROUP BY host) p"
+    " ON p.host = h.host"
+    " LEFT JOIN (SELECT host, count(*) AS blocked FROM blocked GROUP BY host) b"
+    " ON b.host = h.host"
+)
+#: The ``hosts`` row a page's host gets when it has none yet (``hosts.host`` is the
+#: parent of ``pages.host``): neutral values, replaced whole by the observer's
+#: ``upsert_host`` (within a snapshot interval); a resume reads it as a host with no
+#: saved state (no Crawl-delay, no backoff, no pages counted).
+_SQL_HOST_PLACEHOLDER: Final = (
+    "INSERT OR IGNORE INTO hosts (host, delay_ms, backoff_attempts, pages_fetched, state)"
+    " VALUES (?, 0, 0, 0, 'active')"
 )
 #: A page replaces an earlier row of its URL (the latest response wins: a redirect
 #: chain that comes back to a URL with a cookie, a failed URL tried again).
 _SQL_PAGE: Final = (
     "INSERT INTO pages (url, final_url, host, depth, status, content_type,"
-    " bytes, elapsed_ms, fetched_at, rendered, error, noindex, " + ", ".join(_V2_NAMES) + ")"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?" + ", ?" * len(_V2_NAMES) + ")"
+    " bytes, elapsed_ms, fetched_at, rendered, error, noindex, " + ", ".join(_V2_NAMES) + ","
+    " run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?" + ", ?" * len(_V2_NAMES) + ", ?)"
     " ON CONFLICT (url) DO UPDATE SET final_url = excluded.final_url,"
     " host = excluded.host, depth = excluded.depth, status = excluded.status,"
     " content_type = excluded.content_type, bytes = excluded.bytes,"
     " elapsed_ms = excluded.elapsed_ms, fetched_at = excluded.fetched_at,"
     " rendered = excluded.rendered, error = excluded.error, noindex = excluded.noindex, "
     + ", ".join(f"{name} = excluded.{name}" for name in _V2_NAMES)
+    + ", run_id = excluded.run_id"
 )
 #: Exact duplicates are found by payload digest (``core.archive``'s map, rebuilt from it).
 _SQL_DIGEST_INDEX: Final = (
@@ -425,48 +527,51 @@ _SQL_SPILLED_INDEX: Final = (
     "CREATE INDEX IF NOT EXISTS frontier_spilled_host_seq "
     "ON frontier (host, seq) WHERE state = 'spilled'"
 )
-_SQL_LINK: Final = "INSERT INTO links (from_url, to_url) VALUES (?, ?)"
+#: A link listed twice by one page is one row (the primary key).
+_SQL_LINK: Final = "INSERT OR IGNORE INTO links (from_url, to_url) VALUES (?, ?)"
 #: A page recorded again (a refetch, a cluster result landing twice) replaces its links.
 _SQL_DROP_LINKS: Final = "DELETE FROM links WHERE from_url = ?"
 #: Every fetch of a page (issue #13 item 7): its own row, kept across recrawls.
 _SQL_VERSIONS_TABLE: Final = (
     "CREATE TABLE page_versions (url TEXT NOT NULL, fetched_at TEXT NOT NULL,"
-    " status INTEGER, payload_digest TEXT, etag TEXT, last_modified TEXT)"
+    " status INTEGER, payload_digest TEXT, etag TEXT, last_modified TEXT,"
+    " run_id INTEGER REFERENCES runs (id))"
 )
 _SQL_VERSIONS_INDEX: Final = "CREATE INDEX page_versions_url ON page_versions (url, fetched_at)"
 #: A file made before the table: each page's row is its one known fetch.
 _SQL_VERSIONS_FROM_PAGES: Final = (
     "INSERT INTO page_versions SELECT url, fetched_at, status, payload_digest, etag,"
-    " last_modified FROM pages ORDER BY rowid"
+    " last_modified, run_id FROM pages ORDER BY rowid"
 )
 _SQL_VERSION: Final = (
-    "INSERT INTO page_versions (url, fetched_at, status, payload_digest, etag, last_modified)"
-    " VALUES (?, ?, ?, ?, ?, ?)"
+    "INSERT INTO page_versions (url, fetched_at, status, payload_digest, etag, last_modified,"
+    " run_id) VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
 #: A 304 confirms the version in ``pages``: its digest, and the validators the 304
 #: sent (RFC 9110 §15.4.5 lets it send new ones) or else the stored ones.
 _SQL_VERSION_304: Final = (
-    "INSERT INTO page_versions (url, fetched_at, status, payload_digest, etag, last_modified)"
-    " SELECT url, ?, 304, payload_digest, coalesce(?, etag), coalesce(?, last_modified)"
-    " FROM pages WHERE url = ?"
+    "INSERT INTO page_versions (url, fetched_at, status, payload_digest, etag, last_modified,"
+    " run_id) SELECT url, ?, 304, payload_digest, coalesce(?, etag),"
+    " coalesce(?, last_modified), ? FROM pages WHERE url = ?"
 )
 #: A recrawl's pages back in the frontier, in its order (``requeue_for_recrawl``).
 _SQL_RECRAWL: Final = (
-    "UPDATE frontier SET state = 'spilled', seq = ?, attempts = 0, available_at = 0 WHERE key = ?"
+    "UPDATE frontier SET state = 'spilled', seq = ?, attempts = 0, available_epoch_s = 0"
+    " WHERE key = ?"
 )
-_SQL_LINKS_INDEX: Final = "CREATE INDEX IF NOT EXISTS links_from ON links (from_url)"
 #: The sitemap tables (issue #13 item 6), made on open when a file lacks them.
 _SQL_SITEMAP_TABLES: Final = (
     "CREATE TABLE IF NOT EXISTS sitemaps (url TEXT NOT NULL UNIQUE, host TEXT NOT NULL,"
     " fetched_at TEXT NOT NULL, status INTEGER, kind TEXT, urls INTEGER NOT NULL, error TEXT)",
     "CREATE TABLE IF NOT EXISTS sitemap_urls (url TEXT NOT NULL, sitemap TEXT NOT NULL,"
-    " lastmod TEXT, changefreq TEXT, priority REAL, UNIQUE (url, sitemap))",
+    " lastmod_at TEXT, changefreq TEXT, priority REAL, UNIQUE (url, sitemap))",
     "CREATE INDEX IF NOT EXISTS sitemap_urls_url ON sitemap_urls (url)",
 )
 _SQL_SITEMAP: Final = "INSERT OR REPLACE INTO sitemaps VALUES (?, ?, ?, ?, ?, ?, ?)"
 _SQL_SITEMAP_URL: Final = "INSERT OR REPLACE INTO sitemap_urls VALUES (?, ?, ?, ?, ?)"
 _SQL_FRONTIER: Final = (
-    f"INSERT OR IGNORE INTO frontier ({_FRONTIER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT OR IGNORE INTO frontier ({_FRONTIER_COLUMNS}) VALUES"
+    " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _SQL_STATE: Final = "UPDATE frontier SET state = ? WHERE key = ?"
 _SQL_NEXT_HOP: Final = (
@@ -483,21 +588,26 @@ _SQL_TRANSIENT_FAILURES: Final = (
 )
 _SQL_MARK: Final = (
     "UPDATE frontier SET state = ?, attempts = coalesce(?, attempts),"
-    " available_at = coalesce(?, available_at) WHERE key = ?"
+    " available_epoch_s = coalesce(?, available_epoch_s) WHERE key = ?"
 )
 _SQL_BLOCKED: Final = (
-    "INSERT OR IGNORE INTO blocked (url, host, reason, detail, at) VALUES (?, ?, ?, ?, ?)"
+    "INSERT OR IGNORE INTO blocked (url, host, reason, detail, blocked_at, run_id)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
 )
 _SQL_HOST: Final = (
-    "INSERT INTO hosts (host, ip, robots_status, robots_expires_at, crawl_delay_ms,"
-    " delay_ms, backoff_attempts, backoff_until, pages_fetched, state, backoff_started,"
-    " learnt_delay_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO hosts (host, ip, robots_status, robots_expires_epoch_s, crawl_delay_ms,"
+    " delay_ms, backoff_attempts, backoff_until_epoch_s, pages_fetched, state,"
+    " backoff_started_epoch_s, learnt_delay_ms) VALUES"
+    " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     " ON CONFLICT (host) DO UPDATE SET ip = excluded.ip,"
-    " robots_status = excluded.robots_status, robots_expires_at = excluded.robots_expires_at,"
+    " robots_status = excluded.robots_status,"
+    " robots_expires_epoch_s = excluded.robots_expires_epoch_s,"
     " crawl_delay_ms = excluded.crawl_delay_ms, delay_ms = excluded.delay_ms,"
-    " backoff_attempts = excluded.backoff_attempts, backoff_until = excluded.backoff_until,"
+    " backoff_attempts = excluded.backoff_attempts,"
+    " backoff_until_epoch_s = excluded.backoff_until_epoch_s,"
     " pages_fetched = excluded.pages_fetched, state = excluded.state,"
-    " backoff_started = excluded.backoff_started, learnt_delay_ms = excluded.learnt_delay_ms"
+    " backoff_started_epoch_s = excluded.backoff_started_epoch_s,"
+    " learnt_delay_ms = excluded.learnt_delay_ms"
 )
 #: A run still ``running`` when a new one begins was killed (SIGKILL, power loss).
 _SQL_KILLED_RUNS: Final = "UPDATE runs SET status = 'killed' WHERE status = 'running'"
@@ -510,100 +620,77 @@ _SQL_END_LIVE_HOSTS: Final = "UPDATE hosts SET state = ? WHERE state IN ('active
 
 
 def _create_schema(conn: sqlite3.Connection) -> None:
-    """Create every table and index in one transaction (sqlite-utils)."""
+    """Create every table, index and view of ``SCHEMA_VERSION`` in the caller's
+    transaction (``_prepare_schema``): ``pages``, ``blocked``, ``links`` and
+    ``page_versions`` from their SQL, the other tables through sqlite-utils."""
     db = sqlite_utils.Database(conn, recursive_triggers=False, execute_plugins=False)
-    with db.atomic():
-        db.table("pages").create(
-            {
-                "url": str,
-                "final_url": str,
-                "host": str,
-                "depth": int,
-                "status": int,
-                "content_type": str,
-                "bytes": int,
-                "elapsed_ms": float,
-                "fetched_at": str,
-                "rendered": int,
-                "error": str,
-                "noindex": int,
-                **{name: (int if kind == "INTEGER" else str) for name, kind in PAGE_COLUMNS_V2},
-            },
-            not_null=[
-                "url",
-                "host",
-                "depth",
-                "bytes",
-                "elapsed_ms",
-                "fetched_at",
-                "rendered",
-                "noindex",
-            ],
-        )
-        db.table("pages").create_index(["url"], index_name="pages_url", unique=True)
-        db.table("blocked").create(
-            {"url": str, "host": str, "reason": str, "detail": str, "at": str},
-            not_null=["url", "host", "reason", "at"],
-        )
-        db.table("blocked").create_index(["url"], index_name="blocked_url", unique=True)
-        db.table("hosts").create(
-            {
-                "host": str,
-                "ip": str,
-                "robots_status": str,
-                "robots_expires_at": float,
-                "crawl_delay_ms": float,
-                "delay_ms": float,
-                "backoff_attempts": int,
-                "backoff_until": float,
-                "pages_fetched": int,
-                "state": str,
-                "backoff_started": float,
-                "learnt_delay_ms": float,
-            },
-            pk="host",
-            not_null=["delay_ms", "backoff_attempts", "pages_fetched", "state"],
-        )
-        db.table("frontier").create(
-            {
-                "key": str,
-                "url": str,
-                "host": str,
-                "depth": int,
-                "priority": int,
-                "state": str,
-                "available_at": float,
-                "attempts": int,
-                "redirects": str,
-                "via": str,
-                "seq": int,
-            },
-            pk="key",
-            not_null=[
-                "url",
-                "host",
-                "depth",
-                "priority",
-                "state",
-                "available_at",
-                "attempts",
-                "redirects",
-                "seq",
-            ],
-        )
-        # resume: WHERE state = ? ORDER BY seq; counts: GROUP BY state; MAX(seq) per state
-        db.table("frontier").create_index(["state", "seq"], index_name="frontier_state_seq")
-        db.table("links").create({"from_url": str, "to_url": str}, not_null=["from_url", "to_url"])
-        db.table("runs").create(
-            {"id": int, "started_at": str, "finished_at": str, "status": str, "config": str},
-            pk="id",
-            not_null=["started_at", "status", "config"],
-        )
-        db.table("meta").create({"key": str, "value": str}, pk="key", not_null=["value"])
-        conn.executemany(
-            "INSERT INTO meta (key, value) VALUES (?, ?)",
-            [("schema_version", str(SCHEMA_VERSION)), ("application", "crawldeck")],
-        )
+    for sql in (_SQL_PAGES_TABLE, _SQL_BLOCKED_TABLE, _SQL_LINKS_TABLE, _SQL_VERSIONS_TABLE):
+        conn.execute(sql)
+    conn.execute(_SQL_VERSIONS_INDEX)
+    db.table("hosts").create(
+        {
+            "host": str,
+            "ip": str,
+            "robots_status": str,
+            "robots_expires_epoch_s": float,
+            "crawl_delay_ms": float,
+            "delay_ms": float,
+            "backoff_attempts": int,
+            "backoff_until_epoch_s": float,
+            "pages_fetched": int,
+            "state": str,
+            "backoff_started_epoch_s": float,
+            "learnt_delay_ms": float,
+        },
+        pk="host",
+        not_null=["delay_ms", "backoff_attempts", "pages_fetched", "state"],
+    )
+    db.table("frontier").create(
+        {
+            "key": str,
+            "url": str,
+            "host": str,
+            "depth": int,
+            "priority": int,
+            "state": str,
+            "available_epoch_s": float,
+            "attempts": int,
+            "redirects": str,
+            "via": str,
+            "seq": int,
+        },
+        pk="key",
+        not_null=[
+            "url",
+            "host",
+            "depth",
+            "priority",
+            "state",
+            "available_epoch_s",
+            "attempts",
+            "redirects",
+            "seq",
+        ],
+    )
+    # resume: WHERE state = ? ORDER BY seq; counts: GROUP BY state; MAX(seq) per state
+    db.table("frontier").create_index(["state", "seq"], index_name="frontier_state_seq")
+    db.table("runs").create(
+        {
+            "id": int,
+            "started_at": str,
+            "finished_at": str,
+            "status": str,
+            "config": str,
+            "stats": str,
+        },
+        pk="id",
+        not_null=["started_at", "status", "config"],
+    )
+    db.table("meta").create({"key": str, "value": str}, pk="key", not_null=["value"])
+    conn.executemany(
+        "INSERT INTO meta (key, value) VALUES (?, ?)",
+        [("schema_version", str(SCHEMA_VERSION)), ("application", "crawldeck")],
+    )
 
 
 _SQLITE_MAGIC: Final = b"SQLite format 3\x00"
@@ -630,61 +717,139 @@ def check_header(path: Path) -> None:
 
 
 #: Columns added after a table's first version: (table, column, SQL type). A file made
-#: before gets them when it is opened (NULL in its old rows); the schema version stays.
+#: before gets them when it is opened (NULL in its old rows), before any upgrade.
 _ADDED_COLUMNS: Final = (
     ("hosts", "learnt_delay_ms", "REAL"),
     ("runs", "stats", "TEXT"),
     *(("pages", name, kind) for name, kind in PAGE_COLUMNS_V2),
 )
+#: Version 3's new names (table, old, new): a time is ``*_at`` text or ``*_epoch_s``.
+RENAMED_COLUMNS: Final = (
+    ("hosts", "robots_expires_at", "robots_expires_epoch_s"),
+    ("hosts", "backoff_until", "backoff_until_epoch_s"),
+    ("hosts", "backoff_started", "backoff_started_epoch_s"),
+    ("frontier", "available_at", "available_epoch_s"),
+    ("sitemap_urls", "lastmod", "lastmod_at"),
+    ("blocked", "at", "blocked_at"),
+)
+#: The run that wrote an old row, by its time (module docstring, "Version 3").
+_RUN_AT: Final = "(SELECT max(r.id) FROM runs r WHERE r.started_at <= {})"
+_PAGE_V2_COLUMNS: Final = (
+    "url, final_url, host, depth, status, content_type, bytes, elapsed_ms, fetched_at,"
+    " rendered, error, noindex, " + ", ".join(_V2_NAMES)
+)
+#: The tables rebuilt for their keys: (table, its version-3 SQL, the copy of the rows
+#: of the old table, renamed ``_old_<table>``, rowids kept).
+_REBUILT_TABLES: Final = (
+    (
+        "pages",
+        _SQL_PAGES_TABLE,
+        f"INSERT INTO pages (rowid, {_PAGE_V2_COLUMNS}, run_id) SELECT rowid,"
+        f" {_PAGE_V2_COLUMNS}, {_RUN_AT.format('o.fetched_at')} FROM _old_pages o",
+    ),
+    (
+        "blocked",
+        _SQL_BLOCKED_TABLE,
+        "INSERT INTO blocked (rowid, url, host, reason, detail, blocked_at, run_id)"
+        f" SELECT rowid, url, host, reason, detail, at, {_RUN_AT.format('o.at')}"
+        " FROM _old_blocked o",
+    ),
+    (
+        "links",
+        _SQL_LINKS_TABLE,
+        "INSERT OR IGNORE INTO links (rowid, from_url, to_url) SELECT rowid, from_url, to_url"
+        " FROM _old_links",
+    ),
+)
 
 
-def _add_missing_columns(conn: sqlite3.Connection) -> None:
-    """``ALTER TABLE ... ADD COLUMN`` each of ``_ADDED_COLUMNS`` a file lacks, then the
-    indexes over them, and the file's ``schema_version`` set to ``SCHEMA_VERSION``
-    (an upgrade from ``UPGRADABLE_VERSIONS``), all in one transaction."""
+def _columns(cur: sqlite3.Cursor, table: str) -> set[str]:
+    return {row[1] for row in cur.execute(f"PRAGMA table_info({table})")}
+
+
+def _add_missing_columns(cur: sqlite3.Cursor) -> None:
+    """``ALTER TABLE ... ADD COLUMN`` each of ``_ADDED_COLUMNS`` the file lacks."""
+    for table, column, kind in _ADDED_COLUMNS:
+        if column not in _columns(cur, table):
+            cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+
+
+def _rebuild(cur: sqlite3.Cursor, table: str, create: str, copy: str) -> None:
+    """Rebuild ``table`` as ``create`` with its rows (``copy``), for keys SQLite cannot
+    add in place: renamed aside, made anew, copied, dropped (its indexes with it).
+    The table is renamed aside rather than made under a new name, so its definition
+    in ``sqlite_master`` is ``create`` word for word, as in a new file; nothing refers
+    to it yet (``pages`` is rebuilt before ``links``, whose keys name it)."""
+    cur.execute(f"ALTER TABLE {table} RENAME TO _old_{table}")
+    cur.execute(create)
+    cur.execute(copy)
+    cur.execute(f"DROP TABLE _old_{table}")
+
+
+def _upgrade(cur: sqlite3.Cursor) -> None:
+    """Bring a file of one of ``UPGRADABLE_VERSIONS`` to version 3 in the caller's
+    transaction (module docstring, "Version 3"), the version-1 steps included (the
+    ``page_versions`` a file may lack; ``_prepare_schema`` makes the sitemap tables)."""
+    for table, old, new in RENAMED_COLUMNS:
+        if table != "blocked" and old in _columns(cur, table):
+            cur.execute(f"ALTER TABLE {table} RENAME COLUMN {old} TO {new}")
+    for table, create, copy in _REBUILT_TABLES:
+        _rebuild(cur, table, create, copy)
+    tables = {row[0] for row in cur.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "page_versions" not in tables:  # a file made before it: each page's one fetch
+        cur.execute(_SQL_VERSIONS_TABLE)
+        cur.execute(_SQL_VERSIONS_INDEX)
+        cur.execute(_SQL_VERSIONS_FROM_PAGES)
+    else:
+        cur.execute("ALTER TABLE page_versions ADD COLUMN run_id INTEGER REFERENCES runs (id)")
+        cur.execute(
+            f"UPDATE page_versions SET run_id = {_RUN_AT.format('page_versions.fetched_at')}"
+        )
+    cur.execute(
+        "INSERT OR IGNORE INTO hosts (host, delay_ms, backoff_attempts, pages_fetched, state)"
+        " SELECT DISTINCT host, 0, 0, 0, 'active' FROM pages"
+    )
+
+
+def _prepare_schema(conn: sqlite3.Connection, version: str | None) -> None:
+    """Make the schema of ``SCHEMA_VERSION`` in ONE transaction: a new file's
+    (``version`` ``None``), or an older version's upgrade (``_upgrade``); any file also
+    gets the columns of ``_ADDED_COLUMNS`` it lacks. A failure rolls it all back."""
     with contextlib.closing(conn.cursor()) as cur:
         cur.execute("BEGIN IMMEDIATE")
         try:
-            for table, column, kind in _ADDED_COLUMNS:
-                present = {row[1] for row in cur.execute(f"PRAGMA table_info({table})")}
-                if column not in present:
-                    cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
-            cur.execute(_SQL_DIGEST_INDEX)
-            cur.execute(
-                "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
-            )
+            if version is None:
+                _create_schema(conn)
+            else:
+                _add_missing_columns(cur)
+            if version != str(SCHEMA_VERSION):
+                if version is not None:
+                    _upgrade(cur)
+                for sql in (
+                    *_SQL_SITEMAP_TABLES,
+                    _SQL_SPILLED_INDEX,
+                    _SQL_DIGEST_INDEX,  # after the upgrade: a rebuild drops its table's
+                    *_SQL_V3_INDEXES,
+                    PAGE_SUMMARY_SQL,
+                    HOST_SUMMARY_SQL,
+                ):
+                    cur.execute(sql)
+                cur.execute(
+                    "UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                    (str(SCHEMA_VERSION),),
+                )
         except BaseException:
             cur.execute("ROLLBACK")
             raise
         cur.execute("COMMIT")
 
 
-def _add_page_versions(conn: sqlite3.Connection) -> None:
-    """Create ``page_versions`` when the file lacks it, filled from ``pages`` (a file
-    made before it: each page's row is the one fetch it knows), in one transaction."""
-    present = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'page_versions'"
-    ).fetchone()
-    if present is not None:
-        return
-    with contextlib.closing(conn.cursor()) as cur:
-        cur.execute("BEGIN IMMEDIATE")
-        try:
-            cur.execute(_SQL_VERSIONS_TABLE)
-            cur.execute(_SQL_VERSIONS_INDEX)
-            cur.execute(_SQL_VERSIONS_FROM_PAGES)
-        except BaseException:
-            cur.execute("ROLLBACK")
-            raise
-        cur.execute("COMMIT")
-
-
-def check_schema(conn: sqlite3.Connection, name: str) -> bool:
-    """Whether the file behind ``conn`` is a crawldeck file of ``SCHEMA_VERSION`` (or of
-    one of ``UPGRADABLE_VERSIONS``, which a ``Store`` upgrades and an export reads as is).
+def check_schema(conn: sqlite3.Connection, name: str) -> str | None:
+    """The schema version of the crawldeck file behind ``conn``: ``SCHEMA_VERSION`` or
+    one of ``UPGRADABLE_VERSIONS`` (which a ``Store`` upgrades on open).
 
     Returns:
-        ``False`` for an empty SQLite file (no tables yet), ``True`` for a crawl file.
+        ``None`` for an empty SQLite file (no tables yet), else the version (``"3"``).
 
     Raises:
         StoreError: not SQLite, SQLite but not a crawl file, or another schema version.
@@ -698,7 +863,7 @@ def check_schema(conn: sqlite3.Connection, name: str) -> bool:
             row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         }
         if not tables:
-            return False
+            return None
         if "meta" not in tables:
             raise StoreError(f"{name} is a SQLite file but not a crawldeck crawl file")
         row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -711,7 +876,7 @@ def check_schema(conn: sqlite3.Connection, name: str) -> bool:
         raise StoreError(
             f"{name} has schema version {version}; this crawldeck reads version {SCHEMA_VERSION}"
         )
-    return True
+    return str(version)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -1074,6 +1239,7 @@ class Store:
         self._blocked_added: Counter[str] = Counter()
         self._pages_added: Counter[str] = Counter()
         self._closed = False
+        self._run_id: int | None = None  # the run begun last: the run_id of the rows
         self._lock_fd, self._file_id = _lock_file(self.path, self._name)
         if fresh:
             try:
@@ -1119,22 +1285,13 @@ class Store:
         check_header(self.path)
         conn = self._connect()
         try:
-            exists = check_schema(conn, self._name)
+            version = check_schema(conn, self._name)
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise StoreError(f"{self._name}: cannot switch to WAL mode (got {mode})")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA cache_size = -32768")  # KiB: 32 MiB of page cache
-            if not exists:
-                conn.isolation_level = "DEFERRED"  # sqlite-utils wants legacy transactions
-                _create_schema(conn)
-                conn.isolation_level = None
-            conn.execute(_SQL_SPILLED_INDEX)  # also on files made before it existed
-            conn.execute(_SQL_LINKS_INDEX)
-            for sql in _SQL_SITEMAP_TABLES:
-                conn.execute(sql)
-            _add_missing_columns(conn)
-            _add_page_versions(conn)
+            _prepare_schema(conn, version)
         except sqlite3.Error as exc:
             conn.close()
             raise StoreError(self._open_failure(exc)) from None
@@ -1343,7 +1500,7 @@ class Store:
                 self._pending.update([row.key for row in rows])
             self._next_seq = seq + len(rows)
         hop = (next_url, next_host, _encode_json(list(redirects))) if state == "queued" else None
-        self._put((_PAGE, page, key, tuple(links), rows, seq, state, hop))
+        self._put((_PAGE, page, key, tuple(links), rows, seq, state, hop, self._run_id))
 
     def fail_urls(self, urls: Sequence[tuple[str, str]], error: str) -> None:
         """Queue marking each ``(key, url)`` failed: its frontier row (by ``key``) gets
@@ -1412,7 +1569,7 @@ class Store:
             StoreError: see the class.
         """
         self._check()
-        self._put((_BLOCKED, rec))
+        self._put((_BLOCKED, rec, self._run_id))
 
     def mark(
         self,
@@ -1474,6 +1631,7 @@ class Store:
         text = json.dumps(dict(config), sort_keys=True, default=str)
         run_id = self._next_run_id
         self._next_run_id = run_id + 1
+        self._run_id = run_id
         self._put((_BEGIN_RUN, run_id, self._clock(), text))
         return run_id
 
@@ -1559,6 +1717,7 @@ class Store:
             totals: Counter[str] = Counter()
             waiters: list[_Waiter] = []
             stop = False
+            ended = False  # a run's end is in the batch: the metadata file after it
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 deadline = time.monotonic() + interval
@@ -1576,6 +1735,7 @@ class Store:
                         waiters.append(op[1])
                         break
                     apply(conn, op, keys, blocked, totals)
+                    ended = ended or kind == _END_RUN
                     count += 1
                     if count >= MAX_BATCH_OPS:
                         break
@@ -1593,6 +1753,8 @@ class Store:
                     with contextlib.suppress(sqlite3.Error):
                         conn.execute("ROLLBACK")
             else:
+                if ended:
+                    self._write_metadata()
                 if keys or blocked or totals:
                     with self._pending_lock:
                         self._pending.difference_update(keys)
@@ -1604,6 +1766,20 @@ class Store:
             if stop:
                 return
 
+    def _write_metadata(self) -> None:
+        """Writer thread, once a run's end is committed: the Datasette metadata file
+        beside the crawl file (``core.datasette_meta``). A failure (a full disk) is a
+        warning: the crawl file is whole without it."""
+        try:
+            write_metadata(self.path)
+        except OSError as exc:
+            log.warning(
+                "%s: cannot write %s: %s",
+                self._name,
+                metadata_path(self.path).name,
+                exc.strerror or _one_line(exc),
+            )
+
     def _apply(
         self,
         conn: sqlite3.Connection,
@@ -1614,11 +1790,13 @@ class Store:
     ) -> None:
         kind = op[0]
         if kind == _PAGE:
-            _, page, key, links, rows, seq, state, hop = op
+            _, page, key, links, rows, seq, state, hop, run_id = op
             old = conn.execute(_SQL_OLD_PAGE, (page.url,)).fetchone()
             if page.status == 304 and old is not None:  # not modified: the row stays
                 at = to_iso_utc(page.fetched_at)
-                conn.execute(_SQL_VERSION_304, (at, page.etag, page.last_modified, page.url))
+                conn.execute(
+                    _SQL_VERSION_304, (at, page.etag, page.last_modified, run_id, page.url)
+                )
                 if rows:
                     _insert_frontier(conn, rows, seq, keys)
                 conn.execute(_SQL_STATE, (state, key))
@@ -1648,7 +1826,7 @@ class Store:
                     page.content_type,
                     page.bytes,
                     page.elapsed_ms,
-                    to_iso_utc(page.fetched_at),
+                    fetched_at,
                     int(page.rendered),
                     page.error,
                     int(page.noindex),
@@ -1664,12 +1842,15 @@ class Store:
                     page.duplicate_of,
                     None if page.simhash is None else to_signed(page.simhash),
                     page.near_duplicate_of,
+                    run_id,
                 ),
             )
+            fetched_at = to_iso_utc(page.fetched_at)
+            conn.execute(_SQL_HOST_PLACEHOLDER, (page.host,))
             conn.execute(
                 _SQL_VERSION,
-                (page.url, to_iso_utc(page.fetched_at), page.status, page.payload_digest,
-                 page.etag, page.last_modified),
+                (page.url, fetched_at, page.status, page.payload_digest, page.etag,
+                 page.last_modified, run_id),
             )  # fmt: skip
             if links:
                 conn.executemany(_SQL_LINK, links)
@@ -1693,7 +1874,8 @@ class Store:
         elif kind == _BLOCKED:
             rec: BlockedRecord = op[1]
             cur = conn.execute(
-                _SQL_BLOCKED, (rec.url, rec.host, rec.reason, rec.detail, to_iso_utc(rec.at))
+                _SQL_BLOCKED,
+                (rec.url, rec.host, rec.reason, rec.detail, to_iso_utc(rec.at), op[2]),
             )
             if cur.rowcount == 1:  # a repeat of a blocked URL is ignored: not counted
                 blocked[rec.reason] += 1
@@ -1889,9 +2071,9 @@ class Store:
             StoreError: see the class.
         """
         rows = self._stream(
-            "SELECT host, ip, robots_status, robots_expires_at, crawl_delay_ms, delay_ms,"
-            " backoff_attempts, backoff_until, pages_fetched, state, backoff_started,"
-            " learnt_delay_ms FROM hosts"
+            "SELECT host, ip, robots_status, robots_expires_epoch_s, crawl_delay_ms, delay_ms,"
+            " backoff_attempts, backoff_until_epoch_s, pages_fetched, state,"
+            " backoff_started_epoch_s, learnt_delay_ms FROM hosts"
         )
         return {row[0]: HostRecord(*row) for row in rows}
 
@@ -1952,7 +2134,8 @@ class Store:
         """
         rows = list(
             self._stream(
-                "SELECT url, host, reason, detail, at FROM blocked ORDER BY rowid DESC LIMIT ?",
+                "SELECT url, host, reason, detail, blocked_at FROM blocked"
+                " ORDER BY rowid DESC LIMIT ?",
                 (limit,),
             )
         )

@@ -161,7 +161,7 @@ def test_a_rerun_keeps_the_hosts_rows_it_does_not_touch_and_retries_a_500(
         db = tmp_path / "c.db"
         seed = f"http://www.crawl.test:{server.port}/"
         names = [dns.nameserver]
-        query = "SELECT host, robots_status, robots_expires_at, state FROM hosts ORDER BY host"
+        query = "SELECT host, robots_status, robots_expires_epoch_s, state FROM hosts ORDER BY host"
         run_crawl([seed], db, dns_nameservers=names, allow_private=True)
         before = rows(db, query)
         engine = run_crawl([seed], db, dns_nameservers=names, allow_private=True)

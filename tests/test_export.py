@@ -97,10 +97,10 @@ def test_pages_csv(crawl: Path) -> None:
     assert text == (
         "url,final_url,host,depth,status,content_type,bytes,elapsed_ms,fetched_at,rendered,error,noindex,"
         "warc_file,warc_offset,warc_length,payload_digest,title,etag,last_modified,"
-        "content_length,canonical_url,duplicate_of,simhash,near_duplicate_of\n"
-        f"http://a.test/,http://a.test/,a.test,0,200,text/html,1234,12.5,{ISO},0,,0,,,,,,,,,,,,\n"
+        "content_length,canonical_url,duplicate_of,simhash,near_duplicate_of,run_id\n"
+        f"http://a.test/,http://a.test/,a.test,0,200,text/html,1234,12.5,{ISO},0,,0,,,,,,,,,,,,,1\n"
         '"http://a.test/b,c",,a.test,1,,,0,30000.0,2024-05-01T12:00:01.250000Z,0,'
-        '"timeout: read ""slow""",1,,,,,,,,,,,,\n'
+        '"timeout: read ""slow""",1,,,,,,,,,,,,,1\n'
     )
 
 
@@ -121,11 +121,12 @@ def test_pages_jsonl(crawl: Path) -> None:
     assert text == (
         '{"url": "http://a.test/", "final_url": "http://a.test/", "host": "a.test", "depth": 0, '
         '"status": 200, "content_type": "text/html", "bytes": 1234, "elapsed_ms": 12.5, '
-        f'"fetched_at": "{ISO}", "rendered": 0, "error": null, "noindex": 0, {NULLS}}}\n'
+        f'"fetched_at": "{ISO}", "rendered": 0, "error": null, "noindex": 0, {NULLS}, '
+        '"run_id": 1}\n'
         '{"url": "http://a.test/b,c", "final_url": null, "host": "a.test", "depth": 1, '
         '"status": null, "content_type": null, "bytes": 0, "elapsed_ms": 30000.0, '
         '"fetched_at": "2024-05-01T12:00:01.250000Z", "rendered": 0, '
-        f'"error": "timeout: read \\"slow\\"", "noindex": 1, {NULLS}}}\n'
+        f'"error": "timeout: read \\"slow\\"", "noindex": 1, {NULLS}, "run_id": 1}}\n'
     )
 
 
@@ -144,7 +145,7 @@ def test_links_keep_non_ascii(crawl: Path) -> None:
 def test_frontier_blocked_hosts_runs(crawl: Path) -> None:
     assert run_export(crawl, "frontier", "csv") == (
         2,
-        "key,url,host,depth,priority,state,available_at,attempts,redirects,via,seq\n"
+        "key,url,host,depth,priority,state,available_epoch_s,attempts,redirects,via,seq\n"
         "http://a.test/,http://a.test/,a.test,0,0,done,0.0,0,[],,1\n"
         '"http://a.test/b,c","http://a.test/b,c",a.test,1,1,failed,0.0,0,"[""k0""]",'
         "http://a.test/,2\n",
@@ -152,25 +153,25 @@ def test_frontier_blocked_hosts_runs(crawl: Path) -> None:
     assert run_export(crawl, "blocked", "jsonl") == (
         1,
         '{"url": "http://a.test/private", "host": "a.test", "reason": "robots", '
-        f'"detail": "disallowed", "at": "{ISO}"}}\n',
+        f'"detail": "disallowed", "blocked_at": "{ISO}", "run_id": 1}}\n',
     )
     assert run_export(crawl, "hosts", "csv") == (
         1,
-        "host,ip,robots_status,robots_expires_at,crawl_delay_ms,delay_ms,backoff_attempts,"
-        "backoff_until,pages_fetched,state,backoff_started,learnt_delay_ms\n"
+        "host,ip,robots_status,robots_expires_epoch_s,crawl_delay_ms,delay_ms,backoff_attempts,"
+        "backoff_until_epoch_s,pages_fetched,state,backoff_started_epoch_s,learnt_delay_ms\n"
         "a.test,,ok,1714651200.25,,1000.0,0,,2,active,,\n",
     )
     assert run_export(crawl, "runs", "jsonl") == (
         1,
         f'{{"id": 1, "started_at": "{ISO}", "finished_at": "{ISO}", "status": "finished", '
-        '"config": "{\\"delay_ms\\": 1000, \\"scope\\": \\"host\\"}"}\n',
+        '"config": "{\\"delay_ms\\": 1000, \\"scope\\": \\"host\\"}", "stats": null}\n',
     )
 
 
 def test_empty_table_csv_has_only_the_header(tmp_path: Path) -> None:
     db = tmp_path / "crawl.db"
     Store(db).close()
-    assert run_export(db, "blocked", "csv") == (0, "url,host,reason,detail,at\n")
+    assert run_export(db, "blocked", "csv") == (0, "url,host,reason,detail,blocked_at,run_id\n")
     assert run_export(db, "blocked", "jsonl") == (0, "")
 
 

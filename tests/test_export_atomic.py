@@ -30,7 +30,7 @@ ROWS = 200_000
 HEADER = (
     "url,final_url,host,depth,status,content_type,bytes,elapsed_ms,fetched_at,rendered,"
     "error,noindex,warc_file,warc_offset,warc_length,payload_digest,title,etag,"
-    "last_modified,content_length,canonical_url,duplicate_of,simhash,near_duplicate_of"
+    "last_modified,content_length,canonical_url,duplicate_of,simhash,near_duplicate_of,run_id"
 )
 
 

@@ -44,7 +44,7 @@ def test_the_sitemap_only_site_is_crawled_completely_from_its_root(tmp_path: Pat
         ) == [(base + "private/ledger.html", "robots")]
         first = base + SITEMAP_FILES["/sitemap-records.xml"][0].lstrip("/")
         assert rows(
-            db, "SELECT lastmod, changefreq, priority FROM sitemap_urls WHERE url = ?", first
+            db, "SELECT lastmod_at, changefreq, priority FROM sitemap_urls WHERE url = ?", first
         ) == [("2024-05-01T12:00:00.000000Z", "monthly", 0.5)]
         assert rows(db, "SELECT DISTINCT depth FROM pages WHERE url LIKE '%/records/%'") == [(1,)]
         log = [a.path for a in web.access_log("sitemap")]

@@ -122,20 +122,21 @@ def test_schema_is_created_with_the_contract_columns(store: Store, db: Path) -> 
         "duplicate_of",
         "simhash",
         "near_duplicate_of",
+        "run_id",
     ]
-    assert columns("blocked") == ["url", "host", "reason", "detail", "at"]
+    assert columns("blocked") == ["url", "host", "reason", "detail", "blocked_at", "run_id"]
     assert columns("hosts") == [
         "host",
         "ip",
         "robots_status",
-        "robots_expires_at",
+        "robots_expires_epoch_s",
         "crawl_delay_ms",
         "delay_ms",
         "backoff_attempts",
-        "backoff_until",
+        "backoff_until_epoch_s",
         "pages_fetched",
         "state",
-        "backoff_started",
+        "backoff_started_epoch_s",
         "learnt_delay_ms",
     ]
     assert columns("frontier") == [
@@ -145,7 +146,7 @@ def test_schema_is_created_with_the_contract_columns(store: Store, db: Path) -> 
         "depth",
         "priority",
         "state",
-        "available_at",
+        "available_epoch_s",
         "attempts",
         "redirects",
         "via",
@@ -158,7 +159,7 @@ def test_schema_is_created_with_the_contract_columns(store: Store, db: Path) -> 
         ("schema_version", str(SCHEMA_VERSION)),
     ]
     indexes = {r[0] for r in raw(db, "SELECT name FROM sqlite_master WHERE type = 'index'")}
-    assert {"frontier_state_seq", "pages_url", "blocked_url"} <= indexes
+    assert {"frontier_state_seq", "pages_host", "links_to"} <= indexes
     assert raw(db, "PRAGMA journal_mode") == [("wal",)]
     # frontier key and hosts host are primary keys
     assert [r[1] for r in raw(db, "PRAGMA table_info(frontier)") if r[5]] == ["key"]
@@ -190,7 +191,7 @@ def test_empty_file_gets_the_schema(db: Path) -> None:
     db.write_bytes(b"")
     with Store(db) as s:
         assert s.has_crawl() is False
-    assert raw(db, "SELECT value FROM meta WHERE key = 'schema_version'") == [("2",)]
+    assert raw(db, "SELECT value FROM meta WHERE key = 'schema_version'") == [("3",)]
 
 
 # ---------------------------------------------------------------- refusals
@@ -221,10 +222,12 @@ def test_another_schema_version_is_refused(db: Path) -> None:
         conn.commit()
     with pytest.raises(StoreError) as info:
         Store(db)
-    assert str(info.value) == "crawl.db has schema version 99; this crawldeck reads version 2"
+    assert str(info.value) == "crawl.db has schema version 99; this crawldeck reads version 3"
     # the lock was released on the failed open: fixing the file makes it usable again
     with closing(sqlite3.connect(db)) as conn:
-        conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+        conn.execute(
+            "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
+        )
         conn.commit()
     Store(db).close()
 
@@ -379,7 +382,7 @@ def test_blocked_round_trip_first_reason_wins(store: Store, db: Path) -> None:
     store.record_blocked(BlockedRecord("http://a.test/x", "a.test", "robots", "later", T0 + 1))
     store.record_blocked(BlockedRecord("http://b.test/y", "b.test", "robots", "disallowed", T0))
     store.flush()
-    assert raw(db, "SELECT * FROM blocked ORDER BY rowid") == [
+    assert raw(db, "SELECT url, host, reason, detail, blocked_at FROM blocked ORDER BY rowid") == [
         ("http://a.test/x", "a.test", "depth", "depth 11 > 10", "2024-05-01T12:00:00.250000Z"),
         ("http://b.test/y", "b.test", "robots", "disallowed", "2024-05-01T12:00:00.250000Z"),
     ]
@@ -440,7 +443,7 @@ def test_writes_apply_in_call_order(store: Store, db: Path) -> None:
     store.mark("b", "blocked")
     store.enqueue_urls([row("a", host="z.test"), row("c")])  # a known key keeps its row
     store.flush()
-    assert raw(db, "SELECT key, host, state, attempts, available_at, seq FROM frontier") == [
+    assert raw(db, "SELECT key, host, state, attempts, available_epoch_s, seq FROM frontier") == [
         ("a", "a.test", "queued", 2, T0 + 30, 1),
         ("b", "a.test", "blocked", 0, 0.0, 2),
         ("c", "a.test", "queued", 0, 0.0, 4),  # seq 3 went to the ignored duplicate

@@ -638,7 +638,7 @@ def test_a_version_1_file_is_upgraded_in_place(tmp_path: Path) -> None:
     assert columns[12:] == [
         "warc_file", "warc_offset", "warc_length", "payload_digest", "title", "etag",
         "last_modified", "content_length", "canonical_url", "duplicate_of", "simhash",
-        "near_duplicate_of",
+        "near_duplicate_of", "run_id",
     ]  # fmt: skip
     assert rows(db, "SELECT value FROM meta WHERE key = 'schema_version'") == [
         (str(SCHEMA_VERSION),)

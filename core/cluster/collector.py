@@ -16,8 +16,8 @@ dies when: the cursors are committed with the rows, so entries a killed collecto
 committed but did not trim are skipped on the next start (and trimmed then), and a
 Redis restarted from an AOF that lacks the last trims brings back entries that are
 skipped too (an idle batch trims every shard to its cursor, at most once a second).
-Replay alone is not idempotent: ``links`` has no key, so a page replayed twice would
-list its links twice; the other ops are (pages by url, INSERT OR IGNORE, replace).
+A replayed op writes no row twice either (pages by url, links by their ``(from_url,
+to_url)`` key since schema version 3, INSERT OR IGNORE, replace).
 
 Two streams are not ordered: the op that adds URL K's frontier row (a page's
 ``new_rows``, in the stream of the page's host) and the op that records K fetched (in

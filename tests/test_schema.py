@@ -1,0 +1,365 @@
+"""Schema version 3 of the crawl file (issue #14 item 11): keys, names, views, the
+upgrade from versions 1 and 2, and the file as Datasette shows it.
+
+The old files are ``tests/data/crawl_2f3a1ea.db`` (version 1) and
+``tests/data/crawl_4cc1605.db`` (version 2), crawls of the site of
+``tests/data/make_old_crawl.py`` (its docstring says how they were made) stopped at 12
+pages; the tests crawl that site too (``OLD.serve``, on 127.83.19.7:8080).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import closing
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import sqlite_utils
+from crawlkit import rows, run_crawl
+from redisfix import free_port
+
+from crawldeck.core import store as store_module
+from crawldeck.core.datasette_meta import METADATA_SUFFIX, metadata
+from crawldeck.core.export import export
+from crawldeck.core.store import RENAMED_COLUMNS, SCHEMA_VERSION, Store
+
+DATA = Path(__file__).parent / "data"
+V1, V2 = DATA / "crawl_2f3a1ea.db", DATA / "crawl_4cc1605.db"
+
+
+def _load_old_crawl() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("make_old_crawl", DATA / "make_old_crawl.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+#: The site the old files crawled, and its crawl's figures (``make_old_crawl``'s docstring).
+OLD = _load_old_crawl()
+HOME = OLD.ORIGIN + "/"
+#: / and /p1../p31 (/p30 links to /p31, a 404 like /p7).
+SITE_PAGES = 32
+#: /private/ and /private/N of every 200 page /pN (not /p7): refused by robots.txt.
+ROBOTS_BLOCKED = 30
+#: / lists 30 pages, /private/ and another site; each 200 /pN its next, / and /private/N.
+SITE_LINKS = 32 + 29 * 3
+
+
+@pytest.fixture(scope="module")
+def old_site() -> Iterator[ThreadingHTTPServer]:
+    server = OLD.serve()
+    assert isinstance(server, ThreadingHTTPServer)  # a real server (conftest marks: slow)
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def crawl(old_site: ThreadingHTTPServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A whole crawl of the site by this crawldeck (one run)."""
+    db = tmp_path_factory.mktemp("schema") / "crawl.db"
+    run_crawl([HOME], db, warc=False, allow_private=True)
+    return db
+
+
+def counts(db: Path) -> dict[str, Any]:
+    """Row counts of every table of a crawl file, frontier rows by state."""
+    with closing(sqlite3.connect(db)) as conn:
+        found = {
+            table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table in ("pages", "blocked", "links", "hosts", "runs", "sitemaps")
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone()
+        }
+        found["frontier"] = dict(conn.execute("SELECT state, count(*) FROM frontier GROUP BY 1"))
+    return found
+
+
+def shape(db: Path) -> dict[str, Any]:
+    """The schema as the tools read it: per table and view its columns (name, type,
+    not null, pk), foreign keys and indexes (name, unique, columns)."""
+    with closing(sqlite3.connect(db)) as conn:
+        names = [
+            name
+            for (name,) in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+                " AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            )
+        ]
+        out: dict[str, Any] = {}
+        for name in names:
+            indexes = {
+                index: (unique, [c[2] for c in conn.execute(f"PRAGMA index_info({index})")])
+                for _, index, unique, *_ in conn.execute(f"PRAGMA index_list({name})")
+            }
+            out[name] = (
+                [
+                    (c[1], c[2].upper(), c[3], c[5])
+                    for c in conn.execute(f"PRAGMA table_info({name})")
+                ],
+                sorted(tuple(fk[2:5]) for fk in conn.execute(f"PRAGMA foreign_key_list({name})")),
+                indexes,
+            )
+    return out
+
+
+def test_pages_blocked_and_links_have_keys_and_foreign_keys(crawl: Path) -> None:
+    db = sqlite_utils.Database(crawl)
+    assert db.table("pages").pks == ["url"]
+    assert db.table("blocked").pks == ["url"]
+    assert db.table("links").pks == ["from_url", "to_url"]
+    fks = {(t, fk.column, fk.other_table, fk.other_column) for t in db.table_names()
+           for fk in db.table(t).foreign_keys}  # fmt: skip
+    assert {
+        ("pages", "host", "hosts", "host"),
+        ("pages", "duplicate_of", "pages", "url"),
+        ("pages", "near_duplicate_of", "pages", "url"),
+        ("pages", "run_id", "runs", "id"),
+        ("links", "from_url", "pages", "url"),
+        ("links", "to_url", "pages", "url"),
+        ("blocked", "run_id", "runs", "id"),
+        ("page_versions", "run_id", "runs", "id"),
+    } == fks
+    assert {(i.name, tuple(i.columns)) for i in db.table("links").indexes} >= {
+        ("links_to", ("to_url",)),
+        ("sqlite_autoindex_links_1", ("from_url", "to_url")),
+    }
+    assert ("pages_host", ("host",)) in {
+        (i.name, tuple(i.columns)) for i in db.table("pages").indexes
+    }
+    # every page's host has its hosts row; the only rows whose parent is missing are
+    # links to URLs never fetched (refused ones: the private pages, the other site)
+    missing = db.execute("PRAGMA foreign_key_check").fetchall()
+    assert {(table, parent) for table, _, parent, _ in missing} == {("links", "pages")}
+    unfetched = rows(
+        crawl, "SELECT count(*) FROM links WHERE to_url NOT IN (SELECT url FROM pages)"
+    )
+    assert len(missing) == unfetched[0][0] == ROBOTS_BLOCKED + 1
+    assert rows(crawl, "SELECT count(*), count(DISTINCT run_id), min(run_id) FROM pages") == [
+        (SITE_PAGES, 1, 1)
+    ]
+    assert rows(crawl, "SELECT count(*), min(run_id) FROM blocked") == [(ROBOTS_BLOCKED + 1, 1)]
+
+
+def test_the_plans_of_the_views_use_the_indexes(crawl: Path) -> None:
+    def plan(sql: str) -> str:
+        return " | ".join(str(r[-1]) for r in rows(crawl, "EXPLAIN QUERY PLAN " + sql, HOME))
+
+    page = plan("SELECT * FROM page_summary WHERE url = ?")
+    assert "links_to" in page and "sqlite_autoindex_links_1" in page
+    assert "SCAN l" not in page
+    host = plan("SELECT * FROM host_summary WHERE host = ?")
+    assert "pages_host" in host and "blocked_host" in host
+
+
+def test_page_summary_and_host_summary_count_what_the_site_has(crawl: Path) -> None:
+    summary = {
+        url[len(OLD.ORIGIN) :]: (status, title, inlinks, outlinks)
+        for url, status, title, inlinks, outlinks in rows(
+            crawl, "SELECT url, status, title, inlinks, outlinks FROM page_summary"
+        )
+    }
+    assert len(summary) == SITE_PAGES
+    assert summary["/"] == (200, "Home", 29, 32)  # every 200 /pN links home
+    assert summary["/p30"] == (200, "Page 30", 2, 3)  # from / and /p29
+    assert summary["/p7"] == (404, None, 2, 0)  # an error page is not parsed
+    assert summary["/p31"] == (404, None, 1, 0)  # only /p30 links it
+    ((host, pages, ok, redirects, missing, failing, errors, size, blocked, robots),) = rows(
+        crawl,
+        "SELECT host, pages, status_2xx, status_3xx, status_4xx, status_5xx, errors, bytes,"
+        " blocked, robots_status FROM host_summary",
+    )
+    assert (host, pages, ok, redirects, missing, failing, errors) == (
+        f"{OLD.HOST}:{OLD.PORT}",
+        SITE_PAGES,
+        30,
+        0,
+        2,
+        0,
+        0,
+    )
+    assert size == sum(len(OLD.page(url[len(OLD.ORIGIN) :])[2]) for (url,) in rows(
+        crawl, "SELECT url FROM pages"
+    ))  # fmt: skip
+    assert (blocked, robots) == (ROBOTS_BLOCKED, "ok")
+    assert rows(crawl, "SELECT count(*) FROM links") == [(SITE_LINKS,)]
+
+
+def test_every_time_column_says_its_form_in_its_name(crawl: Path) -> None:
+    for table, (columns, _, _) in shape(crawl).items():
+        for name, kind, *_ in columns:
+            if name.endswith("_at"):
+                assert kind == "TEXT", (table, name)
+                found = rows(crawl, f"SELECT {name} FROM {table} WHERE {name} IS NOT NULL")
+                for (value,) in found:
+                    assert len(value) == 27 and value.endswith("Z"), (table, name, value)
+            if name.endswith("_epoch_s"):
+                assert kind in ("FLOAT", "REAL"), (table, name)
+    timeish = ("until", "expires", "started", "available", "lastmod", "at")
+    for table, (columns, _, _) in shape(crawl).items():
+        for name, *_ in columns:
+            if any(word in name.split("_") for word in timeish):
+                assert name.endswith(("_at", "_epoch_s")), (table, name)
+
+
+@pytest.mark.parametrize("old", [V1, V2], ids=["version-1", "version-2"])
+def test_an_old_file_is_upgraded_whole_in_one_open(old: Path, tmp_path: Path) -> None:
+    db = tmp_path / "crawl.db"
+    shutil.copy(old, db)
+    before = counts(db)
+    old_blocked = rows(db, "SELECT url, reason, at FROM blocked")
+    old_hosts = rows(db, "SELECT host, robots_expires_at, backoff_until, pages_fetched FROM hosts")
+    old_frontier = rows(db, "SELECT key, state, available_at FROM frontier ORDER BY seq")
+    old_pages = rows(db, "SELECT url, status, fetched_at, bytes FROM pages ORDER BY rowid")
+    assert before["pages"] == 12 and before["frontier"] == {"done": 12, "queued": 30}
+    with Store(db) as store:
+        assert store.counts()["pages"] == 12
+    assert rows(db, "SELECT value FROM meta WHERE key = 'schema_version'") == [("3",)]
+    assert counts(db) == before | {"sitemaps": 0}  # a version-1 file gets the table
+    assert rows(db, "SELECT url, reason, blocked_at FROM blocked") == old_blocked
+    assert (
+        rows(
+            db,
+            "SELECT host, robots_expires_epoch_s, backoff_until_epoch_s, pages_fetched FROM hosts",
+        )
+        == old_hosts
+    )
+    assert rows(db, "SELECT key, state, available_epoch_s FROM frontier ORDER BY seq") == (
+        old_frontier
+    )
+    assert rows(db, "SELECT url, status, fetched_at, bytes FROM pages ORDER BY rowid") == old_pages
+    # the old rows were all written by the file's one run
+    for table in ("pages", "blocked", "page_versions"):
+        assert rows(db, f"SELECT count(*) - count(run_id), max(run_id) FROM {table}") == [(0, 1)]
+    # the same schema as a new file's, but for the columns a later crawldeck adds on open
+    Store(tmp_path / "new.db").close()
+    assert shape(db) == shape(tmp_path / "new.db")
+
+
+def test_a_failed_upgrade_leaves_the_file_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "crawl.db"
+    shutil.copy(V2, db)
+    before, old_shape = counts(db), shape(db)
+    real_rebuild = store_module._rebuild
+
+    def fail_at_links(cur: sqlite3.Cursor, table: str, create: str, copy: str) -> None:
+        if table == "links":  # pages and blocked were rebuilt, columns renamed
+            raise OSError("power cut")
+        real_rebuild(cur, table, create, copy)
+
+    monkeypatch.setattr(store_module, "_rebuild", fail_at_links)
+    with pytest.raises(OSError, match="power cut"):
+        Store(db)
+    assert rows(db, "SELECT value FROM meta WHERE key = 'schema_version'") == [("2",)]
+    assert counts(db) == before
+    assert shape(db) == old_shape  # `at`, `backoff_until`, no keys, no _old_ tables
+    monkeypatch.undo()
+    with Store(db) as store:
+        assert store.counts()["pages"] == 12
+    assert rows(db, "SELECT value FROM meta WHERE key = 'schema_version'") == [("3",)]
+
+
+def test_an_old_file_resumes_and_keeps_its_rows(
+    old_site: ThreadingHTTPServer, tmp_path: Path
+) -> None:
+    db = tmp_path / "crawl.db"
+    shutil.copy(V1, db)
+    old_pages = set(rows(db, "SELECT url, fetched_at FROM pages"))
+    run_crawl([HOME], db, warc=False, allow_private=True)
+    after = counts(db)
+    assert after["pages"] == SITE_PAGES  # the 12 old ones and the 20 the resume fetched
+    assert after["frontier"] == {"done": SITE_PAGES, "blocked": ROBOTS_BLOCKED}
+    assert old_pages <= set(rows(db, "SELECT url, fetched_at FROM pages"))
+    assert rows(db, "SELECT run_id, count(*) FROM pages GROUP BY 1") == [(1, 12), (2, 20)]
+    assert rows(db, "SELECT count(*) FROM links") == [(SITE_LINKS,)]
+    assert rows(db, "SELECT id, status FROM runs") == [(1, "max_pages"), (2, "finished")]
+
+
+def test_an_export_of_an_old_file_has_the_new_names(tmp_path: Path) -> None:
+    db = tmp_path / "crawl.db"
+    shutil.copy(V1, db)
+    out = io.StringIO()
+    assert export(db, "blocked", "jsonl", out) == 1
+    row = json.loads(out.getvalue())
+    assert list(row) == ["url", "host", "reason", "detail", "blocked_at", "run_id"]
+    assert row["reason"] == "scope" and row["run_id"] == 1
+
+
+def test_the_metadata_names_only_columns_the_schema_has(tmp_path: Path) -> None:
+    Store(tmp_path / "crawl.db").close()
+    tables = shape(tmp_path / "crawl.db")
+    described = metadata("crawl")["databases"]["crawl"]["tables"]
+    assert set(described) == set(tables) - {"meta"}
+    for table, entry in described.items():
+        names = {c[0] for c in tables[table][0]}
+        assert set(entry.get("columns", {})) <= names, table
+        assert set(entry.get("units", {})) <= names, table
+    assert described["pages"]["units"]["bytes"] == "byte"
+    assert described["pages"]["units"]["elapsed_ms"] == "millisecond"
+    assert not {new for _, _, new in RENAMED_COLUMNS} - {
+        name for table in tables.values() for name, *_ in table[0]
+    }
+    assert SCHEMA_VERSION == 3
+
+
+def _get(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def test_datasette_serves_the_crawl_with_its_foreign_keys(crawl: Path, tmp_path: Path) -> None:
+    meta = crawl.with_name(crawl.name + METADATA_SUFFIX)
+    assert json.loads(meta.read_text()) == metadata("crawl")  # written at the run's end
+    port = free_port()
+    datasette = Path(sys.executable).with_name("datasette")
+    proc = subprocess.Popen(
+        [str(datasette), "serve", str(crawl), "-h", "127.0.0.1", "-p", str(port), "-m", str(meta)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                served = _get(f"{base}/-/metadata.json")
+                break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read() if proc.stderr else b""
+                assert time.monotonic() < deadline, "datasette did not start in 30 s"
+                time.sleep(0.1)
+        assert served["databases"]["crawl"]["tables"]["pages"]["units"]["bytes"] == "byte"
+        links = _get(f"{base}/crawl/links.json?_labels=on&from_url={HOME}&to_url={HOME}p30")
+        assert links["rows"] == [
+            {
+                "from_url": {"value": HOME, "label": "Home"},
+                "to_url": {"value": f"{HOME}p30", "label": "Page 30"},
+            }
+        ]
+        pages = _get(f"{base}/crawl/pages.json?_size=1")
+        fks = {(fk["column"], fk["other_table"]) for fk, _ in pages["expandable_columns"]}
+        assert {("host", "hosts"), ("run_id", "runs"), ("duplicate_of", "pages")} <= fks
+        assert pages["primary_keys"] == ["url"]
+        hosts = _get(f"{base}/crawl/host_summary.json?_shape=array")
+        assert [(h["host"], h["pages"], h["blocked"]) for h in hosts] == [
+            (f"{OLD.HOST}:{OLD.PORT}", SITE_PAGES, ROBOTS_BLOCKED)
+        ]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        if proc.stderr is not None:
+            proc.stderr.close()
