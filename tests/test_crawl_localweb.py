@@ -51,6 +51,8 @@ def crawl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Crawl]:
                 "concurrency": 8,
                 "flush_interval_ms": 50,
                 "allow_networks": ["127.77.0.0/24"],
+                # spa's /app/never never settles: its render is cut at this budget
+                "render_timeout_ms": 3000,
             }
         )
         store = Store(path, flush_interval_ms=config.flush_interval_ms)

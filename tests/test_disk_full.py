@@ -112,7 +112,10 @@ def web() -> Iterator[LocalWeb]:
 def crawl_on_tmpfs(tmp_path: Path, web: LocalWeb, size: int, room: int) -> DiskFullRun:
     (tmp_path / "mnt").mkdir()
     (tmp_path / "seeds.txt").write_text("\n".join(web.seeds()) + "\n")
-    (tmp_path / "fast.toml").write_text("flush_interval_ms = 20\nbackoff_base_ms = 100\n")
+    # render_timeout_ms: spa's /app/never never settles, its render is cut at this budget
+    (tmp_path / "fast.toml").write_text(
+        "flush_interval_ms = 20\nbackoff_base_ms = 100\nrender_timeout_ms = 3000\n"
+    )
     crawl = ["crawl", str(tmp_path / "seeds.txt"), "--no-ui", "--db", "c.db",
              "--config", str(tmp_path / "fast.toml"), "--delay-ms", "20"]  # fmt: skip
     proc = subprocess.run(

@@ -433,6 +433,8 @@ async def test_console_crawls_the_local_web_to_the_end(tmp_path: Path) -> None:
                 "concurrency": 8,
                 "flush_interval_ms": 50,
                 "snapshot_interval_ms": 250,
+                # spa's /app/never never settles: its render is cut at this budget
+                "render_timeout_ms": 3000,
             }
         )
         store = Store(db, flush_interval_ms=config.flush_interval_ms)
