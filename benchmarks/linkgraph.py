@@ -38,7 +38,10 @@ import hashlib
 import os
 import pickle
 import posixpath
+import signal
+import socket
 import subprocess
+import time
 from array import array
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -56,8 +59,9 @@ from crawldeck.core.traps import ScopePolicy, TrapGuard, TrapSettings, UrlPatter
 
 #: Port and address block of the documentation web (``docs_crawl.py`` uses 127.78/8780).
 DOCS_PORT = 8782
+NGINX = "/usr/sbin/nginx"
 #: Bumped when the graph's construction changes, so older caches are not read.
-GRAPH_FORMAT = 1
+GRAPH_FORMAT = 2
 #: Synthetic web: pages, hosts, the smallest host, Poisson means of the links a page
 #: has into its own host and into others, and how many of the largest hosts seed it.
 SYNTH_PAGES = 100_000
@@ -114,6 +118,9 @@ class Graph:
         indptr: ``n + 1`` row offsets into ``indices`` (``array('q')``).
         indices: outlink node ids, row by row (``array('i')``).
         seeds: the seed nodes, in order.
+        link_counts: node -> the distinct URLs its links resolve to, any host, itself
+            included (``array('i')``): what the crawler splits a page's OPIC cash over
+            (``core.recording``), the outlinks of the graph and those it cannot follow.
     """
 
     name: str
@@ -123,6 +130,7 @@ class Graph:
     indptr: array[int]
     indices: array[int]
     seeds: list[int]
+    link_counts: array[int]
 
     @property
     def n(self) -> int:
@@ -158,9 +166,11 @@ def from_adjacency(
     host_of: Iterable[int],
     adjacency: Sequence[Iterable[int]],
     seeds: list[int],
+    link_counts: Iterable[int] | None = None,
 ) -> Graph:
     """A ``Graph`` from one outlink list per node: repeats and self-links dropped, the
-    first occurrence's order kept.
+    first occurrence's order kept; ``link_counts`` default to each node's distinct
+    outlinks in ``adjacency`` (self-links included).
 
     Raises:
         ValueError: the lists disagree in length, or a node id is out of range.
@@ -171,13 +181,20 @@ def from_adjacency(
         raise ValueError("from_adjacency: urls, host_of and adjacency differ in length")
     indptr = array("q", [0])
     indices = array("i")
+    counts = array("i")
     for u, row in enumerate(adjacency):
-        kept = [v for v in dict.fromkeys(row) if v != u]
+        distinct = dict.fromkeys(row)
+        kept = [v for v in distinct if v != u]
         if any(v < 0 or v >= n for v in kept):
             raise ValueError(f"from_adjacency: node {u} links outside 0..{n - 1}")
         indices.extend(kept)
         indptr.append(len(indices))
-    return Graph(name, node_urls, hosts, host_col, indptr, indices, seeds)
+        counts.append(len(distinct))
+    if link_counts is not None:
+        counts = array("i", link_counts)
+        if len(counts) != n:
+            raise ValueError("from_adjacency: link_counts differ in length")
+    return Graph(name, node_urls, hosts, host_col, indptr, indices, seeds, counts)
 
 
 # ---------------------------------------------------------------- documentation web
@@ -194,6 +211,11 @@ def crawl_config(include: str) -> CrawlConfig:
 def docs_include() -> str:
     """The ``include`` pattern of the documentation web: its five hosts."""
     return r"^http://127\.82\.0\.[1-5]:" + str(DOCS_PORT) + "/"
+
+
+def synth_include() -> str:
+    """The ``include`` pattern of the synthetic web: its hosts' address block."""
+    return r"^http://127\.83\."
 
 
 def _guard(config: CrawlConfig) -> TrapGuard:
@@ -225,14 +247,16 @@ def _html_files(root: Path) -> list[str]:
     return sorted(found)
 
 
-def _parse_chunk(job: tuple[str, str, list[str], frozenset[str]]) -> list[tuple[str, list[str]]]:
-    """``(url, outlink URLs)`` of each HTML file of one chunk (a process pool job):
-    ``extract_links`` then ``urls.clean`` against the base; links to other hosts than
-    ``served`` dropped."""
+def _parse_chunk(
+    job: tuple[str, str, list[str], frozenset[str]],
+) -> list[tuple[str, list[str], int]]:
+    """``(url, outlink URLs, distinct URLs linked)`` of each HTML file of one chunk (a
+    process pool job): ``extract_links`` then ``urls.clean`` against the base; links to
+    other hosts than ``served`` dropped from the list, counted in the number."""
     prefix, root, rels, served = job
     headers = CIMultiDict({"content-type": "text/html; charset=utf-8"})
-    memo: dict[tuple[str, str], str | None] = {}
-    out: list[tuple[str, list[str]]] = []
+    memo: dict[tuple[str, str], tuple[str, bool] | None] = {}  # -> (URL, served)
+    out: list[tuple[str, list[str], int]] = []
     for rel in rels:
         url = urls.clean(prefix + quote(rel))
         body = (Path(root) / rel).read_bytes()
@@ -240,21 +264,23 @@ def _parse_chunk(job: tuple[str, str, list[str], frozenset[str]]) -> list[tuple[
         hrefs = [*page.links, page.refresh] if page.refresh else page.links
         base_dir = page.base.rpartition("/")[0]
         found: list[str] = []
+        linked: set[str] = set()
         for href in hrefs:
             key = (base_dir, href)
             if key in memo and not href.startswith("?"):
                 target = memo[key]
             else:
                 try:
-                    target = urls.clean(href, page.base)
-                    if urls.host_key(target) not in served:
-                        target = None
+                    clean = urls.clean(href, page.base)
+                    target = (clean, urls.host_key(clean) in served)
                 except UrlError:
                     target = None
                 memo[key] = target
             if target is not None:
-                found.append(target)
-        out.append((url, found))
+                linked.add(target[0])
+                if target[1]:
+                    found.append(target[0])
+        out.append((url, found, len(linked)))
     return out
 
 
@@ -309,10 +335,10 @@ def _build_docs_graph(*, workers: int, progress: bool) -> Graph:
         rels = _html_files(site.root)
         for i in range(0, len(rels), 500):
             jobs.append((f"http://{site.host}/", str(site.root), rels[i : i + 500], served))
-    page_links: dict[str, list[str]] = {}
+    page_links: dict[str, tuple[list[str], int]] = {}
     with ProcessPoolExecutor(max_workers=workers) as pool:
         for done, chunk in enumerate(pool.map(_parse_chunk, jobs), 1):
-            page_links.update(chunk)
+            page_links.update((url, (found, linked)) for url, found, linked in chunk)
             if progress and done % 10 == 0:
                 print(f"  parsed {len(page_links)} HTML files ({done}/{len(jobs)} chunks)")
     config = crawl_config(docs_include())
@@ -343,20 +369,24 @@ def _build_docs_graph(*, workers: int, progress: bool) -> Graph:
     for url in page_links:
         node(url)
     adjacency: list[list[int]] = []
+    link_counts: list[int] = []
     u = 0
     while u < len(node_urls):  # a redirect can make new nodes: they get rows too
-        targets = _served_links(node_urls[u], roots, page_links)
+        targets, linked = _served_links(node_urls[u], roots, page_links)
         adjacency.append([v for v in map(node, targets) if v is not None])
+        link_counts.append(linked)
         u += 1
     host_of = [host_index[urls.host_key(url)] for url in node_urls]
-    return from_adjacency(
-        "docs", node_urls, hosts, host_of, adjacency, [s for s in seeds if s is not None]
-    )
+    found_seeds = [s for s in seeds if s is not None]
+    return from_adjacency("docs", node_urls, hosts, host_of, adjacency, found_seeds, link_counts)
 
 
-def _served_links(url: str, roots: dict[str, Path], page_links: dict[str, list[str]]) -> list[str]:
-    """The URLs a page links to as ``StaticSite`` serves ``url``: an HTML file's (or a
-    directory's ``index.html``) links, a directory's 301 target, else none."""
+def _served_links(
+    url: str, roots: dict[str, Path], page_links: dict[str, tuple[list[str], int]]
+) -> tuple[list[str], int]:
+    """``(served URLs linked, distinct URLs linked)`` of the page ``StaticSite`` serves
+    at ``url``: an HTML file's (or a directory's ``index.html``) links, a directory's
+    301 target, else none."""
     parts = urlsplit(url)
     root = roots[parts.netloc]
     path = unquote(parts.path) or "/"
@@ -365,14 +395,14 @@ def _served_links(url: str, roots: dict[str, Path], page_links: dict[str, list[s
     if target.is_dir():
         if not path.endswith("/"):
             query = f"?{parts.query}" if parts.query else ""
-            return [urls.clean(f"{parts.scheme}://{parts.netloc}{parts.path}/{query}")]
+            return [urls.clean(f"{parts.scheme}://{parts.netloc}{parts.path}/{query}")], 1
         target = target / "index.html"
     elif path.endswith("/"):
-        return []
+        return [], 0
     if target.suffix not in (".html", ".htm") or not target.is_file():
-        return []
+        return [], 0
     rel = target.relative_to(root).as_posix()
-    return page_links.get(urls.clean(f"http://{parts.netloc}/" + quote(rel)), [])
+    return page_links.get(urls.clean(f"http://{parts.netloc}/" + quote(rel)), ([], 0))
 
 
 # ---------------------------------------------------------------- synthetic web
@@ -458,15 +488,96 @@ def synthetic_graph(
     return from_adjacency("synthetic", node_urls, hosts, host_of.tolist(), adjacency, seeds)
 
 
+class GraphWeb:
+    """nginx serving a ``Graph`` whose hosts are ``address:port`` literals (the synthetic
+    web's), for a real crawl of it: one small HTML file per node under
+    ``work/www/<address>/`` (``/`` is ``index.html``) holding an ``<a href>`` per
+    outlink, in order (root-relative within a host, absolute across hosts); one nginx
+    worker listening on every host's address; no robots.txt (404: allowed).
+
+    Use as a context manager. Raises ``RuntimeError`` when nginx is not installed or
+    does not start listening within 20 s.
+    """
+
+    def __init__(self, graph: Graph, work: Path) -> None:
+        self.graph = graph
+        self.work = work
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def _write_tree(self) -> None:
+        """One file per node (see the class docstring)."""
+        g = self.graph
+        www = self.work / "www"
+        for h in g.hosts:
+            (www / h.rpartition(":")[0] / "p").mkdir(parents=True, exist_ok=True)
+        for u, url in enumerate(g.urls):
+            parts = urlsplit(url)
+            hrefs = []
+            for v in g.outlinks(u):
+                target = urlsplit(g.urls[v])
+                same = target.netloc == parts.netloc
+                hrefs.append(target.path if same else g.urls[v])
+            body = "".join(f'<li><a href="{href}">{href}</a></li>' for href in hrefs)
+            path = parts.path if parts.path != "/" else "/index.html"
+            (www / (parts.hostname or "") / path.lstrip("/")).write_text(
+                f"<!doctype html><html><head><title>{url}</title></head><body><ul>{body}"
+                "</ul></body></html>\n"
+            )
+
+    def __enter__(self) -> GraphWeb:
+        """Write the tree, start nginx, wait until it listens."""
+        self._write_tree()
+        listens = "".join(f"    listen {host};\n" for host in self.graph.hosts)
+        user = "user root;\n" if os.geteuid() == 0 else ""
+        conf = self.work / "nginx.conf"
+        conf.write_text(
+            f"{user}worker_processes 1;\nworker_rlimit_nofile 20000;\n"
+            f"pid {self.work}/nginx.pid;\nerror_log {self.work}/error.log warn;\n"
+            "events { worker_connections 4000; }\n"
+            "http {\n  default_type text/html;\n  types { text/html html; }\n"
+            f"  access_log off;\n  client_body_temp_path {self.work}/tmp;\n"
+            "  keepalive_requests 100000;\n"
+            f"  server {{\n{listens}    root {self.work}/www/$server_addr;\n  }}\n}}\n"
+        )
+        if not Path(NGINX).exists():
+            raise RuntimeError(f"{NGINX} is not installed (apt-get install nginx-light)")
+        self._proc = subprocess.Popen(
+            [NGINX, "-p", str(self.work), "-c", str(conf), "-g", "daemon off;"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        address, _, port = self.graph.hosts[-1].rpartition(":")
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                err = self._proc.stderr.read().decode() if self._proc.stderr else ""
+                raise RuntimeError(f"nginx exited: {err.strip()}")
+            try:
+                socket.create_connection((address, int(port)), timeout=0.5).close()
+                return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("nginx did not start listening in 20 s")
+
+    def __exit__(self, *exc: object) -> None:
+        """Stop nginx."""
+        if self._proc is not None and self._proc.poll() is None:
+            os.killpg(self._proc.pid, signal.SIGTERM)
+            self._proc.wait(timeout=10)
+
+
 __all__ = [
     "DOCS_PORT",
     "DOC_SITES",
     "DocSite",
     "Graph",
+    "GraphWeb",
     "crawl_config",
     "docs_graph",
     "docs_include",
     "from_adjacency",
     "synth_host",
+    "synth_include",
     "synthetic_graph",
 ]

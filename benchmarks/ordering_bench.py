@@ -23,9 +23,15 @@ seeds reach:
   fetch is answered; ``adaptive_delay_factor`` 0 in the real crawl so that the delay
   is just ``delay_ms``), then its outlinks not seen before are added (seen set: one
   bit per node, the graph's nodes being dedupe keys already) at depth + 1 and, under
-  ``opic``, every outlink's cash grows. What it leaves out: the engine's real fetch
-  times (each fetch takes ``fetch_ms`` exactly), robots.txt fetches, the SQLite
-  window (every URL stays in memory), parse time;
+  ``opic``, the page's cash is split over every distinct URL it links to, as
+  ``core.recording`` splits it (``Graph.link_counts``: links out of the web and
+  refused ones get their shares, lost), a queued outlink's cash grows
+  (``Frontier.credit``). What it leaves out: the engine's real fetch times (each
+  fetch takes ``fetch_ms`` exactly, so every host goes at the same pace when
+  politeness binds), robots.txt fetches, the SQLite window (every URL stays in
+  memory), parse time (the engine queues a page's links once it is parsed, and a
+  large page parsed in a worker process can be overtaken by the next page of its
+  host, which then queues its links first);
 - ``omniscient``: at each step the page of highest PageRank among those discovered so
   far (a page is discovered once a fetched page links to it; the seeds are), without
   politeness: the upper bound an ordering that respects reachability can reach.
@@ -42,6 +48,7 @@ Prints markdown tables; ``--out FILE`` also writes them to FILE.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import heapq
 import math
 import os
@@ -50,12 +57,21 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from linkgraph import DOC_SITES, DOCS_PORT, Graph, docs_graph, docs_include, synthetic_graph
+from linkgraph import (
+    DOC_SITES,
+    DOCS_PORT,
+    Graph,
+    GraphWeb,
+    docs_graph,
+    docs_include,
+    synth_include,
+    synthetic_graph,
+)
 
 from crawldeck.core import urls
 from crawldeck.core.config import CrawlConfig
@@ -275,11 +291,15 @@ class _Driver:
         host = self.graph.hosts[self.graph.host_of[v]]
         self.frontier.add(FrontierEntry(url, url, host, depth, priority, score=cash))
 
-    def fetched(self, entry: FrontierEntry, outlinks: Sequence[int], found: bytearray) -> None:
+    def fetched(
+        self, entry: FrontierEntry, outlinks: Sequence[int], linked: int, found: bytearray
+    ) -> None:
         """``entry``'s page was fetched: queue its ``outlinks`` not ``found`` yet (and
-        mark them), credit the others under ``opic``."""
+        mark them), credit the others under ``opic``; its cash is split over ``linked``
+        URLs (``Graph.link_counts``: those it cannot follow get their shares too, lost,
+        as in the crawler)."""
         prioritizer = self.prioritizer
-        share = prioritizer.share(entry.score, len(outlinks))
+        share = prioritizer.share(entry.score, linked)
         priority = prioritizer.priority(share)
         urls_ = self.graph.urls
         for v in outlinks:
@@ -331,18 +351,54 @@ def simulate(
         frontier.release(entry.host, end + delay_s)
         u = node_of[entry.url]
         order.append(u)
-        driver.fetched(entry, indices[indptr[u] : indptr[u + 1]], found)
+        driver.fetched(entry, indices[indptr[u] : indptr[u + 1]], graph.link_counts[u], found)
     return order
 
 
 # ---------------------------------------------------------------- the real crawl
 
 
+@contextlib.contextmanager
+def served(graph: Graph, work: Path) -> Iterator[tuple[str, str]]:
+    """Serve ``graph`` on loopback while in the block: the docs web from its packages'
+    files (``StaticSite``, one per host, a robots.txt allowing all), the synthetic web
+    with nginx (``GraphWeb``). Yields the crawl's ``include`` pattern and the network
+    to allow (``allow_networks``).
+
+    Raises:
+        RuntimeError: nginx does not start (the synthetic web).
+    """
+    if graph.name != "docs":
+        with GraphWeb(graph, work):
+            yield synth_include(), "127.83.0.0/16"
+        return
+    from crawldeck.localweb.static import StaticSite
+
+    servers = [
+        StaticSite(site.root, site.address, DOCS_PORT, robots_txt="User-agent: *\nDisallow:\n")
+        for site in DOC_SITES
+    ]
+    try:
+        for server in servers:
+            server.start()
+        yield docs_include(), "127.82.0.0/16"
+    finally:
+        for server in servers:
+            server.stop()
+
+
 def real_crawl(
-    graph: Graph, ordering: str, budget: int, settings: SimSettings, work: Path
+    graph: Graph,
+    ordering: str,
+    budget: int,
+    settings: SimSettings,
+    work: Path,
+    scope: tuple[str, str],
 ) -> tuple[list[int], float, float]:
-    """Crawl the documentation web on loopback with ``crawldeck crawl`` (``ordering``,
-    ``--max-pages budget``, ``settings``' concurrency and delay).
+    """Crawl ``graph``, being served (``served``, which gave ``scope``: the include
+    pattern and the network allowed), with ``crawldeck crawl`` (``ordering``,
+    ``--max-pages budget``, ``settings``' concurrency and delay, the trap limits of
+    ``linkgraph.crawl_config``, no WARC, no sitemaps, ``adaptive_delay_factor`` 0).
 
     Returns:
         ``(order, seconds, median fetch ms)``: the nodes in the order they were
@@ -352,42 +408,32 @@ def real_crawl(
         time, and the median ``elapsed_ms`` of its pages.
 
     Raises:
-        RuntimeError: the crawl exits with an error.
+        RuntimeError: the crawl exits with an error, or the crawler has no ``ordering``
+            key and ``ordering`` is not ``bfs``.
     """
-    from crawldeck.localweb.static import StaticSite
-
-    servers = [
-        StaticSite(site.root, site.address, DOCS_PORT, robots_txt="User-agent: *\nDisallow:\n")
-        for site in DOC_SITES
-    ]
-    for server in servers:
-        server.start()
-    try:
-        seeds = work / "seeds.txt"
-        seeds.write_text("".join(graph.urls[s] + "\n" for s in graph.seeds))
-        db = work / f"{ordering}.db"
-        settings_args = [
-            "scope=any", f"include=[{_toml(docs_include())}]", 'allow_networks=["127.82.0.0/16"]',
-            "max_depth=10000", "adaptive_delay_factor=0", "warc=false", "sitemaps=false",
-        ]  # fmt: skip
-        if "ordering" in CrawlConfig.__dataclass_fields__:
-            settings_args.append(f"ordering={_toml(ordering)}")
-        elif ordering != "bfs":
-            raise RuntimeError(f"this crawler has no ordering key: cannot crawl {ordering!r}")
-        command = [str(Path(sys.executable).parent / "crawldeck"), "crawl", str(seeds), "--no-ui",
-                   "--db", str(db), "--max-pages", str(budget),
-                   "--delay-ms", str(round(settings.delay_ms)),
-                   "--concurrency", str(settings.concurrency)]  # fmt: skip
-        for item in settings_args:
-            command += ["-s", item]
-        started = time.perf_counter()
-        proc = subprocess.run(command, capture_output=True, text=True, check=False)
-        seconds = time.perf_counter() - started
-        if proc.returncode not in (0, 3):
-            raise RuntimeError(f"crawl exited {proc.returncode}: {proc.stderr[-2000:]}")
-    finally:
-        for server in servers:
-            server.stop()
+    include, network = scope
+    seeds = work / "seeds.txt"
+    seeds.write_text("".join(graph.urls[s] + "\n" for s in graph.seeds))
+    db = work / f"{graph.name}-{ordering}.db"
+    settings_args = [
+        "scope=any", f"include=[{_toml(include)}]", f"allow_networks=[{_toml(network)}]",
+        "max_depth=10000", "adaptive_delay_factor=0", "warc=false", "sitemaps=false",
+    ]  # fmt: skip
+    if "ordering" in CrawlConfig.__dataclass_fields__:
+        settings_args.append(f"ordering={_toml(ordering)}")
+    elif ordering != "bfs":
+        raise RuntimeError(f"this crawler has no ordering key: cannot crawl {ordering!r}")
+    command = [str(Path(sys.executable).parent / "crawldeck"), "crawl", str(seeds), "--no-ui",
+               "--db", str(db), "--max-pages", str(budget),
+               "--delay-ms", str(round(settings.delay_ms)),
+               "--concurrency", str(settings.concurrency)]  # fmt: skip
+    for item in settings_args:
+        command += ["-s", item]
+    started = time.perf_counter()
+    proc = subprocess.run(command, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - started
+    if proc.returncode not in (0, 3):
+        raise RuntimeError(f"crawl exited {proc.returncode}: {proc.stderr[-2000:]}")
     conn = sqlite3.connect(db)
     rows = conn.execute("SELECT url, elapsed_ms FROM pages ORDER BY fetched_at, rowid").fetchall()
     conn.close()
@@ -479,34 +525,42 @@ def real_section(
     settings: SimSettings,
     fraction: float,
 ) -> list[str]:
-    """Real crawls of the docs web to ``fraction`` of its reachable pages, each against
-    the simulator at the crawl's median fetch time: markdown lines."""
+    """Real crawls of ``graph`` to ``fraction`` of its reachable pages, each against the
+    simulator at the crawl's median fetch time: markdown lines. The table gives both
+    curves, their largest difference at the checkpoints, and the share of pages the
+    two fetched in common within the budget."""
     reach = graph.reachable()
     budget = math.ceil(fraction * reach)
     marks = [c for c in CHECKPOINTS if c <= fraction]
     rows: list[tuple[str, ...]] = []
     curves: list[list[float]] = []
-    with tempfile.TemporaryDirectory(prefix="crawldeck-ordering-") as work:
-        for name in orderings:
-            order, seconds, median_ms = real_crawl(graph, name, budget, settings, Path(work))
-            print(
-                f"  real {name}: {len(order)} pages in {seconds:.1f} s, "
-                f"median fetch {median_ms:.1f} ms",
-                flush=True,
-            )
-            real = capture_curve(order, rank, reach, marks)
-            like = SimSettings(settings.concurrency, median_ms, settings.delay_ms)
-            sim = capture_curve(simulate(graph, name, budget, like), rank, reach, marks)
-            diff = max(abs(a - b) for a, b in zip(real, sim, strict=True))
-            rows.append((name, f"real crawl, {len(order)} pages in {seconds:.0f} s", ""))
-            rows.append((name, f"simulated, fetch {median_ms:.1f} ms", f"{100 * diff:.1f}"))
-            curves += [real, sim]
+    with tempfile.TemporaryDirectory(prefix="crawldeck-ordering-") as tmp:
+        work = Path(tmp)
+        with served(graph, work) as scope:
+            for name in orderings:
+                order, seconds, median_ms = real_crawl(graph, name, budget, settings, work, scope)
+                print(
+                    f"  real {graph.name} {name}: {len(order)} pages in {seconds:.1f} s, "
+                    f"median fetch {median_ms:.1f} ms",
+                    flush=True,
+                )
+                like = SimSettings(settings.concurrency, median_ms, settings.delay_ms)
+                simulated = simulate(graph, name, budget, like)
+                real = capture_curve(order, rank, reach, marks)
+                sim = capture_curve(simulated, rank, reach, marks)
+                diff = max(abs(a - b) for a, b in zip(real, sim, strict=True))
+                common = len(set(order) & set(simulated)) / max(1, len(order))
+                rows.append((name, f"real crawl, {seconds:.0f} s", "", ""))
+                agreement = (f"{100 * diff:.1f}", f"{100 * common:.0f}")
+                rows.append((name, f"simulated, fetch {median_ms:.1f} ms", *agreement))
+                curves += [real, sim]
+    head = ("ordering", "run", "largest difference (points)", "same pages (%)")
     return [
-        f"Real crawls against the simulator (docs web, --max-pages {budget}, concurrency "
+        f"Real crawls of {graph.name} against the simulator (--max-pages {budget}, concurrency "
         f"{settings.concurrency}, delay {settings.delay_ms:g} ms; the simulator's fetch time "
         "is the crawl's median elapsed_ms):",
         "",
-        *table(rows, curves, ("ordering", "run", "largest difference (points)"), marks),
+        *table(rows, curves, head, marks),
     ]
 
 
@@ -523,7 +577,7 @@ def main() -> int:
         type=float,
         default=0.0,
         metavar="FRACTION",
-        help="also crawl the docs web for real, to FRACTION of its reachable pages",
+        help="also crawl each graph for real, to FRACTION of its reachable pages",
     )
     parser.add_argument(
         "--cache",
@@ -558,7 +612,7 @@ def main() -> int:
                         f"- {graph.name}: {label} at 10 % is {h:.2f} of the way from bfs "
                         "to omniscient"
                     )
-        if name == "docs" and args.real > 0:
+        if args.real > 0:
             notes += ["", *real_section(graph, rank, orderings, settings, args.real)]
     text = "\n".join(
         [
