@@ -39,6 +39,7 @@ from crawldeck.core.fetcher import AiohttpFetcher
 from crawldeck.core.gate import AddressLimit, HostGate
 from crawldeck.core.observer import Observer
 from crawldeck.core.politeness import Politeness, PolitenessSettings
+from crawldeck.core.prioritizer import Prioritizer
 from crawldeck.core.protocols import Clock, CrawlStore, Fetcher
 from crawldeck.core.recording import Recorder, near_index
 from crawldeck.core.recrawl import ConditionalFetcher, validators_of
@@ -159,8 +160,9 @@ def assemble(
         ips = cluster.address_limit(IpLimiter(IpLimitSettings.from_config(config)), wake)
     politeness = Politeness(PolitenessSettings.from_config(config), rng, hosts=config.hosts)
     gate = HostGate(politeness, ips, config.per_host_concurrency)
+    prioritizer = Prioritizer(config.ordering, config.front_queues)
     if cluster is None:
-        frontier = FrontierWindow(config.frontier_window, store, read_back)
+        frontier = FrontierWindow(config.frontier_window, store, read_back, prioritizer=prioritizer)
     else:
         frontier = cluster.make_window(config.frontier_window, store, read_back)
     side = SideRequests(clock, fetcher, addresses, gate, frontier, config.robots_token, wake)
@@ -176,8 +178,9 @@ def assemble(
     admission = Admission(config.strip_params, guard, seen, observer.block)
     side.bind(observer, admission, robots)
     recorder = Recorder(
-        config, store, observer, admission, frontier, seen, wake, archive, near_index(store)
-    )
+        config, store, observer, admission, frontier, seen, wake, archive, near_index(store),
+        prioritizer,
+    )  # fmt: skip
     content = ContentReader(config, side.render_gate, side.render_report, observer.log, audit)
     sitemaps = SitemapReader(
         side, robots, admission, recorder, store, seen, scope, observer, clock, wake,

@@ -44,7 +44,6 @@ from crawldeck.core.gate import GateStatistics
 from crawldeck.core.observer import SNAPSHOT_HOSTS, HostStats, ObserverStatistics
 from crawldeck.core.politeness import BACKOFF_STATUSES
 from crawldeck.core.protocols import Clock, CrawlFrontier, CrawlStore, Fetcher
-from crawldeck.core.recording import PRIORITY_SEED
 from crawldeck.core.resume import restore
 from crawldeck.core.retries import Retries
 from crawldeck.core.slots import SLOW_FETCH_FACTOR, SLOW_FETCH_S, FastSlot
@@ -183,7 +182,7 @@ class Engine:
             if isinstance(outcome, Verdict):
                 refused.append((url, f"{outcome.reason}: {outcome.detail}"))
             elif outcome:
-                fresh.append(self._recorder.queue(link, 0, PRIORITY_SEED))
+                fresh.append(self._recorder.queue_seed(link))
         if fresh:
             self.store.enqueue_urls(fresh)
         self._seen.handed_over()

@@ -402,6 +402,7 @@ class Observer:
             duplicates=totals["duplicates"],
             near_duplicates=totals["near_duplicates"],
             queued_by_priority=self._frontier.by_priority(),
+            ordering=self._config.ordering,
             spilled=self._frontier.spilled,
         )
 
@@ -459,9 +460,11 @@ class Observer:
             code = robots.http_status if robots.http_status is not None else "no response"
             left = max(0.0, robots.expires_at - now)
             detail = f"{robots.status} (HTTP {code}; {robots.detail}); expires in {left:.0f} s"
+        head = self._frontier.peek(host, queue_head)
         return HostDetail(
             row=self.host_row(host, now),
-            queue_head=tuple(e.url for e in self._frontier.peek(host, queue_head)),
+            queue_head=tuple(e.url for e in head),
+            queue_scores=tuple(e.score for e in head) if self._config.ordering == "opic" else (),
             robots_rules=tuple(robots.rules) if robots else (),
             robots_detail=detail,
             crawl_delay_s=robots.crawl_delay_s if robots else None,

@@ -148,6 +148,16 @@ class Prioritizer:
             return cash_priority(cash, self.priorities)
         return PRIORITY_SEED
 
+    def restored(self, priority: int, cash: float) -> int:
+        """The priority of a URL stored with ``priority`` and ``cash`` (read back from
+        SQLite, or from the cluster's queue, which keeps no cash: ``0.0``): under
+        ``opic`` the better of the two (a row spilled behind its host's read-back
+        position was stored lower than its cash says, ``FrontierWindow``), else
+        ``priority``."""
+        if self.by_cash:
+            return min(priority, cash_priority(cash, self.priorities))
+        return priority
+
     def share(self, cash: float, outlinks: int) -> float:
         """Each of ``outlinks``' share of a fetched page's ``cash`` (``split_cash``);
         ``0.0`` unless ``opic``. Counted in ``handed_out``."""

@@ -16,6 +16,11 @@ at its fetch); ``simhash`` and ``near_duplicate_of``, an earlier HTML page of th
 host within Hamming distance 3 (``core.simhash.NearDuplicates``, Manku, Jain and Das
 Sarma, WWW 2007). Each archived page also gets its ``metadata`` record (referrer and
 outlinks) and, when rendered, its DOM as a ``conversion`` record.
+
+Under the ``opic`` ordering (``core.prioritizer``) a fetched page hands its cash on: all
+of it to its redirect's target, else an equal share to each distinct outlink; a new URL
+starts with its share, a URL already queued gets it added (in memory,
+``FrontierWindow.credit``, and in SQLite, ``Store.add_scores``, so a resume has it).
 """
 
 from __future__ import annotations
@@ -32,6 +37,13 @@ from crawldeck.core.fetcher import FetchResult
 from crawldeck.core.frontier import FrontierEntry
 from crawldeck.core.links import Extracted
 from crawldeck.core.observer import HostStats, Observer
+from crawldeck.core.prioritizer import (
+    PRIORITY_LINK,
+    PRIORITY_SEED,
+    SEED_CASH,
+    Prioritizer,
+    cash_priority,
+)
 from crawldeck.core.protocols import ResultSink
 from crawldeck.core.render_types import RenderResult
 from crawldeck.core.seen import SeenSet
@@ -43,9 +55,6 @@ from crawldeck.core.window import FrontierWindow
 
 #: HTTP statuses that carry a Location to follow (RFC 9110 §15.4).
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
-#: Priorities of the front queues: seeds and redirect targets first, then links.
-PRIORITY_SEED = 0
-PRIORITY_LINK = 1
 
 
 class Recorder:
@@ -61,6 +70,8 @@ class Recorder:
         wake: called when a URL was queued in memory (a worker may take it).
         archive: the WARC records written after a page's fetch (``None``: WARC off).
         near: the near-duplicate index of the crawl (per host; filled on resume).
+        prioritizer: the crawl's ordering (default ``bfs``): under ``opic`` the cash a
+            page hands on to its links, and their priorities.
     """
 
     def __init__(
@@ -74,7 +85,9 @@ class Recorder:
         wake: Callable[[], None],
         archive: PageArchive | None = None,
         near: NearDuplicates | None = None,
+        prioritizer: Prioritizer | None = None,
     ) -> None:
+        self._prioritizer = prioritizer or Prioritizer()
         self._archive = archive
         self._near = near if near is not None else NearDuplicates()
         self._config = config
@@ -95,17 +108,24 @@ class Recorder:
         *,
         spill: bool = True,
         cookies: tuple[tuple[str, str], ...] = (),
+        score: float = 0.0,
     ) -> FrontierRow:
         """Queue an admitted ``link`` found at ``depth``: in memory, or spilled to
         SQLite past the frontier window (``FrontierWindow.place``; ``spill=False``
         keeps it in memory: a redirect hop carries its chain's cookies, which SQLite
         does not keep). A URL of a parked host is written as ``queued`` for the next
-        run and not kept in memory.
+        run and not kept in memory. ``priority``: ``PRIORITY_SEED`` or
+        ``PRIORITY_LINK``; under ``opic`` its cash, ``score``, gives it instead
+        (``cash_priority``: a URL no page has linked to yet, from a sitemap, has the
+        lowest).
 
         Returns:
             its frontier row, for the caller to persist.
         """
         host = link.host
+        prioritizer = self._prioritizer
+        if prioritizer.by_cash:
+            priority = cash_priority(score, prioritizer.priorities)
         stats = self._obs.hosts.get(host)
         if stats is None or not stats.fetched:  # its origin may still change (http/https)
             stats = self._obs.stats(host, link.origin)
@@ -113,10 +133,12 @@ class Recorder:
             state = "queued"  # for the next run; nothing more is fetched from it now
         elif not self._frontier.place(host, spill=spill):
             state = "spilled"  # it waits in SQLite only (``FrontierWindow``)
+            priority = self._frontier.spill_priority(host, priority)
         else:
             self._frontier.add(
-                FrontierEntry(link.url, link.key, host, depth, priority, 0, redirects, via, cookies)
-            )
+                FrontierEntry(link.url, link.key, host, depth, priority, 0, redirects, via,
+                              cookies, score=score)
+            )  # fmt: skip
             self._wake()
             state = "queued"
         return FrontierRow(
@@ -130,7 +152,14 @@ class Recorder:
             attempts=0,
             redirects=redirects,
             via=via,
+            score=score,
         )
+
+    def queue_seed(self, link: Link) -> FrontierRow:
+        """Queue an admitted seed ``link`` (depth 0, ``PRIORITY_SEED``, ``SEED_CASH``
+        under ``opic``); its frontier row, for the caller to persist."""
+        cash = SEED_CASH if self._prioritizer.by_cash else 0.0
+        return self.queue(link, 0, PRIORITY_SEED, score=cash)
 
     def failure(
         self, entry: FrontierEntry, stats: HostStats, start: float, now: float, exc: FetchError
@@ -217,11 +246,13 @@ class Recorder:
             canonical_url = _canonical(extracted)
             if canonical_url is not None and not extracted.nofollow:
                 hrefs = [*hrefs, canonical_url]  # admitted like a link
-            await self._follow(entry, hrefs, extracted.base, edges, new_rows)
+            admitted: list[Link] = []
+            await self._follow(entry, hrefs, extracted.base, edges, admitted)
             if rendered is not None:
                 noindex = noindex or rendered.noindex
-                await self._follow(entry, rendered.links, rendered.base, edges, new_rows)
-                await self._follow(entry, rendered.navigations, entry.url, edges, new_rows)
+                await self._follow(entry, rendered.links, rendered.base, edges, admitted)
+                await self._follow(entry, rendered.navigations, entry.url, edges, admitted)
+            new_rows += self._queue_links(entry, admitted, edges)
             if extracted.refresh is not None:
                 hop, base = extracted.refresh, extracted.base
         state: Literal["done", "failed", "queued"] = "failed" if failed else "done"
@@ -345,7 +376,7 @@ class Recorder:
         if key == entry.key or any(urls.normalize(u, strip) == key for u in entry.redirects):
             following = FrontierEntry(
                 target, entry.key, entry.host, entry.depth, entry.priority, 0, chain,
-                entry.url, cookies,
+                entry.url, cookies, score=entry.score,
             )  # fmt: skip
             following.host = host  # another host only for a chain URL asked again
             return target, None, following
@@ -353,8 +384,10 @@ class Recorder:
         if await self._admission.admit_found(link, entry.depth) is True:
             new_rows.append(
                 self.queue(link, entry.depth, PRIORITY_SEED, chain, entry.url,
-                            spill=False, cookies=cookies)
+                            spill=False, cookies=cookies, score=entry.score)
             )  # fmt: skip
+        elif entry.score:  # known already: all the cash goes to it (OPIC)
+            self._credit([(key, entry.score)])
         return target, None, None
 
     async def _follow(
@@ -363,14 +396,49 @@ class Recorder:
         hrefs: list[str],
         base: str,
         edges: list[tuple[str, str]],
-        new_rows: list[FrontierRow],
+        admitted: list[Link],
     ) -> None:
-        """Resolve, admit and queue the outlinks of a page at ``entry.depth + 1``
-        (``Admission.follow``); its edges and new rows go to ``edges`` and ``new_rows``."""
-        depth = entry.depth + 1
-        found, admitted = await self._admission.follow(entry.url, entry.host, hrefs, base, depth)
+        """Resolve and admit the outlinks of a page at ``entry.depth + 1``
+        (``Admission.follow``); its edges go to ``edges``, the links admitted to
+        ``admitted`` (queued by ``_queue_links`` once all of the page's are known)."""
+        found, fresh = await self._admission.follow(
+            entry.url, entry.host, hrefs, base, entry.depth + 1
+        )
         edges += found
-        new_rows += (self.queue(link, depth, PRIORITY_LINK, (), entry.url) for link in admitted)
+        admitted += fresh
+
+    def _queue_links(
+        self, entry: FrontierEntry, admitted: list[Link], edges: list[tuple[str, str]]
+    ) -> list[FrontierRow]:
+        """Queue the links ``admitted`` from the page of ``entry`` (at ``entry.depth +
+        1``); under ``opic`` each distinct outlink of ``edges`` gets an equal share of
+        the page's cash (``Prioritizer.share``): a new URL starts with it, a known one
+        gets it added (``_credit``). Returns the new frontier rows."""
+        depth = entry.depth + 1
+        prioritizer = self._prioritizer
+        if not prioritizer.by_cash:
+            return [self.queue(link, depth, PRIORITY_LINK, (), entry.url) for link in admitted]
+        targets = dict.fromkeys(to for _, to in edges)
+        share = prioritizer.share(entry.score, len(targets))
+        rows = [
+            self.queue(link, depth, PRIORITY_LINK, (), entry.url, score=share) for link in admitted
+        ]
+        if share:
+            for link in admitted:
+                targets.pop(link.url, None)
+            strip = self._config.strip_params
+            self._credit([(urls.normalize(url, strip), share) for url in targets])
+        return rows
+
+    def _credit(self, scores: list[tuple[str, float]]) -> None:
+        """Add each ``(key, cash)`` to the URL ``key`` if it waits (OPIC): in memory
+        (``FrontierWindow.credit``) and in SQLite (``Store.add_scores``; a cluster
+        worker's shared queue keeps its push-time priority, issue #15)."""
+        credit = self._frontier.credit
+        for key, cash in scores:
+            credit(key, cash)
+        if isinstance(self._store, Store):
+            self._store.add_scores(scores)
 
 
 def near_index(store: ResultSink) -> NearDuplicates:
@@ -402,4 +470,4 @@ def _content_length(result: FetchResult) -> int | None:
     return int(value) if value.isascii() and value.isdigit() else None
 
 
-__all__ = ["PRIORITY_LINK", "PRIORITY_SEED", "REDIRECT_STATUSES", "Recorder", "near_index"]
+__all__ = ["REDIRECT_STATUSES", "Recorder", "near_index"]

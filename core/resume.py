@@ -4,12 +4,12 @@ A stopped, killed or finished crawl goes on from its SQLite file with nothing lo
 and nothing fetched twice (docs/architecture.md, "Crash safety and resume"): the seen
 set is rebuilt from every frontier key (the trap guard counts each on the way, so a
 calendar's budget is not handed out again), the URLs left ``queued`` return to the
-frontier (a redirect chain cut by a stop starts over, without its cookies), the
-``spilled`` ones stay in the store and are counted, each host gets back its figures and
-its politeness (Crawl-delay, backoff, learnt delay), and the totals of earlier runs
-are the base of this run's. A rerun first queues again what failed transiently (5xx,
-429, timeouts, lost connections, DNS failures), with its attempts counted on (issue
-#10 item 16).
+frontier with their OPIC cash (a redirect chain cut by a stop starts over, without
+its cookies), the ``spilled`` ones stay in the store and are counted, each host gets
+back its figures and its politeness (Crawl-delay, backoff, learnt delay), and the
+totals of earlier runs are the base of this run's. A rerun first queues again what
+failed transiently (5xx, 429, timeouts, lost connections, DNS failures), with its
+attempts counted on (issue #10 item 16).
 
 URLs an earlier run queued passed that run's ``include`` / ``exclude`` patterns, not
 necessarily this run's: when the patterns differ from the last run's
@@ -28,7 +28,6 @@ from collections.abc import Iterable, Iterator
 from crawldeck.core import urls
 from crawldeck.core.admission import Admission
 from crawldeck.core.dns import AddressPolicy
-from crawldeck.core.frontier import FrontierEntry
 from crawldeck.core.gate import HostGate
 from crawldeck.core.observer import SNAPSHOT_RECENT, Observer
 from crawldeck.core.seen import SeenSet
@@ -129,10 +128,8 @@ def restore(
             excluded += 1
             continue
         observer.stats(row.host, urls.origin(row.url))
-        frontier.add(
-            FrontierEntry(row.url, row.key, row.host, row.depth, row.priority, row.attempts,
-                          (), row.via)  # a chain cut by a stop starts over, no cookies
-        )  # fmt: skip
+        # a chain cut by a stop starts over, without its cookies; its cash is kept
+        frontier.add(frontier.entry_of(row, chain=False))
     if excluded:
         store.flush()  # the spilled counts below without the rows just blocked
     frontier.restore(store.spilled_counts())

@@ -45,8 +45,9 @@ from crawldeck.core.admission import Admission
 from crawldeck.core.errors import FetchError, UrlError
 from crawldeck.core.fetcher import FetchResult
 from crawldeck.core.observer import Observer
+from crawldeck.core.prioritizer import PRIORITY_LINK
 from crawldeck.core.protocols import Clock, ResultSink
-from crawldeck.core.recording import PRIORITY_LINK, REDIRECT_STATUSES, Recorder
+from crawldeck.core.recording import REDIRECT_STATUSES, Recorder
 from crawldeck.core.robots import RobotsCache
 from crawldeck.core.seen import SeenSet
 from crawldeck.core.side_requests import SideRequests

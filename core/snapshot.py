@@ -108,8 +108,12 @@ class Counters:
         near_duplicates: HTML pages within SimHash distance 3 of an earlier page of
             their host (``near_duplicate_of``) that are not exact duplicates.
         queued_by_priority: URLs queued in memory per frontier priority, index 0 the
-            highest (``core.frontier``: seeds and redirect targets 0, links 1).
+            highest (``core.prioritizer``: under ``bfs`` and ``larger-sites-first``
+            seeds and redirect targets 0, links 1, demoted hosts 2; under ``opic``
+            priority p holds the URLs whose cash is in [2^-p, 2^(1-p)), the last one
+            the demoted hosts').
         spilled: URLs of ``queued`` waiting in SQLite only (``core.window``).
+        ordering: the crawl's ``ordering`` (``bfs``, ``opic``, ``larger-sites-first``).
     """
 
     pages: int = 0
@@ -129,6 +133,7 @@ class Counters:
     near_duplicates: int = 0
     queued_by_priority: tuple[int, ...] = ()
     spilled: int = 0
+    ordering: str = "bfs"
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +217,8 @@ class HostDetail:
         overrides: ``(key, value)`` of each setting its ``[hosts."..."]`` table sets
             (``delay_ms``, ``max_pages``, ``render``; values as written), empty when
             it has none.
+        queue_scores: the OPIC cash of each URL of ``queue_head`` (``opic``; empty
+            under the other orderings).
     """
 
     row: HostRow
@@ -221,3 +228,4 @@ class HostDetail:
     crawl_delay_s: float | None
     responses: tuple[ResponseRow, ...]
     overrides: tuple[tuple[str, str], ...] = ()
+    queue_scores: tuple[float, ...] = ()

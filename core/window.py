@@ -2,9 +2,11 @@
 
 After Mercator's disk-backed back queues (Heydon & Najork 1999, §3.2): memory holds at
 most ``frontier_window`` queued URLs, one host at most an eighth of them; the others
-wait in the store only (frontier state ``spilled``) and come back per host, oldest
-first, when its in-memory queue is half empty, so a slow host (Crawl-delay, backoff)
-never fills memory and starves the others (issue #6). The engine sees one frontier:
+wait in the store only (frontier state ``spilled``) and come back per host, when its
+in-memory queue is half empty, so a slow host (Crawl-delay, backoff) never fills
+memory and starves the others (issue #6). They come back best priority first, oldest
+first within one (``Store.load_spilled``'s (priority, seq) position), so the crawl's
+ordering (``core.prioritizer``) holds beyond the window too. The engine sees one frontier:
 ``FrontierWindow`` wraps ``core.frontier.Frontier`` (pure, in memory) and reads the
 tail through the small ``SpillStore`` protocol, and holds every spill counter itself.
 
@@ -31,16 +33,17 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from crawldeck.core.frontier import Frontier, FrontierEntry
-from crawldeck.core.store import FrontierRow
+from crawldeck.core.prioritizer import Prioritizer
+from crawldeck.core.store import SPILL_SEQ_SPAN, FrontierRow
 
 
 class SpillStore(Protocol):
     """Where spilled URLs wait (``core.store.Store``)."""
 
-    def load_spilled(self, host: str, after_seq: int, limit: int) -> tuple[list[FrontierRow], int]:
-        """The first ``limit`` spilled rows of ``host`` with ``seq > after_seq``, in
-        ``seq`` order, and the seq of the last one (``after_seq`` when none). Called in
-        a thread, never two at once."""
+    def load_spilled(self, host: str, after: int, limit: int) -> tuple[list[FrontierRow], int]:
+        """The first ``limit`` spilled rows of ``host`` after the read-back position
+        ``after`` (``priority * SPILL_SEQ_SPAN + seq``), in that order, and the position
+        of the last one (``after`` when none). Called in a thread, never two at once."""
         ...
 
     def flush(self) -> None:
@@ -95,6 +98,8 @@ class FrontierWindow:
         spill_all: every URL placed goes to the store, whatever the room (a frontier
             shared by workers: its store decides which URLs are new, and they come
             back through reads, ``core.cluster``).
+        prioritizer: the crawl's ordering (``core.prioritizer``; default ``bfs``): the
+            in-memory frontier's, and the priority of the URLs read back.
 
     Times are epoch seconds (``float``), as ``Frontier``'s. ``pop``, ``bring_in`` and
     ``drain`` run on an event loop (reads are tasks of the running loop); a read that
@@ -107,6 +112,7 @@ class FrontierWindow:
         "_frontier",
         "_host_cap",
         "_io_lock",
+        "_prioritizer",
         "_read_back",
         "_reads",
         "_reserved",
@@ -126,8 +132,10 @@ class FrontierWindow:
         read_back: Callable[[Sequence[FrontierRow]], None] | None = None,
         *,
         spill_all: bool = False,
+        prioritizer: Prioritizer | None = None,
     ) -> None:
-        self._frontier = Frontier()
+        self._prioritizer = prioritizer = prioritizer or Prioritizer()
+        self._frontier = Frontier(prioritizer.priorities, ordering=prioritizer.ordering)
         self._spill_all = spill_all
         self._store = store
         self._window = window
@@ -135,7 +143,7 @@ class FrontierWindow:
         self._read_back = read_back
         self._spilled: Counter[str] = Counter()
         self._spilled_total = 0
-        self._cursor: dict[str, int] = {}
+        self._cursor: dict[str, int] = {}  # read-back position per host
         self._waiting: dict[str, None] = {}  # hosts with none in memory, in FIFO order
         self._reads: dict[str, _Read] = {}  # in flight, by host
         self._reserved = 0  # rows the reads in flight may bring in
@@ -168,9 +176,32 @@ class FrontierWindow:
             return False
         return True
 
+    def spill_priority(self, host: str, priority: int) -> int:
+        """The priority to store a URL of ``host`` that :meth:`place` spilled with: its
+        own, or the priority of the host's read-back position if that is lower (a
+        position never goes back, so a row before it would never be read back; the
+        row's score keeps its cash, which gives it its priority when it is read back
+        under ``opic``)."""
+        return max(priority, self._cursor.get(host, 0) // SPILL_SEQ_SPAN)
+
     def add(self, entry: FrontierEntry) -> None:
         """Queue ``entry`` in memory (``Frontier.add``)."""
         self._frontier.add(entry)
+
+    def entry_of(self, row: FrontierRow, *, chain: bool = True) -> FrontierEntry:
+        """The frontier entry of a stored ``row`` (read back, or loaded on resume), its
+        priority as the ordering gives it (``Prioritizer.restored``); ``chain=False``
+        drops its redirect chain (a chain cut by a stop starts over)."""
+        return FrontierEntry(
+            row.url, row.key, row.host, row.depth,
+            self._prioritizer.restored(row.priority, row.score), row.attempts,
+            row.redirects if chain else (), row.via, score=row.score,
+        )  # fmt: skip
+
+    def credit(self, key: str, cash: float) -> bool:
+        """``Frontier.credit``: ``cash`` more for the URL ``key`` if it is queued in
+        memory (``opic``); whether it is."""
+        return self._frontier.credit(key, cash)
 
     def restore(self, spilled: dict[str, int]) -> None:
         """Count the URLs an earlier run left spilled (``Store.spilled_counts``), after
@@ -239,9 +270,10 @@ class FrontierWindow:
             raise failure
 
     def _read(self, host: str) -> None:
-        """Start reading ``host``'s spilled URLs back, oldest first, up to its share of
-        the window and the window itself (one indexed range read, in a thread); nothing
-        when one is in flight or there is no room."""
+        """Start reading ``host``'s spilled URLs back, best priority first and oldest
+        first within one, up to its share of the window and the window itself (one
+        indexed range read, in a thread); nothing when one is in flight or there is no
+        room."""
         if host in self._reads:
             return
         frontier = self._frontier
@@ -291,10 +323,7 @@ class FrontierWindow:
         if rows and self._read_back is not None:
             self._read_back(rows)
         for row in rows:
-            frontier.add(
-                FrontierEntry(row.url, row.key, row.host, row.depth, row.priority,
-                              row.attempts, row.redirects, row.via)
-            )  # fmt: skip
+            frontier.add(self.entry_of(row))
         count = len(rows)
         left = self._spilled[host] - count
         if left > 0 and count == want:

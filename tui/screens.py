@@ -23,7 +23,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, RichLog, Sparkline, Static
 
-from crawldeck.core.recording import PRIORITY_LINK, PRIORITY_SEED
+from crawldeck.core.prioritizer import PRIORITY_LINK, PRIORITY_SEED
 from crawldeck.core.snapshot import Counters, CrawlSnapshot, HostDetail
 from crawldeck.tui.widgets import (
     DELAY_SOURCES,
@@ -220,7 +220,8 @@ class CrawlHistory:
 STATUS_STYLES = {"2xx": "green", "3xx": "cyan", "4xx": "yellow", "5xx": "red", "error": "red"}
 #: The status classes of ``Counters.status_mix``, in the order they are shown.
 STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx", "error")
-#: What feeds each frontier priority (``core.recording``); others are shown by number.
+#: What feeds each frontier priority under ``bfs`` and ``larger-sites-first``
+#: (``core.prioritizer``); others are shown by number.
 PRIORITY_LABELS = {PRIORITY_SEED: "seeds, redirects", PRIORITY_LINK: "links, sitemaps"}
 
 
@@ -354,12 +355,21 @@ def status_bars(c: Counters, width: int) -> Text:
 
 def priority_bars(c: Counters, width: int) -> Text:
     """The frontier's depth per priority (URLs queued in memory at each, 0 = highest,
-    named by what feeds it) and the URLs spilled to SQLite, as bars (``bar_rows`` in
+    named by what feeds it: under ``opic`` the cash band, ``cash >= 2^-p``, only the
+    bands that hold URLs) and the URLs spilled to SQLite, as bars (``bar_rows`` in
     ``width`` cells) of all the URLs queued."""
-    rows = [
-        (f"{p} {PRIORITY_LABELS.get(p, 'lowest')}", n, "magenta")
-        for p, n in enumerate(c.queued_by_priority)
-    ]
+    counts = c.queued_by_priority
+    if c.ordering == "opic":
+        last = len(counts) - 1
+        rows = [
+            (f"{p} {'demoted' if p == last else f'cash >= 2^-{p}'}", n, "magenta")
+            for p, n in enumerate(counts)
+            if n
+        ]
+    else:
+        rows = [
+            (f"{p} {PRIORITY_LABELS.get(p, 'lowest')}", n, "magenta") for p, n in enumerate(counts)
+        ]
     rows.append(("spilled (SQLite)", c.spilled, "blue"))
     return bar_rows(rows, sum(c.queued_by_priority) + c.spilled, width)
 
@@ -627,8 +637,14 @@ def _responses_table(detail: HostDetail) -> Table | Text:
 
 
 def _queue_text(detail: HostDetail) -> Text:
+    """The host's next URLs, numbered, each with its OPIC cash first under ``opic``."""
     if not detail.queue_head:
         return Text("the back queue is empty", style="dim")
+    if detail.queue_scores:
+        lines = zip(detail.queue_head, detail.queue_scores, strict=True)
+        return Text(
+            "\n".join(f"{i + 1:2d}. {cash:9.3g}  {url}" for i, (url, cash) in enumerate(lines))
+        )
     return Text("\n".join(f"{i + 1:2d}. {url}" for i, url in enumerate(detail.queue_head)))
 
 

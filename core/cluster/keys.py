@@ -152,10 +152,12 @@ class Keyspace:
 
 def encode_entry(entry: FrontierEntry) -> str:
     """A frontier entry as the JSON array kept in ``:q`` and ``:inf`` (its cookies are
-    not kept: they live for one redirect chain in one process)."""
+    not kept: they live for one redirect chain in one process). Its OPIC cash
+    (``score``, ``core.prioritizer``) is kept as pushed: a cash increase of a URL
+    already in Redis is not added to it (issue #15), its priority is the push's."""
     return json.dumps(
         [entry.url, entry.key, entry.host, entry.depth, entry.priority, entry.attempts,
-         list(entry.redirects), entry.via],
+         list(entry.redirects), entry.via, entry.score],
         separators=(",", ":"),
         ensure_ascii=False,
     )  # fmt: skip
@@ -165,7 +167,7 @@ def encode_row(row: FrontierRow) -> str:
     """``encode_entry`` of the entry of frontier row ``row`` (the same JSON)."""
     return json.dumps(
         [row.url, row.key, row.host, row.depth, row.priority, row.attempts,
-         list(row.redirects), row.via],
+         list(row.redirects), row.via, row.score],
         separators=(",", ":"),
         ensure_ascii=False,
     )  # fmt: skip
@@ -179,10 +181,11 @@ def decode_entry(text: str | bytes) -> FrontierEntry:
     """
     try:
         value: Any = json.loads(text)
-        url, key, host, depth, priority, attempts, hops, via = value
+        url, key, host, depth, priority, attempts, hops, via, cash = value
         return FrontierEntry(
             str(url), str(key), str(host), int(depth), int(priority), int(attempts),
             tuple(str(u) for u in hops), None if via is None else str(via),
+            score=float(cash),
         )  # fmt: skip
     except (ValueError, TypeError) as exc:
         raise KeyspaceError(f"not a frontier entry: {exc}") from None

@@ -427,7 +427,7 @@ class ClusterStore:
             held.add(e.key)
             rows.append(
                 FrontierRow(e.key, e.url, host, e.depth, e.priority, "queued", 0.0,
-                            e.attempts, e.redirects, e.via)
+                            e.attempts, e.redirects, e.via, e.score)
             )  # fmt: skip
         self._pulled += len(rows)
         return rows

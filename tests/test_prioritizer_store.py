@@ -1,0 +1,129 @@
+"""The OPIC cash in SQLite (issue #15 item 2): ``frontier.score``, ``Store.add_scores``,
+spilled rows read back best priority first (``Store.load_spilled``'s (priority, seq)
+position) and the frontier window's spill priority, on real files.
+
+A file made before the column gets it on open (0 in its old rows) and the spilled
+rows' index by (host, priority, seq); the query plan uses that index.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+from crawldeck.core.prioritizer import Prioritizer
+from crawldeck.core.store import SPILL_SEQ_SPAN, FrontierRow, Store
+from crawldeck.core.window import FrontierWindow
+
+T0 = 1_714_564_800.0
+
+
+def raw(path: Path, sql: str) -> list[tuple[object, ...]]:
+    """Rows from a plain connection of its own."""
+    with closing(sqlite3.connect(path)) as conn:
+        return conn.execute(sql).fetchall()
+
+
+def spilled(key: str, priority: int, score: float = 0.0, host: str = "a.test") -> FrontierRow:
+    return FrontierRow(
+        key=key, url=f"http://{host}/{key}", host=host, depth=1, priority=priority,
+        state="spilled", score=score,
+    )  # fmt: skip
+
+
+def test_cash_is_added_to_waiting_rows_only(tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    with Store(db, clock=lambda: T0) as store:
+        store.enqueue_urls([spilled("q", 2, 0.25), spilled("s", 3, 0.125)])
+        store.enqueue_urls([FrontierRow("d", "http://a.test/d", "a.test", 1, 1, score=0.5)])
+        store.mark("d", "done")
+        store.add_scores([("q", 0.25), ("s", 0.5), ("d", 0.25), ("unknown", 1.0)])
+        store.add_scores([("q", 0.125)])
+        store.flush()
+    assert raw(db, "SELECT key, score FROM frontier ORDER BY key") == [
+        ("d", 0.5),  # fetched: its cash was handed on already
+        ("q", 0.625),
+        ("s", 0.625),
+    ]
+
+
+def test_spilled_rows_come_back_best_priority_first_then_oldest(tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    with Store(db, clock=lambda: T0) as store:
+        store.enqueue_urls([spilled("a", 5), spilled("b", 2), spilled("c", 5), spilled("d", 2)])
+        store.enqueue_urls([spilled("e", 1, 0.6), spilled("x", 0, host="b.test")])
+        store.flush()
+        rows, last = store.load_spilled("a.test", 0, 3)
+        assert [r.key for r in rows] == ["e", "b", "d"]
+        assert rows[0].score == 0.6
+        assert divmod(last, SPILL_SEQ_SPAN) == (2, 4)  # d: priority 2, the 4th row
+        rest, end = store.load_spilled("a.test", last, 10)
+        assert [r.key for r in rest] == ["a", "c"]
+        assert store.load_spilled("a.test", end, 10) == ([], end)
+    plan = raw(
+        db,
+        "EXPLAIN QUERY PLAN SELECT * FROM frontier WHERE state = 'spilled' AND host = 'a'"
+        " AND (priority, seq) > (1, 2) ORDER BY priority, seq",
+    )
+    assert "frontier_spilled_host_priority_seq" in str(plan)
+
+
+def test_an_older_file_gets_the_score_column_and_the_new_index(tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    with Store(db, clock=lambda: T0) as store:
+        store.enqueue_urls([spilled("a", 1)])
+    with closing(sqlite3.connect(db)) as conn:  # as a crawldeck before issue #15 left it
+        conn.execute("DROP INDEX frontier_spilled_host_priority_seq")
+        conn.execute("ALTER TABLE frontier DROP COLUMN score")
+        conn.execute(
+            "CREATE INDEX frontier_spilled_host_seq ON frontier (host, seq) WHERE state = 'spilled'"
+        )
+        conn.commit()
+    with Store(db, clock=lambda: T0) as store:
+        rows, _ = store.load_spilled("a.test", 0, 5)
+        assert [(r.key, r.score) for r in rows] == [("a", 0.0)]
+        store.add_scores([("a", 0.5)])
+    indexes = {name for (name,) in raw(db, "SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert "frontier_spilled_host_priority_seq" in indexes
+    assert "frontier_spilled_host_seq" not in indexes
+    assert raw(db, "SELECT score FROM frontier") == [(0.5,)]
+
+
+def test_the_window_reads_back_by_cash_and_spills_behind_its_position(tmp_path: Path) -> None:
+    """A window of 16 (a host's share 2) holding two URLs of a host spills the next two.
+    Read back, a spilled row comes by its stored priority, and takes the priority of
+    its cash (``Prioritizer.restored``), cash added while it was spilled included; a row
+    spilled after the host's position passed its priority is stored at the position's
+    priority (else no read would return it), its cash kept."""
+
+    async def main() -> None:
+        db = tmp_path / "c.db"
+        with Store(db, clock=lambda: T0) as store:
+            window = FrontierWindow(16, store, prioritizer=Prioritizer("opic"))
+            window.add(window.entry_of(spilled("m1", 1, 0.6)))
+            window.add(window.entry_of(spilled("m2", 1, 0.6)))
+            assert not window.place("a.test") and not window.place("a.test")  # spilled
+            store.enqueue_urls([spilled("s1", 4, 0.06), spilled("s2", 3, 0.2)])
+            store.add_scores([("s1", 0.5)])  # 0.56: priority 1 once read back
+            store.flush()
+            assert window.pop(0.0) is not None  # m1; at half its share: one read back
+            await window.settle()
+            assert [(e.key, e.priority, e.score) for e in window.peek("a.test", 3)] == [
+                ("m2", 1, 0.6),
+                ("s2", 3, 0.2),  # stored at 3, before s1's 4
+            ]
+            assert window.spill_priority("a.test", 1) == 3  # behind its position
+            assert window.spill_priority("a.test", 5) == 5
+            assert window.spill_priority("b.test", 1) == 1
+            window.release("a.test", 0.0)
+            assert window.pop(0.0) is not None  # m2
+            await window.settle()
+            assert [(e.key, e.priority) for e in window.peek("a.test", 3)] == [
+                ("s1", 1),  # its cash decides once it is back
+                ("s2", 3),
+            ]
+            assert window.spilled == 0
+
+    asyncio.run(main())
