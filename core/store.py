@@ -61,7 +61,9 @@ Schema (version ``SCHEMA_VERSION``; the export contract of docs/architecture.md)
               ``_SQL_HOST_PLACEHOLDER``, that the observer's row replaces)
     frontier  key (pk), url, host, depth, priority, state, available_epoch_s (REAL),
               attempts, redirects (JSON list of the URLs requested in the redirect chain
-              that led here), via, seq (INTEGER insertion order)
+              that led here), via, seq (INTEGER insertion order), score (REAL, OPIC
+              cash: ``core.prioritizer``, issue #15; 0 under other orderings; added on
+              open to a file that lacks it)
     links     from_url (fk pages.url), to_url (fk pages.url, indexed), pk (from_url,
               to_url): a page's outlinks; a page recorded again replaces them (its
               latest response wins, as its ``pages`` row)
@@ -378,6 +380,7 @@ class FrontierRow:
         state: one of ``FRONTIER_STATES``. available_at: not before this epoch second.
         attempts: tries made so far. redirects: the URLs requested in the redirect chain
         that led here (stored as a JSON list). via: the page it was found on, if any.
+        score: its OPIC cash (``core.prioritizer``; ``0.0`` under other orderings).
     """
 
     key: str
@@ -390,6 +393,7 @@ class FrontierRow:
     attempts: int = 0
     redirects: tuple[str, ...] = ()
     via: str | None = None
+    score: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -432,6 +436,7 @@ class Counts(TypedDict):
 
 _FRONTIER_COLUMNS: Final = (
     "key, url, host, depth, priority, state, available_epoch_s, attempts, redirects, via, seq"
+    ", score"
 )
 #: The tables of version 3 that have their keys in their definition (a file of an older
 #: version gets them by a rebuild, ``_upgrade``); the other tables are made by
@@ -521,11 +526,19 @@ _SQL_DIGEST_INDEX: Final = (
 _SQL_OLD_PAGE: Final = (
     "SELECT status, bytes, duplicate_of, near_duplicate_of FROM pages WHERE url = ?"
 )
-#: Spilled rows by host, in seq order: a partial index, so rows in any other state
-#: (nearly all of them) cost it nothing; a row leaves it when its state changes.
+#: Spilled rows by host, in (priority, seq) order (the frontier window reads a host's
+#: rows back best priority first, ``load_spilled``): a partial index, so rows in any
+#: other state (nearly all of them) cost it nothing; a row leaves it when its state
+#: changes.
 _SQL_SPILLED_INDEX: Final = (
-    "CREATE INDEX IF NOT EXISTS frontier_spilled_host_seq "
-    "ON frontier (host, seq) WHERE state = 'spilled'"
+    "CREATE INDEX IF NOT EXISTS frontier_spilled_host_priority_seq "
+    "ON frontier (host, priority, seq) WHERE state = 'spilled'"
+)
+#: ``load_spilled``'s read-back position: ``priority * SPILL_SEQ_SPAN + seq``.
+SPILL_SEQ_SPAN: Final = 1 << 40
+#: A URL's cash grows (``add_scores``): only while it waits (issue #15).
+_SQL_ADD_SCORE: Final = (
+    "UPDATE frontier SET score = score + ? WHERE key = ? AND state IN ('queued', 'spilled')"
 )
 #: A link listed twice by one page is one row (the primary key).
 _SQL_LINK: Final = "INSERT OR IGNORE INTO links (from_url, to_url) VALUES (?, ?)"
@@ -570,7 +583,8 @@ _SQL_SITEMAP_TABLES: Final = (
 _SQL_SITEMAP: Final = "INSERT OR REPLACE INTO sitemaps VALUES (?, ?, ?, ?, ?, ?, ?)"
 _SQL_SITEMAP_URL: Final = "INSERT OR REPLACE INTO sitemap_urls VALUES (?, ?, ?, ?, ?)"
 _SQL_FRONTIER: Final = (
-    f"INSERT OR IGNORE INTO frontier ({_FRONTIER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT OR IGNORE INTO frontier ({_FRONTIER_COLUMNS}) VALUES"
+    " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _SQL_STATE: Final = "UPDATE frontier SET state = ? WHERE key = ?"
 _SQL_NEXT_HOP: Final = (
@@ -882,6 +896,17 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+def _add_score_column(conn: sqlite3.Connection) -> None:
+    """Give a file made before issue #15 the ``frontier.score`` column (0 in its old rows)
+    and the spilled rows' index by (host, priority, seq) in place of (host, seq). Each
+    statement commits on its own: run again on the next open, they do nothing."""
+    present = {row[1] for row in conn.execute("PRAGMA table_info(frontier)")}
+    if "score" not in present:
+        conn.execute("ALTER TABLE frontier ADD COLUMN score REAL NOT NULL DEFAULT 0")
+    conn.execute("DROP INDEX IF EXISTS frontier_spilled_host_seq")
+    conn.execute(_SQL_SPILLED_INDEX)
+
+
 def _check_states(rows: tuple[FrontierRow, ...]) -> None:
     for row in rows:
         if row.state not in FRONTIER_STATES:
@@ -889,7 +914,9 @@ def _check_states(rows: tuple[FrontierRow, ...]) -> None:
 
 
 def _row_to_frontier(row: tuple[Any, ...], state: str | None = None) -> FrontierRow:
-    key, url, host, depth, priority, row_state, available_at, attempts, redirects, via, _ = row
+    key, url, host, depth, priority, row_state, available_at, attempts, redirects, via, _, score = (
+        row
+    )
     return FrontierRow(
         key=key,
         url=url,
@@ -901,6 +928,7 @@ def _row_to_frontier(row: tuple[Any, ...], state: str | None = None) -> Frontier
         attempts=attempts,
         redirects=tuple(json.loads(redirects)),
         via=via,
+        score=score,
     )
 
 
@@ -917,6 +945,7 @@ def _frontier_params(row: FrontierRow, seq: int) -> tuple[Any, ...]:
         _encode_json(list(row.redirects)) if row.redirects else "[]",
         row.via,
         seq,
+        row.score,
     )
 
 
@@ -1126,6 +1155,7 @@ _GROUP: Final = 11  # atomic(): the operations of one block, applied in one tran
 _META: Final = 12
 _RECRAWL: Final = 13  # requeue_for_recrawl: keys in order from a first seq
 _SITEMAP: Final = 20  # record_sitemap: a sitemaps row and its sitemap_urls rows
+_SCORES: Final = 21  # add_scores: (cash, key) pairs
 
 
 def status_class(status: int | None) -> str:
@@ -1291,6 +1321,7 @@ class Store:
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA cache_size = -32768")  # KiB: 32 MiB of page cache
             _prepare_schema(conn, version)
+            _add_score_column(conn)
         except sqlite3.Error as exc:
             conn.close()
             raise StoreError(self._open_failure(exc)) from None
@@ -1593,6 +1624,19 @@ class Store:
             raise StoreError(f"mark: unknown frontier state {state!r}")
         self._put((_MARK, state, attempts, available_at, key))
 
+    def add_scores(self, scores: Sequence[tuple[str, float]]) -> None:
+        """Queue adding cash to waiting frontier rows: ``(key, cash)`` pairs, each row's
+        ``score`` grows by its cash if it is ``queued`` or ``spilled`` (OPIC,
+        ``core.prioritizer``: a fetched page's share for each outlink the crawl already
+        knows; an unknown key, or a URL fetched already, is left as it is).
+
+        Raises:
+            StoreError: see the class.
+        """
+        self._check()
+        if scores:
+            self._put((_SCORES, [(cash, key) for key, cash in scores]))
+
     def record_sitemap(self, rec: SitemapRecord, entries: Sequence[SitemapUrlRecord]) -> None:
         """Queue a sitemap's ``sitemaps`` row and the ``sitemap_urls`` rows of the URLs it
         lists, in one operation (INSERT OR REPLACE: read again, the new answer wins).
@@ -1863,6 +1907,8 @@ class Store:
             _, pairs, error = op
             conn.executemany(_SQL_STATE, [("failed", k) for k, _ in pairs])
             conn.executemany(_SQL_PAGE_ERROR, [(error, u) for _, u in pairs])
+        elif kind == _SCORES:
+            conn.executemany(_SQL_ADD_SCORE, op[1])
         elif kind == _ENQUEUE:
             _insert_frontier(conn, op[1], op[2], keys)
         elif kind == _MARK:
@@ -2012,17 +2058,20 @@ class Store:
         )
         return (_row_to_frontier(row, "queued") for row in merged)
 
-    def load_spilled(self, host: str, after_seq: int, limit: int) -> tuple[list[FrontierRow], int]:
-        """The first ``limit`` ``spilled`` rows of ``host`` with ``seq > after_seq``, in
-        ``seq`` order (the partial index ``frontier_spilled_host_seq``).
+    def load_spilled(self, host: str, after: int, limit: int) -> tuple[list[FrontierRow], int]:
+        """The first ``limit`` ``spilled`` rows of ``host`` after the read-back position
+        ``after``, in (priority, seq) order (the partial index
+        ``frontier_spilled_host_priority_seq``); a row's position is ``priority *
+        SPILL_SEQ_SPAN + seq`` (the frontier window keeps it per host, and spills a
+        host's rows at no better priority than its position's, ``FrontierWindow``).
 
         Spilled rows are admitted URLs the engine keeps only here (``frontier_window``);
         they come back with ``state="spilled"``. Committed rows only: ``flush()`` first
         to see the latest.
 
         Returns:
-            ``(rows, last_seq)``: ``last_seq`` is the seq of the last row returned
-            (``after_seq`` when none), the ``after_seq`` of the next call.
+            ``(rows, last)``: ``last`` is the position of the last row returned
+            (``after`` when none), the ``after`` of the next call.
 
         Raises:
             StoreError: see the class.
@@ -2030,10 +2079,12 @@ class Store:
         self._reader()
         sql = (
             f"SELECT {_FRONTIER_COLUMNS} FROM frontier "
-            "WHERE state = 'spilled' AND host = ? AND seq > ? ORDER BY seq LIMIT ?"
+            "WHERE state = 'spilled' AND host = ? AND (priority, seq) > (?, ?)"
+            " ORDER BY priority, seq LIMIT ?"
         )
-        raw = list(self._stream(sql, (host, after_seq, limit)))
-        last = int(raw[-1][10]) if raw else after_seq
+        priority, seq = divmod(after, SPILL_SEQ_SPAN)
+        raw = list(self._stream(sql, (host, priority, seq, limit)))
+        last = int(raw[-1][4]) * SPILL_SEQ_SPAN + int(raw[-1][10]) if raw else after
         return [_row_to_frontier(row, "spilled") for row in raw], last
 
     def spilled_counts(self) -> dict[str, int]:
