@@ -229,11 +229,20 @@ class Admission:
         return True
 
     async def follow(
-        self, page_url: str, page_host: str, hrefs: Iterable[str], base: str, depth: int
+        self,
+        page_url: str,
+        page_host: str,
+        hrefs: Iterable[str],
+        base: str,
+        depth: int,
+        *,
+        targets: list[Link] | None = None,
     ) -> tuple[list[tuple[str, str]], list[Link]]:
         """Resolve and admit the outlinks ``hrefs`` of ``page_url`` (base URL ``base``)
         at ``depth``: the seen set answers for all of them at once, its exact checks in
         one thread job (``SeenSet.seen_among``), then each passes the trap guards.
+        ``targets``: the ``Link`` of each edge is appended to it, in edge order (its
+        dedupe key with it: OPIC's cash goes to known URLs by key, ``core.recording``).
 
         Returns:
             ``(edges, admitted)``: an edge ``(page_url, url)`` per href that resolved,
@@ -263,6 +272,8 @@ class Admission:
                 if memo_key is not None:
                     memo.put(memo_key, known)
             edges.append((page_url, known.url))
+            if targets is not None:
+                targets.append(known)
             if not known.seen:
                 found.append(known)
         admitted: list[Link] = []

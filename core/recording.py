@@ -247,12 +247,13 @@ class Recorder:
             if canonical_url is not None and not extracted.nofollow:
                 hrefs = [*hrefs, canonical_url]  # admitted like a link
             admitted: list[Link] = []
-            await self._follow(entry, hrefs, extracted.base, edges, admitted)
+            targets: list[Link] | None = [] if self._prioritizer.by_cash else None
+            await self._follow(entry, hrefs, extracted.base, edges, admitted, targets)
             if rendered is not None:
                 noindex = noindex or rendered.noindex
-                await self._follow(entry, rendered.links, rendered.base, edges, admitted)
-                await self._follow(entry, rendered.navigations, entry.url, edges, admitted)
-            new_rows += self._queue_links(entry, admitted, edges)
+                await self._follow(entry, rendered.links, rendered.base, edges, admitted, targets)
+                await self._follow(entry, rendered.navigations, entry.url, edges, admitted, targets)
+            new_rows += self._queue_links(entry, admitted, targets)
             if extracted.refresh is not None:
                 hop, base = extracted.refresh, extracted.base
         state: Literal["done", "failed", "queued"] = "failed" if failed else "done"
@@ -397,37 +398,38 @@ class Recorder:
         base: str,
         edges: list[tuple[str, str]],
         admitted: list[Link],
+        targets: list[Link] | None,
     ) -> None:
         """Resolve and admit the outlinks of a page at ``entry.depth + 1``
         (``Admission.follow``); its edges go to ``edges``, the links admitted to
-        ``admitted`` (queued by ``_queue_links`` once all of the page's are known)."""
+        ``admitted`` (queued by ``_queue_links`` once all of the page's are known), and
+        under ``opic`` the ``Link`` of each edge to ``targets``."""
         found, fresh = await self._admission.follow(
-            entry.url, entry.host, hrefs, base, entry.depth + 1
+            entry.url, entry.host, hrefs, base, entry.depth + 1, targets=targets
         )
         edges += found
         admitted += fresh
 
     def _queue_links(
-        self, entry: FrontierEntry, admitted: list[Link], edges: list[tuple[str, str]]
+        self, entry: FrontierEntry, admitted: list[Link], targets: list[Link] | None
     ) -> list[FrontierRow]:
         """Queue the links ``admitted`` from the page of ``entry`` (at ``entry.depth +
-        1``); under ``opic`` each distinct outlink of ``edges`` gets an equal share of
-        the page's cash (``Prioritizer.share``): a new URL starts with it, a known one
-        gets it added (``_credit``). Returns the new frontier rows."""
+        1``); under ``opic`` (``targets``: the ``Link`` of each edge) each distinct
+        outlink (by dedupe key) gets an equal share of the page's cash
+        (``Prioritizer.share``): a new URL starts with it, a known one gets it added
+        (``_credit``). Returns the new frontier rows."""
         depth = entry.depth + 1
-        prioritizer = self._prioritizer
-        if not prioritizer.by_cash:
+        if targets is None:
             return [self.queue(link, depth, PRIORITY_LINK, (), entry.url) for link in admitted]
-        targets = dict.fromkeys(to for _, to in edges)
-        share = prioritizer.share(entry.score, len(targets))
+        keys = dict.fromkeys(link.key for link in targets)
+        share = self._prioritizer.share(entry.score, len(keys))
         rows = [
             self.queue(link, depth, PRIORITY_LINK, (), entry.url, score=share) for link in admitted
         ]
         if share:
             for link in admitted:
-                targets.pop(link.url, None)
-            strip = self._config.strip_params
-            self._credit([(urls.normalize(url, strip), share) for url in targets])
+                keys.pop(link.key, None)
+            self._credit([(key, share) for key in keys])
         return rows
 
     def _credit(self, scores: list[tuple[str, float]]) -> None:
