@@ -11,9 +11,11 @@ dedupe key (``urls.normalize``): an HTML page, another file, a 404, or a redirec
 ``rust-doc``, ``python-scipy-doc``, ``python3-doc``, ``python-django-doc``), one loopback
 host each (``127.82.0.N:8782``), as ``localweb.static.StaticSite`` serves them: every
 HTML file is parsed with the crawler's own ``core.links.extract_links``, every link
-resolved with ``core.urls.clean`` against the page's base, kept when its host is one
-of the five and the crawler's trap guards (``core.traps.TrapGuard``, with the crawl's
-config ``crawl_config``) admit it, and deduplicated by ``core.urls.normalize``. A URL
+(its ``<link rel="canonical">`` too, as ``core.recording`` admits it; a meta refresh
+counts as one more link, where the crawler follows it as a redirect) resolved with
+``core.urls.clean`` against the page's base, kept when its host is one of the five
+and the crawler's trap guards (``core.traps.TrapGuard``, with the crawl's config
+``crawl_config``) admit it, and deduplicated by ``core.urls.normalize``. A URL
 maps to a file as ``StaticSite`` maps it: a directory without its trailing slash is
 a 301 to it (one outlink: the target), a directory with one is its ``index.html``.
 The graph is cached (pickle) under ``--cache`` keyed by the packages' versions.
@@ -61,7 +63,7 @@ from crawldeck.core.traps import ScopePolicy, TrapGuard, TrapSettings, UrlPatter
 DOCS_PORT = 8782
 NGINX = "/usr/sbin/nginx"
 #: Bumped when the graph's construction changes, so older caches are not read.
-GRAPH_FORMAT = 2
+GRAPH_FORMAT = 3
 #: Synthetic web: pages, hosts, the smallest host, Poisson means of the links a page
 #: has into its own host and into others, and how many of the largest hosts seed it.
 SYNTH_PAGES = 100_000
@@ -118,9 +120,10 @@ class Graph:
         indptr: ``n + 1`` row offsets into ``indices`` (``array('q')``).
         indices: outlink node ids, row by row (``array('i')``).
         seeds: the seed nodes, in order.
-        link_counts: node -> the distinct URLs its links resolve to, any host, itself
-            included (``array('i')``): what the crawler splits a page's OPIC cash over
-            (``core.recording``), the outlinks of the graph and those it cannot follow.
+        link_counts: node -> the distinct dedupe keys its links resolve to, any host,
+            itself included (``array('i')``): what the crawler splits a page's OPIC
+            cash over (``core.recording``), the outlinks of the graph and those it
+            cannot follow.
     """
 
     name: str
@@ -250,18 +253,25 @@ def _html_files(root: Path) -> list[str]:
 def _parse_chunk(
     job: tuple[str, str, list[str], frozenset[str]],
 ) -> list[tuple[str, list[str], int]]:
-    """``(url, outlink URLs, distinct URLs linked)`` of each HTML file of one chunk (a
-    process pool job): ``extract_links`` then ``urls.clean`` against the base; links to
-    other hosts than ``served`` dropped from the list, counted in the number."""
+    """``(url, outlink URLs, distinct keys linked)`` of each HTML file of one chunk (a
+    process pool job): ``extract_links`` (its ``<link rel="canonical">`` is a link, as
+    ``core.recording`` admits it) then ``urls.clean`` against the base; links to other
+    hosts than ``served`` dropped from the list, counted in the number (distinct by
+    ``urls.normalize``, as the crawler counts a page's outlinks)."""
     prefix, root, rels, served = job
     headers = CIMultiDict({"content-type": "text/html; charset=utf-8"})
-    memo: dict[tuple[str, str], tuple[str, bool] | None] = {}  # -> (URL, served)
+    strip = CrawlConfig().strip_params
+    memo: dict[tuple[str, str], tuple[str, str, bool] | None] = {}  # -> (URL, key, served)
     out: list[tuple[str, list[str], int]] = []
     for rel in rels:
         url = urls.clean(prefix + quote(rel))
         body = (Path(root) / rel).read_bytes()
         page = extract_links(body, url, headers, "crawldeck")
-        hrefs = [*page.links, page.refresh] if page.refresh else page.links
+        hrefs = list(page.links)
+        if page.canonical and not page.nofollow:
+            hrefs.append(page.canonical)
+        if page.refresh:
+            hrefs.append(page.refresh)
         base_dir = page.base.rpartition("/")[0]
         found: list[str] = []
         linked: set[str] = set()
@@ -272,13 +282,13 @@ def _parse_chunk(
             else:
                 try:
                     clean = urls.clean(href, page.base)
-                    target = (clean, urls.host_key(clean) in served)
+                    target = (clean, urls.normalize(clean, strip), urls.host_key(clean) in served)
                 except UrlError:
                     target = None
                 memo[key] = target
             if target is not None:
-                linked.add(target[0])
-                if target[1]:
+                linked.add(target[1])
+                if target[2]:
                     found.append(target[0])
         out.append((url, found, len(linked)))
     return out

@@ -479,6 +479,17 @@ def table(
     return lines
 
 
+def in_degree_tail(graph: Graph) -> str:
+    """The in-degree distribution's tail in one line: the share of pages with at least
+    1, 10, 100, 1 000 in-links and the largest in-degree (a power law falls by a
+    roughly constant factor per decade)."""
+    import numpy as np
+
+    degree = np.bincount(np.frombuffer(graph.indices, dtype=np.int32), minlength=graph.n)
+    shares = ", ".join(f">= {k}: {100 * np.mean(degree >= k):.2f} %" for k in (1, 10, 100, 1000))
+    return f"in-links {shares}; max {int(degree.max())}"
+
+
 def halfway(bfs: float, best: float, value: float) -> float:
     """Where ``value`` lies from ``bfs`` (0) to ``best`` (1): the issue's "halfway"."""
     return (value - bfs) / (best - bfs) if best != bfs else math.nan
@@ -505,7 +516,8 @@ def run_graph(
     print(
         f"{graph.name}: {graph.n} pages, {len(graph.indices)} links, {len(graph.hosts)} hosts, "
         f"{reach} reachable from {len(graph.seeds)} seeds (holding {100 * reach_share:.1f} % of "
-        f"the PageRank); PageRank {seconds:.1f} s, one pure step moves it by {error:.1e}",
+        f"the PageRank); PageRank {seconds:.1f} s, one pure step moves it by {error:.1e}; "
+        + in_degree_tail(graph),
         flush=True,
     )
     curves: dict[str, list[float]] = {}
