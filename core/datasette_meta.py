@@ -131,6 +131,7 @@ _TABLES: Final[dict[str, tuple[str, str, dict[str, str], dict[str, str]]]] = {
             "redirects": "JSON list of the URLs of the redirect chain that led here",
             "via": "the page it was found on",
             "seq": "insertion order",
+            "score": "OPIC cash (core.prioritizer; 0 under other orderings)",
         },
         {},
     ),
