@@ -589,8 +589,8 @@ def build_parser() -> Parser:
     )  # fmt: skip
     stats = _command(
         sub, "stats", "print a run's stats: responses by status, bytes, blocked, finish reason",
-        "Print the stats of one run of a crawl file (the last unless --run): requests\n"
-        "and responses by status, bytes, blocked URLs by reason, the finish reason.",
+        "Print the stats of one run of a crawl file (the last unless --run): its page\n"
+        "fetches, responses by status, bytes, blocked URLs by reason, the finish reason.",
     )  # fmt: skip
     stats.add_argument("db", type=Path, metavar="DB", help="the crawl file")
     stats.add_argument(
