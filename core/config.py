@@ -234,8 +234,8 @@ class CrawlConfig:
         flush_interval_ms: the store writer commits at least this often.
         frontier_window: queued URLs the frontier keeps in memory, one host at most an
             eighth of them; the others wait only in SQLite (state ``spilled``) and are
-            read back per host, oldest first (docs/architecture.md, "The frontier
-            window").
+            read back per host, best priority first, oldest first within one
+            (docs/architecture.md, "The frontier window").
         ordering: which queued URL goes first among the hosts ready to be fetched and
             within a host (``core.prioritizer``; docs/architecture.md, "The
             prioritizer"): ``bfs`` (breadth-first), ``opic`` (the most OPIC cash
