@@ -616,6 +616,7 @@ def main() -> int:
             rows.append((graph.name, label))
             curves.append(curve)
         at10 = CHECKPOINTS.index(0.10)
+        notes.append("")
         if "bfs" in found:
             for label in orderings:
                 if label != "bfs":
@@ -633,7 +634,6 @@ def main() -> int:
             "reachable pages:",
             "",
             *table(rows, curves, ("graph", "ordering")),
-            "",
             *notes,
         ]
     )
