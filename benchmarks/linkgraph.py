@@ -35,11 +35,13 @@ home pages, the seeds.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import hashlib
 import os
 import pickle
 import posixpath
+import re
 import signal
 import socket
 import subprocess
@@ -211,9 +213,9 @@ def crawl_config(include: str) -> CrawlConfig:
     return CrawlConfig(scope="any", include=(include,), max_depth=10_000)
 
 
-def docs_include() -> str:
-    """The ``include`` pattern of the documentation web: its five hosts."""
-    return r"^http://127\.82\.0\.[1-5]:" + str(DOCS_PORT) + "/"
+def sites_include(sites: Sequence[DocSite]) -> str:
+    """The ``include`` pattern of a web of ``sites``: their hosts, nothing else."""
+    return "^http://(" + "|".join(re.escape(site.host) for site in sites) + ")/"
 
 
 def synth_include() -> str:
@@ -328,7 +330,7 @@ def docs_graph(cache: Path, *, workers: int = 2, progress: bool = True) -> Graph
         with path.open("rb") as f:
             graph: Graph = pickle.load(f)
         return graph
-    graph = _build_docs_graph(workers=workers, progress=progress)
+    graph = site_graph("docs", DOC_SITES, workers=workers, progress=progress)
     cache.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".part")
     with partial.open("wb") as f:
@@ -337,25 +339,35 @@ def docs_graph(cache: Path, *, workers: int = 2, progress: bool = True) -> Graph
     return graph
 
 
-def _build_docs_graph(*, workers: int, progress: bool) -> Graph:
-    """Parse every site's HTML files and assemble the graph (``docs_graph``)."""
-    served = frozenset(site.host for site in DOC_SITES)
+def site_graph(
+    name: str, sites: Sequence[DocSite], *, workers: int = 1, progress: bool = False
+) -> Graph:
+    """The graph of ``sites`` served as ``StaticSite`` serves them (module docstring):
+    every HTML file parsed (in ``workers`` processes; ``1``: in this one), every URL
+    they link to on these hosts a node, the seeds each site's ``/index.html``."""
+    served = frozenset(site.host for site in sites)
     jobs: list[tuple[str, str, list[str], frozenset[str]]] = []
-    for site in DOC_SITES:
+    for site in sites:
         rels = _html_files(site.root)
         for i in range(0, len(rels), 500):
             jobs.append((f"http://{site.host}/", str(site.root), rels[i : i + 500], served))
     page_links: dict[str, tuple[list[str], int]] = {}
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        for done, chunk in enumerate(pool.map(_parse_chunk, jobs), 1):
+    with contextlib.ExitStack() as stack:
+        if workers > 1:
+            chunks = stack.enter_context(ProcessPoolExecutor(max_workers=workers)).map(
+                _parse_chunk, jobs
+            )
+        else:
+            chunks = map(_parse_chunk, jobs)
+        for done, chunk in enumerate(chunks, 1):
             page_links.update((url, (found, linked)) for url, found, linked in chunk)
             if progress and done % 10 == 0:
                 print(f"  parsed {len(page_links)} HTML files ({done}/{len(jobs)} chunks)")
-    config = crawl_config(docs_include())
+    config = crawl_config(sites_include(sites))
     guard = _guard(config)
     strip = config.strip_params
-    roots = {site.host: site.root for site in DOC_SITES}
-    hosts = [site.host for site in DOC_SITES]
+    roots = {site.host: site.root for site in sites}
+    hosts = [site.host for site in sites]
     host_index = {host: i for i, host in enumerate(hosts)}
     ids: dict[str, int] = {}
     node_urls: list[str] = []
@@ -375,7 +387,7 @@ def _build_docs_graph(*, workers: int, progress: bool) -> Graph:
             node_urls.append(url)
         return found
 
-    seeds = [node(site.seed, seed=True) for site in DOC_SITES]
+    seeds = [node(site.seed, seed=True) for site in sites]
     for url in page_links:
         node(url)
     adjacency: list[list[int]] = []
@@ -388,7 +400,7 @@ def _build_docs_graph(*, workers: int, progress: bool) -> Graph:
         u += 1
     host_of = [host_index[urls.host_key(url)] for url in node_urls]
     found_seeds = [s for s in seeds if s is not None]
-    return from_adjacency("docs", node_urls, hosts, host_of, adjacency, found_seeds, link_counts)
+    return from_adjacency(name, node_urls, hosts, host_of, adjacency, found_seeds, link_counts)
 
 
 def _served_links(
@@ -514,8 +526,9 @@ class GraphWeb:
         self.work = work
         self._proc: subprocess.Popen[bytes] | None = None
 
-    def _write_tree(self) -> None:
-        """One file per node (see the class docstring)."""
+    def write_tree(self) -> None:
+        """Write one file per node under ``work/www`` (see the class docstring); done
+        by entering the context."""
         g = self.graph
         www = self.work / "www"
         for h in g.hosts:
@@ -536,7 +549,7 @@ class GraphWeb:
 
     def __enter__(self) -> GraphWeb:
         """Write the tree, start nginx, wait until it listens."""
-        self._write_tree()
+        self.write_tree()
         listens = "".join(f"    listen {host};\n" for host in self.graph.hosts)
         user = "user root;\n" if os.geteuid() == 0 else ""
         conf = self.work / "nginx.conf"
@@ -585,8 +598,9 @@ __all__ = [
     "GraphWeb",
     "crawl_config",
     "docs_graph",
-    "docs_include",
     "from_adjacency",
+    "site_graph",
+    "sites_include",
     "synth_host",
     "synth_include",
     "synthetic_graph",

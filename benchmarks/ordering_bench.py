@@ -68,7 +68,7 @@ from linkgraph import (
     Graph,
     GraphWeb,
     docs_graph,
-    docs_include,
+    sites_include,
     synth_include,
     synthetic_graph,
 )
@@ -381,7 +381,7 @@ def served(graph: Graph, work: Path) -> Iterator[tuple[str, str]]:
     try:
         for server in servers:
             server.start()
-        yield docs_include(), "127.82.0.0/16"
+        yield sites_include(DOC_SITES), "127.82.0.0/16"
     finally:
         for server in servers:
             server.stop()

@@ -16,6 +16,9 @@ from typing import Any
 
 import pytest
 
+from crawldeck.core import urls
+from crawldeck.core.links import extract_links
+
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
@@ -144,3 +147,70 @@ def test_simulated_larger_sites_first_takes_the_host_with_more_queued_urls() -> 
 def test_simulate_refuses_an_unknown_ordering() -> None:
     with pytest.raises(ValueError, match="unknown ordering"):
         bench.simulate(graph([[]], [0]), "random", 1)
+
+
+def test_site_graph_is_the_graph_the_crawler_sees(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    (a / "sub").mkdir(parents=True)
+    b.mkdir()
+    (a / "index.html").write_text(
+        '<html><head><link rel="canonical" href="/index.html"></head><body>'
+        '<a href="page.html">p</a><a href="sub">s</a><a href="missing.html">m</a>'
+        '<a href="page.html#top">p again</a><a href="http://127.82.0.12:8782/index.html">b</a>'
+        '<a href="https://example.org/x">out</a><a href="mailto:x@example.org">mail</a>'
+        '<a href="nofollowed.html" rel="nofollow">nf</a></body></html>'
+    )
+    (a / "page.html").write_text('<a href="index.html">home</a>')
+    (a / "sub" / "index.html").write_text('<a href="../page.html">up</a>')
+    (a / "orphan.html").write_text('<a href="page.html">p</a>')
+    (b / "index.html").write_text('<a href="a.txt">text</a>')
+    (b / "a.txt").write_text("plain")
+    sites = [
+        linkgraph.DocSite("a", a, "127.82.0.11"),
+        linkgraph.DocSite("b", b, "127.82.0.12"),
+    ]
+    g = linkgraph.site_graph("t", sites)
+    node = {url.removeprefix("http://127.82.0."): i for i, url in enumerate(g.urls)}
+
+    def links(name: str) -> list[str]:
+        return [g.urls[v].removeprefix("http://127.82.0.") for v in g.outlinks(node[name])]
+
+    assert links("11:8782/index.html") == [
+        "11:8782/page.html",
+        "11:8782/sub",  # a directory without its slash: a node of its own
+        "11:8782/missing.html",  # a 404: a node without links
+        "12:8782/index.html",
+    ]
+    # what its OPIC cash is split over: the four, example.org, and itself (canonical)
+    assert g.link_counts[node["11:8782/index.html"]] == 6
+    assert links("11:8782/sub") == ["11:8782/sub/"]  # StaticSite's 301
+    assert links("11:8782/sub/") == ["11:8782/page.html"]  # its index.html's links
+    assert links("11:8782/missing.html") == []
+    assert links("12:8782/index.html") == ["12:8782/a.txt"]
+    assert links("12:8782/a.txt") == []
+    assert "11:8782/orphan.html" in node  # every HTML file is a page, linked or not
+    assert [g.urls[s].removeprefix("http://127.82.0.") for s in g.seeds] == [
+        "11:8782/index.html",
+        "12:8782/index.html",
+    ]
+    assert g.reachable() == 7  # not the orphan, not sub/index.html by its own name
+
+
+def test_the_served_synthetic_web_links_what_the_graph_says(tmp_path: Path) -> None:
+    hosts = [linkgraph.synth_host(0), linkgraph.synth_host(1)]
+    node_urls = [
+        f"http://{hosts[0]}/",
+        f"http://{hosts[0]}/p/1.html",
+        f"http://{hosts[1]}/",
+        f"http://{hosts[1]}/p/1.html",
+    ]
+    g = linkgraph.from_adjacency(
+        "t", node_urls, hosts, [0, 0, 1, 1], [[1, 2], [0, 3], [3], [0]], [0]
+    )
+    linkgraph.GraphWeb(g, tmp_path).write_tree()
+    node = {url: i for i, url in enumerate(g.urls)}
+    for u, url in enumerate(g.urls):
+        address, path = url.removeprefix("http://").split(":8783")
+        file = tmp_path / "www" / address / (path.lstrip("/") or "index.html")
+        page = extract_links(file.read_bytes(), url, {"content-type": "text/html"}, "crawldeck")
+        assert [node[urls.clean(href, page.base)] for href in page.links] == list(g.outlinks(u))
