@@ -223,3 +223,19 @@ def test_a_stopped_crawl_writes_its_stats_json_and_stats_prints_them(
     assert "blocked: 1" in lines and "  robots: 1" in lines
     code, text, _ = main_in(tmp_path, monkeypatch, capsys, "stats", "crawl.db", "--json")
     assert (code, json.loads(text)) == (0, written)
+
+
+def test_a_cluster_crawl_refuses_stats_json_and_metrics_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for flag in (["--stats-json", "s.json"], ["--metrics-port", "9464"]):
+        code, out, err = main_in(
+            tmp_path, monkeypatch, capsys, "crawl", "http://a.test/", "--no-ui",
+            "--workers", "2", *flag,
+        )  # fmt: skip
+        assert (code, out) == (2, "")
+        assert err == (
+            "crawldeck crawl: error: a cluster crawl (--workers, --redis) serves no metrics "
+            "and keeps no run stats yet: --metrics-port and --stats-json are for one process\n"
+        )
+    assert list(tmp_path.iterdir()) == []  # no crawl file, no private Redis
