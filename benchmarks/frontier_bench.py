@@ -1,7 +1,8 @@
 """The frontier at scale (issue #6, part 2): 1 000 000 URLs over 100 000 hosts.
 
     .venv/bin/python benchmarks/frontier_bench.py [--urls N] [--hosts H] [--resume]
-    .venv/bin/python benchmarks/frontier_bench.py --engine [--window W]
+                                                  [--ordering bfs|opic|larger-sites-first]
+    .venv/bin/python benchmarks/frontier_bench.py --engine [--window W] [--ordering O]
 
 Prints the add rate, the dispatch rate through the ready heap (pop + politeness +
 release, as the engine does per fetch), the memory per queued URL (RSS growth over
@@ -10,6 +11,12 @@ and with ``--resume`` the time to reload that frontier from SQLite (rows written
 ``Store.enqueue_urls``, read back by ``load_frontier`` into a new ``Frontier`` and a
 rebuilt seen set). Targets of issue #6: >= 100 000 dispatches/s, <= 300 bytes per
 queued URL beyond a bounded window, resume <= 10 s.
+
+``--ordering`` (issue #15; default ``bfs``) builds the frontier of that ordering
+(``core.prioritizer``); under ``opic`` URL i gets the cash 1/(1 + (i // 50) mod 1000)
+(a spread of 10 cash bands; one float per 50 URLs, as the new links of one page share
+its share) and its band as priority, and the dispatch loop credits one queued URL per
+dispatch (a fetched page's share for a known outlink: a new float for that URL).
 
 ``--engine`` measures the whole admission path instead: a real ``Engine`` on a SQLite
 file, ``frontier_window`` W (default 100 000), takes the N URLs as seeds in chunks of
@@ -33,6 +40,7 @@ from pathlib import Path
 from crawldeck.core.config import build_config
 from crawldeck.core.frontier import Frontier, FrontierEntry
 from crawldeck.core.politeness import Politeness, PolitenessSettings
+from crawldeck.core.prioritizer import ORDERINGS, Ordering, Prioritizer
 from crawldeck.core.seen import SeenSet
 from crawldeck.core.store import FrontierRow, Store
 
@@ -43,13 +51,20 @@ def rss_bytes() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def entries(urls: int, hosts: int) -> list[FrontierEntry]:
-    """``urls`` entries spread round-robin over ``hosts`` hosts; key = url (shared)."""
+def entries(urls: int, hosts: int, prioritizer: Prioritizer | None = None) -> list[FrontierEntry]:
+    """``urls`` entries spread round-robin over ``hosts`` hosts; key = url (shared);
+    under ``opic`` (``prioritizer``) URL i has cash 1/(1 + (i // 50) mod 1000), one
+    float object per 50 URLs, and its band."""
     out = []
+    shares = [1.0 / (1 + n) for n in range(1000)]
     for i in range(urls):
         host = f"h{i % hosts}.example.com"
         url = f"http://{host}/page/{i // hosts}"
-        out.append(FrontierEntry(url, url, host, 1, 1))
+        if prioritizer is not None and prioritizer.by_cash:
+            cash = shares[(i // 50) % 1000]
+            out.append(FrontierEntry(url, url, host, 1, prioritizer.priority(cash), score=cash))
+        else:
+            out.append(FrontierEntry(url, url, host, 1, 1))
     return out
 
 
@@ -60,22 +75,25 @@ def main() -> int:
     parser.add_argument("--resume", action="store_true", help="also time a resume from SQLite")
     parser.add_argument("--engine", action="store_true", help="the engine's admission path")
     parser.add_argument("--window", type=int, default=100_000, help="frontier_window (--engine)")
+    parser.add_argument("--ordering", choices=ORDERINGS, default="bfs")
     args = parser.parse_args()
+    ordering: Ordering = args.ordering
     if args.engine:
-        return engine_bench(args.urls, args.hosts, args.window)
+        return engine_bench(args.urls, args.hosts, args.window, ordering)
 
+    prioritizer = Prioritizer(ordering)
     gc.collect()
     base = rss_bytes()
-    batch = entries(args.urls, args.hosts)
-    frontier = Frontier()
+    batch = entries(args.urls, args.hosts, prioritizer)
+    frontier = Frontier(prioritizer.priorities, ordering=ordering)
     started = time.perf_counter()
-    for entry in batch:
-        frontier.add(entry)
+    for queued in batch:
+        frontier.add(queued)
     add_s = time.perf_counter() - started
     del batch
     gc.collect()
     per_url = (rss_bytes() - base) / args.urls
-    print(f"{args.urls:,} URLs over {args.hosts:,} hosts")
+    print(f"{args.urls:,} URLs over {args.hosts:,} hosts, ordering {ordering}")
     print(f"add:      {args.urls / add_s:,.0f} URLs/s ({add_s:.2f} s)")
     print(f"memory:   {per_url:.0f} bytes per queued URL (entries, URL strings and frontier)")
 
@@ -84,6 +102,7 @@ def main() -> int:
     )
     now = 1_000_000.0
     dispatched = 0
+    credit = frontier.credit if prioritizer.by_cash else None
     started = time.perf_counter()
     while True:
         entry = frontier.pop(now)
@@ -91,6 +110,9 @@ def main() -> int:
             break
         politeness.on_dispatch(entry.host, now)
         frontier.release(entry.host, politeness.earliest(entry.host, now))
+        if credit is not None:  # a share for a URL one page further on the same host
+            base, _, page = entry.url.rpartition("/")
+            credit(f"{base}/{int(page) + 1}", 0.001)
         dispatched += 1
     dispatch_s = time.perf_counter() - started
     print(
@@ -125,11 +147,14 @@ def main() -> int:
     return 0
 
 
-def engine_bench(urls: int, hosts: int, window: int) -> int:
+def engine_bench(urls: int, hosts: int, window: int, ordering: Ordering) -> int:
     """``--engine``: admission rate, bytes per URL beyond the window, resume time."""
     from crawldeck.core.engine import Engine
 
-    config = build_config({"frontier_window": window, "render": "never", "max_per_host": 1_000_000})
+    config = build_config(
+        {"frontier_window": window, "render": "never", "max_per_host": 1_000_000,
+         "ordering": ordering}
+    )  # fmt: skip
     half = urls // 2
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "frontier.db"
@@ -150,7 +175,10 @@ def engine_bench(urls: int, hosts: int, window: int) -> int:
             rss.append(rss_bytes())
         add_s = time.perf_counter() - started
         queued = engine.snapshot().counters.queued
-        print(f"{urls:,} URLs over {hosts:,} hosts through Engine.add_seeds, window {window:,}")
+        print(
+            f"{urls:,} URLs over {hosts:,} hosts through Engine.add_seeds, window {window:,}, "
+            f"ordering {ordering}"
+        )
         print(f"admit:    {urls / add_s:,.0f} URLs/s ({add_s:.1f} s, SQLite writes included)")
         print(f"queued:   {queued:,} ({engine.statistics().frontier.spilled:,} spilled to SQLite)")
         beyond = (rss[1] - rss[0]) / (urls - half)
