@@ -470,8 +470,8 @@ _SQL_V3_INDEXES: Final = (
 #: A page with its link counts (the outlinks by the ``links`` primary key, the inlinks
 #: by ``links_to``: two index probes a row).
 PAGE_SUMMARY_SQL: Final = (
-    "CREATE VIEW page_summary AS SELECT p.url, p.host, p.status, p.title, p.content_type,"
-    " p.bytes, p.elapsed_ms, p.depth, p.fetched_at, p.run_id,"
+    "CREATE VIEW IF NOT EXISTS page_summary AS SELECT p.url, p.host, p.status, p.title,"
+    " p.content_type, p.bytes, p.elapsed_ms, p.depth, p.fetched_at, p.run_id,"
     " (SELECT count(*) FROM links l WHERE l.to_url = p.url) AS inlinks,"
     " (SELECT count(*) FROM links l WHERE l.from_url = p.url) AS outlinks,"
     " p.duplicate_of, p.error FROM pages p"
@@ -480,7 +480,7 @@ PAGE_SUMMARY_SQL: Final = (
 #: URLs and its politeness state. A ``WHERE host = ?`` on the view is pushed into the
 #: grouped subqueries (SQLite's push-down), so one host costs an index range each.
 HOST_SUMMARY_SQL: Final = (
-    "CREATE VIEW host_summary AS SELECT h.host, coalesce(p.pages, 0) AS pages,"
+    "CREATE VIEW IF NOT EXISTS host_summary AS SELECT h.host, coalesce(p.pages, 0) AS pages,"
     " coalesce(p.status_2xx, 0) AS status_2xx, coalesce(p.status_3xx, 0) AS status_3xx,"
     " coalesce(p.status_4xx, 0) AS status_4xx, coalesce(p.status_5xx, 0) AS status_5xx,"
     " coalesce(p.errors, 0) AS errors, coalesce(p.bytes, 0) AS bytes,"
@@ -827,7 +827,8 @@ def _upgrade(cur: sqlite3.Cursor) -> None:
 def _prepare_schema(conn: sqlite3.Connection, version: str | None) -> None:
     """Make the schema of ``SCHEMA_VERSION`` in ONE transaction: a new file's
     (``version`` ``None``), or an older version's upgrade (``_upgrade``); any file also
-    gets the columns of ``_ADDED_COLUMNS`` it lacks. A failure rolls it all back."""
+    gets the columns of ``_ADDED_COLUMNS``, the tables, indexes and views it lacks (all
+    ``IF NOT EXISTS``). A failure rolls it all back."""
     with contextlib.closing(conn.cursor()) as cur:
         cur.execute("BEGIN IMMEDIATE")
         try:
@@ -835,18 +836,18 @@ def _prepare_schema(conn: sqlite3.Connection, version: str | None) -> None:
                 _create_schema(conn)
             else:
                 _add_missing_columns(cur)
-            if version != str(SCHEMA_VERSION):
-                if version is not None:
+                if version != str(SCHEMA_VERSION):
                     _upgrade(cur)
-                for sql in (
-                    *_SQL_SITEMAP_TABLES,
-                    _SQL_SPILLED_INDEX,
-                    _SQL_DIGEST_INDEX,  # after the upgrade: a rebuild drops its table's
-                    *_SQL_V3_INDEXES,
-                    PAGE_SUMMARY_SQL,
-                    HOST_SUMMARY_SQL,
-                ):
-                    cur.execute(sql)
+            for sql in (
+                *_SQL_SITEMAP_TABLES,
+                _SQL_SPILLED_INDEX,
+                _SQL_DIGEST_INDEX,  # after the upgrade: a rebuild drops its table's
+                *_SQL_V3_INDEXES,
+                PAGE_SUMMARY_SQL,
+                HOST_SUMMARY_SQL,
+            ):
+                cur.execute(sql)
+            if version != str(SCHEMA_VERSION):
                 cur.execute(
                     "UPDATE meta SET value = ? WHERE key = 'schema_version'",
                     (str(SCHEMA_VERSION),),

@@ -37,8 +37,8 @@ HEADER = (
 def row_line(i: int) -> str:
     url = f"http://a.test/page/{i:09d}"
     return (
-        f"{url},{url},a.test,1,200,text/html,1234,12.5,2024-05-01T12:00:00.250000Z,0,,0" + "," * 12
-    )
+        f"{url},{url},a.test,1,200,text/html,1234,12.5,2024-05-01T12:00:00.250000Z,0,,0" + "," * 13
+    )  # the 12 columns of issue #13 and run_id, NULL
 
 
 @pytest.fixture(scope="module")

@@ -351,6 +351,7 @@ def test_an_older_crawl_file_gets_the_learnt_delay_column(tmp_path: Path) -> Non
     store = Store(db)
     store.close()
     conn = sqlite3.connect(db)
+    conn.execute("DROP VIEW host_summary")  # it names the column
     conn.execute("ALTER TABLE hosts DROP COLUMN learnt_delay_ms")  # as written before it
     conn.execute(
         "INSERT INTO hosts (host, delay_ms, backoff_attempts, pages_fetched, state)"
