@@ -542,7 +542,8 @@ _SQL_ADD_SCORE: Final = (
 )
 #: A link listed twice by one page is one row (the primary key).
 _SQL_LINK: Final = "INSERT OR IGNORE INTO links (from_url, to_url) VALUES (?, ?)"
-#: A page recorded again (a refetch, a cluster result landing twice) replaces its links.
+#: A page recorded replaces the links its URL had: a refetch, a cluster result landing
+#: twice, a page a rerun requeued (``requeue_failed`` deleted its row, not its links).
 _SQL_DROP_LINKS: Final = "DELETE FROM links WHERE from_url = ?"
 #: Every fetch of a page (issue #13 item 7): its own row, kept across recrawls.
 _SQL_VERSIONS_TABLE: Final = (
@@ -1852,7 +1853,7 @@ class Store:
                 totals["bytes"] -= old[1] or 0
                 totals["duplicates"] -= old[2] is not None
                 totals["near_duplicates"] -= old[3] is not None and old[2] is None
-                conn.execute(_SQL_DROP_LINKS, (page.url,))
+            conn.execute(_SQL_DROP_LINKS, (page.url,))
             totals[status_class(page.status)] += 1
             totals["bytes"] += page.bytes
             totals["duplicates"] += page.duplicate_of is not None

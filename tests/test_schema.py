@@ -33,7 +33,13 @@ from redisfix import free_port
 from crawldeck.core import store as store_module
 from crawldeck.core.datasette_meta import METADATA_SUFFIX, metadata
 from crawldeck.core.export import export
-from crawldeck.core.store import RENAMED_COLUMNS, SCHEMA_VERSION, Store
+from crawldeck.core.store import (
+    RENAMED_COLUMNS,
+    SCHEMA_VERSION,
+    FrontierRow,
+    PageRecord,
+    Store,
+)
 
 DATA = Path(__file__).parent / "data"
 V1, V2 = DATA / "crawl_2f3a1ea.db", DATA / "crawl_4cc1605.db"
@@ -297,6 +303,30 @@ def test_an_export_of_an_old_file_has_the_new_names(tmp_path: Path) -> None:
     row = json.loads(out.getvalue())
     assert list(row) == ["url", "host", "reason", "detail", "blocked_at", "run_id"]
     assert row["reason"] == "scope" and row["run_id"] == 1
+
+
+def test_a_page_a_rerun_requeued_keeps_only_its_new_links(tmp_path: Path) -> None:
+    db = tmp_path / "crawl.db"
+    url = "http://a.test/"
+
+    def record(status: int, links: list[str]) -> None:
+        page = PageRecord(url, url, "a.test", 0, status, "text/html", 1, 1.0, 0.0, False,
+                          None, False)  # fmt: skip
+        store.record_page(page, key=url, links=[(url, to) for to in links], new_rows=(),
+                          state="done")  # fmt: skip
+
+    with Store(db) as store:
+        store.enqueue_urls([FrontierRow(url, url, "a.test", 0, 0)])
+        record(503, [url + "old", url + "both"])
+        store.flush()
+        assert store.requeue_failed() == {"a.test": 1}  # its pages row is deleted
+        record(200, [url + "both", url + "new"])
+        store.flush()
+    assert rows(db, "SELECT to_url FROM links ORDER BY to_url") == [
+        (url + "both",),
+        (url + "new",),
+    ]
+    assert rows(db, "SELECT count(*) FROM pragma_foreign_key_check('links')") == [(2,)]
 
 
 def test_the_metadata_names_only_columns_the_schema_has(tmp_path: Path) -> None:
