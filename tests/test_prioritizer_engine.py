@@ -105,3 +105,20 @@ def test_the_host_detail_shows_the_cash_of_the_next_urls(tmp_path: Path, orderin
         assert detail.queue_scores == (0.25, 0.25, 0.25, 0.25)
     else:
         assert detail.queue_scores == ()
+
+
+def test_the_console_draws_the_frontier_per_cash_band_under_opic() -> None:
+    from crawldeck.core.snapshot import Counters
+    from crawldeck.tui.screens import priority_bars
+
+    by_band = (1, 0, 4, 0, 0, 2) + (0,) * 25 + (3,)  # 32 priorities, the last demoted
+    c = Counters(queued_by_priority=by_band, spilled=5, ordering="opic")
+    labels = [line.split("█")[0].split() for line in priority_bars(c, 60).plain.splitlines()]
+    assert [label[:2] for label in labels] == [
+        ["0", "cash"], ["2", "cash"], ["5", "cash"], ["31", "demoted"], ["spilled", "(SQLite)"],
+    ]  # fmt: skip
+    assert "2^-5" in priority_bars(c, 60).plain
+    bfs = Counters(queued_by_priority=(1, 4, 0), spilled=0)
+    assert [line.split()[1] for line in priority_bars(bfs, 60).plain.splitlines()] == [
+        "seeds,", "links,", "lowest", "(SQLite)",
+    ]  # fmt: skip
