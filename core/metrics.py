@@ -18,6 +18,7 @@ Every ``_total`` counter counts this run (this process), as Prometheus counters 
 * ``crawldeck_transport_errors_total{reason="timeout"}``: fetches without an answer;
 * ``crawldeck_response_body_bytes_total``: the responses' decoded bodies, bytes;
 * ``crawldeck_blocked_total{reason="robots"}``: URLs refused, by ``blocked.reason``;
+* ``crawldeck_retries_total{reason="http_429"}``: tries put back for another one;
 * ``crawldeck_robots_txt_fetched_total``: origins whose robots.txt was requested;
 * ``crawldeck_fetch_duration_seconds``: a histogram of the recorded fetches'
   durations (``core.stats.LATENCY_BUCKETS_S``, Prometheus' default buckets);
@@ -98,6 +99,13 @@ class _CrawlCollector(Collector):
         for reason, count in run.blocked:
             blocked.add_metric([reason], count)
         yield blocked
+        retries = CounterMetricFamily(
+            "crawldeck_retries", "tries put back for another one this run, by reason",
+            labels=["reason"],
+        )  # fmt: skip
+        for reason, count in run.retries:
+            retries.add_metric([reason], count)
+        yield retries
         yield CounterMetricFamily(
             "crawldeck_robots_txt_fetched", "origins whose robots.txt this run requested",
             value=run.robots_txt_fetched,

@@ -282,6 +282,7 @@ class Observer:
             blocked=tuple(sorted((k, v) for k, v in self._store.blocked_added().items() if v)),
             robots_txt_fetched=self._robots.origins(),
             latency=tally.latency(),
+            retries=tuple(sorted(tally.retries.items())),
         )
 
     def run_stats(self, run_id: int, outcome: str) -> dict[str, Any]:

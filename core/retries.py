@@ -64,8 +64,11 @@ class Retries:
         self._obs = observer
         self._recorder = recorder
 
-    def retry(self, entry: FrontierEntry, why: str) -> None:
-        """Put ``entry`` back at the head of its host's queue for another try."""
+    def retry(self, entry: FrontierEntry, reason: str, why: str) -> None:
+        """Put ``entry`` back at the head of its host's queue for another try, counted
+        in this run's stats by ``reason`` (``FetchError.reason``, or ``http_429`` /
+        ``http_503``); ``why`` is the log line's detail."""
+        self._obs.tally.retried(reason)
         entry.attempts += 1
         self._frontier.push_front(entry)
         self._store.mark(entry.key, "queued", attempts=entry.attempts)
@@ -111,7 +114,7 @@ class Retries:
         self._gate.learn(host, now, None, 0.0, None)
         stats.errors += 1
         if entry.attempts < self._config.max_retries:
-            self.retry(entry, f"{exc.reason}: {exc}")
+            self.retry(entry, exc.reason, f"{exc.reason}: {exc}")
             return
         if not stats.dns_failing:
             stats.dns_failing = True
@@ -132,7 +135,7 @@ class Retries:
         learn(self._gate, host, start, now, None)
         self._check_park(host, stats)
         if entry.attempts < self._config.max_retries and self._time_left(entry):
-            self.retry(entry, f"{exc.reason}: {exc}")
+            self.retry(entry, exc.reason, f"{exc.reason}: {exc}")
             return
         self._recorder.failure(entry, stats, start, now, exc)
 
@@ -151,7 +154,8 @@ class Retries:
         if outcome.retry:
             self._check_park(host, stats)
             if entry.attempts < self._config.max_retries and not stats.parked:
-                self.retry(entry, f"HTTP {result.status}, backoff {outcome.backoff_s:.1f} s")
+                backoff = f"HTTP {result.status}, backoff {outcome.backoff_s:.1f} s"
+                self.retry(entry, f"http_{result.status}", backoff)
                 return None
             self._obs.log(f"{host}: giving up on {entry.url} after {entry.attempts + 1} tries")
         if self._gate.politeness.should_demote(host, now) and not stats.demoted:

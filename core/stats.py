@@ -26,6 +26,9 @@ as ``responses_by_status["200"]``):
   (``Store.blocked_added``: each URL once, as the table holds it);
 * ``robots_txt_fetched``: origins whose robots.txt the run requested (each once; a
   background refresh and redirect hops are not counted);
+* ``retries``, ``retries_by_reason``: tries put back for another one this run (a 429 or
+  503 answer, a timeout or a refused connection: ``http_429``, ``timeout``, ...;
+  ``Retries.retry``), each try once;
 * ``retried_from_earlier_runs``: URLs that failed transiently in earlier runs and were
   queued again by this one;
 * ``fetch_latency_s``: ``count``, ``sum`` and ``mean`` of the recorded fetches'
@@ -100,6 +103,7 @@ class RunFigures:
         blocked: ``(blocked.reason, URLs)`` refused and committed (``Store.blocked_added``).
         robots_txt_fetched: origins whose robots.txt was requested.
         latency: the recorded fetches' durations.
+        retries: ``(reason, tries)`` put back for a retry (``RunTally.retries``).
     """
 
     pages: int = 0
@@ -109,6 +113,7 @@ class RunFigures:
     blocked: tuple[tuple[str, int], ...] = ()
     robots_txt_fetched: int = 0
     latency: LatencyHistogram = NO_LATENCY
+    retries: tuple[tuple[str, int], ...] = ()
 
 
 #: The figures of a run that has recorded and refused nothing yet.
@@ -128,10 +133,13 @@ class RunTally:
         errors: fetches without an HTTP answer, by ``FetchError.reason``.
         slots: fetches per latency bucket (not cumulative; the last is ``+Inf``).
         sum_s: the fetches' durations added up, in seconds.
+        retries: tries put back for another one, by reason (``FetchError.reason``,
+            ``http_429``, ``http_503``; ``Retries.retry``).
     """
 
     by_status: Counter[int] = field(default_factory=Counter)
     errors: Counter[str] = field(default_factory=Counter)
+    retries: Counter[str] = field(default_factory=Counter)
     slots: list[int] = field(default_factory=lambda: [0] * (len(LATENCY_BUCKETS_S) + 1))
     sum_s: float = 0.0
 
@@ -145,6 +153,10 @@ class RunTally:
         seconds = max(0.0, elapsed_ms / 1000)
         self.slots[bisect.bisect_left(LATENCY_BUCKETS_S, seconds)] += 1
         self.sum_s += seconds
+
+    def retried(self, reason: str) -> None:
+        """Count one try put back for a retry, by ``reason``."""
+        self.retries[reason] += 1
 
     def latency(self) -> LatencyHistogram:
         """The latency histogram now (cumulative buckets)."""
@@ -203,6 +215,8 @@ def run_stats(
         "blocked": sum(n for _, n in figures.blocked),
         "blocked_by_reason": dict(figures.blocked),
         "robots_txt_fetched": figures.robots_txt_fetched,
+        "retries": sum(n for _, n in figures.retries),
+        "retries_by_reason": dict(figures.retries),
         "retried_from_earlier_runs": retried,
         "fetch_latency_s": {
             "count": latency.count,
@@ -297,6 +311,7 @@ def stats_lines(run: RunRow) -> list[str]:
         "responses": "responses_by_status",
         "transport_errors": "transport_errors_by_reason",
         "blocked": "blocked_by_reason",
+        "retries": "retries_by_reason",
     }
     nested = set(groups.values()) | {"run_id"}
     for key, value in stats.items():

@@ -76,6 +76,22 @@ def test_the_histogram_counts_what_each_bound_covers(elapsed_ms: list[float]) ->
     assert latency.count == len(elapsed_ms)
 
 
+def test_retries_are_counted_by_reason(tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    answers = iter([Response(503, {"Retry-After": "0"}, b"")] * 2)
+    with HTTPTestServer() as srv:
+        srv.set("/robots.txt", Response(404))
+        srv.set("/", html('<a href="/busy">busy</a>'))
+        srv.set("/busy", lambda _: next(answers, html("at last")))
+        run_crawl([srv.url("/")], db, allow_private=True, warc=False, backoff_base_ms=10,
+                  backoff_max_ms=20, max_delay_ms=50)  # fmt: skip
+        tries = srv.count("/busy")
+    stats = stored_stats(db, 1)
+    assert tries == 3
+    assert stats["retries"] == 2 and stats["retries_by_reason"] == {"http_503": 2}
+    assert stats["responses_by_status"] == {"200": 2}  # each URL's last try is its page
+
+
 def test_each_run_stores_its_own_counts(tmp_path: Path) -> None:
     db = tmp_path / "c.db"
     with HTTPTestServer() as srv:
@@ -100,6 +116,7 @@ def test_each_run_stores_its_own_counts(tmp_path: Path) -> None:
     assert first["transport_errors"] == 0 and first["transport_errors_by_reason"] == {}
     assert first["blocked_by_reason"] == {"robots": 1} and first["blocked"] == 1
     assert first["robots_txt_fetched"] == 1
+    assert first["retries"] == 0 and first["retries_by_reason"] == {}
     assert first["fetch_latency_s"]["count"] == 20
     body = rows(db, "SELECT sum(bytes) FROM pages WHERE url NOT LIKE '%/more%'")[0][0]
     assert first["body_bytes"] == body
