@@ -403,12 +403,10 @@ def site_graph(
     return from_adjacency(name, node_urls, hosts, host_of, adjacency, found_seeds, link_counts)
 
 
-def _served_links(
-    url: str, roots: dict[str, Path], page_links: dict[str, tuple[list[str], int]]
-) -> tuple[list[str], int]:
-    """``(served URLs linked, distinct URLs linked)`` of the page ``StaticSite`` serves
-    at ``url``: an HTML file's (or a directory's ``index.html``) links, a directory's
-    301 target, else none."""
+def _served_file(url: str, roots: dict[str, Path]) -> Path | str | None:
+    """What ``StaticSite`` serves at ``url``: the HTML file (a directory's
+    ``index.html``), the URL a directory without its trailing slash redirects to
+    (301), or ``None`` (another file, a 404: no links)."""
     parts = urlsplit(url)
     root = roots[parts.netloc]
     path = unquote(parts.path) or "/"
@@ -417,14 +415,40 @@ def _served_links(
     if target.is_dir():
         if not path.endswith("/"):
             query = f"?{parts.query}" if parts.query else ""
-            return [urls.clean(f"{parts.scheme}://{parts.netloc}{parts.path}/{query}")], 1
+            return urls.clean(f"{parts.scheme}://{parts.netloc}{parts.path}/{query}")
         target = target / "index.html"
     elif path.endswith("/"):
-        return [], 0
+        return None
     if target.suffix not in (".html", ".htm") or not target.is_file():
+        return None
+    return target
+
+
+def _served_links(
+    url: str, roots: dict[str, Path], page_links: dict[str, tuple[list[str], int]]
+) -> tuple[list[str], int]:
+    """``(served URLs linked, distinct keys linked)`` of the page ``StaticSite`` serves
+    at ``url`` (``_served_file``): an HTML file's links, a directory's 301 target, else
+    none."""
+    served = _served_file(url, roots)
+    if served is None:
         return [], 0
-    rel = target.relative_to(root).as_posix()
-    return page_links.get(urls.clean(f"http://{parts.netloc}/" + quote(rel)), ([], 0))
+    if isinstance(served, str):
+        return [served], 1
+    netloc = urlsplit(url).netloc
+    rel = served.relative_to(roots[netloc]).as_posix()
+    return page_links.get(urls.clean(f"http://{netloc}/" + quote(rel)), ([], 0))
+
+
+def page_bytes(graph: Graph, sites: Sequence[DocSite]) -> list[int]:
+    """Each node's HTML body size in bytes as ``StaticSite`` serves it from ``sites``
+    (``0`` for a redirect, another file or a 404: nothing the crawler parses)."""
+    roots = {site.host: site.root for site in sites}
+    sizes = []
+    for url in graph.urls:
+        served = _served_file(url, roots)
+        sizes.append(served.stat().st_size if isinstance(served, Path) else 0)
+    return sizes
 
 
 # ---------------------------------------------------------------- synthetic web
@@ -599,6 +623,7 @@ __all__ = [
     "crawl_config",
     "docs_graph",
     "from_adjacency",
+    "page_bytes",
     "site_graph",
     "sites_include",
     "synth_host",

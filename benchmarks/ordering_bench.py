@@ -31,7 +31,9 @@ seeds reach:
   politeness binds), robots.txt fetches, the SQLite window (every URL stays in
   memory), parse time (the engine queues a page's links once it is parsed, and a
   large page parsed in a worker process can be overtaken by the next page of its
-  host, which then queues its links first);
+  host, which then queues its links first; ``--pool-start-ms`` models the one large
+  effect of it measured, the parse pool's worker starting on first use:
+  ``SimSettings.pool_start_ms``);
 - ``omniscient``: at each step the page of highest PageRank among those discovered so
   far (a page is discovered once a fetched page links to it; the seeds are), without
   politeness: the upper bound an ordering that respects reachability can reach.
@@ -49,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import heapq
 import math
 import os
@@ -68,6 +71,7 @@ from linkgraph import (
     Graph,
     GraphWeb,
     docs_graph,
+    page_bytes,
     sites_include,
     synth_include,
     synthetic_graph,
@@ -76,6 +80,7 @@ from linkgraph import (
 from crawldeck.core import urls
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.frontier import Frontier, FrontierEntry
+from crawldeck.core.parse import THREAD_PARSE_MAX_BYTES
 from crawldeck.core.prioritizer import ORDERINGS, Ordering, Prioritizer
 
 #: Checkpoints: fractions of the pages reachable from the seeds.
@@ -260,11 +265,17 @@ class SimSettings:
         concurrency: fetches in flight (``concurrency``).
         fetch_ms: how long each fetch takes (virtual ms).
         delay_ms: politeness delay from a fetch's end to the host's next start (ms).
+        pool_start_ms: ``None``: a page's links are queued at its fetch's end. A
+            number: the engine's parse pool as it starts, for pages over
+            ``core.parse.THREAD_PARSE_MAX_BYTES`` (parsed in a worker process that
+            starts on first use): their links are queued no earlier than this many ms
+            after the first such page's fetch ended (needs the pages' sizes).
     """
 
     concurrency: int = 16
     fetch_ms: float = 2.0
     delay_ms: float = 0.0
+    pool_start_ms: float | None = None
 
 
 class _Driver:
@@ -311,13 +322,20 @@ class _Driver:
 
 
 def simulate(
-    graph: Graph, ordering: str, budget: int, settings: SimSettings = SimSettings()
+    graph: Graph,
+    ordering: str,
+    budget: int,
+    settings: SimSettings = SimSettings(),
+    sizes: Sequence[int] | None = None,
 ) -> list[int]:
-    """The first ``budget`` nodes ``ordering`` fetches (module docstring, "simulator").
+    """The first ``budget`` nodes ``ordering`` fetches (module docstring, "simulator");
+    ``sizes``: each node's body bytes, for ``settings.pool_start_ms``.
 
     Raises:
-        ValueError: an unknown ``ordering``.
+        ValueError: an unknown ``ordering``, or ``pool_start_ms`` without ``sizes``.
     """
+    if settings.pool_start_ms is not None and sizes is None:
+        raise ValueError("simulate: pool_start_ms needs the pages' sizes")
     driver = _Driver(ordering, graph)
     frontier = driver.frontier
     node_of = {url: i for i, url in enumerate(graph.urls)}
@@ -328,30 +346,49 @@ def simulate(
             driver.seed(s)
     fetch_s = settings.fetch_ms / 1000.0
     delay_s = settings.delay_ms / 1000.0
+    pool_ready: float | None = None  # when the parse pool's worker is up
     now = 0.0
     seq = 0
     in_flight: list[tuple[float, int, FrontierEntry]] = []  # (end, seq, entry)
+    parsed: list[tuple[float, int, FrontierEntry]] = []  # (links queued at, seq, entry)
     order: list[int] = []
     indptr, indices = graph.indptr, graph.indices
     while len(order) < budget:
+        while parsed and parsed[0][0] <= now:  # links queued before the next dispatch
+            _, _, page = heapq.heappop(parsed)
+            u = node_of[page.url]
+            driver.fetched(page, indices[indptr[u] : indptr[u + 1]], graph.link_counts[u], found)
         while len(in_flight) < settings.concurrency:
-            entry = frontier.pop(now)
-            if entry is None:
+            popped = frontier.pop(now)
+            if popped is None:
                 break
-            heapq.heappush(in_flight, (now + fetch_s, seq, entry))
+            heapq.heappush(in_flight, (now + fetch_s, seq, popped))
             seq += 1
         ready = frontier.next_ready_at() if len(in_flight) < settings.concurrency else None
-        if not in_flight and ready is None:
-            break  # nothing queued: the crawl is over
-        if ready is not None and (not in_flight or ready < in_flight[0][0]):
-            now = max(now, ready)
+        if ready is not None and ready <= now:
+            ready = None  # a host is ready but every worker is busy
+        events = [queue[0][0] for queue in (in_flight, parsed) if queue]
+        if ready is not None:
+            events.append(ready)
+        if not events:
+            break  # nothing queued, nothing in flight: the crawl is over
+        soonest = min(events)
+        if not in_flight or in_flight[0][0] != soonest:
+            now = soonest  # a host's politeness time has come, or a page's parse is done
             continue
         end, _, entry = heapq.heappop(in_flight)
         now = end
         frontier.release(entry.host, end + delay_s)
         u = node_of[entry.url]
         order.append(u)
-        driver.fetched(entry, indices[indptr[u] : indptr[u + 1]], graph.link_counts[u], found)
+        queued_at = end
+        start_ms = settings.pool_start_ms
+        if start_ms is not None and sizes is not None and sizes[u] > THREAD_PARSE_MAX_BYTES:
+            if pool_ready is None:
+                pool_ready = end + start_ms / 1000.0
+            queued_at = max(end, pool_ready)
+        heapq.heappush(parsed, (queued_at, seq, entry))
+        seq += 1
     return order
 
 
@@ -496,7 +533,10 @@ def halfway(bfs: float, best: float, value: float) -> float:
 
 
 def run_graph(
-    graph: Graph, orderings: Sequence[str], settings: SimSettings
+    graph: Graph,
+    orderings: Sequence[str],
+    settings: SimSettings,
+    sizes: Sequence[int] | None = None,
 ) -> tuple[list[float], dict[str, list[float]]]:
     """PageRank (checked), the omniscient order, the top-k bound and each ordering's
     simulated curve for one graph, with progress printed: ``(rank, curves by name)``.
@@ -523,7 +563,7 @@ def run_graph(
     curves: dict[str, list[float]] = {}
     for name in orderings:
         t0 = time.perf_counter()
-        curves[name] = capture_curve(simulate(graph, name, budget, settings), rank, reach)
+        curves[name] = capture_curve(simulate(graph, name, budget, settings, sizes), rank, reach)
         print(f"  {name}: {time.perf_counter() - t0:.1f} s", flush=True)
     curves["omniscient"] = capture_curve(greedy_order(graph, rank, budget), rank, reach)
     curves["top-k bound"] = top_k_curve(rank, reach)
@@ -536,6 +576,7 @@ def real_section(
     orderings: Sequence[str],
     settings: SimSettings,
     fraction: float,
+    sizes: Sequence[int] | None = None,
 ) -> list[str]:
     """Real crawls of ``graph`` to ``fraction`` of its reachable pages, each against the
     simulator at the crawl's median fetch time: markdown lines. The table gives both
@@ -556,8 +597,8 @@ def real_section(
                     f"median fetch {median_ms:.1f} ms",
                     flush=True,
                 )
-                like = SimSettings(settings.concurrency, median_ms, settings.delay_ms)
-                simulated = simulate(graph, name, budget, like)
+                like = dataclasses.replace(settings, fetch_ms=median_ms)
+                simulated = simulate(graph, name, budget, like, sizes)
                 real = capture_curve(order, rank, reach, marks)
                 sim = capture_curve(simulated, rank, reach, marks)
                 diff = max(abs(a - b) for a, b in zip(real, sim, strict=True))
@@ -585,6 +626,11 @@ def main() -> int:
     parser.add_argument("--fetch-ms", type=float, default=2.0, help="simulated fetch time")
     parser.add_argument("--delay-ms", type=float, default=0.0, help="politeness delay")
     parser.add_argument(
+        "--pool-start-ms",
+        type=float,
+        help="simulate the parse pool's start for pages over 32 KiB (SimSettings)",
+    )
+    parser.add_argument(
         "--real",
         type=float,
         default=0.0,
@@ -600,18 +646,20 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="also write the tables to this file")
     args = parser.parse_args()
     orderings = [o for o in args.orderings.split(",") if o]
-    settings = SimSettings(args.concurrency, args.fetch_ms, args.delay_ms)
+    settings = SimSettings(args.concurrency, args.fetch_ms, args.delay_ms, args.pool_start_ms)
     rows: list[tuple[str, ...]] = []
     curves: list[list[float]] = []
     notes: list[str] = []
     for name in args.graphs.split(","):
         t0 = time.perf_counter()
+        sizes: list[int] | None = None  # the synthetic web's pages are all small
         if name == "docs":
             graph = docs_graph(args.cache, workers=os.cpu_count() or 2)
+            sizes = page_bytes(graph, DOC_SITES)
         else:
             graph = synthetic_graph()
         print(f"{name}: graph in {time.perf_counter() - t0:.1f} s", flush=True)
-        rank, found = run_graph(graph, orderings, settings)
+        rank, found = run_graph(graph, orderings, settings, sizes)
         for label, curve in found.items():
             rows.append((graph.name, label))
             curves.append(curve)
@@ -626,12 +674,12 @@ def main() -> int:
                         "to omniscient"
                     )
         if args.real > 0:
-            notes += ["", *real_section(graph, rank, orderings, settings, args.real)]
+            notes += ["", *real_section(graph, rank, orderings, settings, args.real, sizes)]
     text = "\n".join(
         [
             f"Simulated: concurrency {settings.concurrency}, fetch {settings.fetch_ms:g} ms, "
-            f"delay {settings.delay_ms:g} ms; PageRank % captured after the % of the "
-            "reachable pages:",
+            f"delay {settings.delay_ms:g} ms, parse pool start {settings.pool_start_ms} ms; "
+            "PageRank % captured after the % of the reachable pages:",
             "",
             *table(rows, curves, ("graph", "ordering")),
             *notes,

@@ -194,6 +194,10 @@ def test_site_graph_is_the_graph_the_crawler_sees(tmp_path: Path) -> None:
         "12:8782/index.html",
     ]
     assert g.reachable() == 7  # not the orphan, not sub/index.html by its own name
+    sizes = linkgraph.page_bytes(g, sites)
+    assert sizes[node["11:8782/index.html"]] == (a / "index.html").stat().st_size
+    assert sizes[node["11:8782/sub/"]] == (a / "sub" / "index.html").stat().st_size
+    assert sizes[node["11:8782/sub"]] == sizes[node["12:8782/a.txt"]] == 0  # nothing parsed
 
 
 def test_the_served_synthetic_web_links_what_the_graph_says(tmp_path: Path) -> None:
@@ -214,3 +218,17 @@ def test_the_served_synthetic_web_links_what_the_graph_says(tmp_path: Path) -> N
         file = tmp_path / "www" / address / (path.lstrip("/") or "index.html")
         page = extract_links(file.read_bytes(), url, {"content-type": "text/html"}, "crawldeck")
         assert [node[urls.clean(href, page.base)] for href in page.links] == list(g.outlinks(u))
+
+
+def test_a_large_page_waits_for_the_parse_pool_to_start() -> None:
+    # s links p (over 32 KiB) and q; p links x, q links y. Links are queued at a fetch's
+    # end, unless the page goes to the parse pool, whose worker is up 100 ms after the
+    # first such page's fetch: x is then found after y
+    g = graph([[1, 2], [3], [4], [], []], [0])
+    sizes = [1000, 40 * 1024, 1000, 1000, 1000]
+    plain = bench.SimSettings(concurrency=1, fetch_ms=10.0, delay_ms=0.0)
+    pooled = bench.SimSettings(concurrency=1, fetch_ms=10.0, delay_ms=0.0, pool_start_ms=100.0)
+    assert bench.simulate(g, "bfs", 10, plain, sizes) == [0, 1, 2, 3, 4]
+    assert bench.simulate(g, "bfs", 10, pooled, sizes) == [0, 1, 2, 4, 3]
+    with pytest.raises(ValueError, match="sizes"):
+        bench.simulate(g, "bfs", 10, pooled)
