@@ -656,8 +656,10 @@ def main() -> int:
         if name == "docs":
             graph = docs_graph(args.cache, workers=os.cpu_count() or 2)
             sizes = page_bytes(graph, DOC_SITES)
-        else:
+        elif name == "synthetic":
             graph = synthetic_graph()
+        else:
+            parser.error(f"--graphs: no graph {name!r} (docs, synthetic)")
         print(f"{name}: graph in {time.perf_counter() - t0:.1f} s", flush=True)
         rank, found = run_graph(graph, orderings, settings, sizes)
         for label, curve in found.items():
