@@ -2,7 +2,7 @@
 
     .venv/bin/pip install numpy scipy          # the benchmark's own needs, not the crawler's
     .venv/bin/python benchmarks/ordering_bench.py                  # both graphs, simulator
-    .venv/bin/python benchmarks/ordering_bench.py --real 0.2       # + real crawls, docs web
+    .venv/bin/python benchmarks/ordering_bench.py --real 0.1       # + real crawls of both
 
 Graphs (``linkgraph.py``): the documentation web (five Debian doc packages, one loopback
 host each, parsed with the crawler's own link extraction and URL normalization) and
@@ -23,7 +23,7 @@ seeds reach:
   fetch is answered; ``adaptive_delay_factor`` 0 in the real crawl so that the delay
   is just ``delay_ms``), then its outlinks not seen before are added (seen set: one
   bit per node, the graph's nodes being dedupe keys already) at depth + 1 and, under
-  ``opic``, the page's cash is split over every distinct URL it links to, as
+  ``opic``, the page's cash is split over every distinct key it links to, as
   ``core.recording`` splits it (``Graph.link_counts``: links out of the web and
   refused ones get their shares, lost), a queued outlink's cash grows
   (``Frontier.credit``). What it leaves out: the engine's real fetch times (each
@@ -36,13 +36,18 @@ seeds reach:
   ``SimSettings.pool_start_ms``);
 - ``omniscient``: at each step the page of highest PageRank among those discovered so
   far (a page is discovered once a fetched page links to it; the seeds are), without
-  politeness: the upper bound an ordering that respects reachability can reach.
+  politeness. Greedy, so not an upper bound: a low-PageRank page that is the only way
+  to a high-PageRank part of the web (a seed no page links to) waits behind every
+  better page discovered;
+- ``top-k bound``: the k pages of highest PageRank, reachable or not, the bound no
+  order passes.
 
-``--real FRACTION`` also crawls the documentation web on loopback with the real
-``crawldeck crawl`` (one process per ordering, ``--max-pages`` FRACTION of the reachable
-pages), reads the order of its ``pages`` rows (``fetched_at``) and compares that curve with the
-simulator's at the same concurrency and delay: the table gives both, and the largest
-difference at the checkpoints.
+``--real FRACTION`` also crawls each graph on loopback with the real ``crawldeck crawl``
+(one process per ordering, ``--max-pages`` FRACTION of the reachable pages; the docs
+web served by ``StaticSite``, the synthetic web by nginx), reads the order of its
+``pages`` rows (``fetched_at``) and compares that curve with the simulator's at the
+same concurrency and delay and the crawl's median fetch time: the table gives both,
+the largest difference at the checkpoints, and the share of pages both fetched.
 
 Prints markdown tables; ``--out FILE`` also writes them to FILE.
 """
