@@ -198,16 +198,10 @@ def _sparse_step(graph: Graph, damping: float) -> Step:
 # ---------------------------------------------------------------- orders and curves
 
 
-def omniscient_order(graph: Graph, budget: int) -> list[int]:
-    """Up to ``budget`` nodes in the omniscient order: at each step the discovered
-    node of highest PageRank (ties: the lower node id), its outlinks then discovered;
-    the seeds are discovered at the start. Needs ``graph``'s PageRank (``pagerank``)."""
-    rank = pagerank(graph)
-    return greedy_order(graph, rank, budget)
-
-
 def greedy_order(graph: Graph, rank: Sequence[float], budget: int) -> list[int]:
-    """``omniscient_order`` with the PageRank vector ``rank`` given."""
+    """Up to ``budget`` nodes in the omniscient order for the PageRank vector ``rank``:
+    at each step the discovered node of highest rank (ties: the lower node id), its
+    outlinks then discovered; the seeds are discovered at the start."""
     found = bytearray(graph.n)
     heap: list[tuple[float, int]] = []
     for s in graph.seeds:
