@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 from wsgiref.simple_server import WSGIServer
@@ -75,37 +75,25 @@ class _CrawlCollector(Collector):
             "crawldeck_pages", "page fetches recorded this run (responses and final failures)",
             value=run.pages,
         )  # fmt: skip
-        responses = CounterMetricFamily(
-            "crawldeck_responses", "responses this run by HTTP status", labels=["status"]
-        )
-        for status, count in run.responses_by_status:
-            responses.add_metric([str(status)], count)
-        yield responses
-        errors = CounterMetricFamily(
-            "crawldeck_transport_errors",
-            "fetches this run without an HTTP answer, by reason",
-            labels=["reason"],
-        )
-        for reason, count in run.transport_errors:
-            errors.add_metric([reason], count)
-        yield errors
+        yield _by_label(
+            "crawldeck_responses", "responses this run by HTTP status", "status",
+            [(str(status), count) for status, count in run.responses_by_status],
+        )  # fmt: skip
+        yield _by_label(
+            "crawldeck_transport_errors", "fetches this run without an HTTP answer, by reason",
+            "reason", run.transport_errors,
+        )  # fmt: skip
         yield CounterMetricFamily(
             "crawldeck_response_body_bytes", "decoded body bytes of this run's responses",
             value=run.body_bytes,
         )  # fmt: skip
-        blocked = CounterMetricFamily(
-            "crawldeck_blocked", "URLs refused this run, by reason", labels=["reason"]
+        yield _by_label(
+            "crawldeck_blocked", "URLs refused this run, by reason", "reason", run.blocked
         )
-        for reason, count in run.blocked:
-            blocked.add_metric([reason], count)
-        yield blocked
-        retries = CounterMetricFamily(
+        yield _by_label(
             "crawldeck_retries", "tries put back for another one this run, by reason",
-            labels=["reason"],
+            "reason", run.retries,
         )  # fmt: skip
-        for reason, count in run.retries:
-            retries.add_metric([reason], count)
-        yield retries
         yield CounterMetricFamily(
             "crawldeck_robots_txt_fetched", "origins whose robots.txt this run requested",
             value=run.robots_txt_fetched,
@@ -135,6 +123,16 @@ class _CrawlCollector(Collector):
             if c is not None:
                 gauge.add_metric([], getattr(c, value))
             yield gauge
+
+
+def _by_label(
+    name: str, documentation: str, label: str, counts: Iterable[tuple[str, int]]
+) -> CounterMetricFamily:
+    """A counter family ``name`` with one sample per ``(label value, count)``."""
+    family = CounterMetricFamily(name, documentation, labels=[label])
+    for value, count in counts:
+        family.add_metric([value], count)
+    return family
 
 
 def _le(bound: float) -> str:
