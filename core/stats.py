@@ -4,7 +4,8 @@ At the end of every run that ends cleanly (finished, a budget reached, stopped b
 console, Ctrl-C, SIGTERM or SIGHUP) the engine stores a JSON object in ``runs.stats``
 (``Engine.run``, ``Store.end_run``); a run killed (SIGKILL, power loss) has none.
 ``crawldeck stats DB`` prints it, ``crawl --stats-json FILE`` writes it
-(``tui.cli``). Every count is THIS run's: earlier runs of the file are not in it.
+(``tui.cli``). Every count is THIS run's: earlier runs of the file are not in it. A
+cluster crawl's coordinator counts its run from the crawl file (``cluster_run_stats``).
 
 The object's keys (the field's terms, Scrapy's ``downloader/response_status_count/200``
 as ``responses_by_status["200"]``):
@@ -51,7 +52,7 @@ import resource
 import sqlite3
 import sys
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -293,6 +294,47 @@ def read_run(db: Path, run_id: int | None = None) -> RunRow:
     return RunRow(row[0], row[1], row[2], row[3], stats)
 
 
+def cluster_run_stats(
+    *,
+    run_id: int,
+    finish_reason: str,
+    started_at: float,
+    finished_at: float,
+    fetches: Iterable[tuple[int | None, float, str | None]],
+    added: Mapping[str, int],
+    blocked: Mapping[str, int],
+    workers: int,
+) -> dict[str, Any]:
+    """The stats object of a cluster crawl's run, counted by its coordinator from the
+    crawl file, where the collector wrote every worker's results: the keys of
+    ``run_stats``, each count from the rows the run committed (``fetches``:
+    ``Store.run_fetches``; ``added``: ``Store.pages_added``; ``blocked``:
+    ``Store.blocked_added``), plus ``workers``. What only a worker sees is ``None``:
+    ``robots_txt_fetched``, ``retries``, ``retries_by_reason``,
+    ``retried_from_earlier_runs``. ``peak_child_rss_bytes`` is the largest worker's.
+    """
+    tally = RunTally()
+    for status, elapsed_ms, error in fetches:
+        tally.fetched(status, elapsed_ms, error)
+    figures = RunFigures(
+        pages=sum(tally.by_status.values()) + sum(tally.errors.values()),
+        body_bytes=added.get("bytes", 0),
+        responses_by_status=tuple(sorted(tally.by_status.items())),
+        transport_errors=tuple(sorted(tally.errors.items())),
+        blocked=tuple(sorted((k, v) for k, v in blocked.items() if v)),
+        latency=tally.latency(),
+    )
+    stats = run_stats(
+        run_id=run_id, finish_reason=finish_reason, started_at=started_at,
+        finished_at=finished_at, figures=figures, added=added, retried=0,
+    )  # fmt: skip
+    for unknown in ("robots_txt_fetched", "retries", "retries_by_reason",
+                    "retried_from_earlier_runs"):  # fmt: skip
+        stats[unknown] = None
+    stats["workers"] = workers
+    return stats
+
+
 def stats_lines(run: RunRow) -> list[str]:
     """``crawldeck stats``' readable text for ``run``: one ``key: value`` line each,
     counts by status or reason indented under their total; a run without stats says
@@ -304,7 +346,7 @@ def stats_lines(run: RunRow) -> list[str]:
         why = {
             "running": "it is still running, or was killed and no run came after it",
             "killed": "the run was killed (SIGKILL or a crash): its figures were lost",
-        }.get(run.status, "it was run by a crawldeck before run stats, or by a cluster crawl")
+        }.get(run.status, "it was run by a crawldeck before run stats")
         lines.append(f"no stats for this run: {why}")
         return lines
     groups = {
@@ -317,7 +359,9 @@ def stats_lines(run: RunRow) -> list[str]:
     for key, value in stats.items():
         if key in nested:
             continue
-        if isinstance(value, dict):
+        if value is None:
+            lines.append(f"{key}: not counted (a cluster crawl's workers keep it)")
+        elif isinstance(value, dict):
             text = ", ".join(f"{k} {v}" for k, v in value.items())
             lines.append(f"{key}: {text}")
         elif isinstance(value, int) and key.endswith("_bytes"):
@@ -338,6 +382,7 @@ __all__ = [
     "RunFigures",
     "RunRow",
     "RunTally",
+    "cluster_run_stats",
     "read_run",
     "run_stats",
     "stats_lines",

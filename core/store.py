@@ -2366,6 +2366,17 @@ class Store:
             " AND (p.etag IS NOT NULL OR p.last_modified IS NOT NULL)"
         )
 
+    def run_fetches(self, run_id: int) -> Iterator[tuple[int | None, float, str | None]]:
+        """``(status, elapsed_ms, error)`` of each committed page of run ``run_id``
+        (``pages.run_id``), streamed: a cluster crawl's stats are counted from them.
+
+        Raises:
+            StoreError: see the class.
+        """
+        return self._stream(
+            "SELECT status, elapsed_ms, error FROM pages WHERE run_id = ?", (run_id,)
+        )
+
     def seed_urls(self) -> list[str]:
         """The URLs of the crawl's seeds (frontier rows at depth 0), in seq order.
 

@@ -7,6 +7,7 @@ a crawl id that cannot name keys, the command says so in one line and exits 2.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -42,8 +43,18 @@ def test_two_workers_stop_at_max_pages_over_the_whole_crawl(tmp_path: Path) -> N
     try:
         (pages,) = conn.execute("SELECT count(*) FROM pages").fetchone()
         runs = conn.execute("SELECT status FROM runs").fetchall()
+        by_status = dict(conn.execute("SELECT CAST(status AS TEXT), count(*) FROM pages"
+                                      " GROUP BY 1"))  # fmt: skip
+        ((text,),) = conn.execute("SELECT stats FROM runs").fetchall()
     finally:
         conn.close()
+    # the coordinator counts the run's stats from the rows the collector committed
+    stats = json.loads(text)
+    assert stats["finish_reason"] == "max_pages" and stats["workers"] == 2
+    assert stats["fetches"] == stats["pages_added"] == pages
+    assert stats["responses_by_status"] == by_status
+    assert stats["fetch_latency_s"]["count"] == pages
+    assert stats["retries"] is None  # only the workers see their retries
     # the pages in flight when the count was reached still land: at most one per
     # host (per_host_concurrency 1) for each of the 8 hosts
     assert 30 <= pages <= 30 + 8

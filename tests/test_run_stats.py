@@ -253,6 +253,7 @@ def test_a_cluster_crawl_refuses_stats_json_and_metrics_in_one_line(
         assert (code, out) == (2, "")
         assert err == (
             "crawldeck crawl: error: a cluster crawl (--workers, --redis) serves no metrics "
-            "and keeps no run stats yet: --metrics-port and --stats-json are for one process\n"
+            "and keeps its run stats in the crawl file only (crawldeck stats DB): "
+            "--metrics-port and --stats-json are for one process\n"
         )
     assert list(tmp_path.iterdir()) == []  # no crawl file, no private Redis

@@ -932,8 +932,9 @@ def _cluster_problem(args: argparse.Namespace, config: CrawlConfig) -> str | Non
     if args.workers is None and args.redis is None:
         return None
     if config.metrics_port or args.stats_json is not None:
-        return ("a cluster crawl (--workers, --redis) serves no metrics and keeps no run "
-                "stats yet: --metrics-port and --stats-json are for one process")  # fmt: skip
+        return ("a cluster crawl (--workers, --redis) serves no metrics and keeps its run "
+                "stats in the crawl file only (crawldeck stats DB): --metrics-port and "
+                "--stats-json are for one process")  # fmt: skip
     given = [key for key in ("max_time_s", "max_bytes") if getattr(config, key) is not None]
     if not given:
         return None

@@ -47,8 +47,9 @@ from crawldeck.core.cluster.worker import (
     survey_totals,
 )
 from crawldeck.core.config import CrawlConfig, asdict
-from crawldeck.core.errors import ClusterError, CrawldeckError
+from crawldeck.core.errors import ClusterError, CrawldeckError, StoreError
 from crawldeck.core.protocols import Clock
+from crawldeck.core.stats import cluster_run_stats
 from crawldeck.core.store import Store, status_mix
 
 log = logging.getLogger("crawldeck.cluster")
@@ -226,9 +227,11 @@ class Coordinator:
             await asyncio.gather(collector, return_exceptions=True)
             outcome = self._outcome or "finished"
             self._state = "finished"
+            stats = await asyncio.to_thread(self._run_stats, run_id, outcome)
             self.store.end_run(
-                run_id, outcome, live_hosts="done" if outcome == "finished" else None
-            )
+                run_id, outcome, live_hosts="done" if outcome == "finished" else None,
+                stats=stats,
+            )  # fmt: skip
             await asyncio.to_thread(self.store.flush)
         if self._gone_for_good():
             raise ClusterError(
@@ -236,6 +239,22 @@ class Coordinator:
                 "stopped; what was collected is in the crawl file"
             )
         return outcome
+
+    def _run_stats(self, run_id: int, outcome: str) -> dict[str, Any] | None:
+        """The run's stats object (``core.stats.cluster_run_stats``) from what the
+        collector committed (flushed first; called in a thread); ``None`` when the crawl
+        file cannot be read (the run's end is still written)."""
+        try:
+            self.store.flush()
+            return cluster_run_stats(
+                run_id=run_id, finish_reason=outcome, started_at=self._started,
+                finished_at=self._clock(), fetches=self.store.run_fetches(run_id),
+                added=self.store.pages_added(), blocked=self.store.blocked_added(),
+                workers=self._count,
+            )  # fmt: skip
+        except StoreError as exc:
+            log.warning("no stats for run %d: %s", run_id, exc)
+            return None
 
     async def _start_workers(self) -> None:
         self._worker_log.parent.mkdir(parents=True, exist_ok=True)
