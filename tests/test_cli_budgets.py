@@ -138,6 +138,9 @@ def test_max_time_stops_a_crawl_of_the_local_web_and_the_same_command_goes_on(
     again = run(*args[:-2], "--max-pages", str(done + 5), cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert statuses(tmp_path / "c.db") == ["max_time", "max_pages"]
+    # a whole-crawl cap: the same command would stop at once, so the line says how on
+    assert "resume with:" not in again.stdout
+    assert "to go on: the same command with a higher --max-pages" in again.stdout
     urls = [url for url, _ in pages(tmp_path / "c.db")]
     assert len(urls) == done + 5 == len(set(urls))  # nothing fetched twice
 

@@ -377,16 +377,21 @@ async def test_q_shows_the_resume_command_while_the_run_stops() -> None:
     assert app.result is not None and app.result.outcome == "stopped"
 
 
+GO_ON = ("to go on: the same command with a higher {} (it counts every run of the crawl "
+         "file, so the same cap fetches nothing more)")  # fmt: skip
+
+
 @pytest.mark.parametrize(
-    ("outcome", "reason"),
+    ("outcome", "reason", "hint"),
     [
-        ("max_pages", "the page budget (max_pages) is reached"),
-        ("max_time", "the time budget (max_time) is spent"),
-        ("max_bytes", "the byte budget (max_bytes) is reached"),
+        # a whole-crawl budget: the same command would stop at once, a higher cap goes on
+        ("max_pages", "the page budget (max_pages) is reached", GO_ON.format("--max-pages")),
+        ("max_time", "the time budget (max_time) is spent", RESUME),  # per run
+        ("max_bytes", "the byte budget (max_bytes) is reached", GO_ON.format("--max-bytes")),
     ],
 )
-async def test_a_budget_stop_keeps_the_console_open_with_the_resume_command(
-    outcome: Outcome, reason: str
+async def test_a_budget_stop_keeps_the_console_open_with_the_way_on(
+    outcome: Outcome, reason: str, hint: str
 ) -> None:
     app = fake_app(finish=outcome)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -396,7 +401,7 @@ async def test_a_budget_stop_keeps_the_console_open_with_the_resume_command(
         assert app.is_running and app.display_state() == "STOPPED"
         assert plain(app, "#status").startswith(" crawldeck  STOPPED ")
         assert "ETA -" in plain(app, "#status")  # no estimate once the run is over
-        assert plain(app, "#resume") == f"Stopped: {reason}; q quits.  {RESUME}"
+        assert plain(app, "#resume") == f"Stopped: {reason}; q quits.  {hint}"
         await pilot.press("q")
         await pilot.pause()
     assert not app.is_running
@@ -414,12 +419,12 @@ async def test_a_finished_crawl_shows_no_resume_line() -> None:
 
 
 async def test_without_a_resume_command_the_stop_is_shown_alone() -> None:
-    app = CrawlApp(FakeEngine([snapshot_at(i) for i in range(5)], finish="max_pages"),
+    app = CrawlApp(FakeEngine([snapshot_at(i) for i in range(5)], finish="max_time"),
                    Path("crawl.db"))  # fmt: skip
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         await pilot.pause(0.1)
-        assert plain(app, "#resume") == "Stopped: the page budget (max_pages) is reached; q quits."
+        assert plain(app, "#resume") == "Stopped: the time budget (max_time) is spent; q quits."
 
 
 async def test_the_dupes_row_makes_the_throughput_panel_a_line_taller() -> None:

@@ -42,7 +42,7 @@ from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
 from crawldeck.core.engine import CrawlResult
 from crawldeck.core.errors import CrawldeckError
 from crawldeck.core.snapshot import CrawlSnapshot, HostDetail, HostRow
-from crawldeck.tui.headless import stop_signals
+from crawldeck.tui.headless import go_on_note, stop_signals
 from crawldeck.tui.screens import (
     AddSeedScreen,
     CrawlHistory,
@@ -326,14 +326,16 @@ class CrawlApp(App[None]):
             self.notify("The crawl has finished. q quits.", title="FINISHED", timeout=10)
         else:
             reason = STOP_REASONS.get(result.outcome, result.outcome)
-            self._show_resume(f"Stopped: {reason}; q quits.")
+            self._show_resume(f"Stopped: {reason}; q quits.", go_on_note(result.outcome))
 
-    def _show_resume(self, why: str) -> None:
-        """Show ``why`` the run stops and how to continue it (``resume_hint``)."""
+    def _show_resume(self, why: str, go_on: str | None = None) -> None:
+        """Show ``why`` the run stops and how to continue it: ``go_on`` (after a
+        whole-crawl budget, ``go_on_note``), else ``resume_hint``."""
         text = Text(why, style="bold")
-        if self.resume_hint is not None:
+        hint = go_on or self.resume_hint
+        if hint is not None:
             text.append("  ")
-            text.append(self.resume_hint, style="bold cyan")
+            text.append(hint, style="bold cyan")
         resume = self.query_one("#resume", Static)
         resume.update(text)
         resume.display = True

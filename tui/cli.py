@@ -57,7 +57,7 @@ from crawldeck.core.recrawl import parse_duration, prepare, summarize
 from crawldeck.core.seeds import read_seeds
 from crawldeck.core.stats import read_run, stats_lines
 from crawldeck.core.store import Store
-from crawldeck.tui.headless import HeadlessLog, HeadlessReporter, stop_signals
+from crawldeck.tui.headless import HeadlessLog, HeadlessReporter, go_on_note, stop_signals
 
 #: The soft limit on open files a crawl asks for (see ``raise_open_files_limit``).
 OPEN_FILES_WANTED = 65_536
@@ -875,8 +875,11 @@ def _finish(
              "--table pages --format csv"]  # fmt: skip
     stopped = stopped or outcome == "stopped"
     failures = [] if stopped else _seed_failures(store)
+    go_on = go_on_note(outcome)
     if stopped or outcome == "max_time":  # the same command goes on (its time is per run)
         lines.append(resume_hint)
+    elif go_on is not None:  # a whole-crawl budget: the same command would fetch nothing
+        lines.append(go_on)
     with contextlib.suppress(OSError):
         HeadlessReporter().summary(engine.snapshot(), outcome)
         print("\n".join(lines), flush=True)

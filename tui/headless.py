@@ -21,6 +21,21 @@ from rich.table import Table
 
 from crawldeck.core.snapshot import CrawlSnapshot
 
+#: The budgets that count over every run of the crawl file, by outcome, and their flag:
+#: the same command reaches the same cap at once, so the way on is a higher one.
+WHOLE_CRAWL_BUDGETS = {"max_pages": "--max-pages", "max_bytes": "--max-bytes"}
+
+
+def go_on_note(outcome: str) -> str | None:
+    """How to go on after a run ended by a whole-crawl budget (``outcome`` ``max_pages``
+    or ``max_bytes``): the same command with a higher cap; ``None`` for other outcomes
+    (a stopped run, or one out of ``--max-time``, goes on with the same command)."""
+    flag = WHOLE_CRAWL_BUDGETS.get(outcome)
+    if flag is None:
+        return None
+    return (f"to go on: the same command with a higher {flag} (it counts every run of "
+            "the crawl file, so the same cap fetches nothing more)")  # fmt: skip
+
 
 def stop_signals() -> tuple[signal.Signals, ...]:
     """The signals that stop a crawl cleanly (state saved, resume command printed),

@@ -383,7 +383,7 @@ def rate_label(name: str, rates: list[float], fmt: Callable[[float], str]) -> Te
 
 
 class OverviewPanel(Horizontal):
-    """What a large terminal (160 x 48) shows below the tables: pages/s and bytes/s over
+    """What a large terminal (140 x 40 or more) shows below the tables: pages/s and bytes/s over
     the whole run (``CrawlHistory``), the status mix as bars, and the frontier's depth
     per priority as bars."""
 
@@ -522,7 +522,7 @@ class HelpScreen(ModalScreen[None]):
             yield Static(
                 "\nThroughput (top): pages/s and bytes/s over the last 3 minutes, status mix, "
                 "totals, progress with --max-pages, the ETA of the first budget to be reached "
-                "(--max-pages, --max-time, --max-bytes). In a terminal of 160 x 48 or more, "
+                "(--max-pages, --max-time, --max-bytes). In a terminal of 140 x 40 or more, "
                 "below the tables: the whole run's pages/s and bytes/s, the status mix and the "
                 "frontier's depth per priority as bars.\n"
                 "Hosts: the busiest back queues (delay and where it comes from, tokens, "
