@@ -141,6 +141,7 @@ def test_a_port_in_use_is_one_line_before_the_crawl(
         f"crawldeck crawl: error: --metrics-port {port}: cannot listen on 127.0.0.1:{port} "
         "(Address already in use)\n"
     )
+    assert list(tmp_path.iterdir()) == []  # refused before the crawl file is made
 
 
 def test_the_metrics_keys_are_checked() -> None:

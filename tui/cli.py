@@ -32,7 +32,7 @@ import tomllib
 from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any, Literal, NoReturn, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, get_args, get_origin, get_type_hints
 
 from crawldeck.core import urls
 from crawldeck.core.config import (
@@ -58,6 +58,9 @@ from crawldeck.core.seeds import read_seeds
 from crawldeck.core.stats import read_run, stats_lines
 from crawldeck.core.store import Store
 from crawldeck.tui.headless import HeadlessLog, HeadlessReporter, go_on_note, stop_signals
+
+if TYPE_CHECKING:
+    from crawldeck.core.metrics import MetricsServer
 
 #: The soft limit on open files a crawl asks for (see ``raise_open_files_limit``).
 OPEN_FILES_WANTED = 65_536
@@ -753,6 +756,22 @@ def _load_config(args: argparse.Namespace, overrides: dict[str, object]) -> Craw
     return load_config(args.config, overrides, dict(args.settings))
 
 
+def start_metrics(config: CrawlConfig) -> MetricsServer | None:
+    """The run's Prometheus metrics server (``core.metrics``), started, when
+    ``metrics_port`` asks for one, else ``None``.
+
+    Raises:
+        ConfigError: the port cannot be bound (one line).
+    """
+    if not config.metrics_port:
+        return None
+    from crawldeck.core.metrics import MetricsServer
+
+    metrics = MetricsServer(config.metrics_port, config.metrics_address)
+    metrics.start()
+    return metrics
+
+
 async def _crawl(
     config: CrawlConfig,
     store: Store,
@@ -761,26 +780,27 @@ async def _crawl(
     resume_hint: str,
     *,
     ui: bool = False,
+    metrics: MetricsServer | None = None,
 ) -> int:
     """Run one crawl into the open ``store``, headless (its log lines through
     ``HeadlessLog`` from the engine's first, ``resuming: ...``) or in the console
     (``ui``); returns the exit code; closes the store. With ``metrics_port``, serves
-    the run's Prometheus metrics until it ends (``core.metrics``).
+    the run's Prometheus metrics until it ends (``core.metrics``): through ``metrics``,
+    started by the caller (``start_metrics``), else started here; closed at the end.
 
     Raises:
         ConfigError: the metrics port cannot be bound (before the engine is made).
     """
     try:
         with contextlib.ExitStack() as headless:
+            if metrics is not None:
+                headless.callback(metrics.close)
             if not ui:
                 headless.enter_context(HeadlessLog())
-            metrics = None
-            if config.metrics_port:
-                from crawldeck.core.metrics import MetricsServer
-
-                metrics = headless.enter_context(
-                    MetricsServer(config.metrics_port, config.metrics_address)
-                )
+            if metrics is None:
+                metrics = start_metrics(config)
+                if metrics is not None:
+                    headless.callback(metrics.close)
             engine = Engine(config, store)
             for url, why in engine.add_seeds(seeds):
                 print(f"crawldeck: seed refused: {url}: {why}", file=sys.stderr)
@@ -981,14 +1001,18 @@ def _run_crawl(args: argparse.Namespace) -> int:
         return (
             code if code == EXIT_BAD_INPUT else _write_output(args.command, db, args.output, code)
         )
+    metrics = None
     try:
+        metrics = start_metrics(config)  # a port in use is refused before the file is made
         store = Store(db, flush_interval_ms=config.flush_interval_ms)
         if store.has_crawl():
             other = other_seeds(store.seed_urls(), seeds, db)
             if other is not None:
                 print(f"crawldeck: warning: {other}", file=sys.stderr, flush=True)
-        code = asyncio.run(_crawl(config, store, db, seeds, hint, ui=ui))
+        code = asyncio.run(_crawl(config, store, db, seeds, hint, ui=ui, metrics=metrics))
     except CrawldeckError as exc:
+        if metrics is not None:
+            metrics.close()
         return fail(args.command, str(exc))
     code = write_stats(args.command, db, args.stats_json, code)
     return _write_output(args.command, db, args.output, code)
