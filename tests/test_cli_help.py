@@ -166,4 +166,5 @@ def test_headless_figures_go_to_stdout_and_warnings_to_stderr(
         r"  \d\d:\d\d:\d\d [\d.:]+: robots.txt answered 503, backing off", info[0]
     )
     assert progress and all(re.match(r"\[\s*[\d.]+s\] pages \d/3 ", line) for line in progress)
-    assert out[-1].startswith("crawl saved in crawl.db")
+    assert out[-2].startswith("crawl saved in crawl.db")
+    assert out[-1].startswith("to go on: the same command with a higher --max-pages")
