@@ -435,6 +435,8 @@ async def test_console_crawls_the_local_web_to_the_end(tmp_path: Path) -> None:
                 "snapshot_interval_ms": 250,
                 # spa's /app/never never settles: its render is cut at this budget
                 "render_timeout_ms": 3000,
+                # busy's 429s teach a 1 s delay; 300 ms is enough to see it backed off
+                "max_delay_ms": 300,
             }
         )
         store = Store(db, flush_interval_ms=config.flush_interval_ms)
