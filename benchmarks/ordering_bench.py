@@ -311,12 +311,13 @@ class _Driver:
         prioritizer = self.prioritizer
         share = prioritizer.share(entry.score, linked)
         priority = prioritizer.priority(share)
+        by_cash = prioritizer.by_cash
         urls_ = self.graph.urls
         for v in outlinks:
             if not found[v]:
                 found[v] = 1
                 self._add(v, entry.depth + 1, priority, share)
-            elif share:
+            elif by_cash:
                 self.frontier.credit(urls_[v], share)
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints
 
 from crawldeck.core.errors import ConfigError, UrlError
-from crawldeck.core.prioritizer import DEFAULT_FRONT_QUEUES, Ordering
+from crawldeck.core.prioritizer import DEFAULT_FRONT_QUEUES, DEFAULT_ORDERING, Ordering
 from crawldeck.core.request_checks import (
     AuthEntries,
     HeaderFields,
@@ -238,13 +238,15 @@ class CrawlConfig:
             (docs/architecture.md, "The frontier window").
         ordering: which queued URL goes first among the hosts ready to be fetched and
             within a host (``core.prioritizer``; docs/architecture.md, "The
-            prioritizer"): ``bfs`` (breadth-first), ``opic`` (the most OPIC cash
-            first, Abiteboul et al. 2003) or ``larger-sites-first`` (the host with the
-            most queued URLs first, Baeza-Yates et al. 2005). Politeness is the same
-            under each. ``bfs`` stays the default until ``benchmarks/ordering_bench.py``
-            (issue #15 item 3) has measured the others.
-        front_queues: priorities under ``opic`` (its cash bands, a factor of two each,
-            and the demoted hosts' queue); ``bfs`` and ``larger-sites-first`` use 3.
+            prioritizer"): ``opic-inlinks`` (the default: OPIC cash times the square
+            of the in-link count, the order ``benchmarks/ordering_bench.py`` finds
+            best), ``bfs`` (breadth-first), ``opic`` (the most OPIC cash first,
+            Abiteboul et al. 2003) or ``larger-sites-first`` (the host with the most
+            queued URLs first, Baeza-Yates et al. 2005). Politeness is the same under
+            each.
+        front_queues: priorities under ``opic`` and ``opic-inlinks`` (their bands, a
+            factor of two or four each, and the demoted hosts' queue); ``bfs`` and
+            ``larger-sites-first`` use 3.
         snapshot_interval_ms: how often the engine publishes a ``CrawlSnapshot``.
         dns_nameservers: DNS servers as ``"IP"``, ``"IP:port"`` or ``"[IPv6]:port"``;
             empty: the system's ``/etc/resolv.conf`` (read by c-ares).
@@ -369,7 +371,7 @@ class CrawlConfig:
     robots_on_failure: RobotsFailureMode = "allow"
     flush_interval_ms: Annotated[int, Range(10)] = 500
     frontier_window: Annotated[int, Range(10)] = 200_000
-    ordering: Ordering = "bfs"
+    ordering: Ordering = DEFAULT_ORDERING
     front_queues: Annotated[int, Range(3, 64)] = DEFAULT_FRONT_QUEUES
     snapshot_interval_ms: Annotated[int, Range(50)] = 1000
     dns_nameservers: tuple[str, ...] = ()

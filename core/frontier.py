@@ -80,7 +80,11 @@ from dataclasses import dataclass
 from heapq import heappop, heappush, nsmallest
 from itertools import islice
 
-from crawldeck.core.prioritizer import Ordering, cash_priority
+from crawldeck.core.prioritizer import (
+    CASH_ORDERINGS,
+    Ordering,
+    priority_function,
+)
 
 
 @dataclass(slots=True)
@@ -106,6 +110,9 @@ class FrontierEntry:
             bounded, see ``Engine``).
         score: its OPIC cash (``core.prioritizer``; ``0.0`` under other orderings):
             what it got from the pages linking to it so far, handed on when fetched.
+        inlinks: how many fetched pages have linked to it so far (``1`` for a URL
+            found by a link; a seed's or a sitemap URL's ``1`` too); ``Frontier.credit``
+            counts one more per credit. Its priority under ``opic-inlinks``.
     """
 
     url: str
@@ -119,6 +126,7 @@ class FrontierEntry:
     cookies: tuple[tuple[str, str], ...] = ()
     spent_s: float = 0.0
     score: float = 0.0
+    inlinks: int = 1
 
 
 class _Buckets:
@@ -228,7 +236,7 @@ class Frontier:
             is where ``demote`` puts a host's URLs.
         max_back_queues: back queue slots, i.e. hosts that can be scheduled at once
             (Mercator suggests about three per crawling thread), ``>= 1``.
-        ordering: ``bfs``, ``opic`` or ``larger-sites-first`` (``core.prioritizer``;
+        ordering: one of ``core.prioritizer.ORDERINGS`` (default ``bfs``;
             the module docstring says what each changes).
 
     Raises:
@@ -248,6 +256,7 @@ class Frontier:
         "_heap",
         "_hosts",
         "_len",
+        "_level",
         "_max_back",
         "_nback",
         "_nfront",
@@ -259,14 +268,19 @@ class Frontier:
     )
 
     def __init__(
-        self, priorities: int = 3, max_back_queues: int = 4096, ordering: Ordering = "bfs"
+        self,
+        priorities: int = 3,
+        max_back_queues: int = 4096,
+        ordering: Ordering = "bfs",
     ) -> None:
-        if priorities < (2 if ordering == "opic" else 1):
-            raise ValueError(f"priorities must be >= 1 (2 for opic), got {priorities!r}")
+        cash = ordering in CASH_ORDERINGS
+        if priorities < (2 if cash else 1):
+            raise ValueError(f"priorities must be >= 1 (2 for {ordering}), got {priorities!r}")
         if max_back_queues < 1:
             raise ValueError(f"max_back_queues must be >= 1, got {max_back_queues!r}")
         self.ordering: Ordering = ordering
-        self._opic = ordering == "opic"
+        self._opic = cash
+        self._level = priority_function(ordering) if cash else None
         self._ranked = ordering != "bfs"
         self._front: tuple[deque[FrontierEntry], ...] = tuple(deque() for _ in range(priorities))
         self._max_back = max_back_queues
@@ -352,7 +366,8 @@ class Frontier:
             if opic:
                 del self._fronted[entry.key]
                 if i == len(front) - 1:  # demoted: its cash's priority again
-                    entry.priority = cash_priority(entry.score, len(front))
+                    assert self._level is not None
+                    entry.priority = self._level(entry.score, entry.inlinks, len(front))
                     self._by_priority[i] -= 1
                     self._by_priority[entry.priority] += 1
             if back is not None:
@@ -449,8 +464,9 @@ class Frontier:
         self._by_priority[self._clamp(entry.priority)] += 1
 
     def credit(self, key: str, cash: float) -> bool:
-        """Add ``cash`` to the queued URL of dedupe key ``key`` (``opic``): its score
-        grows and, if that raises its priority (``cash_priority``), it moves to the
+        """Add ``cash`` and one in-link to the queued URL of dedupe key ``key`` (a cash
+        ordering, ``core.prioritizer.CASH_ORDERINGS``; one call per linking page): its
+        score grows and, if that raises its priority (``priority_function``), it moves to the
         better FIFO of its host's back queue, or to the better front queue if it waits
         in one (a demoted URL stays in the lowest until it leaves it). O(log h).
 
@@ -466,8 +482,10 @@ class Frontier:
             if entry is None:
                 return False
         entry.score += cash
+        entry.inlinks += 1
         old = entry.priority
-        new = cash_priority(entry.score, len(self._front))
+        assert self._level is not None
+        new = self._level(entry.score, entry.inlinks, len(self._front))
         if new >= old or (not in_back and old == len(self._front) - 1):
             return True
         entry.priority = new

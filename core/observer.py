@@ -25,6 +25,7 @@ from typing import Any
 from crawldeck.core.config import HOST_KEYS, CrawlConfig, HostOverride
 from crawldeck.core.dns import DnsCache
 from crawldeck.core.gate import HostGate
+from crawldeck.core.prioritizer import CASH_ORDERINGS
 from crawldeck.core.protocols import ResultSink
 from crawldeck.core.render_types import RenderStats
 from crawldeck.core.robots import RobotsCache
@@ -462,10 +463,12 @@ class Observer:
             left = max(0.0, robots.expires_at - now)
             detail = f"{robots.status} (HTTP {code}; {robots.detail}); expires in {left:.0f} s"
         head = self._frontier.peek(host, queue_head)
+        ordering = self._config.ordering
         return HostDetail(
             row=self.host_row(host, now),
             queue_head=tuple(e.url for e in head),
-            queue_scores=tuple(e.score for e in head) if self._config.ordering == "opic" else (),
+            queue_scores=tuple(e.score for e in head) if ordering in CASH_ORDERINGS else (),
+            queue_inlinks=tuple(e.inlinks for e in head) if ordering == "opic-inlinks" else (),
             robots_rules=tuple(robots.rules) if robots else (),
             robots_detail=detail,
             crawl_delay_s=robots.crawl_delay_s if robots else None,

@@ -23,6 +23,19 @@ No I/O, no clock. The crawl's ``ordering`` (config key) chooses one of:
     host whose best queued URL has the highest priority. Online: no global
     recomputation, one division per fetched page and one addition per outlink.
 
+``opic-inlinks`` (the default)
+    OPIC's cash and the in-link count together: a queued URL's importance is
+    ``cash * inlinks ** INLINK_POWER``, where ``inlinks`` counts the distinct fetched
+    pages that linked to it so far (the backlink count of Cho, Garcia-Molina & Page,
+    "Efficient crawling through URL ordering", WWW 1998), and its priority is that
+    importance's band, a factor of ``4`` each (``importance_priority``). Cash and
+    in-links move together as OPIC's cash does (a credit is one more linking page);
+    the rest is as ``opic``. Why both: on a documentation web whose pages carry
+    thousands of navigation links (rustdoc's), OPIC alone gives a page linked from
+    every page crumbs of cash and fetches it late, behind breadth-first in the first
+    5 % of the crawl; the in-link count finds such pages, and cash keeps the order of
+    the rest (``benchmarks/ordering_bench.py``: RESULTS.md, "Crawl ordering").
+
 ``larger-sites-first``
     Baeza-Yates et al. (2005) and Castillo's thesis ("Effective web crawling", 2004,
     §4): among ready hosts, the host with the most pending URLs first (counted in
@@ -38,12 +51,18 @@ an ``int``, ``0`` the highest, ``priorities - 1`` the demoted one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from math import frexp
 from typing import Final, Literal, get_args
 
-Ordering = Literal["bfs", "opic", "larger-sites-first"]
+Ordering = Literal["bfs", "opic", "opic-inlinks", "larger-sites-first"]
 #: The values of the ``ordering`` config key.
 ORDERINGS: Final[tuple[str, ...]] = get_args(Ordering)
+#: The ``ordering`` of a crawl that sets none: the one ``benchmarks/ordering_bench.py``
+#: finds best (RESULTS.md, "Crawl ordering (issue #15)").
+DEFAULT_ORDERING: Final[Ordering] = "opic-inlinks"
+#: The orderings whose URLs carry OPIC cash (``Prioritizer.by_cash``).
+CASH_ORDERINGS: Final[frozenset[str]] = frozenset({"opic", "opic-inlinks"})
 
 #: ``bfs`` and ``larger-sites-first``: seeds and redirect targets first, then links,
 #: then demoted hosts (``Politeness.should_demote``).
@@ -61,6 +80,16 @@ SEED_CASH: Final = 1.0
 #: tell apart cash down to 2^-30 (about 1e-9), below the mean of a billion URLs from one
 #: seed, and a URL whose cash is below that is as unimportant as any.
 DEFAULT_FRONT_QUEUES: Final = 32
+
+#: ``opic-inlinks``: the power of the in-link count in a URL's importance
+#: (``cash * inlinks ** INLINK_POWER``). ``benchmarks/ordering_bench.py`` tried 1, 1.5,
+#: 2 and 3 (bands of a factor 2 and 4): 1 trails breadth-first in the docs web's first
+#: 1 %, 2 and 3 lead at every checkpoint on both graphs.
+INLINK_POWER: Final = 2
+#: ``opic-inlinks``: importance ``v`` in ``[2^(e-1), 2^e)`` gets priority
+#: ``(IMPORTANCE_TOP - e) // 2``: priority 0 from ``2^30`` up (one seed's cash with 32 768
+#: in-links), 30 below ``2^-28`` with the default 32 front queues.
+IMPORTANCE_TOP: Final = 32
 
 
 def cash_priority(cash: float, priorities: int) -> int:
@@ -80,6 +109,42 @@ def cash_priority(cash: float, priorities: int) -> int:
     return p if p < low else low
 
 
+def importance_priority(cash: float, inlinks: int, priorities: int) -> int:
+    """The priority of a URL with ``cash`` and ``inlinks`` among ``priorities`` front
+    queues (``opic-inlinks``): its importance ``cash * inlinks ** INLINK_POWER`` in
+    bands of a factor of 4 (``IMPORTANCE_TOP``); an importance too small for the
+    bands, or ``<= 0`` (no cash: a sitemap URL), gets ``priorities - 2``, the lowest
+    band (``priorities - 1`` is the demoted queue's). ``priorities >= 2``,
+    ``inlinks >= 1``. O(1), no logarithm (``math.frexp``)."""
+    low = priorities - 2
+    importance = cash * inlinks**INLINK_POWER
+    if importance <= 0.0:
+        return low
+    p = (IMPORTANCE_TOP - frexp(importance)[1]) >> 1
+    if p <= 0:
+        return 0
+    return p if p < low else low
+
+
+def priority_function(ordering: Ordering) -> Callable[[float, int, int], int]:
+    """The frontier's ``(cash, inlinks, priorities) -> priority`` for a cash ordering
+    (``CASH_ORDERINGS``): ``importance_priority`` under ``opic-inlinks``, else
+    ``cash_priority`` (in-links ignored).
+
+    Raises:
+        ValueError: ``ordering`` carries no cash.
+    """
+    if ordering == "opic-inlinks":
+        return importance_priority
+    if ordering == "opic":
+        return _cash_only
+    raise ValueError(f"ordering {ordering!r} carries no cash")
+
+
+def _cash_only(cash: float, inlinks: int, priorities: int) -> int:
+    return cash_priority(cash, priorities)
+
+
 def split_cash(cash: float, outlinks: int) -> float:
     """Each outlink's share of a fetched page's ``cash`` (OPIC): ``cash / outlinks``,
     ``0.0`` without outlinks (the cash is lost, as a page's without links in a crawl
@@ -91,9 +156,9 @@ class Prioritizer:
     """The priorities and cash of one crawl's ordering.
 
     Args:
-        ordering: ``bfs``, ``opic`` or ``larger-sites-first`` (``ORDERINGS``).
-        front_queues: front queues under ``opic`` (``>= 3``); ``bfs`` and
-            ``larger-sites-first`` always have ``BFS_PRIORITIES``.
+        ordering: one of ``ORDERINGS``.
+        front_queues: front queues under ``opic`` and ``opic-inlinks`` (``>= 3``);
+            ``bfs`` and ``larger-sites-first`` always have ``BFS_PRIORITIES``.
 
     Raises:
         ValueError: an unknown ``ordering``, or ``front_queues < 3``.
@@ -107,7 +172,7 @@ class Prioritizer:
             shares of links that could not be followed and of pages without links).
     """
 
-    __slots__ = ("handed_out", "ordering", "priorities")
+    __slots__ = ("_level", "handed_out", "ordering", "priorities")
 
     def __init__(
         self, ordering: Ordering = "bfs", front_queues: int = DEFAULT_FRONT_QUEUES
@@ -117,13 +182,15 @@ class Prioritizer:
         if front_queues < 3:
             raise ValueError(f"front_queues must be >= 3, got {front_queues!r}")
         self.ordering: Ordering = ordering
-        self.priorities = front_queues if ordering == "opic" else BFS_PRIORITIES
+        by_cash = ordering in CASH_ORDERINGS
+        self.priorities = front_queues if by_cash else BFS_PRIORITIES
         self.handed_out = 0.0
+        self._level = priority_function(ordering) if by_cash else None
 
     @property
     def by_cash(self) -> bool:
-        """Whether URLs carry cash that decides their priority (``opic``)."""
-        return self.ordering == "opic"
+        """Whether URLs carry cash that decides their priority (``CASH_ORDERINGS``)."""
+        return self._level is not None
 
     @property
     def demoted(self) -> int:
@@ -134,33 +201,28 @@ class Prioritizer:
         """``(cash, priority)`` of a new seed: ``SEED_CASH`` and the highest priority."""
         return (SEED_CASH if self.by_cash else 0.0), PRIORITY_SEED
 
-    def priority(self, cash: float) -> int:
-        """The priority of a URL found by a link with ``cash`` (``cash_priority`` under
-        ``opic``, ``PRIORITY_LINK`` otherwise)."""
-        if self.by_cash:
-            return cash_priority(cash, self.priorities)
+    def priority(self, cash: float, inlinks: int = 1) -> int:
+        """The priority of a URL with ``cash`` found by ``inlinks`` fetched pages
+        (``priority_function`` of a cash ordering; ``PRIORITY_LINK`` otherwise)."""
+        level = self._level
+        if level is not None:
+            return level(cash, inlinks, self.priorities)
         return PRIORITY_LINK
 
-    def redirect_priority(self, cash: float) -> int:
-        """The priority of a redirect's target, which gets all of its source's ``cash``
-        (``opic``); ``PRIORITY_SEED`` otherwise (a redirect target goes first)."""
-        if self.by_cash:
-            return cash_priority(cash, self.priorities)
-        return PRIORITY_SEED
-
-    def restored(self, priority: int, cash: float) -> int:
-        """The priority of a URL stored with ``priority`` and ``cash`` (read back from
-        SQLite, or from the cluster's queue, which keeps no cash: ``0.0``): under
-        ``opic`` the better of the two (a row spilled behind its host's read-back
-        position was stored lower than its cash says, ``FrontierWindow``), else
-        ``priority``."""
-        if self.by_cash:
-            return min(priority, cash_priority(cash, self.priorities))
+    def restored(self, priority: int, cash: float, inlinks: int = 1) -> int:
+        """The priority of a URL stored with ``priority``, ``cash`` and ``inlinks``
+        (read back from SQLite, or from the cluster's queue): under a cash ordering the
+        better of ``priority`` and the one its cash and in-links give (a row spilled
+        behind its host's read-back position was stored lower, ``FrontierWindow``),
+        else ``priority``."""
+        level = self._level
+        if level is not None:
+            return min(priority, level(cash, inlinks, self.priorities))
         return priority
 
     def share(self, cash: float, outlinks: int) -> float:
         """Each of ``outlinks``' share of a fetched page's ``cash`` (``split_cash``);
-        ``0.0`` unless ``opic``. Counted in ``handed_out``."""
+        ``0.0`` unless a cash ordering. Counted in ``handed_out``."""
         if not self.by_cash or outlinks <= 0:
             return 0.0
         self.handed_out += cash
@@ -169,7 +231,11 @@ class Prioritizer:
 
 __all__ = [
     "BFS_PRIORITIES",
+    "CASH_ORDERINGS",
     "DEFAULT_FRONT_QUEUES",
+    "DEFAULT_ORDERING",
+    "IMPORTANCE_TOP",
+    "INLINK_POWER",
     "ORDERINGS",
     "PRIORITY_LINK",
     "PRIORITY_SEED",
@@ -177,5 +243,7 @@ __all__ = [
     "Ordering",
     "Prioritizer",
     "cash_priority",
+    "importance_priority",
+    "priority_function",
     "split_cash",
 ]

@@ -42,7 +42,6 @@ from crawldeck.core.prioritizer import (
     PRIORITY_SEED,
     SEED_CASH,
     Prioritizer,
-    cash_priority,
 )
 from crawldeck.core.protocols import ResultSink
 from crawldeck.core.render_types import RenderResult
@@ -109,23 +108,26 @@ class Recorder:
         spill: bool = True,
         cookies: tuple[tuple[str, str], ...] = (),
         score: float = 0.0,
+        inlinks: int = 1,
+        ranked: bool = True,
     ) -> FrontierRow:
         """Queue an admitted ``link`` found at ``depth``: in memory, or spilled to
         SQLite past the frontier window (``FrontierWindow.place``; ``spill=False``
         keeps it in memory: a redirect hop carries its chain's cookies, which SQLite
         does not keep). A URL of a parked host is written as ``queued`` for the next
         run and not kept in memory. ``priority``: ``PRIORITY_SEED`` or
-        ``PRIORITY_LINK``; under ``opic`` its cash, ``score``, gives it instead
-        (``cash_priority``: a URL no page has linked to yet, from a sitemap, has the
-        lowest).
+        ``PRIORITY_LINK``; under a cash ordering, unless ``ranked`` is false (a seed,
+        a redirect target taking its source's place), its cash, ``score``, and
+        ``inlinks`` give it instead (``Prioritizer.priority``: a URL no page has
+        linked to yet, from a sitemap, has the lowest).
 
         Returns:
             its frontier row, for the caller to persist.
         """
         host = link.host
         prioritizer = self._prioritizer
-        if prioritizer.by_cash:
-            priority = cash_priority(score, prioritizer.priorities)
+        if ranked and prioritizer.by_cash:
+            priority = prioritizer.priority(score, inlinks)
         stats = self._obs.hosts.get(host)
         if stats is None or not stats.fetched:  # its origin may still change (http/https)
             stats = self._obs.stats(host, link.origin)
@@ -137,7 +139,7 @@ class Recorder:
         else:
             self._frontier.add(
                 FrontierEntry(link.url, link.key, host, depth, priority, 0, redirects, via,
-                              cookies, score=score)
+                              cookies, score=score, inlinks=inlinks)
             )  # fmt: skip
             self._wake()
             state = "queued"
@@ -153,13 +155,15 @@ class Recorder:
             redirects=redirects,
             via=via,
             score=score,
+            inlinks=inlinks,
         )
 
     def queue_seed(self, link: Link) -> FrontierRow:
-        """Queue an admitted seed ``link`` (depth 0, ``PRIORITY_SEED``, ``SEED_CASH``
-        under ``opic``); its frontier row, for the caller to persist."""
+        """Queue an admitted seed ``link`` (depth 0, ``PRIORITY_SEED`` under every
+        ordering, ``SEED_CASH`` under a cash ordering); its frontier row, for the
+        caller to persist."""
         cash = SEED_CASH if self._prioritizer.by_cash else 0.0
-        return self.queue(link, 0, PRIORITY_SEED, score=cash)
+        return self.queue(link, 0, PRIORITY_SEED, score=cash, ranked=False)
 
     def failure(
         self, entry: FrontierEntry, stats: HostStats, start: float, now: float, exc: FetchError
@@ -377,15 +381,19 @@ class Recorder:
         if key == entry.key or any(urls.normalize(u, strip) == key for u in entry.redirects):
             following = FrontierEntry(
                 target, entry.key, entry.host, entry.depth, entry.priority, 0, chain,
-                entry.url, cookies, score=entry.score,
+                entry.url, cookies, score=entry.score, inlinks=entry.inlinks,
             )  # fmt: skip
             following.host = host  # another host only for a chain URL asked again
             return target, None, following
         link = self._admission.link(target, key=key, host=host)
         if await self._admission.admit_found(link, entry.depth) is True:
+            # it takes its source's place: under bfs a seed's priority (a redirect goes
+            # first), under a cash ordering its source's priority, cash and in-links
+            by_cash = self._prioritizer.by_cash
             new_rows.append(
-                self.queue(link, entry.depth, PRIORITY_SEED, chain, entry.url,
-                            spill=False, cookies=cookies, score=entry.score)
+                self.queue(link, entry.depth, entry.priority if by_cash else PRIORITY_SEED,
+                           chain, entry.url, spill=False, cookies=cookies, score=entry.score,
+                           inlinks=entry.inlinks, ranked=False)
             )  # fmt: skip
         elif entry.score:  # known already: all the cash goes to it (OPIC)
             self._credit([(key, entry.score)])
@@ -417,7 +425,8 @@ class Recorder:
         1``); under ``opic`` (``targets``: the ``Link`` of each edge) each distinct
         outlink (by dedupe key) gets an equal share of the page's cash
         (``Prioritizer.share``): a new URL starts with it, a known one gets it added
-        (``_credit``). Returns the new frontier rows."""
+        and one more in-link (``_credit``; a page without cash, a sitemap URL, still
+        counts as an in-link). Returns the new frontier rows."""
         depth = entry.depth + 1
         if targets is None:
             return [self.queue(link, depth, PRIORITY_LINK, (), entry.url) for link in admitted]
@@ -426,16 +435,16 @@ class Recorder:
         rows = [
             self.queue(link, depth, PRIORITY_LINK, (), entry.url, score=share) for link in admitted
         ]
-        if share:
-            for link in admitted:
-                keys.pop(link.key, None)
-            self._credit([(key, share) for key in keys])
+        for link in admitted:
+            keys.pop(link.key, None)
+        self._credit([(key, share) for key in keys])
         return rows
 
     def _credit(self, scores: list[tuple[str, float]]) -> None:
-        """Add each ``(key, cash)`` to the URL ``key`` if it waits (OPIC): in memory
-        (``FrontierWindow.credit``) and in SQLite (``Store.add_scores``; a cluster
-        worker's shared queue keeps its push-time priority, issue #15)."""
+        """Add each ``(key, cash)`` and one in-link to the URL ``key`` if it waits (a
+        cash ordering): in memory (``FrontierWindow.credit``) and in SQLite
+        (``Store.add_scores``; a cluster worker's shared queue keeps its push-time
+        priority, issue #15)."""
         credit = self._frontier.credit
         for key, cash in scores:
             credit(key, cash)

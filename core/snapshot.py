@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from crawldeck.core.prioritizer import DEFAULT_ORDERING
 from crawldeck.core.render_types import RenderStats
 
 CrawlState = Literal["running", "paused", "stopping", "finished", "stopped"]
@@ -113,7 +114,7 @@ class Counters:
             priority p holds the URLs whose cash is in [2^-p, 2^(1-p)), the last one
             the demoted hosts').
         spilled: URLs of ``queued`` waiting in SQLite only (``core.window``).
-        ordering: the crawl's ``ordering`` (``bfs``, ``opic``, ``larger-sites-first``).
+        ordering: the crawl's ``ordering`` (``core.prioritizer.ORDERINGS``).
     """
 
     pages: int = 0
@@ -133,7 +134,7 @@ class Counters:
     near_duplicates: int = 0
     queued_by_priority: tuple[int, ...] = ()
     spilled: int = 0
-    ordering: str = "bfs"
+    ordering: str = DEFAULT_ORDERING
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,8 +218,10 @@ class HostDetail:
         overrides: ``(key, value)`` of each setting its ``[hosts."..."]`` table sets
             (``delay_ms``, ``max_pages``, ``render``; values as written), empty when
             it has none.
-        queue_scores: the OPIC cash of each URL of ``queue_head`` (``opic``; empty
-            under the other orderings).
+        queue_scores: the OPIC cash of each URL of ``queue_head`` (``opic`` and
+            ``opic-inlinks``; empty under the other orderings).
+        queue_inlinks: the in-links of each URL of ``queue_head`` (``opic-inlinks``;
+            empty under the other orderings).
     """
 
     row: HostRow
@@ -229,3 +232,4 @@ class HostDetail:
     responses: tuple[ResponseRow, ...]
     overrides: tuple[tuple[str, str], ...] = ()
     queue_scores: tuple[float, ...] = ()
+    queue_inlinks: tuple[int, ...] = ()

@@ -62,8 +62,10 @@ Schema (version ``SCHEMA_VERSION``; the export contract of docs/architecture.md)
     frontier  key (pk), url, host, depth, priority, state, available_epoch_s (REAL),
               attempts, redirects (JSON list of the URLs requested in the redirect chain
               that led here), via, seq (INTEGER insertion order), score (REAL, OPIC
-              cash: ``core.prioritizer``, issue #15; 0 under other orderings; added on
-              open to a file that lacks it)
+              cash: ``core.prioritizer``, issue #15; 0 under other orderings), inlinks
+              (INTEGER, the fetched pages that linked to it, counted under the cash
+              orderings; 1 otherwise); score and inlinks are added on open to a file
+              that lacks them
     links     from_url (fk pages.url), to_url (fk pages.url, indexed), pk (from_url,
               to_url): a page's outlinks; a page recorded again replaces them (its
               latest response wins, as its ``pages`` row)
@@ -381,6 +383,7 @@ class FrontierRow:
         attempts: tries made so far. redirects: the URLs requested in the redirect chain
         that led here (stored as a JSON list). via: the page it was found on, if any.
         score: its OPIC cash (``core.prioritizer``; ``0.0`` under other orderings).
+        inlinks: the fetched pages that linked to it so far (``FrontierEntry.inlinks``).
     """
 
     key: str
@@ -394,6 +397,7 @@ class FrontierRow:
     redirects: tuple[str, ...] = ()
     via: str | None = None
     score: float = 0.0
+    inlinks: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -436,7 +440,7 @@ class Counts(TypedDict):
 
 _FRONTIER_COLUMNS: Final = (
     "key, url, host, depth, priority, state, available_epoch_s, attempts, redirects, via, seq"
-    ", score"
+    ", score, inlinks"
 )
 #: The tables of version 3 that have their keys in their definition (a file of an older
 #: version gets them by a rebuild, ``_upgrade``); the other tables are made by
@@ -536,9 +540,10 @@ _SQL_SPILLED_INDEX: Final = (
 )
 #: ``load_spilled``'s read-back position: ``priority * SPILL_SEQ_SPAN + seq``.
 SPILL_SEQ_SPAN: Final = 1 << 40
-#: A URL's cash grows (``add_scores``): only while it waits (issue #15).
+#: A URL's cash and in-links grow (``add_scores``): only while it waits (issue #15).
 _SQL_ADD_SCORE: Final = (
-    "UPDATE frontier SET score = score + ? WHERE key = ? AND state IN ('queued', 'spilled')"
+    "UPDATE frontier SET score = score + ?, inlinks = inlinks + 1"
+    " WHERE key = ? AND state IN ('queued', 'spilled')"
 )
 #: A link listed twice by one page is one row (the primary key).
 _SQL_LINK: Final = "INSERT OR IGNORE INTO links (from_url, to_url) VALUES (?, ?)"
@@ -585,7 +590,7 @@ _SQL_SITEMAP: Final = "INSERT OR REPLACE INTO sitemaps VALUES (?, ?, ?, ?, ?, ?,
 _SQL_SITEMAP_URL: Final = "INSERT OR REPLACE INTO sitemap_urls VALUES (?, ?, ?, ?, ?)"
 _SQL_FRONTIER: Final = (
     f"INSERT OR IGNORE INTO frontier ({_FRONTIER_COLUMNS}) VALUES"
-    " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _SQL_STATE: Final = "UPDATE frontier SET state = ? WHERE key = ?"
 _SQL_NEXT_HOP: Final = (
@@ -898,13 +903,16 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-def _add_score_column(conn: sqlite3.Connection) -> None:
-    """Give a file made before issue #15 the ``frontier.score`` column (0 in its old rows)
-    and the spilled rows' index by (host, priority, seq) in place of (host, seq). Each
-    statement commits on its own: run again on the next open, they do nothing."""
+def _add_ordering_columns(conn: sqlite3.Connection) -> None:
+    """Give a file made before issue #15 the ``frontier.score`` (0 in its old rows) and
+    ``frontier.inlinks`` (1) columns, and the spilled rows' index by (host, priority,
+    seq) in place of (host, seq). Each statement commits on its own: run again on the
+    next open, they do nothing."""
     present = {row[1] for row in conn.execute("PRAGMA table_info(frontier)")}
     if "score" not in present:
         conn.execute("ALTER TABLE frontier ADD COLUMN score REAL NOT NULL DEFAULT 0")
+    if "inlinks" not in present:
+        conn.execute("ALTER TABLE frontier ADD COLUMN inlinks INTEGER NOT NULL DEFAULT 1")
     conn.execute("DROP INDEX IF EXISTS frontier_spilled_host_seq")
     conn.execute(_SQL_SPILLED_INDEX)
 
@@ -916,9 +924,7 @@ def _check_states(rows: tuple[FrontierRow, ...]) -> None:
 
 
 def _row_to_frontier(row: tuple[Any, ...], state: str | None = None) -> FrontierRow:
-    key, url, host, depth, priority, row_state, available_at, attempts, redirects, via, _, score = (
-        row
-    )
+    key, url, host, depth, priority, row_state, available_at, attempts, redirects, via, _ = row[:11]
     return FrontierRow(
         key=key,
         url=url,
@@ -930,7 +936,8 @@ def _row_to_frontier(row: tuple[Any, ...], state: str | None = None) -> Frontier
         attempts=attempts,
         redirects=tuple(json.loads(redirects)),
         via=via,
-        score=score,
+        score=row[11],
+        inlinks=row[12],
     )
 
 
@@ -948,6 +955,7 @@ def _frontier_params(row: FrontierRow, seq: int) -> tuple[Any, ...]:
         row.via,
         seq,
         row.score,
+        row.inlinks,
     )
 
 
@@ -1323,7 +1331,7 @@ class Store:
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA cache_size = -32768")  # KiB: 32 MiB of page cache
             _prepare_schema(conn, version)
-            _add_score_column(conn)
+            _add_ordering_columns(conn)
         except sqlite3.Error as exc:
             conn.close()
             raise StoreError(self._open_failure(exc)) from None
@@ -1628,9 +1636,10 @@ class Store:
 
     def add_scores(self, scores: Sequence[tuple[str, float]]) -> None:
         """Queue adding cash to waiting frontier rows: ``(key, cash)`` pairs, each row's
-        ``score`` grows by its cash if it is ``queued`` or ``spilled`` (OPIC,
-        ``core.prioritizer``: a fetched page's share for each outlink the crawl already
-        knows; an unknown key, or a URL fetched already, is left as it is).
+        ``score`` grows by its cash and its ``inlinks`` by one if it is ``queued`` or
+        ``spilled`` (OPIC, ``core.prioritizer``: a fetched page's share for each
+        outlink the crawl already knows, one pair per linking page; an unknown key, or
+        a URL fetched already, is left as it is).
 
         Raises:
             StoreError: see the class.

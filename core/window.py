@@ -194,8 +194,8 @@ class FrontierWindow:
         drops its redirect chain (a chain cut by a stop starts over)."""
         return FrontierEntry(
             row.url, row.key, row.host, row.depth,
-            self._prioritizer.restored(row.priority, row.score), row.attempts,
-            row.redirects if chain else (), row.via, score=row.score,
+            self._prioritizer.restored(row.priority, row.score, row.inlinks), row.attempts,
+            row.redirects if chain else (), row.via, score=row.score, inlinks=row.inlinks,
         )  # fmt: skip
 
     def credit(self, key: str, cash: float) -> bool:

@@ -209,7 +209,7 @@ def test_records_come_back_equal_with_none_and_empty_fields() -> None:
 
 PAGE = ["http://a.test/", None, "a.test", 0, 200, "text/html", 1, 1.0, 1.0, False, None, False]
 PAGE += [None] * 12  # the issue #13 fields (WARC location, digests, title, ...)
-ROW = ["k", "http://a.test/", "a.test", 0, 1, "queued", 0.0, 0, [], None, 0.0]
+ROW = ["k", "http://a.test/", "a.test", 0, 1, "queued", 0.0, 0, [], None, 0.0, 1]
 
 
 @pytest.mark.parametrize(
@@ -226,7 +226,7 @@ ROW = ["k", "http://a.test/", "a.test", 0, 1, "queued", 0.0, 0, [], None, 0.0]
         ('[["mark", ["k", "done", [1], null]]]', "attempts must be an integer"),
         ('[["mark", ["k", "done", null, NaN]]]', "available_at a number"),
         ('[["enqueue_urls", []]]', "enqueue_urls:"),
-        ('[["enqueue_urls", [[["k"]]]]]', "FrontierRow: expected an array of 11 fields"),
+        ('[["enqueue_urls", [[["k"]]]]]', "FrontierRow: expected an array of 12 fields"),
         (json.dumps([["enqueue_urls", [[[*ROW[:5], "gone", *ROW[6:]]]]]]), "bad state 'gone'"),
         ('[["record_blocked", [["u", "h", "r", "d"]]]]', "BlockedRecord: expected an array"),
         ('[["record_blocked", [["u", "h", "r", "d", "now"]]]]', "BlockedRecord.at: expected float"),

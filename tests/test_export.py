@@ -145,10 +145,11 @@ def test_links_keep_non_ascii(crawl: Path) -> None:
 def test_frontier_blocked_hosts_runs(crawl: Path) -> None:
     assert run_export(crawl, "frontier", "csv") == (
         2,
-        "key,url,host,depth,priority,state,available_epoch_s,attempts,redirects,via,seq,score\n"
-        "http://a.test/,http://a.test/,a.test,0,0,done,0.0,0,[],,1,0.0\n"
+        "key,url,host,depth,priority,state,available_epoch_s,attempts,redirects,via,seq,score,"
+        "inlinks\n"
+        "http://a.test/,http://a.test/,a.test,0,0,done,0.0,0,[],,1,0.0,1\n"
         '"http://a.test/b,c","http://a.test/b,c",a.test,1,1,failed,0.0,0,"[""k0""]",'
-        "http://a.test/,2,0.0\n",
+        "http://a.test/,2,0.0,1\n",
     )
     assert run_export(crawl, "blocked", "jsonl") == (
         1,

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawldeck.core.frontier import Frontier, FrontierEntry
-from crawldeck.core.prioritizer import ORDERINGS, Ordering, Prioritizer
+from crawldeck.core.prioritizer import CASH_ORDERINGS, ORDERINGS, Ordering, Prioritizer
 
 HOSTS = ("a", "b", "c", "d", "e")
 
@@ -60,11 +60,12 @@ def test_invariants_and_politeness_hold_under_every_ordering(
             keys = sorted(queued)
             if keys:
                 key = keys[int(item[1]) % len(keys)]  # type: ignore[call-overload]
-                before = queued[key].score
+                before, inlinks = queued[key].score, queued[key].inlinks
                 took = f.credit(key, float(item[2]))  # type: ignore[arg-type]
-                assert took == (ordering == "opic")
+                assert took == (ordering in CASH_ORDERINGS)
                 if took:
                     assert queued[key].score == before + float(item[2])  # type: ignore[arg-type]
+                    assert queued[key].inlinks == inlinks + 1
         elif kind == "pop":
             now += float(item[1])  # type: ignore[arg-type]
             got = f.pop(now)

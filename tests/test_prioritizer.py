@@ -26,6 +26,7 @@ from crawldeck.core.prioritizer import (
     Ordering,
     Prioritizer,
     cash_priority,
+    importance_priority,
     split_cash,
 )
 
@@ -91,21 +92,43 @@ def test_cash_bands_at_their_edges_and_beyond() -> None:
 def test_a_prioritizer_for_each_ordering() -> None:
     opic = Prioritizer("opic", 12)
     assert (opic.priorities, opic.demoted, opic.seed()) == (12, 11, (SEED_CASH, 0))
-    assert (opic.priority(0.3), opic.redirect_priority(0.3), opic.restored(9, 0.3)) == (2, 2, 2)
+    assert (opic.priority(0.3), opic.priority(0.3, 50), opic.restored(9, 0.3)) == (2, 2, 2)
     assert opic.restored(1, 0.0) == 1  # the cluster's queue keeps no cash: its priority
+    both = Prioritizer("opic-inlinks")
+    assert (both.priorities, both.seed(), both.by_cash) == (
+        DEFAULT_FRONT_QUEUES,
+        (SEED_CASH, 0),
+        True,
+    )
+    # 0.3 is in [2^-2, 2^-1): (32 + 1) // 2 = 16; with 4 in-links 4.8, in [2^2, 2^3): 14
+    assert (both.priority(0.3), both.priority(0.3, 4), both.restored(9, 0.3, 4)) == (16, 14, 9)
     for ordering in ("bfs", "larger-sites-first"):
         other = Prioritizer(ordering)
         assert (other.priorities, other.seed()) == (BFS_PRIORITIES, (0.0, PRIORITY_SEED))
-        assert (other.priority(0.9), other.redirect_priority(0.9)) == (
-            PRIORITY_LINK,
-            PRIORITY_SEED,
-        )
+        assert other.priority(0.9, 7) == PRIORITY_LINK and other.restored(2, 0.9) == 2
         assert other.share(1.0, 4) == 0.0 and other.handed_out == 0.0
     with pytest.raises(ValueError, match="ordering must be one of"):
         Prioritizer("pagerank")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="front_queues"):
         Prioritizer("opic", 2)
-    assert ORDERINGS == ("bfs", "opic", "larger-sites-first")
+    assert ORDERINGS == ("bfs", "opic", "opic-inlinks", "larger-sites-first")
+
+
+def test_importance_bands_at_their_edges_and_beyond() -> None:
+    """``cash * inlinks**2`` in bands of a factor of 4 from ``2^30`` down."""
+    f = DEFAULT_FRONT_QUEUES
+    assert [importance_priority(c, 1, f) for c in (2.0**31, 2.0**30, 2.0**29, 1.0, 0.5)] == [
+        0, 0, 1, 15, 16,
+    ]  # fmt: skip
+    assert importance_priority(1.0, 2, f) == 14  # 4: one band up
+    assert importance_priority(1.0, 4, f) == 13  # 16
+    assert importance_priority(2.0**-20, 1024, f) == 15  # 2^-20 * 2^20 = 1
+    assert importance_priority(1.0, 2**20, f) == 0  # beyond the top band
+    lowest = f - 2  # the demoted queue, f - 1, is never a band
+    assert importance_priority(2.0**-29, 1, f) == lowest
+    assert importance_priority(2.0**-60, 1, f) == lowest
+    assert importance_priority(0.0, 9, f) == lowest  # no cash: a sitemap URL
+    assert importance_priority(0.3, 1, 4) == 2
 
 
 def test_split_cash_divides_and_a_page_without_links_keeps_none() -> None:
@@ -121,23 +144,34 @@ def test_split_cash_divides_and_a_page_without_links_keeps_none() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.integers(1, 4), st.integers(1, 60))
-def test_opic_cash_is_conserved_at_every_step(seed: int, seeds: int, budget: int) -> None:
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(1, 4),
+    st.integers(1, 60),
+    st.sampled_from(["opic", "opic-inlinks"]),
+)
+def test_opic_cash_is_conserved_at_every_step(
+    seed: int, seeds: int, budget: int, ordering: Ordering
+) -> None:
     """A random graph (40 pages over 5 hosts, 0-6 links each, self-links and links to
     fetched pages included), crawled by the real frontier and prioritizer for
     ``budget`` pops: at every step the seeds' cash is what the queued URLs hold plus
     what went to fetched pages plus what pages without links held; the cash handed
-    out is the cash of the fetched pages that had links."""
+    out is the cash of the fetched pages that had links; each queued URL's in-links
+    are the fetched pages that linked to it, and its priority is the band of its cash
+    (and in-links, under ``opic-inlinks``)."""
     rng = random.Random(seed)
     pages = [f"h{i % 5}/{i}" for i in range(40)]
     graph = {p: [rng.choice(pages) for _ in range(rng.randint(0, 6))] for p in pages}
-    prioritizer = Prioritizer("opic")
-    frontier = Frontier(prioritizer.priorities, max_back_queues=3, ordering="opic")
+    prioritizer = Prioritizer(ordering)
+    frontier = Frontier(prioritizer.priorities, max_back_queues=3, ordering=ordering)
+    linked_from: dict[str, int] = {}
     queued: dict[str, FrontierEntry] = {}
     for p in pages[:seeds]:
         cash, priority = prioritizer.seed()
         queued[p] = entry(p, priority, cash)
         frontier.add(queued[p])
+        linked_from[p] = 1  # a seed counts as found by one link
     fetched: set[str] = set()
     to_fetched = kept_by_leaves = fetched_with_links = 0.0
     for _ in range(budget):
@@ -158,16 +192,20 @@ def test_opic_cash_is_conserved_at_every_step(seed: int, seeds: int, budget: int
                 assert not frontier.credit(out, share)
             elif out in queued:
                 assert frontier.credit(out, share)
+                linked_from[out] += 1
             else:
                 queued[out] = entry(out, prioritizer.priority(share), share)
                 frontier.add(queued[out])
+                linked_from[out] = 1
         frontier.release(e.host, 0.0)
         frontier._check()
         in_queue = sum(q.score for q in queued.values())
         assert in_queue + to_fetched + kept_by_leaves == pytest.approx(seeds * SEED_CASH)
         assert prioritizer.handed_out == pytest.approx(fetched_with_links)
-        for q in queued.values():  # each URL's priority is its cash's band
-            assert q.priority == cash_priority(q.score, prioritizer.priorities)
+        for q in queued.values():  # each URL's priority is its cash's (and in-links') band
+            assert q.inlinks == linked_from[q.key]
+            seed = q.key in pages[:seeds]  # a seed keeps the top priority
+            assert q.priority == (0 if seed else prioritizer.priority(q.score, q.inlinks))
 
 
 # ---------------------------------------------------------------- known orders
@@ -188,6 +226,25 @@ def test_opic_fetches_the_page_more_pages_link_to_first() -> None:
     assert bfs == ["a/", "a/p", "a/q1", "a/q2", "a/q3", "a/cold", "a/hot"]
     opic = crawl_order(graph, ["a/"], "opic")
     assert opic == ["a/", "a/p", "a/q1", "a/q2", "a/hot", "a/q3", "a/cold"]
+
+
+def test_opic_inlinks_fetches_the_page_every_page_links_to_before_a_rich_one() -> None:
+    """One host, rustdoc's shape. The seed links to four pages n1-n4 and to book (a
+    fifth each); each n links to settings and to nine pages of its own (a tenth of a
+    fifth each); book links to chapter alone (all its fifth). OPIC fetches chapter (0.2)
+    before settings (4 x 0.02 = 0.08). With in-links, once three n pages link to it
+    settings (0.06 x 3^2 = 0.54) goes before n4 (0.2). Breadth-first fetches settings
+    after book (n1 found it first) and chapter last, behind the 36 x pages."""
+    graph: Graph = {"a/": ["a/n1", "a/n2", "a/n3", "a/n4", "a/book"], "a/book": ["a/chapter"]}
+    for i in range(1, 5):
+        graph[f"a/n{i}"] = ["a/settings"] + [f"a/x{i}{j}" for j in range(9)]
+    head = ["a/", "a/n1", "a/n2", "a/n3", "a/n4", "a/book"]
+    opic = crawl_order(graph, ["a/"], "opic")
+    assert opic[:8] == [*head, "a/chapter", "a/settings"]
+    both = crawl_order(graph, ["a/"], "opic-inlinks")
+    assert both[:8] == [*head[:4], "a/settings", "a/n4", "a/book", "a/chapter"]
+    bfs = crawl_order(graph, ["a/"], "bfs")
+    assert bfs.index("a/settings") == 6 and bfs.index("a/chapter") == 43
 
 
 def test_opic_chooses_among_ready_hosts_by_their_best_cash() -> None:
@@ -284,6 +341,6 @@ def test_push_front_under_opic_goes_first_in_the_hosts_best_queue() -> None:
 def test_each_ordering_rejects_a_frontier_it_cannot_run(ordering: Ordering) -> None:
     with pytest.raises(ValueError, match="priorities"):
         Frontier(0, ordering=ordering)
-    if ordering == "opic":
+    if ordering in ("opic", "opic-inlinks"):
         with pytest.raises(ValueError, match="priorities"):
             Frontier(1, ordering=ordering)

@@ -18,7 +18,7 @@ import pytest
 from fakesite import FakeSite, crawl, links_page
 
 from crawldeck.core.engine import Engine
-from crawldeck.core.prioritizer import cash_priority
+from crawldeck.core.prioritizer import Prioritizer
 from crawldeck.core.snapshot import HostDetail
 
 A = "http://127.0.0.1"
@@ -53,6 +53,8 @@ def fetched(s: FakeSite) -> list[str]:
     [
         ("bfs", ["/", "/p", "/q1", "/q2", "/q3", "/cold", "/hot"]),
         ("opic", ["/", "/p", "/q1", "/q2", "/hot", "/q3", "/cold"]),
+        # hot: 0.5 cash x 2^2 in-links = 2, against 0.25 x 1 for q3 and cold
+        ("opic-inlinks", ["/", "/p", "/q1", "/q2", "/hot", "/q3", "/cold"]),
         ("larger-sites-first", ["/", "/p", "/q1", "/q2", "/q3", "/cold", "/hot"]),
     ],
 )
@@ -63,33 +65,40 @@ def test_the_ordering_decides_which_page_of_a_host_goes_first(
     c = crawl(s, [A + "/"], tmp_path / "c.db", ordering=ordering, delay_ms=50)
     assert fetched(s) == order
     scores = dict(c.rows("SELECT url, score FROM frontier"))
-    if ordering == "opic":
+    inlinks = dict(c.rows("SELECT url, inlinks FROM frontier"))
+    if ordering.startswith("opic"):
         assert scores[A + "/"] == 1.0  # a seed's cash
         assert scores[A + "/q1"] == 0.25
         assert scores[A + "/hot"] == 0.5  # q3's quarter came after it was fetched
         assert scores[A + "/cold"] == 0.25
+        assert (inlinks[A + "/hot"], inlinks[A + "/cold"]) == (2, 1)  # q1 and q2; p
     else:
         assert set(scores.values()) == {0.0}
+        assert set(inlinks.values()) == {1}  # counted under the cash orderings only
 
 
-def test_a_resumed_opic_crawl_goes_on_in_the_same_order(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ordering", ["opic", "opic-inlinks"])
+def test_a_resumed_opic_crawl_goes_on_in_the_same_order(tmp_path: Path, ordering: str) -> None:
     db = tmp_path / "c.db"
     first = site()
-    c = crawl(first, [A + "/"], db, ordering="opic", delay_ms=50, max_pages=4)
+    c = crawl(first, [A + "/"], db, ordering=ordering, delay_ms=50, max_pages=4)
     assert c.result.outcome == "max_pages"
     assert fetched(first) == ["/", "/p", "/q1", "/q2"]
-    queued = c.rows("SELECT url, score, priority, state FROM frontier WHERE state = 'queued'")
+    queued = c.rows(
+        "SELECT url, score, inlinks, priority, state FROM frontier WHERE state = 'queued'"
+    )
+    quarter = Prioritizer(ordering).priority(0.25)  # as pushed
     assert sorted(queued) == [
-        (A + "/cold", 0.25, cash_priority(0.25, 32), "queued"),
-        (A + "/hot", 0.5, cash_priority(0.25, 32), "queued"),  # its cash grew in SQLite
-        (A + "/q3", 0.25, cash_priority(0.25, 32), "queued"),
+        (A + "/cold", 0.25, 1, quarter, "queued"),
+        (A + "/hot", 0.5, 2, quarter, "queued"),  # its cash and in-links grew in SQLite
+        (A + "/q3", 0.25, 1, quarter, "queued"),
     ]
     again = site()
-    crawl(again, [A + "/"], db, ordering="opic", delay_ms=50)
+    crawl(again, [A + "/"], db, ordering=ordering, delay_ms=50)
     assert fetched(again) == ["/hot", "/q3", "/cold"]  # as the uninterrupted crawl
 
 
-@pytest.mark.parametrize("ordering", ["opic", "bfs"])
+@pytest.mark.parametrize("ordering", ["opic", "opic-inlinks", "bfs"])
 def test_the_host_detail_shows_the_cash_of_the_next_urls(tmp_path: Path, ordering: str) -> None:
     details: list[HostDetail | None] = []
 
@@ -101,10 +110,11 @@ def test_the_host_detail_shows_the_cash_of_the_next_urls(tmp_path: Path, orderin
     (detail,) = details
     assert detail is not None
     assert detail.queue_head == (A + "/q1", A + "/q2", A + "/q3", A + "/cold")
-    if ordering == "opic":
+    if ordering.startswith("opic"):
         assert detail.queue_scores == (0.25, 0.25, 0.25, 0.25)
     else:
         assert detail.queue_scores == ()
+    assert detail.queue_inlinks == ((1, 1, 1, 1) if ordering == "opic-inlinks" else ())
 
 
 def test_the_console_draws_the_frontier_per_cash_band_under_opic() -> None:
@@ -118,7 +128,30 @@ def test_the_console_draws_the_frontier_per_cash_band_under_opic() -> None:
         ["0", "cash"], ["2", "cash"], ["5", "cash"], ["31", "demoted"], ["spilled", "(SQLite)"],
     ]  # fmt: skip
     assert "2^-5" in priority_bars(c, 60).plain
-    bfs = Counters(queued_by_priority=(1, 4, 0), spilled=0)
+    bfs = Counters(queued_by_priority=(1, 4, 0), spilled=0, ordering="bfs")
     assert [line.split()[1] for line in priority_bars(bfs, 60).plain.splitlines()] == [
         "seeds,", "links,", "lowest", "(SQLite)",
     ]  # fmt: skip
+
+
+def test_the_console_draws_importance_bands_and_in_links_under_opic_inlinks() -> None:
+    from crawldeck.core.snapshot import Counters, HostDetail, HostRow
+    from crawldeck.tui.screens import _queue_text, priority_bars
+
+    by_band = (1, 0, 4, 0, 0, 2) + (0,) * 25 + (3,)
+    c = Counters(queued_by_priority=by_band, spilled=0, ordering="opic-inlinks")
+    lines = priority_bars(c, 60).plain.splitlines()
+    # band p holds cash x in-links^2 >= 2^(30 - 2p)
+    assert [line.split("█")[0].strip() for line in lines[:3]] == [
+        "0 seeds, cash x in^2 >= 2^30", "2 cash x in^2 >= 2^26", "5 cash x in^2 >= 2^20",
+    ]  # fmt: skip
+    assert lines[3].startswith("31 demoted")
+    row = HostRow("127.0.0.1", 2, 0, 0, 0, 0.0, "default", 1.0, 0.0, "ok")
+    detail = HostDetail(
+        row=row, queue_head=(A + "/hot", A + "/q3"), robots_rules=(), robots_detail="",
+        crawl_delay_s=None, responses=(), queue_scores=(0.5, 0.25), queue_inlinks=(2, 1),
+    )  # fmt: skip
+    assert _queue_text(detail).plain.splitlines() == [
+        f" 1. cash 0.5           2 in-links  {A}/hot",
+        f" 2. cash 0.25          1 in-links  {A}/q3",
+    ]

@@ -42,10 +42,10 @@ def test_cash_is_added_to_waiting_rows_only(tmp_path: Path) -> None:
         store.add_scores([("q", 0.25), ("s", 0.5), ("d", 0.25), ("unknown", 1.0)])
         store.add_scores([("q", 0.125)])
         store.flush()
-    assert raw(db, "SELECT key, score FROM frontier ORDER BY key") == [
-        ("d", 0.5),  # fetched: its cash was handed on already
-        ("q", 0.625),
-        ("s", 0.625),
+    assert raw(db, "SELECT key, score, inlinks FROM frontier ORDER BY key") == [
+        ("d", 0.5, 1),  # fetched: its cash was handed on already
+        ("q", 0.625, 3),  # one in-link per credit: two more
+        ("s", 0.625, 2),
     ]
 
 
@@ -70,25 +70,28 @@ def test_spilled_rows_come_back_best_priority_first_then_oldest(tmp_path: Path) 
     assert "frontier_spilled_host_priority_seq" in str(plan)
 
 
-def test_an_older_file_gets_the_score_column_and_the_new_index(tmp_path: Path) -> None:
+def test_an_older_file_gets_the_score_and_inlinks_columns_and_the_new_index(
+    tmp_path: Path,
+) -> None:
     db = tmp_path / "c.db"
     with Store(db, clock=lambda: T0) as store:
         store.enqueue_urls([spilled("a", 1)])
     with closing(sqlite3.connect(db)) as conn:  # as a crawldeck before issue #15 left it
         conn.execute("DROP INDEX frontier_spilled_host_priority_seq")
         conn.execute("ALTER TABLE frontier DROP COLUMN score")
+        conn.execute("ALTER TABLE frontier DROP COLUMN inlinks")
         conn.execute(
             "CREATE INDEX frontier_spilled_host_seq ON frontier (host, seq) WHERE state = 'spilled'"
         )
         conn.commit()
     with Store(db, clock=lambda: T0) as store:
         rows, _ = store.load_spilled("a.test", 0, 5)
-        assert [(r.key, r.score) for r in rows] == [("a", 0.0)]
+        assert [(r.key, r.score, r.inlinks) for r in rows] == [("a", 0.0, 1)]
         store.add_scores([("a", 0.5)])
     indexes = {name for (name,) in raw(db, "SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert "frontier_spilled_host_priority_seq" in indexes
     assert "frontier_spilled_host_seq" not in indexes
-    assert raw(db, "SELECT score FROM frontier") == [(0.5,)]
+    assert raw(db, "SELECT score, inlinks FROM frontier") == [(0.5, 2)]
 
 
 def test_the_window_reads_back_by_cash_and_spills_behind_its_position(tmp_path: Path) -> None:

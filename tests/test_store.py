@@ -152,6 +152,7 @@ def test_schema_is_created_with_the_contract_columns(store: Store, db: Path) -> 
         "via",
         "seq",
         "score",
+        "inlinks",
     ]
     assert columns("links") == ["from_url", "to_url"]
     assert columns("runs") == ["id", "started_at", "finished_at", "status", "config", "stats"]
@@ -341,7 +342,7 @@ def test_page_round_trip_is_one_operation(store: Store, db: Path) -> None:
     ]
     assert raw(db, "SELECT * FROM links ORDER BY rowid") == links
     assert raw(db, "SELECT * FROM frontier ORDER BY seq") == [
-        ("k1", "http://a.test/k1", "a.test", 1, 1, "done", 0.0, 0, "[]", None, 1, 0.0),
+        ("k1", "http://a.test/k1", "a.test", 1, 1, "done", 0.0, 0, "[]", None, 1, 0.0, 1),
         (
             "k2",
             "http://a.test/k2",
@@ -355,8 +356,9 @@ def test_page_round_trip_is_one_operation(store: Store, db: Path) -> None:
             "http://a.test/k1",
             2,
             0.0,
+            1,
         ),
-        ("k3", "http://b.test/k3", "b.test", 1, 1, "queued", T0 + 5, 1, "[]", None, 3, 0.0),
+        ("k3", "http://b.test/k3", "b.test", 1, 1, "queued", T0 + 5, 1, "[]", None, 3, 0.0, 1),
     ]
     # FrontierRow round trip, including the JSON redirects and via
     assert list(store.load_frontier()) == [

@@ -158,14 +158,16 @@ async def test_160x48_shows_the_run_chart_the_status_bars_and_the_frontier() -> 
             count, share = line.split()[-2:]
             assert int(count) == mix[key]
             assert share == f"{100 * mix[key] / total:.0f}%"
-        # the frontier: 12 seeds at priority 0, 393 links at 1, none at 2, 135 spilled
+        # the frontier (opic-inlinks): 12 seeds at priority 0, 393 links over bands 15
+        # (an eighth), 16 (a half) and 17, 135 spilled; only the bands that hold URLs
         lines = plain(app, "#frontier-bars").splitlines()
         assert [line.split()[-2:] for line in lines] == [
-            ["12", "2%"], ["393", "73%"], ["0", "0%"], ["135", "25%"],
+            ["12", "2%"], ["49", "9%"], ["196", "36%"], ["148", "27%"], ["135", "25%"],
         ]  # fmt: skip
-        assert lines[0].startswith("0 seeds, redirects ")
-        assert lines[1].startswith("1 links, sitemaps ")
-        assert lines[3].startswith("spilled (SQLite) ")
+        assert lines[0].startswith("0 seeds, cash x in^2 >= 2^30 ")
+        assert lines[1].startswith("15 cash x in^2 >= 2^0 ")
+        assert lines[3].startswith("17 cash x in^2 >= 2^-4 ")
+        assert lines[4].startswith("spilled (SQLite) ")
         # the bars fit their box
         box = app.query_one("#frontier-bars", Static)
         assert max(len(line) for line in lines) <= box.size.width
@@ -290,7 +292,7 @@ async def test_an_engine_snapshot_counts_the_seeds_at_priority_0(tmp_path: Path)
         seeds = [f"http://127.0.0.1:9/{n}" for n in range(3)] + ["http://127.0.0.2:9/"]
         assert engine.add_seeds(seeds) == []
         counters = engine.snapshot().counters
-        assert counters.queued_by_priority == (4, 0, 0)
+        assert counters.queued_by_priority == (4,) + (0,) * 31  # opic-inlinks: 32 queues
         assert counters.spilled == 0 and counters.queued == 4
     finally:
         store.close()

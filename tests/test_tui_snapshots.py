@@ -106,8 +106,9 @@ def snapshot_at(step: int, *, state: CrawlState = "running") -> CrawlSnapshot:
             "5xx": step // 8,
             "error": step // 10,
         },
-        queued_by_priority=(seeds, queued - spilled - seeds, 0),
+        queued_by_priority=by_band(seeds, queued - spilled - seeds),
         spilled=spilled,
+        ordering="opic-inlinks",
     )
     return CrawlSnapshot(
         at=T0 + step,
@@ -125,11 +126,23 @@ def snapshot_at(step: int, *, state: CrawlState = "running") -> CrawlSnapshot:
     )
 
 
+def by_band(seeds: int, links: int) -> tuple[int, ...]:
+    """URLs per priority under ``opic-inlinks`` (32 queues): ``seeds`` at 0, ``links``
+    over the bands of importance 2^0 (an eighth), 2^-2 (a half) and 2^-4 (the rest)."""
+    bands = [0] * 32
+    bands[0] = seeds
+    bands[15], bands[16] = links // 8, links // 2
+    bands[17] = links - bands[15] - bands[16]
+    return tuple(bands)
+
+
 def detail_of(row: HostRow) -> HostDetail:
     """A fixed detail view for ``row``."""
     return HostDetail(
         row=row,
         queue_head=tuple(f"https://{row.host}/docs/page-{i}.html" for i in range(6)),
+        queue_scores=(0.5, 0.125, 0.0625, 0.0625, 0.03125, 0.03125),
+        queue_inlinks=(3, 4, 1, 1, 2, 1),
         robots_rules=(
             ("disallow", "/private/"),
             ("allow", "/private/press/"),

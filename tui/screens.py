@@ -23,7 +23,13 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, RichLog, Sparkline, Static
 
-from crawldeck.core.prioritizer import PRIORITY_LINK, PRIORITY_SEED
+from crawldeck.core.prioritizer import (
+    CASH_ORDERINGS,
+    IMPORTANCE_TOP,
+    INLINK_POWER,
+    PRIORITY_LINK,
+    PRIORITY_SEED,
+)
 from crawldeck.core.snapshot import Counters, CrawlSnapshot, HostDetail
 from crawldeck.tui.widgets import (
     DELAY_SOURCES,
@@ -355,14 +361,15 @@ def status_bars(c: Counters, width: int) -> Text:
 
 def priority_bars(c: Counters, width: int) -> Text:
     """The frontier's depth per priority (URLs queued in memory at each, 0 = highest,
-    named by what feeds it: under ``opic`` the cash band, ``cash >= 2^-p``, only the
-    bands that hold URLs) and the URLs spilled to SQLite, as bars (``bar_rows`` in
+    named by what feeds it: under ``opic`` the cash band, ``cash >= 2^-p``, under
+    ``opic-inlinks`` the importance band, ``cash x in-links^2 >= 2^(30 - 2p)``, only
+    the bands that hold URLs) and the URLs spilled to SQLite, as bars (``bar_rows`` in
     ``width`` cells) of all the URLs queued."""
     counts = c.queued_by_priority
-    if c.ordering == "opic":
+    if c.ordering in CASH_ORDERINGS:
         last = len(counts) - 1
         rows = [
-            (f"{p} {'demoted' if p == last else f'cash >= 2^-{p}'}", n, "magenta")
+            (f"{p} {'demoted' if p == last else _band_label(c.ordering, p)}", n, "magenta")
             for p, n in enumerate(counts)
             if n
         ]
@@ -372,6 +379,14 @@ def priority_bars(c: Counters, width: int) -> Text:
         ]
     rows.append(("spilled (SQLite)", c.spilled, "blue"))
     return bar_rows(rows, sum(c.queued_by_priority) + c.spilled, width)
+
+
+def _band_label(ordering: str, p: int) -> str:
+    """What priority ``p`` holds under a cash ordering (``core.prioritizer``)."""
+    if ordering == "opic":
+        return f"cash >= 2^-{p}"
+    band = f"cash x in^{INLINK_POWER} >= 2^{IMPORTANCE_TOP - 2 - 2 * p}"
+    return f"seeds, {band}" if p == 0 else band
 
 
 def rate_label(name: str, rates: list[float], fmt: Callable[[float], str]) -> Text:
@@ -637,9 +652,18 @@ def _responses_table(detail: HostDetail) -> Table | Text:
 
 
 def _queue_text(detail: HostDetail) -> Text:
-    """The host's next URLs, numbered, each with its OPIC cash first under ``opic``."""
+    """The host's next URLs, numbered, each with its OPIC cash first under ``opic``, and
+    its in-links after the cash under ``opic-inlinks``."""
     if not detail.queue_head:
         return Text("the back queue is empty", style="dim")
+    if detail.queue_inlinks:
+        lines3 = zip(detail.queue_head, detail.queue_scores, detail.queue_inlinks, strict=True)
+        return Text(
+            "\n".join(
+                f"{i + 1:2d}. cash {cash:<9.3g} {n:5d} in-links  {url}"
+                for i, (url, cash, n) in enumerate(lines3)
+            )
+        )
     if detail.queue_scores:
         lines = zip(detail.queue_head, detail.queue_scores, strict=True)
         return Text(
