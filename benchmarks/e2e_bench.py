@@ -18,6 +18,9 @@ A B A B (``--rounds`` pairs), as separate processes, each with the same work:
 - B (``--warc``): the same crawldeck with ``warc = false`` added to its config, so the
   table is the cost of the WARC files (issue #13), with the WARC bytes written per
   page (compressed, every file of the run).
+- B (``--ordering NAME``): the same crawldeck with ``ordering = "NAME"`` added to its
+  config, so the table is what the default ordering costs against NAME (issue #15:
+  ``--ordering bfs`` is the cost of the prioritizer).
 - B: ``benchmarks/scrapy_spider.py`` with Scrapy's own venv (``benchmarks/.venv-scrapy``,
   created here with a pinned Scrapy when missing; Scrapy is never a dependency of
   crawldeck): a ``CrawlSpider`` following every link, robots.txt obeyed, concurrency
@@ -282,14 +285,14 @@ def run_side(side: str, work: Path, tag: str, args: argparse.Namespace) -> Run:
     log = work / f"{tag}.log"
     env = None
     cwd = None
-    if side in ("crawldeck", "baseline", "nowarc"):
+    if side in ("crawldeck", "baseline", "nowarc", "ordering"):
         db = work / f"{tag}.db"
         launcher = [str(CRAWLDECK)]
         if side == "baseline":
             launcher = baseline_command(args.against)
             env = {**os.environ, "PYTHONPATH": str(args.against)}
             cwd = args.against  # else ``-c`` imports the crawldeck of this directory first
-        config = work / ("bench-nowarc.toml" if side == "nowarc" else "bench.toml")
+        config = work / (f"bench-{side}.toml" if side in ("nowarc", "ordering") else "bench.toml")
         command = [*launcher, "crawl", str(work / "seeds.txt"), "--no-ui",
                    "--db", str(db), "--config", str(config)]  # fmt: skip
     else:
@@ -380,13 +383,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warc", action="store_true",
                         help="B is crawldeck with warc = false: what WARC output costs "
                              "(issue #13), not Scrapy")  # fmt: skip
+    parser.add_argument("--ordering", metavar="NAME",
+                        help="B is crawldeck with ordering = NAME: what the default "
+                             "ordering costs against NAME (issue #15), not Scrapy")  # fmt: skip
     args = parser.parse_args(argv)
     sides = SIDES if args.against is None else ("crawldeck", "baseline")
     if args.warc:
         sides = ("crawldeck", "nowarc")
+    if args.ordering:
+        sides = ("crawldeck", "ordering")
     if not CRAWLDECK.exists():
         sys.exit(f"e2e_bench: {CRAWLDECK} not found: pip install -e . first")
-    scrapy_version = "not used" if args.against or args.warc else ensure_scrapy_venv()
+    other = args.against or args.warc or args.ordering
+    scrapy_version = "not used" if other else ensure_scrapy_venv()
     port = args.port or free_port(args.hosts)
     print(f"machine: {os.cpu_count()} CPUs, {platform.platform()}, Python "
           f"{platform.python_version()}; Scrapy {scrapy_version}; nginx port {port}")  # fmt: skip
@@ -405,6 +414,7 @@ def main(argv: list[str] | None = None) -> int:
             )  # fmt: skip
             config = (work / "bench.toml").read_text()
             (work / "bench-nowarc.toml").write_text(config + "warc = false\n")
+            (work / "bench-ordering.toml").write_text(config + f'ordering = "{args.ordering}"\n')
             for i in range(args.rounds):
                 for side in sides:
                     web.reset_log()
