@@ -76,18 +76,37 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
 from heapq import heappop, heappush, nsmallest
 from itertools import islice
 
 from crawldeck.core.prioritizer import Ordering, cash_priority
 
 
-@dataclass(slots=True)
+class _History:
+    """What a ``FrontierEntry`` keeps of its URL's tries and of the redirect chain that
+    led to it: the four fields that keep their defaults for nearly every queued URL
+    (a link found on a page has had no try and no redirect), apart from the entry so
+    that such an entry holds one ``None`` instead of four slots."""
+
+    __slots__ = ("attempts", "cookies", "redirects", "spent_s")
+
+    def __init__(
+        self,
+        attempts: int,
+        redirects: tuple[str, ...],
+        cookies: tuple[tuple[str, str], ...],
+        spent_s: float,
+    ) -> None:
+        self.attempts = attempts
+        self.redirects = redirects
+        self.cookies = cookies
+        self.spent_s = spent_s
+
+
 class FrontierEntry:
     """One URL waiting to be fetched.
 
-    Attributes:
+    Args (each also an attribute, readable and writable):
         url: the URL to request (``urls.clean``).
         key: its dedupe key (``urls.normalize``).
         host: its host key (``urls.host_key``), the politeness unit.
@@ -106,19 +125,113 @@ class FrontierEntry:
             bounded, see ``Engine``).
         score: its OPIC cash (``core.prioritizer``; ``0.0`` under other orderings):
             what it got from the pages linking to it so far, handed on when fetched.
+
+    Memory: each URL queued in memory is one entry, most of the frontier's cost per
+    URL (``benchmarks/frontier_bench.py``; issue #15 item 2 bounds it). ``attempts``,
+    ``redirects``, ``cookies`` and ``spent_s`` are properties over one ``_History``
+    made when one of them first differs from its default (a try, a redirect), so an
+    entry has 8 slots: 96 bytes with its GC header, where 11 slots took 128 (CPython's
+    small-object allocator rounds to 16 bytes). Equality compares every field, as a
+    dataclass's does; entries are not hashable.
     """
 
-    url: str
-    key: str
-    host: str
-    depth: int
-    priority: int
-    attempts: int = 0
-    redirects: tuple[str, ...] = ()
-    via: str | None = None
-    cookies: tuple[tuple[str, str], ...] = ()
-    spent_s: float = 0.0
-    score: float = 0.0
+    __slots__ = ("_history", "depth", "host", "key", "priority", "score", "url", "via")
+
+    def __init__(
+        self,
+        url: str,
+        key: str,
+        host: str,
+        depth: int,
+        priority: int,
+        attempts: int = 0,
+        redirects: tuple[str, ...] = (),
+        via: str | None = None,
+        cookies: tuple[tuple[str, str], ...] = (),
+        spent_s: float = 0.0,
+        score: float = 0.0,
+    ) -> None:
+        self.url = url
+        self.key = key
+        self.host = host
+        self.depth = depth
+        self.priority = priority
+        self.via = via
+        self.score = score
+        self._history = (
+            _History(attempts, redirects, cookies, spent_s)
+            if attempts or redirects or cookies or spent_s
+            else None
+        )
+
+    def _made(self) -> _History:
+        """Its ``_History``, made now (with the defaults) if it has none."""
+        history = self._history
+        if history is None:
+            history = self._history = _History(0, (), (), 0.0)
+        return history
+
+    @property
+    def attempts(self) -> int:
+        """Tries made so far, all runs."""
+        history = self._history
+        return 0 if history is None else history.attempts
+
+    @attempts.setter
+    def attempts(self, value: int) -> None:
+        self._made().attempts = value
+
+    @property
+    def redirects(self) -> tuple[str, ...]:
+        """The URLs requested in the redirect chain that led here, oldest first."""
+        history = self._history
+        return () if history is None else history.redirects
+
+    @redirects.setter
+    def redirects(self, value: tuple[str, ...]) -> None:
+        self._made().redirects = value
+
+    @property
+    def cookies(self) -> tuple[tuple[str, str], ...]:
+        """``(url, Set-Cookie value)`` of each cookie the chain set, oldest first."""
+        history = self._history
+        return () if history is None else history.cookies
+
+    @cookies.setter
+    def cookies(self, value: tuple[tuple[str, str], ...]) -> None:
+        self._made().cookies = value
+
+    @property
+    def spent_s(self) -> float:
+        """Seconds its tries so far took, this run."""
+        history = self._history
+        return 0.0 if history is None else history.spent_s
+
+    @spent_s.setter
+    def spent_s(self, value: float) -> None:
+        self._made().spent_s = value
+
+    def _fields(self) -> tuple[object, ...]:
+        """Every field, in the order of the arguments."""
+        return (
+            self.url, self.key, self.host, self.depth, self.priority, self.attempts,
+            self.redirects, self.via, self.cookies, self.spent_s, self.score,
+        )  # fmt: skip
+
+    def __eq__(self, other: object) -> bool:
+        """Same fields (``NotImplemented`` for another type)."""
+        if not isinstance(other, FrontierEntry):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __repr__(self) -> str:
+        """``FrontierEntry(url=..., ...)`` with every field, as a dataclass's."""
+        names = (
+            "url", "key", "host", "depth", "priority", "attempts",
+            "redirects", "via", "cookies", "spent_s", "score",
+        )  # fmt: skip
+        pairs = ", ".join(f"{n}={v!r}" for n, v in zip(names, self._fields(), strict=True))
+        return f"FrontierEntry({pairs})"
 
 
 class _Buckets:
