@@ -53,10 +53,13 @@ host faster: a host is popped only once its ``ready_at`` (the time heap's, set b
 * Among ready hosts (``opic``, ``larger-sites-first``): ``pop(now)`` first moves every
   host of the time heap whose ``ready_at <= now`` into a second heap, the ready heap,
   keyed by the host's rank (``opic``: the priority of its best queued URL;
-  ``larger-sites-first``: minus the bit length of its queued URL count, more URLs
-  first), ties by the order they became ready; then pops the best. A host's rank that
-  improves while it is in the ready heap pushes a new entry (the old one is stale, by
-  ``seq`` as in the time heap); a rank only worsens by a pop, which checks it out.
+  ``larger-sites-first``: minus the bit length of its URL count, more URLs first:
+  its queued URLs and those ``set_beyond`` says wait outside memory), ties by the
+  order they became ready; then pops the best. A host's rank that
+  changes while it is in the ready heap pushes a new entry (the old one is stale, by
+  ``seq`` as in the time heap): it improves by an ``add``, a ``push_front``, a
+  ``credit`` or a larger ``set_beyond``, and worsens by a pop, which checks it out,
+  or by a smaller ``set_beyond`` (URLs spilled are dropped, or fewer than counted).
 * Within a host (``opic``): its back queue is one FIFO per priority, made on first
   use, taken best priority first (``_Buckets``). ``credit(key, cash)`` adds cash to a
   queued URL; when its priority rises it is appended to the better FIFO and its old
@@ -317,13 +320,16 @@ class _Host:
     ``back``: its back queue or ``None``; ``front``: its URLs in front queues;
     ``not_before``: ready time for the heap (epoch s); ``out``: checked out by
     ``pop``; ``seq``: seq of its valid heap entry, ``-1`` when in no heap; ``ready``:
-    that entry is in the ready heap (not the time heap); ``rank``: its rank there.
+    that entry is in the ready heap (not the time heap); ``rank``: its rank there;
+    ``beyond``: its URLs waiting outside memory (``set_beyond``, ``larger-sites-first``
+    only).
     """
 
-    __slots__ = ("back", "front", "not_before", "out", "rank", "ready", "seq")
+    __slots__ = ("back", "beyond", "front", "not_before", "out", "rank", "ready", "seq")
 
     def __init__(self) -> None:
         self.back: BackQueue | None = None
+        self.beyond = 0
         self.front = 0
         self.not_before = 0.0
         self.out = False
@@ -360,6 +366,7 @@ class Frontier:
         "_fronted",
         "_heap",
         "_hosts",
+        "_larger",
         "_len",
         "_max_back",
         "_nback",
@@ -381,6 +388,7 @@ class Frontier:
         self.ordering: Ordering = ordering
         self._opic = ordering == "opic"
         self._ranked = ordering != "bfs"
+        self._larger = ordering == "larger-sites-first"
         self._front: tuple[deque[FrontierEntry], ...] = tuple(deque() for _ in range(priorities))
         self._max_back = max_back_queues
         self._hosts: dict[str, _Host] = {}
@@ -412,7 +420,7 @@ class Frontier:
         assert back is not None
         if isinstance(back, _Buckets):
             return back.top()
-        return -(h.front + len(back)).bit_length()
+        return -(h.front + len(back) + h.beyond).bit_length()
 
     def _make_ready(self, host: str, h: _Host, rank: int) -> None:
         """Push ``host`` onto the ready heap at ``rank`` (new valid entry)."""
@@ -488,17 +496,22 @@ class Frontier:
 
     # -- public API ------------------------------------------------------------------
 
-    def add(self, entry: FrontierEntry) -> None:
+    def add(self, entry: FrontierEntry, *, beyond: bool = False) -> None:
         """Queue a new URL (already admitted and deduplicated by the caller).
 
         It goes to its host's back queue if the host has one, else to a new back
         queue if a slot is free (the host then enters the heap at its not-before
         time, or 0), else to the front queue of its priority (clamped to range).
+        ``beyond``: the URL comes in from outside memory (read back from SQLite), so
+        its host's ``set_beyond`` count goes down by one as its queue grows by one
+        (``larger-sites-first``: the host's rank stays the same).
         """
         host = entry.host
         h = self._hosts.get(host)
         if h is None:
             h = self._hosts[host] = _Host()
+        if beyond and h.beyond:
+            h.beyond -= 1
         p = self._clamp(entry.priority)
         back = h.back
         if self._opic:
@@ -560,6 +573,29 @@ class Frontier:
                 self._schedule(host, h)
         self._len += 1
         self._by_priority[self._clamp(entry.priority)] += 1
+
+    def set_beyond(self, host: str, n: int) -> None:
+        """``n`` (``>= 0``) URLs of ``host`` wait outside memory: spilled to SQLite by
+        ``FrontierWindow``, to be read back later (``add(entry, beyond=True)``).
+
+        Under ``larger-sites-first`` they count in the host's rank with its queued
+        URLs: the order ranks a site by all of its pending pages (Castillo, "Effective
+        web crawling", 2004, §4), not by the share of them the window holds. A host in
+        the ready heap whose rank changes gets a new entry there. Other orderings keep
+        no count (nothing is stored). O(log h).
+        """
+        if not self._larger:
+            return
+        h = self._hosts.get(host)
+        if h is None:
+            if not n:
+                return
+            h = self._hosts[host] = _Host()
+        h.beyond = n
+        if h.ready:
+            rank = self._rank(h)
+            if rank != h.rank:
+                self._make_ready(host, h, rank)
 
     def credit(self, key: str, cash: float) -> bool:
         """Add ``cash`` to the queued URL of dedupe key ``key`` (``opic``): its score
@@ -865,6 +901,8 @@ class Frontier:
         valid = [(r, s, name) for r, s, name in self._heap if hosts[name].seq == s]
         ranked = [(r, s, name) for r, s, name in self._ready if hosts[name].seq == s]
         assert self._ranked or not ranked
+        assert self._larger or not any(h.beyond for h in hosts.values())
+        assert all(h.beyond >= 0 for h in hosts.values())
         names = [name for _, _, name in valid] + [name for _, _, name in ranked]
         assert len(set(names)) == len(names)
         for name, h in hosts.items():
