@@ -53,10 +53,13 @@ host faster: a host is popped only once its ``ready_at`` (the time heap's, set b
 * Among ready hosts (``opic``, ``larger-sites-first``): ``pop(now)`` first moves every
   host of the time heap whose ``ready_at <= now`` into a second heap, the ready heap,
   keyed by the host's rank (``opic``: the priority of its best queued URL;
-  ``larger-sites-first``: minus the bit length of its queued URL count, more URLs
-  first), ties by the order they became ready; then pops the best. A host's rank that
-  improves while it is in the ready heap pushes a new entry (the old one is stale, by
-  ``seq`` as in the time heap); a rank only worsens by a pop, which checks it out.
+  ``larger-sites-first``: minus the bit length of its URL count, more URLs first:
+  its queued URLs and those ``set_beyond`` says wait outside memory), ties by the
+  order they became ready; then pops the best. A host's rank that
+  changes while it is in the ready heap pushes a new entry (the old one is stale, by
+  ``seq`` as in the time heap): it improves by an ``add``, a ``push_front``, a
+  ``credit`` or a larger ``set_beyond``, and worsens by a pop, which checks it out,
+  or by a smaller ``set_beyond`` (URLs spilled are dropped, or fewer than counted).
 * Within a host (``opic``): its back queue is one FIFO per priority, made on first
   use, taken best priority first (``_Buckets``). ``credit(key, cash)`` adds cash to a
   queued URL; when its priority rises it is appended to the better FIFO and its old
@@ -76,22 +79,37 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
 from heapq import heappop, heappush, nsmallest
 from itertools import islice
 
-from crawldeck.core.prioritizer import (
-    CASH_ORDERINGS,
-    Ordering,
-    priority_function,
-)
+from crawldeck.core.prioritizer import CASH_ORDERINGS, Ordering, priority_function
 
 
-@dataclass(slots=True)
+class _History:
+    """What a ``FrontierEntry`` keeps of its URL's tries and of the redirect chain that
+    led to it: the four fields that keep their defaults for nearly every queued URL
+    (a link found on a page has had no try and no redirect), apart from the entry so
+    that such an entry holds one ``None`` instead of four slots."""
+
+    __slots__ = ("attempts", "cookies", "redirects", "spent_s")
+
+    def __init__(
+        self,
+        attempts: int,
+        redirects: tuple[str, ...],
+        cookies: tuple[tuple[str, str], ...],
+        spent_s: float,
+    ) -> None:
+        self.attempts = attempts
+        self.redirects = redirects
+        self.cookies = cookies
+        self.spent_s = spent_s
+
+
 class FrontierEntry:
     """One URL waiting to be fetched.
 
-    Attributes:
+    Args (each also an attribute, readable and writable):
         url: the URL to request (``urls.clean``).
         key: its dedupe key (``urls.normalize``).
         host: its host key (``urls.host_key``), the politeness unit.
@@ -113,20 +131,116 @@ class FrontierEntry:
         inlinks: how many fetched pages have linked to it so far (``1`` for a URL
             found by a link; a seed's or a sitemap URL's ``1`` too); ``Frontier.credit``
             counts one more per credit. Its priority under ``opic-inlinks``.
+
+    Memory: each URL queued in memory is one entry, most of the frontier's cost per
+    URL (``benchmarks/frontier_bench.py``; issue #15 item 2 bounds it). ``attempts``,
+    ``redirects``, ``cookies`` and ``spent_s`` are properties over one ``_History``
+    made when one of them first differs from its default (a try, a redirect), so an
+    entry has 9 slots: 104 bytes with its GC header, where 12 would take 128. Equality
+    compares every field, as a dataclass's does; entries are not hashable.
     """
 
-    url: str
-    key: str
-    host: str
-    depth: int
-    priority: int
-    attempts: int = 0
-    redirects: tuple[str, ...] = ()
-    via: str | None = None
-    cookies: tuple[tuple[str, str], ...] = ()
-    spent_s: float = 0.0
-    score: float = 0.0
-    inlinks: int = 1
+    __slots__ = (
+        "_history", "depth", "host", "inlinks", "key", "priority", "score", "url", "via",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        url: str,
+        key: str,
+        host: str,
+        depth: int,
+        priority: int,
+        attempts: int = 0,
+        redirects: tuple[str, ...] = (),
+        via: str | None = None,
+        cookies: tuple[tuple[str, str], ...] = (),
+        spent_s: float = 0.0,
+        score: float = 0.0,
+        inlinks: int = 1,
+    ) -> None:
+        self.url = url
+        self.key = key
+        self.host = host
+        self.depth = depth
+        self.priority = priority
+        self.via = via
+        self.score = score
+        self.inlinks = inlinks
+        self._history = (
+            _History(attempts, redirects, cookies, spent_s)
+            if attempts or redirects or cookies or spent_s
+            else None
+        )
+
+    def _made(self) -> _History:
+        """Its ``_History``, made now (with the defaults) if it has none."""
+        history = self._history
+        if history is None:
+            history = self._history = _History(0, (), (), 0.0)
+        return history
+
+    @property
+    def attempts(self) -> int:
+        """Tries made so far, all runs."""
+        history = self._history
+        return 0 if history is None else history.attempts
+
+    @attempts.setter
+    def attempts(self, value: int) -> None:
+        self._made().attempts = value
+
+    @property
+    def redirects(self) -> tuple[str, ...]:
+        """The URLs requested in the redirect chain that led here, oldest first."""
+        history = self._history
+        return () if history is None else history.redirects
+
+    @redirects.setter
+    def redirects(self, value: tuple[str, ...]) -> None:
+        self._made().redirects = value
+
+    @property
+    def cookies(self) -> tuple[tuple[str, str], ...]:
+        """``(url, Set-Cookie value)`` of each cookie the chain set, oldest first."""
+        history = self._history
+        return () if history is None else history.cookies
+
+    @cookies.setter
+    def cookies(self, value: tuple[tuple[str, str], ...]) -> None:
+        self._made().cookies = value
+
+    @property
+    def spent_s(self) -> float:
+        """Seconds its tries so far took, this run."""
+        history = self._history
+        return 0.0 if history is None else history.spent_s
+
+    @spent_s.setter
+    def spent_s(self, value: float) -> None:
+        self._made().spent_s = value
+
+    def _fields(self) -> tuple[object, ...]:
+        """Every field, in the order of the arguments."""
+        return (
+            self.url, self.key, self.host, self.depth, self.priority, self.attempts,
+            self.redirects, self.via, self.cookies, self.spent_s, self.score, self.inlinks,
+        )  # fmt: skip
+
+    def __eq__(self, other: object) -> bool:
+        """Same fields (``NotImplemented`` for another type)."""
+        if not isinstance(other, FrontierEntry):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __repr__(self) -> str:
+        """``FrontierEntry(url=..., ...)`` with every field, as a dataclass's."""
+        names = (
+            "url", "key", "host", "depth", "priority", "attempts",
+            "redirects", "via", "cookies", "spent_s", "score", "inlinks",
+        )  # fmt: skip
+        pairs = ", ".join(f"{n}={v!r}" for n, v in zip(names, self._fields(), strict=True))
+        return f"FrontierEntry({pairs})"
 
 
 class _Buckets:
@@ -212,13 +326,16 @@ class _Host:
     ``back``: its back queue or ``None``; ``front``: its URLs in front queues;
     ``not_before``: ready time for the heap (epoch s); ``out``: checked out by
     ``pop``; ``seq``: seq of its valid heap entry, ``-1`` when in no heap; ``ready``:
-    that entry is in the ready heap (not the time heap); ``rank``: its rank there.
+    that entry is in the ready heap (not the time heap); ``rank``: its rank there;
+    ``beyond``: its URLs waiting outside memory (``set_beyond``, ``larger-sites-first``
+    only).
     """
 
-    __slots__ = ("back", "front", "not_before", "out", "rank", "ready", "seq")
+    __slots__ = ("back", "beyond", "front", "not_before", "out", "rank", "ready", "seq")
 
     def __init__(self) -> None:
         self.back: BackQueue | None = None
+        self.beyond = 0
         self.front = 0
         self.not_before = 0.0
         self.out = False
@@ -255,6 +372,7 @@ class Frontier:
         "_fronted",
         "_heap",
         "_hosts",
+        "_larger",
         "_len",
         "_level",
         "_max_back",
@@ -268,10 +386,7 @@ class Frontier:
     )
 
     def __init__(
-        self,
-        priorities: int = 3,
-        max_back_queues: int = 4096,
-        ordering: Ordering = "bfs",
+        self, priorities: int = 3, max_back_queues: int = 4096, ordering: Ordering = "bfs"
     ) -> None:
         cash = ordering in CASH_ORDERINGS
         if priorities < (2 if cash else 1):
@@ -282,6 +397,7 @@ class Frontier:
         self._opic = cash
         self._level = priority_function(ordering) if cash else None
         self._ranked = ordering != "bfs"
+        self._larger = ordering == "larger-sites-first"
         self._front: tuple[deque[FrontierEntry], ...] = tuple(deque() for _ in range(priorities))
         self._max_back = max_back_queues
         self._hosts: dict[str, _Host] = {}
@@ -313,7 +429,7 @@ class Frontier:
         assert back is not None
         if isinstance(back, _Buckets):
             return back.top()
-        return -(h.front + len(back)).bit_length()
+        return -(h.front + len(back) + h.beyond).bit_length()
 
     def _make_ready(self, host: str, h: _Host, rank: int) -> None:
         """Push ``host`` onto the ready heap at ``rank`` (new valid entry)."""
@@ -390,17 +506,22 @@ class Frontier:
 
     # -- public API ------------------------------------------------------------------
 
-    def add(self, entry: FrontierEntry) -> None:
+    def add(self, entry: FrontierEntry, *, beyond: bool = False) -> None:
         """Queue a new URL (already admitted and deduplicated by the caller).
 
         It goes to its host's back queue if the host has one, else to a new back
         queue if a slot is free (the host then enters the heap at its not-before
         time, or 0), else to the front queue of its priority (clamped to range).
+        ``beyond``: the URL comes in from outside memory (read back from SQLite), so
+        its host's ``set_beyond`` count goes down by one as its queue grows by one
+        (``larger-sites-first``: the host's rank stays the same).
         """
         host = entry.host
         h = self._hosts.get(host)
         if h is None:
             h = self._hosts[host] = _Host()
+        if beyond and h.beyond:
+            h.beyond -= 1
         p = self._clamp(entry.priority)
         back = h.back
         if self._opic:
@@ -462,6 +583,29 @@ class Frontier:
                 self._schedule(host, h)
         self._len += 1
         self._by_priority[self._clamp(entry.priority)] += 1
+
+    def set_beyond(self, host: str, n: int) -> None:
+        """``n`` (``>= 0``) URLs of ``host`` wait outside memory: spilled to SQLite by
+        ``FrontierWindow``, to be read back later (``add(entry, beyond=True)``).
+
+        Under ``larger-sites-first`` they count in the host's rank with its queued
+        URLs: the order ranks a site by all of its pending pages (Castillo, "Effective
+        web crawling", 2004, §4), not by the share of them the window holds. A host in
+        the ready heap whose rank changes gets a new entry there. Other orderings keep
+        no count (nothing is stored). O(log h).
+        """
+        if not self._larger:
+            return
+        h = self._hosts.get(host)
+        if h is None:
+            if not n:
+                return
+            h = self._hosts[host] = _Host()
+        h.beyond = n
+        if h.ready:
+            rank = self._rank(h)
+            if rank != h.rank:
+                self._make_ready(host, h, rank)
 
     def credit(self, key: str, cash: float) -> bool:
         """Add ``cash`` and one in-link to the queued URL of dedupe key ``key`` (a cash
@@ -770,6 +914,8 @@ class Frontier:
         valid = [(r, s, name) for r, s, name in self._heap if hosts[name].seq == s]
         ranked = [(r, s, name) for r, s, name in self._ready if hosts[name].seq == s]
         assert self._ranked or not ranked
+        assert self._larger or not any(h.beyond for h in hosts.values())
+        assert all(h.beyond >= 0 for h in hosts.values())
         names = [name for _, _, name in valid] + [name for _, _, name in ranked]
         assert len(set(names)) == len(names)
         for name, h in hosts.items():

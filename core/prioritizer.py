@@ -38,8 +38,9 @@ No I/O, no clock. The crawl's ``ordering`` (config key) chooses one of:
 
 ``larger-sites-first``
     Baeza-Yates et al. (2005) and Castillo's thesis ("Effective web crawling", 2004,
-    §4): among ready hosts, the host with the most pending URLs first (counted in
-    memory, by binary order of magnitude: 9 and 15 tie, 16 beats them); within a host,
+    §4): among ready hosts, the host with the most pending URLs first (those queued in
+    memory and those the frontier window spilled to SQLite, ``Frontier.set_beyond``;
+    by binary order of magnitude: 9 and 15 tie, 16 beats them); within a host,
     breadth-first. Priorities as ``bfs``.
 
 The order never makes a host faster: it only chooses among the hosts whose politeness

@@ -6,7 +6,9 @@ wait in the store only (frontier state ``spilled``) and come back per host, when
 in-memory queue is half empty, so a slow host (Crawl-delay, backoff) never fills
 memory and starves the others (issue #6). They come back best priority first, oldest
 first within one (``Store.load_spilled``'s (priority, seq) position), so the crawl's
-ordering (``core.prioritizer``) holds beyond the window too. The engine sees one frontier:
+ordering (``core.prioritizer``) holds beyond the window too, and the frontier knows how
+many URLs of each host are spilled (``Frontier.set_beyond``: ``larger-sites-first``
+ranks a host by all of its pending URLs). The engine sees one frontier:
 ``FrontierWindow`` wraps ``core.frontier.Frontier`` (pure, in memory) and reads the
 tail through the small ``SpillStore`` protocol, and holds every spill counter itself.
 
@@ -159,7 +161,8 @@ class FrontierWindow:
         spilled; the caller writes its row with state ``spilled``). ``spill=False``
         keeps it in memory whatever the window (a redirect hop carries its chain's
         cookies, which the store does not keep), unless ``spill_all``. A host with
-        spilled URLs spills the next ones too (FIFO per host)."""
+        spilled URLs spills the next ones too (FIFO per host). The host's spilled count
+        goes to the frontier too (``Frontier.set_beyond``)."""
         in_memory = self._frontier.queued(host)
         if self._spill_all or (
             spill
@@ -171,6 +174,7 @@ class FrontierWindow:
         ):
             self._spilled[host] += 1
             self._spilled_total += 1
+            self._frontier.set_beyond(host, self._spilled[host])
             if not in_memory:
                 self._waiting[host] = None
             return False
@@ -208,6 +212,8 @@ class FrontierWindow:
         the queued ones were added: hosts with none in memory wait to be read back."""
         self._spilled.update(spilled)
         self._spilled_total = self._spilled.total()
+        for host, n in self._spilled.items():
+            self._frontier.set_beyond(host, n)
         self._waiting.update((h, None) for h in self._spilled if not self._frontier.queued(h))
 
     # -------------------------------------------------------------- dispatch
@@ -317,13 +323,15 @@ class FrontierWindow:
             return rows, last
 
     def _take(self, host: str, want: int, rows: list[FrontierRow], last: int) -> None:
-        """Add the rows a read of ``want`` rows of ``host`` returned."""
+        """Add the rows a read of ``want`` rows of ``host`` returned, each moving from
+        the host's spilled count to its in-memory queue (``add(entry, beyond=True)``);
+        the frontier then gets the count left (fewer rows than counted: none)."""
         frontier = self._frontier
         self._cursor[host] = last
         if rows and self._read_back is not None:
             self._read_back(rows)
         for row in rows:
-            frontier.add(self.entry_of(row))
+            frontier.add(self.entry_of(row), beyond=True)
         count = len(rows)
         left = self._spilled[host] - count
         if left > 0 and count == want:
@@ -332,6 +340,7 @@ class FrontierWindow:
             self._spilled_total -= self._spilled.pop(host) - count
         self._spilled_total -= count
         self.read_back_total += count
+        frontier.set_beyond(host, self._spilled.get(host, 0))
         if count:
             self._waiting.pop(host, None)
 
@@ -368,6 +377,7 @@ class FrontierWindow:
         store for the next run); the number forgotten."""
         spilled = self._spilled.pop(host, 0)
         self._spilled_total -= spilled
+        self._frontier.set_beyond(host, 0)
         self._waiting.pop(host, None)
         read = self._reads.pop(host, None)
         if read is not None:  # its rows are dropped when it returns

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import sys
 from dataclasses import dataclass, field
 
 import pytest
@@ -32,8 +33,52 @@ def drain(f: Frontier, now: float = 0.0, release_at: float | None = None) -> lis
 
 def test_entry_defaults() -> None:
     e = FrontierEntry("http://a/", "http://a/", "a", 2, 1)
-    assert (e.attempts, e.redirects, e.via) == (0, (), None)
+    assert (e.attempts, e.redirects, e.via, e.cookies, e.spent_s, e.score) == (
+        0, (), None, (), 0.0, 0.0,
+    )  # fmt: skip
     assert not hasattr(e, "__dict__")
+
+
+def test_a_new_entry_takes_104_bytes_and_its_history_comes_on_first_need() -> None:
+    """A link found on a page (no try, no redirect) holds no ``_History``: 9 slots, 104
+    bytes with the GC header (12 would take 128). A try, or a redirect chain given to
+    the constructor, makes one, and each field reads back what was written."""
+    e = FrontierEntry("http://a/", "http://a/", "a", 2, 1, via="http://s/", score=0.25)
+    assert sys.getsizeof(e) == 104
+    assert e.inlinks == 1
+    assert e._history is None
+    e.attempts += 1
+    e.spent_s += 1.5
+    assert e._history is not None
+    assert (e.attempts, e.spent_s, e.redirects, e.cookies) == (1, 1.5, (), ())
+    hop = FrontierEntry(
+        "http://b/", "http://b/", "b", 0, 0, 0, ("http://a/",), None, (("http://a/", "s=1"),)
+    )
+    assert (hop.redirects, hop.cookies, hop.attempts) == (
+        ("http://a/",),
+        (("http://a/", "s=1"),),
+        0,
+    )
+    hop.redirects = ()
+    hop.cookies = ()
+    assert (hop.redirects, hop.cookies) == ((), ())
+
+
+def test_entries_compare_by_every_field_and_show_them_all() -> None:
+    a = FrontierEntry("http://a/", "k", "a", 2, 1, score=0.5)
+    b = FrontierEntry("http://a/", "k", "a", 2, 1, score=0.5)
+    assert a == b and a is not b
+    b.attempts = 1
+    assert a != b
+    c = FrontierEntry("http://a/", "k", "a", 2, 1, score=0.5, inlinks=2)
+    assert a != c
+    assert a != ("http://a/", "k", "a", 2, 1)
+    with pytest.raises(TypeError):
+        hash(a)
+    assert repr(a) == (
+        "FrontierEntry(url='http://a/', key='k', host='a', depth=2, priority=1, attempts=0, "
+        "redirects=(), via=None, cookies=(), spent_s=0.0, score=0.5, inlinks=1)"
+    )
 
 
 def test_fifo_per_host_and_round_robin_across_hosts() -> None:

@@ -1,7 +1,7 @@
 """The frontier's invariants and politeness under every ordering (Hypothesis).
 
 Random sequences of the frontier's operations (add, credit, pop, release, push_front,
-demote, drop_host; clock steps) under ``bfs``, ``opic`` and ``larger-sites-first``,
+demote, drop_host, set_beyond; clock steps) under ``bfs``, ``opic`` and ``larger-sites-first``,
 few back queue slots so the front queues fill too. After every operation
 ``Frontier._check()`` holds; a pop never hands out a host before the ready time its
 last ``release`` gave, nor a host that is checked out; every queued URL is handed out
@@ -28,6 +28,7 @@ op = st.one_of(  # adds, pops and releases three times as often as the rest
     st.tuples(st.just("retry"), st.integers(0, 5)),
     st.tuples(st.just("demote"), st.sampled_from(HOSTS)),
     st.tuples(st.just("drop"), st.sampled_from(HOSTS)),
+    st.tuples(st.just("beyond"), st.sampled_from(HOSTS), st.integers(0, 40)),
 )  # fmt: skip
 
 
@@ -98,6 +99,8 @@ def test_invariants_and_politeness_hold_under_every_ordering(
                 assert peeked and peeked[0] is back  # first in its host's queue
         elif kind == "demote":
             f.demote(str(item[1]))
+        elif kind == "beyond":  # URLs spilled out of memory (larger-sites-first ranks by them)
+            f.set_beyond(str(item[1]), int(item[2]))  # type: ignore[call-overload]
         else:
             host = str(item[1])
             n = f.drop_host(host)

@@ -304,6 +304,48 @@ def test_larger_sites_first_takes_the_ready_host_with_the_most_urls() -> None:
     assert per_host == [f"big/{i}" for i in range(9)]  # breadth-first within a host
 
 
+def test_larger_sites_first_counts_the_urls_a_host_has_beyond_memory() -> None:
+    """``set_beyond``: URLs of a host spilled out of memory count in its rank, when it
+    becomes ready and while it waits in the ready heap (up and down); a URL read back
+    (``add(entry, beyond=True)``) moves from that count to its queue, so the rank
+    stays. ``bfs`` and ``opic`` keep no count."""
+
+    def popped(f: Frontier) -> str | None:
+        e = f.pop(0.0)
+        return None if e is None else e.key
+
+    f = Frontier(BFS_PRIORITIES, ordering="larger-sites-first")
+    for key in ("a/0", "b/0", "b/1", "c/0"):
+        f.add(entry(key, PRIORITY_LINK))
+    f.set_beyond("a", 6)  # 7 URLs: 3 bits, before b's 2 (2 bits) and c's 1
+    f.set_beyond("z", 0)  # nothing of an unknown host: nothing kept
+    assert "z" not in f._hosts
+    assert popped(f) == "a/0"  # b and c wait in the ready heap
+    f.release("a", 0.0)
+    f.add(entry("a/1", PRIORITY_LINK), beyond=True)  # read back: 6 pending, still 3 bits
+    assert (f._hosts["a"].beyond, f.queued("a")) == (5, 1)
+    f._check()
+    assert popped(f) == "a/1"  # ranked by 6 when ready again
+    f.release("a", 10.0)
+    f.set_beyond("c", 3)  # 4 URLs: 3 bits, a new ready-heap entry before b's
+    f._check()
+    assert popped(f) == "c/0"
+    f.release("c", 10.0)
+    f.set_beyond("b", 30)  # 32 URLs: 6 bits
+    assert f._hosts["b"].rank == -6
+    f.set_beyond("b", 0)  # and back to its 2 in memory: a new entry, worse
+    assert f._hosts["b"].rank == -2
+    f._check()
+    assert popped(f) == "b/0"
+    for ordering in ("bfs", "opic"):
+        other = Frontier(Prioritizer(ordering).priorities, ordering=ordering)
+        other.add(entry("a/0", 1))
+        other.set_beyond("a", 9)
+        other.set_beyond("z", 9)
+        assert other._hosts["a"].beyond == 0 and "z" not in other._hosts
+        other._check()
+
+
 def test_demoted_urls_wait_in_the_lowest_front_queue_under_opic() -> None:
     f = Frontier(DEFAULT_FRONT_QUEUES, max_back_queues=1, ordering="opic")
     f.add(entry("a/1", 0, 1.0))

@@ -1,6 +1,7 @@
 """The OPIC cash in SQLite (issue #15 item 2): ``frontier.score``, ``Store.add_scores``,
 spilled rows read back best priority first (``Store.load_spilled``'s (priority, seq)
-position) and the frontier window's spill priority, on real files.
+position), the frontier window's spill priority, and a credit through the window to a
+URL in memory, spilled or in flight, on real files.
 
 A file made before the column gets it on open (0 in its old rows) and the spilled
 rows' index by (host, priority, seq); the query plan uses that index.
@@ -128,5 +129,44 @@ def test_the_window_reads_back_by_cash_and_spills_behind_its_position(tmp_path: 
                 ("s2", 3),
             ]
             assert window.spilled == 0
+
+    asyncio.run(main())
+
+
+def test_a_credit_reaches_a_url_in_memory_or_spilled_and_not_one_in_flight(
+    tmp_path: Path,
+) -> None:
+    """Credits as the recorder gives them (``FrontierWindow.credit``, then
+    ``Store.add_scores`` for every key): a URL queued in memory gets the cash at once
+    and moves up its band; a spilled one is not in memory (``False``) and gets it in
+    SQLite, so it comes back at its new band; a URL popped already (in flight) keeps
+    the cash it was popped with."""
+
+    async def main() -> None:
+        db = tmp_path / "c.db"
+        with Store(db, clock=lambda: T0) as store:
+            window = FrontierWindow(16, store, prioritizer=Prioritizer("opic"))
+            rows = [
+                FrontierRow(k, f"http://a.test/{k}", "a.test", 1, 4, score=0.1)
+                for k in ("m1", "m2")
+            ]
+            store.enqueue_urls(rows)
+            for row in rows:
+                window.add(window.entry_of(row))
+            assert not window.place("a.test")  # a.test has its share (2) in memory
+            store.enqueue_urls([spilled("s1", 4, 0.1)])
+            credits = [("m2", 0.5), ("s1", 0.5), ("gone", 0.5)]
+            assert [window.credit(k, c) for k, c in credits] == [True, False, False]
+            store.add_scores(credits)
+            store.flush()
+            first = window.pop(0.0)  # m2, credited up to band 1; s1 is read back
+            await window.settle()
+            assert first is not None and (first.key, first.priority, first.score) == ("m2", 1, 0.6)
+            assert not window.credit("m2", 0.5)  # in flight: not queued any more
+            assert first.score == 0.6
+            assert [(e.key, e.priority, e.score) for e in window.peek("a.test", 3)] == [
+                ("s1", 1, 0.6),  # its cash in SQLite gives it band 1 back in memory
+                ("m1", 4, 0.1),
+            ]
 
     asyncio.run(main())

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from crawldeck.core.errors import StoreError
 from crawldeck.core.frontier import FrontierEntry
+from crawldeck.core.prioritizer import Ordering, Prioritizer
 from crawldeck.core.store import FrontierRow
 from crawldeck.core.window import FrontierWindow, WindowStatistics
 
@@ -76,10 +77,12 @@ def url(host: str, n: int) -> str:
 class Crawl:
     """The window as the engine drives it: ``place``, then ``add`` or a spilled row."""
 
-    def __init__(self, window: int) -> None:
+    def __init__(self, window: int, ordering: Ordering = "bfs") -> None:
         self.store = FakeSpillStore()
         self.read_back: list[list[str]] = []
-        self.window = FrontierWindow(window, self.store, self._read_back)
+        self.window = FrontierWindow(
+            window, self.store, self._read_back, prioritizer=Prioritizer(ordering)
+        )
         self.counts: dict[str, int] = {}
 
     def _read_back(self, rows: Sequence[FrontierRow]) -> None:
@@ -306,6 +309,24 @@ async def test_restore_counts_an_earlier_runs_spilled_urls() -> None:
     ]
 
 
+async def test_a_resumed_larger_sites_first_window_ranks_hosts_by_their_spilled_urls() -> None:
+    """A resume under larger-sites-first: big.test has 1 URL queued in memory and 6
+    spilled (``restore``), small.test 2 in memory and added first: big.test goes
+    first (7 pending, 3 bits, against 2)."""
+    store = FakeSpillStore()
+    for n in range(1, 7):
+        store.write(FrontierRow(url("big.test", n), url("big.test", n), "big.test", 2, 1,
+                                state="spilled"))  # fmt: skip
+    store.flush()
+    window = FrontierWindow(16, store, prioritizer=Prioritizer("larger-sites-first"))
+    for u in (url("small.test", 0), url("small.test", 1), url("big.test", 0)):
+        window.add(FrontierEntry(u, u, u.split("/")[2], 1, 1))
+    window.restore({"big.test": 6})
+    entry = await pop_settled(window, T)
+    assert entry is not None and entry.url == url("big.test", 0)
+    assert (window.in_memory("big.test"), window.queued("big.test")) == (2, 6)
+
+
 async def test_drain_reads_every_spilled_host_back() -> None:
     store = FakeSpillStore()
     for n in range(3):
@@ -327,6 +348,33 @@ async def test_a_spilled_count_without_rows_is_dropped_and_drain_says_so() -> No
     assert await window.drain() is False
     assert window.statistics() == WindowStatistics(0, 0, 0, 0, 0, 16, 2)
     assert window.total() == 0
+
+
+async def test_larger_sites_first_counts_a_hosts_spilled_urls() -> None:
+    """A window of 16 (a host's share 2). small.test has 2 URLs, in memory; big.test 8,
+    2 in memory and 6 spilled: both hold 2 in memory, but big.test goes first, since
+    larger-sites-first ranks a host by all its pending URLs (8: bit length 4, against
+    2), though small.test became ready first. Read back, its URLs keep the count; once
+    it is dropped (parked), nothing of it is counted."""
+    crawl = Crawl(16, "larger-sites-first")
+    fw = crawl.window
+    for _ in range(2):
+        crawl.admit("small.test")
+    for _ in range(8):
+        crawl.admit("big.test")
+    crawl.store.flush()
+    assert (fw.in_memory("big.test"), fw.queued("big.test"), fw.queued("small.test")) == (2, 8, 2)
+    assert await crawl.pop() == url("big.test", 0)  # bfs would give small.test/0
+    assert crawl.read_back == [[url("big.test", 2)]]  # half its share: one comes back
+    frontier = fw._frontier
+    assert (fw.in_memory("big.test"), fw.queued("big.test")) == (2, 7)
+    assert frontier._hosts["big.test"].beyond == 5
+    frontier._check()
+    assert await crawl.pop() == url("big.test", 1)  # 6 pending: still before small.test's 2
+    assert fw.drop_host("big.test") == 6
+    assert frontier._hosts["big.test"].beyond == 0
+    frontier._check()
+    assert await crawl.pop() == url("small.test", 0)
 
 
 def test_hosts_active_counts_queued_spilled_and_busy_hosts_once() -> None:
@@ -373,10 +421,18 @@ window_op = st.one_of(
 
 
 @settings(max_examples=400, deadline=None)
-@given(window=st.sampled_from([8, 16, 24]), ops=st.lists(window_op, max_size=100))
-def test_the_window_matches_a_reference_model(window: int, ops: list[tuple[str, str, int]]) -> None:
+@given(
+    window=st.sampled_from([8, 16, 24]),
+    ordering=st.sampled_from(["bfs", "larger-sites-first"]),
+    ops=st.lists(window_op, max_size=100),
+)
+def test_the_window_matches_a_reference_model(
+    window: int, ordering: Ordering, ops: list[tuple[str, str, int]]
+) -> None:
+    """Under ``bfs`` and ``larger-sites-first`` (FIFO per host both); under the latter
+    the frontier's count of each host's spilled URLs is the window's at every step."""
     clock = FakeClock()
-    crawl = Crawl(window)
+    crawl = Crawl(window, ordering)
     fw = crawl.window
     share = max(1, window // 8)
     model = Model()
@@ -386,6 +442,9 @@ def test_the_window_matches_a_reference_model(window: int, ops: list[tuple[str, 
         fw._frontier._check()
         assert len(fw) - sum(model.retried.values()) <= window
         for host in HOST_NAMES:
+            if ordering == "larger-sites-first":
+                h = fw._frontier._hosts.get(host)
+                assert (h.beyond if h is not None else 0) == fw._spilled.get(host, 0)
             assert fw.in_memory(host) - model.retried.get(host, 0) <= share
             assert fw.queued(host) == len(model.queues.get(host, ()))
             if fw.queued(host) > fw.in_memory(host) == 0:  # it comes back when there is room
