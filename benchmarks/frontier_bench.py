@@ -1,7 +1,7 @@
 """The frontier at scale (issue #6, part 2): 1 000 000 URLs over 100 000 hosts.
 
     .venv/bin/python benchmarks/frontier_bench.py [--urls N] [--hosts H] [--resume]
-                                                  [--ordering bfs|opic|larger-sites-first]
+                                                  [--ordering O]
     .venv/bin/python benchmarks/frontier_bench.py --engine [--window W] [--ordering O]
 
 Prints the add rate, the dispatch rate through the ready heap (pop + politeness +
@@ -13,7 +13,7 @@ rebuilt seen set). Targets of issue #6: >= 100 000 dispatches/s, <= 300 bytes pe
 queued URL beyond a bounded window, resume <= 10 s.
 
 ``--ordering`` (issue #15; default ``bfs``) builds the frontier of that ordering
-(``core.prioritizer``); under ``opic`` URL i gets the cash 1/(1 + (i // 50) mod 1000)
+(``core.prioritizer``); under ``opic`` and ``opic-inlinks`` URL i gets the cash 1/(1 + (i // 50) mod 1000)
 (a spread of 10 cash bands; one float per 50 URLs, as the new links of one page share
 its share) and its band as priority, and the dispatch loop credits one queued URL per
 dispatch (a fetched page's share for a known outlink: a new float for that URL).

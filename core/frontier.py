@@ -87,11 +87,12 @@ from crawldeck.core.prioritizer import CASH_ORDERINGS, Ordering, priority_functi
 
 class _History:
     """What a ``FrontierEntry`` keeps of its URL's tries and of the redirect chain that
-    led to it: the four fields that keep their defaults for nearly every queued URL
-    (a link found on a page has had no try and no redirect), apart from the entry so
-    that such an entry holds one ``None`` instead of four slots."""
+    led to it, and the page it was found on: four fields that keep their defaults for
+    nearly every queued URL (a link found on a page has had no try and no redirect),
+    and ``via``, read once when the page is recorded. Such an entry holds its ``via``
+    in the slot where a ``_History`` would be: five fields in one slot."""
 
-    __slots__ = ("attempts", "cookies", "redirects", "spent_s")
+    __slots__ = ("attempts", "cookies", "redirects", "spent_s", "via")
 
     def __init__(
         self,
@@ -99,11 +100,13 @@ class _History:
         redirects: tuple[str, ...],
         cookies: tuple[tuple[str, str], ...],
         spent_s: float,
+        via: str | None,
     ) -> None:
         self.attempts = attempts
         self.redirects = redirects
         self.cookies = cookies
         self.spent_s = spent_s
+        self.via = via
 
 
 class FrontierEntry:
@@ -135,14 +138,13 @@ class FrontierEntry:
     Memory: each URL queued in memory is one entry, most of the frontier's cost per
     URL (``benchmarks/frontier_bench.py``; issue #15 item 2 bounds it). ``attempts``,
     ``redirects``, ``cookies`` and ``spent_s`` are properties over one ``_History``
-    made when one of them first differs from its default (a try, a redirect), so an
-    entry has 9 slots: 104 bytes with its GC header, where 12 would take 128. Equality
-    compares every field, as a dataclass's does; entries are not hashable.
+    made when one of them first differs from its default (a try, a redirect); until
+    then the slot holds ``via`` (a property too). So an entry has 8 slots: 96 bytes
+    with its GC header (CPython's allocator rounds a 9th slot's 104 up to 112).
+    Equality compares every field, as a dataclass's does; entries are not hashable.
     """
 
-    __slots__ = (
-        "_history", "depth", "host", "inlinks", "key", "priority", "score", "url", "via",
-    )  # fmt: skip
+    __slots__ = ("_extra", "depth", "host", "inlinks", "key", "priority", "score", "url")
 
     def __init__(
         self,
@@ -164,27 +166,42 @@ class FrontierEntry:
         self.host = host
         self.depth = depth
         self.priority = priority
-        self.via = via
         self.score = score
         self.inlinks = inlinks
-        self._history = (
-            _History(attempts, redirects, cookies, spent_s)
+        self._extra: str | _History | None = (
+            _History(attempts, redirects, cookies, spent_s, via)
             if attempts or redirects or cookies or spent_s
-            else None
+            else via
         )
 
     def _made(self) -> _History:
-        """Its ``_History``, made now (with the defaults) if it has none."""
-        history = self._history
-        if history is None:
-            history = self._history = _History(0, (), (), 0.0)
+        """Its ``_History``, made now (with the defaults and its ``via``) if it has none."""
+        extra = self._extra
+        if type(extra) is _History:
+            return extra
+        history = _History(0, (), (), 0.0, extra)  # type: ignore[arg-type]
+        self._extra = history
         return history
+
+    @property
+    def via(self) -> str | None:
+        """The URL of the page it was found on, or ``None`` for a seed."""
+        extra = self._extra
+        return extra.via if type(extra) is _History else extra  # type: ignore[return-value]
+
+    @via.setter
+    def via(self, value: str | None) -> None:
+        extra = self._extra
+        if type(extra) is _History:
+            extra.via = value
+        else:
+            self._extra = value
 
     @property
     def attempts(self) -> int:
         """Tries made so far, all runs."""
-        history = self._history
-        return 0 if history is None else history.attempts
+        extra = self._extra
+        return extra.attempts if type(extra) is _History else 0
 
     @attempts.setter
     def attempts(self, value: int) -> None:
@@ -193,8 +210,8 @@ class FrontierEntry:
     @property
     def redirects(self) -> tuple[str, ...]:
         """The URLs requested in the redirect chain that led here, oldest first."""
-        history = self._history
-        return () if history is None else history.redirects
+        extra = self._extra
+        return extra.redirects if type(extra) is _History else ()
 
     @redirects.setter
     def redirects(self, value: tuple[str, ...]) -> None:
@@ -203,8 +220,8 @@ class FrontierEntry:
     @property
     def cookies(self) -> tuple[tuple[str, str], ...]:
         """``(url, Set-Cookie value)`` of each cookie the chain set, oldest first."""
-        history = self._history
-        return () if history is None else history.cookies
+        extra = self._extra
+        return extra.cookies if type(extra) is _History else ()
 
     @cookies.setter
     def cookies(self, value: tuple[tuple[str, str], ...]) -> None:
@@ -213,8 +230,8 @@ class FrontierEntry:
     @property
     def spent_s(self) -> float:
         """Seconds its tries so far took, this run."""
-        history = self._history
-        return 0.0 if history is None else history.spent_s
+        extra = self._extra
+        return extra.spent_s if type(extra) is _History else 0.0
 
     @spent_s.setter
     def spent_s(self, value: float) -> None:
