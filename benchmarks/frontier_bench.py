@@ -13,10 +13,11 @@ rebuilt seen set). Targets of issue #6: >= 100 000 dispatches/s, <= 300 bytes pe
 queued URL beyond a bounded window, resume <= 10 s.
 
 ``--ordering`` (issue #15; default ``bfs``) builds the frontier of that ordering
-(``core.prioritizer``); under ``opic`` and ``opic-inlinks`` URL i gets the cash 1/(1 + (i // 50) mod 1000)
-(a spread of 10 cash bands; one float per 50 URLs, as the new links of one page share
-its share) and its band as priority, and the dispatch loop credits one queued URL per
-dispatch (a fetched page's share for a known outlink: a new float for that URL).
+(``core.prioritizer``); under ``opic`` and ``opic-inlinks`` URL i gets the cash
+1/(1 + (i // 50) mod 1000) (a spread of 10 cash bands; one float per 50 URLs, as the
+new links of one page share its share) and its band as priority, and the dispatch
+loop credits one queued URL per dispatch (a fetched page's share for a known outlink:
+a new float for that URL).
 
 ``--engine`` measures the whole admission path instead: a real ``Engine`` on a SQLite
 file, ``frontier_window`` W (default 100 000), takes the N URLs as seeds in chunks of
