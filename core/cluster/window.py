@@ -15,6 +15,7 @@ from typing import Protocol
 
 from crawldeck.core.cluster.leases import Leases
 from crawldeck.core.frontier import FrontierEntry
+from crawldeck.core.prioritizer import Prioritizer
 from crawldeck.core.store import FrontierRow
 from crawldeck.core.window import FrontierWindow, SpillStore
 
@@ -44,6 +45,8 @@ class SharedWindow(FrontierWindow):
             worker's ``ClusterStore``).
         leases: the hosts this worker owns.
         source: the worker, which claims hosts and knows when the crawl is over.
+        prioritizer: the crawl's ordering (``FrontierWindow``'s): the order of the
+            owned hosts' URLs once read back (Redis hands them out best priority first).
     """
 
     def __init__(
@@ -54,8 +57,9 @@ class SharedWindow(FrontierWindow):
         *,
         leases: Leases,
         source: WorkSource,
+        prioritizer: Prioritizer | None = None,
     ) -> None:
-        super().__init__(window, store, read_back, spill_all=True)
+        super().__init__(window, store, read_back, spill_all=True, prioritizer=prioritizer)
         self._leases = leases
         self._source = source
 

@@ -50,6 +50,7 @@ from crawldeck.core.dns import DnsCache, IpLimiter
 from crawldeck.core.engine import CrawlResult, Engine
 from crawldeck.core.errors import ClusterError, ConfigError, CrawldeckError
 from crawldeck.core.gate import AddressLimit
+from crawldeck.core.prioritizer import Prioritizer
 from crawldeck.core.protocols import Clock, Fetcher
 from crawldeck.core.robots_policy import RobotsEntry
 from crawldeck.core.store import FrontierRow, HostRecord
@@ -249,6 +250,7 @@ class Worker:
         self.store = ClusterStore(
             keys, link, self.id, self.leases, clock=clock, hot_queue=config.cluster_hot_queue,
             max_pages=config.max_pages,
+            cash_queues=config.front_queues if config.ordering == "opic" else 0,
         )  # fmt: skip
         if warc_dir is not None:
             self.store.warc_home = WarcHome(warc_dir, f"{keys.crawl_id}-{suffix}", keys.crawl_id)
@@ -286,9 +288,13 @@ class Worker:
         window: int,
         store: SpillStore,
         read_back: Callable[[Sequence[FrontierRow]], None],
+        prioritizer: Prioritizer,
     ) -> FrontierWindow:
-        """The engine's window: a ``SharedWindow`` over the worker's leases."""
-        self._window = SharedWindow(window, store, read_back, leases=self.leases, source=self)
+        """The engine's window: a ``SharedWindow`` over the worker's leases, in the
+        crawl's ordering."""
+        self._window = SharedWindow(
+            window, store, read_back, leases=self.leases, source=self, prioritizer=prioritizer
+        )
         return self._window
 
     def address_limit(self, local: IpLimiter, wake: Callable[[], None]) -> AddressLimit:
