@@ -56,8 +56,9 @@ Then (unless ``--no-memory``) Redis memory per URL, in a fresh ``redis-server``
 without persistence: ``--memory-urls`` URLs (about 70 bytes each) over
 ``--memory-hosts`` hosts are pushed through the real ``PUSH`` script in batches per
 shard as a worker sends them (``encode_entry``, ``seen_member``, ``score``,
-``path_prefix``); ``used_memory``'s delta per URL with the URLs queued (``:q`` entries
-and ``:seen`` members), then after the queues are deleted (the seen sets alone); the
+``path_prefix``); ``used_memory``'s delta per URL with the URLs queued (``:q``
+members, ``:e`` entries and ``:seen`` members), then after the queues and entries are
+deleted (the seen sets alone); the
 same for ``--big-host-urls`` URLs on one host (a seen set past 512 members is a
 hashtable, not an intset, and the queue past ``cluster_hot_queue`` is split into
 path-prefix sub-queues).
@@ -667,14 +668,14 @@ def push_entries(client: redis.Redis, entries: list[FrontierEntry], hot: int) ->
         for host, group in by_host.items():
             rows = [
                 [str(seen_member(e.key)), str(score(e.priority, now_ms)), path_prefix(e.url),
-                 encode_entry(e)]
+                 encode_entry(e), 0]
                 for e in group[start : start + MEMORY_BATCH]
             ]  # fmt: skip
             if rows:
-                shards[shard_of(host)].append([host, rows])
+                shards[shard_of(host)].append([host, rows, []])
         for shard, payload in shards.items():
             arg = json.dumps(payload, separators=(",", ":"))
-            pipe.evalsha(sha, 1, keys.stream(shard), keys.tag(shard), arg, hot, now)
+            pipe.evalsha(sha, 1, keys.stream(shard), keys.tag(shard), arg, hot, now, now_ms, 0)
         pipe.execute()
 
 
@@ -716,7 +717,7 @@ def measure_memory(work: Path, count: int, hosts: int) -> Memory:
         if subs:
             encodings += f", {subs} sub-queues"
         doomed = [k for k in client.scan_iter(match="cd:*:h:*", count=1000)
-                  if re.search(rb":(q|q:[^:]*|subs)$", k)]  # fmt: skip
+                  if re.search(rb":(q|q:[^:]*|subs|e)$", k)]  # fmt: skip
         for i in range(0, len(doomed), 500):
             client.delete(*doomed[i : i + 500])
         seen = int(client.info("memory")["used_memory"])
@@ -734,7 +735,9 @@ def measure_memory(work: Path, count: int, hosts: int) -> Memory:
 
 def print_memory(results: list[Memory], servers_gb: float = 64.0, nodes: int = 3) -> None:
     """The memory figures and what 10^9 seen URLs need at each."""
-    print("\nRedis memory per URL (used_memory deltas; queued = :q entry + :seen member):")
+    print(
+        "\nRedis memory per URL (used_memory deltas; queued = :q member + :e entry + :seen member):"
+    )
     for m in results:
         print(f"  {m.urls:,} URLs over {m.hosts:,} host{'s' * (m.hosts > 1)}: queued "
               f"{m.queued_b:.1f} B/URL (entry JSON {m.entry_chars:.0f} chars), seen alone "

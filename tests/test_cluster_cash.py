@@ -98,7 +98,7 @@ async def test_pages_on_two_workers_linking_to_a_queued_url_both_credit_it(
         await asyncio.gather(a.drain(), b.drain())
         text = await links[0].client.hget(f"{base}:e", member)
         assert text is not None
-        entry = decode_entry(text)
+        entry = decode_entry(text, "t.test")
         assert (entry.score, entry.priority, entry.via) == (0.5, 1, "http://s.test/1")
         assert await links[0].client.zscore(f"{base}:q", member) == (
             1 * PRIORITY_SPAN + (NOW + 2) * 1000

@@ -207,7 +207,7 @@ async def entry_of(link: RedisLink, url: str, where: str = "e") -> FrontierEntry
     """The entry of ``url`` in the host's ``:e`` (queued) or ``:inf`` (handed out)."""
     text = await link.client.hget(f"{BASE}:{where}", str(seen_member(url)))
     assert text is not None, (url, where)
-    return decode_entry(text)
+    return decode_entry(text, HOST)
 
 
 async def test_credits_raise_a_queued_urls_cash_and_move_it_to_the_tail_of_its_band(
@@ -242,7 +242,7 @@ async def test_credits_raise_a_queued_urls_cash_and_move_it_to_the_tail_of_its_b
     (reply_pull,) = await link.batch(
         [("script", "pull", [K.stream(SHARD)], [K.tag(SHARD), "w1", arg])]
     )
-    assert [decode_entry(t).url for t in reply_pull[0]] == [u]
+    assert [decode_entry(t, HOST).url for t in reply_pull[0]] == [u]
     assert await link.client.hexists(f"{BASE}:e", member) == 0
 
 

@@ -156,13 +156,15 @@ class Keyspace:
 
 def encode_entry(entry: FrontierEntry) -> str:
     """A frontier entry as the JSON array kept in ``:e`` and ``:inf``: ``[url, key,
-    host, depth, attempts, redirects, via, priority, cash]`` (its cookies are not kept:
-    they live for one redirect chain in one process). The priority and the OPIC cash
-    (``score``, ``core.prioritizer``) come last, so the scripts rewrite them as the
-    text's tail when a credit raises the cash (``scripts._CREDIT``, issue #15)."""
+    depth, attempts, redirects, via, priority, cash]``, ``key`` ``null`` when it is the
+    URL itself (the host is not kept: it names the keys the entry is in). Its cookies
+    are not kept: they live for one redirect chain in one process. The priority and
+    the OPIC cash (``score``, ``core.prioritizer``) come last, so the scripts rewrite
+    them as the text's tail when a credit raises the cash (``scripts._CREDIT``, issue
+    #15)."""
     return json.dumps(
-        [entry.url, entry.key, entry.host, entry.depth, entry.attempts,
-         list(entry.redirects), entry.via, entry.priority, entry.score],
+        [entry.url, None if entry.key == entry.url else entry.key, entry.depth,
+         entry.attempts, list(entry.redirects), entry.via, entry.priority, entry.score],
         separators=(",", ":"),
         ensure_ascii=False,
     )  # fmt: skip
@@ -171,26 +173,27 @@ def encode_entry(entry: FrontierEntry) -> str:
 def encode_row(row: FrontierRow) -> str:
     """``encode_entry`` of the entry of frontier row ``row`` (the same JSON)."""
     return json.dumps(
-        [row.url, row.key, row.host, row.depth, row.attempts,
+        [row.url, None if row.key == row.url else row.key, row.depth, row.attempts,
          list(row.redirects), row.via, row.priority, row.score],
         separators=(",", ":"),
         ensure_ascii=False,
     )  # fmt: skip
 
 
-def decode_entry(text: str | bytes) -> FrontierEntry:
-    """The frontier entry of ``encode_entry``'s JSON (a cash the scripts rewrote is
-    written with 17 significant digits: the same ``float``).
+def decode_entry(text: str | bytes, host: str) -> FrontierEntry:
+    """The frontier entry of ``encode_entry``'s JSON, kept under ``host``'s keys (a
+    cash the scripts rewrote is written with 17 significant digits: the same
+    ``float``).
 
     Raises:
         KeyspaceError: not such an array.
     """
     try:
         value: Any = json.loads(text)
-        url, key, host, depth, attempts, hops, via, priority, cash = value
+        url, key, depth, attempts, hops, via, priority, cash = value
         return FrontierEntry(
-            str(url), str(key), str(host), int(depth), int(priority), int(attempts),
-            tuple(str(u) for u in hops), None if via is None else str(via),
+            str(url), str(url if key is None else key), host, int(depth), int(priority),
+            int(attempts), tuple(str(u) for u in hops), None if via is None else str(via),
             score=float(cash),
         )  # fmt: skip
     except (ValueError, TypeError) as exc:

@@ -466,7 +466,7 @@ class ClusterStore:
         rows: list[FrontierRow] = []
         held = self._by_host[host]
         for text in entries:
-            e = decode_entry(text)
+            e = decode_entry(text, host)
             self._held[e.key] = host
             held.add(e.key)
             rows.append(
