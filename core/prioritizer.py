@@ -150,8 +150,8 @@ class Prioritizer:
 
     def restored(self, priority: int, cash: float) -> int:
         """The priority of a URL stored with ``priority`` and ``cash`` (read back from
-        SQLite, or from the cluster's queue, which keeps no cash: ``0.0``): under
-        ``opic`` the better of the two (a row spilled behind its host's read-back
+        SQLite, or handed out from a cluster's queue in Redis): under ``opic`` the
+        better of the two (a row spilled behind its host's read-back
         position was stored lower than its cash says, ``FrontierWindow``), else
         ``priority``."""
         if self.by_cash:
