@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/cluster_bench.py                 # 500 hosts, A B C D x 3
     .venv/bin/python benchmarks/cluster_bench.py --hosts 50 --pages 40 --max-pages 1500 --rounds 1
     .venv/bin/python benchmarks/cluster_bench.py --memory-only   # Redis memory per URL alone
+    .venv/bin/python benchmarks/cluster_bench.py --ordering opic # OPIC: credits go to Redis
     .venv/bin/python benchmarks/cluster_bench.py --profile 2 --no-memory  # cProfile, see below
 
 The web is ``e2e_bench.py``'s: ``SynthWeb`` (``benchmarks/synthweb.py``), nginx on
@@ -115,6 +116,7 @@ from crawldeck.core.cluster.server import PrivateRedis
 from crawldeck.core.cluster.store import path_prefix
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.frontier import FrontierEntry
+from crawldeck.core.prioritizer import ORDERINGS
 
 #: The configurations: name -> workers (``None``: the single process without Redis).
 CONFIGS: dict[str, int | None] = {"A": None, "B": 1, "C": 2, "D": 4}
@@ -764,6 +766,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-depth", type=int, default=5, help="default 5")
     parser.add_argument("--max-pages", type=int, default=12000, help="default 12000")
     parser.add_argument("--rounds", type=int, default=3, help="A B C D rounds (default 3)")
+    parser.add_argument("--ordering", default="bfs", choices=ORDERINGS,
+                        help="the crawls' ordering (default bfs)")  # fmt: skip
     parser.add_argument("--port", type=int, help="nginx port (default: the first free from 8790)")
     parser.add_argument("--timeout", type=float, default=300.0,
                         help="seconds a run may take, then it is killed (default 300)")  # fmt: skip
@@ -793,13 +797,15 @@ def main(argv: list[str] | None = None) -> int:
                   f"crawldeck from {Path(crawldeck.__file__).parent}")  # fmt: skip
             print(f"web: {args.hosts} hosts x {args.pages + 1} pages; concurrency "
                   f"{args.concurrency} per process, 1 per host, depth {args.max_depth}, cap "
-                  f"{args.max_pages} pages; {args.rounds} round{'s' * (args.rounds != 1)} "
+                  f"{args.max_pages} pages, ordering {args.ordering}; {args.rounds} "
+                  f"round{'s' * (args.rounds != 1)} "
                   "of A (single) B (1 worker) C (2) D (4)")  # fmt: skip
             with TimedWeb(args.hosts, args.pages, by_ip=True, port=port) as web:
                 (work / "seeds.txt").write_text("\n".join(web.seeds) + "\n")
                 (work / "bench.toml").write_text(
                     CONFIG.format(concurrency=args.concurrency, max_depth=args.max_depth,
                                   max_pages=args.max_pages)
+                    + f'ordering = "{args.ordering}"\n'
                 )  # fmt: skip
                 if args.profile:
                     profile_run(web, work, args)
