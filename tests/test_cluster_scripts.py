@@ -68,13 +68,15 @@ async def push_reply(
     hot: int = 1000,
     queues: int = 0,
     now_ms: int = int(NOW * 1000),
+    worker: str = "w9",
 ) -> list[int]:
-    """``PUSH`` of ``rows`` and ``credits`` for ``HOST``; its reply for the host:
-    ``[added, credited queued, credited handed out, credits lost]``."""
+    """``PUSH`` of ``rows`` and ``credits`` for ``HOST`` by ``worker``; its reply for the
+    host: ``[added, credited queued, credited handed out, credits lost]``."""
     arg = json.dumps([[HOST, rows, credits or []]])
-    (reply,) = await link.batch(
-        [("script", "push", [K.stream(SHARD)], [K.tag(SHARD), arg, hot, NOW, now_ms, queues])]
-    )
+    (reply,) = await link.batch([
+        ("script", "push", [K.stream(SHARD)],
+         [K.tag(SHARD), arg, hot, NOW, now_ms, queues, worker]),
+    ])  # fmt: skip
     return [int(n) for n in reply[0][1:]]
 
 
@@ -158,7 +160,7 @@ async def test_every_write_of_a_stale_epoch_is_refused(link: RedisLink) -> None:
         ("script", "renew", [K.stream(SHARD)],
          [K.tag(SHARD), "w1", 10_000, int(NOW * 1000), json.dumps([[HOST, 1]])]),
     ])  # fmt: skip
-    assert renewed == [[HOST.encode(), 0, 0]]
+    assert renewed == [[HOST.encode(), 0, 0, []]]
     # the owner of epoch 2 writes
     assert await commit(link, "w2", 2, [f"http://{HOST}/a"]) == []
     assert await client.xlen(K.stream(SHARD)) == before + 1
@@ -275,11 +277,44 @@ async def test_a_handed_out_url_keeps_its_credit_for_the_next_owner_and_a_fetche
     assert (e.score, e.priority) == (1.0, 0)
     assert await link.client.hlen(f"{BASE}:inf") == 1  # v's credit made no entry
     assert await link.client.hexists(f"{BASE}:e", str(seen_member(v))) == 0
+    # w1, u's owner, is told of w9's credit, not of its own
+    await push_reply(link, [], [[str(seen_member(u)), "u", 0.25]], queues=QUEUES, worker="w1")
+    assert await link.client.hgetall(f"{BASE}:cr") == {str(seen_member(u)).encode(): b"0.5"}
     await asyncio.sleep(0.4)  # w1 died with u handed out
     await link.batch([survey()])
     e = await entry_of(link, u)
-    assert (e.score, e.priority) == (1.0, 0)
+    assert (e.score, e.priority) == (1.25, 0)
+    assert await link.client.exists(f"{BASE}:cr") == 0  # the entry has it
     assert await link.client.zscore(f"{BASE}:q", str(seen_member(u))) == 0  # head of band 0
+
+
+async def test_the_owner_takes_the_credits_to_its_urls_with_its_renewal_until_acked(
+    link: RedisLink,
+) -> None:
+    u, v = f"http://{HOST}/u", f"http://{HOST}/v"
+    mu, mv = str(seen_member(u)), str(seen_member(v))
+    await push(link, [row(u, priority=2, cash=0.25), row(v, priority=2, cash=0.25)])
+    epoch = (await claim(link, "w1"))[0][1]
+    arg = json.dumps([HOST, epoch, 2])
+    await link.batch([("script", "pull", [K.stream(SHARD)], [K.tag(SHARD), "w1", arg])])
+    # w2 found u and v first-hand (rows: Redis has them), then credits u again; w1's
+    # own row for u (it did not know it) is a credit it is told of too
+    await push_reply(link, [row(u, cash=0.125), row(v, cash=0.0625)], queues=QUEUES, worker="w2")
+    await push_reply(link, [], [[mu, "u", 0.125]], queues=QUEUES, worker="w2")
+    await push_reply(link, [row(u, cash=0.5)], queues=QUEUES, worker="w1")
+    hosts = json.dumps([[HOST, epoch]])
+    renew = ("script", "renew", [K.stream(SHARD)],
+             [K.tag(SHARD), "w1", 10_000, int(NOW * 1000), hosts])  # fmt: skip
+    ((host, held, queued, flat),) = (await link.batch([renew]))[0]
+    assert (host, held, queued) == (HOST.encode(), 1, 0)
+    told = {flat[i].decode(): float(flat[i + 1]) for i in range(0, len(flat), 2)}
+    assert told == {mu: 0.75, mv: 0.0625}
+    assert (await entry_of(link, u, "inf")).score == 1.0
+    ((_h, _held, _q, again),) = (await link.batch([renew]))[0]
+    assert again == []  # taken once
+    await push_reply(link, [], [[mu, "u", 0.25], [mv, "v", 0.25]], queues=QUEUES, worker="w2")
+    assert await commit(link, "w1", epoch, [u]) == []  # u fetched: its credit goes
+    assert await link.client.hkeys(f"{BASE}:cr") == [mv.encode()]
 
 
 async def test_a_credit_finds_its_url_in_a_hot_hosts_sub_queue(link: RedisLink) -> None:

@@ -19,6 +19,9 @@ Per host ``H`` (base ``cd:{C:NN}:h:H``):
 * ``:inf`` hash seen member -> entry: URLs handed to the host's owner and not yet
   done; they go back to ``:q`` (head of their priority) when the owner releases the
   host or dies.
+* ``:cr``  hash seen member -> cash: OPIC credits other workers made to URLs in
+  ``:inf``, for the owner to add to its copies in memory (its next renewal takes
+  them).
 * ``:seen`` set of 63-bit integers, the dedupe keys ever admitted for the host
   (``seen_member``); small sets stay intsets (8 bytes a member).
 * ``:lease`` ``"<worker> <epoch>"`` with a TTL (``PX``): the host's owner.

@@ -20,7 +20,8 @@ from typing import Final
 #: Shared Lua helpers: the host's keys under the shard's ``tag`` (``ARGV[1]``; a script
 #: over several shards sets it per shard), its queued count (main and sub-queues), and
 #: putting handed-out URLs (``:inf``) back at the head of their front queue (the
-#: priority is the entry's next-to-last field, ``keys.encode_entry``).
+#: priority is the entry's next-to-last field, ``keys.encode_entry``; their entries
+#: hold the credits ``:cr`` kept for the owner, which go).
 _HELPERS: Final = r"""
 local tag = ARGV[1]
 local SPAN = 10000000000000
@@ -39,7 +40,7 @@ local function give_back(b)
     redis.call('ZADD', b .. ':q', prio * SPAN, inf[i])
     redis.call('HSET', b .. ':e', inf[i], inf[i + 1])
   end
-  redis.call('DEL', b .. ':inf')
+  redis.call('DEL', b .. ':inf', b .. ':cr')
   return #inf / 2
 end
 local function owner_is(b, me)
@@ -48,15 +49,17 @@ end
 """
 
 #: OPIC credits (issue #15), for ``PUSH``: ``band`` is ``core.prioritizer.cash_priority``
-#: (``math.frexp`` as Python's); ``credit(b, member, prefix, cash, n, now_ms)`` adds
-#: ``cash`` to the URL ``member`` of host base ``b`` where it waits: queued (its entry
-#: in ``:e``; if the cash raises its priority, among ``n`` front queues, it moves to
-#: the tail of that priority: score ``priority * SPAN + now_ms``, in ``:q`` or in the
-#: sub-queue ``prefix``, else whichever sub-queue holds it) or handed out (its entry in
-#: ``:inf``, which goes back to its queue with it if the owner lets the host go).
-#: The entry's tail ``,priority,cash]`` is rewritten, the cash with 17 significant
-#: digits (a double read back exactly). Returns 1 queued, 2 handed out, 0 neither
-#: (fetched, or never queued here): that cash is lost.
+#: (``math.frexp`` as Python's); ``credit(b, member, prefix, cash, n, now_ms, tell)``
+#: adds ``cash`` to the URL ``member`` of host base ``b`` where it waits: queued (its
+#: entry in ``:e``; if the cash raises its priority, among ``n`` front queues, it moves
+#: to the tail of that priority: score ``priority * SPAN + now_ms``, in ``:q`` or in
+#: the sub-queue ``prefix``, else whichever sub-queue holds it) or handed out (its
+#: entry in ``:inf``, which goes back to its queue with it if the owner lets the host
+#: go; and, if ``tell``, to ``:cr`` member -> cash, which the owner's next ``RENEW``
+#: takes to add it to its copy in memory). The entry's tail ``,priority,cash]`` is
+#: rewritten, the cash with 17 significant digits (a double read back exactly).
+#: Returns 1 queued, 2 handed out, 0 neither (fetched, or never queued here): that
+#: cash is lost.
 _CREDIT: Final = r"""
 local function band(cash, n)
   local low = n - 2
@@ -67,7 +70,7 @@ local function band(cash, n)
   if p < low then return p end
   return low
 end
-local function credit(b, m, prefix, cash, n, now_ms)
+local function credit(b, m, prefix, cash, n, now_ms, tell)
   local where, found = b .. ':e', 1
   local e = redis.call('HGET', where, m)
   if not e then
@@ -94,6 +97,7 @@ local function credit(b, m, prefix, cash, n, now_ms)
     end
   end
   redis.call('HSET', where, m, head .. ',' .. p .. ',' .. string.format('%.17g', c) .. ']')
+  if found == 2 and tell then redis.call('HINCRBYFLOAT', b .. ':cr', m, cash) end
   return found
 end
 """
@@ -102,11 +106,13 @@ end
 #: prefix, cash], ...]], ...]``; ARGV[3]: the hot-host threshold (queued URLs);
 #: ARGV[4]: now (epoch s); ARGV[5]: now (epoch ms); ARGV[6]: the front queues under
 #: ``opic``, 0 for no credits (another ordering, or a push sent again after an outage:
-#: a credit is not idempotent). Adds each URL whose member is new to the host's seen
-#: set to its queue, or, past the threshold, to the sub-queue of its path prefix (its
-#: entry to ``:e``); a URL already seen gets its ``cash`` as a credit (a link another
-#: worker found first, or a URL found again while its row was on its way); then the
-#: host's credits (URLs this worker knew) are made (``_CREDIT``). A host without an
+#: a credit is not idempotent); ARGV[7]: the worker. Adds each URL whose member is new
+#: to the host's seen set to its queue, or, past the threshold, to the sub-queue of its
+#: path prefix (its entry to ``:e``); a URL already seen gets its ``cash`` as a credit
+#: (a link another worker found first, or a URL found again while its row was on its
+#: way); then the host's credits (URLs this worker knew) are made (``_CREDIT``). A
+#: handed-out URL's owner is told of a credit (``:cr``) unless the credit is its own
+#: ``add_scores`` pair (its copy in memory has it already). A host without an
 #: owner that got URLs becomes claimable from now (its owner, if any, learns of them
 #: when it renews). Returns ``[[host, added, credited queued, credited handed out,
 #: credits lost], ...]``.
@@ -114,7 +120,7 @@ PUSH: Final = (
     _HELPERS
     + _CREDIT
     + r"""
-local hot, now_ms, n = tonumber(ARGV[3]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local hot, now_ms, n, me = tonumber(ARGV[3]), tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
 local out = {}
 for _, h in ipairs(cjson.decode(ARGV[2])) do
   local b = base(h[1])
@@ -134,13 +140,15 @@ for _, h in ipairs(cjson.decode(ARGV[2])) do
       redis.call('HSET', b .. ':e', r[1], r[4])
       added = added + 1
     elseif n > 0 and r[5] > 0 then
-      local k = credit(b, r[1], r[3], r[5], n, now_ms)
+      local k = credit(b, r[1], r[3], r[5], n, now_ms, true)
       got[k + 1] = got[k + 1] + 1
     end
   end
-  if n > 0 then
+  if n > 0 and #h[3] > 0 then
+    local lease = redis.call('GET', b .. ':lease')
+    local tell = not lease or string.sub(lease, 1, #me + 1) ~= me .. ' '
     for _, c in ipairs(h[3]) do
-      local k = credit(b, c[1], c[2], c[3], n, now_ms)
+      local k = credit(b, c[1], c[2], c[3], n, now_ms, tell)
       got[k + 1] = got[k + 1] + 1
     end
   end
@@ -156,10 +164,11 @@ return out
 #: ARGV[2]: worker; ARGV[3]: JSON ``[[host, epoch, [acked members], last_s|false,
 #: rec|false, ops, robots|false, robots_ttl_ms, counts], ...]``. For each host whose
 #: lease is ``worker epoch`` (or epoch 0: an unfenced op, a refused URL): drops the
-#: acked URLs from ``:inf``, saves ``last`` and ``rec`` in ``:st`` and its robots.txt
-#: entry (with its TTL) in ``:robots``, adds ``counts`` (an object: pages, bytes,
-#: status classes, ``blocked:REASON``) to the shard's ``:counts`` and appends the ops
-#: to the shard's stream. Returns the hosts refused (fenced).
+#: acked URLs from ``:inf`` (and their credits from ``:cr``), saves ``last`` and
+#: ``rec`` in ``:st`` and its robots.txt entry (with its TTL) in ``:robots``, adds
+#: ``counts`` (an object: pages, bytes, status classes, ``blocked:REASON``) to the
+#: shard's ``:counts`` and appends the ops to the shard's stream. Returns the hosts
+#: refused (fenced).
 COMMIT: Final = (
     _HELPERS
     + r"""
@@ -171,7 +180,10 @@ for _, c in ipairs(cjson.decode(ARGV[3])) do
   if epoch ~= 0 and not owner_is(b, me .. ' ' .. epoch) then
     fenced[#fenced + 1] = host
   else
-    if #c[3] > 0 then redis.call('HDEL', b .. ':inf', unpack(c[3])) end
+    if #c[3] > 0 then
+      redis.call('HDEL', b .. ':inf', unpack(c[3]))
+      redis.call('HDEL', b .. ':cr', unpack(c[3]))
+    end
     if c[4] then redis.call('HSET', b .. ':st', 'last', c[4]) end
     if c[5] then redis.call('HSET', b .. ':st', 'rec', c[5]) end
     if c[7] then redis.call('SET', b .. ':robots', c[7], 'PX', c[8]) end
@@ -254,7 +266,8 @@ return {got, queued(b)}
 
 #: ARGV[2]: worker; ARGV[3]: lease in ms; ARGV[4]: now (epoch ms); ARGV[5]: JSON
 #: ``[[host, epoch], ...]``. Extends each lease still ``worker epoch`` (and its deadline
-#: in ``owned``). Returns ``[[host, held 1|0, queued]]``.
+#: in ``owned``) and takes the OPIC credits other workers made to the URLs it holds
+#: (``:cr``, ``_CREDIT``). Returns ``[[host, held 1|0, queued, [member, cash, ...]]]``.
 RENEW: Final = (
     _HELPERS
     + r"""
@@ -265,9 +278,11 @@ for _, h in ipairs(cjson.decode(ARGV[5])) do
   if owner_is(b, me .. ' ' .. h[2]) then
     redis.call('PEXPIRE', b .. ':lease', ms)
     redis.call('ZADD', tag .. ':owned', now_ms + ms, h[1])
-    out[#out + 1] = {h[1], 1, queued(b)}
+    local cr = redis.call('HGETALL', b .. ':cr')
+    if #cr > 0 then redis.call('DEL', b .. ':cr') end
+    out[#out + 1] = {h[1], 1, queued(b), cr}
   else
-    out[#out + 1] = {h[1], 0, 0}
+    out[#out + 1] = {h[1], 0, 0, {}}
   end
 end
 return out

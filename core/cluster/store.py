@@ -136,8 +136,8 @@ class ClusterStoreStatistics:
     to this worker), ``replayed`` (calls sent again after an outage); the OPIC credits
     (issue #15) made to a URL queued in Redis (``credited``), to a URL handed out to
     its host's owner (``credited_out``: its entry keeps the cash if the host changes
-    hands; the owner's copy in memory does not get it), and those that found no URL
-    (``credits_lost``: fetched already)."""
+    hands, and the owner's renewal takes it to its copy in memory), and those that
+    found no URL (``credits_lost``: fetched already)."""
 
     flushes: int
     pushed: int
@@ -202,6 +202,7 @@ class ClusterStore:
         self._cash_queues = cash_queues
         self._buf = _Buffer()
         self._held: dict[str, str] = {}  # handed-out dedupe key -> host
+        self._member_keys: dict[str, str] = {}  # handed-out seen member -> dedupe key
         self._by_host: dict[str, set[str]] = defaultdict(set)
         self._pages: Counter[str] = Counter()
         self._blocked: Counter[str] = Counter()
@@ -344,9 +345,10 @@ class ClusterStore:
         next flush's ``PUSH`` of the URL's shard, no round trip of its own. A URL
         queued there gets the cash and moves up to its cash band (at its tail); a URL
         handed out to its host's owner keeps it in its entry, for the host's next
-        owner (its owner's copy in memory does not get it); the cash of a URL fetched
-        already is lost, as in the single process (``Store.add_scores`` adds to
-        waiting rows only). Nothing under another ordering (``cash_queues`` 0).
+        owner, and the owner, if not this worker, gets it with its next renewal
+        (``held_credits``); the cash of a URL fetched already is lost, as in the
+        single process (``Store.add_scores`` adds to waiting rows only). Nothing under
+        another ordering (``cash_queues`` 0).
 
         Raises:
             StoreError: see the class.
@@ -468,6 +470,7 @@ class ClusterStore:
         for text in entries:
             e = decode_entry(text, host)
             self._held[e.key] = host
+            self._member_keys[str(seen_member(e.key))] = e.key
             held.add(e.key)
             rows.append(
                 FrontierRow(e.key, e.url, host, e.depth, e.priority, "queued", 0.0,
@@ -489,6 +492,20 @@ class ClusterStore:
         """``host`` is no longer this worker's: forget the URLs it held of it."""
         for key in self._by_host.pop(host, ()):
             self._held.pop(key, None)
+            self._member_keys.pop(str(seen_member(key)), None)
+
+    def held_credits(self, flat: Sequence[bytes | str]) -> list[tuple[str, float]]:
+        """The ``(dedupe key, cash)`` pairs of ``RENEW``'s credits for a host, ``flat``
+        ``[member, cash, ...]`` (cash as Redis writes a float): OPIC shares other
+        workers' pages gave to URLs this worker holds (issue #15), for its window's
+        ``credit``. A member it no longer holds is left out."""
+        keys = self._member_keys
+        pairs: list[tuple[str, float]] = []
+        for i in range(0, len(flat) - 1, 2):
+            key = keys.get(_text(flat[i]))
+            if key is not None:
+                pairs.append((key, float(flat[i + 1])))
+        return pairs
 
     # ------------------------------------------------------------- buffer
 
@@ -544,7 +561,9 @@ class ClusterStore:
         commit = self._commit(host, epoch)
         commit.ops.append(op)
         if ack is not None and epoch:
-            commit.acks.append(str(seen_member(ack)))
+            member = str(seen_member(ack))
+            commit.acks.append(member)
+            self._member_keys.pop(member, None)
             self._held.pop(ack, None)
             self._by_host[host].discard(ack)
         self._buf.ops += 1
@@ -600,8 +619,12 @@ class ClusterStore:
                 separators=(",", ":"),
             )
             head: list[Any] = [k.tag(shard), arg, self._hot, now, now_ms]
-            pushes.append(("script", "push", [k.stream(shard)], [*head, self._cash_queues]))
-            again.append(("script", "push", [k.stream(shard)], [*head, 0]))  # no credit twice
+            pushes.append(
+                ("script", "push", [k.stream(shard)], [*head, self._cash_queues, self._worker])
+            )
+            again.append(  # no credit twice
+                ("script", "push", [k.stream(shard)], [*head, 0, self._worker])
+            )
         commits: list[Command] = []
         order: list[list[tuple[tuple[str, int], _Commit]]] = []
         for shard, by_host in buf.commits.items():

@@ -430,15 +430,18 @@ class Worker:
         ]
         replies = await self._link.batch(commands)
         for reply in replies[:renews]:
-            for host_b, ok, queued in reply:
+            for host_b, ok, queued, credits in reply:
                 host = str(_text(host_b))
                 epoch = self.leases.epoch(host)
                 if not ok:
                     self.leases.lose(host)
                 elif epoch is not None:
                     self.leases.renewed(host, epoch, sent)
-                    if queued and self._window is not None:
-                        self._window.adopt(host, int(queued))
+                    if self._window is not None:
+                        if queued:
+                            self._window.adopt(host, int(queued))
+                        for key, cash in self.store.held_credits(credits):
+                            self._window.credit(key, cash)
         counts = survey_counts(replies[renews : renews + len(survey)])
         self._ready_by_shard = [r for r, _o in counts]
         ready = sum(self._ready_by_shard)
