@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/cluster_bench.py                 # 500 hosts, A B C D x 3
     .venv/bin/python benchmarks/cluster_bench.py --hosts 50 --pages 40 --max-pages 1500 --rounds 1
     .venv/bin/python benchmarks/cluster_bench.py --memory-only   # Redis memory per URL alone
+    .venv/bin/python benchmarks/cluster_bench.py --ordering opic # OPIC: credits go to Redis
     .venv/bin/python benchmarks/cluster_bench.py --profile 2 --no-memory  # cProfile, see below
 
 The web is ``e2e_bench.py``'s: ``SynthWeb`` (``benchmarks/synthweb.py``), nginx on
@@ -56,8 +57,9 @@ Then (unless ``--no-memory``) Redis memory per URL, in a fresh ``redis-server``
 without persistence: ``--memory-urls`` URLs (about 70 bytes each) over
 ``--memory-hosts`` hosts are pushed through the real ``PUSH`` script in batches per
 shard as a worker sends them (``encode_entry``, ``seen_member``, ``score``,
-``path_prefix``); ``used_memory``'s delta per URL with the URLs queued (``:q`` entries
-and ``:seen`` members), then after the queues are deleted (the seen sets alone); the
+``path_prefix``); ``used_memory``'s delta per URL with the URLs queued (``:q``
+members, ``:e`` entries and ``:seen`` members), then after the queues and entries are
+deleted (the seen sets alone); the
 same for ``--big-host-urls`` URLs on one host (a seen set past 512 members is a
 hashtable, not an intset, and the queue past ``cluster_hot_queue`` is split into
 path-prefix sub-queues).
@@ -114,6 +116,7 @@ from crawldeck.core.cluster.server import PrivateRedis
 from crawldeck.core.cluster.store import path_prefix
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.frontier import FrontierEntry
+from crawldeck.core.prioritizer import ORDERINGS
 
 #: The configurations: name -> workers (``None``: the single process without Redis).
 CONFIGS: dict[str, int | None] = {"A": None, "B": 1, "C": 2, "D": 4}
@@ -667,14 +670,14 @@ def push_entries(client: redis.Redis, entries: list[FrontierEntry], hot: int) ->
         for host, group in by_host.items():
             rows = [
                 [str(seen_member(e.key)), str(score(e.priority, now_ms)), path_prefix(e.url),
-                 encode_entry(e)]
+                 encode_entry(e), 0]
                 for e in group[start : start + MEMORY_BATCH]
             ]  # fmt: skip
             if rows:
-                shards[shard_of(host)].append([host, rows])
+                shards[shard_of(host)].append([host, rows, []])
         for shard, payload in shards.items():
             arg = json.dumps(payload, separators=(",", ":"))
-            pipe.evalsha(sha, 1, keys.stream(shard), keys.tag(shard), arg, hot, now)
+            pipe.evalsha(sha, 1, keys.stream(shard), keys.tag(shard), arg, hot, now, now_ms, 0)
         pipe.execute()
 
 
@@ -716,7 +719,7 @@ def measure_memory(work: Path, count: int, hosts: int) -> Memory:
         if subs:
             encodings += f", {subs} sub-queues"
         doomed = [k for k in client.scan_iter(match="cd:*:h:*", count=1000)
-                  if re.search(rb":(q|q:[^:]*|subs)$", k)]  # fmt: skip
+                  if re.search(rb":(q|q:[^:]*|subs|e)$", k)]  # fmt: skip
         for i in range(0, len(doomed), 500):
             client.delete(*doomed[i : i + 500])
         seen = int(client.info("memory")["used_memory"])
@@ -734,7 +737,9 @@ def measure_memory(work: Path, count: int, hosts: int) -> Memory:
 
 def print_memory(results: list[Memory], servers_gb: float = 64.0, nodes: int = 3) -> None:
     """The memory figures and what 10^9 seen URLs need at each."""
-    print("\nRedis memory per URL (used_memory deltas; queued = :q entry + :seen member):")
+    print(
+        "\nRedis memory per URL (used_memory deltas; queued = :q member + :e entry + :seen member):"
+    )
     for m in results:
         print(f"  {m.urls:,} URLs over {m.hosts:,} host{'s' * (m.hosts > 1)}: queued "
               f"{m.queued_b:.1f} B/URL (entry JSON {m.entry_chars:.0f} chars), seen alone "
@@ -761,6 +766,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-depth", type=int, default=5, help="default 5")
     parser.add_argument("--max-pages", type=int, default=12000, help="default 12000")
     parser.add_argument("--rounds", type=int, default=3, help="A B C D rounds (default 3)")
+    parser.add_argument("--ordering", default="bfs", choices=ORDERINGS,
+                        help="the crawls' ordering (default bfs)")  # fmt: skip
     parser.add_argument("--port", type=int, help="nginx port (default: the first free from 8790)")
     parser.add_argument("--timeout", type=float, default=300.0,
                         help="seconds a run may take, then it is killed (default 300)")  # fmt: skip
@@ -790,13 +797,15 @@ def main(argv: list[str] | None = None) -> int:
                   f"crawldeck from {Path(crawldeck.__file__).parent}")  # fmt: skip
             print(f"web: {args.hosts} hosts x {args.pages + 1} pages; concurrency "
                   f"{args.concurrency} per process, 1 per host, depth {args.max_depth}, cap "
-                  f"{args.max_pages} pages; {args.rounds} round{'s' * (args.rounds != 1)} "
+                  f"{args.max_pages} pages, ordering {args.ordering}; {args.rounds} "
+                  f"round{'s' * (args.rounds != 1)} "
                   "of A (single) B (1 worker) C (2) D (4)")  # fmt: skip
             with TimedWeb(args.hosts, args.pages, by_ip=True, port=port) as web:
                 (work / "seeds.txt").write_text("\n".join(web.seeds) + "\n")
                 (work / "bench.toml").write_text(
                     CONFIG.format(concurrency=args.concurrency, max_depth=args.max_depth,
                                   max_pages=args.max_pages)
+                    + f'ordering = "{args.ordering}"\n'
                 )  # fmt: skip
                 if args.profile:
                     profile_run(web, work, args)

@@ -89,6 +89,7 @@ class ClusterHooks(Protocol):
         window: int,
         store: SpillStore,
         read_back: Callable[[Sequence[FrontierRow]], None],
+        prioritizer: Prioritizer,
     ) -> FrontierWindow:
         """The frontier window (``FrontierWindow``'s arguments)."""
         ...
@@ -164,7 +165,7 @@ def assemble(
     if cluster is None:
         frontier = FrontierWindow(config.frontier_window, store, read_back, prioritizer=prioritizer)
     else:
-        frontier = cluster.make_window(config.frontier_window, store, read_back)
+        frontier = cluster.make_window(config.frontier_window, store, read_back, prioritizer)
     side = SideRequests(clock, fetcher, addresses, gate, frontier, config.robots_token, wake)
     robots = RobotsCache(side, RobotsSettings.from_config(config), clock, audit)
     observer = Observer(config, clock, store, gate, frontier, robots, dns)

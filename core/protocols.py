@@ -20,12 +20,14 @@ store) can hand it another implementation (issue #11, as httpx's one-method tran
 * ``CrawlStore``: the ``ResultSink`` with what the engine and its frontier window ask
   of the store besides (backpressure, the run's lifecycle, spilled URLs, the seen
   set's exact check).
+* ``CashSink``: a store that keeps the OPIC cash of waiting URLs (issue #15:
+  ``Store.add_scores`` in SQLite, ``ClusterStore.add_scores`` in Redis).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from crawldeck.core.fetcher import FetchResult
 
@@ -231,4 +233,16 @@ class CrawlStore(ResultSink, Protocol):
         ...
 
 
-__all__ = ["Clock", "CrawlFrontier", "CrawlStore", "Fetcher", "ResultSink"]
+@runtime_checkable
+class CashSink(Protocol):
+    """A store that keeps the OPIC cash of the URLs waiting in it (``core.prioritizer``,
+    issue #15); the recorder finds it with ``isinstance`` once per crawl."""
+
+    def add_scores(self, scores: Sequence[tuple[str, float]]) -> None:
+        """Add each ``(dedupe key, cash)`` to the URL ``key`` if it still waits (cash: a
+        ``float``, a share of a fetched page's); a URL fetched already, or unknown, is
+        left as it is. Queues the write and returns at once."""
+        ...
+
+
+__all__ = ["CashSink", "Clock", "CrawlFrontier", "CrawlStore", "Fetcher", "ResultSink"]

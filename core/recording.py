@@ -20,7 +20,8 @@ outlinks) and, when rendered, its DOM as a ``conversion`` record.
 Under the ``opic`` ordering (``core.prioritizer``) a fetched page hands its cash on: all
 of it to its redirect's target, else an equal share to each distinct outlink; a new URL
 starts with its share, a URL already queued gets it added (in memory,
-``FrontierWindow.credit``, and in SQLite, ``Store.add_scores``, so a resume has it).
+``FrontierWindow.credit``, and in the store, so a resume has it: ``Store.add_scores``
+in SQLite, ``ClusterStore.add_scores`` in Redis for a worker of a cluster crawl).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from crawldeck.core.prioritizer import (
     SEED_CASH,
     Prioritizer,
 )
-from crawldeck.core.protocols import ResultSink
+from crawldeck.core.protocols import CashSink, ResultSink
 from crawldeck.core.render_types import RenderResult
 from crawldeck.core.seen import SeenSet
 from crawldeck.core.simhash import NearDuplicates
@@ -91,6 +92,7 @@ class Recorder:
         self._near = near if near is not None else NearDuplicates()
         self._config = config
         self._store = store
+        self._add_scores = store.add_scores if isinstance(store, CashSink) else None
         self._obs = observer
         self._admission = admission
         self._frontier = frontier
@@ -442,14 +444,14 @@ class Recorder:
 
     def _credit(self, scores: list[tuple[str, float]]) -> None:
         """Add each ``(key, cash)`` and one in-link to the URL ``key`` if it waits (a
-        cash ordering): in memory (``FrontierWindow.credit``) and in SQLite
-        (``Store.add_scores``; a cluster worker's shared queue keeps its push-time
-        priority, issue #15)."""
+        cash ordering): in memory (``FrontierWindow.credit``) and in the store
+        (``CashSink.add_scores``: SQLite, or a cluster's queues in Redis, where the URL
+        moves up to its band)."""
         credit = self._frontier.credit
         for key, cash in scores:
             credit(key, cash)
-        if isinstance(self._store, Store):
-            self._store.add_scores(scores)
+        if self._add_scores is not None:
+            self._add_scores(scores)
 
 
 def near_index(store: ResultSink) -> NearDuplicates:

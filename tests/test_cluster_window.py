@@ -76,3 +76,51 @@ def test_urls_of_a_host_not_owned_are_never_popped() -> None:
         assert got == ["http://b.test/1"]
 
     asyncio.run(run())
+
+
+class HandingOut:
+    """A store whose reads hand URLs out, as ``PULL`` does: each URL is returned once.
+    ``queue`` holds what has reached Redis; ``arriving`` reaches it on ``flush`` (the
+    buffered pushes of the worker's store)."""
+
+    def __init__(self, queue: list[FrontierRow], arriving: list[FrontierRow]) -> None:
+        self.queue = queue
+        self.arriving = arriving
+        self.reads: list[int] = []
+
+    def load_spilled(self, host: str, after_seq: int, limit: int) -> tuple[list[FrontierRow], int]:
+        self.reads.append(limit)
+        out, self.queue = self.queue[:limit], self.queue[limit:]
+        return out, 0
+
+    def flush(self) -> None:
+        self.queue += self.arriving
+        self.arriving = []
+
+
+def row(path: str) -> FrontierRow:
+    url = f"http://a.test{path}"
+    return FrontierRow(url, url, "a.test", 1, 1, "spilled", 0.0, 0, (), None)
+
+
+def test_a_short_read_keeps_the_urls_it_was_handed() -> None:
+    """One URL is in Redis and two more are on their way: the read gets the first, and
+    after the flush asks for the two others only; all three are in memory (the first
+    read's URL was dropped once, and waited in ``:inf`` until the host was released)."""
+
+    async def run() -> None:
+        leases = Leases(10_000, monotonic=lambda: 0.0)
+        store = HandingOut([row("/1")], [row("/2"), row("/3")])
+        window = SharedWindow(100, store, lambda rows: None, leases=leases, source=Source())
+        leases.take("a.test", 1, 0.0)
+        for _ in range(3):
+            assert not window.place("a.test")  # every URL goes to Redis, counted here
+        assert await window.drain()
+        assert store.reads == [3, 2]
+        got = []
+        while (popped := window.pop(T0)) is not None:
+            got.append(popped.url)
+            window.release(popped.host, T0)
+        assert got == [f"http://a.test/{n}" for n in (1, 2, 3)]
+
+    asyncio.run(run())

@@ -9,12 +9,19 @@ the hosts over the cluster's nodes (64 tags over 3 masters: about 21 each).
 
 Per host ``H`` (base ``cd:{C:NN}:h:H``):
 
-* ``:q``   sorted set, the queued URLs (frontier entries); score ``priority * 10^13 +
-  push time in ms``, so front queue first, then first in first out. A hot host's
-  queue is split into path-prefix sub-queues ``:q:P`` listed in ``:subs`` (hot spot
-  rule of the design card).
-* ``:inf`` hash dedupe key -> entry: URLs handed to the host's owner and not yet
-  done; they go back to ``:q`` when the owner releases the host or dies.
+* ``:q``   sorted set, the queued URLs by their seen member (``seen_member``, in
+  decimal); score ``priority * 10^13 + push time in ms``, so front queue first, then
+  first in first out. A hot host's queue is split into path-prefix sub-queues
+  ``:q:P`` listed in ``:subs`` (hot spot rule of the design card).
+* ``:e``   hash seen member -> entry (``encode_entry``) of every URL in ``:q`` or a
+  sub-queue: a member's entry can be found, and its OPIC cash raised, without knowing
+  where it was pushed from (issue #15).
+* ``:inf`` hash seen member -> entry: URLs handed to the host's owner and not yet
+  done; they go back to ``:q`` (head of their priority) when the owner releases the
+  host or dies.
+* ``:cr``  hash seen member -> cash: OPIC credits other workers made to URLs in
+  ``:inf``, for the owner to add to its copies in memory (its next renewal takes
+  them).
 * ``:seen`` set of 63-bit integers, the dedupe keys ever admitted for the host
   (``seen_member``); small sets stay intsets (8 bytes a member).
 * ``:lease`` ``"<worker> <epoch>"`` with a TTL (``PX``): the host's owner.
@@ -151,13 +158,17 @@ class Keyspace:
 
 
 def encode_entry(entry: FrontierEntry) -> str:
-    """A frontier entry as the JSON array kept in ``:q`` and ``:inf`` (its cookies are
-    not kept: they live for one redirect chain in one process). Its OPIC cash
-    (``score``, ``core.prioritizer``) is kept as pushed: a cash increase of a URL
-    already in Redis is not added to it (issue #15), its priority is the push's."""
+    """A frontier entry as the JSON array kept in ``:e`` and ``:inf``: ``[url, key,
+    depth, attempts, redirects, via, priority, cash, inlinks]``, ``key`` ``null`` when
+    it is the URL itself (the host is not kept: it names the keys the entry is in). Its cookies
+    are not kept: they live for one redirect chain in one process. The priority, the
+    OPIC cash (``score``, ``core.prioritizer``) and the in-links come last, so the
+    scripts rewrite them as the text's tail when a credit raises the cash
+    (``scripts._CREDIT``, issue #15)."""
     return json.dumps(
-        [entry.url, entry.key, entry.host, entry.depth, entry.priority, entry.attempts,
-         list(entry.redirects), entry.via, entry.score],
+        [entry.url, None if entry.key == entry.url else entry.key, entry.depth,
+         entry.attempts, list(entry.redirects), entry.via, entry.priority, entry.score,
+         entry.inlinks],
         separators=(",", ":"),
         ensure_ascii=False,
     )  # fmt: skip
@@ -166,26 +177,28 @@ def encode_entry(entry: FrontierEntry) -> str:
 def encode_row(row: FrontierRow) -> str:
     """``encode_entry`` of the entry of frontier row ``row`` (the same JSON)."""
     return json.dumps(
-        [row.url, row.key, row.host, row.depth, row.priority, row.attempts,
-         list(row.redirects), row.via, row.score],
+        [row.url, None if row.key == row.url else row.key, row.depth, row.attempts,
+         list(row.redirects), row.via, row.priority, row.score, row.inlinks],
         separators=(",", ":"),
         ensure_ascii=False,
     )  # fmt: skip
 
 
-def decode_entry(text: str | bytes) -> FrontierEntry:
-    """The frontier entry of ``encode_entry``'s JSON.
+def decode_entry(text: str | bytes, host: str) -> FrontierEntry:
+    """The frontier entry of ``encode_entry``'s JSON, kept under ``host``'s keys (a
+    cash the scripts rewrote is written with 17 significant digits: the same
+    ``float``).
 
     Raises:
         KeyspaceError: not such an array.
     """
     try:
         value: Any = json.loads(text)
-        url, key, host, depth, priority, attempts, hops, via, cash = value
+        url, key, depth, attempts, hops, via, priority, cash, inlinks = value
         return FrontierEntry(
-            str(url), str(key), str(host), int(depth), int(priority), int(attempts),
-            tuple(str(u) for u in hops), None if via is None else str(via),
-            score=float(cash),
+            str(url), str(url if key is None else key), host, int(depth), int(priority),
+            int(attempts), tuple(str(u) for u in hops), None if via is None else str(via),
+            score=float(cash), inlinks=int(inlinks),
         )  # fmt: skip
     except (ValueError, TypeError) as exc:
         raise KeyspaceError(f"not a frontier entry: {exc}") from None

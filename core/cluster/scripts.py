@@ -19,9 +19,12 @@ from typing import Final
 
 #: Shared Lua helpers: the host's keys under the shard's ``tag`` (``ARGV[1]``; a script
 #: over several shards sets it per shard), its queued count (main and sub-queues), and
-#: putting handed-out URLs (``:inf``) back at the head of their front queue.
+#: putting handed-out URLs (``:inf``) back at the head of their front queue (the
+#: priority is the entry's third field from the end, ``keys.encode_entry``; their entries
+#: hold the credits ``:cr`` kept for the owner, which go).
 _HELPERS: Final = r"""
 local tag = ARGV[1]
+local SPAN = 10000000000000
 local function base(host) return tag .. ':h:' .. host end
 local function queued(b)
   local n = redis.call('ZCARD', b .. ':q')
@@ -31,62 +34,154 @@ local function queued(b)
   return n
 end
 local function give_back(b)
-  local inf = redis.call('HVALS', b .. ':inf')
-  for _, e in ipairs(inf) do
-    local prio = cjson.decode(e)[5]
-    redis.call('ZADD', b .. ':q', prio * 10000000000000, e)
+  local inf = redis.call('HGETALL', b .. ':inf')
+  for i = 1, #inf, 2 do
+    local prio = tonumber(string.match(inf[i + 1], ',(%-?%d+),[^,]+,%d+%]$'))
+    redis.call('ZADD', b .. ':q', prio * SPAN, inf[i])
+    redis.call('HSET', b .. ':e', inf[i], inf[i + 1])
   end
-  redis.call('DEL', b .. ':inf')
-  return #inf
+  redis.call('DEL', b .. ':inf', b .. ':cr')
+  return #inf / 2
 end
 local function owner_is(b, me)
   return redis.call('GET', b .. ':lease') == me
 end
 """
 
-#: ARGV[2]: JSON ``[[host, [[member, score, prefix, entry], ...]], ...]``; ARGV[3]: the
-#: hot-host threshold (queued URLs); ARGV[4]: now (epoch s). Adds each URL whose member
-#: is new to the host's seen set to its queue, or, past the threshold, to the sub-queue
-#: of its path prefix; a host without an owner that got URLs becomes claimable from now
-#: (its owner, if any, learns of them when it renews). Returns ``[[host, added], ...]``.
+#: OPIC credits (issue #15), for ``PUSH``: ``band`` is ``core.prioritizer.cash_priority``
+#: and, with ``inlinks`` true, ``importance_priority`` (``math.frexp`` as Python's);
+#: ``credit(b, member, prefix, cash, n, now_ms, tell, inlinks)`` adds ``cash`` and one
+#: in-link to the URL ``member`` of host base ``b`` where it waits: queued (its
+#: entry in ``:e``; if that raises its priority, among ``n`` front queues, it moves
+#: to the tail of that priority: score ``priority * SPAN + now_ms``, in ``:q`` or in
+#: the sub-queue ``prefix``, else whichever sub-queue holds it) or handed out (its
+#: entry in ``:inf``, which goes back to its queue with it if the owner lets the host
+#: go; and, if ``tell``, to ``:cr`` member -> cash, which the owner's next ``RENEW``
+#: takes to add it to its copy in memory). The entry's tail ``,priority,cash,inlinks]``
+#: is rewritten, the cash with 17 significant digits (a double read back exactly).
+#: Returns 1 queued, 2 handed out, 0 neither (fetched, or never queued here): that
+#: cash is lost.
+_CREDIT: Final = r"""
+local function band(cash, n)
+  local low = n - 2
+  if cash <= 0 then return low end
+  local _, e = math.frexp(cash)
+  local p = 1 - e
+  if p <= 0 then return 0 end
+  if p < low then return p end
+  return low
+end
+local function importance(cash, k, n)
+  local low = n - 2
+  local v = cash * k * k
+  if v <= 0 then return low end
+  local _, e = math.frexp(v)
+  local p = math.floor((32 - e) / 2)
+  if p <= 0 then return 0 end
+  if p < low then return p end
+  return low
+end
+local function credit(b, m, prefix, cash, n, now_ms, tell, inlinks)
+  local where, found = b .. ':e', 1
+  local e = redis.call('HGET', where, m)
+  if not e then
+    where, found = b .. ':inf', 2
+    e = redis.call('HGET', where, m)
+    if not e then return 0 end
+  end
+  local head, p, c, k = string.match(e, '^(.*),(%-?%d+),([^,]+),(%d+)%]$')
+  p, c, k = tonumber(p), tonumber(c) + cash, tonumber(k) + 1
+  local better
+  if inlinks then better = importance(c, k, n) else better = band(c, n) end
+  if better < p then
+    p = better
+    if found == 1 then
+      local q = b .. ':q'
+      if not redis.call('ZSCORE', q, m) then
+        q = b .. ':q:' .. prefix
+        if not redis.call('ZSCORE', q, m) then
+          for _, s in ipairs(redis.call('SMEMBERS', b .. ':subs')) do
+            if redis.call('ZSCORE', b .. ':q:' .. s, m) then q = b .. ':q:' .. s; break end
+          end
+        end
+      end
+      redis.call('ZADD', q, 'XX', p * SPAN + now_ms, m)
+    end
+  end
+  redis.call('HSET', where, m,
+    head .. ',' .. p .. ',' .. string.format('%.17g', c) .. ',' .. string.format('%d', k) .. ']')
+  if found == 2 and tell then redis.call('HINCRBYFLOAT', b .. ':cr', m, cash) end
+  return found
+end
+"""
+
+#: ARGV[2]: JSON ``[[host, [[member, score, prefix, entry, cash], ...], [[member, prefix, cash],
+#: ...]], ...]``; ARGV[3]: the hot-host threshold (queued URLs); ARGV[4]: now (epoch s); ARGV[5]:
+#: now (epoch ms); ARGV[6]: the front queues under ``opic`` and ``opic-inlinks``, 0 for no credits
+#: (another ordering, or a push sent again after an outage: a credit is not idempotent); ARGV[7]:
+#: the worker; ARGV[8]: ``1`` under ``opic-inlinks`` (bands of cash and in-links), ``0`` else. Adds
+#: each URL whose member is new to the host's seen set to its queue, or, past the threshold, to the
+#: sub-queue of its path prefix (its entry to ``:e``); a URL already seen gets its ``cash`` as a
+#: credit (a link another worker found first, or a URL found again while its row was on its way);
+#: then the host's credits (URLs this worker knew) are made (``_CREDIT``). A handed-out URL's owner
+#: is told of a credit (``:cr``) unless the credit is its own ``add_scores`` pair (its copy in
+#: memory has it already). A host without an owner that got URLs becomes claimable from now (its
+#: owner, if any, learns of them when it renews). Returns ``[[host, added, credited queued,
+#: credited handed out, credits lost], ...]``.
 PUSH: Final = (
     _HELPERS
+    + _CREDIT
     + r"""
-local hot = tonumber(ARGV[3])
+local hot, now_ms, n, me = tonumber(ARGV[3]), tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
+local inlinks = ARGV[8] == '1'
 local out = {}
 for _, h in ipairs(cjson.decode(ARGV[2])) do
   local b = base(h[1])
   local q = b .. ':q'
   local added = 0
+  local got = {0, 0, 0}
   local size = redis.call('ZCARD', q)
   for _, r in ipairs(h[2]) do
     if redis.call('SADD', b .. ':seen', r[1]) == 1 then
       if size >= hot then
         redis.call('SADD', b .. ':subs', r[3])
-        redis.call('ZADD', q .. ':' .. r[3], r[2], r[4])
+        redis.call('ZADD', q .. ':' .. r[3], r[2], r[1])
       else
-        redis.call('ZADD', q, r[2], r[4])
+        redis.call('ZADD', q, r[2], r[1])
         size = size + 1
       end
+      redis.call('HSET', b .. ':e', r[1], r[4])
       added = added + 1
+    elseif n > 0 and r[5] >= 0 and (r[5] > 0 or inlinks) then
+      local k = credit(b, r[1], r[3], r[5], n, now_ms, true, inlinks)
+      got[k + 1] = got[k + 1] + 1
+    end
+  end
+  if n > 0 and #h[3] > 0 then
+    local lease = redis.call('GET', b .. ':lease')
+    local tell = not lease or string.sub(lease, 1, #me + 1) ~= me .. ' '
+    for _, c in ipairs(h[3]) do
+      local k = credit(b, c[1], c[2], c[3], n, now_ms, tell, inlinks)
+      got[k + 1] = got[k + 1] + 1
     end
   end
   if added > 0 and redis.call('EXISTS', b .. ':lease') == 0 then
     redis.call('ZADD', tag .. ':ready', 'NX', ARGV[4], h[1])
   end
-  out[#out + 1] = {h[1], added}
+  out[#out + 1] = {h[1], added, got[2], got[3], got[1]}
 end
 return out
 """
 )
 
-#: ARGV[2]: worker; ARGV[3]: JSON ``[[host, epoch, [acked keys], last_s|false,
+#: ARGV[2]: worker; ARGV[3]: JSON ``[[host, epoch, [acked members], last_s|false,
 #: rec|false, ops, robots|false, robots_ttl_ms, counts], ...]``. For each host whose
 #: lease is ``worker epoch`` (or epoch 0: an unfenced op, a refused URL): drops the
-#: acked URLs from ``:inf``, saves ``last`` and ``rec`` in ``:st`` and its robots.txt
-#: entry (with its TTL) in ``:robots``, adds ``counts`` (an object: pages, bytes,
-#: status classes, ``blocked:REASON``) to the shard's ``:counts`` and appends the ops
-#: to the shard's stream. Returns the hosts refused (fenced).
+#: acked URLs from ``:inf`` (and their credits from ``:cr``), saves ``last`` and
+#: ``rec`` in ``:st`` and its robots.txt entry (with its TTL) in ``:robots``, adds
+#: ``counts`` (an object: pages, bytes, status classes, ``blocked:REASON``) to the
+#: shard's ``:counts`` and appends the ops to the shard's stream. Returns the hosts
+#: refused (fenced).
 COMMIT: Final = (
     _HELPERS
     + r"""
@@ -98,7 +193,10 @@ for _, c in ipairs(cjson.decode(ARGV[3])) do
   if epoch ~= 0 and not owner_is(b, me .. ' ' .. epoch) then
     fenced[#fenced + 1] = host
   else
-    if #c[3] > 0 then redis.call('HDEL', b .. ':inf', unpack(c[3])) end
+    if #c[3] > 0 then
+      redis.call('HDEL', b .. ':inf', unpack(c[3]))
+      redis.call('HDEL', b .. ':cr', unpack(c[3]))
+    end
     if c[4] then redis.call('HSET', b .. ':st', 'last', c[4]) end
     if c[5] then redis.call('HSET', b .. ':st', 'rec', c[5]) end
     if c[7] then redis.call('SET', b .. ':robots', c[7], 'PX', c[8]) end
@@ -148,8 +246,9 @@ return out
 )
 
 #: ARGV[2]: worker; ARGV[3]: JSON ``[host, epoch, count]``. Moves up to ``count`` URLs
-#: from the host's queue (then its sub-queues) to ``:inf`` for their owner. Returns
-#: ``false`` when the lease is not ``worker epoch`` (fenced), else ``[entries, left]``.
+#: from the host's queue (then its sub-queues), best score first, to ``:inf`` for their
+#: owner (their entries from ``:e``). Returns ``false`` when the lease is not ``worker
+#: epoch`` (fenced), else ``[entries, left]``.
 PULL: Final = (
     _HELPERS
     + r"""
@@ -162,8 +261,10 @@ local function take(key)
   if #got >= want then return end
   local popped = redis.call('ZPOPMIN', key, want - #got)
   for i = 1, #popped, 2 do
-    local e = popped[i]
-    redis.call('HSET', b .. ':inf', cjson.decode(e)[2], e)
+    local m = popped[i]
+    local e = redis.call('HGET', b .. ':e', m)
+    redis.call('HDEL', b .. ':e', m)
+    redis.call('HSET', b .. ':inf', m, e)
     got[#got + 1] = e
   end
 end
@@ -178,7 +279,8 @@ return {got, queued(b)}
 
 #: ARGV[2]: worker; ARGV[3]: lease in ms; ARGV[4]: now (epoch ms); ARGV[5]: JSON
 #: ``[[host, epoch], ...]``. Extends each lease still ``worker epoch`` (and its deadline
-#: in ``owned``). Returns ``[[host, held 1|0, queued]]``.
+#: in ``owned``) and takes the OPIC credits other workers made to the URLs it holds
+#: (``:cr``, ``_CREDIT``). Returns ``[[host, held 1|0, queued, [member, cash, ...]]]``.
 RENEW: Final = (
     _HELPERS
     + r"""
@@ -189,9 +291,11 @@ for _, h in ipairs(cjson.decode(ARGV[5])) do
   if owner_is(b, me .. ' ' .. h[2]) then
     redis.call('PEXPIRE', b .. ':lease', ms)
     redis.call('ZADD', tag .. ':owned', now_ms + ms, h[1])
-    out[#out + 1] = {h[1], 1, queued(b)}
+    local cr = redis.call('HGETALL', b .. ':cr')
+    if #cr > 0 then redis.call('DEL', b .. ':cr') end
+    out[#out + 1] = {h[1], 1, queued(b), cr}
   else
-    out[#out + 1] = {h[1], 0, 0}
+    out[#out + 1] = {h[1], 0, 0, {}}
   end
 end
 return out

@@ -9,7 +9,10 @@ one round trip (issue #12 item 7: at most 2 per page):
 
 1. the URLs found (frontier rows) go to their hosts' queues through ``push``: the
    host's seen set decides, atomically, which are new for the whole crawl; a host
-   without an owner becomes claimable;
+   without an owner becomes claimable. Under ``opic`` the same call makes the OPIC
+   credits (issue #15): a row whose URL Redis has seen already gives its cash to that
+   URL, and so does each ``add_scores`` pair (a URL this worker sent before); the URL
+   moves up to its new cash band in its queue (``scripts.PUSH``);
 2. then the results go through ``commit``, per host: the host's lease epoch is checked
    (fencing), the URLs done are dropped from ``:inf``, the host's state saved, and the
    ops (``core.cluster.wire``) appended to the shard's stream, which the collector
@@ -108,9 +111,13 @@ class _Commit:
 
 @dataclass(slots=True)
 class _Buffer:
-    """One flush: pushes by shard and host, commits by shard and ``(host, epoch)``."""
+    """One flush: pushes and credits by shard and host, commits by shard and ``(host,
+    epoch)``."""
 
     pushes: dict[int, dict[str, list[list[Any]]]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(list))
+    )
+    credits: dict[int, dict[str, list[list[Any]]]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(list))
     )
     commits: dict[int, dict[tuple[str, int], _Commit]] = field(
@@ -126,7 +133,11 @@ class ClusterStoreStatistics:
     (URLs sent to queues), ``queued`` (of those, new to the crawl), ``committed``
     (ops accepted), ``fenced`` (ops refused: the host's lease had another epoch),
     ``dropped`` (ops of hosts already known lost, not sent), ``pulled`` (URLs handed
-    to this worker), ``replayed`` (calls sent again after an outage)."""
+    to this worker), ``replayed`` (calls sent again after an outage); the OPIC credits
+    (issue #15) made to a URL queued in Redis (``credited``), to a URL handed out to
+    its host's owner (``credited_out``: its entry keeps the cash if the host changes
+    hands, and the owner's renewal takes it to its copy in memory), and those that
+    found no URL (``credits_lost``: fetched already)."""
 
     flushes: int
     pushed: int
@@ -136,6 +147,9 @@ class ClusterStoreStatistics:
     dropped: int
     pulled: int
     replayed: int
+    credited: int
+    credited_out: int
+    credits_lost: int
 
 
 class ClusterStore:
@@ -152,6 +166,11 @@ class ClusterStore:
         max_pages: the crawl's page cap (``None``: none); each flush adds its pages
             to the crawl's count (``Keyspace.pages``) and calls ``on_cap`` once that
             count reaches the cap.
+        cash_queues: the front queues of the crawl's cash ordering (``opic`` or
+            ``opic-inlinks``: ``Prioritizer.priorities``), whose bands a credited URL
+            moves between; 0 (another ordering): no credits are made.
+        inlinks: the bands are those of cash and in-links (``opic-inlinks``:
+            ``core.prioritizer.importance_priority``), not of cash alone.
 
     Attributes:
         warc_home: where this worker's WARC files go (``core.archive.warc_writer``
@@ -171,8 +190,11 @@ class ClusterStore:
         clock: Clock,
         hot_queue: int,
         max_pages: int | None = None,
+        cash_queues: int = 0,
+        inlinks: bool = False,
     ) -> None:
         self._keys = keys
+        self._inlinks = "1" if inlinks else "0"
         self.warc_home: WarcHome | None = None
         self._cap = max_pages
         self.on_cap: Callable[[], None] | None = None
@@ -181,8 +203,10 @@ class ClusterStore:
         self._leases = leases
         self._clock = clock
         self._hot = hot_queue
+        self._cash_queues = cash_queues
         self._buf = _Buffer()
         self._held: dict[str, str] = {}  # handed-out dedupe key -> host
+        self._member_keys: dict[str, str] = {}  # handed-out seen member -> dedupe key
         self._by_host: dict[str, set[str]] = defaultdict(set)
         self._pages: Counter[str] = Counter()
         self._blocked: Counter[str] = Counter()
@@ -198,6 +222,7 @@ class ClusterStore:
         self._failure: StoreError | None = None
         self._flushes = self._pushed = self._queued = self._committed = 0
         self._fenced = self._dropped = self._pulled = 0
+        self._credited = [0, 0, 0]  # lost, queued, handed out (PUSH's reply order)
         self.on_fenced: Callable[[str], None] = leases.lose
 
     # ------------------------------------------------------------ lifecycle
@@ -279,7 +304,7 @@ class ClusterStore:
         self._check()
         if not rows:
             return
-        self._push(rows)
+        self._push(rows, credit=False)
 
     def record_page(
         self,
@@ -297,9 +322,10 @@ class ClusterStore:
         ``frontier`` rows go to the file with the push, not with the page, so a page
         refused by the fence leaves no URL it queued without its row), the page is
         committed under its host's lease and its URL acknowledged unless its redirect
-        chain goes on (``queued``)."""
+        chain goes on (``queued``). Under ``opic`` a new row whose URL another worker
+        queued first gives it its cash (``PUSH``)."""
         self._check()
-        self._push(new_rows)
+        self._push(new_rows, credit=True)
         op = wire.op_record_page(
             page, key=key, links=links, new_rows=(), state=state,
             next_url=next_url, next_host=next_host, redirects=redirects,
@@ -316,6 +342,30 @@ class ClusterStore:
         self._check()
         if urls:
             self._op(self._host_of(urls[0][0], urls[0][1]), wire.op_fail_urls(urls, error))
+
+    def add_scores(self, scores: Sequence[tuple[str, float]]) -> None:
+        """Add OPIC cash to URLs this worker sent to Redis before (``Store.add_scores``;
+        ``(dedupe key, cash)`` pairs, cash a share of a page's, issue #15): sent with the
+        next flush's ``PUSH`` of the URL's shard, no round trip of its own. A URL
+        queued there gets the cash and moves up to its cash band (at its tail); a URL
+        handed out to its host's owner keeps it in its entry, for the host's next
+        owner, and the owner, if not this worker, gets it with its next renewal
+        (``held_credits``); the cash of a URL fetched already is lost, as in the
+        single process (``Store.add_scores`` adds to waiting rows only). Nothing under
+        another ordering (``cash_queues`` 0).
+
+        Raises:
+            StoreError: see the class.
+        """
+        self._check()
+        if not self._cash_queues or not scores:
+            return
+        credits = self._buf.credits
+        for key, cash in scores:
+            host = urls.host_key(key)
+            credits[shard_of(host)][host].append([str(seen_member(key)), path_prefix(key), cash])
+        self._buf.ops += len(scores)
+        self._kick.set()
 
     def record_blocked(self, rec: BlockedRecord) -> None:
         """A refused URL (``Store.record_blocked``): fenced when its host is this
@@ -422,12 +472,13 @@ class ClusterStore:
         rows: list[FrontierRow] = []
         held = self._by_host[host]
         for text in entries:
-            e = decode_entry(text)
+            e = decode_entry(text, host)
             self._held[e.key] = host
+            self._member_keys[str(seen_member(e.key))] = e.key
             held.add(e.key)
             rows.append(
                 FrontierRow(e.key, e.url, host, e.depth, e.priority, "queued", 0.0,
-                            e.attempts, e.redirects, e.via, e.score)
+                            e.attempts, e.redirects, e.via, e.score, e.inlinks)
             )  # fmt: skip
         self._pulled += len(rows)
         return rows
@@ -445,6 +496,20 @@ class ClusterStore:
         """``host`` is no longer this worker's: forget the URLs it held of it."""
         for key in self._by_host.pop(host, ()):
             self._held.pop(key, None)
+            self._member_keys.pop(str(seen_member(key)), None)
+
+    def held_credits(self, flat: Sequence[bytes | str]) -> list[tuple[str, float]]:
+        """The ``(dedupe key, cash)`` pairs of ``RENEW``'s credits for a host, ``flat``
+        ``[member, cash, ...]`` (cash as Redis writes a float): OPIC shares other
+        workers' pages gave to URLs this worker holds (issue #15), for its window's
+        ``credit``. A member it no longer holds is left out."""
+        keys = self._member_keys
+        pairs: list[tuple[str, float]] = []
+        for i in range(0, len(flat) - 1, 2):
+            key = keys.get(_text(flat[i]))
+            if key is not None:
+                pairs.append((key, float(flat[i + 1])))
+        return pairs
 
     # ------------------------------------------------------------- buffer
 
@@ -455,15 +520,19 @@ class ClusterStore:
             return host
         return urls.host_key(url)
 
-    def _push(self, rows: Sequence[FrontierRow]) -> None:
+    def _push(self, rows: Sequence[FrontierRow], *, credit: bool) -> None:
+        """Buffer ``rows`` for ``PUSH`` and their ``enqueue_urls`` op; ``credit``: a row
+        whose URL is queued already gives it its cash (a page's links; not the seeds,
+        which every worker pushes)."""
         if not rows:
             return
         now_ms = int(self._clock() * 1000)
         pushes = self._buf.pushes
+        give = credit and self._cash_queues > 0
         for row in rows:
             pushes[shard_of(row.host)][row.host].append(
                 [str(seen_member(row.key)), str(score(row.priority, now_ms)),
-                 path_prefix(row.url), encode_row(row)]
+                 path_prefix(row.url), encode_row(row), row.score if give else -1]
             )  # fmt: skip
         by_host: dict[str, list[FrontierRow]] = defaultdict(list)
         for row in rows:
@@ -496,7 +565,9 @@ class ClusterStore:
         commit = self._commit(host, epoch)
         commit.ops.append(op)
         if ack is not None and epoch:
-            commit.acks.append(ack)
+            member = str(seen_member(ack))
+            commit.acks.append(member)
+            self._member_keys.pop(member, None)
             self._held.pop(ack, None)
             self._by_host[host].discard(ack)
         self._buf.ops += 1
@@ -542,15 +613,25 @@ class ClusterStore:
         back from an outage, what ``_replay`` sends again."""
         k = self._keys
         now = self._clock()
+        now_ms = int(now * 1000)
         pushes: list[Command] = []
-        for shard, hosts in buf.pushes.items():
-            arg = json.dumps([[h, rows] for h, rows in hosts.items()], separators=(",", ":"))
+        again: list[Command] = []  # what may be sent twice: pushes and unfenced commits
+        for shard in buf.pushes.keys() | buf.credits.keys():
+            rows, credits = buf.pushes.get(shard, {}), buf.credits.get(shard, {})
+            arg = json.dumps(
+                [[h, rows.get(h, []), credits.get(h, [])] for h in rows.keys() | credits.keys()],
+                separators=(",", ":"),
+            )
+            head: list[Any] = [k.tag(shard), arg, self._hot, now, now_ms]
             pushes.append(
-                ("script", "push", [k.stream(shard)], [k.tag(shard), arg, self._hot, now])
+                ("script", "push", [k.stream(shard)],
+                 [*head, self._cash_queues, self._worker, self._inlinks])
+            )  # fmt: skip
+            again.append(  # no credit twice
+                ("script", "push", [k.stream(shard)], [*head, 0, self._worker, self._inlinks])
             )
         commits: list[Command] = []
         order: list[list[tuple[tuple[str, int], _Commit]]] = []
-        again = list(pushes)  # what may be sent twice: pushes and unfenced commits
         for shard, by_host in buf.commits.items():
             fenced = [item for item in by_host.items() if item[0][1] != 0]
             free = [item for item in by_host.items() if item[0][1] == 0]
@@ -577,8 +658,13 @@ class ClusterStore:
             if self._cap is not None and total >= self._cap and self.on_cap is not None:
                 self.on_cap()
         self._flushes += 1
+        credited = self._credited
         for reply in replies[: len(pushes)]:
-            self._queued += sum(int(added) for _host, added in reply)
+            for _host, added, queued, out, lost in reply:
+                self._queued += int(added)
+                credited[0] += int(lost)
+                credited[1] += int(queued)
+                credited[2] += int(out)
         for group, refused_hosts in zip(order, replies[len(pushes) :], strict=True):
             refused = {_text(h) for h in refused_hosts}
             for (host, _epoch), commit in group:
@@ -608,7 +694,9 @@ class ClusterStore:
         with ``appendfsync everysec`` lacks up to its last second or two), the pushes
         and unfenced commits (frontier rows, refusals) of the ``REPLAY_S`` before it.
         Both are safe twice (the seen set, INSERT OR IGNORE); what a fenced commit
-        acknowledged and a restart lost goes back to its queue and is fetched again."""
+        acknowledged and a restart lost goes back to its queue and is fetched again.
+        The pushes go again without their OPIC credits (a credit twice would add its
+        cash twice): the credits a restart lost are lost."""
         recent = self._recent
         again: list[Command] = []
         if self._link.outages != self._outages:
@@ -628,7 +716,8 @@ class ClusterStore:
         """The store's figures now."""
         return ClusterStoreStatistics(
             self._flushes, self._pushed, self._queued, self._committed, self._fenced,
-            self._dropped, self._pulled, self._replayed,
+            self._dropped, self._pulled, self._replayed, self._credited[1], self._credited[2],
+            self._credited[0],
         )  # fmt: skip
 
 

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from crawldeck.core.cluster.leases import Leases
 from crawldeck.core.frontier import FrontierEntry
+from crawldeck.core.prioritizer import Prioritizer
 from crawldeck.core.store import FrontierRow
 from crawldeck.core.window import FrontierWindow, SpillStore
 
@@ -44,6 +45,8 @@ class SharedWindow(FrontierWindow):
             worker's ``ClusterStore``).
         leases: the hosts this worker owns.
         source: the worker, which claims hosts and knows when the crawl is over.
+        prioritizer: the crawl's ordering (``FrontierWindow``'s): the order of the
+            owned hosts' URLs once read back (Redis hands them out best priority first).
     """
 
     def __init__(
@@ -54,8 +57,9 @@ class SharedWindow(FrontierWindow):
         *,
         leases: Leases,
         source: WorkSource,
+        prioritizer: Prioritizer | None = None,
     ) -> None:
-        super().__init__(window, store, read_back, spill_all=True)
+        super().__init__(window, store, read_back, spill_all=True, prioritizer=prioritizer)
         self._leases = leases
         self._source = source
 
@@ -88,6 +92,19 @@ class SharedWindow(FrontierWindow):
             # The pop checked the host out and no fetch will give it back: were it
             # claimed here again, its URLs would wait for a release that never comes.
             self.release(entry.host, now)
+
+    def _load(self, host: str, after: int, want: int) -> tuple[list[FrontierRow], int]:
+        """``FrontierWindow._load`` for a store whose read hands URLs out (``PULL``
+        moves them to ``:inf``): a short read keeps its rows, and after the flush only
+        the rest is asked for (read twice in full, the first read's URLs would wait in
+        ``:inf``, handed out to no one, until the host is released). In a thread."""
+        with self._io_lock:
+            rows, _ = self._store.load_spilled(host, after, want)
+            if len(rows) < want:
+                self._store.flush()
+                more, _ = self._store.load_spilled(host, after, want - len(rows))
+                rows += more
+            return rows, after
 
     def bring_in(self) -> None:
         """Read owned hosts back, and have the worker claim more."""

@@ -50,6 +50,7 @@ from crawldeck.core.dns import DnsCache, IpLimiter
 from crawldeck.core.engine import CrawlResult, Engine
 from crawldeck.core.errors import ClusterError, ConfigError, CrawldeckError
 from crawldeck.core.gate import AddressLimit
+from crawldeck.core.prioritizer import CASH_ORDERINGS, Prioritizer
 from crawldeck.core.protocols import Clock, Fetcher
 from crawldeck.core.robots_policy import RobotsEntry
 from crawldeck.core.store import FrontierRow, HostRecord
@@ -249,6 +250,8 @@ class Worker:
         self.store = ClusterStore(
             keys, link, self.id, self.leases, clock=clock, hot_queue=config.cluster_hot_queue,
             max_pages=config.max_pages,
+            cash_queues=config.front_queues if config.ordering in CASH_ORDERINGS else 0,
+            inlinks=config.ordering == "opic-inlinks",
         )  # fmt: skip
         if warc_dir is not None:
             self.store.warc_home = WarcHome(warc_dir, f"{keys.crawl_id}-{suffix}", keys.crawl_id)
@@ -286,9 +289,13 @@ class Worker:
         window: int,
         store: SpillStore,
         read_back: Callable[[Sequence[FrontierRow]], None],
+        prioritizer: Prioritizer,
     ) -> FrontierWindow:
-        """The engine's window: a ``SharedWindow`` over the worker's leases."""
-        self._window = SharedWindow(window, store, read_back, leases=self.leases, source=self)
+        """The engine's window: a ``SharedWindow`` over the worker's leases, in the
+        crawl's ordering."""
+        self._window = SharedWindow(
+            window, store, read_back, leases=self.leases, source=self, prioritizer=prioritizer
+        )
         return self._window
 
     def address_limit(self, local: IpLimiter, wake: Callable[[], None]) -> AddressLimit:
@@ -424,15 +431,18 @@ class Worker:
         ]
         replies = await self._link.batch(commands)
         for reply in replies[:renews]:
-            for host_b, ok, queued in reply:
+            for host_b, ok, queued, credits in reply:
                 host = str(_text(host_b))
                 epoch = self.leases.epoch(host)
                 if not ok:
                     self.leases.lose(host)
                 elif epoch is not None:
                     self.leases.renewed(host, epoch, sent)
-                    if queued and self._window is not None:
-                        self._window.adopt(host, int(queued))
+                    if self._window is not None:
+                        if queued:
+                            self._window.adopt(host, int(queued))
+                        for key, cash in self.store.held_credits(credits):
+                            self._window.credit(key, cash)
         counts = survey_counts(replies[renews : renews + len(survey)])
         self._ready_by_shard = [r for r, _o in counts]
         ready = sum(self._ready_by_shard)
