@@ -163,7 +163,10 @@ def assemble(
     gate = HostGate(politeness, ips, config.per_host_concurrency)
     prioritizer = Prioritizer(config.ordering, config.front_queues)
     if cluster is None:
-        frontier = FrontierWindow(config.frontier_window, store, read_back, prioritizer=prioritizer)
+        keep = store.set_scores if isinstance(store, Store) and prioritizer.by_cash else None
+        frontier = FrontierWindow(
+            config.frontier_window, store, read_back, prioritizer=prioritizer, keep_credits=keep
+        )
     else:
         frontier = cluster.make_window(config.frontier_window, store, read_back, prioritizer)
     side = SideRequests(clock, fetcher, addresses, gate, frontier, config.robots_token, wake)

@@ -260,6 +260,8 @@ class Engine:
             await self._fetcher.aclose()
             await self._dns.aclose()
             await self._frontier.settle()  # no read-back thread outlives the run
+            if not isinstance(self._crash, StoreError):
+                self._frontier.save_credits()  # before the final flush
             outcome = self._outcome()
             self._state = "finished" if outcome == "finished" else "stopped"
             self._obs.ended_at = self._clock()

@@ -663,6 +663,14 @@ class Frontier:
             self._front[new].append(entry)  # the copy in front[old] is stale now
         return True
 
+    def credited(self, host: str | None = None) -> list[FrontierEntry]:
+        """The URLs queued here (of ``host``, or of every host) that a credit reached
+        since they were queued (``inlinks > 1``; a cash ordering: empty under the
+        others), for the caller to write their cash and in-links where they are kept
+        (``FrontierWindow.save_credits``). O(URLs queued in memory)."""
+        found = [*self._backed.values(), *self._fronted.values()]
+        return [e for e in found if e.inlinks > 1 and (host is None or e.host == host)]
+
     def pop(self, now: float) -> FrontierEntry | None:
         """The next URL to fetch at ``now`` (epoch s), or ``None`` if no host is ready.
 

@@ -113,6 +113,11 @@ class CrawlFrontier(Protocol):
         """Wait until nothing is being brought in (the run ends)."""
         ...
 
+    def save_credits(self) -> None:
+        """The run ends: write what the URLs queued in memory gathered of the
+        ordering's cash and in-links where they are kept (``FrontierWindow``)."""
+        ...
+
     def statistics(self) -> WindowStatistics:
         """The frontier's figures now."""
         ...

@@ -93,6 +93,10 @@ class Recorder:
         self._config = config
         self._store = store
         self._add_scores = store.add_scores if isinstance(store, CashSink) else None
+        # SQLite gets the credits of the URLs not in memory; the window writes the
+        # others' when they leave memory (``FrontierWindow.credit``). A cluster's
+        # Redis gets every credit: its entries stand for the URLs held in memory too.
+        self._through = not isinstance(store, Store)
         self._obs = observer
         self._admission = admission
         self._frontier = frontier
@@ -445,13 +449,18 @@ class Recorder:
     def _credit(self, scores: list[tuple[str, float]]) -> None:
         """Add each ``(key, cash)`` and one in-link to the URL ``key`` if it waits (a
         cash ordering): in memory (``FrontierWindow.credit``) and in the store
-        (``CashSink.add_scores``: SQLite, or a cluster's queues in Redis, where the URL
-        moves up to its band)."""
+        (``CashSink.add_scores``: SQLite for a URL not in memory, the window writing
+        the others' later; or a cluster's queues in Redis, where the URL moves up to its
+        band)."""
         credit = self._frontier.credit
-        for key, cash in scores:
-            credit(key, cash)
-        if self._add_scores is not None:
-            self._add_scores(scores)
+        if self._through:
+            for key, cash in scores:
+                credit(key, cash)
+            missed = scores
+        else:
+            missed = [(key, cash) for key, cash in scores if not credit(key, cash)]
+        if self._add_scores is not None and missed:
+            self._add_scores(missed)
 
 
 def near_index(store: ResultSink) -> NearDuplicates:

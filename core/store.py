@@ -545,6 +545,10 @@ _SQL_ADD_SCORE: Final = (
     "UPDATE frontier SET score = score + ?, inlinks = inlinks + 1"
     " WHERE key = ? AND state IN ('queued', 'spilled')"
 )
+#: The cash and in-links a URL gathered in memory (``set_scores``), while it waits.
+_SQL_SET_SCORE: Final = (
+    "UPDATE frontier SET score = ?, inlinks = ? WHERE key = ? AND state IN ('queued', 'spilled')"
+)
 #: A link listed twice by one page is one row (the primary key).
 _SQL_LINK: Final = "INSERT OR IGNORE INTO links (from_url, to_url) VALUES (?, ?)"
 #: A page recorded replaces the links its URL had: a refetch, a cluster result landing
@@ -1166,6 +1170,7 @@ _META: Final = 12
 _RECRAWL: Final = 13  # requeue_for_recrawl: keys in order from a first seq
 _SITEMAP: Final = 20  # record_sitemap: a sitemaps row and its sitemap_urls rows
 _SCORES: Final = 21  # add_scores: (cash, key) pairs
+_SET_SCORES: Final = 22  # set_scores: (cash, inlinks, key) triples
 
 
 def status_class(status: int | None) -> str:
@@ -1648,6 +1653,19 @@ class Store:
         if scores:
             self._put((_SCORES, [(cash, key) for key, cash in scores]))
 
+    def set_scores(self, scores: Sequence[tuple[str, float, int]]) -> None:
+        """Queue setting the cash and in-links of waiting frontier rows: ``(key, cash,
+        inlinks)`` triples, each row's ``score`` and ``inlinks`` become these if it is
+        ``queued`` or ``spilled`` (a URL credited in memory, whose credits were not
+        written one by one: ``FrontierWindow.save_credits``, issue #15).
+
+        Raises:
+            StoreError: see the class.
+        """
+        self._check()
+        if scores:
+            self._put((_SET_SCORES, [(cash, n, key) for key, cash, n in scores]))
+
     def record_sitemap(self, rec: SitemapRecord, entries: Sequence[SitemapUrlRecord]) -> None:
         """Queue a sitemap's ``sitemaps`` row and the ``sitemap_urls`` rows of the URLs it
         lists, in one operation (INSERT OR REPLACE: read again, the new answer wins).
@@ -1920,6 +1938,8 @@ class Store:
             conn.executemany(_SQL_PAGE_ERROR, [(error, u) for _, u in pairs])
         elif kind == _SCORES:
             conn.executemany(_SQL_ADD_SCORE, op[1])
+        elif kind == _SET_SCORES:
+            conn.executemany(_SQL_SET_SCORE, op[1])
         elif kind == _ENQUEUE:
             _insert_frontier(conn, op[1], op[2], keys)
         elif kind == _MARK:

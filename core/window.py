@@ -102,6 +102,9 @@ class FrontierWindow:
             back through reads, ``core.cluster``).
         prioritizer: the crawl's ordering (``core.prioritizer``; default ``bfs``): the
             in-memory frontier's, and the priority of the URLs read back.
+        keep_credits: where the cash and in-links a URL gathered in memory are written
+            when it leaves memory (``Store.set_scores``; ``(key, cash, inlinks)``
+            triples), ``None``: its credits are written as they come (``credit``).
 
     Times are epoch seconds (``float``), as ``Frontier``'s. ``pop``, ``bring_in`` and
     ``drain`` run on an event loop (reads are tasks of the running loop); a read that
@@ -114,6 +117,7 @@ class FrontierWindow:
         "_frontier",
         "_host_cap",
         "_io_lock",
+        "_keep",
         "_prioritizer",
         "_read_back",
         "_reads",
@@ -135,11 +139,13 @@ class FrontierWindow:
         *,
         spill_all: bool = False,
         prioritizer: Prioritizer | None = None,
+        keep_credits: Callable[[Sequence[tuple[str, float, int]]], None] | None = None,
     ) -> None:
         self._prioritizer = prioritizer = prioritizer or Prioritizer()
         self._frontier = Frontier(prioritizer.priorities, ordering=prioritizer.ordering)
         self._spill_all = spill_all
         self._store = store
+        self._keep = keep_credits
         self._window = window
         self._host_cap = max(1, window // 8)
         self._read_back = read_back
@@ -203,9 +209,27 @@ class FrontierWindow:
         )  # fmt: skip
 
     def credit(self, key: str, cash: float) -> bool:
-        """``Frontier.credit``: ``cash`` more for the URL ``key`` if it is queued in
-        memory (``opic``); whether it is."""
+        """``Frontier.credit``: ``cash`` and one in-link more for the URL ``key`` if it
+        is queued in memory (a cash ordering); whether it is. With ``keep_credits``
+        the caller writes only the credits this refuses (URLs spilled, or not queued
+        here), and the window writes the cash and in-links a URL gathered in memory
+        when it leaves memory: popped (a fetch cut by a stop, or failed, leaves it
+        queued), dropped with its host, or still queued when the run ends
+        (``save_credits``). One write per credited URL, not one per credit: a page's
+        links are credited a few dozen at a time, each an SQLite ``UPDATE`` of about
+        6 us (benchmarks/RESULTS.md, "Crawl ordering"). A crawl killed with SIGKILL
+        loses the credits its URLs gathered in memory since they were queued: their
+        rows keep the cash and in-links they were queued (or last popped) with, so a
+        resumed crawl's order is close to, not the same as, an uninterrupted one's."""
         return self._frontier.credit(key, cash)
+
+    def save_credits(self, host: str | None = None) -> None:
+        """Write the cash and in-links of the URLs credited in memory (of ``host``, or
+        all: the run ends) to the store (``keep_credits``; nothing without it)."""
+        if self._keep is not None:
+            credited = self._frontier.credited(host)
+            if credited:
+                self._keep([(e.key, e.score, e.inlinks) for e in credited])
 
     def restore(self, spilled: dict[str, int]) -> None:
         """Count the URLs an earlier run left spilled (``Store.spilled_counts``), after
@@ -231,6 +255,8 @@ class FrontierWindow:
             self._read_waiting()
         entry = self._frontier.pop(now)
         if entry is not None:
+            if self._keep is not None and entry.inlinks > 1:
+                self._keep([(entry.key, entry.score, entry.inlinks)])
             host = entry.host
             if host in self._spilled and self._frontier.queued(host) <= self._host_cap // 2:
                 self._read(host)
@@ -375,6 +401,7 @@ class FrontierWindow:
     def drop_host(self, host: str) -> int:
         """Forget every queued URL of ``host``, in memory and spilled (they stay in the
         store for the next run); the number forgotten."""
+        self.save_credits(host)
         spilled = self._spilled.pop(host, 0)
         self._spilled_total -= spilled
         self._frontier.set_beyond(host, 0)

@@ -170,3 +170,51 @@ def test_a_credit_reaches_a_url_in_memory_or_spilled_and_not_one_in_flight(
             ]
 
     asyncio.run(main())
+
+
+def test_credits_in_memory_are_written_once_the_url_leaves_memory(tmp_path: Path) -> None:
+    """With ``keep_credits`` (the single process's window: ``Store.set_scores``) the
+    recorder writes only the credits the window refuses; a URL credited in memory has
+    its cash and in-links written when it is popped, dropped with its host, or still
+    queued when the run ends (``save_credits``), one write each, and a URL never
+    credited is not written at all. ``set_scores`` leaves a fetched row as it is."""
+
+    async def main() -> None:
+        db = tmp_path / "c.db"
+        with Store(db, clock=lambda: T0) as store:
+            window = FrontierWindow(
+                64, store, prioritizer=Prioritizer("opic-inlinks"), keep_credits=store.set_scores
+            )
+            rows = [
+                FrontierRow(k, f"http://{h}/{k}", h, 1, 18, score=0.1)
+                for k, h in (("a1", "a.test"), ("a2", "a.test"), ("b1", "b.test"), ("c1", "c.test"))
+            ]
+            store.enqueue_urls([*rows, FrontierRow("d", "http://a.test/d", "a.test", 1, 1)])
+            store.mark("d", "done")
+            for row in rows:
+                window.add(window.entry_of(row))
+            for key in ("a2", "b1", "c1"):
+                assert window.credit(key, 0.2) and window.credit(key, 0.2)
+            store.flush()
+
+            def stored() -> list[tuple[object, ...]]:
+                store.flush()
+                return raw(db, "SELECT key, round(score, 6), inlinks FROM frontier ORDER BY key")
+
+            assert stored() == [
+                ("a1", 0.1, 1), ("a2", 0.1, 1), ("b1", 0.1, 1), ("c1", 0.1, 1), ("d", 0.0, 1),
+            ]  # fmt: skip
+            # a2 (0.5 x 3^2) goes first and is written as it leaves; a1 was never credited
+            first = window.pop(0.0)
+            assert first is not None and first.key == "a2"
+            assert stored()[1] == ("a2", 0.5, 3)
+            assert window.drop_host("b.test") == 1  # b1 stays queued for the next run
+            assert stored()[2] == ("b1", 0.5, 3)
+            window.save_credits()  # the run ends: c1 is still queued in memory
+            assert stored() == [
+                ("a1", 0.1, 1), ("a2", 0.5, 3), ("b1", 0.5, 3), ("c1", 0.5, 3), ("d", 0.0, 1),
+            ]  # fmt: skip
+            store.set_scores([("d", 9.0, 9)])  # fetched: left as it is
+            assert stored()[4] == ("d", 0.0, 1)
+
+    asyncio.run(main())
