@@ -402,7 +402,7 @@ class Recorder:
                            inlinks=entry.inlinks, ranked=False)
             )  # fmt: skip
         elif entry.score:  # known already: all the cash goes to it (OPIC)
-            self._credit([(key, entry.score)])
+            self._credit([(key, entry.score, host)])
         return target, None, None
 
     async def _follow(
@@ -436,29 +436,33 @@ class Recorder:
         depth = entry.depth + 1
         if targets is None:
             return [self.queue(link, depth, PRIORITY_LINK, (), entry.url) for link in admitted]
-        keys = dict.fromkeys(link.key for link in targets)
+        keys = {link.key: link.host for link in targets}
         share = self._prioritizer.share(entry.score, len(keys))
         rows = [
             self.queue(link, depth, PRIORITY_LINK, (), entry.url, score=share) for link in admitted
         ]
         for link in admitted:
             keys.pop(link.key, None)
-        self._credit([(key, share) for key in keys])
+        self._credit([(key, share, host) for key, host in keys.items()])
         return rows
 
-    def _credit(self, scores: list[tuple[str, float]]) -> None:
-        """Add each ``(key, cash)`` and one in-link to the URL ``key`` if it waits (a
-        cash ordering): in memory (``FrontierWindow.credit``) and in the store
-        (``CashSink.add_scores``: SQLite for a URL not in memory, the window writing
-        the others' later; or a cluster's queues in Redis, where the URL moves up to its
-        band)."""
+    def _credit(self, scores: list[tuple[str, float, str]]) -> None:
+        """Add each ``(key, cash, host)``'s cash and one in-link to the URL ``key`` of
+        ``host`` if it waits (a cash ordering): in memory (``FrontierWindow.credit``)
+        and in the store (``CashSink.add_scores``): in SQLite for a URL not in memory
+        whose host has URLs spilled there (the window writes the others' when they
+        leave memory; a URL of a host with none spilled is fetched, in flight or of a
+        parked host, and gets nothing, as a fetched one gets nothing in SQLite), or in a
+        cluster's queues in Redis, every credit, where the URL moves up to its band."""
         credit = self._frontier.credit
+        missed: list[tuple[str, float]]
         if self._through:
-            for key, cash in scores:
+            missed = [(key, cash) for key, cash, _ in scores]
+            for key, cash in missed:
                 credit(key, cash)
-            missed = scores
         else:
-            missed = [(key, cash) for key, cash in scores if not credit(key, cash)]
+            spills = self._frontier.spills
+            missed = [(k, c) for k, c, host in scores if not credit(k, c) and spills(host)]
         if self._add_scores is not None and missed:
             self._add_scores(missed)
 

@@ -545,10 +545,8 @@ _SQL_ADD_SCORE: Final = (
     "UPDATE frontier SET score = score + ?, inlinks = inlinks + 1"
     " WHERE key = ? AND state IN ('queued', 'spilled')"
 )
-#: The cash and in-links a URL gathered in memory (``set_scores``), while it waits.
-_SQL_SET_SCORE: Final = (
-    "UPDATE frontier SET score = ?, inlinks = ? WHERE key = ? AND state IN ('queued', 'spilled')"
-)
+#: The cash and in-links a URL gathered in memory (``set_scores``), whatever its state.
+_SQL_SET_SCORE: Final = "UPDATE frontier SET score = ?, inlinks = ? WHERE key = ?"
 #: A link listed twice by one page is one row (the primary key).
 _SQL_LINK: Final = "INSERT OR IGNORE INTO links (from_url, to_url) VALUES (?, ?)"
 #: A page recorded replaces the links its URL had: a refetch, a cluster result landing
@@ -1654,10 +1652,11 @@ class Store:
             self._put((_SCORES, [(cash, key) for key, cash in scores]))
 
     def set_scores(self, scores: Sequence[tuple[str, float, int]]) -> None:
-        """Queue setting the cash and in-links of waiting frontier rows: ``(key, cash,
-        inlinks)`` triples, each row's ``score`` and ``inlinks`` become these if it is
-        ``queued`` or ``spilled`` (a URL credited in memory, whose credits were not
-        written one by one: ``FrontierWindow.save_credits``, issue #15).
+        """Queue setting the cash and in-links of frontier rows: ``(key, cash, inlinks)``
+        triples, each row's ``score`` and ``inlinks`` become these, whatever its state
+        (what a URL credited in memory held when it left memory, its credits not
+        written one by one: ``FrontierWindow.save_credits``, issue #15; a URL fetched
+        since keeps the cash it handed on, as ``add_scores`` leaves it).
 
         Raises:
             StoreError: see the class.

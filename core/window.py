@@ -32,11 +32,15 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Final, Protocol
 
 from crawldeck.core.frontier import Frontier, FrontierEntry
 from crawldeck.core.prioritizer import Prioritizer
 from crawldeck.core.store import SPILL_SEQ_SPAN, FrontierRow
+
+#: Credited URLs popped before their cash and in-links are written in one go
+#: (``FrontierWindow.credit``).
+KEEP_BATCH: Final = 256
 
 
 class SpillStore(Protocol):
@@ -118,6 +122,7 @@ class FrontierWindow:
         "_host_cap",
         "_io_lock",
         "_keep",
+        "_kept",
         "_prioritizer",
         "_read_back",
         "_reads",
@@ -146,6 +151,7 @@ class FrontierWindow:
         self._spill_all = spill_all
         self._store = store
         self._keep = keep_credits
+        self._kept: list[tuple[str, float, int]] = []  # popped credited URLs, not written
         self._window = window
         self._host_cap = max(1, window // 8)
         self._read_back = read_back
@@ -214,22 +220,29 @@ class FrontierWindow:
         the caller writes only the credits this refuses (URLs spilled, or not queued
         here), and the window writes the cash and in-links a URL gathered in memory
         when it leaves memory: popped (a fetch cut by a stop, or failed, leaves it
-        queued), dropped with its host, or still queued when the run ends
-        (``save_credits``). One write per credited URL, not one per credit: a page's
-        links are credited a few dozen at a time, each an SQLite ``UPDATE`` of about
-        6 us (benchmarks/RESULTS.md, "Crawl ordering"). A crawl killed with SIGKILL
-        loses the credits its URLs gathered in memory since they were queued: their
-        rows keep the cash and in-links they were queued (or last popped) with, so a
-        resumed crawl's order is close to, not the same as, an uninterrupted one's."""
+        queued; written ``KEEP_BATCH`` at a time), dropped with its host, or still
+        queued when the run ends (``save_credits``). One write per credited URL, not
+        one per credit: a page's links are credited a few dozen at a time, each an
+        SQLite ``UPDATE`` of about 6 us (benchmarks/RESULTS.md, "Crawl ordering"). A
+        crawl killed with SIGKILL loses the credits its URLs gathered in memory since
+        they were queued: their rows keep the cash and in-links they were queued with,
+        so a resumed crawl's order is close to, not the same as, an uninterrupted
+        one's; no URL is lost."""
         return self._frontier.credit(key, cash)
+
+    def spills(self, host: str) -> bool:
+        """Whether ``host`` has URLs waiting in the store only (spilled)."""
+        return self._spilled.get(host, 0) > 0
 
     def save_credits(self, host: str | None = None) -> None:
         """Write the cash and in-links of the URLs credited in memory (of ``host``, or
-        all: the run ends) to the store (``keep_credits``; nothing without it)."""
+        all: the run ends), and those of the credited URLs popped since the last
+        write, to the store (``keep_credits``; nothing without it)."""
         if self._keep is not None:
-            credited = self._frontier.credited(host)
-            if credited:
-                self._keep([(e.key, e.score, e.inlinks) for e in credited])
+            kept = self._kept + [(e.key, e.score, e.inlinks) for e in self._frontier.credited(host)]
+            self._kept = []
+            if kept:
+                self._keep(kept)
 
     def restore(self, spilled: dict[str, int]) -> None:
         """Count the URLs an earlier run left spilled (``Store.spilled_counts``), after
@@ -256,7 +269,11 @@ class FrontierWindow:
         entry = self._frontier.pop(now)
         if entry is not None:
             if self._keep is not None and entry.inlinks > 1:
-                self._keep([(entry.key, entry.score, entry.inlinks)])
+                kept = self._kept
+                kept.append((entry.key, entry.score, entry.inlinks))
+                if len(kept) >= KEEP_BATCH:  # one write for many: the store's queue
+                    self._kept = []
+                    self._keep(kept)
             host = entry.host
             if host in self._spilled and self._frontier.queued(host) <= self._host_cap // 2:
                 self._read(host)

@@ -175,9 +175,11 @@ def test_a_credit_reaches_a_url_in_memory_or_spilled_and_not_one_in_flight(
 def test_credits_in_memory_are_written_once_the_url_leaves_memory(tmp_path: Path) -> None:
     """With ``keep_credits`` (the single process's window: ``Store.set_scores``) the
     recorder writes only the credits the window refuses; a URL credited in memory has
-    its cash and in-links written when it is popped, dropped with its host, or still
-    queued when the run ends (``save_credits``), one write each, and a URL never
-    credited is not written at all. ``set_scores`` leaves a fetched row as it is."""
+    its cash and in-links written when it is popped (with the next batch of popped
+    ones, or the next ``save_credits``), dropped with its host, or still queued when
+    the run ends (``save_credits``), one write each, and a URL never credited is not
+    written at all. ``set_scores`` writes a fetched row too (what it held when popped:
+    the cash it handed on)."""
 
     async def main() -> None:
         db = tmp_path / "c.db"
@@ -204,17 +206,18 @@ def test_credits_in_memory_are_written_once_the_url_leaves_memory(tmp_path: Path
             assert stored() == [
                 ("a1", 0.1, 1), ("a2", 0.1, 1), ("b1", 0.1, 1), ("c1", 0.1, 1), ("d", 0.0, 1),
             ]  # fmt: skip
-            # a2 (0.5 x 3^2) goes first and is written as it leaves; a1 was never credited
+            # a2 (0.5 x 3^2) goes first, kept for the next write; a1 was never credited
             first = window.pop(0.0)
             assert first is not None and first.key == "a2"
-            assert stored()[1] == ("a2", 0.5, 3)
+            assert stored()[1] == ("a2", 0.1, 1)
             assert window.drop_host("b.test") == 1  # b1 stays queued for the next run
-            assert stored()[2] == ("b1", 0.5, 3)
+            assert stored()[1:3] == [("a2", 0.5, 3), ("b1", 0.5, 3)]
+            assert (window.spills("b.test"), window.spills("c.test")) == (False, False)
             window.save_credits()  # the run ends: c1 is still queued in memory
             assert stored() == [
                 ("a1", 0.1, 1), ("a2", 0.5, 3), ("b1", 0.5, 3), ("c1", 0.5, 3), ("d", 0.0, 1),
             ]  # fmt: skip
-            store.set_scores([("d", 9.0, 9)])  # fetched: left as it is
-            assert stored()[4] == ("d", 0.0, 1)
+            store.set_scores([("d", 0.75, 5)])  # fetched since it was popped
+            assert stored()[4] == ("d", 0.75, 5)
 
     asyncio.run(main())
