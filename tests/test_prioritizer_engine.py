@@ -12,6 +12,7 @@ fetch order, and the SQLite file.
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,21 @@ def test_the_console_draws_importance_bands_and_in_links_under_opic_inlinks() ->
         f" 1. cash 0.5           2 in-links  {A}/hot",
         f" 2. cash 0.25          1 in-links  {A}/q3",
     ]
+
+
+def test_the_frontier_bars_fit_their_height_with_the_lowest_bands_summed() -> None:
+    from crawldeck.core.snapshot import Counters
+    from crawldeck.tui.screens import priority_bars
+
+    bands = [0] * 32
+    for p, n in ((0, 2), (15, 1), (16, 3), (18, 20), (20, 24), (22, 5), (31, 1)):
+        bands[p] = n
+    c = Counters(queued_by_priority=tuple(bands), spilled=4, ordering="opic-inlinks")
+    lines = priority_bars(c, 60, 5).plain.splitlines()
+    labels = [re.split(r"\s+[▏▎▍▌▋▊▉█]|\s{2,}", line)[0] for line in lines]
+    assert labels == [
+        "0 seeds, cash x in^2 >= 2^30", "15 cash x in^2 >= 2^0", "16 cash x in^2 >= 2^-2",
+        "18-31 lower bands", "spilled (SQLite)",
+    ]  # fmt: skip
+    assert priority_bars(c, 60, 5).plain.splitlines()[3].split()[-2] == "50"  # 20 + 24 + 5 + 1
+    assert len(priority_bars(c, 60, 9).plain.splitlines()) == 8  # room for all: 7 bands + spilled

@@ -359,12 +359,13 @@ def status_bars(c: Counters, width: int) -> Text:
     return bar_rows(rows, sum(count for _, count, _ in rows), width)
 
 
-def priority_bars(c: Counters, width: int) -> Text:
+def priority_bars(c: Counters, width: int, height: int | None = None) -> Text:
     """The frontier's depth per priority (URLs queued in memory at each, 0 = highest,
     named by what feeds it: under ``opic`` the cash band, ``cash >= 2^-p``, under
     ``opic-inlinks`` the importance band, ``cash x in-links^2 >= 2^(30 - 2p)``, only
     the bands that hold URLs) and the URLs spilled to SQLite, as bars (``bar_rows`` in
-    ``width`` cells) of all the URLs queued."""
+    ``width`` cells) of all the URLs queued; at most ``height`` lines (the lowest bands
+    that hold URLs summed in one, ``p-q lower bands``, when there are more)."""
     counts = c.queued_by_priority
     if c.ordering in CASH_ORDERINGS:
         last = len(counts) - 1
@@ -373,6 +374,11 @@ def priority_bars(c: Counters, width: int) -> Text:
             for p, n in enumerate(counts)
             if n
         ]
+        if height is not None and len(rows) + 1 > height >= 3:
+            bands = [p for p, n in enumerate(counts) if n]
+            keep = height - 2
+            rest = sum(n for _, n, _ in rows[keep:])
+            rows = [*rows[:keep], (f"{bands[keep]}-{bands[-1]} lower bands", rest, "magenta")]
     else:
         rows = [
             (f"{p} {PRIORITY_LABELS.get(p, 'lowest')}", n, "magenta") for p, n in enumerate(counts)
@@ -442,7 +448,10 @@ class OverviewPanel(Horizontal):
         status = self.query_one("#status-bars", Static)
         set_static(status, status_bars(snap.counters, status.size.width))
         frontier = self.query_one("#frontier-bars", Static)
-        set_static(frontier, priority_bars(snap.counters, frontier.size.width))
+        set_static(
+            frontier,
+            priority_bars(snap.counters, frontier.size.width, frontier.size.height),
+        )
 
 
 # ------------------------------------------------------------------- log
