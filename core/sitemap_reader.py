@@ -26,12 +26,16 @@ is not). Each file:
   ``MAX_FILES_PER_ORIGIN`` files per origin and run.
 
 Every file read becomes a ``sitemaps`` row with its status and, when something was
-refused or cut, its reasons (``reason: detail; ...``). An index's row is written after
-the files it lists, so a crawl killed while reading them reads the index again on
-resume, and skips the files already read (``Store.sitemaps_read``: any answer that is
-not a 5xx or 429). A host whose robots.txt a resumed run would not fetch (nothing of it
-left queued) and whose sitemaps no earlier run read gets its robots.txt checked at the
-start of the run (``resume``), which starts its reading.
+refused or cut, its reasons (``reason: detail; ...``). A file's row is written once its
+reading is done: an index's after the files it lists, a urlset's after the URLs it lists
+are queued (before them, a stop that cancels the reading in between, or a kill between
+two commits, would leave a file marked read whose URLs were never queued). So a crawl
+stopped or killed while reading a file reads it again on resume (a second request for
+it), skipping the files already read (``Store.sitemaps_read``: any answer that is not a
+5xx or 429) and the URLs already queued (the seen set). A host whose robots.txt a
+resumed run would not fetch (nothing of it left queued) and whose sitemaps no earlier
+run read gets its robots.txt checked at the start of the run (``resume``), which starts
+its reading.
 """
 
 from __future__ import annotations
@@ -259,8 +263,9 @@ class SitemapReader:
         kept, refused = self._locate(parsed.entries, where)
         if refused:
             errors.append(f"location: {refused} URLs outside {where.origin}{where.directory}")
-        self._record(url, result.status, parsed.kind, len(kept), _join(errors), kept, sitemap=url)
+        # the row after the URLs are queued: a reading cut in between is done again
         state.queued += await self._admit(url, where.origin, [entry.url for entry in kept])
+        self._record(url, result.status, parsed.kind, len(kept), _join(errors), kept, sitemap=url)
 
     async def _index(
         self, parsed: SitemapFile, where: Location, level: int, state: _Origin

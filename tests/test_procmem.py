@@ -44,9 +44,13 @@ def family() -> Iterator[tuple[subprocess.Popen[bytes], int, str]]:
     """A Python parent (with a unique marker argument) that started a child; yields the
     parent, the child's pid and the marker."""
     marker = f"--procmem-test-{os.getpid()}-{id(object()):x}"
+    # the child's pid is printed once the child runs Python (it says so): just after
+    # its start its memory is not yet a Python's (a loaded machine saw rss under 1 MiB)
     code = (
         "import subprocess, sys, time\n"
-        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; print(flush=True); "
+        "time.sleep(60)'], stdout=subprocess.PIPE)\n"
+        "child.stdout.readline()\n"
         "print(child.pid, flush=True)\n"
         "time.sleep(60)\n"
     )

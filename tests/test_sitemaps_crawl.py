@@ -7,14 +7,21 @@ fetched meanwhile."""
 
 from __future__ import annotations
 
+import asyncio
 import gzip
+import threading
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from crawlkit import html, rows, run_crawl
 from httpserver import HTTPTestServer, Request, Response
 
+from crawldeck.core.config import build_config
+from crawldeck.core.engine import Engine
 from crawldeck.core.sitemap_reader import MAX_INDEX_DEPTH
+from crawldeck.core.store import Store
 from crawldeck.localweb.sites import SITEMAP_FILES
 from crawldeck.localweb.web import LocalWeb
 
@@ -169,3 +176,66 @@ def test_hostile_sitemaps_end_with_their_reason_and_other_hosts_go_on(tmp_path: 
         drip_at = next(r.at for r in bad.requests if r.path == "/drip.xml")
         assert max(r.at for r in good.requests if r.path.startswith("/p")) < drip_at + 1.0
         assert time.monotonic() - started < 30
+
+
+class StopAtExactCheck(Store):
+    """A ``Store`` whose first exact check asked from a thread (the seen set's, for a
+    sitemap URL already seen) calls ``stop`` and answers only once the run flushes its
+    end (the sitemap reader is cancelled before that): a stop cuts the reading while the
+    sitemap's URLs are being queued."""
+
+    def __init__(self, db: Path) -> None:
+        super().__init__(db, flush_interval_ms=50)
+        self.stop: Callable[[], object] | None = None
+        self.stopped_a_check = False
+        self._flushing = threading.Event()
+
+    def contains(self, key: str) -> bool:
+        stop = self.stop
+        if stop is not None and threading.current_thread() is not threading.main_thread():
+            self.stop = None
+            stop()
+            self.stopped_a_check = self._flushing.wait(10)
+        return super().contains(key)
+
+    def flush(self) -> None:
+        self._flushing.set()
+        super().flush()
+
+
+def test_a_sitemap_whose_urls_a_stop_cut_is_read_again_on_resume(tmp_path: Path) -> None:
+    """The ``sitemaps`` row of a urlset is written once its URLs are queued: stopped in
+    between, the file is not marked read, and the resumed run reads it again and crawls
+    its URLs (marked read first, they were never queued nor crawled)."""
+    db = tmp_path / "c.db"
+    with HTTPTestServer() as srv:
+        srv.set("/robots.txt", Response(200, {"Content-Type": "text/plain"}, b"User-agent: *\n"))
+        srv.set("/", html("<p>no links</p>"))
+        for path in ("/a", "/b"):
+            srv.set(path, html(f"<p>only in the sitemap: {path}</p>"))
+        listed = [srv.url("/"), srv.url("/a"), srv.url("/b")]  # the seed: an exact check
+        srv.set("/sitemap.xml", Response(200, XML, _urlset(listed)))
+        store = StopAtExactCheck(db)
+        engine = Engine(build_config({"delay_ms": 0, "render": "never", "scope": "host"}), store)
+        assert engine.add_seeds([srv.url("/")]) == []
+
+        async def crawl() -> None:
+            loop = asyncio.get_running_loop()
+            store.stop = partial(loop.call_soon_threadsafe, engine.request_stop)
+            await engine.run()
+
+        try:
+            asyncio.run(asyncio.wait_for(crawl(), timeout=30))
+        finally:
+            store.close()
+        assert store.stopped_a_check
+        assert rows(db, "SELECT status FROM runs") == [("stopped",)]
+        assert rows(db, "SELECT count(*) FROM sitemaps") == [(0,)]
+
+        run_crawl([srv.url("/")], db, scope="host")
+        assert srv.count("/sitemap.xml") == 2
+        assert rows(db, "SELECT url, status, urls FROM sitemaps") == [
+            (srv.url("/sitemap.xml"), 200, 3)
+        ]
+        fetched = {url for (url,) in rows(db, "SELECT url FROM pages WHERE status = 200")}
+        assert fetched == set(listed)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -456,17 +457,31 @@ async def test_run_console_shows_the_hint_it_is_given(monkeypatch: pytest.Monkey
     monkeypatch.setattr(app_module, "CrawlApp", Kept)
     engine = SlowStop()
     seen: list[str] = []
-    loop = asyncio.get_running_loop()
-    loop.call_later(0.8, os.kill, os.getpid(), signal.SIGTERM)  # as q: the run stops
-    loop.call_later(1.0, lambda: seen.append(plain(apps[0], "#resume")))
-    loop.call_later(1.2, engine.done.set)
+
+    async def until(check: Callable[[], bool]) -> None:
+        for _ in range(500):  # 10 s at most (a loaded machine)
+            if check():
+                return
+            await asyncio.sleep(0.02)
+        raise AssertionError("not within 10 s")
+
+    async def stop_and_read() -> None:
+        # as q: the run stops once the console runs (its SIGTERM handler is set then)
+        await until(lambda: bool(apps) and apps[0].is_running)
+        os.kill(os.getpid(), signal.SIGTERM)
+        await until(lambda: apps[0].query_one("#resume").display)  # stopping
+        seen.append(plain(apps[0], "#resume"))
+        engine.done.set()
+
     hint = "resume with: crawldeck crawl seeds.txt --db crawl.db"
+    driver = asyncio.create_task(stop_and_read())
     result = await asyncio.wait_for(
         app_module.run_console(
             engine, Path("crawl.db"), headless=True, size=(80, 24), resume_hint=hint
         ),
         timeout=20,
     )
+    await driver
     assert result is not None and result.outcome == "stopped"
     assert seen == [f"Stopping: in-flight fetches finish, state is saved.  {hint}"]
 
