@@ -41,13 +41,12 @@ its reading.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from crawldeck.core import urls
 from crawldeck.core.admission import Admission
 from crawldeck.core.errors import FetchError, UrlError
-from crawldeck.core.fetcher import FetchResult
 from crawldeck.core.observer import Observer
 from crawldeck.core.prioritizer import PRIORITY_LINK
 from crawldeck.core.protocols import Clock, ResultSink
@@ -55,7 +54,13 @@ from crawldeck.core.recording import REDIRECT_STATUSES, Recorder
 from crawldeck.core.robots import RobotsCache
 from crawldeck.core.seen import SeenSet
 from crawldeck.core.side_requests import SideRequests
-from crawldeck.core.sitemaps import MAX_BYTES, Location, SitemapEntry, SitemapFile, parse_sitemap
+from crawldeck.core.sitemaps import (
+    MAX_BYTES,
+    Location,
+    SitemapEntry,
+    SitemapKind,
+    SitemapStream,
+)
 from crawldeck.core.store import SitemapRecord, SitemapUrlRecord
 from crawldeck.core.traps import ScopePolicy
 
@@ -70,8 +75,15 @@ MAX_INDEX_DEPTH = 2
 MAX_FILES_PER_ORIGIN = 1000
 #: Sitemap files fetched and parsed at once in the whole crawl (bounds the memory).
 PARSE_SLOTS = 2
-#: URLs admitted per step (the loop runs other tasks between steps).
+#: URLs admitted per step (the loop runs other tasks between steps), and the most a
+#: reading holds parsed and not yet queued.
 ADMIT_BATCH = 500
+#: ``SitemapStream`` steps (16 KiB uncompressed each) parsed per thread job: a reading
+#: cut (its time cap, a stop) leaves at most that much parsing running in the thread.
+PUMP_STEPS = 64
+#: The ``error`` of a sitemap's row while its URLs are being queued (no status yet: a
+#: run stopped or killed then reads the file again on resume).
+_READING = "reading: cut before its end (read again on resume)"
 #: Hosts whose robots.txt a resumed run checks at once to read their sitemaps.
 RESUME_BATCH = 32
 
@@ -241,73 +253,64 @@ class SitemapReader:
             return
         state.files += 1
         self.files += 1
+        room = MAX_FILES_PER_ORIGIN - state.files  # the sitemaps an index may still add
         async with self._slots:
-            fetched = await self._fetch(url)
+            reading = _Reading(self, url, where, level, room)
+            fetched = await self._fetch(url, reading)
             if isinstance(fetched, _Failed):
-                self._record(url, fetched.status, None, 0, fetched.error)
+                errors = [fetched.error, *reading.reasons()]
+                self._record(url, fetched.status, reading.kind, reading.count, _join(errors))
                 return
             state.read += 1
-            final, result = fetched
-            parsed = await asyncio.to_thread(parse_sitemap, result.body)
-        errors = [parsed.error] if parsed.error is not None else []
-        if result.truncated:  # a Content-Encoding bomb, cut by the fetcher at the cap
-            errors.insert(0, f"too_large: over {MAX_BYTES} bytes decoded, the rest ignored")
-        if parsed.skipped:
-            errors.append(f"skipped: {parsed.skipped} entries without a usable URL")
-        if final != url:
-            where = Location.of(final, where.granted)
-        if parsed.kind == "sitemapindex":
-            errors += await self._index(parsed, where, level, state)
-            self._record(url, result.status, parsed.kind, len(parsed.entries), _join(errors))
+            status = fetched
+            await reading.end()
+        errors = reading.reasons()
+        if reading.kind == "sitemapindex":
+            errors += await self._index(reading, level, state)
+            self._record(url, status, reading.kind, reading.count, _join(errors))
             return
-        kept, refused = self._locate(parsed.entries, where)
-        if refused:
-            errors.append(f"location: {refused} URLs outside {where.origin}{where.directory}")
         # the row after the URLs are queued: a reading cut in between is done again
-        state.queued += await self._admit(url, where.origin, [entry.url for entry in kept])
-        self._record(url, result.status, parsed.kind, len(kept), _join(errors), kept, sitemap=url)
+        state.queued += reading.queued
+        self._record(url, status, reading.kind, reading.count, _join(errors), reading.rows)
 
-    async def _index(
-        self, parsed: SitemapFile, where: Location, level: int, state: _Origin
-    ) -> list[str]:
+    async def _index(self, reading: _Reading, level: int, state: _Origin) -> list[str]:
         """Read the sitemaps an index lists (depth first); the reasons to record."""
         errors: list[str] = []
-        loops = elsewhere = deeper = 0
-        for entry in parsed.entries:
-            try:
-                child = urls.clean(entry.loc)
-            except UrlError:
-                elsewhere += 1
-                continue
-            if not where.same_site(child):
-                elsewhere += 1
-            elif child in state.seen:
+        loops = 0
+        deeper = reading.deeper
+        for child in reading.children:
+            if child in state.seen:
                 loops += 1
-            elif level + 1 > MAX_INDEX_DEPTH:
-                deeper += 1
             else:
-                await self._read(child, Location.of(child, where.granted), level + 1, state)
+                granted = reading.where.granted
+                await self._read(child, Location.of(child, granted), level + 1, state)
         if loops:
             errors.append(f"loop: {loops} sitemaps listed were read already")
         if deeper:
             errors.append(f"index_depth: {deeper} sitemaps past {MAX_INDEX_DEPTH} index levels")
-        if elsewhere:
-            errors.append(f"location: {elsewhere} sitemaps not on {where.origin}")
+        if reading.elsewhere:
+            errors.append(f"location: {reading.elsewhere} sitemaps not on {reading.where.origin}")
+        if reading.past_cap:
+            errors.append(
+                f"host_cap: {reading.past_cap} sitemaps past {MAX_FILES_PER_ORIGIN} files"
+            )
         return errors
 
-    async def _fetch(self, url: str) -> tuple[str, FetchResult] | _Failed:
-        """GET ``url`` (robots.txt first), following redirects within its origin.
+    async def _fetch(self, url: str, reading: _Reading) -> int | _Failed:
+        """GET ``url`` (robots.txt first), following redirects within its origin, the
+        body of its 2xx answer streamed to ``reading``.
 
         Returns:
-            ``(final URL, result)`` for a 2xx answer, else why not.
+            the status of the 2xx answer, else why not.
         """
         hops = 0
         while True:
             decision = await self._robots.check(url)
             if not decision.allowed:
                 return _Failed(None, "robots: disallowed by robots.txt")
+            reading.hop(url)
             try:
-                result = await self._side.fetch(url, max_bytes=MAX_BYTES)
+                result = await self._side.fetch(url, max_bytes=MAX_BYTES + 1, on_body=reading.feed)
             except FetchError as exc:
                 return _Failed(None, f"{exc.reason}: {exc}")
             status = result.status
@@ -323,10 +326,10 @@ class SitemapReader:
                 continue
             if not 200 <= status < 300:
                 return _Failed(status, f"http: status {status}")
-            return url, result
+            return status
 
     def _locate(
-        self, entries: tuple[SitemapEntry, ...], where: Location
+        self, entries: list[SitemapEntry], where: Location, sitemap: str
     ) -> tuple[list[SitemapUrlRecord], int]:
         """The entries whose cleaned URL the location rule allows, as rows (first
         listing of a URL wins); how many it refused."""
@@ -342,7 +345,7 @@ class SitemapReader:
                 refused += 1
             elif url not in kept:
                 kept[url] = SitemapUrlRecord(
-                    url, "", entry.lastmod, entry.changefreq, entry.priority
+                    url, sitemap, entry.lastmod, entry.changefreq, entry.priority
                 )
         return list(kept.values()), refused
 
@@ -353,12 +356,9 @@ class SitemapReader:
         kind: str | None,
         count: int,
         error: str | None,
-        entries: list[SitemapUrlRecord] | None = None,
-        *,
-        sitemap: str = "",
+        rows: Sequence[SitemapUrlRecord] = (),
     ) -> None:
-        rows = [SitemapUrlRecord(e.url, sitemap, e.lastmod, e.changefreq, e.priority)
-                for e in entries or ()]  # fmt: skip
+        """Write the ``sitemaps`` row of ``url`` and the ``sitemap_urls`` ``rows``."""
         try:
             host = urls.host_key(url)
         except UrlError:
@@ -386,6 +386,128 @@ class SitemapReader:
         return queued
 
 
+class _Reading:
+    """One sitemap file read as it arrives (``SitemapReader._read``).
+
+    The body of its 2xx answer is handed to ``feed`` chunk by chunk (``fetch(on_body=
+    ...)``) and goes through a ``SitemapStream`` in steps of ``PUMP_STEPS`` off the
+    event loop; neither the file nor its entries are held. A urlset's (or text
+    sitemap's) URLs are located, admitted and queued ``ADMIT_BATCH`` at a time as they
+    are parsed, each batch's ``sitemap_urls`` rows written with a ``sitemaps`` row
+    without status (``Store.sitemaps_read`` skips only rows with one: a file whose
+    reading a stop or a kill cuts is read again on resume); the last batch's rows go
+    with the file's final row. An index's sitemaps on its own site are kept (at most
+    ``room``, the files its origin may still read) to be read after it.
+
+    Args:
+        reader: the reader (its admission, recorder, store).
+        url: the sitemap's URL as listed (the name its rows carry).
+        where: its location rule (``hop`` moves it to a redirect's target).
+        level: index levels above it.
+        room: sitemaps an index may still add for its origin.
+    """
+
+    def __init__(
+        self, reader: SitemapReader, url: str, where: Location, level: int, room: int
+    ) -> None:
+        self._reader = reader
+        self.url = url
+        self.where = where
+        self._given = where
+        self._room = room
+        self._deeper_than_allowed = level + 1 > MAX_INDEX_DEPTH
+        self.stream = SitemapStream()
+        self.received = 0  # decoded bytes received
+        self.queued = 0
+        self.refused = 0  # URLs outside the location rule
+        self._kept: set[int] = set()  # the hash of each URL kept (listed twice: once)
+        self.rows: list[SitemapUrlRecord] = []  # the last batch's, for the final row
+        self.children: list[str] = []  # an index's sitemaps to read
+        self.elsewhere = 0  # an index's sitemaps not on its site
+        self.deeper = 0  # an index's sitemaps past MAX_INDEX_DEPTH
+        self.past_cap = 0  # an index's sitemaps past MAX_FILES_PER_ORIGIN
+
+    @property
+    def kind(self) -> SitemapKind | None:
+        """What the file is, once known (``SitemapStream.kind``)."""
+        return self.stream.kind
+
+    @property
+    def count(self) -> int:
+        """The ``urls`` of its row: the sitemaps an index lists, the distinct URLs a
+        urlset lists that the location rule allows."""
+        return self.stream.count if self.kind == "sitemapindex" else len(self._kept)
+
+    def hop(self, url: str) -> None:
+        """The next request is for ``url`` (a redirect's target): its location rule."""
+        self.where = self._given if url == self.url else Location.of(url, self._given.granted)
+
+    async def feed(self, chunk: bytes) -> bool:
+        """The next decoded bytes of the body (a ``BodySink``); whether to read on."""
+        self.received += len(chunk)
+        over = self.received - MAX_BYTES
+        stream = self.stream
+        stream.feed(chunk[: len(chunk) - over] if over > 0 else chunk)
+        while True:
+            more = await asyncio.to_thread(stream.pump, ADMIT_BATCH, PUMP_STEPS)
+            if more or stream.waiting >= ADMIT_BATCH:
+                await self._use(stream.take(), final=False)
+            if not more:
+                return over <= 0 and not stream.done
+
+    async def end(self) -> None:
+        """The body ended: parse its end, admit what is left."""
+        await asyncio.to_thread(self.stream.close)
+        await self._use(self.stream.take(), final=True)
+
+    def reasons(self) -> list[str]:
+        """What was refused or cut in the file, ``reason: detail`` each."""
+        errors: list[str] = []
+        if self.received > MAX_BYTES:  # a Content-Encoding bomb, cut at the cap
+            errors.append(f"too_large: over {MAX_BYTES} bytes decoded, the rest ignored")
+        if self.stream.error is not None:
+            errors.append(self.stream.error)
+        if self.stream.skipped:
+            errors.append(f"skipped: {self.stream.skipped} entries without a usable URL")
+        if self.refused:
+            where = self.where
+            errors.append(f"location: {self.refused} URLs outside {where.origin}{where.directory}")
+        return errors
+
+    async def _use(self, entries: list[SitemapEntry], *, final: bool) -> None:
+        """Queue the URLs of ``entries`` (a urlset's) or keep them (an index's)."""
+        if self.kind == "sitemapindex":
+            self._list(entries)
+            return
+        reader = self._reader
+        kept, refused = reader._locate(entries, self.where, self.url)
+        self.refused += refused
+        fresh = [row for row in kept if hash(row.url) not in self._kept]
+        self._kept.update(hash(row.url) for row in fresh)
+        self.queued += await reader._admit(self.url, self.where.origin, [r.url for r in fresh])
+        if final:
+            self.rows = fresh
+        elif fresh:
+            reader._record(self.url, None, self.kind, self.count, _READING, fresh)
+
+    def _list(self, entries: list[SitemapEntry]) -> None:
+        """Keep the sitemaps an index lists that may be read (see the class)."""
+        for entry in entries:
+            try:
+                child = urls.clean(entry.loc)
+            except UrlError:
+                self.elsewhere += 1
+                continue
+            if not self.where.same_site(child):
+                self.elsewhere += 1
+            elif self._deeper_than_allowed:
+                self.deeper += 1
+            elif len(self.children) < self._room:
+                self.children.append(child)
+            else:
+                self.past_cap += 1
+
+
 def _join(errors: list[str]) -> str | None:
     return "; ".join(errors) if errors else None
 
@@ -395,6 +517,7 @@ __all__ = [
     "MAX_FILES_PER_ORIGIN",
     "MAX_INDEX_DEPTH",
     "PARSE_SLOTS",
+    "PUMP_STEPS",
     "SITEMAP_DEPTH",
     "SitemapReader",
 ]
