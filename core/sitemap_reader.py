@@ -257,9 +257,12 @@ class SitemapReader:
         async with self._slots:
             reading = _Reading(self, url, where, level, room)
             fetched = await self._fetch(url, reading)
-            if isinstance(fetched, _Failed):
+            if isinstance(fetched, _Failed):  # what came before a cut is kept
+                await reading.end(cut=True)
                 errors = [fetched.error, *reading.reasons()]
-                self._record(url, fetched.status, reading.kind, reading.count, _join(errors))
+                state.queued += reading.queued
+                count = reading.count
+                self._record(url, fetched.status, reading.kind, count, _join(errors), reading.rows)
                 return
             state.read += 1
             status = fetched
@@ -455,9 +458,11 @@ class _Reading:
             if not more:
                 return over <= 0 and not stream.done
 
-    async def end(self) -> None:
-        """The body ended: parse its end, admit what is left."""
-        await asyncio.to_thread(self.stream.close)
+    async def end(self, *, cut: bool = False) -> None:
+        """The body ended, or was ``cut`` (a failed fetch) or cut at the cap: parse
+        its end (a cut file has none to check), admit what is left."""
+        if not cut and self.received <= MAX_BYTES:
+            await asyncio.to_thread(self.stream.close)
         await self._use(self.stream.take(), final=True)
 
     def reasons(self) -> list[str]:

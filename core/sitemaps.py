@@ -72,7 +72,7 @@ MAX_DECLARED: Final = 1000
 SitemapKind = Literal["urlset", "sitemapindex", "text"]
 _ROOTS: Final = {"urlset": "url", "sitemapindex": "sitemap"}
 _READ_BYTES: Final = 64 * 1024
-_HEAD_BYTES: Final = 1024  # what tells XML from a text sitemap
+_HEAD_BYTES: Final = 1024  # blank bytes past which a file is taken for XML
 _LINE_BYTES: Final = 4 * MAX_LOC_CHARS + 16  # a longer text line is no URL: dropped
 #: Uncompressed bytes decoded and parsed in one step of ``SitemapStream.pump``.
 STEP_BYTES: Final = 16 * 1024
@@ -541,11 +541,12 @@ class SitemapStream:
         """Parse the next uncompressed bytes (XML or text, told from the first 1 KiB)."""
         if self._content is None:
             self._head += data
-            if len(self._head) < _HEAD_BYTES and not self._closing:
-                return
+            start = self._head[:_HEAD_BYTES].lstrip(b"\xef\xbb\xbf \t\r\n")
+            known = len(self._head) >= _HEAD_BYTES or (start and len(self._head) > 1)
+            if not known and not self._closing:
+                return  # a drip's first bytes: read as soon as they tell
             if self._layer == "gzip" and self._head[:2] == _GZIP_MAGIC:
                 raise _Stop("nested_gzip: a gzip file inside the gzip file, refused")
-            start = self._head[:_HEAD_BYTES].lstrip(b"\xef\xbb\xbf \t\r\n")
             self._content = "xml" if start.startswith(b"<") or not start else "text"
             data, self._head = self._head, b""
             if self._content == "xml":
