@@ -565,11 +565,13 @@ class SitemapStream:
                     " declaration, the rest ignored"
                 )
             return
+        if self._long:  # in a line too long to be a URL: dropped to its end
+            end = data.find(b"\n")
+            if end < 0:
+                return
+            data, self._long = data[end + 1 :], False
         lines = (self._rest + data).split(b"\n")
         self._rest = lines.pop()
-        if self._long and lines:  # the end of the long line
-            lines.pop(0)
-            self._long = False
         for raw in lines:
             self._line(raw)
         if len(self._rest) > _LINE_BYTES:
@@ -579,8 +581,6 @@ class SitemapStream:
 
     def _line(self, raw: bytes) -> None:
         """One line of a text sitemap: a URL entry, skipped, or blank."""
-        if self._long:
-            return
         try:
             line = raw.decode("utf-8").strip().removeprefix("\ufeff")
         except UnicodeDecodeError:
