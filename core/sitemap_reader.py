@@ -11,11 +11,14 @@ is not). Each file:
 * is checked against robots.txt (its own origin's) and fetched through the side
   requests (``SideRequests.fetch``: the host gate, the per-IP limit, politeness learnt
   from its answer; the engine's fetcher, so whatever wraps it sees the request), at
-  most ``sitemaps.MAX_BYTES`` decoded; a redirect is followed up to ``max_redirects``
-  hops within its origin;
-* is parsed in a thread (``core.sitemaps.parse_sitemap``), at most
-  ``PARSE_SLOTS`` files at once in the whole crawl, so memory holds at most that many
-  bodies (50 MiB each at worst);
+  most ``sitemaps.MAX_BYTES`` decoded, within a page's time cap (``total_timeout_ms``);
+  a redirect is followed up to ``max_redirects`` hops within its origin;
+* is read streaming (``_Reading``): the 2xx body comes in decoded chunks of at most
+  64 KiB (``fetch(on_body=...)``) and goes through a ``core.sitemaps.SitemapStream``
+  in thread jobs of ``PUMP_STEPS`` steps, its URLs queued ``ADMIT_BATCH`` at a time
+  as they are parsed; at most ``PARSE_SLOTS`` files are read at once in the whole
+  crawl. Memory holds neither a file nor its entries, and a file cut by the time cap
+  keeps the URLs read before the cut;
 * lists URLs that must pass the location rule (``sitemaps.Location``; robots.txt
   grants its whole origin), then the same admission as a link (scope, trap guards, seen
   set: ``Admission.follow``) at depth ``SITEMAP_DEPTH`` from the host's root, queued as
@@ -26,10 +29,12 @@ is not). Each file:
   ``MAX_FILES_PER_ORIGIN`` files per origin and run.
 
 Every file read becomes a ``sitemaps`` row with its status and, when something was
-refused or cut, its reasons (``reason: detail; ...``). A file's row is written once its
-reading is done: an index's after the files it lists, a urlset's after the URLs it lists
-are queued (before them, a stop that cancels the reading in between, or a kill between
-two commits, would leave a file marked read whose URLs were never queued). So a crawl
+refused or cut, its reasons (``reason: detail; ...``). While a urlset's URLs are queued
+batch by batch, each batch's ``sitemap_urls`` rows go with a row without status; the
+file's final row is written once its reading is done: an index's after the files it
+lists, a urlset's after its last URLs are queued (before them, a stop that cancels the
+reading in between, or a kill between two commits, would leave a file marked read
+whose URLs were never queued). So a crawl
 stopped or killed while reading a file reads it again on resume (a second request for
 it), skipping the files already read (``Store.sitemaps_read``: any answer that is not a
 5xx or 429) and the URLs already queued (the seen set). A host whose robots.txt a
@@ -73,7 +78,7 @@ SITEMAP_DEPTH = 1
 MAX_INDEX_DEPTH = 2
 #: Sitemap files read per origin and run (with 50 000 URLs each: 50 million URLs).
 MAX_FILES_PER_ORIGIN = 1000
-#: Sitemap files fetched and parsed at once in the whole crawl (bounds the memory).
+#: Sitemap files read at once in the whole crawl.
 PARSE_SLOTS = 2
 #: URLs admitted per step (the loop runs other tasks between steps), and the most a
 #: reading holds parsed and not yet queued.

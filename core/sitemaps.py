@@ -1,10 +1,12 @@
 """Sitemaps (sitemaps.org protocol 0.9) as a pure parser: bytes in, URLs and a reason out.
 
-No I/O, no clock, no asyncio: ``parse_sitemap(body, url)`` reads one fetched sitemap
-file and returns what it lists (``SitemapFile``); ``declared_sitemaps`` reads the
-``Sitemap:`` lines of a robots.txt body; ``Location`` is the protocol's rule of which
-URLs a sitemap may list. ``core.sitemap_reader`` is the driver that fetches, calls
-these and admits the URLs. The protocol: https://www.sitemaps.org/protocol.html.
+No I/O, no clock, no asyncio: ``SitemapStream`` reads one sitemap file as it arrives
+(``feed`` the bytes fetched, ``pump`` them in steps, ``take`` the entries, ``close``),
+holding neither the file nor its entries; ``parse_sitemap(body)`` is the same over a
+body held whole. ``declared_sitemaps`` reads the ``Sitemap:`` lines of a robots.txt
+body; ``Location`` is the protocol's rule of which URLs a sitemap may list.
+``core.sitemap_reader`` is the driver that fetches, streams and admits the URLs. The
+protocol: https://www.sitemaps.org/protocol.html.
 
 Shapes read:
 
@@ -15,21 +17,27 @@ Shapes read:
   elements (``<image:loc>`` inside a ``<url>``) never pass for a ``<loc>``.
 * gzip, known by its magic bytes (``.gz`` files, or gzip bytes under any name; a body
   the server sent with ``Content-Encoding: gzip`` arrives decoded already), several
-  members included.
+  members included. One such layer: a gzip file inside it is ``nested_gzip``, refused
+  (each layer multiplies a bomb; no generator writes one).
 * text sitemaps: one absolute http(s) URL per line, UTF-8 (a line that is not UTF-8,
   or not such a URL, is skipped and counted).
 
 Hardened (the protocol's caps, and XML that cannot cost more than its bytes):
 
-* parsed with ``defusedxml`` over expat, streamed: fed in 64 KiB chunks to a target
-  that keeps only the text of the current entry's fields (no tree, no text between
-  elements), so a 50 MB file is never held in memory, as a tree or as text. A
+* parsed with ``defusedxml`` over expat, streamed: decoded and fed in ``STEP_BYTES``
+  (16 KiB) steps to a target that keeps only the text of the current entry's fields
+  (no tree, no text between elements), the entries taken by the caller as they come,
+  so a 50 MB file is never held in memory, as bytes, a tree, text or entries. A
   document type declaration is refused: an entity declaration (billion laughs) as
   ``xml_entities``, an external entity or external DTD as ``xml_external``, any other
-  DTD as ``xml_dtd``; what was read before it is dropped.
+  DTD as ``xml_dtd``; what was read before it is dropped. Elements nested deeper than
+  ``MAX_NESTING`` (64) are ``too_deep``; more than ``MAX_MARKUP_BYTES`` (1 MiB) that
+  expat must hold whole (one tag with its attributes, a comment, a declaration) is
+  ``huge_markup``; a text line too long to be a URL is dropped to its end.
 * ``MAX_BYTES`` (50 MiB, "50MB (52,428,800 bytes)") uncompressed: decompression
   is done in steps bounded by what is left of the cap, so a gzip bomb costs at most
-  the cap; past it, ``too_large`` and the entries read so far are kept.
+  the cap in time and a step in memory; past it, ``too_large`` and the entries read
+  so far are kept.
 * ``MAX_URLS`` (50 000) entries per file: the rest is ignored, ``too_many_urls``.
 * ``<loc>`` of at most ``MAX_LOC_CHARS`` (2 047: "less than 2,048 characters").
 * ``lastmod`` in W3C Datetime (a date, or a date and time; a time without a zone is
