@@ -288,7 +288,9 @@ class FetchResult:
         elapsed_ms: milliseconds from the start of the request to the end of the body
             read (or to the cut, when truncated or skipped).
         truncated: ``True`` when the decoded body was longer than ``max_bytes`` and was
-            cut to its first ``max_bytes`` bytes.
+            cut to its first ``max_bytes`` bytes; for a streamed body
+            (``fetch(on_body=...)``) also when its reader stopped the read, or more was
+            transferred than ``wire_body`` keeps.
         skipped: ``True`` when ``want_body(content_type)`` said no: the body was not
             read (beyond what sniffing needed) and ``body`` is ``b""``.
         sniffed: ``True`` when ``content_type`` comes from the body's bytes rather
@@ -305,8 +307,10 @@ class FetchResult:
             recorded).
         wire_body: the body as transferred (its Content-Encoding kept, the transfer
             coding removed), at most what was read before the cut; ``None`` when it
-            is ``body`` itself (no content coding). The WARC response record holds it
-            (``core.warc``), so its payload matches its ``Content-Encoding``.
+            is ``body`` itself (no content coding). For a streamed body, its first
+            ``STREAM_KEEP_BYTES`` bytes as transferred, coded or not. The WARC
+            response record holds it (``core.warc``), so its payload matches its
+            ``Content-Encoding``.
         warc: where the response went in the WARC files (``core.archive``), ``None``
             when no WARC is written.
     """

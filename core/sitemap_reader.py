@@ -16,8 +16,8 @@ is not). Each file:
 * is read streaming (``_Reading``): the 2xx body comes in decoded chunks of at most
   64 KiB (``fetch(on_body=...)``) and goes through a ``core.sitemaps.SitemapStream``
   in thread jobs of ``PUMP_STEPS`` steps, its URLs queued ``ADMIT_BATCH`` at a time
-  as they are parsed; at most ``PARSE_SLOTS`` files are read at once in the whole
-  crawl. Memory holds neither a file nor its entries, and a file cut by the time cap
+  as they are parsed; at most ``PARSE_SLOTS`` (4) files are read at once in the
+  whole crawl. Memory holds neither a file nor its entries, and a file cut by the time cap
   keeps the URLs read before the cut;
 * lists URLs that must pass the location rule (``sitemaps.Location``; robots.txt
   grants its whole origin), then the same admission as a link (scope, trap guards, seen
@@ -78,8 +78,12 @@ SITEMAP_DEPTH = 1
 MAX_INDEX_DEPTH = 2
 #: Sitemap files read per origin and run (with 50 000 URLs each: 50 million URLs).
 MAX_FILES_PER_ORIGIN = 1000
-#: Sitemap files read at once in the whole crawl.
-PARSE_SLOTS = 2
+#: Sitemap files read at once in the whole crawl. A reading holds a few MiB at most (a
+#: network chunk, a parse step, a batch of entries, what expat holds of one tag, the
+#: MiB kept for the WARC record), so four cost little; a slot is held while the
+#: host's politeness is waited for and a hostile file costs up to the time cap, so
+#: four keep other hosts' sitemaps read meanwhile.
+PARSE_SLOTS = 4
 #: URLs admitted per step (the loop runs other tasks between steps), and the most a
 #: reading holds parsed and not yet queued.
 ADMIT_BATCH = 500

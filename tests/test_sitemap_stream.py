@@ -8,7 +8,7 @@ from __future__ import annotations
 import gzip
 import zlib
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawldeck.core.sitemaps import (
@@ -117,6 +117,7 @@ def test_entries_wait_a_batch_and_a_step_at_most() -> None:
     assert 100 <= most < 100 + STEP_BYTES // len("<url><loc>http://a.test/1</loc></url>")
 
 
+@settings(max_examples=100, deadline=None)
 @given(st.lists(st.integers(1, 3000), min_size=1, max_size=40))
 def test_the_entries_do_not_depend_on_how_the_bytes_are_cut(cuts: list[int]) -> None:
     rows = "".join(f"<url><loc>http://a.test/{i}</loc><priority>0.{i % 10}</priority></url>"

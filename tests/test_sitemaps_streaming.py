@@ -11,6 +11,7 @@ import asyncio
 from pathlib import Path
 from typing import ClassVar
 
+import brotli
 import pytest
 from crawlkit import html, rows, run_crawl
 from hostile_sitemaps import MANY, install, robots_txt
@@ -18,7 +19,7 @@ from httpserver import HTTPTestServer, Response
 
 from crawldeck.core import sitemap_reader
 from crawldeck.core.config import build_config
-from crawldeck.core.fetcher import STREAM_KEEP_BYTES, AiohttpFetcher
+from crawldeck.core.fetcher import STREAM_KEEP_BYTES, AiohttpFetcher, FetchResult
 from crawldeck.core.sitemap_reader import ADMIT_BATCH
 from crawldeck.core.sitemaps import (
     MAX_BYTES,
@@ -152,13 +153,20 @@ def test_a_dripping_sitemap_is_cut_at_the_time_cap_keeping_what_came(
         assert pages <= fetched
 
 
-def test_a_streamed_fetch_hands_on_a_bomb_in_bounded_steps_and_keeps_a_prefix() -> None:
-    """``fetch(on_body=...)`` of a ``Content-Encoding: gzip`` bomb: decoded chunks of at
-    most 64 KiB, cut at the cap (``truncated``), the first ``STREAM_KEEP_BYTES`` as
-    transferred kept; a 404's body is not streamed."""
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "br"])
+def test_a_streamed_fetch_hands_on_a_bomb_in_bounded_steps_and_keeps_a_prefix(
+    coding: str,
+) -> None:
+    """``fetch(on_body=...)`` of a ``Content-Encoding`` bomb: decoded chunks of at most
+    64 KiB (a brotli block past them at most), cut at the cap (``truncated``), the first
+    ``STREAM_KEEP_BYTES`` as transferred kept; a 404's body is not streamed."""
     cap = 5 * 1024 * 1024
     with HTTPTestServer() as srv:
         paths = install(srv)
+        path = paths[f"{coding}_bomb"] if coding != "br" else "/br-bomb.xml"
+        if coding == "br":
+            bomb = brotli.compress(b" " * 4 * cap, quality=1)
+            srv.set(path, Response(200, {"Content-Encoding": "br"}, bomb))
         chunks: list[int] = []
         of_404: list[int] = []
 
@@ -170,15 +178,32 @@ def test_a_streamed_fetch_hands_on_a_bomb_in_bounded_steps_and_keeps_a_prefix() 
             of_404.append(len(data))
             return True
 
-        async def go() -> tuple[object, object]:
+        async def go() -> tuple[FetchResult, FetchResult]:
             async with AiohttpFetcher(build_config({})) as fetcher:
-                bomb = await fetcher.fetch(srv.url(paths["gzip_bomb"]), max_bytes=cap, on_body=sink)
+                bomb = await fetcher.fetch(srv.url(path), max_bytes=cap, on_body=sink)
                 missing = await fetcher.fetch(srv.url("/nothing"), on_body=sink_404)
                 return bomb, missing
 
         bomb, missing = asyncio.run(go())
-        assert max(chunks) <= CHUNK and sum(chunks) == cap
-        assert bomb.truncated and bomb.body == b""  # type: ignore[attr-defined]
-        assert 0 < len(bomb.payload) <= STREAM_KEEP_BYTES  # type: ignore[attr-defined]
-        assert missing.status == 404 and missing.skipped  # type: ignore[attr-defined]
-        assert of_404 == []
+        block = 32 * 1024 if coding == "br" else 0
+        assert max(chunks) <= CHUNK + block and sum(chunks) == cap
+        assert bomb.truncated and bomb.body == b""
+        assert 0 < len(bomb.payload) <= STREAM_KEEP_BYTES
+        assert missing.status == 404 and missing.skipped and of_404 == []
+
+
+def test_a_streamed_fetch_stops_when_its_reader_says_so() -> None:
+    with HTTPTestServer() as srv:
+        paths = install(srv)
+        chunks: list[int] = []
+
+        async def sink(data: bytes) -> bool:
+            chunks.append(len(data))
+            return len(chunks) < 3
+
+        async def go() -> FetchResult:
+            async with AiohttpFetcher(build_config({})) as fetcher:
+                return await fetcher.fetch(srv.url(paths["endless"]), on_body=sink)
+
+        result = asyncio.run(go())
+        assert len(chunks) == 3 and result.truncated and result.status == 200
