@@ -23,6 +23,12 @@ without a usable ``Content-Type`` (absent, unparsable, ``unknown/unknown``,
 §7.1) before it is called non-HTML, and so is the ``text/plain`` of the Apache bug
 (§7.2).
 
+Bodies read as they arrive: ``fetch(url, on_body=...)`` hands a 2xx body to a reader
+(a sitemap's, ``core.sitemap_reader``) in decoded steps of at most 64 KiB instead of
+holding it (the inflaters' held-back input drained step by step by ``more``), within
+the same byte cap and time budget, keeping only its first ``STREAM_KEEP_BYTES`` as
+transferred for the WARC record; the reader may stop the read.
+
 ``fetch(url, headers=...)`` adds request headers for that request only: the session
 keeps no cookies, so a cookie the engine carries within one redirect chain is sent
 that way and is gone with the request.

@@ -17,8 +17,8 @@ is not). Each file:
   64 KiB (``fetch(on_body=...)``) and goes through a ``core.sitemaps.SitemapStream``
   in thread jobs of ``PUMP_STEPS`` steps, its URLs queued ``ADMIT_BATCH`` at a time
   as they are parsed; at most ``PARSE_SLOTS`` (4) files are read at once in the
-  whole crawl. Memory holds neither a file nor its entries, and a file cut by the time cap
-  keeps the URLs read before the cut;
+  whole crawl. Memory holds neither a file nor its entries, and a file cut by the
+  time cap keeps the URLs read before the cut;
 * lists URLs that must pass the location rule (``sitemaps.Location``; robots.txt
   grants its whole origin), then the same admission as a link (scope, trap guards, seen
   set: ``Admission.follow``) at depth ``SITEMAP_DEPTH`` from the host's root, queued as
