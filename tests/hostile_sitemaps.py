@@ -14,6 +14,8 @@ Kinds (``KINDS``):
   (a ``<urlset>`` then spaces); ``deflate_bomb`` the same as ``deflate`` (zlib).
 * ``gzip_in_gzip``: a ``.xml.gz`` file (no content coding) whose content is the gzip
   bomb's gzip bytes: a gzip file inside a gzip file.
+* ``endless_line``: a ``.txt.gz`` file (no content coding): a text sitemap of one line
+  of ``BOMB_BYTES`` with no end.
 * ``endless``: ``<urlset>`` then spaces, close-delimited, 1 MiB a write, until the
   client hangs up (at most ``ENDLESS_BYTES``).
 * ``drip``: one ``<url>`` at once, then one byte a second (at most ``DRIP_BYTES``).
@@ -49,6 +51,7 @@ KINDS = (
     "gzip_bomb",
     "deflate_bomb",
     "gzip_in_gzip",
+    "endless_line",
     "endless",
     "drip",
     "huge_loc",
@@ -61,11 +64,11 @@ _MIB = 1024 * 1024
 _HEAD = f'<?xml version="1.0"?><urlset xmlns="{NS}">'.encode()
 
 
-def _compressed(wbits: int) -> bytes:
-    """``_HEAD`` and spaces up to ``BOMB_BYTES``, compressed as one stream."""
+def _compressed(wbits: int, head: bytes = _HEAD, fill: bytes = b" ") -> bytes:
+    """``head`` and ``fill`` bytes up to ``BOMB_BYTES``, compressed as one stream."""
     z = zlib.compressobj(9, zlib.DEFLATED, wbits)
-    parts = [z.compress(_HEAD)]
-    spaces = b" " * _MIB
+    parts = [z.compress(head)]
+    spaces = fill * _MIB
     parts += [z.compress(spaces) for _ in range(BOMB_BYTES // _MIB)]
     parts.append(z.flush())
     return b"".join(parts)
@@ -87,6 +90,12 @@ def deflate_bomb() -> bytes:
 def gzip_in_gzip() -> bytes:
     """A gzip file whose content is the gzip bomb."""
     return gzip.compress(gzip_bomb(), 9)
+
+
+@functools.cache
+def endless_line() -> bytes:
+    """A gzip file of one text line with no end (``http://a.test/`` and ``a`` bytes)."""
+    return _compressed(16 + zlib.MAX_WBITS, b"http://a.test/", b"a")
 
 
 def _urlset(body: str) -> bytes:
@@ -133,6 +142,7 @@ def install(srv: HTTPTestServer, prefix: str = "/") -> dict[str, str]:
     xml = {"Content-Type": "application/xml"}
     paths = {kind: f"{prefix}{kind.replace('_', '-')}.xml" for kind in KINDS}
     paths["gzip_in_gzip"] += ".gz"
+    paths["endless_line"] = f"{prefix}endless-line.txt.gz"
     srv.set(paths["gzip_bomb"], Response(200, {**xml, "Content-Encoding": "gzip"}, gzip_bomb()))
     srv.set(
         paths["deflate_bomb"],
@@ -140,6 +150,9 @@ def install(srv: HTTPTestServer, prefix: str = "/") -> dict[str, str]:
     )
     srv.set(
         paths["gzip_in_gzip"], Response(200, {"Content-Type": "application/gzip"}, gzip_in_gzip())
+    )
+    srv.set(
+        paths["endless_line"], Response(200, {"Content-Type": "application/gzip"}, endless_line())
     )
     srv.set_raw(paths["endless"], _endless(srv))
     srv.set_raw(paths["drip"], _drip(srv))
@@ -172,6 +185,7 @@ __all__ = [
     "KINDS",
     "MANY",
     "deflate_bomb",
+    "endless_line",
     "gzip_bomb",
     "gzip_in_gzip",
     "install",

@@ -96,6 +96,10 @@ def test_hostile_sitemaps_are_cut_with_their_reason_by_a_bounded_parse(
         assert errors[bad.url(paths["gzip_in_gzip"])] == (
             "nested_gzip: a gzip file inside the gzip file, refused"
         )
+        assert errors[bad.url(paths["endless_line"])] == (
+            f"too_large: over {MAX_BYTES} bytes uncompressed, the rest ignored;"
+            " skipped: 1 entries without a usable URL"
+        )
         assert errors[bad.url(paths["huge_loc"])] == "skipped: 1 entries without a usable URL"
         assert errors[bad.url(paths["huge_attribute"])] == (
             f"huge_markup: over {MAX_MARKUP_BYTES} bytes in one tag, comment or declaration,"
