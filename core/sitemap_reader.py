@@ -84,15 +84,16 @@ MAX_FILES_PER_ORIGIN = 1000
 #: host's politeness is waited for and a hostile file costs up to the time cap, so
 #: four keep other hosts' sitemaps read meanwhile.
 PARSE_SLOTS = 4
-#: URLs admitted per step (the loop runs other tasks between steps), and the most a
-#: reading holds parsed and not yet queued.
+#: URLs admitted per step (the loop runs other tasks between steps); a reading takes
+#: the entries parsed once this many wait, so it holds at most this many and what one
+#: more parse step read (``sitemaps.STEP_BYTES``) parsed and not yet queued.
 ADMIT_BATCH = 500
 #: ``SitemapStream`` steps (16 KiB uncompressed each) parsed per thread job: a reading
 #: cut (its time cap, a stop) leaves at most that much parsing running in the thread.
 PUMP_STEPS = 64
 #: The ``error`` of a sitemap's row while its URLs are being queued (no status yet: a
 #: run stopped or killed then reads the file again on resume).
-_READING = "reading: cut before its end (read again on resume)"
+READING = "reading: cut before its end (read again on resume)"
 #: Hosts whose robots.txt a resumed run checks at once to read their sitemaps.
 RESUME_BATCH = 32
 
@@ -502,7 +503,7 @@ class _Reading:
         if final:
             self.rows = fresh
         elif fresh:
-            reader._record(self.url, None, self.kind, self.count, _READING, fresh)
+            reader._record(self.url, None, self.kind, self.count, READING, fresh)
 
     def _list(self, entries: list[SitemapEntry]) -> None:
         """Keep the sitemaps an index lists that may be read (see the class)."""
@@ -532,6 +533,7 @@ __all__ = [
     "MAX_INDEX_DEPTH",
     "PARSE_SLOTS",
     "PUMP_STEPS",
+    "READING",
     "SITEMAP_DEPTH",
     "SitemapReader",
 ]

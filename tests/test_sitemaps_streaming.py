@@ -8,6 +8,7 @@ are all fetched."""
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
@@ -16,11 +17,13 @@ import pytest
 from crawlkit import html, rows, run_crawl
 from hostile_sitemaps import MANY, install, robots_txt
 from httpserver import HTTPTestServer, Response
+from test_sitemaps_crawl import NS, StopAtExactCheck
 
 from crawldeck.core import sitemap_reader
 from crawldeck.core.config import build_config
+from crawldeck.core.engine import Engine
 from crawldeck.core.fetcher import STREAM_KEEP_BYTES, AiohttpFetcher, FetchResult
-from crawldeck.core.sitemap_reader import ADMIT_BATCH
+from crawldeck.core.sitemap_reader import ADMIT_BATCH, READING
 from crawldeck.core.sitemaps import (
     MAX_BYTES,
     MAX_MARKUP_BYTES,
@@ -211,3 +214,46 @@ def test_a_streamed_fetch_stops_when_its_reader_says_so() -> None:
 
         result = asyncio.run(go())
         assert len(chunks) == 3 and result.truncated and result.status == 200
+
+
+def test_a_stop_between_two_batches_leaves_the_file_to_be_read_again(tmp_path: Path) -> None:
+    """A urlset's first batch is queued with a ``sitemaps`` row without status; a stop
+    in the last batch leaves that row, and the resumed run reads the file again and
+    crawls every URL it lists."""
+    db = tmp_path / "c.db"
+    with HTTPTestServer() as srv:
+        srv.set("/robots.txt", Response(200, {"Content-Type": "text/plain"}, b"User-agent: *\n"))
+        srv.set("/", html("<p>no links</p>"))
+        page = html("<p>only in the sitemap</p>")
+        listed = [srv.url(f"/p{i}") for i in range(2 * ADMIT_BATCH)]
+        for url in listed:
+            srv.set(url.removeprefix(srv.url("")), page)
+        listed.append(srv.url("/"))  # the seed, last: an exact check in the last batch
+        body = "".join(f"<url><loc>{url}</loc></url>" for url in listed)
+        urlset = f'<urlset xmlns="{NS}">{body}</urlset>'.encode()
+        srv.set("/sitemap.xml", Response(200, {"Content-Type": "application/xml"}, urlset))
+        store = StopAtExactCheck(db)
+        engine = Engine(build_config({"delay_ms": 0, "render": "never", "scope": "host"}), store)
+        assert engine.add_seeds([srv.url("/")]) == []
+
+        async def crawl() -> None:
+            loop = asyncio.get_running_loop()
+            store.stop = partial(loop.call_soon_threadsafe, engine.request_stop)
+            await engine.run()
+
+        try:
+            asyncio.run(asyncio.wait_for(crawl(), timeout=60))
+        finally:
+            store.close()
+        assert store.stopped_a_check
+        ((status, kind, first, error),) = rows(db, "SELECT status, kind, urls, error FROM sitemaps")
+        assert (status, kind, error) == (None, "urlset", READING)
+        assert ADMIT_BATCH <= first < len(listed)
+        assert rows(db, "SELECT count(*) FROM sitemap_urls") == [(first,)]
+
+        run_crawl([srv.url("/")], db, timeout=300, scope="host")
+        assert srv.count("/sitemap.xml") == 2
+        assert rows(db, "SELECT status, urls, error FROM sitemaps") == [(200, len(listed), None)]
+        assert rows(db, "SELECT count(*) FROM sitemap_urls") == [(len(listed),)]
+        fetched = {url for (url,) in rows(db, "SELECT url FROM pages WHERE status = 200")}
+        assert fetched == set(listed)
