@@ -32,8 +32,10 @@ Hardened (the protocol's caps, and XML that cannot cost more than its bytes):
   ``xml_entities``, an external entity or external DTD as ``xml_external``, any other
   DTD as ``xml_dtd``; what was read before it is dropped. Elements nested deeper than
   ``MAX_NESTING`` (64) are ``too_deep``; more than ``MAX_MARKUP_BYTES`` (1 MiB) that
-  expat must hold whole (one tag with its attributes, a comment, a declaration) is
-  ``huge_markup``; a text line too long to be a URL is dropped to its end.
+  expat must hold whole (one tag with its attributes, a comment, a declaration), or
+  in the start tags of the elements open at once (expat keeps their names and
+  namespaces), is ``huge_markup``; a text line too long to be a URL is dropped to
+  its end.
 * ``MAX_BYTES`` (50 MiB, "50MB (52,428,800 bytes)") uncompressed: decompression
   is done in steps bounded by what is left of the cap, so a gzip bomb costs at most
   the cap in time and a step in memory; past it, ``too_large`` and the entries read
@@ -250,6 +252,9 @@ class _Target:
         self._max = max_urls
         self.expat: Any = None  # the expat parser, for the byte index of each event
         self.at = 0  # the byte index of the last event: expat holds what follows it
+        self._starting = False  # the last event was a start tag, not yet measured
+        self._tags: list[int] = []  # the bytes of each open element's start tag
+        self._open = 0  # their sum: expat keeps their names and namespaces
         self._depth = 0
         self._ns = ""
         self._item = ""
@@ -259,9 +264,25 @@ class _Target:
         self._text: list[str] = []
         self._size = 0
 
+    def _event(self) -> None:
+        """An event at expat's byte index: note it, and the size of the start tag
+        before it if it was one (it ends where this event begins)."""
+        at = self.expat.CurrentByteIndex
+        if self._starting:
+            self._starting = False
+            self._tags.append(at - self.at)
+            self._open += at - self.at
+            if self._open > MAX_MARKUP_BYTES:
+                raise _Stop(
+                    f"huge_markup: over {MAX_MARKUP_BYTES} bytes in the start tags of the"
+                    " open elements, the rest ignored"
+                )
+        self.at = at
+
     def start(self, tag: str, attrib: dict[str, str]) -> None:
         """An element opens (ElementTree's target interface)."""
-        self.at = self.expat.CurrentByteIndex
+        self._event()
+        self._starting = True
         self._depth += 1
         if self._depth > MAX_NESTING:
             raise _Stop(f"too_deep: elements nested over {MAX_NESTING} levels, the rest ignored")
@@ -281,14 +302,15 @@ class _Target:
 
     def data(self, text: str) -> None:
         """Character data: kept only inside a field, up to ``_FIELD_CHARS``."""
-        self.at = self.expat.CurrentByteIndex
+        self._event()
         if self._field is not None and self._size <= _FIELD_CHARS:
             self._text.append(text)
             self._size += len(text)
 
     def end(self, tag: str) -> None:
         """An element closes: a field's text is kept, an entry is made."""
-        self.at = self.expat.CurrentByteIndex
+        self._event()
+        self._open -= self._tags.pop()
         if self._depth == 3 and self._field is not None:
             self._fields[self._field] = "".join(self._text)
             self._field = None

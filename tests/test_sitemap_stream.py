@@ -91,6 +91,20 @@ def test_markup_expat_would_hold_whole_is_cut_past_its_cap() -> None:
     assert stream.bytes < 2 * MAX_MARKUP_BYTES
 
 
+def test_open_elements_whose_start_tags_pass_the_markup_cap_are_cut() -> None:
+    """expat keeps each open element's name and namespaces: 40 nested elements (under
+    ``MAX_NESTING``) of a 64 KiB start tag each pass the cap together."""
+    tag = f'<a x="{"a" * 64 * 1024}">'
+    body = f'<urlset xmlns="{NS}"><url><loc>http://a.test/</loc></url>' + tag * 40
+    stream, taken, _ = _read(body.encode())
+    assert stream.error == (
+        f"huge_markup: over {MAX_MARKUP_BYTES} bytes in the start tags of the open"
+        " elements, the rest ignored"
+    )
+    assert taken == 1 and MAX_NESTING > 40
+    assert stream.held <= 64 * 1024 + CHUNK + STEP_BYTES  # a tag, a chunk and a step
+
+
 def test_a_huge_loc_is_text_passed_on_in_pieces_and_skipped() -> None:
     huge = "http://a.test/" + "a" * 4 * MIB
     body = f'<urlset xmlns="{NS}"><url><loc>{huge}</loc></url>'
