@@ -53,7 +53,7 @@ import brotli
 from crawldeck.core import urls
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.errors import StoreError
-from crawldeck.core.fetcher import FetchResult, WarcRef
+from crawldeck.core.fetcher import BodySink, FetchResult, WarcRef
 from crawldeck.core.protocols import Clock, Fetcher, ResultSink
 from crawldeck.core.render_types import RenderResult
 from crawldeck.core.store import Store, to_iso_utc
@@ -278,10 +278,13 @@ class ArchivingFetcher:
         max_bytes: int | None = None,
         headers: Mapping[str, str] | None = None,
         want_body: Callable[[str], bool] | None = None,
+        on_body: BodySink | None = None,
     ) -> FetchResult:
         """``inner.fetch`` (same arguments, same errors), its response queued for the
         WARC files: an ``ArchivedResult`` (waits only while ``max_pending`` exchanges
-        wait for the writer thread).
+        wait for the writer thread). A streamed body (``on_body``) is archived as far
+        as the fetcher kept it (``STREAM_KEEP_BYTES``, ``WARC-Truncated: length`` when
+        cut).
 
         Raises:
             FetchError: from ``inner`` (nothing is archived).
@@ -289,7 +292,7 @@ class ArchivingFetcher:
         """
         date = to_iso_utc(self._clock())
         result = await self._inner.fetch(
-            url, max_bytes=max_bytes, headers=headers, want_body=want_body
+            url, max_bytes=max_bytes, headers=headers, want_body=want_body, on_body=on_body
         )
         archived = await self._writer.exchange(Exchange(result, date))
         fields = {name: getattr(result, name) for name in _RESULT_FIELDS}

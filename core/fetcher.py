@@ -23,6 +23,12 @@ without a usable ``Content-Type`` (absent, unparsable, ``unknown/unknown``,
 §7.1) before it is called non-HTML, and so is the ``text/plain`` of the Apache bug
 (§7.2).
 
+Bodies read as they arrive: ``fetch(url, on_body=...)`` hands a 2xx body to a reader
+(a sitemap's, ``core.sitemap_reader``) in decoded steps of at most 64 KiB instead of
+holding it (the inflaters' held-back input drained step by step by ``more``), within
+the same byte cap and time budget, keeping only its first ``STREAM_KEEP_BYTES`` as
+transferred for the WARC record; the reader may stop the read.
+
 ``fetch(url, headers=...)`` adds request headers for that request only: the session
 keeps no cookies, so a cookie the engine carries within one redirect chain is sent
 that way and is gone with the request.
@@ -76,7 +82,7 @@ import ssl
 import time
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, ClassVar
@@ -119,6 +125,13 @@ _DECODED_CODINGS = frozenset({"gzip", "x-gzip", "deflate", "br"})
 _UNRECORDED = frozenset({"authorization", "proxy-authorization"})
 #: The size of one read from the connection, bytes.
 _READ_BYTES = 64 * 1024
+#: Bytes of a streamed body (``fetch(on_body=...)``) kept as transferred, for its WARC
+#: record (a sitemap of up to 50 MiB is parsed as it arrives, never held whole).
+STREAM_KEEP_BYTES = 1024 * 1024
+
+#: A streamed body's reader (``fetch(on_body=...)``): takes a decoded chunk, returns
+#: whether to read on.
+BodySink = Callable[[bytes], Awaitable[bool]]
 
 Headers = CIMultiDictProxy[str]
 
@@ -203,6 +216,12 @@ class _Inflater:
                 self._z = zlib.decompressobj(-zlib.MAX_WBITS)
         return self._z.decompress(data, room)
 
+    def more(self, room: int) -> bytes:
+        """Decode more of what earlier ``feed`` calls held back (the output did not
+        fit their ``room``); at most ``room`` (>= 1) bytes, ``b""`` when none is held."""
+        tail = self._z.unconsumed_tail
+        return self._z.decompress(tail, room) if tail else b""
+
     @property
     def complete(self) -> bool:
         """Whether the end of the compressed stream was reached."""
@@ -227,6 +246,14 @@ class _Unbrotli:
     def feed(self, data: bytes, room: int) -> bytes:
         """Decode ``data``; about ``room`` (>= 1) bytes out at most (see the class)."""
         out: bytes = self._decoder.process(data, output_buffer_limit=room)
+        return out
+
+    def more(self, room: int) -> bytes:
+        """Decode more of what earlier ``feed`` calls held back; about ``room`` bytes
+        at most, ``b""`` when none is held."""
+        if self._decoder.is_finished() or self._decoder.can_accept_more_data():
+            return b""
+        out: bytes = self._decoder.process(b"", output_buffer_limit=room)
         return out
 
     @property
@@ -267,7 +294,9 @@ class FetchResult:
         elapsed_ms: milliseconds from the start of the request to the end of the body
             read (or to the cut, when truncated or skipped).
         truncated: ``True`` when the decoded body was longer than ``max_bytes`` and was
-            cut to its first ``max_bytes`` bytes.
+            cut to its first ``max_bytes`` bytes; for a streamed body
+            (``fetch(on_body=...)``) also when its reader stopped the read, or more was
+            transferred than ``wire_body`` keeps.
         skipped: ``True`` when ``want_body(content_type)`` said no: the body was not
             read (beyond what sniffing needed) and ``body`` is ``b""``.
         sniffed: ``True`` when ``content_type`` comes from the body's bytes rather
@@ -284,8 +313,10 @@ class FetchResult:
             recorded).
         wire_body: the body as transferred (its Content-Encoding kept, the transfer
             coding removed), at most what was read before the cut; ``None`` when it
-            is ``body`` itself (no content coding). The WARC response record holds it
-            (``core.warc``), so its payload matches its ``Content-Encoding``.
+            is ``body`` itself (no content coding). For a streamed body, its first
+            ``STREAM_KEEP_BYTES`` bytes as transferred, coded or not. The WARC
+            response record holds it (``core.warc``), so its payload matches its
+            ``Content-Encoding``.
         warc: where the response went in the WARC files (``core.archive``), ``None``
             when no WARC is written.
     """
@@ -762,6 +793,7 @@ class AiohttpFetcher:
         max_bytes: int | None = None,
         headers: Mapping[str, str] | None = None,
         want_body: Callable[[str], bool] | None = None,
+        on_body: BodySink | None = None,
     ) -> FetchResult:
         """GET ``url`` once, without following redirects, reading at most ``max_bytes``.
 
@@ -782,6 +814,17 @@ class AiohttpFetcher:
                 not read, the connection is dropped (unless the whole body had
                 already arrived with the head) and the result has ``body=b""`` and
                 ``skipped=True``. ``None``: every body is read.
+            on_body: stream the body instead of holding it (a sitemap's reader):
+                the decoded body is handed to ``on_body`` in chunks of at most 64 KiB
+                as it arrives (a compressed chunk is decoded in such steps, so a bomb
+                never expands in memory), within the same byte cap and the same
+                ``total_timeout_ms``; it returns ``False`` to stop the read there
+                (the rest is not read, the connection is dropped, ``truncated``).
+                The result's ``body`` is then ``b""``, its ``wire_body`` the first
+                ``STREAM_KEEP_BYTES`` bytes as transferred (for the WARC record;
+                ``truncated`` when more came), and its media type is not sniffed.
+                Only a 2xx body is streamed: another status's is skipped, as
+                ``want_body`` would. ``None``: the body is held (see ``max_bytes``).
 
         Returns:
             A ``FetchResult`` for any HTTP status.
@@ -819,7 +862,7 @@ class AiohttpFetcher:
             raise RequestInvalid(f"cannot request {url!r}: {_one_line(exc)}") from None
         try:
             async with asyncio.timeout(total_ms / 1000):
-                return await self._get(target, url, limit, started, headers, want_body)
+                return await self._get(target, url, limit, started, headers, want_body, on_body)
         except _LostOnFresh as lost:
             raise self._translate(lost.error, url) from None
         except FetchError:
@@ -884,6 +927,7 @@ class AiohttpFetcher:
         started: float,
         headers: Mapping[str, str] | None,
         want_body: Callable[[str], bool] | None,
+        on_body: BodySink | None = None,
     ) -> FetchResult:
         """The request itself; aiohttp errors propagate to ``fetch``, which translates
         them (but for a short or reset body, told apart here)."""
@@ -931,16 +975,22 @@ class AiohttpFetcher:
             )
             content_type = supplied.essence or ""
             sniffed = False
-            if supplied.needs_header:
+            if supplied.needs_header and on_body is None:
                 await reader.read(sniff.RESOURCE_HEADER_BYTES)
                 if reader.size:  # an empty body has nothing to sniff
                     computed = sniff.computed_mime_type(supplied, reader.head())
                     sniffed = computed != supplied.essence
                     content_type = computed
             skipped = want_body is not None and not want_body(content_type)
+            if on_body is not None and not 200 <= response.status < 300:
+                skipped = True  # a streamed read wants a 2xx body only
             if skipped:
                 if not response.content.is_eof():
                     response.close()  # the body is not read: drop the connection
+            elif on_body is not None:
+                await reader.stream(on_body, STREAM_KEEP_BYTES)
+                if reader.truncated:
+                    response.close()  # the rest is not read: drop the connection
             else:
                 await reader.read(None)
                 if reader.truncated:
@@ -954,7 +1004,7 @@ class AiohttpFetcher:
                 body=b"" if skipped else reader.body(),
                 content_type=content_type,
                 elapsed_ms=elapsed_ms,
-                truncated=reader.truncated and not skipped,
+                truncated=(reader.truncated or reader.wire_cut) and not skipped,
                 skipped=skipped,
                 sniffed=sniffed,
                 http_version=f"{version.major}.{version.minor}" if version else "1.1",
@@ -995,8 +1045,10 @@ class _Reader:
         self._chunks: list[bytes] = []
         self._wire: list[bytes] | None = [] if coding else None  # coded bytes read
         self._fed = False
+        self._wire_size = 0
         self.size = 0
         self.truncated = False
+        self.wire_cut = False  # streamed: more was transferred than the prefix kept
         self.ended = False
 
     def head(self) -> bytes:
@@ -1040,6 +1092,54 @@ class _Reader:
             self._chunks.append(data)
             self.size += len(data)
 
+    async def stream(self, sink: BodySink, keep: int) -> None:
+        """Read the whole body (to its end or the cut), handing the decoded bytes to
+        ``sink`` in steps of at most ``_READ_BYTES`` instead of holding them; keep the
+        first ``keep`` bytes as transferred (``wire``; ``wire_cut`` when more came).
+        ``sink`` returning ``False`` stops the read (``truncated``)."""
+        content = self._response.content
+        inflater = self._inflater
+        self._wire = []
+        while not self.ended:
+            try:
+                data = await content.readany()
+            except (aiohttp.ClientPayloadError, HttpProcessingError) as exc:
+                raise self._cut(exc) from None
+            if not data:
+                self.ended = True
+                self._check_end()
+                return
+            if self._wire_size < keep:
+                self._wire.append(data[: keep - self._wire_size])
+            self._wire_size += len(data)
+            self.wire_cut = self._wire_size > keep
+            if inflater is None:
+                for start in range(0, len(data), _READ_BYTES):
+                    if not await self._hand(data[start : start + _READ_BYTES], sink):
+                        return
+                continue
+            self._fed = True
+            out = inflater.feed(data, self._step())
+            while out:
+                if not await self._hand(out, sink):
+                    return
+                out = inflater.more(self._step())
+
+    def _step(self) -> int:
+        """The most decoded bytes to take in one step: a read, and one more byte than
+        the cap leaves (it tells a longer body from an exact one)."""
+        return min(_READ_BYTES, self._limit - self.size + 1)
+
+    async def _hand(self, data: bytes, sink: BodySink) -> bool:
+        """Give ``data`` to ``sink`` within the cap; whether to read on."""
+        if self.size + len(data) > self._limit:
+            data = data[: self._limit - self.size]
+            self.truncated = True
+        self.size += len(data)
+        if data and not await sink(data):
+            self.truncated = True
+        return not self.truncated
+
     def _check_end(self) -> None:
         """At the end of the body: a reset close-delimited body, or a compressed stream
         that did not end, is not a complete body."""
@@ -1076,7 +1176,9 @@ class _Reader:
 
 
 __all__ = [
+    "STREAM_KEEP_BYTES",
     "AiohttpFetcher",
+    "BodySink",
     "FetchResult",
     "FetcherStatistics",
     "WarcRef",

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from crawldeck.core.fetcher import FetchResult
+from crawldeck.core.fetcher import BodySink, FetchResult
 
 if TYPE_CHECKING:
     from crawldeck.core.frontier import FrontierEntry
@@ -64,6 +64,7 @@ class Fetcher(Protocol):
         max_bytes: int | None = None,
         headers: Mapping[str, str] | None = None,
         want_body: Callable[[str], bool] | None = None,
+        on_body: BodySink | None = None,
     ) -> FetchResult:
         """GET ``url`` once (see ``core.fetcher.AiohttpFetcher.fetch`` for every argument).
 
@@ -74,6 +75,8 @@ class Fetcher(Protocol):
             headers: extra request headers for this request only (a chain's Cookie).
             want_body: called with the media type before the body is read; ``False``
                 skips the body (``skipped=True``, ``body=b""``).
+            on_body: streams the decoded body to it in chunks of at most 64 KiB
+                instead of holding it (``body=b""``); it returns ``False`` to stop.
 
         Returns:
             the response, whatever its status (3xx, 4xx and 5xx are results).

@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from itertools import groupby
 
 from crawldeck.core.errors import ConfigError
-from crawldeck.core.fetcher import FetchResult
+from crawldeck.core.fetcher import BodySink, FetchResult
 from crawldeck.core.protocols import Fetcher
 from crawldeck.core.store import Store
 
@@ -401,13 +401,14 @@ class ConditionalFetcher:
         max_bytes: int | None = None,
         headers: Mapping[str, str] | None = None,
         want_body: Callable[[str], bool] | None = None,
+        on_body: BodySink | None = None,
     ) -> FetchResult:
         """``inner.fetch``, conditional when ``url`` has validators (see the class)."""
         found = self._validators.get(url)
         if found is not None:
             headers = {**found.headers(), **(headers or {})}
         return await self._inner.fetch(
-            url, max_bytes=max_bytes, headers=headers, want_body=want_body
+            url, max_bytes=max_bytes, headers=headers, want_body=want_body, on_body=on_body
         )
 
     async def aclose(self) -> None:

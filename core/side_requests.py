@@ -27,7 +27,7 @@ from crawldeck.core.errors import (
     PrivateAddress,
     UrlError,
 )
-from crawldeck.core.fetcher import FetchResult
+from crawldeck.core.fetcher import BodySink, FetchResult
 from crawldeck.core.gate import HostGate
 from crawldeck.core.observer import Observer
 from crawldeck.core.politeness import Outcome
@@ -140,8 +140,11 @@ class SideRequests:
         self._gate.note_address(host, ip)
         return ip
 
-    async def fetch(self, url: str, *, max_bytes: int | None = None) -> FetchResult:
-        """GET ``url`` (robots.txt, a hop of it, its refresh) through the gate.
+    async def fetch(
+        self, url: str, *, max_bytes: int | None = None, on_body: BodySink | None = None
+    ) -> FetchResult:
+        """GET ``url`` (robots.txt, a hop of it, its refresh, a sitemap) through the gate;
+        ``on_body`` streams its body (``Fetcher.fetch``: a sitemap's reader).
 
         Raises:
             FetchError: as ``Fetcher.fetch``, DNS errors (``DnsNotFound``,
@@ -160,7 +163,7 @@ class SideRequests:
             self.end(host, start)
             raise HostParked(f"{host} was parked while {url} waited: not requested")
         try:
-            result = await self._fetcher.fetch(url, max_bytes=max_bytes)
+            result = await self._fetcher.fetch(url, max_bytes=max_bytes, on_body=on_body)
         except FetchError as exc:
             now = self._clock()
             if exc.retryable:

@@ -11,11 +11,14 @@ is not). Each file:
 * is checked against robots.txt (its own origin's) and fetched through the side
   requests (``SideRequests.fetch``: the host gate, the per-IP limit, politeness learnt
   from its answer; the engine's fetcher, so whatever wraps it sees the request), at
-  most ``sitemaps.MAX_BYTES`` decoded; a redirect is followed up to ``max_redirects``
-  hops within its origin;
-* is parsed in a thread (``core.sitemaps.parse_sitemap``), at most
-  ``PARSE_SLOTS`` files at once in the whole crawl, so memory holds at most that many
-  bodies (50 MiB each at worst);
+  most ``sitemaps.MAX_BYTES`` decoded, within a page's time cap (``total_timeout_ms``);
+  a redirect is followed up to ``max_redirects`` hops within its origin;
+* is read streaming (``_Reading``): the 2xx body comes in decoded chunks of at most
+  64 KiB (``fetch(on_body=...)``) and goes through a ``core.sitemaps.SitemapStream``
+  in thread jobs of ``PUMP_STEPS`` steps, its URLs queued ``ADMIT_BATCH`` at a time
+  as they are parsed; at most ``PARSE_SLOTS`` (4) files are read at once in the
+  whole crawl. Memory holds neither a file nor its entries, and a file cut by the
+  time cap keeps the URLs read before the cut;
 * lists URLs that must pass the location rule (``sitemaps.Location``; robots.txt
   grants its whole origin), then the same admission as a link (scope, trap guards, seen
   set: ``Admission.follow``) at depth ``SITEMAP_DEPTH`` from the host's root, queued as
@@ -26,10 +29,12 @@ is not). Each file:
   ``MAX_FILES_PER_ORIGIN`` files per origin and run.
 
 Every file read becomes a ``sitemaps`` row with its status and, when something was
-refused or cut, its reasons (``reason: detail; ...``). A file's row is written once its
-reading is done: an index's after the files it lists, a urlset's after the URLs it lists
-are queued (before them, a stop that cancels the reading in between, or a kill between
-two commits, would leave a file marked read whose URLs were never queued). So a crawl
+refused or cut, its reasons (``reason: detail; ...``). While a urlset's URLs are queued
+batch by batch, each batch's ``sitemap_urls`` rows go with a row without status; the
+file's final row is written once its reading is done: an index's after the files it
+lists, a urlset's after its last URLs are queued (before them, a stop that cancels the
+reading in between, or a kill between two commits, would leave a file marked read
+whose URLs were never queued). So a crawl
 stopped or killed while reading a file reads it again on resume (a second request for
 it), skipping the files already read (``Store.sitemaps_read``: any answer that is not a
 5xx or 429) and the URLs already queued (the seen set). A host whose robots.txt a
@@ -41,13 +46,12 @@ its reading.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from crawldeck.core import urls
 from crawldeck.core.admission import Admission
 from crawldeck.core.errors import FetchError, UrlError
-from crawldeck.core.fetcher import FetchResult
 from crawldeck.core.observer import Observer
 from crawldeck.core.prioritizer import PRIORITY_LINK
 from crawldeck.core.protocols import Clock, ResultSink
@@ -55,7 +59,13 @@ from crawldeck.core.recording import REDIRECT_STATUSES, Recorder
 from crawldeck.core.robots import RobotsCache
 from crawldeck.core.seen import SeenSet
 from crawldeck.core.side_requests import SideRequests
-from crawldeck.core.sitemaps import MAX_BYTES, Location, SitemapEntry, SitemapFile, parse_sitemap
+from crawldeck.core.sitemaps import (
+    MAX_BYTES,
+    Location,
+    SitemapEntry,
+    SitemapKind,
+    SitemapStream,
+)
 from crawldeck.core.store import SitemapRecord, SitemapUrlRecord
 from crawldeck.core.traps import ScopePolicy
 
@@ -68,10 +78,22 @@ SITEMAP_DEPTH = 1
 MAX_INDEX_DEPTH = 2
 #: Sitemap files read per origin and run (with 50 000 URLs each: 50 million URLs).
 MAX_FILES_PER_ORIGIN = 1000
-#: Sitemap files fetched and parsed at once in the whole crawl (bounds the memory).
-PARSE_SLOTS = 2
-#: URLs admitted per step (the loop runs other tasks between steps).
+#: Sitemap files read at once in the whole crawl. A reading holds a few MiB at most (a
+#: network chunk, a parse step, a batch of entries, what expat holds of one tag, the
+#: MiB kept for the WARC record), so four cost little; a slot is held while the
+#: host's politeness is waited for and a hostile file costs up to the time cap, so
+#: four keep other hosts' sitemaps read meanwhile.
+PARSE_SLOTS = 4
+#: URLs admitted per step (the loop runs other tasks between steps); a reading takes
+#: the entries parsed once this many wait, so it holds at most this many and what one
+#: more parse step read (``sitemaps.STEP_BYTES``) parsed and not yet queued.
 ADMIT_BATCH = 500
+#: ``SitemapStream`` steps (16 KiB uncompressed each) parsed per thread job: a reading
+#: cut (its time cap, a stop) leaves at most that much parsing running in the thread.
+PUMP_STEPS = 64
+#: The ``error`` of a sitemap's row while its URLs are being queued (no status yet: a
+#: run stopped or killed then reads the file again on resume).
+READING = "reading: cut before its end (read again on resume)"
 #: Hosts whose robots.txt a resumed run checks at once to read their sitemaps.
 RESUME_BATCH = 32
 
@@ -241,73 +263,67 @@ class SitemapReader:
             return
         state.files += 1
         self.files += 1
+        room = MAX_FILES_PER_ORIGIN - state.files  # the sitemaps an index may still add
         async with self._slots:
-            fetched = await self._fetch(url)
-            if isinstance(fetched, _Failed):
-                self._record(url, fetched.status, None, 0, fetched.error)
+            reading = _Reading(self, url, where, level, room)
+            fetched = await self._fetch(url, reading)
+            if isinstance(fetched, _Failed):  # what came before a cut is kept
+                await reading.end(cut=True)
+                errors = [fetched.error, *reading.reasons()]
+                state.queued += reading.queued
+                count = reading.count
+                self._record(url, fetched.status, reading.kind, count, _join(errors), reading.rows)
                 return
             state.read += 1
-            final, result = fetched
-            parsed = await asyncio.to_thread(parse_sitemap, result.body)
-        errors = [parsed.error] if parsed.error is not None else []
-        if result.truncated:  # a Content-Encoding bomb, cut by the fetcher at the cap
-            errors.insert(0, f"too_large: over {MAX_BYTES} bytes decoded, the rest ignored")
-        if parsed.skipped:
-            errors.append(f"skipped: {parsed.skipped} entries without a usable URL")
-        if final != url:
-            where = Location.of(final, where.granted)
-        if parsed.kind == "sitemapindex":
-            errors += await self._index(parsed, where, level, state)
-            self._record(url, result.status, parsed.kind, len(parsed.entries), _join(errors))
+            status = fetched
+            await reading.end()
+        errors = reading.reasons()
+        if reading.kind == "sitemapindex":
+            errors += await self._index(reading, level, state)
+            self._record(url, status, reading.kind, reading.count, _join(errors))
             return
-        kept, refused = self._locate(parsed.entries, where)
-        if refused:
-            errors.append(f"location: {refused} URLs outside {where.origin}{where.directory}")
         # the row after the URLs are queued: a reading cut in between is done again
-        state.queued += await self._admit(url, where.origin, [entry.url for entry in kept])
-        self._record(url, result.status, parsed.kind, len(kept), _join(errors), kept, sitemap=url)
+        state.queued += reading.queued
+        self._record(url, status, reading.kind, reading.count, _join(errors), reading.rows)
 
-    async def _index(
-        self, parsed: SitemapFile, where: Location, level: int, state: _Origin
-    ) -> list[str]:
+    async def _index(self, reading: _Reading, level: int, state: _Origin) -> list[str]:
         """Read the sitemaps an index lists (depth first); the reasons to record."""
         errors: list[str] = []
-        loops = elsewhere = deeper = 0
-        for entry in parsed.entries:
-            try:
-                child = urls.clean(entry.loc)
-            except UrlError:
-                elsewhere += 1
-                continue
-            if not where.same_site(child):
-                elsewhere += 1
-            elif child in state.seen:
+        loops = 0
+        deeper = reading.deeper
+        for child in reading.children:
+            if child in state.seen:
                 loops += 1
-            elif level + 1 > MAX_INDEX_DEPTH:
-                deeper += 1
             else:
-                await self._read(child, Location.of(child, where.granted), level + 1, state)
+                granted = reading.where.granted
+                await self._read(child, Location.of(child, granted), level + 1, state)
         if loops:
             errors.append(f"loop: {loops} sitemaps listed were read already")
         if deeper:
             errors.append(f"index_depth: {deeper} sitemaps past {MAX_INDEX_DEPTH} index levels")
-        if elsewhere:
-            errors.append(f"location: {elsewhere} sitemaps not on {where.origin}")
+        if reading.elsewhere:
+            errors.append(f"location: {reading.elsewhere} sitemaps not on {reading.where.origin}")
+        if reading.past_cap:
+            errors.append(
+                f"host_cap: {reading.past_cap} sitemaps past {MAX_FILES_PER_ORIGIN} files"
+            )
         return errors
 
-    async def _fetch(self, url: str) -> tuple[str, FetchResult] | _Failed:
-        """GET ``url`` (robots.txt first), following redirects within its origin.
+    async def _fetch(self, url: str, reading: _Reading) -> int | _Failed:
+        """GET ``url`` (robots.txt first), following redirects within its origin, the
+        body of its 2xx answer streamed to ``reading``.
 
         Returns:
-            ``(final URL, result)`` for a 2xx answer, else why not.
+            the status of the 2xx answer, else why not.
         """
         hops = 0
         while True:
             decision = await self._robots.check(url)
             if not decision.allowed:
                 return _Failed(None, "robots: disallowed by robots.txt")
+            reading.hop(url)
             try:
-                result = await self._side.fetch(url, max_bytes=MAX_BYTES)
+                result = await self._side.fetch(url, max_bytes=MAX_BYTES + 1, on_body=reading.feed)
             except FetchError as exc:
                 return _Failed(None, f"{exc.reason}: {exc}")
             status = result.status
@@ -323,10 +339,10 @@ class SitemapReader:
                 continue
             if not 200 <= status < 300:
                 return _Failed(status, f"http: status {status}")
-            return url, result
+            return status
 
     def _locate(
-        self, entries: tuple[SitemapEntry, ...], where: Location
+        self, entries: list[SitemapEntry], where: Location, sitemap: str
     ) -> tuple[list[SitemapUrlRecord], int]:
         """The entries whose cleaned URL the location rule allows, as rows (first
         listing of a URL wins); how many it refused."""
@@ -342,7 +358,7 @@ class SitemapReader:
                 refused += 1
             elif url not in kept:
                 kept[url] = SitemapUrlRecord(
-                    url, "", entry.lastmod, entry.changefreq, entry.priority
+                    url, sitemap, entry.lastmod, entry.changefreq, entry.priority
                 )
         return list(kept.values()), refused
 
@@ -353,12 +369,9 @@ class SitemapReader:
         kind: str | None,
         count: int,
         error: str | None,
-        entries: list[SitemapUrlRecord] | None = None,
-        *,
-        sitemap: str = "",
+        rows: Sequence[SitemapUrlRecord] = (),
     ) -> None:
-        rows = [SitemapUrlRecord(e.url, sitemap, e.lastmod, e.changefreq, e.priority)
-                for e in entries or ()]  # fmt: skip
+        """Write the ``sitemaps`` row of ``url`` and the ``sitemap_urls`` ``rows``."""
         try:
             host = urls.host_key(url)
         except UrlError:
@@ -386,6 +399,130 @@ class SitemapReader:
         return queued
 
 
+class _Reading:
+    """One sitemap file read as it arrives (``SitemapReader._read``).
+
+    The body of its 2xx answer is handed to ``feed`` chunk by chunk (``fetch(on_body=
+    ...)``) and goes through a ``SitemapStream`` in steps of ``PUMP_STEPS`` off the
+    event loop; neither the file nor its entries are held. A urlset's (or text
+    sitemap's) URLs are located, admitted and queued ``ADMIT_BATCH`` at a time as they
+    are parsed, each batch's ``sitemap_urls`` rows written with a ``sitemaps`` row
+    without status (``Store.sitemaps_read`` skips only rows with one: a file whose
+    reading a stop or a kill cuts is read again on resume); the last batch's rows go
+    with the file's final row. An index's sitemaps on its own site are kept (at most
+    ``room``, the files its origin may still read) to be read after it.
+
+    Args:
+        reader: the reader (its admission, recorder, store).
+        url: the sitemap's URL as listed (the name its rows carry).
+        where: its location rule (``hop`` moves it to a redirect's target).
+        level: index levels above it.
+        room: sitemaps an index may still add for its origin.
+    """
+
+    def __init__(
+        self, reader: SitemapReader, url: str, where: Location, level: int, room: int
+    ) -> None:
+        self._reader = reader
+        self.url = url
+        self.where = where
+        self._given = where
+        self._room = room
+        self._deeper_than_allowed = level + 1 > MAX_INDEX_DEPTH
+        self.stream = SitemapStream()
+        self.received = 0  # decoded bytes received
+        self.queued = 0
+        self.refused = 0  # URLs outside the location rule
+        self._kept: set[int] = set()  # the hash of each URL kept (listed twice: once)
+        self.rows: list[SitemapUrlRecord] = []  # the last batch's, for the final row
+        self.children: list[str] = []  # an index's sitemaps to read
+        self.elsewhere = 0  # an index's sitemaps not on its site
+        self.deeper = 0  # an index's sitemaps past MAX_INDEX_DEPTH
+        self.past_cap = 0  # an index's sitemaps past MAX_FILES_PER_ORIGIN
+
+    @property
+    def kind(self) -> SitemapKind | None:
+        """What the file is, once known (``SitemapStream.kind``)."""
+        return self.stream.kind
+
+    @property
+    def count(self) -> int:
+        """The ``urls`` of its row: the sitemaps an index lists, the distinct URLs a
+        urlset lists that the location rule allows."""
+        return self.stream.count if self.kind == "sitemapindex" else len(self._kept)
+
+    def hop(self, url: str) -> None:
+        """The next request is for ``url`` (a redirect's target): its location rule."""
+        self.where = self._given if url == self.url else Location.of(url, self._given.granted)
+
+    async def feed(self, chunk: bytes) -> bool:
+        """The next decoded bytes of the body (a ``BodySink``); whether to read on."""
+        self.received += len(chunk)
+        over = self.received - MAX_BYTES
+        stream = self.stream
+        stream.feed(chunk[: len(chunk) - over] if over > 0 else chunk)
+        while True:
+            more = await asyncio.to_thread(stream.pump, ADMIT_BATCH, PUMP_STEPS)
+            if more or stream.waiting >= ADMIT_BATCH:
+                await self._use(stream.take(), final=False)
+            if not more:
+                return over <= 0 and not stream.done
+
+    async def end(self, *, cut: bool = False) -> None:
+        """The body ended, or was ``cut`` (a failed fetch) or cut at the cap: parse
+        its end (a cut file has none to check), admit what is left."""
+        if not cut and self.received <= MAX_BYTES:
+            await asyncio.to_thread(self.stream.close)
+        await self._use(self.stream.take(), final=True)
+
+    def reasons(self) -> list[str]:
+        """What was refused or cut in the file, ``reason: detail`` each."""
+        errors: list[str] = []
+        if self.received > MAX_BYTES:  # a Content-Encoding bomb, cut at the cap
+            errors.append(f"too_large: over {MAX_BYTES} bytes decoded, the rest ignored")
+        if self.stream.error is not None:
+            errors.append(self.stream.error)
+        if self.stream.skipped:
+            errors.append(f"skipped: {self.stream.skipped} entries without a usable URL")
+        if self.refused:
+            where = self.where
+            errors.append(f"location: {self.refused} URLs outside {where.origin}{where.directory}")
+        return errors
+
+    async def _use(self, entries: list[SitemapEntry], *, final: bool) -> None:
+        """Queue the URLs of ``entries`` (a urlset's) or keep them (an index's)."""
+        if self.kind == "sitemapindex":
+            self._list(entries)
+            return
+        reader = self._reader
+        kept, refused = reader._locate(entries, self.where, self.url)
+        self.refused += refused
+        fresh = [row for row in kept if hash(row.url) not in self._kept]
+        self._kept.update(hash(row.url) for row in fresh)
+        self.queued += await reader._admit(self.url, self.where.origin, [r.url for r in fresh])
+        if final:
+            self.rows = fresh
+        elif fresh:
+            reader._record(self.url, None, self.kind, self.count, READING, fresh)
+
+    def _list(self, entries: list[SitemapEntry]) -> None:
+        """Keep the sitemaps an index lists that may be read (see the class)."""
+        for entry in entries:
+            try:
+                child = urls.clean(entry.loc)
+            except UrlError:
+                self.elsewhere += 1
+                continue
+            if not self.where.same_site(child):
+                self.elsewhere += 1
+            elif self._deeper_than_allowed:
+                self.deeper += 1
+            elif len(self.children) < self._room:
+                self.children.append(child)
+            else:
+                self.past_cap += 1
+
+
 def _join(errors: list[str]) -> str | None:
     return "; ".join(errors) if errors else None
 
@@ -395,6 +532,8 @@ __all__ = [
     "MAX_FILES_PER_ORIGIN",
     "MAX_INDEX_DEPTH",
     "PARSE_SLOTS",
+    "PUMP_STEPS",
+    "READING",
     "SITEMAP_DEPTH",
     "SitemapReader",
 ]

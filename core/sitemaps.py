@@ -1,10 +1,12 @@
 """Sitemaps (sitemaps.org protocol 0.9) as a pure parser: bytes in, URLs and a reason out.
 
-No I/O, no clock, no asyncio: ``parse_sitemap(body, url)`` reads one fetched sitemap
-file and returns what it lists (``SitemapFile``); ``declared_sitemaps`` reads the
-``Sitemap:`` lines of a robots.txt body; ``Location`` is the protocol's rule of which
-URLs a sitemap may list. ``core.sitemap_reader`` is the driver that fetches, calls
-these and admits the URLs. The protocol: https://www.sitemaps.org/protocol.html.
+No I/O, no clock, no asyncio: ``SitemapStream`` reads one sitemap file as it arrives
+(``feed`` the bytes fetched, ``pump`` them in steps, ``take`` the entries, ``close``),
+holding neither the file nor its entries; ``parse_sitemap(body)`` is the same over a
+body held whole. ``declared_sitemaps`` reads the ``Sitemap:`` lines of a robots.txt
+body; ``Location`` is the protocol's rule of which URLs a sitemap may list.
+``core.sitemap_reader`` is the driver that fetches, streams and admits the URLs. The
+protocol: https://www.sitemaps.org/protocol.html.
 
 Shapes read:
 
@@ -15,21 +17,29 @@ Shapes read:
   elements (``<image:loc>`` inside a ``<url>``) never pass for a ``<loc>``.
 * gzip, known by its magic bytes (``.gz`` files, or gzip bytes under any name; a body
   the server sent with ``Content-Encoding: gzip`` arrives decoded already), several
-  members included.
+  members included. One such layer: a gzip file inside it is ``nested_gzip``, refused
+  (each layer multiplies a bomb; no generator writes one).
 * text sitemaps: one absolute http(s) URL per line, UTF-8 (a line that is not UTF-8,
   or not such a URL, is skipped and counted).
 
 Hardened (the protocol's caps, and XML that cannot cost more than its bytes):
 
-* parsed with ``defusedxml`` over expat, streamed: fed in 64 KiB chunks to a target
-  that keeps only the text of the current entry's fields (no tree, no text between
-  elements), so a 50 MB file is never held in memory, as a tree or as text. A
+* parsed with ``defusedxml`` over expat, streamed: decoded and fed in ``STEP_BYTES``
+  (16 KiB) steps to a target that keeps only the text of the current entry's fields
+  (no tree, no text between elements), the entries taken by the caller as they come,
+  so a 50 MB file is never held in memory, as bytes, a tree, text or entries. A
   document type declaration is refused: an entity declaration (billion laughs) as
   ``xml_entities``, an external entity or external DTD as ``xml_external``, any other
-  DTD as ``xml_dtd``; what was read before it is dropped.
+  DTD as ``xml_dtd``; what was read before it is dropped. Elements nested deeper than
+  ``MAX_NESTING`` (64) are ``too_deep``; more than ``MAX_MARKUP_BYTES`` (1 MiB) that
+  expat must hold whole (one tag with its attributes, a comment, a declaration), or
+  in the start tags of the elements open at once (expat keeps their names and
+  namespaces), is ``huge_markup``; a text line too long to be a URL is dropped to
+  its end.
 * ``MAX_BYTES`` (50 MiB, "50MB (52,428,800 bytes)") uncompressed: decompression
   is done in steps bounded by what is left of the cap, so a gzip bomb costs at most
-  the cap; past it, ``too_large`` and the entries read so far are kept.
+  the cap in time and a step in memory; past it, ``too_large`` and the entries read
+  so far are kept.
 * ``MAX_URLS`` (50 000) entries per file: the rest is ignored, ``too_many_urls``.
 * ``<loc>`` of at most ``MAX_LOC_CHARS`` (2 047: "less than 2,048 characters").
 * ``lastmod`` in W3C Datetime (a date, or a date and time; a time without a zone is
@@ -44,9 +54,9 @@ from __future__ import annotations
 
 import re
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Final, Literal
+from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 from xml.etree.ElementTree import ParseError
 
@@ -72,6 +82,15 @@ MAX_DECLARED: Final = 1000
 SitemapKind = Literal["urlset", "sitemapindex", "text"]
 _ROOTS: Final = {"urlset": "url", "sitemapindex": "sitemap"}
 _READ_BYTES: Final = 64 * 1024
+_HEAD_BYTES: Final = 1024  # blank bytes past which a file is taken for XML
+_LINE_BYTES: Final = 4 * MAX_LOC_CHARS + 16  # a longer text line is no URL: dropped
+#: Uncompressed bytes decoded and parsed in one step of ``SitemapStream.pump``.
+STEP_BYTES: Final = 16 * 1024
+#: Bytes expat may hold of one unfinished tag, comment or declaration (a ``<loc>`` of
+#: 2 047 characters is text, passed on as it comes): more is ``huge_markup``.
+MAX_MARKUP_BYTES: Final = 1024 * 1024
+#: Elements nested deeper than this are ``too_deep`` (a sitemap needs 3, extensions 5).
+MAX_NESTING: Final = 64
 _GZIP_MAGIC: Final = b"\x1f\x8b"
 _W3C_DATETIME: Final = re.compile(
     r"(\d{4})(?:-(\d{2})(?:-(\d{2})"
@@ -127,74 +146,6 @@ class _TooLarge(Exception):
 
 class _BadGzip(Exception):
     """The gzip stream is corrupt."""
-
-
-class _Uncompressed:
-    """A file-like ``read(n)`` over ``body``, gunzipped when it starts with the gzip
-    magic, that raises ``_TooLarge`` once more than ``cap`` bytes came out. Each step
-    inflates at most what is left of the cap plus one byte, so a bomb costs the cap.
-    ``peek`` reads the first bytes and gives them back to the next ``read``."""
-
-    def __init__(self, body: bytes, cap: int) -> None:
-        self._body = memoryview(body)
-        self._pos = 0
-        self._cap = cap
-        self.count = 0  # uncompressed bytes read
-        self._gzip = body[:2] == _GZIP_MAGIC
-        self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        self._pending = b""  # compressed input not taken by the inflater yet
-        self._open = False  # a gzip member is begun and not ended
-        self._head = b""  # peeked bytes, given back first
-
-    def peek(self, size: int) -> bytes:
-        """The first ``size`` bytes at most, read again by the next ``read``."""
-        self._head = self.read(size)
-        return self._head
-
-    def read(self, size: int | None = -1) -> bytes:
-        """Up to ``size`` (``_READ_BYTES`` when negative) uncompressed bytes; ``b""`` at
-        the end. Raises ``_TooLarge``, ``_BadGzip``."""
-        if self._head:
-            head, self._head = self._head, b""
-            return head
-        want = _READ_BYTES if size is None or size < 0 else size
-        room = min(want, self._cap - self.count + 1)
-        out = self._inflate(room) if self._gzip else self._plain(room)
-        self.count += len(out)
-        if self.count > self._cap:
-            raise _TooLarge
-        return out
-
-    def _plain(self, n: int) -> bytes:
-        chunk = bytes(self._body[self._pos : self._pos + n])
-        self._pos += len(chunk)
-        return chunk
-
-    def _inflate(self, n: int) -> bytes:
-        while True:
-            if not self._pending:
-                if self._pos >= len(self._body):
-                    if self._open:
-                        raise _BadGzip("the gzip stream ends early")
-                    return b""
-                self._pending = bytes(self._body[self._pos : self._pos + _READ_BYTES])
-                self._pos += len(self._pending)
-            try:
-                out = self._z.decompress(self._pending, n)
-            except zlib.error as exc:
-                raise _BadGzip(str(exc)) from None
-            self._open = True
-            self._pending = self._z.unconsumed_tail
-            if self._z.eof:  # a member ended; another may follow (RFC 1952 §2.2)
-                rest = self._z.unused_data  # the input past the member (unconsumed too)
-                self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
-                self._open = False
-                if rest[:2] == _GZIP_MAGIC or (not rest[1:] and rest == _GZIP_MAGIC[:1]):
-                    self._pending = rest
-                else:  # trailing bytes that are no member: ignored, as gzip(1) does
-                    self._pending, self._pos = b"", len(self._body)
-            if out:
-                return out
 
 
 class _Parser(DefusedXMLParser):
@@ -296,9 +247,14 @@ class _Target:
     """The parser's target: keeps only the text of the fields of each entry (no tree,
     no text between elements), so memory holds one entry at a time."""
 
-    def __init__(self, out: _Progress, max_urls: int) -> None:
+    def __init__(self, out: SitemapStream, max_urls: int) -> None:
         self._out = out
         self._max = max_urls
+        self.expat: Any = None  # the expat parser, for the byte index of each event
+        self.at = 0  # the byte index of the last event: expat holds what follows it
+        self._starting = False  # the last event was a start tag, not yet measured
+        self._tags: list[int] = []  # the bytes of each open element's start tag
+        self._open = 0  # their sum: expat keeps their names and namespaces
         self._depth = 0
         self._ns = ""
         self._item = ""
@@ -308,9 +264,28 @@ class _Target:
         self._text: list[str] = []
         self._size = 0
 
+    def _event(self) -> None:
+        """An event at expat's byte index: note it, and the size of the start tag
+        before it if it was one (it ends where this event begins)."""
+        at = self.expat.CurrentByteIndex
+        if self._starting:
+            self._starting = False
+            self._tags.append(at - self.at)
+            self._open += at - self.at
+            if self._open > MAX_MARKUP_BYTES:
+                raise _Stop(
+                    f"huge_markup: over {MAX_MARKUP_BYTES} bytes in the start tags of the"
+                    " open elements, the rest ignored"
+                )
+        self.at = at
+
     def start(self, tag: str, attrib: dict[str, str]) -> None:
         """An element opens (ElementTree's target interface)."""
+        self._event()
+        self._starting = True
         self._depth += 1
+        if self._depth > MAX_NESTING:
+            raise _Stop(f"too_deep: elements nested over {MAX_NESTING} levels, the rest ignored")
         if self._depth == 1:
             self._ns, local = _split(tag)
             if local not in _ROOTS:
@@ -327,24 +302,27 @@ class _Target:
 
     def data(self, text: str) -> None:
         """Character data: kept only inside a field, up to ``_FIELD_CHARS``."""
+        self._event()
         if self._field is not None and self._size <= _FIELD_CHARS:
             self._text.append(text)
             self._size += len(text)
 
     def end(self, tag: str) -> None:
         """An element closes: a field's text is kept, an entry is made."""
+        self._event()
+        self._open -= self._tags.pop()
         if self._depth == 3 and self._field is not None:
             self._fields[self._field] = "".join(self._text)
             self._field = None
         elif self._depth == 2 and self._in_item:
             out = self._out
-            if len(out.entries) >= self._max:
+            if out.count >= self._max:
                 raise _Stop(f"too_many_urls: more than {self._max} entries, the rest ignored")
             found = _entry(self._fields, out.kind == "sitemapindex")
             if found is None:
                 out.skipped += 1
             else:
-                out.entries.append(found)
+                out.add(found)
         self._depth -= 1
 
     def close(self) -> None:
@@ -364,56 +342,295 @@ def _entry(fields: dict[str, str], index: bool) -> SitemapEntry | None:
     return SitemapEntry(loc, lastmod, changefreq, priority)
 
 
-@dataclass(slots=True)
-class _Progress:
-    kind: SitemapKind | None = None
-    entries: list[SitemapEntry] = field(default_factory=list)
-    skipped: int = 0
+#: What ends a reading, each with its reason (``SitemapStream._fail``).
+_FAILURES: Final = (
+    _Stop,
+    _TooLarge,
+    _BadGzip,
+    EntitiesForbidden,
+    ExternalReferenceForbidden,
+    DTDForbidden,
+    ParseError,
+)
 
 
-def _parse_xml(source: _Uncompressed, max_urls: int, out: _Progress) -> str | None:
-    """Read the XML sitemap of ``source`` into ``out``, fed to expat in chunks; the
-    error, or ``None``."""
-    parser = _Parser(_Target(out, max_urls))
-    try:
-        while chunk := source.read(_READ_BYTES):
-            parser.feed(chunk)
-        parser.close()
-    except _Stop as stop:
-        return stop.reason
-    return None
+class SitemapStream:
+    """One sitemap file read as it arrives: bytes in, entries out, holding neither the
+    file nor its entries (see the module for the shapes and the caps).
 
+    ``feed`` takes the next bytes fetched; ``pump`` decodes and parses them in steps
+    of ``STEP_BYTES`` uncompressed bytes until they are used up or ``max_entries``
+    entries wait; ``take`` hands those entries over; ``close`` ends the file. Memory
+    holds one fed chunk, one step, what expat holds of an unfinished tag (at most
+    ``MAX_MARKUP_BYTES``) and the entries not yet taken. Once ``done`` (an error or a
+    cap), the rest is ignored: the caller stops reading.
 
-def _parse_text(source: _Uncompressed, max_urls: int, out: _Progress) -> str | None:
-    """Read a text sitemap (one URL per line) into ``out``; the error, or ``None``."""
-    out.kind = "text"
-    rest = b""
-    while True:
-        chunk = source.read(_READ_BYTES)
-        lines = (rest + chunk).split(b"\n")
-        rest = lines.pop() if chunk else b""
-        for raw in lines:
+    Layers: the file may be gzip (one layer: a ``.xml.gz``, the HTTP content coding
+    already undone by the fetcher, several members included); a gzip file inside it
+    is refused as ``nested_gzip`` (each layer multiplies a bomb, and no generator
+    writes one).
+
+    Args:
+        max_bytes: the cap on uncompressed bytes (``MAX_BYTES``, the protocol's).
+        max_urls: the cap on entries (``MAX_URLS``, the protocol's).
+
+    Attributes:
+        kind: ``urlset``, ``sitemapindex``, ``text``, ``None`` until known (or when
+            refused).
+        error: ``"reason: detail"`` once refused or cut (see ``SitemapFile``).
+        count: entries read so far (taken or not).
+        skipped: entries dropped (see ``SitemapFile``).
+        bytes: uncompressed bytes read.
+        held: the most bytes it held at once (input not decoded, the step, the
+            head kept to tell XML from text, expat's unfinished markup, a text line):
+            what the parse costs in memory, for the tests.
+    """
+
+    def __init__(self, *, max_bytes: int = MAX_BYTES, max_urls: int = MAX_URLS) -> None:
+        self._max_bytes = max_bytes
+        self._max_urls = max_urls
+        self.kind: SitemapKind | None = None
+        self.error: str | None = None
+        self.count = 0
+        self.skipped = 0
+        self.bytes = 0
+        self.held = 0
+        self._entries: list[SitemapEntry] = []
+        self._input = b""  # fed, not decoded yet
+        self._closing = False
+        self._layer: Literal["plain", "gzip", "junk"] | None = None
+        self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        self._open = False  # a gzip member is begun and not ended
+        self._head = b""  # the first uncompressed bytes, until XML is told from text
+        self._content: Literal["xml", "text"] | None = None
+        self._target = _Target(self, max_urls)
+        self._parser: _Parser | None = None
+        self._parsed = 0  # bytes fed to expat
+        self._rest = b""  # text: the line not ended yet
+        self._long = False  # text: in a line too long to be a URL, dropped
+
+    @property
+    def done(self) -> bool:
+        """Whether reading is over (refused or cut): bytes fed now are ignored."""
+        return self.error is not None
+
+    def add(self, entry: SitemapEntry) -> None:
+        """An entry was read (the XML target's call)."""
+        self._entries.append(entry)
+        self.count += 1
+
+    def feed(self, data: bytes) -> None:
+        """The next bytes of the file, as fetched (parse them with ``pump``)."""
+        if not self.done:
+            self._input = self._input + data if self._input else data
+            self.held = max(self.held, len(self._input))
+
+    def take(self) -> list[SitemapEntry]:
+        """The entries read since the last call, in file order."""
+        entries, self._entries = self._entries, []
+        return entries
+
+    @property
+    def waiting(self) -> int:
+        """Entries read and not taken yet."""
+        return len(self._entries)
+
+    def pump(self, max_entries: int = MAX_URLS, max_steps: int | None = None) -> bool:
+        """Decode and parse the bytes fed, step by step, until none is left, reading
+        is over, ``max_entries`` entries wait, or ``max_steps`` steps were taken;
+        whether it stopped for the entries or the steps (``take`` the entries and call
+        again). Never raises: a hostile file sets ``error``."""
+        steps = 0
+        try:
+            while not self.done:
+                if len(self._entries) >= max_entries or steps == max_steps:
+                    return True
+                steps += 1
+                out = self._decode(STEP_BYTES)
+                if not out:
+                    return False
+                self.held = max(self.held, len(self._input) + len(out) + len(self._head))
+                over = self.bytes > self._max_bytes
+                if over:  # what fits the cap is read, then the rest is ignored
+                    out = out[: len(out) - (self.bytes - self._max_bytes)]
+                    self._closing = True  # the head is read as it is
+                self._parse(out)
+                if over:
+                    raise _TooLarge
+        except _FAILURES as exc:
+            self._fail(exc)
+        return False
+
+    def close(self) -> None:
+        """The file ended: parse what is left and check it ended well (``error``).
+        Never raises."""
+        if self.done:
+            return
+        self._closing = True
+        while self.pump():
+            pass  # the caller takes the entries after close
+        if self.done:
+            return
+        try:
+            if self._content is None:
+                head, self._head = self._head, b""
+                self._parse(head)
+            if self._layer == "gzip" and self._open:
+                raise _BadGzip("the gzip stream ends early")
+            if self._parser is not None:
+                self._parser.close()
+            elif self._content == "text":
+                self._line(self._rest)
+                self._rest = b""
+                if not self.count:
+                    self.error = "not_a_sitemap: no URL line in the text"
+        except _FAILURES as exc:
+            self._fail(exc)
+
+    def _fail(self, exc: Exception) -> None:
+        """Reading ends on ``exc`` (one of ``_FAILURES``): its reason in ``error``."""
+        self._input = b""
+        if isinstance(exc, _Stop):
+            self.error = exc.reason
+        elif isinstance(exc, _TooLarge):
+            self.error = f"too_large: over {self._max_bytes} bytes uncompressed, the rest ignored"
+        elif isinstance(exc, _BadGzip):
+            self.error = f"bad_gzip: {exc}"
+        elif isinstance(exc, EntitiesForbidden):
+            self._refused()
+            if exc.sysid is not None or exc.pubid is not None:
+                self.error = f"xml_external: external entity {exc.name!r} refused"
+            else:
+                self.error = f"xml_entities: entity declaration {exc.name!r} refused"
+        elif isinstance(exc, ExternalReferenceForbidden):
+            self._refused()
+            where = str(exc.sysid or exc.pubid)[:80]
+            self.error = f"xml_external: external reference {where!r} refused"
+        elif isinstance(exc, DTDForbidden):
+            self._refused()
+            self.error = f"xml_dtd: document type declaration {exc.name!r} refused"
+        else:
+            self.error = f"malformed: {exc}"[:200]
+
+    def result(self, entries: tuple[SitemapEntry, ...] = ()) -> SitemapFile:
+        """What was read, as a ``SitemapFile`` holding ``entries``."""
+        return SitemapFile(self.kind, entries, self.error, self.skipped, self.bytes)
+
+    def _refused(self) -> None:
+        """A document type declaration was refused: nothing of the file counts."""
+        self.kind = None
+        self._entries = []
+
+    def _decode(self, size: int) -> bytes:
+        """Up to ``size`` uncompressed bytes of the input (``b""``: none yet), one more
+        than the cap leaves at most (``pump`` cuts it). Raises ``_BadGzip``."""
+        if self._layer is None:
+            if len(self._input) < 2 and not self._closing:
+                return b""
+            self._layer = "gzip" if self._input[:2] == _GZIP_MAGIC else "plain"
+        room = min(size, self._max_bytes - self.bytes + 1)
+        if self._layer == "plain":
+            out, self._input = self._input[:room], self._input[room:]
+        else:
+            out = self._inflate(room)
+        self.bytes += len(out)
+        return out
+
+    def _inflate(self, room: int) -> bytes:
+        """Up to ``room`` bytes out of the gzip members of the input."""
+        while self._layer == "gzip":
+            z = self._z
+            if z.unconsumed_tail:
+                data = z.unconsumed_tail
+            elif not self._open and self._input[:2] != _GZIP_MAGIC:
+                if len(self._input) < 2 and not self._closing:
+                    return b""  # the next member's magic may come
+                if self._input:  # trailing bytes that are no member: ignored, as gzip(1)
+                    self._layer = "junk"
+                self._input = b""
+                return b""
+            elif self._input:
+                data, self._input = self._input, b""
+            else:
+                return b""
             try:
-                line = raw.decode("utf-8").strip().removeprefix("\ufeff")
-            except UnicodeDecodeError:
-                out.skipped += 1
-                continue
-            if not line:
-                continue
-            if not line.lower().startswith(("http://", "https://")) or len(line) > MAX_LOC_CHARS:
-                out.skipped += 1
-                continue
-            if len(out.entries) >= max_urls:
-                return f"too_many_urls: more than {max_urls} entries, the rest ignored"
-            out.entries.append(SitemapEntry(line))
-        if not chunk:
-            return None if out.entries else "not_a_sitemap: no URL line in the text"
+                out = z.decompress(data, room)
+            except zlib.error as exc:
+                raise _BadGzip(str(exc)) from None
+            self._open = True
+            if z.eof:  # a member ended; another may follow (RFC 1952 §2.2)
+                self._input = z.unused_data + self._input
+                self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                self._open = False
+            if out:
+                return out
+        self._input = b""
+        return b""
+
+    def _parse(self, data: bytes) -> None:
+        """Parse the next uncompressed bytes (XML or text, told from the first 1 KiB)."""
+        if self._content is None:
+            self._head += data
+            start = self._head[:_HEAD_BYTES].lstrip(b"\xef\xbb\xbf \t\r\n")
+            known = len(self._head) >= _HEAD_BYTES or (start and len(self._head) > 1)
+            if not known and not self._closing:
+                return  # a drip's first bytes: read as soon as they tell
+            if self._layer == "gzip" and self._head[:2] == _GZIP_MAGIC:
+                raise _Stop("nested_gzip: a gzip file inside the gzip file, refused")
+            self._content = "xml" if start.startswith(b"<") or not start else "text"
+            data, self._head = self._head, b""
+            if self._content == "xml":
+                self._parser = _Parser(self._target)
+                self._target.expat = self._parser.parser
+            else:
+                self.kind = "text"
+        if self._parser is not None:
+            self._parser.feed(data)
+            self._parsed += len(data)
+            unfinished = self._parsed - self._target.at
+            self.held = max(self.held, unfinished)
+            if unfinished > MAX_MARKUP_BYTES:
+                raise _Stop(
+                    f"huge_markup: over {MAX_MARKUP_BYTES} bytes in one tag, comment or"
+                    " declaration, the rest ignored"
+                )
+            return
+        if self._long:  # in a line too long to be a URL: dropped to its end
+            end = data.find(b"\n")
+            if end < 0:
+                return
+            data, self._long = data[end + 1 :], False
+        lines = (self._rest + data).split(b"\n")
+        self._rest = lines.pop()
+        for raw in lines:
+            self._line(raw)
+        if len(self._rest) > _LINE_BYTES:
+            self._rest, self._long = b"", True
+            self.skipped += 1
+        self.held = max(self.held, len(self._rest))
+
+    def _line(self, raw: bytes) -> None:
+        """One line of a text sitemap: a URL entry, skipped, or blank."""
+        try:
+            line = raw.decode("utf-8").strip().removeprefix("\ufeff")
+        except UnicodeDecodeError:
+            self.skipped += 1
+            return
+        if not line:
+            return
+        if not line.lower().startswith(("http://", "https://")) or len(line) > MAX_LOC_CHARS:
+            self.skipped += 1
+            return
+        if self.count >= self._max_urls:
+            raise _Stop(f"too_many_urls: more than {self._max_urls} entries, the rest ignored")
+        self.add(SitemapEntry(line))
 
 
 def parse_sitemap(
     body: bytes, *, max_bytes: int = MAX_BYTES, max_urls: int = MAX_URLS
 ) -> SitemapFile:
-    """Parse one sitemap file (see the module for the shapes and the caps).
+    """Parse one sitemap file held whole (``SitemapStream`` over ``body``, in 64 KiB
+    chunks; see the module for the shapes and the caps).
 
     Args:
         body: the bytes fetched (gzip or not, XML or text).
@@ -424,34 +641,19 @@ def parse_sitemap(
         the entries read and the reason the file was refused or cut, if it was. Never
         raises: every hostile input is a ``SitemapFile`` with an ``error``.
     """
-    source = _Uncompressed(body, max_bytes)
-    out = _Progress()
-    error: str | None
-    try:
-        start = source.peek(1024).lstrip(b"\xef\xbb\xbf \t\r\n")
-        if start.startswith(b"<") or not start:
-            error = _parse_xml(source, max_urls, out)
-        else:
-            error = _parse_text(source, max_urls, out)
-    except _TooLarge:
-        error = f"too_large: over {max_bytes} bytes uncompressed, the rest ignored"
-    except _BadGzip as exc:
-        error = f"bad_gzip: {exc}"
-    except EntitiesForbidden as exc:
-        out = _Progress()
-        if exc.sysid is not None or exc.pubid is not None:
-            error = f"xml_external: external entity {exc.name!r} refused"
-        else:
-            error = f"xml_entities: entity declaration {exc.name!r} refused"
-    except ExternalReferenceForbidden as exc:
-        out = _Progress()
-        error = f"xml_external: external reference {str(exc.sysid or exc.pubid)[:80]!r} refused"
-    except DTDForbidden as exc:
-        out = _Progress()
-        error = f"xml_dtd: document type declaration {exc.name!r} refused"
-    except ParseError as exc:
-        error = f"malformed: {exc}"[:200]
-    return SitemapFile(out.kind, tuple(out.entries), error, out.skipped, source.count)
+    stream = SitemapStream(max_bytes=max_bytes, max_urls=max_urls)
+    entries: list[SitemapEntry] = []
+    view = memoryview(body)
+    for start in range(0, len(body), _READ_BYTES):
+        stream.feed(bytes(view[start : start + _READ_BYTES]))
+        while stream.pump():
+            entries += stream.take()
+        entries += stream.take()
+        if stream.done:
+            break
+    stream.close()
+    entries += stream.take()
+    return stream.result(tuple(entries))
 
 
 def declared_sitemaps(body: bytes, *, limit: int = MAX_DECLARED) -> tuple[str, ...]:
@@ -528,11 +730,15 @@ __all__ = [
     "MAX_BYTES",
     "MAX_DECLARED",
     "MAX_LOC_CHARS",
+    "MAX_MARKUP_BYTES",
+    "MAX_NESTING",
     "MAX_URLS",
+    "STEP_BYTES",
     "Location",
     "SitemapEntry",
     "SitemapFile",
     "SitemapKind",
+    "SitemapStream",
     "declared_sitemaps",
     "parse_lastmod",
     "parse_sitemap",

@@ -34,6 +34,7 @@ file).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import random
 import sqlite3
@@ -64,7 +65,7 @@ from crawldeck.core.errors import (
     RequestInvalid,
     TlsFailed,
 )
-from crawldeck.core.fetcher import FetchResult
+from crawldeck.core.fetcher import STREAM_KEEP_BYTES, BodySink, FetchResult
 from crawldeck.core.store import Store
 
 # ------------------------------------------------------------------- the script
@@ -370,9 +371,11 @@ class FakeFetcher:
         max_bytes: int | None = None,
         headers: Mapping[str, str] | None = None,
         want_body: Callable[[str], bool] | None = None,
+        on_body: BodySink | None = None,
     ) -> FetchResult:
         """Answer ``url`` from the site, taking the scripted virtual time (see the
-        module docstring); raises the ``FetchError`` the script or the budgets say."""
+        module docstring); raises the ``FetchError`` the script or the budgets say.
+        ``on_body`` gets the body in 64 KiB chunks, as the real fetcher streams it."""
         if self.closed:
             raise ConnectFailed(f"the fetcher is closed: {url}")
         loop = asyncio.get_running_loop()
@@ -391,6 +394,17 @@ class FakeFetcher:
             raise
         finally:
             request.end = loop.time()
+        if on_body is not None and not 200 <= result.status < 300:
+            result = dataclasses.replace(result, body=b"", skipped=True, truncated=False)
+        elif on_body is not None and not result.skipped:
+            stopped = False
+            for start in range(0, len(result.body), 64 * 1024):
+                if not await on_body(result.body[start : start + 64 * 1024]):
+                    stopped = True
+                    break
+            kept = result.body[:STREAM_KEEP_BYTES]
+            cut = result.truncated or stopped or len(kept) < len(result.body)
+            result = dataclasses.replace(result, body=b"", wire_body=kept, truncated=cut)
         request.outcome = str(result.status)
         request.skipped, request.truncated = result.skipped, result.truncated
         return result

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from crawldeck.core.errors import ConfigError
-from crawldeck.core.fetcher import FetchResult
+from crawldeck.core.fetcher import BodySink, FetchResult
 from crawldeck.core.recrawl import (
     Candidate,
     ConditionalFetcher,
@@ -178,6 +178,7 @@ class _Recorder:
         max_bytes: int | None = None,
         headers: Mapping[str, str] | None = None,
         want_body: Callable[[str], bool] | None = None,
+        on_body: BodySink | None = None,
     ) -> FetchResult:
         self.sent.append((url, None if headers is None else dict(headers)))
         return FetchResult(url, 304, CIMultiDictProxy(CIMultiDict()), b"", "", 1.0, False)
