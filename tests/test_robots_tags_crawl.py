@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from clikit import run
 from crawlkit import html, rows, run_crawl
 from httpserver import HTTPTestServer, Response
 
@@ -95,3 +96,22 @@ def test_obey_nofollow_off_queues_the_links_of_a_nofollow_page(
     assert requested(srv) == {"/", "/a", "/b", "/canon"}
     noindex = dict(rows(db, "SELECT url, noindex FROM pages"))
     assert noindex[srv.url("/a")] == 1  # none: noindex too, recorded whatever the key
+
+
+def test_the_command_line_takes_obey_nofollow_and_prints_a_cap_once(
+    srv: HTTPTestServer, tmp_path: Path
+) -> None:
+    # -s KEY=VALUE sets any config key; the cap line reaches the --no-ui output once
+    srv.set("/robots.txt", Response(200, {}, b"User-agent: *\nCrawl-delay: 100\n"))
+    srv.set("/", html('<a href="/a">a</a> <a href="/b">b</a>', **{"X-Robots-Tag": "nofollow"}))
+    srv.set("/a", html("a"))
+    srv.set("/b", html("b"))
+    (tmp_path / "seeds.txt").write_text(srv.url("/") + "\n")
+    proc = run("crawl", "seeds.txt", "--no-ui", "--db", "c.db", "-s", "obey_nofollow=false",
+               "-s", "max_delay_ms=1000", cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert requested(srv) == {"/", "/a", "/b"}
+    line = f"127.0.0.1:{srv.port}: robots.txt Crawl-delay of 100 s cut to 1 s (max_delay_ms = 1000)"
+    assert [x for x in proc.stderr.splitlines() if "Crawl-delay" in x] == [
+        f"crawldeck: warning: {line}"
+    ]
