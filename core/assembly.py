@@ -38,7 +38,7 @@ from crawldeck.core.dns import (
 from crawldeck.core.fetcher import AiohttpFetcher
 from crawldeck.core.gate import AddressLimit, HostGate
 from crawldeck.core.observer import Observer
-from crawldeck.core.politeness import Politeness, PolitenessSettings
+from crawldeck.core.politeness import Cap, Politeness, PolitenessSettings
 from crawldeck.core.prioritizer import Prioritizer
 from crawldeck.core.protocols import Clock, CrawlStore, Fetcher
 from crawldeck.core.recording import Recorder, near_index
@@ -134,6 +134,10 @@ def assemble(
         them (they write none while being made)."""
         observer.audit(line)
 
+    def capped(host: str, cap: Cap) -> None:
+        """A server's value cut to a cap: the observer logs it once per host."""
+        observer.capped(host, cap)
+
     def read_back(rows: Sequence[FrontierRow]) -> None:
         """Spilled rows came back into memory: a seed spilled before a resume gets its
         scope back, a host unseen this run its figures."""
@@ -160,7 +164,7 @@ def assemble(
     if cluster is not None:
         ips = cluster.address_limit(IpLimiter(IpLimitSettings.from_config(config)), wake)
     politeness = Politeness(PolitenessSettings.from_config(config), rng, hosts=config.hosts)
-    gate = HostGate(politeness, ips, config.per_host_concurrency)
+    gate = HostGate(politeness, ips, config.per_host_concurrency, capped=capped)
     prioritizer = Prioritizer(config.ordering, config.front_queues)
     if cluster is None:
         keep = store.set_scores if isinstance(store, Store) and prioritizer.by_cash else None

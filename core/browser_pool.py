@@ -479,6 +479,7 @@ class RenderPool:
             final_url,
             {"content-type": DEFAULT_CONTENT_TYPE},
             config.robots_token,
+            obey_nofollow=config.obey_nofollow,
         )
         return RenderResult(
             url=job.url,

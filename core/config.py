@@ -231,6 +231,11 @@ class CrawlConfig:
         robots_retry_s: when an unreachable robots.txt is asked for again.
         robots_on_failure: ``allow`` (use last good copy, else allow all, audited)
             or ``disallow`` (strict: block the host, RFC 9309 §2.3.1.4).
+        obey_nofollow: a page whose ``<meta name="robots">`` (or ``<meta
+            name="TOKEN">``) or ``X-Robots-Tag`` header (all agents, or ``TOKEN:``)
+            says ``nofollow`` or ``none`` has none of its links queued (Google's
+            robots meta tag specification); ``False`` queues them anyway.
+            ``rel=nofollow`` links are skipped either way.
         flush_interval_ms: the store writer commits at least this often.
         frontier_window: queued URLs the frontier keeps in memory, one host at most an
             eighth of them; the others wait only in SQLite (state ``spilled``) and are
@@ -369,6 +374,7 @@ class CrawlConfig:
     robots_ttl_max_s: Annotated[int, Range(0)] = 86_400
     robots_retry_s: Annotated[int, Range(1)] = 3600
     robots_on_failure: RobotsFailureMode = "allow"
+    obey_nofollow: bool = True
     flush_interval_ms: Annotated[int, Range(10)] = 500
     frontier_window: Annotated[int, Range(10)] = 200_000
     ordering: Ordering = DEFAULT_ORDERING

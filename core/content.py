@@ -79,7 +79,11 @@ class ContentReader:
         url = result.url
         try:
             extracted = await self._parser.extract(
-                result.body, url, result.headers, self._config.robots_token
+                result.body,
+                url,
+                result.headers,
+                self._config.robots_token,
+                obey_nofollow=self._config.obey_nofollow,
             )
         except ParseError as exc:  # over parse_timeout_ms, or its worker died
             self._log(f"{host}: {exc}")
@@ -92,7 +96,7 @@ class ContentReader:
             return Content(extracted)
         why = should_render(
             self._config, host, result.body, result.content_type, len(extracted.links),
-            nofollow=extracted.nofollow,
+            nofollow=extracted.nofollow and self._config.obey_nofollow,
         )  # fmt: skip
         if why is None:
             return Content(extracted)

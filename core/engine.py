@@ -128,7 +128,13 @@ class Engine:
         self._admission, self._recorder = parts.admission, parts.recorder
         self._seen, self._content, self._sitemaps = parts.seen, parts.content, parts.sitemaps
         self._retries = Retries(
-            config, store, self._gate, self._frontier, self._obs, self._recorder
+            config,
+            store,
+            self._gate,
+            self._frontier,
+            self._obs,
+            self._recorder,
+            parked=self._side.slot_freed,
         )
         self._fast = asyncio.Semaphore(config.concurrency)
         self._resume_event = asyncio.Event()
@@ -435,7 +441,7 @@ class Engine:
             self._frontier.push_front(entry)
             return
         decision = await self._robots.check(entry.url)
-        self._gate.politeness.set_crawl_delay(host, decision.crawl_delay_s)
+        self._gate.set_crawl_delay(host, decision.crawl_delay_s)
         robots = self._robots.entry(entry.url)
         if not decision.allowed:
             # refused without a request: no politeness slot, host or per-IP, is used

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from crawldeck.core.politeness import HostPolitenessView, Outcome, Politeness
+from crawldeck.core.politeness import Cap, HostPolitenessView, Outcome, Politeness
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +82,9 @@ class HostGate:
         ips: the per-IP limit (``ip_delay_ms``) shared by hosts on one address.
         per_host_concurrency: requests at once per host, page fetches and side
             requests together.
+        capped: called with the host and the ``Cap`` each time a value a server
+            asked for (robots.txt's Crawl-delay, a Retry-After) is cut to a cap;
+            the observer logs the first of each kind per host (issue #22 item 8).
 
     A host key is ``core.urls.host_key``; an address is the IP the request goes to
     (from the DNS cache and the address policy).
@@ -89,6 +92,7 @@ class HostGate:
 
     __slots__ = (
         "_backing_off",
+        "_capped",
         "_fetching",
         "_held",
         "_ip",
@@ -99,9 +103,15 @@ class HostGate:
     )
 
     def __init__(
-        self, politeness: Politeness, ips: AddressLimit, per_host_concurrency: int
+        self,
+        politeness: Politeness,
+        ips: AddressLimit,
+        per_host_concurrency: int,
+        *,
+        capped: Callable[[str, Cap], None] | None = None,
     ) -> None:
         self.politeness = politeness
+        self._capped = capped
         self._ips = ips
         self._per_host = per_host_concurrency
         self._ip: dict[str, str] = {}
@@ -233,11 +243,21 @@ class HostGate:
         ``Retry-After`` and ``Date`` headers (RFC 9110 §10.2.3, §6.6.1); see
         ``Politeness.on_response``."""
         outcome = self.politeness.on_response(host, now, status, elapsed_s, retry_after, date=date)
+        if outcome.capped is not None and self._capped is not None:
+            self._capped(host, outcome.capped)
         if outcome.retry:
             self._backing_off.add(host)
         else:
             self._backing_off.discard(host)
         return outcome
+
+    def set_crawl_delay(self, host: str, seconds: float | None) -> None:
+        """robots.txt's Crawl-delay for ``host`` in s (``None``: none), capped at
+        ``max_delay_ms`` (``Politeness.set_crawl_delay``); a cut value is reported
+        to ``capped``."""
+        cap = self.politeness.set_crawl_delay(host, seconds)
+        if cap is not None and self._capped is not None:
+            self._capped(host, cap)
 
     def forget(self, host: str, now: float) -> None:
         """A request to ``host`` ended at ``now`` with nothing to learn (a deterministic

@@ -151,7 +151,8 @@ class Extracted:
     Attributes:
         links: raw ``href`` values of ``<a>``/``<area>`` and ``src`` values of
             ``<frame>``/``<iframe>`` (surrounding whitespace stripped), deduplicated,
-            in document order; empty when ``nofollow``.
+            in document order; empty when ``nofollow`` (unless ``obey_nofollow`` is
+            off).
         base: the URL to resolve ``links`` against: ``<base href>`` resolved against
             the page URL, or the page URL.
         nofollow: meta robots / X-Robots-Tag said ``nofollow`` or ``none``.
@@ -399,7 +400,14 @@ def _refresh_target(declared: tuple[int, str | None] | None, base: str, url: str
     return target
 
 
-def extract_links(body: bytes, url: str, headers: Mapping[str, str], token: str) -> Extracted:
+def extract_links(
+    body: bytes,
+    url: str,
+    headers: Mapping[str, str],
+    token: str,
+    *,
+    obey_nofollow: bool = True,
+) -> Extracted:
     """Links to follow from an HTML page, and its robots directives.
 
     Args:
@@ -409,6 +417,8 @@ def extract_links(body: bytes, url: str, headers: Mapping[str, str], token: str)
             ``Refresh``: ``HEADERS_USED``).
         token: our robots product token (``config.robots_token``) for
             ``<meta name="TOKEN">`` and ``X-Robots-Tag: TOKEN: ...``.
+        obey_nofollow: ``config.obey_nofollow``: when ``False`` a ``nofollow`` page's
+            links are returned too (``Extracted.nofollow`` still says it).
 
     Returns:
         ``Extracted``; see its attributes and the module docstring for the rules.
@@ -472,7 +482,7 @@ def extract_links(body: bytes, url: str, headers: Mapping[str, str], token: str)
     noindex = "noindex" in tags or "none" in tags
     resolved = _resolve_base(url, base)
     return Extracted(
-        links=[] if nofollow else list(dict.fromkeys(hrefs)),
+        links=[] if nofollow and obey_nofollow else list(dict.fromkeys(hrefs)),
         base=resolved,
         nofollow=nofollow,
         noindex=noindex,

@@ -25,6 +25,7 @@ from typing import Any
 from crawldeck.core.config import HOST_KEYS, CrawlConfig, HostOverride
 from crawldeck.core.dns import DnsCache
 from crawldeck.core.gate import HostGate
+from crawldeck.core.politeness import Cap
 from crawldeck.core.prioritizer import CASH_ORDERINGS
 from crawldeck.core.protocols import ResultSink
 from crawldeck.core.render_types import RenderStats
@@ -175,6 +176,7 @@ class Observer:
         self._base_blocked: Counter[str] = Counter()
         self._blocked_recent: deque[BlockedRow] = deque(maxlen=SNAPSHOT_RECENT)
         self._log_lines: deque[str] = deque(maxlen=SNAPSHOT_RECENT)
+        self._capped: set[tuple[str, str]] = set()  # (host, cap's config key) logged
         self._samples: deque[tuple[float, int, int]] = deque()
 
     # ------------------------------------------------------------ reporting
@@ -219,6 +221,17 @@ class Observer:
     def audit(self, line: str) -> None:
         """Keep an audit line (robots.txt treated as allow, demotions) as a warning."""
         self.log(line, level=logging.WARNING)
+
+    def capped(self, host: str, cap: Cap) -> None:
+        """A value ``host``'s server asked for was cut to a cap (``core.politeness.Cap``:
+        robots.txt's Crawl-delay over ``max_delay_ms``, a Retry-After over
+        ``retry_after_max_s``): audit it the first time that cap hits that host, with
+        the value asked and the value used; later hits of it on the host add no line
+        (issue #22 item 8)."""
+        key = (host, cap.setting)
+        if key not in self._capped:
+            self._capped.add(key)
+            self.audit(cap.line(host))
 
     def block(self, url: str, host: str, verdict: Verdict) -> None:
         """Record a refused URL in ``blocked`` and the recent list."""

@@ -105,8 +105,9 @@ _READY_TIMEOUT_S = 60.0
 #: process (about 0.4 ms of CPU per 15 KB page, measured).
 THREAD_PARSE_MAX_BYTES = 32 * 1024
 
-#: One job: body, page URL, the ``HEADERS_USED`` headers as (name, value) pairs, token.
-_Job = tuple[bytes, str, list[tuple[str, str]], str]
+#: One job: body, page URL, the ``HEADERS_USED`` headers as (name, value) pairs, token,
+#: ``obey_nofollow``.
+_Job = tuple[bytes, str, list[tuple[str, str]], str, bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,11 +194,11 @@ def _serve(jobs_fd: int, answers_fd: int) -> None:
             return
         if job is None:
             return
-        body, url, pairs, token = job
+        body, url, pairs, token, obey = job
         try:
             answer: tuple[str, object] = (
                 "ok",
-                extract_links(body, url, CIMultiDict(pairs), token),
+                extract_links(body, url, CIMultiDict(pairs), token, obey_nofollow=obey),
             )
         except Exception as exc:  # MemoryError and the like: the parent records it
             answer = ("error", f"{type(exc).__name__}: {exc}")
@@ -283,9 +284,16 @@ class ParsePool:
                 self._idle.put_nowait(slot)
 
     async def extract(
-        self, body: bytes, url: str, headers: Mapping[str, str], token: str
+        self,
+        body: bytes,
+        url: str,
+        headers: Mapping[str, str],
+        token: str,
+        *,
+        obey_nofollow: bool = True,
     ) -> Extracted:
-        """``extract_links(body, url, headers, token)`` off the event loop: in a thread
+        """``extract_links(body, url, headers, token, obey_nofollow=...)`` off the event
+        loop: in a thread
         for a body of at most ``THREAD_PARSE_MAX_BYTES`` (its worst case is bounded by
         its size), else in a worker process that is killed at the budget.
 
@@ -300,9 +308,9 @@ class ParsePool:
         if self._closed:
             raise ParseError(f"parsing {url}: the parse pool is closed")
         if len(body) <= THREAD_PARSE_MAX_BYTES:
-            return await self._in_thread(body, url, headers, token)
+            return await self._in_thread(body, url, headers, token, obey_nofollow)
         pairs = [(k, v) for k, v in headers.items() if k.lower() in HEADERS_USED]
-        job: _Job = (body, url, pairs, token)
+        job: _Job = (body, url, pairs, token, obey_nofollow)
         self._queued += 1
         try:
             slot = await self._idle.get()
@@ -326,7 +334,7 @@ class ParsePool:
             raise self._timeout_error(url) from None
 
     async def _in_thread(
-        self, body: bytes, url: str, headers: Mapping[str, str], token: str
+        self, body: bytes, url: str, headers: Mapping[str, str], token: str, obey: bool
     ) -> Extracted:
         """``extract`` of a small body in one of the pool's parse threads, timed from
         when its thread starts it (time waiting for a free thread does not count)."""
@@ -335,7 +343,7 @@ class ParsePool:
 
         def parse() -> Extracted:
             started.append(time.monotonic())
-            return extract_links(body, url, headers, token)
+            return extract_links(body, url, headers, token, obey_nofollow=obey)
 
         try:
             future = loop.run_in_executor(self._threads, parse)
@@ -485,9 +493,9 @@ class ParsePool:
 
     def _inline(self, job: _Job) -> Extracted:
         """Thread mode: parse ``job`` in this thread (timed by ``extract``)."""
-        body, url, pairs, token = job
+        body, url, pairs, token, obey = job
         started = time.monotonic()
-        result = extract_links(body, url, CIMultiDict(pairs), token)
+        result = extract_links(body, url, CIMultiDict(pairs), token, obey_nofollow=obey)
         took_ms = (time.monotonic() - started) * 1000
         if took_ms <= self._budget_ms:
             with self._stats_lock:

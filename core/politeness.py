@@ -53,7 +53,11 @@ at all (timeout, connection lost, ``status=None``); an *error* is any of those.
 * **Demotion**: a host in continuous backoff (no other status since its first backoff)
   for ``demote_after_s`` or longer should leave the high-priority front queues.
 * **Parking**: a host whose last ``park_after_backoffs`` responses were all backoff
-  responses (429, 503, none) should be parked by the engine (``should_park``).
+  responses (429, 503, none), or whose backoff spans ``demote_after_s``, should be
+  parked by the engine (``should_park``; ``park_reason`` says which, with its values).
+* **Caps**: a Crawl-delay over ``max_delay_ms`` and a Retry-After over
+  ``retry_after_max_s`` are cut, and the cut is returned (``Cap``: the value asked and
+  the value used) for the engine to log once per host (issue #22 item 8).
 
 State is one ``__slots__`` object per host, created on the first write (dispatch,
 response, Crawl-delay, restore); reads of an unknown host answer with the defaults
@@ -260,6 +264,42 @@ def parse_retry_after(value: str, now: float, date: str | None = None) -> float 
     return delta if delta > 0.0 else 0.0
 
 
+def seconds_text(seconds: float) -> str:
+    """``seconds`` for a log line: at most 3 decimals, no trailing zeros (``999999``,
+    ``0.25``, ``1``), a huge value in exponent form (``1e+300``)."""
+    if not math.isfinite(seconds) or abs(seconds) >= 1e12:
+        return f"{seconds:.3g}"
+    return f"{seconds:.3f}".rstrip("0").rstrip(".")
+
+
+@dataclass(frozen=True, slots=True)
+class Cap:
+    """A value a server asked for that politeness cut to one of the crawl's caps
+    (issue #22 item 8: each is logged once per host with both values).
+
+    Attributes:
+        what: what the server said: ``"robots.txt Crawl-delay"`` or ``"Retry-After"``.
+        asked_s: the value it asked for, s (a Retry-After HTTP-date as s from now).
+        used_s: the value used, s (the cap).
+        setting: the config key of the cap: ``max_delay_ms`` or ``retry_after_max_s``.
+        limit: that key's value, in its own unit (ms or s).
+    """
+
+    what: str
+    asked_s: float
+    used_s: float
+    setting: str
+    limit: int
+
+    def line(self, host: str) -> str:
+        """The log line of this cap on ``host``, e.g. ``"a.test: robots.txt Crawl-delay
+        of 100 s cut to 1 s (max_delay_ms = 1000)"``."""
+        return (
+            f"{host}: {self.what} of {seconds_text(self.asked_s)} s cut to "
+            f"{seconds_text(self.used_s)} s ({self.setting} = {self.limit})"
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """What ``Politeness.on_response`` decided about one response.
@@ -268,10 +308,12 @@ class Outcome:
         retry: the URL should be tried again (429, 503, timeout, connection lost);
             the engine checks its try count against ``max_retries``.
         backoff_s: the host's backoff wait from now in s (``0.0`` when none).
+        capped: the response's Retry-After cut at ``retry_after_max_s``, else ``None``.
     """
 
     retry: bool
     backoff_s: float
+    capped: Cap | None = None
 
 
 _NO_RETRY = Outcome(retry=False, backoff_s=0.0)
@@ -441,6 +483,7 @@ class Politeness:
         "_host_default_s",
         "_hosts",
         "_learnt_step_s",
+        "_max_delay_ms",
         "_max_delay_s",
         "_min_interval_s",
         "_park_after",
@@ -457,6 +500,7 @@ class Politeness:
     ) -> None:
         self._rng = rng if rng is not None else random.Random()
         self._default_s = settings.delay_ms / 1000.0
+        self._max_delay_ms = settings.max_delay_ms
         self._max_delay_s = settings.max_delay_ms / 1000.0
         self._factor = settings.adaptive_delay_factor
         self._capacity = settings.bucket_capacity
@@ -516,16 +560,26 @@ class Politeness:
 
     # -- inputs ----------------------------------------------------------------------
 
-    def set_crawl_delay(self, host: str, seconds: float | None) -> None:
+    def set_crawl_delay(self, host: str, seconds: float | None) -> Cap | None:
         """Record robots.txt's Crawl-delay for ``host`` in s (``None``: none given).
 
         Capped at ``max_delay_ms``; negative or NaN values count as none. Crawl-delay
         is not part of RFC 9309; it is the de-facto extension most crawlers honour.
         The bucket's refill rate follows at the next call that passes ``now``.
+
+        Returns:
+            the ``Cap`` (asked, used) when ``seconds`` is over ``max_delay_ms``, else
+            ``None``; every call with such a value returns one (the caller logs it
+            once per host).
         """
         state = self._state(host)
-        state.crawl_delay_s = self._cap_delay(seconds)
+        capped = self._cap_delay(seconds)
+        state.crawl_delay_s = capped
         self._recompute(state)
+        if seconds is not None and capped is not None and seconds > capped:
+            limit = self._max_delay_ms
+            return Cap("robots.txt Crawl-delay", seconds, capped, "max_delay_ms", limit)
+        return None
 
     def _cap_delay(self, seconds: float | None) -> float | None:
         """A delay in s capped at ``max_delay_ms``; ``None`` for none/negative/NaN."""
@@ -581,6 +635,7 @@ class Politeness:
             ``backoff_s(attempt, backoff_base, backoff_max)`` or the Retry-After (capped
             at ``retry_after_max_s``) if that is longer (RFC 9110 §10.2.3, §15.6.4;
             RFC 6585 §4); 429 and 503 also double the learnt delay (module doc).
+            ``capped`` is the ``Cap`` when that Retry-After was over the cap.
             ``Outcome(False, 0.0)`` for any other status, which also ends the backoff;
             a success also steps the learnt delay down.
         """
@@ -618,15 +673,19 @@ class Politeness:
         if status is None or status in BACKOFF_STATUSES:
             state.attempts += 1
             wait = backoff_s(state.attempts, self._backoff_base_s, self._backoff_max_s, self._rng)
+            capped: Cap | None = None
             if retry_after_s is not None:
                 honoured = min(retry_after_s, self._retry_after_max_s)
                 if honoured > wait:
                     wait = honoured
+                if retry_after_s > honoured:
+                    limit = int(self._retry_after_max_s)
+                    capped = Cap("Retry-After", retry_after_s, honoured, "retry_after_max_s", limit)
             state.backoff_until = now + wait
             state.backoff_wait_s = wait
             if state.backoff_started is None:
                 state.backoff_started = now
-            return Outcome(retry=True, backoff_s=wait)
+            return Outcome(retry=True, backoff_s=wait, capped=capped)
         if state.attempts or state.backoff_until is not None or state.backoff_started is not None:
             state.attempts = 0
             state.backoff_until = None
@@ -744,15 +803,41 @@ class Politeness:
         The engine parks such a host (it stops fetching it this run); the count survives
         a resume through ``restore``'s ``backoff_attempts``.
         """
+        return self.park_reason(host) is not None
+
+    def park_reason(self, host: str) -> str | None:
+        """Why ``host`` should be parked (``should_park``), naming the cause and its
+        values, or ``None`` when it should not be:
+
+        * ``"8 straight 429/503 or no answer (park_after_backoffs = 8)"``;
+        * ``"Retry-After of 999999 s cut to 3600 s (retry_after_max_s = 3600): a
+          backoff of 3600 s, at least demote_after_s = 3600 s"`` when the last
+          response's Retry-After set the wait that made the backoff that long;
+        * ``"a backoff of 4000 s since its first 429/503 or no answer, at least
+          demote_after_s = 3600 s"`` otherwise (backoff_max_ms grown waits).
+        """
         state = self._hosts.get(host)
         if state is None or not state.attempts:
-            return False
+            return None
         if state.attempts >= self._park_after:
-            return True
+            return (
+                f"{state.attempts} straight 429/503 or no answer "
+                f"(park_after_backoffs = {self._park_after})"
+            )
         started, until = state.backoff_started, state.backoff_until
-        return (
-            started is not None and until is not None and (until - started >= self._demote_after_s)
-        )
+        if started is None or until is None or until - started < self._demote_after_s:
+            return None
+        span = seconds_text(until - started)
+        floor = f"at least demote_after_s = {seconds_text(self._demote_after_s)} s"
+        asked = state.retry_after_s
+        if asked is not None and min(asked, self._retry_after_max_s) >= state.backoff_wait_s:
+            used = min(asked, self._retry_after_max_s)
+            said = f"Retry-After of {seconds_text(asked)} s"
+            if asked > used:
+                limit = int(self._retry_after_max_s)
+                said += f" cut to {seconds_text(used)} s (retry_after_max_s = {limit})"
+            return f"{said}: a backoff of {span} s, {floor}"
+        return f"a backoff of {span} s since its first 429/503 or no answer, {floor}"
 
     def view(self, host: str, now: float) -> HostPolitenessView:
         """A ``HostPolitenessView`` of ``host`` at ``now`` (epoch s); never creates state."""
@@ -806,6 +891,7 @@ __all__ = [
     "BACKOFF_STATUSES",
     "DELTA_SECONDS_MAX",
     "LEARNT_STEP_MIN_S",
+    "Cap",
     "DelaySource",
     "HostPolitenessView",
     "Outcome",
@@ -816,4 +902,5 @@ __all__ = [
     "delta_seconds",
     "http_date",
     "parse_retry_after",
+    "seconds_text",
 ]

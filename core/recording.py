@@ -36,7 +36,7 @@ from crawldeck.core.config import CrawlConfig
 from crawldeck.core.errors import FetchError, UrlError
 from crawldeck.core.fetcher import FetchResult
 from crawldeck.core.frontier import FrontierEntry
-from crawldeck.core.links import Extracted
+from crawldeck.core.links import Extracted, robots_tags
 from crawldeck.core.observer import HostStats, Observer
 from crawldeck.core.prioritizer import (
     PRIORITY_LINK,
@@ -248,13 +248,20 @@ class Recorder:
         base = entry.url
         location = result.headers.get("location")
         canonical_url: str | None = None
+        if extracted is None:
+            # not parsed (not HTML, a PDF; an error status; a redirect; a parse given
+            # up): X-Robots-Tag applies to any response type (Google's robots meta tag
+            # specification), so its noindex is recorded all the same
+            tags = robots_tags(result.headers, self._config.robots_token)
+            noindex = "noindex" in tags or "none" in tags
         if status in REDIRECT_STATUSES and location:
             hop = location
         elif extracted is not None:
             noindex = extracted.noindex
             hrefs = extracted.links
             canonical_url = _canonical(extracted)
-            if canonical_url is not None and not extracted.nofollow:
+            follow = not (extracted.nofollow and self._config.obey_nofollow)
+            if canonical_url is not None and follow:
                 hrefs = [*hrefs, canonical_url]  # admitted like a link
             admitted: list[Link] = []
             targets: list[Link] | None = [] if self._prioritizer.by_cash else None

@@ -19,6 +19,8 @@ After a fetch (or its DNS lookup) the engine hands the outcome here, which decid
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.errors import DnsNotFound, DnsTemporaryFailure, FetchError
 from crawldeck.core.fetcher import FetchResult
@@ -46,6 +48,8 @@ class Retries:
             moves.
         observer: host figures and log lines.
         recorder: records a URL's final failure.
+        parked: called after a host is parked (wakes the side requests waiting for
+            its slot: they give up rather than wait its backoff out).
     """
 
     def __init__(
@@ -56,7 +60,9 @@ class Retries:
         frontier: FrontierWindow,
         observer: Observer,
         recorder: Recorder,
+        parked: Callable[[], None] | None = None,
     ) -> None:
+        self._parked = parked
         self._config = config
         self._store = store
         self._gate = gate
@@ -171,16 +177,20 @@ class Retries:
 
     def _check_park(self, host: str, stats: HostStats) -> None:
         """Park ``host`` after ``park_after_backoffs`` straight 429/503/no-response
-        answers (``Politeness.should_park``, issue #10 item 7)."""
-        if stats.parked or not self._gate.politeness.should_park(host):
+        answers or a backoff of ``demote_after_s`` or more (``Politeness.should_park``,
+        issue #10 item 7); the audit line names the cause with its values
+        (``Politeness.park_reason``, issue #22 item 8)."""
+        if stats.parked:
+            return
+        why = self._gate.politeness.park_reason(host)
+        if why is None:
             return
         stats.parked = True
         dropped = self._frontier.drop_host(host)
         self._obs.changed(host)
-        self._obs.audit(
-            f"{host}: parked after {self._config.park_after_backoffs} straight 429/503 or "
-            f"no answer; {dropped} URLs left for the next run"
-        )
+        self._obs.audit(f"{host}: parked: {why}; {dropped} URLs left for the next run")
+        if self._parked is not None:
+            self._parked()
 
 
 __all__ = ["Retries"]

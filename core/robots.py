@@ -86,7 +86,9 @@ class RobotsCache:
         clock: wall-clock seconds (``time.time`` in production, a fake in tests);
             ``fetched_at``/``expires_at`` are in its time.
         audit: called with one line each time a robots.txt is found unreachable or
-            past the redirect limit (what we did instead, and when we retry).
+            past the redirect limit or in a redirect loop (what we did instead, and
+            when we retry), and once per origin when its file is cut at
+            ``robots_max_bytes`` (the size served and the size read).
 
     Call ``await cache.aclose()`` before closing the fetcher: it cancels background
     refreshes and fetches still in flight.
@@ -113,6 +115,7 @@ class RobotsCache:
         self._states: dict[str, RobotsState] = {}
         self._last_good: dict[str, RobotsState] = {}
         self._inflight: dict[str, asyncio.Task[RobotsState]] = {}
+        self._capped: set[str] = set()  # origins whose size cap was logged
         self.stored: Callable[[RobotsEntry], None] | None = None
         self.settled: Callable[[str, tuple[str, ...]], None] | None = None
 
@@ -213,6 +216,9 @@ class RobotsCache:
         state = update.state
         if update.audit is not None:
             self._audit(update.audit)
+        if update.capped is not None and origin not in self._capped:
+            self._capped.add(origin)
+            self._audit(update.capped)
         self._states[origin] = state
         if state.view.status != "unreachable":
             self._last_good[origin] = state
@@ -228,6 +234,7 @@ class RobotsCache:
         settings = self._settings
         url = f"{origin}/robots.txt"
         hops = 0
+        visited = {url}
         while True:
             outcome: RobotsResponse | NetworkFailure
             try:
@@ -251,6 +258,7 @@ class RobotsCache:
                 now=self._clock(),
                 last_good=self._last_good.get(origin),
                 settings=settings,
+                visited=frozenset(visited),
             )
             # protego takes ~0.5 s on a 500 KiB file: keep the event loop free
             next_step = await asyncio.to_thread(step) if big else step()
@@ -260,6 +268,7 @@ class RobotsCache:
                 return next_step, b""
             hops += 1
             url = next_step.url
+            visited.add(url)
 
 
 __all__ = [

@@ -12,7 +12,8 @@ outcome             status                 rules applied
 ==================  =====================  ===========================================
 2xx                 ``ok``                 the file (parsed by protego, our group)
 4xx (401/403 too)   ``missing``            none: allow all (§2.3.1.3)
-> N redirects       ``redirect_limit``     none: allow all (§2.3.1.2, see below)
+> N redirects, or   ``redirect_limit``     none: allow all (§2.3.1.2, see below)
+a redirect loop
 429, 5xx, network   ``unreachable``        last good copy (the last 2xx/4xx answer,
 error                                      however old: §2.4 allows a stale copy when
                                            the file is unreachable); else allow all, or
@@ -25,7 +26,10 @@ Redirects (301, 302, 303, 307, 308) are followed, across hosts too, up to
 ``robots_max_redirects`` hops (§2.3.1.2: "at least five"). When the answer after that
 many hops is still a redirect, RFC 9309 says a crawler MAY assume the file unavailable;
 we do, and "unavailable" is the 4xx case of §2.3.1.3: allow all, status
-``redirect_limit``, cached like a 4xx, and audited. A redirect without a usable
+``redirect_limit``, cached like a 4xx, and audited. A redirect to a URL already
+requested for this file (a loop, ``A -> B -> A``) can never reach a file however many
+hops are followed, so it is that same case decided at the first repeat, without
+requesting the repeated URL again (detail ``redirect loop: ...``). A redirect without a usable
 ``Location`` is treated as a 4xx too. Any other status (1xx, 300, 304, >= 600) is a 4xx.
 
 The body is read up to ``robots_max_bytes`` (§2.5 asks for at least 500 KiB); a longer
@@ -50,6 +54,7 @@ it is not used.)
 from __future__ import annotations
 
 import contextlib
+import difflib
 import math
 import re
 from collections.abc import Mapping
@@ -78,6 +83,13 @@ _DISALLOW_FIELDS = frozenset(
 )
 _DELAY_FIELDS = frozenset({"crawl-delay", "crawl delay"})
 _PRODUCT_TOKEN = re.compile(r"\*|[A-Za-z_-]+")
+_KNOWN_FIELDS = _UA_FIELDS | _DISALLOW_FIELDS | _DELAY_FIELDS | {"allow"}
+#: What a byte that is not UTF-8 decodes to: the mark of a damaged line.
+_REPLACED = "\ufffd"
+#: RFC 9309 §2.2's EOL: CR LF, or CR or LF alone.
+_EOL = re.compile(r"\r\n|\r|\n")
+#: Control characters no robots.txt line holds: C0 but TAB, DEL, C1.
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +239,16 @@ def select_group(text: str, token: str) -> RobotsGroup:
     ``Disallow:`` then ``User-agent: *`` / ``Disallow: /``) lets us crawl everything
     and ``*`` does not apply to us. Field names are case-insensitive and protego's
     common misspellings (``dissallow``) are accepted. Never raises.
+
+    Damage (§2.2: "parse errors are ignored", line by line): lines are read by
+    ``robots_lines`` (control characters removed, CR/LF/CR LF mixed); U+FFFD (a byte
+    that is not UTF-8) is dropped from field names and ``User-agent`` values, so a bad
+    byte inserted there costs nothing. A line whose field is still unknown is lost and
+    the group goes on (an unknown line neither closes nor opens a group, as in
+    Google's parser), except that an unknown line where a group may start which looks
+    like a ``User-agent`` line (``_looks_like_user_agent``) closes the group before it:
+    the rules under a lost ``User-agent`` line belong to no group rather than to the
+    group before. So damage to one line changes no other group's rules.
     """
     token = token.strip().lower()
     rules: dict[str, list[tuple[RuleKind, str]]] = {}
@@ -234,16 +256,21 @@ def select_group(text: str, token: str) -> RobotsGroup:
     named: set[str] = set()  # agents some group names: that group applies to them
     current: list[str] = []
     in_rules = True  # the next User-agent line opens a new group
-    for raw in text.splitlines():
+    for raw in robots_lines(text):
         line = raw.split("#", 1)[0].strip()
         field, sep, value = line.partition(":")
         if not sep:  # tolerate "Disallow /x" (no colon) as protego does
             field, _, value = line.partition(" ")
-        field = field.strip().lower()
+        field = field.replace(_REPLACED, "").strip().lower()
         value = value.strip()
         if not field or field in _SITE_WIDE_FIELDS:
             continue
+        if field not in _KNOWN_FIELDS:
+            if in_rules and _looks_like_user_agent(field):
+                current = []  # a lost User-agent line: its rules belong to no group
+            continue  # an unknown or damaged line is lost, the group goes on (§2.2)
         if field in _UA_FIELDS:
+            value = value.replace(_REPLACED, "")
             if in_rules:
                 current, in_rules = [], False
             match = _PRODUCT_TOKEN.match(value)
@@ -276,11 +303,50 @@ def select_group(text: str, token: str) -> RobotsGroup:
     return RobotsGroup(None, (), None)
 
 
+def robots_lines(text: str) -> list[str]:
+    """The lines of a robots.txt ``text`` as RFC 9309 §2.2 reads them, cleaned of
+    byte-level damage so that a damaged line is all that is lost, never a group.
+
+    Lines end at CR LF, CR or LF alone, mixed in any order (the RFC's ``EOL``); no other
+    character ends one (``str.splitlines`` would also split at VT, FF, FS, GS, RS,
+    NEL, LS and PS, cutting a line in two). A byte-order mark at the start is dropped.
+    Control characters (C0 but TAB, DEL, C1: a NUL, a stray ``\x1c``) are removed
+    wherever they are: no robots.txt token or path holds one. U+FFFD (what ``_parse``
+    decodes a byte that is not UTF-8 to) is kept here; ``select_group`` drops it from
+    field names and ``User-agent`` values.
+
+    Example: ``"\ufeffUser-agent: *\rDis\x00allow: /a\r\n"`` ->
+    ``["User-agent: *", "Disallow: /a", ""]``. Never raises.
+    """
+    return [_CONTROL.sub("", line) for line in _EOL.split(text.removeprefix("\ufeff"))]
+
+
+def _looks_like_user_agent(field: str) -> bool:
+    """Whether an unknown field name (damage removed, lowercased) is a damaged
+    ``user-agent``: it names a part of it, or is at least 75 % alike (difflib)."""
+    if "agent" in field or "user" in field:
+        return True
+    return difflib.SequenceMatcher(None, field, "user-agent").ratio() >= 0.75
+
+
+def _decode(body: bytes) -> str:
+    """A robots.txt body as text: UTF-8 (§2.2), a byte that is not UTF-8 as U+FFFD, a
+    whole or partial byte-order mark at the start (``EF BB BF``, ``EF BB``, ``EF``
+    before a byte that cannot continue it) dropped."""
+    if body.startswith(b"\xef"):
+        cut = 3 if body.startswith(b"\xef\xbb\xbf") else 2 if body.startswith(b"\xef\xbb") else 1
+        if cut < 3 and len(body) > cut and 0x80 <= body[cut] <= 0xBF:
+            cut = 0  # EF then a continuation: a real character, not a cut BOM
+        body = body[cut:]
+    return body.decode("utf-8", errors="replace")
+
+
 def _parse(body: bytes, truncated: bool, token: str) -> tuple[Protego | None, RobotsGroup]:
     """Our group of a robots.txt body, and a protego matcher for its rules.
 
     A truncated body loses its last, cut-off line (§2.5); bytes that are not UTF-8
-    become U+FFFD and a BOM is dropped (§2.2). The group is chosen by
+    become U+FFFD, a whole or partial BOM is dropped (§2.2), and the lines are read by
+    ``robots_lines`` (byte-level damage costs a line, never a group). The group is chosen by
     ``select_group`` (protego's own choice is a prefix match: its group ``crawl``
     would apply to ``crawldeck``); protego gets that group alone, as ``User-agent: *``,
     and does the path matching (``*``, ``$``, longest match, percent-encoding,
@@ -289,8 +355,7 @@ def _parse(body: bytes, truncated: bool, token: str) -> tuple[Protego | None, Ro
     if truncated:
         cut = max(body.rfind(b"\n"), body.rfind(b"\r"))
         body = body[: cut + 1] if cut >= 0 else b""
-    text = body.decode("utf-8", errors="replace").removeprefix("\ufeff")
-    group = select_group(text, token)
+    group = select_group(_decode(body), token)
     if not group.rules:
         return None, group
     lines = ["User-agent: *", *(f"{kind}: {pattern}" for kind, pattern in group.rules)]
@@ -402,10 +467,14 @@ class CacheUpdate:
         state: the new ``RobotsState``.
         audit: one line for the audit log (unreachable, or past the redirect limit),
             else ``None``.
+        capped: the line saying the file was cut at ``robots_max_bytes`` (the size
+            the server gave and the size read), else ``None``; the driver logs it
+            once per origin (issue #22 item 8).
     """
 
     state: RobotsState
     audit: str | None
+    capped: str | None = None
 
 
 def interpret(
@@ -416,6 +485,7 @@ def interpret(
     now: float,
     last_good: RobotsState | None,
     settings: RobotsSettings,
+    visited: frozenset[str] = frozenset(),
 ) -> RedirectHop | CacheUpdate:
     """What one robots.txt fetch outcome means (RFC 9309 §2.3.1, §2.4, §2.5).
 
@@ -428,10 +498,13 @@ def interpret(
         last_good: the origin's last ``ok``/``missing``/``redirect_limit`` state
             however old, or ``None``; used only when the file is unreachable.
         settings: the token, caps, lifetimes and failure mode.
+        visited: the URLs requested so far for this file (``ORIGIN/robots.txt`` and
+            the hops before this response; empty: none known).
 
     Returns:
-        ``RedirectHop`` for a 301/302/303/307/308 with a usable ``Location`` while
-        ``hops < robots_max_redirects``; else ``CacheUpdate`` (see the module's table).
+        ``RedirectHop`` for a 301/302/303/307/308 with a usable ``Location`` not in
+        ``visited`` while ``hops < robots_max_redirects``; else ``CacheUpdate`` (see
+        the module's table; a loop is ``redirect_limit`` at its first repeat).
         CPU only, no I/O; a big 2xx body takes a while to parse (about 0.5 s for
         500 KiB), so the caller may run it in a thread. Never raises.
     """
@@ -444,11 +517,14 @@ def interpret(
         if target is None:
             detail = f"{status} without a usable Location"
             return CacheUpdate(_blanket(origin, outcome, "missing", detail, now, ttl), None)
-        if hops >= settings.robots_max_redirects:
+        if target in visited:
+            detail = f"redirect loop: redirect {hops + 1} goes back to {target}"
+        elif hops >= settings.robots_max_redirects:
             detail = f"more than {settings.robots_max_redirects} redirects"
-            line = f"robots.txt of {origin}: {detail}: allowing all, retry in {ttl:.0f} s"
-            return CacheUpdate(_blanket(origin, outcome, "redirect_limit", detail, now, ttl), line)
-        return RedirectHop(target)
+        else:
+            return RedirectHop(target)
+        line = f"robots.txt of {origin}: {detail}: allowing all, retry in {ttl:.0f} s"
+        return CacheUpdate(_blanket(origin, outcome, "redirect_limit", detail, now, ttl), line)
     if 200 <= status < 300:  # §2.3.1.1, parsed within the §2.5 limit
         parser, group = _parse(outcome.body, outcome.truncated, settings.robots_token)
         view = RobotsEntry(
@@ -465,11 +541,29 @@ def interpret(
             from_last_good=False,
             retry_after=outcome.headers.get("retry-after"),
         )
-        return CacheUpdate(RobotsState(view, parser), None)
+        capped = _size_cap_line(origin, outcome, settings) if outcome.truncated else None
+        return CacheUpdate(RobotsState(view, parser), None, capped)
     if status == 429 or 500 <= status < 600:  # §2.3.1.4
         retry_after = outcome.headers.get("retry-after")
         return _unreachable(origin, status, str(status), retry_after, now, last_good, settings)
     return CacheUpdate(_blanket(origin, outcome, "missing", str(status), now, ttl), None)
+
+
+def _size_cap_line(origin: str, response: RobotsResponse, settings: RobotsSettings) -> str:
+    """The line for a robots.txt cut at ``robots_max_bytes`` (RFC 9309 §2.5): the size
+    asked (its ``Content-Length`` when the body is not content-coded, else "more
+    than" the cap) and the size used."""
+    cap = settings.robots_max_bytes
+    length = response.headers.get("content-length", "").strip()
+    coded = response.headers.get("content-encoding", "identity").strip().lower()
+    if length.isdigit() and int(length) > cap and coded in ("", "identity"):
+        asked = f"{int(length)} bytes"
+    else:
+        asked = f"more than {cap} bytes"
+    return (
+        f"robots.txt of {origin}: {asked} served, {cap} bytes read (robots_max_bytes); "
+        "the lines after the cut are not read"
+    )
 
 
 def _blanket(
@@ -571,6 +665,7 @@ __all__ = [
     "RobotsStatus",
     "RuleKind",
     "interpret",
+    "robots_lines",
     "select_group",
     "state_of",
     "ttl_s",

@@ -102,13 +102,22 @@ class SideRequests:
         return self._parts
 
     def slot_freed(self) -> None:
-        """A slot of some host was freed (a page fetch ended): waiters look again."""
+        """A slot of some host was freed (a page fetch ended) or a host was parked:
+        waiters look again."""
         self._freed.set()
 
     async def acquire(self, host: str) -> float:
         """Wait until a side request may go to ``host``, then take its slot; the start
-        time (epoch s). End it with :meth:`end`."""
+        time (epoch s). End it with :meth:`end`.
+
+        Raises:
+            HostParked: ``host`` is parked, or was parked while this waited (a parked
+                host's backoff may run for ``retry_after_max_s``: nothing waits it out).
+        """
+        stats = self._bound[0].stats(host, None)
         while True:
+            if stats.parked:
+                raise HostParked(f"{host} is parked: no request sent")
             now = self._clock()
             at = self._gate.ready_at(host, now)
             if at is not None and at <= now:
@@ -158,10 +167,10 @@ class SideRequests:
         if stats.parked:
             raise HostParked(f"{host} is parked: {url} not requested")
         await self._address(host)
-        start = await self.acquire(host)
-        if stats.parked:
-            self.end(host, start)
-            raise HostParked(f"{host} was parked while {url} waited: not requested")
+        try:
+            start = await self.acquire(host)
+        except HostParked:
+            raise HostParked(f"{host} was parked while {url} waited: not requested") from None
         try:
             result = await self._fetcher.fetch(url, max_bytes=max_bytes, on_body=on_body)
         except FetchError as exc:
@@ -186,7 +195,7 @@ class SideRequests:
             return False
         host = urls.host_key(url)
         observer, admission, robots = self._bound
-        stats = observer.stats(host, urls.origin(url))
+        observer.stats(host, urls.origin(url))  # its figures, made on first sight
         what = f"render sub-request ({resource_type})"
         try:
             await self._address(host)
@@ -199,14 +208,15 @@ class SideRequests:
         except DnsTemporaryFailure:
             return False
         decision = await robots.check(url)
-        self._gate.politeness.set_crawl_delay(host, decision.crawl_delay_s)
+        self._gate.set_crawl_delay(host, decision.crawl_delay_s)
         if not decision.allowed:
             detail = f"{what} disallowed for {self._token!r}"
             admission.block_once(url, host, Verdict(BlockReason.ROBOTS, detail))
             return False
-        if stats.parked:
+        try:
+            await self.acquire(host)
+        except HostParked:
             return False
-        await self.acquire(host)
         return True
 
     def render_report(self, end: SubRequestEnd) -> None:

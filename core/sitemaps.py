@@ -65,6 +65,7 @@ from defusedxml.ElementTree import DefusedXMLParser
 
 from crawldeck.core import urls
 from crawldeck.core.errors import UrlError
+from crawldeck.core.robots_policy import robots_lines
 
 #: Uncompressed bytes per sitemap file (the protocol's "50MB (52,428,800 bytes)").
 MAX_BYTES: Final = 52_428_800
@@ -660,11 +661,13 @@ def declared_sitemaps(body: bytes, *, limit: int = MAX_DECLARED) -> tuple[str, .
     """The ``Sitemap:`` URLs of a robots.txt body, in file order, each once, at most
     ``limit``: lines whose field is ``sitemap`` (case-insensitive, anywhere in the file:
     the record is not part of any group, RFC 9309 §2.2.4; protego's ``sitemaps`` reads
-    the same lines) with an absolute http(s) URL. Never raises."""
+    the same lines) with an absolute http(s) URL. Lines are read as for the groups
+    (``core.robots_policy.robots_lines``: CR, LF, CR LF; control characters removed).
+    Never raises."""
     found: dict[str, None] = {}
-    for raw in body.decode("utf-8", errors="replace").splitlines():
+    for raw in robots_lines(body.decode("utf-8", errors="replace")):
         name, sep, value = raw.split("#", 1)[0].partition(":")
-        if not sep or name.strip().lower() != "sitemap":
+        if not sep or name.replace("\ufffd", "").strip().lower() != "sitemap":
             continue
         url = value.strip()
         if url.lower().startswith(("http://", "https://")) and len(url) <= MAX_LOC_CHARS:

@@ -321,3 +321,14 @@ async def test_waiting_for_a_thread_does_not_count_against_the_budget() -> None:
         assert (await second).links == ["/one", "/two"]
     finally:
         await p.aclose()
+
+
+async def test_obey_nofollow_reaches_the_worker_and_the_thread(pool: ParsePool) -> None:
+    # a nofollow page, small (a thread) and big (a worker process): its links come back
+    # only with obey_nofollow off, and nofollow is reported either way (issue #22 item 9)
+    page = b'<meta name="robots" content="nofollow"><a href="/n">n</a>'
+    for body, links in ((page, ["/n"]), (page + BIG, ["/n", "/one", "/two"])):
+        obeyed = await pool.extract(body, "http://n.test/", HTML, TOKEN)
+        assert (obeyed.links, obeyed.nofollow) == ([], True)
+        got = await pool.extract(body, "http://n.test/", HTML, TOKEN, obey_nofollow=False)
+        assert (got.links, got.nofollow) == (links, True)

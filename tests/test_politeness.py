@@ -15,6 +15,7 @@ import pytest
 from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.frontier import Frontier, FrontierEntry
 from crawldeck.core.politeness import (
+    Cap,
     HostPolitenessView,
     Outcome,
     Politeness,
@@ -168,7 +169,12 @@ def test_retry_after_huge_numbers_are_capped_never_raise(value: str, expected: f
 
 def test_huge_retry_after_backs_off_for_the_cap() -> None:
     pol = Politeness(politeness_settings(retry_after_max_s=600), rng=NoJitter())
-    assert pol.on_response("a.test", 0.0, 503, 0.0, "9" * 400) == Outcome(True, 600.0)
+    cap = Cap("Retry-After", 2.0**31, 600.0, "retry_after_max_s", 600)
+    assert pol.on_response("a.test", 0.0, 503, 0.0, "9" * 400) == Outcome(True, 600.0, cap)
+    assert (
+        cap.line("a.test")
+        == "a.test: Retry-After of 2147483648 s cut to 600 s (retry_after_max_s = 600)"
+    )
     assert pol.view("a.test", 0.0).retry_after_s == 2.0**31
 
 
@@ -363,7 +369,7 @@ def test_retry_after_is_honoured_when_longer_and_capped() -> None:
     assert pol.on_response("b.test", 0.0, 503, 0.0, "0").backoff_s == 1.0
     # Longer than retry_after_max_s: cut to it.
     out = pol.on_response("c.test", 0.0, 503, 0.0, "7200")
-    assert out == Outcome(True, 600.0)
+    assert out == Outcome(True, 600.0, Cap("Retry-After", 7200.0, 600.0, "retry_after_max_s", 600))
     assert pol.view("c.test", 0.0).retry_after_s == 7200.0
     # HTTP-date form, relative to now.
     out = pol.on_response(
@@ -558,3 +564,59 @@ def test_delay_runs_from_the_end_of_a_fetch() -> None:
     assert pol.earliest("a.test", 10.4) == 10.9
     pol.on_end("b.test", 3.0)  # unknown host: the delay runs from its end as well
     assert pol.earliest("b.test", 3.0) == 3.5
+
+
+# -- caps on what a server asked for, named with both values (issue #22 item 8) -------
+
+
+def test_a_crawl_delay_over_max_delay_ms_returns_its_cap() -> None:
+    pol = Politeness(politeness_settings(max_delay_ms=1000))
+    cap = pol.set_crawl_delay("a.test", 100.0)
+    assert cap == Cap("robots.txt Crawl-delay", 100.0, 1.0, "max_delay_ms", 1000)
+    assert cap.line("a.test") == (
+        "a.test: robots.txt Crawl-delay of 100 s cut to 1 s (max_delay_ms = 1000)"
+    )
+    assert pol.delay_s("a.test") == 1.0
+    assert pol.set_crawl_delay("a.test", 1.0) is None  # at the cap: nothing cut
+    assert pol.set_crawl_delay("a.test", 0.25) is None
+    assert pol.set_crawl_delay("a.test", None) is None
+    assert pol.set_crawl_delay("a.test", float("nan")) is None
+
+
+def test_a_retry_after_under_the_cap_is_not_reported() -> None:
+    pol = Politeness(politeness_settings(retry_after_max_s=600), rng=NoJitter())
+    assert pol.on_response("a.test", 0.0, 503, 0.0, "600").capped is None
+    assert pol.on_response("a.test", 1.0, 200, 0.0, "999999").capped is None  # no backoff
+
+
+def test_the_park_reason_names_a_long_retry_after_and_both_values() -> None:
+    pol = Politeness(
+        politeness_settings(retry_after_max_s=3600, demote_after_s=3600), rng=NoJitter()
+    )
+    pol.on_response("a.test", 0.0, 429, 0.0, "999999")
+    assert pol.should_park("a.test")
+    assert pol.park_reason("a.test") == (
+        "Retry-After of 999999 s cut to 3600 s (retry_after_max_s = 3600): a backoff of "
+        "3600 s, at least demote_after_s = 3600 s"
+    )
+
+
+def test_the_park_reason_counts_straight_backoffs() -> None:
+    pol = Politeness(politeness_settings(park_after_backoffs=3), rng=NoJitter())
+    for n in range(3):
+        assert pol.park_reason("a.test") is None
+        pol.on_response("a.test", float(n), 503, 0.0, None)
+    assert pol.park_reason("a.test") == "3 straight 429/503 or no answer (park_after_backoffs = 3)"
+
+
+def test_the_park_reason_of_a_long_grown_backoff_says_so() -> None:
+    pol = Politeness(
+        politeness_settings(demote_after_s=10, backoff_base_ms=8000, backoff_max_ms=16_000),
+        rng=NoJitter(),
+    )
+    pol.on_response("a.test", 0.0, None, 0.0, None)
+    assert pol.park_reason("a.test") is None
+    pol.on_response("a.test", 8.0, None, 0.0, None)
+    assert pol.park_reason("a.test") == (
+        "a backoff of 24 s since its first 429/503 or no answer, at least demote_after_s = 10 s"
+    )

@@ -379,3 +379,84 @@ def test_the_links_of_a_page_cut_at_max_body_bytes_are_followed(
     assert server.count("/first") == 1 and server.count("/late") == 0
     ((error,),) = rows(db, "SELECT error FROM pages WHERE url = ?", server.url("/"))
     assert error.startswith("body_too_large")
+
+
+# ------------------------------- issue #22 item 8: caps logged once, with both values
+
+
+def cap_lines(engine: Engine, words: str) -> list[str]:
+    """The log lines of ``engine`` holding ``words``, without their ``HH:MM:SS`` stamp."""
+    return [line.split(" ", 1)[1] for line in engine.snapshot().log if words in line]
+
+
+def test_a_crawl_delay_over_max_delay_ms_is_logged_once_with_both_values(
+    tmp_path: Path,
+) -> None:
+    with HTTPTestServer() as srv:
+        srv.set("/robots.txt", text("User-agent: *\nCrawl-delay: 100\n"))
+        srv.set("/", html('<a href="/a">a</a>'))
+        srv.set("/a", html('<a href="/b">b</a>'))
+        srv.set("/b", html("end"))
+        engine = run_crawl([srv.url("/")], tmp_path / "c.db", max_delay_ms=1000)
+        host = f"127.0.0.1:{srv.port}"
+        assert [srv.count(p) for p in ("/robots.txt", "/", "/a", "/b")] == [1, 1, 1, 1]
+    # the cap hit at each of the 3 pages (set_crawl_delay per robots.txt check): 1 line
+    assert cap_lines(engine, "Crawl-delay") == [
+        f"{host}: robots.txt Crawl-delay of 100 s cut to 1 s (max_delay_ms = 1000)"
+    ]
+
+
+def test_a_retry_after_over_its_cap_is_logged_once_with_both_values(tmp_path: Path) -> None:
+    answers = iter([503, 503])
+
+    def busy(request: Request) -> Response:
+        code = next(answers, 200)
+        if code == 503:
+            return Response(503, {"Retry-After": "999999"}, b"busy")
+        return html("ok")
+
+    with HTTPTestServer() as srv:
+        srv.set("/robots.txt", Response(404))
+        srv.set("/", busy)
+        db = tmp_path / "c.db"
+        engine = run_crawl([srv.url("/")], db, retry_after_max_s=1, demote_after_s=100_000)
+        host = f"127.0.0.1:{srv.port}"
+        assert srv.count("/") == 3  # two 503s, each waited out for 1 s, then the page
+    assert rows(db, "SELECT status FROM pages") == [(200,)]
+    assert cap_lines(engine, "Retry-After") == [
+        f"{host}: Retry-After of 999999 s cut to 1 s (retry_after_max_s = 1)"
+    ]
+
+
+def test_a_host_parked_by_a_long_retry_after_is_logged_with_that_cause(tmp_path: Path) -> None:
+    with HTTPTestServer() as srv:
+        srv.set("/robots.txt", Response(404))
+        srv.set("/", Response(429, {"Retry-After": "999999"}, b""))
+        srv.set("/other", html("never asked"))
+        engine = run_crawl([srv.url("/"), srv.url("/other")], tmp_path / "c.db")
+        host = f"127.0.0.1:{srv.port}"
+        assert (srv.count("/"), srv.count("/other")) == (1, 0)
+    # it used to say "parked after 8 straight 429/503 or no answer" after one answer
+    assert cap_lines(engine, "parked") == [
+        f"{host}: parked: Retry-After of 999999 s cut to 3600 s (retry_after_max_s = 3600): "
+        "a backoff of 3600 s, at least demote_after_s = 3600 s; 1 URLs left for the next run"
+    ]
+    assert cap_lines(engine, "Retry-After of") == [
+        f"{host}: Retry-After of 999999 s cut to 3600 s (retry_after_max_s = 3600)",
+        cap_lines(engine, "parked")[0],
+    ]
+
+
+def test_a_robots_txt_over_its_size_cap_is_logged_once_in_the_crawl(tmp_path: Path) -> None:
+    cap = 500 * 1024
+    body = "User-agent: *\nDisallow: /private\n" + ("# " + "x" * 97 + "\n") * 6000
+    with HTTPTestServer() as srv:
+        srv.set("/robots.txt", text(body))
+        srv.set("/", html('<a href="/a">a</a> <a href="/private">p</a>'))
+        srv.set("/a", html("a"))
+        engine = run_crawl([srv.url("/")], tmp_path / "c.db")
+        assert (srv.count("/a"), srv.count("/private")) == (1, 0)
+    assert cap_lines(engine, "robots_max_bytes") == [
+        f"robots.txt of {srv.origin}: {len(body)} bytes served, {cap} bytes read "
+        "(robots_max_bytes); the lines after the cut are not read"
+    ]

@@ -430,14 +430,47 @@ async def test_redirect_to_junk_location_is_missing_not_unreachable(
     assert (entry.http_status, entry.detail) == (302, "302 without a usable Location")
 
 
-async def test_redirect_loop_stops_at_the_limit(
+async def test_a_redirect_to_itself_stops_at_the_first_repeat(
     srv: HTTPTestServer, cache: RobotsCache, audit: list[str]
 ) -> None:
     srv.set("/robots.txt", Response(302, {"Location": "/robots.txt"}))
     decision = await cache.check(srv.url("/page"))
     assert (decision.allowed, decision.status) == (True, "redirect_limit")
-    assert srv.count("/robots.txt") == 6
-    assert len(audit) == 1
+    assert srv.count("/robots.txt") == 1  # was 6: the loop was followed to the limit
+    assert audit == [
+        f"robots.txt of {srv.origin}: redirect loop: redirect 1 goes back to "
+        f"{srv.origin}/robots.txt: allowing all, retry in 86400 s"
+    ]
+
+
+async def test_a_redirect_loop_across_hosts_stops_at_its_first_repeat(
+    srv: HTTPTestServer, cache: RobotsCache, audit: list[str]
+) -> None:
+    # A -> B -> A: RFC 9309 §2.3.1.2 lets a crawler assume a file unavailable past
+    # five redirects; a loop never reaches one, so it is that case (allow all, as a
+    # 4xx, §2.3.1.3) decided at the repeat, without asking A again.
+    with HTTPTestServer() as other:
+        srv.set("/robots.txt", Response(301, {"Location": other.url("/b")}))
+        other.set("/b", Response(302, {"Location": srv.url("/robots.txt")}))
+        decision = await cache.check(srv.url("/page"))
+        assert (decision.allowed, decision.status, decision.fetched) == (
+            True,
+            "redirect_limit",
+            True,
+        )
+        assert (srv.count("/robots.txt"), other.count("/b")) == (1, 1)
+        assert srv.count() + other.count() == 2
+        entry = cache.entry(srv.origin)
+        assert entry is not None
+        assert (entry.http_status, entry.allow_all, entry.detail) == (
+            302,
+            True,
+            f"redirect loop: redirect 2 goes back to {srv.origin}/robots.txt",
+        )
+        assert audit == [
+            f"robots.txt of {srv.origin}: redirect loop: redirect 2 goes back to "
+            f"{srv.origin}/robots.txt: allowing all, retry in 86400 s"
+        ]
 
 
 CAP = 500 * 1024
@@ -461,6 +494,24 @@ async def test_oversized_robots_txt_is_parsed_up_to_the_cap(
     entry = cache.entry(srv.origin)
     assert entry is not None
     assert entry.rules == (("disallow", "/before"),)
+
+
+async def test_the_size_cap_is_logged_once_per_origin_with_both_sizes(
+    srv: HTTPTestServer, cache: RobotsCache, clock: FakeClock, audit: list[str]
+) -> None:
+    body = padded("User-agent: *\nDisallow: /before\n", CAP + 100_000, "\nDisallow: /after\n")
+    size = len(body.encode())
+    srv.set("/robots.txt", text(body, **{"Cache-Control": "max-age=60"}))
+    assert await allowed(cache, srv.url("/before/x")) is False
+    line = (
+        f"robots.txt of {srv.origin}: {size} bytes served, {CAP} bytes read "
+        "(robots_max_bytes); the lines after the cut are not read"
+    )
+    assert audit == [line]
+    clock.advance(61)  # expired: fetched again, cut again, not logged again
+    assert await allowed(cache, srv.url("/before/y")) is False
+    assert srv.count("/robots.txt") == 2
+    assert audit == [line]
 
 
 async def test_a_line_cut_by_the_cap_is_dropped(srv: HTTPTestServer, cache: RobotsCache) -> None:

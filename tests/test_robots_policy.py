@@ -434,3 +434,124 @@ def test_only_a_usable_redirect_under_the_limit_is_a_hop(
         assert NOW + 60 <= view.expires_at <= NOW + DAY
         assert view.http_status == status
         assert view.from_last_good == (view.status == "unreachable" and with_good)
+
+
+# -- byte-level damage (issue #22 item 7): a damaged line is lost, never a group ------
+
+#: Agents of the generated files: distinct, none a prefix of another.
+AGENTS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "*")
+#: Bytes a damaged file holds: C0 controls, DEL, and bytes that are not UTF-8 (a lone
+#: continuation, a cut multi-byte sequence, a partial byte-order mark).
+BAD_BYTES = (
+    b"\x00", b"\x01", b"\x08", b"\x0b", b"\x0c", b"\x1c", b"\x1f", b"\x7f",
+    b"\xff", b"\xfe", b"\x80", b"\xbf", b"\xc3", b"\xe2\x82", b"\xef\xbb", b"\xef",
+    b"\xf0\x9f\x98",
+)  # fmt: skip
+EOLS = (b"\n", b"\r\n", b"\r")
+
+paths = st.from_regex(r"/[a-z0-9/_.*-]{0,8}\$?", fullmatch=True)
+rules = st.one_of(
+    st.tuples(st.sampled_from(("Allow", "Disallow", "allow", "DISALLOW")), paths).map(
+        lambda kv: f"{kv[0]}: {kv[1]}"
+    ),
+    st.integers(0, 60).map(lambda d: f"Crawl-delay: {d}"),
+    st.just("Disallow:"),
+)
+rule_lines = st.one_of(
+    rules,
+    st.just(""),
+    st.just("# a comment"),
+    st.just("Sitemap: http://example.test/sitemap.xml"),
+)
+
+
+@st.composite
+def robots_files(draw: st.DrawFn) -> tuple[list[bytes], list[int], list[list[str]]]:
+    """A robots.txt as its lines (bytes, no EOL), each line's group, and each group's
+    agents (every agent in one group only; each group has a rule, which ends it)."""
+    names = draw(st.lists(st.sampled_from(AGENTS), min_size=1, max_size=6, unique=True))
+    cuts = sorted(draw(st.sets(st.integers(1, len(names) - 1), max_size=4))) if names[1:] else []
+    groups = [names[a:b] for a, b in zip([0, *cuts], [*cuts, len(names)], strict=True)]
+    lines: list[bytes] = []
+    owner: list[int] = []
+    for g, agents in enumerate(groups):
+        body = [f"User-agent: {agent}" for agent in agents]
+        body += draw(st.lists(rule_lines, max_size=4))
+        body.insert(draw(st.integers(len(agents), len(body))), draw(rules))
+        lines += [line.encode() for line in body]
+        owner += [g] * len(body)
+    return lines, owner, groups
+
+
+@st.composite
+def damaged(draw: st.DrawFn, line: bytes) -> bytes:
+    """``line`` with one byte-level fault: bad bytes inserted, or a byte replaced."""
+    bad = draw(st.sampled_from(BAD_BYTES))
+    at = draw(st.integers(0, len(line)))
+    if line and draw(st.booleans()):
+        at = min(at, len(line) - 1)
+        return line[:at] + bad + line[at + 1 :]
+    return line[:at] + bad + line[at:]
+
+
+def rules_of(body: bytes, agent: str) -> tuple[object, ...]:
+    token = "crawldeck" if agent == "*" else agent
+    step = interpret(
+        response(200, body),
+        origin=ORIGIN,
+        hops=0,
+        now=NOW,
+        last_good=None,
+        settings=replace(settings(), robots_token=token),
+    )
+    assert isinstance(step, CacheUpdate)
+    view = step.state.view
+    return view.rules, view.crawl_delay_s
+
+
+@given(data=st.data(), file=robots_files())
+def test_damage_to_one_line_leaves_every_other_group_as_parsed(
+    data: st.DataObject, file: tuple[list[bytes], list[int], list[list[str]]]
+) -> None:
+    # RFC 9309 §2.2: lines that cannot be parsed are ignored, one by one. Damaging one
+    # line (stray control bytes, bytes that are not UTF-8, a partial BOM, its line end
+    # turned to CR, LF or CR LF) may lose that line, never another group's rules.
+    lines, owner, groups = file
+    eols = data.draw(st.lists(st.sampled_from(EOLS), min_size=len(lines), max_size=len(lines)))
+    clean = b"".join(line + eol for line, eol in zip(lines, eols, strict=True))
+    hit = data.draw(st.integers(0, len(lines) - 1))
+    broken = list(lines)
+    broken[hit] = data.draw(damaged(lines[hit]))
+    new_eols = list(eols)
+    new_eols[hit] = data.draw(st.sampled_from(EOLS))
+    body = b"".join(line + eol for line, eol in zip(broken, new_eols, strict=True))
+    for g, agents in enumerate(groups):
+        if g == owner[hit]:
+            continue
+        for agent in agents:
+            assert rules_of(body, agent) == rules_of(clean, agent), (agent, body)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"\xef\xbbUser-agent: crawldeck\nDisallow: /a\n",  # a cut byte-order mark
+        b"\xefUser-agent: crawldeck\nDisallow: /a\n",
+        # mixed line ends, and a stray FS that str.splitlines cut "/a" at: "Disallow: /"
+        b"User-agent: crawldeck\r\nDisallow: /\x1ca\rUser-agent: *\nDisallow: /\n",
+        b"User-agent: crawl\x00deck\nDis\x1callow: /a\n",  # NUL, a stray FS
+        b"User-agent: other\nDisallow: /b\nUser-a\xffgent: crawldeck\nDisallow: /a\n",
+        # a garbage line between the User-agent lines of one group does not split it
+        b"User-agent: crawldeck\n\xff\xfe\x00\nUser-agent: other\nDisallow: /a\n",
+    ],
+)
+def test_byte_damage_costs_no_rule_of_ours(body: bytes) -> None:
+    assert rules_of(body, "crawldeck") == ((("disallow", "/a"),), None)
+
+
+def test_a_lost_user_agent_line_gives_its_rules_to_no_group() -> None:
+    # "User-agent" with a byte replaced is lost; the rules under it are not the
+    # previous group's (before: other got "Disallow: /" too)
+    body = b"User-agent: other\nDisallow: /b\nUser-ag\xffnt: crawldeck\nDisallow: /\n"
+    assert rules_of(body, "other") == ((("disallow", "/b"),), None)
+    assert rules_of(body, "crawldeck") == ((), None)
