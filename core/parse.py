@@ -69,6 +69,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -105,8 +106,9 @@ _READY_TIMEOUT_S = 60.0
 #: process (about 0.4 ms of CPU per 15 KB page, measured).
 THREAD_PARSE_MAX_BYTES = 32 * 1024
 
-#: One job: body, page URL, the ``HEADERS_USED`` headers as (name, value) pairs, token.
-_Job = tuple[bytes, str, list[tuple[str, str]], str]
+#: One job: body, page URL, the ``HEADERS_USED`` headers as (name, value) pairs, token,
+#: ``max_links_per_page``.
+_Job = tuple[bytes, str, list[tuple[str, str]], str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,11 +195,11 @@ def _serve(jobs_fd: int, answers_fd: int) -> None:
             return
         if job is None:
             return
-        body, url, pairs, token = job
+        body, url, pairs, token, max_links = job
         try:
             answer: tuple[str, object] = (
                 "ok",
-                extract_links(body, url, CIMultiDict(pairs), token),
+                extract_links(body, url, CIMultiDict(pairs), token, max_links=max_links),
             )
         except Exception as exc:  # MemoryError and the like: the parent records it
             answer = ("error", f"{type(exc).__name__}: {exc}")
@@ -224,6 +226,8 @@ class ParsePool:
     def __init__(self, config: CrawlConfig, *, python: str = sys.executable) -> None:
         self._size = config.parse_workers
         self._budget_ms = config.parse_timeout_ms
+        self._max_bytes = config.parse_max_bytes
+        self._max_links = config.max_links_per_page
         self._python = python
         self._workers: list[_Worker | None] = [None] * self._size
         self._ever_started = [False] * self._size
@@ -285,12 +289,19 @@ class ParsePool:
     async def extract(
         self, body: bytes, url: str, headers: Mapping[str, str], token: str
     ) -> Extracted:
-        """``extract_links(body, url, headers, token)`` off the event loop: in a thread
-        for a body of at most ``THREAD_PARSE_MAX_BYTES`` (its worst case is bounded by
-        its size), else in a worker process that is killed at the budget.
+        """``extract_links(body[:parse_max_bytes], url, headers, token,
+        max_links=max_links_per_page)`` off the event loop: in a thread for a body of
+        at most ``THREAD_PARSE_MAX_BYTES`` (its worst case is bounded by its size), else
+        in a worker process that is killed at the budget.
 
         Args and result: as ``core.links.extract_links``; ``headers`` may be a
-        multidict (``FetchResult.headers``) or a plain mapping.
+        multidict (``FetchResult.headers``) or a plain mapping. Only the first
+        ``parse_max_bytes`` of ``body`` are parsed (and sent to a worker): lexbor's
+        tree costs about 35 bytes per byte of markup, measured here (a 512 KiB page
+        of text or of links takes 18-20 MB, 1 MiB 31-38 MB, 10 MiB 57-306 MB), so a
+        10 MiB page parsed whole would cost a worker more than the rest of a crawl.
+        A longer body gives ``Extracted.cut`` ``parse_cut: ...`` (before any
+        ``links_cut``).
 
         Raises:
             ParseTimeout: the page took over ``parse_timeout_ms`` (its worker is
@@ -299,10 +310,24 @@ class ParsePool:
         """
         if self._closed:
             raise ParseError(f"parsing {url}: the parse pool is closed")
+        size = len(body)
+        if size <= self._max_bytes:
+            return await self._extract(body, url, headers, token)
+        extracted = await self._extract(body[: self._max_bytes], url, headers, token)
+        cut = f"parse_cut: links read from the first {self._max_bytes} of {size} bytes"
+        cut += " (parse_max_bytes)"
+        if extracted.cut is not None:
+            cut += f"; {extracted.cut}"
+        return dataclasses.replace(extracted, cut=cut)
+
+    async def _extract(
+        self, body: bytes, url: str, headers: Mapping[str, str], token: str
+    ) -> Extracted:
+        """``extract`` of a body within ``parse_max_bytes``."""
         if len(body) <= THREAD_PARSE_MAX_BYTES:
             return await self._in_thread(body, url, headers, token)
         pairs = [(k, v) for k, v in headers.items() if k.lower() in HEADERS_USED]
-        job: _Job = (body, url, pairs, token)
+        job: _Job = (body, url, pairs, token, self._max_links)
         self._queued += 1
         try:
             slot = await self._idle.get()
@@ -335,7 +360,7 @@ class ParsePool:
 
         def parse() -> Extracted:
             started.append(time.monotonic())
-            return extract_links(body, url, headers, token)
+            return extract_links(body, url, headers, token, max_links=self._max_links)
 
         try:
             future = loop.run_in_executor(self._threads, parse)
@@ -485,9 +510,9 @@ class ParsePool:
 
     def _inline(self, job: _Job) -> Extracted:
         """Thread mode: parse ``job`` in this thread (timed by ``extract``)."""
-        body, url, pairs, token = job
+        body, url, pairs, token, max_links = job
         started = time.monotonic()
-        result = extract_links(body, url, CIMultiDict(pairs), token)
+        result = extract_links(body, url, CIMultiDict(pairs), token, max_links=max_links)
         took_ms = (time.monotonic() - started) * 1000
         if took_ms <= self._budget_ms:
             with self._stats_lock:

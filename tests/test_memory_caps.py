@@ -1,0 +1,106 @@
+"""What one hostile page may cost the crawl (issue #22 item 1): the parse worker is
+given at most ``parse_max_bytes`` of a page, a page gives at most
+``max_links_per_page`` links, and each cut is recorded on the page's row.
+
+Structural facts only (what is passed, how many links); the memory these caps save
+is measured by ``benchmarks/hostile_memory.py``. The crawls run against real loopback
+servers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from crawlkit import html, rows, run_crawl
+from httpserver import HTTPTestServer, Response
+
+from crawldeck.core.config import CrawlConfig, build_config
+from crawldeck.core.links import extract_links
+from crawldeck.core.parse import THREAD_PARSE_MAX_BYTES, ParsePool
+
+URL = "http://hostile.test/"
+TOKEN = "crawldeck"
+HEADERS = {"Content-Type": "text/html"}
+FILLER = b"<p>" + b"lorem ipsum " * 20 + b"</p>\n"
+
+
+def page_with_links(n: int, prefix: str = "/l/") -> bytes:
+    """An HTML page of ``n`` distinct links ``PREFIX0`` .. ``PREFIX(n-1)``."""
+    links = "".join(f'<a href="{prefix}{i}">{i}</a>\n' for i in range(n))
+    return f"<html><body>{links}</body></html>".encode()
+
+
+def test_a_page_gives_at_most_max_links_the_first_ones_after_deduplication() -> None:
+    body = page_with_links(7000) + b'<a href="/l/0">again</a>'
+    got = extract_links(body, URL, HEADERS, TOKEN, max_links=6000)
+    assert got.links == [f"/l/{i}" for i in range(6000)]
+    assert got.cut == "links_cut: kept 6000 of 7000 links (max_links_per_page)"
+
+
+def test_a_page_at_the_link_cap_is_not_cut() -> None:
+    got = extract_links(page_with_links(6000), URL, HEADERS, TOKEN, max_links=6000)
+    assert len(got.links) == 6000
+    assert got.cut is None
+
+
+def test_the_defaults_are_heritrixs_link_cap_and_half_a_mebibyte_parsed() -> None:
+    config = CrawlConfig()
+    assert config.max_links_per_page == 6000
+    assert config.parse_max_bytes == 512 * 1024
+    assert config.parse_max_bytes < config.max_body_bytes
+
+
+async def test_the_parse_worker_is_given_only_the_first_parse_max_bytes() -> None:
+    cap = 64 * 1024
+    body = b'<html><body><a href="/first">1</a>' + FILLER * (4 * cap // len(FILLER))
+    body += b'<a href="/last">2</a></body></html>'
+    links = page_with_links(3000)
+    # What the first ``cap`` bytes of ``links`` hold, parsed here without caps.
+    in_cap = len(extract_links(links[:cap], URL, HEADERS, TOKEN).links)
+    assert in_cap < 3000
+    pool = ParsePool(build_config({"parse_max_bytes": cap, "max_links_per_page": 10}))
+    try:
+        got = await pool.extract(body, URL, HEADERS, TOKEN)
+        many = await pool.extract(links, URL, HEADERS, TOKEN)
+        stats = pool.statistics()
+    finally:
+        await pool.aclose()
+    assert cap > THREAD_PARSE_MAX_BYTES  # so the cut page went to a worker process
+    assert got.links == ["/first"]  # "/last" lies past the cap: never sent
+    assert got.cut == (
+        f"parse_cut: links read from the first {cap} of {len(body)} bytes (parse_max_bytes)"
+    )
+    # The link cap is applied in the worker, before the answer is sent back.
+    assert many.links == [f"/l/{i}" for i in range(10)]
+    assert many.cut == (
+        f"parse_cut: links read from the first {cap} of {len(links)} bytes (parse_max_bytes); "
+        f"links_cut: kept 10 of {in_cap} links (max_links_per_page)"
+    )
+    assert (stats.pages, stats.threaded, stats.mode) == (2, 0, "process")
+
+
+def test_a_crawl_records_the_cuts_and_follows_only_the_links_kept(tmp_path: Path) -> None:
+    db = tmp_path / "crawl.db"
+    with HTTPTestServer() as srv:
+        srv.set("/robots.txt", Response(200, {"Content-Type": "text/plain"}, b"User-agent: *\n"))
+        srv.set("/", html('<a href="/many">many</a><a href="/big">big</a>'))
+        srv.set("/many", Response(200, HEADERS, page_with_links(7000)))
+        big = b'<html><body><a href="/early">e</a>' + FILLER * (1_000_000 // len(FILLER))
+        srv.set("/big", Response(200, HEADERS, big + b'<a href="/late">l</a></body></html>'))
+        srv.set("/early", html("early"))
+        srv.set("/late", html("late"))
+        for i in range(7000):
+            srv.set(f"/l/{i}", html(str(i)))
+        run_crawl([srv.url("/")], db, max_depth=1, max_pages=3)
+        fetched = {r.path for r in srv.requests}
+    errors = dict(rows(db, "SELECT url, error FROM pages"))
+    assert errors[srv.url("/many")] == "links_cut: kept 6000 of 7000 links (max_links_per_page)"
+    size = len(big) + len('<a href="/late">l</a></body></html>')
+    assert errors[srv.url("/big")] == (
+        f"parse_cut: links read from the first 524288 of {size} bytes (parse_max_bytes)"
+    )
+    out = rows(db, "SELECT count(*) FROM links WHERE from_url = ?", srv.url("/many"))
+    assert out == [(6000,)]
+    big_links = rows(db, "SELECT to_url FROM links WHERE from_url = ?", srv.url("/big"))
+    assert big_links == [(srv.url("/early"),)]
+    assert "/late" not in fetched
