@@ -49,13 +49,21 @@ HTML = {"Content-Type": "text/html; charset=utf-8"}
 ALLOW_ALL = Response(200, {"Content-Type": "text/plain"}, b"User-agent: *\nAllow: /\n")
 
 
+#: What a page bomb starts with, and a sitemap bomb (sitemaps.org's ``urlset``).
+PAGE_START = b"<html><body><p>"
+SITEMAP_START = (
+    b'<?xml version="1.0" encoding="UTF-8"?>'
+    b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>'
+)
+
+
 def _zeros_stream(
-    size: int, compressor: Callable[[bytes], bytes], tail: Callable[[], bytes]
+    size: int, start: bytes, compressor: Callable[[bytes], bytes], tail: Callable[[], bytes]
 ) -> bytes:
-    """``size`` bytes of ``<p>`` then ``a`` compressed by ``compressor`` 1 MiB at a time."""
+    """``start`` then ``size`` bytes of ``a``, compressed by ``compressor`` 1 MiB at a time."""
     out = io.BytesIO()
     chunk = b"a" * (1 << 20)
-    out.write(compressor(b"<html><body><p>"))
+    out.write(compressor(start))
     for _ in range(size >> 20):
         out.write(compressor(chunk))
     out.write(tail())
@@ -63,30 +71,31 @@ def _zeros_stream(
 
 
 @functools.cache
-def gzip_bomb(size: int = BOMB) -> bytes:
-    """A gzip member (RFC 1952) that expands to ``size`` bytes of HTML-ish text."""
+def gzip_bomb(size: int = BOMB, start: bytes = PAGE_START) -> bytes:
+    """A gzip member (RFC 1952) that expands to ``start`` and ``size`` bytes."""
     z = zlib.compressobj(9, zlib.DEFLATED, 31)
-    return _zeros_stream(size, z.compress, z.flush)
+    return _zeros_stream(size, start, z.compress, z.flush)
 
 
 @functools.cache
-def deflate_bomb(size: int = BOMB) -> bytes:
-    """A zlib stream (RFC 1950, HTTP's ``deflate``) that expands to ``size`` bytes."""
+def deflate_bomb(size: int = BOMB, start: bytes = PAGE_START) -> bytes:
+    """A zlib stream (RFC 1950, HTTP's ``deflate``) that expands to ``start`` and
+    ``size`` bytes."""
     z = zlib.compressobj(9)
-    return _zeros_stream(size, z.compress, z.flush)
+    return _zeros_stream(size, start, z.compress, z.flush)
 
 
 @functools.cache
-def brotli_bomb(size: int = BOMB) -> bytes:
-    """A brotli stream (RFC 7932) that expands to ``size`` bytes."""
+def brotli_bomb(size: int = BOMB, start: bytes = PAGE_START) -> bytes:
+    """A brotli stream (RFC 7932) that expands to ``start`` and ``size`` bytes."""
     b = brotli.Compressor(quality=5)
-    return _zeros_stream(size, b.process, b.finish)
+    return _zeros_stream(size, start, b.process, b.finish)
 
 
 @functools.cache
 def gzip_in_gzip(size: int = BOMB) -> bytes:
-    """A gzip member whose content is ``gzip_bomb(size)``: a .xml.gz that is twice gzipped."""
-    return gzip.compress(gzip_bomb(size), 9)
+    """A gzip member whose content is a gzip bomb of a sitemap: a .xml.gz gzipped again."""
+    return gzip.compress(gzip_bomb(size, SITEMAP_START), 9)
 
 
 def _robots(srv: HTTPTestServer, *lines: str) -> None:
@@ -148,12 +157,12 @@ brotli_bomb_page = _bomb_page("br", brotli_bomb)
 
 
 def _endless(
-    srv: HTTPTestServer, content_type: str
+    srv: HTTPTestServer, content_type: str, start: bytes = PAGE_START
 ) -> Callable[[Request, io.BufferedIOBase], None]:
     def write(request: Request, out: io.BufferedIOBase) -> None:
         out.write(
-            f"HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\n"
-            "Connection: close\r\n\r\n<html><body>".encode()
+            f"HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nConnection: close\r\n\r\n".encode()
+            + start
         )
         chunk = b"<p>" + b"a" * (64 * 1024 - 3)
         sent = 0
@@ -251,11 +260,15 @@ def _sitemap(
 
 
 sitemap_gzip_bomb = _sitemap(
-    "/sitemap.xml", {"Content-Type": "application/xml", "Content-Encoding": "gzip"}, gzip_bomb
+    "/sitemap.xml",
+    {"Content-Type": "application/xml", "Content-Encoding": "gzip"},
+    lambda: gzip_bomb(BOMB, SITEMAP_START),
 )
 sitemap_gzip_bomb.__doc__ = "``/sitemap.xml`` (named in robots.txt): a gzip bomb of 1 GiB."
 sitemap_deflate_bomb = _sitemap(
-    "/sitemap.xml", {"Content-Type": "application/xml", "Content-Encoding": "deflate"}, deflate_bomb
+    "/sitemap.xml",
+    {"Content-Type": "application/xml", "Content-Encoding": "deflate"},
+    lambda: deflate_bomb(BOMB, SITEMAP_START),
 )
 sitemap_deflate_bomb.__doc__ = "``/sitemap.xml`` (named in robots.txt): a deflate bomb of 1 GiB."
 sitemap_gzip_in_gzip = _sitemap(
@@ -269,7 +282,7 @@ sitemap_gzip_in_gzip.__doc__ = "``/sitemap.xml.gz`` sent gzipped: gzip inside gz
 def sitemap_endless(srv: HTTPTestServer) -> None:
     """``/sitemap.xml`` (named in robots.txt): a stream with no length that never ends."""
     _robots(srv, f"Sitemap: {srv.url('/sitemap.xml')}")
-    srv.set_raw("/sitemap.xml", _endless(srv, "application/xml"))
+    srv.set_raw("/sitemap.xml", _endless(srv, "application/xml", SITEMAP_START))
     _ok_root(srv)
 
 
