@@ -54,10 +54,10 @@ def test_a_page_at_the_link_cap_is_not_cut() -> None:
     assert got.cut is None
 
 
-def test_the_defaults_are_heritrixs_link_cap_and_half_a_mebibyte_parsed() -> None:
+def test_the_defaults_are_heritrixs_link_cap_and_a_quarter_mebibyte_parsed() -> None:
     config = CrawlConfig()
     assert config.max_links_per_page == 6000
-    assert config.parse_max_bytes == 512 * 1024
+    assert config.parse_max_bytes == 256 * 1024
     assert config.parse_max_bytes < config.max_body_bytes
 
 
@@ -108,7 +108,7 @@ def test_a_crawl_records_the_cuts_and_follows_only_the_links_kept(tmp_path: Path
     assert errors[srv.url("/many")] == "links_cut: kept 6000 of 7000 links (max_links_per_page)"
     size = len(big) + len('<a href="/late">l</a></body></html>')
     assert errors[srv.url("/big")] == (
-        f"parse_cut: links read from the first 524288 of {size} bytes (parse_max_bytes)"
+        f"parse_cut: links read from the first 262144 of {size} bytes (parse_max_bytes)"
     )
     out = rows(db, "SELECT count(*) FROM links WHERE from_url = ?", srv.url("/many"))
     assert out == [(6000,)]
