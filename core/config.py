@@ -307,6 +307,15 @@ class CrawlConfig:
             event loop (``core.parse.ParsePool``); one page over its budget holds one.
         parse_timeout_ms: the time budget of one page's parse in a worker; a page
             still parsing then is given up (its worker is killed and replaced).
+        parse_max_bytes: links are extracted from at most this many bytes of an HTML
+            body (its first ones; the page is fetched and archived up to
+            ``max_body_bytes``); a page cut here is recorded ``parse_cut``. lexbor's
+            tree costs about 35 bytes per byte of markup (``core.parse``): with a
+            page of 100 000 links beside a small web the crawl's process tree grew
+            by 32.4 MiB at 512 KiB, 24.9 at 384 and 19.8 at 256 (the default),
+            against the 32 MiB a hostile host may add (issue #22 item 1).
+        max_links_per_page: links kept from one page, the first in document order
+            (Heritrix's ``maxOutlinks`` is 6 000); more are recorded ``links_cut``.
         cluster_lease_ms: a cluster crawl's host lease (``core.cluster``): a worker
             that dies or freezes loses its hosts this long after its last renewal,
             and another worker takes them over.
@@ -404,6 +413,8 @@ class CrawlConfig:
     render_browser_path: str = "/usr/bin/chromium"
     parse_workers: Annotated[int, Range(1, 64)] = 2
     parse_timeout_ms: Annotated[int, Range(10)] = 5000
+    parse_max_bytes: Annotated[int, Range(32 * 1024)] = 256 * 1024
+    max_links_per_page: Annotated[int, Range(1)] = 6000
     cluster_lease_ms: Annotated[int, Range(500, 3_600_000)] = 10_000
     cluster_hot_queue: Annotated[int, Range(10)] = 10_000
     redis_outage_s: Annotated[int, Range(1, 86_400)] = 60

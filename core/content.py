@@ -4,7 +4,8 @@ An HTML answer (2xx, body read) is parsed in the parse pool (``core.parse``: thr
 for small pages, killable worker processes for big ones, a budget per page); a page
 that looks like a JavaScript shell (``core.shell.should_render``) is rendered in the
 browser pool (``core.browser_pool``) and its DOM's links are added. A page cut at
-``max_body_bytes`` is parsed too (the links of its first part) but never rendered.
+``max_body_bytes`` is parsed too (the links of its first ``parse_max_bytes``, as for any
+page) but never rendered.
 """
 
 from __future__ import annotations

@@ -168,6 +168,10 @@ class Extracted:
             ``base``), ``None`` when there is none or it is empty.
         simhash: the 64-bit SimHash of the page's visible text (an unsigned int,
             ``core.simhash.simhash64``), ``None`` when the page has no text.
+        cut: why ``links`` may hold fewer links than the page: ``links_cut: kept N
+            of M links (max_links_per_page)`` or ``parse_cut: links read from the
+            first N of M bytes (parse_max_bytes)`` (``core.parse``); ``None`` when
+            nothing was cut.
     """
 
     links: list[str]
@@ -178,6 +182,7 @@ class Extracted:
     title: str | None = None
     canonical: str | None = None
     simhash: int | None = None
+    cut: str | None = None
 
 
 def is_html(content_type: str) -> bool:
@@ -407,6 +412,7 @@ def extract_links(
     token: str,
     *,
     obey_nofollow: bool = True,
+    max_links: int | None = None,
 ) -> Extracted:
     """Links to follow from an HTML page, and its robots directives.
 
@@ -419,6 +425,9 @@ def extract_links(
             ``<meta name="TOKEN">`` and ``X-Robots-Tag: TOKEN: ...``.
         obey_nofollow: ``config.obey_nofollow``: when ``False`` a ``nofollow`` page's
             links are returned too (``Extracted.nofollow`` still says it).
+        max_links: the most links returned (``config.max_links_per_page``): the
+            first ones in document order, after deduplication, with ``cut`` saying
+            how many there were; ``None``: no cap.
 
     Returns:
         ``Extracted``; see its attributes and the module docstring for the rules.
@@ -481,8 +490,13 @@ def extract_links(
     nofollow = "nofollow" in tags or "none" in tags
     noindex = "noindex" in tags or "none" in tags
     resolved = _resolve_base(url, base)
+    links = [] if nofollow and obey_nofollow else list(dict.fromkeys(hrefs))
+    cut: str | None = None
+    if max_links is not None and len(links) > max_links:
+        cut = f"links_cut: kept {max_links} of {len(links)} links (max_links_per_page)"
+        del links[max_links:]
     return Extracted(
-        links=[] if nofollow and obey_nofollow else list(dict.fromkeys(hrefs)),
+        links=links,
         base=resolved,
         nofollow=nofollow,
         noindex=noindex,
@@ -490,6 +504,7 @@ def extract_links(
         title=title,
         canonical=canonical,
         simhash=simhash,
+        cut=cut,
     )
 
 

@@ -48,14 +48,16 @@ holds the GIL (lexbor does not); on ``benchmarks/e2e_bench.py``'s 15 KB pages of
 
 Workers start on first use (``start()`` starts them beforehand). Each is a fresh
 interpreter (spawn semantics: ``subprocess`` forks and at once execs, which is safe
-in a process with threads such as the store writer) that imports ``core.parse`` and
-says it is ready before it is given a page, so its start (about 120 ms and 27 MB
-here) never counts against a page's budget. Jobs and answers are pickled over two
-pipes with ``multiprocessing.connection.Connection`` framing. Not
-``multiprocessing.Process``: with ``spawn`` or ``forkserver`` every worker runs the
-main script's top level again as ``__mp_main__`` (for the ``crawldeck`` script that is
-importing the whole console, 0.6 s and 56 MB per worker, measured), and CPython 3.11's
-fork server never receives the main path it would need to preload it once.
+in a process with threads such as the store writer) that imports
+``core.parse_worker`` (and through it ``core.links``, nothing else of the crawl) and
+says it is ready before it is given a page, so its start (about 120 ms and 23 MB
+here; 36 MB when it imported this module) never counts against a page's budget.
+Jobs and answers are pickled over two pipes with
+``multiprocessing.connection.Connection`` framing. Not ``multiprocessing.Process``:
+with ``spawn`` or ``forkserver`` every worker runs the main script's top level again
+as ``__mp_main__`` (for the ``crawldeck`` script that is importing the whole console,
+0.6 s and 56 MB per worker, measured), and CPython 3.11's fork server never receives
+the main path it would need to preload it once.
 
 Fallback: when a worker process cannot be started (no ``/dev/shm``, a sandbox without
 ``fork``, a process limit), the pool parses in threads for the rest of its life and
@@ -69,10 +71,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -82,13 +84,15 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from multidict import CIMultiDict
 
-from crawldeck.core.config import CrawlConfig
 from crawldeck.core.errors import ParseError, ParseTimeout
 from crawldeck.core.links import HEADERS_USED, Extracted, extract_links
+
+if TYPE_CHECKING:  # not imported at run time: a worker imports this module (see _BOOT)
+    from crawldeck.core.config import CrawlConfig
 
 log = logging.getLogger("crawldeck.parse")
 
@@ -106,8 +110,8 @@ _READY_TIMEOUT_S = 60.0
 THREAD_PARSE_MAX_BYTES = 32 * 1024
 
 #: One job: body, page URL, the ``HEADERS_USED`` headers as (name, value) pairs, token,
-#: ``obey_nofollow``.
-_Job = tuple[bytes, str, list[tuple[str, str]], str, bool]
+#: ``obey_nofollow``, ``max_links_per_page``.
+_Job = tuple[bytes, str, list[tuple[str, str]], str, bool, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,10 +145,12 @@ class ParseStats:
     mode: Literal["process", "thread"]
 
 
-#: What a worker interpreter runs: the parent's ``sys.path``, then ``_serve``.
+#: What a worker interpreter runs: the parent's ``sys.path``, then
+#: ``core.parse_worker.serve`` (a module of its own: a worker imports what parsing needs
+#: and no more, 27 against 36 MB with this module's imports, measured).
 _BOOT = (
     "import sys, json; sys.path[:] = json.loads(sys.argv[1]); "
-    "from crawldeck.core.parse import _serve; _serve(int(sys.argv[2]), int(sys.argv[3]))"
+    "from crawldeck.core.parse_worker import serve; serve(int(sys.argv[2]), int(sys.argv[3]))"
 )
 
 
@@ -170,44 +176,6 @@ class _Worker:
         return code
 
 
-def _serve(jobs_fd: int, answers_fd: int) -> None:
-    """A worker's main loop: say ``("ready", pid)``, then answer each job with
-    ``("ok", Extracted)`` or ``("error", message)`` until ``None`` or the parent's
-    end closes.
-
-    SIGINT and SIGHUP are ignored: a Ctrl-C or a closed terminal reaches the whole
-    process group, and the crawler, not its workers, decides how to stop (it closes
-    the pool). A worker whose parent is gone (pipe closed) exits.
-    """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    jobs = Connection(jobs_fd, writable=False)
-    conn = Connection(answers_fd, readable=False)
-    try:
-        conn.send(("ready", os.getpid()))
-    except (OSError, ValueError):
-        return
-    while True:
-        try:
-            job = jobs.recv()
-        except (EOFError, OSError):
-            return
-        if job is None:
-            return
-        body, url, pairs, token, obey = job
-        try:
-            answer: tuple[str, object] = (
-                "ok",
-                extract_links(body, url, CIMultiDict(pairs), token, obey_nofollow=obey),
-            )
-        except Exception as exc:  # MemoryError and the like: the parent records it
-            answer = ("error", f"{type(exc).__name__}: {exc}")
-        try:
-            conn.send(answer)
-        except (OSError, ValueError):
-            return
-
-
 class ParsePool:
     """``parse_workers`` worker processes that run ``extract_links`` with a budget.
 
@@ -225,6 +193,8 @@ class ParsePool:
     def __init__(self, config: CrawlConfig, *, python: str = sys.executable) -> None:
         self._size = config.parse_workers
         self._budget_ms = config.parse_timeout_ms
+        self._max_bytes = config.parse_max_bytes
+        self._max_links = config.max_links_per_page
         self._python = python
         self._workers: list[_Worker | None] = [None] * self._size
         self._ever_started = [False] * self._size
@@ -292,13 +262,19 @@ class ParsePool:
         *,
         obey_nofollow: bool = True,
     ) -> Extracted:
-        """``extract_links(body, url, headers, token, obey_nofollow=...)`` off the event
-        loop: in a thread
-        for a body of at most ``THREAD_PARSE_MAX_BYTES`` (its worst case is bounded by
-        its size), else in a worker process that is killed at the budget.
+        """``extract_links(body[:parse_max_bytes], url, headers, token,
+        obey_nofollow=..., max_links=max_links_per_page)`` off the event loop: in a
+        thread for a body of at most ``THREAD_PARSE_MAX_BYTES`` (its worst case is
+        bounded by its size), else in a worker process that is killed at the budget.
 
         Args and result: as ``core.links.extract_links``; ``headers`` may be a
-        multidict (``FetchResult.headers``) or a plain mapping.
+        multidict (``FetchResult.headers``) or a plain mapping. Only the first
+        ``parse_max_bytes`` of ``body`` are parsed (and sent to a worker): lexbor's
+        tree costs about 35 bytes per byte of markup, measured here (a 512 KiB page
+        of text or of links takes 18-20 MB, 1 MiB 31-38 MB, 10 MiB 57-306 MB), so a
+        10 MiB page parsed whole would cost a worker more than the rest of a crawl.
+        A longer body gives ``Extracted.cut`` ``parse_cut: ...`` (before any
+        ``links_cut``).
 
         Raises:
             ParseTimeout: the page took over ``parse_timeout_ms`` (its worker is
@@ -307,10 +283,24 @@ class ParsePool:
         """
         if self._closed:
             raise ParseError(f"parsing {url}: the parse pool is closed")
+        size = len(body)
+        if size <= self._max_bytes:
+            return await self._extract(body, url, headers, token, obey_nofollow)
+        extracted = await self._extract(body[: self._max_bytes], url, headers, token, obey_nofollow)
+        cut = f"parse_cut: links read from the first {self._max_bytes} of {size} bytes"
+        cut += " (parse_max_bytes)"
+        if extracted.cut is not None:
+            cut += f"; {extracted.cut}"
+        return dataclasses.replace(extracted, cut=cut)
+
+    async def _extract(
+        self, body: bytes, url: str, headers: Mapping[str, str], token: str, obey_nofollow: bool
+    ) -> Extracted:
+        """``extract`` of a body within ``parse_max_bytes``."""
         if len(body) <= THREAD_PARSE_MAX_BYTES:
             return await self._in_thread(body, url, headers, token, obey_nofollow)
         pairs = [(k, v) for k, v in headers.items() if k.lower() in HEADERS_USED]
-        job: _Job = (body, url, pairs, token, obey_nofollow)
+        job: _Job = (body, url, pairs, token, obey_nofollow, self._max_links)
         self._queued += 1
         try:
             slot = await self._idle.get()
@@ -343,7 +333,9 @@ class ParsePool:
 
         def parse() -> Extracted:
             started.append(time.monotonic())
-            return extract_links(body, url, headers, token, obey_nofollow=obey)
+            return extract_links(
+                body, url, headers, token, obey_nofollow=obey, max_links=self._max_links
+            )
 
         try:
             future = loop.run_in_executor(self._threads, parse)
@@ -493,9 +485,11 @@ class ParsePool:
 
     def _inline(self, job: _Job) -> Extracted:
         """Thread mode: parse ``job`` in this thread (timed by ``extract``)."""
-        body, url, pairs, token, obey = job
+        body, url, pairs, token, obey, max_links = job
         started = time.monotonic()
-        result = extract_links(body, url, CIMultiDict(pairs), token, obey_nofollow=obey)
+        result = extract_links(
+            body, url, CIMultiDict(pairs), token, obey_nofollow=obey, max_links=max_links
+        )
         took_ms = (time.monotonic() - started) * 1000
         if took_ms <= self._budget_ms:
             with self._stats_lock:

@@ -240,6 +240,8 @@ class Recorder:
             error = f"gave up after {entry.attempts + 1} tries"
         elif parse_error is not None:
             error = parse_error
+        elif extracted is not None and extracted.cut is not None:
+            error = extracted.cut  # parse_max_bytes or max_links_per_page
         edges: list[tuple[str, str]] = []
         new_rows: list[FrontierRow] = []
         final_url = entry.url

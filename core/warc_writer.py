@@ -11,10 +11,18 @@ process's: the earlier runs' first payloads (the duplicate map, ``first_payloads
 are sent to it before the first job, read in a thread of the writer's own, and a 304's
 page row (``locate``) is found in that thread before its job is sent.
 
+A payload longer than ``core.warc.PAYLOAD_FILE_BYTES`` (1 MiB) is not pickled into
+its frame: it is written (in a thread) to a payload file beside the WARC files, which
+the process reads and compresses a chunk at a time and then removes, so neither side
+holds a second copy of a 10 MiB body (a 10 MiB page took the writer process from 17 to
+56 MB and the crawl's pickle, frame and write added about 30 MB more; issue #22 item 1,
+``benchmarks/hostile_memory.py``). Files left by jobs never read are removed by
+``aclose``.
+
 Back-pressure: at most ``max_pending`` exchanges wait for the process (a caller past
 that awaits a free place, freed when the exchange is answered); a page's queued
 records come after its own exchange was awaited, so about one per crawl worker waits,
-and the bodies held waiting are bounded by ``max_pending`` x the body cap.
+and the bodies held waiting are bounded by ``max_pending`` x ``PAYLOAD_FILE_BYTES``.
 
 Errors: a file that cannot be written (a full disk) is the process's one-line error,
 raised by the exchange it failed, by the next call after a record that is not
@@ -39,7 +47,7 @@ from typing import Any, Final, Protocol
 
 from crawldeck.core.errors import StoreError
 from crawldeck.core.fetcher import FetchResult, WarcRef
-from crawldeck.core.warc import frame
+from crawldeck.core.warc import PAYLOAD_FILE_BYTES, frame, payload_file, payload_files
 
 #: Exchanges (records with their bodies) waiting for the writer process before a caller waits.
 MAX_PENDING: Final = 64
@@ -138,6 +146,8 @@ class WarcWriter:
         self._closed = False
         self.records = 0  # written so far (the process's count, from its last answer)
         self.bytes_written = 0
+        #: Payloads handed to the process by file (longer than ``PAYLOAD_FILE_BYTES``).
+        self.payload_files = 0
 
     # ------------------------------------------------------------ calls
 
@@ -204,6 +214,9 @@ class WarcWriter:
                     self._lookup_thread(), self._locate, result.url
                 )
             self._check()
+            payload: bytes | tuple[str, int] = result.payload
+            if len(result.payload) > PAYLOAD_FILE_BYTES:
+                payload = await self._to_file(result.payload)
             job = (
                 "x",
                 result.url,
@@ -214,7 +227,7 @@ class WarcWriter:
                 result.reason,
                 result.raw_headers,
                 () if result.raw_headers else tuple(result.headers.items()),
-                result.payload,
+                payload,
                 result.truncated,
                 result.skipped,
                 result.request_headers,
@@ -225,6 +238,28 @@ class WarcWriter:
             self._room.release()
             raise
         return future
+
+    async def _to_file(self, payload: bytes) -> tuple[str, int]:
+        """Write ``payload`` to the next payload file (``core.warc.payload_file``, in a
+        thread) for the process to read a chunk at a time; ``(path, size)``.
+
+        Raises:
+            StoreError: the file could not be written (a full disk), one line.
+        """
+        self.payload_files += 1
+        path = payload_file(self.directory, self.stem, self.payload_files)
+
+        def write() -> None:
+            with open(path, "wb") as f:
+                f.write(payload)
+
+        try:
+            await asyncio.to_thread(write)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                path.unlink()
+            raise StoreError(f"{path.name}: cannot write ({exc.strerror or exc})") from None
+        return str(path), len(payload)
 
     def metadata(
         self, url: str, concurrent_to: str, date: str, *, via: str | None, outlinks: Sequence[str]
@@ -281,6 +316,9 @@ class WarcWriter:
                 await self._end_process()
         finally:
             await self._close_lookups()
+            for path in payload_files(self.directory, self.stem):  # of jobs never read
+                with contextlib.suppress(OSError):
+                    path.unlink()
         if self._error is not None:
             raise StoreError(self._error)
 

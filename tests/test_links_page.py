@@ -233,7 +233,7 @@ def test_bytes_lexbor_cannot_make_sense_of() -> None:
 async def test_a_worker_process_sends_title_canonical_and_simhash_back() -> None:
     body = (
         '<head><title>Big page</title><link rel="canonical" href="/big"></head><body>'
-        '<iframe src="/frame"></iframe>' + f"<p>{escape(ARTICLE)}</p>" * 40 + "</body>"
+        '<iframe src="/frame"></iframe>' + f"<p>{escape(ARTICLE)}</p>" * 20 + "</body>"
     ).encode()
     assert len(body) > THREAD_PARSE_MAX_BYTES  # parsed in a worker, not a thread
     pool = ParsePool(build_config({"parse_workers": 1, "parse_timeout_ms": 10_000}))
