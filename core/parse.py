@@ -174,9 +174,11 @@ def _serve(jobs_fd: int, answers_fd: int) -> None:
     ``("ok", Extracted)`` or ``("error", message)`` until ``None`` or the parent's
     end closes.
 
-    SIGINT and SIGHUP are ignored: a Ctrl-C or a closed terminal reaches the whole
-    process group, and the crawler, not its workers, decides how to stop (it closes
-    the pool). A worker whose parent is gone (pipe closed) exits.
+    The worker runs in its own session (``start_new_session``): the signals a terminal
+    or a shell sends to the crawl's process group (Ctrl-C, SIGHUP of a closed terminal,
+    the shell's SIGHUP and SIGTERM to its job) never reach it, and the crawler, not its
+    workers, decides how to stop (it closes the pool). SIGINT and SIGHUP sent to the
+    worker itself are ignored too. A worker whose parent is gone (pipe closed) exits.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
@@ -452,6 +454,7 @@ class ParsePool:
                 stderr=subprocess.DEVNULL,
                 pass_fds=(job_r, ans_w),
                 close_fds=True,
+                start_new_session=True,
             )
         except BaseException:
             for fd in (job_r, job_w, ans_r, ans_w):
