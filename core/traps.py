@@ -381,11 +381,32 @@ _value_template = _placeholders(_QUERY_VALUE_DATE)
 _number_template = _placeholders(_QUERY_NUMBER_DATE)
 
 
+def _year_groups(pattern: re.Pattern[str]) -> tuple[int, ...]:
+    """The numbers of ``pattern``'s year groups that sit beside a month or a week: every
+    ``y_<n>`` but a path's year alone (``y_8``)."""
+    return tuple(
+        number
+        for name, number in sorted(pattern.groupindex.items())
+        if name.startswith("y_") and name != "y_8"
+    )
+
+
+#: The year groups of a path date and of a query value date (:func:`month_years`).
+_PATH_YEARS = _year_groups(_PATH_DATE_RUN)
+_QUERY_YEARS = _year_groups(_QUERY_VALUE_DATE)
+
+
 def _replace(
-    pattern: re.Pattern[str], template: Callable[[re.Match[str]], str], text: str
+    pattern: re.Pattern[str],
+    template: Callable[[re.Match[str]], str],
+    text: str,
+    years: list[int] | None = None,
+    year_groups: tuple[int, ...] = (),
 ) -> tuple[str, int]:
     """``pattern.subn(template, text)``, cheaper for the usual text with no match or one
-    (a search is cheaper than a subn, and no match is searched twice)."""
+    (a search is cheaper than a subn, and no match is searched twice); with ``years``,
+    the year of each match read from the first of its ``year_groups`` that matched is
+    appended to it (none if no such group matched)."""
     match = pattern.search(text)
     if match is None:
         return text, 0
@@ -393,6 +414,13 @@ def _replace(
     at = count = 0
     while match is not None:
         out += (text[at : match.start()], template(match))
+        if years is not None:
+            spans = match.regs  # (-1, -1) for a group that did not match
+            for number in year_groups:
+                first, last = spans[number]
+                if first >= 0:
+                    years.append(int(text[first:last]))
+                    break
         at = match.end()
         count += 1
         match = pattern.search(text, at)
@@ -488,6 +516,12 @@ def date_template(key: str) -> str | None:
         ``//host[:port]/path?query`` with placeholders (``//a.com/cal/{y}/{m}/``), or
         ``None``. Never raises.
     """
+    return _dated(key, None)
+
+
+def _dated(key: str, years: list[int] | None) -> str | None:
+    """:func:`date_template` of ``key``; with ``years``, the years of its dates with a
+    month or a week are appended to it, in the order found (:func:`month_years`)."""
     scheme_end = key.find("://")
     start = scheme_end + 3 if scheme_end >= 0 else 0
     path_start = _AUTHORITY_END.search(key, start)
@@ -503,9 +537,9 @@ def date_template(key: str) -> str | None:
     path, mark, query = key[begin:].partition("?")
     found = 0
     if in_path:
-        path, found = _replace(_PATH_DATE_RUN, _path_template, path)
+        path, found = _replace(_PATH_DATE_RUN, _path_template, path, years, _PATH_YEARS)
     if in_query:
-        query, values = _replace(_QUERY_VALUE_DATE, _value_template, query)
+        query, values = _replace(_QUERY_VALUE_DATE, _value_template, query, years, _QUERY_YEARS)
         found += values
         if _QUERY_NUMBER_DATE.search(query) is not None:
             before = query
@@ -531,20 +565,8 @@ def month_years(key: str) -> list[int]:
     them, but a year alone (``/2019/``, ``/p/2029``: a year archive or an id as often
     as a calendar), compact ``YYYYMMDD`` values, Unix timestamps and dates split over
     parameters. Empty when there is none. Never raises."""
-    scheme_end = key.find("://")
-    path_start = _AUTHORITY_END.search(key, scheme_end + 3 if scheme_end >= 0 else 0)
-    if path_start is None:
-        return []
-    path, _, query = key[path_start.start() :].partition("?")
     years: list[int] = []
-    for pattern, text in ((_PATH_DATE_RUN, path), (_QUERY_VALUE_DATE, query)):
-        if _DATE_HINT.search(text) is None:
-            continue
-        for match in pattern.finditer(text):
-            for name, value in match.groupdict().items():
-                # every alternative but a path's year alone (y_8) holds a month or week
-                if value is not None and name[:2] == "y_" and name != "y_8":
-                    years.append(int(value))
+    _dated(key, years)
     return years
 
 
@@ -935,12 +957,12 @@ class TrapGuard:
         Args:
             key: a dedupe key (:func:`core.urls.normalize` of a cleaned URL).
         """
-        template = date_template(key)
+        years: list[int] = []
+        template = _dated(key, years)
         if template is None:
             return
         if self._dates.add_below(template, _DateCounts.CEILING):
             self._dates.add_below(_host_of(template), _DateCounts.CEILING)
-        years = month_years(key)
         if years:
             self._newest.note(_host_of(template), max(years))
 
@@ -953,16 +975,15 @@ class TrapGuard:
                 key = urls.normalize(url, self.settings.strip_params)
             except UrlError:
                 return None
-        template = date_template(key)
+        years: list[int] = []
+        template = _dated(key, years)
         if template is None:
             return None
         host = _host_of(template)
-        years: list[int] | None = None
-        if found_on is not None and self._template_of_page(found_on) == template:
-            years = month_years(key)
+        if years and found_on is not None and self._template_of_page(found_on) == template:
             newest = self._newest.newest(host)
             limit = self.settings.calendar_max_years
-            if years and newest - min(years) > limit:
+            if newest - min(years) > limit:
                 return Verdict(
                     BlockReason.CALENDAR,
                     f"{min(years)} is more than {limit} years before {newest}, the newest "
@@ -989,8 +1010,6 @@ class TrapGuard:
                 )
             dates.add_below(host, limit)
         dates.add_below(template, budget)
-        if years is None:
-            years = month_years(key)
         if years:
             self._newest.note(host, max(years))
         return None
