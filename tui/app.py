@@ -237,7 +237,7 @@ class HangupTolerantDriver(LinuxDriver):
             self._watch_pipe = os.pipe()
             fds = {self.fileno, self._file.fileno()}
             self._watch = threading.Thread(
-                target=self._watch_hangup, args=(fds,), name="crawldeck-hangup"
+                target=self._watch_hangup, args=(fds,), name="crawldeck-hangup", daemon=True
             )
             self._watch.start()
 
