@@ -214,7 +214,8 @@ class HangupTolerantDriver(LinuxDriver):
         size: tuple[int, int] | None = None,
     ) -> None:
         super().__init__(app, debug=debug, mouse=mouse, size=size)
-        self._gone = threading.Event()
+        self._gone = False
+        self._gone_lock = threading.Lock()
         self._watch: threading.Thread | None = None
         self._watch_pipe = (-1, -1)  # the watch's stop pipe: read end, write end
         if self._file is not None:
@@ -224,9 +225,10 @@ class HangupTolerantDriver(LinuxDriver):
 
     def terminal_gone(self) -> None:
         """The terminal is gone (any thread; once): stop reading it, post ``TerminalGone``."""
-        if self._gone.is_set():
-            return
-        self._gone.set()
+        with self._gone_lock:
+            if self._gone:
+                return
+            self._gone = True
         self.exit_event.set()
         self._app.post_message(TerminalGone())
 
