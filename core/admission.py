@@ -214,13 +214,18 @@ class Admission:
         seen = await self._seen.seen_among((link.key,))
         return self._guarded(link, depth, link.key in seen, is_seed=False)
 
-    def _guarded(self, link: Link, depth: int, seen: bool, *, is_seed: bool) -> Verdict | bool:
-        """``admit`` once the seen set answered ``seen``; adds an admitted key to it."""
+    def _guarded(
+        self, link: Link, depth: int, seen: bool, *, is_seed: bool, found_on: str | None = None
+    ) -> Verdict | bool:
+        """``admit`` once the seen set answered ``seen`` (``found_on``: the page the link
+        is on, for the guard's calendar walk); adds an admitted key to the seen set."""
         if seen:
             return False
         key = link.key
         host = link.host
-        verdict = self._guard.admit(link.url, depth, self.admitted[host], is_seed=is_seed, key=key)
+        verdict = self._guard.admit(
+            link.url, depth, self.admitted[host], is_seed=is_seed, key=key, found_on=found_on
+        )
         if verdict is not None:
             self.block_once(link.url, host, verdict, key=key)
             return verdict
@@ -240,7 +245,8 @@ class Admission:
     ) -> tuple[list[tuple[str, str]], list[Link]]:
         """Resolve and admit the outlinks ``hrefs`` of ``page_url`` (base URL ``base``)
         at ``depth``: the seen set answers for all of them at once, its exact checks in
-        one thread job (``SeenSet.seen_among``), then each passes the trap guards.
+        one thread job (``SeenSet.seen_among``), then each passes the trap guards (as
+        found on ``page_url``: ``TrapGuard.admit``'s calendar walk).
         ``targets``: the ``Link`` of each edge is appended to it, in edge order (its
         dedupe key with it: OPIC's cash goes to known URLs by key, ``core.recording``).
 
@@ -284,7 +290,7 @@ class Admission:
             if not isinstance(link, Link):
                 self.block_once(link[0], page_host, link[1], key=link[0])
                 continue
-            outcome = self._guarded(link, depth, link.key in seen, is_seed=False)
+            outcome = self._guarded(link, depth, link.key in seen, is_seed=False, found_on=page_url)
             if not isinstance(outcome, Verdict):
                 link.seen = True
                 if outcome:

@@ -205,6 +205,12 @@ class CrawlConfig:
             already had a date, over all its templates (one calendar per venue, room
             or team; a template's first date, such as a blog post's, never counts);
             reason ``calendar`` beyond; at most 65 535.
+        calendar_max_years: years a calendar may walk back from the newest date (with
+            a month) seen on its host: a dated URL found on a page of its own date
+            template (a "previous month" link) whose year is more than this many years
+            before the host's newest is a calendar trap (reason ``calendar``); one
+            found on any other page (an index, an archive list) is not
+            (``traps.TrapGuard.admit``, step 10).
         strip_params: query and ``;name=value`` path parameters removed from the
             dedupe key (names matched case-insensitively; a name ending in ``*`` is a
             prefix: ``utm_*``).
@@ -367,6 +373,7 @@ class CrawlConfig:
     calendar_window_years: Annotated[int, Range(0)] = 2
     calendar_max_dates: Annotated[int, Range(1, 65_535)] = 1000
     calendar_max_dates_per_host: Annotated[int, Range(1, 65_535)] = 5000
+    calendar_max_years: Annotated[int, Range(0, 1000)] = 10
     strip_params: tuple[str, ...] = DEFAULT_STRIP_PARAMS
     max_redirects: Annotated[int, Range(0)] = 10
     max_body_bytes: Annotated[int, Range(1024)] = 10 * 1024 * 1024

@@ -452,6 +452,7 @@ class ParsePool:
                 stderr=subprocess.DEVNULL,
                 pass_fds=(job_r, ans_w),
                 close_fds=True,
+                start_new_session=True,
             )
         except BaseException:
             for fd in (job_r, job_w, ans_r, ans_w):

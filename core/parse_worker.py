@@ -31,10 +31,13 @@ def serve(jobs_fd: int, answers_fd: int) -> None:
             ``multiprocessing.connection.Connection``).
         answers_fd: the write end of the answers pipe.
 
-    SIGINT and SIGHUP are ignored: a Ctrl-C or a closed terminal reaches the whole
-    process group, and the crawler, not its workers, decides how to stop (it closes
-    the pool). A worker whose parent is gone (pipe closed) exits. Never raises: a
-    failed parse (``MemoryError`` and the like) is answered as ``("error", line)``.
+    The worker runs in its own session (``start_new_session``): the signals a terminal
+    or a shell sends to the crawl's process group (Ctrl-C, SIGHUP of a closed terminal,
+    the shell's SIGHUP and SIGTERM to its job) never reach it, and the crawler, not its
+    workers, decides how to stop (it closes the pool). SIGINT and SIGHUP sent to the
+    worker itself are ignored too. A worker whose parent is gone (pipe closed) exits.
+    Never raises: a failed parse (``MemoryError`` and the like) is answered as
+    ``("error", line)``.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)

@@ -45,9 +45,10 @@ class BlockReason(StrEnum):
         repeating_path: one path segment occurs more than ``max_segment_repeats``
             times (``/a/b/a/b/a/``: relative links resolved again and again).
         calendar: a year in the path or query more than ``calendar_window_years``
-            after today, or a date template of the host that already has
+            after today, a date template of the host that already has
             ``calendar_max_dates`` URLs (an endless calendar, into the future or
-            the past; see :meth:`TrapGuard.admit`).
+            the past), or a date more than ``calendar_max_years`` before the host's
+            newest on a calendar walked page to page (see :meth:`TrapGuard.admit`).
         pagination: a page or offset number above ``max_page_param``.
         url_length: longer than ``max_url_length`` characters.
         scheme: not http or https (``mailto:``, ``javascript:``, ``data:``, ...).
@@ -380,11 +381,32 @@ _value_template = _placeholders(_QUERY_VALUE_DATE)
 _number_template = _placeholders(_QUERY_NUMBER_DATE)
 
 
+def _year_groups(pattern: re.Pattern[str]) -> tuple[int, ...]:
+    """The numbers of ``pattern``'s year groups that sit beside a month or a week: every
+    ``y_<n>`` but a path's year alone (``y_8``)."""
+    return tuple(
+        number
+        for name, number in sorted(pattern.groupindex.items())
+        if name.startswith("y_") and name != "y_8"
+    )
+
+
+#: The year groups of a path date and of a query value date (:func:`month_years`).
+_PATH_YEARS = _year_groups(_PATH_DATE_RUN)
+_QUERY_YEARS = _year_groups(_QUERY_VALUE_DATE)
+
+
 def _replace(
-    pattern: re.Pattern[str], template: Callable[[re.Match[str]], str], text: str
+    pattern: re.Pattern[str],
+    template: Callable[[re.Match[str]], str],
+    text: str,
+    years: list[int] | None = None,
+    year_groups: tuple[int, ...] = (),
 ) -> tuple[str, int]:
     """``pattern.subn(template, text)``, cheaper for the usual text with no match or one
-    (a search is cheaper than a subn, and no match is searched twice)."""
+    (a search is cheaper than a subn, and no match is searched twice); with ``years``,
+    the year of each match read from the first of its ``year_groups`` that matched is
+    appended to it (none if no such group matched)."""
     match = pattern.search(text)
     if match is None:
         return text, 0
@@ -392,6 +414,13 @@ def _replace(
     at = count = 0
     while match is not None:
         out += (text[at : match.start()], template(match))
+        if years is not None:
+            spans = match.regs  # (-1, -1) for a group that did not match
+            for number in year_groups:
+                first, last = spans[number]
+                if first >= 0:
+                    years.append(int(text[first:last]))
+                    break
         at = match.end()
         count += 1
         match = pattern.search(text, at)
@@ -487,6 +516,12 @@ def date_template(key: str) -> str | None:
         ``//host[:port]/path?query`` with placeholders (``//a.com/cal/{y}/{m}/``), or
         ``None``. Never raises.
     """
+    return _dated(key, None)
+
+
+def _dated(key: str, years: list[int] | None) -> str | None:
+    """:func:`date_template` of ``key``; with ``years``, the years of its dates with a
+    month or a week are appended to it, in the order found (:func:`month_years`)."""
     scheme_end = key.find("://")
     start = scheme_end + 3 if scheme_end >= 0 else 0
     path_start = _AUTHORITY_END.search(key, start)
@@ -502,9 +537,9 @@ def date_template(key: str) -> str | None:
     path, mark, query = key[begin:].partition("?")
     found = 0
     if in_path:
-        path, found = _replace(_PATH_DATE_RUN, _path_template, path)
+        path, found = _replace(_PATH_DATE_RUN, _path_template, path, years, _PATH_YEARS)
     if in_query:
-        query, values = _replace(_QUERY_VALUE_DATE, _value_template, query)
+        query, values = _replace(_QUERY_VALUE_DATE, _value_template, query, years, _QUERY_YEARS)
         found += values
         if _QUERY_NUMBER_DATE.search(query) is not None:
             before = query
@@ -522,6 +557,65 @@ def _host_of(template: str) -> str:
     (no template equals it: every template holds a placeholder)."""
     end = _AUTHORITY_END.search(template, 2)
     return template if end is None else template[: end.start()]
+
+
+def month_years(key: str) -> list[int]:
+    """The years of the dates with a month or a week in the dedupe key ``key``, in the
+    order found: the path's and the query values' dates as :func:`date_template` reads
+    them, but a year alone (``/2019/``, ``/p/2029``: a year archive or an id as often
+    as a calendar), compact ``YYYYMMDD`` values, Unix timestamps and dates split over
+    parameters. Empty when there is none. Never raises."""
+    years: list[int] = []
+    _dated(key, years)
+    return years
+
+
+class _NewestYears:
+    """The newest year of a dated URL (``month_years``) per host, in a fixed 1.5 MiB.
+
+    The layout of ``_DateCounts`` (three rows of 2**18 16-bit cells, a key's cell in
+    each row picked by its hash), keeping maxima: a year raises the key's three cells
+    to it and the key's year is the least of them. It is never below the true newest,
+    and above it only when each of the three cells is shared with a host that has a
+    newer date (a calendar of that host is then cut sooner, never later). 0: no date
+    yet. The cells are allocated at the first year noted.
+    """
+
+    __slots__ = ("_cells",)
+
+    def __init__(self) -> None:
+        """No year noted yet (no memory taken)."""
+        self._cells: array[int] | None = None
+
+    @staticmethod
+    def _indexes(key: str) -> tuple[int, int, int]:
+        code = hash(key)
+        width, bits, mask = _DateCounts.WIDTH, _DateCounts.BITS, _DateCounts.MASK
+        return (
+            code & mask,
+            width + ((code >> bits) & mask),
+            2 * width + ((code >> (2 * bits)) & mask),
+        )
+
+    def newest(self, key: str) -> int:
+        """The newest year noted for ``key`` (never below the true one), 0 for none."""
+        cells = self._cells
+        if cells is None:
+            return 0
+        return min(cells[index] for index in self._indexes(key))
+
+    def note(self, key: str, year: int) -> None:
+        """Note ``year`` (0-65 535) for ``key``."""
+        cells = self._cells
+        if cells is None:
+            cells = self._cells = array("H", bytes(2 * 3 * _DateCounts.WIDTH))
+        for index in self._indexes(key):
+            if cells[index] < year:
+                cells[index] = year
+
+    def nbytes(self) -> int:
+        """Bytes the cells take (0 before the first year, then 1.5 MiB)."""
+        return 0 if self._cells is None else self._cells.itemsize * len(self._cells)
 
 
 class _DateCounts:
@@ -622,6 +716,8 @@ class TrapSettings:
         calendar_max_dates: URLs admitted per host and date template.
         calendar_max_dates_per_host: URLs admitted per host past each template's
             first, over all its templates.
+        calendar_max_years: years a calendar walked page to page may run back from
+            its host's newest date.
         strip_params: parameters removed from the dedupe key (``urls.normalize``).
 
     Not checked here: ``from_config`` takes them from a ``CrawlConfig``, which
@@ -637,6 +733,7 @@ class TrapSettings:
     calendar_window_years: int
     calendar_max_dates: int
     calendar_max_dates_per_host: int
+    calendar_max_years: int
     strip_params: tuple[str, ...]
 
     @classmethod
@@ -652,6 +749,7 @@ class TrapSettings:
             calendar_window_years=config.calendar_window_years,
             calendar_max_dates=config.calendar_max_dates,
             calendar_max_dates_per_host=config.calendar_max_dates_per_host,
+            calendar_max_years=config.calendar_max_years,
             strip_params=config.strip_params,
         )
 
@@ -659,11 +757,13 @@ class TrapSettings:
 class TrapGuard:
     """Decides whether a URL may be crawled: :meth:`admit` returns ``None`` or a ``Verdict``.
 
-    The guard keeps one piece of state: how many admitted URLs each date template has
+    The guard keeps two pieces of state: how many admitted URLs each date template has
     (:func:`date_template`) and, per host, how many of its admitted URLs were not the
     first of their template, in a count-min sketch of a fixed 1.5 MiB taken at the
-    first dated URL (nothing per host or per template; see ``_DateCounts``). A resumed
-    crawl gives it back with :meth:`observe`.
+    first dated URL (nothing per host or per template; see ``_DateCounts``); and the
+    newest year of a date with a month admitted per host (:func:`month_years`), in
+    another fixed 1.5 MiB (``_NewestYears``). A resumed crawl gives both back with
+    :meth:`observe`.
 
     Args:
         settings: the limits (``TrapSettings.from_config(config)``).
@@ -675,7 +775,16 @@ class TrapGuard:
             entry has a ``max_pages`` has it as its cap in place of ``max_per_host``.
     """
 
-    __slots__ = ("_dates", "_host_caps", "_patterns", "scope", "settings", "today")
+    __slots__ = (
+        "_dates",
+        "_found_on",
+        "_host_caps",
+        "_newest",
+        "_patterns",
+        "scope",
+        "settings",
+        "today",
+    )
 
     def __init__(
         self,
@@ -694,6 +803,8 @@ class TrapGuard:
         self._patterns = patterns if patterns is not None else UrlPatterns()
         self._host_caps = {e.host: e.max_pages for e in hosts if e.max_pages is not None}
         self._dates = _DateCounts()
+        self._newest = _NewestYears()
+        self._found_on: tuple[str, str | None] = ("", None)  # a page URL, its template
 
     @property
     def patterns(self) -> UrlPatterns:
@@ -708,6 +819,7 @@ class TrapGuard:
         *,
         is_seed: bool = False,
         key: str | None = None,
+        found_on: str | None = None,
     ) -> Verdict | None:
         """``None`` if ``url`` may be crawled, else the first rule it breaks.
 
@@ -744,7 +856,16 @@ class TrapGuard:
            each template lets at most ``calendar_max_dates`` URLs through and each
            host at most ``calendar_max_dates_per_host`` beyond one per template. A
            template with one date (a blog post ``/2019/05/my-post``) never counts
-           towards its host's total.
+           towards its host's total. Before the budget, a calendar walked page to
+           page: ``url`` was found on a page of its own date template (``found_on``:
+           ``/cal/2019-04/`` on ``/cal/2019-05/``, a "previous month" link) and the
+           oldest year of its dates with a month (:func:`month_years`) is more than
+           ``calendar_max_years`` before the newest such year admitted on its host.
+           An archive reached from index pages is not walked: its dated pages are
+           found on pages of no date or of another template (the blog's home, an
+           archive list, a post), so it is admitted however old (up to the budget).
+           A year alone (``/2019/``, ``/p/2029``) never counts here: a year-only
+           walk back ends at 1900 anyway.
 
         A ``url`` without a host, with a bad port or that cannot be parsed gets
         ``bad_url`` instead of raising (checked with the scope, first for seeds).
@@ -758,6 +879,8 @@ class TrapGuard:
             key: ``url``'s dedupe key (``urls.normalize(url, settings.strip_params)``)
                 if the caller has it; otherwise it is computed (for a URL that passes
                 steps 1-9).
+            found_on: the cleaned URL of the page ``url`` was found on (``None``: a
+                seed, a redirect's target, or not known); step 10 reads its template.
 
         Returns:
             ``None`` to admit, or ``Verdict(reason, detail)``.
@@ -818,7 +941,7 @@ class TrapGuard:
         # most keys hold no four digits starting with 1 or 2, so no date (the host's
         # digits only cost date_template's own two searches)
         if verdict is None and (key is None or _DATE_HINT.search(key) is not None):
-            verdict = self._date_budget(url, key)
+            verdict = self._date_budget(url, key, found_on)
         return verdict
 
     def observe(self, key: str) -> None:
@@ -826,39 +949,57 @@ class TrapGuard:
 
         For a resumed crawl: call it once for each URL admitted by an earlier run
         (each frontier key, whatever its state), before new URLs are admitted, so a
-        calendar's budget (and its host's) is not handed out again. No verdict, no
+        calendar's budget (and its host's) is not handed out again, and its host's
+        newest date is known again. No verdict, no
         budget check; a key without four digits starting with 1 or 2 costs two
         searches.
 
         Args:
             key: a dedupe key (:func:`core.urls.normalize` of a cleaned URL).
         """
-        template = date_template(key)
-        if template is not None and self._dates.add_below(template, _DateCounts.CEILING):
+        years: list[int] = []
+        template = _dated(key, years)
+        if template is None:
+            return
+        if self._dates.add_below(template, _DateCounts.CEILING):
             self._dates.add_below(_host_of(template), _DateCounts.CEILING)
+        if years:
+            self._newest.note(_host_of(template), max(years))
 
-    def _date_budget(self, url: str, key: str | None) -> Verdict | None:
-        """Step 10 of :meth:`admit`: refuse when the date template or its host's calendar
-        total is full, else count the URL."""
+    def _date_budget(self, url: str, key: str | None, found_on: str | None) -> Verdict | None:
+        """Step 10 of :meth:`admit`: refuse a calendar walked too far back from its
+        host's newest date, or when the date template or its host's calendar total is
+        full; else count the URL."""
         if key is None:
             try:
                 key = urls.normalize(url, self.settings.strip_params)
             except UrlError:
                 return None
-        template = date_template(key)
+        years: list[int] = []
+        template = _dated(key, years)
         if template is None:
             return None
+        host = _host_of(template)
+        if years and found_on is not None and self._template_of_page(found_on) == template:
+            newest = self._newest.newest(host)
+            limit = self.settings.calendar_max_years
+            if newest - min(years) > limit:
+                return Verdict(
+                    BlockReason.CALENDAR,
+                    f"{min(years)} is more than {limit} years before {newest}, the newest "
+                    f"date on host {_show(host[2:])}, walking template "
+                    f"{_show(template[len(host) :], 60)} (calendar_max_years {limit})",
+                )
         dates = self._dates
         budget = self.settings.calendar_max_dates
         count = dates.count(template)
         if count >= budget:
-            shown = template[len(_host_of(template)) :]  # the path and query
+            shown = template[len(host) :]  # the path and query
             return Verdict(
                 BlockReason.CALENDAR,
                 f"template {_show(shown, 60)} has {count} dates (calendar_max_dates {budget})",
             )
         if count:
-            host = _host_of(template)
             limit = self.settings.calendar_max_dates_per_host
             total = dates.count(host)
             if total >= limit:
@@ -869,7 +1010,20 @@ class TrapGuard:
                 )
             dates.add_below(host, limit)
         dates.add_below(template, budget)
+        if years:
+            self._newest.note(host, max(years))
         return None
+
+    def _template_of_page(self, page_url: str) -> str | None:
+        """The date template of the page ``page_url`` (its links come one after the
+        other: the last page's is kept)."""
+        if self._found_on[0] != page_url:
+            try:
+                template = date_template(urls.normalize(page_url, self.settings.strip_params))
+            except UrlError:
+                template = None
+            self._found_on = (page_url, template)
+        return self._found_on[1]
 
     def _far_year(self, year: int) -> bool:
         """Whether ``year`` is more than ``calendar_window_years`` after today's.

@@ -815,9 +815,11 @@ def serve(sock: socket.socket) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -P -m crawldeck.core.warc FD PARENT_PID``: serve the crawl on the socket
-    ``FD`` until it closes it; killed when the parent dies (``PR_SET_PDEATHSIG``, Linux),
-    deaf to SIGINT and SIGTERM (a Ctrl-C of the terminal stops the crawl, which then
-    closes this process). Returns 0."""
+    ``FD`` until it closes it; killed when the parent dies (``PR_SET_PDEATHSIG``, Linux).
+    Started in its own session (``core.warc_writer``), it never gets the signals sent to
+    the crawl's process group (Ctrl-C, a closed terminal's SIGHUP, a shell's SIGHUP and
+    SIGTERM to its job): the crawl stops first and then closes this process; SIGINT and
+    SIGTERM sent to it alone are ignored too. Returns 0."""
     args = sys.argv[1:] if argv is None else list(argv)
     fd, parent = int(args[0]), int(args[1])
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -348,6 +348,7 @@ class WarcWriter:
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.DEVNULL,
+                start_new_session=True,
             )  # fmt: skip
             theirs.close()
             loop = asyncio.get_running_loop()

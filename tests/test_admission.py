@@ -51,6 +51,7 @@ def make(
         calendar_window_years=1000,
         calendar_max_dates=10**9,
         calendar_max_dates_per_host=10**9,
+        calendar_max_years=1000,
         strip_params=STRIP,
     )
     guard = TrapGuard(trap_settings, scope or ScopePolicy("any"), TODAY)

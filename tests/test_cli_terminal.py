@@ -10,6 +10,7 @@ Real ``crawldeck`` processes crawl the local web; the console runs on a real pty
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pty
 import select
@@ -151,6 +152,90 @@ def test_sighup_stops_the_console_when_its_terminal_closes(tmp_path: Path, web: 
             proc.kill()
             proc.wait(timeout=10)
     assert run_statuses(tmp_path / "c.db") == ["stopped"]
+
+
+def stopped_run(db: Path) -> tuple[str, str | None, int]:
+    """The first run's status and stats, and the frontier's queued URLs."""
+    conn = sqlite3.connect(db)
+    try:
+        status, stats = conn.execute("SELECT status, stats FROM runs ORDER BY id").fetchone()
+        queued = conn.execute("SELECT count(*) FROM frontier WHERE state = 'queued'").fetchone()
+        return status, stats, int(queued[0])
+    finally:
+        conn.close()
+
+
+#: How the terminal goes away under the console (issue #22, item 3), each a list of
+#: steps: ``close`` the pty's master (the terminal window, tmux or sshd lets go of
+#: it: the tty hangs up, reads see EOF or EIO, writes EIO), or a signal sent to the
+#: crawl's whole process group as a shell sends it to its job (the crawl's child
+#: processes get it too). ``kernel``: the crawl leads its session with the pty as its
+#: controlling terminal (``setsid -c``, as under ``tmux new-session CMD`` or ``ssh
+#: host CMD``), so the close itself makes the kernel send it SIGHUP and SIGCONT.
+HANGUPS = {
+    "close": (False, ["close"]),
+    "hup-then-close": (False, [signal.SIGHUP, "close"]),
+    "close-then-term": (False, ["close", signal.SIGTERM]),
+    "kernel-hup-then-shell-hup": (True, ["close", signal.SIGHUP]),
+}
+
+
+@pytest.mark.parametrize("hangup", list(HANGUPS))
+def test_a_console_whose_terminal_goes_away_stops_cleanly_and_resumes(
+    tmp_path: Path, web: LocalWeb, hangup: str
+) -> None:
+    """Whatever the order of the hangup, SIGHUP and SIGTERM, the console crawl stops as
+    on ``q``: exit 130, the run ``stopped`` with its stats, the frontier saved; the same
+    command (headless now) goes on to the end of the site."""
+    ctty, steps = HANGUPS[hangup]
+    args = setup(tmp_path, web, delay_ms=500, small=True)
+    db = tmp_path / "c.db"
+    master, slave = pty.openpty()
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+    command = ["setsid", "--ctty", CRAWLDECK, *args] if ctty else [CRAWLDECK, *args]
+    proc = subprocess.Popen(
+        command, cwd=tmp_path, stdin=slave, stdout=slave, stderr=slave, env=env,
+        start_new_session=not ctty,
+    )  # fmt: skip
+    os.close(slave)
+    closed = False
+    try:
+        deadline = time.monotonic() + 60
+        while pages(db) < 3:
+            assert proc.poll() is None, f"crawldeck exited early with {proc.returncode}"
+            assert time.monotonic() < deadline, "the crawl made no progress"
+            # keep the pty drained so the console never blocks on a full buffer
+            if select.select([master], [], [], 0.05)[0]:
+                with contextlib.suppress(OSError):
+                    os.read(master, 65536)
+        for step in steps:
+            if step == "close":
+                os.close(master)
+                closed = True
+            else:
+                os.killpg(proc.pid, step)
+        code = proc.wait(timeout=60)
+    finally:
+        if not closed:
+            os.close(master)
+        if proc.poll() is None:  # it hung: do not leave it running
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+    assert code == 130
+    status, stats, queued = stopped_run(db)
+    assert status == "stopped"
+    assert stats is not None
+    assert json.loads(stats)["finish_reason"] == "stopped"
+    assert json.loads(stats)["fetches"] >= 3
+    assert queued > 0  # what was left is saved for the resume
+    at_stop = pages(db)
+    resumed = subprocess.run(
+        [CRAWLDECK, *args, "--no-ui"], cwd=tmp_path, stdin=subprocess.DEVNULL,
+        capture_output=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr.decode()
+    assert run_statuses(db) == ["stopped", "finished"]
+    assert at_stop < pages(db) == 12
 
 
 def test_a_console_whose_stderr_is_not_a_terminal_runs_headless(

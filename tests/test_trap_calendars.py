@@ -338,6 +338,107 @@ def archive_urls() -> Iterator[str]:
         yield f"{site}/news?date={day:%Y%m%d}"
 
 
+# ------------------------------------------- calendars walked into the past (issue #22)
+
+
+def walk(guard: TrapGuard, pages: list[str]) -> tuple[int, Verdict | None]:
+    """Admit ``pages`` in order, each found on the one before it (the first is a seed),
+    as a crawl following "previous month" links does, until the first refusal."""
+    found_on: str | None = None
+    for admitted, url in enumerate(pages):
+        verdict = guard.admit(url, admitted, admitted, found_on=found_on)
+        if verdict is not None:
+            return admitted, verdict
+        found_on = url
+    return len(pages), None
+
+
+def test_a_walked_calendar_stops_ten_years_before_the_newest_date() -> None:
+    pages = [f"http://cal.example/cal/{y:04d}-{m:02d}/" for y, m in months_back(TODAY)]
+    admitted, verdict = walk(make_guard(), pages)
+    assert admitted == 5 + 10 * 12  # 2026-05 back to 2016-01; the old code went on to 1943
+    assert pages[admitted] == "http://cal.example/cal/2015-12/"
+    assert verdict == Verdict(
+        BlockReason.CALENDAR,
+        "2015 is more than 10 years before 2026, the newest date on host 'cal.example', "
+        "walking template '/cal/{y}-{m}/' (calendar_max_years 10)",
+    )
+
+
+@pytest.mark.parametrize("years", [0, 3, 25])
+def test_the_walk_follows_calendar_max_years(years: int) -> None:
+    pages = [f"http://a.example/e?month={y:04d}-{m:02d}" for y, m in months_back(TODAY)]
+    assert walk(make_guard(calendar_max_years=years), pages)[0] == 5 + years * 12
+
+
+def test_the_walk_counts_back_from_the_newest_date_on_the_host() -> None:
+    """The newest date is the host's, from any template; another host's does not count."""
+    guard = make_guard()
+    assert guard.admit("http://a.example/news/2028-01-05.html", 1, 0) is None  # in the window
+    assert guard.admit("http://b.example/news/1990-01-05.html", 1, 0) is None
+    pages = [f"http://a.example/cal/{y}/{m}/" for y, m in months_back(TODAY)]
+    assert walk(guard, pages)[0] == 5 + 8 * 12  # back to 2018-01: 10 years before 2028
+
+
+def test_an_archive_linked_from_its_index_is_admitted_however_old() -> None:
+    """Fifteen years of monthly archives, each found on the blog's home page (or on a
+    post, a page of another template), are all admitted; found only on each other
+    they are cut at ten years."""
+    months = list(months_back(TODAY))[: 15 * 12]
+    archive = [f"http://blog.example/{y}/{m:02d}/" for y, m in months]
+    guard = make_guard()
+    assert [u for u in archive if guard.admit(u, 1, 0, found_on="http://blog.example/")] == []
+    posts = make_guard()
+    for y, m in months:
+        post = f"http://blog.example/{y}/{m:02d}/a-post.html"
+        assert posts.admit(f"http://blog.example/{y}/{m:02d}/", 2, 0, found_on=post) is None
+    assert walk(make_guard(), archive)[0] == 5 + 10 * 12
+
+
+def test_a_year_alone_is_no_walk() -> None:
+    """``/p/2029`` is an id as often as a year: ids found on each other are admitted
+    (the future window still applies to them)."""
+    pages = [f"http://a.example/p/{n}" for n in range(2028, 1899, -1)]
+    assert walk(make_guard(), pages) == (len(pages), None)
+
+
+def test_observe_gives_a_resumed_crawl_its_newest_date_back() -> None:
+    guard = make_guard()
+    guard.observe(key_of("http://a.example/cal/2026-05/"))
+    found_on = "http://a.example/cal/2016-02/"
+    assert guard.admit("http://a.example/cal/2016-01/", 1, 0, found_on=found_on) is None
+    found_on = "http://a.example/cal/2016-01/"
+    verdict = guard.admit("http://a.example/cal/2015-12/", 1, 0, found_on=found_on)
+    assert verdict is not None and "calendar_max_years 10" in verdict.detail
+
+
+@pytest.mark.parametrize(
+    ("url", "years"),
+    [
+        ("http://a.com/cal/2019/05/", [2019]),
+        ("http://a.com/cal/2019-05-01.html", [2019]),
+        ("http://a.com/05/2019/", [2019]),
+        ("http://a.com/May-2019/", [2019]),
+        ("http://a.com/2019/W18/", [2019]),
+        ("http://a.com/e?from=2019-05&to=2021-01", [2019, 2021]),
+        ("http://a.com/2019/", []),
+        ("http://a.com/p/2029", []),
+        ("http://a.com/news?date=20190501", []),
+        ("http://a.com/about", []),
+    ],
+)
+def test_month_years(url: str, years: list[int]) -> None:
+    assert traps.month_years(key_of(url)) == years
+
+
+def test_no_newest_year_memory_until_a_date_with_a_month() -> None:
+    guard = make_guard()
+    assert guard.admit("http://a.example/2019/", 1, 0) is None
+    assert guard._newest.nbytes() == 0
+    assert guard.admit("http://a.example/2019/05/", 1, 0) is None
+    assert guard._newest.nbytes() == 3 * 2**18 * 2
+
+
 def test_a_real_archive_is_not_refused() -> None:
     guard = make_guard()
     pages = list(archive_urls())

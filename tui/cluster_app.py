@@ -34,9 +34,7 @@ from textual.widgets import Footer, RichLog, Static
 from crawldeck.core.cluster.coordinator import ClusterSnapshot, Outcome, WorkerRow
 from crawldeck.core.errors import CrawldeckError, UrlError
 from crawldeck.core.urls import clean
-
-# The single-process console's terminal driver: it survives a closed terminal (SIGHUP).
-from crawldeck.tui.app import _HangupTolerantDriver
+from crawldeck.tui.app import HangupTolerantDriver, TerminalGone
 from crawldeck.tui.headless import stop_signals
 from crawldeck.tui.screens import STATE_STYLES, STATUS_STYLES, AddSeedScreen, log_line
 from crawldeck.tui.table import Cell, Column, LineTable
@@ -217,7 +215,7 @@ class ClusterApp(App[None]):
     ]
 
     def __init__(self, coordinator: ClusterSource, db: Path, seeds: Sequence[str]) -> None:
-        super().__init__(driver_class=_HangupTolerantDriver)
+        super().__init__(driver_class=HangupTolerantDriver)
         self.coordinator = coordinator
         self.db = db
         self.seeds = list(seeds)
@@ -333,6 +331,10 @@ class ClusterApp(App[None]):
 
     async def action_quit(self) -> None:
         """q, Ctrl-C: stop the whole crawl; the app closes when the run has ended."""
+        self.request_quit()
+
+    def on_terminal_gone(self, _: TerminalGone) -> None:
+        """The terminal closed under the console: stop as ``q`` does."""
         self.request_quit()
 
     def request_quit(self) -> None:
