@@ -607,16 +607,24 @@ class Worker:
         """Give back hosts with nothing left here, and those above the fair share.
 
         Their last state and pages go to Redis first; then, with no await until the
-        release is sent, a host counts only if no URL of it is being processed and no
+        release is sent, a host counts only if no URL of it is being processed, no
         write of it is buffered or on its way (its acks must land before RELEASE gives
-        its handed-out URLs back, or another worker would fetch them again)."""
+        its handed-out URLs back, or another worker would fetch them again) and its
+        state did not change since that flush (a URL that ended during the drain: its
+        page is in Redis, but the host's page count that goes with it is not, and the
+        next owner would go on from the count without it; issue #22 item 5)."""
         window, parts = self._window, self._parts
         if window is None or parts is None or not self.leases:
             return
-        parts.observer.flush_hosts()  # the hosts' last state, under their leases
+        observer = parts.observer
+        observer.flush_hosts()  # the hosts' last state, under their leases
         await self.store.drain()  # and their pages
-        busy, store = parts.observer.busy, self.store
-        free = [h for h in self.leases if h not in busy and not store.has_pending(h)]
+        busy, store = observer.busy, self.store
+        free = [
+            h
+            for h in self.leases
+            if h not in busy and not store.has_pending(h) and not observer.unsaved(h)
+        ]
         idle = [h for h in free if not window.queued(h)]
         extra = len(self.leases) - len(idle) - math.ceil(self._share * 1.25)
         spare: list[str] = []
