@@ -152,8 +152,10 @@ class Keyspace:
         return self._g("seeds")
 
     def ip_next(self, address: str) -> str:
-        """When ``address`` may next be sent a request (epoch s); ``:busy`` beside it
-        (same hash tag) marks a booked request whose end is not known yet."""
+        """When ``address`` may next be sent a request (epoch s); beside it (same hash
+        tag) ``:busy`` marks a booked request whose end is not known yet (its fencing
+        token and worker), ``:tok`` counts the tokens and ``:want`` names the worker
+        first in line (``core.cluster.scripts.IP_BOOK``)."""
         return f"cd:{{{self.crawl_id}:ip:{address}}}"
 
 

@@ -39,7 +39,7 @@ from typing import Any
 
 from crawldeck.core.archive import WarcHome
 from crawldeck.core.assembly import Parts
-from crawldeck.core.cluster.addresses import SharedIpLimit
+from crawldeck.core.cluster.addresses import STALE_S, SharedIpLimit
 from crawldeck.core.cluster.keys import SHARDS, Keyspace, shard_of
 from crawldeck.core.cluster.leases import RENEW_SHARE, Leases
 from crawldeck.core.cluster.link import Command, RedisLink
@@ -299,13 +299,21 @@ class Worker:
         return self._window
 
     def address_limit(self, local: IpLimiter, wake: Callable[[], None]) -> AddressLimit:
-        """The per-IP limit held in Redis across workers (``SharedIpLimit``)."""
-        delay_ms = (
-            self._config.delay_ms if self._config.ip_delay_ms is None else self._config.ip_delay_ms
-        )
+        """The per-IP limit held in Redis across workers (``SharedIpLimit``).
+
+        Its hold (s): the longer of the delay plus 5 s (a request's end normally comes
+        first), capped by the fetch's whole budget, and what a booking must cover for
+        the next one to start a delay after the holder's last possible send: the
+        delay, ``STALE_S`` and the connection's set-up between the gate's check and
+        the first byte (``connect_timeout_ms``, within ``total_timeout_ms``)."""
+        config = self._config
+        delay_s = (config.delay_ms if config.ip_delay_ms is None else config.ip_delay_ms) / 1000
+        total_s = config.total_timeout_ms / 1000
+        send_s = min(config.connect_timeout_ms / 1000, total_s)
+        hold_s = max(min(total_s, delay_s + 5.0), delay_s + STALE_S + send_s)
         self.addresses = SharedIpLimit(
-            local, self._link, self._keys, delay_ms / 1000, clock=self._clock, wake=wake,
-            worker=self.id, hold_s=min(self._config.total_timeout_ms / 1000, delay_ms / 1000 + 5.0),
+            local, self._link, self._keys, delay_s, clock=self._clock, wake=wake,
+            worker=self.id, hold_s=hold_s,
         )  # fmt: skip
         return self.addresses
 
