@@ -363,19 +363,26 @@ async def test_a_credit_finds_its_url_in_a_hot_hosts_sub_queue(link: RedisLink) 
 
 
 async def test_per_ip_bookings_are_a_delay_apart_and_after_an_end(link: RedisLink) -> None:
+    """Each booking has a new fencing token; another worker waits (for the hold's
+    life left, in ms by Redis's clock) until the end carrying the worker's last token
+    (an end with token 0, or an older one, frees nothing)."""
     key = K.ip_next("127.0.0.9")
 
     async def book(worker: str, now: float) -> list[str]:
         (reply,) = await link.batch(
-            [("script", "ip_book", [key], [f"{NOW:.6f}", 0.5, f"{now:.6f}", worker, 3.0])]
+            [("script", "ip_book", [key], [f"{NOW:.6f}", 0.5, f"{now:.6f}", worker, 3.0, 100])]
         )
-        return [bytes(x).decode() for x in reply]
+        return [x.decode() if isinstance(x, bytes) else str(x) for x in reply]
 
-    async def end(worker: str, at: float) -> None:
-        await link.batch([("script", "ip_end", [key], [f"{at:.6f}", 0.5, worker])])
+    async def end(worker: str, at: float, token: int) -> None:
+        await link.batch([("script", "ip_end", [key], [f"{at:.6f}", 0.5, worker, token])])
 
-    assert await book("w1", NOW) == ["ok", f"{NOW:.6f}"]
-    assert await book("w1", NOW) == ["ok", f"{NOW + 0.5:.6f}"]  # its own: a delay later
-    assert await book("w2", NOW) == ["wait", f"{NOW + 0.5 + 3.0:.6f}"]  # w1 not ended
-    await end("w1", NOW + 3)
-    assert await book("w2", NOW + 3) == ["ok", f"{NOW + 3.5:.6f}"]  # a delay after the end
+    assert await book("w1", NOW) == ["ok", f"{NOW:.6f}", "1"]
+    assert await book("w1", NOW) == ["ok", f"{NOW + 0.5:.6f}", "2"]  # its own: a delay later
+    kind, left = await book("w2", NOW)
+    assert kind == "wait" and 3000 < int(left) <= 3500  # w1's second: 0.5 s + the 3 s hold
+    await end("w1", NOW + 0.1, 0)  # the first's end, the second still booked
+    await end("w1", NOW + 0.2, 1)  # an older token
+    assert (await book("w2", NOW))[0] == "wait"
+    await end("w1", NOW + 3, 2)
+    assert await book("w2", NOW + 3) == ["ok", f"{NOW + 3.5:.6f}", "3"]  # a delay after the end
