@@ -99,7 +99,7 @@ async def test_a_booking_not_used_in_time_is_booked_again(link: RedisLink) -> No
     clock.now = later = now + STALE_S + 0.2
     assert a.earliest(IP, later) == later + PENDING_S  # asked again (its hold is no bar)
     await settle()
-    assert a.earliest(IP, later) == now + DELAY_S and a.booked == 2
+    assert a.earliest(IP, later) == now + DELAY_S and a.booked == 2 and a.given_back == 1
 
 
 async def test_a_hold_whose_end_never_comes_runs_out_on_redis_clock(link: RedisLink) -> None:

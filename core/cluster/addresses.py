@@ -71,12 +71,10 @@ LINE_MS: Final = 100
 
 @dataclass(slots=True)
 class _Booking:
-    """An address's booking: ``start`` (epoch s) and its fencing ``token`` once
-    booked, ``start`` ``None`` while asked."""
+    """An address's booking: ``start`` (epoch s) once booked, ``None`` while asked
+    (its fencing token is the worker's last for the address, ``SharedIpLimit._token``)."""
 
     start: float | None = None
-    wanted: float = 0.0
-    token: int = 0
 
 
 class SharedIpLimit:
@@ -150,7 +148,7 @@ class SharedIpLimit:
             self.given_back += 1
             booking = None
         if booking is None:
-            self._bookings[ip] = _Booking(None, at)
+            self._bookings[ip] = _Booking()
             self._asked[ip] = at
             self._send_soon()
         return max(at, self._clock() + PENDING_S)
@@ -244,7 +242,7 @@ class SharedIpLimit:
         if booking is None or booking.start is not None:  # not wanted any more: give back
             self._end_soon(ip, float(at))
             return
-        booking.start, booking.token = float(at), token
+        booking.start = float(at)
         self.booked += 1
 
 
