@@ -180,8 +180,23 @@ async def test_a_dead_owners_urls_go_back_and_the_next_claim_says_unclean(link: 
     (counts,) = await link.batch([survey()])
     assert counts == [[1, 0, 1, []]]  # claimable again, owned by none, recovered
     assert await link.client.zcard(f"{BASE}:q") == 2
-    (_host, _ep, queued, _rec, _last, clean, _robots) = (await claim(link, "w2"))[0]
+    (_host, _ep, queued, _rec, _last, clean, _robots, pages) = (await claim(link, "w2"))[0]
     assert queued == 2 and clean == b"0"  # its previous owner did not release it
+    assert pages is None  # nothing committed for it
+
+
+async def test_a_claim_says_the_pages_committed_under_every_lease(link: RedisLink) -> None:
+    """w1 commits a page of the host (no host row with it: w1 is killed before its
+    next row); w2's claim says one page, so w2 goes on from 1, not from w1's last row."""
+    await push(link, [row(f"http://{HOST}/a"), row(f"http://{HOST}/b")])
+    epoch = (await claim(link, "w1", lease_ms=200))[0][1]
+    arg = json.dumps([HOST, epoch, 2])
+    await link.batch([("script", "pull", [K.stream(SHARD)], [K.tag(SHARD), "w1", arg])])
+    assert await commit(link, "w1", epoch, [f"http://{HOST}/a"]) == []
+    await asyncio.sleep(0.4)  # w1 dies
+    await link.batch([survey()])
+    (host, _ep, queued, rec, _last, clean, _robots, pages) = (await claim(link, "w2"))[0]
+    assert (host, queued, rec, clean, pages) == (HOST.encode(), 1, None, b"0", b"1")
 
 
 async def test_release_keeps_a_host_whose_urls_arrived_and_frees_an_empty_one(

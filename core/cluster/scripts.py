@@ -180,8 +180,10 @@ return out
 #: acked URLs from ``:inf`` (and their credits from ``:cr``), saves ``last`` and
 #: ``rec`` in ``:st`` and its robots.txt entry (with its TTL) in ``:robots``, adds
 #: ``counts`` (an object: pages, bytes, status classes, ``blocked:REASON``) to the
-#: shard's ``:counts`` and appends the ops to the shard's stream. Returns the hosts
-#: refused (fenced).
+#: shard's ``:counts`` and its pages to the host's ``pages`` in ``:st`` (the pages
+#: committed under every lease, with the pages themselves: a count the next owner
+#: goes on from even when the row ``rec`` carrying it never came) and appends the ops
+#: to the shard's stream. Returns the hosts refused (fenced).
 COMMIT: Final = (
     _HELPERS
     + r"""
@@ -201,6 +203,7 @@ for _, c in ipairs(cjson.decode(ARGV[3])) do
     if c[5] then redis.call('HSET', b .. ':st', 'rec', c[5]) end
     if c[7] then redis.call('SET', b .. ':robots', c[7], 'PX', c[8]) end
     for field, n in pairs(c[9]) do redis.call('HINCRBY', tag .. ':counts', field, n) end
+    if c[9]['pages'] then redis.call('HINCRBY', b .. ':st', 'pages', c[9]['pages']) end
     if #c[6] > 2 then
       redis.call('XADD', KEYS[1], '*', 'w', me, 'h', host, 'e', epoch, 'm', c[6])
     end
@@ -215,9 +218,10 @@ return fenced
 #: shard's ``ready`` set, skipping those with an owner or nothing queued (a dead
 #: owner's handed-out URLs first go back to the queue): a new epoch, the lease for
 #: ``worker``, its deadline in ``owned``. Returns, per host taken, ``[host, epoch,
-#: queued, rec|false, last|false, clean|false, robots|false]`` (``clean`` "0": the
-#: previous owner did not release it: it died or froze; ``robots`` its robots.txt
-#: entry while its TTL lasts).
+#: queued, rec|false, last|false, clean|false, robots|false, pages|false]``
+#: (``clean`` "0": the previous owner did not release it: it died or froze;
+#: ``robots`` its robots.txt entry while its TTL lasts; ``pages`` the pages committed
+#: for it so far, ``COMMIT``).
 CLAIM: Final = (
     _HELPERS
     + r"""
@@ -235,9 +239,9 @@ for _, host in ipairs(hosts) do
       local ep = redis.call('INCR', b .. ':ep')
       redis.call('SET', b .. ':lease', me .. ' ' .. ep, 'PX', ms)
       redis.call('ZADD', tag .. ':owned', now_ms + ms, host)
-      local st = redis.call('HMGET', b .. ':st', 'rec', 'last', 'clean')
+      local st = redis.call('HMGET', b .. ':st', 'rec', 'last', 'clean', 'pages')
       redis.call('HSET', b .. ':st', 'clean', '0')
-      out[#out + 1] = {host, ep, n, st[1], st[2], st[3], redis.call('GET', b .. ':robots')}
+      out[#out + 1] = {host, ep, n, st[1], st[2], st[3], redis.call('GET', b .. ':robots'), st[4]}
     end
   end
 end

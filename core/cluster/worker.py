@@ -67,7 +67,8 @@ IDLE_POLL_MAX_S = 0.5
 class Claimed:
     """A host this worker just took: its lease ``epoch``, ``queued`` URLs, its saved
     state (``rec``, ``last`` request start in epoch s), whether its previous owner
-    released it (``clean``) and its robots.txt entry if its TTL still runs."""
+    released it (``clean``), its robots.txt entry if its TTL still runs and the
+    ``pages`` committed for it so far in this crawl (under every lease)."""
 
     host: str
     epoch: int
@@ -76,6 +77,7 @@ class Claimed:
     last: float | None
     clean: bool
     robots: RobotsEntry | None = None
+    pages: int = 0
 
 
 def _text(value: Any) -> str | None:
@@ -85,8 +87,8 @@ def _text(value: Any) -> str | None:
 
 
 def parse_claim(reply: Sequence[Any]) -> Claimed:
-    """A ``CLAIM`` reply row ``[host, epoch, queued, rec, last, clean, robots]``."""
-    host, epoch, queued, rec, last, clean, robots = (list(reply) + [None] * 7)[:7]
+    """A ``CLAIM`` reply row ``[host, epoch, queued, rec, last, clean, robots, pages]``."""
+    host, epoch, queued, rec, last, clean, robots, pages = (list(reply) + [None] * 8)[:8]
     record = None
     rec_text = _text(rec)
     if rec_text:
@@ -100,6 +102,7 @@ def parse_claim(reply: Sequence[Any]) -> Claimed:
         last=float(last_text) if last_text else None,
         clean=_text(clean) != "0",
         robots=decode_robots(robots) if robots else None,
+        pages=int(_text(pages) or 0),
     )
 
 
@@ -598,10 +601,14 @@ class Worker:
                 politeness.on_end(host, last)
             if claim.robots is not None:
                 parts.robots.adopt(claim.robots)
-            if rec is not None:  # the host's page count goes on from its last owner's
+            if rec is not None or claim.pages:
+                # the host's page count goes on from its last owner's row, or from the
+                # pages committed for it if more (an owner killed or cut off from Redis
+                # after a page's commit and before the row counting it; issue #22 item 5)
                 origin = claim.robots.origin if claim.robots is not None else None
                 stats = parts.observer.stats(host, origin)
-                stats.fetched = max(stats.fetched, rec.pages_fetched)
+                saved = rec.pages_fetched if rec is not None else 0
+                stats.fetched = max(stats.fetched, saved, claim.pages)
         if self._window is not None:
             self._window.adopt(host, claim.queued)
 
