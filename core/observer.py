@@ -197,6 +197,11 @@ class Observer:
         """``host``'s row is to be written at the next :meth:`flush_hosts`."""
         self._dirty.add(host)
 
+    def unsaved(self, host: str) -> bool:
+        """Whether ``host``'s row changed since the last :meth:`flush_hosts` (its
+        state, a page count included, is not in the store yet)."""
+        return host in self._dirty
+
     def start(self, host: str, stats: HostStats) -> None:
         """A URL of ``host`` is being processed."""
         stats.in_flight += 1

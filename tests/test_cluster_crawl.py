@@ -23,6 +23,7 @@ from redisfix import LocalRedisCluster, LoopbackRedis, free_port
 from crawldeck.core.cluster.collector import Collector
 from crawldeck.core.cluster.keys import Keyspace
 from crawldeck.core.cluster.link import RedisLink, open_client
+from crawldeck.core.cluster.store import ClusterStore
 from crawldeck.core.cluster.worker import Worker, publish_crawl, survey_commands, survey_totals
 from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.engine import Engine
@@ -219,6 +220,32 @@ def test_hot_hosts_split_into_sub_queues_lose_nothing(
     redis_server: LoopbackRedis,
     tmp_path: Path,
 ) -> None:
+    port, expected, expected_requests = baseline
+    config = build_config({**SETTINGS, "cluster_hot_queue": 10})
+    with web(port) as w:
+        clustered(redis_server.url, w.seeds(), tmp_path / "c.db", config, workers=2)
+        check_same(tmp_path / "c.db", w, expected, expected_requests)
+
+
+def test_hosts_given_back_while_their_last_pages_end_keep_their_page_counts(
+    baseline: tuple[int, dict[str, Any], dict[str, Counter[str]]],
+    redis_server: LoopbackRedis,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue #22 item 5, the interleaving a loaded machine makes: a worker gives back
+    its idle hosts after writing their rows and waiting for its writes to reach Redis
+    (``ClusterStore.drain``); a host's last URL that ended during that wait had its
+    page in Redis but not the row with its page count, and the next owner went on
+    from the older count (``hosts.pages_fetched`` one short). Here every drain takes
+    0.2 s more, as on a loaded machine, so URLs end during it."""
+    drain = ClusterStore.drain
+
+    async def slow_drain(self: ClusterStore) -> None:
+        await asyncio.sleep(0.2)
+        await drain(self)
+
+    monkeypatch.setattr(ClusterStore, "drain", slow_drain)
     port, expected, expected_requests = baseline
     config = build_config({**SETTINGS, "cluster_hot_queue": 10})
     with web(port) as w:

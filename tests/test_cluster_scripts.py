@@ -180,8 +180,23 @@ async def test_a_dead_owners_urls_go_back_and_the_next_claim_says_unclean(link: 
     (counts,) = await link.batch([survey()])
     assert counts == [[1, 0, 1, []]]  # claimable again, owned by none, recovered
     assert await link.client.zcard(f"{BASE}:q") == 2
-    (_host, _ep, queued, _rec, _last, clean, _robots) = (await claim(link, "w2"))[0]
+    (_host, _ep, queued, _rec, _last, clean, _robots, pages) = (await claim(link, "w2"))[0]
     assert queued == 2 and clean == b"0"  # its previous owner did not release it
+    assert pages is None  # nothing committed for it
+
+
+async def test_a_claim_says_the_pages_committed_under_every_lease(link: RedisLink) -> None:
+    """w1 commits a page of the host (no host row with it: w1 is killed before its
+    next row); w2's claim says one page, so w2 goes on from 1, not from w1's last row."""
+    await push(link, [row(f"http://{HOST}/a"), row(f"http://{HOST}/b")])
+    epoch = (await claim(link, "w1", lease_ms=200))[0][1]
+    arg = json.dumps([HOST, epoch, 2])
+    await link.batch([("script", "pull", [K.stream(SHARD)], [K.tag(SHARD), "w1", arg])])
+    assert await commit(link, "w1", epoch, [f"http://{HOST}/a"]) == []
+    await asyncio.sleep(0.4)  # w1 dies
+    await link.batch([survey()])
+    (host, _ep, queued, rec, _last, clean, _robots, pages) = (await claim(link, "w2"))[0]
+    assert (host, queued, rec, clean, pages) == (HOST.encode(), 1, None, b"0", b"1")
 
 
 async def test_release_keeps_a_host_whose_urls_arrived_and_frees_an_empty_one(
@@ -363,19 +378,26 @@ async def test_a_credit_finds_its_url_in_a_hot_hosts_sub_queue(link: RedisLink) 
 
 
 async def test_per_ip_bookings_are_a_delay_apart_and_after_an_end(link: RedisLink) -> None:
+    """Each booking has a new fencing token; another worker waits (for the hold's
+    life left, in ms by Redis's clock) until the end carrying the worker's last token
+    (an end with token 0, or an older one, frees nothing)."""
     key = K.ip_next("127.0.0.9")
 
     async def book(worker: str, now: float) -> list[str]:
         (reply,) = await link.batch(
-            [("script", "ip_book", [key], [f"{NOW:.6f}", 0.5, f"{now:.6f}", worker, 3.0])]
+            [("script", "ip_book", [key], [f"{NOW:.6f}", 0.5, f"{now:.6f}", worker, 3.0, 100])]
         )
-        return [bytes(x).decode() for x in reply]
+        return [x.decode() if isinstance(x, bytes) else str(x) for x in reply]
 
-    async def end(worker: str, at: float) -> None:
-        await link.batch([("script", "ip_end", [key], [f"{at:.6f}", 0.5, worker])])
+    async def end(worker: str, at: float, token: int) -> None:
+        await link.batch([("script", "ip_end", [key], [f"{at:.6f}", 0.5, worker, token])])
 
-    assert await book("w1", NOW) == ["ok", f"{NOW:.6f}"]
-    assert await book("w1", NOW) == ["ok", f"{NOW + 0.5:.6f}"]  # its own: a delay later
-    assert await book("w2", NOW) == ["wait", f"{NOW + 0.5 + 3.0:.6f}"]  # w1 not ended
-    await end("w1", NOW + 3)
-    assert await book("w2", NOW + 3) == ["ok", f"{NOW + 3.5:.6f}"]  # a delay after the end
+    assert await book("w1", NOW) == ["ok", f"{NOW:.6f}", "1"]
+    assert await book("w1", NOW) == ["ok", f"{NOW + 0.5:.6f}", "2"]  # its own: a delay later
+    kind, left = await book("w2", NOW)
+    assert kind == "wait" and 3000 < int(left) <= 3500  # w1's second: 0.5 s + the 3 s hold
+    await end("w1", NOW + 0.1, 0)  # the first's end, the second still booked
+    await end("w1", NOW + 0.2, 1)  # an older token
+    assert (await book("w2", NOW))[0] == "wait"
+    await end("w1", NOW + 3, 2)
+    assert await book("w2", NOW + 3) == ["ok", f"{NOW + 3.5:.6f}", "3"]  # a delay after the end

@@ -11,22 +11,40 @@ every ``WAIT_POLL_S``, for at most the hold): the server then sees a delay betwe
 end of one request and the start of the next, whatever the latencies of the two
 workers' connections.
 
+A booking is a fencing token (Kleppmann, "How to do distributed locking", 2016, as
+the host leases of ``core.cluster.leases``): the address stays busy under the token
+of the worker's last booking, and only the end of *that* booking frees it, sent when
+no other request of the worker to the address is in flight or booked (issue #22 item
+4: the end of an earlier request freed a later booking not sent yet, and the other
+worker's request then came a delay after the booked start, less than a delay after
+the late send). The busy mark lives as long as Redis's own clock says (``PX``), so no
+worker's clock decides when another's booking may be taken over. A refused worker is
+first in line (``:want``) for the next booking: one worker with two hosts there cannot
+keep the address.
+
+When a holder may still send: the gate checks a booking right before its request
+starts (``earliest``: at most ``STALE_S`` past the booked start, else the booking is
+given back and booked again, so a worker that woke late never sends on an old slot),
+and from that check to the request's first byte there is only the connection's set-up,
+bounded by ``connect_timeout_ms``. The hold (``hold_s``, ``Worker.address_limit``)
+covers that: another worker's booking after the hold runs out starts at least a delay
+after the last moment the holder can send. A process frozen (``SIGSTOP``) between the
+check and the connection's end is not bounded by any timeout; a freeze anywhere else is
+(the booking is checked again on waking).
+
 ``SharedIpLimit`` keeps the gate's interface (``core.gate.AddressLimit``) and its
 synchronous answers: ``earliest`` answers from the local limiter and the booking it
 holds; when it holds none (or one it can no longer use on time), it asks for one in
 the background and answers "a moment from now"; the booking's reply wakes the
 engine, whose host then waits for its booked start. Bookings of many addresses go
 to Redis together, one pipeline per loop turn: no round trip on a fetch's path.
-
-A booking that is not used on time (the host's own politeness held it longer than
-``STALE_S``) is dropped and booked again, so a request never starts at a slot other
-than the one Redis gave it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
@@ -46,14 +64,17 @@ STALE_S: Final = 0.05
 #: Seconds before a booking refused (another worker's request there has not ended) is
 #: asked again, at most.
 WAIT_POLL_S: Final = 0.01
+#: Milliseconds a refused worker stays first in line for the address unless it asks
+#: again (it asks every ``WAIT_POLL_S``).
+LINE_MS: Final = 100
 
 
 @dataclass(slots=True)
 class _Booking:
-    """An address's booking: ``start`` (epoch s) once booked, ``None`` while asked."""
+    """An address's booking: ``start`` (epoch s) once booked, ``None`` while asked
+    (its fencing token is the worker's last for the address, ``SharedIpLimit._token``)."""
 
     start: float | None = None
-    wanted: float = 0.0
 
 
 class SharedIpLimit:
@@ -67,8 +88,10 @@ class SharedIpLimit:
         clock: epoch seconds.
         wake: called when a booking came back (a host may be ready).
         worker: this worker's id (its own bookings never wait for each other).
-        hold_s: how long a booked request holds the address for the other workers
-            before its end is known (s; then its start plus the delay counts).
+        hold_s: how long past its booked start a booked request holds the address for
+            the other workers before its end is known (s; then its start plus the
+            delay counts). It must cover the delay plus the longest a holder may
+            still send after its check (``STALE_S`` and the connection's set-up).
     """
 
     def __init__(
@@ -92,16 +115,20 @@ class SharedIpLimit:
         self._clock = clock
         self._wake = wake
         self._bookings: dict[str, _Booking] = {}
+        self._token: dict[str, int] = {}  # address -> this worker's last token there
+        self._flying: Counter[str] = Counter()  # address -> requests in flight
         self._asked: dict[str, float] = {}  # address -> wanted start, to send
         self._ended: dict[str, float] = {}  # address -> last end, to send
         self._retry: dict[str, float] = {}  # address -> when to ask again (epoch s)
         self._sender: asyncio.Task[None] | None = None
         self.booked = 0
         self.waited = 0
+        self.given_back = 0
 
     def earliest(self, ip: str, now: float) -> float:
         """When ``ip`` may get its next request (epoch s, ``>= now``; ``now`` may be
-        the host's own earliest): the later of the local limit and the booked start."""
+        the host's own earliest): the later of the local limit and the booked start.
+        A booking more than ``STALE_S`` behind is given back and booked again."""
         at = self._local.earliest(ip, now)
         if self._delay_s <= 0.0:
             return at
@@ -114,9 +141,14 @@ class SharedIpLimit:
         if booking is not None and booking.start is not None:
             if booking.start + STALE_S >= at:
                 return max(at, booking.start)
-            booking = None  # too late to use: book again from ``at``
+            # too late to use (the host's politeness held it, or this process woke
+            # late): nothing is sent on it; it is given back and booked again from ``at``
+            del self._bookings[ip]
+            self._end_soon(ip, booking.start)
+            self.given_back += 1
+            booking = None
         if booking is None:
-            self._bookings[ip] = _Booking(None, at)
+            self._bookings[ip] = _Booking()
             self._asked[ip] = at
             self._send_soon()
         return max(at, self._clock() + PENDING_S)
@@ -133,13 +165,30 @@ class SharedIpLimit:
         """A request to ``ip`` starts at ``now``: it uses its booking."""
         self._local.on_dispatch(ip, now)
         self._bookings.pop(ip, None)
+        self._flying[ip] += 1
 
     def on_end(self, ip: str, now: float) -> None:
         """A request to ``ip`` ended at ``now``: the next slot is a delay after it."""
         self._local.on_end(ip, now)
+        if self._flying[ip] > 1:
+            self._flying[ip] -= 1
+        else:
+            del self._flying[ip]
         if self._delay_s > 0.0:
-            self._ended[ip] = max(now, self._ended.get(ip, 0.0))
-            self._send_soon()
+            self._end_soon(ip, now)
+
+    def _end_soon(self, ip: str, at: float) -> None:
+        self._ended[ip] = max(at, self._ended.get(ip, 0.0))
+        self._send_soon()
+
+    def _releasing(self, ip: str) -> int:
+        """The token whose busy mark an end sent now frees: this worker's last one if
+        nothing of it is in flight or held for ``ip`` (a booking asked in the same
+        batch comes after the end), else 0 (the end frees nothing)."""
+        booking = self._bookings.get(ip)
+        if self._flying[ip] or (booking is not None and booking.start is not None):
+            return 0
+        return self._token.get(ip, 0)
 
     def _send_soon(self) -> None:
         if self._sender is None:
@@ -155,12 +204,13 @@ class SharedIpLimit:
                 k, delay = self._keys, self._delay_s
                 now, me = self._clock(), self._worker
                 commands: list[Command] = [
-                    ("script", "ip_end", [k.ip_next(ip)], [f"{t:.6f}", delay, me])
+                    ("script", "ip_end", [k.ip_next(ip)],
+                     [f"{t:.6f}", delay, me, self._releasing(ip)])
                     for ip, t in ended.items()
-                ]
+                ]  # fmt: skip
                 commands += [
                     ("script", "ip_book", [k.ip_next(ip)],
-                     [f"{t:.6f}", delay, f"{now:.6f}", me, self._hold_s])
+                     [f"{t:.6f}", delay, f"{now:.6f}", me, self._hold_s, LINE_MS])
                     for ip, t in asked.items()
                 ]  # fmt: skip
                 try:
@@ -170,24 +220,34 @@ class SharedIpLimit:
                     for ip in asked:
                         self._bookings.pop(ip, None)
                     return
-                for ip, (kind, at) in zip(asked, replies[len(ended) :], strict=True):
-                    booking = self._bookings.get(ip)
-                    if booking is None or booking.start is not None:
-                        continue
-                    if _text(kind) == "ok":
-                        booking.start = float(at)
-                        self.booked += 1
-                    else:  # another worker's request there has not ended: ask again soon
-                        del self._bookings[ip]
-                        self._retry[ip] = min(float(at), now + WAIT_POLL_S)
-                        self.waited += 1
+                for ip, reply in zip(asked, replies[len(ended) :], strict=True):
+                    self._booked(ip, reply, now)
                 self._wake()
         finally:
             self._sender = None
 
+    def _booked(self, ip: str, reply: list[bytes | str | int], now: float) -> None:
+        """``IP_BOOK``'s ``reply`` for ``ip``, asked at ``now`` (epoch s)."""
+        kind, at = _text(reply[0]), reply[1]
+        booking = self._bookings.get(ip)
+        if kind != "ok":  # another worker's request there has not ended: ask again soon
+            if booking is not None and booking.start is None:
+                del self._bookings[ip]
+            wait_s = max(0.001, int(at) / 1000)
+            self._retry[ip] = now + min(wait_s, WAIT_POLL_S)
+            self.waited += 1
+            return
+        token = int(reply[2])
+        self._token[ip] = token
+        if booking is None or booking.start is not None:  # not wanted any more: give back
+            self._end_soon(ip, float(at))
+            return
+        booking.start = float(at)
+        self.booked += 1
 
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
+
+def _text(value: bytes | str | int) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
-__all__ = ["PENDING_S", "STALE_S", "WAIT_POLL_S", "SharedIpLimit"]
+__all__ = ["LINE_MS", "PENDING_S", "STALE_S", "WAIT_POLL_S", "SharedIpLimit"]

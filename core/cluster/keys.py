@@ -27,7 +27,8 @@ Per host ``H`` (base ``cd:{C:NN}:h:H``):
 * ``:lease`` ``"<worker> <epoch>"`` with a TTL (``PX``): the host's owner.
 * ``:ep``  the lease epoch, incremented on every claim: the fencing token.
 * ``:st``  hash: ``rec`` the host's saved state (a ``HostRecord`` as JSON), ``last``
-  the last request's start (epoch s), ``clean`` 1 when the last owner released it.
+  the last request's start (epoch s), ``clean`` 1 when the last owner released it,
+  ``pages`` the pages committed for the host under every lease.
 * ``:robots`` the host's robots.txt as the cache keeps it (JSON), with its TTL.
 
 Per shard (tagged too): ``cd:{C:NN}:out`` the result stream (entries ``w`` worker,
@@ -152,8 +153,10 @@ class Keyspace:
         return self._g("seeds")
 
     def ip_next(self, address: str) -> str:
-        """When ``address`` may next be sent a request (epoch s); ``:busy`` beside it
-        (same hash tag) marks a booked request whose end is not known yet."""
+        """When ``address`` may next be sent a request (epoch s); beside it (same hash
+        tag) ``:busy`` marks a booked request whose end is not known yet (its fencing
+        token and worker), ``:tok`` counts the tokens and ``:want`` names the worker
+        first in line (``core.cluster.scripts.IP_BOOK``)."""
         return f"cd:{{{self.crawl_id}:ip:{address}}}"
 
 

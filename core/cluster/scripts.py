@@ -180,8 +180,10 @@ return out
 #: acked URLs from ``:inf`` (and their credits from ``:cr``), saves ``last`` and
 #: ``rec`` in ``:st`` and its robots.txt entry (with its TTL) in ``:robots``, adds
 #: ``counts`` (an object: pages, bytes, status classes, ``blocked:REASON``) to the
-#: shard's ``:counts`` and appends the ops to the shard's stream. Returns the hosts
-#: refused (fenced).
+#: shard's ``:counts`` and its pages to the host's ``pages`` in ``:st`` (the pages
+#: committed under every lease, with the pages themselves: a count the next owner
+#: goes on from even when the row ``rec`` carrying it never came) and appends the ops
+#: to the shard's stream. Returns the hosts refused (fenced).
 COMMIT: Final = (
     _HELPERS
     + r"""
@@ -201,6 +203,7 @@ for _, c in ipairs(cjson.decode(ARGV[3])) do
     if c[5] then redis.call('HSET', b .. ':st', 'rec', c[5]) end
     if c[7] then redis.call('SET', b .. ':robots', c[7], 'PX', c[8]) end
     for field, n in pairs(c[9]) do redis.call('HINCRBY', tag .. ':counts', field, n) end
+    if c[9]['pages'] then redis.call('HINCRBY', b .. ':st', 'pages', c[9]['pages']) end
     if #c[6] > 2 then
       redis.call('XADD', KEYS[1], '*', 'w', me, 'h', host, 'e', epoch, 'm', c[6])
     end
@@ -215,9 +218,10 @@ return fenced
 #: shard's ``ready`` set, skipping those with an owner or nothing queued (a dead
 #: owner's handed-out URLs first go back to the queue): a new epoch, the lease for
 #: ``worker``, its deadline in ``owned``. Returns, per host taken, ``[host, epoch,
-#: queued, rec|false, last|false, clean|false, robots|false]`` (``clean`` "0": the
-#: previous owner did not release it: it died or froze; ``robots`` its robots.txt
-#: entry while its TTL lasts).
+#: queued, rec|false, last|false, clean|false, robots|false, pages|false]``
+#: (``clean`` "0": the previous owner did not release it: it died or froze;
+#: ``robots`` its robots.txt entry while its TTL lasts; ``pages`` the pages committed
+#: for it so far, ``COMMIT``).
 CLAIM: Final = (
     _HELPERS
     + r"""
@@ -235,9 +239,9 @@ for _, host in ipairs(hosts) do
       local ep = redis.call('INCR', b .. ':ep')
       redis.call('SET', b .. ':lease', me .. ' ' .. ep, 'PX', ms)
       redis.call('ZADD', tag .. ':owned', now_ms + ms, host)
-      local st = redis.call('HMGET', b .. ':st', 'rec', 'last', 'clean')
+      local st = redis.call('HMGET', b .. ':st', 'rec', 'last', 'clean', 'pages')
       redis.call('HSET', b .. ':st', 'clean', '0')
-      out[#out + 1] = {host, ep, n, st[1], st[2], st[3], redis.call('GET', b .. ':robots')}
+      out[#out + 1] = {host, ep, n, st[1], st[2], st[3], redis.call('GET', b .. ':robots'), st[4]}
     end
   end
 end
@@ -368,31 +372,48 @@ return out
 
 #: KEYS[1]: ``Keyspace.ip_next(address)``; ARGV[1]: the earliest start wanted (epoch
 #: s); ARGV[2]: the per-IP delay (s); ARGV[3]: now (epoch s); ARGV[4]: the worker;
-#: ARGV[5]: how long (s) a booked request may hold the address before its end is
-#: known. While another worker's booked request has not ended (``:busy``), returns
-#: ``["wait", until]``: its end decides the next slot (a delay after it, as
-#: ``IpLimiter`` counts from the end). Else books ``max(wanted, next free)``, moves the
-#: next free slot a delay past it, marks the address busy and returns ``["ok", start]``.
+#: ARGV[5]: how long (s) past its start a booked request may hold the address before
+#: its end is known; ARGV[6]: how long (ms) a refused worker stays first in line.
+#: ``:busy`` holds ``"<token> <worker>"`` of the last booking whose end is not known;
+#: its life is Redis's own (``PX``), not the caller's clock, so a worker whose clock is
+#: ahead cannot take an address over early. While another worker's booking is busy,
+#: or another worker was refused and is first in line (``:want``, so that one worker
+#: with two hosts on the address cannot keep it), returns ``["wait", ms]`` (``ms``: the
+#: hold's or the line's life left). Else books ``max(wanted, next free)`` with a new
+#: fencing token (``:tok``), moves the next free slot a delay past it, marks the
+#: address busy with the token and returns ``["ok", start, token]``.
 IP_BOOK: Final = r"""
-local at, delay, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local busy = redis.call('GET', KEYS[1] .. ':busy')
-if busy then
-  local till, who = string.match(busy, '^(%S+) (.+)$')
-  if who ~= ARGV[4] and tonumber(till) > now then return {'wait', till} end
+local at, delay, now, me = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local busy_key, want_key = KEYS[1] .. ':busy', KEYS[1] .. ':want'
+local busy = redis.call('GET', busy_key)
+local want = redis.call('GET', want_key)
+if busy and string.match(busy, '^%S+ (.+)$') ~= me then
+  if not want then redis.call('SET', want_key, me, 'PX', ARGV[6]) end
+  if want == me then redis.call('PEXPIRE', want_key, ARGV[6]) end
+  return {'wait', tostring(redis.call('PTTL', busy_key))}
 end
+if want and want ~= me then
+  if busy then return {'wait', tostring(redis.call('PTTL', busy_key))} end
+  return {'wait', tostring(redis.call('PTTL', want_key))}
+end
+if want then redis.call('DEL', want_key) end
 local free = tonumber(redis.call('GET', KEYS[1]) or '0')
 if free > at then at = free end
 local ttl = math.floor(delay * 1000) + 60000
 redis.call('SET', KEYS[1], string.format('%.6f', at + delay), 'PX', ttl)
-local till = at + tonumber(ARGV[5])
-local left = math.max(1, math.floor((till - now) * 1000))
-redis.call('SET', KEYS[1] .. ':busy', string.format('%.6f', till) .. ' ' .. ARGV[4], 'PX', left)
-return {'ok', string.format('%.6f', at)}
+local token = redis.call('INCR', KEYS[1] .. ':tok')
+redis.call('PEXPIRE', KEYS[1] .. ':tok', ttl)
+local left = math.max(1, math.floor((at - now + tonumber(ARGV[5])) * 1000))
+redis.call('SET', busy_key, token .. ' ' .. me, 'PX', left)
+return {'ok', string.format('%.6f', at), token}
 """
 
 #: KEYS[1]: ``Keyspace.ip_next(address)``; ARGV[1]: when a request to the address
-#: ended (epoch s); ARGV[2]: the per-IP delay (s); ARGV[3]: the worker. The next slot
-#: is at least a delay after that end, and the worker's hold on the address ends.
+#: ended (epoch s; an unused booking's start when it is given back); ARGV[2]: the
+#: per-IP delay (s); ARGV[3]: the worker; ARGV[4]: the token of the booking this ends
+#: (``0``: another request of the worker is still in flight or booked). The next slot
+#: is at least a delay after that end; the address stops being busy only if its busy
+#: booking is that token's: an earlier request's end never frees a later booking.
 IP_END: Final = r"""
 local delay = tonumber(ARGV[2])
 local t = tonumber(ARGV[1]) + delay
@@ -400,8 +421,7 @@ local free = tonumber(redis.call('GET', KEYS[1]) or '0')
 if t > free then
   redis.call('SET', KEYS[1], string.format('%.6f', t), 'PX', math.floor(delay * 1000) + 60000)
 end
-local busy = redis.call('GET', KEYS[1] .. ':busy')
-if busy and string.match(busy, '^%S+ (.+)$') == ARGV[3] then
+if ARGV[4] ~= '0' and redis.call('GET', KEYS[1] .. ':busy') == ARGV[4] .. ' ' .. ARGV[3] then
   redis.call('DEL', KEYS[1] .. ':busy')
 end
 return 0

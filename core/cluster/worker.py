@@ -39,7 +39,7 @@ from typing import Any
 
 from crawldeck.core.archive import WarcHome
 from crawldeck.core.assembly import Parts
-from crawldeck.core.cluster.addresses import SharedIpLimit
+from crawldeck.core.cluster.addresses import STALE_S, SharedIpLimit
 from crawldeck.core.cluster.keys import SHARDS, Keyspace, shard_of
 from crawldeck.core.cluster.leases import RENEW_SHARE, Leases
 from crawldeck.core.cluster.link import Command, RedisLink
@@ -67,7 +67,8 @@ IDLE_POLL_MAX_S = 0.5
 class Claimed:
     """A host this worker just took: its lease ``epoch``, ``queued`` URLs, its saved
     state (``rec``, ``last`` request start in epoch s), whether its previous owner
-    released it (``clean``) and its robots.txt entry if its TTL still runs."""
+    released it (``clean``), its robots.txt entry if its TTL still runs and the
+    ``pages`` committed for it so far in this crawl (under every lease)."""
 
     host: str
     epoch: int
@@ -76,6 +77,7 @@ class Claimed:
     last: float | None
     clean: bool
     robots: RobotsEntry | None = None
+    pages: int = 0
 
 
 def _text(value: Any) -> str | None:
@@ -85,8 +87,8 @@ def _text(value: Any) -> str | None:
 
 
 def parse_claim(reply: Sequence[Any]) -> Claimed:
-    """A ``CLAIM`` reply row ``[host, epoch, queued, rec, last, clean, robots]``."""
-    host, epoch, queued, rec, last, clean, robots = (list(reply) + [None] * 7)[:7]
+    """A ``CLAIM`` reply row ``[host, epoch, queued, rec, last, clean, robots, pages]``."""
+    host, epoch, queued, rec, last, clean, robots, pages = (list(reply) + [None] * 8)[:8]
     record = None
     rec_text = _text(rec)
     if rec_text:
@@ -100,6 +102,7 @@ def parse_claim(reply: Sequence[Any]) -> Claimed:
         last=float(last_text) if last_text else None,
         clean=_text(clean) != "0",
         robots=decode_robots(robots) if robots else None,
+        pages=int(_text(pages) or 0),
     )
 
 
@@ -299,13 +302,21 @@ class Worker:
         return self._window
 
     def address_limit(self, local: IpLimiter, wake: Callable[[], None]) -> AddressLimit:
-        """The per-IP limit held in Redis across workers (``SharedIpLimit``)."""
-        delay_ms = (
-            self._config.delay_ms if self._config.ip_delay_ms is None else self._config.ip_delay_ms
-        )
+        """The per-IP limit held in Redis across workers (``SharedIpLimit``).
+
+        Its hold (s): the longer of the delay plus 5 s (a request's end normally comes
+        first), capped by the fetch's whole budget, and what a booking must cover for
+        the next one to start a delay after the holder's last possible send: the
+        delay, ``STALE_S`` and the connection's set-up between the gate's check and
+        the first byte (``connect_timeout_ms``, within ``total_timeout_ms``)."""
+        config = self._config
+        delay_s = (config.delay_ms if config.ip_delay_ms is None else config.ip_delay_ms) / 1000
+        total_s = config.total_timeout_ms / 1000
+        send_s = min(config.connect_timeout_ms / 1000, total_s)
+        hold_s = max(min(total_s, delay_s + 5.0), delay_s + STALE_S + send_s)
         self.addresses = SharedIpLimit(
-            local, self._link, self._keys, delay_ms / 1000, clock=self._clock, wake=wake,
-            worker=self.id, hold_s=min(self._config.total_timeout_ms / 1000, delay_ms / 1000 + 5.0),
+            local, self._link, self._keys, delay_s, clock=self._clock, wake=wake,
+            worker=self.id, hold_s=hold_s,
         )  # fmt: skip
         return self.addresses
 
@@ -590,10 +601,14 @@ class Worker:
                 politeness.on_end(host, last)
             if claim.robots is not None:
                 parts.robots.adopt(claim.robots)
-            if rec is not None:  # the host's page count goes on from its last owner's
+            if rec is not None or claim.pages:
+                # the host's page count goes on from its last owner's row, or from the
+                # pages committed for it if more (an owner killed or cut off from Redis
+                # after a page's commit and before the row counting it; issue #22 item 5)
                 origin = claim.robots.origin if claim.robots is not None else None
                 stats = parts.observer.stats(host, origin)
-                stats.fetched = max(stats.fetched, rec.pages_fetched)
+                saved = rec.pages_fetched if rec is not None else 0
+                stats.fetched = max(stats.fetched, saved, claim.pages)
         if self._window is not None:
             self._window.adopt(host, claim.queued)
 
@@ -607,16 +622,24 @@ class Worker:
         """Give back hosts with nothing left here, and those above the fair share.
 
         Their last state and pages go to Redis first; then, with no await until the
-        release is sent, a host counts only if no URL of it is being processed and no
+        release is sent, a host counts only if no URL of it is being processed, no
         write of it is buffered or on its way (its acks must land before RELEASE gives
-        its handed-out URLs back, or another worker would fetch them again)."""
+        its handed-out URLs back, or another worker would fetch them again) and its
+        state did not change since that flush (a URL that ended during the drain: its
+        page is in Redis, but the host's page count that goes with it is not, and the
+        next owner would go on from the count without it; issue #22 item 5)."""
         window, parts = self._window, self._parts
         if window is None or parts is None or not self.leases:
             return
-        parts.observer.flush_hosts()  # the hosts' last state, under their leases
+        observer = parts.observer
+        observer.flush_hosts()  # the hosts' last state, under their leases
         await self.store.drain()  # and their pages
-        busy, store = parts.observer.busy, self.store
-        free = [h for h in self.leases if h not in busy and not store.has_pending(h)]
+        busy, store = observer.busy, self.store
+        free = [
+            h
+            for h in self.leases
+            if h not in busy and not store.has_pending(h) and not observer.unsaved(h)
+        ]
         idle = [h for h in free if not window.queued(h)]
         extra = len(self.leases) - len(idle) - math.ceil(self._share * 1.25)
         spare: list[str] = []
