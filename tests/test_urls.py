@@ -10,7 +10,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from crawldeck.core import urls
@@ -540,7 +540,7 @@ def raw_urls(draw: st.DrawFn) -> str:
     return f"{space}{scheme}://{host}{port}/{path}?{query}{space}"
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400)
 @given(raw_urls())
 @example(" http://example.com/%%341?b=&a=1 ")
 @example("http://example.com/a/%2E%2E/%2e%2E/b")
@@ -561,7 +561,7 @@ def test_clean_and_normalize_are_idempotent(url: str) -> None:
     assert key.startswith(("http://", "https://"))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(st.from_regex(urls._ALREADY_CLEAN, fullmatch=True))
 @example("http://" + "a" * 63 + (".a" + "b" * 62) * 3 + ".cd/")  # host of 255 characters
 @example("http://a:65536/")
@@ -584,7 +584,7 @@ def test_fast_path_only_takes_urls_the_general_path_keeps(url: str) -> None:
         assert clean(url) == general
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.from_regex(urls._ALREADY_NORMAL, fullmatch=True))
 @example("http://a:80/x")
 @example("https://a:443/x")
@@ -648,7 +648,7 @@ def test_relative_and_root_relative_spellings_of_one_link_agree(
     assert clean(relative, base) == clean(root_relative, base)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(
     st.sampled_from(
         [
@@ -708,7 +708,7 @@ def test_a_host_ending_in_a_bad_number_is_refused(host: str) -> None:
         clean(f"http://{host}/")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(
     st.lists(st.sampled_from([".", "..", "%2e", "%2E.", ".%2e", "%2e%2e", "a", "", "..."])),
     st.sampled_from(["", "?q=/../x", "#/.."]),
@@ -726,7 +726,7 @@ def test_cleaned_paths_have_no_dot_segments(segments: list[str], tail: str, auth
     assert clean(cleaned) == cleaned
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(
     st.text(
         alphabet=st.sampled_from(list("aZ09-._~%2EeFf/?&=+")),

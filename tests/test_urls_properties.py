@@ -27,7 +27,7 @@ import re
 import time
 from collections.abc import Sequence
 
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from crawldeck.core.config import DEFAULT_STRIP_PARAMS
@@ -287,7 +287,7 @@ def links(draw: st.DrawFn) -> tuple[str, str | None]:
     return link, draw(st.one_of(st.none(), _one_of(BASES)))
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=600)
 @given(links())
 @example(("/public/.. #x", "http://h.test/p"))
 @example(("/public/%2e%2e/secret", "http://h.test/public/"))
