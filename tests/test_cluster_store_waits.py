@@ -6,7 +6,10 @@ such a wait, and pytest could not exit after Ctrl-C. Now a thread waits at most 
 store's ``wait_s`` (``flush_wait_s`` of ``redis_outage_s`` in a crawl; 0.2 s here) and
 not at all for a loop that stopped, and a drain on the loop ends when the flusher task
 ends (``aclose``, or the cancellation of every task that ``asyncio.run`` makes on
-Ctrl-C): each with a one-line ``StoreError``.
+Ctrl-C): each with a one-line ``StoreError``. And a Redis Cluster client's connect
+to a node that never completes it gives up after the link's timeout (not redis-py's
+5 s), which ``RedisLink`` takes for an outage: retried, then a one-line
+``ClusterError`` past ``outage_s``.
 
 ``CAP_S`` is not a bound under test: it is how long a test waits before it calls the
 wait a hang (the bounds under test are 0.2 s or none), so a slow machine cannot fail it.
@@ -15,6 +18,8 @@ wait a hang (the bounds under test are 0.2 s or none), so a slow machine cannot 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 import threading
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
@@ -26,7 +31,7 @@ from crawldeck.core.cluster.keys import Keyspace
 from crawldeck.core.cluster.leases import Leases
 from crawldeck.core.cluster.link import RedisLink, open_client
 from crawldeck.core.cluster.store import ClusterStore
-from crawldeck.core.errors import StoreError
+from crawldeck.core.errors import ClusterError, StoreError
 from crawldeck.core.store import FrontierRow
 
 K = Keyspace("waits")
@@ -235,3 +240,36 @@ async def test_a_drain_waiting_on_redis_ends_when_the_flusher_is_cancelled(
         )
     finally:
         await link.aclose()
+
+
+@contextlib.contextmanager
+def unanswered_connects() -> Iterator[int]:
+    """A port on 127.0.0.1 whose listener's backlog is full: the kernel drops new SYNs,
+    so a connect to it neither completes nor fails (as to a node behind a firewall)."""
+    with socket.socket() as listener, contextlib.ExitStack() as stack:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = int(listener.getsockname()[1])
+        for _ in range(4):  # a backlog of 0 holds one or two; the rest wait for SYN-ACK
+            sock = stack.enter_context(socket.socket())
+            sock.setblocking(False)
+            with contextlib.suppress(BlockingIOError):
+                sock.connect(("127.0.0.1", port))
+        yield port
+
+
+async def test_a_cluster_node_that_never_accepts_is_an_outage_with_a_bounded_connect() -> None:
+    with unanswered_connects() as port:
+        client = open_client(f"redis://127.0.0.1:{port}/0", cluster=True, timeout_s=0.2)
+        link = RedisLink(client, outage_s=2)
+        try:
+            with pytest.raises(ClusterError) as caught:
+                await asyncio.wait_for(link.load_scripts(), CAP_S)
+        finally:
+            await link.aclose()
+    message = str(caught.value)
+    assert message.startswith("Redis unreachable for 2 s: RedisClusterUnreachableError: ")
+    assert "Timeout connecting" in message and "\n" not in message
+    # connects cut at 0.2 s, so the 2 s hold several tries (a connect of redis-py's own
+    # 5 s would hold one)
+    assert link.stats.retries >= 3
