@@ -315,7 +315,9 @@ class ClusterStore:
             self._stopped(target)
 
     def _stopped(self, target: int) -> NoReturn:
-        """Raise: buffers up to ``target`` will never be sent (no flusher runs)."""
+        """Raise: buffers up to ``target`` will never be sent (no flusher runs); the
+        failure that stopped the flusher, if one did."""
+        self._check()
         raise StoreError(
             f"cluster store: the flusher has stopped with {target - self._done} "
             "buffer(s) of writes not sent"
@@ -383,7 +385,8 @@ class ClusterStore:
         except concurrent.futures.CancelledError:
             raise StoreError(f"cluster store: {what} was cancelled by the event loop") from None
         finally:
-            future.cancel()  # a no-op once done
+            if not loop.is_closed():  # a closed loop takes no callback: nothing to cancel
+                future.cancel()  # a no-op once done
 
     def _check(self) -> None:
         if self._failure is not None:
