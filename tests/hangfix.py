@@ -20,7 +20,7 @@ import pytest
 import pytest_timeout
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # pytest -p no:timeout: unused
 def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
     """pytest-timeout's ``thread`` method (pyproject.toml: ``timeout``), which first
     prints the stack of every asyncio task still pending: a test hung in an ``await``
