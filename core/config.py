@@ -328,7 +328,9 @@ class CrawlConfig:
         cluster_hot_queue: queued URLs past which a host's new URLs go to path-prefix
             sub-queues in Redis (a hot host, issue #12 item 5).
         redis_outage_s: how long a cluster worker waits, retrying with backoff, for a
-            Redis that stopped answering before it gives up (exit 2).
+            Redis that stopped answering before it gives up (exit 2); a worker's
+            thread waits for its event loop at most twice this plus 30 s
+            (``core.cluster.store.flush_wait_s``).
         warc: write every fetch (robots.txt and redirects included) to WARC/1.1 files
             ``<db>-NNNNN.warc.gz`` beside the crawl file (``core.warc``, issue #13).
         warc_max_bytes: a WARC file is closed and the next one started once it has

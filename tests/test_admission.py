@@ -275,7 +275,7 @@ pages = st.lists(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(pages=pages)
 def test_the_memo_gives_what_a_fresh_resolution_gives(
     pages: list[tuple[str, int, list[str]]],

@@ -31,10 +31,10 @@ from crawldeck.core.cluster.server import (
 )
 from crawldeck.core.errors import ClusterError
 
-#: The budget given to ``check_redis`` in the hang checks (s); a check must end within
-#: it plus this slack (not a speed test: the point is that it never hangs).
+#: The budget given to ``check_redis`` in the hang checks (s). A check ends at it or
+#: hangs for good, so ten times it tells a hang from a slow machine (not a speed test).
 BUDGET_S = 1.0
-SLACK_S = 1.0
+HANG_S = 10 * BUDGET_S
 
 
 @pytest.fixture
@@ -191,7 +191,7 @@ def assert_unreachable(url: str, shown: str, reason: str) -> None:
     assert "\n" not in message
     assert message.startswith(f"cannot reach Redis at {shown}: ")
     assert reason in message
-    assert elapsed < BUDGET_S + SLACK_S
+    assert elapsed < HANG_S
 
 
 @contextlib.contextmanager
@@ -229,7 +229,7 @@ def test_check_redis_on_a_port_that_never_answers() -> None:
         f"cannot reach Redis at {url}: no answer within 1 s",
         f"cannot reach Redis at {url}: Timeout reading from socket",
     }
-    assert 0.9 * BUDGET_S <= elapsed < BUDGET_S + SLACK_S  # it waited for PONG, no longer
+    assert 0.9 * BUDGET_S <= elapsed < HANG_S  # it waited for PONG, and not for good
 
 
 def test_check_redis_on_a_missing_socket(tmp_path: Path) -> None:
@@ -267,12 +267,12 @@ async def test_acheck_redis_answers_on_the_loop(private: PrivateRedis) -> None:
         started = time.monotonic()
         with pytest.raises(ClusterError, match=r"^cannot reach Redis at .*Connection refused"):
             await acheck_redis(f"redis://127.0.0.1:{port}/0", BUDGET_S)
-        assert time.monotonic() - started < BUDGET_S + SLACK_S
+        assert time.monotonic() - started < HANG_S
     with silent_port() as port:
         started = time.monotonic()
         with pytest.raises(ClusterError, match=r"no answer within 1 s|Timeout"):
             await acheck_redis(f"redis://127.0.0.1:{port}/0", BUDGET_S)
-        assert time.monotonic() - started < BUDGET_S + SLACK_S
+        assert time.monotonic() - started < HANG_S
 
 
 def slot_owners(cluster: LocalRedisCluster) -> dict[int, int]:

@@ -132,7 +132,7 @@ def _bad_value(draw: st.DrawFn) -> tuple[str, int | float]:
 
 
 @given(_bad_value())
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400)
 def test_a_value_out_of_its_range_is_refused_by_the_type(bad: tuple[str, int | float]) -> None:
     """For every numeric field, below its low bound or above its high one:
     ``CrawlConfig(...)`` itself raises, with the very line ``build_config`` gives."""

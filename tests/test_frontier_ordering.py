@@ -32,7 +32,7 @@ op = st.one_of(  # adds, pops and releases three times as often as the rest
 )  # fmt: skip
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100)
 @given(
     st.sampled_from(ORDERINGS),
     st.integers(1, 3),

@@ -269,7 +269,7 @@ operation = st.one_of(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(
     delay_ms=st.sampled_from([0, 100, 500, 1000]),
     ip_delay_ms=st.sampled_from([0, 300, 1500]),

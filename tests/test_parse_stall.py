@@ -97,9 +97,16 @@ def test_sigterm_is_answered_while_a_pathological_page_is_parsed(tmp_path: Path)
             assert time.monotonic() < deadline and proc.poll() is None
             time.sleep(0.05)
         time.sleep(1.0)  # the page is being parsed now
-        sent = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=60)
-        took = time.monotonic() - sent
     assert proc.returncode == 130
-    assert took < 8.0, f"the SIGTERM was answered after {took:.1f} s"
+    # answered during the parse (about 28 s): the page was given up on, not recorded
+    # once parsed, and waits queued for the next run
+    conn = sqlite3.connect(tmp_path / "c.db")
+    try:
+        pages = conn.execute("SELECT count(*) FROM pages").fetchone()[0]
+        states = conn.execute("SELECT url, state FROM frontier").fetchall()
+    finally:
+        conn.close()
+    assert pages == 0
+    assert states == [(nested.url("/"), "queued")]

@@ -274,7 +274,7 @@ STATUSES = [200, 204, 301, 304, 404, 410, 429, 503, 500, 502, 504, None]
 ERRORS = {429, 503, 500, 502, 504, None}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(
     delay_ms=st.integers(0, 5000),
     max_delay_ms=st.integers(0, 60_000),

@@ -143,7 +143,8 @@ def test_urls_refused_by_robots_txt_use_no_per_ip_slot(tmp_path: Path) -> None:
         assert a.count("/ok") == 1 and all(b.count(f"/b{i}") == 1 for i in range(5))
         assert not [r for r in a.requests if r.path.startswith("/private/")]
     assert rows(db, "SELECT count(*) FROM blocked WHERE reason = 'robots'")[0][0] == 300
-    assert took < 5.0, f"the crawl took {took:.1f} s"
+    # a slot each would hold B for 300 x 100 ms; half of that tells the two apart
+    assert took < 300 * 0.100 / 2, f"the crawl took {took:.1f} s"
 
 
 # ------------------------------------------- item 10: failure kinds and time bounds
@@ -209,11 +210,9 @@ def test_a_dripping_server_holds_a_url_for_a_bounded_time(
 
     server.set("/", html('<a href="/drip">x</a>'))
     server.set_raw("/drip", drip)
-    started = time.monotonic()
     run_crawl([server.url("/")], tmp_path / "c.db", total_timeout_ms=1500,
               backoff_base_ms=10, max_retries=5)  # fmt: skip
-    assert server.count("/drip") <= 2
-    assert time.monotonic() - started < 5.0
+    assert server.count("/drip") <= 2  # not 1 + max_retries tries, each timed out
 
 
 def test_tarpits_do_not_starve_a_good_host(tmp_path: Path) -> None:
@@ -264,7 +263,7 @@ def test_tarpits_do_not_starve_a_good_host(tmp_path: Path) -> None:
                 started = time.monotonic()
                 task = asyncio.create_task(engine.run())
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(reached.wait(), timeout=15)
+                    await asyncio.wait_for(reached.wait(), timeout=30)
                 waited = time.monotonic() - started
                 engine.request_stop()
                 await asyncio.wait_for(task, timeout=30)
@@ -273,7 +272,8 @@ def test_tarpits_do_not_starve_a_good_host(tmp_path: Path) -> None:
             waited = asyncio.run(main())
             store.close()
             assert good.count("/") == 1
-            assert waited < 5.0, f"the good host waited {waited:.1f} s"
+            # before any tarpit's read timeout (20 s) could free a slot: not starved
+            assert waited < 20.0, f"the good host waited {waited:.1f} s"
     finally:
         stop.set()
         for sock in tarpits + held:

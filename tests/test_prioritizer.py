@@ -143,7 +143,7 @@ def test_split_cash_divides_and_a_page_without_links_keeps_none() -> None:
 # ---------------------------------------------------------- OPIC conservation
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(
     st.integers(0, 2**32 - 1),
     st.integers(1, 4),

@@ -175,7 +175,7 @@ def test_detection_on_a_large_page() -> None:
     assert looks_like_shell(page, HTML, 2) is None
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=50)
 @given(
     head=st.sampled_from([case[1] for case in DETECTION] + [b""]),
     tail=st.one_of(st.sampled_from([case[1] for case in DETECTION]), st.binary(max_size=512)),

@@ -99,7 +99,9 @@ def test_each_run_stores_its_own_counts(tmp_path: Path) -> None:
         srv.set("/more", html('<a href="/more1">1</a><a href="/more2">2</a>'))
         srv.set("/more1", html("1"))
         srv.set("/more2", html("2"))
+        before = time.monotonic()
         run_crawl([srv.url("/")], db, allow_private=True, warc=False, flush_interval_ms=20)
+        took = time.monotonic() - before
         first = stored_stats(db, 1)
         # a second run of the file: a new seed, stopped by max_pages after one more page
         run_crawl(
@@ -123,7 +125,7 @@ def test_each_run_stores_its_own_counts(tmp_path: Path) -> None:
     assert first["peak_rss_bytes"] > 10 * 1024 * 1024  # a Python process with aiohttp
     (started, finished) = rows(db, "SELECT started_at, finished_at FROM runs WHERE id = 1")[0]
     assert first["start_time"] <= started and first["finish_time"] <= finished
-    assert 0 < first["elapsed_s"] < 60
+    assert 0 < first["elapsed_s"] <= took  # seconds, timed within the run
     second = stored_stats(db, 2)
     assert second["finish_reason"] == "max_pages"
     assert second["run_id"] == 2

@@ -234,7 +234,7 @@ _steps = st.lists(
     capacity=st.integers(min_value=1, max_value=6),
     steps=_steps,
 )
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 def test_ip_limiter_spaces_as_host_politeness_without_its_extras(
     delay_ms: int, capacity: int, steps: list[tuple[str, str, float]]
 ) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import gzip
 import threading
-import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -155,7 +154,6 @@ def test_hostile_sitemaps_end_with_their_reason_and_other_hosts_go_on(tmp_path: 
         text = "".join(f"{p}\n" for p in pages).encode()
         good.set("/sitemap.xml", Response(200, {"Content-Type": "text/plain"}, text))
 
-        started = time.monotonic()
         run_crawl([u("/"), good.url("/")], db, timeout=30, total_timeout_ms=1000, scope="host")
         errors = dict(rows(db, "SELECT url, error FROM sitemaps"))
         assert errors[u("/drip.xml")].startswith("timeout: ")
@@ -175,7 +173,6 @@ def test_hostile_sitemaps_end_with_their_reason_and_other_hosts_go_on(tmp_path: 
         # the other host's pages were all fetched while the drip still held its host
         drip_at = next(r.at for r in bad.requests if r.path == "/drip.xml")
         assert max(r.at for r in good.requests if r.path.startswith("/p")) < drip_at + 1.0
-        assert time.monotonic() - started < 30
 
 
 class StopAtExactCheck(Store):

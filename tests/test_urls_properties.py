@@ -27,8 +27,9 @@ import re
 import time
 from collections.abc import Sequence
 
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from scaling import MAX_GROWTH
 
 from crawldeck.core.config import DEFAULT_STRIP_PARAMS
 from crawldeck.core.errors import UrlError
@@ -287,7 +288,7 @@ def links(draw: st.DrawFn) -> tuple[str, str | None]:
     return link, draw(st.one_of(st.none(), _one_of(BASES)))
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=600)
 @given(links())
 @example(("/public/.. #x", "http://h.test/p"))
 @example(("/public/%2e%2e/secret", "http://h.test/public/"))
@@ -306,12 +307,15 @@ def test_clean_properties_on_200k_generated_links() -> None:
     # Properties 1-4 (the fifth, which costs a third more, is the Hypothesis test's).
     cases = nasty_links(seed=20240610, count=200_000)
     start = time.perf_counter()
-    cleaned = [check(link, base, against_cleaned_base=False) for link, base in cases]
+    cleaned = [check(link, base, against_cleaned_base=False) for link, base in cases[:20_000]]
+    tenth = time.perf_counter() - start
+    cleaned += [check(link, base, against_cleaned_base=False) for link, base in cases[20_000:]]
     elapsed = time.perf_counter() - start
     accepted = [url for url in cleaned if url is not None]
     # hostile pieces, but many links must still be URLs (a refusal checks little)
     assert len(accepted) > 70_000, len(accepted)
-    assert elapsed < 60, elapsed  # 4-9 s on the 2-core test VM; only a runaway fails
+    # n against 10n (4-9 s in all on the 2-core test VM): only a runaway fails
+    assert elapsed <= MAX_GROWTH * 10 * tenth, (tenth, elapsed)
     # ... and the pieces make the cases of the issue: dot segments behind a space or
     # %2e, hosts that are numbers behind invisible code points, in every notation
     assert sum("..%20" in url for url in accepted) > 100

@@ -420,7 +420,7 @@ window_op = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400)
 @given(
     window=st.sampled_from([8, 16, 24]),
     ordering=st.sampled_from(["bfs", "larger-sites-first"]),

@@ -37,13 +37,14 @@ what this worker sent (``contains`` is ``False``: Redis's seen set decides).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import logging
 import time
 from collections import Counter, defaultdict, deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal, NoReturn, TypeVar
 
 from crawldeck.core import urls
 from crawldeck.core.archive import WarcHome
@@ -74,6 +75,8 @@ from crawldeck.core.store import (
 
 log = logging.getLogger("crawldeck.cluster")
 
+_T = TypeVar("_T")
+
 #: Ops buffered before ``room`` makes the engine wait for the flusher.
 MAX_PENDING = 4000
 #: Seconds of pushes and unfenced commits kept to be sent again after an outage (more
@@ -81,6 +84,21 @@ MAX_PENDING = 4000
 REPLAY_S = 3.0
 #: The longest path prefix (characters) naming a hot host's sub-queue.
 PREFIX_CHARS = 40
+#: How often (s) a thread waiting for the loop looks whether the loop was closed.
+WAIT_SLICE_S = 0.5
+#: Seconds over twice the Redis outage time that a thread's ``flush`` or
+#: ``load_spilled`` waits for the event loop (see ``flush_wait_s``).
+FLUSH_SLACK_S = 30.0
+
+
+def flush_wait_s(outage_s: float) -> float:
+    """The longest (s) a thread waits for the loop in ``ClusterStore.flush`` and
+    ``load_spilled``, given the Redis outage time ``outage_s`` (s, ``redis_outage_s``):
+    a drain waits for at most two buffers (the one being sent and the one after), each
+    sent within the outage time plus a socket timeout and a backoff step, which
+    ``FLUSH_SLACK_S`` covers with room to spare. Past it the loop is blocked or gone
+    (issue #22 item 2: nothing waits forever)."""
+    return 2 * outage_s + FLUSH_SLACK_S
 
 
 def path_prefix(url: str) -> str:
@@ -171,6 +189,9 @@ class ClusterStore:
             moves between; 0 (another ordering): no credits are made.
         inlinks: the bands are those of cash and in-links (``opic-inlinks``:
             ``core.prioritizer.importance_priority``), not of cash alone.
+        wait_s: the longest (s) ``flush`` and ``load_spilled``, called in a thread,
+            wait for the event loop (``flush_wait_s`` of the crawl's
+            ``redis_outage_s``); then they raise ``StoreError``.
 
     Attributes:
         warc_home: where this worker's WARC files go (``core.archive.warc_writer``
@@ -192,8 +213,10 @@ class ClusterStore:
         max_pages: int | None = None,
         cash_queues: int = 0,
         inlinks: bool = False,
+        wait_s: float = flush_wait_s(60.0),
     ) -> None:
         self._keys = keys
+        self._wait_s = wait_s
         self._inlinks = "1" if inlinks else "0"
         self.warc_home: WarcHome | None = None
         self._cap = max_pages
@@ -211,7 +234,7 @@ class ClusterStore:
         self._pages: Counter[str] = Counter()
         self._blocked: Counter[str] = Counter()
         self._kick = asyncio.Event()
-        self._sent = asyncio.Condition()  # notified after each buffer is sent
+        self._drains: list[tuple[int, asyncio.Future[None]]] = []  # (serial, waiter)
         self._done = 0  # the serial of the last buffer sent
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
@@ -231,6 +254,7 @@ class ClusterStore:
         """Start the flusher on the running loop."""
         self._loop = asyncio.get_running_loop()
         self._task = self._loop.create_task(self._flusher(), name="cluster-flusher")
+        self._task.add_done_callback(lambda _task: self._wake())
 
     async def aclose(self) -> None:
         """Send what is buffered, then stop the flusher.
@@ -269,28 +293,100 @@ class ClusterStore:
     async def drain(self) -> None:
         """Wait until everything written before the call was sent (or the flusher
         failed); writes made meanwhile are not waited for (under load the buffer is
-        never empty)."""
+        never empty).
+
+        Raises:
+            StoreError: the flusher has stopped (``aclose``, or its task was
+                cancelled) with writes of the call's not sent.
+        """
         if self._buf.ops:
             target = self._buf.serial
         elif self._sending is not None:
             target = self._sending.serial
         else:
             return
+        if self._task is None or self._task.done():
+            self._stopped(target)
         self._kick.set()
-        async with self._sent:
-            await self._sent.wait_for(lambda: self._done >= target or self._failure is not None)
+        waiter = asyncio.get_running_loop().create_future()
+        self._drains.append((target, waiter))
+        await waiter
+        if self._done < target and self._failure is None:
+            self._stopped(target)
+
+    def _stopped(self, target: int) -> NoReturn:
+        """Raise: buffers up to ``target`` will never be sent (no flusher runs); the
+        failure that stopped the flusher, if one did."""
+        self._check()
+        raise StoreError(
+            f"cluster store: the flusher has stopped with {target - self._done} "
+            "buffer(s) of writes not sent"
+        )
+
+    def _wake(self) -> None:
+        """Resolve the drains whose buffers were sent, and all of them once the
+        flusher failed or stopped (nothing else will wake them)."""
+        over = self._failure is not None or self._task is None or self._task.done()
+        waiting: list[tuple[int, asyncio.Future[None]]] = []
+        for target, waiter in self._drains:
+            if over or self._done >= target:
+                if not waiter.done():
+                    waiter.set_result(None)
+            else:
+                waiting.append((target, waiter))
+        self._drains = waiting
 
     def flush(self) -> None:
         """``drain`` from another thread (the engine's end of run and the frontier
-        window's reads call it in a thread; never call it on the loop's thread).
+        window's reads call it in a thread; never call it on the loop's thread),
+        waiting at most ``wait_s`` for the loop.
 
         Raises:
-            StoreError: see the class.
+            StoreError: see the class; or the loop did not finish the drain within
+                ``wait_s`` (blocked, or stopped under it), or the flusher stopped.
         """
         loop = self._loop
         if loop is not None and not loop.is_closed():
-            asyncio.run_coroutine_threadsafe(self.drain(), loop).result()
+            self._on_loop(loop, self.drain, "flush")
         self._check()
+
+    def _on_loop(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        call: Callable[[], Coroutine[Any, Any, _T]],
+        what: str,
+    ) -> _T:
+        """``call()`` run on ``loop`` from another thread, waited for at most ``wait_s``.
+
+        Raises:
+            StoreError: the loop is not running, was closed under the wait, did not
+                finish within ``wait_s`` (the call is cancelled), or cancelled the
+                call; or the call's own.
+        """
+        if not loop.is_running():
+            raise StoreError(f"cluster store: {what} needs the event loop, which has stopped")
+        future = asyncio.run_coroutine_threadsafe(call(), loop)
+        deadline = time.monotonic() + self._wait_s
+        try:
+            while True:  # in slices, to see a loop closed under the wait at once
+                left = deadline - time.monotonic()
+                try:
+                    return future.result(timeout=max(0.0, min(WAIT_SLICE_S, left)))
+                except concurrent.futures.TimeoutError:
+                    if loop.is_closed():
+                        raise StoreError(
+                            f"cluster store: {what} cut: the event loop closed under it"
+                        ) from None
+                    if left <= WAIT_SLICE_S:
+                        raise StoreError(
+                            f"cluster store: {what} waited {self._wait_s:g} s for the event "
+                            "loop (blocked or stopped) and gave up"
+                        ) from None
+        except concurrent.futures.CancelledError:
+            raise StoreError(f"cluster store: {what} was cancelled by the event loop") from None
+        finally:
+            if not loop.is_closed():  # a closed loop takes no callback: nothing to cancel
+                future.cancel()  # a no-op once done
 
     def _check(self) -> None:
         if self._failure is not None:
@@ -443,7 +539,7 @@ class ClusterStore:
         loop = self._loop
         if loop is None:
             return [], 0
-        rows = asyncio.run_coroutine_threadsafe(self.pull(host, limit), loop).result()
+        rows = self._on_loop(loop, lambda: self.pull(host, limit), "a read of queued URLs")
         return rows, 0
 
     async def pull(self, host: str, limit: int) -> list[FrontierRow]:
@@ -596,17 +692,15 @@ class ClusterStore:
                     self._sending = buf
                     await self._send(buf)
                     self._sending = None
-                    async with self._sent:
-                        self._done = buf.serial
-                        self._sent.notify_all()
+                    self._done = buf.serial
+                    self._wake()
             except CrawldeckError as exc:
                 self._failure = StoreError(f"cluster store: {exc}")
             except Exception as exc:  # a bug: fail the store (the engine stops), never spin
                 log.exception("cluster store: flush failed")
                 self._failure = StoreError(f"cluster store: flush failed: {exc!r}")
             if self._failure is not None:
-                async with self._sent:
-                    self._sent.notify_all()
+                self._wake()
 
     async def _send(self, buf: _Buffer) -> None:
         """One flush: pushes, then commits (see the module); first, after Redis came
@@ -751,10 +845,12 @@ def _text(value: bytes | str) -> str:
 
 
 __all__ = [
+    "FLUSH_SLACK_S",
     "MAX_PENDING",
     "ClusterStore",
     "ClusterStoreStatistics",
     "decode_robots",
     "encode_robots",
+    "flush_wait_s",
     "path_prefix",
 ]

@@ -1,0 +1,52 @@
+"""The suite's own bounds (issue #22 item 2): nothing in it hangs CI, and a slow
+machine fails nothing.
+
+* Hypothesis runs under ``tests/conftest.py``'s profile: no deadline per example and no
+  ``too_slow`` health check, wall-clock bounds both.
+* pytest-timeout (``timeout`` in pyproject.toml) ends a hung run with exit 1 and the
+  stacks of its threads and of its pending asyncio tasks (``tests/hangfix.py``): here a
+  run of one test hung in an ``await`` beside a thread hung in ``Event.wait``, with a
+  timeout of 2 s (the test would wait forever without it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import hypothesis
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+
+HUNG = """
+import asyncio
+import threading
+
+
+async def test_hung() -> None:
+    threading.Thread(target=threading.Event().wait, name="helper", daemon=True).start()
+    await asyncio.Event().wait()
+"""
+
+
+def test_property_tests_have_no_deadline_and_no_too_slow_check() -> None:
+    current = hypothesis.settings()
+    assert current.deadline is None
+    assert hypothesis.HealthCheck.too_slow in current.suppress_health_check
+
+
+def test_a_hung_test_fails_with_its_tasks_and_threads_stacks(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(TESTS))  # hangfix, as tests/conftest.py loads it
+    pytester.makepyfile(test_hung=HUNG)
+    result = pytester.runpytest_subprocess(
+        "-p", "hangfix", "-o", "asyncio_mode=auto", "--timeout=2", "-o", "timeout_method=thread"
+    )
+    assert result.ret == 1
+    out = result.stdout.str()
+    assert "asyncio task Task-1" in out
+    assert "await asyncio.Event().wait()" in out  # the await the test hangs in
+    assert "Stack of helper" in out  # and every thread's stack
+    assert "Stack of MainThread" in out
+    assert "+ Timeout +" in out
