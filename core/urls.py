@@ -501,7 +501,9 @@ def normalize(url: str, strip_params: Collection[str]) -> str:
     fragment and the userinfo dropped (as by :func:`clean`). In the query, empty ``&``
     pieces are dropped, parameters whose lowercased name is in ``strip_params`` are
     removed, the rest are sorted by name then value (stable) and kept byte for byte
-    otherwise (blank values included); an empty query loses its ``?``.
+    otherwise (blank values included); an empty query loses its ``?``. In both, the
+    characters a browser sends as they are but RFC 3986 does not allow (``[ ] \\ ^ `
+    { | }``) are percent-encoded, so ``/a|b`` and ``/a%7Cb`` share one key.
 
     In the path, a ``;name=value`` parameter of any segment (RFC 3986 §3.3 allows
     ``;`` for them, and session ids travel there: ``/a;jsessionid=0A1B/b``,
@@ -543,6 +545,20 @@ def normalize(url: str, strip_params: Collection[str]) -> str:
     return _normalize_slowly(url, strip_params)
 
 
+#: The characters a browser sends unencoded in a path or a query (WHATWG URL §1.3) that
+#: RFC 3986 (§3.3, §3.4) does not allow there.
+_OUTSIDE_RFC3986 = re.compile(r"[\[\]\\^`{|}\"<> ]")
+
+
+def _encode_outside_rfc3986(text: str) -> str:
+    """``text`` with the characters of ``_OUTSIDE_RFC3986`` percent-encoded (uppercase),
+    so the dedupe key stays a URI in RFC 3986 normal form (``/a|b`` is ``/a%7Cb``, the
+    key of both spellings)."""
+    if not _OUTSIDE_RFC3986.search(text):
+        return text
+    return _OUTSIDE_RFC3986.sub(lambda match: f"%{ord(match.group()):02X}", text)
+
+
 def _normalize_slowly(url: str, strip_params: Collection[str]) -> str:
     """:func:`normalize` by the general path (tests check both paths agree)."""
     scheme_match = _SCHEME.match(url)
@@ -552,14 +568,16 @@ def _normalize_slowly(url: str, strip_params: Collection[str]) -> str:
     host = host.rstrip(".") or host
     netloc = host if port is None or port == DEFAULT_PORTS[scheme] else f"{host}:{port}"
 
-    path = _fix_escapes(path) if path else "/"
+    path = _fix_escapes(_encode_outside_rfc3986(path)) if path else "/"
     strip = _strip_set(strip_params) if query or ";" in path else _NOTHING
     if strip and ";" in path:
         path = _strip_path_params(path, strip)
     path = _remove_dot_segments(path)
 
     if query:
-        pieces = [piece for piece in _fix_escapes(query).split("&") if piece]
+        pieces = [
+            piece for piece in _fix_escapes(_encode_outside_rfc3986(query)).split("&") if piece
+        ]
         if pieces:
             if strip:
                 pieces = [p for p in pieces if p.partition("=")[0].lower() not in strip]

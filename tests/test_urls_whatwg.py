@@ -142,6 +142,20 @@ def test_links_are_requested_as_a_browser_requests_them(
     assert clean(link, base) == expected
 
 
+@pytest.mark.parametrize(
+    ("sent", "encoded"),
+    [
+        ("http://h.test/a|b[c]", "http://h.test/a%7Cb%5Bc%5D"),
+        ("http://h.test/?x=\\&y={1}&z=`", "http://h.test/?x=%5C&y=%7B1%7D&z=%60"),
+    ],
+)
+def test_a_link_sent_as_browsers_send_it_keeps_its_dedupe_key(sent: str, encoded: str) -> None:
+    # The URL requested keeps | [ ] \ { } ` as a browser sends them; the dedupe key
+    # is in RFC 3986 form, the same for that spelling and the percent-encoded one.
+    assert clean(sent) == sent
+    assert normalize(sent, ()) == normalize(encoded, ()) == encoded
+
+
 # ------------------------------------------------------------------------ properties
 
 HOSTS = st.sampled_from(["h.test", "example.com", "127.0.0.1", "[::1]", "bücher.de"])
