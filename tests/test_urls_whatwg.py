@@ -6,7 +6,8 @@ base (or ``null``) and either the URL a browser makes of them or ``failure``. Th
 crawldeck requests for a link is what a browser requests for it: the case's ``href``
 without its fragment and userinfo (never sent). So for every case:
 
-* an http(s) result: ``clean(input, base)`` is that URL;
+* an http(s) result: ``clean(input, base)`` is that URL, and ``origin`` of it is the
+  case's origin;
 * a failure: ``clean`` refuses the link with a ``UrlError``;
 * a result in another scheme (``ws:``, ``wss:``, ``ftp:``, ``file:``, ``data:``,
   ``sc:``...): ``clean`` refuses it as ``UnsupportedScheme``: a crawler requests
@@ -32,7 +33,7 @@ from hypothesis import strategies as st
 
 from crawldeck.core.config import DEFAULT_STRIP_PARAMS
 from crawldeck.core.errors import UnsupportedScheme, UrlError
-from crawldeck.core.urls import clean, normalize
+from crawldeck.core.urls import clean, normalize, origin
 
 DATA = Path(__file__).parent / "data" / "urltestdata.json"
 
@@ -90,8 +91,10 @@ def test_clean_agrees_with_the_url_standards_test_data() -> None:
         elif case["protocol"] in ("http:", "https:"):
             want = _wire_url(case)
             ok = got == want
-            if ok:  # and the URL requested is a fixed point, as a browser's href is
+            if ok:  # the URL requested is a fixed point, as a browser's href is, and
+                # its origin (robots.txt's unit, RFC 9309 §2.3) is the browser's
                 assert clean(want) == want, key
+                assert origin(want) == case.get("origin", origin(want)), key
         else:
             other_schemes += 1
             refused_scheme += got is UnsupportedScheme
