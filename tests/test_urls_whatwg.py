@@ -272,6 +272,8 @@ def test_the_url_requested_is_a_fixed_point_with_no_unencoded_byte(
 
 @settings(max_examples=300, deadline=None)
 @given(st.sampled_from(["http", "https"]), HOSTS, PIECE, st.integers(1, 65535))
+@example("http", "h.test", "a", 80)
+@example("https", "[::1]", "", 443)
 def test_the_default_port_is_dropped_and_others_kept(
     scheme: str, host: str, path: str, port: int
 ) -> None:
