@@ -70,8 +70,8 @@ import codecs
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import urldefrag, urljoin, urlsplit
 
+import ada_url
 from multidict import MultiMapping
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 from w3lib.encoding import html_body_declared_encoding, resolve_encoding
@@ -397,11 +397,8 @@ def _refresh_target(declared: tuple[int, str | None] | None, base: str, url: str
     delay, target = declared
     if target is None or delay > REFRESH_MAX_DELAY_S:
         return None
-    try:
-        if urldefrag(urljoin(base, target)).url == urldefrag(url).url:
-            return None
-    except ValueError:
-        pass
+    if _resolved(base, target).partition("#")[0] == _resolved(url, "").partition("#")[0]:
+        return None
     return target
 
 
@@ -509,16 +506,25 @@ def extract_links(
 
 
 def _resolve_base(url: str, href: str | None) -> str:
-    """``href`` resolved against ``url`` when that gives an http(s) URL, else ``url``."""
+    """``href`` resolved against ``url`` when that gives an http(s) URL, else ``url``.
+
+    Resolved by the WHATWG URL parser (ada), as the HTML Standard's "document base
+    URL" is: ``<base href="\\\\cdn.test\\x/">`` is ``http://cdn.test/x/`` as a
+    browser reads it.
+    """
     if href is None:
         return url
+    resolved = _resolved(url, href)
+    return resolved if resolved.startswith(("http://", "https://")) else url
+
+
+def _resolved(base: str, href: str) -> str:
+    """``href`` parsed against ``base`` by the WHATWG URL parser (ada): its href
+    (serialization, fragment included), or ``""`` when the parser refuses it."""
     try:
-        resolved = urljoin(url, href.strip(_WS))
-        if urlsplit(resolved).scheme.lower() in ("http", "https"):
-            return resolved
+        return ada_url.join_url(base, href)
     except ValueError:
-        pass
-    return url
+        return ""
 
 
 __all__ = [

@@ -2,10 +2,11 @@
 
 Two spellings of every URL travel through crawldeck (docs/architecture.md, "Conventions"):
 
-* the **URL requested** (:func:`clean`): the link as found, resolved against its base,
-  fragment and userinfo removed, dot segments removed and unsafe characters
-  percent-encoded, so a server that is picky about its own spelling sees the URL as a
-  browser would send it, and robots.txt is checked on exactly the path that is sent;
+* the **URL requested** (:func:`clean`): the link as a browser reads it, parsed and
+  resolved against its base by the WHATWG URL standard (with ``ada_url``, a
+  conformant parser), fragment and userinfo removed, so a server that is picky about
+  its own spelling sees the URL a browser would send, and robots.txt is checked on
+  exactly the path that is sent;
 * the **dedupe key** (:func:`normalize`): the same URL put in the normal form of
   RFC 3986 §6.2.2-§6.2.3 plus a sorted, filtered query, so trivially different
   spellings of one resource are crawled once.
@@ -25,8 +26,9 @@ import functools
 import ipaddress
 import re
 from collections.abc import Collection
-from urllib.parse import SplitResult, quote, urlsplit
+from urllib.parse import SplitResult, urlsplit
 
+import ada_url
 import idna
 import tldextract
 
@@ -49,31 +51,6 @@ _NEEDS_FIXING = re.compile(r"[\x00-\x20\\]")
 _ASCII_HOST = re.compile(r"[a-z0-9_-]{1,63}(?:\.[a-z0-9_-]{1,63})*\.?")
 #: RFC 1035 §2.3.4: at most 253 characters (without a trailing dot).
 _MAX_HOST_CHARS = 254
-
-#: The characters left as they are in a cleaned path: RFC 3986 §3.3 ``pchar`` and
-#: ``/``, with ``%`` (an escape, or a stray ``%`` kept as written, as browsers do).
-#: Every other character is percent-encoded as UTF-8: the WHATWG URL path
-#: percent-encode set (§1.3) plus what RFC 3986 does not allow (``[ ] | \\ ^``), so
-#: the URL is valid by both standards (the choice of w3lib's ``safe_url_string``).
-_PATH_SAFE = "!$&'()*+,;=:@/%"
-#: The same for the query (RFC 3986 §3.4 adds ``?``), with ``'`` encoded as in the
-#: WHATWG URL special-query percent-encode set (§1.3) for http and https.
-_QUERY_SAFE = "!$&()*+,;=:@/?%"
-
-#: A URL that :func:`_clean_slowly` returns unchanged: http(s), lowercase ASCII host,
-#: no userinfo, a port without leading zero, then only ``_PATH_SAFE`` characters in
-#: the path and ``_QUERY_SAFE`` characters in a non-empty query.
-_ALREADY_CLEAN = re.compile(
-    r"https?://(?P<host>[a-z0-9_-]{1,63}(?:\.[a-z0-9_-]{1,63})*\.?)"
-    r"(?::(?P<port>[1-9][0-9]{0,4}))?"
-    r"(?:/[A-Za-z0-9\-._~%:/@!$&'()*+,;=]*(?:\?[A-Za-z0-9\-._~%:/?@!$&()*+,;=]+)?)?"
-)
-
-#: A dotted-quad IPv4 address as browsers write it (no leading zeros, no final dot).
-_CANONICAL_IPV4 = re.compile(r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}"
-                             r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])")  # fmt: skip
-_HEX = frozenset("0123456789abcdefABCDEF")
-_DIGIT_OR_DOT = frozenset("0123456789.")
 
 #: A dot segment (RFC 3986 §3.3) in a path: ``.`` or ``..``, a dot possibly escaped as
 #: ``%2e`` (WHATWG URL "single-dot/double-dot URL path segment"), followed by ``/``,
@@ -266,230 +243,149 @@ def _split(url: str, shown: str) -> tuple[str, str, int | None, str, str]:
 def clean(url: str, base: str | None = None) -> str:
     """The URL to request for the link ``url`` found on a page whose base is ``base``.
 
-    The steps, in the order of the WHATWG URL basic URL parser (§4.4), each one on
-    text the earlier steps have finished, so that a later step never exposes work
-    for an earlier one and ``clean(clean(u)) == clean(u)`` holds by construction:
+    What a browser requests for that link: ``url`` is parsed against ``base`` by the
+    WHATWG URL standard's basic URL parser (§4.4), with ada (``ada_url``, the
+    conformant parser of Node.js), and the result is the URL's serialization
+    (§4.5) without the parts that never go on the wire:
 
-    1. surrounding C0 controls and spaces are stripped from the whole link (its
-       fragment included), tab and newlines removed everywhere and backslashes in
-       the authority or path read as ``/``; the base gets the same (§4.4);
-    2. ``url`` is resolved against ``base`` (RFC 3986 §5.2, see ``_join``);
-    3. the fragment is dropped (RFC 3986 §3.5: it is never sent). Spaces or
-       controls now at the end were inside the link and stay: they are encoded in
-       step 6, as browsers do, so ``/public/.. #x`` is ``/public/..%20``, not
-       ``/public/..`` (which a server resolves to ``/``);
-    4. the userinfo (``user:pw@``) is dropped: a crawler never sends credentials
-       found in a link, and with them one site would be crawled twice;
-    5. the host: IDNA-encoded first (UTS #46, see ``_ascii_host``: code points it
-       maps to nothing, such as U+00AD or U+FEFF, vanish), then a host that ends in
-       a number is read as IPv4 and written as a dotted quad (WHATWG URL §3.5 host
-       parser: "domain to ASCII", then "ends in a number", then the IPv4 parser), an
-       IPv6 literal is written in its RFC 5952 form; the port is written as its
-       decimal number (an explicit default port is kept);
-    6. the path and the query are percent-encoded as UTF-8 (``_PATH_SAFE``,
-       ``_QUERY_SAFE``; existing escapes are kept, ``%`` itself is never encoded);
-    7. dot segments are removed from the encoded path (RFC 3986 §5.2.4, also for
-       absolute URLs, with ``%2e`` read as a dot as browsers do), because clients
-       and servers remove them: the URL requested, the URL robots.txt is checked on
-       and the dedupe key must name the same path. Encoding never makes or unmakes a
-       dot segment (``.`` and ``%`` are never encoded), so the order of 6 and 7 is
-       free; removing dot segments leaves only text that step 6 would not change.
+    * everything the standard does for a special scheme (http, https): leading and
+      trailing C0 controls and spaces stripped, tab and newlines removed anywhere,
+      ``\\`` read as ``/`` before the query, any number of slashes after
+      ``http:`` (``http:////h/``), ``http:g`` relative to an http base, an authority
+      with the query glued on (``http://h?a`` is ``http://h/?a``), an empty path
+      written ``/``, an empty query kept (``?`` at the end), the path, query and
+      userinfo percent-encode sets (§1.3; existing escapes kept, ``|`` and ``[``
+      left in a path as browsers send them), ``.``/``..`` segments removed (``%2e``
+      too), the scheme's default port dropped, the host IDNA-encoded (UTS #46,
+      §3.5), percent-decoded, and read as IPv4 when it ends in a number
+      (``http://0x7f.1/`` is ``http://127.0.0.1/``), IPv6 in its RFC 5952 form;
+    * then the fragment is dropped (RFC 3986 §3.5: it is never sent) and the
+      userinfo (``user:pw@``): a crawler never sends credentials found in a link,
+      and with them one site would be crawled twice.
 
-    Nothing else is rewritten: other escapes and the query order stay as found.
+    Where a browser would request a URL a crawler cannot, crawldeck refuses it:
+    a scheme other than http/https, port 0, or a host that no DNS name can be
+    (characters other than letters, digits, ``-`` and ``_``, an empty label, a
+    label over 63 or a name over 253 characters: ``http://a..b/``,
+    ``http://!$&/``). ``clean(clean(u)) == clean(u)``.
+
+    Nothing else is rewritten: the query order, escapes and parameters stay as
+    found (crawldeck's own normalization is :func:`normalize`, the dedupe key).
 
     Args:
         url: an absolute or relative URL reference, as written in a page.
         base: the absolute URL it is relative to, or ``None`` for an absolute ``url``.
 
     Returns:
-        An absolute http/https URL string, ASCII only, without a fragment, whose path
-        has no dot segment in any spelling and whose host, if it ends in a number,
+        An absolute http/https URL string, ASCII only, with a path that starts with
+        ``/``, without a fragment or userinfo, whose host, if it ends in a number,
         is a dotted-quad IPv4 address.
 
     Raises:
         UnsupportedScheme: (a ``UrlError``) the scheme is not http/https, e.g.
-            ``javascript:``, ``mailto:``, ``data:``; the message names the scheme.
+            ``javascript:``, ``mailto:``, ``data:``, ``ftp:``; the message names it.
         UrlError: one line saying why: no scheme (relative without a base), no host,
             a bad host name (an IPvFuture literal such as ``[v1.x]`` or an IPv6 zone
             id included), a port that is not a number in 1-65535, or text that cannot
             be parsed (a lone surrogate included).
     """
-    raw = _fix_whitespace(url)
-    if base and not raw.startswith(("http://", "https://")):
-        joined = _join(_fix_whitespace(base), raw)
-    else:
-        joined = raw
-    joined = joined.partition("#")[0]
-    if _takes_fast_path(joined):
-        return joined
-    return _clean_slowly(joined, url)
+    try:
+        href = ada_url.join_url(base, url) if base else ada_url.normalize_url(url)
+    except ValueError:
+        raise _refusal(url, base) from None
+    match = _HREF.fullmatch(href)
+    if match is None:
+        scheme = href.partition(":")[0]
+        raise _fail(
+            f"unsupported scheme {scheme!r} in {_show(url)} (only http and https are crawled)",
+            scheme=True,
+        )
+    host = match.group(2)
+    if host[0] != "[" and (len(host) > _MAX_HOST_CHARS or not _ASCII_HOST.fullmatch(host)):
+        raise _fail(f"host {_show(host)} is not a valid host name")
+    port = match.group(3)
+    if port == "0":
+        raise _fail(f"bad port '0' in {_show(url)} (expected 1-65535)")
+    if match.start(2) == match.end(1) + 3 and match.end(4) == len(href):
+        return href  # no userinfo, no fragment: the common case
+    authority = host if port is None else f"{host}:{port}"
+    return f"{match.group(1)}://{authority}{match.group(4)}"
 
+
+#: An http(s) URL as the WHATWG URL serializer writes it (§4.5, ada's ``href``):
+#: scheme (1), userinfo (its ``@`` and ``/`` are percent-encoded), host (2: a name,
+#: a dotted quad or a bracketed IPv6 address), port (3: decimal, never the
+#: default), path and query (4: the path always starts with ``/``; ``#`` is
+#: percent-encoded in both), then the fragment.
+_HREF = re.compile(r"(https?)://(?:[^@/]*@)?(\[[0-9a-f:.]+\]|[^:/]+)(?::([0-9]+))?(/[^#]*)(?:#.*)?")
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 
-def _join(base: str, ref: str) -> str:
-    """``ref`` resolved against the absolute ``base`` (RFC 3986 §5.2.2, §5.2.3), the
-    fragment kept; dot segments are left for :func:`clean` to remove (with ``%2e``
-    read as a dot, as browsers do), so every kind of reference is treated alike.
+def _refusal(url: str, base: str | None) -> UrlError:
+    """Why the WHATWG URL parser refuses ``url`` (against ``base``), as a ``UrlError``.
 
-    A reference naming the base's own scheme without ``//`` (``http:g``,
-    ``http:/g``) is relative, as in browsers (WHATWG URL, special schemes) and
-    ``urljoin``; a ``;`` is part of the path (no RFC 2396 params). The base's own
-    dot segments are removed before a relative path is merged with it, as a browser
-    parses the base URL first: ``g`` against ``http://h/a/..`` is ``http://h/g``
-    (so the result never depends on how the base is spelled). A ``base`` without a
-    scheme resolves nothing: ``ref`` comes back as it is (and :func:`clean` refuses
-    it unless it is absolute). Never raises.
+    Runs only on a refusal, to name its cause in one line: it reads the authority
+    the parser read (after its whitespace and backslash fixes and the slashes after
+    the scheme, WHATWG URL §4.4) and says what is wrong with it.
     """
-    base_scheme = _SCHEME.match(base)
-    if base_scheme is None:
-        return ref
-    if ref[:1] != "/":
-        scheme = _SCHEME.match(ref)
-        if scheme is not None:
-            name = scheme.group()[:-1].lower()
-            rest = ref[scheme.end() :]
-            if base_scheme.group().lower() != name + ":" or rest.startswith("//"):
-                return ref  # absolute (another scheme is refused by clean)
-            ref = rest
-    if ref[:1] == "/":
-        if ref[:2] == "//":
-            return base_scheme.group() + ref
-        return _prefix(base) + ref
-    prefix = _prefix(base)
-    tail = base[len(prefix) :].partition("#")[0]
-    path = tail.partition("?")[0]
-    if not ref or ref[0] == "#":
-        return prefix + tail + ref
-    if ref[0] == "?":
-        return prefix + path + ref
-    if not path:
-        return prefix + "/" + ref
-    path = _remove_dot_segments(path)
-    return prefix + path[: path.rfind("/") + 1] + ref
-
-
-def _takes_fast_path(joined: str) -> bool:
-    """Whether :func:`clean` returns the resolved, fragment-free ``joined`` as it is.
-
-    True when ``_ALREADY_CLEAN`` matches, the host and port are in range and no path
-    segment is a dot segment; :func:`_clean_slowly` would return such a URL unchanged.
-    """
-    match = _ALREADY_CLEAN.fullmatch(joined)
-    if match is None:
-        return False
-    host = match.group("host")
-    if (
-        (host[-1] in _DIGIT_OR_DOT or "0x" in host)
-        and not _CANONICAL_IPV4.fullmatch(host)
-        and _ends_in_number(host)
-    ):
-        return False  # 127.1, 2130706433, 0x7f.0.0.1, 127.0.0.1.: the general path
-    port = match.group("port")
-    return (
-        len(match.group("host")) <= _MAX_HOST_CHARS
-        and (port is None or int(port) <= 65535)
-        and _DOT_SEGMENT.search(joined, match.end("host")) is None
-    )
-
-
-def _ends_in_number(host: str) -> bool:
-    """WHATWG URL "ends in a number": the last label (a final empty one dropped) is all
-    ASCII digits or ``0x`` and hex digits; such a host is parsed as IPv4."""
-    labels = host.split(".")
-    if labels[-1] == "" and len(labels) > 1:
-        labels.pop()
-    last = labels[-1]
-    if last.isascii() and last.isdigit():
-        return True
-    return last[:2] in ("0x", "0X") and all(c in _HEX for c in last[2:])
-
-
-def _ipv4_host(host: str) -> str | None:
-    """The dotted-quad form of a host that names an IPv4 address the way browsers read
-    it, or ``None`` for a host that does not end in a number (a name).
-
-    WHATWG URL §3.5 "IPv4 parser": one to four dot-separated numbers, each decimal,
-    ``0x`` hex or ``0``-prefixed octal, the last filling the remaining bytes; a final
-    dot is dropped. ``127.1``, ``2130706433``, ``0x7f.0.0.1``, ``0177.0.0.1`` and
-    ``127.0.0.1.`` are all ``127.0.0.1``. So a link cannot slip a special-purpose
-    address past the address policy by spelling it oddly, and one address has one URL.
-
-    Raises:
-        UrlError: the host ends in a number but is not a valid IPv4 address.
-    """
-    if not _ends_in_number(host):
-        return None
-    labels = host.split(".")
-    if labels[-1] == "":
-        labels.pop()
-    numbers: list[int] = []
-    for label in labels:
-        if label[:2] in ("0x", "0X") and all(c in _HEX for c in label[2:]):
-            numbers.append(int(label[2:] or "0", 16))
-        elif label.isascii() and label.isdigit() and label:
-            octal = len(label) > 1 and label[0] == "0"
-            if octal and not all(c in "01234567" for c in label):
-                raise _fail(f"host {_show(host)} is not a valid IPv4 address")
-            numbers.append(int(label, 8 if octal else 10))
-        else:
-            raise _fail(f"host {_show(host)} is not a valid IPv4 address")
-    if len(numbers) > 4 or any(n > 255 for n in numbers[:-1]):
-        raise _fail(f"host {_show(host)} is not a valid IPv4 address")
-    if numbers[-1] >= 256 ** (5 - len(numbers)):
-        raise _fail(f"host {_show(host)} is not a valid IPv4 address")
-    value = numbers[-1]
-    for i, n in enumerate(numbers[:-1]):
-        value += n * 256 ** (3 - i)
-    return str(ipaddress.IPv4Address(value))
-
-
-def _clean_slowly(joined: str, url: str) -> str:
-    """:func:`clean` of the resolved, fragment-free ``joined`` (``url`` as found).
-
-    The general path, steps 4-7 of :func:`clean`: ``_split`` finds the parts, each
-    part is validated and written in its final form, and the URL is assembled from
-    them (nothing is parsed twice). :func:`clean` skips it for URLs that
-    ``_ALREADY_CLEAN`` shows it would return unchanged (tests check that both paths
-    agree).
-    """
-    scheme, host, port, path, query = _split(joined, url)
-    if host[0] == "[":
-        host = f"[{_ipv6_host(host[1:-1])}]"
+    try:
+        url.encode()
+    except UnicodeError:
+        return _fail(f"cannot parse {_show(url)}: not valid Unicode (a lone surrogate)")
+    text = _fix_whitespace(url)
+    scheme = _SCHEME.match(text)
+    if scheme is not None:
+        name = scheme.group()[:-1].lower()
+        if name not in DEFAULT_PORTS:
+            return _fail(
+                f"unsupported scheme {name!r} in {_show(url)} (only http and https are crawled)",
+                scheme=True,
+            )
+        rest = text[scheme.end() :]
+        if base and rest[:1] != "/" and base.lower().startswith(name + ":"):
+            return _fail(f"cannot parse {_show(url)} against the base {_show(base)}")
+    elif not base:
+        return _fail(f"{_show(url)} has no scheme (a relative URL without a base)")
+    elif not ada_url.check_url(base):
+        return _fail(f"{_show(url)} has no scheme (and its base {_show(base)} is not a URL)")
+    elif text[:2] == "//":
+        rest = text
     else:
-        ascii_host = _ascii_host(host)
-        host = _ipv4_host(ascii_host) or ascii_host
-    try:
-        path = quote(path, safe=_PATH_SAFE)
-        query = quote(query, safe=_QUERY_SAFE)
-    except UnicodeError as exc:
-        raise _fail(f"cannot parse {_show(url)}: {exc}") from None
-    path = _remove_dot_segments(path)
-    authority = host if port is None else f"{host}:{port}"
-    if query:
-        return f"{scheme}://{authority}{path or '/'}?{query}"
-    return f"{scheme}://{authority}{path}"
-
-
-def _ipv6_host(hostname: str) -> str:
-    """The RFC 5952 text of the bracketed host ``hostname`` (brackets removed).
-
-    Raises:
-        UrlError: an RFC 3986 IPvFuture literal (``v1.x``), an IPv4 address in
-            brackets, a zone id (``fe80::1%25eth0``: browsers refuse them, WHATWG URL
-            §3.5 IPv6 parser) or text that is not an IPv6 address.
-    """
-    if hostname.startswith("v") or ":" not in hostname:
-        # an RFC 3986 IPvFuture "[v1.x]", an IPv4 "[1.2.3.4]", a name "[a]" or "[]"
-        kind = "an IPvFuture literal (not supported)" if hostname[:1] == "v" else "not IPv6"
-        raise _fail(f"host {_show(f'[{hostname}]')} is {kind}")
-    if "%" in hostname:
-        raise _fail(f"host {_show(f'[{hostname}]')} has a zone id (not supported)")
-    try:
-        return ipaddress.IPv6Address(hostname).compressed
-    except ValueError:
-        raise _fail(f"host {_show(hostname)} is not a valid IPv6 address") from None
+        return _fail(f"cannot parse {_show(url)} against the base {_show(base)}")
+    authority = re.split(r"[/?#]", rest.lstrip("/"), maxsplit=1)[0]
+    hostport = authority.rpartition("@")[2]
+    if hostport[:1] == "[":
+        host, close, after = hostport.partition("]")
+        if not close or after[:1] not in ("", ":"):
+            return _fail(f"cannot parse {_show(url)}: an IPv6 literal needs '[...]' alone")
+        host += "]"
+        port_text = after[1:]
+    else:
+        if "[" in hostport or "]" in hostport:
+            return _fail(f"cannot parse {_show(url)}: '[' or ']' outside an IPv6 literal")
+        host, _, port_text = hostport.partition(":")
+    if not host:
+        return _fail(f"{_show(url)} has no host")
+    digits = port_text.lstrip("0")
+    if port_text and not (
+        port_text.isascii()
+        and port_text.isdigit()
+        and len(digits) <= 5
+        and int(digits or 0) <= 65535
+    ):
+        return _fail(f"bad port {_show(port_text)} in {_show(url)} (expected 1-65535)")
+    if host[0] == "[":
+        inner = host[1:-1]
+        if inner[:1] == "v":
+            return _fail(f"host {_show(host)} is an IPvFuture literal (not supported)")
+        if "%" in inner:
+            return _fail(f"host {_show(host)} has a zone id (not supported)")
+        return _fail(f"host {_show(host)} is not a valid IPv6 address")
+    last = host.removesuffix(".").rpartition(".")[2]
+    if last.isascii() and (last.isdigit() or last[:2].lower() == "0x"):
+        return _fail(f"host {_show(host)} is not a valid IPv4 address")
+    return _fail(f"host {_show(host)} is not a valid host name")
 
 
 def _fix_escape(match: re.Match[str]) -> str:
@@ -605,7 +501,9 @@ def normalize(url: str, strip_params: Collection[str]) -> str:
     fragment and the userinfo dropped (as by :func:`clean`). In the query, empty ``&``
     pieces are dropped, parameters whose lowercased name is in ``strip_params`` are
     removed, the rest are sorted by name then value (stable) and kept byte for byte
-    otherwise (blank values included); an empty query loses its ``?``.
+    otherwise (blank values included); an empty query loses its ``?``. In both, the
+    characters a browser sends as they are but RFC 3986 does not allow (``[ ] \\ ^ `
+    { | }``) are percent-encoded, so ``/a|b`` and ``/a%7Cb`` share one key.
 
     In the path, a ``;name=value`` parameter of any segment (RFC 3986 §3.3 allows
     ``;`` for them, and session ids travel there: ``/a;jsessionid=0A1B/b``,
@@ -647,6 +545,20 @@ def normalize(url: str, strip_params: Collection[str]) -> str:
     return _normalize_slowly(url, strip_params)
 
 
+#: The characters a browser sends unencoded in a path or a query (WHATWG URL §1.3) that
+#: RFC 3986 (§3.3, §3.4) does not allow there.
+_OUTSIDE_RFC3986 = re.compile(r"[\[\]\\^`{|}\"<> ]")
+
+
+def _encode_outside_rfc3986(text: str) -> str:
+    """``text`` with the characters of ``_OUTSIDE_RFC3986`` percent-encoded (uppercase),
+    so the dedupe key stays a URI in RFC 3986 normal form (``/a|b`` is ``/a%7Cb``, the
+    key of both spellings)."""
+    if not _OUTSIDE_RFC3986.search(text):
+        return text
+    return _OUTSIDE_RFC3986.sub(lambda match: f"%{ord(match.group()):02X}", text)
+
+
 def _normalize_slowly(url: str, strip_params: Collection[str]) -> str:
     """:func:`normalize` by the general path (tests check both paths agree)."""
     scheme_match = _SCHEME.match(url)
@@ -656,14 +568,16 @@ def _normalize_slowly(url: str, strip_params: Collection[str]) -> str:
     host = host.rstrip(".") or host
     netloc = host if port is None or port == DEFAULT_PORTS[scheme] else f"{host}:{port}"
 
-    path = _fix_escapes(path) if path else "/"
+    path = _fix_escapes(_encode_outside_rfc3986(path)) if path else "/"
     strip = _strip_set(strip_params) if query or ";" in path else _NOTHING
     if strip and ";" in path:
         path = _strip_path_params(path, strip)
     path = _remove_dot_segments(path)
 
     if query:
-        pieces = [piece for piece in _fix_escapes(query).split("&") if piece]
+        pieces = [
+            piece for piece in _fix_escapes(_encode_outside_rfc3986(query)).split("&") if piece
+        ]
         if pieces:
             if strip:
                 pieces = [p for p in pieces if p.partition("=")[0].lower() not in strip]

@@ -120,7 +120,6 @@ HEAVY = frozenset(
         "test_trap_calendars.py::test_memory_is_bounded_with_a_million_templates",
         "test_urls.py::test_clean_and_normalize_are_idempotent",
         "test_urls.py::test_cleaned_paths_have_no_dot_segments",
-        "test_urls.py::test_fast_path_only_takes_urls_the_general_path_keeps",
         "test_urls.py::test_normalize_fast_path_agrees_with_the_general_path",
         "test_urls_properties.py::test_clean_properties_on_200k_generated_links",
         "test_urls_properties.py::test_clean_properties_on_hostile_links",

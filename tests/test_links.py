@@ -68,6 +68,22 @@ def test_base_href_first_one_resolved() -> None:
     assert extract('<base href="">').base == URL
 
 
+@pytest.mark.parametrize(
+    ("href", "expected"),
+    [
+        ("\\\\cdn.test\\root/", "http://cdn.test/root/"),
+        ("http:////cdn.test/root/", "http://cdn.test/root/"),
+        ("https:cdn.test/root/", "https://cdn.test/root/"),
+        ("/a/%2e%2e/b/", "http://example.test/b/"),
+        ("\t/c/ ", "http://example.test/c/"),
+    ],
+)
+def test_base_href_is_resolved_as_browsers_resolve_it(href: str, expected: str) -> None:
+    # HTML Standard "document base URL": <base href> parsed by the WHATWG URL
+    # parser against the page URL (backslashes, extra slashes, %2e segments).
+    assert extract(f'<base href="{escape(href)}"><a href="x">x</a>').base == expected
+
+
 def test_rel_nofollow_is_skipped() -> None:
     got = extract(
         """<a href="/a" rel="nofollow">a</a>
@@ -373,6 +389,9 @@ def test_refresh_rules_in_a_document() -> None:
     # a refresh to the page itself is a reload; the fragment does not make it another page
     assert refresh(meta.format("refresh", "0;url=page.html")) is None
     assert refresh(meta.format("refresh", f"0;url={URL}#top")) is None
+    # the page itself as a browser reads the target: backslashes, dot segments
+    assert refresh(meta.format("refresh", "0;url=\\dir\\page.html")) is None
+    assert refresh(meta.format("refresh", "0;url=HTTP://Example.TEST:80/dir/./page.html")) is None
     assert refresh(meta.format("refresh", "0;url=page.html?v=2")) == "page.html?v=2"
     # the target is raw, resolved by the engine against base; nofollow does not clear it
     got = extract(

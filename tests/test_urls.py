@@ -35,10 +35,10 @@ CLEAN_CASES: list[tuple[str, str | None, str]] = [
     # fragment dropped
     ("http://example.com/a#frag", None, "http://example.com/a"),
     ("http://example.com/a?q=1#", None, "http://example.com/a?q=1"),
-    # scheme and host lowercased; port and query order kept, dot segments removed
-    # (RFC 3986 §5.2.4; httpx removes them before sending, so robots.txt must see the
-    # path without them)
-    ("HTTP://Example.COM:80/A/../B?b=2&a=1", None, "http://example.com:80/B?b=2&a=1"),
+    # scheme and host lowercased, the default port dropped (WHATWG URL §4.4, as
+    # browsers send it); query order kept, dot segments removed (the server and
+    # robots.txt must see the path without them)
+    ("HTTP://Example.COM:80/A/../B?b=2&a=1", None, "http://example.com/B?b=2&a=1"),
     ("http://example.com/y/../private", None, "http://example.com/private"),
     ("http://example.com/a/./b/../../c/.", None, "http://example.com/c/"),
     ("http://example.com/a/b/..", None, "http://example.com/a/"),
@@ -52,18 +52,19 @@ CLEAN_CASES: list[tuple[str, str | None, str]] = [
     ("http://example.com/a/..?next=/../x", None, "http://example.com/?next=/../x"),
     ("http://example.com/%7e/y/../%2F", None, "http://example.com/%7e/%2F"),
     ("/a/../../%2e%2e/b", "http://example.com/x/y", "http://example.com/b"),
-    ("HTTPS://WWW.Example.com", None, "https://www.example.com"),
-    # unsafe characters percent-encoded as UTF-8 (RFC 3986 pchar/query kept, as w3lib)
+    ("HTTPS://WWW.Example.com", None, "https://www.example.com/"),
+    # the WHATWG URL path and special-query percent-encode sets (§1.3), as UTF-8
     ("http://example.com/a b/ä?q=ü x", None, "http://example.com/a%20b/%C3%A4?q=%C3%BC%20x"),
     ("http://example.com/\x00x", None, "http://example.com/%00x"),
     ('http://example.com/"<>`{}', None, "http://example.com/%22%3C%3E%60%7B%7D"),
     ("http://example.com/?q='", None, "http://example.com/?q=%27"),
     ("http://example.com?x=1", None, "http://example.com/?x=1"),
-    ("http://example.com/p?", None, "http://example.com/p"),
+    ("http://example.com/p?", None, "http://example.com/p?"),  # empty query kept
+    ("http://example.com/a|b[c]^d", None, "http://example.com/a|b[c]%5Ed"),
     # existing escapes are not touched
     ("http://example.com/%7e%2F%zz", None, "http://example.com/%7e%2F%zz"),
     # backslashes in the authority and path are slashes (WHATWG URL §4.4), not in the query
-    ("http:\\\\example.com\\a\\b?x=\\", None, "http://example.com/a/b?x=%5C"),
+    ("http:\\\\example.com\\a\\b?x=\\", None, "http://example.com/a/b?x=\\"),
     ("..\\x\\y", "http://example.com/a/b/c", "http://example.com/a/x/y"),
     # IDN hosts: UTS #46 non-transitional, as browsers (IDNA 2008), else IDNA 2003
     ("http://Bücher.de/", None, "http://xn--bcher-kva.de/"),
@@ -90,7 +91,7 @@ CLEAN_CASES: list[tuple[str, str | None, str]] = [
     ("./g", "http://a/b/c/d;p?q", "http://a/b/c/g"),
     ("g/", "http://a/b/c/d;p?q", "http://a/b/c/g/"),
     ("/g", "http://a/b/c/d;p?q", "http://a/g"),
-    ("//g", "http://a/b/c/d;p?q", "http://g"),
+    ("//g", "http://a/b/c/d;p?q", "http://g/"),
     ("?y", "http://a/b/c/d;p?q", "http://a/b/c/d;p?y"),
     ("g?y", "http://a/b/c/d;p?q", "http://a/b/c/g?y"),
     ("#s", "http://a/b/c/d;p?q", "http://a/b/c/d;p?q"),
@@ -126,8 +127,11 @@ CLEAN_CASES: list[tuple[str, str | None, str]] = [
     ("http://127\u30021/", None, "http://127.0.0.1/"),
     ("http://\uff11\uff12\uff17.1/", None, "http://127.0.0.1/"),
     ("//0x7f.1\u2060/p", "https://h.test/", "https://127.0.0.1/p"),
-    # the port is written as its number
-    ("http://h.test:0080/", None, "http://h.test:80/"),
+    # the port is written as its number, the scheme's default dropped
+    ("http://h.test:0080/", None, "http://h.test/"),
+    # any number of slashes after a special scheme, a percent-encoded host decoded
+    ("http:///path", None, "http://path/"),
+    ("http://ex%41mple.com/", None, "http://example.com/"),
     ("http://h.test:" + "0" * 5000 + "8080/", None, "http://h.test:8080/"),
     ("http://h.test:/x", None, "http://h.test/x"),
 ]
@@ -151,7 +155,6 @@ CLEAN_ERRORS: list[tuple[str, str | None, type[UrlError], str]] = [
     ("", None, UrlError, "has no scheme"),
     ("   ", None, UrlError, "has no scheme"),
     ("http://", None, UrlError, "has no host"),
-    ("http:///path", None, UrlError, "has no host"),
     ("http://:80/", None, UrlError, "has no host"),
     ("http://user@/", None, UrlError, "has no host"),
     ("http://example.com:abc/", None, UrlError, "bad port 'abc'"),
@@ -160,10 +163,10 @@ CLEAN_ERRORS: list[tuple[str, str | None, type[UrlError], str]] = [
     ("http://example.com:-1/", None, UrlError, "bad port '-1'"),
     ("http://[::1]:70000/", None, UrlError, "bad port '70000'"),
     ("http://[::1/", None, UrlError, "cannot parse"),
-    ("http://[zz]/", None, UrlError, "is not IPv6"),
+    ("http://[zz]/", None, UrlError, "is not a valid IPv6 address"),
     ("http://[v1.x]/", None, UrlError, "IPvFuture"),
     ("http://[v7.fe80::1+en0]:80/", None, UrlError, "IPvFuture"),
-    ("http://[1.2.3.4]/", None, UrlError, "is not IPv6"),
+    ("http://[1.2.3.4]/", None, UrlError, "is not a valid IPv6 address"),
     ("http://example.com:9000:80/x", None, UrlError, "bad port '9000:80'"),
     ("http://u:p@example.com:9000:80/x", None, UrlError, "bad port '9000:80'"),
     ("http://[::1]:9000:80/x", None, UrlError, "bad port '9000:80'"),
@@ -171,16 +174,15 @@ CLEAN_ERRORS: list[tuple[str, str | None, type[UrlError], str]] = [
     ("http://exa\x00mple.com/", None, UrlError, "not a valid host name"),
     ("http://.example.com/", None, UrlError, "not a valid host name"),
     ("http://a..b/", None, UrlError, "not a valid host name"),
-    ("http://ex%41mple.com/", None, UrlError, "not a valid host name"),
     ("http://" + "a" * 64 + ".com/", None, UrlError, "not a valid host name"),
     ("http://" + "a." * 130 + "com/", None, UrlError, "not a valid host name"),
-    ("http://" + "é" * 64 + ".com/", None, UrlError, "not a valid internationalized name"),
-    ("http://" + "é" * 5000 + "/", None, UrlError, "too long"),
+    ("http://" + "é" * 64 + ".com/", None, UrlError, "not a valid host name"),
+    ("http://" + "é" * 5000 + "/", None, UrlError, "not a valid host name"),
     ("http://example.com/\ud800", None, UrlError, "cannot parse"),
     ("http://[fe80::1%25eth0]/", None, UrlError, "zone id"),
     ("http://h.test:" + "9" * 5000 + "/", None, UrlError, "bad port"),
     ("//h.test/x", "no-scheme-base", UrlError, "has no scheme"),
-    ("http://\ufeff/", None, UrlError, "not a valid internationalized name"),
+    ("http://\ufeff/", None, UrlError, "not a valid host name"),
 ]
 
 
@@ -209,11 +211,6 @@ def test_clean_error_shows_a_short_one_line_url() -> None:
     text = str(info.value)
     assert text.startswith("unsupported scheme 'javascript' in 'javascript:x")
     assert "\n" not in text and len(text) < 200
-
-
-def test_clean_fast_path_agrees_with_the_general_path() -> None:
-    for url, _base, expected in CLEAN_CASES:
-        assert urls._clean_slowly(expected, expected) == expected, url
 
 
 # ----------------------------------------------------------------------- normalize
@@ -568,29 +565,6 @@ def test_clean_and_normalize_are_idempotent(url: str) -> None:
     assert key.startswith(("http://", "https://"))
 
 
-@settings(max_examples=200)
-@given(st.from_regex(urls._ALREADY_CLEAN, fullmatch=True))
-@example("http://" + "a" * 63 + (".a" + "b" * 62) * 3 + ".cd/")  # host of 255 characters
-@example("http://a:65536/")
-@example("http://a/b/../c")
-@example("http://a/%2E?x")
-def test_fast_path_only_takes_urls_the_general_path_keeps(url: str) -> None:
-    # Every URL the regex matches: when the fast path takes it, the general path
-    # returns it unchanged; when it does not, clean() is the general path (same
-    # result or the same refusal). No assume(): any generated URL is a valid case.
-    try:
-        general: str | None = urls._clean_slowly(url, url)
-    except UrlError:
-        general = None
-    if urls._takes_fast_path(url):
-        assert general == url
-    if general is None:
-        with pytest.raises(UrlError):
-            clean(url)
-    else:
-        assert clean(url) == general
-
-
 @settings(max_examples=300)
 @given(st.from_regex(urls._ALREADY_NORMAL, fullmatch=True))
 @example("http://a:80/x")
@@ -619,7 +593,7 @@ def test_normalize_fast_path_agrees_with_the_general_path(url: str) -> None:
 # "http:g" is relative, as in browsers and in RFC 3986's non-strict parsers).
 RFC3986_EXAMPLES = {
     "g": "http://a/b/c/g", "./g": "http://a/b/c/g", "g/": "http://a/b/c/g/",
-    "/g": "http://a/g", "//g": "http://g", "?y": "http://a/b/c/d;p?y",
+    "/g": "http://a/g", "//g": "http://g/", "?y": "http://a/b/c/d;p?y",
     "g?y": "http://a/b/c/g?y", "#s": "http://a/b/c/d;p?q", "g#s": "http://a/b/c/g",
     "g?y#s": "http://a/b/c/g?y", ";x": "http://a/b/c/;x", "g;x": "http://a/b/c/g;x",
     "g;x?y#s": "http://a/b/c/g;x?y", "": "http://a/b/c/d;p?q", ".": "http://a/b/c/",
