@@ -57,6 +57,14 @@ LOAD_ROWS: Final = 10_000
 EXIT_WAIT_S: Final = 30.0
 
 
+def _remove_payload_files(directory: Path, stem: str) -> None:
+    """Remove the payload files of ``stem`` left in ``directory`` (jobs the process
+    never read: it failed or was stopped first); a file already gone is no error."""
+    for path in payload_files(directory, stem):
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
 @dataclass(frozen=True, slots=True)
 class Exchange:
     """One fetch to archive: its result and what the writer needs besides.
@@ -316,9 +324,8 @@ class WarcWriter:
                 await self._end_process()
         finally:
             await self._close_lookups()
-            for path in payload_files(self.directory, self.stem):  # of jobs never read
-                with contextlib.suppress(OSError):
-                    path.unlink()
+            if self.payload_files:  # of jobs never read; listed off the loop (os.stat)
+                await asyncio.to_thread(_remove_payload_files, self.directory, self.stem)
         if self._error is not None:
             raise StoreError(self._error)
 

@@ -86,8 +86,9 @@ def test_sigterm_is_answered_while_a_pathological_page_is_parsed(tmp_path: Path)
         nested.set("/robots.txt", Response(404))
         nested.set("/", Response(200, {"Content-Type": "text/html"}, NESTED))
         (tmp_path / "seeds.txt").write_text(nested.url("/") + "\n")
-        # a budget longer than the parse: the stop must not wait for the budget either
-        (tmp_path / "slow.toml").write_text("parse_timeout_ms = 60000\n")
+        # a budget longer than the parse: the stop must not wait for the budget either;
+        # the whole page parsed (1.1 MB, over the default parse_max_bytes of 256 KiB)
+        (tmp_path / "slow.toml").write_text("parse_timeout_ms = 60000\nparse_max_bytes = 2097152\n")
         proc = subprocess.Popen(
             [CRAWLDECK, "crawl", "seeds.txt", "--no-ui", "--db", "c.db", "--config", "slow.toml"],
             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
