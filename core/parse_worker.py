@@ -5,7 +5,9 @@ A worker is a fresh interpreter that runs ``serve`` on the two pipe ends it was 
 (``core.parse._BOOT``). Importing ``core.parse`` there cost 36 MB before the first
 page (its import of the crawl's configuration brought tldextract and requests; 27 MB
 without it, with asyncio, the thread pool, subprocess and logging); importing this
-module and ``core.links`` costs 23 MB (``/proc/self/statm`` after the imports). Two
+module and ``core.links`` cost 23 MB, and 20.8 MB (19.8 MiB, ``/proc/self/statm``
+after the imports) since ``core.simhash`` takes BLAKE2 from ``_blake2``, not through
+``hashlib``, whose import maps OpenSSL's libcrypto. Two
 workers run beside every crawl (``parse_workers``), so this is memory every crawl pays
 (issue #22 item 1, ``benchmarks/hostile_memory.py``).
 """

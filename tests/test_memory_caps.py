@@ -179,22 +179,29 @@ def test_large_payloads_reach_the_warc_writer_by_file_and_are_written_byte_for_b
 def test_a_parse_worker_imports_links_and_nothing_else_of_the_crawl() -> None:
     """A worker runs ``core.parse_worker``, whose imports are ``core.links`` and what it
     needs: not the configuration (tldextract, requests), not asyncio (about 13 MB less
-    per worker, two per crawl; ``core.parse_worker``)."""
+    per worker, two per crawl; ``core.parse_worker``), not ``hashlib``, whose import
+    maps OpenSSL's libcrypto (3.6 MiB per worker; ``core.simhash`` takes BLAKE2 from
+    ``_blake2``): the live worker has no libcrypto in its memory map."""
 
-    async def worker_command_line() -> bytes:
+    async def worker_command_line_and_maps() -> tuple[bytes, bytes]:
         pool = ParsePool(CrawlConfig())
         try:
             await pool.start()
-            return await asyncio.to_thread(Path(f"/proc/{pool.pids[0]}/cmdline").read_bytes)
+            proc = Path(f"/proc/{pool.pids[0]}")
+            cmdline = await asyncio.to_thread((proc / "cmdline").read_bytes)
+            return cmdline, await asyncio.to_thread((proc / "maps").read_bytes)
         finally:
             await pool.aclose()
 
-    boot = asyncio.run(worker_command_line()).split(b"\0")[2].decode()
+    cmdline, maps = asyncio.run(worker_command_line_and_maps())
+    boot = cmdline.split(b"\0")[2].decode()
     assert "from crawldeck.core.parse_worker import serve" in boot
+    assert b"/libpython" in maps or b"python3" in maps  # the map is the interpreter's
+    assert b"libcrypto" not in maps
     probe = (
         "import sys; import crawldeck.core.parse_worker; "
         "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('crawldeck', 'tldextract', 'requests', 'asyncio'))))"
+        "('crawldeck', 'tldextract', 'requests', 'asyncio', 'hashlib', '_hashlib'))))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
