@@ -212,3 +212,40 @@ def test_a_parse_worker_imports_links_and_nothing_else_of_the_crawl() -> None:
         "crawldeck.core.parse_worker",
         "crawldeck.core.simhash",
     ]
+
+
+#: Packages a ``--no-ui`` crawl of a plain web must not load (issue #22 item 1): the
+#: crawl file's schema is plain SQL, not sqlite-utils (2.6 MiB with click, dateutil and
+#: pluggy); the console, the browser, the metrics server and the cluster's Redis client
+#: are loaded only when used.
+NOT_IN_A_PLAIN_CRAWL = ("sqlite_utils", "textual", "playwright", "prometheus_client", "redis")
+
+
+def test_a_no_ui_crawl_process_loads_no_package_it_does_not_use(tmp_path: Path) -> None:
+    """The real console script's ``main`` crawls a loopback page with ``--no-ui`` in a
+    fresh interpreter, which then prints the top-level packages it holds."""
+    (tmp_path / "crawl.toml").write_text('allow_networks = ["127.0.0.0/8"]\ndelay_ms = 0\n')
+    probe = (
+        "import sys\n"
+        "from crawldeck.tui.launch import main\n"
+        "sys.argv = ['crawldeck', 'crawl', sys.argv[1], '--no-ui', '--config', 'crawl.toml',"
+        " '--db', 'crawl.db']\n"
+        "code = main()\n"
+        "print(code, ' '.join(sorted({m.split('.')[0] for m in sys.modules})))\n"
+    )
+    with HTTPTestServer() as srv:
+        srv.set("/", html("<p>a page</p>"))
+        out = subprocess.run(
+            [sys.executable, "-c", probe, srv.url("/")],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+        )
+    assert out.returncode == 0, out.stderr
+    code, _, packages = out.stdout.strip().splitlines()[-1].partition(" ")
+    assert code == "0"
+    loaded = packages.split()
+    assert "aiohttp" in loaded and "crawldeck" in loaded  # it did crawl
+    assert [p for p in NOT_IN_A_PLAIN_CRAWL if p in loaded] == []
+    assert rows(tmp_path / "crawl.db", "SELECT url, status FROM pages") == [(srv.url("/"), 200)]
