@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import os
 import random
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.fetcher import FetchResult, WarcRef
 from crawldeck.core.links import extract_links
 from crawldeck.core.parse import THREAD_PARSE_MAX_BYTES, ParsePool
+from crawldeck.core.procmem import proc_parents, process_tree
 from crawldeck.core.warc import PAYLOAD_FILE_BYTES, payload_files, warc_files
 from crawldeck.core.warc_writer import Exchange, WarcWriter
 
@@ -251,3 +253,41 @@ def test_a_no_ui_crawl_process_loads_no_package_it_does_not_use(tmp_path: Path) 
     assert "aiohttp" in loaded and "crawldeck" in loaded  # it did crawl
     assert [p for p in NOT_IN_A_PLAIN_CRAWL if p in loaded] == []
     assert rows(tmp_path / "crawl.db", "SELECT url, status FROM pages") == [(srv.url("/"), 200)]
+
+
+def test_the_warc_writer_maps_openssl_only_for_a_payload_by_file(tmp_path: Path) -> None:
+    """The writer process digests records with fastwarc; ``hashlib`` (OpenSSL's
+    libcrypto, 3.6 MiB) is imported by the first payload over ``PAYLOAD_FILE_BYTES``
+    only (``core.warc._file_digests``). Read in the live process's memory map."""
+    headers = CIMultiDictProxy(CIMultiDict({"Content-Type": "text/html"}))
+
+    def fetched(url: str, body: bytes) -> FetchResult:
+        return FetchResult(url, 200, headers, body, "text/html", 1.0, False)
+
+    writer = WarcWriter(tmp_path, "c", max_bytes=1 << 30, info=[("software", "t")])
+
+    def writer_maps() -> bytes:
+        """``/proc/PID/maps`` of this process's one WARC writer child."""
+        (pid,) = [
+            p
+            for p in process_tree(os.getpid(), proc_parents())
+            if b"crawldeck.core.warc" in Path(f"/proc/{p}/cmdline").read_bytes()
+        ]
+        return Path(f"/proc/{pid}/maps").read_bytes()
+
+    async def archive(body: bytes) -> bytes:
+        result = fetched(f"http://a.test/{len(body)}", body)
+        await (await writer.exchange(Exchange(result, "2024-05-01T12:00:00Z")))
+        return await asyncio.to_thread(writer_maps)
+
+    async def main() -> tuple[bytes, bytes]:
+        try:
+            small = await archive(b"<p>small</p>")
+            return small, await archive(b"<p>" + b"words " * PAYLOAD_FILE_BYTES)
+        finally:
+            await writer.aclose()
+
+    small, large = asyncio.run(main())
+    assert b"fastwarc" in small
+    assert b"libcrypto" not in small
+    assert b"libcrypto" in large
