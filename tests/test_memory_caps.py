@@ -16,8 +16,10 @@ import os
 import random
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
+import pytest
 from crawlkit import html, rows, run_crawl
 from httpserver import HTTPTestServer, Response
 from multidict import CIMultiDict, CIMultiDictProxy
@@ -27,6 +29,7 @@ from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.fetcher import FetchResult, WarcRef
 from crawldeck.core.links import extract_links
 from crawldeck.core.parse import THREAD_PARSE_MAX_BYTES, ParsePool
+from crawldeck.core.parse_worker import Pipe
 from crawldeck.core.procmem import proc_parents, process_tree
 from crawldeck.core.warc import PAYLOAD_FILE_BYTES, payload_files, warc_files
 from crawldeck.core.warc_writer import Exchange, WarcWriter
@@ -184,7 +187,8 @@ def test_a_parse_worker_imports_links_and_nothing_else_of_the_crawl() -> None:
     per worker, two per crawl; ``core.parse_worker``), not ``hashlib``, whose import
     maps OpenSSL's libcrypto (3.6 MiB per worker; ``core.simhash`` takes BLAKE2 from
     ``_blake2``): the live worker has no libcrypto in its memory map. Nor the CJK
-    codecs (``_codecs_cn`` and the like, 1.3 MiB), loaded by the first page in one."""
+    codecs (``_codecs_cn`` and the like, 1.3 MiB), loaded by the first page in one, nor
+    ``multiprocessing`` (1.6 MiB): the pipes carry ``core.parse_worker.Pipe``'s frames."""
 
     async def worker_command_line_and_maps() -> tuple[bytes, bytes]:
         pool = ParsePool(CrawlConfig())
@@ -204,7 +208,8 @@ def test_a_parse_worker_imports_links_and_nothing_else_of_the_crawl() -> None:
     probe = (
         "import sys; import crawldeck.core.parse_worker; "
         "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('crawldeck', 'tldextract', 'requests', 'asyncio', 'hashlib', '_hashlib')"
+        "('crawldeck', 'tldextract', 'requests', 'asyncio', 'hashlib', '_hashlib',"
+        " 'multiprocessing')"
         " or m.startswith('_codecs_'))))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
@@ -291,3 +296,37 @@ def test_the_warc_writer_maps_openssl_only_for_a_payload_by_file(tmp_path: Path)
     assert b"fastwarc" in small
     assert b"libcrypto" not in small
     assert b"libcrypto" in large
+
+
+def test_a_pipe_carries_messages_bigger_than_the_pipe_buffer_and_reports_its_end() -> None:
+    """``core.parse_worker.Pipe`` over a real pipe: a 1 MiB message (16 times Linux's
+    pipe buffer, written by a thread while read) arrives whole and in order; once the
+    writer closes, ``poll`` is true and ``recv`` raises ``EOFError``; a closed end
+    raises ``OSError``."""
+    read_fd, write_fd = os.pipe()
+    reader, writer = Pipe(read_fd), Pipe(write_fd)
+    big = random.Random(1).randbytes(1 << 20)
+    sent = [("job", big, "http://a.test/", [("content-type", "text/html")]), None]
+
+    def send_all() -> None:
+        for message in sent:
+            writer.send(message)
+        writer.close()
+
+    thread = threading.Thread(target=send_all)
+    thread.start()
+    try:
+        assert reader.poll(60)
+        got = [reader.recv(), reader.recv()]
+    finally:
+        thread.join()
+    assert got == sent
+    assert reader.poll(0)  # the end of the pipe is readable
+    with pytest.raises(EOFError):
+        reader.recv()
+    reader.close()
+    reader.close()  # again: nothing
+    with pytest.raises(OSError):
+        reader.poll(0)
+    with pytest.raises(OSError):
+        writer.send("late")
