@@ -101,11 +101,14 @@ _BOMS = (
     (codecs.BOM_UTF16_LE, "utf-16-le"),
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
-#: Python codecs (canonical names) of the Encoding Standard's encodings (§4.2, "Names
-#: and labels"); ``replacement`` and ``x-user-defined`` have none.
+#: Python codecs (canonical names, as ``codecs.lookup(name).name`` gives them) of the
+#: Encoding Standard's encodings (§4.2, "Names and labels"); ``replacement`` and
+#: ``x-user-defined`` have none. Written out rather than looked up at import: a lookup
+#: loads the codec's module, and the CJK ones (``_codecs_cn`` and the like) cost 1.3
+#: MiB in every process that imports this module, the crawl's and each parse worker's
+#: (issue #22 item 1); a codec is now loaded by the first page that uses it.
 _WHATWG_CODECS = frozenset(
-    codecs.lookup(name).name
-    for name in (
+    (
         "utf-8", "cp866", "iso8859-2", "iso8859-3", "iso8859-4", "iso8859-5", "iso8859-6",
         "iso8859-7", "iso8859-8", "iso8859-10", "iso8859-13", "iso8859-14", "iso8859-15",
         "iso8859-16", "koi8-r", "koi8-u", "mac-roman", "cp874", "cp1250", "cp1251",

@@ -4,7 +4,7 @@
 at most ``THREAD_PARSE_MAX_BYTES`` (32 KiB) in a thread of this process, a bigger one
 in a worker process. For the latter the event loop only hands a
 job to a thread and awaits it; that thread writes the job to a worker's pipe and waits
-for the answer with ``Connection.poll(timeout)``, so neither pickling a 10 MB body nor
+for the answer with ``Pipe.poll(timeout)``, so neither pickling a 10 MB body nor
 a parse that never ends holds the loop. A small body cannot hold its thread long:
 lexbor's worst case grows with the square of the size (see ``THREAD_PARSE_MAX_BYTES``),
 and the thread path saves the pickling and the pipe round trip (about 0.4 ms of CPU
@@ -50,10 +50,11 @@ Workers start on first use (``start()`` starts them beforehand). Each is a fresh
 interpreter (spawn semantics: ``subprocess`` forks and at once execs, which is safe
 in a process with threads such as the store writer) that imports
 ``core.parse_worker`` (and through it ``core.links``, nothing else of the crawl) and
-says it is ready before it is given a page, so its start (about 120 ms and 23 MB
+says it is ready before it is given a page, so its start (about 120 ms and 16.9 MiB
 here; 36 MB when it imported this module) never counts against a page's budget.
-Jobs and answers are pickled over two pipes with
-``multiprocessing.connection.Connection`` framing. Not ``multiprocessing.Process``:
+Jobs and answers are pickled over two pipes in ``core.parse_worker.Pipe``'s frames
+(not ``multiprocessing.connection``'s: 1.6 MiB more per worker). Not
+``multiprocessing.Process``:
 with ``spawn`` or ``forkserver`` every worker runs the main script's top level again
 as ``__mp_main__`` (for the ``crawldeck`` script that is importing the whole console,
 0.6 s and 56 MB per worker, measured), and CPython 3.11's fork server never receives
@@ -83,13 +84,13 @@ import weakref
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Literal
 
 from multidict import CIMultiDict
 
 from crawldeck.core.errors import ParseError, ParseTimeout
 from crawldeck.core.links import HEADERS_USED, Extracted, extract_links
+from crawldeck.core.parse_worker import Pipe
 
 if TYPE_CHECKING:  # not imported at run time: a worker imports this module (see _BOOT)
     from crawldeck.core.config import CrawlConfig
@@ -159,8 +160,8 @@ class _Worker:
     """A live worker process and the parent's ends of its two pipes."""
 
     process: subprocess.Popen[bytes]
-    jobs: Connection  # parent -> worker
-    answers: Connection  # worker -> parent
+    jobs: Pipe  # parent -> worker
+    answers: Pipe  # worker -> parent
 
     def close(self) -> int | None:
         """Kill the process, wait for it (at most 5 s), close the pipes; its exit
@@ -460,9 +461,7 @@ class ParsePool:
             raise
         os.close(job_r)
         os.close(ans_w)
-        worker = _Worker(
-            process, Connection(job_w, readable=False), Connection(ans_r, writable=False)
-        )
+        worker = _Worker(process, Pipe(job_w), Pipe(ans_r))
         try:
             if not worker.answers.poll(_READY_TIMEOUT_S):
                 raise OSError(f"a new parse worker did not start in {_READY_TIMEOUT_S:g} s")

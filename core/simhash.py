@@ -55,7 +55,15 @@ by one, which costs about as much and spares the many small hosts of a broad cra
 from __future__ import annotations
 
 from array import array
-from hashlib import blake2b
+
+# hashlib's blake2b is _blake2's (hashlib never takes BLAKE2 from OpenSSL), but importing
+# hashlib loads OpenSSL's libcrypto for its other algorithms: 3.6 MiB of RSS in each parse
+# worker process, which needs BLAKE2 only (issue #22 item 1). A CPython built without
+# _blake2 falls back to hashlib.
+try:
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - every CPython build this project supports has it
+    from hashlib import blake2b
 
 __all__ = [
     "MAX_CHARS",

@@ -80,7 +80,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import ctypes
-import hashlib
 import io
 import os
 import pickle
@@ -285,7 +284,14 @@ def _sha1_base32(digest: Any) -> str:
 
 def _file_digests(path: Path, head: bytes) -> tuple[str, str]:
     """``(payload digest, block digest)`` of a response whose payload is the file at
-    ``path`` and whose HTTP head is ``head``, read ``PAYLOAD_CHUNK_BYTES`` at a time."""
+    ``path`` and whose HTTP head is ``head``, read ``PAYLOAD_CHUNK_BYTES`` at a time.
+
+    ``hashlib`` is imported here, by the first payload over ``PAYLOAD_FILE_BYTES``, not
+    with the module: its import maps OpenSSL's libcrypto, 3.6 MiB of RSS this process
+    needs for no other record (fastwarc digests the rest itself; issue #22 item 1). The
+    import runs once: later calls find it in ``sys.modules``."""
+    import hashlib
+
     payload = hashlib.sha1()
     block = hashlib.sha1(head)
     with open(path, "rb") as f:

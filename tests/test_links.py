@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import random
 from collections.abc import Iterator
 from html import escape
@@ -15,6 +16,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from crawldeck.core.config import build_config
 from crawldeck.core.fetcher import AiohttpFetcher
 from crawldeck.core.links import (
+    _WHATWG_CODECS,
     REFRESH_MAX_DELAY_S,
     Extracted,
     extract_links,
@@ -485,6 +487,13 @@ def test_a_label_that_is_no_web_encoding_is_ignored(label: str) -> None:
     assert extract(body, header).links == ["/a", "/café"]
     meta = f'<meta charset="{label}">'.encode()
     assert extract(meta + body).links == ["/a", "/café"]
+
+
+@pytest.mark.parametrize("name", sorted(_WHATWG_CODECS))
+def test_each_web_encoding_is_written_as_its_codecs_canonical_name(name: str) -> None:
+    """``_WHATWG_CODECS`` is written out, not looked up at import (issue #22 item 1): each
+    name must be what ``codecs.lookup`` calls it, or that encoding would be ignored."""
+    assert codecs.lookup(name).name == name
 
 
 @pytest.mark.parametrize(

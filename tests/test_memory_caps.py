@@ -12,11 +12,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import os
 import random
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
+import pytest
 from crawlkit import html, rows, run_crawl
 from httpserver import HTTPTestServer, Response
 from multidict import CIMultiDict, CIMultiDictProxy
@@ -26,6 +29,8 @@ from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.fetcher import FetchResult, WarcRef
 from crawldeck.core.links import extract_links
 from crawldeck.core.parse import THREAD_PARSE_MAX_BYTES, ParsePool
+from crawldeck.core.parse_worker import Pipe
+from crawldeck.core.procmem import proc_parents, process_tree
 from crawldeck.core.warc import PAYLOAD_FILE_BYTES, payload_files, warc_files
 from crawldeck.core.warc_writer import Exchange, WarcWriter
 
@@ -179,22 +184,33 @@ def test_large_payloads_reach_the_warc_writer_by_file_and_are_written_byte_for_b
 def test_a_parse_worker_imports_links_and_nothing_else_of_the_crawl() -> None:
     """A worker runs ``core.parse_worker``, whose imports are ``core.links`` and what it
     needs: not the configuration (tldextract, requests), not asyncio (about 13 MB less
-    per worker, two per crawl; ``core.parse_worker``)."""
+    per worker, two per crawl; ``core.parse_worker``), not ``hashlib``, whose import
+    maps OpenSSL's libcrypto (3.6 MiB per worker; ``core.simhash`` takes BLAKE2 from
+    ``_blake2``): the live worker has no libcrypto in its memory map. Nor the CJK
+    codecs (``_codecs_cn`` and the like, 1.3 MiB), loaded by the first page in one, nor
+    ``multiprocessing`` (1.6 MiB): the pipes carry ``core.parse_worker.Pipe``'s frames."""
 
-    async def worker_command_line() -> bytes:
+    async def worker_command_line_and_maps() -> tuple[bytes, bytes]:
         pool = ParsePool(CrawlConfig())
         try:
             await pool.start()
-            return await asyncio.to_thread(Path(f"/proc/{pool.pids[0]}/cmdline").read_bytes)
+            proc = Path(f"/proc/{pool.pids[0]}")
+            cmdline = await asyncio.to_thread((proc / "cmdline").read_bytes)
+            return cmdline, await asyncio.to_thread((proc / "maps").read_bytes)
         finally:
             await pool.aclose()
 
-    boot = asyncio.run(worker_command_line()).split(b"\0")[2].decode()
+    cmdline, maps = asyncio.run(worker_command_line_and_maps())
+    boot = cmdline.split(b"\0")[2].decode()
     assert "from crawldeck.core.parse_worker import serve" in boot
+    assert b"/libpython" in maps or b"python3" in maps  # the map is the interpreter's
+    assert b"libcrypto" not in maps
     probe = (
         "import sys; import crawldeck.core.parse_worker; "
         "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('crawldeck', 'tldextract', 'requests', 'asyncio'))))"
+        "('crawldeck', 'tldextract', 'requests', 'asyncio', 'hashlib', '_hashlib',"
+        " 'multiprocessing')"
+        " or m.startswith('_codecs_'))))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
@@ -205,3 +221,112 @@ def test_a_parse_worker_imports_links_and_nothing_else_of_the_crawl() -> None:
         "crawldeck.core.parse_worker",
         "crawldeck.core.simhash",
     ]
+
+
+#: Packages a ``--no-ui`` crawl of a plain web must not load (issue #22 item 1): the
+#: crawl file's schema is plain SQL, not sqlite-utils (2.6 MiB with click, dateutil and
+#: pluggy); the console, the browser, the metrics server and the cluster's Redis client
+#: are loaded only when used.
+NOT_IN_A_PLAIN_CRAWL = ("sqlite_utils", "textual", "playwright", "prometheus_client", "redis")
+
+
+def test_a_no_ui_crawl_process_loads_no_package_it_does_not_use(tmp_path: Path) -> None:
+    """The real console script's ``main`` crawls a loopback page with ``--no-ui`` in a
+    fresh interpreter, which then prints the top-level packages it holds."""
+    (tmp_path / "crawl.toml").write_text('allow_networks = ["127.0.0.0/8"]\ndelay_ms = 0\n')
+    probe = (
+        "import sys\n"
+        "from crawldeck.tui.launch import main\n"
+        "sys.argv = ['crawldeck', 'crawl', sys.argv[1], '--no-ui', '--config', 'crawl.toml',"
+        " '--db', 'crawl.db']\n"
+        "code = main()\n"
+        "print(code, ' '.join(sorted({m.split('.')[0] for m in sys.modules})))\n"
+    )
+    with HTTPTestServer() as srv:
+        srv.set("/", html("<p>a page</p>"))
+        out = subprocess.run(
+            [sys.executable, "-c", probe, srv.url("/")],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+        )
+    assert out.returncode == 0, out.stderr
+    code, _, packages = out.stdout.strip().splitlines()[-1].partition(" ")
+    assert code == "0"
+    loaded = packages.split()
+    assert "aiohttp" in loaded and "crawldeck" in loaded  # it did crawl
+    assert [p for p in NOT_IN_A_PLAIN_CRAWL if p in loaded] == []
+    assert rows(tmp_path / "crawl.db", "SELECT url, status FROM pages") == [(srv.url("/"), 200)]
+
+
+def test_the_warc_writer_maps_openssl_only_for_a_payload_by_file(tmp_path: Path) -> None:
+    """The writer process digests records with fastwarc; ``hashlib`` (OpenSSL's
+    libcrypto, 3.6 MiB) is imported by the first payload over ``PAYLOAD_FILE_BYTES``
+    only (``core.warc._file_digests``). Read in the live process's memory map."""
+    headers = CIMultiDictProxy(CIMultiDict({"Content-Type": "text/html"}))
+
+    def fetched(url: str, body: bytes) -> FetchResult:
+        return FetchResult(url, 200, headers, body, "text/html", 1.0, False)
+
+    writer = WarcWriter(tmp_path, "c", max_bytes=1 << 30, info=[("software", "t")])
+
+    def writer_maps() -> bytes:
+        """``/proc/PID/maps`` of this process's one WARC writer child."""
+        (pid,) = [
+            p
+            for p in process_tree(os.getpid(), proc_parents())
+            if b"crawldeck.core.warc" in Path(f"/proc/{p}/cmdline").read_bytes()
+        ]
+        return Path(f"/proc/{pid}/maps").read_bytes()
+
+    async def archive(body: bytes) -> bytes:
+        result = fetched(f"http://a.test/{len(body)}", body)
+        await (await writer.exchange(Exchange(result, "2024-05-01T12:00:00Z")))
+        return await asyncio.to_thread(writer_maps)
+
+    async def main() -> tuple[bytes, bytes]:
+        try:
+            small = await archive(b"<p>small</p>")
+            return small, await archive(b"<p>" + b"words " * PAYLOAD_FILE_BYTES)
+        finally:
+            await writer.aclose()
+
+    small, large = asyncio.run(main())
+    assert b"fastwarc" in small
+    assert b"libcrypto" not in small
+    assert b"libcrypto" in large
+
+
+def test_a_pipe_carries_messages_bigger_than_the_pipe_buffer_and_reports_its_end() -> None:
+    """``core.parse_worker.Pipe`` over a real pipe: a 1 MiB message (16 times Linux's
+    pipe buffer, written by a thread while read) arrives whole and in order; once the
+    writer closes, ``poll`` is true and ``recv`` raises ``EOFError``; a closed end
+    raises ``OSError``."""
+    read_fd, write_fd = os.pipe()
+    reader, writer = Pipe(read_fd), Pipe(write_fd)
+    big = random.Random(1).randbytes(1 << 20)
+    sent = [("job", big, "http://a.test/", [("content-type", "text/html")]), None]
+
+    def send_all() -> None:
+        for message in sent:
+            writer.send(message)
+        writer.close()
+
+    thread = threading.Thread(target=send_all)
+    thread.start()
+    try:
+        assert reader.poll(60)
+        got = [reader.recv(), reader.recv()]
+    finally:
+        thread.join()
+    assert got == sent
+    assert reader.poll(0)  # the end of the pipe is readable
+    with pytest.raises(EOFError):
+        reader.recv()
+    reader.close()
+    reader.close()  # again: nothing
+    with pytest.raises(OSError):
+        reader.poll(0)
+    with pytest.raises(OSError):
+        writer.send("late")
