@@ -580,8 +580,11 @@ def committed_pages(db: Path) -> int:
 def test_kill_9_leaves_readable_files_and_the_resume_writes_a_new_one(tmp_path: Path) -> None:
     with LocalWeb(delay_scale=0.05) as web:
         (tmp_path / "seeds.txt").write_text("\n".join(web.seeds()) + "\n")
+        # commits every 20 ms, so the kill comes a few pages after the 15th and never
+        # after the cap (with the default 500 ms, one commit held 58 of 60 pages and the
+        # resume had nothing left to write)
         args = [CRAWLDECK, "crawl", "seeds.txt", "--no-ui", "--db", "c.db", "--delay-ms", "0",
-                "--max-pages", "60"]  # fmt: skip
+                "--max-pages", "80", "-s", "flush_interval_ms=20"]  # fmt: skip
         proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 60
         while committed_pages(tmp_path / "c.db") < 15:  # rows pointing into file 1
