@@ -1066,17 +1066,11 @@ class _Reader:
 
     async def read(self, upto: int | None) -> None:
         """Read until ``upto`` bytes are held (``None``: to the end or the cut)."""
-        content = self._response.content
         limit = self._limit
         inflater = self._inflater
         while not self.ended and not self.truncated and (upto is None or self.size < upto):
-            try:
-                data = await content.readany()
-            except (aiohttp.ClientPayloadError, HttpProcessingError) as exc:
-                raise self._cut(exc) from None
+            data = await self._next_read()
             if not data:
-                self.ended = True
-                self._check_end()
                 return
             if inflater is not None:
                 assert self._wire is not None
@@ -1097,17 +1091,11 @@ class _Reader:
         ``sink`` in steps of at most ``_READ_BYTES`` instead of holding them; keep the
         first ``keep`` bytes as transferred (``wire``; ``wire_cut`` when more came).
         ``sink`` returning ``False`` stops the read (``truncated``)."""
-        content = self._response.content
         inflater = self._inflater
         self._wire = []
         while not self.ended:
-            try:
-                data = await content.readany()
-            except (aiohttp.ClientPayloadError, HttpProcessingError) as exc:
-                raise self._cut(exc) from None
+            data = await self._next_read()
             if not data:
-                self.ended = True
-                self._check_end()
                 return
             if self._wire_size < keep:
                 self._wire.append(data[: keep - self._wire_size])
@@ -1124,6 +1112,21 @@ class _Reader:
                 if not await self._hand(out, sink):
                     return
                 out = inflater.more(self._step())
+
+    async def _next_read(self) -> bytes:
+        """The next bytes as transferred; ``b""`` at the end of the body (``ended``).
+
+        Raises:
+            FetchError: the body was cut short or malformed (``_cut``, ``_check_end``).
+        """
+        try:
+            data = await self._response.content.readany()
+        except (aiohttp.ClientPayloadError, HttpProcessingError) as exc:
+            raise self._cut(exc) from None
+        if not data:
+            self.ended = True
+            self._check_end()
+        return data
 
     def _step(self) -> int:
         """The most decoded bytes to take in one step: a read, and one more byte than
