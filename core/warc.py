@@ -535,20 +535,16 @@ class WarcFiles:
         Raises:
             OSError: the file could not be written.
         """
-        if isinstance(payload, tuple):
-            path = Path(payload[0])
-            try:
-                return self._exchange(
-                    url, date, ip, status, http_version, reason, fields, text, path,
-                    truncated, skipped, request_headers, found,
-                )  # fmt: skip
-            finally:
+        body = Path(payload[0]) if isinstance(payload, tuple) else payload
+        try:
+            return self._exchange(
+                url, date, ip, status, http_version, reason, fields, text, body,
+                truncated, skipped, request_headers, found,
+            )  # fmt: skip
+        finally:
+            if isinstance(body, Path):  # read or not, the payload file is done with
                 with contextlib.suppress(OSError):
-                    path.unlink()
-        return self._exchange(
-            url, date, ip, status, http_version, reason, fields, text, payload,
-            truncated, skipped, request_headers, found,
-        )  # fmt: skip
+                    body.unlink()
 
     def _exchange(
         self,
