@@ -187,6 +187,29 @@ async def test_slash_filters_blocked_by_reason_and_host() -> None:
         assert app.query_one("#blocked-table", LineTable).row_count == len(panel.shown)
 
 
+async def test_escape_cancels_a_filter_and_empties_its_box() -> None:
+    """Esc in a filter box empties it and shows every row again (Enter keeps a filter),
+    on both tabs that have one."""
+    app = recording_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"shop")
+        await wait_until(pilot, lambda: table_hosts(app) == ["shop.example.net"])
+        await pilot.press("escape")
+        assert app.query_one("#hosts-filter", Input).value == ""
+        assert focused(app) is app.query_one("#hosts-table", LineTable)
+        await wait_until(pilot, lambda: len(table_hosts(app)) == 11)
+        await pilot.press("3", "slash", *"reason:robots")
+        panel = app.query_one(BlockedPanel)
+        assert {r.reason for r in panel.shown} == {"robots"}
+        await pilot.press("escape")
+        assert app.query_one("#blocked-filter", Input).value == ""
+        assert panel.filter_text == ""
+        assert len(panel.shown) == len(app.snapshot.blocked)
+        assert len({r.reason for r in panel.shown}) > 1
+        assert focused(app) is app.query_one("#blocked-table", LineTable)
+
+
 async def test_enter_opens_the_host_detail_of_each_table() -> None:
     app = recording_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -492,14 +515,14 @@ def test_summary_shows_the_render_pool() -> None:
     from crawldeck.tui.screens import summary_text
 
     snap = snapshot_at(0)
-    assert "render   off" in summary_text(snap).plain
+    assert "render   off" in summary_text(replace(snap, render=None)).plain
     stats = RenderStats(
         available=True, reason="", size=2, busy=1, idle=1, queued=3, browsers=2,
         rendered=42, timed_out=2, failed=1, blocked=5, skipped=9, launches=2, recycles=0,
         rss_bytes=900_000_000, pss_bytes=550_000_000, memory_age_s=0.4,
     )  # fmt: skip
     line = summary_text(replace(snap, render=stats)).plain.splitlines()[-1]
-    assert line == "render   1/2 busy · 3 queued · 42 done · 2 cut · 1 failed · 550.0 MB"
+    assert line == "render   1/2 busy · 3 queued · 42 done · 2 cut · 1 failed · mem 550.0 MB"
 
 
 def test_summary_shows_duplicates_once_there_are_some() -> None:

@@ -37,12 +37,13 @@ from crawldeck.tui.screens import (
     OverviewPanel,
     bar_rows,
     eta_text,
+    fetches_in_flight,
     priority_bars,
     status_bars,
     summary_text,
 )
 from crawldeck.tui.table import LineTable
-from crawldeck.tui.widgets import HOST_COLUMNS
+from crawldeck.tui.widgets import HOST_COLUMNS, url_on_host
 
 LAST = snapshot_at(STEPS)
 
@@ -65,9 +66,11 @@ async def test_80x24_keeps_the_header_eta_and_the_hosts_key_columns() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         status = plain(app, "#status")
-        # the header's first 80 cells: state, file, pages, pages/s and the ETA
-        assert status[:80].startswith(" crawldeck  RUNNING   crawl.db   pages 3855/6000 · 28.4/s")
-        assert "ETA 0:01:15" in status[:80]
+        # the header's first 80 cells: state, file, pages, pages/s, the fetches in
+        # flight (5 URLs in process less 1 rendering and 1 waiting for a browser), ETA
+        assert status[:80].startswith(
+            " RUNNING   crawl.db  pages 3855/6000 · 28.4/s · in flight 3 · ETA 0:01:15 · queu"
+        )
         assert eta_text(LAST) == "0:01:15"  # (6000 - 3855) / 28.4 s
         # no chart at 80 x 24: the figures take the panel's width
         assert not app.query_one("#charts").display
@@ -402,7 +405,7 @@ async def test_a_budget_stop_keeps_the_console_open_with_the_way_on(
         await pilot.pause(0.1)
         assert app.result is not None and app.result.outcome == outcome
         assert app.is_running and app.display_state() == "STOPPED"
-        assert plain(app, "#status").startswith(" crawldeck  STOPPED ")
+        assert plain(app, "#status").startswith(" STOPPED   crawl.db  pages")
         assert "ETA -" in plain(app, "#status")  # no estimate once the run is over
         assert plain(app, "#resume") == f"Stopped: {reason}; q quits.  {hint}"
         await pilot.press("q")
@@ -441,7 +444,7 @@ async def test_the_dupes_row_makes_the_throughput_panel_a_line_taller() -> None:
         await pilot.pause(0.1)
         summary = plain(app, "#summary").splitlines()
         assert summary[2] == "dupes    2 exact · 0 near"
-        assert summary[-1] == "render   off"  # the last row is not cut
+        assert summary[-1].startswith("render   1/2 busy")  # the last row is not cut
         assert len(summary) == 8
         assert app.query_one("#throughput").outer_size.height == 8 + 2  # and the border
 
@@ -513,3 +516,47 @@ def test_the_eta_is_that_of_the_first_budget_reached() -> None:
     lines = summary.plain.splitlines()
     assert lines[0] == "elapsed  0:02:00/0:10:00 · 28.4 pages/s · 398.0 kB/s"
     assert lines[1] == "pages    3855  (54.0 MB/100.0 MB)"
+
+
+def test_fetches_in_flight_leave_out_the_renders() -> None:
+    """The header's and the overview's "in flight" count fetches: URLs in process less
+    those rendering or waiting for a browser; with rendering off, every URL in process."""
+    assert LAST.counters.in_flight == 5 and LAST.render is not None
+    assert fetches_in_flight(LAST) == 5 - LAST.render.busy - LAST.render.queued == 3
+    assert fetches_in_flight(replace(LAST, render=None)) == 5
+    summary = summary_text(LAST).plain
+    assert "frontier 540 queued · 3 in flight · 2 rendering" in summary
+    assert "render   1/2 busy · 1 queued · 40 done · 1 cut · mem 182.0 MB" in summary
+
+
+@pytest.mark.parametrize(
+    ("url", "host", "shown"),
+    [
+        ("http://a.test:8080/x/y?q=1", "a.test:8080", "/x/y?q=1"),
+        ("https://a.test", "a.test", "/"),
+        ("https://a.test?q", "a.test", "?q"),
+        ("https://a.test.evil/x", "a.test", "https://a.test.evil/x"),
+        ("https://b.test/x", "a.test", "https://b.test/x"),
+        ("not a url", "a.test", "not a url"),
+    ],
+)
+def test_the_blocked_table_shows_a_url_by_its_path_on_the_row_host(
+    url: str, host: str, shown: str
+) -> None:
+    assert url_on_host(url, host) == shown
+
+
+async def test_the_overview_backoff_count_is_the_backoff_tab_rows() -> None:
+    """One frame, one figure: a snapshot whose counters say no host is waiting out a
+    backoff at this instant, while three hosts' last answers started one, shows 3 in
+    the overview, the Backoff tab's label and its table alike."""
+    app = fake_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        app.draw(replace(LAST, counters=replace(LAST.counters, hosts_backoff=0)))
+        await pilot.pause()
+        assert "12 known · 11 active · 3 backoff" in plain(app, "#summary")
+        assert str(app.query_one(TabbedContent).get_tab("tab-backoff").label) == "Backoff 3"
+        await pilot.press("2")
+        await settle(pilot)
+        assert app.query_one("#backoff-table", LineTable).row_count == 3

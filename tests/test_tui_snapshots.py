@@ -20,6 +20,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 
 from crawldeck.core.engine import CrawlResult, Outcome
+from crawldeck.core.render_types import RenderStats
 from crawldeck.core.snapshot import (
     BackoffRow,
     BlockedRow,
@@ -34,7 +35,7 @@ from crawldeck.tui.app import CrawlApp
 
 T0 = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
 STEPS = 120
-SIZE = (120, 36)
+SIZE = (120, 40)
 
 HOSTS: tuple[HostRow, ...] = (
     HostRow("docs.example.org", 412, 1, 830, 2, 1000, "crawl_delay", 3.2, 0.4, "ok"),
@@ -94,7 +95,7 @@ def snapshot_at(step: int, *, state: CrawlState = "running") -> CrawlSnapshot:
         bytes=pages * 14_000,
         errors=step // 10,
         queued=queued,
-        in_flight=3,
+        in_flight=5,
         hosts_known=12,
         hosts_active=11,
         hosts_backoff=len(BACKOFF),
@@ -123,7 +124,31 @@ def snapshot_at(step: int, *, state: CrawlState = "running") -> CrawlSnapshot:
         backoff=BACKOFF,
         blocked=blocked,
         log=LOG[: 1 + step // 30],
+        render=RENDER,
     )
+
+
+#: Two of the five URLs in process are past their fetch: one rendering, one waiting for
+#: a browser (the header says 3 in flight, the overview 3 in flight · 2 rendering).
+RENDER = RenderStats(
+    available=True,
+    reason="",
+    size=2,
+    busy=1,
+    idle=1,
+    queued=1,
+    browsers=2,
+    rendered=40,
+    timed_out=1,
+    failed=0,
+    blocked=12,
+    skipped=30,
+    launches=2,
+    recycles=0,
+    rss_bytes=310_000_000,
+    pss_bytes=182_000_000,
+    memory_age_s=1.0,
+)
 
 
 def by_band(seeds: int, links: int) -> tuple[int, ...]:
@@ -387,3 +412,22 @@ def test_stopped_at_a_budget(snap_compare: SnapCompare) -> None:
     """The run stopped at max_time: STOPPED in the header, the resume command shown."""
     app = fake_app(finish="max_time")
     assert snap_compare(app, terminal_size=(80, 24), run_before=_run_before())
+
+
+def test_blocked_small_terminal(snap_compare: SnapCompare) -> None:
+    """The Blocked tab at 80 x 24: narrow time and host columns, the URL's path on its
+    host in view, the filter box saying that arrows scroll."""
+    keys = ("3",)
+    assert snap_compare(fake_app(), terminal_size=(80, 24), run_before=_run_before(*keys))
+
+
+def test_backoff_small_terminal(snap_compare: SnapCompare) -> None:
+    """The Backoff tab at 80 x 24: its label, its rows and the overview's backoff count
+    are one figure."""
+    assert snap_compare(fake_app(), terminal_size=(80, 24), run_before=_run_before("2"))
+
+
+def test_large_terminal_blocked(snap_compare: SnapCompare) -> None:
+    """160 x 48 on the Blocked tab: the overview sits above the tabs, so a short table
+    leaves no blank band between itself and the overview."""
+    assert snap_compare(fake_app(), terminal_size=(160, 48), run_before=_run_before("3"))

@@ -44,7 +44,7 @@ from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
 
 from crawldeck.core.engine import CrawlResult
 from crawldeck.core.errors import CrawldeckError
-from crawldeck.core.snapshot import CrawlSnapshot, HostDetail, HostRow
+from crawldeck.core.snapshot import BackoffRow, CrawlSnapshot, HostDetail, HostRow
 from crawldeck.tui.headless import go_on_note, stop_signals
 from crawldeck.tui.screens import (
     AddSeedScreen,
@@ -325,7 +325,7 @@ class CrawlApp(App[None]):
                 tooltip="sort the hosts by the next column (or click a header)"),
         Binding("r", "reverse", "Reverse", show=False, tooltip="reverse the hosts' order"),
         Binding("escape", "leave_filter", "Back", show=False,
-                tooltip="from a filter box back to its table"),
+                tooltip="cancel a filter (its box emptied) and go back to its table"),
         Binding("ctrl+c,ctrl+q", "quit", "Quit", show=False, priority=True, tooltip=QUIT_TIP),
         *(Binding(str(i + 1), f"tab('{tab}')", f"{TAB_NAMES[tab]} tab", show=False)
           for i, tab in enumerate(TABS)),
@@ -359,15 +359,19 @@ class CrawlApp(App[None]):
         self._tab_labels: dict[str, str] = {}
         self._labels_at = 0.0
         self._blocked_shown: dict[str, int] = {}
+        self._backoff_shown: tuple[BackoffRow, ...] = ()
 
     # ------------------------------------------------------------------ layout
 
     def compose(self) -> ComposeResult:
-        """Header line, the resume line (once stopped), throughput panel, the tabs, the
-        overview (large terminals), the footer."""
+        """Header line, the resume line (once stopped), throughput panel, the overview
+        (large terminals), the tabs, the footer."""
         yield StatusBar(id="status")
         yield Static(id="resume")
         yield ThroughputPanel(id="throughput")
+        # above the tabs: a short table leaves its blank rows at the bottom, not
+        # between the table and the overview
+        yield OverviewPanel(id="overview")
         with TabbedContent(id="tabs", initial="tab-hosts"):
             with TabPane("Hosts", id="tab-hosts"):
                 yield HostsPanel(
@@ -379,7 +383,6 @@ class CrawlApp(App[None]):
                 yield BlockedPanel()
             with TabPane("Log", id="tab-log"):
                 yield LogPanel(id="log")
-        yield OverviewPanel(id="overview")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -466,11 +469,19 @@ class CrawlApp(App[None]):
         relabel = now - self._labels_at >= LABELS_EVERY_S or snap.state in ("finished", "stopped")
         if relabel:
             self._blocked_shown = c.blocked
-        elif c.blocked != self._blocked_shown:
-            # the blocked counts change with the tab label (at most once a second), so
-            # the label, the throughput panel and the Blocked tab always show one figure
-            snap = replace(snap, counters=replace(c, blocked=self._blocked_shown))
-            c = snap.counters
+            self._backoff_shown = snap.backoff
+        # the blocked counts and the hosts backing off change with the tab labels (at
+        # most once a second), so a label, the panels and its tab show one figure: the
+        # overview's "backoff" counts the Backoff tab's rows (hosts whose last answer
+        # started or continued a backoff), not only those waiting at this instant
+        snap = replace(
+            snap,
+            counters=replace(
+                c, blocked=self._blocked_shown, hosts_backoff=len(self._backoff_shown)
+            ),
+            backoff=self._backoff_shown,
+        )
+        c = snap.counters
         self.snapshot = snap
         self._draw_status()
         self.query_one(ThroughputPanel).show(snap, self.history)
@@ -592,7 +603,17 @@ class CrawlApp(App[None]):
             self.query_one("#blocked-table", LineTable).focus()
 
     def action_leave_filter(self) -> None:
-        """Esc: from a filter box back to its table."""
+        """Esc: cancel the filter (its box emptied, every row shown again) and go back
+        to its table, as Esc cancels a search in less or vim; Enter keeps a filter."""
+        focused = self.focused
+        if isinstance(focused, Input) and focused.id in ("hosts-filter", "blocked-filter"):
+            if self._filter_timer is not None:
+                self._filter_timer.stop()
+            focused.value = ""
+            if focused.id == "hosts-filter":
+                self.hosts_panel.set_filter("")
+            else:
+                self.query_one(BlockedPanel).set_filter("")
         self._focus_tab_table()
 
     def action_tab(self, tab: str) -> None:

@@ -94,29 +94,50 @@ def eta_text(snap: CrawlSnapshot) -> str | None:
     return "-" if over or not known else fmt_duration(min(known))
 
 
+#: Header width in cells from which it starts with the program's name.
+WIDE_HEADER = 100
+
+
+def renders_in_flight(snap: CrawlSnapshot) -> int:
+    """Pages of ``snap``'s crawl fetched and now rendering or waiting for a browser:
+    the render pool's busy plus queued (0 with rendering off)."""
+    r = snap.render
+    return 0 if r is None else r.busy + r.queued
+
+
+def fetches_in_flight(snap: CrawlSnapshot) -> int:
+    """URLs of ``snap``'s crawl being fetched now: the URLs in process
+    (``counters.in_flight``) less those past their fetch, rendering
+    (:func:`renders_in_flight`)."""
+    return max(0, snap.counters.in_flight - renders_in_flight(snap))
+
+
 class StatusBar(Static):
     """The header line: the crawl's state (RUNNING, PAUSED, ...), the file, the totals.
 
-    The figures come most needed first (pages, pages/s, the ETA of the budgets), so a
-    narrow terminal (80 columns) cuts only the ones the throughput panel also shows.
+    The figures come most needed first (pages, pages/s, the fetches in flight, the ETA
+    of the budgets, the queue), so a narrow terminal (80 columns) cuts only what the
+    throughput panel also shows; under ``WIDE_HEADER`` cells the program's name is left
+    out.
     """
 
     def show(self, state: str, db_name: str, snap: CrawlSnapshot | None) -> None:
         """Draw ``state`` (upper case), the crawl file's name and ``snap``'s totals."""
-        text = Text.assemble(
-            (" crawldeck ", "bold"), (f" {state} ", STATE_STYLES.get(state, "bold")), f"  {db_name}"
-        )
+        # the name of the program is the first thing an 80-column header gives up
+        brand = (" crawldeck ", "bold") if self.app.size.width >= WIDE_HEADER else ""
+        text = Text.assemble(brand, (f" {state} ", STATE_STYLES.get(state, "bold")), f"  {db_name}")
         if snap is not None:
             c = snap.counters
             cap = f"/{snap.max_pages}" if snap.max_pages else ""
-            text.append(f"   pages {c.pages}{cap} · {snap.pages_per_s:.1f}/s")
+            text.append(
+                f"  pages {c.pages}{cap} · {snap.pages_per_s:.1f}/s"
+                f" · in flight {fetches_in_flight(snap)}"
+            )
             eta = eta_text(snap)
             if eta is not None:
                 text.append(" · ETA ")
                 text.append(eta, style="bold")
-            text.append(
-                f" · {fmt_bytes(snap.bytes_per_s)}/s · queued {c.queued} · in flight {c.in_flight}"
-            )
+            text.append(f" · queued {c.queued} · {fmt_bytes(snap.bytes_per_s)}/s")
         if state == "STOPPING":
             text.append("   in-flight fetches finish, state is saved …", style="italic")
         set_static(self, text)
@@ -272,7 +293,9 @@ def summary_text(snap: CrawlSnapshot) -> Text:
             mix.append(f"{key} ", style=STATUS_STYLES[key])
             mix.append(f"{c.status_mix[key]}  ")
     row("status", mix if mix.plain else "-")
-    row("frontier", f"{c.queued} queued · {c.in_flight} in flight")
+    rendering = renders_in_flight(snap)
+    also = f" · {rendering} rendering" if rendering else ""
+    row("frontier", f"{c.queued} queued · {fetches_in_flight(snap)} in flight{also}")
     row("hosts", f"{c.hosts_known} known · {c.hosts_active} active · {c.hosts_backoff} backoff")
     row("blocked", f"{sum(c.blocked.values())} · no response {c.errors}")
     r = snap.render
@@ -281,7 +304,7 @@ def summary_text(snap: CrawlSnapshot) -> Text:
     else:
         failed = f" · {r.failed} failed" if r.failed else ""
         row("render", f"{r.busy}/{r.size} busy · {r.queued} queued · {r.rendered} done · "
-            f"{r.timed_out} cut{failed} · {fmt_bytes(r.pss_bytes)}")  # fmt: skip
+            f"{r.timed_out} cut{failed} · mem {fmt_bytes(r.pss_bytes)}")  # fmt: skip
     return text
 
 

@@ -399,11 +399,22 @@ def blocked_matcher(text: str) -> Callable[[BlockedRow], bool]:
 
 
 BLOCKED_COLUMNS = (
-    Column("at", "time (UTC)", 10),
+    Column("at", "UTC", 8),
     Column("reason", "reason", 18),
-    Column("host", "host", 20),
-    Column("url", "URL", 80),
+    Column("host", "host", 16),
+    Column("url", "URL (path on its host)", 80),
 )
+
+
+def url_on_host(url: str, host: str) -> str:
+    """``url`` without its ``scheme://host`` when that is ``host`` (the row's host
+    column already says it), so an 80-column table shows the path and query:
+    ``url_on_host("http://a.test:8080/x?q", "a.test:8080") == "/x?q"``; any other URL
+    (another host, unparsable) whole."""
+    _, sep, rest = url.partition("://")
+    if sep and (rest == host or rest.startswith((f"{host}/", f"{host}?", f"{host}#"))):
+        return rest[len(host) :] or "/"
+    return url
 
 
 class BlockedPanel(Vertical):
@@ -418,7 +429,8 @@ class BlockedPanel(Vertical):
     def compose(self) -> ComposeResult:
         """Counts, filter box and table."""
         yield Static(id="blocked-counts")
-        yield Input(placeholder="/ filter: reason or host (reason:calendar host:127.0.0.2)",
+        yield Input(placeholder="/ filter: reason or host (reason:calendar) · "
+                                "←→↑↓ scroll the table",
                     id="blocked-filter")  # fmt: skip
         yield LineTable(BLOCKED_COLUMNS, id="blocked-table")
 
@@ -434,7 +446,15 @@ class BlockedPanel(Vertical):
         match = blocked_matcher(self.filter_text)
         self.shown = [row for row in reversed(snap.blocked) if match(row)]
         rows: list[tuple[str, list[Cell]]] = [
-            (f"{r.at}|{r.url}", [fmt_clock(r.at), Text(r.reason, style="magenta"), r.host, r.url])
+            (
+                f"{r.at}|{r.url}",
+                [
+                    fmt_clock(r.at),
+                    Text(r.reason, style="magenta"),
+                    r.host,
+                    url_on_host(r.url, r.host),
+                ],
+            )
             for r in self.shown
         ]
         self.query_one("#blocked-table", LineTable).set_rows(rows)
