@@ -411,8 +411,8 @@ class CrawlConfig:
             lines, else ``/sitemap.xml``) and admit their URLs like links
             (sitemaps.org protocol; ``core.sitemaps``).
         metrics_port: the TCP port of the Prometheus metrics served while the run lasts
-            (``--metrics-port PORT``; ``core.metrics``, issue #14 item 8; README, "Stats and
-            metrics"); 0: none served.
+            (``--metrics-port PORT``; ``core.metrics``, issue #14 item 8; docs/results.md,
+            "Stats and metrics"); 0: none served.
         metrics_address: the IP address the metrics server binds (loopback unless another is
             asked for: another address exposes the crawl's figures, its host names, to the
             network).
