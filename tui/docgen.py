@@ -153,13 +153,33 @@ def _help(action: argparse.Action, prog: str) -> str:
     return text
 
 
-def _command_section(parser: argparse.ArgumentParser, summary: str | None) -> list[str]:
-    """One command's section: heading, summary, description, arguments, epilog."""
+def _synopsis(parser: argparse.ArgumentParser) -> str:
+    """How the command is typed: its name, its positional arguments (``SEED [SEED
+    ...]`` for one taking several, as argparse's usage writes it), ``[options]``."""
+    words = [parser.prog]
+    for action in parser._actions:
+        if action.option_strings:
+            continue
+        name = str(action.metavar or action.dest.upper())
+        words.append(f"{name} [{name} ...]" if action.nargs == "+" else name)
+    return " ".join([*words, "[options]"])
+
+
+def _command_section(
+    parser: argparse.ArgumentParser, summary: str | None, commands: Sequence[str] = ()
+) -> list[str]:
+    """One command's section: heading, summary, synopsis, description, ``commands``
+    (Markdown lines: the top parser's list of commands), arguments (each with its
+    help), epilog."""
     out = [f"## `{parser.prog}`", ""]
     if summary:
         out += [summary[0].upper() + summary[1:] + ".", ""]
+    out += ["```text", _synopsis(parser), "```", ""]
     if parser.description:
         out += [" ".join(parser.description.split()), ""]
+    if commands:
+        out += ["Commands:", "", *commands, ""]
+    out += ["Arguments:", ""]
     listed = [
         a
         for a in parser._actions
@@ -180,7 +200,8 @@ def cli_block() -> str:
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     summaries = {choice.dest: choice.help for choice in sub._choices_actions}
-    out = _command_section(parser, None)
+    commands = [f"- [`{name}`](#crawldeck-{name}): {summaries[name]}" for name in sub.choices]
+    out = _command_section(parser, None, commands)
     for name, command in sub.choices.items():
         out += _command_section(command, summaries.get(name))
     return "\n".join(out).rstrip("\n")
