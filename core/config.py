@@ -133,35 +133,53 @@ class CrawlConfig:
 
     Attributes (units in the names):
         user_agent: the full User-Agent header sent with every request.
-        robots_token: the product token matched against robots.txt user-agent
-            groups (RFC 9309 §2.2.1); default ``crawldeck``.
+        robots_token: the product token matched against robots.txt user-agent groups (RFC
+            9309 §2.2.1); default ``crawldeck``, or the product token of ``user_agent`` when
+            that is set and this is not (``product_token``).
         max_pages: stop once the crawl file holds this many pages, over all its runs
             (a rerun with the same cap fetches nothing new); fetches in flight count
             towards it, so none starts beyond it (``None``: no cap).
-        max_time_s: stop this run once it has run this many seconds (per run: a
-            resumed run has its own); fetches in flight get the stop's grace period
-            (``engine.STOP_GRACE_S``) and a cut one stays queued (``None``: no cap).
-        max_bytes: stop once the pages' decoded body bytes reach this many, over all
-            the crawl file's runs (as ``max_pages``; the "bytes (all runs)" figure of
-            the summary); no fetch starts past it, those in flight finish, so the
-            total may pass it by up to ``concurrency`` bodies (``None``: no cap).
+        max_time_s: stop this run once it has run this many seconds (per run: a resumed run
+            has its own); fetches in flight get the stop's grace period
+            (``engine.STOP_GRACE_S``, 5 s) and a cut one stays queued (``None``: no cap).
+            The flag takes units: ``--max-time 90s``, ``10m``, ``2h``.
+        max_bytes: stop once the pages' decoded body bytes reach this many, over all the
+            crawl file's runs (as ``max_pages``; the "bytes (all runs)" figure of the
+            summary); no fetch starts past it, those in flight finish, so the total may pass
+            it by up to ``concurrency`` bodies (``None``: no cap). The flag takes units:
+            ``--max-bytes 500MB``, ``2GiB``.
         max_depth: links followed from a seed (seed = depth 0); deeper URLs are
             blocked with reason ``depth``.
         scope: ``host`` (the seeds' hosts), ``domain`` (the seeds' registered
             domains, by the Public Suffix List) or ``any``.
-        include: Python regular expressions (``re.search`` in the cleaned URL); when
-            any is given, a URL found must match one of them (reason ``excluded``
-            otherwise). Seeds need not match: a seed is where the crawl starts (as
-            ``wget --accept-regex`` never filters its start URLs and Heritrix's seeds
-            are in scope by their own SURT prefixes); the URLs it redirects to must.
-        exclude: Python regular expressions; a URL matching any is refused with
-            reason ``excluded``, seeds included (as a Heritrix reject rule after the
-            seeds' accept rule); checked before ``include``.
+        include: Python regular expressions (``re.search`` in the cleaned URL); when any is
+            given, a URL found must match one of them (reason ``excluded`` otherwise). Seeds
+            need not match: a seed is where the crawl starts (as ``wget --accept-regex``
+            never filters its start URLs and Heritrix's seeds are in scope by their own SURT
+            prefixes); the URLs it redirects to must. ``--include REGEX`` (repeatable)
+            replaces the list.
+        exclude: Python regular expressions; a URL matching any is refused with reason
+            ``excluded``, seeds included (as a Heritrix reject rule after the seeds' accept
+            rule); checked before ``include``. ``--exclude REGEX`` (repeatable) replaces the
+            list; a pattern ``re`` cannot compile is one line naming it.
         hosts: per-host settings (``[hosts."docs.example.org"]`` in the TOML), one
-            ``HostOverride`` per host, by host key (``core.urls.host_key``: lowercase,
-            IDNA, ``:port`` only when not the scheme's default); see ``HostOverride``.
-        concurrency: fetches in flight across all hosts.
-        per_host_concurrency: fetches in flight to one host.
+            ``HostOverride`` per host, by host key (``core.urls.host_key``: lowercase, IDNA,
+            no trailing dot, ``:port`` only when not the scheme's default, so
+            ``[hosts."127.0.0.1:8080"]``; another port is another host); see
+            ``HostOverride``. A table may hold ``delay_ms`` (>= 0: the host's politeness
+            delay floor in place of ``delay_ms``, still the larger of it and Crawl-delay),
+            ``max_pages`` (>= 1: URLs admitted for the host in place of ``max_per_host``,
+            each at most one page, all runs; past it ``host_cap``) and ``render`` (``auto``,
+            ``always``, ``never``: in place of ``render``). A bad value names the host and
+            key (``config key 'hosts."a.org".delay_ms': expected a value >= 0, got -5``);
+            the console's host detail (Enter) shows them.
+        concurrency: fetches in flight across all hosts; a fetch running longer than 2 s
+            stops counting against it (at most 5 x this many in flight, 4 x of them slow),
+            so tarpits cannot take every worker.
+        per_host_concurrency: fetches in flight to one host; a second one starts only when
+            the host's delay allows it, so against a slow host the adaptive delay
+            (``adaptive_delay_factor`` x its fetch time) keeps it at one: set
+            ``adaptive_delay_factor = 0`` to have them overlap.
         delay_ms: the default politeness delay of a host: its next fetch starts at
             least this long after the end of its last fetch (the body read, or the
             fetch given up), and after the start of any fetch still in flight
@@ -178,8 +196,8 @@ class CrawlConfig:
             (0 turns it off).
         max_delay_ms: cap on the adaptive, Crawl-delay and learnt (429/503) parts of
             the delay.
-        backoff_base_ms, backoff_max_ms: backoff on 429/503 is
-            ``min(max, base x 2^(attempt-1))`` plus jitter up to half of it.
+        backoff_base_ms, backoff_max_ms: backoff on 429/503 is ``min(max, base x
+            2^(attempt-1))`` plus jitter up to half of it; max >= base.
         retry_after_max_s: a Retry-After longer than this is cut to it.
         demote_after_s: a host in continuous backoff this long drops to the
             lowest-priority front queue; a host whose continuous backoff, up to the
@@ -196,76 +214,122 @@ class CrawlConfig:
         max_segment_repeats: most times one path segment may occur in a path
             (reason ``repeating_path``).
         max_page_param: highest page/offset number admitted (reason ``pagination``).
-        calendar_window_years: years after today beyond which a date in a path or
-            query is a calendar trap (reason ``calendar``).
-        calendar_max_dates: URLs admitted per host and date template, i.e. per set of
-            URLs that differ only in a date in the path or query (reason ``calendar``
-            beyond; ``traps.date_template``); at most 65 535.
+        calendar_window_years: years after today beyond which a date in a path or query is a
+            calendar trap at once (reason ``calendar``); past (and near) dates count against
+            ``calendar_max_dates``.
+        calendar_max_dates: URLs admitted per host and date template, i.e. per set of URLs
+            that differ only in a date in the path or query (``/cal/{y}/{m}/``,
+            ``?month={y}-{m}``; a blog post ``/2019/05/my-post`` is its own;
+            ``traps.date_template``); one more is reason ``calendar``, into the past or the
+            future; at most 65 535. 1000 lets through 83 years of monthly or 2.7 years of
+            daily archive pages; an endless calendar costs at most this many requests per
+            template (17 min at ``delay_ms`` 1000; about 2000 for a calendar with month and
+            day views).
         calendar_max_dates_per_host: URLs admitted per host in date templates that
             already had a date, over all its templates (one calendar per venue, room
             or team; a template's first date, such as a blog post's, never counts);
             reason ``calendar`` beyond; at most 65 535.
-        calendar_max_years: years a calendar may walk back from the newest date (with
-            a month) seen on its host: a dated URL found on a page of its own date
-            template (a "previous month" link) whose year is more than this many years
-            before the host's newest is a calendar trap (reason ``calendar``); one
-            found on any other page (an index, an archive list) is not
-            (``traps.TrapGuard.admit``, step 10).
-        strip_params: query and ``;name=value`` path parameters removed from the
-            dedupe key (names matched case-insensitively; a name ending in ``*`` is a
-            prefix: ``utm_*``).
+        calendar_max_years: years a calendar may walk back from the newest date (with a
+            month) seen on its host: a dated URL found on a page of its own date template (a
+            "previous month" link: ``/cal/2014-05/`` on ``/cal/2014-06/``) whose year is
+            more than this many years before the host's newest is a calendar trap (reason
+            ``calendar``); one found on any other page (an index, an archive list, a post)
+            is not, however old (``traps.TrapGuard.admit``, step 10). A year alone
+            (``/2019/``) does not count.
+        strip_params: query and ``;name=value`` path parameters (``/a;jsessionid=…/b``)
+            removed from the dedupe key (names matched case-insensitively; a name ending in
+            ``*`` is a prefix: ``utm_*``); the URL sent keeps them. A list set here replaces
+            the default one.
         max_redirects: most redirect hops in one chain (reason ``too_many_redirects``).
-        max_body_bytes: body cap after decoding; longer bodies are cut off and
-            recorded with error ``body_too_large``.
-        connect_timeout_ms, read_timeout_ms, total_timeout_ms: fetch time budgets.
-        header: extra request header fields sent with every request, robots.txt
-            included (a TOML table ``{"Accept-Language" = "en"}``, kept as ``(name,
-            value)`` pairs); ``core.request_checks.REFUSED_HEADERS`` cannot be set.
-        proxy: an ``http://host[:port]`` proxy every request goes through (``CONNECT``
-            for https), no credentials in it; ``None``: direct (or the environment's,
-            with ``trust_env``).
-        trust_env: use the ``HTTP_PROXY``/``HTTPS_PROXY`` environment variables where
-            ``proxy`` is not set, and ``NO_PROXY`` for both (``core.request_options``).
-        netrc: Basic credentials per host name from ``$NETRC`` or ``~/.netrc``.
-        auth: Basic credentials per origin (``[auth."https://host"] user = "..."
-            password_env = "VAR"``, kept as ``(origin, user, password_env)``); the
-            password is read from the environment variable at start, never stored.
-        robots_max_bytes: robots.txt is parsed from at most this many bytes
-            (RFC 9309 §2.5 asks for at least 500 KiB).
-        robots_max_redirects: redirect hops followed for robots.txt (RFC 9309 §2.3.1.2).
+        max_body_bytes: body cap after decoding (compressed bodies too); a longer HTML page
+            is recorded with error ``body_too_large``, archived to this cap, and the links
+            of its first ``parse_max_bytes`` followed.
+        connect_timeout_ms, read_timeout_ms, total_timeout_ms: fetch time budgets; a URL is
+            not tried again once its tries took ``total_timeout_ms`` in all.
+        header: extra request header fields sent with every request, robots.txt and sitemaps
+            included (a TOML table ``header = {"Accept-Language" = "en", From =
+            "me@example.org"}``, kept as ``(name, value)`` pairs).
+            ``core.request_checks.REFUSED_HEADERS`` cannot be set, refused in one line
+            naming the field: ``Host``, ``User-Agent`` (set ``user_agent``: robots.txt
+            groups match its token), ``Accept-Encoding`` (the fetcher offers only what it
+            decodes within ``max_body_bytes``), ``Authorization`` and ``Cookie`` (they would
+            go to every host), hop-by-hop fields (``Connection``, ``TE``, ``Upgrade``, …),
+            ``Content-Length``, ``Range``, ``If-None-Match`` and the other validators; names
+            must be tokens, values printable ASCII.
+        proxy: an ``http://host[:port]`` proxy every request goes through (``proxy =
+            "http://127.0.0.1:3128"``; ``CONNECT`` for https); ``None``: direct (or the
+            environment's, with ``trust_env``). Only ``http://``, and no credentials in it
+            (the config is saved in the crawl file; give them in ``HTTPS_PROXY`` with
+            ``trust_env``). The proxy resolves the names it connects to: crawldeck still
+            resolves each name itself first, so ``allow_private``/``allow_networks`` and
+            per-IP politeness act on its own DNS answer (a network where only the proxy
+            resolves names is not supported, and a name the proxy resolves otherwise is not
+            pinned); the proxy's own name is resolved by the system, not checked by the
+            address policy. Needs ``render = "never"`` (and no host rendering): the
+            browser's sub-requests would not go through it, so the pair is refused in one
+            line.
+        trust_env: use the ``HTTP_PROXY``/``HTTPS_PROXY`` environment variables (either
+            case) where ``proxy`` is not set, and ``NO_PROXY`` for both (as curl: names and
+            their subdomains, IPs, CIDR networks, ``:port``, ``*``;
+            ``core.request_options``); false: the environment is not read.
+        netrc: Basic credentials per host name from ``$NETRC`` or ``~/.netrc``: a
+            ``machine`` line's login and password go to that host name (any port or scheme,
+            as curl) and to no other; the ``default`` entry is ignored (it would go to every
+            host).
+        auth: Basic credentials per origin (``[auth."https://docs.example.org"] user = "me"
+            password_env = "DOCS_PW"``, kept as ``(origin, user, password_env)``); the
+            password is read from the environment variable at start, never stored (a
+            password in the config is refused: the config is saved in the crawl file). Sent
+            only to that scheme, host and port, robots.txt included, never after a redirect
+            elsewhere; wins over ``netrc``. Each cluster worker reads the variable (and its
+            netrc) on its own machine. Credentials are not written to the WARC request
+            records.
+        robots_max_bytes: robots.txt is parsed from at most this many bytes (RFC 9309 §2.5
+            asks for at least 500 KiB); a cut file is logged once per origin with the size
+            served and the size read.
+        robots_max_redirects: redirect hops followed for robots.txt (RFC 9309 §2.3.1.2); a
+            redirect loop (A -> B -> A) stops at its first repeat, as past the limit: allow
+            all, logged.
         robots_ttl_max_s: the longest a robots.txt is cached (RFC 9309 §2.4: 24 h).
         robots_retry_s: when an unreachable robots.txt is asked for again.
-        robots_on_failure: ``allow`` (use last good copy, else allow all, audited)
-            or ``disallow`` (strict: block the host, RFC 9309 §2.3.1.4).
-        obey_nofollow: a page whose ``<meta name="robots">`` (or ``<meta
-            name="TOKEN">``) or ``X-Robots-Tag`` header (all agents, or ``TOKEN:``)
-            says ``nofollow`` or ``none`` has none of its links queued (Google's
-            robots meta tag specification); ``False`` queues them anyway.
-            ``rel=nofollow`` links are skipped either way.
+        robots_on_failure: a robots.txt answering 5xx or unreachable: ``allow`` (the
+            product's default: use the last good copy, else allow all and log an audit line)
+            or ``disallow`` (strict: block the host while it is unreachable, as RFC 9309
+            §2.3.1.4 asks).
+        obey_nofollow: a page whose ``<meta name="robots">`` (or ``<meta name="TOKEN">``) or
+            ``X-Robots-Tag`` header (all agents, or ``TOKEN:``) says ``nofollow`` or
+            ``none`` has none of its links queued (Google's robots meta tag specification);
+            ``False`` queues them anyway. ``rel=nofollow`` links are skipped either way.
+            ``noindex`` is recorded (``pages.noindex``) on every response type, HTML or not.
         flush_interval_ms: the store writer commits at least this often.
         frontier_window: queued URLs the frontier keeps in memory, one host at most an
             eighth of them; the others wait only in SQLite (state ``spilled``) and are
             read back per host, best priority first, oldest first within one
             (docs/architecture.md, "The frontier window").
-        ordering: which queued URL goes first among the hosts ready to be fetched and
-            within a host (``core.prioritizer``; docs/architecture.md, "The
-            prioritizer"): ``opic-inlinks`` (the default: OPIC cash times the square
-            of the in-link count, the order ``benchmarks/ordering_bench.py`` finds
-            best), ``bfs`` (breadth-first), ``opic`` (the most OPIC cash first,
-            Abiteboul et al. 2003) or ``larger-sites-first`` (the host with the most
-            queued URLs first, Baeza-Yates et al. 2005). Politeness is the same under
-            each.
-        front_queues: priorities under ``opic`` and ``opic-inlinks`` (their bands, a
-            factor of two or four each, and the demoted hosts' queue); ``bfs`` and
+        ordering: which queued URL goes first among the hosts ready to be fetched and within
+            a host (``core.prioritizer``; docs/architecture.md, "The prioritizer"):
+            ``opic-inlinks`` (OPIC cash times the square of the URL's in-link count so far:
+            the pages many fetched pages link to, and those the important pages link to,
+            first), ``bfs`` (breadth-first), ``opic`` (the most OPIC cash first, Abiteboul
+            et al. 2003: each fetched page shares its cash among its links) or
+            ``larger-sites-first`` (the host with the most queued URLs first, Baeza-Yates et
+            al. 2005). Politeness is the same under each: no ordering makes a host faster.
+            ``opic-inlinks`` is the default because ``benchmarks/ordering_bench.py`` finds
+            it ahead of ``bfs`` at every checkpoint of a crawl of five Debian doc sites and
+            of a synthetic web, where ``opic`` alone trails ``bfs`` in the doc sites' first
+            5 % (benchmarks/RESULTS.md, "Crawl ordering").
+        front_queues: priorities under ``opic`` and ``opic-inlinks``: their bands (cash down
+            to 2^-30 a factor of two each; cash x in-links^2 from 2^30 down to 2^-30 a
+            factor of four each) and the demoted hosts' queue; ``bfs`` and
             ``larger-sites-first`` use 3.
         snapshot_interval_ms: how often the engine publishes a ``CrawlSnapshot``.
         dns_nameservers: DNS servers as ``"IP"``, ``"IP:port"`` or ``"[IPv6]:port"``;
             empty: the system's ``/etc/resolv.conf`` (read by c-ares).
         dns_prefer: ``ipv4`` or ``ipv6``: which family's addresses are tried first
             (both A and AAAA are asked for).
-        dns_min_ttl_s, dns_max_ttl_s: an answer's TTL is clamped to this range before
-            it is cached. The floor of 5 s keeps TTL-0/1 names (load balancers) to one
-            query per 5 s instead of one per fetch, while a moved site is followed
+        dns_min_ttl_s, dns_max_ttl_s: an answer's TTL is clamped to this range before it is
+            cached (max >= min). The floor of 5 s keeps TTL-0/1 names (load balancers) to
+            one query per 5 s instead of one per fetch, while a moved site is followed
             within 5 s; the ceiling bounds how stale an answer can get.
         dns_negative_ttl_s: how long NXDOMAIN / NODATA is cached when the server
             gives no SOA minimum (RFC 2308 §5; 300 s is the issue's 5 minutes).
@@ -308,40 +372,50 @@ class CrawlConfig:
         render_block_resources: Playwright resource types aborted without a request
             (default images, fonts and media; they hold no links).
         render_browser_path: the Chromium executable Playwright drives (Debian's
-            ``chromium`` package); never a browser Playwright downloads.
-        parse_workers: worker processes that extract links from HTML pages off the
-            event loop (``core.parse.ParsePool``); one page over its budget holds one.
-        parse_timeout_ms: the time budget of one page's parse in a worker; a page
-            still parsing then is given up (its worker is killed and replaced).
-        parse_max_bytes: links are extracted from at most this many bytes of an HTML
-            body (its first ones; the page is fetched and archived up to
-            ``max_body_bytes``); a page cut here is recorded ``parse_cut``. lexbor's
-            tree costs about 35 bytes per byte of markup (``core.parse``): with a
-            page of 100 000 links beside a small web the crawl's process tree grew
-            by 32.4 MiB at 512 KiB, 24.9 at 384 and 19.8 at 256 (the default),
-            against the 32 MiB a hostile host may add (issue #22 item 1).
-        max_links_per_page: links kept from one page, the first in document order
-            (Heritrix's ``maxOutlinks`` is 6 000); more are recorded ``links_cut``.
-        cluster_lease_ms: a cluster crawl's host lease (``core.cluster``): a worker
-            that dies or freezes loses its hosts this long after its last renewal,
-            and another worker takes them over.
+            ``chromium`` package: ``apt-get install chromium``); never a browser Playwright
+            downloads (``playwright install``).
+        parse_workers: worker processes that extract links from HTML pages off the event
+            loop (``core.parse.ParsePool``); a page over its budget holds one until it is
+            killed (2: on a 2-core machine one hostile page leaves the other worker parsing;
+            one worker parses about 1 100 pages/s of 15 KB, two about 1 700).
+        parse_timeout_ms: the time budget of one page's parse in a worker; a page still
+            parsing then is given up (its worker is killed and replaced). 11 MB of ordinary
+            markup (140 000 links) parses in 0.44 s on the 2-core machine; 40 000 nested
+            elements take 3.6 s, 100 000 take 28-38 s.
+        parse_max_bytes: links are extracted from at most this many bytes of an HTML body
+            (its first ones; the page is fetched and archived up to ``max_body_bytes``); a
+            page cut here is recorded ``parse_cut``, so the pages that lost links are listed
+            and the cap can be raised. lexbor's tree costs about 35 bytes per byte of markup
+            (``core.parse``; 512 KiB: 18-20 MB in a parse worker; 10 MiB: 57 MB of text, 306
+            MB of links): with a page of 100 000 links beside a small web the crawl's
+            process tree grew by 32.4 MiB at 512 KiB, 24.9 at 384 and 19.8 at 256 (the
+            default), against the 32 MiB a hostile host may add (issue #22 item 1;
+            ``benchmarks/hostile_memory.py``).
+        max_links_per_page: links kept from one page, the first in document order after
+            deduplication (Heritrix's ``maxOutlinks`` is 6 000); a page with more is
+            recorded ``links_cut: kept 6000 of N links``.
+        cluster_lease_ms: a cluster crawl's host lease (``core.cluster``): a worker that
+            dies or freezes loses its hosts this long after its last renewal (renewals every
+            quarter of it), and another worker takes them over.
         cluster_hot_queue: queued URLs past which a host's new URLs go to path-prefix
             sub-queues in Redis (a hot host, issue #12 item 5).
         redis_outage_s: how long a cluster worker waits, retrying with backoff, for a
             Redis that stopped answering before it gives up (exit 2); a worker's
             thread waits for its event loop at most twice this plus 30 s
             (``core.cluster.store.flush_wait_s``).
-        warc: write every fetch (robots.txt and redirects included) to WARC/1.1 files
-            ``<db>-NNNNN.warc.gz`` beside the crawl file (``core.warc``, issue #13).
+        warc: write every fetch (robots.txt, redirects and sitemaps included) to WARC/1.1
+            files ``<db>-NNNNN.warc.gz`` beside the crawl file (``core.warc``, issue #13).
         warc_max_bytes: a WARC file is closed and the next one started once it has
             this many bytes (compressed, as on disk; a record is never split).
         sitemaps: read the sitemaps a host publishes (its robots.txt ``Sitemap:``
             lines, else ``/sitemap.xml``) and admit their URLs like links
             (sitemaps.org protocol; ``core.sitemaps``).
-        metrics_port: the TCP port of the Prometheus metrics served while the run
-            lasts (``core.metrics``, issue #14 item 8); 0: none served.
-        metrics_address: the IP address the metrics server binds (loopback unless
-            another is asked for: the metrics name the crawl's hosts).
+        metrics_port: the TCP port of the Prometheus metrics served while the run lasts
+            (``--metrics-port PORT``; ``core.metrics``, issue #14 item 8; docs/results.md,
+            "Stats and metrics"); 0: none served.
+        metrics_address: the IP address the metrics server binds (loopback unless another is
+            asked for: another address exposes the crawl's figures, its host names, to the
+            network).
     """
 
     user_agent: str = "crawldeck/0.1 (+https://github.com/crawldeck/crawldeck)"

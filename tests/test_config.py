@@ -209,9 +209,9 @@ def test_the_type_coerces_what_a_toml_file_gives() -> None:
     )
 
 
-def _readme_ranges() -> dict[str, str]:
-    """Each key's cell in the range column of README's config table."""
-    text = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+def _reference_ranges() -> dict[str, str]:
+    """Each key's cell in the range column of the config table of docs/config.md."""
+    text = (Path(__file__).parent.parent / "docs" / "config.md").read_text(encoding="utf-8")
     header = "| key | default | range | meaning |\n| --- | --- | --- | --- |\n"
     assert text.count(header) == 1
     table = text[text.index(header) + len(header) :].split("\n\n", 1)[0]
@@ -227,10 +227,10 @@ def _readme_ranges() -> dict[str, str]:
     return cells
 
 
-def test_the_readme_table_gives_each_range() -> None:
-    """README's config table names every key once, and its range column says what
+def test_the_reference_table_gives_each_range() -> None:
+    """docs/config.md's table names every key once, and its range column says what
     ``RANGES`` says (``>= low``, ``low to high``, ``—`` for a field without one)."""
-    cells = _readme_ranges()
+    cells = _reference_ranges()
     assert set(cells) == {f.name for f in fields(CrawlConfig)}
     for name, cell in cells.items():
         bounds = RANGES.get(name)

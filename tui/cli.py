@@ -257,7 +257,7 @@ def _add_config_flags(parser: argparse.ArgumentParser, *, delay_default: int) ->
     d = DEFAULTS
     parser.add_argument(
         "--config", type=Path, metavar="FILE",
-        help="TOML config file, keys as in the README (default: none, the defaults)",
+        help="TOML config file, keys as in docs/config.md (default: none, the defaults)",
     )  # fmt: skip
     parser.add_argument(
         "-s", "--set", dest="settings", type=parse_setting, action="append", default=[],

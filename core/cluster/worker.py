@@ -280,7 +280,7 @@ class Worker:
         self.addresses: SharedIpLimit | None = None
         # No sitemaps in a cluster crawl yet: a reading would run in the worker that
         # fetched robots.txt, outside the host's lease, untested with hosts changing
-        # hands (README, "Many workers").
+        # hands (docs/cluster.md).
         self.engine = Engine(
             config.replace(max_pages=None, sitemaps=False), self.store, clock=clock,
             fetcher=fetcher, dns=dns, cluster=self,
