@@ -2,7 +2,7 @@
 items 1 and 6).
 
     .venv/bin/python benchmarks/stage_profile.py                       # http, 1 round
-    .venv/bin/python benchmarks/stage_profile.py --modes http,https,https-new --rounds 2
+    .venv/bin/python benchmarks/stage_profile.py --modes http,http-new,https,https-new --bare
     .venv/bin/python benchmarks/stage_profile.py --hosts 50 --pages 50 --max-pages 2000
 
 Each run is a real ``crawldeck crawl seeds.txt --no-ui --db X --config bench.toml`` (the
@@ -13,6 +13,8 @@ every default on: WARC, the OPIC ordering, sitemaps. Modes (``--modes``, run in 
 each round, so their ratios are same-run ratios):
 
 - ``http``: the web over plain HTTP, keep-alive on;
+- ``http-new``: plain HTTP, nginx closing every connection after one answer
+  (``keepalive_timeout 0``): what a new TCP connection per request costs, without TLS;
 - ``https``: the same web over TLS (nginx on loopback with a certificate made for the
   run: a CA and a leaf for every host's address, ECDSA P-256 by default, by the
   ``openssl`` command in a temporary directory, removed after), keep-alive on. The
@@ -43,11 +45,15 @@ module is in it):
   the crawl process (the pool's and the writer's client sides).
 
 Printed per run: the table (stage, ms CPU per page, share of the tree's CPU), per
-thread of the crawl process from ``/proc`` (names from py-spy), pages/s; and per mode
-the medians, and the ratios of each mode to the first. py-spy costs the crawl little
-(non-blocking reads of its memory), but it takes CPU of its own on a 2-core machine:
-its own CPU is printed, and pages/s here are for the profile, not for comparison
-(``compare.py`` and ``e2e_bench.py`` are). The exit status is 0 unless a run fails.
+thread of the crawl process from ``/proc`` (names from py-spy), the innermost frames of
+the samples no table maps, pages/s; and per mode the medians, and the same-round ratios
+of each mode's CPU per page to the first mode's. py-spy reads the crawl's memory without
+stopping it (``--nonblocking``), but it takes CPU of its own on a 2-core machine (it is
+printed; it is not in the crawl's tree): ``--bare`` runs each crawl again without it, so
+the profiled CPU per page can be checked against the crawl alone. pages/s here are for
+the profile, not for comparison (``compare.py`` and ``e2e_bench.py`` are). ``--raw DIR``
+keeps py-spy's stacks (``flamegraph.pl`` draws them). The exit status is 0 unless a run
+fails.
 """
 
 from __future__ import annotations
@@ -74,7 +80,7 @@ from synthweb import SynthWeb, host_address
 HERE = Path(__file__).resolve().parent
 CRAWLDECK = Path(sys.executable).parent / "crawldeck"
 PY_SPY = Path(sys.executable).parent / "py-spy"
-MODES = ("http", "https", "https-new")
+MODES = ("http", "http-new", "https", "https-new")
 TICKS = os.sysconf("SC_CLK_TCK")
 
 FETCH = "fetch and decode"
@@ -521,7 +527,8 @@ def _reap(spy: subprocess.Popen[bytes]) -> float:
 def profile_one(
     mode: str, work: Path, tag: str, env: dict[str, str], rate: int, timeout_s: float
 ) -> Profile:
-    """One crawl of the web whose seeds and config are in ``work``, under py-spy.
+    """One crawl of the web whose seeds and config are in ``work``, under py-spy
+    sampling ``rate`` times a second (0: no py-spy, no samples: the tree's CPU only).
 
     Raises:
         RunFailed: the crawl failed, timed out or fetched nothing, or py-spy did not
@@ -538,7 +545,7 @@ def profile_one(
             [str(PY_SPY), "record", "--pid", str(proc.pid), "--nonblocking", "--threads",
              "--full-filenames", "--format", "raw", "--rate", str(rate), "-o", str(raw)],
             stdout=subprocess.DEVNULL, stderr=out, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+        ) if rate else None  # fmt: skip
     start = time.monotonic()
     main_cpu = 0.0
     try:
@@ -562,13 +569,13 @@ def profile_one(
         if proc.returncode is None and proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-        spy_cpu = _reap(spy)
+        spy_cpu = _reap(spy) if spy else 0.0
     pages, elapsed = crawldeck_result(db)
     if pages == 0:
         raise RunFailed("no pages fetched")
-    if not raw.exists():
+    if spy and not raw.exists():
         raise RunFailed(f"py-spy wrote no samples (its output: {log})")
-    samples = parse_raw(raw.read_text())
+    samples = parse_raw(raw.read_text()) if spy else Samples()
     kinds: dict[str, float] = collections.defaultdict(float)
     for kind, cpu in poll.children.values():
         kinds[kind] += cpu
@@ -607,9 +614,10 @@ def print_profile(p: Profile) -> None:
     )
 
 
-def print_medians(runs: list[Profile], modes: list[str]) -> None:
+def print_medians(runs: list[Profile], modes: list[str], bare: list[Profile]) -> None:
     """Per mode, the medians of each stage's ms per page and of the totals, with the
-    ratio of each mode to the first (same rounds)."""
+    ratio of each mode to the first (same rounds); with ``bare`` (the same crawls
+    without py-spy), their CPU per page and the ratio of the profiled to them."""
     print(f"\nmedians over {len(runs) // len(modes)} round(s), ms CPU per page (share):")
     print(f"  {'':44s}" + "".join(f"{m:>18s}" for m in modes))
     per = {m: [r for r in runs if r.mode == m] for m in modes}
@@ -632,6 +640,14 @@ def print_medians(runs: list[Profile], modes: list[str]) -> None:
     for m in modes[1:]:
         ratios = [b.ms_per_page / a.ms_per_page for a, b in zip(first, per[m], strict=False)]
         print(f"  CPU per page {m}/{modes[0]} per round: " + ", ".join(f"{x:.3f}" for x in ratios))
+    for m in modes if bare else []:
+        alone = [r for r in bare if r.mode == m]
+        ratios = [a.ms_per_page / b.ms_per_page for a, b in zip(per[m], alone, strict=False)]
+        print(
+            f"  {m} without py-spy: tree CPU {statistics.median(r.ms_per_page for r in alone):.3f}"
+            f" ms/page, {statistics.median(r.rate for r in alone):.1f} pages/s; CPU per page "
+            f"with/without py-spy per round: " + ", ".join(f"{x:.3f}" for x in ratios)
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -647,6 +663,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=int, default=250, help="py-spy samples/s (default 250)")
     parser.add_argument("--key", choices=("ec", "rsa"), default="ec",
                         help="certificate keys: ec (P-256, default) or rsa (2048)")  # fmt: skip
+    parser.add_argument("--bare", action="store_true",
+                        help="after each profiled crawl, the same crawl without py-spy "
+                             "(what the profiler adds to the CPU per page)")  # fmt: skip
     parser.add_argument("--raw", type=Path, metavar="DIR",
                         help="keep py-spy's raw stacks there (MODE-ROUND.raw; flamegraph.pl "
                              "reads them)")  # fmt: skip
@@ -664,8 +683,10 @@ def main(argv: list[str] | None = None) -> int:
     tls = work / "tls"
     tls.mkdir()
     runs: list[Profile] = []
+    bare: list[Profile] = []
     try:
-        ca = make_certificates(tls, args.hosts, args.key) if modes != ["http"] else None
+        https = any(m.startswith("https") for m in modes)
+        ca = make_certificates(tls, args.hosts, args.key) if https else None
         port = free_port(args.hosts)
         print(f"machine: {os.cpu_count()} CPUs, {platform.platform()}, Python "
               f"{platform.python_version()}, load {os.getloadavg()[0]:.2f}")  # fmt: skip
@@ -677,8 +698,8 @@ def main(argv: list[str] | None = None) -> int:
             webs = {}
             for k, mode in enumerate(modes):
                 web = SynthWeb(args.hosts, args.pages, by_ip=True, port=port + k,
-                               tls=tls if mode != "http" else None,
-                               keepalive=mode != "https-new")  # fmt: skip
+                               tls=tls if mode.startswith("https") else None,
+                               keepalive=not mode.endswith("-new"))  # fmt: skip
                 webs[mode] = stack.enter_context(web)
             config = CONFIG.format(concurrency=args.concurrency, max_depth=args.max_depth,
                                    max_pages=args.max_pages)  # fmt: skip
@@ -704,13 +725,21 @@ def main(argv: list[str] | None = None) -> int:
                     if args.raw:
                         args.raw.mkdir(parents=True, exist_ok=True)
                         shutil.copy(run_dir / "crawl.raw", args.raw / f"{mode}-{i + 1}.raw")
+                    if args.bare:
+                        web.reset_log()
+                        time.sleep(0.2)
+                        alone = profile_one(mode, run_dir, "bare", env, 0, args.timeout)
+                        bare.append(alone)
+                        print(f"    the same crawl without py-spy: {alone.pages} pages, "
+                              f"{alone.rate:.1f} pages/s, tree CPU {alone.ms_per_page:.3f} "
+                              "ms/page")  # fmt: skip
                     shutil.rmtree(run_dir, ignore_errors=True)
     except RunFailed as exc:
         print(f"stage_profile: {exc}")
         return 1
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print_medians(runs, modes)
+    print_medians(runs, modes, bare)
     return 0
 
 
