@@ -35,14 +35,19 @@ module is in it):
   (``crawldeck.core.parse_worker``), the WARC writer (``crawldeck.core.warc``); what
   children spent and exited between two polls is "unattributed";
 - inside the crawl process, py-spy (a sampling profiler, attached by pid:
-  ``py-spy record --nonblocking --threads --idle off --rate R``) samples every thread's
-  Python stack; a sample is charged to the stage of its innermost frame whose module
-  is in the table (``classify``: stdlib helpers such as ``asyncio.tasks`` are charged
-  to the code that called them; ``ssl`` and ``asyncio.sslproto`` are TLS wherever they
-  are called from; imports are start-up), and the crawl process's CPU is split in
-  proportion to the samples. The parse workers' CPU goes to "parse and link
-  extraction" and the WARC writer's to "WARC", added to the samples of those stages in
-  the crawl process (the pool's and the writer's client sides).
+  ``py-spy record --nonblocking --threads --rate R``; a thread sleeping in the kernel
+  is not sampled, py-spy's default) samples every thread's Python stack; a sample is
+  charged to a stage by ``classify`` (the innermost frame whose module is in the
+  table, looking no further out than the event loop's dispatch of a callback; stdlib
+  helpers such as ``asyncio.tasks`` are charged to the code that called them; ``ssl``
+  and ``asyncio.sslproto`` are TLS wherever they are called from; imports are
+  start-up; a pool thread's unmapped samples go by the thread's name); each thread's
+  CPU (``/proc/PID/task/TID/stat``) is split in proportion to its own samples, and the
+  CPU of threads gone before the last poll in proportion to all samples. The parse
+  workers' CPU goes to "parse and link extraction" and the WARC writer's to "WARC",
+  added to the samples of those stages in the crawl process (the pool's and the
+  writer's client sides). Pages of at most 32 KiB (all of this web's) are parsed in the
+  crawl process's parse threads, so the parse workers are not started here.
 
 Printed per run: the table (stage, ms CPU per page, share of the tree's CPU), per
 thread of the crawl process from ``/proc`` (names from py-spy), the innermost frames of
