@@ -87,6 +87,7 @@ CRAWLDECK = Path(sys.executable).parent / "crawldeck"
 PY_SPY = Path(sys.executable).parent / "py-spy"
 MODES = ("http", "http-new", "https", "https-new")
 TICKS = os.sysconf("SC_CLK_TCK")
+HOT = 25  # innermost functions printed per run
 
 FETCH = "fetch and decode"
 TLS = "TLS"
@@ -319,11 +320,13 @@ def classify(frames: list[tuple[str, str]], thread: str = "") -> str:
 class Samples:
     """py-spy's samples of one run, counted: per thread id and stage, the name of each
     thread id, and the innermost frames (``module.function``) of the samples no table
-    maps (what ``OTHER`` and ``LOOP`` are made of)."""
+    maps (what ``OTHER`` and ``LOOP`` are made of), and of all samples with their stage
+    (``"stage | module.function"``: where the time is spent inside a stage)."""
 
     counts: collections.Counter[tuple[int, str]] = field(default_factory=collections.Counter)
     names: dict[int, str] = field(default_factory=dict)
     unmapped: collections.Counter[str] = field(default_factory=collections.Counter)
+    leaves: collections.Counter[str] = field(default_factory=collections.Counter)
 
     def total(self, tid: int | None = None) -> int:
         """The samples of thread ``tid`` (``None``: of every thread)."""
@@ -359,9 +362,10 @@ def parse_raw(text: str) -> Samples:
             list(zip(modules, functions, strict=True)), thread or out.names.get(tid, "")
         )
         out.counts[tid, stage] += int(count)
+        where = f"{modules[-1] or frames[-1]}.{functions[-1]}" if modules else "(no frame)"
         if stage in (OTHER, LOOP):
-            where = f"{modules[-1] or frames[-1]}.{functions[-1]}" if modules else "(no frame)"
             out.unmapped[where] += int(count)
+        out.leaves[f"{stage} | {where}"] += int(count)
     return out
 
 
@@ -617,6 +621,11 @@ def print_profile(p: Profile) -> None:
         "    innermost frames of the unmapped samples (share of the samples): "
         + ", ".join(f"{k} {100 * n / total:.1f}%" for k, n in p.samples.unmapped.most_common(8))
     )
+    print("    the innermost functions with most samples (their stage; ms/page: the crawl "
+          "process's CPU by their share of all samples):")  # fmt: skip
+    for key, n in p.samples.leaves.most_common(HOT):
+        ms = 1000 * p.main_cpu_s * n / total / p.pages
+        print(f"      {ms:6.3f}  {100 * n / total:4.1f}%  {key}")
 
 
 def print_medians(runs: list[Profile], modes: list[str], bare: list[Profile]) -> None:

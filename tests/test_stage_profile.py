@@ -167,6 +167,12 @@ def test_parse_raw_counts_samples_per_thread_and_stage() -> None:
     }
     assert samples.names == {101: "MainThread", 102: "crawldeck-store-crawl.db"}
     assert samples.unmapped == {"(no frame)": 5}
+    assert samples.leaves == {
+        "frontier and OPIC credits | core.frontier.Frontier.pop": 30,
+        "TLS | ssl.SSLObject.read": 10,
+        "store writer and recording | core.store.Store._writer": 20,
+        "other (no mapped frame) | (no frame)": 5,
+    }
     assert samples.total() == 65
     assert samples.total(101) == 45
 
