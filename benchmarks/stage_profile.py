@@ -70,6 +70,7 @@ import os
 import platform
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -79,7 +80,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from e2e_bench import CONFIG, RunFailed, check_log, crawldeck_result, free_port
+from e2e_bench import CONFIG, FIRST_PORT, RunFailed, check_log, crawldeck_result
 from synthweb import SynthWeb, host_address
 
 HERE = Path(__file__).resolve().parent
@@ -379,7 +380,28 @@ def _cpu_s(stat_path: str) -> tuple[float, float]:
     return (int(fields[11]) + int(fields[12])) / TICKS, (int(fields[13]) + int(fields[14])) / TICKS
 
 
+def free_ports(hosts: int, n: int) -> list[int]:
+    """``n`` ports from 8790 on which no listener holds any of the ``hosts`` addresses
+    of ``synthweb``'s ``by_ip`` web (one web per mode).
+
+    Raises ``SystemExit`` (one line) when 40 ports do not hold ``n``."""
+    found: list[int] = []
+    for port in range(FIRST_PORT, FIRST_PORT + 40):
+        try:
+            for i in range(hosts):
+                with socket.socket() as sock:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    sock.bind((host_address(i), port))
+        except OSError:
+            continue
+        found.append(port)
+        if len(found) == n:
+            return found
+    raise SystemExit(f"stage_profile: not {n} free ports in 8790-8829 on 127.80.0.0/16")
+
+
 def _children(pid: int) -> list[int]:
+    """The pids of ``pid``'s children (``[]`` once it is gone)."""
     out: list[int] = []
     try:
         for task in os.listdir(f"/proc/{pid}/task"):
@@ -391,6 +413,8 @@ def _children(pid: int) -> list[int]:
 
 
 def _kind(pid: int) -> str:
+    """``parse`` (a parse worker), ``warc`` (the WARC writer) or ``other``, by the
+    process's command line; ``""`` once it is gone."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
@@ -686,7 +710,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=900.0,
                         help="seconds a run may take, then it is killed (default 900)")  # fmt: skip
     args = parser.parse_args(argv)
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    modes = list(dict.fromkeys(m.strip() for m in args.modes.split(",") if m.strip()))
     bad = [m for m in modes if m not in MODES]
     if bad or not modes:
         parser.error(f"--modes: unknown {', '.join(bad) or '(none)'}; known: {', '.join(MODES)}")
@@ -701,7 +725,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         https = any(m.startswith("https") for m in modes)
         ca = make_certificates(tls, args.hosts, args.key) if https else None
-        port = free_port(args.hosts)
+        ports = free_ports(args.hosts, len(modes))
         print(f"machine: {os.cpu_count()} CPUs, {platform.platform()}, Python "
               f"{platform.python_version()}, load {os.getloadavg()[0]:.2f}")  # fmt: skip
         print(f"web: {args.hosts} hosts x {args.pages + 1} pages; concurrency "
@@ -711,7 +735,7 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.ExitStack() as stack:
             webs = {}
             for k, mode in enumerate(modes):
-                web = SynthWeb(args.hosts, args.pages, by_ip=True, port=port + k,
+                web = SynthWeb(args.hosts, args.pages, by_ip=True, port=ports[k],
                                tls=tls if mode.startswith("https") else None,
                                keepalive=not mode.endswith("-new"))  # fmt: skip
                 webs[mode] = stack.enter_context(web)
@@ -748,8 +772,8 @@ def main(argv: list[str] | None = None) -> int:
                               f"{alone.rate:.1f} pages/s, tree CPU {alone.ms_per_page:.3f} "
                               "ms/page")  # fmt: skip
                     shutil.rmtree(run_dir, ignore_errors=True)
-    except RunFailed as exc:
-        print(f"stage_profile: {exc}")
+    except (RunFailed, RuntimeError, subprocess.CalledProcessError) as exc:
+        print(f"stage_profile: {exc}")  # a crawl, nginx or openssl failed
         return 1
     finally:
         shutil.rmtree(work, ignore_errors=True)
