@@ -23,6 +23,13 @@ Hosts are addressed one of two ways:
 
 nginx runs with one worker process and ``access_log`` on (``$msec $server_addr
 $host $request_uri``) so a benchmark can check what was requested afterwards.
+
+Over TLS (``tls``: a directory holding ``cert.pem`` and ``key.pem``, a certificate for
+every host's address or name, made by the benchmark from a CA of its own, as
+``stage_profile.py`` does) the same web is served as ``https://`` (seeds and links);
+``keepalive=False`` closes every connection after one answer (nginx
+``keepalive_timeout 0``), so each request pays a new TCP connection and, over TLS, a
+full handshake.
 """
 
 from __future__ import annotations
@@ -71,10 +78,11 @@ def _filler(i: int, words: int) -> str:
     return "\n".join(out)
 
 
-def build_tree(root: Path, hosts: list[str], pages: int) -> None:
+def build_tree(root: Path, hosts: list[str], pages: int, scheme: str = "http") -> None:
     """Write the shared tree (see the module docstring) under ``root``.
 
-    ``hosts`` are the ``host:port`` names other hosts are linked by (absolute URLs).
+    ``hosts`` are the ``host:port`` names other hosts are linked by (absolute URLs with
+    ``scheme``, ``http`` or ``https``).
     """
     (root / "p").mkdir(parents=True)
     (root / "private").mkdir()
@@ -85,7 +93,8 @@ def build_tree(root: Path, hosts: list[str], pages: int) -> None:
         body_links = sorted({(i * 7 + k * 13 + 1) % pages for k in range(34)})
         local = "".join(f'<li><a href="/p/{t}.html">Page {t}</a></li>' for t in body_links)
         other = "".join(
-            f'<li><a href="http://{hosts[(i * 131 + k * 7919 + 1) % h]}/p/{(i + k) % pages}.html">'
+            f'<li><a href="{scheme}://{hosts[(i * 131 + k * 7919 + 1) % h]}'
+            f'/p/{(i + k) % pages}.html">'
             f"Elsewhere {k}</a></li>"
             for k in range(5)
         )
@@ -109,14 +118,30 @@ class SynthWeb:
         hosts: number of hosts H (by_ip: at most 250 x 250).
         pages: pages per host P (besides ``/``).
         by_ip: IP-literal hosts on one address each, else ``h<i>.synth.test`` names.
+        port: the TCP port every host listens on.
+        tls: a directory with ``cert.pem`` (the chain, PEM) and ``key.pem``: serve
+            ``https://`` with them; ``None``: plain HTTP.
+        keepalive: ``False``: one request per connection (nginx ``keepalive_timeout 0``).
 
     Use as a context manager; ``seeds`` are the H root URLs, ``nameserver`` the
     ``host:port`` of the DNS server in names mode. Raises ``RuntimeError`` when nginx
     or dnsmasq does not start.
     """
 
-    def __init__(self, hosts: int, pages: int, *, by_ip: bool = True, port: int = PORT) -> None:
+    def __init__(
+        self,
+        hosts: int,
+        pages: int,
+        *,
+        by_ip: bool = True,
+        port: int = PORT,
+        tls: Path | None = None,
+        keepalive: bool = True,
+    ) -> None:
         self.hosts = hosts
+        self.tls = tls
+        self.keepalive = keepalive
+        self.scheme = "https" if tls else "http"
         self.port = port
         self.pages = pages
         self.by_ip = by_ip
@@ -125,14 +150,14 @@ class SynthWeb:
             self.names = [f"{host_address(i)}:{port}" for i in range(hosts)]
         else:
             self.names = [f"h{i}.synth.test:{port}" for i in range(hosts)]
-        self.seeds = [f"http://{name}/" for name in self.names]
+        self.seeds = [f"{self.scheme}://{name}/" for name in self.names]
         self.dns_port = port - PORT + DNS_PORT
         self.nameserver = f"127.0.0.1:{self.dns_port}"
         self.access_log = self.work / "access.log"
         self._procs: list[subprocess.Popen[bytes]] = []
 
     def __enter__(self) -> SynthWeb:
-        build_tree(self.work / "www", self.names, self.pages)
+        build_tree(self.work / "www", self.names, self.pages, self.scheme)
         os.chmod(self.work, 0o755)
         if self.by_ip:
             listens = [host_address(i) for i in range(self.hosts)]
@@ -149,7 +174,14 @@ class SynthWeb:
             )  # fmt: skip
         conf = self.work / "nginx.conf"
         user = "user root;\n" if os.geteuid() == 0 else ""
-        listen = "".join(f"    listen {a}:{self.port};\n" for a in listens)
+        ssl = " ssl" if self.tls else ""
+        listen = "".join(f"    listen {a}:{self.port}{ssl};\n" for a in listens)
+        if self.tls:
+            listen += (
+                f"    ssl_certificate {self.tls / 'cert.pem'};\n"
+                f"    ssl_certificate_key {self.tls / 'key.pem'};\n"
+            )
+        keepalive = "" if self.keepalive else "  keepalive_timeout 0;\n"
         conf.write_text(
             f"{user}worker_processes 1;\nworker_rlimit_nofile 200000;\n"
             f"pid {self.work}/nginx.pid;\nerror_log {self.work}/error.log warn;\n"
@@ -160,6 +192,7 @@ class SynthWeb:
             "  log_format combined2 '$msec $server_addr $host $request_uri $status';\n"
             f"  client_body_temp_path {self.work}/tmp;\n"
             "  keepalive_requests 100000;\n"
+            f"{keepalive}"
             "  server {\n"
             f"{listen}"
             f"    root {self.work}/www;\n"
