@@ -44,6 +44,7 @@ import secrets
 import sqlite3
 import stat
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal, TextIO
@@ -54,16 +55,30 @@ from warcio.exceptions import ArchiveLoadFailed
 
 from crawldeck.core.archive import decode_content
 from crawldeck.core.errors import StoreError
-from crawldeck.core.store import SCHEMA_VERSION, Store, check_header, check_schema
+from crawldeck.core.store import (
+    BROKEN_BLOCK_REASONS,
+    BROKEN_LINKS_SELECT,
+    SCHEMA_VERSION,
+    LinkCheck,
+    Store,
+    check_header,
+    check_schema,
+)
 
-#: The tables ``export`` accepts.
-TABLES: Final = ("pages", "blocked", "hosts", "links", "frontier", "runs")
+#: The tables ``export`` accepts: every table of the schema but ``meta``.
+TABLES: Final = (
+    "pages", "blocked", "hosts", "links", "frontier", "runs", "page_versions", "sitemaps",
+    "sitemap_urls",
+)  # fmt: skip
 #: The formats ``export`` accepts.
 FORMATS: Final = ("jsonl", "csv")
 #: Rows read per ``fetchmany``: bounds the memory of an export.
 EXPORT_BATCH_ROWS: Final = 500
 
-Table = Literal["pages", "blocked", "hosts", "links", "frontier", "runs"]
+Table = Literal[
+    "pages", "blocked", "hosts", "links", "frontier", "runs", "page_versions", "sitemaps",
+    "sitemap_urls",
+]  # fmt: skip
 Format = Literal["jsonl", "csv"]
 
 
@@ -394,6 +409,69 @@ def page_record(db: Path, url: str) -> ArchivedRecord:
     if found[0] is None:
         raise StoreError(f"{url} has no WARC record (fetched with warc off, or no response)")
     return read_record(path.parent / found[0], found[1], found[2])
+
+
+_BROKEN_REASONS: Final = "(" + ", ".join(f"'{r}'" for r in BROKEN_BLOCK_REASONS) + ")"
+#: Every link with what its target got (``link_report``), in insertion order; a
+#: target whose name did not resolve reads as a failed fetch (``error`` ``dns: ...``).
+#: The ``pages`` and ``blocked`` rows are found by their primary keys.
+_SQL_ALL_LINKS: Final = (
+    "SELECT l.from_url, l.to_url, p.status, coalesce(p.error, CASE WHEN b.reason IN"
+    f" {_BROKEN_REASONS} THEN b.reason || ': ' || b.detail END), p.final_url,"
+    f" CASE WHEN b.reason NOT IN {_BROKEN_REASONS} THEN b.reason END,"
+    f" p.url IS NOT NULL OR b.reason IN {_BROKEN_REASONS}"
+    " FROM links l LEFT JOIN pages p ON p.url = l.to_url"
+    " LEFT JOIN blocked b ON b.url = l.to_url ORDER BY l.rowid"
+)
+#: The ``broken_links`` view's rows, from its SELECT (``core.store.BROKEN_LINKS_SELECT``)
+#: so that a file opened read-only before its next crawl (which adds the view) reads too.
+_SQL_BROKEN_LINKS: Final = (
+    f"SELECT *, NULL, 1 FROM ({BROKEN_LINKS_SELECT}) ORDER BY to_url, from_url"
+)
+_SQL_BLOCKED_LINKS: Final = (
+    "SELECT b.reason, count(*) FROM blocked b CROSS JOIN links l ON l.to_url = b.url"
+    f" WHERE b.reason NOT IN {_BROKEN_REASONS} GROUP BY b.reason ORDER BY b.reason"
+)
+
+
+def link_report(db: Path, *, broken: bool) -> Iterator[LinkCheck]:
+    """The links of the crawl file ``db`` with what their targets got (``crawldeck
+    links``), read-only and streaming (``EXPORT_BATCH_ROWS`` a batch): with ``broken``
+    only the broken ones (the ``broken_links`` view: HTTP 4xx/5xx, no response, a
+    redirect chain that failed), ordered by link then referring page; else every link
+    in insertion order, a target refused untried with ``blocked`` (robots, scope, ...),
+    one never reached with ``tried`` false.
+
+    Raises:
+        StoreError: as ``export``.
+    """
+    path = Path(db)
+    try:
+        with contextlib.closing(_connect(path)) as conn:
+            cur = conn.execute(_SQL_BROKEN_LINKS if broken else _SQL_ALL_LINKS)
+            while rows := cur.fetchmany(EXPORT_BATCH_ROWS):
+                for from_url, to_url, status, error, final_url, blocked, tried in rows:
+                    yield LinkCheck(
+                        from_url, to_url, status, error, final_url, blocked, bool(tried)
+                    )
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
+
+
+def blocked_links(db: Path) -> dict[str, int]:
+    """Links of ``db`` whose target was refused untried, by ``blocked.reason``
+    (``robots``, ``scope``, ...; not ``BROKEN_BLOCK_REASONS``): not broken, never
+    checked.
+
+    Raises:
+        StoreError: as ``export``.
+    """
+    path = Path(db)
+    try:
+        with contextlib.closing(_connect(path)) as conn:
+            return dict(conn.execute(_SQL_BLOCKED_LINKS).fetchall())
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
 
 
 def foreign_crawl(db: Path, host_prefix: str) -> str | None:
