@@ -35,6 +35,7 @@ page's), a row without a record or a missing WARC file gives ``"body": null`` an
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import csv
 import json
@@ -149,12 +150,10 @@ def read_record(path: Path, offset: int, max_bytes: int) -> ArchivedRecord:
     return ArchivedRecord(warc, rec_type, head, content_type, payload, body)
 
 
-def body_text(record: ArchivedRecord) -> str | None:
-    """``record``'s body as text (module docstring: charset, meta, UTF-8), ``None``
-    for a binary media type."""
-    media = record.content_type.split(";", 1)[0].strip().lower()
-    if media and not _TEXT_TYPES.match(media):
-        return None
+def body_charset(record: ArchivedRecord) -> str:
+    """The charset ``record``'s body is decoded by: its ``Content-Type``'s, else a
+    ``<meta charset>`` in its first 1024 bytes, else UTF-8 (and UTF-8 for a name
+    Python has no codec for)."""
     charset = None
     for param in record.content_type.split(";")[1:]:
         name, _, value = param.partition("=")
@@ -164,9 +163,18 @@ def body_text(record: ArchivedRecord) -> str | None:
         found = _META_CHARSET.search(record.body[:1024])
         charset = found.group(1).decode("ascii") if found else "utf-8"
     try:
-        return record.body.decode(charset, "replace")
+        return codecs.lookup(charset).name
     except LookupError:
-        return record.body.decode("utf-8", "replace")
+        return "utf-8"
+
+
+def body_text(record: ArchivedRecord) -> str | None:
+    """``record``'s body as text (module docstring: charset, meta, UTF-8), ``None``
+    for a binary media type."""
+    media = record.content_type.split(";", 1)[0].strip().lower()
+    if media and not _TEXT_TYPES.match(media):
+        return None
+    return record.body.decode(body_charset(record), "replace")
 
 
 def export(db: Path, table: Table, fmt: Format, out: TextIO, *, with_body: bool = False) -> int:
@@ -210,6 +218,16 @@ def export(db: Path, table: Table, fmt: Format, out: TextIO, *, with_body: bool 
         raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
     finally:
         conn.close()
+
+
+def open_crawl(db: Path) -> sqlite3.Connection:
+    """A read-only connection to the crawl file ``db`` (``export``'s: an older schema
+    version upgraded first); the caller closes it.
+
+    Raises:
+        StoreError: as ``export``.
+    """
+    return _connect(Path(db))
 
 
 def _connect(path: Path) -> sqlite3.Connection:

@@ -452,7 +452,14 @@ examples:
   crawldeck export crawl.db --format csv -o pages.csv
       the pages table as CSV (written to a temporary file, renamed at the end)
   crawldeck export crawl.db --table blocked | head
-      the refused URLs and why, as JSON Lines on stdout""",
+      the refused URLs and why, as JSON Lines on stdout
+  crawldeck export crawl.db --mirror site --convert-links
+      the fetched pages as files under site/HOST/..., as wget -m -k leaves them
+
+--mirror names: a path segment's escapes decoded, then every byte but A-Z a-z 0-9
+-._~!$&'()*+,;=:@ written %XX (an encoded slash stays %2F, a NUL %00); . and .. as
+%2E and %2E%2E; the query after a ?; %_ an empty segment, %+ a long name's next piece
+(a directory), %~ a file whose name a directory needs. Nothing lands outside DIR.""",
     "links": """\
 examples:
   crawldeck links crawl.db --broken
@@ -597,6 +604,16 @@ def build_parser() -> Parser:
     exp.add_argument(
         "--with-body", action="store_true",
         help="pages as jsonl: add each page's body, read from the WARC files (default: off)",
+    )  # fmt: skip
+    exp.add_argument(
+        "--mirror", type=Path, metavar="DIR",
+        help="write the fetched bodies from the WARC files as a directory tree under DIR, "
+        "as wget -m does: a folder per host, index.html for directory URLs (default: off)",
+    )  # fmt: skip
+    exp.add_argument(
+        "--convert-links", action="store_true",
+        help="with --mirror: make the links between mirrored pages relative, as wget -k "
+        "(default: off)",
     )  # fmt: skip
     links = _command(
         sub, "links", "list a crawl's links and what their targets got; --broken: the broken ones",
@@ -1250,7 +1267,34 @@ def _export_to_file(args: argparse.Namespace) -> int:
             signal.signal(sig, handler)
 
 
+def _run_mirror(args: argparse.Namespace) -> int:
+    """``crawldeck export DB --mirror DIR [--convert-links]`` (``core.mirror``): the
+    files, then on stderr how many and what was skipped, by reason."""
+    if args.output is not None or args.with_body or args.table != "pages":
+        return fail(args.command, "--mirror writes a directory of bodies; --table, -o and "
+                    "--with-body are for a table's rows")  # fmt: skip
+    from crawldeck.core.mirror import write_mirror
+
+    try:
+        done = write_mirror(args.db, args.mirror, convert_links=args.convert_links)
+    except CrawldeckError as exc:
+        return fail(args.command, str(exc))
+    except OSError as exc:
+        return fail(args.command, f"cannot write {str(args.mirror)!r}: {exc.strerror}")
+    line = f"crawldeck: mirrored {done.files} files of {done.hosts} hosts into {args.mirror}"
+    if args.convert_links:
+        line += f"; {done.links_converted} links made relative"
+    if done.skipped:
+        line += "; skipped: " + ", ".join(f"{why} {n}" for why, n in sorted(done.skipped.items()))
+    print(line, file=sys.stderr)
+    return EXIT_OK
+
+
 def _run_export(args: argparse.Namespace) -> int:
+    if args.mirror is not None:
+        return _run_mirror(args)
+    if args.convert_links:
+        return fail(args.command, "--convert-links goes with --mirror DIR")
     try:
         if args.output is None:
             count = export(args.db, args.table, args.format, sys.stdout, with_body=args.with_body)
