@@ -476,6 +476,21 @@ def link_report(db: Path, *, broken: bool) -> Iterator[LinkCheck]:
         raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
 
 
+def broken_count(db: Path) -> int:
+    """How many broken links the crawl file ``db`` holds (the ``broken_links`` view's
+    rows), read-only.
+
+    Raises:
+        StoreError: as ``export``.
+    """
+    path = Path(db)
+    try:
+        with contextlib.closing(_connect(path)) as conn:
+            return int(conn.execute(f"SELECT count(*) FROM ({BROKEN_LINKS_SELECT})").fetchone()[0])
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
+
+
 def blocked_links(db: Path) -> dict[str, int]:
     """Links of ``db`` whose target was refused untried, by ``blocked.reason``
     (``robots``, ``scope``, ...; not ``BROKEN_BLOCK_REASONS``): not broken, never

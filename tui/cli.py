@@ -930,11 +930,13 @@ SUMMARY_BROKEN_LINKS = 5
 
 
 def broken_lines(store: Store, db: Path) -> list[str]:
-    """The end-of-crawl summary's broken links (``Store.broken_links``): their count,
-    the first ``SUMMARY_BROKEN_LINKS`` as ``crawldeck links`` prints them, and the
-    command that lists them all; nothing when there are none, or when the file cannot
-    be read (the summary goes on without them)."""
+    """The end-of-crawl summary's broken links (``Store.broken_links``, after a
+    ``flush``): their count, the first ``SUMMARY_BROKEN_LINKS`` as ``crawldeck links``
+    prints them, and the command that lists them all; nothing when there are none, or
+    when the file cannot be read (the summary goes on without them). The headless
+    summary, the console's (printed when it closes) and a cluster crawl's."""
     try:
+        store.flush()
         count, first = store.broken_links(SUMMARY_BROKEN_LINKS)
     except CrawldeckError:
         return []
