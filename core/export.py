@@ -30,7 +30,13 @@ decoded as text by the charset of its ``Content-Type`` (else a ``<meta charset>`
 its first 1024 bytes, else UTF-8; invalid bytes replaced). A binary body (a media type
 that is not text, HTML, XML or JSON), a revisit (the body is the ``duplicate_of``
 page's), a row without a record or a missing WARC file gives ``"body": null`` and a
-``body_note`` saying which. ``read_record`` and ``show_page`` serve ``crawldeck show``.
+``body_note`` saying which. ``read_record`` and ``page_record`` serve ``crawldeck show``.
+
+Links (issue #25 item 4): ``link_report`` streams the ``links`` rows with what each
+target got (``core.store.LinkCheck``), or only the broken ones (the ``broken_links``
+view's SELECT, so a file made before the view reads too); ``broken_count`` and
+``blocked_links`` count them. ``crawldeck links`` prints them; ``core.mirror`` reads
+the bodies through ``open_crawl`` and ``read_record``.
 """
 
 from __future__ import annotations

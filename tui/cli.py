@@ -449,10 +449,8 @@ them a recrawl revisits every page and crawls the whole queue. The last line cou
 the revisits (304, 200 with the same digest, changed) and the new pages apart.""",
     "export": """\
 examples:
-  crawldeck export crawl.db --format csv -o pages.csv
-      the pages table as CSV (written to a temporary file, renamed at the end)
-  crawldeck export crawl.db --table blocked | head
-      the refused URLs and why, as JSON Lines on stdout
+  crawldeck export crawl.db --table blocked --format csv -o blocked.csv
+      the refused URLs and why as CSV (written to a temporary file, renamed at the end)
   crawldeck export crawl.db --mirror site --convert-links
       the fetched pages as files under site/HOST/..., as wget -m -k leaves them
 
@@ -586,9 +584,9 @@ def build_parser() -> Parser:
         "500MB, 2GiB (a bare number is bytes) (default: no cap)",
     )  # fmt: skip
     exp = _command(
-        sub, "export", "export a table of a crawl file",
+        sub, "export", "export a table of a crawl file, or its pages as a mirror (--mirror)",
         "Write one table of a crawl file as JSON Lines or CSV, streaming\n"
-        "(constant memory).",
+        "(constant memory); or, with --mirror DIR, its pages as files, as wget -m.",
     )  # fmt: skip
     exp.add_argument("db", type=Path, metavar="DB", help="the crawl file")
     exp.add_argument(
