@@ -92,7 +92,7 @@ SHADOWED: Final = "%~"
 _HTML_TYPES: Final = ("text/html", "application/xhtml+xml")
 _PAGES: Final = (
     "SELECT url, warc_file, warc_offset, bytes, duplicate_of, content_type FROM pages"
-    " WHERE status BETWEEN 200 AND 299 AND warc_file IS NOT NULL ORDER BY rowid"
+    " WHERE status BETWEEN 200 AND 299 ORDER BY rowid"
 )
 _REDIRECTS: Final = (
     "SELECT url, final_url FROM pages WHERE status BETWEEN 300 AND 399"
@@ -227,6 +227,9 @@ def _plan(conn: sqlite3.Connection, where: Path, result: MirrorResult) -> list[_
     taken: set[tuple[str, ...]] = set()
     present: dict[str, bool] = {}
     for url, file, offset, size, dup, ctype in conn.execute(_PAGES):
+        if file is None:  # crawled with warc = false, or a cluster worker's file
+            result.skipped["no WARC record"] += 1
+            continue
         if file not in present:
             present[file] = (where / file).is_file()
         if not present[file]:

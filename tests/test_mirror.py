@@ -243,3 +243,19 @@ def test_mirror_refusals_are_one_line(
     (tmp_path / "file").write_text("x")
     code, _, err = main_in(tmp_path, monkeypatch, capsys, "export", db, "--mirror", "file")
     assert (code, err.count("\n")) == (2, 1) and "cannot write 'file'" in err
+
+
+def test_a_crawl_without_warc_files_says_why_nothing_is_mirrored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with HTTPTestServer() as server:
+        server.set("/", html('<a href="/a">a</a>'))
+        server.set("/a", html("a"))
+        server.set("/robots.txt", Response(404))
+        run_crawl([server.url("/")], tmp_path / "c.db", warc=False)
+    code, _, err = main_in(tmp_path, monkeypatch, capsys, "export", "c.db", "--mirror", "m")
+    assert (code, err) == (
+        0,
+        "crawldeck: mirrored 0 files of 0 hosts into m; skipped: no WARC record 2\n",
+    )
+    assert list((tmp_path / "m").iterdir()) == []
