@@ -476,7 +476,7 @@ def link_report(db: Path, *, broken: bool) -> Iterator[LinkCheck]:
             while rows := cur.fetchmany(EXPORT_BATCH_ROWS):
                 for from_url, to_url, status, error, final_url, blocked, tried in rows:
                     yield LinkCheck(
-                        from_url, to_url, status, error, final_url, blocked, bool(tried)
+                        from_url, to_url, status, error, final_url, blocked, bool(tried), broken
                     )
     except sqlite3.Error as exc:
         raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None

@@ -430,11 +430,15 @@ class LinkCheck:
         status: the target's HTTP status, ``None`` without a response or not fetched.
         error: the target's ``pages.error`` (``reason: detail``), ``None`` for a plain
             HTTP status or a target not fetched.
-        final_url: the target's ``pages.final_url`` (where a redirect pointed).
+        final_url: where the target led: the broken end (``broken_links``), or the
+            target's ``pages.final_url``.
         blocked: why the target was refused untried (``blocked.reason``: ``robots``,
             ``scope``, ...), ``None`` otherwise; a refused target is not broken.
         tried: whether the target was tried: it has a ``pages`` row, or its name did
             not resolve (``BROKEN_BLOCK_REASONS``).
+        broken: a row of ``broken_links``, whose ``final_url`` is the broken end (in
+            ``crawldeck links`` without ``--broken``, ``final_url`` is the target's
+            ``pages.final_url``, a redirect's next hop, and ``broken`` false).
     """
 
     from_url: str
@@ -444,20 +448,26 @@ class LinkCheck:
     final_url: str | None
     blocked: str | None = None
     tried: bool = True
+    broken: bool = True
 
     def why(self) -> str:
         """The target's state in a few words: ``HTTP 404``, ``HTTP 301: redirect_loop:
         ...``, the error alone without a response (``connect: ...``, ``dns: ...``),
-        ``blocked: robots`` or ``not fetched``."""
+        ``blocked: robots`` or ``not fetched``; ``(redirected to URL)`` after it when
+        ``final_url`` is another URL (a broken link's end, ``broken_links``)."""
         if self.blocked is not None:
             return f"blocked: {self.blocked}"
         if not self.tried:
             return "not fetched"
         if self.status is None:
-            return self.error or "no response"
-        if self.error is None:
-            return f"HTTP {self.status}"
-        return f"HTTP {self.status}: {self.error}"
+            why = self.error or "no response"
+        elif self.error is None:
+            why = f"HTTP {self.status}"
+        else:
+            why = f"HTTP {self.status}: {self.error}"
+        if self.final_url is not None and self.final_url != self.to_url and self.broken:
+            why += f" (redirected to {self.final_url})"
+        return why
 
 
 class Counts(TypedDict):
@@ -558,23 +568,41 @@ BROKEN_TARGET_SQL: Final = (
 #: tried, so a link to it is not broken.
 BROKEN_BLOCK_REASONS: Final = ("dns",)
 _BROKEN_REASONS_SQL: Final = "(" + ", ".join(f"'{r}'" for r in BROKEN_BLOCK_REASONS) + ")"
-#: The broken links of the crawl (issue #25 item 4), one row per link whose target is
-#: broken: a ``pages`` row of ``BROKEN_TARGET_SQL``, or a ``blocked`` row of
-#: ``BROKEN_BLOCK_REASONS``. Columns: ``from_url`` (the referring page), ``to_url`` (the
-#: link as resolved), ``status`` (HTTP, NULL without a response), ``error`` (``reason:
-#: detail``, NULL for a plain 4xx/5xx) and ``final_url`` (where a redirect pointed). A
-#: link to a redirect that led to a 404 is the redirect's link (not broken) and the
-#: target's, whose referring page is the redirecting URL (the ``links`` edge a redirect
-#: records). ``links`` keeps no anchor text, so the view has none. ``CROSS JOIN`` fixes
-#: the plan (SQLite keeps its join order): one scan of ``pages`` and of ``blocked``
-#: (fewer rows than ``links``), then each broken target's referrers by the
-#: ``links_to`` index.
+#: Redirects followed back from a broken target (``BROKEN_LINKS_SELECT``): more hops
+#: than any chain the crawl follows (``max_redirects``, at most 20 by default's 10).
+BROKEN_REDIRECT_HOPS: Final = 30
+#: The broken links of the crawl (issue #25 item 4), one row per link on a page whose
+#: target is broken, as a link checker reports them (W3C Link Checker, linkchecker):
+#: ``from_url`` (the referring page), ``to_url`` (the link as resolved), ``status``
+#: (HTTP, NULL without a response), ``error`` (``reason: detail``, NULL for a plain
+#: 4xx/5xx) and ``final_url`` (the URL that answered so: ``to_url`` itself, or the end
+#: of the redirects it led through; NULL for a name that does not resolve).
+#:
+#: A broken target is a ``pages`` row of ``BROKEN_TARGET_SQL`` or a ``blocked`` row of
+#: ``BROKEN_BLOCK_REASONS``. A redirect that led to one (a 3xx without an error whose
+#: ``links`` edge, the one a redirect records, goes to it) is broken too, with the
+#: end's status: ``bad`` walks those edges backwards, at most ``BROKEN_REDIRECT_HOPS``.
+#: The edges from a redirect are hops, not links on a page, so they are not rows: a
+#: chain that failed (every hop has the chain's error) is one row, the link to its
+#: first hop. ``links`` keeps no anchor text, so the view has none. ``CROSS JOIN``
+#: fixes the plan (SQLite keeps its join order): one scan of ``pages`` and of
+#: ``blocked`` (fewer rows than ``links``), then a ``links_to`` probe and a page's
+#: primary key per broken target: never a scan of ``links``.
 BROKEN_LINKS_SELECT: Final = (
-    "SELECT l.from_url, l.to_url, p.status, p.error, p.final_url FROM pages p"
-    f" CROSS JOIN links l ON l.to_url = p.url WHERE {BROKEN_TARGET_SQL}"
-    " UNION ALL SELECT l.from_url, l.to_url, NULL, b.reason || ': ' || b.detail, NULL"
-    " FROM blocked b CROSS JOIN links l ON l.to_url = b.url"
+    "WITH RECURSIVE bad (url, status, error, final_url, hops) AS ("
+    " SELECT p.url, p.status, p.error, p.url, 0 FROM pages p"
+    f" WHERE {BROKEN_TARGET_SQL}"
+    " UNION ALL SELECT b.url, NULL, b.reason || ': ' || b.detail, NULL, 0 FROM blocked b"
     f" WHERE b.reason IN {_BROKEN_REASONS_SQL}"
+    " UNION ALL SELECT r.url, bad.status, bad.error, bad.final_url, bad.hops + 1"
+    " FROM bad CROSS JOIN links h ON h.to_url = bad.url"
+    " CROSS JOIN pages r ON r.url = h.from_url"
+    " WHERE r.status BETWEEN 300 AND 399 AND r.error IS NULL"
+    f" AND bad.hops < {BROKEN_REDIRECT_HOPS})"
+    " SELECT l.from_url, l.to_url, bad.status, bad.error, bad.final_url"
+    " FROM bad CROSS JOIN links l ON l.to_url = bad.url"
+    " CROSS JOIN pages f ON f.url = l.from_url"
+    " WHERE f.status IS NULL OR f.status NOT BETWEEN 300 AND 399"
 )
 BROKEN_LINKS_SQL: Final = "CREATE VIEW IF NOT EXISTS broken_links AS " + BROKEN_LINKS_SELECT
 #: The ``hosts`` row a page's host gets when it has none yet (``hosts.host`` is the

@@ -71,11 +71,14 @@ def test_the_view_holds_each_broken_link_with_its_referring_page(
         (seed, f"{seed}boom", 500, None),
         (seed, f"{seed}missing", 404, None),
         (f"{seed}ok", f"{seed}missing", 404, None),
-        (f"{seed}moved", f"{seed}missing2", 404, None),
+        (seed, f"{seed}moved", 404, None),  # a 301 to a 404: the link on the page
         (seed, refused, None, "connect"),
         (seed, f"http://gone.crawl.test:{port}/", None, "dns"),
     }
     assert len(shown) == 6  # the refused host is there too
+    assert rows(db, "SELECT final_url FROM broken_links WHERE to_url = ?", f"{seed}moved") == [
+        (f"{seed}missing2",)
+    ]
     # robots.txt refused /private: never fetched, so not broken; it is in blocked
     assert rows(db, "SELECT reason FROM blocked WHERE url = ?", f"{seed}private") == [("robots",)]
 
@@ -88,6 +91,7 @@ def test_links_broken_lists_them_and_exits_1(site: tuple[Path, str, str]) -> Non
     assert f"HTTP 404  {seed}missing  from {seed}" in lines
     assert f"HTTP 404  {seed}missing  from {seed}ok" in lines
     assert f"HTTP 500  {seed}boom  from {seed}" in lines
+    assert f"HTTP 404 (redirected to {seed}missing2)  {seed}moved  from {seed}" in lines
     assert any(line.startswith("dns") and "gone.crawl.test" in line for line in lines)
     assert any(line.startswith("connect") and "refused.crawl.test" in line for line in lines)
     assert len(lines) == 6

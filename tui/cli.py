@@ -462,7 +462,8 @@ examples:
 examples:
   crawldeck links crawl.db --broken
       the broken links: HTTP 4xx/5xx, no response (refused, DNS failure, timeout), a
-      redirect chain that failed; one line each: why, the link, the page it is on
+      redirect chain that failed or led to one of those; one line each: why, the link,
+      the page it is on
   crawldeck links crawl.db --broken --json | jq -r .from_url | sort -u
       the pages that hold a broken link
 
@@ -622,7 +623,7 @@ def build_parser() -> Parser:
     links.add_argument(
         "--broken", action="store_true",
         help="only links whose target got HTTP 4xx/5xx, no response, or a failed redirect "
-        "chain (default: every link)",
+        "chain, or redirected to such an end (default: every link)",
     )  # fmt: skip
     links.add_argument(
         "--json", action="store_true",
