@@ -137,8 +137,11 @@ def mirror_path(url: str) -> tuple[str, ...]:
     Raises:
         UrlError: ``url`` is not an absolute http(s) URL with a host.
     """
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # a bracketed host that is not an IPv6 address
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
         raise UrlError(f"not an absolute http(s) URL: {url[:200]!r}")
     host = urls.host_key(url)
     if not _HOST.fullmatch(host) or host in (".", ".."):

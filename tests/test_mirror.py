@@ -18,6 +18,7 @@ from httpserver import HTTPTestServer, Response
 from selectolax.lexbor import LexborHTMLParser
 
 from crawldeck.core import urls
+from crawldeck.core.errors import UrlError
 from crawldeck.core.mirror import NAME_MAX_CHARS, mirror_path, mirror_url
 
 #: Links of the start page, as written in its HTML.
@@ -68,6 +69,9 @@ def test_names_are_safe_and_reversible() -> None:
     assert mirror_path("http://h.test/%2E%2E/x") == ("h.test", "%2E%2E", "x")
     assert mirror_path("http://h.test:8080/d/?q=1") == ("h.test:8080", "d", "index.html?q=1")
     assert mirror_path("http://h.test/a%2Fb") == ("h.test", "a%2Fb")
+    for bad in ("http://[zz]/", "http://h:99999/", "http:///x", "ftp://h/", "h/x"):
+        with pytest.raises(UrlError):  # a crawl file edited by hand: a clear refusal
+            mirror_path(bad)
     long = mirror_path("http://h.test/" + "y" * 500)
     assert long == ("h.test", "y" * 240, "%+" + "y" * 238, "%+" + "y" * 22)
 
