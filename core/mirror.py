@@ -371,7 +371,7 @@ def _href(source: tuple[str, ...], target: tuple[str, ...], fragment: str) -> st
     """The relative URL from the file ``source`` to the file ``target``, each name
     percent-encoded (``%``, ``?``, ``#`` escaped), ``./`` before a first segment with a
     ``:`` (it would read as a scheme), the ``#fragment`` kept."""
-    rel = posixpath.relpath("/".join(target), posixpath.dirname("/".join(source)) or ".")
+    rel = posixpath.relpath("/" + "/".join(target), posixpath.dirname("/" + "/".join(source)))
     href = "/".join(quote(name, safe="!$&'()*+,;=:@-._~") for name in rel.split("/"))
     if ":" in href.split("/", 1)[0]:
         href = "./" + href
