@@ -191,6 +191,21 @@ _TABLES: Final[dict[str, tuple[str, str, dict[str, str], dict[str, str]]]] = {
             "learnt_delay_ms": "millisecond",
         },
     ),
+    "broken_links": (
+        "Broken links",
+        "Each link whose target got HTTP 4xx/5xx, no response (refused, timeout, a name "
+        "that does not resolve) or a failed redirect chain, or redirected to such an end, "
+        "with the page it is on (a view; a URL robots.txt or the scope refused is not "
+        "broken: see blocked).",
+        {
+            "from_url": "the page the link is on",
+            "to_url": "the link, resolved against that page",
+            "status": "the target's HTTP status; NULL without a response",
+            "error": "why the target failed, as 'reason: detail'",
+            "final_url": "the URL that answered so: the link, or the end of its redirects",
+        },
+        {},
+    ),
 }
 
 

@@ -30,11 +30,18 @@ decoded as text by the charset of its ``Content-Type`` (else a ``<meta charset>`
 its first 1024 bytes, else UTF-8; invalid bytes replaced). A binary body (a media type
 that is not text, HTML, XML or JSON), a revisit (the body is the ``duplicate_of``
 page's), a row without a record or a missing WARC file gives ``"body": null`` and a
-``body_note`` saying which. ``read_record`` and ``show_page`` serve ``crawldeck show``.
+``body_note`` saying which. ``read_record`` and ``page_record`` serve ``crawldeck show``.
+
+Links (issue #25 item 4): ``link_report`` streams the ``links`` rows with what each
+target got (``core.store.LinkCheck``), or only the broken ones (the ``broken_links``
+view's SELECT, so a file made before the view reads too); ``broken_count`` and
+``blocked_links`` count them. ``crawldeck links`` prints them; ``core.mirror`` reads
+the bodies through ``open_crawl`` and ``read_record``.
 """
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import csv
 import json
@@ -44,6 +51,7 @@ import secrets
 import sqlite3
 import stat
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal, TextIO
@@ -54,16 +62,30 @@ from warcio.exceptions import ArchiveLoadFailed
 
 from crawldeck.core.archive import decode_content
 from crawldeck.core.errors import StoreError
-from crawldeck.core.store import SCHEMA_VERSION, Store, check_header, check_schema
+from crawldeck.core.store import (
+    BROKEN_BLOCK_REASONS,
+    BROKEN_LINKS_SELECT,
+    SCHEMA_VERSION,
+    LinkCheck,
+    Store,
+    check_header,
+    check_schema,
+)
 
-#: The tables ``export`` accepts.
-TABLES: Final = ("pages", "blocked", "hosts", "links", "frontier", "runs")
+#: The tables ``export`` accepts: every table of the schema but ``meta``.
+TABLES: Final = (
+    "pages", "blocked", "hosts", "links", "frontier", "runs", "page_versions", "sitemaps",
+    "sitemap_urls",
+)  # fmt: skip
 #: The formats ``export`` accepts.
 FORMATS: Final = ("jsonl", "csv")
 #: Rows read per ``fetchmany``: bounds the memory of an export.
 EXPORT_BATCH_ROWS: Final = 500
 
-Table = Literal["pages", "blocked", "hosts", "links", "frontier", "runs"]
+Table = Literal[
+    "pages", "blocked", "hosts", "links", "frontier", "runs", "page_versions", "sitemaps",
+    "sitemap_urls",
+]  # fmt: skip
 Format = Literal["jsonl", "csv"]
 
 
@@ -134,12 +156,10 @@ def read_record(path: Path, offset: int, max_bytes: int) -> ArchivedRecord:
     return ArchivedRecord(warc, rec_type, head, content_type, payload, body)
 
 
-def body_text(record: ArchivedRecord) -> str | None:
-    """``record``'s body as text (module docstring: charset, meta, UTF-8), ``None``
-    for a binary media type."""
-    media = record.content_type.split(";", 1)[0].strip().lower()
-    if media and not _TEXT_TYPES.match(media):
-        return None
+def body_charset(record: ArchivedRecord) -> str:
+    """The charset ``record``'s body is decoded by: its ``Content-Type``'s, else a
+    ``<meta charset>`` in its first 1024 bytes, else UTF-8 (and UTF-8 for a name
+    Python has no codec for)."""
     charset = None
     for param in record.content_type.split(";")[1:]:
         name, _, value = param.partition("=")
@@ -149,9 +169,18 @@ def body_text(record: ArchivedRecord) -> str | None:
         found = _META_CHARSET.search(record.body[:1024])
         charset = found.group(1).decode("ascii") if found else "utf-8"
     try:
-        return record.body.decode(charset, "replace")
+        return codecs.lookup(charset).name
     except LookupError:
-        return record.body.decode("utf-8", "replace")
+        return "utf-8"
+
+
+def body_text(record: ArchivedRecord) -> str | None:
+    """``record``'s body as text (module docstring: charset, meta, UTF-8), ``None``
+    for a binary media type."""
+    media = record.content_type.split(";", 1)[0].strip().lower()
+    if media and not _TEXT_TYPES.match(media):
+        return None
+    return record.body.decode(body_charset(record), "replace")
 
 
 def export(db: Path, table: Table, fmt: Format, out: TextIO, *, with_body: bool = False) -> int:
@@ -195,6 +224,16 @@ def export(db: Path, table: Table, fmt: Format, out: TextIO, *, with_body: bool 
         raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
     finally:
         conn.close()
+
+
+def open_crawl(db: Path) -> sqlite3.Connection:
+    """A read-only connection to the crawl file ``db`` (``export``'s: an older schema
+    version upgraded first); the caller closes it.
+
+    Raises:
+        StoreError: as ``export``.
+    """
+    return _connect(Path(db))
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -394,6 +433,84 @@ def page_record(db: Path, url: str) -> ArchivedRecord:
     if found[0] is None:
         raise StoreError(f"{url} has no WARC record (fetched with warc off, or no response)")
     return read_record(path.parent / found[0], found[1], found[2])
+
+
+_BROKEN_REASONS: Final = "(" + ", ".join(f"'{r}'" for r in BROKEN_BLOCK_REASONS) + ")"
+#: Every link with what its target got (``link_report``), in insertion order; a
+#: target whose name did not resolve reads as a failed fetch (``error`` ``dns: ...``).
+#: The ``pages`` and ``blocked`` rows are found by their primary keys.
+_SQL_ALL_LINKS: Final = (
+    "SELECT l.from_url, l.to_url, p.status, coalesce(p.error, CASE WHEN b.reason IN"
+    f" {_BROKEN_REASONS} THEN b.reason || ': ' || b.detail END), p.final_url,"
+    f" CASE WHEN b.reason NOT IN {_BROKEN_REASONS} THEN b.reason END,"
+    f" p.url IS NOT NULL OR b.reason IN {_BROKEN_REASONS}"
+    " FROM links l LEFT JOIN pages p ON p.url = l.to_url"
+    " LEFT JOIN blocked b ON b.url = l.to_url ORDER BY l.rowid"
+)
+#: The ``broken_links`` view's rows, from its SELECT (``core.store.BROKEN_LINKS_SELECT``)
+#: so that a file opened read-only before its next crawl (which adds the view) reads too.
+_SQL_BROKEN_LINKS: Final = (
+    f"SELECT *, NULL, 1 FROM ({BROKEN_LINKS_SELECT}) ORDER BY to_url, from_url"
+)
+_SQL_BLOCKED_LINKS: Final = (
+    "SELECT b.reason, count(*) FROM blocked b CROSS JOIN links l ON l.to_url = b.url"
+    f" WHERE b.reason NOT IN {_BROKEN_REASONS} GROUP BY b.reason ORDER BY b.reason"
+)
+
+
+def link_report(db: Path, *, broken: bool) -> Iterator[LinkCheck]:
+    """The links of the crawl file ``db`` with what their targets got (``crawldeck
+    links``), read-only and streaming (``EXPORT_BATCH_ROWS`` a batch): with ``broken``
+    only the broken ones (the ``broken_links`` view: HTTP 4xx/5xx, no response, a
+    redirect chain that failed), ordered by link then referring page; else every link
+    in insertion order, a target refused untried with ``blocked`` (robots, scope, ...),
+    one never reached with ``tried`` false.
+
+    Raises:
+        StoreError: as ``export``.
+    """
+    path = Path(db)
+    try:
+        with contextlib.closing(_connect(path)) as conn:
+            cur = conn.execute(_SQL_BROKEN_LINKS if broken else _SQL_ALL_LINKS)
+            while rows := cur.fetchmany(EXPORT_BATCH_ROWS):
+                for from_url, to_url, status, error, final_url, blocked, tried in rows:
+                    yield LinkCheck(
+                        from_url, to_url, status, error, final_url, blocked, bool(tried), broken
+                    )
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
+
+
+def broken_count(db: Path) -> int:
+    """How many broken links the crawl file ``db`` holds (the ``broken_links`` view's
+    rows), read-only.
+
+    Raises:
+        StoreError: as ``export``.
+    """
+    path = Path(db)
+    try:
+        with contextlib.closing(_connect(path)) as conn:
+            return int(conn.execute(f"SELECT count(*) FROM ({BROKEN_LINKS_SELECT})").fetchone()[0])
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
+
+
+def blocked_links(db: Path) -> dict[str, int]:
+    """Links of ``db`` whose target was refused untried, by ``blocked.reason``
+    (``robots``, ``scope``, ...; not ``BROKEN_BLOCK_REASONS``): not broken, never
+    checked.
+
+    Raises:
+        StoreError: as ``export``.
+    """
+    path = Path(db)
+    try:
+        with contextlib.closing(_connect(path)) as conn:
+            return dict(conn.execute(_SQL_BLOCKED_LINKS).fetchall())
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
 
 
 def foreign_crawl(db: Path, host_prefix: str) -> str | None:

@@ -87,9 +87,12 @@ Schema (version ``SCHEMA_VERSION``; the export contract of docs/architecture.md)
               (and what ``set_meta`` keeps: ``cluster.*``, the cluster collector's)
 
 Views (version 3, for Datasette and ``sqlite3`` users; ``PAGE_SUMMARY_SQL``,
-``HOST_SUMMARY_SQL``): ``page_summary`` (a page with its inlinks and outlinks) and
-``host_summary`` (a host's pages by status class, bytes, blocked URLs, robots.txt and
-delay).
+``HOST_SUMMARY_SQL``, ``BROKEN_LINKS_SQL``): ``page_summary`` (a page with its inlinks
+and outlinks), ``host_summary`` (a host's pages by status class, bytes, blocked URLs,
+robots.txt and delay) and ``broken_links`` (issue #25 item 4: referring page, link,
+status or error, where a redirect pointed). A view is made ``IF NOT EXISTS`` on every
+open (``_prepare_schema``), so a version-3 file made before a view gets it the next
+time a ``Store`` opens it; no version change is needed, as no table changes.
 
 Every time column is in one of two forms, told by its name. ``*_at``: UTC ISO 8601 text
 of fixed width with microseconds, ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (e.g.
@@ -416,6 +419,57 @@ class SeedOutcome:
     blocked: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class LinkCheck:
+    """One link and what its target got, as a link checker reports it (a row of the
+    ``broken_links`` view, or of ``crawldeck links``).
+
+    Attributes:
+        from_url: the referring page (a ``pages.url``).
+        to_url: the link, resolved against the referring page.
+        status: the target's HTTP status, ``None`` without a response or not fetched.
+        error: the target's ``pages.error`` (``reason: detail``), ``None`` for a plain
+            HTTP status or a target not fetched.
+        final_url: where the target led: the broken end (``broken_links``), or the
+            target's ``pages.final_url``.
+        blocked: why the target was refused untried (``blocked.reason``: ``robots``,
+            ``scope``, ...), ``None`` otherwise; a refused target is not broken.
+        tried: whether the target was tried: it has a ``pages`` row, or its name did
+            not resolve (``BROKEN_BLOCK_REASONS``).
+        broken: a row of ``broken_links``, whose ``final_url`` is the broken end (in
+            ``crawldeck links`` without ``--broken``, ``final_url`` is the target's
+            ``pages.final_url``, a redirect's next hop, and ``broken`` false).
+    """
+
+    from_url: str
+    to_url: str
+    status: int | None
+    error: str | None
+    final_url: str | None
+    blocked: str | None = None
+    tried: bool = True
+    broken: bool = True
+
+    def why(self) -> str:
+        """The target's state in a few words: ``HTTP 404``, ``HTTP 301: redirect_loop:
+        ...``, the error alone without a response (``connect: ...``, ``dns: ...``),
+        ``blocked: robots`` or ``not fetched``; ``(redirected to URL)`` after it when
+        ``final_url`` is another URL (a broken link's end, ``broken_links``)."""
+        if self.blocked is not None:
+            return f"blocked: {self.blocked}"
+        if not self.tried:
+            return "not fetched"
+        if self.status is None:
+            why = self.error or "no response"
+        elif self.error is None:
+            why = f"HTTP {self.status}"
+        else:
+            why = f"HTTP {self.status}: {self.error}"
+        if self.final_url is not None and self.final_url != self.to_url and self.broken:
+            why += f" (redirected to {self.final_url})"
+        return why
+
+
 class Counts(TypedDict):
     """What ``Store.counts`` returns (committed rows only).
 
@@ -498,6 +552,59 @@ HOST_SUMMARY_SQL: Final = (
     " LEFT JOIN (SELECT host, count(*) AS blocked FROM blocked GROUP BY host) b"
     " ON b.host = h.host"
 )
+#: The condition of a broken link's target page ``p``: an HTTP error (4xx, 5xx), no
+#: response at all (refused, timeout: ``status`` NULL, ``error`` says which), or a
+#: redirect whose chain ended without a page (a loop, too many hops: ``fail_urls``
+#: gives the 3xx row the chain's error). As link checkers judge a link (W3C Link
+#: Checker, linkchecker): a 2xx, a 3xx that led on, or a 2xx whose body was cut
+#: (``error`` ``body_too_large``, a parse cut) is not broken.
+BROKEN_TARGET_SQL: Final = (
+    "(p.status >= 400 OR p.status IS NULL"
+    " OR (p.status BETWEEN 300 AND 399 AND p.error IS NOT NULL))"
+)
+#: The ``blocked`` reasons that are a broken link's: the name does not resolve (the
+#: crawl records it in ``blocked``, not ``pages``: no request was sent). Every other
+#: reason is a refusal (robots.txt, scope, a trap rule, a cap): the URL was never
+#: tried, so a link to it is not broken.
+BROKEN_BLOCK_REASONS: Final = ("dns",)
+_BROKEN_REASONS_SQL: Final = "(" + ", ".join(f"'{r}'" for r in BROKEN_BLOCK_REASONS) + ")"
+#: Redirects followed back from a broken target (``BROKEN_LINKS_SELECT``): more hops
+#: than any chain the crawl follows (``max_redirects``, at most 20 by default's 10).
+BROKEN_REDIRECT_HOPS: Final = 30
+#: The broken links of the crawl (issue #25 item 4), one row per link on a page whose
+#: target is broken, as a link checker reports them (W3C Link Checker, linkchecker):
+#: ``from_url`` (the referring page), ``to_url`` (the link as resolved), ``status``
+#: (HTTP, NULL without a response), ``error`` (``reason: detail``, NULL for a plain
+#: 4xx/5xx) and ``final_url`` (the URL that answered so: ``to_url`` itself, or the end
+#: of the redirects it led through; NULL for a name that does not resolve).
+#:
+#: A broken target is a ``pages`` row of ``BROKEN_TARGET_SQL`` or a ``blocked`` row of
+#: ``BROKEN_BLOCK_REASONS``. A redirect that led to one (a 3xx without an error whose
+#: ``links`` edge, the one a redirect records, goes to it) is broken too, with the
+#: end's status: ``bad`` walks those edges backwards, at most ``BROKEN_REDIRECT_HOPS``.
+#: The edges from a redirect are hops, not links on a page, so they are not rows: a
+#: chain that failed (every hop has the chain's error) is one row, the link to its
+#: first hop. ``links`` keeps no anchor text, so the view has none. ``CROSS JOIN``
+#: fixes the plan (SQLite keeps its join order): one scan of ``pages`` and of
+#: ``blocked`` (fewer rows than ``links``), then a ``links_to`` probe and a page's
+#: primary key per broken target: never a scan of ``links``.
+BROKEN_LINKS_SELECT: Final = (
+    "WITH RECURSIVE bad (url, status, error, final_url, hops) AS ("
+    " SELECT p.url, p.status, p.error, p.url, 0 FROM pages p"
+    f" WHERE {BROKEN_TARGET_SQL}"
+    " UNION ALL SELECT b.url, NULL, b.reason || ': ' || b.detail, NULL, 0 FROM blocked b"
+    f" WHERE b.reason IN {_BROKEN_REASONS_SQL}"
+    " UNION ALL SELECT r.url, bad.status, bad.error, bad.final_url, bad.hops + 1"
+    " FROM bad CROSS JOIN links h ON h.to_url = bad.url"
+    " CROSS JOIN pages r ON r.url = h.from_url"
+    " WHERE r.status BETWEEN 300 AND 399 AND r.error IS NULL"
+    f" AND bad.hops < {BROKEN_REDIRECT_HOPS})"
+    " SELECT l.from_url, l.to_url, bad.status, bad.error, bad.final_url"
+    " FROM bad CROSS JOIN links l ON l.to_url = bad.url"
+    " CROSS JOIN pages f ON f.url = l.from_url"
+    " WHERE f.status IS NULL OR f.status NOT BETWEEN 300 AND 399"
+)
+BROKEN_LINKS_SQL: Final = "CREATE VIEW IF NOT EXISTS broken_links AS " + BROKEN_LINKS_SELECT
 #: The ``hosts`` row a page's host gets when it has none yet (``hosts.host`` is the
 #: parent of ``pages.host``): neutral values, replaced whole by the observer's
 #: ``upsert_host`` (within a snapshot interval); a resume reads it as a host with no
@@ -851,6 +958,7 @@ def _prepare_schema(conn: sqlite3.Connection, version: str | None) -> None:
                 *_SQL_V3_INDEXES,
                 PAGE_SUMMARY_SQL,
                 HOST_SUMMARY_SQL,
+                BROKEN_LINKS_SQL,
             ):
                 cur.execute(sql)
             if version != str(SCHEMA_VERSION):
@@ -2227,6 +2335,22 @@ class Store:
         """
         return int(self._scalar("SELECT count(*) FROM pages WHERE status BETWEEN 200 AND 299"))
 
+    def broken_links(self, limit: int) -> tuple[int, list[LinkCheck]]:
+        """The committed broken links (the ``broken_links`` view): how many, and the
+        first ``limit`` ordered by link then referring page. One scan of ``pages``
+        and an index probe of ``links`` per broken page (``BROKEN_LINKS_SQL``).
+
+        Raises:
+            StoreError: see the class.
+        """
+        count = int(self._scalar("SELECT count(*) FROM broken_links"))
+        rows = self._stream(
+            "SELECT from_url, to_url, status, error, final_url FROM broken_links"
+            " ORDER BY to_url, from_url LIMIT ?",
+            (limit,),
+        )
+        return count, [LinkCheck(*row) for row in rows]
+
     def seed_outcomes(self, limit: int = 20) -> list[SeedOutcome]:
         """How the crawl's seeds ended (frontier rows of depth 0 not reached by a
         redirect), the first ``limit`` in insertion order.
@@ -2438,6 +2562,10 @@ class Store:
 
 
 __all__ = [
+    "BROKEN_BLOCK_REASONS",
+    "BROKEN_LINKS_SELECT",
+    "BROKEN_LINKS_SQL",
+    "BROKEN_TARGET_SQL",
     "FRONTIER_STATES",
     "MAX_BATCH_OPS",
     "PAGE_COLUMNS_V2",
@@ -2448,6 +2576,7 @@ __all__ = [
     "FrontierRow",
     "FrontierState",
     "HostRecord",
+    "LinkCheck",
     "PageRecord",
     "SeedOutcome",
     "SitemapRecord",

@@ -86,8 +86,8 @@ def test_version(tmp_path: Path) -> None:
          "crawldeck export: error: argument --format: invalid choice: 'xml' (choose from "
          "'jsonl', 'csv') (see crawldeck export --help)"),
         (["fetch"], "crawldeck: error: argument COMMAND: invalid choice: 'fetch' (choose from "
-                    "'crawl', 'demo', 'worker', 'recrawl', 'export', 'show', 'stats', 'config') "
-                    "(see crawldeck --help)"),
+                    "'crawl', 'demo', 'worker', 'recrawl', 'export', 'links', 'show', 'stats', "
+                    "'config') (see crawldeck --help)"),
     ],
 )  # fmt: skip
 def test_a_flag_error_is_one_line_and_where_help_is(

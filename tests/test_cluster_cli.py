@@ -46,6 +46,7 @@ def test_two_workers_stop_at_max_pages_over_the_whole_crawl(tmp_path: Path) -> N
         by_status = dict(conn.execute("SELECT CAST(status AS TEXT), count(*) FROM pages"
                                       " GROUP BY 1"))  # fmt: skip
         ((text,),) = conn.execute("SELECT stats FROM runs").fetchall()
+        (broken,) = conn.execute("SELECT count(*) FROM broken_links").fetchone()
     finally:
         conn.close()
     # the coordinator counts the run's stats from the rows the collector committed
@@ -59,6 +60,8 @@ def test_two_workers_stop_at_max_pages_over_the_whole_crawl(tmp_path: Path) -> N
     # host (per_host_concurrency 1) for each of the 8 hosts
     assert 30 <= pages <= 30 + 8
     assert runs == [("max_pages",)]
+    # the coordinator's summary counts the broken links as the view does (issue #25)
+    assert (f"\nbroken links: {broken}" in done.stdout) == (broken > 0), done.stdout
     assert (tmp_path / "c.db.redis" / "appendonlydir").is_dir()
     log = (tmp_path / "c.db.workers.log").read_text()
     assert log.count("crawldeck worker ") == 2 and log.count(": stopped, ") == 2

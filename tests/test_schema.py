@@ -168,6 +168,13 @@ def test_the_plans_of_the_views_use_the_indexes(crawl: Path) -> None:
     assert "SCAN l" not in page
     host = plan("SELECT * FROM host_summary WHERE host = ?")
     assert "pages_host" in host and "blocked_host" in host
+    # broken_links: a scan of pages and of blocked, each broken target's links (and the
+    # redirects to it) by the links_to index, never a scan of links (the largest table)
+    broken = plan("SELECT count(*) FROM broken_links WHERE ? IS NOT NULL")
+    assert "SEARCH l USING INDEX links_to (to_url=?)" in broken
+    assert "SEARCH h USING INDEX links_to (to_url=?)" in broken
+    assert "SCAN p" in broken and "SCAN b" in broken
+    assert "SCAN l" not in broken and "SCAN h" not in broken, broken
 
 
 def test_page_summary_and_host_summary_count_what_the_site_has(crawl: Path) -> None:

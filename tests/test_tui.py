@@ -482,10 +482,15 @@ async def test_console_crawls_the_local_web_to_the_end(tmp_path: Path) -> None:
                         conn.execute("SELECT reason, count(*) FROM blocked GROUP BY reason")
                     )
                     sql_pages = dict(conn.execute("SELECT host, count(*) FROM pages GROUP BY host"))
+                    (broken,) = conn.execute("SELECT count(*) FROM broken_links").fetchone()
                 finally:
                     conn.close()
                 final = {row.host: row.fetched for row in app.hosts_panel.rows()}
                 assert final == sql_pages
+                # the end says how many links are broken (its redirect loop's, at least)
+                assert broken > 0
+                said = f"The crawl has finished; {broken} broken links (listed when you quit)."
+                assert any(m.startswith(said) for m in app.messages), app.messages
                 await pilot.press("3")  # the blocked tab is drawn when shown
                 assert _blocked_counts(app) == sql_blocked
                 assert {"calendar", "robots", "redirect_loop"} <= sql_blocked.keys()

@@ -44,6 +44,7 @@ from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
 
 from crawldeck.core.engine import CrawlResult
 from crawldeck.core.errors import CrawldeckError
+from crawldeck.core.export import broken_count
 from crawldeck.core.snapshot import BackoffRow, CrawlSnapshot, HostDetail, HostRow
 from crawldeck.tui.headless import go_on_note, stop_signals
 from crawldeck.tui.screens import (
@@ -412,10 +413,21 @@ class CrawlApp(App[None]):
         if self._quitting:
             self.exit()
         elif result.outcome == "finished":
-            self.notify("The crawl has finished. q quits.", title="FINISHED", timeout=10)
+            broken = await asyncio.to_thread(self._broken_links)
+            said = "" if not broken else f"; {broken} broken links (listed when you quit)"
+            self.notify(f"The crawl has finished{said}. q quits.", title="FINISHED", timeout=10)
         else:
             reason = STOP_REASONS.get(result.outcome, result.outcome)
             self._show_resume(f"Stopped: {reason}; q quits.", go_on_note(result.outcome))
+
+    def _broken_links(self) -> int:
+        """The crawl file's broken links (``core.export.broken_count``), 0 when it
+        cannot be read: the console's end says how many; the summary printed when it
+        closes lists the first (``tui.cli.broken_lines``)."""
+        try:
+            return broken_count(self.db)
+        except CrawldeckError:
+            return 0
 
     def _show_resume(self, why: str, go_on: str | None = None) -> None:
         """Show ``why`` the run stops and how to continue it: ``go_on`` (after a

@@ -1,8 +1,10 @@
 """The ``crawldeck`` command: ``crawl``, ``demo``, ``worker``, ``recrawl``, ``export``,
-``show``, ``config`` and ``stats`` (a run's figures, ``core.stats``).
+``links`` (a link checker's report), ``show``, ``config`` and ``stats`` (a run's figures,
+``core.stats``).
 
 Exit codes: 0 a finished crawl (or one that reached a budget: ``--max-pages``,
-``--max-time``, ``--max-bytes``), 2 bad input (one line on stderr, ``crawldeck COMMAND:
+``--max-time``, ``--max-bytes``), 1 ``links --broken`` found broken links (linkchecker's
+convention, for scripts and CI), 2 bad input (one line on stderr, ``crawldeck COMMAND:
 error: MESSAGE`` as argparse's own (``fail``); a flag error ends with ``(see crawldeck
 COMMAND --help)``, never the usage block), 3 a crawl that ended without
 fetching any page (every seed failed; the summary says why), 130 stopped by Ctrl-C,
@@ -46,17 +48,20 @@ from crawldeck.core.config import (
 from crawldeck.core.engine import CrawlResult, Engine
 from crawldeck.core.errors import ConfigError, CrawldeckError, SeedError, UrlError
 from crawldeck.core.export import (
+    TABLES,
     Format,
+    blocked_links,
     body_text,
     export,
     export_file,
     foreign_crawl,
+    link_report,
     page_record,
 )
 from crawldeck.core.recrawl import parse_duration, prepare, summarize
 from crawldeck.core.seeds import read_seeds
 from crawldeck.core.stats import read_run, stats_lines
-from crawldeck.core.store import Store
+from crawldeck.core.store import LinkCheck, Store
 from crawldeck.tui.headless import HeadlessLog, HeadlessReporter, go_on_note, stop_signals
 
 if TYPE_CHECKING:
@@ -66,6 +71,8 @@ if TYPE_CHECKING:
 OPEN_FILES_WANTED = 65_536
 
 EXIT_OK = 0
+#: ``crawldeck links --broken`` found broken links (as linkchecker exits 1 on them).
+EXIT_BROKEN_LINKS = 1
 EXIT_BAD_INPUT = 2
 #: The crawl ended and got no page at all: every seed failed (its summary says why).
 EXIT_SEEDS_FAILED = 3
@@ -79,7 +86,6 @@ DEMO_NETWORK = f"{DEMO_PREFIX}.0/24"
 #: with ``crawldeck worker``).
 MAX_WORKERS = 64
 
-EXPORT_TABLES = ("pages", "blocked", "hosts", "links")
 EXPORT_FORMATS = ("jsonl", "csv")
 #: ``-o FILE`` of ``crawl`` and ``demo``: the export's format by the name's ending.
 OUTPUT_FORMATS: dict[str, Format] = {".jsonl": "jsonl", ".csv": "csv"}
@@ -443,10 +449,28 @@ them a recrawl revisits every page and crawls the whole queue. The last line cou
 the revisits (304, 200 with the same digest, changed) and the new pages apart.""",
     "export": """\
 examples:
-  crawldeck export crawl.db --format csv -o pages.csv
-      the pages table as CSV (written to a temporary file, renamed at the end)
-  crawldeck export crawl.db --table blocked | head
-      the refused URLs and why, as JSON Lines on stdout""",
+  crawldeck export crawl.db --table blocked --format csv -o blocked.csv
+      the refused URLs and why as CSV (written to a temporary file, renamed at the end)
+  crawldeck export crawl.db --mirror site --convert-links
+      the fetched pages as files under site/HOST/..., as wget -m -k leaves them
+
+--mirror names: a path segment's escapes decoded, then every byte but A-Z a-z 0-9
+-._~!$&'()*+,;=:@ written %XX (an encoded slash stays %2F, a NUL %00); . and .. as
+%2E and %2E%2E; the query after a ?; %_ an empty segment, %+ a long name's next piece
+(a directory), %~ a file whose name a directory needs. Nothing lands outside DIR.""",
+    "links": """\
+examples:
+  crawldeck links crawl.db --broken
+      the broken links: HTTP 4xx/5xx, no response (refused, DNS failure, timeout), a
+      redirect chain that failed or led to one of those; one line each: why, the link,
+      the page it is on
+  crawldeck links crawl.db --broken --json | jq -r .from_url | sort -u
+      the pages that hold a broken link
+
+A link to a URL refused unfetched (robots.txt, out of scope, a crawl trap) is not
+broken: it was never checked; the last line counts those by reason. Exit code 1 when
+--broken found any (as linkchecker), else 0. The broken_links view of the crawl file
+holds the same rows (Datasette, sqlite3).""",
     "show": """\
 examples:
   crawldeck show crawl.db https://docs.example.org/
@@ -561,14 +585,15 @@ def build_parser() -> Parser:
         "500MB, 2GiB (a bare number is bytes) (default: no cap)",
     )  # fmt: skip
     exp = _command(
-        sub, "export", "export a table of a crawl file",
+        sub, "export", "export a table of a crawl file, or its pages as a mirror (--mirror)",
         "Write one table of a crawl file as JSON Lines or CSV, streaming\n"
-        "(constant memory).",
+        "(constant memory); or, with --mirror DIR, its pages as files, as wget -m.",
     )  # fmt: skip
     exp.add_argument("db", type=Path, metavar="DB", help="the crawl file")
     exp.add_argument(
-        "--table", choices=EXPORT_TABLES, default="pages", help="the table (default pages)"
-    )
+        "--table", choices=TABLES, default="pages", metavar="TABLE",
+        help=f"the table: {', '.join(TABLES)} (default pages)",
+    )  # fmt: skip
     exp.add_argument(
         "--format", choices=EXPORT_FORMATS, default="jsonl", help="the format (default jsonl)"
     )
@@ -578,6 +603,31 @@ def build_parser() -> Parser:
     exp.add_argument(
         "--with-body", action="store_true",
         help="pages as jsonl: add each page's body, read from the WARC files (default: off)",
+    )  # fmt: skip
+    exp.add_argument(
+        "--mirror", type=Path, metavar="DIR",
+        help="write the fetched bodies from the WARC files as a directory tree under DIR, "
+        "as wget -m does: a folder per host, index.html for directory URLs (default: off)",
+    )  # fmt: skip
+    exp.add_argument(
+        "--convert-links", action="store_true",
+        help="with --mirror: make the links between mirrored pages relative, as wget -k "
+        "(default: off)",
+    )  # fmt: skip
+    links = _command(
+        sub, "links", "list a crawl's links and what their targets got; --broken: the broken ones",
+        "List the links of a crawl file with what each target got, as a link checker\n"
+        "reports them; --broken lists only the broken ones.",
+    )  # fmt: skip
+    links.add_argument("db", type=Path, metavar="DB", help="the crawl file")
+    links.add_argument(
+        "--broken", action="store_true",
+        help="only links whose target got HTTP 4xx/5xx, no response, or a failed redirect "
+        "chain, or redirected to such an end (default: every link)",
+    )  # fmt: skip
+    links.add_argument(
+        "--json", action="store_true",
+        help="JSON Lines: from_url, to_url, status, error, final_url, blocked (default: text)",
     )  # fmt: skip
     show = _command(
         sub, "show", "print a page's WARC record: headers and body",
@@ -612,7 +662,7 @@ def build_parser() -> Parser:
     _add_config_flags(config, delay_default=DEFAULTS.delay_ms)
     parser.commands = {
         "crawl": crawl, "demo": demo, "worker": worker, "recrawl": recrawl, "export": exp,
-        "show": show, "config": config, "stats": stats,
+        "links": links, "show": show, "config": config, "stats": stats,
     }  # fmt: skip
     return parser
 
@@ -874,6 +924,29 @@ def _seed_failures(store: Store) -> list[str]:
     return lines
 
 
+#: Broken links the end-of-crawl summary lists (``broken_lines``).
+SUMMARY_BROKEN_LINKS = 5
+
+
+def broken_lines(store: Store, db: Path) -> list[str]:
+    """The end-of-crawl summary's broken links (``Store.broken_links``, after a
+    ``flush``): their count, the first ``SUMMARY_BROKEN_LINKS`` as ``crawldeck links``
+    prints them, and the command that lists them all; nothing when there are none, or
+    when the file cannot be read (the summary goes on without them). The headless
+    summary, the console's (printed when it closes) and a cluster crawl's."""
+    try:
+        store.flush()
+        count, first = store.broken_links(SUMMARY_BROKEN_LINKS)
+    except CrawldeckError:
+        return []
+    if not count:
+        return []
+    listing = f"{program()} links {shlex.quote(str(db))} --broken"
+    shown = "" if count <= len(first) else f", the first {len(first)}"
+    lines = [f"broken links: {count}{shown} (all of them: {listing})"]
+    return lines + [f"  {link_line(link)}" for link in first]
+
+
 def _finish(
     engine: Engine,
     store: Store,
@@ -891,8 +964,9 @@ def _finish(
     The terminal may be gone (SIGHUP after it closed): output that cannot be written is
     dropped, the exit code still tells what happened (the crawl is saved either way).
     """
-    lines = [f"crawl saved in {db}; export with: {program()} export {shlex.quote(str(db))} "
-             "--table pages --format csv"]  # fmt: skip
+    lines = broken_lines(store, db)
+    lines.append(f"crawl saved in {db}; export with: {program()} export "
+                 f"{shlex.quote(str(db))} --table pages --format csv")  # fmt: skip
     stopped = stopped or outcome == "stopped"
     failures = [] if stopped else _seed_failures(store)
     go_on = go_on_note(outcome)
@@ -901,7 +975,8 @@ def _finish(
     elif go_on is not None:  # a whole-crawl budget: the same command would fetch nothing
         lines.append(go_on)
     with contextlib.suppress(OSError):
-        HeadlessReporter().summary(engine.snapshot(), outcome)
+        responses = (engine.stats or {}).get("responses_by_status", {})
+        HeadlessReporter().summary(engine.snapshot(), outcome, responses=responses)
         print("\n".join(lines), flush=True)
         for line in failures:
             print(f"crawldeck: {line}", file=sys.stderr)
@@ -1193,7 +1268,34 @@ def _export_to_file(args: argparse.Namespace) -> int:
             signal.signal(sig, handler)
 
 
+def _run_mirror(args: argparse.Namespace) -> int:
+    """``crawldeck export DB --mirror DIR [--convert-links]`` (``core.mirror``): the
+    files, then on stderr how many and what was skipped, by reason."""
+    if args.output is not None or args.with_body or args.table != "pages":
+        return fail(args.command, "--mirror writes a directory of bodies; --table, -o and "
+                    "--with-body are for a table's rows")  # fmt: skip
+    from crawldeck.core.mirror import write_mirror
+
+    try:
+        done = write_mirror(args.db, args.mirror, convert_links=args.convert_links)
+    except CrawldeckError as exc:
+        return fail(args.command, str(exc))
+    except OSError as exc:
+        return fail(args.command, f"cannot write {str(args.mirror)!r}: {exc.strerror}")
+    line = f"crawldeck: mirrored {done.files} files of {done.hosts} hosts into {args.mirror}"
+    if args.convert_links:
+        line += f"; {done.links_converted} links made relative"
+    if done.skipped:
+        line += "; skipped: " + ", ".join(f"{why} {n}" for why, n in sorted(done.skipped.items()))
+    print(line, file=sys.stderr)
+    return EXIT_OK
+
+
 def _run_export(args: argparse.Namespace) -> int:
+    if args.mirror is not None:
+        return _run_mirror(args)
+    if args.convert_links:
+        return fail(args.command, "--convert-links goes with --mirror DIR")
     try:
         if args.output is None:
             count = export(args.db, args.table, args.format, sys.stdout, with_body=args.with_body)
@@ -1214,6 +1316,40 @@ def _run_export(args: argparse.Namespace) -> int:
     rows = "row" if count == 1 else "rows"
     print(f"crawldeck: exported {count} {rows} of {args.table}", file=sys.stderr)
     return EXIT_OK
+
+
+def link_line(link: LinkCheck) -> str:
+    """One link as ``crawldeck links`` prints it: ``WHY  LINK  from PAGE``."""
+    return f"{link.why()}  {link.to_url}  from {link.from_url}"
+
+
+def _run_links(args: argparse.Namespace) -> int:
+    """``crawldeck links DB [--broken] [--json]``: one line (or JSON object) a link on
+    stdout, then on stderr how many and the links to URLs refused unfetched by reason;
+    ``EXIT_BROKEN_LINKS`` when ``--broken`` found any."""
+    count = 0
+    targets: set[str] = set()
+    try:
+        for link in link_report(args.db, broken=args.broken):
+            if args.json:
+                row = {"from_url": link.from_url, "to_url": link.to_url, "status": link.status,
+                       "error": link.error, "final_url": link.final_url,
+                       "blocked": link.blocked}  # fmt: skip
+                print(json.dumps(row, ensure_ascii=False))
+            else:
+                print(link_line(link))
+            count += 1
+            targets.add(link.to_url)
+        refused = blocked_links(args.db)
+    except CrawldeckError as exc:
+        return fail(args.command, str(exc))
+    what = "broken links" if args.broken else "links"
+    line = f"crawldeck: {count} {what} to {len(targets)} URLs"
+    if refused:
+        by_reason = ", ".join(f"{reason} {n}" for reason, n in refused.items())
+        line += f"; not broken, never fetched (refused): {by_reason}"
+    print(line, file=sys.stderr)
+    return EXIT_BROKEN_LINKS if args.broken and count else EXIT_OK
 
 
 def _run_show(args: argparse.Namespace) -> int:
@@ -1329,6 +1465,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     handlers = {"crawl": _run_crawl, "demo": _run_demo, "export": _run_export,
                 "worker": _run_worker, "recrawl": _run_recrawl, "show": _run_show,
+                "links": _run_links,
                 "config": _run_config, "stats": _run_stats}  # fmt: skip
     try:
         with contextlib.suppress(BrokenPipeError):

@@ -32,7 +32,7 @@ from crawldeck.core.cluster.worker import Worker, read_config
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.errors import ConfigError, CrawldeckError
 from crawldeck.core.store import Store
-from crawldeck.tui.cli import fail, program
+from crawldeck.tui.cli import broken_lines, fail, program
 from crawldeck.tui.headless import stop_signals
 
 EXIT_OK = 0
@@ -181,6 +181,7 @@ def run_cluster_crawl(
                     args, config, seeds, db, store, url, crawl_id, db.resolve().parent, ui=ui
                 )
             )
+            broken = broken_lines(store, db)
         finally:
             store.close()
             if private is not None:
@@ -190,7 +191,7 @@ def run_cluster_crawl(
     with contextlib.suppress(OSError):
         for line in snap.log[-5:]:  # why it ended, when it was not the user's stop
             print(f"crawldeck: {line}", file=sys.stderr)
-        print("\n".join(summary_lines(snap, outcome)))
+        print("\n".join([*summary_lines(snap, outcome), *broken]))
         print(f"crawl saved in {db} (each worker's last line in {db}.workers.log); export "
               f"with: {program()} export {shlex.quote(str(db))} --table pages --format csv",
               flush=True)  # fmt: skip

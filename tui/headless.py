@@ -14,6 +14,7 @@ import logging
 import signal
 import sys
 import time
+from collections.abc import Mapping
 from typing import TextIO
 
 from rich.console import Console
@@ -53,6 +54,11 @@ def _blocked_text(blocked: dict[str, int]) -> str:
         return "0"
     parts = ", ".join(f"{reason} {count}" for reason, count in sorted(blocked.items()))
     return f"{sum(blocked.values())} ({parts})"
+
+
+def _numeric(item: tuple[str, int]) -> int:
+    """A ``(status text, count)`` pair's sort key: the status as a number."""
+    return int(item[0]) if item[0].isdigit() else 0
 
 
 def progress_line(snap: CrawlSnapshot) -> str:
@@ -154,8 +160,13 @@ class HeadlessReporter:
         except OSError:
             self._gone = True
 
-    def summary(self, snap: CrawlSnapshot, outcome: str) -> None:
-        """Print the end-of-crawl summary table."""
+    def summary(
+        self, snap: CrawlSnapshot, outcome: str, *, responses: Mapping[str, int] | None = None
+    ) -> None:
+        """Print the end-of-crawl summary table; ``responses`` (HTTP status as text ->
+        responses: the run's stats, ``core.stats`` ``responses_by_status``) adds this
+        run's responses by status, where a recrawl's 304s show (a 304 leaves the
+        ``pages`` row, and so the all-runs status mix, as it was)."""
         c = snap.counters
         elapsed = snap.elapsed_s
         table = Table(title=f"crawl {outcome}", show_header=False, title_justify="left")
@@ -172,6 +183,9 @@ class HeadlessReporter:
         table.add_row("no response (all runs)", f"{c.errors} (timeouts, lost connections, ...)")
         mix = ", ".join(f"{k} {v}" for k, v in sorted(c.status_mix.items())) or "-"
         table.add_row("status mix (all runs)", mix)
+        if responses:
+            run_mix = ", ".join(f"{k} {v}" for k, v in sorted(responses.items(), key=_numeric))
+            table.add_row("responses this run", run_mix)
         table.add_row("duplicates (all runs)", f"{c.duplicates} exact, {c.near_duplicates} near")
         table.add_row("queued (left)", str(c.queued))
         table.add_row("hosts", str(c.hosts_known))

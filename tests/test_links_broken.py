@@ -1,0 +1,149 @@
+"""Broken links as a link checker shows them (issue #25 item 4): the ``broken_links``
+view, ``crawldeck links DB --broken [--json]`` and the end-of-crawl summary, on a real
+loopback site with known broken links (404, 500, a refused host, a name that does not
+exist, a redirect to a 404); a URL robots.txt refused is not broken.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+from clikit import main_in, run
+from crawlkit import html, rows
+from dnsserver import DnsmasqServer
+from httpserver import HTTPTestServer, Response
+from test_crawl_outcomes import closed_port
+
+from crawldeck.core.store import Store
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """A crawl of a site of known broken links through the CLI (a real process, the
+    headless summary on its stdout): ``(crawl file, seed, the crawl's stdout)``."""
+    tmp = tmp_path_factory.mktemp("links")
+    with (
+        HTTPTestServer() as server,
+        DnsmasqServer(
+            tmp, {"www.crawl.test": ["127.0.0.1"], "refused.crawl.test": ["127.0.0.1"]}
+        ) as dns,
+    ):
+        port = server.port
+        robots = b"User-agent: *\nDisallow: /private\n"
+        server.set("/robots.txt", Response(200, {"Content-Type": "text/plain"}, robots))
+        home = (
+            '<a href="/ok">ok</a> <a href="/missing">m</a> <a href="/boom">b</a>'
+            ' <a href="/private">p</a> <a href="/moved">r</a>'
+            f' <a href="http://refused.crawl.test:{closed_port()}/">x</a>'
+            f' <a href="http://gone.crawl.test:{port}/">g</a>'
+        )
+        server.set("/", html(home))
+        server.set("/ok", html('<a href="/missing">again</a> <a href="/">home</a>'))
+        server.set("/missing", Response(404, {"Content-Type": "text/html"}, b"no"))
+        server.set("/boom", Response(500, {"Content-Type": "text/html"}, b"oops"))
+        server.set("/moved", Response(301, {"Location": "/missing2"}))
+        server.set("/missing2", Response(404, {"Content-Type": "text/html"}, b"no"))
+        (tmp / "fast.toml").write_text(
+            f'max_retries = 0\nallow_private = true\ndns_nameservers = ["{dns.nameserver}"]\n'
+        )
+        seed = f"http://www.crawl.test:{port}/"
+        proc = run(
+            "crawl", seed, "--no-ui", "--db", "c.db", "--delay-ms", "0", "--config", "fast.toml",
+            cwd=tmp,
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return tmp / "c.db", seed, proc.stdout
+
+
+def test_the_view_holds_each_broken_link_with_its_referring_page(
+    site: tuple[Path, str, str],
+) -> None:
+    db, seed, _ = site
+    found = rows(db, "SELECT from_url, to_url, status, error FROM broken_links")
+    port = seed.rsplit(":", 1)[1].rstrip("/")
+    (refused,) = [u for (u,) in rows(db, "SELECT url FROM pages") if "refused" in u]
+    shown = {(f, t, s, None if e is None else e.split(":", 1)[0]) for f, t, s, e in found}
+    assert shown == {
+        (seed, f"{seed}boom", 500, None),
+        (seed, f"{seed}missing", 404, None),
+        (f"{seed}ok", f"{seed}missing", 404, None),
+        (seed, f"{seed}moved", 404, None),  # a 301 to a 404: the link on the page
+        (seed, refused, None, "connect"),
+        (seed, f"http://gone.crawl.test:{port}/", None, "dns"),
+    }
+    assert len(shown) == 6  # the refused host is there too
+    assert rows(db, "SELECT final_url FROM broken_links WHERE to_url = ?", f"{seed}moved") == [
+        (f"{seed}missing2",)
+    ]
+    # robots.txt refused /private: never fetched, so not broken; it is in blocked
+    assert rows(db, "SELECT reason FROM blocked WHERE url = ?", f"{seed}private") == [("robots",)]
+
+
+def test_links_broken_lists_them_and_exits_1(site: tuple[Path, str, str]) -> None:
+    db, seed, _ = site
+    proc = run("links", str(db), "--broken", cwd=db.parent)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert f"HTTP 404  {seed}missing  from {seed}" in lines
+    assert f"HTTP 404  {seed}missing  from {seed}ok" in lines
+    assert f"HTTP 500  {seed}boom  from {seed}" in lines
+    assert f"HTTP 404 (redirected to {seed}missing2)  {seed}moved  from {seed}" in lines
+    assert any(line.startswith("dns") and "gone.crawl.test" in line for line in lines)
+    assert any(line.startswith("connect") and "refused.crawl.test" in line for line in lines)
+    assert len(lines) == 6
+    assert proc.stderr == (
+        "crawldeck: 6 broken links to 5 URLs; not broken, never fetched (refused): robots 1\n"
+    )
+    as_json = run("links", str(db), "--broken", "--json", cwd=db.parent)
+    objects = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert {"from_url": seed, "to_url": f"{seed}boom", "status": 500, "error": None,
+            "final_url": f"{seed}boom", "blocked": None} in objects  # fmt: skip
+    assert len(objects) == 6
+
+
+def test_links_without_broken_shows_every_link_and_the_robots_refusal(
+    site: tuple[Path, str, str],
+) -> None:
+    db, seed, _ = site
+    proc = run("links", str(db), cwd=db.parent)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert f"blocked: robots  {seed}private  from {seed}" in lines
+    assert f"HTTP 200  {seed}ok  from {seed}" in lines
+    assert f"HTTP 301  {seed}moved  from {seed}" in lines
+    assert len(lines) == len(rows(db, "SELECT * FROM links"))
+
+
+def test_the_summary_counts_them_and_shows_the_first(site: tuple[Path, str, str]) -> None:
+    _, seed, out = site
+    assert re.search(r"^broken links: 6, the first 5 \(all of them: \S*crawldeck links c\.db"
+                     r" --broken\)$", out, re.MULTILINE), out  # fmt: skip
+    listed = [line for line in out.splitlines() if line.startswith("  HTTP ")]
+    assert f"  HTTP 500  {seed}boom  from {seed}" in listed
+
+
+def test_a_file_made_before_the_view_gets_it_on_open(
+    site: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    old = tmp_path / "old.db"
+    with sqlite3.connect(site[0]) as src, sqlite3.connect(old) as dst:
+        src.backup(dst)
+    with sqlite3.connect(old) as conn:
+        conn.execute("DROP VIEW broken_links")
+    # read-only, before any crawl reopens it: the report reads it all the same
+    proc = run("links", str(old), "--broken", cwd=tmp_path)
+    assert len(proc.stdout.splitlines()) == 6
+    Store(old).close()
+    assert rows(old, "SELECT count(*) FROM broken_links") == [(6,)]
+
+
+def test_links_refuses_a_missing_file_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = main_in(tmp_path, monkeypatch, capsys, "links", "nope.db", "--broken")
+    assert (code, out) == (2, "")
+    assert err == "crawldeck links: error: nope.db does not exist or is not a file\n"
