@@ -190,6 +190,10 @@ class CrawlConfig:
             waits before the 8th add up to 2.5-3.3 minutes, where demotion takes 1 h).
         max_retries: further tries of a URL after 429/503, a timeout or a lost
             connection; then the URL is recorded as failed.
+        retry_refused: retry a refused connection (``ECONNREFUSED``) to a host that has
+            answered no request this run, as a timeout is; ``False`` (the default, as
+            curl and wget): the URL is recorded as failed after one try and the host
+            parked, its other URLs left queued for the next run (``core.retries``).
         max_per_host: URLs admitted per host (reason ``host_cap`` beyond).
         max_url_length: longest URL admitted, in characters (reason ``url_length``).
         max_path_depth: most path segments admitted (reason ``path_depth``).
@@ -367,6 +371,7 @@ class CrawlConfig:
     demote_after_s: Annotated[int, Range(1)] = 3600
     park_after_backoffs: Annotated[int, Range(1)] = 8
     max_retries: Annotated[int, Range(0)] = 5
+    retry_refused: bool = False
     max_per_host: Annotated[int, Range(1)] = 500_000
     max_url_length: Annotated[int, Range(16)] = 2048
     max_path_depth: Annotated[int, Range(1)] = 20

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -133,6 +134,24 @@ def test_bad_input_exits_2_with_one_line(tmp_path: Path, args: list[str], messag
     assert "Traceback" not in proc.stderr
 
 
+def test_a_seed_on_a_refused_port_fails_at_once_and_reads_as_a_failure(tmp_path: Path) -> None:
+    """Nothing listens on the port (bound, then closed): one try, not max_retries with
+    backoff; the summary says every seed failed and counts no page fetched; exit 3."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    seed = f"http://127.0.0.1:{sock.getsockname()[1]}/"
+    sock.close()
+    proc = run("crawl", seed, "--no-ui", "--db", "c.db", cwd=tmp_path)
+    assert proc.returncode == 3, proc.stderr
+    assert "retry" not in proc.stdout  # no "retry 1 of ..." line
+    assert "ended: every seed failed, no page fetched" in proc.stdout
+    assert "finished" not in proc.stdout
+    assert re.search(r"pages fetched \(all runs\)\s*│\s*0\s", proc.stdout), proc.stdout
+    assert f"{seed}: connect: connection failed: " in proc.stderr
+    with sqlite3.connect(tmp_path / "c.db") as db:
+        assert db.execute("SELECT state, attempts FROM frontier").fetchall() == [("failed", 0)]
+
+
 def test_bad_seed_line_reported_rest_crawled(tmp_path: Path, web: LocalWeb) -> None:
     home = web.hosts["norobots"] + "/"
     (tmp_path / "seeds.txt").write_text(f"{home}\nftp://files.example/\n")
@@ -140,7 +159,7 @@ def test_bad_seed_line_reported_rest_crawled(tmp_path: Path, web: LocalWeb) -> N
     assert proc.returncode == 0, proc.stderr
     assert "seeds.txt: line 2:" in proc.stderr and "ftp" in proc.stderr
     assert web.expected.good["norobots"] <= good_fetched(web, tmp_path / "c.db")
-    assert "crawl finished" in proc.stdout
+    assert "finished: nothing left to fetch" in proc.stdout
 
 
 def test_resume_after_sigkill(tmp_path: Path, web: LocalWeb) -> None:

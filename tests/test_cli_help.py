@@ -159,7 +159,9 @@ def test_headless_figures_go_to_stdout_and_warnings_to_stderr(
     assert "robots.txt of" not in proc.stdout  # not twice
     assert all(line.startswith("crawldeck: warning: ") for line in proc.stderr.splitlines())
     out = proc.stdout.splitlines()
-    title = out.index(next(line for line in out if line.startswith("crawl max_pages")))
+    title = out.index(
+        next(line for line in out if line.startswith("stopped: --max-pages 3 reached"))
+    )
     info = [line for line in out[:title] if not line.startswith("[")]
     progress = [line for line in out[:title] if line.startswith("[")]
     assert len(info) == 1 and re.fullmatch(  # "  HH:MM:SS host: ..."
@@ -167,4 +169,5 @@ def test_headless_figures_go_to_stdout_and_warnings_to_stderr(
     )
     assert progress and all(re.match(r"\[\s*[\d.]+s\] pages \d/3 ", line) for line in progress)
     assert out[-2].startswith("crawl saved in crawl.db")
-    assert out[-1].startswith("to go on: the same command with a higher --max-pages")
+    assert out[-1].startswith("to go on, with a higher --max-pages: ")
+    assert out[-1].endswith(" --max-pages 6")  # twice the cap reached: it fetches more

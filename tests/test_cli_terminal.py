@@ -86,7 +86,7 @@ def test_no_terminal_runs_headless_and_says_so(tmp_path: Path, web: LocalWeb) ->
     assert proc.returncode == 0, err
     assert err.count("running headless") == 1
     assert b"\x1b[" not in out
-    assert b"crawl finished" in out
+    assert b"finished: nothing left to fetch" in out
     assert run_statuses(tmp_path / "c.db") == ["finished"]
 
 

@@ -29,7 +29,8 @@ import signal
 import sys
 import time
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, get_args, get_origin, get_type_hints
@@ -57,7 +58,14 @@ from crawldeck.core.recrawl import parse_duration, prepare, summarize
 from crawldeck.core.seeds import read_seeds
 from crawldeck.core.stats import read_run, stats_lines
 from crawldeck.core.store import Store
-from crawldeck.tui.headless import HeadlessLog, HeadlessReporter, go_on_note, stop_signals
+from crawldeck.tui.headless import (
+    BUDGET_FLAGS,
+    WHOLE_CRAWL_BUDGETS,
+    HeadlessLog,
+    HeadlessReporter,
+    outcome_heading,
+    stop_signals,
+)
 
 if TYPE_CHECKING:
     from crawldeck.core.metrics import MetricsServer
@@ -777,14 +785,15 @@ async def _crawl(
     store: Store,
     db: Path,
     seeds: Sequence[str],
-    resume_hint: str,
+    ending: Ending,
     *,
     ui: bool = False,
     metrics: MetricsServer | None = None,
 ) -> int:
     """Run one crawl into the open ``store``, headless (its log lines through
     ``HeadlessLog`` from the engine's first, ``resuming: ...``) or in the console
-    (``ui``); returns the exit code; closes the store. With ``metrics_port``, serves
+    (``ui``); returns the exit code; closes the store. ``ending`` tells the summary
+    how to say the run ended and how to go on (``_finish``). With ``metrics_port``, serves
     the run's Prometheus metrics until it ends (``core.metrics``): through ``metrics``,
     started by the caller (``start_metrics``), else started here; closed at the end.
 
@@ -807,13 +816,13 @@ async def _crawl(
             if metrics is not None:
                 metrics.watch(engine)
             if ui:
-                return await _crawl_console(engine, store, config, db, resume_hint)
-            return await _crawl_headless(engine, store, db, resume_hint)
+                return await _crawl_console(engine, store, config, db, ending)
+            return await _crawl_headless(engine, store, db, ending)
     finally:
         store.close()
 
 
-async def _crawl_headless(engine: Engine, store: Store, db: Path, resume_hint: str) -> int:
+async def _crawl_headless(engine: Engine, store: Store, db: Path, ending: Ending) -> int:
     """Run the crawl with progress lines (``HeadlessReporter``), stopped cleanly by
     ``stop_signals``; the summary and exit code (``_finish``)."""
     engine.subscribe(HeadlessReporter())
@@ -838,21 +847,21 @@ async def _crawl_headless(engine: Engine, store: Store, db: Path, resume_hint: s
     finally:
         for sig in signals:
             loop.remove_signal_handler(sig)
-    return _finish(engine, store, db, result.outcome, resume_hint, stopped=stopped_by_signal)
+    return _finish(engine, store, db, result.outcome, ending, stopped=stopped_by_signal)
 
 
 async def _crawl_console(
-    engine: Engine, store: Store, config: CrawlConfig, db: Path, resume_hint: str
+    engine: Engine, store: Store, config: CrawlConfig, db: Path, ending: Ending
 ) -> int:
-    """Run the crawl in the live console (``tui.app``), which shows ``resume_hint`` when
-    the run stops; summary and exit code as headless."""
+    """Run the crawl in the live console (``tui.app``), which shows ``ending.resume``
+    when the run stops; summary and exit code as headless."""
     from crawldeck.tui.app import run_console
 
     result = await run_console(
-        engine, db, strict_robots=config.robots_on_failure == "disallow", resume_hint=resume_hint
+        engine, db, strict_robots=config.robots_on_failure == "disallow", resume_hint=ending.resume
     )
     outcome = "stopped" if result is None else result.outcome
-    return _finish(engine, store, db, outcome, resume_hint)
+    return _finish(engine, store, db, outcome, ending)
 
 
 def _seed_failures(store: Store) -> list[str]:
@@ -879,12 +888,15 @@ def _finish(
     store: Store,
     db: Path,
     outcome: str,
-    resume_hint: str,
+    ending: Ending,
     *,
     stopped: bool = False,
 ) -> int:
-    """Print the summary, how to export and (when stopped, or at the end of the run's
-    ``--max-time``) how to resume; the exit code:
+    """Print the summary under a heading that says how the run ended
+    (``outcome_heading``: ``stopped: --max-pages 50 reached``, never "finished" when
+    every seed failed), how to export and how to go on: after a stop or the run's
+    ``--max-time`` the same command (``ending.resume``), after a whole-crawl budget one
+    that fetches more (``ending.go_on``); the exit code:
     ``EXIT_STOPPED``, ``EXIT_SEEDS_FAILED`` (the crawl ended and no page of the file
     got a 2xx answer: the summary says why each seed failed) or ``EXIT_OK``.
 
@@ -895,19 +907,74 @@ def _finish(
              "--table pages --format csv"]  # fmt: skip
     stopped = stopped or outcome == "stopped"
     failures = [] if stopped else _seed_failures(store)
-    go_on = go_on_note(outcome)
-    if stopped or outcome == "max_time":  # the same command goes on (its time is per run)
-        lines.append(resume_hint)
-    elif go_on is not None:  # a whole-crawl budget: the same command would fetch nothing
-        lines.append(go_on)
+    if stopped or outcome in BUDGET_FLAGS:
+        lines.append(ending.go_on.get(outcome, ending.resume))
+    heading = outcome_heading("stopped" if stopped else outcome, ending.caps, failed=bool(failures))
     with contextlib.suppress(OSError):
-        HeadlessReporter().summary(engine.snapshot(), outcome)
+        HeadlessReporter().summary(engine.snapshot(), heading)
         print("\n".join(lines), flush=True)
         for line in failures:
             print(f"crawldeck: {line}", file=sys.stderr)
     if stopped:
         return EXIT_STOPPED
     return EXIT_SEEDS_FAILED if failures else EXIT_OK
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    """How the end of a run is told (``_finish``).
+
+    Attributes:
+        resume: the line after a stop or the run's ``--max-time``: ``resume with:
+            COMMAND`` (the same command goes on), or the demo's ``run it again``.
+        caps: each budget outcome (``max_pages``, ``max_bytes``, ``max_time``) -> its
+            value as the heading quotes it (``"50"``, ``"10m"``).
+        go_on: a whole-crawl budget outcome -> the line with a command that fetches
+            more (``raised_budget``); an outcome not in it gets ``resume``.
+    """
+
+    resume: str
+    caps: Mapping[str, str] = field(default_factory=dict)
+    go_on: Mapping[str, str] = field(default_factory=dict)
+
+
+def raised_budget(argv: Sequence[str], flag: str, value: str) -> list[str]:
+    """``argv`` (a command's arguments after ``crawldeck``) with ``flag`` (``--max-pages``,
+    ``--max-bytes``) set to ``value``: its ``flag X`` and ``flag=X`` left out and
+    ``flag value`` added at the end (a flag wins over ``-s`` and ``--config``)."""
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == flag:
+            skip = True
+        elif not arg.startswith(f"{flag}="):
+            kept.append(arg)
+    return [*kept, flag, value]
+
+
+def crawl_ending(resume: str, config: CrawlConfig, argv: Sequence[str] | None) -> Ending:
+    """The ``Ending`` of a crawl with ``config``: its budgets quoted in the heading and,
+    with ``argv`` (the command's arguments, ``None`` for the demo, which starts anew),
+    a whole-crawl budget's way on: the same command with twice the cap (``--max-pages``
+    and ``--max-bytes`` count every run of the file, so the same cap fetches nothing)."""
+    caps = {
+        outcome: text
+        for outcome, text in (
+            ("max_pages", config.max_pages and str(config.max_pages)),
+            ("max_bytes", config.max_bytes and str(config.max_bytes)),
+            ("max_time", config.max_time_s and f"{config.max_time_s}s"),
+        )
+        if text
+    }
+    go_on: dict[str, str] = {}
+    for outcome, flag in WHOLE_CRAWL_BUDGETS.items():
+        cap = getattr(config, outcome)
+        if argv is not None and cap:
+            command = shlex.join(raised_budget(argv, flag, str(2 * cap)))
+            go_on[outcome] = f"to go on, with a higher {flag}: {program()} {command}"
+    return Ending(resume, caps, go_on)
 
 
 def _ui_config(config: CrawlConfig) -> CrawlConfig:
@@ -993,6 +1060,7 @@ def _run_crawl(args: argparse.Namespace) -> int:
     if ui:
         config = _ui_config(config)
     hint = f"resume with: {program()} {shlex.join(sys.argv[1:])}"
+    ending = crawl_ending(hint, config, sys.argv[1:])
     db = Path(args.db)
     if args.workers is not None or args.redis is not None:
         from crawldeck.tui.cluster_cli import run_cluster_crawl
@@ -1009,7 +1077,7 @@ def _run_crawl(args: argparse.Namespace) -> int:
             other = other_seeds(store.seed_urls(), seeds, db)
             if other is not None:
                 print(f"crawldeck: warning: {other}", file=sys.stderr, flush=True)
-        code = asyncio.run(_crawl(config, store, db, seeds, hint, ui=ui, metrics=metrics))
+        code = asyncio.run(_crawl(config, store, db, seeds, ending, ui=ui, metrics=metrics))
     except CrawldeckError as exc:
         if metrics is not None:
             metrics.close()
@@ -1090,7 +1158,8 @@ def _run_demo(args: argparse.Namespace) -> int:
                 if code == EXIT_BAD_INPUT:
                     return code
             else:
-                code = asyncio.run(_crawl(config, store, db, web.seeds(), hint, ui=ui))
+                ending = crawl_ending(hint, config, None)
+                code = asyncio.run(_crawl(config, store, db, web.seeds(), ending, ui=ui))
                 code = write_stats(args.command, db, args.stats_json, code)
     except CrawldeckError as exc:
         return fail(args.command, str(exc))
@@ -1162,8 +1231,11 @@ def _run_recrawl(args: argparse.Namespace) -> int:
     print(f"crawldeck recrawl: {len(plan.order)} pages to revisit, {plan.skipped} fetched "
           f"within {args.older_than}{queue}", flush=True)  # fmt: skip
     hint = f"resume with: {program()} {shlex.join(sys.argv[1:])}"
+    # the recrawl's budgets count this recrawl: the same command fetches more
+    caps = {"max_pages": args.max_pages, "max_bytes": args.max_bytes, "max_time": args.max_time}
+    ending = Ending(hint, {key: str(value) for key, value in caps.items() if value})
     try:
-        code = asyncio.run(_crawl(config, store, db, seeds, hint, ui=ui))
+        code = asyncio.run(_crawl(config, store, db, seeds, ending, ui=ui))
         with Store(db) as after:
             found = summarize(after, started)
     except CrawldeckError as exc:

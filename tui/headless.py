@@ -14,6 +14,7 @@ import logging
 import signal
 import sys
 import time
+from collections.abc import Mapping
 from typing import TextIO
 
 from rich.console import Console
@@ -24,6 +25,8 @@ from crawldeck.core.snapshot import CrawlSnapshot
 #: The budgets that count over every run of the crawl file, by outcome, and their flag:
 #: the same command reaches the same cap at once, so the way on is a higher one.
 WHOLE_CRAWL_BUDGETS = {"max_pages": "--max-pages", "max_bytes": "--max-bytes"}
+#: Every budget outcome and its flag (``--max-time`` counts per run).
+BUDGET_FLAGS = {**WHOLE_CRAWL_BUDGETS, "max_time": "--max-time"}
 
 
 def go_on_note(outcome: str) -> str | None:
@@ -35,6 +38,25 @@ def go_on_note(outcome: str) -> str | None:
         return None
     return (f"to go on: the same command with a higher {flag} (it counts every run of "
             "the crawl file, so the same cap fetches nothing more)")  # fmt: skip
+
+
+def outcome_heading(outcome: str, caps: Mapping[str, str], *, failed: bool = False) -> str:
+    """The summary's heading, a sentence saying how the run ended: ``finished:
+    nothing left to fetch``, ``stopped: --max-pages 50 reached`` (``caps``: each budget
+    outcome's value as the operator gave it, ``{"max_pages": "50"}``), ``stopped on
+    request (Ctrl-C, q or a signal); state saved``, or with ``failed`` (the crawl got
+    no 2xx answer: every seed failed) ``ended: every seed failed, no page fetched``."""
+    if failed:
+        return "ended: every seed failed, no page fetched"
+    if outcome == "finished":
+        return "finished: nothing left to fetch"
+    if outcome == "stopped":
+        return "stopped on request (Ctrl-C, q or a signal); state saved"
+    flag = BUDGET_FLAGS.get(outcome)
+    if flag is None:
+        return f"ended: {outcome}"
+    cap = caps.get(outcome)
+    return f"stopped: {flag} {cap} reached" if cap else f"stopped: {flag} reached"
 
 
 def stop_signals() -> tuple[signal.Signals, ...]:
@@ -154,16 +176,19 @@ class HeadlessReporter:
         except OSError:
             self._gone = True
 
-    def summary(self, snap: CrawlSnapshot, outcome: str) -> None:
-        """Print the end-of-crawl summary table."""
+    def summary(self, snap: CrawlSnapshot, heading: str) -> None:
+        """Print the end-of-crawl summary table under ``heading`` (``outcome_heading``);
+        pages fetched are those that got an HTTP answer (a URL that got none is
+        counted under "no response")."""
         c = snap.counters
         elapsed = snap.elapsed_s
-        table = Table(title=f"crawl {outcome}", show_header=False, title_justify="left")
+        table = Table(title=heading, show_header=False, title_justify="left")
         table.add_column("what", style="bold")
         table.add_column("value")
         run_pages = snap.pages_this_run
         rate = run_pages / elapsed if elapsed > 0 else 0.0
-        table.add_row("pages fetched (all runs)", str(c.pages))
+        answered = c.pages - c.errors
+        table.add_row("pages fetched (all runs)", str(answered))
         table.add_row("bytes (all runs)", f"{c.bytes:,}")
         # fetches, not rows: a redirect that comes back to its URL fetches it twice
         table.add_row("this run", f"{run_pages} fetches in {elapsed:.1f} s, {rate:.1f}/s")
