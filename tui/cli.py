@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, get_args, get_origin, get_type_hints
+from urllib.parse import urlsplit
 
 from crawldeck.core import urls
 from crawldeck.core.config import (
@@ -44,17 +45,7 @@ from crawldeck.core.config import (
     load_config,
     load_config_sources,
 )
-from crawldeck.core.engine import CrawlResult, Engine
 from crawldeck.core.errors import ConfigError, CrawldeckError, SeedError, UrlError
-from crawldeck.core.export import (
-    Format,
-    body_text,
-    export,
-    export_file,
-    foreign_crawl,
-    page_record,
-)
-from crawldeck.core.recrawl import parse_duration, prepare, summarize
 from crawldeck.core.seeds import read_seeds
 from crawldeck.core.stats import read_run, stats_lines
 from crawldeck.core.store import Store
@@ -67,7 +58,11 @@ from crawldeck.tui.headless import (
     stop_signals,
 )
 
+# The engine, the exports and the recrawl (aiohttp and the parsers with them) are
+# imported where a command needs them: crawldeck --help and --version answer without.
 if TYPE_CHECKING:
+    from crawldeck.core.engine import Engine
+    from crawldeck.core.export import Format
     from crawldeck.core.metrics import MetricsServer
 
 #: The soft limit on open files a crawl asks for (see ``raise_open_files_limit``).
@@ -198,6 +193,8 @@ def parse_time_budget(text: str) -> int:
         argparse.ArgumentTypeError: not a duration, under 1 s, or not a whole number of
             seconds (``1.5s``).
     """
+    from crawldeck.core.recrawl import parse_duration
+
     try:
         seconds = parse_duration(text)
     except ConfigError as exc:
@@ -234,6 +231,68 @@ def parse_setting(text: str) -> tuple[str, object]:
     if hint == tuple[str, ...] and not isinstance(value, list):
         return key, [item.strip() for item in raw.split(",") if item.strip()]
     return key, value
+
+
+def parse_header(text: str) -> tuple[str, str]:
+    """``-H 'K: V'`` (as curl's and wget's ``--header``): the field's name and value,
+    blanks around each dropped; the pair is checked with the config's ``header``
+    (``core.request_checks.check_header``: a token name, visible ASCII value).
+
+    Raises:
+        argparse.ArgumentTypeError: no ``:``, or nothing before it.
+    """
+    name, sep, value = text.partition(":")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(
+            f"expected 'Name: value', such as 'Accept-Language: en', got {text!r}"
+        )
+    return name.strip(), value.strip()
+
+
+#: The environment variable ``--auth``'s Nth password is kept in for this process (the
+#: config names it in ``password_env``: a password is never saved in the crawl file).
+AUTH_PASSWORD_ENV = "CRAWLDECK_AUTH_PASSWORD_{}"
+_AUTH = re.compile(r"(?:(?P<origin>https?://[^=]+)=)?(?P<user>[^:]+):(?P<password>.*)", re.S)
+
+
+def parse_auth(text: str) -> tuple[str | None, str, str]:
+    """``--auth [ORIGIN=]USER:PASS``: the origin (``None``: the seeds'), user and
+    password (HTTP Basic, RFC 7617; the user holds no ``:``).
+
+    Raises:
+        argparse.ArgumentTypeError: not of that form.
+    """
+    match = _AUTH.fullmatch(text)
+    if match is None:
+        raise argparse.ArgumentTypeError(
+            "expected USER:PASS or ORIGIN=USER:PASS (https://intranet.example=alice:s3cret), "
+            f"got {text.split(':', 1)[0]!r}..."
+        )
+    return match["origin"], match["user"], match["password"]
+
+
+def auth_entries(
+    given: Sequence[tuple[str | None, str, str]], seeds: Sequence[str]
+) -> dict[str, dict[str, str]]:
+    """The config's ``auth`` table for ``--auth`` values ``given``: each password put
+    in this process's environment (``AUTH_PASSWORD_ENV``, named by ``password_env``:
+    the config, saved in the crawl file, never holds it), for its origin or, without
+    one, for each seed's origin (scheme, host and port: RFC 7617's protection space).
+    As wget, credentials go to those origins only: never to another host, nor to a
+    redirect's target on another origin (``core.request_options``)."""
+    table: dict[str, dict[str, str]] = {}
+    for n, (origin, user, password) in enumerate(given, 1):
+        variable = AUTH_PASSWORD_ENV.format(n)
+        os.environ[variable] = password
+        origins = [origin] if origin else [_origin(seed) for seed in seeds]
+        for each in origins:
+            table[each.rstrip("/")] = {"user": user, "password_env": variable}
+    return table
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
 
 
 def _holds_text(hint: Any) -> bool:
@@ -323,7 +382,61 @@ def _add_config_flags(parser: argparse.ArgumentParser, *, delay_default: int) ->
             f"the config file's {flag} list; refused URLs are in blocked as 'excluded' "
             "(default: none)",
         )  # fmt: skip
+    parser.add_argument(
+        "-H", "--header", dest="headers", type=parse_header, action="append", metavar="'K: V'",
+        help="a request header sent with every request, robots.txt included: -H "
+        "'Accept-Language: en'; repeatable, replaces the config file's header table "
+        "(default: none; Authorization and Cookie are refused: use --auth or netrc)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--proxy", metavar="URL",
+        help="send every request through this HTTP proxy, http://HOST:PORT (CONNECT for "
+        "https); it sets render=never unless -s render=... is given (Chromium's "
+        "sub-requests would not go through it) (default: none, direct; -s trust_env=true "
+        "reads HTTP_PROXY)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--netrc", action="store_const", const=True,
+        help="HTTP Basic credentials from $NETRC or ~/.netrc: a machine's login and password "
+        "go to that host name only, never to another host or a redirect's (default: off)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-warc", dest="warc", action="store_const", const=False,
+        help="write no WARC files (default: every fetch goes to DB-NNNNN.warc.gz beside "
+        "the crawl file; show and export --with-body read them)",
+    )  # fmt: skip
     _add_metrics_flag(parser)
+
+
+#: ``--log-level``'s choices (Python's ``logging`` levels, as Scrapy's ``-L``).
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def _add_log_flags(parser: argparse.ArgumentParser) -> None:
+    """``-q``, ``-v`` and ``--log-level`` (one of them): how much of the crawl's log the
+    headless run prints (``log_level``)."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "-q", "--quiet", dest="log_level", action="store_const", const="ERROR",
+        help="headless: no progress lines, no information or warning lines; errors and "
+        "the summary only (as --log-level ERROR) (default: progress and INFO lines)",
+    )  # fmt: skip
+    group.add_argument(
+        "-v", "--verbose", dest="log_level", action="store_const", const="DEBUG",
+        help="headless: every log line, crawldeck's debug lines included (as --log-level "
+        "DEBUG) (default: INFO)",
+    )  # fmt: skip
+    group.add_argument(
+        "--log-level", choices=LOG_LEVELS, metavar="LEVEL",
+        help=f"the least level of log line printed: {', '.join(LOG_LEVELS)}; above INFO, "
+        "no progress lines either (default INFO)",
+    )  # fmt: skip
+
+
+def log_level(args: argparse.Namespace) -> int:
+    """The ``logging`` level of ``-q``, ``-v`` or ``--log-level`` (``logging.INFO``
+    when none is given)."""
+    return logging.getLevelNamesMapping()[getattr(args, "log_level", None) or "INFO"]
 
 
 def _add_metrics_flag(parser: argparse.ArgumentParser) -> None:
@@ -364,6 +477,7 @@ def _add_crawl_flags(
         help="headless: a progress line every 5 s and a summary on stdout, warnings on "
         "stderr (default: the console, when stdin, stdout and stderr are a terminal)",
     )  # fmt: skip
+    _add_log_flags(parser)
     parser.add_argument(
         "--workers", type=_workers, metavar="N",
         help="crawl with N worker processes sharing one frontier in Redis (a private "
@@ -482,13 +596,44 @@ robots_token, from user_agent); a key that is not set is a comment.""",
 }
 
 
+#: The ten config keys most often set beside the flags, and what each does: the end of
+#: ``crawl --help`` (their defaults are read from ``CrawlConfig``).
+COMMON_KEYS: dict[str, str] = {
+    "per_host_concurrency": "fetches in flight per host",
+    "max_per_host": "URLs admitted per host (host_cap beyond)",
+    "render": "auto, always or never: run JavaScript pages in Chromium",
+    "robots_on_failure": "allow or disallow a host whose robots.txt is unreachable",
+    "sitemaps": "read the hosts' sitemaps (robots.txt's Sitemap: lines)",
+    "max_retries": "further tries after 429/503, a timeout or a lost connection",
+    "retry_refused": "retry a refused connection to a host that never answered",
+    "total_timeout_ms": "the longest one fetch may take, in ms",
+    "max_body_bytes": "body cap after decoding, in bytes",
+    "allow_private": "follow links to private and loopback addresses",
+}
+
+
+def common_keys_epilog() -> str:
+    """The end of ``crawl --help``: ``COMMON_KEYS`` with their defaults, and how ``-s``
+    sets any other key."""
+    width = max(map(len, COMMON_KEYS))
+    lines = ["config keys most often set (-s KEY=VALUE; the default in brackets):"]
+    for key, what in COMMON_KEYS.items():
+        default = toml_value(getattr(DEFAULTS, key))
+        lines.append(f"  {key:{width}s}  {what} [{default}]")
+    lines.append("any other key is set the same way (-s KEY=VALUE, repeatable, or in a TOML")
+    lines.append("--config file); crawldeck config prints them all, README lists them.")
+    return "\n".join(lines)
+
+
 def _command(
     sub: argparse._SubParsersAction[Parser], name: str, summary: str, description: str
 ) -> Parser:
     """A command's parser: ``summary`` in ``crawldeck --help``, ``description`` and the
-    command's ``EPILOGS`` entry in its own ``--help``."""
+    command's ``EPILOGS`` entry in its own ``--help`` (``crawl``'s ends with
+    ``common_keys_epilog``)."""
+    epilog = EPILOGS[name] + ("\n\n" + common_keys_epilog() if name == "crawl" else "")
     return sub.add_parser(
-        name, help=summary, description=description, epilog=EPILOGS[name],
+        name, help=summary, description=description, epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
     )  # fmt: skip
 
@@ -515,6 +660,13 @@ def build_parser() -> Parser:
         "several may be given",
     )  # fmt: skip
     _add_crawl_flags(crawl, db_default="crawl.db", delay_default=DEFAULTS.delay_ms)
+    crawl.add_argument(
+        "--auth", type=parse_auth, action="append", default=[], metavar="[ORIGIN=]USER:PASS",
+        help="HTTP Basic credentials, sent to the seeds' origins (scheme, host, port) or to "
+        "ORIGIN only, never to another host or a redirect's target elsewhere; repeatable; "
+        "the password is not saved in the crawl file (it is visible in ps: "
+        "[auth.\"ORIGIN\"] password_env in --config, or --netrc, avoid that) (default: none)",
+    )  # fmt: skip
     demo = _command(
         sub, "demo", "start the built-in local web and crawl it",
         "Start a local web of 9 hosts on loopback (traps, redirects, a slow and a\n"
@@ -553,6 +705,7 @@ def build_parser() -> Parser:
     )  # fmt: skip
     _add_stats_flag(recrawl)
     _add_metrics_flag(recrawl)
+    _add_log_flags(recrawl)
     recrawl.add_argument(
         "--max-pages", type=_count, metavar="N",
         help="stop once THIS RECRAWL fetched N pages, revisits and new pages alike (the "
@@ -639,6 +792,12 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
         "include": args.include,
         "exclude": args.exclude,
         "metrics_port": args.metrics_port,
+        "header": args.headers,
+        "proxy": args.proxy,
+        "netrc": args.netrc,
+        "warc": args.warc,
+        # a browser's sub-requests would bypass the proxy (core.request_checks)
+        "render": "never" if args.proxy and "render" not in dict(args.settings) else None,
     }
 
 
@@ -744,6 +903,8 @@ def _write_output(command: str, db: Path, output: Path | None, code: int) -> int
     ``code``, or ``EXIT_BAD_INPUT`` when the export failed (one line on stderr)."""
     if output is None:
         return code
+    from crawldeck.core.export import export_file
+
     try:
         count = export_file(db, "pages", OUTPUT_FORMATS[output.suffix.lower()], output)
     except CrawldeckError as exc:
@@ -789,9 +950,11 @@ async def _crawl(
     *,
     ui: bool = False,
     metrics: MetricsServer | None = None,
+    log_level: int = logging.INFO,
 ) -> int:
     """Run one crawl into the open ``store``, headless (its log lines through
-    ``HeadlessLog`` from the engine's first, ``resuming: ...``) or in the console
+    ``HeadlessLog`` from the engine's first, ``resuming: ...``, from ``log_level`` up;
+    progress lines unless it is above ``logging.INFO``: ``-q``) or in the console
     (``ui``); returns the exit code; closes the store. ``ending`` tells the summary
     how to say the run ended and how to go on (``_finish``). With ``metrics_port``, serves
     the run's Prometheus metrics until it ends (``core.metrics``): through ``metrics``,
@@ -805,11 +968,13 @@ async def _crawl(
             if metrics is not None:
                 headless.callback(metrics.close)
             if not ui:
-                headless.enter_context(HeadlessLog())
+                headless.enter_context(HeadlessLog(level=log_level))
             if metrics is None:
                 metrics = start_metrics(config)
                 if metrics is not None:
                     headless.callback(metrics.close)
+            from crawldeck.core.engine import Engine
+
             engine = Engine(config, store)
             for url, why in engine.add_seeds(seeds):
                 print(f"crawldeck: seed refused: {url}: {why}", file=sys.stderr)
@@ -817,15 +982,21 @@ async def _crawl(
                 metrics.watch(engine)
             if ui:
                 return await _crawl_console(engine, store, config, db, ending)
-            return await _crawl_headless(engine, store, db, ending)
+            return await _crawl_headless(
+                engine, store, db, ending, progress=log_level <= logging.INFO
+            )
     finally:
         store.close()
 
 
-async def _crawl_headless(engine: Engine, store: Store, db: Path, ending: Ending) -> int:
-    """Run the crawl with progress lines (``HeadlessReporter``), stopped cleanly by
-    ``stop_signals``; the summary and exit code (``_finish``)."""
-    engine.subscribe(HeadlessReporter())
+async def _crawl_headless(
+    engine: Engine, store: Store, db: Path, ending: Ending, *, progress: bool = True
+) -> int:
+    """Run the crawl with progress lines (``HeadlessReporter``; none without
+    ``progress``), stopped cleanly by ``stop_signals``; the summary and exit code
+    (``_finish``)."""
+    if progress:
+        engine.subscribe(HeadlessReporter())
     loop = asyncio.get_running_loop()
     stopped_by_signal = False
 
@@ -843,7 +1014,7 @@ async def _crawl_headless(engine: Engine, store: Store, db: Path, ending: Ending
     for sig in signals:
         loop.add_signal_handler(sig, on_signal)
     try:
-        result: CrawlResult = await engine.run()
+        result = await engine.run()
     finally:
         for sig in signals:
             loop.remove_signal_handler(sig)
@@ -1037,8 +1208,11 @@ def _run_crawl(args: argparse.Namespace) -> int:
     ``-o`` export; the exit code."""
     raise_open_files_limit()
     try:
-        config = _load_config(args, _overrides(args))
         seeds, problems = gather_seeds(args.seeds)
+        overrides = _overrides(args)
+        if args.auth:
+            overrides["auth"] = auth_entries(args.auth, seeds)
+        config = _load_config(args, overrides)
     except CrawldeckError as exc:
         return fail(args.command, str(exc))
     for problem in problems:
@@ -1077,7 +1251,11 @@ def _run_crawl(args: argparse.Namespace) -> int:
             other = other_seeds(store.seed_urls(), seeds, db)
             if other is not None:
                 print(f"crawldeck: warning: {other}", file=sys.stderr, flush=True)
-        code = asyncio.run(_crawl(config, store, db, seeds, ending, ui=ui, metrics=metrics))
+        code = asyncio.run(
+            _crawl(
+                config, store, db, seeds, ending, ui=ui, metrics=metrics, log_level=log_level(args)
+            )
+        )
     except CrawldeckError as exc:
         if metrics is not None:
             metrics.close()
@@ -1131,6 +1309,8 @@ def _run_demo(args: argparse.Namespace) -> int:
     )
     if problem is not None:
         return fail(args.command, problem)
+    from crawldeck.core.export import foreign_crawl
+
     foreign = foreign_crawl(db, DEMO_PREFIX)
     if foreign:
         return fail(args.command, f"{str(db)!r} {foreign}; the demo starts anew and would "
@@ -1159,7 +1339,9 @@ def _run_demo(args: argparse.Namespace) -> int:
                     return code
             else:
                 ending = crawl_ending(hint, config, None)
-                code = asyncio.run(_crawl(config, store, db, web.seeds(), ending, ui=ui))
+                code = asyncio.run(
+                    _crawl(config, store, db, web.seeds(), ending, ui=ui, log_level=log_level(args))
+                )
                 code = write_stats(args.command, db, args.stats_json, code)
     except CrawldeckError as exc:
         return fail(args.command, str(exc))
@@ -1192,6 +1374,8 @@ def _run_recrawl(args: argparse.Namespace) -> int:
     change-rate order, an unfinished crawl's queue behind them
     (``core.recrawl.prepare``), the revisits asked for conditionally; then the summary
     and one line of what the revisits found and how many pages were new."""
+    from crawldeck.core.recrawl import parse_duration, prepare, summarize
+
     raise_open_files_limit()
     db = Path(args.db)
     try:
@@ -1235,7 +1419,9 @@ def _run_recrawl(args: argparse.Namespace) -> int:
     caps = {"max_pages": args.max_pages, "max_bytes": args.max_bytes, "max_time": args.max_time}
     ending = Ending(hint, {key: str(value) for key, value in caps.items() if value})
     try:
-        code = asyncio.run(_crawl(config, store, db, seeds, ending, ui=ui))
+        code = asyncio.run(
+            _crawl(config, store, db, seeds, ending, ui=ui, log_level=log_level(args))
+        )
         with Store(db) as after:
             found = summarize(after, started)
     except CrawldeckError as exc:
@@ -1256,6 +1442,8 @@ def _export_to_file(args: argparse.Namespace) -> int:
     """``export_file`` (atomic: a temporary file renamed over ``-o`` at the end), with
     SIGTERM and SIGHUP raising ``KeyboardInterrupt`` as SIGINT does, so that a stopped
     export removes its temporary file and leaves ``-o`` as it was."""
+    from crawldeck.core.export import export_file
+
     stops = (signal.SIGTERM, signal.SIGHUP)
     previous = {sig: signal.signal(sig, _stop_export) for sig in stops}
     try:
@@ -1266,6 +1454,8 @@ def _export_to_file(args: argparse.Namespace) -> int:
 
 
 def _run_export(args: argparse.Namespace) -> int:
+    from crawldeck.core.export import export
+
     try:
         if args.output is None:
             count = export(args.db, args.table, args.format, sys.stdout, with_body=args.with_body)
@@ -1292,6 +1482,8 @@ def _run_show(args: argparse.Namespace) -> int:
     """``crawldeck show DB URL``: the page's WARC header, HTTP head and body (decoded
     text; a binary body as one line with its size), or with ``--raw`` the body's bytes
     alone."""
+    from crawldeck.core.export import body_text, page_record
+
     try:
         record = page_record(args.db, args.url)
     except CrawldeckError as exc:
@@ -1393,12 +1585,18 @@ def _run_worker(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``crawldeck`` console script; returns the exit code."""
-    logging.basicConfig(level=logging.WARNING, format="crawldeck: %(message)s")
-    logging.getLogger("crawldeck").setLevel(logging.ERROR)
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # said by the command's parser: see crawldeck crawl --help
         parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
+    level = log_level(args)
+    # other libraries from WARNING up (from ERROR with -q), everything with -v
+    root = logging.WARNING if level == logging.INFO else level
+    logging.basicConfig(level=root, format="crawldeck: %(message)s")
+    # crawldeck's own modules speak from ERROR up unless --log-level DEBUG (-v)
+    logging.getLogger("crawldeck").setLevel(
+        level if level == logging.DEBUG else max(level, logging.ERROR)
+    )
     handlers = {"crawl": _run_crawl, "demo": _run_demo, "export": _run_export,
                 "worker": _run_worker, "recrawl": _run_recrawl, "show": _run_show,
                 "config": _run_config, "stats": _run_stats}  # fmt: skip

@@ -108,10 +108,13 @@ class HeadlessLog(logging.Handler):
     Args:
         out: where information goes (default stdout).
         err: where warnings go (default stderr).
+        level: the least level printed (``logging.INFO``; ``--log-level``, ``-q``, ``-v``).
     """
 
-    def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
-        super().__init__(logging.INFO)
+    def __init__(
+        self, out: TextIO | None = None, err: TextIO | None = None, level: int = logging.INFO
+    ) -> None:
+        super().__init__(level)
         self._out = out or sys.stdout
         self._err = err or sys.stderr
         self._level = logging.NOTSET  # the logger's, while this handler has it
@@ -131,10 +134,11 @@ class HeadlessLog(logging.Handler):
             pass
 
     def __enter__(self) -> HeadlessLog:
-        """Take the crawl's log lines (``CRAWL_LOGGER`` from INFO up) until ``__exit__``."""
+        """Take the crawl's log lines (``CRAWL_LOGGER`` from this handler's level up)
+        until ``__exit__``."""
         logger = logging.getLogger(CRAWL_LOGGER)
         self._level, self._propagate = logger.level, logger.propagate
-        logger.setLevel(logging.INFO)
+        logger.setLevel(self.level)
         logger.propagate = False
         logger.addHandler(self)
         return self
