@@ -287,6 +287,29 @@ def test_demo_refuses_to_erase_a_crawl_of_other_hosts(tmp_path: Path, web: Local
     assert page_count(tmp_path / "precious.db") > 0
 
 
+def test_the_demos_run_it_again_command_works_after_a_seed_was_added(tmp_path: Path) -> None:
+    """The console's ``a`` adds a seed on another host to the demo's file (a hosts row
+    outside the local web, as here): the printed command starts the demo anew."""
+    first = run("demo", "--no-ui", "--db", "d.db", "--max-pages", "3", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    prefix = f"the demo starts anew each run: {CRAWLDECK} "
+    (again,) = [line for line in first.stdout.splitlines() if line.startswith(prefix)]
+    conn = sqlite3.connect(tmp_path / "d.db")
+    with conn:
+        conn.execute("INSERT INTO hosts (host, delay_ms, backoff_attempts, pages_fetched, "
+                     "state) VALUES ('books.example', 0, 0, 0, 'active')")  # fmt: skip
+    conn.close()
+    second = run(*again.removeprefix(prefix).split(), cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert "local web is up" in second.stdout
+    conn = sqlite3.connect(tmp_path / "d.db")  # anew: the added host is gone
+    try:
+        assert conn.execute("SELECT count(*) FROM hosts WHERE host = 'books.example'")\
+            .fetchone() == (0,)  # fmt: skip
+    finally:
+        conn.close()
+
+
 def test_open_files_limit_is_raised_never_lowered() -> None:
     import resource
 

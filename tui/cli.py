@@ -1311,7 +1311,7 @@ def _run_demo(args: argparse.Namespace) -> int:
         return fail(args.command, problem)
     from crawldeck.core.export import foreign_crawl
 
-    foreign = foreign_crawl(db, DEMO_PREFIX)
+    foreign = foreign_crawl(db, DEMO_PREFIX, DEMO_NETWORK)
     if foreign:
         return fail(args.command, f"{str(db)!r} {foreign}; the demo starts anew and would "
                     "erase it: give the demo another --db")  # fmt: skip
