@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import base64
 import gzip
+import os
 import sqlite3
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from clikit import run
+from clikit import CRAWLDECK, run
 from forwardproxy import ForwardProxy
 from httpserver import HTTPTestServer, Request, Response
 
@@ -133,12 +135,19 @@ def test_quiet_prints_the_summary_and_nothing_else(tmp_path: Path, site: HTTPTes
         (["--proxy", "ftp://p:21"], "config key 'proxy': expected an http:// proxy URL"),
         (["--auth", "alice"], "argument --auth: expected USER:PASS or ORIGIN=USER:PASS"),
         (["--log-level", "LOUD"], "argument --log-level: invalid choice: 'LOUD'"),
+        (["-q", "-v"], "argument -v/--verbose: not allowed with argument -q/--quiet"),
+        (["--netrc"], "config key 'netrc': "),
+        (["--auth", "https://a.example/x=u:p"], "config key 'auth': 'https://a.example/x' is"),
     ],
 )
 def test_a_bad_request_flag_is_one_line_and_exit_2(
     tmp_path: Path, args: list[str], message: str
 ) -> None:
-    proc = run("crawl", "http://127.0.0.1:9/", "--no-ui", *args, cwd=tmp_path)
+    env = {**os.environ, "HOME": str(tmp_path), "NETRC": ""}  # no netrc file
+    proc = subprocess.run(
+        [CRAWLDECK, "crawl", "http://127.0.0.1:9/", "--no-ui", *args], cwd=tmp_path,
+        capture_output=True, text=True, timeout=120, check=False, env=env,
+    )  # fmt: skip
     assert proc.returncode == 2
     assert len(proc.stderr.splitlines()) == 1, proc.stderr
     assert proc.stderr.startswith("crawldeck crawl: error: ") and message in proc.stderr

@@ -46,6 +46,7 @@ from crawldeck.core.config import (
     load_config_sources,
 )
 from crawldeck.core.errors import ConfigError, CrawldeckError, SeedError, UrlError
+from crawldeck.core.request_options import RequestOptions
 from crawldeck.core.seeds import read_seeds
 from crawldeck.core.stats import read_run, stats_lines
 from crawldeck.core.store import Store
@@ -1213,6 +1214,8 @@ def _run_crawl(args: argparse.Namespace) -> int:
         if args.auth:
             overrides["auth"] = auth_entries(args.auth, seeds)
         config = _load_config(args, overrides)
+        # a netrc file missing, a password_env not set: one line before the file is made
+        RequestOptions.from_config(config)
     except CrawldeckError as exc:
         return fail(args.command, str(exc))
     for problem in problems:
