@@ -665,7 +665,8 @@ def build_parser() -> Parser:
         "--auth", type=parse_auth, action="append", default=[], metavar="[ORIGIN=]USER:PASS",
         help="HTTP Basic credentials, sent to the seeds' origins (scheme, host, port) or to "
         "ORIGIN only, never to another host or a redirect's target elsewhere; repeatable; "
-        "the password is not saved in the crawl file (it is visible in ps: "
+        "the password is not saved in the crawl file (a recrawl reads the Nth from "
+        "$CRAWLDECK_AUTH_PASSWORD_N; it is visible in ps: "
         "[auth.\"ORIGIN\"] password_env in --config, or --netrc, avoid that) (default: none)",
     )  # fmt: skip
     demo = _command(
