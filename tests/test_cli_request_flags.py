@@ -1,6 +1,7 @@
 """The request switches a curl, wget or Scrapy user types first (issue #25 item 2):
-``-H/--header``, ``--proxy``, ``--auth``, ``--no-warc`` and ``-q``, each crawled against real
-loopback servers (``tests/httpserver.py``, ``tests/forwardproxy.py``)."""
+``-H/--header``, ``--proxy``, ``--auth``, ``--no-warc``, ``--warc-prefix`` and ``-q``,
+each crawled against real loopback servers (``tests/httpserver.py``,
+``tests/forwardproxy.py``)."""
 
 from __future__ import annotations
 
@@ -117,6 +118,18 @@ def test_no_warc_writes_no_warc_file(tmp_path: Path, site: HTTPTestServer) -> No
     assert list(tmp_path.glob("*.warc.gz")) == []
 
 
+def test_warc_prefix_names_the_files_and_show_still_reads_them(
+    tmp_path: Path, site: HTTPTestServer
+) -> None:
+    site.set("/", Response(200, HTML, b"<p>home page body</p>"))
+    proc = run("crawl", site.url("/"), "--no-ui", "--warc-prefix", "site.v1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert [p.name for p in tmp_path.glob("*.warc.gz")] == ["site.v1-00001.warc.gz"]
+    shown = run("show", "crawl.db", site.url("/"), cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "<p>home page body</p>" in shown.stdout
+
+
 def test_quiet_prints_the_summary_and_nothing_else(tmp_path: Path, site: HTTPTestServer) -> None:
     site.set("/", Response(200, HTML, b"<p>home</p>"))
     proc = run("crawl", site.url("/"), "--no-ui", "-q", cwd=tmp_path)
@@ -138,6 +151,7 @@ def test_quiet_prints_the_summary_and_nothing_else(tmp_path: Path, site: HTTPTes
         (["-q", "-v"], "argument -v/--verbose: not allowed with argument -q/--quiet"),
         (["--netrc"], "config key 'netrc': "),
         (["--auth", "https://a.example/x=u:p"], "config key 'auth': 'https://a.example/x' is"),
+        (["--warc-prefix", "../up"], "config key 'warc_prefix': expected a file name stem"),
     ],
 )
 def test_a_bad_request_flag_is_one_line_and_exit_2(

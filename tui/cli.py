@@ -406,6 +406,11 @@ def _add_config_flags(parser: argparse.ArgumentParser, *, delay_default: int) ->
         help="write no WARC files (default: every fetch goes to DB-NNNNN.warc.gz beside "
         "the crawl file; show and export --with-body read them)",
     )  # fmt: skip
+    parser.add_argument(
+        "--warc-prefix", metavar="NAME",
+        help="name the WARC files NAME-00001.warc.gz, still beside the crawl file "
+        "(warc_prefix) (default: the crawl file's name, crawl-00001.warc.gz)",
+    )  # fmt: skip
     _add_metrics_flag(parser)
 
 
@@ -798,6 +803,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
         "proxy": args.proxy,
         "netrc": args.netrc,
         "warc": args.warc,
+        "warc_prefix": args.warc_prefix,
         # a browser's sub-requests would bypass the proxy (core.request_checks)
         "render": "never" if args.proxy and "render" not in dict(args.settings) else None,
     }
