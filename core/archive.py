@@ -139,9 +139,10 @@ class WarcHome:
 
 
 def warc_writer(config: CrawlConfig, store: ResultSink) -> WarcWriter | None:
-    """The crawl's WARC writer: files ``<db stem>-NNNNN.warc.gz`` beside the SQLite
-    crawl file of ``store``, rotated at ``warc_max_bytes``, each opened by a
-    ``warcinfo`` record (software, format, robots policy ``obey``, the user agent);
+    """The crawl's WARC writer: files ``<db stem>-NNNNN.warc.gz`` (``warc_prefix``, when
+    set, for the stem) beside the SQLite crawl file of ``store``, rotated at
+    ``warc_max_bytes``, each opened by a ``warcinfo`` record (software, format, robots
+    policy ``obey``, the user agent);
     the duplicate map read back from the store's pages (``first_payloads``), a 304's
     earlier record found through its page row (``PageRecords``). A store that is not a
     SQLite ``Store`` but has a ``warc_home`` (a ``WarcHome``: a cluster worker's) gets
@@ -152,7 +153,8 @@ def warc_writer(config: CrawlConfig, store: ResultSink) -> WarcWriter | None:
     first: Callable[[], Iterator[tuple[str, str, str, str | None]]] | None = None
     locate = None
     if isinstance(store, Store):
-        home = WarcHome(store.path.parent, warc_stem(store.path), store.path.name)
+        stem = config.warc_prefix or warc_stem(store.path)
+        home = WarcHome(store.path.parent, stem, store.path.name)
         first, locate = lambda: first_payloads(store, config.strip_params), PageRecords(store.path)
     else:
         found = getattr(store, "warc_home", None)

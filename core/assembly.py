@@ -134,6 +134,10 @@ def assemble(
         them (they write none while being made)."""
         observer.audit(line)
 
+    def inform(line: str) -> None:
+        """An information line for the observer's log (a trusted seed host)."""
+        observer.log(line)
+
     def capped(host: str, cap: Cap) -> None:
         """A server's value cut to a cap: the observer logs it once per host."""
         observer.capped(host, cap)
@@ -149,7 +153,7 @@ def assemble(
         wake()
 
     dns = dns or DnsCache(DnsSettings.from_config(config), clock)
-    policy = AddressPolicy(AddressPolicySettings.from_config(config), audit=audit)
+    policy = AddressPolicy(AddressPolicySettings.from_config(config), inform=inform)
     addresses = PinningResolver(dns, policy, capacity=config.dns_cache_size)
     fetcher = fetcher or AiohttpFetcher(config, resolver=addresses)
     conditional = validators_of(store) if isinstance(store, Store) else None

@@ -208,6 +208,10 @@ class CrawlConfig:
             waits before the 8th add up to 2.5-3.3 minutes, where demotion takes 1 h).
         max_retries: further tries of a URL after 429/503, a timeout or a lost
             connection; then the URL is recorded as failed.
+        retry_refused: retry a refused connection (``ECONNREFUSED``) to a host that has
+            answered no request this run, as a timeout is; ``False`` (the default, as
+            curl and wget): the URL is recorded as failed after one try and the host
+            parked, its other URLs left queued for the next run (``core.retries``).
         max_per_host: URLs admitted per host (reason ``host_cap`` beyond).
         max_url_length: longest URL admitted, in characters (reason ``url_length``).
         max_path_depth: most path segments admitted (reason ``path_depth``).
@@ -405,6 +409,12 @@ class CrawlConfig:
             (``core.cluster.store.flush_wait_s``).
         warc: write every fetch (robots.txt, redirects and sitemaps included) to WARC/1.1
             files ``<db>-NNNNN.warc.gz`` beside the crawl file (``core.warc``, issue #13).
+        warc_prefix: the WARC files' name stem instead of the crawl file's name
+            (``<warc_prefix>-NNNNN.warc.gz``, still beside the crawl file, where
+            ``show`` and ``export --with-body`` read them; as Heritrix's and wget's
+            ``--warc-file`` prefix): letters, digits, ``.``, ``_`` and ``-``, not
+            starting with ``.``, at most 100 characters; ``None``: the crawl file's
+            name. A cluster worker names its own files after the crawl id.
         warc_max_bytes: a WARC file is closed and the next one started once it has
             this many bytes (compressed, as on disk; a record is never split).
         sitemaps: read the sitemaps a host publishes (its robots.txt ``Sitemap:``
@@ -441,6 +451,7 @@ class CrawlConfig:
     demote_after_s: Annotated[int, Range(1)] = 3600
     park_after_backoffs: Annotated[int, Range(1)] = 8
     max_retries: Annotated[int, Range(0)] = 5
+    retry_refused: bool = False
     max_per_host: Annotated[int, Range(1)] = 500_000
     max_url_length: Annotated[int, Range(16)] = 2048
     max_path_depth: Annotated[int, Range(1)] = 20
@@ -502,6 +513,7 @@ class CrawlConfig:
     cluster_hot_queue: Annotated[int, Range(10)] = 10_000
     redis_outage_s: Annotated[int, Range(1, 86_400)] = 60
     warc: bool = True
+    warc_prefix: str | None = None
     warc_max_bytes: Annotated[int, Range(1024 * 1024)] = 1_000_000_000
     sitemaps: bool = True
     metrics_port: Annotated[int, Range(0, 65_535)] = 0
@@ -723,6 +735,10 @@ def build_config(values: Mapping[str, Any]) -> CrawlConfig:
     return CrawlConfig(**given)
 
 
+#: A ``warc_prefix``: a plain file name stem, never a path.
+_WARC_PREFIX = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
+
+
 def _check_rules(config: CrawlConfig) -> None:
     """The rules beyond one field's type and range.
 
@@ -736,7 +752,8 @@ def _check_rules(config: CrawlConfig) -> None:
             or ``exclude`` entry that Python's ``re`` does not compile; a ``proxy``
             that is not ``http://host[:port]`` or holds credentials, or a ``proxy``
             while any page may be rendered (``may_render``: Chromium's sub-requests
-            do not go through it); a ``metrics_address`` that is not an IP address.
+            do not go through it); a ``metrics_address`` that is not an IP address;
+            a ``warc_prefix`` that is not a plain file name stem.
     """
     agent = config.user_agent
     if not all(" " <= c <= "~" for c in agent):
@@ -782,6 +799,12 @@ def _check_rules(config: CrawlConfig) -> None:
                 raise ConfigError(
                     f"config key {name!r}: {pattern!r} is not a regular expression: {exc}"
                 ) from None
+    prefix = config.warc_prefix
+    if prefix is not None and not _WARC_PREFIX.fullmatch(prefix):
+        raise ConfigError(
+            f"config key 'warc_prefix': expected a file name stem of letters, digits, '.', "
+            f"'_' and '-' (not starting with '.', at most 100), got {prefix!r}"
+        )
     try:
         ipaddress.ip_address(config.metrics_address)
     except ValueError:

@@ -686,9 +686,10 @@ class AddressPolicy:
     Args:
         settings: ``allow_private`` and ``allow_networks``
             (``AddressPolicySettings.from_config(config)``).
-        audit: called with one line the first time a trusted host is let through to
-            a special-purpose address (the engine's audit log); default: the
-            ``crawldeck.dns`` logger at WARNING.
+        inform: called with one line the first time a trusted host is let through
+            to a special-purpose address (the engine's log, an information line: the
+            operator named the host, nothing is wrong); default: the
+            ``crawldeck.dns`` logger at INFO.
 
     An address is allowed when it is public (``special_purpose`` is ``None``), when
     ``allow_private`` is set, when it lies in ``allow_networks``, or when the host was
@@ -696,7 +697,7 @@ class AddressPolicy:
     """
 
     def __init__(
-        self, settings: AddressPolicySettings, audit: Callable[[str], None] | None = None
+        self, settings: AddressPolicySettings, inform: Callable[[str], None] | None = None
     ) -> None:
         """A policy with ``settings``; raises ``ValueError`` for an ``allow_networks``
         entry that is not an IP network (``CrawlConfig`` refuses those first)."""
@@ -704,7 +705,7 @@ class AddressPolicy:
         self._networks: tuple[IPNetwork, ...] = tuple(
             ipaddress.ip_network(n, strict=False) for n in settings.allow_networks
         )
-        self._audit = audit or (lambda line: log.warning("%s", line))
+        self._inform = inform or (lambda line: log.info("%s", line))
         self._trusted: set[str] = set()
         self._announced: set[str] = set()
 
@@ -738,7 +739,7 @@ class AddressPolicy:
         if name in self._trusted:
             if name not in self._announced:
                 self._announced.add(name)
-                self._audit(
+                self._inform(
                     f"{name}: seed host at {category} address {address} ({source}) "
                     f"trusted: the operator named it"
                 )

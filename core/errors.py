@@ -15,6 +15,9 @@ catch only ours::
     |   |                              TCP or TLS connection was set up; the fetcher
     |   |                              closed (DNS only without core.transport; with
     |   |                              it, DnsError)
+    |   |   +-- ConnectRefused      R  refused (ECONNREFUSED: nothing listens on the
+    |   |                              port); tried once on a host that never answered
+    |   |                              this run, unless retry_refused (core.retries)
     |   +-- ConnectionLost          R  the connection closed before the response head
     |   |                              was complete, or was reset before its body ended
     |   +-- TlsFailed               -  the certificate is not valid for the name, or
@@ -116,6 +119,15 @@ class ConnectFailed(FetchError):
 
     reason = "connect"
     retryable = True
+
+
+class ConnectRefused(ConnectFailed):
+    """The connection was refused (``ECONNREFUSED``: the host is up and nothing listens
+    on the port, or a firewall answers with RST). Retryable as ``ConnectFailed``, with
+    the same ``reason``, but ``core.retries`` records it after one try when the host has
+    not answered any request this run (``retry_refused = false``: a wrong port or a
+    server that is not running does not get better in the next 85 s, as curl and wget
+    give up on a refused connection at once)."""
 
 
 class ConnectionLost(FetchError):

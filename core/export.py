@@ -513,10 +513,12 @@ def blocked_links(db: Path) -> dict[str, int]:
         raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
 
 
-def foreign_crawl(db: Path, host_prefix: str) -> str | None:
+def foreign_crawl(db: Path, host_prefix: str, network: str | None = None) -> str | None:
     """Why the crawl file ``db`` holds more than a crawl of the hosts whose key starts
     with ``host_prefix`` + ``.`` (the demo's own addresses), read-only; ``None`` when it
-    does not exist or holds only those (the demo may then erase it).
+    does not exist or holds only those (the demo may then erase it), or when every run
+    of it allowed only ``network`` (``allow_networks``, as the demo's runs do: the
+    demo's own file, with the seeds its console's ``a`` added).
 
     Returns:
         a reason that fits "``db`` ...": ``cannot be read as SQLite``, ``is not a crawl
@@ -533,6 +535,13 @@ def foreign_crawl(db: Path, host_prefix: str) -> str | None:
         (other,) = conn.execute(
             "SELECT count(*) FROM hosts WHERE host NOT LIKE ?", (f"{host_prefix}.%",)
         ).fetchone()
+        if other and network is not None:
+            demo, runs = conn.execute(
+                "SELECT count(*) FILTER (WHERE json_extract(config, '$.allow_networks') = ?),"
+                " count(*) FROM runs",
+                (json.dumps([network]),),
+            ).fetchone()
+            other = 0 if runs and demo == runs else other
     except sqlite3.Error:
         return "is not a crawl file of the demo"
     finally:

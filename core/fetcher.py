@@ -75,6 +75,7 @@ Budgets (``CrawlConfig``):
 from __future__ import annotations
 
 import asyncio
+import errno
 import functools
 import ipaddress
 import resource
@@ -107,6 +108,7 @@ from crawldeck.core.config import CrawlConfig
 from crawldeck.core.errors import (
     ConnectFailed,
     ConnectionLost,
+    ConnectRefused,
     FetchError,
     FetchTimeout,
     ProtocolViolation,
@@ -901,7 +903,8 @@ class AiohttpFetcher:
             return TlsFailed(f"TLS handshake failed: {_one_line(exc.os_error)}: {url}")
         if isinstance(exc, aiohttp.ClientConnectorError):
             where = f"{exc.host}:{exc.port}"
-            return ConnectFailed(
+            refused = exc.os_error.errno == errno.ECONNREFUSED
+            return (ConnectRefused if refused else ConnectFailed)(
                 f"connection failed: cannot connect to {where}: {_one_line(exc.os_error)}: {url}"
             )
         if isinstance(exc, aiohttp.InvalidURL | aiohttp.NonHttpUrlClientError | ValueError):

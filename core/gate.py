@@ -91,6 +91,7 @@ class HostGate:
     """
 
     __slots__ = (
+        "_answered",
         "_backing_off",
         "_capped",
         "_fetching",
@@ -119,6 +120,7 @@ class HostGate:
         self._side: Counter[str] = Counter()
         self._held: set[str] = set()
         self._backing_off: set[str] = set()
+        self._answered: set[str] = set()
 
     # ----------------------------------------------------------- addresses
 
@@ -243,6 +245,8 @@ class HostGate:
         ``Retry-After`` and ``Date`` headers (RFC 9110 §10.2.3, §6.6.1); see
         ``Politeness.on_response``."""
         outcome = self.politeness.on_response(host, now, status, elapsed_s, retry_after, date=date)
+        if status is not None:
+            self._answered.add(host)
         if outcome.capped is not None and self._capped is not None:
             self._capped(host, outcome.capped)
         if outcome.retry:
@@ -250,6 +254,12 @@ class HostGate:
         else:
             self._backing_off.discard(host)
         return outcome
+
+    def has_answered(self, host: str) -> bool:
+        """Whether any request to ``host`` (a page, robots.txt, a sitemap) got an HTTP
+        response this run (``learn`` with a status): a host that never did and refuses
+        connections is not retried (``core.retries``, ``retry_refused``)."""
+        return host in self._answered
 
     def set_crawl_delay(self, host: str, seconds: float | None) -> None:
         """robots.txt's Crawl-delay for ``host`` in s (``None``: none), capped at

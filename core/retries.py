@@ -6,6 +6,9 @@ After a fetch (or its DNS lookup) the engine hands the outcome here, which decid
   failure: ``FetchError.retryable``) backs the host off and puts the URL back at the
   head of its host's queue, up to ``max_retries`` tries and while its tries this run
   took less than ``total_timeout_ms`` in all (issue #10 item 10);
+* a **refused connection** to a host that answered nothing this run is recorded after
+  one try and the host parked (unless ``retry_refused``): a wrong port or a server not
+  running, which curl and wget give up on at once;
 * a **deterministic failure** (a malformed response, a short body, stacked codings) is
   recorded after one try, without backoff: it says nothing about the server's load;
 * a **429/503** is retried like a transient failure; past ``max_retries`` the page is
@@ -22,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from crawldeck.core.config import CrawlConfig
-from crawldeck.core.errors import DnsNotFound, DnsTemporaryFailure, FetchError
+from crawldeck.core.errors import ConnectRefused, DnsNotFound, DnsTemporaryFailure, FetchError
 from crawldeck.core.fetcher import FetchResult
 from crawldeck.core.frontier import FrontierEntry
 from crawldeck.core.gate import HostGate
@@ -138,6 +141,11 @@ class Retries:
             self._gate.forget(host, now)
             self._recorder.failure(entry, stats, start, now, exc)
             return
+        if self._refused_for_good(host, exc):
+            self._gate.forget(host, now)
+            self._recorder.failure(entry, stats, start, now, exc)
+            self._park(host, stats, "it refuses connections and has not answered this run")
+            return
         learn(self._gate, host, start, now, None)
         self._check_park(host, stats)
         if entry.attempts < self._config.max_retries and self._time_left(entry):
@@ -175,6 +183,20 @@ class Retries:
         (so a URL costs at most about twice that, whatever a server drips)."""
         return entry.spent_s * 1000 < self._config.total_timeout_ms
 
+    def _refused_for_good(self, host: str, exc: FetchError) -> bool:
+        """Whether ``exc`` is a refused connection (``ConnectRefused``) to ``host``,
+        which has answered no request this run (``HostGate.has_answered``), and
+        ``retry_refused`` is off: the URL is recorded after this one try and the host
+        parked, as curl and wget give up on a refused connection at once, instead of
+        ``max_retries`` backoffs (85 s with the defaults) for a wrong port or a server
+        that is not running. A host that answered before is retried as usual (a
+        server restarting)."""
+        return (
+            isinstance(exc, ConnectRefused)
+            and not self._config.retry_refused
+            and not self._gate.has_answered(host)
+        )
+
     def _check_park(self, host: str, stats: HostStats) -> None:
         """Park ``host`` after ``park_after_backoffs`` straight 429/503/no-response
         answers or a backoff of ``demote_after_s`` or more (``Politeness.should_park``,
@@ -183,7 +205,13 @@ class Retries:
         if stats.parked:
             return
         why = self._gate.politeness.park_reason(host)
-        if why is None:
+        if why is not None:
+            self._park(host, stats, why)
+
+    def _park(self, host: str, stats: HostStats, why: str) -> None:
+        """Park ``host`` (``why``: the audit line's cause): its queued URLs leave the
+        frontier and stay queued in SQLite for the next run."""
+        if stats.parked:
             return
         stats.parked = True
         dropped = self._frontier.drop_host(host)

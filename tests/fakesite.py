@@ -58,6 +58,7 @@ from crawldeck.core.engine import CrawlResult, Engine
 from crawldeck.core.errors import (
     ConnectFailed,
     ConnectionLost,
+    ConnectRefused,
     DnsTemporaryFailure,
     FetchError,
     FetchTimeout,
@@ -294,8 +295,9 @@ def lost(after_s: float = 0.0) -> Fail:
 
 
 def refused() -> Fail:
-    """The connection is refused (retryable)."""
-    return Fail(ConnectFailed, "connection failed: cannot connect: [Errno 111] refused: {url}")
+    """The connection is refused (``ConnectRefused``: retried only on a host that
+    answered this run, unless ``retry_refused``)."""
+    return Fail(ConnectRefused, "connection failed: cannot connect: [Errno 111] refused: {url}")
 
 
 def bad_status_line() -> Fail:

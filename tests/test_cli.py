@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -133,6 +134,24 @@ def test_bad_input_exits_2_with_one_line(tmp_path: Path, args: list[str], messag
     assert "Traceback" not in proc.stderr
 
 
+def test_a_seed_on_a_refused_port_fails_at_once_and_reads_as_a_failure(tmp_path: Path) -> None:
+    """Nothing listens on the port (bound, then closed): one try, not max_retries with
+    backoff; the summary says every seed failed and counts no page fetched; exit 3."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    seed = f"http://127.0.0.1:{sock.getsockname()[1]}/"
+    sock.close()
+    proc = run("crawl", seed, "--no-ui", "--db", "c.db", cwd=tmp_path)
+    assert proc.returncode == 3, proc.stderr
+    assert "retry" not in proc.stdout  # no "retry 1 of ..." line
+    assert "ended: every seed failed, no page fetched" in proc.stdout
+    assert "finished" not in proc.stdout
+    assert re.search(r"pages fetched \(all runs\)\s*│\s*0\s", proc.stdout), proc.stdout
+    assert f"{seed}: connect: connection failed: " in proc.stderr
+    with sqlite3.connect(tmp_path / "c.db") as db:
+        assert db.execute("SELECT state, attempts FROM frontier").fetchall() == [("failed", 0)]
+
+
 def test_bad_seed_line_reported_rest_crawled(tmp_path: Path, web: LocalWeb) -> None:
     home = web.hosts["norobots"] + "/"
     (tmp_path / "seeds.txt").write_text(f"{home}\nftp://files.example/\n")
@@ -140,7 +159,7 @@ def test_bad_seed_line_reported_rest_crawled(tmp_path: Path, web: LocalWeb) -> N
     assert proc.returncode == 0, proc.stderr
     assert "seeds.txt: line 2:" in proc.stderr and "ftp" in proc.stderr
     assert web.expected.good["norobots"] <= good_fetched(web, tmp_path / "c.db")
-    assert "crawl finished" in proc.stdout
+    assert "finished: nothing left to fetch" in proc.stdout
 
 
 def test_resume_after_sigkill(tmp_path: Path, web: LocalWeb) -> None:
@@ -266,6 +285,29 @@ def test_demo_refuses_to_erase_a_crawl_of_other_hosts(tmp_path: Path, web: Local
     assert proc.returncode == 2
     assert "holds a crawl of 1 hosts outside the local web" in proc.stderr
     assert page_count(tmp_path / "precious.db") > 0
+
+
+def test_the_demos_run_it_again_command_works_after_a_seed_was_added(tmp_path: Path) -> None:
+    """The console's ``a`` adds a seed on another host to the demo's file (a hosts row
+    outside the local web, as here): the printed command starts the demo anew."""
+    first = run("demo", "--no-ui", "--db", "d.db", "--max-pages", "3", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    prefix = f"the demo starts anew each run: {CRAWLDECK} "
+    (again,) = [line for line in first.stdout.splitlines() if line.startswith(prefix)]
+    conn = sqlite3.connect(tmp_path / "d.db")
+    with conn:
+        conn.execute("INSERT INTO hosts (host, delay_ms, backoff_attempts, pages_fetched, "
+                     "state) VALUES ('books.example', 0, 0, 0, 'active')")  # fmt: skip
+    conn.close()
+    second = run(*again.removeprefix(prefix).split(), cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert "local web is up" in second.stdout
+    conn = sqlite3.connect(tmp_path / "d.db")  # anew: the added host is gone
+    try:
+        assert conn.execute("SELECT count(*) FROM hosts WHERE host = 'books.example'")\
+            .fetchone() == (0,)  # fmt: skip
+    finally:
+        conn.close()
 
 
 def test_open_files_limit_is_raised_never_lowered() -> None:

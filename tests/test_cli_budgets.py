@@ -10,6 +10,7 @@ The engine on virtual time (``fakesite``) gives the exact stop points; real
 from __future__ import annotations
 
 import re
+import shlex
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -129,7 +130,7 @@ def test_max_time_stops_a_crawl_of_the_local_web_and_the_same_command_goes_on(
             "-s", "flush_interval_ms=50", "--max-time", "1s"]  # fmt: skip
     first = run(*args, cwd=tmp_path)
     assert first.returncode == 0, first.stderr
-    assert "crawl max_time" in first.stdout
+    assert "stopped: --max-time 1s reached" in first.stdout
     # the budget is per run: the same command is the way to go on
     assert f"resume with: {CRAWLDECK} {' '.join(args)}" in first.stdout
     assert statuses(tmp_path / "c.db") == ["max_time"]
@@ -140,9 +141,17 @@ def test_max_time_stops_a_crawl_of_the_local_web_and_the_same_command_goes_on(
     assert statuses(tmp_path / "c.db") == ["max_time", "max_pages"]
     # a whole-crawl cap: the same command would stop at once, so the line says how on
     assert "resume with:" not in again.stdout
-    assert "to go on: the same command with a higher --max-pages" in again.stdout
+    way_on = again.stdout.splitlines()[-1]
+    prefix = f"to go on, with a higher --max-pages: {CRAWLDECK} "
+    assert way_on.startswith(prefix), again.stdout
     urls = [url for url, _ in pages(tmp_path / "c.db")]
     assert len(urls) == done + 5 == len(set(urls))  # nothing fetched twice
+    # the printed command is one that fetches more: twice the cap reached
+    command = shlex.split(way_on.removeprefix(prefix))
+    assert command[-2:] == ["--max-pages", str(2 * (done + 5))]
+    more = run(*command, cwd=tmp_path)
+    assert more.returncode == 0, more.stderr
+    assert len(pages(tmp_path / "c.db")) > done + 5
 
 
 def test_max_bytes_stops_at_the_body_that_reaches_it_over_all_runs(
@@ -152,7 +161,7 @@ def test_max_bytes_stops_at_the_body_that_reaches_it_over_all_runs(
     args = ["crawl", home, "--no-ui", "--db", "c.db", "--delay-ms", "5"]
     first = run(*args, "--max-bytes", "5kB", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
-    assert "crawl max_bytes" in first.stdout
+    assert "stopped: --max-bytes 5000 reached" in first.stdout
     fetched = pages(tmp_path / "c.db")
     total = sum(size for _, size in fetched)
     assert total >= 5000 > total - fetched[-1][1]  # the last body reached it

@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import argparse
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
+from dataclasses import fields
 from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 from clikit import run
 
+from crawldeck.core.config import CrawlConfig
 from crawldeck.localweb import LocalWeb
-from crawldeck.tui.cli import EPILOGS, build_parser, parse_size, parse_time_budget
+from crawldeck.tui.cli import COMMON_KEYS, EPILOGS, build_parser, parse_size, parse_time_budget
 
 COMMANDS = ("crawl", "demo", "worker", "recrawl", "export", "show", "config")
 
@@ -44,7 +48,7 @@ def test_every_command_has_two_examples(command: str) -> None:
             words = words[: words.index("|")]
         args = parser.parse_args(words) if words and words[0] in COMMANDS else None
         assert args is not None and args.command == words[0], example
-    assert chosen.epilog == EPILOGS[command]
+    assert chosen.epilog is not None and chosen.epilog.startswith(EPILOGS[command])
 
 
 def test_help_shows_the_examples_the_units_and_what_counts_per_run(tmp_path: Path) -> None:
@@ -159,12 +163,65 @@ def test_headless_figures_go_to_stdout_and_warnings_to_stderr(
     assert "robots.txt of" not in proc.stdout  # not twice
     assert all(line.startswith("crawldeck: warning: ") for line in proc.stderr.splitlines())
     out = proc.stdout.splitlines()
-    title = out.index(next(line for line in out if line.startswith("crawl max_pages")))
+    title = out.index(
+        next(line for line in out if line.startswith("stopped: --max-pages 3 reached"))
+    )
     info = [line for line in out[:title] if not line.startswith("[")]
     progress = [line for line in out[:title] if line.startswith("[")]
-    assert len(info) == 1 and re.fullmatch(  # "  HH:MM:SS host: ..."
-        r"  \d\d:\d\d:\d\d [\d.:]+: robots.txt answered 503, backing off", info[0]
+    assert len(info) == 2 and re.fullmatch(  # "  HH:MM:SS host: ..."
+        r"  \d\d:\d\d:\d\d [\d.:]+: robots.txt answered 503, backing off", info[1]
     )
+    # the loopback seed host the operator named: information, once
+    assert "seed host at loopback address" in info[0]
     assert progress and all(re.match(r"\[\s*[\d.]+s\] pages \d/3 ", line) for line in progress)
     assert out[-2].startswith("crawl saved in crawl.db")
-    assert out[-1].startswith("to go on: the same command with a higher --max-pages")
+    assert out[-1].startswith("to go on, with a higher --max-pages: ")
+    assert out[-1].endswith(" --max-pages 6")  # twice the cap reached: it fetches more
+
+
+#: Runs the console script's entry point with the given arguments, then prints the
+#: modules it imported on stderr (one per line).
+IMPORT_PROBE = """
+import sys
+from crawldeck.tui.launch import main
+sys.argv = ["crawldeck", *sys.argv[1:]]
+try:
+    main()
+except SystemExit:
+    pass
+print("\\n".join(sorted(sys.modules)), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("args", [["--help"], ["--version"], ["-h"], ["crawl", "--help"]])
+def test_help_and_version_import_neither_the_engine_nor_aiohttp(args: list[str]) -> None:
+    """They answer at once (issue #25 item 2): the engine, aiohttp and the parsers are
+    imported only by the commands that crawl."""
+    proc = subprocess.run(
+        [sys.executable, "-c", IMPORT_PROBE, *args], capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+    modules = set(proc.stderr.split())
+    assert "crawldeck.tui.cli" in modules  # the command ran
+    assert proc.stdout.startswith(("usage: crawldeck", f"crawldeck {version('crawldeck')}"))
+    heavy = {"aiohttp", "crawldeck.core.engine", "crawldeck.core.fetcher", "selectolax"}
+    assert modules.isdisjoint(heavy), sorted(modules & heavy)
+
+
+def test_crawl_help_ends_with_ten_common_keys_and_how_to_set_any_other() -> None:
+    text = build_parser().commands["crawl"].format_help()
+    tail = text[text.index("config keys most often set") :].splitlines()
+    keys = [line.split()[0] for line in tail[1:] if line.startswith("  ")]
+    assert keys == list(COMMON_KEYS) and len(keys) == 10
+    assert set(keys) <= {f.name for f in fields(CrawlConfig)}
+    assert "  max_retries " in text and f"[{CrawlConfig().max_retries}]" in text
+    assert tail[-2].startswith("any other key is set the same way (-s KEY=VALUE")
+
+
+def test_export_tables_offered_are_the_exports_tables() -> None:
+    """``export --table``'s choices, spelt out in the CLI so that ``--help`` stays light,
+    are the tables ``core.export`` exports."""
+    from crawldeck.core.export import TABLES
+    from crawldeck.tui.cli import EXPORT_TABLES
+
+    assert EXPORT_TABLES == TABLES

@@ -38,7 +38,7 @@ def test_two_workers_stop_at_max_pages_over_the_whole_crawl(tmp_path: Path) -> N
         done = crawl(tmp_path, "seeds.txt", "--workers", "2", "--max-pages", "30", "--no-ui",
                      "--db", "c.db", "--config", "c.toml")  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "crawl max_pages: " in done.stdout
+    assert "stopped: --max-pages 30 reached; " in done.stdout
     conn = sqlite3.connect(tmp_path / "c.db")
     try:
         (pages,) = conn.execute("SELECT count(*) FROM pages").fetchone()

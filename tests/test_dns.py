@@ -197,7 +197,7 @@ def test_policy_allow_networks_and_allow_private() -> None:
 
 def test_policy_trusts_seed_hosts_and_says_so_once() -> None:
     lines: list[str] = []
-    policy = AddressPolicy(AddressPolicySettings.from_config(build_config({})), audit=lines.append)
+    policy = AddressPolicy(AddressPolicySettings.from_config(build_config({})), inform=lines.append)
     policy.trust("seed.test:8080")  # a host key: the port is ignored
     assert policy.is_trusted("SEED.test.")
     policy.check("seed.test", "127.0.7.1")
@@ -790,7 +790,7 @@ async def test_trusted_seed_host_may_be_private_but_its_links_may_not(
         config = live_config(dnsmasq)
         dns = DnsCache(DnsSettings.from_config(config))
         lines: list[str] = []
-        policy = AddressPolicy(AddressPolicySettings.from_config(config), audit=lines.append)
+        policy = AddressPolicy(AddressPolicySettings.from_config(config), inform=lines.append)
         policy.trust(f"seed.crawl.test:{srv.port}")
         async with AiohttpFetcher(config, resolver=PinningResolver(dns, policy)) as fetcher:
             assert (await fetcher.fetch(url("seed.crawl.test", srv))).body == b"seed"

@@ -31,6 +31,7 @@ from fakesite import (
     overlaps,
     oversized_header,
     redirect,
+    refused,
     short_body,
     stacked_codings,
     status,
@@ -467,6 +468,43 @@ def test_transient_failures_keep_their_retry_budget_and_back_off(tmp_path: Path)
     error = c.value("SELECT error FROM pages")
     assert error.startswith("connection_lost: connection closed before the response head")
     assert c.rows("SELECT state, attempts FROM frontier") == [("failed", 3)]
+
+
+def test_a_refused_host_that_never_answered_is_tried_once_and_parked(tmp_path: Path) -> None:
+    """A wrong port or a server not running (robots.txt refused too): one try, the
+    failure recorded, the host parked with its other URLs left queued; the other host
+    is crawled as usual (curl and wget give up on a refused connection at once)."""
+    site = FakeSite()
+    site.host(A, refused())
+    site.add(B + "/", links_page())
+    c = crawl(site, [A + "/", A + "/other", B + "/"], tmp_path / "c.db", max_retries=5)
+    assert site.targets(A) == ["/"]  # not 1 + max_retries tries
+    assert c.value("SELECT error FROM pages WHERE url = ?", A + "/").startswith("connect: ")
+    assert c.rows("SELECT url, state FROM frontier WHERE host = '127.0.0.1' ORDER BY url") == [
+        (A + "/", "failed"),
+        (A + "/other", "queued"),  # left for the next run
+    ]
+    assert c.value("SELECT state FROM hosts WHERE host = '127.0.0.1'") == "parked"
+    assert site.targets(B) == ["/"]
+
+
+def test_retry_refused_retries_a_refused_host_as_a_timeout(tmp_path: Path) -> None:
+    site = FakeSite()
+    site.host(A, refused())
+    c = crawl(site, [A + "/"], tmp_path / "c.db", max_retries=3, retry_refused=True,
+              backoff_base_ms=10, backoff_max_ms=50)  # fmt: skip
+    assert site.targets(A) == ["/"] * 4  # 1 + max_retries
+    assert c.rows("SELECT state, attempts FROM frontier") == [("failed", 3)]
+
+
+def test_a_refused_connection_to_a_host_that_answered_is_retried(tmp_path: Path) -> None:
+    """robots.txt answered (404): the host is up, a refusal now is a restart: retried."""
+    site = FakeSite()
+    site.add(A + "/", refused(), refused(), links_page())
+    c = crawl(site, [A + "/"], tmp_path / "c.db", max_retries=3, backoff_base_ms=10,
+              backoff_max_ms=50)  # fmt: skip
+    assert site.targets(A) == ["/"] * 3
+    assert c.value("SELECT status FROM pages WHERE url = ?", A + "/") == 200
 
 
 @pytest.mark.parametrize(

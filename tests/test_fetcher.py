@@ -26,6 +26,7 @@ from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.errors import (
     ConnectFailed,
     ConnectionLost,
+    ConnectRefused,
     FetchError,
     FetchTimeout,
     ProtocolViolation,
@@ -411,7 +412,7 @@ def _key() -> ConnectionKey:
         (TimeoutError(), FetchTimeout, "total time budget of 3000 ms exceeded"),
         (
             aiohttp.ClientConnectorError(_key(), OSError(111, "no\nroute")),
-            ConnectFailed,
+            ConnectRefused,  # ECONNREFUSED
             "connection failed: cannot connect to h:80: [Errno 111] no route: http",
         ),
         (

@@ -31,10 +31,12 @@ import signal
 import sys
 import time
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, get_args, get_origin, get_type_hints
+from urllib.parse import urlsplit
 
 from crawldeck.core import urls
 from crawldeck.core.config import (
@@ -45,26 +47,25 @@ from crawldeck.core.config import (
     load_config,
     load_config_sources,
 )
-from crawldeck.core.engine import CrawlResult, Engine
 from crawldeck.core.errors import ConfigError, CrawldeckError, SeedError, UrlError
-from crawldeck.core.export import (
-    TABLES,
-    Format,
-    blocked_links,
-    body_text,
-    export,
-    export_file,
-    foreign_crawl,
-    link_report,
-    page_record,
-)
-from crawldeck.core.recrawl import parse_duration, prepare, summarize
+from crawldeck.core.request_options import RequestOptions
 from crawldeck.core.seeds import read_seeds
 from crawldeck.core.stats import read_run, stats_lines
 from crawldeck.core.store import LinkCheck, Store
-from crawldeck.tui.headless import HeadlessLog, HeadlessReporter, go_on_note, stop_signals
+from crawldeck.tui.headless import (
+    BUDGET_FLAGS,
+    WHOLE_CRAWL_BUDGETS,
+    HeadlessLog,
+    HeadlessReporter,
+    outcome_heading,
+    stop_signals,
+)
 
+# The engine, the exports and the recrawl (aiohttp and the parsers with them) are
+# imported where a command needs them: crawldeck --help and --version answer without.
 if TYPE_CHECKING:
+    from crawldeck.core.engine import Engine
+    from crawldeck.core.export import Format
     from crawldeck.core.metrics import MetricsServer
 
 #: The soft limit on open files a crawl asks for (see ``raise_open_files_limit``).
@@ -86,6 +87,12 @@ DEMO_NETWORK = f"{DEMO_PREFIX}.0/24"
 #: with ``crawldeck worker``).
 MAX_WORKERS = 64
 
+#: ``export --table``'s choices: ``core.export.TABLES``, spelt out so that ``--help``
+#: does not import the exports (a test holds the two equal).
+EXPORT_TABLES = (
+    "pages", "blocked", "hosts", "links", "frontier", "runs", "page_versions", "sitemaps",
+    "sitemap_urls",
+)  # fmt: skip
 EXPORT_FORMATS = ("jsonl", "csv")
 #: ``-o FILE`` of ``crawl`` and ``demo``: the export's format by the name's ending.
 OUTPUT_FORMATS: dict[str, Format] = {".jsonl": "jsonl", ".csv": "csv"}
@@ -196,6 +203,8 @@ def parse_time_budget(text: str) -> int:
         argparse.ArgumentTypeError: not a duration, under 1 s, or not a whole number of
             seconds (``1.5s``).
     """
+    from crawldeck.core.recrawl import parse_duration
+
     try:
         seconds = parse_duration(text)
     except ConfigError as exc:
@@ -232,6 +241,68 @@ def parse_setting(text: str) -> tuple[str, object]:
     if hint == tuple[str, ...] and not isinstance(value, list):
         return key, [item.strip() for item in raw.split(",") if item.strip()]
     return key, value
+
+
+def parse_header(text: str) -> tuple[str, str]:
+    """``-H 'K: V'`` (as curl's and wget's ``--header``): the field's name and value,
+    blanks around each dropped; the pair is checked with the config's ``header``
+    (``core.request_checks.check_header``: a token name, visible ASCII value).
+
+    Raises:
+        argparse.ArgumentTypeError: no ``:``, or nothing before it.
+    """
+    name, sep, value = text.partition(":")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(
+            f"expected 'Name: value', such as 'Accept-Language: en', got {text!r}"
+        )
+    return name.strip(), value.strip()
+
+
+#: The environment variable ``--auth``'s Nth password is kept in for this process (the
+#: config names it in ``password_env``: a password is never saved in the crawl file).
+AUTH_PASSWORD_ENV = "CRAWLDECK_AUTH_PASSWORD_{}"
+_AUTH = re.compile(r"(?:(?P<origin>https?://[^=]+)=)?(?P<user>[^:]+):(?P<password>.*)", re.S)
+
+
+def parse_auth(text: str) -> tuple[str | None, str, str]:
+    """``--auth [ORIGIN=]USER:PASS``: the origin (``None``: the seeds'), user and
+    password (HTTP Basic, RFC 7617; the user holds no ``:``).
+
+    Raises:
+        argparse.ArgumentTypeError: not of that form.
+    """
+    match = _AUTH.fullmatch(text)
+    if match is None:
+        raise argparse.ArgumentTypeError(
+            "expected USER:PASS or ORIGIN=USER:PASS (https://intranet.example=alice:s3cret), "
+            f"got {text.split(':', 1)[0]!r}..."
+        )
+    return match["origin"], match["user"], match["password"]
+
+
+def auth_entries(
+    given: Sequence[tuple[str | None, str, str]], seeds: Sequence[str]
+) -> dict[str, dict[str, str]]:
+    """The config's ``auth`` table for ``--auth`` values ``given``: each password put
+    in this process's environment (``AUTH_PASSWORD_ENV``, named by ``password_env``:
+    the config, saved in the crawl file, never holds it), for its origin or, without
+    one, for each seed's origin (scheme, host and port: RFC 7617's protection space).
+    As wget, credentials go to those origins only: never to another host, nor to a
+    redirect's target on another origin (``core.request_options``)."""
+    table: dict[str, dict[str, str]] = {}
+    for n, (origin, user, password) in enumerate(given, 1):
+        variable = AUTH_PASSWORD_ENV.format(n)
+        os.environ[variable] = password
+        origins = [origin] if origin else [_origin(seed) for seed in seeds]
+        for each in origins:
+            table[each.rstrip("/")] = {"user": user, "password_env": variable}
+    return table
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
 
 
 def _holds_text(hint: Any) -> bool:
@@ -321,7 +392,66 @@ def _add_config_flags(parser: argparse.ArgumentParser, *, delay_default: int) ->
             f"the config file's {flag} list; refused URLs are in blocked as 'excluded' "
             "(default: none)",
         )  # fmt: skip
+    parser.add_argument(
+        "-H", "--header", dest="headers", type=parse_header, action="append", metavar="'K: V'",
+        help="a request header sent with every request, robots.txt included: -H "
+        "'Accept-Language: en'; repeatable, replaces the config file's header table "
+        "(default: none; Authorization and Cookie are refused: use --auth or netrc)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--proxy", metavar="URL",
+        help="send every request through this HTTP proxy, http://HOST:PORT (CONNECT for "
+        "https); it sets render=never unless -s render=... is given (Chromium's "
+        "sub-requests would not go through it) (default: none, direct; -s trust_env=true "
+        "reads HTTP_PROXY)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--netrc", action="store_const", const=True,
+        help="HTTP Basic credentials from $NETRC or ~/.netrc: a machine's login and password "
+        "go to that host name only, never to another host or a redirect's (default: off)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-warc", dest="warc", action="store_const", const=False,
+        help="write no WARC files (default: every fetch goes to DB-NNNNN.warc.gz beside "
+        "the crawl file; show and export --with-body read them)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--warc-prefix", metavar="NAME",
+        help="name the WARC files NAME-00001.warc.gz, still beside the crawl file "
+        "(warc_prefix) (default: the crawl file's name, crawl-00001.warc.gz)",
+    )  # fmt: skip
     _add_metrics_flag(parser)
+
+
+#: ``--log-level``'s choices (Python's ``logging`` levels, as Scrapy's ``-L``).
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def _add_log_flags(parser: argparse.ArgumentParser) -> None:
+    """``-q``, ``-v`` and ``--log-level`` (one of them): how much of the crawl's log the
+    headless run prints (``log_level``)."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "-q", "--quiet", dest="log_level", action="store_const", const="ERROR",
+        help="headless: no progress lines, no information or warning lines; errors and "
+        "the summary only (as --log-level ERROR) (default: progress and INFO lines)",
+    )  # fmt: skip
+    group.add_argument(
+        "-v", "--verbose", dest="log_level", action="store_const", const="DEBUG",
+        help="headless: every log line, crawldeck's debug lines included (as --log-level "
+        "DEBUG) (default: INFO)",
+    )  # fmt: skip
+    group.add_argument(
+        "--log-level", choices=LOG_LEVELS, metavar="LEVEL",
+        help=f"the least level of log line printed: {', '.join(LOG_LEVELS)}; above INFO, "
+        "no progress lines either (default INFO)",
+    )  # fmt: skip
+
+
+def log_level(args: argparse.Namespace) -> int:
+    """The ``logging`` level of ``-q``, ``-v`` or ``--log-level`` (``logging.INFO``
+    when none is given)."""
+    return logging.getLevelNamesMapping()[getattr(args, "log_level", None) or "INFO"]
 
 
 def _add_metrics_flag(parser: argparse.ArgumentParser) -> None:
@@ -362,6 +492,7 @@ def _add_crawl_flags(
         help="headless: a progress line every 5 s and a summary on stdout, warnings on "
         "stderr (default: the console, when stdin, stdout and stderr are a terminal)",
     )  # fmt: skip
+    _add_log_flags(parser)
     parser.add_argument(
         "--workers", type=_workers, metavar="N",
         help="crawl with N worker processes sharing one frontier in Redis (a private "
@@ -498,13 +629,44 @@ robots_token, from user_agent); a key that is not set is a comment.""",
 }
 
 
+#: The ten config keys most often set beside the flags, and what each does: the end of
+#: ``crawl --help`` (their defaults are read from ``CrawlConfig``).
+COMMON_KEYS: dict[str, str] = {
+    "per_host_concurrency": "fetches in flight per host",
+    "max_per_host": "URLs admitted per host (host_cap beyond)",
+    "render": "auto, always or never: run JavaScript pages in Chromium",
+    "robots_on_failure": "allow or disallow a host whose robots.txt is unreachable",
+    "sitemaps": "read the hosts' sitemaps (robots.txt's Sitemap: lines)",
+    "max_retries": "further tries after 429/503, a timeout or a lost connection",
+    "retry_refused": "retry a refused connection to a host that never answered",
+    "total_timeout_ms": "the longest one fetch may take, in ms",
+    "max_body_bytes": "body cap after decoding, in bytes",
+    "allow_private": "follow links to private and loopback addresses",
+}
+
+
+def common_keys_epilog() -> str:
+    """The end of ``crawl --help``: ``COMMON_KEYS`` with their defaults, and how ``-s``
+    sets any other key."""
+    width = max(map(len, COMMON_KEYS))
+    lines = ["config keys most often set (-s KEY=VALUE; the default in brackets):"]
+    for key, what in COMMON_KEYS.items():
+        default = toml_value(getattr(DEFAULTS, key))
+        lines.append(f"  {key:{width}s}  {what} [{default}]")
+    lines.append("any other key is set the same way (-s KEY=VALUE, repeatable, or in a TOML")
+    lines.append("--config file); crawldeck config prints them all, README lists them.")
+    return "\n".join(lines)
+
+
 def _command(
     sub: argparse._SubParsersAction[Parser], name: str, summary: str, description: str
 ) -> Parser:
     """A command's parser: ``summary`` in ``crawldeck --help``, ``description`` and the
-    command's ``EPILOGS`` entry in its own ``--help``."""
+    command's ``EPILOGS`` entry in its own ``--help`` (``crawl``'s ends with
+    ``common_keys_epilog``)."""
+    epilog = EPILOGS[name] + ("\n\n" + common_keys_epilog() if name == "crawl" else "")
     return sub.add_parser(
-        name, help=summary, description=description, epilog=EPILOGS[name],
+        name, help=summary, description=description, epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
     )  # fmt: skip
 
@@ -531,6 +693,14 @@ def build_parser() -> Parser:
         "several may be given",
     )  # fmt: skip
     _add_crawl_flags(crawl, db_default="crawl.db", delay_default=DEFAULTS.delay_ms)
+    crawl.add_argument(
+        "--auth", type=parse_auth, action="append", default=[], metavar="[ORIGIN=]USER:PASS",
+        help="HTTP Basic credentials, sent to the seeds' origins (scheme, host, port) or to "
+        "ORIGIN only, never to another host or a redirect's target elsewhere; repeatable; "
+        "the password is not saved in the crawl file (a recrawl reads the Nth from "
+        "$CRAWLDECK_AUTH_PASSWORD_N; it is visible in ps: "
+        "[auth.\"ORIGIN\"] password_env in --config, or --netrc, avoid that) (default: none)",
+    )  # fmt: skip
     demo = _command(
         sub, "demo", "start the built-in local web and crawl it",
         "Start a local web of 9 hosts on loopback (traps, redirects, a slow and a\n"
@@ -569,6 +739,7 @@ def build_parser() -> Parser:
     )  # fmt: skip
     _add_stats_flag(recrawl)
     _add_metrics_flag(recrawl)
+    _add_log_flags(recrawl)
     recrawl.add_argument(
         "--max-pages", type=_count, metavar="N",
         help="stop once THIS RECRAWL fetched N pages, revisits and new pages alike (the "
@@ -591,8 +762,8 @@ def build_parser() -> Parser:
     )  # fmt: skip
     exp.add_argument("db", type=Path, metavar="DB", help="the crawl file")
     exp.add_argument(
-        "--table", choices=TABLES, default="pages", metavar="TABLE",
-        help=f"the table: {', '.join(TABLES)} (default pages)",
+        "--table", choices=EXPORT_TABLES, default="pages", metavar="TABLE",
+        help=f"the table: {', '.join(EXPORT_TABLES)} (default pages)",
     )  # fmt: skip
     exp.add_argument(
         "--format", choices=EXPORT_FORMATS, default="jsonl", help="the format (default jsonl)"
@@ -681,6 +852,13 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
         "include": args.include,
         "exclude": args.exclude,
         "metrics_port": args.metrics_port,
+        "header": args.headers,
+        "proxy": args.proxy,
+        "netrc": args.netrc,
+        "warc": args.warc,
+        "warc_prefix": args.warc_prefix,
+        # a browser's sub-requests would bypass the proxy (core.request_checks)
+        "render": "never" if args.proxy and "render" not in dict(args.settings) else None,
     }
 
 
@@ -786,6 +964,8 @@ def _write_output(command: str, db: Path, output: Path | None, code: int) -> int
     ``code``, or ``EXIT_BAD_INPUT`` when the export failed (one line on stderr)."""
     if output is None:
         return code
+    from crawldeck.core.export import export_file
+
     try:
         count = export_file(db, "pages", OUTPUT_FORMATS[output.suffix.lower()], output)
     except CrawldeckError as exc:
@@ -827,14 +1007,17 @@ async def _crawl(
     store: Store,
     db: Path,
     seeds: Sequence[str],
-    resume_hint: str,
+    ending: Ending,
     *,
     ui: bool = False,
     metrics: MetricsServer | None = None,
+    log_level: int = logging.INFO,
 ) -> int:
     """Run one crawl into the open ``store``, headless (its log lines through
-    ``HeadlessLog`` from the engine's first, ``resuming: ...``) or in the console
-    (``ui``); returns the exit code; closes the store. With ``metrics_port``, serves
+    ``HeadlessLog`` from the engine's first, ``resuming: ...``, from ``log_level`` up;
+    progress lines unless it is above ``logging.INFO``: ``-q``) or in the console
+    (``ui``); returns the exit code; closes the store. ``ending`` tells the summary
+    how to say the run ended and how to go on (``_finish``). With ``metrics_port``, serves
     the run's Prometheus metrics until it ends (``core.metrics``): through ``metrics``,
     started by the caller (``start_metrics``), else started here; closed at the end.
 
@@ -846,27 +1029,35 @@ async def _crawl(
             if metrics is not None:
                 headless.callback(metrics.close)
             if not ui:
-                headless.enter_context(HeadlessLog())
+                headless.enter_context(HeadlessLog(level=log_level))
             if metrics is None:
                 metrics = start_metrics(config)
                 if metrics is not None:
                     headless.callback(metrics.close)
+            from crawldeck.core.engine import Engine
+
             engine = Engine(config, store)
             for url, why in engine.add_seeds(seeds):
                 print(f"crawldeck: seed refused: {url}: {why}", file=sys.stderr)
             if metrics is not None:
                 metrics.watch(engine)
             if ui:
-                return await _crawl_console(engine, store, config, db, resume_hint)
-            return await _crawl_headless(engine, store, db, resume_hint)
+                return await _crawl_console(engine, store, config, db, ending)
+            return await _crawl_headless(
+                engine, store, db, ending, progress=log_level <= logging.INFO
+            )
     finally:
         store.close()
 
 
-async def _crawl_headless(engine: Engine, store: Store, db: Path, resume_hint: str) -> int:
-    """Run the crawl with progress lines (``HeadlessReporter``), stopped cleanly by
-    ``stop_signals``; the summary and exit code (``_finish``)."""
-    engine.subscribe(HeadlessReporter())
+async def _crawl_headless(
+    engine: Engine, store: Store, db: Path, ending: Ending, *, progress: bool = True
+) -> int:
+    """Run the crawl with progress lines (``HeadlessReporter``; none without
+    ``progress``), stopped cleanly by ``stop_signals``; the summary and exit code
+    (``_finish``)."""
+    if progress:
+        engine.subscribe(HeadlessReporter())
     loop = asyncio.get_running_loop()
     stopped_by_signal = False
 
@@ -884,25 +1075,25 @@ async def _crawl_headless(engine: Engine, store: Store, db: Path, resume_hint: s
     for sig in signals:
         loop.add_signal_handler(sig, on_signal)
     try:
-        result: CrawlResult = await engine.run()
+        result = await engine.run()
     finally:
         for sig in signals:
             loop.remove_signal_handler(sig)
-    return _finish(engine, store, db, result.outcome, resume_hint, stopped=stopped_by_signal)
+    return _finish(engine, store, db, result.outcome, ending, stopped=stopped_by_signal)
 
 
 async def _crawl_console(
-    engine: Engine, store: Store, config: CrawlConfig, db: Path, resume_hint: str
+    engine: Engine, store: Store, config: CrawlConfig, db: Path, ending: Ending
 ) -> int:
-    """Run the crawl in the live console (``tui.app``), which shows ``resume_hint`` when
-    the run stops; summary and exit code as headless."""
+    """Run the crawl in the live console (``tui.app``), which shows ``ending.resume``
+    when the run stops; summary and exit code as headless."""
     from crawldeck.tui.app import run_console
 
     result = await run_console(
-        engine, db, strict_robots=config.robots_on_failure == "disallow", resume_hint=resume_hint
+        engine, db, strict_robots=config.robots_on_failure == "disallow", resume_hint=ending.resume
     )
     outcome = "stopped" if result is None else result.outcome
-    return _finish(engine, store, db, outcome, resume_hint)
+    return _finish(engine, store, db, outcome, ending)
 
 
 def _seed_failures(store: Store) -> list[str]:
@@ -952,12 +1143,15 @@ def _finish(
     store: Store,
     db: Path,
     outcome: str,
-    resume_hint: str,
+    ending: Ending,
     *,
     stopped: bool = False,
 ) -> int:
-    """Print the summary, how to export and (when stopped, or at the end of the run's
-    ``--max-time``) how to resume; the exit code:
+    """Print the summary under a heading that says how the run ended
+    (``outcome_heading``: ``stopped: --max-pages 50 reached``, never "finished" when
+    every seed failed), how to export and how to go on: after a stop or the run's
+    ``--max-time`` the same command (``ending.resume``), after a whole-crawl budget one
+    that fetches more (``ending.go_on``); the exit code:
     ``EXIT_STOPPED``, ``EXIT_SEEDS_FAILED`` (the crawl ended and no page of the file
     got a 2xx answer: the summary says why each seed failed) or ``EXIT_OK``.
 
@@ -969,20 +1163,75 @@ def _finish(
                  f"{shlex.quote(str(db))} --table pages --format csv")  # fmt: skip
     stopped = stopped or outcome == "stopped"
     failures = [] if stopped else _seed_failures(store)
-    go_on = go_on_note(outcome)
-    if stopped or outcome == "max_time":  # the same command goes on (its time is per run)
-        lines.append(resume_hint)
-    elif go_on is not None:  # a whole-crawl budget: the same command would fetch nothing
-        lines.append(go_on)
+    if stopped or outcome in BUDGET_FLAGS:
+        lines.append(ending.go_on.get(outcome, ending.resume))
+    heading = outcome_heading("stopped" if stopped else outcome, ending.caps, failed=bool(failures))
     with contextlib.suppress(OSError):
         responses = (engine.stats or {}).get("responses_by_status", {})
-        HeadlessReporter().summary(engine.snapshot(), outcome, responses=responses)
+        HeadlessReporter().summary(engine.snapshot(), heading, responses=responses)
         print("\n".join(lines), flush=True)
         for line in failures:
             print(f"crawldeck: {line}", file=sys.stderr)
     if stopped:
         return EXIT_STOPPED
     return EXIT_SEEDS_FAILED if failures else EXIT_OK
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    """How the end of a run is told (``_finish``).
+
+    Attributes:
+        resume: the line after a stop or the run's ``--max-time``: ``resume with:
+            COMMAND`` (the same command goes on), or the demo's ``run it again``.
+        caps: each budget outcome (``max_pages``, ``max_bytes``, ``max_time``) -> its
+            value as the heading quotes it (``"50"``, ``"10m"``).
+        go_on: a whole-crawl budget outcome -> the line with a command that fetches
+            more (``raised_budget``); an outcome not in it gets ``resume``.
+    """
+
+    resume: str
+    caps: Mapping[str, str] = field(default_factory=dict)
+    go_on: Mapping[str, str] = field(default_factory=dict)
+
+
+def raised_budget(argv: Sequence[str], flag: str, value: str) -> list[str]:
+    """``argv`` (a command's arguments after ``crawldeck``) with ``flag`` (``--max-pages``,
+    ``--max-bytes``) set to ``value``: its ``flag X`` and ``flag=X`` left out and
+    ``flag value`` added at the end (a flag wins over ``-s`` and ``--config``)."""
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == flag:
+            skip = True
+        elif not arg.startswith(f"{flag}="):
+            kept.append(arg)
+    return [*kept, flag, value]
+
+
+def crawl_ending(resume: str, config: CrawlConfig, argv: Sequence[str] | None) -> Ending:
+    """The ``Ending`` of a crawl with ``config``: its budgets quoted in the heading and,
+    with ``argv`` (the command's arguments, ``None`` for the demo, which starts anew),
+    a whole-crawl budget's way on: the same command with twice the cap (``--max-pages``
+    and ``--max-bytes`` count every run of the file, so the same cap fetches nothing)."""
+    caps = {
+        outcome: text
+        for outcome, text in (
+            ("max_pages", config.max_pages and str(config.max_pages)),
+            ("max_bytes", config.max_bytes and str(config.max_bytes)),
+            ("max_time", config.max_time_s and f"{config.max_time_s}s"),
+        )
+        if text
+    }
+    go_on: dict[str, str] = {}
+    for outcome, flag in WHOLE_CRAWL_BUDGETS.items():
+        cap = getattr(config, outcome)
+        if argv is not None and cap:
+            command = shlex.join(raised_budget(argv, flag, str(2 * cap)))
+            go_on[outcome] = f"to go on, with a higher {flag}: {program()} {command}"
+    return Ending(resume, caps, go_on)
 
 
 def _ui_config(config: CrawlConfig) -> CrawlConfig:
@@ -1045,8 +1294,13 @@ def _run_crawl(args: argparse.Namespace) -> int:
     ``-o`` export; the exit code."""
     raise_open_files_limit()
     try:
-        config = _load_config(args, _overrides(args))
         seeds, problems = gather_seeds(args.seeds)
+        overrides = _overrides(args)
+        if args.auth:
+            overrides["auth"] = auth_entries(args.auth, seeds)
+        config = _load_config(args, overrides)
+        # a netrc file missing, a password_env not set: one line before the file is made
+        RequestOptions.from_config(config)
     except CrawldeckError as exc:
         return fail(args.command, str(exc))
     for problem in problems:
@@ -1068,6 +1322,7 @@ def _run_crawl(args: argparse.Namespace) -> int:
     if ui:
         config = _ui_config(config)
     hint = f"resume with: {program()} {shlex.join(sys.argv[1:])}"
+    ending = crawl_ending(hint, config, sys.argv[1:])
     db = Path(args.db)
     if args.workers is not None or args.redis is not None:
         from crawldeck.tui.cluster_cli import run_cluster_crawl
@@ -1084,7 +1339,11 @@ def _run_crawl(args: argparse.Namespace) -> int:
             other = other_seeds(store.seed_urls(), seeds, db)
             if other is not None:
                 print(f"crawldeck: warning: {other}", file=sys.stderr, flush=True)
-        code = asyncio.run(_crawl(config, store, db, seeds, hint, ui=ui, metrics=metrics))
+        code = asyncio.run(
+            _crawl(
+                config, store, db, seeds, ending, ui=ui, metrics=metrics, log_level=log_level(args)
+            )
+        )
     except CrawldeckError as exc:
         if metrics is not None:
             metrics.close()
@@ -1138,7 +1397,9 @@ def _run_demo(args: argparse.Namespace) -> int:
     )
     if problem is not None:
         return fail(args.command, problem)
-    foreign = foreign_crawl(db, DEMO_PREFIX)
+    from crawldeck.core.export import foreign_crawl
+
+    foreign = foreign_crawl(db, DEMO_PREFIX, DEMO_NETWORK)
     if foreign:
         return fail(args.command, f"{str(db)!r} {foreign}; the demo starts anew and would "
                     "erase it: give the demo another --db")  # fmt: skip
@@ -1165,7 +1426,10 @@ def _run_demo(args: argparse.Namespace) -> int:
                 if code == EXIT_BAD_INPUT:
                     return code
             else:
-                code = asyncio.run(_crawl(config, store, db, web.seeds(), hint, ui=ui))
+                ending = crawl_ending(hint, config, None)
+                code = asyncio.run(
+                    _crawl(config, store, db, web.seeds(), ending, ui=ui, log_level=log_level(args))
+                )
                 code = write_stats(args.command, db, args.stats_json, code)
     except CrawldeckError as exc:
         return fail(args.command, str(exc))
@@ -1198,6 +1462,8 @@ def _run_recrawl(args: argparse.Namespace) -> int:
     change-rate order, an unfinished crawl's queue behind them
     (``core.recrawl.prepare``), the revisits asked for conditionally; then the summary
     and one line of what the revisits found and how many pages were new."""
+    from crawldeck.core.recrawl import parse_duration, prepare, summarize
+
     raise_open_files_limit()
     db = Path(args.db)
     try:
@@ -1237,8 +1503,13 @@ def _run_recrawl(args: argparse.Namespace) -> int:
     print(f"crawldeck recrawl: {len(plan.order)} pages to revisit, {plan.skipped} fetched "
           f"within {args.older_than}{queue}", flush=True)  # fmt: skip
     hint = f"resume with: {program()} {shlex.join(sys.argv[1:])}"
+    # the recrawl's budgets count this recrawl: the same command fetches more
+    caps = {"max_pages": args.max_pages, "max_bytes": args.max_bytes, "max_time": args.max_time}
+    ending = Ending(hint, {key: str(value) for key, value in caps.items() if value})
     try:
-        code = asyncio.run(_crawl(config, store, db, seeds, hint, ui=ui))
+        code = asyncio.run(
+            _crawl(config, store, db, seeds, ending, ui=ui, log_level=log_level(args))
+        )
         with Store(db) as after:
             found = summarize(after, started)
     except CrawldeckError as exc:
@@ -1259,6 +1530,8 @@ def _export_to_file(args: argparse.Namespace) -> int:
     """``export_file`` (atomic: a temporary file renamed over ``-o`` at the end), with
     SIGTERM and SIGHUP raising ``KeyboardInterrupt`` as SIGINT does, so that a stopped
     export removes its temporary file and leaves ``-o`` as it was."""
+    from crawldeck.core.export import export_file
+
     stops = (signal.SIGTERM, signal.SIGHUP)
     previous = {sig: signal.signal(sig, _stop_export) for sig in stops}
     try:
@@ -1296,6 +1569,8 @@ def _run_export(args: argparse.Namespace) -> int:
         return _run_mirror(args)
     if args.convert_links:
         return fail(args.command, "--convert-links goes with --mirror DIR")
+    from crawldeck.core.export import export
+
     try:
         if args.output is None:
             count = export(args.db, args.table, args.format, sys.stdout, with_body=args.with_body)
@@ -1327,6 +1602,8 @@ def _run_links(args: argparse.Namespace) -> int:
     """``crawldeck links DB [--broken] [--json]``: one line (or JSON object) a link on
     stdout, then on stderr how many and the links to URLs refused unfetched by reason;
     ``EXIT_BROKEN_LINKS`` when ``--broken`` found any."""
+    from crawldeck.core.export import blocked_links, link_report
+
     count = 0
     targets: set[str] = set()
     try:
@@ -1356,6 +1633,8 @@ def _run_show(args: argparse.Namespace) -> int:
     """``crawldeck show DB URL``: the page's WARC header, HTTP head and body (decoded
     text; a binary body as one line with its size), or with ``--raw`` the body's bytes
     alone."""
+    from crawldeck.core.export import body_text, page_record
+
     try:
         record = page_record(args.db, args.url)
     except CrawldeckError as exc:
@@ -1457,12 +1736,18 @@ def _run_worker(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``crawldeck`` console script; returns the exit code."""
-    logging.basicConfig(level=logging.WARNING, format="crawldeck: %(message)s")
-    logging.getLogger("crawldeck").setLevel(logging.ERROR)
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # said by the command's parser: see crawldeck crawl --help
         parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
+    level = log_level(args)
+    # other libraries from WARNING up (from ERROR with -q), everything with -v
+    root = logging.WARNING if level == logging.INFO else level
+    logging.basicConfig(level=root, format="crawldeck: %(message)s")
+    # crawldeck's own modules speak from ERROR up unless --log-level DEBUG (-v)
+    logging.getLogger("crawldeck").setLevel(
+        level if level == logging.DEBUG else max(level, logging.ERROR)
+    )
     handlers = {"crawl": _run_crawl, "demo": _run_demo, "export": _run_export,
                 "worker": _run_worker, "recrawl": _run_recrawl, "show": _run_show,
                 "links": _run_links,

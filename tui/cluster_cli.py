@@ -33,7 +33,7 @@ from crawldeck.core.config import CrawlConfig
 from crawldeck.core.errors import ConfigError, CrawldeckError
 from crawldeck.core.store import Store
 from crawldeck.tui.cli import broken_lines, fail, program
-from crawldeck.tui.headless import stop_signals
+from crawldeck.tui.headless import outcome_heading, stop_signals
 
 EXIT_OK = 0
 EXIT_STOPPED = 130
@@ -71,12 +71,13 @@ def progress_line(snap: ClusterSnapshot) -> str:
     )
 
 
-def summary_lines(snap: ClusterSnapshot, outcome: str) -> list[str]:
-    """The end-of-crawl summary of a cluster crawl: pages, bytes, time, status mix and
-    refusals (each worker's own figures are its last line in ``DB.workers.log``)."""
+def summary_lines(snap: ClusterSnapshot, heading: str) -> list[str]:
+    """The end-of-crawl summary of a cluster crawl under ``heading`` (how it ended,
+    ``tui.headless.outcome_heading``): pages, bytes, time, status mix and refusals
+    (each worker's own figures are its last line in ``DB.workers.log``)."""
     mix = ", ".join(f"{k} {v}" for k, v in sorted(snap.status_mix.items())) or "-"
     lines = [
-        f"crawl {outcome}: {snap.pages} pages (all runs), {snap.bytes:,} bytes, "
+        f"{heading}; {snap.pages} pages (all runs), {snap.bytes:,} bytes, "
         f"{snap.elapsed_s:.1f} s this run",
         f"  status mix: {mix}",
     ]
@@ -191,7 +192,8 @@ def run_cluster_crawl(
     with contextlib.suppress(OSError):
         for line in snap.log[-5:]:  # why it ended, when it was not the user's stop
             print(f"crawldeck: {line}", file=sys.stderr)
-        print("\n".join([*summary_lines(snap, outcome), *broken]))
+        caps = {"max_pages": str(config.max_pages)} if config.max_pages else {}
+        print("\n".join([*summary_lines(snap, outcome_heading(outcome, caps)), *broken]))
         print(f"crawl saved in {db} (each worker's last line in {db}.workers.log); export "
               f"with: {program()} export {shlex.quote(str(db))} --table pages --format csv",
               flush=True)  # fmt: skip

@@ -25,6 +25,8 @@ from crawldeck.core.snapshot import CrawlSnapshot
 #: The budgets that count over every run of the crawl file, by outcome, and their flag:
 #: the same command reaches the same cap at once, so the way on is a higher one.
 WHOLE_CRAWL_BUDGETS = {"max_pages": "--max-pages", "max_bytes": "--max-bytes"}
+#: Every budget outcome and its flag (``--max-time`` counts per run).
+BUDGET_FLAGS = {**WHOLE_CRAWL_BUDGETS, "max_time": "--max-time"}
 
 
 def go_on_note(outcome: str) -> str | None:
@@ -36,6 +38,25 @@ def go_on_note(outcome: str) -> str | None:
         return None
     return (f"to go on: the same command with a higher {flag} (it counts every run of "
             "the crawl file, so the same cap fetches nothing more)")  # fmt: skip
+
+
+def outcome_heading(outcome: str, caps: Mapping[str, str], *, failed: bool = False) -> str:
+    """The summary's heading, a sentence saying how the run ended: ``finished:
+    nothing left to fetch``, ``stopped: --max-pages 50 reached`` (``caps``: each budget
+    outcome's value as the operator gave it, ``{"max_pages": "50"}``), ``stopped on
+    request (Ctrl-C, q or a signal); state saved``, or with ``failed`` (the crawl got
+    no 2xx answer: every seed failed) ``ended: every seed failed, no page fetched``."""
+    if failed:
+        return "ended: every seed failed, no page fetched"
+    if outcome == "finished":
+        return "finished: nothing left to fetch"
+    if outcome == "stopped":
+        return "stopped on request (Ctrl-C, q or a signal); state saved"
+    flag = BUDGET_FLAGS.get(outcome)
+    if flag is None:
+        return f"ended: {outcome}"
+    cap = caps.get(outcome)
+    return f"stopped: {flag} {cap} reached" if cap else f"stopped: {flag} reached"
 
 
 def stop_signals() -> tuple[signal.Signals, ...]:
@@ -92,10 +113,13 @@ class HeadlessLog(logging.Handler):
     Args:
         out: where information goes (default stdout).
         err: where warnings go (default stderr).
+        level: the least level printed (``logging.INFO``; ``--log-level``, ``-q``, ``-v``).
     """
 
-    def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
-        super().__init__(logging.INFO)
+    def __init__(
+        self, out: TextIO | None = None, err: TextIO | None = None, level: int = logging.INFO
+    ) -> None:
+        super().__init__(level)
         self._out = out or sys.stdout
         self._err = err or sys.stderr
         self._level = logging.NOTSET  # the logger's, while this handler has it
@@ -115,10 +139,11 @@ class HeadlessLog(logging.Handler):
             pass
 
     def __enter__(self) -> HeadlessLog:
-        """Take the crawl's log lines (``CRAWL_LOGGER`` from INFO up) until ``__exit__``."""
+        """Take the crawl's log lines (``CRAWL_LOGGER`` from this handler's level up)
+        until ``__exit__``."""
         logger = logging.getLogger(CRAWL_LOGGER)
         self._level, self._propagate = logger.level, logger.propagate
-        logger.setLevel(logging.INFO)
+        logger.setLevel(self.level)
         logger.propagate = False
         logger.addHandler(self)
         return self
@@ -161,20 +186,23 @@ class HeadlessReporter:
             self._gone = True
 
     def summary(
-        self, snap: CrawlSnapshot, outcome: str, *, responses: Mapping[str, int] | None = None
+        self, snap: CrawlSnapshot, heading: str, *, responses: Mapping[str, int] | None = None
     ) -> None:
-        """Print the end-of-crawl summary table; ``responses`` (HTTP status as text ->
-        responses: the run's stats, ``core.stats`` ``responses_by_status``) adds this
-        run's responses by status, where a recrawl's 304s show (a 304 leaves the
-        ``pages`` row, and so the all-runs status mix, as it was)."""
+        """Print the end-of-crawl summary table under ``heading`` (``outcome_heading``);
+        pages fetched are those that got an HTTP answer (a URL that got none is counted
+        under "no response"). ``responses`` (HTTP status as text -> responses: the run's
+        stats, ``core.stats`` ``responses_by_status``) adds this run's responses by
+        status, where a recrawl's 304s show (a 304 leaves the ``pages`` row, and so the
+        all-runs status mix, as it was)."""
         c = snap.counters
         elapsed = snap.elapsed_s
-        table = Table(title=f"crawl {outcome}", show_header=False, title_justify="left")
+        table = Table(title=heading, show_header=False, title_justify="left")
         table.add_column("what", style="bold")
         table.add_column("value")
         run_pages = snap.pages_this_run
         rate = run_pages / elapsed if elapsed > 0 else 0.0
-        table.add_row("pages fetched (all runs)", str(c.pages))
+        answered = c.pages - c.errors
+        table.add_row("pages fetched (all runs)", str(answered))
         table.add_row("bytes (all runs)", f"{c.bytes:,}")
         # fetches, not rows: a redirect that comes back to its URL fetches it twice
         table.add_row("this run", f"{run_pages} fetches in {elapsed:.1f} s, {rate:.1f}/s")

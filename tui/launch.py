@@ -1,10 +1,11 @@
 """The ``crawldeck`` console script: ``tui.cli.main``, with Ctrl-C quiet while starting.
 
-Importing the crawler (aiohttp, Textual, the parsers) takes about a second; a Ctrl-C
-then would print a traceback of whatever module was being imported. Until
+Importing ``tui.cli`` (the config, the store, the argument parser) takes a moment; a
+Ctrl-C then would print a traceback of whatever module was being imported. Until
 ``tui.cli`` is loaded, SIGINT ends the process at once with exit 130 and one line
 (nothing has been opened, so nothing is lost); then Python's usual handler is back
-and ``tui.cli.main`` handles stops itself.
+and ``tui.cli.main`` handles stops itself, the import of the engine and aiohttp
+(by the commands that crawl, not by ``--help`` or ``--version``) included.
 """
 
 from __future__ import annotations

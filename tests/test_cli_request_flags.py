@@ -1,0 +1,168 @@
+"""The request switches a curl, wget or Scrapy user types first (issue #25 item 2):
+``-H/--header``, ``--proxy``, ``--auth``, ``--no-warc``, ``--warc-prefix`` and ``-q``,
+each crawled against real loopback servers (``tests/httpserver.py``,
+``tests/forwardproxy.py``)."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import os
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from clikit import CRAWLDECK, run
+from forwardproxy import ForwardProxy
+from httpserver import HTTPTestServer, Request, Response
+
+HTML = {"Content-Type": "text/html"}
+BASIC = "Basic " + base64.b64encode(b"alice:s3cret").decode()
+
+
+@pytest.fixture
+def site() -> Iterator[HTTPTestServer]:
+    with HTTPTestServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def elsewhere() -> Iterator[HTTPTestServer]:
+    """Another host (127.0.0.2): a redirect's target that must not get credentials."""
+    with HTTPTestServer("127.0.0.2") as srv:
+        yield srv
+
+
+def test_header_is_sent_with_every_request_robots_txt_included(
+    tmp_path: Path, site: HTTPTestServer
+) -> None:
+    site.set("/", Response(200, HTML, b'<a href="/next">n</a>'))
+    site.set("/next", Response(200, HTML, b"<p>next</p>"))
+    proc = run("crawl", site.url("/"), "--no-ui", "--delay-ms", "0", "-H", "X-Trace: 42",
+               "--header", "Accept-Language:  en ", cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(r.path for r in site.requests) == ["/", "/next", "/robots.txt", "/sitemap.xml"]
+    assert all(r.headers.get("x-trace") == "42" for r in site.requests)
+    assert all(r.headers.get("accept-language") == "en" for r in site.requests)
+    # the loopback seed the operator named: one information line, no warning
+    assert "warning" not in proc.stderr, proc.stderr
+    assert proc.stdout.count("seed host at loopback address 127.0.0.1") == 1
+
+
+def test_proxy_carries_every_request(tmp_path: Path, site: HTTPTestServer) -> None:
+    site.set("/", Response(200, HTML, b"<p>home</p>"))
+    with ForwardProxy() as proxy:
+        proc = run("crawl", site.url("/"), "--no-ui", "--proxy", proxy.url, cwd=tmp_path)
+        proxied = proxy.requests
+    assert proc.returncode == 0, proc.stderr
+    paths = ["/", "/robots.txt", "/sitemap.xml"]
+    assert sorted(p.target for p in proxied) == [site.url(path) for path in paths]
+    assert sorted(r.path for r in site.requests) == paths
+
+
+def test_auth_goes_to_the_seeds_origin_only_never_across_a_redirect(
+    tmp_path: Path, site: HTTPTestServer, elsewhere: HTTPTestServer
+) -> None:
+    """The server checks the header (401 without it); a redirect to another host gets
+    none; the password is in neither the crawl file nor the WARC files."""
+
+    def private(req: Request) -> Response:
+        if req.headers.get("authorization") != BASIC:
+            return Response(401, {"WWW-Authenticate": 'Basic realm="x"'}, b"")
+        return Response(200, HTML, b"<p>members only</p>")
+
+    site.set("/", Response(200, HTML, b'<a href="/private">p</a><a href="/away">a</a>'))
+    site.set("/private", private)
+    site.set("/away", Response(302, {"Location": elsewhere.url("/landing")}, b""))
+    elsewhere.set("/landing", Response(200, HTML, b"<p>landed</p>"))
+    proc = run("crawl", site.url("/"), "--no-ui", "--delay-ms", "0", "--scope", "any",
+               "-s", "allow_private=true", "--auth", "alice:s3cret", cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert all(r.headers.get("authorization") == BASIC for r in site.requests)
+    assert "/landing" in [r.path for r in elsewhere.requests]
+    assert all("authorization" not in r.headers for r in elsewhere.requests)
+    with sqlite3.connect(tmp_path / "crawl.db") as db:
+        assert db.execute("SELECT status FROM pages WHERE url = ?", (site.url("/private"),))\
+            .fetchone() == (200,)  # fmt: skip
+        saved = "".join(row[0] for row in db.execute("SELECT config FROM runs"))
+    assert "alice" in saved and "s3cret" not in saved  # the user, not the password
+    warcs = list(tmp_path.glob("crawl-*.warc.gz"))
+    assert warcs
+    for path in warcs:
+        data = gzip.decompress(path.read_bytes())
+        assert b"s3cret" not in data and BASIC.encode() not in data
+
+
+def test_auth_for_a_named_origin_is_not_sent_to_the_seed(
+    tmp_path: Path, site: HTTPTestServer, elsewhere: HTTPTestServer
+) -> None:
+    site.set("/", Response(200, HTML, f'<a href="{elsewhere.url("/x")}">x</a>'.encode()))
+    elsewhere.set("/x", Response(200, HTML, b"<p>x</p>"))
+    proc = run("crawl", site.url("/"), "--no-ui", "--delay-ms", "0", "--scope", "any",
+               "-s", "allow_private=true", "--auth", f"{elsewhere.origin}=alice:s3cret",
+               cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert all("authorization" not in r.headers for r in site.requests)
+    assert elsewhere.requests and all(
+        r.headers.get("authorization") == BASIC for r in elsewhere.requests
+    )
+
+
+def test_no_warc_writes_no_warc_file(tmp_path: Path, site: HTTPTestServer) -> None:
+    site.set("/", Response(200, HTML, b"<p>home</p>"))
+    proc = run("crawl", site.url("/"), "--no-ui", "--no-warc", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "crawl.db").exists()
+    assert list(tmp_path.glob("*.warc.gz")) == []
+
+
+def test_warc_prefix_names_the_files_and_show_still_reads_them(
+    tmp_path: Path, site: HTTPTestServer
+) -> None:
+    site.set("/", Response(200, HTML, b"<p>home page body</p>"))
+    proc = run("crawl", site.url("/"), "--no-ui", "--warc-prefix", "site.v1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert [p.name for p in tmp_path.glob("*.warc.gz")] == ["site.v1-00001.warc.gz"]
+    shown = run("show", "crawl.db", site.url("/"), cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "<p>home page body</p>" in shown.stdout
+
+
+def test_quiet_prints_the_summary_and_nothing_else(tmp_path: Path, site: HTTPTestServer) -> None:
+    site.set("/", Response(200, HTML, b"<p>home</p>"))
+    proc = run("crawl", site.url("/"), "--no-ui", "-q", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""  # not even the loopback seed's line
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("finished: nothing left to fetch")  # no progress, no log
+    assert lines[-1].startswith("crawl saved in crawl.db")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-H", "no colon"], "argument -H/--header: expected 'Name: value'"),
+        (["-H", "Cookie: a=b"], "config key 'header': 'Cookie' is refused"),
+        (["--proxy", "ftp://p:21"], "config key 'proxy': expected an http:// proxy URL"),
+        (["--auth", "alice"], "argument --auth: expected USER:PASS or ORIGIN=USER:PASS"),
+        (["--log-level", "LOUD"], "argument --log-level: invalid choice: 'LOUD'"),
+        (["-q", "-v"], "argument -v/--verbose: not allowed with argument -q/--quiet"),
+        (["--netrc"], "config key 'netrc': "),
+        (["--auth", "https://a.example/x=u:p"], "config key 'auth': 'https://a.example/x' is"),
+        (["--warc-prefix", "../up"], "config key 'warc_prefix': expected a file name stem"),
+    ],
+)
+def test_a_bad_request_flag_is_one_line_and_exit_2(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    env = {**os.environ, "HOME": str(tmp_path), "NETRC": ""}  # no netrc file
+    proc = subprocess.run(
+        [CRAWLDECK, "crawl", "http://127.0.0.1:9/", "--no-ui", *args], cwd=tmp_path,
+        capture_output=True, text=True, timeout=120, check=False, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("crawldeck crawl: error: ") and message in proc.stderr
+    assert not (tmp_path / "crawl.db").exists()
