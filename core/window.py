@@ -230,6 +230,18 @@ class FrontierWindow:
         one's; no URL is lost."""
         return self._frontier.credit(key, cash)
 
+    def credit_all(self, scores: Sequence[tuple[str, float, str]]) -> list[tuple[str, float]]:
+        """``credit`` for each ``(key, cash, host)`` of one page's outlinks, in one call
+        (``Frontier.credit_all``).
+
+        Returns:
+            ``(key, cash)`` of the credits not taken in memory whose host has URLs
+            spilled (``spills``): the ones the caller writes to the store.
+        """
+        spilled = self._spilled
+        missed = self._frontier.credit_all(scores)
+        return [(key, cash) for key, cash, host in missed if spilled.get(host, 0) > 0]
+
     def spills(self, host: str) -> bool:
         """Whether ``host`` has URLs waiting in the store only (spilled)."""
         return self._spilled.get(host, 0) > 0
