@@ -275,7 +275,8 @@ class FrontierWindow:
         Raises:
             StoreError: an earlier read failed.
         """
-        self._raise()
+        if self._failure is not None:  # no call while nothing failed (a few a page)
+            self._raise()
         if self._waiting and len(self._frontier) + self._reserved <= self._window // 2:
             self._read_waiting()
         entry = self._frontier.pop(now)
@@ -300,7 +301,8 @@ class FrontierWindow:
         Raises:
             StoreError: an earlier read failed.
         """
-        self._raise()
+        if self._failure is not None:  # no call while nothing failed (a few a page)
+            self._raise()
         if self._waiting and len(self._frontier) + self._reserved < self._window:
             self._read_waiting()
 
