@@ -186,7 +186,7 @@ def test_a_page_costs_what_it_cost(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert figures["tasks"] <= 0.6, figures
     # 478-504 at 6827a5a (three runs; the writer's and the parse threads' batching
     # vary with the machine's timing by a few %): about 10 calls per link found.
-    # 316-335 after the hot-path cut (issue #23 item 2; five runs): the href memo's
+    # 311-335 after the hot-path cut (issue #23 item 2; seven runs): the href memo's
     # hits and a page's OPIC credits no longer cost a call per link
     assert figures["calls"] <= 360, figures
     # 87 at 6827a5a (the memo's key and get per href), 5.3 now: a call per new href
