@@ -63,46 +63,41 @@ class Link:
 class _HrefMemo:
     """A bounded memo of resolved hrefs, keyed by ``origin_prefix(base) + href`` for a
     root-relative href and by the href itself for an absolute http(s) one (hrefs whose
-    resolution does not depend on the page's path). Two generations of at most
-    ``size`` entries each: when the young one is full it becomes the old one and the
-    old one is dropped, and a hit in the old one moves back to the young one, so the
-    hrefs that keep recurring (navigation) stay."""
+    resolution does not depend on the page's path; ``Admission.follow`` computes the
+    key). Two generations of at most ``size`` entries each: when the young one is full
+    it becomes the old one and the old one is dropped, and a hit in the old one moves
+    back to the young one, so the hrefs that keep recurring (navigation) stay.
 
-    __slots__ = ("_old", "_size", "_young")
+    Attributes:
+        young: the young generation (``key -> Link``), read directly by the caller:
+            a hit there, most repeats, is one dict lookup (``revive`` for a miss).
+    """
+
+    __slots__ = ("_old", "_size", "young")
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._young: dict[str, Link] = {}
+        self.young: dict[str, Link] = {}
         self._old: dict[str, Link] = {}
-
-    @staticmethod
-    def key(prefix: str, href: str) -> str | None:
-        """The memo key of ``href`` on a page whose base has ``prefix``, or ``None``."""
-        if href.startswith("/"):
-            return None if href.startswith("//") else prefix + href
-        if href.startswith(("http://", "https://")):
-            return href
-        return None
 
     def __len__(self) -> int:
         """Entries held, both generations."""
-        return len(self._young) + len(self._old)
+        return len(self.young) + len(self._old)
 
-    def get(self, key: str) -> Link | None:
-        """The remembered resolution of ``key``, or ``None``."""
-        found = self._young.get(key)
-        if found is None:
-            found = self._old.pop(key, None)
-            if found is not None:
-                self.put(key, found)
+    def revive(self, key: str) -> Link | None:
+        """The remembered resolution of ``key`` that is not in ``young`` (moved back
+        there from the old generation), or ``None``."""
+        found = self._old.pop(key, None)
+        if found is not None:
+            self.put(key, found)
         return found
 
     def put(self, key: str, link: Link) -> None:
-        """Remember ``link`` under ``key``."""
-        if len(self._young) >= self._size:
-            self._old = self._young
-            self._young = {}
-        self._young[key] = link
+        """Remember ``link`` under ``key`` (``young`` may be a new dict afterwards)."""
+        if len(self.young) >= self._size:
+            self._old = self.young
+            self.young = {}
+        self.young[key] = link
 
 
 def _prefix_host(prefix: str) -> tuple[str, str]:
@@ -260,11 +255,25 @@ class Admission:
         edges: list[tuple[str, str]] = []
         found: list[Link | tuple[str, Verdict]] = []  # to admit, or (href, refusal)
         memo = self._memo
+        young = memo.young
         prefix = urls.origin_prefix(base)
         same_host: tuple[str, str] | None = None  # (prefix + "/", its host key), on need
         for href in dict.fromkeys(hrefs):
-            memo_key = _HrefMemo.key(prefix, href)
-            known = memo.get(memo_key) if memo_key is not None else None
+            # the memo key (``_HrefMemo``) and its young generation's lookup written out:
+            # a repeated href (most of a page's: navigation) costs no call
+            memo_key: str | None
+            if href.startswith("/"):
+                memo_key = None if href.startswith("//") else prefix + href
+            elif href.startswith(("http://", "https://")):
+                memo_key = href
+            else:
+                memo_key = None
+            known = None
+            if memo_key is not None:
+                known = young.get(memo_key)
+                if known is None:
+                    known = memo.revive(memo_key)
+                    young = memo.young  # a put may have started a new generation
             if known is None:
                 try:
                     url = urls.clean(href, base)
@@ -277,6 +286,7 @@ class Admission:
                 known = Link(url, urls.normalize(url, self._strip), host)
                 if memo_key is not None:
                     memo.put(memo_key, known)
+                    young = memo.young
             edges.append((page_url, known.url))
             if targets is not None:
                 targets.append(known)

@@ -45,7 +45,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Final, Literal, Protocol
 
 import aiodns
 import pycares
@@ -86,8 +86,16 @@ def bare_host(host: str) -> str:
     return host.rstrip(".")
 
 
+#: Distinct strings ``ip_literal`` and ``special_purpose`` remember (each asked once per
+#: fetch or per address resolved: parsing with ``ipaddress`` was about 1 % of a crawl's
+#: CPU, issue #23 item 2).
+ADDRESS_MEMO: Final = 4096
+
+
+@functools.lru_cache(maxsize=ADDRESS_MEMO)
 def ip_literal(host: str) -> str | None:
-    """The compressed form of ``host`` if it is an IPv4/IPv6 literal, else ``None``."""
+    """The compressed form of ``host`` if it is an IPv4/IPv6 literal, else ``None``
+    (the last ``ADDRESS_MEMO`` hosts asked are remembered)."""
     try:
         return str(ipaddress.ip_address(host))
     except ValueError:
@@ -625,8 +633,10 @@ _SPECIAL: tuple[tuple[IPNetwork, str, str], ...] = tuple(
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # RFC 6052: the IPv4 address is inside
 
 
+@functools.lru_cache(maxsize=ADDRESS_MEMO)
 def special_purpose(address: str) -> tuple[str, str] | None:
-    """``(category, source)`` if ``address`` is special-purpose, ``None`` if public.
+    """``(category, source)`` if ``address`` is special-purpose, ``None`` if public
+    (the last ``ADDRESS_MEMO`` addresses asked are remembered).
 
     Categories: ``loopback``, ``private``, ``link-local``, ``multicast``, ``reserved``;
     the source names the RFC (table ``_SPECIAL``, IANA special-purpose registries,
@@ -708,6 +718,7 @@ class AddressPolicy:
         self._inform = inform or (lambda line: log.info("%s", line))
         self._trusted: set[str] = set()
         self._announced: set[str] = set()
+        self._allowed: dict[str, bool] = {}  # address -> in allow_networks
 
     def trust(self, host: str) -> None:
         """Trust ``host`` (a name, IP literal or host key; its port is ignored) to
@@ -781,9 +792,17 @@ class AddressPolicy:
         raise first
 
     def _in_allowed(self, address: str) -> bool:
-        ip = ipaddress.ip_address(address)
-        candidates = {ip, _embedded_v4(ip)}
-        return any(c in network for c in candidates for network in self._networks)
+        """Whether ``address`` (or the IPv4 address it carries) is in ``allow_networks``
+        (the last ``ADDRESS_MEMO`` answers remembered)."""
+        known = self._allowed.get(address)
+        if known is None:
+            ip = ipaddress.ip_address(address)
+            candidates = {ip, _embedded_v4(ip)}
+            known = any(c in network for c in candidates for network in self._networks)
+            if len(self._allowed) >= ADDRESS_MEMO:
+                self._allowed.clear()
+            self._allowed[address] = known
+        return known
 
 
 # ------------------------------------------------------------- per-IP politeness

@@ -463,15 +463,12 @@ class Recorder:
         leave memory; a URL of a host with none spilled is fetched, in flight or of a
         parked host, and gets nothing, as a fetched one gets nothing in SQLite), or in a
         cluster's queues in Redis, every credit, where the URL moves up to its band."""
-        credit = self._frontier.credit
         missed: list[tuple[str, float]]
         if self._through:
+            self._frontier.credit_all(scores)
             missed = [(key, cash) for key, cash, _ in scores]
-            for key, cash in missed:
-                credit(key, cash)
         else:
-            spills = self._frontier.spills
-            missed = [(k, c) for k, c, host in scores if not credit(k, c) and spills(host)]
+            missed = self._frontier.credit_all(scores)
         if self._add_scores is not None and missed:
             self._add_scores(missed)
 

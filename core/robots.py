@@ -177,7 +177,10 @@ class RobotsCache:
         state = self._states.get(key)
         if state is None:
             return None
-        return replace(state.view, refreshing=key in self._inflight)
+        view = state.view
+        refreshing = key in self._inflight
+        # the cached view is frozen: a copy only when the flag differs (2.6 calls a page)
+        return view if view.refreshing == refreshing else replace(view, refreshing=refreshing)
 
     def origins(self) -> int:
         """How many origins have a cached robots.txt state."""

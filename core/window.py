@@ -230,6 +230,18 @@ class FrontierWindow:
         one's; no URL is lost."""
         return self._frontier.credit(key, cash)
 
+    def credit_all(self, scores: Sequence[tuple[str, float, str]]) -> list[tuple[str, float]]:
+        """``credit`` for each ``(key, cash, host)`` of one page's outlinks, in one call
+        (``Frontier.credit_all``).
+
+        Returns:
+            ``(key, cash)`` of the credits not taken in memory whose host has URLs
+            spilled (``spills``): the ones the caller writes to the store.
+        """
+        spilled = self._spilled
+        missed = self._frontier.credit_all(scores)
+        return [(key, cash) for key, cash, host in missed if spilled.get(host, 0) > 0]
+
     def spills(self, host: str) -> bool:
         """Whether ``host`` has URLs waiting in the store only (spilled)."""
         return self._spilled.get(host, 0) > 0
@@ -263,7 +275,8 @@ class FrontierWindow:
         Raises:
             StoreError: an earlier read failed.
         """
-        self._raise()
+        if self._failure is not None:  # no call while nothing failed (a few a page)
+            self._raise()
         if self._waiting and len(self._frontier) + self._reserved <= self._window // 2:
             self._read_waiting()
         entry = self._frontier.pop(now)
@@ -288,7 +301,8 @@ class FrontierWindow:
         Raises:
             StoreError: an earlier read failed.
         """
-        self._raise()
+        if self._failure is not None:  # no call while nothing failed (a few a page)
+            self._raise()
         if self._waiting and len(self._frontier) + self._reserved < self._window:
             self._read_waiting()
 

@@ -14,7 +14,9 @@ Counted per page fetched, the same on a fast or a slow machine:
 - SQLite statements run on every connection the crawl opens (``set_trace_callback``);
 - asyncio tasks created on the loop (a counting task factory);
 - Python function calls into ``crawldeck.core`` (``sys.setprofile`` and
-  ``threading.setprofile``: the loop's thread, the store's writer, the parse threads);
+  ``threading.setprofile``: the loop's thread, the store's writer, the parse threads),
+  in all and into the modules that run once per link (admission, the frontier window,
+  the frontier and its OPIC credits);
 - bytes of the crawl file (with its WAL) at the end.
 
 Each bound sits just above the figure measured when it was set (the comment beside it
@@ -29,9 +31,10 @@ import asyncio
 import sqlite3
 import sys
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -44,6 +47,8 @@ import crawldeck.core
 
 HOSTS = 4
 PAGES = 40
+#: the modules called once per link found before issue #23 item 2 (calls bounded each)
+PER_LINK_MODULES = ("admission.py", "frontier.py", "window.py")
 #: ``crawldeck/core`` links to ``core/``: code objects carry the path it was imported by
 CORE = (
     str(Path(crawldeck.core.__file__).parent),
@@ -91,6 +96,8 @@ class Costs:
     statements: int = 0
     tasks: int = 0
     calls: int = 0
+    #: calls by module file name (``admission.py``...)
+    module_calls: Counter[str] = field(default_factory=Counter)
     file_bytes: int = 0
 
     def per_page(self, total: int) -> float:
@@ -113,8 +120,11 @@ def _counting(costs: Costs, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         return conn
 
     def profile(frame: FrameType, event: str, _arg: object) -> None:
-        if event == "call" and frame.f_code.co_filename.startswith(CORE):
-            costs.calls += 1
+        if event == "call":
+            name = frame.f_code.co_filename
+            if name.startswith(CORE):
+                costs.calls += 1
+                costs.module_calls[name.rpartition("/")[2]] += 1
 
     monkeypatch.setattr(sqlite3, "connect", connect)
     threading.setprofile(profile)
@@ -165,6 +175,7 @@ def test_a_page_costs_what_it_cost(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         "tasks": costs.per_page(costs.tasks),
         "calls": costs.per_page(costs.calls),
         "file_bytes": costs.per_page(costs.file_bytes),
+        **{m: costs.per_page(costs.module_calls[m]) for m in PER_LINK_MODULES},
     }
     print(" ".join(f"{k}={v:.2f}" for k, v in figures.items()))
     # 49.2-49.3 at 6827a5a: a page's row, its links' rows (about 50, one statement
@@ -174,7 +185,17 @@ def test_a_page_costs_what_it_cost(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     # the same in every run
     assert figures["tasks"] <= 0.6, figures
     # 478-504 at 6827a5a (three runs; the writer's and the parse threads' batching
-    # vary with the machine's timing by a few %): about 10 calls per link found
-    assert figures["calls"] <= 540, figures
+    # vary with the machine's timing by a few %): about 10 calls per link found.
+    # 311-335 after the hot-path cut (issue #23 item 2; seven runs): the href memo's
+    # hits and a page's OPIC credits no longer cost a call per link
+    assert figures["calls"] <= 360, figures
+    # 87 at 6827a5a (the memo's key and get per href), 5.3 now: a call per new href
+    assert figures["admission.py"] <= 8, figures
+    # 85 at 6827a5a (credit per credited link), 51-55 now: popping, queueing, and
+    # ``_promote`` when a credit raises a URL's priority (about 4.5 a page)
+    assert figures["frontier.py"] <= 60, figures
+    # 83 at 6827a5a (credit and spills per credited link), 18-19 now: pop, bring_in,
+    # and one ``credit_all`` a page (their check for a failed read is no call)
+    assert figures["window.py"] <= 22, figures
     # 8 370-8 440 at 6827a5a: the page's row, its links and the indexes over them
     assert figures["file_bytes"] <= 8_900, figures
