@@ -42,7 +42,7 @@ from crawldeck.core.assembly import Parts
 from crawldeck.core.cluster.addresses import STALE_S, SharedIpLimit
 from crawldeck.core.cluster.keys import SHARDS, Keyspace, shard_of
 from crawldeck.core.cluster.leases import RENEW_SHARE, Leases
-from crawldeck.core.cluster.link import Command, RedisLink
+from crawldeck.core.cluster.link import LINGER_S, Command, RedisLink
 from crawldeck.core.cluster.store import ClusterStore, decode_robots, flush_wait_s
 from crawldeck.core.cluster.window import SharedWindow
 from crawldeck.core.config import CrawlConfig, asdict, build_config
@@ -256,6 +256,7 @@ class Worker:
             cash_queues=config.front_queues if config.ordering in CASH_ORDERINGS else 0,
             inlinks=config.ordering == "opic-inlinks",
             wait_s=flush_wait_s(config.redis_outage_s),
+            read_wait_s=min(LINGER_S, config.delay_ms / 2000),
         )  # fmt: skip
         if warc_dir is not None:
             self.store.warc_home = WarcHome(warc_dir, f"{keys.crawl_id}-{suffix}", keys.crawl_id)
@@ -418,7 +419,9 @@ class Worker:
             await self._claim()
 
     async def _beat(self) -> None:
-        """Renew, recover, read the crawl's state and publish the heartbeat (one batch)."""
+        """Renew, recover, read the crawl's state and publish the heartbeat (one batch,
+        within ``LINGER_S``: it rides on another round trip of the worker's if one
+        goes meanwhile)."""
         k, now, sent = self._keys, self._clock(), self._mono()
         now_ms = int(now * 1000)
         self.leases.expire_due()
@@ -441,7 +444,7 @@ class Worker:
             ("LLEN", k.seeds),
             ("HVALS", k.workers),
         ]
-        replies = await self._link.batch(commands)
+        replies = await self._link.send(commands, within_s=LINGER_S)
         for reply in replies[:renews]:
             for host_b, ok, queued, credits in reply:
                 host = str(_text(host_b))
