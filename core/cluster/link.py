@@ -226,12 +226,14 @@ class RedisLink:
         """One pipeline of ``joined``'s commands; each caller gets its slice."""
         try:
             replies = await self.batch(joined.commands)
-        except BaseException as exc:  # every caller of the pipeline gets its failure
+        except asyncio.CancelledError:  # the loop is closing: so are its callers
+            for _a, _b, future in joined.waiters:
+                future.cancel()
+            raise
+        except Exception as exc:  # every caller of the pipeline gets its failure
             for _a, _b, future in joined.waiters:
                 if not future.done():
                     future.set_exception(exc)
-            if not isinstance(exc, Exception):
-                raise
             return
         for a, b, future in joined.waiters:
             if not future.done():
