@@ -45,13 +45,13 @@ SETTINGS: dict[str, Any] = {
 #: per loop turn with writes, a pull (often two and a flush) per host refill, a
 #: per-IP booking with the ends and the heartbeat each in a pipeline of its own. Now
 #: one pipeline carries whatever the worker has to send within ``LINGER_S`` (writes,
-#: ends, the heartbeat) or half the politeness delay (reads, bookings a delay ahead):
-#: 1.06-1.25 measured at load 12-17, 1.64 in a run slowed about 3x under cProfile
-#: (which commands share a pipeline depends on timing: the bound leaves room for a
-#: slow machine, and stays under 4d5703f's lowest figure, 2.43). Not yet at 1: the
-#: bookings and reads of pages that end apart still go apart.
+#: ends, the heartbeat) or half the time to a booking's slot, and a read takes the
+#: buffered writes with it: 1.18-1.35 measured at load 3-17, 1.27-1.31 in runs slowed
+#: about 3x under cProfile (which commands share a pipeline depends on timing: the
+#: bound leaves room for a slow machine, and stays under 4d5703f's lowest figure,
+#: 2.43). Not yet at 1: the reads and bookings of pages that end apart go apart.
 MAX_ROUND_TRIPS_PER_PAGE = 1.8
-#: Commands per page (a script counted once): 8.5-9.3 before and after (the pipelines
+#: Commands per page (a script counted once): 8.4-9.3 before and after (the pipelines
 #: got fewer, not the scripts: a COMMIT and a PUSH per shard and flush, an IP_BOOK
 #: and an IP_END per request, a PULL per refill, the heartbeat's seven every 0.5 s a
 #: worker, which a slower run pays more of a page: 10.9 slowed about 3x).

@@ -227,10 +227,6 @@ class ClusterStore:
         wait_s: the longest (s) ``flush`` and ``load_spilled``, called in a thread,
             wait for the event loop (``flush_wait_s`` of the crawl's
             ``redis_outage_s``); then they raise ``StoreError``.
-        read_wait_s: how long (s) a read of queued URLs (``pull``) may wait for other
-            commands to share its round trip (the worker's: at most half the
-            politeness delay, which a host waits between two fetches anyway); 0: the
-            read goes at the next loop turn.
 
     Attributes:
         warc_home: where this worker's WARC files go (``core.archive.warc_writer``
@@ -253,11 +249,9 @@ class ClusterStore:
         cash_queues: int = 0,
         inlinks: bool = False,
         wait_s: float = flush_wait_s(60.0),
-        read_wait_s: float = 0.0,
     ) -> None:
         self._keys = keys
         self._wait_s = wait_s
-        self._read_wait_s = read_wait_s
         self._inlinks = "1" if inlinks else "0"
         self.warc_home: WarcHome | None = None
         self._cap = max_pages
@@ -592,9 +586,9 @@ class ClusterStore:
 
     async def pull(self, host: str, limit: int) -> list[FrontierRow]:
         """Move up to ``limit`` URLs of ``host`` from its queue to this worker (``:inf``),
-        in a flush's pipeline (within ``read_wait_s``, or sooner with another round
-        trip of the worker's), after its pushes: the URLs buffered before the call are
-        in the queue it reads.
+        in the next flush's pipeline, sent at once (the frontier window reads one host
+        at a time: a read that waited would hold up the next), after its pushes: the
+        URLs buffered before the call are in the queue it reads.
 
         Raises:
             StoreError: see the class.
@@ -605,13 +599,9 @@ class ClusterStore:
             return []
         if self._task is None or self._task.done():
             self._stopped(self._buf.serial)
-        loop = asyncio.get_running_loop()
-        reply_to: asyncio.Future[Any] = loop.create_future()
+        reply_to: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._buf.pulls.append(_Pull(host, epoch, limit, reply_to))
-        if self._read_wait_s > 0:  # it waits for a round trip to ride on, or its time
-            loop.call_later(self._read_wait_s, self._hurry)
-        else:
-            self._hurry()
+        self._hurry()
         reply = await reply_to
         if reply is None:
             self._leases.lose(host)

@@ -256,7 +256,6 @@ class Worker:
             cash_queues=config.front_queues if config.ordering in CASH_ORDERINGS else 0,
             inlinks=config.ordering == "opic-inlinks",
             wait_s=flush_wait_s(config.redis_outage_s),
-            read_wait_s=min(LINGER_S, config.delay_ms / 2000),
         )  # fmt: skip
         if warc_dir is not None:
             self.store.warc_home = WarcHome(warc_dir, f"{keys.crawl_id}-{suffix}", keys.crawl_id)
