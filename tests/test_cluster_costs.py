@@ -46,7 +46,7 @@ SETTINGS: dict[str, Any] = {
 #: per-IP booking with the ends and the heartbeat each in a pipeline of its own. Now
 #: one pipeline carries whatever the worker has to send within ``LINGER_S`` (writes,
 #: ends, the heartbeat) or half the time to a booking's slot, and a read takes the
-#: buffered writes with it: 1.18-1.35 measured at load 3-17, 1.27-1.31 in runs slowed
+#: buffered writes with it: 1.18-1.36 measured at load 3-17, 1.27-1.31 in runs slowed
 #: about 3x under cProfile (which commands share a pipeline depends on timing: the
 #: bound leaves room for a slow machine, and stays under 4d5703f's lowest figure,
 #: 2.43). Not yet at 1: the reads and bookings of pages that end apart go apart.
