@@ -15,7 +15,9 @@ seeds.txt --no-ui --db X --config bench.toml`` process with ``e2e_bench.py``'s c
 host, depth D, ``max_pages`` = N):
 
 - A: the single process, no Redis (the SQLite crawl);
-- B, C, D: ``--workers 1``, ``2``, ``4`` ``--redis unix:///... --crawl-id bench`` on a
+- B, C, D, E: ``--workers 1``, ``2``, ``4``, ``8`` (E only when asked: ``--only ACE``;
+  on 2 cores it measures Redis's and the coordinator's cost per page with 8 writers,
+  not a speed-up) ``--redis unix:///... --crawl-id bench`` on a
   fresh ``redis-server`` the benchmark starts for the run (``PrivateRedis``: a unix
   socket in a temporary directory, append-only file ``everysec``, as a private crawl's).
   The crawl's config is shared by the workers, so each worker has the same
@@ -119,7 +121,7 @@ from crawldeck.core.frontier import FrontierEntry
 from crawldeck.core.prioritizer import ORDERINGS
 
 #: The configurations: name -> workers (``None``: the single process without Redis).
-CONFIGS: dict[str, int | None] = {"A": None, "B": 1, "C": 2, "D": 4}
+CONFIGS: dict[str, int | None] = {"A": None, "B": 1, "C": 2, "D": 4, "E": 8}
 CRAWL_ID = "bench"
 WORKER_LINE = re.compile(
     r"crawldeck worker (?P<id>\S+): (?P<outcome>\w+), (?P<pages>\d+) pages in "
@@ -778,7 +780,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-only", action="store_true", help="only the memory measurement")
     parser.add_argument("--keep", action="store_true",
                         help="keep the work directory (crawl files, logs)")  # fmt: skip
-    parser.add_argument("--only", default="ABCD", help="the configurations to run (default ABCD)")
+    parser.add_argument(
+        "--only", default="ABCD", help="the configurations to run (default ABCD; E: 8 workers)"
+    )
     parser.add_argument("--profile", type=int, metavar="N", default=0,
                         help="instead of the rounds: profile A, then a crawl with N "
                              "workers and its coordinator, each under cProfile")  # fmt: skip
@@ -799,7 +803,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{args.concurrency} per process, 1 per host, depth {args.max_depth}, cap "
                   f"{args.max_pages} pages, ordering {args.ordering}; {args.rounds} "
                   f"round{'s' * (args.rounds != 1)} "
-                  "of A (single) B (1 worker) C (2) D (4)")  # fmt: skip
+                  f"of {' '.join(args.only)} (A single, B 1 worker, C 2, D 4, E 8)")  # fmt: skip
             with TimedWeb(args.hosts, args.pages, by_ip=True, port=port) as web:
                 (work / "seeds.txt").write_text("\n".join(web.seeds) + "\n")
                 (work / "bench.toml").write_text(

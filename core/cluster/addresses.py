@@ -37,7 +37,9 @@ synchronous answers: ``earliest`` answers from the local limiter and the booking
 holds; when it holds none (or one it can no longer use on time), it asks for one in
 the background and answers "a moment from now"; the booking's reply wakes the
 engine, whose host then waits for its booked start. Bookings of many addresses go
-to Redis together, one pipeline per loop turn: no round trip on a fetch's path.
+to Redis together, one pipeline per loop turn with whatever else the worker sends
+then (``RedisLink.send``): no round trip on a fetch's path; ends wait up to
+``LINGER_S`` for another round trip to ride on.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from crawldeck.core.cluster.keys import Keyspace
-from crawldeck.core.cluster.link import Command, RedisLink
+from crawldeck.core.cluster.link import LINGER_S, Command, RedisLink
 from crawldeck.core.dns import IpLimiter
 from crawldeck.core.errors import CrawldeckError
 from crawldeck.core.protocols import Clock
@@ -195,36 +197,48 @@ class SharedIpLimit:
             self._sender = asyncio.get_running_loop().create_task(self._send())
 
     async def _send(self) -> None:
-        """Send every booking asked and every end noted since the last send."""
+        """Send every booking asked and every end noted since the last send, within
+        ``_within`` (other commands of the worker's join them, ``RedisLink.send``):
+        ends alone ride on the worker's next round trip (an end sent later only keeps
+        the address a little longer from the other workers).
+        A send that is waiting does not hold back the next one: both go in order."""
+        await asyncio.sleep(0)  # let this loop turn's other asks join
+        self._sender = None
+        asked, self._asked = self._asked, {}
+        ended, self._ended = self._ended, {}
+        if not asked and not ended:
+            return
+        k, delay = self._keys, self._delay_s
+        now, me = self._clock(), self._worker
+        commands: list[Command] = [
+            ("script", "ip_end", [k.ip_next(ip)], [f"{t:.6f}", delay, me, self._releasing(ip)])
+            for ip, t in ended.items()
+        ]
+        commands += [
+            ("script", "ip_book", [k.ip_next(ip)],
+             [f"{t:.6f}", delay, f"{now:.6f}", me, self._hold_s, LINE_MS])
+            for ip, t in asked.items()
+        ]  # fmt: skip
         try:
-            await asyncio.sleep(0)  # let this loop turn's other asks join
-            while self._asked or self._ended:
-                asked, self._asked = self._asked, {}
-                ended, self._ended = self._ended, {}
-                k, delay = self._keys, self._delay_s
-                now, me = self._clock(), self._worker
-                commands: list[Command] = [
-                    ("script", "ip_end", [k.ip_next(ip)],
-                     [f"{t:.6f}", delay, me, self._releasing(ip)])
-                    for ip, t in ended.items()
-                ]  # fmt: skip
-                commands += [
-                    ("script", "ip_book", [k.ip_next(ip)],
-                     [f"{t:.6f}", delay, f"{now:.6f}", me, self._hold_s, LINE_MS])
-                    for ip, t in asked.items()
-                ]  # fmt: skip
-                try:
-                    replies = await self._link.batch(commands)
-                except CrawldeckError as exc:  # Redis gone for good: the store stops too
-                    log.warning("per-IP bookings failed: %s", exc)
-                    for ip in asked:
-                        self._bookings.pop(ip, None)
-                    return
-                for ip, reply in zip(asked, replies[len(ended) :], strict=True):
-                    self._booked(ip, reply, now)
-                self._wake()
-        finally:
-            self._sender = None
+            replies = await self._link.send(commands, within_s=self._within(asked, now))
+        except CrawldeckError as exc:  # Redis gone for good: the store stops too
+            log.warning("per-IP bookings failed: %s", exc)
+            for ip in asked:
+                self._bookings.pop(ip, None)
+            return
+        for ip, reply in zip(asked, replies[len(ended) :], strict=True):
+            self._booked(ip, reply, now)
+        if asked:
+            self._wake()
+
+    def _within(self, asked: dict[str, float], now: float) -> float:
+        """How long (s) a send may wait for other commands: ``LINGER_S`` for ends
+        alone, else half the time to the soonest start asked (a booking asked for a
+        slot a delay ahead, at a request's end, rides on another round trip; one for
+        now goes at once)."""
+        if not asked:
+            return LINGER_S
+        return max(0.0, min(LINGER_S, (min(asked.values()) - now) / 2))
 
     def _booked(self, ip: str, reply: list[bytes | str | int], now: float) -> None:
         """``IP_BOOK``'s ``reply`` for ``ip``, asked at ``now`` (epoch s)."""

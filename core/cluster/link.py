@@ -11,6 +11,18 @@ backoff, 0.1 s doubling to 2 s, until ``outage_s`` has passed; then ``ClusterErr
 After a restart the scripts are loaded again (``NoScriptError``: the script cache
 does not survive a restart).
 
+``send`` is ``batch`` for callers that can share a round trip: commands sent by any
+part of the worker (the store's flushes and reads, the per-IP bookings, the
+heartbeat) within one another's wait join one pipeline, sent at the earliest of their
+deadlines (``within_s`` after each call: 0 for a read the crawl waits on, which then
+goes at the next loop turn with whatever else is waiting; ``LINGER_S`` for writes
+that may wait), each caller getting its own replies in order; right before it goes,
+the ``riders`` may add to it (the store's buffered writes ride on a booking's round
+trip instead of waiting for their own). Under load many pages'
+writes and reads share a round trip; at a low page rate the writes ride on the reads
+the pages need anyway (issue #23 item 3: at most one round trip a page). On Redis
+Cluster, where a pipeline is one round trip per command anyway, ``send`` is ``batch``.
+
 A retried batch may have been applied in part before the connection broke; every
 script is written to be safe to apply twice (``core.cluster.scripts``: the seen set
 guards the push, the lease guards the rest, the collector's replay is idempotent).
@@ -20,10 +32,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeVar
 
 from redis import exceptions as rexc
 from redis.asyncio import Redis
@@ -73,6 +86,22 @@ def open_client(url: str, *, cluster: bool = False, timeout_s: float = 5.0) -> R
         raise ClusterError(f"bad Redis URL {url!r}: {exc}") from None
 
 
+#: Seconds a write sent with ``send`` may wait for other commands to share its round
+#: trip (the store's flushes, a per-IP end, the heartbeat): short against a lease
+#: (``cluster_lease_ms``, 10 s by default, at least 0.5 s) and a politeness delay
+#: (``delay_ms``, 1 s by default), long against a page's round trip on loopback.
+LINGER_S: Final = 0.1
+
+
+@dataclass(slots=True)
+class _Joined:
+    """Commands waiting to go in one pipeline: their callers' slices and futures."""
+
+    commands: list[Command] = field(default_factory=list)
+    waiters: list[tuple[int, int, asyncio.Future[list[Any]]]] = field(default_factory=list)
+    due: float = math.inf  # loop time (s) it must go at
+
+
 @dataclass(slots=True)
 class LinkStatistics:
     """What the link sent: ``batches`` (pipelines, i.e. round trips per node set),
@@ -104,6 +133,11 @@ class RedisLink:
         self.stats = LinkStatistics()
         self._down_since: float | None = None
         self.outages = 0  # outages Redis came back from
+        self._joined = _Joined()
+        self._timer: asyncio.TimerHandle | None = None
+        #: Called right before a pipeline of ``send``'s goes: a rider may ``join`` it
+        #: (the store's flusher puts its waiting writes in, issue #23 item 3).
+        self.riders: list[Callable[[], None]] = []
 
     async def load_scripts(self) -> None:
         """Load every script (on every primary of a cluster).
@@ -143,6 +177,67 @@ class RedisLink:
             return list(await pipe.execute())
 
         return await self._retrying(send)
+
+    async def send(self, commands: Sequence[Command], *, within_s: float = 0.0) -> list[Any]:
+        """``batch(commands)``, in one pipeline with whatever else is sent within
+        ``within_s`` (s; 0: at the next loop turn) of this call (see the module):
+        ``commands`` stay together and in order, after the commands sent before them.
+
+        Raises:
+            ClusterError: as ``batch``, for every caller whose commands shared the
+                pipeline.
+        """
+        if not commands:
+            return []
+        if self.cluster:
+            return await self.batch(commands)
+        return await self.join(commands, within_s=within_s)
+
+    def join(
+        self, commands: Sequence[Command], *, within_s: float = 0.0
+    ) -> asyncio.Future[list[Any]]:
+        """``send`` without waiting: ``commands`` join the next pipeline (not on Redis
+        Cluster: use ``batch`` there); the future gets their replies, or the error.
+        Call it on the loop's thread."""
+        loop = asyncio.get_running_loop()
+        joined = self._joined
+        start = len(joined.commands)
+        joined.commands.extend(commands)
+        future: asyncio.Future[list[Any]] = loop.create_future()
+        joined.waiters.append((start, len(joined.commands), future))
+        due = loop.time() + max(0.0, within_s)
+        if due < joined.due:
+            joined.due = due
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = loop.call_at(due, self._go)
+        return future
+
+    def _go(self) -> None:
+        """Send the joined commands (the timer of the earliest deadline fired), with
+        what each of ``riders`` adds to them first (``join`` called from a rider goes
+        in this pipeline)."""
+        for ride in self.riders:
+            ride()
+        joined, self._joined, self._timer = self._joined, _Joined(), None
+        asyncio.get_running_loop().create_task(self._deliver(joined))
+
+    async def _deliver(self, joined: _Joined) -> None:
+        """One pipeline of ``joined``'s commands; each caller gets its slice."""
+        try:
+            replies = await self.batch(joined.commands)
+        except asyncio.CancelledError:  # the loop is closing: so are its callers
+            for _a, _b, future in joined.waiters:
+                future.cancel()
+            raise
+        except Exception as exc:  # every caller of the pipeline gets its failure
+            for _a, _b, future in joined.waiters:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        for a, b, future in joined.waiters:
+            if not future.done():
+                future.set_result(replies[a:b])
 
     async def _one(self, command: Command) -> Any:
         """One command on its own (Redis Cluster routes it by its first key)."""
@@ -189,7 +284,12 @@ class RedisLink:
         return self._down_since is not None
 
     async def aclose(self) -> None:
-        """Close the client's connections."""
+        """Send the commands still waiting to be joined, then close the client's
+        connections."""
+        if self._timer is not None:
+            self._timer.cancel()
+            joined, self._joined, self._timer = self._joined, _Joined(), None
+            await self._deliver(joined)
         await self.client.aclose()
 
 
@@ -198,4 +298,4 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
-__all__ = ["OUTAGE_ERRORS", "Command", "LinkStatistics", "RedisLink", "open_client"]
+__all__ = ["LINGER_S", "OUTAGE_ERRORS", "Command", "LinkStatistics", "RedisLink", "open_client"]

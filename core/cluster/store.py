@@ -4,8 +4,13 @@
 writes to instead of a SQLite ``Store``: the same calls (``core.protocols.ResultSink``,
 the frontier window's ``SpillStore``, the seen set's ``KeyStore`` and the run's
 lifecycle), none of them waiting for Redis. Each call is buffered and a flusher task
-sends the buffer as one pipeline (``RedisLink.batch``), so under load many pages share
-one round trip (issue #12 item 7: at most 2 per page):
+sends the buffer as one pipeline (``RedisLink.send``), so under load many pages share
+one round trip (issue #12 item 7). The flusher waits up to ``LINGER_S`` after the
+first write for more, unless ``FLUSH_OPS`` ops are buffered, a drain waits or a read
+(``pull``) does: the reads of queued URLs go in the flush's pipeline, after its
+pushes (so they see the URLs just sent), and whatever else the worker sends in that
+loop turn (per-IP bookings, the heartbeat) joins it (issue #23 item 3: at most one
+round trip a page at any page rate):
 
 1. the URLs found (frontier rows) go to their hosts' queues through ``push``: the
    host's seen set decides, atomically, which are new for the whole crawl; a host
@@ -38,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import json
 import logging
 import time
@@ -58,7 +64,7 @@ from crawldeck.core.cluster.keys import (
     shard_of,
 )
 from crawldeck.core.cluster.leases import Leases
-from crawldeck.core.cluster.link import Command, RedisLink
+from crawldeck.core.cluster.link import LINGER_S, Command, RedisLink
 from crawldeck.core.errors import CrawldeckError, StoreError
 from crawldeck.core.protocols import Clock
 from crawldeck.core.robots_policy import RobotsEntry
@@ -79,6 +85,9 @@ _T = TypeVar("_T")
 
 #: Ops buffered before ``room`` makes the engine wait for the flusher.
 MAX_PENDING = 4000
+#: Ops buffered past which the flusher sends without waiting ``LINGER_S`` for more
+#: (a pipeline of a few hundred ops is a few tens of KB: one round trip is enough).
+FLUSH_OPS = 500
 #: Seconds of pushes and unfenced commits kept to be sent again after an outage (more
 #: than what ``appendfsync everysec`` may lose: about one second, two at worst).
 REPLAY_S = 3.0
@@ -128,9 +137,20 @@ class _Commit:
 
 
 @dataclass(slots=True)
+class _Pull:
+    """A read of queued URLs waiting for its flush: ``host`` under lease ``epoch``, at
+    most ``limit`` URLs, its reply (``PULL``'s) set on ``reply``."""
+
+    host: str
+    epoch: int
+    limit: int
+    reply: asyncio.Future[Any]
+
+
+@dataclass(slots=True)
 class _Buffer:
     """One flush: pushes and credits by shard and host, commits by shard and ``(host,
-    epoch)``."""
+    epoch)``, and the reads (``pulls``) sent after them."""
 
     pushes: dict[int, dict[str, list[list[Any]]]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(list))
@@ -141,8 +161,23 @@ class _Buffer:
     commits: dict[int, dict[tuple[str, int], _Commit]] = field(
         default_factory=lambda: defaultdict(dict)
     )
+    pulls: list[_Pull] = field(default_factory=list)
     ops: int = 0
     serial: int = 1  # buffers are sent in serial order
+
+
+@dataclass(slots=True)
+class _Sent:
+    """A flush's commands, in the order they go: ``replay`` (``_replay``), ``pushes``,
+    ``commits`` (with ``order``, the hosts of each), ``counted`` (the pages' count)
+    and ``reads`` (the pulls)."""
+
+    replay: list[Command] = field(default_factory=list)
+    pushes: list[Command] = field(default_factory=list)
+    commits: list[Command] = field(default_factory=list)
+    order: list[list[tuple[tuple[str, int], _Commit]]] = field(default_factory=list)
+    counted: list[Command] = field(default_factory=list)
+    reads: list[Command] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,11 +269,14 @@ class ClusterStore:
         self._pages: Counter[str] = Counter()
         self._blocked: Counter[str] = Counter()
         self._kick = asyncio.Event()
+        self._urgent = asyncio.Event()  # send now: a drain or a read waits, or ops are many
         self._drains: list[tuple[int, asyncio.Future[None]]] = []  # (serial, waiter)
         self._done = 0  # the serial of the last buffer sent
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         self._sending: _Buffer | None = None  # the buffer the flusher is sending
+        # a buffer put in another caller's pipeline (``_ride``), its replies' future
+        self._riding: tuple[_Buffer, _Sent, asyncio.Future[list[Any]]] | None = None
         self._recent: deque[tuple[float, list[Command]]] = deque()  # (monotonic s, sent)
         self._outages = 0
         self._replayed = 0
@@ -254,6 +292,8 @@ class ClusterStore:
         """Start the flusher on the running loop."""
         self._loop = asyncio.get_running_loop()
         self._task = self._loop.create_task(self._flusher(), name="cluster-flusher")
+        if not self._link.cluster:
+            self._link.riders.append(self._ride)
         self._task.add_done_callback(lambda _task: self._wake())
 
     async def aclose(self) -> None:
@@ -266,6 +306,7 @@ class ClusterStore:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+        self._fail_pulls(self._buf, StoreError("cluster store: closed"))
         self._check()
 
     def begin_run(self, config: Any) -> int:
@@ -307,6 +348,7 @@ class ClusterStore:
             return
         if self._task is None or self._task.done():
             self._stopped(target)
+        self._urgent.set()
         self._kick.set()
         waiter = asyncio.get_running_loop().create_future()
         self._drains.append((target, waiter))
@@ -461,7 +503,7 @@ class ClusterStore:
             host = urls.host_key(key)
             credits[shard_of(host)][host].append([str(seen_member(key)), path_prefix(key), cash])
         self._buf.ops += len(scores)
-        self._kick.set()
+        self._wrote()
 
     def record_blocked(self, rec: BlockedRecord) -> None:
         """A refused URL (``Store.record_blocked``): fenced when its host is this
@@ -543,7 +585,10 @@ class ClusterStore:
         return rows, 0
 
     async def pull(self, host: str, limit: int) -> list[FrontierRow]:
-        """Move up to ``limit`` URLs of ``host`` from its queue to this worker (``:inf``).
+        """Move up to ``limit`` URLs of ``host`` from its queue to this worker (``:inf``),
+        in the next flush's pipeline, sent at once (the frontier window reads one host
+        at a time: a read that waited would hold up the next), after its pushes: the
+        URLs buffered before the call are in the queue it reads.
 
         Raises:
             StoreError: see the class.
@@ -552,15 +597,12 @@ class ClusterStore:
         epoch = self._leases.epoch(host)
         if epoch is None or limit <= 0:
             return []
-        k = self._keys
-        shard = shard_of(host)
-        arg = json.dumps([host, epoch, limit])
-        try:
-            (reply,) = await self._link.batch(
-                [("script", "pull", [k.stream(shard)], [k.tag(shard), self._worker, arg])]
-            )
-        except CrawldeckError as exc:
-            self._fail(exc)
+        if self._task is None or self._task.done():
+            self._stopped(self._buf.serial)
+        reply_to: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._buf.pulls.append(_Pull(host, epoch, limit, reply_to))
+        self._hurry()
+        reply = await reply_to
         if reply is None:
             self._leases.lose(host)
             return []
@@ -637,7 +679,7 @@ class ClusterStore:
             self._op(host, wire.op_enqueue(group), must_own=False, unfenced=True)
         self._pushed += len(rows)
         self._buf.ops += len(rows)
-        self._kick.set()
+        self._wrote()
 
     def _op(
         self,
@@ -667,8 +709,19 @@ class ClusterStore:
             self._held.pop(ack, None)
             self._by_host[host].discard(ack)
         self._buf.ops += 1
-        self._kick.set()
+        self._wrote()
         return commit
+
+    def _hurry(self) -> None:
+        """Have the flusher send now."""
+        self._urgent.set()
+        self._kick.set()
+
+    def _wrote(self) -> None:
+        """Wake the flusher for a write; at ``FLUSH_OPS`` ops it sends without waiting."""
+        if self._buf.ops >= FLUSH_OPS:
+            self._urgent.set()
+        self._kick.set()
 
     def _commit(self, host: str, epoch: int) -> _Commit:
         """The buffered commit of ``host`` under ``epoch``."""
@@ -681,16 +734,29 @@ class ClusterStore:
     # ------------------------------------------------------------ flusher
 
     async def _flusher(self) -> None:
-        """Send the buffer whenever it has writes, one buffer at a time, in order."""
+        """Send the buffer whenever it has writes or reads, one buffer at a time, in
+        order: ``LINGER_S`` after the first write unless it is urgent (``_urgent``),
+        or as soon as another round trip of the worker's goes (``_ride``)."""
         while self._failure is None:
             await self._kick.wait()
             self._kick.clear()
+            if not self._urgent.is_set() and self._riding is None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._urgent.wait(), LINGER_S)
+            self._urgent.clear()
             try:
-                while self._buf.ops:
-                    buf = self._buf
-                    self._buf = _Buffer(serial=buf.serial + 1)
-                    self._sending = buf
-                    await self._send(buf)
+                while self._riding is not None or self._buf.ops or self._buf.pulls:
+                    if self._riding is not None:
+                        buf, sent, future = self._riding
+                        replies = await future
+                    else:
+                        buf = self._buf
+                        self._buf = _Buffer(serial=buf.serial + 1)
+                        self._sending = buf
+                        sent = self._prepare(buf)
+                        replies = await self._deliver(sent)
+                    self._riding = None
+                    self._settle(buf, sent, replies)
                     self._sending = None
                     self._done = buf.serial
                     self._wake()
@@ -700,15 +766,45 @@ class ClusterStore:
                 log.exception("cluster store: flush failed")
                 self._failure = StoreError(f"cluster store: flush failed: {exc!r}")
             if self._failure is not None:
+                for pending in (self._sending, self._buf):
+                    if pending is not None:
+                        self._fail_pulls(pending, self._failure)
                 self._wake()
 
-    async def _send(self, buf: _Buffer) -> None:
-        """One flush: pushes, then commits (see the module); first, after Redis came
-        back from an outage, what ``_replay`` sends again."""
+    def _ride(self) -> None:
+        """A pipeline of the worker's is about to go (``RedisLink.riders``): put the
+        buffer in it when the flusher is waiting (not sending) and it has writes, so
+        they need no round trip of their own."""
+        buf = self._buf
+        if self._sending is not None or self._failure is not None or not (buf.ops or buf.pulls):
+            return
+        if self._task is None or self._task.done():
+            return
+        self._buf = _Buffer(serial=buf.serial + 1)
+        self._sending = buf
+        sent = self._prepare(buf)
+        future = self._link.join(
+            sent.replay + sent.pushes + sent.commits + sent.counted + sent.reads
+        )
+        self._riding = (buf, sent, future)
+        self._urgent.set()
+        self._kick.set()
+
+    @staticmethod
+    def _fail_pulls(buf: _Buffer, error: StoreError) -> None:
+        """Raise ``error`` in the reads of ``buf`` still waiting."""
+        for pull in buf.pulls:
+            if not pull.reply.done():
+                pull.reply.set_exception(error)
+
+    def _prepare(self, buf: _Buffer) -> _Sent:
+        """One flush's commands: pushes, then commits (see the module), the pages'
+        count, then the reads; first, after Redis came back from an outage, what
+        ``_replay`` sends again."""
         k = self._keys
         now = self._clock()
         now_ms = int(now * 1000)
-        pushes: list[Command] = []
+        sent = _Sent()
         again: list[Command] = []  # what may be sent twice: pushes and unfenced commits
         for shard in buf.pushes.keys() | buf.credits.keys():
             rows, credits = buf.pushes.get(shard, {}), buf.credits.get(shard, {})
@@ -717,49 +813,71 @@ class ClusterStore:
                 separators=(",", ":"),
             )
             head: list[Any] = [k.tag(shard), arg, self._hot, now, now_ms]
-            pushes.append(
+            sent.pushes.append(
                 ("script", "push", [k.stream(shard)],
                  [*head, self._cash_queues, self._worker, self._inlinks])
             )  # fmt: skip
             again.append(  # no credit twice
                 ("script", "push", [k.stream(shard)], [*head, 0, self._worker, self._inlinks])
             )
-        commits: list[Command] = []
-        order: list[list[tuple[tuple[str, int], _Commit]]] = []
         for shard, by_host in buf.commits.items():
             fenced = [item for item in by_host.items() if item[0][1] != 0]
             free = [item for item in by_host.items() if item[0][1] == 0]
             for group in (fenced, free):
                 if group:
                     command = self._commit_command(shard, group)
-                    commits.append(command)
-                    order.append(group)
+                    sent.commits.append(command)
+                    sent.order.append(group)
                     if group is free:
                         again.append(command)
-        pages = sum(c.pages["pages"] for group in order for _k, c in group)
-        counted: list[Command] = [("INCRBY", k.pages, pages)] if pages and self._cap else []
-        replay = self._replay(again)
+        pages = sum(c.pages["pages"] for group in sent.order for _k, c in group)
+        if pages and self._cap:
+            sent.counted.append(("INCRBY", k.pages, pages))
+        sent.reads = [
+            ("script", "pull", [k.stream(shard_of(p.host))],
+             [k.tag(shard_of(p.host)), self._worker, json.dumps([p.host, p.epoch, p.limit])])
+            for p in buf.pulls
+        ]  # fmt: skip
+        sent.replay = self._replay(again)
+        return sent
+
+    async def _deliver(self, sent: _Sent) -> list[Any]:
+        """Send ``sent``'s commands; the replies of all but the replayed ones. On
+        Redis Cluster the replay, the pushes and the rest are three round trips (its
+        pipelines are not ordered across nodes)."""
         if self._link.cluster:
-            if replay:
-                await self._link.batch(replay)
-            replies = await self._link.batch(pushes)
-            replies += await self._link.batch(commits + counted)
-        else:
-            replies = await self._link.batch(replay + pushes + commits + counted)
-            replies = replies[len(replay) :]
-        if counted:
+            if sent.replay:
+                await self._link.batch(sent.replay)
+            replies = await self._link.batch(sent.pushes)
+            return replies + await self._link.batch(sent.commits + sent.counted + sent.reads)
+        return await self._link.send(
+            sent.replay + sent.pushes + sent.commits + sent.counted + sent.reads
+        )
+
+    def _settle(self, buf: _Buffer, sent: _Sent, replies: list[Any]) -> None:
+        """Take a flush's ``replies`` (``sent``'s commands, the replayed ones first on
+        a single Redis): the reads' rows to their callers, the counts, the fenced."""
+        if not self._link.cluster:
+            replies = replies[len(sent.replay) :]
+        reads = len(sent.reads)
+        for pull, reply in zip(buf.pulls, replies[len(replies) - reads :], strict=True):
+            if not pull.reply.done():
+                pull.reply.set_result(reply)
+        del replies[len(replies) - reads :]
+        if sent.counted:
             total = int(replies.pop())
             if self._cap is not None and total >= self._cap and self.on_cap is not None:
                 self.on_cap()
         self._flushes += 1
         credited = self._credited
-        for reply in replies[: len(pushes)]:
+        pushes = len(sent.pushes)
+        for reply in replies[:pushes]:
             for _host, added, queued, out, lost in reply:
                 self._queued += int(added)
                 credited[0] += int(lost)
                 credited[1] += int(queued)
                 credited[2] += int(out)
-        for group, refused_hosts in zip(order, replies[len(pushes) :], strict=True):
+        for group, refused_hosts in zip(sent.order, replies[pushes:], strict=True):
             refused = {_text(h) for h in refused_hosts}
             for (host, _epoch), commit in group:
                 if host in refused:
@@ -802,10 +920,6 @@ class ClusterStore:
             recent.popleft()
         return again
 
-    def _fail(self, exc: CrawldeckError) -> NoReturn:
-        self._failure = StoreError(f"cluster store: {exc}")
-        raise self._failure
-
     def statistics(self) -> ClusterStoreStatistics:
         """The store's figures now."""
         return ClusterStoreStatistics(
@@ -845,6 +959,7 @@ def _text(value: bytes | str) -> str:
 
 
 __all__ = [
+    "FLUSH_OPS",
     "FLUSH_SLACK_S",
     "MAX_PENDING",
     "ClusterStore",

@@ -94,16 +94,12 @@ class SharedWindow(FrontierWindow):
             self.release(entry.host, now)
 
     def _load(self, host: str, after: int, want: int) -> tuple[list[FrontierRow], int]:
-        """``FrontierWindow._load`` for a store whose read hands URLs out (``PULL``
-        moves them to ``:inf``): a short read keeps its rows, and after the flush only
-        the rest is asked for (read twice in full, the first read's URLs would wait in
-        ``:inf``, handed out to no one, until the host is released). In a thread."""
+        """``FrontierWindow._load`` for a store whose read goes after its buffered
+        writes (``ClusterStore.pull`` is sent in the flush's pipeline, after its
+        pushes): one read, no flush and second read when it comes back short (issue
+        #23 item 3: one round trip, not three). In a thread."""
         with self._io_lock:
             rows, _ = self._store.load_spilled(host, after, want)
-            if len(rows) < want:
-                self._store.flush()
-                more, _ = self._store.load_spilled(host, after, want - len(rows))
-                rows += more
             return rows, after
 
     def bring_in(self) -> None:

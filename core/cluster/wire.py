@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from math import isfinite
 from operator import attrgetter
 from typing import Any, Final, Literal, TypeVar, cast
@@ -90,40 +90,72 @@ def _fits(kind: str, value: Any) -> bool:
     return t is not list or all(type(v) is str for v in value)
 
 
-def _schema(cls: type[Any]) -> tuple[tuple[str, str, frozenset[type]], ...]:
-    """``(name, type, JSON types)`` of each field of record class ``cls``, in order."""
+@dataclass(frozen=True, slots=True)
+class _Schema:
+    """A record class's fields: ``fields`` ``(name, type, JSON types)`` in order,
+    ``types`` the JSON types alone (for one ``map`` over a record's values), and the
+    indexes of the fields that may hold a float (``floats``: NaN and infinities are
+    refused) or an array (``arrays``: of strings only, made a tuple)."""
+
+    fields: tuple[tuple[str, str, frozenset[type]], ...]
+    types: tuple[frozenset[type], ...]
+    floats: tuple[int, ...]
+    arrays: tuple[int, ...]
+
+
+def _schema(cls: type[Any]) -> _Schema:
+    """The ``_Schema`` of record class ``cls``."""
     schema = []
     for f in fields(cls):
         kind = str(f.type)
         base = kind.removesuffix(" | None")
         schema.append((f.name, kind, _TYPES[base] | ({type(None)} if base != kind else set())))
-    return tuple(schema)
+    return _Schema(
+        fields=tuple(schema),
+        types=tuple(types for _n, _k, types in schema),
+        floats=tuple(i for i, (_n, _k, types) in enumerate(schema) if float in types),
+        arrays=tuple(i for i, (_n, _k, types) in enumerate(schema) if list in types),
+    )
 
 
 _SCHEMAS: Final = {cls: _schema(cls) for cls in _RECORDS}
 
 
 def _record(cls: type[_R], value: Any) -> _R:
-    """``cls`` from the array of its fields (``redirects`` back to a tuple).
+    """``cls`` from the array of its fields (``redirects`` back to a tuple). The
+    types of all fields are checked in one ``map`` (the collector decodes every
+    frontier row a page found: issue #23 item 3), then the floats and arrays alone.
 
     Raises:
         WireError: not an array of the fields, or a field of another type.
     """
     schema = _SCHEMAS[cls]
-    if not isinstance(value, list) or len(value) != len(schema):
-        raise WireError(f"{cls.__name__}: expected an array of {len(schema)} fields")
-    args: list[Any] = list(value)
-    for i, (name, kind, types) in enumerate(schema):  # for every field of every row
+    if type(value) is not list or len(value) != len(schema.types):
+        raise WireError(f"{cls.__name__}: expected an array of {len(schema.types)} fields")
+    if not all(map(frozenset.__contains__, schema.types, map(type, value))):
+        raise _refusal(cls, schema, value)
+    for i in schema.floats:
         item = value[i]
-        t = type(item)
-        if t not in types:
-            raise WireError(f"{cls.__name__}.{name}: expected {kind}, got {str(item)[:40]}")
-        if t is float or t is list:
-            if not _fits(kind, item):
-                raise WireError(f"{cls.__name__}.{name}: expected {kind}, got {str(item)[:40]}")
-            if t is list:
-                args[i] = tuple(item)
+        if type(item) is float and not isfinite(item):
+            raise _refusal(cls, schema, value)
+    if not schema.arrays:
+        return cls(*value)
+    args: list[Any] = list(value)
+    for i in schema.arrays:
+        item = value[i]
+        if type(item) is list:
+            if not all(type(v) is str for v in item):
+                raise _refusal(cls, schema, value)
+            args[i] = tuple(item)
     return cls(*args)
+
+
+def _refusal(cls: type[Any], schema: _Schema, value: list[Any]) -> WireError:
+    """The ``WireError`` naming the first field of ``value`` that does not fit."""
+    for (name, kind, _types), item in zip(schema.fields, value, strict=True):
+        if not _fits(kind, item):
+            return WireError(f"{cls.__name__}.{name}: expected {kind}, got {str(item)[:40]}")
+    return WireError(f"{cls.__name__}: a field does not fit")
 
 
 def _rows(value: Any) -> tuple[FrontierRow, ...]:

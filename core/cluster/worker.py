@@ -42,7 +42,7 @@ from crawldeck.core.assembly import Parts
 from crawldeck.core.cluster.addresses import STALE_S, SharedIpLimit
 from crawldeck.core.cluster.keys import SHARDS, Keyspace, shard_of
 from crawldeck.core.cluster.leases import RENEW_SHARE, Leases
-from crawldeck.core.cluster.link import Command, RedisLink
+from crawldeck.core.cluster.link import LINGER_S, Command, RedisLink
 from crawldeck.core.cluster.store import ClusterStore, decode_robots, flush_wait_s
 from crawldeck.core.cluster.window import SharedWindow
 from crawldeck.core.config import CrawlConfig, asdict, build_config
@@ -400,7 +400,7 @@ class Worker:
         try:
             while True:
                 await asyncio.sleep(interval)
-                await self._beat()
+                await self._beat(LINGER_S)
         except CrawldeckError as exc:
             self._failure = exc
             self._stop.set()
@@ -417,8 +417,11 @@ class Worker:
             await self._release_idle()
             await self._claim()
 
-    async def _beat(self) -> None:
-        """Renew, recover, read the crawl's state and publish the heartbeat (one batch)."""
+    async def _beat(self, within_s: float = 0.0) -> None:
+        """Renew, recover, read the crawl's state and publish the heartbeat (one batch,
+        sent within ``within_s``: the periodic beat waits up to ``LINGER_S`` to ride on
+        another round trip of the worker's; one the crawl waits on, at start and while
+        seeking hosts, goes at once)."""
         k, now, sent = self._keys, self._clock(), self._mono()
         now_ms = int(now * 1000)
         self.leases.expire_due()
@@ -441,7 +444,7 @@ class Worker:
             ("LLEN", k.seeds),
             ("HVALS", k.workers),
         ]
-        replies = await self._link.batch(commands)
+        replies = await self._link.send(commands, within_s=within_s)
         for reply in replies[:renews]:
             for host_b, ok, queued, credits in reply:
                 host = str(_text(host_b))
