@@ -137,6 +137,7 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.gate": SCHEDULE,
     "core.links": PARSE,
     "core.metrics": STATS,
+    "core.mirror": OFFLINE,
     "core.observer": OBSERVER,
     "core.parse": PARSE,
     "core.parse_worker": PARSE,
