@@ -30,7 +30,12 @@ from crawldeck.core.fetcher import FetchResult, WarcRef
 from crawldeck.core.links import extract_links
 from crawldeck.core.parse import THREAD_PARSE_MAX_BYTES, ParsePool
 from crawldeck.core.parse_worker import Pipe
-from crawldeck.core.procmem import proc_parents, process_tree
+from crawldeck.core.procmem import (
+    CHILD_MALLOC_TUNABLES,
+    child_environment,
+    proc_parents,
+    process_tree,
+)
 from crawldeck.core.warc import PAYLOAD_FILE_BYTES, payload_files, warc_files
 from crawldeck.core.warc_writer import Exchange, WarcWriter
 
@@ -301,6 +306,55 @@ def test_the_warc_writer_never_maps_openssl(tmp_path: Path) -> None:
     assert b"fastwarc" in small
     assert b"libcrypto" not in small
     assert b"fastwarc" in large and b"libcrypto" not in large
+
+
+def test_the_helper_processes_return_freed_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Parse workers and the WARC writer run with glibc's malloc thresholds fixed
+    (``core.procmem.CHILD_MALLOC_TUNABLES``), so a big parse or payload is given back
+    after it rather than held beside the other processes' peaks: read in the live
+    processes' ``/proc/PID/environ``. A user's own ``GLIBC_TUNABLES`` is kept."""
+
+    def environ(marker: bytes) -> list[bytes]:
+        """``GLIBC_TUNABLES`` of each live child of this process whose command line
+        holds ``marker``."""
+        found = []
+        for pid in process_tree(os.getpid(), proc_parents()):
+            if pid != os.getpid() and marker in Path(f"/proc/{pid}/cmdline").read_bytes():
+                env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+                found += [v for v in env if v.startswith(b"GLIBC_TUNABLES=")]
+        return found
+
+    async def main() -> tuple[list[bytes], list[bytes]]:
+        pool = ParsePool(CrawlConfig())
+        writer = WarcWriter(tmp_path, "c", max_bytes=1 << 30, info=[("software", "t")])
+        try:
+            await pool.start()
+            headers = CIMultiDictProxy(CIMultiDict({"Content-Type": "text/html"}))
+            result = FetchResult(
+                "http://a.test/", 200, headers, b"<p>a</p>", "text/html", 1.0, False
+            )
+            await (await writer.exchange(Exchange(result, "2024-05-01T12:00:00Z")))
+            return (
+                await asyncio.to_thread(environ, b"crawldeck.core.parse_worker"),
+                await asyncio.to_thread(environ, b"crawldeck.core.warc"),
+            )
+        finally:
+            await writer.aclose()
+            await pool.aclose()
+
+    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
+    workers, writers = asyncio.run(main())
+    # glibc (2.36 here) parses the value in place: /proc shows it up to its first ':'
+    first = b"GLIBC_TUNABLES=" + CHILD_MALLOC_TUNABLES.encode().split(b":")[0]
+    assert len(workers) == 2 and len(writers) == 1
+    assert all(CHILD_MALLOC_TUNABLES.encode().startswith(v[15:]) for v in workers + writers)
+    assert all(v.startswith(first) for v in workers + writers)
+    assert (
+        child_environment({"GLIBC_TUNABLES": "glibc.malloc.arena_max=2"})["GLIBC_TUNABLES"]
+        == "glibc.malloc.arena_max=2"
+    )
 
 
 def test_a_pipe_carries_messages_bigger_than_the_pipe_buffer_and_reports_its_end() -> None:
