@@ -91,7 +91,6 @@ from multidict import CIMultiDict
 from crawldeck.core.errors import ParseError, ParseTimeout
 from crawldeck.core.links import HEADERS_USED, Extracted, extract_links
 from crawldeck.core.parse_worker import Pipe
-from crawldeck.core.procmem import child_environment
 
 if TYPE_CHECKING:  # not imported at run time: a worker imports this module (see _BOOT)
     from crawldeck.core.config import CrawlConfig
@@ -455,7 +454,6 @@ class ParsePool:
                 pass_fds=(job_r, ans_w),
                 close_fds=True,
                 start_new_session=True,
-                env=child_environment(),  # returns a big parse's memory after it
             )
         except BaseException:
             for fd in (job_r, job_w, ans_r, ans_w):

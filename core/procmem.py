@@ -33,30 +33,6 @@ from typing import Final
 MEMORY_INTERVAL_S: Final = 1.0
 
 
-#: glibc's malloc settings for the crawl's helper processes (parse workers, the WARC
-#: writer), given as ``GLIBC_TUNABLES`` (glibc manual, "Memory Allocation Tunables";
-#: mallopt(3) ``M_MMAP_THRESHOLD``, ``M_TRIM_THRESHOLD``): a block over 128 KiB is its
-#: own mapping, and more than 128 KiB free at the top of the heap goes back to the
-#: system. Both are glibc's starting values; set, they stay there (glibc otherwise
-#: raises them after the first large block is freed, up to 32 MiB and 64 MiB), so a
-#: process that parsed a hostile page (lexbor's tree of 256 KiB of links: 8-9 MiB) or
-#: archived a 10 MiB payload returns that memory after it, instead of holding it while
-#: the other processes reach their own peaks (issue #22 item 1: the tree's peak RSS).
-CHILD_MALLOC_TUNABLES: Final = (
-    "glibc.malloc.mmap_threshold=131072:glibc.malloc.trim_threshold=131072"
-)
-
-
-def child_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for a helper process: ``environ`` (``os.environ`` by default)
-    with ``GLIBC_TUNABLES`` set to ``CHILD_MALLOC_TUNABLES``, unless it already names
-    tunables (the user's are kept as they are). Ignored by a C library that is not
-    glibc. Never raises."""
-    env = dict(os.environ if environ is None else environ)
-    env.setdefault("GLIBC_TUNABLES", CHILD_MALLOC_TUNABLES)
-    return env
-
-
 def proc_parents() -> dict[int, int]:
     """pid -> parent pid of every process in ``/proc`` (empty without ``/proc``)."""
     parents: dict[int, int] = {}
@@ -251,11 +227,9 @@ class MemoryMonitor:
 
 
 __all__ = [
-    "CHILD_MALLOC_TUNABLES",
     "MEMORY_INTERVAL_S",
     "MemoryMonitor",
     "MemoryReading",
-    "child_environment",
     "find_marked",
     "kill_tree",
     "proc_parents",

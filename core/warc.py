@@ -95,6 +95,8 @@ from typing import Any, Final
 
 from fastwarc.warc import WarcRecord, WarcRecordType
 
+from crawldeck.core.heap import give_back
+
 #: zlib level of each member (see the module docstring).
 GZIP_LEVEL: Final = 3
 #: The revisit profile of an exact duplicate (WARC/1.1 §6.7.2).
@@ -549,6 +551,7 @@ class WarcFiles:
             if isinstance(body, Path):  # read or not, the payload file is done with
                 with contextlib.suppress(OSError):
                     body.unlink()
+                give_back()  # its chunks and its gzip member (core.heap)
 
     def _exchange(
         self,

@@ -47,7 +47,6 @@ from typing import Any, Final, Protocol
 
 from crawldeck.core.errors import StoreError
 from crawldeck.core.fetcher import FetchResult, WarcRef
-from crawldeck.core.procmem import child_environment
 from crawldeck.core.warc import PAYLOAD_FILE_BYTES, frame, payload_file, payload_files
 
 #: Exchanges (records with their bodies) waiting for the writer process before a caller waits.
@@ -357,7 +356,6 @@ class WarcWriter:
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.DEVNULL,
                 start_new_session=True,
-                env=child_environment(),  # returns a big payload's memory after it
             )  # fmt: skip
             theirs.close()
             loop = asyncio.get_running_loop()

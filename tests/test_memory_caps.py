@@ -25,18 +25,18 @@ from httpserver import HTTPTestServer, Response
 from multidict import CIMultiDict, CIMultiDictProxy
 from warcio.archiveiterator import ArchiveIterator
 
+from crawldeck.core import parse_worker, warc
 from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.fetcher import FetchResult, WarcRef
+from crawldeck.core.heap import GIVE_BACK_AFTER_BYTES
 from crawldeck.core.links import extract_links
 from crawldeck.core.parse import THREAD_PARSE_MAX_BYTES, ParsePool
 from crawldeck.core.parse_worker import Pipe
 from crawldeck.core.procmem import (
-    CHILD_MALLOC_TUNABLES,
-    child_environment,
     proc_parents,
     process_tree,
 )
-from crawldeck.core.warc import PAYLOAD_FILE_BYTES, payload_files, warc_files
+from crawldeck.core.warc import PAYLOAD_FILE_BYTES, WarcFiles, payload_files, warc_files
 from crawldeck.core.warc_writer import Exchange, WarcWriter
 
 URL = "http://hostile.test/"
@@ -222,6 +222,7 @@ def test_a_parse_worker_imports_links_and_nothing_else_of_the_crawl() -> None:
     assert out.stdout.split() == [
         "crawldeck",
         "crawldeck.core",
+        "crawldeck.core.heap",
         "crawldeck.core.links",
         "crawldeck.core.parse_worker",
         "crawldeck.core.simhash",
@@ -308,53 +309,74 @@ def test_the_warc_writer_never_maps_openssl(tmp_path: Path) -> None:
     assert b"fastwarc" in large and b"libcrypto" not in large
 
 
-def test_the_helper_processes_return_freed_memory(
+def test_a_parse_worker_gives_memory_back_after_a_big_page_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``core.parse_worker.serve`` on real pipes (in a thread of this process) calls
+    ``core.heap.give_back`` once after each job of at least ``GIVE_BACK_AFTER_BYTES``,
+    once its answer is sent and the tree and links are gone, and never after a small
+    one (the next parse would fault the memory in again)."""
+    calls: list[int] = []
+    answers: list[tuple[str, object]] = []
+
+    def give_back() -> bool:
+        calls.append(len(answers))
+        return True
+
+    monkeypatch.setattr(parse_worker, "give_back", give_back)
+    # serve ignores SIGINT and SIGHUP, which only the main thread may set
+    monkeypatch.setattr(parse_worker.signal, "signal", lambda *args: None)
+    job_r, job_w = os.pipe()
+    ans_r, ans_w = os.pipe()
+    thread = threading.Thread(target=parse_worker.serve, args=(job_r, ans_w))
+    thread.start()
+    jobs, conn = parse_worker.Pipe(job_w), parse_worker.Pipe(ans_r)
+    try:
+        assert conn.recv()[0] == "ready"
+        small = b'<a href="/a">a</a>' * 100
+        big = b'<a href="/b">b</a>' * (GIVE_BACK_AFTER_BYTES // 18 + 1)
+        for body in (small, big, small, big):
+            jobs.send((body, "http://a.test/", [], "crawldeck", True, 10))
+            answers.append(conn.recv())
+        jobs.send(None)
+        thread.join()
+    finally:
+        jobs.close()
+        conn.close()
+    assert [kind for kind, _ in answers] == ["ok"] * 4
+    assert calls == [2, 4]  # each after the big job's answer was read
+
+
+def test_the_warc_writer_gives_memory_back_after_a_payload_by_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Parse workers and the WARC writer run with glibc's malloc thresholds fixed
-    (``core.procmem.CHILD_MALLOC_TUNABLES``), so a big parse or payload is given back
-    after it rather than held beside the other processes' peaks: read in the live
-    processes' ``/proc/PID/environ``. A user's own ``GLIBC_TUNABLES`` is kept."""
+    """``core.warc.WarcFiles.exchange`` calls ``core.heap.give_back`` after a payload
+    by file (over ``PAYLOAD_FILE_BYTES``: its chunks and gzip member are gone), not
+    after a payload in memory."""
+    calls: list[str] = []
 
-    def environ(marker: bytes) -> list[bytes]:
-        """``GLIBC_TUNABLES`` of each live child of this process whose command line
-        holds ``marker``."""
-        found = []
-        for pid in process_tree(os.getpid(), proc_parents()):
-            if pid != os.getpid() and marker in Path(f"/proc/{pid}/cmdline").read_bytes():
-                env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-                found += [v for v in env if v.startswith(b"GLIBC_TUNABLES=")]
-        return found
+    def give_back() -> bool:
+        calls.append("given")
+        return True
 
-    async def main() -> tuple[list[bytes], list[bytes]]:
-        pool = ParsePool(CrawlConfig())
-        writer = WarcWriter(tmp_path, "c", max_bytes=1 << 30, info=[("software", "t")])
-        try:
-            await pool.start()
-            headers = CIMultiDictProxy(CIMultiDict({"Content-Type": "text/html"}))
-            result = FetchResult(
-                "http://a.test/", 200, headers, b"<p>a</p>", "text/html", 1.0, False
-            )
-            await (await writer.exchange(Exchange(result, "2024-05-01T12:00:00Z")))
-            return (
-                await asyncio.to_thread(environ, b"crawldeck.core.parse_worker"),
-                await asyncio.to_thread(environ, b"crawldeck.core.warc"),
-            )
-        finally:
-            await writer.aclose()
-            await pool.aclose()
+    monkeypatch.setattr(warc, "give_back", give_back)
+    files = WarcFiles(tmp_path, "c", 1 << 30, [("software", "t")])
+    big = tmp_path / "payload"
+    big.write_bytes(b"<p>" + b"words " * PAYLOAD_FILE_BYTES)
+    fields = [(b"Content-Type", b"text/html")]
 
-    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
-    workers, writers = asyncio.run(main())
-    # glibc (2.36 here) parses the value in place: /proc shows it up to its first ':'
-    first = b"GLIBC_TUNABLES=" + CHILD_MALLOC_TUNABLES.encode().split(b":")[0]
-    assert len(workers) == 2 and len(writers) == 1
-    assert all(CHILD_MALLOC_TUNABLES.encode().startswith(v[15:]) for v in workers + writers)
-    assert all(v.startswith(first) for v in workers + writers)
-    assert (
-        child_environment({"GLIBC_TUNABLES": "glibc.malloc.arena_max=2"})["GLIBC_TUNABLES"]
-        == "glibc.malloc.arena_max=2"
-    )
+    def exchange(url: str, payload: bytes | tuple[str, int]) -> None:
+        files.exchange(url, "2024-05-01T12:00:00Z", None, 200, "1.1", "OK", fields, (),
+                       payload, False, False, [], None)  # fmt: skip
+
+    try:
+        exchange("http://a.test/small", b"<p>small</p>")
+        assert calls == []
+        exchange("http://a.test/big", (str(big), big.stat().st_size))
+        assert calls == ["given"]
+        assert not big.exists()  # read and removed
+    finally:
+        files.close()
 
 
 def test_a_pipe_carries_messages_bigger_than_the_pipe_buffer_and_reports_its_end() -> None:
