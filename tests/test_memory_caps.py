@@ -14,6 +14,7 @@ import base64
 import hashlib
 import os
 import random
+import signal
 import subprocess
 import sys
 import threading
@@ -313,38 +314,44 @@ def test_a_parse_worker_gives_memory_back_after_a_big_page_only(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """``core.parse_worker.serve`` on real pipes (in a thread of this process) calls
-    ``core.heap.give_back`` once after each job of at least ``GIVE_BACK_AFTER_BYTES``,
-    once its answer is sent and the tree and links are gone, and never after a small
-    one (the next parse would fault the memory in again)."""
-    calls: list[int] = []
-    answers: list[tuple[str, object]] = []
+    ``core.heap.give_back`` once per job of at least ``GIVE_BACK_AFTER_BYTES``, and
+    never after a small one (the next parse would fault the memory in again)."""
+    calls: list[str] = []
 
     def give_back() -> bool:
-        calls.append(len(answers))
+        calls.append("given")
         return True
 
     monkeypatch.setattr(parse_worker, "give_back", give_back)
     # serve ignores SIGINT and SIGHUP, which only the main thread may set
-    monkeypatch.setattr(parse_worker.signal, "signal", lambda *args: None)
-    job_r, job_w = os.pipe()
-    ans_r, ans_w = os.pipe()
-    thread = threading.Thread(target=parse_worker.serve, args=(job_r, ans_w))
-    thread.start()
-    jobs, conn = parse_worker.Pipe(job_w), parse_worker.Pipe(ans_r)
-    try:
-        assert conn.recv()[0] == "ready"
-        small = b'<a href="/a">a</a>' * 100
-        big = b'<a href="/b">b</a>' * (GIVE_BACK_AFTER_BYTES // 18 + 1)
-        for body in (small, big, small, big):
-            jobs.send((body, "http://a.test/", [], "crawldeck", True, 10))
-            answers.append(conn.recv())
-        jobs.send(None)
-        thread.join()
-    finally:
-        jobs.close()
-        conn.close()
-    assert [kind for kind, _ in answers] == ["ok"] * 4
-    assert calls == [2, 4]  # each after the big job's answer was read
+    monkeypatch.setattr(signal, "signal", lambda *args: None)
+
+    def serve(bodies: list[bytes]) -> int:
+        """The calls of one worker that answers ``bodies`` and ends."""
+        calls.clear()
+        job_r, job_w = os.pipe()
+        ans_r, ans_w = os.pipe()
+        thread = threading.Thread(target=parse_worker.serve, args=(job_r, ans_w))
+        thread.start()
+        jobs, conn = parse_worker.Pipe(job_w), parse_worker.Pipe(ans_r)
+        try:
+            assert conn.recv()[0] == "ready"
+            for body in bodies:
+                jobs.send((body, "http://a.test/", [], "crawldeck", True, 10))
+                assert conn.recv()[0] == "ok"
+            jobs.send(None)
+            thread.join()
+        finally:
+            jobs.close()
+            conn.close()
+            os.close(job_r)
+            os.close(ans_w)
+        return len(calls)
+
+    small = b'<a href="/a">a</a>' * 100
+    big = b'<a href="/b">b</a>' * (GIVE_BACK_AFTER_BYTES // 18 + 1)
+    assert serve([small, small, small]) == 0
+    assert serve([big, small, big, small]) == 2
 
 
 def test_the_warc_writer_gives_memory_back_after_a_payload_by_file(
