@@ -6,9 +6,10 @@ through the URL gates as a new hop). A 3xx comes back with its ``Location`` head
 the server sent it, whatever it says (``mailto:``, a raw UTF-8 host, junk; bytes that
 are not UTF-8 read as Latin-1, as RFC 9110 §5.5 allows for obs-text): the engine
 resolves it with ``core.urls.clean``, which blocks what cannot be crawled. It reads the
-*decoded* body (gzip, deflate and br undone here, in steps bounded by what is left of
+*decoded* body (gzip, deflate and br undone here, in steps of at most 64 KiB and what is left of
 ``max_bytes``) and stops at ``max_bytes``, so a compression bomb costs at most
-``max_bytes`` plus one network read (and one brotli output block, about 32 KiB). Every
+``max_bytes`` plus one network read and one decoded step (64 KiB, and for brotli one
+output block more, about 32 KiB), held once in one buffer, never joined. Every
 aiohttp error is translated here into the ``core.errors`` tree; nothing foreign
 escapes, and each error says in ``retryable`` whether it is transient (timeouts, refused
 or lost connections) or deterministic (malformed replies, short bodies, bad codings, TLS
@@ -77,6 +78,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import functools
+import io
 import ipaddress
 import resource
 import ssl
@@ -1025,9 +1027,14 @@ class AiohttpFetcher:
 class _Reader:
     """Reads the decoded body of one response, in steps, up to ``limit`` bytes.
 
-    ``read(upto)`` reads network chunks, decoding them (``_Inflater``, bounded by what
-    is left of ``limit``), until ``upto`` bytes are held (``None``: the whole body),
-    the body ends, or it overflows ``limit`` (``truncated``: cut to ``limit``).
+    ``read(upto)`` reads network chunks, decoding them (``_Inflater``, ``_Unbrotli``)
+    in steps of at most ``_READ_BYTES`` decoded bytes (and one more than what is left
+    of ``limit``), until ``upto`` bytes are held (``None``: the whole body), the body
+    ends, or it overflows ``limit`` (``truncated``: cut to ``limit``). The decoded bytes
+    go into one growing buffer (``io.BytesIO``, whose ``getvalue`` hands over its own
+    buffer without a copy), so a body costs its size once, plus one step: never a list
+    of chunks and their join, nor a decoder's output of megabytes at once (a brotli or
+    gzip bomb decodes a step at a time, as ``stream`` does).
 
     Raises (from ``read``):
         ConnectionLost: the connection was reset before the end of the body.
@@ -1045,8 +1052,8 @@ class _Reader:
             self._inflater = _Unbrotli() if coding == "br" else _Inflater(coding)
         self._limit = limit
         self._url = url
-        self._chunks: list[bytes] = []
-        self._wire: list[bytes] | None = [] if coding else None  # coded bytes read
+        self._body = io.BytesIO()
+        self._wire: io.BytesIO | None = io.BytesIO() if coding else None  # coded bytes read
         self._fed = False
         self._wire_size = 0
         self.size = 0
@@ -1056,38 +1063,46 @@ class _Reader:
 
     def head(self) -> bytes:
         """The resource header: the first ``RESOURCE_HEADER_BYTES`` bytes held."""
-        return b"".join(self._chunks)[: sniff.RESOURCE_HEADER_BYTES]
+        return self._body.getvalue()[: sniff.RESOURCE_HEADER_BYTES]
 
     def body(self) -> bytes:
-        """Every decoded byte held."""
-        return b"".join(self._chunks)
+        """Every decoded byte held (the buffer itself, not a copy: call once, at the
+        end of the read)."""
+        return self._body.getvalue()
 
     def wire(self) -> bytes | None:
         """Every byte read as transferred (content coding kept), ``None`` without a
         content coding (then it is ``body()``)."""
-        return None if self._wire is None else b"".join(self._wire)
+        return None if self._wire is None else self._wire.getvalue()
 
     async def read(self, upto: int | None) -> None:
         """Read until ``upto`` bytes are held (``None``: to the end or the cut)."""
-        limit = self._limit
         inflater = self._inflater
         while not self.ended and not self.truncated and (upto is None or self.size < upto):
+            if inflater is not None and self._fed:
+                held = inflater.more(self._step())  # what the last step left in the decoder
+                if held:
+                    self._keep(held)
+                    continue
             data = await self._next_read()
             if not data:
                 return
-            if inflater is not None:
-                assert self._wire is not None
-                self._wire.append(data)
-                self._fed = True
-                # one more byte than fits tells a longer body from an exact one
-                data = inflater.feed(data, limit - self.size + 1)
-            if self.size + len(data) > limit:
-                self._chunks.append(data[: limit - self.size])
-                self.size = limit
-                self.truncated = True
-                return
-            self._chunks.append(data)
-            self.size += len(data)
+            if inflater is None:
+                self._keep(data)
+                continue
+            assert self._wire is not None
+            self._wire.write(data)
+            self._fed = True
+            self._keep(inflater.feed(data, self._step()))
+
+    def _keep(self, data: bytes) -> None:
+        """Hold the decoded ``data``, cut at the cap (``truncated`` past it)."""
+        room = self._limit - self.size
+        if len(data) > room:
+            data = data[:room]
+            self.truncated = True
+        self._body.write(data)
+        self.size += len(data)
 
     async def stream(self, sink: BodySink, keep: int) -> None:
         """Read the whole body (to its end or the cut), handing the decoded bytes to
@@ -1095,13 +1110,13 @@ class _Reader:
         first ``keep`` bytes as transferred (``wire``; ``wire_cut`` when more came).
         ``sink`` returning ``False`` stops the read (``truncated``)."""
         inflater = self._inflater
-        self._wire = []
+        wire = self._wire = io.BytesIO()
         while not self.ended:
             data = await self._next_read()
             if not data:
                 return
             if self._wire_size < keep:
-                self._wire.append(data[: keep - self._wire_size])
+                wire.write(data[: keep - self._wire_size])
             self._wire_size += len(data)
             self.wire_cut = self._wire_size > keep
             if inflater is None:

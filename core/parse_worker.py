@@ -26,6 +26,7 @@ from typing import Any
 
 from multidict import CIMultiDict
 
+from crawldeck.core.heap import GIVE_BACK_AFTER_BYTES, give_back
 from crawldeck.core.links import extract_links
 
 #: A frame whose pickle is at most this long goes out in one ``write`` (as
@@ -117,7 +118,8 @@ def serve(jobs_fd: int, answers_fd: int) -> None:
     workers, decides how to stop (it closes the pool). SIGINT and SIGHUP sent to the
     worker itself are ignored too. A worker whose parent is gone (pipe closed) exits.
     Never raises: a failed parse (``MemoryError`` and the like) is answered as
-    ``("error", line)``.
+    ``("error", line)``. After a job of at least ``core.heap.GIVE_BACK_AFTER_BYTES`` the
+    worker gives the heap's free memory back (``core.heap.give_back``).
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
@@ -134,18 +136,28 @@ def serve(jobs_fd: int, answers_fd: int) -> None:
             return
         if job is None:
             return
-        body, url, pairs, token, obey, max_links = job
-        try:
-            extracted = extract_links(
-                body, url, CIMultiDict(pairs), token, obey_nofollow=obey, max_links=max_links
-            )
-            answer: tuple[str, object] = ("ok", extracted)
-        except Exception as exc:  # MemoryError and the like: the parent records it
-            answer = ("error", f"{type(exc).__name__}: {exc}")
+        big = len(job[0]) >= GIVE_BACK_AFTER_BYTES
+        answer = _answer(job)
+        del job
         try:
             conn.send(answer)
         except (OSError, ValueError):
             return
+        del answer  # the links; lexbor's tree went with _answer's frame
+        if big:
+            give_back()
+
+
+def _answer(job: tuple[Any, ...]) -> tuple[str, object]:
+    """``("ok", Extracted)`` for one job, or ``("error", line)``; never raises."""
+    body, url, pairs, token, obey, max_links = job
+    try:
+        extracted = extract_links(
+            body, url, CIMultiDict(pairs), token, obey_nofollow=obey, max_links=max_links
+        )
+    except Exception as exc:  # MemoryError and the like: the parent records it
+        return ("error", f"{type(exc).__name__}: {exc}")
+    return ("ok", extracted)
 
 
 __all__ = ["Pipe", "serve"]

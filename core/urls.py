@@ -30,7 +30,6 @@ from urllib.parse import SplitResult, urlsplit
 
 import ada_url
 import idna
-import tldextract
 
 from crawldeck.core.errors import UnsupportedScheme, UrlError
 
@@ -85,12 +84,62 @@ _PCT = re.compile(
 #: How much of a bad URL an error message shows.
 _SHOW_CHARS = 80
 
-#: The Public Suffix List from tldextract's bundled snapshot: no list URL (never
-#: fetched), no cache directory (nothing written). PSL private suffixes count
-#: (``github.io``, ``blogspot.com``): names under them belong to different owners.
-_EXTRACT = tldextract.TLDExtract(
-    suffix_list_urls=(), cache_dir=None, include_psl_private_domains=True
-)
+#: How much of the Public Suffix List file is read at a time (bytes).
+_PSL_READ_BYTES = 64 * 1024
+
+
+@functools.cache
+def _public_suffix_rules() -> frozenset[str]:
+    """The Public Suffix List's rules, ICANN and private sections alike, as one set of
+    lowercase ASCII strings (``co.uk``, ``*.kawasaki.jp``, ``!city.kawasaki.jp``;
+    Unicode rules in their IDNA form, ``xn--p1ai``): about 1.5 MiB, built at the first
+    host name that needs it (an IP address or one label never does), never fetched.
+
+    The list is the copy the ``publicsuffixlist`` package ships (``PSLFILE``), a
+    package kept in step with https://publicsuffix.org/list/; it is read here rather
+    than through that package's matcher, which takes the parent of a wildcard rule
+    (``compute.amazonaws.com`` under ``*.compute.amazonaws.com``) for a public suffix
+    where the list's algorithm does not. It replaced tldextract, whose import (with
+    requests, urllib3, filelock and charset-normalizer: 3.8 MiB in the crawl) and
+    trie of a dict per label (5.9 MiB more) cost a crawl 9.7 MiB.
+
+    Raises:
+        OSError: the package's list file cannot be read (a broken install).
+    """
+    from publicsuffixlist import PSLFILE  # only its file: the import stays out of crawls by IP
+
+    rules: set[str] = set()
+    with open(PSLFILE, encoding="utf-8") as psl:
+        for line in psl:
+            rule = line.split(None, 1)[0].lower() if line.strip() else ""
+            if not rule or rule.startswith("//"):
+                continue
+            if not rule.isascii():
+                mark = "!" if rule.startswith("!") else "*." if rule.startswith("*.") else ""
+                encoded = _idna_to_ascii.__wrapped__(rule[len(mark) :])  # not cached: once
+                if encoded is None:
+                    continue  # no ASCII form: no host cleaned by this module can match it
+                rule = mark + encoded
+            rules.add(rule)
+    return frozenset(rules)
+
+
+def _public_suffix_labels(labels: list[str]) -> int:
+    """How many of ``labels`` (a name split at dots, all ASCII and lowercase) form its
+    public suffix, by the PSL's algorithm (https://publicsuffix.org/list/, "Formal
+    algorithm"): a matching exception rule prevails (its suffix is the rule less its
+    first label); else the matching rule with the most labels (``*`` matches any one
+    label); else the default rule ``*``: one label."""
+    rules = _public_suffix_rules()
+    count = len(labels)
+    for i in range(count):  # an exception prevails wherever it matches
+        if "!" + ".".join(labels[i:]) in rules:
+            return count - i - 1
+    for i in range(count):  # the longest rule first
+        rest = ".".join(labels[i + 1 :])
+        if ".".join(labels[i:]) in rules or (rest and "*." + rest in rules):
+            return count - i
+    return 1
 
 
 def _show(url: str) -> str:
@@ -678,8 +727,9 @@ def _prefix(base: str) -> str:
 def registered_domain(host: str) -> str:
     """The registered domain ("eTLD+1") of ``host`` by the Public Suffix List.
 
-    The PSL comes from tldextract's bundled snapshot and is never fetched; private
-    suffixes count, so ``a.github.io`` is its own registered domain. Rules (PSL
+    The PSL is the copy the ``publicsuffixlist`` package ships, read once at the
+    first host name that needs it, never fetched; private suffixes count, so
+    ``a.github.io`` is its own registered domain. Rules (PSL
     "Algorithm", https://publicsuffix.org/list/): the longest matching suffix plus
     one label (``www.bbc.co.uk`` -> ``bbc.co.uk``); a name that is itself a public
     suffix is its own registered domain (``co.uk``); a name under no listed suffix
@@ -710,10 +760,9 @@ def registered_domain(host: str) -> str:
         pass
     else:
         return name
-    result = _EXTRACT(name)
-    if result.suffix:
-        return f"{result.domain}.{result.suffix}" if result.domain else name
-    return ".".join(name.rsplit(".", 2)[-2:])
+    labels = name.split(".")
+    suffix = _public_suffix_labels(labels)
+    return ".".join(labels[-suffix - 1 :]) if suffix < len(labels) else name
 
 
 __all__ = [

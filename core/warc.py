@@ -95,6 +95,8 @@ from typing import Any, Final
 
 from fastwarc.warc import WarcRecord, WarcRecordType
 
+from crawldeck.core.heap import give_back
+
 #: zlib level of each member (see the module docstring).
 GZIP_LEVEL: Final = 3
 #: The revisit profile of an exact duplicate (WARC/1.1 §6.7.2).
@@ -111,8 +113,10 @@ MAX_HEAD_BYTES: Final = 1 << 16
 RECV_BYTES: Final = 1 << 20
 #: Payloads longer than this go to the process through a payload file, not the socket.
 PAYLOAD_FILE_BYTES: Final = 1 << 20
-#: Bytes of a payload file read (and compressed) at a time.
-PAYLOAD_CHUNK_BYTES: Final = 1 << 20
+#: Bytes of a payload file read (and compressed) at a time: 256 KiB, not 1 MiB, as
+#: each read and its compressed output are held at once (the writer's peak for a 10 MiB
+#: payload 19.1-19.7 -> 17.2-18.1 MiB, ``benchmarks/hostile_memory.py``).
+PAYLOAD_CHUNK_BYTES: Final = 256 << 10
 
 _HTTP_RESPONSE: Final = "application/http; msgtype=response"
 _HTTP_REQUEST: Final = "application/http; msgtype=request"
@@ -278,7 +282,7 @@ def payload_files(directory: Path, stem: str) -> list[Path]:
 
 
 def _sha1_base32(digest: Any) -> str:
-    """A ``hashlib`` SHA-1 as WARC writes it: ``sha1:`` and base 32 (fastwarc's form)."""
+    """A SHA-1 object's digest as WARC writes it: ``sha1:`` and base 32 (fastwarc's form)."""
     return "sha1:" + base64.b32encode(digest.digest()).decode("ascii")
 
 
@@ -286,14 +290,18 @@ def _file_digests(path: Path, head: bytes) -> tuple[str, str]:
     """``(payload digest, block digest)`` of a response whose payload is the file at
     ``path`` and whose HTTP head is ``head``, read ``PAYLOAD_CHUNK_BYTES`` at a time.
 
-    ``hashlib`` is imported here, by the first payload over ``PAYLOAD_FILE_BYTES``, not
-    with the module: its import maps OpenSSL's libcrypto, 3.6 MiB of RSS this process
-    needs for no other record (fastwarc digests the rest itself; issue #22 item 1). The
-    import runs once: later calls find it in ``sys.modules``."""
-    import hashlib
+    SHA-1 comes from CPython's own ``_sha1``, not ``hashlib``: importing ``hashlib``
+    maps OpenSSL's libcrypto, 3.6 MiB of RSS this process needs for no other record
+    (fastwarc digests the rest itself; issue #22 item 1), as ``core.simhash`` takes
+    BLAKE2 from ``_blake2``. A CPython built without ``_sha1`` falls back to
+    ``hashlib``."""
+    try:
+        from _sha1 import sha1  # type: ignore[import-not-found]  # no stub in typeshed
+    except ImportError:  # pragma: no cover - every CPython build this project supports has it
+        from hashlib import sha1
 
-    payload = hashlib.sha1()
-    block = hashlib.sha1(head)
+    payload = sha1()
+    block = sha1(head)
     with open(path, "rb") as f:
         while chunk := f.read(PAYLOAD_CHUNK_BYTES):
             payload.update(chunk)
@@ -545,6 +553,7 @@ class WarcFiles:
             if isinstance(body, Path):  # read or not, the payload file is done with
                 with contextlib.suppress(OSError):
                     body.unlink()
+                give_back()  # its chunks and its gzip member (core.heap)
 
     def _exchange(
         self,

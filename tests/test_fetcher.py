@@ -17,11 +17,13 @@ import aiohttp
 import pytest
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.client_reqrep import ConnectionKey
+from hostilekit import brotli_bomb, deflate_bomb, gzip_bomb
 from httpserver import HTTPTestServer, Request, Response
 from multidict import CIMultiDict, CIMultiDictProxy
 from rawserver import RawServer
 from yarl import URL
 
+from crawldeck.core import fetcher as fetcher_module
 from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.errors import (
     ConnectFailed,
@@ -212,6 +214,66 @@ async def test_gzip_bomb_is_cut_at_max_bytes(srv: HTTPTestServer, fetcher: Aioht
     result = await fetcher.fetch(srv.url("/bomb"), max_bytes=1_000_000)
     assert result.truncated is True
     assert result.body == b"\0" * 1_000_000
+
+
+#: The cap of the bounded-memory tests below, and the body each one's server sends.
+HELD_CAP = 4 << 20
+HELD_BODY = 64 << 20
+
+
+def _held_case(coding: str) -> Response:
+    """A page of ``HELD_BODY`` decoded bytes with ``coding`` (``""``: a plain page of
+    twice the cap, sent as is): bombs of ``a`` bytes (hostilekit's), each over 1 000:1."""
+    if coding == "":
+        return Response(200, {"Content-Type": "text/html"}, b"a" * (2 * HELD_CAP))
+    make = {"gzip": gzip_bomb, "deflate": deflate_bomb, "br": brotli_bomb}[coding]
+    body = make(HELD_BODY)
+    assert len(body) * 1000 < HELD_BODY
+    return Response(200, {"Content-Type": "text/html", "Content-Encoding": coding}, body)
+
+
+@pytest.mark.parametrize("coding", ["", "gzip", "deflate", "br"])
+async def test_a_body_over_the_cap_is_held_once(
+    srv: HTTPTestServer, fetcher: AiohttpFetcher, coding: str
+) -> None:
+    """A body cut at ``max_bytes`` costs the cap once: decoded in small steps into one
+    buffer handed over without a copy (not a decoder's output of the whole cap, then a
+    slice of it, then the join of the pieces: two to three times the cap)."""
+    srv.set("/held", _held_case(coding))
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        result = await fetcher.fetch(srv.url("/held"), max_bytes=HELD_CAP)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (len(result.body), result.truncated) == (HELD_CAP, True)
+    assert result.body.startswith(b"<html>" if coding else b"aaa") and result.body.endswith(b"aaa")
+    assert peak < HELD_CAP * 3 // 2, f"peak {peak / 2**20:.1f} MiB for a cap of 4 MiB"
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "br"])
+async def test_a_bomb_decodes_a_step_at_a_time(
+    srv: HTTPTestServer, fetcher: AiohttpFetcher, coding: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every output of the decoder is at most one step (64 KiB, and for brotli one
+    output block more), however much one network read of a bomb expands to."""
+    steps: list[int] = []
+    decoder = fetcher_module._Unbrotli if coding == "br" else fetcher_module._Inflater
+    for name in ("feed", "more"):
+        real = getattr(decoder, name)
+
+        def counted(self: object, *args: object, _real: Callable[..., bytes] = real) -> bytes:
+            out = _real(self, *args)
+            steps.append(len(out))
+            return out
+
+        monkeypatch.setattr(decoder, name, counted)
+    srv.set("/held", _held_case(coding))
+    result = await fetcher.fetch(srv.url("/held"), max_bytes=HELD_CAP)
+    assert (len(result.body), result.truncated) == (HELD_CAP, True)
+    assert sum(steps) > HELD_CAP
+    assert max(steps) <= (64 + 32) << 10, f"a step of {max(steps)} bytes"
 
 
 async def test_accept_encoding_names_only_codings_we_bound(

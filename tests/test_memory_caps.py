@@ -14,6 +14,7 @@ import base64
 import hashlib
 import os
 import random
+import signal
 import subprocess
 import sys
 import threading
@@ -25,13 +26,18 @@ from httpserver import HTTPTestServer, Response
 from multidict import CIMultiDict, CIMultiDictProxy
 from warcio.archiveiterator import ArchiveIterator
 
+from crawldeck.core import parse_worker, warc
 from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.fetcher import FetchResult, WarcRef
+from crawldeck.core.heap import GIVE_BACK_AFTER_BYTES
 from crawldeck.core.links import extract_links
 from crawldeck.core.parse import THREAD_PARSE_MAX_BYTES, ParsePool
 from crawldeck.core.parse_worker import Pipe
-from crawldeck.core.procmem import proc_parents, process_tree
-from crawldeck.core.warc import PAYLOAD_FILE_BYTES, payload_files, warc_files
+from crawldeck.core.procmem import (
+    proc_parents,
+    process_tree,
+)
+from crawldeck.core.warc import PAYLOAD_FILE_BYTES, WarcFiles, payload_files, warc_files
 from crawldeck.core.warc_writer import Exchange, WarcWriter
 
 URL = "http://hostile.test/"
@@ -217,6 +223,7 @@ def test_a_parse_worker_imports_links_and_nothing_else_of_the_crawl() -> None:
     assert out.stdout.split() == [
         "crawldeck",
         "crawldeck.core",
+        "crawldeck.core.heap",
         "crawldeck.core.links",
         "crawldeck.core.parse_worker",
         "crawldeck.core.simhash",
@@ -226,8 +233,12 @@ def test_a_parse_worker_imports_links_and_nothing_else_of_the_crawl() -> None:
 #: Packages a ``--no-ui`` crawl of a plain web must not load (issue #22 item 1): the
 #: crawl file's schema is plain SQL, not sqlite-utils (2.6 MiB with click, dateutil and
 #: pluggy); the console, the browser, the metrics server and the cluster's Redis client
-#: are loaded only when used.
-NOT_IN_A_PLAIN_CRAWL = ("sqlite_utils", "textual", "playwright", "prometheus_client", "redis")
+#: are loaded only when used; the registered-domain lookup reads the Public Suffix List
+#: itself (``core.urls``), without tldextract and the requests stack it brought (3.8 MiB).
+NOT_IN_A_PLAIN_CRAWL = (
+    "sqlite_utils", "textual", "playwright", "prometheus_client", "redis",
+    "tldextract", "requests", "urllib3", "filelock",
+)  # fmt: skip
 
 
 def test_a_no_ui_crawl_process_loads_no_package_it_does_not_use(tmp_path: Path) -> None:
@@ -260,10 +271,11 @@ def test_a_no_ui_crawl_process_loads_no_package_it_does_not_use(tmp_path: Path) 
     assert rows(tmp_path / "crawl.db", "SELECT url, status FROM pages") == [(srv.url("/"), 200)]
 
 
-def test_the_warc_writer_maps_openssl_only_for_a_payload_by_file(tmp_path: Path) -> None:
-    """The writer process digests records with fastwarc; ``hashlib`` (OpenSSL's
-    libcrypto, 3.6 MiB) is imported by the first payload over ``PAYLOAD_FILE_BYTES``
-    only (``core.warc._file_digests``). Read in the live process's memory map."""
+def test_the_warc_writer_never_maps_openssl(tmp_path: Path) -> None:
+    """The writer process digests records with fastwarc, and a payload over
+    ``PAYLOAD_FILE_BYTES`` with CPython's ``_sha1`` (``core.warc._file_digests``), never
+    ``hashlib``, whose import maps OpenSSL's libcrypto (3.6 MiB). Read in the live
+    process's memory map after a small payload and a payload by file."""
     headers = CIMultiDictProxy(CIMultiDict({"Content-Type": "text/html"}))
 
     def fetched(url: str, body: bytes) -> FetchResult:
@@ -295,7 +307,83 @@ def test_the_warc_writer_maps_openssl_only_for_a_payload_by_file(tmp_path: Path)
     small, large = asyncio.run(main())
     assert b"fastwarc" in small
     assert b"libcrypto" not in small
-    assert b"libcrypto" in large
+    assert b"fastwarc" in large and b"libcrypto" not in large
+
+
+def test_a_parse_worker_gives_memory_back_after_a_big_page_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``core.parse_worker.serve`` on real pipes (in a thread of this process) calls
+    ``core.heap.give_back`` once per job of at least ``GIVE_BACK_AFTER_BYTES``, and
+    never after a small one (the next parse would fault the memory in again)."""
+    calls: list[str] = []
+
+    def give_back() -> bool:
+        calls.append("given")
+        return True
+
+    monkeypatch.setattr(parse_worker, "give_back", give_back)
+    # serve ignores SIGINT and SIGHUP, which only the main thread may set
+    monkeypatch.setattr(signal, "signal", lambda *args: None)
+
+    def serve(bodies: list[bytes]) -> int:
+        """The calls of one worker that answers ``bodies`` and ends."""
+        calls.clear()
+        job_r, job_w = os.pipe()
+        ans_r, ans_w = os.pipe()
+        thread = threading.Thread(target=parse_worker.serve, args=(job_r, ans_w))
+        thread.start()
+        jobs, conn = parse_worker.Pipe(job_w), parse_worker.Pipe(ans_r)
+        try:
+            assert conn.recv()[0] == "ready"
+            for body in bodies:
+                jobs.send((body, "http://a.test/", [], "crawldeck", True, 10))
+                assert conn.recv()[0] == "ok"
+            jobs.send(None)
+            thread.join()
+        finally:
+            jobs.close()
+            conn.close()
+            os.close(job_r)
+            os.close(ans_w)
+        return len(calls)
+
+    small = b'<a href="/a">a</a>' * 100
+    big = b'<a href="/b">b</a>' * (GIVE_BACK_AFTER_BYTES // 18 + 1)
+    assert serve([small, small, small]) == 0
+    assert serve([big, small, big, small]) == 2
+
+
+def test_the_warc_writer_gives_memory_back_after_a_payload_by_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``core.warc.WarcFiles.exchange`` calls ``core.heap.give_back`` after a payload
+    by file (over ``PAYLOAD_FILE_BYTES``: its chunks and gzip member are gone), not
+    after a payload in memory."""
+    calls: list[str] = []
+
+    def give_back() -> bool:
+        calls.append("given")
+        return True
+
+    monkeypatch.setattr(warc, "give_back", give_back)
+    files = WarcFiles(tmp_path, "c", 1 << 30, [("software", "t")])
+    big = tmp_path / "payload"
+    big.write_bytes(b"<p>" + b"words " * PAYLOAD_FILE_BYTES)
+    fields = [(b"Content-Type", b"text/html")]
+
+    def exchange(url: str, payload: bytes | tuple[str, int]) -> None:
+        files.exchange(url, "2024-05-01T12:00:00Z", None, 200, "1.1", "OK", fields, (),
+                       payload, False, False, [], None)  # fmt: skip
+
+    try:
+        exchange("http://a.test/small", b"<p>small</p>")
+        assert calls == []
+        exchange("http://a.test/big", (str(big), big.stat().st_size))
+        assert calls == ["given"]
+        assert not big.exists()  # read and removed
+    finally:
+        files.close()
 
 
 def test_a_pipe_carries_messages_bigger_than_the_pipe_buffer_and_reports_its_end() -> None:
