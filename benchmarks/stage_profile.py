@@ -135,6 +135,7 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.fetcher": FETCH,
     "core.frontier": FRONTIER,
     "core.gate": SCHEDULE,
+    "core.heap": PARSE,  # malloc_trim in the parse workers (and the WARC writer)
     "core.links": PARSE,
     "core.metrics": STATS,
     "core.mirror": OFFLINE,
