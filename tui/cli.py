@@ -781,10 +781,12 @@ async def _crawl(
     *,
     ui: bool = False,
     metrics: MetricsServer | None = None,
+    cleaned: bool = False,
 ) -> int:
     """Run one crawl into the open ``store``, headless (its log lines through
     ``HeadlessLog`` from the engine's first, ``resuming: ...``) or in the console
-    (``ui``); returns the exit code; closes the store. With ``metrics_port``, serves
+    (``ui``); returns the exit code; closes the store. ``cleaned``: the ``seeds`` are
+    ``urls.clean``'s results already (``gather_seeds``). With ``metrics_port``, serves
     the run's Prometheus metrics until it ends (``core.metrics``): through ``metrics``,
     started by the caller (``start_metrics``), else started here; closed at the end.
 
@@ -802,7 +804,7 @@ async def _crawl(
                 if metrics is not None:
                     headless.callback(metrics.close)
             engine = Engine(config, store)
-            for url, why in engine.add_seeds(seeds):
+            for url, why in engine.add_seeds(seeds, cleaned=cleaned):
                 print(f"crawldeck: seed refused: {url}: {why}", file=sys.stderr)
             if metrics is not None:
                 metrics.watch(engine)
@@ -1009,7 +1011,9 @@ def _run_crawl(args: argparse.Namespace) -> int:
             other = other_seeds(store.seed_urls(), seeds, db)
             if other is not None:
                 print(f"crawldeck: warning: {other}", file=sys.stderr, flush=True)
-        code = asyncio.run(_crawl(config, store, db, seeds, hint, ui=ui, metrics=metrics))
+        code = asyncio.run(
+            _crawl(config, store, db, seeds, hint, ui=ui, metrics=metrics, cleaned=True)
+        )
     except CrawldeckError as exc:
         if metrics is not None:
             metrics.close()
