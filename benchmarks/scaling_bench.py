@@ -17,7 +17,7 @@ bound by per-host latency with only 10 hosts to fetch from at once).
 
 Printed per size: pages, robots.txt fetches (nginx's access log), pages/s and fetches/s
 (pages + robots.txt) over the crawler's own elapsed time (``runs`` in its SQLite file),
-CPU ms per page, and peak RSS (``ru_maxrss`` of the crawler process). A robots.txt
+CPU ms per page and per fetch, and peak RSS (``ru_maxrss`` of the crawler process). A robots.txt
 fetch is a full request for the crawler (connection, request, parse), and at 50 000
 hosts with every host a seed there is one per host, so fetches/s is the figure that
 compares the crawler's speed across sizes; pages/s is printed too, with the share of
@@ -212,16 +212,31 @@ def main() -> int:
         )
     print()
     print("| hosts | pages | robots.txt | pages/s | fetches/s | robots share | CPU ms/page "
-          "| peak RSS MiB |")  # fmt: skip
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "| CPU ms/fetch | peak RSS MiB |")  # fmt: skip
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in results:
         fetches = r["pages"] + r["robots"]
         print(
             f"| {r['hosts']:,.0f} | {r['pages']:,.0f} | {r['robots']:,.0f} "
             f"| {r['pages'] / r['elapsed']:.0f} | {fetches / r['elapsed']:.0f} "
             f"| {r['robots'] / fetches:.0%} | {1000 * r['cpu'] / r['pages']:.2f} "
-            f"| {r['rss_mib']:.0f} |"
+            f"| {1000 * r['cpu'] / fetches:.2f} | {r['rss_mib']:.0f} |"
         )
+    # sizes given as a round (``--hosts 1000 20000 1000 20000``): each larger size against
+    # the run of the first size just before it, the same round on the same machine load
+    base = None
+    for r in results:
+        if r["hosts"] == args.hosts[0]:
+            base = r
+        elif base is not None:
+            fetch_a = (base["pages"] + base["robots"]) / base["elapsed"]
+            fetch_b = (r["pages"] + r["robots"]) / r["elapsed"]
+            cpu_a = base["cpu"] / (base["pages"] + base["robots"])
+            cpu_b = r["cpu"] / (r["pages"] + r["robots"])
+            print(
+                f"{r['hosts']:,.0f} against {base['hosts']:,.0f} hosts: fetches/s "
+                f"{fetch_b / fetch_a:.2f}x, CPU per fetch {cpu_b / cpu_a:.2f}x"
+            )
     by_hosts = {r["hosts"]: r for r in results}
     if 1000 in by_hosts and 50_000 in by_hosts:
         a, b = by_hosts[1000], by_hosts[50_000]
