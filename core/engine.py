@@ -162,11 +162,18 @@ class Engine:
         self._subscribers.append(callback)
 
     def add_seeds(
-        self, seed_urls: Iterable[str], *, known: Container[str] | None = None
+        self,
+        seed_urls: Iterable[str],
+        *,
+        known: Container[str] | None = None,
+        cleaned: bool = False,
     ) -> list[tuple[str, str]]:
         """Admit seed URLs (depth 0, highest priority); they also define the scope.
         ``known``: the seeds' dedupe keys the seen set holds, asked beforehand
         (``add_seeds_live``); ``None``: asked here, on this thread (before a crawl).
+        ``cleaned``: every URL is already ``urls.clean``'s result (a seeds file read
+        by ``core.seeds``), so it is not cleaned a second time. All fresh seeds'
+        frontier rows go to the store in one batch (one ``executemany``).
 
         Returns:
             ``(url, reason)`` for each seed that was refused (bad URL or a trap
@@ -176,13 +183,13 @@ class Engine:
         fresh: list[FrontierRow] = []
         for raw in seed_urls:
             try:
-                url = urls.clean(raw)
+                url = raw if cleaned else urls.clean(raw)
+                link = self._admission.link(url)
             except UrlError as exc:
                 refused.append((raw, str(exc)))
                 continue
-            self._scope.add_seed(url)
-            self._policy.trust(urls.host_key(url))
-            link = self._admission.link(url)
+            self._scope.add_seed(url, host=link.host)
+            self._policy.trust(link.host)
             seen = None if known is None else link.key in known
             outcome = self._admission.admit(link, 0, is_seed=True, seen=seen)
             if isinstance(outcome, Verdict):

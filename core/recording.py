@@ -135,8 +135,10 @@ class Recorder:
         if ranked and prioritizer.by_cash:
             priority = prioritizer.priority(score, inlinks)
         stats = self._obs.hosts.get(host)
-        if stats is None or not stats.fetched:  # its origin may still change (http/https)
+        if stats is None:
             stats = self._obs.stats(host, link.origin)
+        elif not stats.fetched and not _same_origin(link.url, stats.origin):
+            self._obs.stats(host, link.origin)  # its origin may still change (http/https)
         if stats.parked:
             state = "queued"  # for the next run; nothing more is fetched from it now
         elif not self._frontier.place(host, spill=spill):
@@ -471,6 +473,14 @@ class Recorder:
             missed = self._frontier.credit_all(scores)
         if self._add_scores is not None and missed:
             self._add_scores(missed)
+
+
+def _same_origin(url: str, origin: str) -> bool:
+    """Whether the cleaned ``url`` has the origin ``origin`` (``urls.origin``'s form):
+    it starts with ``origin`` and then its path (a cleaned URL's path starts with
+    ``/``). ``False`` may be wrong (``http://a:80/`` has the origin ``http://a``): the
+    caller then computes the origin itself; ``True`` never is."""
+    return url.startswith(origin) and url.startswith("/", len(origin))
 
 
 def near_index(store: ResultSink) -> NearDuplicates:

@@ -112,23 +112,25 @@ class ScopePolicy:
         self.scope: Scope = scope
         self._keys: set[str] = set()
 
-    def _key(self, url: str) -> str:
-        """The scope key of ``url``: host key or registered domain; raises ``UrlError``."""
-        key = urls.host_key(url)
+    def _key(self, url: str, host: str | None = None) -> str:
+        """The scope key of ``url`` (its host key ``host`` if known): host key or
+        registered domain; raises ``UrlError``."""
+        key = urls.host_key(url) if host is None else host
         if self.scope == "host":
             return key
         # the host name: the host key without its port (an IPv6 literal keeps brackets)
         host = key[: key.index("]") + 1] if key.startswith("[") else key.partition(":")[0]
         return urls.registered_domain(host)
 
-    def add_seed(self, url: str) -> None:
-        """Widen the scope to the host (or registered domain) of the seed ``url``.
+    def add_seed(self, url: str, *, host: str | None = None) -> None:
+        """Widen the scope to the host (or registered domain) of the seed ``url``;
+        ``host``: its host key (``urls.host_key(url)``) when the caller has it.
 
         Raises:
             UrlError: ``url`` has no host or cannot be parsed.
         """
         if self.scope != "any":
-            self._keys.add(self._key(url))
+            self._keys.add(self._key(url, host))
 
     def allows(self, url: str) -> bool:
         """Whether ``url`` (a cleaned URL) is inside the scope.

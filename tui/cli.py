@@ -1012,12 +1012,14 @@ async def _crawl(
     ui: bool = False,
     metrics: MetricsServer | None = None,
     log_level: int = logging.INFO,
+    cleaned: bool = False,
 ) -> int:
     """Run one crawl into the open ``store``, headless (its log lines through
     ``HeadlessLog`` from the engine's first, ``resuming: ...``, from ``log_level`` up;
     progress lines unless it is above ``logging.INFO``: ``-q``) or in the console
     (``ui``); returns the exit code; closes the store. ``ending`` tells the summary
-    how to say the run ended and how to go on (``_finish``). With ``metrics_port``, serves
+    how to say the run ended and how to go on (``_finish``). ``cleaned``: the ``seeds``
+    are ``urls.clean``'s results already (``gather_seeds``). With ``metrics_port``, serves
     the run's Prometheus metrics until it ends (``core.metrics``): through ``metrics``,
     started by the caller (``start_metrics``), else started here; closed at the end.
 
@@ -1037,7 +1039,7 @@ async def _crawl(
             from crawldeck.core.engine import Engine
 
             engine = Engine(config, store)
-            for url, why in engine.add_seeds(seeds):
+            for url, why in engine.add_seeds(seeds, cleaned=cleaned):
                 print(f"crawldeck: seed refused: {url}: {why}", file=sys.stderr)
             if metrics is not None:
                 metrics.watch(engine)
@@ -1341,7 +1343,15 @@ def _run_crawl(args: argparse.Namespace) -> int:
                 print(f"crawldeck: warning: {other}", file=sys.stderr, flush=True)
         code = asyncio.run(
             _crawl(
-                config, store, db, seeds, ending, ui=ui, metrics=metrics, log_level=log_level(args)
+                config,
+                store,
+                db,
+                seeds,
+                ending,
+                ui=ui,
+                metrics=metrics,
+                log_level=log_level(args),
+                cleaned=True,
             )
         )
     except CrawldeckError as exc:
