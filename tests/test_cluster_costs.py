@@ -21,15 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from clusterkit import SynthWeb
+from crewkit import crawl_with_crew
 from redisfix import LoopbackRedis
 
-from crawldeck.core.cluster.collector import Collector
-from crawldeck.core.cluster.keys import Keyspace
 from crawldeck.core.cluster.link import RedisLink, open_client
-from crawldeck.core.cluster.worker import Worker, publish_crawl
+from crawldeck.core.cluster.worker import Worker
 from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.errors import ClusterError
-from crawldeck.core.store import Store
 
 HOSTS = 8
 PAGES = 12
@@ -59,32 +57,7 @@ MAX_COMMANDS_PER_PAGE = 12.0
 
 
 async def _crawl(url: str, seeds: list[str], db: Path, config: CrawlConfig) -> list[Worker]:
-    keys = Keyspace("costs")
-    link = RedisLink(open_client(url), outage_s=10)
-    await link.load_scripts()
-    await publish_crawl(link, keys, config, seeds, workers=2)
-    store = Store(db, flush_interval_ms=50)
-    stop = asyncio.Event()
-    collector = asyncio.get_running_loop().create_task(
-        Collector(link.client, keys, store).run(stop)
-    )
-    crew = [
-        Worker(RedisLink(open_client(url), outage_s=10), keys, config, worker_id=f"w{i}")
-        for i in range(2)
-    ]
-    try:
-        results = await asyncio.wait_for(asyncio.gather(*(w.run() for w in crew)), 120)
-        assert [r.outcome for r in results] == ["finished", "finished"]
-    finally:
-        stop.set()
-        await collector
-        await asyncio.to_thread(store.flush)
-        store.close()
-        for w in crew:
-            await w.store.aclose()
-            await w.link.aclose()
-        await link.aclose()
-    return crew
+    return await crawl_with_crew(url, seeds, db, config, crawl_id="costs")
 
 
 def test_two_workers_send_at_most_a_bounded_number_of_round_trips_a_page(

@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from crewkit import crawl_with_crew
 from redisfix import LocalRedisCluster, LoopbackRedis, free_port
 
-from crawldeck.core.cluster.collector import Collector
 from crawldeck.core.cluster.keys import Keyspace
-from crawldeck.core.cluster.link import RedisLink, open_client
+from crawldeck.core.cluster.link import RedisLink
 from crawldeck.core.cluster.store import ClusterStore
-from crawldeck.core.cluster.worker import Worker, publish_crawl, survey_commands, survey_totals
+from crawldeck.core.cluster.worker import Worker, survey_commands, survey_totals
 from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.engine import Engine
 from crawldeck.core.store import Store
@@ -69,36 +69,15 @@ async def _cluster(
     cluster: bool,
     totals: dict[str, int],
 ) -> list[Worker]:
-    keys = Keyspace("t")
-    link = RedisLink(open_client(url, cluster=cluster), outage_s=10)
-    await link.load_scripts()
-    await publish_crawl(link, keys, config, seeds)
-    store = Store(db, flush_interval_ms=50)
-    stop = asyncio.Event()
-    collector = asyncio.get_running_loop().create_task(
-        Collector(link.client, keys, store).run(stop)
-    )
-    crew = [
-        Worker(RedisLink(open_client(url, cluster=cluster), outage_s=10), keys, config,
-               worker_id=f"w{i}")
-        for i in range(workers)
-    ]  # fmt: skip
-    try:
-        results = await asyncio.wait_for(asyncio.gather(*(w.run() for w in crew)), 120)
-        assert [r.outcome for r in results] == ["finished"] * workers
+    async def survey(link: RedisLink, keys: Keyspace) -> None:
         totals.update(
             survey_totals(await link.batch(survey_commands(keys, cluster=cluster, now=0)))
         )
-    finally:
-        stop.set()
-        await collector
-        await asyncio.to_thread(store.flush)
-        store.close()
-        for w in crew:
-            await w.store.aclose()
-            await w.link.aclose()
-        await link.aclose()
-    return crew
+
+    return await crawl_with_crew(
+        url, seeds, db, config, crawl_id="t", workers=workers, announce=False,
+        cluster=cluster, before_close=survey,
+    )  # fmt: skip
 
 
 def clustered(url: str, seeds: list[str], db: Path, config: CrawlConfig, workers: int = 3,

@@ -30,17 +30,14 @@ from typing import Any
 
 import pytest
 from clusterkit import SynthWeb, crawldeck, write_toml
+from crewkit import crawl_with_crew
 from hypothesis import given
 from hypothesis import strategies as st
 from redisfix import LoopbackRedis
 from warcio.archiveiterator import ArchiveIterator
 
-from crawldeck.core.cluster.collector import Collector
-from crawldeck.core.cluster.keys import Keyspace
-from crawldeck.core.cluster.link import RedisLink, open_client
-from crawldeck.core.cluster.worker import Worker, claim_plan, publish_crawl, warc_suffix
+from crawldeck.core.cluster.worker import Worker, claim_plan, warc_suffix
 from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.store import Store
 from crawldeck.core.warc import warc_files
 from crawldeck.tui.cli import main
 
@@ -90,33 +87,9 @@ def record_at(path: Path, offset: int, length: int) -> Any:
 
 
 async def _crawl(url: str, seeds: list[str], db: Path, config: CrawlConfig) -> list[Worker]:
-    keys = Keyspace(CRAWL_ID)
-    link = RedisLink(open_client(url, cluster=False), outage_s=10)
-    await link.load_scripts()
-    await publish_crawl(link, keys, config, seeds, workers=2)
-    store = Store(db, flush_interval_ms=50)
-    stop = asyncio.Event()
-    collector = asyncio.get_running_loop().create_task(
-        Collector(link.client, keys, store).run(stop)
+    return await crawl_with_crew(
+        url, seeds, db, config, crawl_id=CRAWL_ID, warc_dir=db.parent, timeout_s=60
     )
-    crew = [
-        Worker(RedisLink(open_client(url, cluster=False), outage_s=10), keys, config,
-               worker_id=f"w{i}", warc_dir=db.parent)
-        for i in range(2)
-    ]  # fmt: skip
-    try:
-        results = await asyncio.wait_for(asyncio.gather(*(w.run() for w in crew)), 60)
-        assert [r.outcome for r in results] == ["finished", "finished"]
-    finally:
-        stop.set()
-        await collector
-        await asyncio.to_thread(store.flush)
-        store.close()
-        for w in crew:
-            await w.store.aclose()
-            await w.link.aclose()
-        await link.aclose()
-    return crew
 
 
 def test_two_workers_write_their_own_files_and_every_row_points_into_them(
