@@ -164,7 +164,9 @@ def free_port(hosts: int) -> int:
     raise SystemExit("e2e_bench: no free port in 8790-8829 on 127.80.0.0/16")
 
 
-def _descendants(pid: int) -> list[int]:
+def descendants(pid: int) -> list[int]:
+    """``pid`` and the pids of its descendants at any depth, from ``/proc`` (a process
+    gone meanwhile is left out of the walk below it)."""
     out, todo = [], [pid]
     while todo:
         p = todo.pop()
@@ -181,7 +183,7 @@ def _descendants(pid: int) -> list[int]:
 def tree_rss_kib(pid: int) -> int:
     """The summed RSS (KiB) of ``pid`` and its descendants, from ``/proc``."""
     total = 0
-    for p in _descendants(pid):
+    for p in descendants(pid):
         try:
             with open(f"/proc/{p}/status") as f:
                 for line in f:

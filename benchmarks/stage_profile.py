@@ -80,7 +80,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from e2e_bench import CONFIG, FIRST_PORT, RunFailed, check_log, crawldeck_result
+from e2e_bench import CONFIG, FIRST_PORT, RunFailed, check_log, crawldeck_result, descendants
 from synthweb import SynthWeb, host_address
 
 HERE = Path(__file__).resolve().parent
@@ -402,18 +402,6 @@ def free_ports(hosts: int, n: int) -> list[int]:
     raise SystemExit(f"stage_profile: not {n} free ports in 8790-8829 on 127.80.0.0/16")
 
 
-def _children(pid: int) -> list[int]:
-    """The pids of ``pid``'s children (``[]`` once it is gone)."""
-    out: list[int] = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as f:
-                out.extend(int(c) for c in f.read().split())
-    except OSError:
-        pass
-    return out
-
-
 def _kind(pid: int) -> str:
     """``parse`` (a parse worker), ``warc`` (the WARC writer) or ``other``, by the
     process's command line; ``""`` once it is gone."""
@@ -446,10 +434,7 @@ class Poll:
                 self.threads[int(tid)] = (int(fields[11]) + int(fields[12])) / TICKS
         except OSError:
             pass
-        todo = _children(pid)
-        while todo:
-            child = todo.pop()
-            todo.extend(_children(child))
+        for child in descendants(pid)[1:]:
             kind = self.children.get(child, ("", 0.0))[0]
             if kind in ("", "other"):  # just forked, not yet exec'd: look again
                 kind = _kind(child)
