@@ -17,6 +17,7 @@ The defaults are those of the product's design (docs/architecture.md, "Defaults"
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import re
 import tomllib
@@ -721,13 +722,16 @@ def build_config(values: Mapping[str, Any]) -> CrawlConfig:
     (``product_token``).
 
     Raises:
-        ConfigError: unknown keys (all named), or what ``CrawlConfig`` raises.
+        ConfigError: unknown keys (all named; the first with the nearest known key,
+            as git's "did you mean"), or what ``CrawlConfig`` raises.
     """
     known = {f.name for f in fields(CrawlConfig)}
     unknown = [key for key in values if key not in known]
     if unknown:
         names = ", ".join(repr(key) for key in unknown)
-        raise ConfigError(f"unknown config key{'s' if len(unknown) > 1 else ''} {names}")
+        near = difflib.get_close_matches(unknown[0], sorted(known), n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise ConfigError(f"unknown config key{'s' if len(unknown) > 1 else ''} {names}{hint}")
     given = dict(values)
     agent = given.get("user_agent")
     if isinstance(agent, str) and "robots_token" not in given:

@@ -60,8 +60,9 @@ from urllib.parse import quote
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
+from crawldeck.core import urls
 from crawldeck.core.archive import decode_content
-from crawldeck.core.errors import StoreError
+from crawldeck.core.errors import StoreError, UrlError
 from crawldeck.core.store import (
     BROKEN_BLOCK_REASONS,
     BROKEN_LINKS_SELECT,
@@ -414,7 +415,9 @@ def _page_body(row: dict[str, object], where: Path) -> tuple[str | None, str | N
 
 
 def page_record(db: Path, url: str) -> ArchivedRecord:
-    """The WARC record of page ``url`` of crawl file ``db`` (``crawldeck show``).
+    """The WARC record of page ``url`` of crawl file ``db`` (``crawldeck show``):
+    ``url`` as given, else as the crawl wrote it (``urls.clean``: ``HTTP://h`` is
+    ``http://h/``), as a user types a URL the way a browser's address bar takes it.
 
     Raises:
         StoreError: ``db`` is not a crawl file, ``url`` is not one of its pages, the
@@ -422,10 +425,18 @@ def page_record(db: Path, url: str) -> ArchivedRecord:
     """
     path = Path(db)
     try:
+        cleaned = urls.clean(url)
+    except UrlError:
+        cleaned = url
+    try:
         with contextlib.closing(_connect(path)) as conn:
-            found = conn.execute(
-                "SELECT warc_file, warc_offset, bytes FROM pages WHERE url = ?", (url,)
-            ).fetchone()
+            found = None
+            for candidate in dict.fromkeys((url, cleaned)):
+                found = conn.execute(
+                    "SELECT warc_file, warc_offset, bytes FROM pages WHERE url = ?", (candidate,)
+                ).fetchone()
+                if found is not None:
+                    break
     except sqlite3.Error as exc:
         raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
     if found is None:

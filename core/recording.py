@@ -26,6 +26,7 @@ in SQLite, ``ClusterStore.add_scores`` in Redis for a worker of a cluster crawl)
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Literal
 
@@ -52,6 +53,9 @@ from crawldeck.core.snapshot import ResponseRow
 from crawldeck.core.store import FrontierRow, PageRecord, Store
 from crawldeck.core.traps import Verdict
 from crawldeck.core.window import FrontierWindow
+
+#: One DEBUG line a URL done (``-v``, ``--log-level DEBUG``), as Scrapy's "Crawled (200)".
+log = logging.getLogger("crawldeck.engine.recording")
 
 #: HTTP statuses that carry a Location to follow (RFC 9110 §15.4).
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
@@ -195,6 +199,8 @@ class Recorder:
         )
         stats.remember(ResponseRow(start, entry.url, None, page.elapsed_ms, page.error))
         self._store.record_page(page, key=entry.key, links=(), new_rows=(), state="failed")
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("failed %s after %.0f ms: %s", entry.url, page.elapsed_ms, page.error)
 
     async def response(
         self,
@@ -350,6 +356,12 @@ class Recorder:
             redirects=following.redirects if following is not None else (),
         )
         self._seen.handed_over()
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "crawled (%s) %s: %d bytes in %.0f ms, %d links%s",
+                status, entry.url, page.bytes, page.elapsed_ms, len(edges),
+                f", {error}" if error else "",
+            )  # fmt: skip
         if following is not None:
             self._frontier.push_front(following)
 

@@ -140,6 +140,30 @@ def test_quiet_prints_the_summary_and_nothing_else(tmp_path: Path, site: HTTPTes
     assert lines[-1].startswith("crawl saved in crawl.db")
 
 
+@pytest.mark.parametrize("flags", [["-v"], ["--log-level", "debug"]])
+def test_verbose_prints_a_line_a_url_done_as_scrapy_does(
+    tmp_path: Path, site: HTTPTestServer, flags: list[str]
+) -> None:
+    """``-v`` (or ``--log-level`` DEBUG, in any case) prints each URL done: its status,
+    size, time and links, or why it failed, as Scrapy's "Crawled (200) <GET ...>"; the
+    default level does not."""
+    site.set("/", Response(200, HTML, b'<a href="/a">a</a><a href="/gone">gone</a>'))
+    site.set("/a", Response(200, HTML, b"<p>a</p>"))
+    site.set("/gone", Response(404, HTML, b"<p>no</p>"))
+    proc = run("crawl", site.url("/"), "--no-ui", *flags, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.splitlines()
+    done = [line[line.index("crawled (") :] for line in out if " crawled (" in line]
+    assert sorted(line.split(": ", 1)[0] for line in done) == [
+        f"crawled (200) {site.url('/')}", f"crawled (200) {site.url('/a')}",
+        f"crawled (404) {site.url('/gone')}",
+    ]  # fmt: skip
+    assert any(line.startswith(f"crawled (200) {site.url('/')}: ") and "2 links" in line
+               for line in done)  # fmt: skip
+    quiet = run("crawl", site.url("/"), "--no-ui", "--db", "other.db", cwd=tmp_path)
+    assert " crawled (" not in quiet.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -38,6 +38,8 @@ def test_file_then_flags(tmp_path: Path) -> None:
     [
         ({"delay": 5}, "unknown config key 'delay'"),
         ({"delay": 5, "max_pagez": 1}, "unknown config keys 'delay', 'max_pagez'"),
+        ({"dealy_ms": 5}, "unknown config key 'dealy_ms' (did you mean 'delay_ms'?)"),
+        ({"zzzz": 5}, "unknown config key 'zzzz'"),
         ({"user_agent": "Bót/1.0"}, "only printable ASCII is allowed in a header"),
         ({"user_agent": "Bot\r\nX-Evil: 1"}, "only printable ASCII is allowed in a header"),
         ({"delay_ms": -1}, "config key 'delay_ms': expected a value >= 0, got -1"),
@@ -56,6 +58,8 @@ def test_bad_values_are_one_line_errors(values: dict[str, object], message: str)
         build_config(values)
     assert message in str(info.value)
     assert "\n" not in str(info.value)
+    if "zzzz" in values:  # nothing near: no guess
+        assert "did you mean" not in str(info.value)
 
 
 def test_user_agent_gives_the_robots_token() -> None:

@@ -20,14 +20,16 @@ LATIN = "<html><body><p>caf\u00e9 cr\u00e8me</p></body></html>"
 def crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     db = tmp_path_factory.mktemp("show") / "c.db"
     with HTTPTestServer() as srv:
-        srv.set("/", html('<a href="/latin">l</a><a href="/gz">g</a><a href="/png">p</a>'))
-        srv.set("/latin", Response(200, {"Content-Type": "text/html; charset=iso-8859-1"},
+        srv.set("/", html('<a href="/latin">l</a><a href="/gz">g</a><a href="/png">p</a>'
+                          '<a href="/copy">c</a>'))  # fmt: skip
+        for path in ("/latin", "/copy"):  # /copy: the same payload, a revisit record
+            srv.set(path, Response(200, {"Content-Type": "text/html; charset=iso-8859-1"},
                                    LATIN.encode("latin-1")))  # fmt: skip
         srv.set("/gz", Response(200, {"Content-Type": "text/html", "Content-Encoding": "gzip"},
                                 gzip.compress(b"<html><body>unzipped</body></html>")))  # fmt: skip
         srv.set("/png", Response(200, {"Content-Type": "image/png"}, b"\x89PNG" + bytes(50)))
         run_crawl([srv.url("/")], db)
-        return db, {name: srv.url(f"/{name}") for name in ("", "latin", "gz", "png")}
+        return db, {name: srv.url(f"/{name}") for name in ("", "latin", "gz", "png", "copy")}
 
 
 def test_show_prints_headers_and_the_decoded_body(
@@ -90,3 +92,26 @@ def test_show_raw_writes_the_body_alone(
     db, url = crawl
     assert main(["show", str(db), url["latin"], "--raw"]) == 0
     assert capsysbinary.readouterr().out == LATIN.encode("latin-1")
+
+
+def test_show_raw_of_a_revisit_writes_the_body_it_repeats(
+    crawl: tuple[Path, dict[str, str]], capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    """A page whose payload repeats an earlier page's is a WARC revisit record with no
+    body of its own: ``--raw`` writes the body of the page it refers to, not nothing."""
+    db, url = crawl
+    assert main(["show", str(db), url["copy"], "--raw"]) == 0
+    assert capsysbinary.readouterr().out == LATIN.encode("latin-1")
+
+
+def test_show_takes_a_url_as_a_browser_would_read_it(
+    crawl: tuple[Path, dict[str, str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The URL given is looked up as typed, then as the crawl wrote it: scheme and host
+    in any case, the root without its slash."""
+    db, url = crawl
+    root = url[""]
+    assert main(["show", str(db), root.rstrip("/")]) == 0
+    assert f"WARC-Target-URI: {root}\n" in capsys.readouterr().out
+    assert main(["show", str(db), url["latin"].replace("http://", "HTTP://")]) == 0
+    assert capsys.readouterr().out.endswith(LATIN + "\n")

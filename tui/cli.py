@@ -442,9 +442,9 @@ def _add_log_flags(parser: argparse.ArgumentParser) -> None:
         "DEBUG) (default: INFO)",
     )  # fmt: skip
     group.add_argument(
-        "--log-level", choices=LOG_LEVELS, metavar="LEVEL",
-        help=f"the least level of log line printed: {', '.join(LOG_LEVELS)}; above INFO, "
-        "no progress lines either (default INFO)",
+        "--log-level", type=str.upper, choices=LOG_LEVELS, metavar="LEVEL",
+        help=f"the least level of log line printed: {', '.join(LOG_LEVELS)} (any case); "
+        "above INFO, no progress lines either (default INFO)",
     )  # fmt: skip
 
 
@@ -654,7 +654,7 @@ def common_keys_epilog() -> str:
         default = toml_value(getattr(DEFAULTS, key))
         lines.append(f"  {key:{width}s}  {what} [{default}]")
     lines.append("any other key is set the same way (-s KEY=VALUE, repeatable, or in a TOML")
-    lines.append("--config file); crawldeck config prints them all, README lists them.")
+    lines.append("--config file); crawldeck config prints them all, docs/config.md lists them.")
     return "\n".join(lines)
 
 
@@ -1650,6 +1650,14 @@ def _run_show(args: argparse.Namespace) -> int:
     except CrawldeckError as exc:
         return fail(args.command, str(exc))
     if args.raw:  # the body alone, as stored (like curl -o): for a file or a pipe
+        if record.rec_type == "revisit":  # the same payload as a page fetched earlier
+            target = dict(record.warc_headers).get("WARC-Refers-To-Target-URI")
+            if target is None:
+                return fail(args.command, f"{args.url} is a revisit record without its target")
+            try:
+                record = page_record(args.db, target)
+            except CrawldeckError as exc:
+                return fail(args.command, f"{args.url} repeats {target}: {exc}")
         sys.stdout.buffer.write(record.body)
         return EXIT_OK
     lines = [f"{name}: {value}" for name, value in record.warc_headers]
