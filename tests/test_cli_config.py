@@ -55,7 +55,8 @@ def test_a_setting_without_a_key_is_refused(text: str) -> None:
          "crawldeck config: error: -s: config key 'delay_ms': expected an integer, got 'abc'"),
         (["-s", "delay_ms=-5"],
          "crawldeck config: error: -s: config key 'delay_ms': expected a value >= 0, got -5"),
-        (["-s", "delay=5"], "crawldeck config: error: -s: unknown config key 'delay' (did you mean 'delay_ms'?)"),
+        (["-s", "delay=5"], "crawldeck config: error: -s: unknown config key 'delay' "
+                            "(did you mean 'delay_ms'?)"),
         (["-s", "scope=web"], "crawldeck config: error: -s: config key 'scope': expected one of "
                               "'host', 'domain', 'any', got 'web'"),
         (["-s", "delay_ms"], "crawldeck config: error: argument -s/--set: expected KEY=VALUE "
@@ -148,7 +149,8 @@ def _files(tmp_path: Path) -> None:
                         "Invalid value"),
         ("wrong.toml", "config file 'wrong.toml' line 5: config key 'max_depth': expected an "
                        "integer, got 'deep'"),
-        ("unknown.toml", "config file 'unknown.toml' line 2: unknown config key 'delayy_ms' (did you mean 'delay_ms'?)"),
+        ("unknown.toml", "config file 'unknown.toml' line 2: unknown config key 'delayy_ms' "
+                         "(did you mean 'delay_ms'?)"),
         ("crawl.toml", "config file 'crawl.toml' line 1: config key 'crawl': expected a table"),
         ("host.toml", "config file 'host.toml' line 5: config key 'hosts.\"a.org\".delay_ms': "
                       "expected a value >= 0, got -5"),  # the key's line, not its table's

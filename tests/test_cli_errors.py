@@ -27,7 +27,8 @@ from crawldeck.tui.cli import build_parser, parse_size, parse_time_budget
          "database)"),
         (["show", "missing.db", "http://a.example/"],
          "crawldeck show: error: missing.db does not exist or is not a file"),
-        (["config", "-s", "delay=5"], "crawldeck config: error: -s: unknown config key 'delay' (did you mean 'delay_ms'?)"),
+        (["config", "-s", "delay=5"],
+         "crawldeck config: error: -s: unknown config key 'delay' (did you mean 'delay_ms'?)"),
     ],
 )  # fmt: skip
 def test_every_command_error_is_one_line_naming_the_command(
