@@ -43,7 +43,10 @@ planted in DIR is refused (counted in ``refused``), never followed.
 against the page or its ``<base href>``) is a mirrored page, or a redirect to one,
 become the relative path to its file, percent-encoded (``%`` as ``%25``, ``?`` as
 ``%3F``), its ``#fragment`` kept; a ``<base>`` element is removed (it would point the
-relative links back at the site). Links to pages not mirrored are left as they are.
+relative links back at the site). A link to a page not mirrored, written relative
+(``about.html``, ``/img/logo.png``, ``//cdn.example/x``), becomes its absolute URL
+(``http://host/about.html``), as wget's ``-k`` does, so that it still leads somewhere
+from a file on disk; an absolute link to a page not mirrored is left as written.
 The page is parsed and serialized again by selectolax (lexbor), so its markup comes
 out as a browser's DOM serializes it, in the page's own charset. Links in CSS files
 are not converted.
@@ -88,6 +91,9 @@ INDEX: Final = "index.html"
 EMPTY_SEGMENT: Final = "%_"
 CONTINUED: Final = "%+"
 SHADOWED: Final = "%~"
+#: A URL with a scheme (RFC 3986 §3.1), which ``--convert-links`` leaves as written
+#: when its page is not mirrored.
+_ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 #: Media types whose links ``--convert-links`` rewrites.
 _HTML_TYPES: Final = ("text/html", "application/xhtml+xml")
 _PAGES: Final = (
@@ -197,6 +203,8 @@ class MirrorResult:
         files: files written.
         hosts: host directories written.
         links_converted: ``href``/``src`` attributes made relative (``convert_links``).
+        links_absolute: relative ``href``/``src`` of pages not mirrored written as
+            absolute URLs (``convert_links``).
         skipped: pages not written, by reason: ``not downloaded`` (a body the crawl
             did not fetch: not HTML), ``same file`` (another URL took its path:
             ``/d/`` and ``/d/index.html``), ``no WARC record`` (its WARC file is
@@ -208,6 +216,7 @@ class MirrorResult:
     files: int = 0
     hosts: int = 0
     links_converted: int = 0
+    links_absolute: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
 
 
@@ -292,8 +301,9 @@ def write_mirror(db: Path, out: Path, *, convert_links: bool = False) -> MirrorR
                         continue
                     body = record.body
                     if convert_links and _is_html(page.content_type):
-                        body, converted = _convert(record, page, files)
+                        body, converted, absolute = _convert(record, page, files)
                         result.links_converted += converted
+                        result.links_absolute += absolute
                     if _write(root, page.path, body):
                         result.files += 1
                         hosts.add(page.path[0])
@@ -380,9 +390,10 @@ def _href(source: tuple[str, ...], target: tuple[str, ...], fragment: str) -> st
 
 def _convert(
     record: ArchivedRecord, page: _Page, files: dict[str, tuple[str, ...]]
-) -> tuple[bytes, int]:
-    """``record``'s HTML with its links to mirrored pages made relative (module
-    docstring), in its own charset; and how many it changed (none: the body as is)."""
+) -> tuple[bytes, int, int]:
+    """``record``'s HTML with its links to mirrored pages made relative and its relative
+    links to other pages made absolute (module docstring), in its own charset; and how
+    many of each it changed (none: the body as is)."""
     charset = body_charset(record)
     tree = LexborHTMLParser(record.body.decode(charset, "replace"))
     base = page.url
@@ -390,7 +401,7 @@ def _convert(
     if node is not None:
         with contextlib.suppress(CrawldeckError):
             base = urls.clean(node.attributes.get("href") or "", page.url)
-    converted = 0
+    converted = absolute = 0
     for element in tree.css("[href], [src]"):
         for attr in ("href", "src"):
             value = element.attributes.get(attr)
@@ -398,18 +409,22 @@ def _convert(
                 continue
             fragment = "#" + value.split("#", 1)[1] if "#" in value else ""
             try:
-                target = files.get(urls.clean(value, base))
+                found = urls.clean(value, base)
             except CrawldeckError:
                 continue
+            target = files.get(found)
             if target is not None:
                 element.attrs[attr] = _href(page.path, target, fragment)
                 converted += 1
+            elif not _ABSOLUTE.match(value.strip()):
+                element.attrs[attr] = found + fragment
+                absolute += 1
     if node is not None:
         for element in tree.css("base"):
             element.decompose()
-    if not converted and node is None:
-        return record.body, 0
-    return (tree.html or "").encode(charset, "xmlcharrefreplace"), converted
+    if not converted and not absolute and node is None:
+        return record.body, 0, 0
+    return (tree.html or "").encode(charset, "xmlcharrefreplace"), converted, absolute
 
 
 __all__ = ["MirrorResult", "mirror_path", "mirror_url", "write_mirror"]

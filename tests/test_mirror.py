@@ -194,7 +194,7 @@ def test_convert_links_points_each_link_at_its_file(
     _, base, bodies = crawl
     out, err = _mirror(crawl, tmp_path, monkeypatch, capsys, "--convert-links")
     # and /same-1, /same-2, and /moved: a redirect to /same-1, made a link to its file
-    assert f"; {2 * (len(HOSTILE) - 1) + 3} links made relative" in err
+    assert f"; {2 * (len(HOSTILE) - 1) + 3} links made relative, 2 to pages" in err
     index = out / urls.host_key(base) / "index.html"
     tree = LexborHTMLParser(index.read_text())
     hrefs = [n.attributes["href"] or "" for n in tree.css("a")][: len(HOSTILE)]
@@ -205,8 +205,8 @@ def test_convert_links_points_each_link_at_its_file(
     ]  # fmt: skip
     for href, src, hostile in zip(hrefs, srcs, HOSTILE, strict=True):
         assert href == src + "#frag"
-        if hostile == "/img.png":  # not mirrored (not downloaded): left as it was
-            assert src == hostile
+        if hostile == "/img.png":  # not mirrored (not downloaded): absolute, as wget -k
+            assert src == base + "img.png"
             continue
         assert "://" not in src and not src.startswith("/")
         # as a browser opens the link from the file: the target file, its body

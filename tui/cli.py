@@ -1567,7 +1567,10 @@ def _run_mirror(args: argparse.Namespace) -> int:
         return fail(args.command, f"cannot write {str(args.mirror)!r}: {exc.strerror}")
     line = f"crawldeck: mirrored {done.files} files of {done.hosts} hosts into {args.mirror}"
     if args.convert_links:
-        line += f"; {done.links_converted} links made relative"
+        line += (
+            f"; {done.links_converted} links made relative, "
+            f"{done.links_absolute} to pages not mirrored made absolute"
+        )
     if done.skipped:
         line += "; skipped: " + ", ".join(f"{why} {n}" for why, n in sorted(done.skipped.items()))
     print(line, file=sys.stderr)
