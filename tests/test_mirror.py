@@ -154,7 +154,7 @@ def test_the_mirror_holds_every_body_at_its_path_and_nothing_outside(
     bodies = dict(served)
     out, err = _mirror(crawl, tmp_path, monkeypatch, capsys)
     # the crawl does not download a body that is not HTML: the image is not there
-    assert err == (f"crawldeck: mirrored {len(bodies) - 1} files of 1 hosts into {out}; "
+    assert err == (f"crawldeck: mirrored {len(bodies) - 1} files of 1 host into {out}; "
                    "skipped: not downloaded 1\n")  # fmt: skip
     del bodies[base + "img.png"]
     written = {}

@@ -1565,7 +1565,9 @@ def _run_mirror(args: argparse.Namespace) -> int:
         return fail(args.command, str(exc))
     except OSError as exc:
         return fail(args.command, f"cannot write {str(args.mirror)!r}: {exc.strerror}")
-    line = f"crawldeck: mirrored {done.files} files of {done.hosts} hosts into {args.mirror}"
+    files = f"{done.files} file{'' if done.files == 1 else 's'}"
+    hosts = f"{done.hosts} host{'' if done.hosts == 1 else 's'}"
+    line = f"crawldeck: mirrored {files} of {hosts} into {args.mirror}"
     if args.convert_links:
         line += (
             f"; {done.links_converted} links made relative, "
