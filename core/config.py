@@ -704,6 +704,13 @@ def _check(name: str, hint: Any, value: Any, bounds: Range | None = None) -> Any
     raise ConfigError(f"config key {name!r}: unsupported type")  # pragma: no cover
 
 
+#: Other crawlers' switches that turn robots.txt off (Scrapy's ``ROBOTSTXT_OBEY``,
+#: wget's ``robots=off``): crawldeck has none, and says so instead of a near key.
+ROBOTS_SWITCHES: frozenset[str] = frozenset(
+    {"robotstxt_obey", "robots", "obey_robots", "ignore_robots", "robots_txt", "respect_robots"}
+)
+
+
 def product_token(user_agent: str) -> str:
     """The product token of a User-Agent: its leading run of letters, ``_`` and ``-``.
 
@@ -723,14 +730,19 @@ def build_config(values: Mapping[str, Any]) -> CrawlConfig:
 
     Raises:
         ConfigError: unknown keys (all named; the first with the nearest known key,
-            as git's "did you mean"), or what ``CrawlConfig`` raises.
+            as git's "did you mean", or, for another crawler's switch that turns
+            robots.txt off, the sentence that none does), or what ``CrawlConfig``
+            raises.
     """
     known = {f.name for f in fields(CrawlConfig)}
     unknown = [key for key in values if key not in known]
     if unknown:
         names = ", ".join(repr(key) for key in unknown)
         near = difflib.get_close_matches(unknown[0], sorted(known), n=1)
-        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        if unknown[0].lower() in ROBOTS_SWITCHES:
+            hint = " (robots.txt is always obeyed: no key turns it off)"
+        else:
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
         raise ConfigError(f"unknown config key{'s' if len(unknown) > 1 else ''} {names}{hint}")
     given = dict(values)
     agent = given.get("user_agent")

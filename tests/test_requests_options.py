@@ -245,7 +245,9 @@ def test_no_key_turns_robots_txt_off() -> None:
     for key in ("robotstxt_obey", "robots", "obey_robots", "ignore_robots"):
         with pytest.raises(ConfigError) as info:
             build_config({key: False})
-        assert str(info.value) == f"unknown config key {key!r}"
+        assert str(info.value) == (
+            f"unknown config key {key!r} (robots.txt is always obeyed: no key turns it off)"
+        )
     robots_keys = {f.name: f.type for f in fields(CrawlConfig) if "robots" in f.name}
     assert robots_keys  # and none of them is a switch
     assert all("bool" not in str(kind) for kind in robots_keys.values()), robots_keys
