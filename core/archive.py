@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import sqlite3
 import zlib
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -138,11 +139,29 @@ class WarcHome:
     part_of: str
 
 
+def recorded_prefix(db: Path, directory: Path) -> str:
+    """What a page row's ``warc_file`` puts before a WARC file's name when the files
+    of crawl file ``db`` go to ``directory`` (config ``warc_dir``): ``""`` when it is
+    the crawl file's own directory, ``"SUB/DIR/"`` when it lies below it (the two move
+    together), else its absolute path and ``/``. Every reader joins the crawl file's
+    directory with ``warc_file`` (``pathlib`` keeps an absolute one whole), so
+    ``show``, ``export --with-body`` and ``mirror`` find the files there."""
+    here = Path(os.path.abspath(db)).parent
+    there = Path(os.path.abspath(directory))
+    if there == here:
+        return ""
+    try:
+        return there.relative_to(here).as_posix() + "/"
+    except ValueError:
+        return there.as_posix() + "/"
+
+
 def warc_writer(config: CrawlConfig, store: ResultSink) -> WarcWriter | None:
     """The crawl's WARC writer: files ``<db stem>-NNNNN.warc.gz`` (``warc_prefix``, when
-    set, for the stem) beside the SQLite crawl file of ``store``, rotated at
-    ``warc_max_bytes``, each opened by a ``warcinfo`` record (software, format, robots
-    policy ``obey``, the user agent);
+    set, for the stem) beside the SQLite crawl file of ``store``, or in ``warc_dir``
+    when set (the page rows name them from the crawl file's directory:
+    ``recorded_prefix``), rotated at ``warc_max_bytes``, each opened by a ``warcinfo``
+    record (software, format, robots policy ``obey``, the user agent);
     the duplicate map read back from the store's pages (``first_payloads``), a 304's
     earlier record found through its page row (``PageRecords``). A store that is not a
     SQLite ``Store`` but has a ``warc_home`` (a ``WarcHome``: a cluster worker's) gets
@@ -152,9 +171,12 @@ def warc_writer(config: CrawlConfig, store: ResultSink) -> WarcWriter | None:
         return None
     first: Callable[[], Iterator[tuple[str, str, str, str | None]]] | None = None
     locate = None
+    prefix = ""
     if isinstance(store, Store):
         stem = config.warc_prefix or warc_stem(store.path)
-        home = WarcHome(store.path.parent, stem, store.path.name)
+        directory = Path(config.warc_dir) if config.warc_dir else store.path.parent
+        home = WarcHome(directory, stem, store.path.name)
+        prefix = recorded_prefix(store.path, directory)
         first, locate = lambda: first_payloads(store, config.strip_params), PageRecords(store.path)
     else:
         found = getattr(store, "warc_home", None)
@@ -180,6 +202,7 @@ def warc_writer(config: CrawlConfig, store: ResultSink) -> WarcWriter | None:
         info=info,
         first_payloads=first,
         locate=locate,
+        recorded_prefix=prefix,
     )
 
 
@@ -214,11 +237,13 @@ class PageRecords:
 
     def __init__(self, db: Path) -> None:
         self._db = db
+        self._home = os.path.abspath(db.parent)
         self._conn: sqlite3.Connection | None = None
 
     def __call__(self, url: str) -> tuple[str, int] | None:
-        """``(file name, offset)`` of ``url``'s committed page row, ``None`` when it
-        has no row or no WARC record.
+        """``(file, offset)`` of ``url``'s committed page row, ``None`` when it has no
+        row or no WARC record; ``file`` the absolute path of its WARC file (the row's
+        ``warc_file`` from the crawl file's directory: ``recorded_prefix``).
 
         Raises:
             StoreError: the crawl file cannot be read.
@@ -233,7 +258,7 @@ class PageRecords:
             raise StoreError(f"{self._db.name}: cannot read a page's WARC record: {exc}") from None
         if row is None or row[0] is None or row[1] is None:
             return None
-        return str(row[0]), int(row[1])
+        return os.path.join(self._home, str(row[0])), int(row[1])
 
     def close(self) -> None:
         """Close the connection (a later lookup opens another)."""
@@ -328,7 +353,8 @@ class PageArchive:
         outlinks: Sequence[str],
         rendered: RenderResult | None,
     ) -> WarcRef | None:
-        """Where ``result``'s response record is (awaited: ``ArchivedResult``), after
+        """Where ``result``'s response record is (awaited: ``ArchivedResult``; its
+        ``file`` as the page row names it, ``recorded_prefix`` first), after
         queueing its ``metadata`` record (``via: REFERRER`` when it has one,
         ``outlink: URL`` for each link it gave, in order) and, for a rendered page with
         a DOM, the ``conversion`` record holding it; ``None`` and nothing queued for a
@@ -342,6 +368,8 @@ class PageArchive:
             ref = await result.archived
         if ref is None:
             return None
+        if self._writer.recorded_prefix:
+            ref = dataclasses.replace(ref, file=self._writer.recorded_prefix + ref.file)
         date = to_iso_utc(self._clock())
         self._writer.metadata(result.url, ref.record_id, date, via=via, outlinks=outlinks)
         if rendered is not None and rendered.html:
@@ -370,5 +398,6 @@ __all__ = [
     "WarcHome",
     "decode_content",
     "first_payloads",
+    "recorded_prefix",
     "warc_writer",
 ]

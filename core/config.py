@@ -411,11 +411,17 @@ class CrawlConfig:
         warc: write every fetch (robots.txt, redirects and sitemaps included) to WARC/1.1
             files ``<db>-NNNNN.warc.gz`` beside the crawl file (``core.warc``, issue #13).
         warc_prefix: the WARC files' name stem instead of the crawl file's name
-            (``<warc_prefix>-NNNNN.warc.gz``, still beside the crawl file, where
-            ``show`` and ``export --with-body`` read them; as Heritrix's and wget's
-            ``--warc-file`` prefix): letters, digits, ``.``, ``_`` and ``-``, not
-            starting with ``.``, at most 100 characters; ``None``: the crawl file's
-            name. A cluster worker names its own files after the crawl id.
+            (``<warc_prefix>-NNNNN.warc.gz``; as Heritrix's and wget's ``--warc-file``
+            prefix): letters, digits, ``.``, ``_`` and ``-``, not starting with ``.``,
+            at most 100 characters; ``None``: the crawl file's name. A cluster worker
+            names its own files after the crawl id.
+        warc_dir: the directory the WARC files go to (``--warc-dir DIR``, as a
+            cluster worker's, Heritrix's ``warcWriter.storePaths``; issue #25), made
+            when missing; a relative one is taken from the current directory.
+            ``None``: the crawl file's directory. Each page row records its WARC file
+            by its path from the crawl file's directory (``pages.warc_file``: a name
+            beside it, ``DIR/NAME`` below it, else an absolute path), so ``show``,
+            ``export --with-body`` and ``mirror`` find the files wherever they went.
         warc_max_bytes: a WARC file is closed and the next one started once it has
             this many bytes (compressed, as on disk; a record is never split).
         sitemaps: read the sitemaps a host publishes (its robots.txt ``Sitemap:``
@@ -515,6 +521,7 @@ class CrawlConfig:
     redis_outage_s: Annotated[int, Range(1, 86_400)] = 60
     warc: bool = True
     warc_prefix: str | None = None
+    warc_dir: str | None = None
     warc_max_bytes: Annotated[int, Range(1024 * 1024)] = 1_000_000_000
     sitemaps: bool = True
     metrics_port: Annotated[int, Range(0, 65_535)] = 0
@@ -769,7 +776,8 @@ def _check_rules(config: CrawlConfig) -> None:
             that is not ``http://host[:port]`` or holds credentials, or a ``proxy``
             while any page may be rendered (``may_render``: Chromium's sub-requests
             do not go through it); a ``metrics_address`` that is not an IP address;
-            a ``warc_prefix`` that is not a plain file name stem.
+            a ``warc_prefix`` that is not a plain file name stem; an empty
+            ``warc_dir`` or one holding a NUL.
     """
     agent = config.user_agent
     if not all(" " <= c <= "~" for c in agent):
@@ -821,6 +829,8 @@ def _check_rules(config: CrawlConfig) -> None:
             f"config key 'warc_prefix': expected a file name stem of letters, digits, '.', "
             f"'_' and '-' (not starting with '.', at most 100), got {prefix!r}"
         )
+    if config.warc_dir is not None and (not config.warc_dir.strip() or "\0" in config.warc_dir):
+        raise ConfigError(f"config key 'warc_dir': expected a directory, got {config.warc_dir!r}")
     try:
         ipaddress.ip_address(config.metrics_address)
     except ValueError:

@@ -352,7 +352,8 @@ class WarcRef:
     """Where one response was archived (``core.archive.ArchivingFetcher``).
 
     Attributes:
-        file: the WARC file's name (no directory: it lies beside the crawl file).
+        file: the WARC file's name; a page row's adds the directory when the files
+            are not beside the crawl file (``core.archive.recorded_prefix``).
         offset: the byte offset of the record's gzip member in ``file``.
         length: the member's length in bytes (compressed).
         record_id: the record's ``WARC-Record-ID`` (``<urn:uuid:...>``).

@@ -115,6 +115,9 @@ class WarcWriter:
         locate: where a URL's page row points (for a 304's revisit record), or
             ``None``: a 304's revisit then names no earlier record.
         max_pending: exchanges waiting for the process before a caller waits for room.
+        recorded_prefix: what a page row's ``warc_file`` puts before the file's name
+            (``core.archive.recorded_prefix``): ``""`` for files beside the crawl
+            file, else their directory as seen from it, ending in ``/``.
 
     Raises (from the methods that take records):
         StoreError: a file could not be written (``crawl-00002.warc.gz: disk full
@@ -132,9 +135,11 @@ class WarcWriter:
         first_payloads: Callable[[], Iterable[tuple[str, str, str, str | None]]] | None = None,
         locate: Locator | None = None,
         max_pending: int = MAX_PENDING,
+        recorded_prefix: str = "",
     ) -> None:
         self.directory = Path(directory)
         self.stem = stem
+        self.recorded_prefix = recorded_prefix
         self._init = ("init", str(self.directory), stem, max_bytes, tuple(info))
         self._first_payloads = first_payloads
         self._locate = locate

@@ -1,5 +1,6 @@
 """The request switches a curl, wget or Scrapy user types first (issue #25 item 2):
-``-H/--header``, ``--proxy``, ``--auth``, ``--no-warc``, ``--warc-prefix`` and ``-q``,
+``-H/--header``, ``--proxy``, ``--auth``, ``--no-warc``, ``--warc-prefix``,
+``--warc-dir`` and ``-q``,
 each crawled against real loopback servers (``tests/httpserver.py``,
 ``tests/forwardproxy.py``)."""
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import json
 import os
 import sqlite3
 import subprocess
@@ -128,6 +130,64 @@ def test_warc_prefix_names_the_files_and_show_still_reads_them(
     shown = run("show", "crawl.db", site.url("/"), cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert "<p>home page body</p>" in shown.stdout
+
+
+def _bodies(db: str, cwd: Path) -> dict[str, str]:
+    """``export DB --with-body``'s bodies by URL (run in ``cwd``)."""
+    proc = run("export", db, "--with-body", cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    return {row["url"]: row["body"] for row in map(json.loads, proc.stdout.splitlines())}
+
+
+def test_warc_dir_below_and_elsewhere_show_and_export_find_the_files(
+    tmp_path: Path, site: HTTPTestServer
+) -> None:
+    """``--warc-dir``: the files go there (made when missing), none beside the crawl
+    file; ``show`` and ``export --with-body`` read them from another directory, and a
+    directory below the crawl file's moves with it."""
+    site.set("/", Response(200, HTML, b'<p>home page body</p><a href="/a">a</a>'))
+    site.set("/a", Response(200, HTML, b"<p>page a body</p>"))
+    work, other = tmp_path / "work", tmp_path / "other"
+    work.mkdir()
+    proc = run("crawl", site.url("/"), "--no-ui", "--warc-dir", "w/arc", cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    assert [p.name for p in (work / "w" / "arc").iterdir()] == ["crawl-00001.warc.gz"]
+    assert list(work.glob("*.warc.gz")) == []
+    with sqlite3.connect(work / "crawl.db") as conn:
+        assert {f for (f,) in conn.execute("SELECT warc_file FROM pages")} == {
+            "w/arc/crawl-00001.warc.gz"
+        }
+    assert run("show", "crawl.db", site.url("/a"), cwd=work).stdout.endswith("<p>page a body</p>\n")
+    (work / "crawl.db").rename(tmp_path / "crawl.db")  # the crawl file and w/ move together
+    (work / "w").rename(tmp_path / "w")
+    assert _bodies(str(tmp_path / "crawl.db"), cwd=work) == {
+        site.url("/"): '<p>home page body</p><a href="/a">a</a>',
+        site.url("/a"): "<p>page a body</p>",
+    }
+    proc = run("crawl", site.url("/"), "--no-ui", "--db", "two.db", "--warc-dir", str(other),
+               cwd=work)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert [p.name for p in other.iterdir()] == ["two-00001.warc.gz"]
+    shown = run("show", str(work / "two.db"), site.url("/"), cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.endswith('<p>home page body</p><a href="/a">a</a>\n')
+    assert _bodies("two.db", cwd=work)[site.url("/a")] == "<p>page a body</p>"
+
+
+def test_warc_dir_that_cannot_be_made_or_written_is_one_line(tmp_path: Path) -> None:
+    """A ``--warc-dir`` below a file, a file, or one no file can be made in: one line,
+    exit 2, before the crawl file is made."""
+    (tmp_path / "f").write_text("x")
+    cases = [("f/sub", "--warc-dir 'f/sub': cannot make it (Not a directory)"),
+             ("f", "--warc-dir 'f': not a directory")]  # fmt: skip
+    if Path("/sys/kernel").is_dir():  # sysfs: no file is made there, not even by root
+        cases.append(("/sys/kernel", "--warc-dir '/sys/kernel': cannot write in it ("))
+    for given, message in cases:
+        proc = run("crawl", "http://127.0.0.1:9/", "--no-ui", "--warc-dir", given, cwd=tmp_path)
+        assert proc.returncode == 2
+        assert proc.stderr.startswith(f"crawldeck crawl: error: {message}"), proc.stderr
+        assert len(proc.stderr.splitlines()) == 1
+        assert not (tmp_path / "crawl.db").exists()
 
 
 def test_quiet_prints_the_summary_and_nothing_else(tmp_path: Path, site: HTTPTestServer) -> None:

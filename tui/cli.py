@@ -29,6 +29,7 @@ import shlex
 import shutil
 import signal
 import sys
+import tempfile
 import time
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -417,8 +418,14 @@ def _add_config_flags(parser: argparse.ArgumentParser, *, delay_default: int) ->
     )  # fmt: skip
     parser.add_argument(
         "--warc-prefix", metavar="NAME",
-        help="name the WARC files NAME-00001.warc.gz, still beside the crawl file "
+        help="name the WARC files NAME-00001.warc.gz "
         "(warc_prefix) (default: the crawl file's name, crawl-00001.warc.gz)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--warc-dir", metavar="DIR",
+        help="write the WARC files into DIR, made when missing; the crawl file records "
+        "where, so show and export --with-body still find them (warc_dir) (default: "
+        "beside the crawl file)",
     )  # fmt: skip
     _add_metrics_flag(parser)
 
@@ -857,6 +864,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
         "netrc": args.netrc,
         "warc": args.warc,
         "warc_prefix": args.warc_prefix,
+        "warc_dir": args.warc_dir,
         # a browser's sub-requests would bypass the proxy (core.request_checks)
         "render": "never" if args.proxy and "render" not in dict(args.settings) else None,
     }
@@ -913,6 +921,28 @@ def _output_problem(output: Path | None, db: Path) -> str | None:
         return f"-o {str(output)!r}: the directory {str(output.parent)!r} does not exist"
     if output.exists() and db.exists() and output.samefile(db):
         return f"-o {str(output)!r} is the crawl file itself"
+    return None
+
+
+def _warc_dir_problem(config: CrawlConfig) -> str | None:
+    """Why the WARC files of this crawl cannot go to its ``warc_dir`` (checked before
+    the crawl starts, the directory made when missing: ``mkdir -p``), ``None`` when
+    they can or it has none: a directory that cannot be made, a file that is not a
+    directory, or one a file cannot be made in (a probe file, made and removed)."""
+    if not config.warc or config.warc_dir is None:
+        return None
+    directory = Path(config.warc_dir)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        return f"--warc-dir {config.warc_dir!r}: not a directory"
+    except OSError as exc:
+        return f"--warc-dir {config.warc_dir!r}: cannot make it ({exc.strerror or exc})"
+    try:
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as exc:
+        return f"--warc-dir {config.warc_dir!r}: cannot write in it ({exc.strerror or exc})"
     return None
 
 
@@ -1277,9 +1307,13 @@ def _wants_console(args: argparse.Namespace) -> bool:
 
 def _cluster_problem(args: argparse.Namespace, config: CrawlConfig) -> str | None:
     """Why this cluster crawl (``--workers``, ``--redis``) cannot run: a time or byte
-    budget, which its workers do not count yet; ``None`` when it can, or without one."""
+    budget, which its workers do not count yet, metrics, a ``warc_dir``; ``None`` when
+    it can, or without one."""
     if args.workers is None and args.redis is None:
         return None
+    if config.warc_dir is not None:
+        return ("--warc-dir: a cluster crawl's workers write their WARC files beside the "
+                "crawl file, or each into its own worker --warc-dir")  # fmt: skip
     if config.metrics_port or args.stats_json is not None:
         return ("a cluster crawl (--workers, --redis) serves no metrics and keeps its run "
                 "stats in the crawl file only (crawldeck stats DB): --metrics-port and "
@@ -1317,6 +1351,7 @@ def _run_crawl(args: argparse.Namespace) -> int:
         _output_problem(args.output, Path(args.db))
         or _stats_json_problem(args.stats_json, Path(args.db))
         or _cluster_problem(args, config)
+        or _warc_dir_problem(config)
     )
     if refused is not None:
         return fail(args.command, refused)
@@ -1404,6 +1439,7 @@ def _run_demo(args: argparse.Namespace) -> int:
         _output_problem(args.output, db)
         or _stats_json_problem(args.stats_json, db)
         or _cluster_problem(args, config)
+        or _warc_dir_problem(config)
     )
     if problem is not None:
         return fail(args.command, problem)
