@@ -16,7 +16,7 @@ row) is the caller's (``core.engine``, ``core.window``).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from crawldeck.core import urls
@@ -237,6 +237,8 @@ class Admission:
         depth: int,
         *,
         targets: list[Link] | None = None,
+        anchors: Mapping[str, str] | None = None,
+        texts: dict[str, str] | None = None,
     ) -> tuple[list[tuple[str, str]], list[Link]]:
         """Resolve and admit the outlinks ``hrefs`` of ``page_url`` (base URL ``base``)
         at ``depth``: the seen set answers for all of them at once, its exact checks in
@@ -244,6 +246,9 @@ class Admission:
         found on ``page_url``: ``TrapGuard.admit``'s calendar walk).
         ``targets``: the ``Link`` of each edge is appended to it, in edge order (its
         dedupe key with it: OPIC's cash goes to known URLs by key, ``core.recording``).
+        ``anchors``: the anchor text of hrefs (``core.links.Extracted.anchors``); the
+        text of each edge's href goes to ``texts`` by the edge's URL (the first one of
+        a URL that several hrefs give).
 
         Returns:
             ``(edges, admitted)``: an edge ``(page_url, url)`` per href that resolved,
@@ -288,6 +293,10 @@ class Admission:
                     memo.put(memo_key, known)
                     young = memo.young
             edges.append((page_url, known.url))
+            if anchors:
+                text = anchors.get(href)
+                if text is not None and texts is not None:
+                    texts.setdefault(known.url, text)
             if targets is not None:
                 targets.append(known)
             if not known.seen:

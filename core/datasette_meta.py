@@ -113,7 +113,12 @@ _TABLES: Final[dict[str, tuple[str, str, dict[str, str], dict[str, str]]]] = {
         "Links",
         "Each page's outlinks, once each. to_url names a pages row only once that URL "
         "was fetched: foreign keys are declared, not enforced.",
-        {"from_url": "the page (pages.url)", "to_url": "the URL it links to"},
+        {
+            "from_url": "the page (pages.url)",
+            "to_url": "the URL it links to",
+            "anchor": "the link's text (an image link's alt), at most 200 characters; "
+            "NULL without one",
+        },
         {},
     ),
     "frontier": (
@@ -203,6 +208,7 @@ _TABLES: Final[dict[str, tuple[str, str, dict[str, str], dict[str, str]]]] = {
             "status": "the target's HTTP status; NULL without a response",
             "error": "why the target failed, as 'reason: detail'",
             "final_url": "the URL that answered so: the link, or the end of its redirects",
+            "anchor": "the link's text (an image link's alt); NULL without one",
         },
         {},
     ),

@@ -69,6 +69,7 @@ from crawldeck.core.store import (
     SCHEMA_VERSION,
     LinkCheck,
     Store,
+    anchor_select,
     check_header,
     check_schema,
 )
@@ -455,13 +456,14 @@ _SQL_ALL_LINKS: Final = (
     f" {_BROKEN_REASONS} THEN b.reason || ': ' || b.detail END), p.final_url,"
     f" CASE WHEN b.reason NOT IN {_BROKEN_REASONS} THEN b.reason END,"
     f" p.url IS NOT NULL OR b.reason IN {_BROKEN_REASONS}"
-    " FROM links l LEFT JOIN pages p ON p.url = l.to_url"
+    " , l.anchor FROM links l LEFT JOIN pages p ON p.url = l.to_url"
     " LEFT JOIN blocked b ON b.url = l.to_url ORDER BY l.rowid"
 )
 #: The ``broken_links`` view's rows, from its SELECT (``core.store.BROKEN_LINKS_SELECT``)
 #: so that a file opened read-only before its next crawl (which adds the view) reads too.
 _SQL_BROKEN_LINKS: Final = (
-    f"SELECT *, NULL, 1 FROM ({BROKEN_LINKS_SELECT}) ORDER BY to_url, from_url"
+    "SELECT from_url, to_url, status, error, final_url, NULL, 1, anchor"
+    f" FROM ({BROKEN_LINKS_SELECT}) ORDER BY to_url, from_url"
 )
 _SQL_BLOCKED_LINKS: Final = (
     "SELECT b.reason, count(*) FROM blocked b CROSS JOIN links l ON l.to_url = b.url"
@@ -475,7 +477,8 @@ def link_report(db: Path, *, broken: bool) -> Iterator[LinkCheck]:
     only the broken ones (the ``broken_links`` view: HTTP 4xx/5xx, no response, a
     redirect chain that failed), ordered by link then referring page; else every link
     in insertion order, a target refused untried with ``blocked`` (robots, scope, ...),
-    one never reached with ``tried`` false.
+    one never reached with ``tried`` false; each with its anchor text (NULL for a file
+    made before ``links.anchor``, ``core.store.anchor_select``).
 
     Raises:
         StoreError: as ``export``.
@@ -483,11 +486,21 @@ def link_report(db: Path, *, broken: bool) -> Iterator[LinkCheck]:
     path = Path(db)
     try:
         with contextlib.closing(_connect(path)) as conn:
-            cur = conn.execute(_SQL_BROKEN_LINKS if broken else _SQL_ALL_LINKS)
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(links)")}
+            sql = anchor_select(_SQL_BROKEN_LINKS if broken else _SQL_ALL_LINKS, columns)
+            cur = conn.execute(sql)
             while rows := cur.fetchmany(EXPORT_BATCH_ROWS):
-                for from_url, to_url, status, error, final_url, blocked, tried in rows:
+                for from_url, to_url, status, error, final_url, blocked, tried, anchor in rows:
                     yield LinkCheck(
-                        from_url, to_url, status, error, final_url, blocked, bool(tried), broken
+                        from_url,
+                        to_url,
+                        status,
+                        error,
+                        final_url,
+                        blocked,
+                        bool(tried),
+                        broken,
+                        anchor,
                     )
     except sqlite3.Error as exc:
         raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
@@ -503,7 +516,9 @@ def broken_count(db: Path) -> int:
     path = Path(db)
     try:
         with contextlib.closing(_connect(path)) as conn:
-            return int(conn.execute(f"SELECT count(*) FROM ({BROKEN_LINKS_SELECT})").fetchone()[0])
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(links)")}
+            sql = anchor_select(f"SELECT count(*) FROM ({BROKEN_LINKS_SELECT})", columns)
+            return int(conn.execute(sql).fetchone()[0])
     except sqlite3.Error as exc:
         raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
 

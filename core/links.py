@@ -13,6 +13,13 @@ Rules applied (sources):
 - ``<a href>``/``<area href>`` whose ``rel`` token list holds ``nofollow``
   (case-insensitive, HTML Standard "link types") are skipped; so are empty hrefs and
   hrefs that are only a fragment (``#top``: the same page).
+- ``Extracted.anchors``: each link's anchor text, as Scrapy's ``Link.text``: the text
+  of the ``<a>`` (its descendants' text nodes), else the ``alt`` of the first ``<img>``
+  in it that has one (an image link), and an ``<area>``'s ``alt``; ASCII whitespace
+  stripped and collapsed, cut at ``ANCHOR_MAX_CHARS`` (200). A link written several
+  times keeps the first text that is not empty; a frame has none. An ``<a>`` cannot
+  hold another (the parser closes it), so the texts read are disjoint parts of the
+  page: linear in it.
 - ``<frame src>`` and ``<iframe src>`` are links too, in document order among the
   ``<a>`` (issue #13 item 5: a framed page's content is in its frames); lexbor drops a
   ``<frame>`` outside a ``<frameset>`` as browsers do (HTML Standard, "in body").
@@ -69,7 +76,7 @@ from __future__ import annotations
 import codecs
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import ada_url
 from multidict import MultiMapping
@@ -136,6 +143,8 @@ _EXTRA_LABELS = {
     "unicodefeff": "utf-16-le",
     "unicodefffe": "utf-16-be",
 }
+#: The most characters of a link's anchor text kept (``Extracted.anchors``).
+ANCHOR_MAX_CHARS = 200
 #: The longest refresh delay taken as a redirect (Scrapy's ``METAREFRESH_MAXDELAY``).
 REFRESH_MAX_DELAY_S = 100
 #: The response headers ``extract_links`` reads (lowercase); a caller that sends the
@@ -175,6 +184,9 @@ class Extracted:
             of M links (max_links_per_page)`` or ``parse_cut: links read from the
             first N of M bytes (parse_max_bytes)`` (``core.parse``); ``None`` when
             nothing was cut.
+        anchors: the anchor text of links of ``links`` (raw ``href`` -> text, at most
+            ``ANCHOR_MAX_CHARS`` characters, module docstring); a link without text
+            has no entry.
     """
 
     links: list[str]
@@ -186,6 +198,7 @@ class Extracted:
     canonical: str | None = None
     simhash: int | None = None
     cut: str | None = None
+    anchors: dict[str, str] = field(default_factory=dict)
 
 
 def is_html(content_type: str) -> bool:
@@ -383,6 +396,16 @@ def _title(text: str) -> str | None:
     return " ".join(words)[:TITLE_MAX_CHARS] or None
 
 
+def _image_alt(node: LexborNode) -> str:
+    """The ``alt`` of the first ``<img>`` in ``node`` that has one that is not only
+    whitespace, ``""`` when none has (an image link's anchor text)."""
+    for image in node.css("img"):
+        alt = image.attrs.get("alt") or ""
+        if alt and not alt.isspace():
+            return alt
+    return ""
+
+
 def _simhash(tree: LexborHTMLParser) -> int | None:
     """The SimHash of ``tree``'s visible text (module docstring); removes the
     elements that are not text from ``tree``."""
@@ -438,6 +461,7 @@ def extract_links(
     tok = token.strip().lower()
     base: str | None = None
     hrefs: list[str] = []
+    anchors: dict[str, str] = {}
     refresh: tuple[int, str | None] | None = None
     title: str | None = None
     canonical: str | None = None
@@ -455,6 +479,16 @@ def extract_links(
             href = (node.attrs.get(attribute) or "").strip(_WS)
             if href and href[0] != "#":
                 hrefs.append(href)
+                if href not in anchors and tag != "frame" and tag != "iframe":
+                    # written out, not a call: one a link (the anchor text's rules,
+                    # module docstring); text[:800]: split no more than is kept
+                    text = node.text(deep=True) if tag == "a" else node.attrs.get("alt") or ""
+                    if (not text or text.isspace()) and tag == "a":
+                        text = _image_alt(node)
+                    if text and not text.isspace():
+                        words = _NOT_ASCII_WS.findall(text[: 4 * ANCHOR_MAX_CHARS])
+                        if words:
+                            anchors[href] = " ".join(words)[:ANCHOR_MAX_CHARS]
         elif tag == "title":
             if not seen_title:
                 seen_title = True
@@ -495,6 +529,9 @@ def extract_links(
     if max_links is not None and len(links) > max_links:
         cut = f"links_cut: kept {max_links} of {len(links)} links (max_links_per_page)"
         del links[max_links:]
+        anchors = {href: anchors[href] for href in links if href in anchors}
+    elif not links:
+        anchors = {}
     return Extracted(
         links=links,
         base=resolved,
@@ -505,6 +542,7 @@ def extract_links(
         canonical=canonical,
         simhash=simhash,
         cut=cut,
+        anchors=anchors,
     )
 
 
@@ -531,6 +569,7 @@ def _resolved(base: str, href: str) -> str:
 
 
 __all__ = [
+    "ANCHOR_MAX_CHARS",
     "HEADERS_USED",
     "REFRESH_MAX_DELAY_S",
     "TITLE_MAX_CHARS",

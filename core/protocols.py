@@ -170,9 +170,11 @@ class ResultSink(Protocol):
         next_url: str | None = None,
         next_host: str | None = None,
         redirects: Sequence[str] = (),
+        anchors: Mapping[str, str] | None = None,
     ) -> None:
-        """A fetched page, its links, the rows of what it found and its frontier row's
-        new state (``queued`` with ``next_url``: its redirect chain goes on)."""
+        """A fetched page, its links (and their anchor text by target URL), the rows
+        of what it found and its frontier row's new state (``queued`` with
+        ``next_url``: its redirect chain goes on)."""
         ...
 
     def fail_urls(self, urls: Sequence[tuple[str, str]], error: str) -> None:

@@ -27,7 +27,7 @@ in SQLite, ``ClusterStore.add_scores`` in Redis for a worker of a cluster crawl)
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Literal
 
 from crawldeck.core import redirects, urls
@@ -251,6 +251,7 @@ class Recorder:
         elif extracted is not None and extracted.cut is not None:
             error = extracted.cut  # parse_max_bytes or max_links_per_page
         edges: list[tuple[str, str]] = []
+        texts: dict[str, str] = {}  # anchor text by link target
         new_rows: list[FrontierRow] = []
         final_url = entry.url
         noindex = False
@@ -275,7 +276,9 @@ class Recorder:
                 hrefs = [*hrefs, canonical_url]  # admitted like a link
             admitted: list[Link] = []
             targets: list[Link] | None = [] if self._prioritizer.by_cash else None
-            await self._follow(entry, hrefs, extracted.base, edges, admitted, targets)
+            await self._follow(
+                entry, hrefs, extracted.base, edges, admitted, targets, extracted.anchors, texts
+            )
             if rendered is not None:
                 noindex = noindex or rendered.noindex
                 await self._follow(entry, rendered.links, rendered.base, edges, admitted, targets)
@@ -354,6 +357,7 @@ class Recorder:
             next_url=following.url if following is not None else None,
             next_host=following.host if following is not None else None,
             redirects=following.redirects if following is not None else (),
+            anchors=texts,
         )
         self._seen.handed_over()
         if log.isEnabledFor(logging.DEBUG):
@@ -436,14 +440,18 @@ class Recorder:
         edges: list[tuple[str, str]],
         admitted: list[Link],
         targets: list[Link] | None,
+        anchors: Mapping[str, str] | None = None,
+        texts: dict[str, str] | None = None,
     ) -> None:
         """Resolve and admit the outlinks of a page at ``entry.depth + 1``
         (``Admission.follow``); its edges go to ``edges``, the links admitted to
-        ``admitted`` (queued by ``_queue_links`` once all of the page's are known), and
-        under ``opic`` the ``Link`` of each edge to ``targets``."""
+        ``admitted`` (queued by ``_queue_links`` once all of the page's are known),
+        under ``opic`` the ``Link`` of each edge to ``targets``, and the anchor text of
+        each edge's href (``anchors``) to ``texts`` by its URL."""
         found, fresh = await self._admission.follow(
-            entry.url, entry.host, hrefs, base, entry.depth + 1, targets=targets
-        )
+            entry.url, entry.host, hrefs, base, entry.depth + 1, targets=targets,
+            anchors=anchors, texts=texts,
+        )  # fmt: skip
         edges += found
         admitted += fresh
 

@@ -45,8 +45,9 @@ Schema (version ``SCHEMA_VERSION``; the export contract of docs/architecture.md)
               depth, status, content_type, bytes, elapsed_ms, fetched_at (TEXT, UTC),
               rendered (0/1),
               error, noindex (0/1); from version 2 (issue #13): warc_file, warc_offset,
-              warc_length (the response or revisit record: file name beside the crawl
-              file, gzip member offset and length in bytes), payload_digest
+              warc_length (the response or revisit record: the file's path from the
+              crawl file's directory, a bare name beside it, ``warc_dir``; gzip member
+              offset and length in bytes), payload_digest
               (``sha1:BASE32``, indexed), title, etag, last_modified, content_length
               (the header's value, INTEGER), canonical_url, duplicate_of (the URL whose
               payload this one repeats; fk pages.url), simhash (INTEGER, signed 64-bit:
@@ -68,7 +69,10 @@ Schema (version ``SCHEMA_VERSION``; the export contract of docs/architecture.md)
               that lacks them
     links     from_url (fk pages.url), to_url (fk pages.url, indexed), pk (from_url,
               to_url): a page's outlinks; a page recorded again replaces them (its
-              latest response wins, as its ``pages`` row)
+              latest response wins, as its ``pages`` row); anchor (issue #25: the
+              link's anchor text, ``core.links.Extracted.anchors``, NULL without
+              one, for a redirect's edge and in rows of a crawldeck before it, whose
+              files get the column on open)
     sitemaps  url (unique), host, fetched_at (TEXT, UTC), status (HTTP, NULL without an
               answer), kind (urlset, sitemapindex, text), urls (listed and kept), error
               (``reason: detail``; ``core.sitemaps``); created on open if missing
@@ -90,9 +94,12 @@ Views (version 3, for Datasette and ``sqlite3`` users; ``PAGE_SUMMARY_SQL``,
 ``HOST_SUMMARY_SQL``, ``BROKEN_LINKS_SQL``): ``page_summary`` (a page with its inlinks
 and outlinks), ``host_summary`` (a host's pages by status class, bytes, blocked URLs,
 robots.txt and delay) and ``broken_links`` (issue #25 item 4: referring page, link,
-status or error, where a redirect pointed). A view is made ``IF NOT EXISTS`` on every
-open (``_prepare_schema``), so a version-3 file made before a view gets it the next
-time a ``Store`` opens it; no version change is needed, as no table changes.
+status or error, where a redirect pointed, anchor text). A view is made ``IF NOT
+EXISTS`` on every open (``_prepare_schema``), so a version-3 file made before a view
+gets it the next time a ``Store`` opens it; no version change is needed, as no table
+changes but for added columns (``_ADDED_COLUMNS``; ``broken_links`` is made anew when
+``links.anchor`` is added). A reader of a file not opened by a ``Store`` since then
+(read-only: ``core.export``) reads its links' anchor as NULL (``anchor_select``).
 
 Every time column is in one of two forms, told by its name. ``*_at``: UTC ISO 8601 text
 of fixed width with microseconds, ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (e.g.
@@ -137,7 +144,7 @@ import stat
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -439,6 +446,7 @@ class LinkCheck:
         broken: a row of ``broken_links``, whose ``final_url`` is the broken end (in
             ``crawldeck links`` without ``--broken``, ``final_url`` is the target's
             ``pages.final_url``, a redirect's next hop, and ``broken`` false).
+        anchor: the link's anchor text (``links.anchor``), ``None`` without one.
     """
 
     from_url: str
@@ -449,6 +457,7 @@ class LinkCheck:
     blocked: str | None = None
     tried: bool = True
     broken: bool = True
+    anchor: str | None = None
 
     def why(self) -> str:
         """The target's state in a few words: ``HTTP 404``, ``HTTP 301: redirect_loop:
@@ -468,6 +477,32 @@ class LinkCheck:
         if self.final_url is not None and self.final_url != self.to_url and self.broken:
             why += f" (redirected to {self.final_url})"
         return why
+
+
+@dataclass(frozen=True, slots=True)
+class BrokenGroup:
+    """Broken links whose targets got the same (``Store.broken_groups``).
+
+    Attributes:
+        status: the HTTP status the targets got, ``None`` without a response.
+        reason: the reason of their error (``connect``, ``dns``, ``redirect_loop``,
+            the ``reason`` of ``reason: detail``), ``None`` for a plain HTTP status.
+        count: how many broken links the group holds.
+        first: the first of them, by link then referring page.
+    """
+
+    status: int | None
+    reason: str | None
+    count: int
+    first: list[LinkCheck]
+
+    def label(self) -> str:
+        """``HTTP 404``, ``HTTP 301: redirect_loop``, ``connect``, ``dns``."""
+        if self.status is None:
+            return self.reason or "no response"
+        if self.reason is None:
+            return f"HTTP {self.status}"
+        return f"HTTP {self.status}: {self.reason}"
 
 
 class Counts(TypedDict):
@@ -514,7 +549,8 @@ _SQL_BLOCKED_TABLE: Final = (
 )
 _SQL_LINKS_TABLE: Final = (
     "CREATE TABLE links (from_url TEXT NOT NULL REFERENCES pages (url),"
-    " to_url TEXT NOT NULL REFERENCES pages (url), PRIMARY KEY (from_url, to_url))"
+    " to_url TEXT NOT NULL REFERENCES pages (url), anchor TEXT,"
+    " PRIMARY KEY (from_url, to_url))"
 )
 #: Version 3's indexes beyond the keys: a host's pages and blocked URLs (the
 #: ``host_summary`` view, Datasette's "referenced by" counts), a page's inlinks.
@@ -584,7 +620,7 @@ BROKEN_REDIRECT_HOPS: Final = 30
 #: end's status: ``bad`` walks those edges backwards, at most ``BROKEN_REDIRECT_HOPS``.
 #: The edges from a redirect are hops, not links on a page, so they are not rows: a
 #: chain that failed (every hop has the chain's error) is one row, the link to its
-#: first hop. ``links`` keeps no anchor text, so the view has none. ``CROSS JOIN``
+#: first hop. ``anchor`` is the link's anchor text (``links.anchor``). ``CROSS JOIN``
 #: fixes the plan (SQLite keeps its join order): one scan of ``pages`` and of
 #: ``blocked`` (fewer rows than ``links``), then a ``links_to`` probe and a page's
 #: primary key per broken target: never a scan of ``links``.
@@ -599,12 +635,37 @@ BROKEN_LINKS_SELECT: Final = (
     " CROSS JOIN pages r ON r.url = h.from_url"
     " WHERE r.status BETWEEN 300 AND 399 AND r.error IS NULL"
     f" AND bad.hops < {BROKEN_REDIRECT_HOPS})"
-    " SELECT l.from_url, l.to_url, bad.status, bad.error, bad.final_url"
+    " SELECT l.from_url, l.to_url, bad.status, bad.error, bad.final_url, l.anchor AS anchor"
     " FROM bad CROSS JOIN links l ON l.to_url = bad.url"
     " CROSS JOIN pages f ON f.url = l.from_url"
     " WHERE f.status IS NULL OR f.status NOT BETWEEN 300 AND 399"
 )
 BROKEN_LINKS_SQL: Final = "CREATE VIEW IF NOT EXISTS broken_links AS " + BROKEN_LINKS_SELECT
+
+
+#: ``Store.broken_groups``: each group of the ``broken_links`` view (status, the reason
+#: of the error) with its size and its first ``?`` rows, the largest group first.
+_SQL_BROKEN_GROUPS: Final = (
+    "WITH b AS (SELECT *, CASE WHEN error IS NULL THEN NULL WHEN instr(error, ':') > 0"
+    " THEN substr(error, 1, instr(error, ':') - 1) ELSE error END AS reason"
+    " FROM broken_links),"
+    " g AS (SELECT status, reason, count(*) AS n FROM b GROUP BY status, reason),"
+    " r AS (SELECT *, row_number() OVER (PARTITION BY status, reason"
+    " ORDER BY to_url, from_url) AS k FROM b)"
+    " SELECT g.status, g.reason, g.n, r.from_url, r.to_url, r.status, r.error,"
+    " r.final_url, r.anchor FROM g JOIN r ON r.status IS g.status AND r.reason IS g.reason"
+    " AND r.k <= ? ORDER BY g.n DESC, g.status, g.reason, r.k"
+)
+
+
+def anchor_select(sql: str, columns: Collection[str]) -> str:
+    """``sql``, a SELECT that reads ``l.anchor`` of ``links l`` (``BROKEN_LINKS_SELECT``),
+    for a file whose ``links`` has ``columns``: as is, or reading NULL for the anchor
+    when the file was made before ``links.anchor`` and not opened by a ``Store`` since
+    (a read-only reader does not add the column)."""
+    return sql if "anchor" in columns else sql.replace("l.anchor", "NULL")
+
+
 #: The ``hosts`` row a page's host gets when it has none yet (``hosts.host`` is the
 #: parent of ``pages.host``): neutral values, replaced whole by the observer's
 #: ``upsert_host`` (within a snapshot interval); a resume reads it as a host with no
@@ -654,6 +715,7 @@ _SQL_ADD_SCORE: Final = (
 _SQL_SET_SCORE: Final = "UPDATE frontier SET score = ?, inlinks = ? WHERE key = ?"
 #: A link listed twice by one page is one row (the primary key).
 _SQL_LINK: Final = "INSERT OR IGNORE INTO links (from_url, to_url) VALUES (?, ?)"
+_SQL_LINK_ANCHOR: Final = "INSERT OR IGNORE INTO links (from_url, to_url, anchor) VALUES (?, ?, ?)"
 #: A page recorded replaces the links its URL had: a refetch, a cluster result landing
 #: twice, a page a rerun requeued (``requeue_failed`` deleted its row, not its links).
 _SQL_DROP_LINKS: Final = "DELETE FROM links WHERE from_url = ?"
@@ -848,6 +910,7 @@ _ADDED_COLUMNS: Final = (
     ("hosts", "learnt_delay_ms", "REAL"),
     ("runs", "stats", "TEXT"),
     *(("pages", name, kind) for name, kind in PAGE_COLUMNS_V2),
+    ("links", "anchor", "TEXT"),
 )
 #: Version 3's new names (table, old, new): a time is ``*_at`` text or ``*_epoch_s``.
 RENAMED_COLUMNS: Final = (
@@ -883,8 +946,8 @@ _REBUILT_TABLES: Final = (
     (
         "links",
         _SQL_LINKS_TABLE,
-        "INSERT OR IGNORE INTO links (rowid, from_url, to_url) SELECT rowid, from_url, to_url"
-        " FROM _old_links",
+        "INSERT OR IGNORE INTO links (rowid, from_url, to_url, anchor)"
+        " SELECT rowid, from_url, to_url, anchor FROM _old_links",
     ),
 )
 
@@ -894,10 +957,14 @@ def _columns(cur: sqlite3.Cursor, table: str) -> set[str]:
 
 
 def _add_missing_columns(cur: sqlite3.Cursor) -> None:
-    """``ALTER TABLE ... ADD COLUMN`` each of ``_ADDED_COLUMNS`` the file lacks."""
+    """``ALTER TABLE ... ADD COLUMN`` each of ``_ADDED_COLUMNS`` the file lacks; the
+    ``broken_links`` view of a file that lacked ``links.anchor`` is dropped (made anew
+    with it by ``_prepare_schema``)."""
     for table, column, kind in _ADDED_COLUMNS:
         if column not in _columns(cur, table):
             cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+            if table == "links":
+                cur.execute("DROP VIEW IF EXISTS broken_links")
 
 
 def _rebuild(cur: sqlite3.Cursor, table: str, create: str, copy: str) -> None:
@@ -1612,6 +1679,7 @@ class Store:
         next_url: str | None = None,
         next_host: str | None = None,
         redirects: Sequence[str] = (),
+        anchors: Mapping[str, str] | None = None,
     ) -> None:
         """Queue one fetched page as ONE atomic operation.
 
@@ -1629,6 +1697,8 @@ class Store:
             next_url, next_host: the next hop's URL and host key (required with
                 ``queued``, else ignored).
             redirects: the URLs requested in the chain so far (with ``queued``).
+            anchors: the anchor text of links of ``links`` by ``to_url``
+                (``links.anchor``); a link without an entry has none.
 
         Raises:
             StoreError: ``state`` is not ``done``/``failed``/``queued``, or ``queued``
@@ -1649,7 +1719,12 @@ class Store:
                 self._pending.update([row.key for row in rows])
             self._next_seq = seq + len(rows)
         hop = (next_url, next_host, _encode_json(list(redirects))) if state == "queued" else None
-        self._put((_PAGE, page, key, tuple(links), rows, seq, state, hop, self._run_id))
+        edges: tuple[tuple[str, str], ...] | tuple[tuple[str, str, str | None], ...]
+        edges = tuple(links)
+        if anchors:
+            text = anchors.get
+            edges = tuple([(start, to, text(to)) for start, to in links])
+        self._put((_PAGE, page, key, edges, rows, seq, state, hop, self._run_id))
 
     def fail_urls(self, urls: Sequence[tuple[str, str]], error: str) -> None:
         """Queue marking each ``(key, url)`` failed: its frontier row (by ``key``) gets
@@ -2030,7 +2105,7 @@ class Store:
                  page.last_modified, run_id),
             )  # fmt: skip
             if links:
-                conn.executemany(_SQL_LINK, links)
+                conn.executemany(_SQL_LINK if len(links[0]) == 2 else _SQL_LINK_ANCHOR, links)
             if rows:
                 _insert_frontier(conn, rows, seq, keys)
             if hop is None:
@@ -2345,11 +2420,36 @@ class Store:
         """
         count = int(self._scalar("SELECT count(*) FROM broken_links"))
         rows = self._stream(
-            "SELECT from_url, to_url, status, error, final_url FROM broken_links"
+            "SELECT from_url, to_url, status, error, final_url, anchor FROM broken_links"
             " ORDER BY to_url, from_url LIMIT ?",
             (limit,),
         )
-        return count, [LinkCheck(*row) for row in rows]
+        return count, [
+            LinkCheck(from_url, to_url, status, error, final_url, anchor=anchor)
+            for from_url, to_url, status, error, final_url, anchor in rows
+        ]
+
+    def broken_groups(self, per_group: int) -> list[BrokenGroup]:
+        """The committed broken links (the ``broken_links`` view) grouped by what their
+        target got: its HTTP status and the reason of its error (``connect``, ``dns``,
+        ``redirect_loop``: ``pages.error`` up to its ``:``), the largest group first
+        (then by status and reason), each with its first ``per_group`` links ordered
+        by link then referring page. Three passes over the view (its rows are few: one
+        per broken link), for the end-of-crawl summary.
+
+        Raises:
+            StoreError: see the class.
+        """
+        groups: dict[tuple[int | None, str | None], BrokenGroup] = {}
+        for status, reason, count, *link in self._stream(_SQL_BROKEN_GROUPS, (per_group,)):
+            group = groups.get((status, reason))
+            if group is None:
+                group = groups[(status, reason)] = BrokenGroup(status, reason, count, [])
+            from_url, to_url, link_status, error, final_url, anchor = link
+            group.first.append(
+                LinkCheck(from_url, to_url, link_status, error, final_url, anchor=anchor)
+            )
+        return list(groups.values())
 
     def seed_outcomes(self, limit: int = 20) -> list[SeedOutcome]:
         """How the crawl's seeds ended (frontier rows of depth 0 not reached by a
@@ -2572,6 +2672,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "UPGRADABLE_VERSIONS",
     "BlockedRecord",
+    "BrokenGroup",
     "Counts",
     "FrontierRow",
     "FrontierState",
@@ -2582,6 +2683,7 @@ __all__ = [
     "SitemapRecord",
     "SitemapUrlRecord",
     "Store",
+    "anchor_select",
     "check_header",
     "check_schema",
     "from_iso_utc",

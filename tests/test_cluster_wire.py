@@ -6,7 +6,7 @@ one-line ``WireError``."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import pytest
@@ -58,10 +58,11 @@ class Recording:
         next_url: str | None = None,
         next_host: str | None = None,
         redirects: Sequence[str] = (),
+        anchors: Mapping[str, str] | None = None,
     ) -> None:
         self._add(
             "record_page", page, key=key, links=links, new_rows=new_rows, state=state,
-            next_url=next_url, next_host=next_host, redirects=redirects,
+            next_url=next_url, next_host=next_host, redirects=redirects, anchors=anchors,
         )  # fmt: skip
 
     def fail_urls(self, urls: Sequence[tuple[str, str]], error: str) -> None:
@@ -142,10 +143,11 @@ def page_calls(draw: st.DrawFn) -> tuple[list[Any], Call]:
     hop = draw(urls) if state == "queued" else draw(st.none() | urls)
     next_host = draw(text.filter(bool)) if state == "queued" else draw(maybe_text)
     redirects = draw(st.lists(urls, max_size=3))
+    anchors = draw(st.none() | st.dictionaries(urls, text, min_size=1, max_size=3))
     sink = Recording()
     kwargs: dict[str, Any] = dict(
         key=key, links=links, new_rows=new_rows, state=state, next_url=hop,
-        next_host=next_host, redirects=redirects,
+        next_host=next_host, redirects=redirects, anchors=anchors,
     )  # fmt: skip
     sink.record_page(page, **kwargs)
     return wire.op_record_page(page, **kwargs), sink.calls[0]

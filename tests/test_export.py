@@ -133,12 +133,12 @@ def test_pages_jsonl(crawl: Path) -> None:
 def test_links_keep_non_ascii(crawl: Path) -> None:
     assert run_export(crawl, "links", "jsonl") == (
         2,
-        '{"from_url": "http://a.test/", "to_url": "http://a.test/b,c"}\n'
-        '{"from_url": "http://a.test/", "to_url": "http://a.test/é"}\n',
+        '{"from_url": "http://a.test/", "to_url": "http://a.test/b,c", "anchor": null}\n'
+        '{"from_url": "http://a.test/", "to_url": "http://a.test/é", "anchor": null}\n',
     )
     assert run_export(crawl, "links", "csv") == (
         2,
-        'from_url,to_url\nhttp://a.test/,"http://a.test/b,c"\nhttp://a.test/,http://a.test/é\n',
+        'from_url,to_url,anchor\nhttp://a.test/,"http://a.test/b,c",\nhttp://a.test/,http://a.test/é,\n',
     )
 
 

@@ -17,6 +17,7 @@ from crawldeck.core.config import build_config
 from crawldeck.core.fetcher import AiohttpFetcher
 from crawldeck.core.links import (
     _WHATWG_CODECS,
+    ANCHOR_MAX_CHARS,
     REFRESH_MAX_DELAY_S,
     Extracted,
     extract_links,
@@ -55,6 +56,7 @@ def test_links_in_document_order_with_area() -> None:
         nofollow=False,
         noindex=False,
         simhash=simhash64("1 3 x s"),  # the text of the body's elements
+        anchors={"/one": "1", "https://other.test/three": "3", "/svg-link": "s"},
     )
 
 
@@ -266,6 +268,44 @@ def srv() -> Iterator[HTTPTestServer]:
         yield server
 
 
+def test_anchor_text_is_collapsed_capped_and_falls_back_to_an_image_alt() -> None:
+    """Each link's anchor text (Scrapy's ``Link.text``): ASCII whitespace collapsed, cut
+    at ``ANCHOR_MAX_CHARS``, an image link's ``alt``, an ``<area>``'s ``alt``, the first
+    text of a link written twice; no entry for a link without text or a frame."""
+    long = "word " * 100
+    got = extract(
+        f"""<html><body>
+        <a href="/a">  Read\n\t the <b>docs</b>  </a>
+        <a href="/img"><img src="x.png"> <img src="l.png" alt=" Our  logo "></a>
+        <a href="/empty"><img src="x.png"></a>
+        <a href="/twice"> </a><a href="/twice">second</a><a href="/twice">third</a>
+        <a href="/long">{long}</a>
+        <map><area href="/area" alt="a region"></map>
+        <iframe src="/frame"></iframe>
+        </body></html>"""
+    )
+    assert got.links == ["/a", "/img", "/empty", "/twice", "/long", "/area", "/frame"]
+    assert got.anchors == {
+        "/a": "Read the docs",
+        "/img": "Our logo",
+        "/twice": "second",
+        "/long": ("word " * 40)[:ANCHOR_MAX_CHARS],
+        "/area": "a region",
+    }
+    assert len(got.anchors["/long"]) == ANCHOR_MAX_CHARS == 200
+
+
+def test_anchor_texts_follow_the_links_kept() -> None:
+    """``nofollow`` keeps no link and no text; a ``max_links`` cut keeps the texts of
+    the links kept only."""
+    page = b'<a href="/1">one</a><a href="/2">two</a><a href="/3">three</a>'
+    assert extract_links(page, URL, {}, TOKEN, max_links=2).anchors == {"/1": "one", "/2": "two"}
+    robots = b'<meta name="robots" content="nofollow">' + page
+    assert extract_links(robots, URL, {}, TOKEN).anchors == {}
+    kept = extract_links(robots, URL, {}, TOKEN, obey_nofollow=False)
+    assert kept.anchors == {"/1": "one", "/2": "two", "/3": "three"}
+
+
 async def test_extract_from_a_real_response(srv: HTTPTestServer) -> None:
     srv.set(
         "/page",
@@ -291,6 +331,7 @@ async def test_extract_from_a_real_response(srv: HTTPTestServer) -> None:
         nofollow=False,
         noindex=True,
         simhash=simhash64("x t"),
+        anchors={"café": "x"},
     )
 
 

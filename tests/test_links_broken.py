@@ -88,10 +88,10 @@ def test_links_broken_lists_them_and_exits_1(site: tuple[Path, str, str]) -> Non
     proc = run("links", str(db), "--broken", cwd=db.parent)
     assert proc.returncode == 1, proc.stderr
     lines = proc.stdout.splitlines()
-    assert f"HTTP 404  {seed}missing  from {seed}" in lines
-    assert f"HTTP 404  {seed}missing  from {seed}ok" in lines
-    assert f"HTTP 500  {seed}boom  from {seed}" in lines
-    assert f"HTTP 404 (redirected to {seed}missing2)  {seed}moved  from {seed}" in lines
+    assert f'HTTP 404  {seed}missing  from {seed}  "m"' in lines  # the anchor text last
+    assert f'HTTP 404  {seed}missing  from {seed}ok  "again"' in lines
+    assert f'HTTP 500  {seed}boom  from {seed}  "b"' in lines
+    assert f'HTTP 404 (redirected to {seed}missing2)  {seed}moved  from {seed}  "r"' in lines
     assert any(line.startswith("dns") and "gone.crawl.test" in line for line in lines)
     assert any(line.startswith("connect") and "refused.crawl.test" in line for line in lines)
     assert len(lines) == 6
@@ -101,7 +101,7 @@ def test_links_broken_lists_them_and_exits_1(site: tuple[Path, str, str]) -> Non
     as_json = run("links", str(db), "--broken", "--json", cwd=db.parent)
     objects = [json.loads(line) for line in as_json.stdout.splitlines()]
     assert {"from_url": seed, "to_url": f"{seed}boom", "status": 500, "error": None,
-            "final_url": f"{seed}boom", "blocked": None} in objects  # fmt: skip
+            "final_url": f"{seed}boom", "blocked": None, "anchor": "b"} in objects  # fmt: skip
     assert len(objects) == 6
 
 
@@ -112,18 +112,30 @@ def test_links_without_broken_shows_every_link_and_the_robots_refusal(
     proc = run("links", str(db), cwd=db.parent)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert f"blocked: robots  {seed}private  from {seed}" in lines
-    assert f"HTTP 200  {seed}ok  from {seed}" in lines
-    assert f"HTTP 301  {seed}moved  from {seed}" in lines
+    assert f'blocked: robots  {seed}private  from {seed}  "p"' in lines
+    assert f'HTTP 200  {seed}ok  from {seed}  "ok"' in lines
+    assert f'HTTP 301  {seed}moved  from {seed}  "r"' in lines
+    assert f"HTTP 404  {seed}missing2  from {seed}moved" in lines  # a redirect: no text
     assert len(lines) == len(rows(db, "SELECT * FROM links"))
 
 
 def test_the_summary_counts_them_and_shows_the_first(site: tuple[Path, str, str]) -> None:
+    """The summary's broken links: how many, then grouped by what the target got with
+    each group's count, the largest first, and its first links with their text."""
     _, seed, out = site
-    assert re.search(r"^broken links: 6, the first 5 \(all of them: \S*crawldeck links c\.db"
-                     r" --broken\)$", out, re.MULTILINE), out  # fmt: skip
-    listed = [line for line in out.splitlines() if line.startswith("  HTTP ")]
-    assert f"  HTTP 500  {seed}boom  from {seed}" in listed
+    lines = out.splitlines()
+    (first,) = [n for n, line in enumerate(lines) if line.startswith("broken links: ")]
+    assert re.fullmatch(r"broken links: 6 \(all of them: \S*crawldeck links c\.db --broken\)",
+                        lines[first]), lines[first]  # fmt: skip
+    groups = [line for line in lines[first + 1 :] if re.match(r"  \S", line)]
+    assert groups[0] == "  HTTP 404: 3"
+    assert sorted(groups[1:]) == ["  HTTP 500: 1", "  connect: 1", "  dns: 1"]
+    assert lines[first + 2 : first + 5] == [
+        f'    HTTP 404  {seed}missing  from {seed}  "m"',
+        f'    HTTP 404  {seed}missing  from {seed}ok  "again"',
+        f'    HTTP 404 (redirected to {seed}missing2)  {seed}moved  from {seed}  "r"',
+    ]
+    assert f'    HTTP 500  {seed}boom  from {seed}  "b"' in lines
 
 
 def test_a_file_made_before_the_view_gets_it_on_open(

@@ -1,8 +1,9 @@
 """Schema version 3 of the crawl file (issue #14 item 11): keys, names, views, the
 upgrade from versions 1 and 2, and the file as Datasette shows it.
 
-The old files are ``tests/data/crawl_2f3a1ea.db`` (version 1) and
-``tests/data/crawl_4cc1605.db`` (version 2), crawls of the site of
+The old files are ``tests/data/crawl_2f3a1ea.db`` (version 1),
+``tests/data/crawl_4cc1605.db`` (version 2) and ``tests/data/crawl_4990f41.db``
+(version 3 before ``links.anchor``, issue #25), crawls of the site of
 ``tests/data/make_old_crawl.py`` (its docstring says how they were made) stopped at 12
 pages; the tests crawl that site too (``OLD.serve``, on 127.83.19.7:8080).
 """
@@ -32,7 +33,7 @@ from redisfix import free_port
 
 from crawldeck.core import store as store_module
 from crawldeck.core.datasette_meta import METADATA_SUFFIX, metadata
-from crawldeck.core.export import export
+from crawldeck.core.export import broken_count, export, link_report
 from crawldeck.core.store import (
     RENAMED_COLUMNS,
     SCHEMA_VERSION,
@@ -43,6 +44,7 @@ from crawldeck.core.store import (
 
 DATA = Path(__file__).parent / "data"
 V1, V2 = DATA / "crawl_2f3a1ea.db", DATA / "crawl_4cc1605.db"
+V3_NO_ANCHOR = DATA / "crawl_4990f41.db"
 
 
 def _load_old_crawl() -> ModuleType:
@@ -302,6 +304,41 @@ def test_an_old_file_resumes_and_keeps_its_rows(
     assert rows(db, "SELECT id, status FROM runs") == [(1, "max_pages"), (2, "finished")]
 
 
+def test_a_file_before_anchor_texts_reads_then_gets_the_column_and_resumes(
+    old_site: ThreadingHTTPServer, tmp_path: Path
+) -> None:
+    """A version-3 file made before ``links.anchor``: read-only readers (``crawldeck
+    links``) read it, anchors NULL; a ``Store`` open adds the column and makes the
+    ``broken_links`` view anew with it, keeping every row; a resumed crawl's new links
+    have their anchor text, the old ones none."""
+    db = tmp_path / "crawl.db"
+    shutil.copy(V3_NO_ANCHOR, db)
+    assert "anchor" not in {c for (c,) in rows(db, "SELECT name FROM pragma_table_info('links')")}
+    old_links = rows(db, "SELECT from_url, to_url FROM links ORDER BY rowid")
+    broken = list(link_report(db, broken=True))
+    assert [(b.from_url, b.to_url, b.status, b.anchor) for b in broken] == [
+        (HOME, f"{HOME}p7", 404, None),
+        (f"{HOME}p6", f"{HOME}p7", 404, None),
+    ]
+    assert broken_count(db) == 2
+    assert {b.anchor for b in link_report(db, broken=False)} == {None}
+    with Store(db) as store:
+        assert store.broken_links(5) == (2, broken)
+    assert rows(db, "SELECT from_url, to_url FROM links ORDER BY rowid") == old_links
+    assert rows(db, "SELECT count(*) FROM links WHERE anchor IS NOT NULL") == [(0,)]
+    assert rows(db, "SELECT from_url, anchor FROM broken_links ORDER BY from_url") == [
+        (HOME, None),
+        (f"{HOME}p6", None),
+    ]
+    run_crawl([HOME], db, warc=False, allow_private=True)
+    assert rows(db, "SELECT count(*) FROM pages") == [(SITE_PAGES,)]
+    assert rows(db, "SELECT count(*) FROM links") == [(SITE_LINKS,)]
+    assert rows(db, "SELECT anchor FROM links WHERE from_url = ? AND to_url = ?",
+                f"{HOME}p20", f"{HOME}p21") == [("next",)]  # fmt: skip
+    assert rows(db, "SELECT from_url, anchor FROM broken_links WHERE to_url = ?",
+                f"{HOME}p31") == [(f"{HOME}p30", "next")]  # fmt: skip
+
+
 def test_an_export_of_an_old_file_has_the_new_names(tmp_path: Path) -> None:
     db = tmp_path / "crawl.db"
     shutil.copy(V1, db)
@@ -385,6 +422,7 @@ def test_datasette_serves_the_crawl_with_its_foreign_keys(crawl: Path, tmp_path:
             {
                 "from_url": {"value": HOME, "label": "Home"},
                 "to_url": {"value": f"{HOME}p30", "label": "Page 30"},
+                "anchor": "page 30",
             }
         ]
         pages = _get(f"{base}/crawl/pages.json?_size=1")

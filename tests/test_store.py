@@ -154,7 +154,7 @@ def test_schema_is_created_with_the_contract_columns(store: Store, db: Path) -> 
         "score",
         "inlinks",
     ]
-    assert columns("links") == ["from_url", "to_url"]
+    assert columns("links") == ["from_url", "to_url", "anchor"]
     assert columns("runs") == ["id", "started_at", "finished_at", "status", "config", "stats"]
     assert raw(db, "SELECT key, value FROM meta ORDER BY key") == [
         ("application", "crawldeck"),
@@ -292,11 +292,11 @@ def test_a_page_recorded_again_replaces_its_links(store: Store, db: Path) -> Non
     store.record_page(page("http://a.test/k1"), key="k1", links=first, new_rows=(), state="done")
     store.record_page(page("http://a.test/k1"), key="k1", links=first, new_rows=(), state="done")
     store.flush()
-    assert raw(db, "SELECT * FROM links ORDER BY rowid") == other + first
+    assert raw(db, "SELECT from_url, to_url FROM links ORDER BY rowid") == other + first
     later = [("http://a.test/k1", "http://a.test/k4")]
     store.record_page(page("http://a.test/k1"), key="k1", links=later, new_rows=(), state="done")
     store.flush()
-    assert raw(db, "SELECT * FROM links ORDER BY rowid") == other + later
+    assert raw(db, "SELECT from_url, to_url FROM links ORDER BY rowid") == other + later
     assert raw(db, "SELECT COUNT(*) FROM pages") == [(2,)]
 
 
@@ -340,7 +340,7 @@ def test_page_round_trip_is_one_operation(store: Store, db: Path) -> None:
             1,
         )
     ]
-    assert raw(db, "SELECT * FROM links ORDER BY rowid") == links
+    assert raw(db, "SELECT from_url, to_url FROM links ORDER BY rowid") == links
     assert raw(db, "SELECT * FROM frontier ORDER BY seq") == [
         ("k1", "http://a.test/k1", "a.test", 1, 1, "done", 0.0, 0, "[]", None, 1, 0.0, 1),
         (

@@ -1147,27 +1147,39 @@ def _seed_failures(store: Store) -> list[str]:
     return lines
 
 
-#: Broken links the end-of-crawl summary lists (``broken_lines``).
-SUMMARY_BROKEN_LINKS = 5
+#: Groups of broken links the end-of-crawl summary lists (``broken_lines``), and the
+#: links it shows of each.
+SUMMARY_BROKEN_GROUPS = 5
+SUMMARY_BROKEN_PER_GROUP = 3
 
 
 def broken_lines(store: Store, db: Path) -> list[str]:
-    """The end-of-crawl summary's broken links (``Store.broken_links``, after a
-    ``flush``): their count, the first ``SUMMARY_BROKEN_LINKS`` as ``crawldeck links``
-    prints them, and the command that lists them all; nothing when there are none, or
-    when the file cannot be read (the summary goes on without them). The headless
-    summary, the console's (printed when it closes) and a cluster crawl's."""
+    """The end-of-crawl summary's broken links (``Store.broken_groups``, after a
+    ``flush``): their count and the command that lists them all, then grouped by what
+    the target got (``HTTP 404: 3``, ``connect: 1``), the largest group first, at most
+    ``SUMMARY_BROKEN_GROUPS`` groups, each with its first ``SUMMARY_BROKEN_PER_GROUP``
+    links as ``crawldeck links`` prints them; nothing when there are none, or when the
+    file cannot be read (the summary goes on without them). The headless summary, the
+    console's (printed when it closes) and a cluster crawl's."""
     try:
         store.flush()
-        count, first = store.broken_links(SUMMARY_BROKEN_LINKS)
+        groups = store.broken_groups(SUMMARY_BROKEN_PER_GROUP)
     except CrawldeckError:
         return []
-    if not count:
+    if not groups:
         return []
+    count = sum(group.count for group in groups)
     listing = f"{program()} links {shlex.quote(str(db))} --broken"
-    shown = "" if count <= len(first) else f", the first {len(first)}"
-    lines = [f"broken links: {count}{shown} (all of them: {listing})"]
-    return lines + [f"  {link_line(link)}" for link in first]
+    lines = [f"broken links: {count} (all of them: {listing})"]
+    for group in groups[:SUMMARY_BROKEN_GROUPS]:
+        more = f", the first {len(group.first)}" if group.count > len(group.first) else ""
+        lines.append(f"  {group.label()}: {group.count}{more}")
+        lines += [f"    {link_line(link)}" for link in group.first]
+    rest = groups[SUMMARY_BROKEN_GROUPS:]
+    if rest:
+        others = ", ".join(f"{group.label()} {group.count}" for group in rest)
+        lines.append(f"  and {sum(group.count for group in rest)} more: {others}")
+    return lines
 
 
 def _finish(
@@ -1645,8 +1657,12 @@ def _run_export(args: argparse.Namespace) -> int:
 
 
 def link_line(link: LinkCheck) -> str:
-    """One link as ``crawldeck links`` prints it: ``WHY  LINK  from PAGE``."""
-    return f"{link.why()}  {link.to_url}  from {link.from_url}"
+    """One link as ``crawldeck links`` prints it: ``WHY  LINK  from PAGE``, then
+    ``  "ANCHOR TEXT"`` when the link has one (JSON's quoting)."""
+    line = f"{link.why()}  {link.to_url}  from {link.from_url}"
+    if link.anchor:
+        line += "  " + json.dumps(link.anchor, ensure_ascii=False)
+    return line
 
 
 def _run_links(args: argparse.Namespace) -> int:
@@ -1662,7 +1678,7 @@ def _run_links(args: argparse.Namespace) -> int:
             if args.json:
                 row = {"from_url": link.from_url, "to_url": link.to_url, "status": link.status,
                        "error": link.error, "final_url": link.final_url,
-                       "blocked": link.blocked}  # fmt: skip
+                       "blocked": link.blocked, "anchor": link.anchor}  # fmt: skip
                 print(json.dumps(row, ensure_ascii=False))
             else:
                 print(link_line(link))

@@ -38,7 +38,7 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -144,6 +144,7 @@ class _Split:
         next_url: str | None = None,
         next_host: str | None = None,
         redirects: Sequence[str] = (),
+        anchors: Mapping[str, str] | None = None,
     ) -> None:
         self.rows.extend(new_rows)
         if state == "queued":  # the chain goes on: the row takes the next hop
@@ -157,7 +158,7 @@ class _Split:
         def apply(store: Store) -> None:
             store.record_page(
                 page, key=key, links=links, new_rows=(), state=state,
-                next_url=next_url, next_host=next_host, redirects=redirects,
+                next_url=next_url, next_host=next_host, redirects=redirects, anchors=anchors,
             )  # fmt: skip
 
         self.calls.append(_Call(apply, [(key, kept)]))

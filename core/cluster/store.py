@@ -455,18 +455,19 @@ class ClusterStore:
         next_url: str | None = None,
         next_host: str | None = None,
         redirects: Sequence[str] = (),
+        anchors: Mapping[str, str] | None = None,
     ) -> None:
-        """A fetched page (``Store.record_page``): its new rows are pushed (their
-        ``frontier`` rows go to the file with the push, not with the page, so a page
-        refused by the fence leaves no URL it queued without its row), the page is
-        committed under its host's lease and its URL acknowledged unless its redirect
-        chain goes on (``queued``). Under ``opic`` a new row whose URL another worker
-        queued first gives it its cash (``PUSH``)."""
+        """A fetched page (``Store.record_page``, its links' ``anchors`` with it): its
+        new rows are pushed (their ``frontier`` rows go to the file with the push, not
+        with the page, so a page refused by the fence leaves no URL it queued without
+        its row), the page is committed under its host's lease and its URL
+        acknowledged unless its redirect chain goes on (``queued``). Under ``opic`` a
+        new row whose URL another worker queued first gives it its cash (``PUSH``)."""
         self._check()
         self._push(new_rows, credit=True)
         op = wire.op_record_page(
             page, key=key, links=links, new_rows=(), state=state,
-            next_url=next_url, next_host=next_host, redirects=redirects,
+            next_url=next_url, next_host=next_host, redirects=redirects, anchors=anchors,
         )  # fmt: skip
         commit = self._op(page.host, op, ack=key if state != "queued" else None)
         if commit is not None:

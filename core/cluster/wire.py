@@ -18,7 +18,7 @@ anything else (a stream written by another version, or by hand).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from math import isfinite
 from operator import attrgetter
@@ -191,24 +191,26 @@ def op_record_page(
     next_url: str | None,
     next_host: str | None,
     redirects: Sequence[str],
+    anchors: Mapping[str, str] | None = None,
 ) -> list[Any]:
     """The op of ``ResultSink.record_page`` (its arguments, see ``Store.record_page``);
     a link from the page's own URL is sent as its target alone (most are: a page's
-    outlinks), others as ``[from, to]`` pairs."""
+    outlinks), others as ``[from, to]`` pairs; the links' anchor text, when any, as a
+    ninth argument (an object: target URL -> text)."""
     own = page.url
-    return [
-        "record_page",
-        [
-            values(page),
-            key,
-            [to if start == own else [start, to] for start, to in links],
-            [values(row) for row in new_rows],
-            state,
-            next_url,
-            next_host,
-            list(redirects),
-        ],
+    args: list[Any] = [
+        values(page),
+        key,
+        [to if start == own else [start, to] for start, to in links],
+        [values(row) for row in new_rows],
+        state,
+        next_url,
+        next_host,
+        list(redirects),
     ]
+    if anchors:
+        args.append(dict(anchors))
+    return ["record_page", args]
 
 
 def _edge(own: Any, edge: Any) -> tuple[str, str]:
@@ -283,7 +285,13 @@ def replay(op: Sequence[Any], sink: ResultSink) -> None:
         if name == "enqueue_urls":
             sink.enqueue_urls(_rows(args[0]))
         elif name == "record_page":
-            page, key, links, new_rows, state, next_url, next_host, hops = args
+            page, key, links, new_rows, state, next_url, next_host, hops, *more = args
+            anchors = more.pop() if len(more) == 1 else None
+            if more or not (
+                anchors is None
+                or (isinstance(anchors, dict) and all(isinstance(v, str) for v in anchors.values()))
+            ):
+                raise WireError("record_page: anchors must be an object of strings")
             if state not in ("done", "failed", "queued"):
                 raise WireError(f"record_page: bad state {state!r}")
             if not (_fits("str | None", next_url) and _fits("str | None", next_host)):
@@ -299,6 +307,7 @@ def replay(op: Sequence[Any], sink: ResultSink) -> None:
                 next_url=next_url,
                 next_host=next_host,
                 redirects=tuple(str(u) for u in hops),
+                anchors=anchors,
             )
         elif name == "fail_urls":
             pairs, error = args

@@ -1,6 +1,7 @@
 """Make the crawl files of older schema versions that ``tests/test_schema.py`` migrates:
 ``crawl_2f3a1ea.db`` written by crawldeck at commit ``2f3a1ea`` (schema version 1) and
-``crawl_4cc1605.db`` at commit ``4cc1605`` (version 2, the last before version 3), each
+``crawl_4cc1605.db`` at commit ``4cc1605`` (version 2, the last before version 3) and
+``crawl_4990f41.db`` at ``4990f41`` (version 3, the last before ``links.anchor``), each
 stopped by ``max_pages`` with URLs still queued.
 
 The site (``serve``, stdlib only, so the test serves the same one) is 31 pages on
@@ -16,9 +17,12 @@ add OLD 2f3a1ea``, or ``git archive 4cc1605 | tar -x -C OLD``)::
         tests/data/crawl_2f3a1ea.db
     PYTHONPATH=OLD .venv/bin/python tests/data/make_old_crawl.py crawldeck.core \\
         tests/data/crawl_4cc1605.db
+    PYTHONPATH=OLD .venv/bin/python tests/data/make_old_crawl.py crawldeck.core \\
+        tests/data/crawl_4990f41.db
 
 (the package of the old code: ``core`` at 2f3a1ea, ``crawldeck.core`` later); a WARC
-crawl (4cc1605) writes its ``.warc.gz`` beside the file: WARC is off here.
+crawl (4cc1605 on) writes its ``.warc.gz`` beside the file: WARC is off here (4990f41
+also writes a ``.metadata.json``, removed).
 """
 
 from __future__ import annotations
