@@ -75,8 +75,14 @@ def test_version(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "line"),
     [
-        (["crawl", "x.txt", "--max-page", "5"],
-         "crawldeck crawl: error: unrecognized arguments: --max-page 5 "
+        (["crawl", "x.txt", "--max-page", "5"],  # did you mean: the nearest of its flags
+         "crawldeck crawl: error: unrecognized arguments: --max-page 5 (did you mean "
+         "--max-pages?) (see crawldeck crawl --help)"),
+        (["export", "c.db", "--tabel=pages"],
+         "crawldeck export: error: unrecognized arguments: --tabel=pages (did you mean "
+         "--table?) (see crawldeck export --help)"),
+        (["crawl", "x.txt", "--zzzqqq"],  # nothing near: no guess
+         "crawldeck crawl: error: unrecognized arguments: --zzzqqq "
          "(see crawldeck crawl --help)"),
         (["crawl"], "crawldeck crawl: error: the following arguments are required: SEED "
                     "(see crawldeck crawl --help)"),

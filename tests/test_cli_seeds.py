@@ -46,9 +46,12 @@ def test_seeds_from_urls_and_files_in_order_each_once(tmp_path: Path) -> None:
     ("seed", "message"),
     [
         ("seeds.txt", "'seeds.txt' is neither an existing file nor a URL (a URL starts with "
-                      "http:// or https://)"),
-        ("docs.example.org", "'docs.example.org' is neither an existing file nor a URL"),
+                      "http:// or https://, or is a host name: example.org)"),
+        ("docs", "'docs' is neither an existing file nor a URL"),
+        ("1.5", "'1.5' is neither an existing file nor a URL"),
+        ("hello world", "'hello world' is neither an existing file nor a URL"),
         ("ftp://files.example/", "seed 'ftp://files.example/': "),
+        ("example.org:99999", "seed 'example.org:99999': bad port"),
     ],
 )  # fmt: skip
 def test_a_seed_that_is_neither_a_file_nor_a_url_is_one_line(
@@ -67,7 +70,33 @@ def test_a_missing_seeds_file_in_a_real_process(tmp_path: Path) -> None:
     proc = run("crawl", "seeds.txt", cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr == ("crawldeck crawl: error: 'seeds.txt' is neither an existing file nor a "
-                           "URL (a URL starts with http:// or https://)\n")  # fmt: skip
+                           "URL (a URL starts with http:// or https://, or is a host name: "
+                           "example.org)\n")  # fmt: skip
+
+
+@pytest.mark.parametrize("given", ["docs.example.org/guide", "Example.ORG", "bücher.de:8080"])
+def test_a_host_without_a_scheme_is_taken_as_http(given: str) -> None:
+    """As wget and ``scrapy fetch``: ``example.org`` is ``http://example.org/``."""
+    notes: list[str] = []
+    seeds, problems = gather_seeds([given], notes)
+    expected = {"docs.example.org/guide": "http://docs.example.org/guide",
+                "Example.ORG": "http://example.org/",
+                "bücher.de:8080": "http://xn--bcher-kva.de:8080/"}[given]  # fmt: skip
+    assert (seeds, problems) == ([expected], [])
+    assert notes == [f"seed {given!r} has no scheme: crawling {expected} (as wget does)"]
+
+
+def test_a_seed_without_a_scheme_is_crawled_with_one_info_line(tmp_path: Path) -> None:
+    """A real crawl of ``127.0.0.1:PORT/`` (no scheme) over loopback: fetched over
+    http, one line on stderr says so."""
+    with HTTPTestServer() as srv:
+        srv.set("/", Response(200, {"Content-Type": "text/html"}, b"<p>home</p>"))
+        given = srv.url("/").removeprefix("http://")
+        proc = run("crawl", given, "--no-ui", "--no-warc", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    note = f"crawldeck: seed {given!r} has no scheme: crawling http://{given} (as wget does)"
+    assert proc.stderr.splitlines()[0] == note
+    assert fetched(tmp_path / "crawl.db") == {f"http://{given}"}
 
 
 def test_urls_on_the_command_line_and_a_seeds_file_together(tmp_path: Path, web: LocalWeb) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import difflib
 import json
 import logging
 import os
@@ -113,6 +114,18 @@ SIZE_UNITS: dict[str, int] = {
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([A-Za-z]*)")
 #: A seed given on the command line that is not an existing file must start so.
 _URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+#: A seed without a scheme that names a host (``example.org``, ``www.example.org/docs``,
+#: ``localhost:8080``, ``127.0.0.1:8000/x``, ``[::1]:8080``): taken as ``http://`` plus
+#: it, as wget and ``scrapy fetch`` do. A name's last label has a letter (not ``1.5``).
+_HOST_SEED = re.compile(
+    r"(?:(?:[\w-]+\.)+[\w-]*[^\W\d_][\w-]*\.?|localhost|\d{1,3}(?:\.\d{1,3}){3}"
+    r"|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?(?:[/?#]\S*)?"
+)
+#: Last labels that are a file's suffix, not a top-level domain: ``seeds.txt`` is a
+#: seeds file given by a wrong name, not the host ``seeds.txt``.
+_FILE_SUFFIXES = frozenset(
+    {"txt", "csv", "tsv", "lst", "list", "toml", "json", "jsonl", "db", "sqlite", "xml", "gz"}
+)
 
 #: Where ``crawldeck config`` says a value came from (``file`` is followed by its path).
 SOURCE_LABELS: dict[Source, str] = {
@@ -136,6 +149,21 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         """Print ``message`` in one line and exit with ``EXIT_BAD_INPUT``."""
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def unrecognized(self, unknown: Sequence[str]) -> NoReturn:
+        """The error for arguments this command does not take (``unknown``, as
+        ``parse_known_args`` leaves them), with the nearest flag of this command for
+        the first one that looks like a flag (``--max-pags`` -> ``--max-pages``,
+        ``--delay=5`` by its name): ``difflib`` over its option strings, as Python
+        3.14's ``suggest_on_error`` does for choices."""
+        message = f"unrecognized arguments: {' '.join(unknown)}"
+        flags = [item.split("=", 1)[0] for item in unknown if item.startswith("-")]
+        if flags:
+            options = sorted(self._option_string_actions)
+            near = difflib.get_close_matches(flags[0], options, n=1, cutoff=0.6)
+            if near:
+                message += f" (did you mean {near[0]}?)"
+        self.error(message)
 
 
 def _whole(text: str, least: int) -> int:
@@ -696,8 +724,9 @@ def build_parser() -> Parser:
     )  # fmt: skip
     crawl.add_argument(
         "seeds", nargs="+", metavar="SEED",
-        help="a URL (http:// or https://) or a seeds file (one URL per line, # comments); "
-        "several may be given",
+        help="a URL (http:// or https://; a host name alone, example.org, is taken as "
+        "http://example.org/) or a seeds file (one URL per line, # comments); several may "
+        "be given",
     )  # fmt: skip
     _add_crawl_flags(crawl, db_default="crawl.db", delay_default=DEFAULTS.delay_ms)
     crawl.add_argument(
@@ -878,10 +907,15 @@ def fail(command: str, message: str) -> int:
     return EXIT_BAD_INPUT
 
 
-def gather_seeds(items: Sequence[str]) -> tuple[list[str], list[str]]:
+def gather_seeds(
+    items: Sequence[str], notes: list[str] | None = None
+) -> tuple[list[str], list[str]]:
     """The seed URLs of ``crawl SEED [SEED ...]``, in order and each once: an item that
     is an existing path is a seeds file (``core.seeds.read_seeds``), one that starts
-    with a scheme (``https://``) a URL; and the seeds files' bad lines, one line each
+    with a scheme (``https://``) a URL, one without a scheme that names a host
+    (``example.org/docs``, ``localhost:8080``: ``_HOST_SEED``, not a file name such
+    as ``seeds.txt``) the URL ``http://`` + it, as wget and ``scrapy fetch`` take it,
+    which ``notes`` gets a line about; and the seeds files' bad lines, one line each
     (``FILE: line N: REASON``), which are skipped.
 
     Raises:
@@ -900,12 +934,29 @@ def gather_seeds(items: Sequence[str]) -> tuple[list[str], list[str]]:
                 found.append(urls.clean(item))
             except UrlError as exc:
                 raise SeedError(f"seed {item!r}: {exc}") from None
+        elif _HOST_SEED.fullmatch(item) and _last_label(item) not in _FILE_SUFFIXES:
+            try:
+                url = urls.clean(f"http://{item}")
+            except UrlError as exc:
+                raise SeedError(f"seed {item!r}: {exc}") from None
+            found.append(url)
+            if notes is not None:
+                notes.append(f"seed {item!r} has no scheme: crawling {url} (as wget does)")
         else:
             raise SeedError(
                 f"{item!r} is neither an existing file nor a URL "
-                "(a URL starts with http:// or https://)"
+                "(a URL starts with http:// or https://, or is a host name: example.org)"
             )
     return list(dict.fromkeys(found)), problems
+
+
+def _last_label(item: str) -> str:
+    """The last label of the host of a seed without a scheme, lowercase
+    (``Seeds.TXT`` -> ``txt``, ``example.org:8080/x`` -> ``org``)."""
+    host = re.split(r"[/?#]", item, maxsplit=1)[0]
+    if not host.startswith("["):
+        host = host.split(":", 1)[0]
+    return host.rstrip(".").rsplit(".", 1)[-1].lower()
 
 
 def _output_problem(output: Path | None, db: Path) -> str | None:
@@ -1342,7 +1393,8 @@ def _run_crawl(args: argparse.Namespace) -> int:
     ``-o`` export; the exit code."""
     raise_open_files_limit()
     try:
-        seeds, problems = gather_seeds(args.seeds)
+        notes: list[str] = []
+        seeds, problems = gather_seeds(args.seeds, notes)
         overrides = _overrides(args)
         if args.auth:
             overrides["auth"] = auth_entries(args.auth, seeds)
@@ -1351,6 +1403,8 @@ def _run_crawl(args: argparse.Namespace) -> int:
         RequestOptions.from_config(config)
     except CrawldeckError as exc:
         return fail(args.command, str(exc))
+    for note in notes:
+        print(f"crawldeck: {note}", file=sys.stderr)
     for problem in problems:
         print(f"crawldeck: {problem} (skipped)", file=sys.stderr)
     if not seeds:
@@ -1814,7 +1868,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # said by the command's parser: see crawldeck crawl --help
-        parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
+        parser.commands[args.command].unrecognized(unknown)
     level = log_level(args)
     # other libraries from WARNING up (from ERROR with -q), everything with -v
     root = logging.WARNING if level == logging.INFO else level
