@@ -105,6 +105,13 @@ class FetchError(CrawldeckError):
     retryable: bool = True
 
 
+def without_url(message: str, url: str) -> str:
+    """``message`` without the ``: URL`` that ends a ``FetchError``'s message when
+    ``url`` is that URL, for a line that names the URL already (``http://h/: connect:
+    ... : http://h/`` said once, issue #25); else ``message`` as it is."""
+    return message.removesuffix(f": {url}")
+
+
 class FetchTimeout(FetchError):
     """The connect, read or total time budget of a fetch was exceeded. Retryable."""
 

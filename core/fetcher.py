@@ -80,6 +80,7 @@ import errno
 import functools
 import io
 import ipaddress
+import os
 import resource
 import ssl
 import time
@@ -906,9 +907,17 @@ class AiohttpFetcher:
             return TlsFailed(f"TLS handshake failed: {_one_line(exc.os_error)}: {url}")
         if isinstance(exc, aiohttp.ClientConnectorError):
             where = f"{exc.host}:{exc.port}"
-            refused = exc.os_error.errno == errno.ECONNREFUSED
+            code = exc.os_error.errno
+            refused = code == errno.ECONNREFUSED
+            # asyncio's "[Errno 111] Connect call failed ('127.0.0.1', 9)" names the
+            # address once more: the OS's words for the errno say what happened
+            problem = (
+                f"[Errno {code}] {os.strerror(code)}"
+                if isinstance(code, int) and not isinstance(exc.os_error, ssl.SSLError)
+                else _one_line(exc.os_error)
+            )
             return (ConnectRefused if refused else ConnectFailed)(
-                f"connection failed: cannot connect to {where}: {_one_line(exc.os_error)}: {url}"
+                f"connection failed: cannot connect to {where}: {problem}: {url}"
             )
         if isinstance(exc, aiohttp.InvalidURL | aiohttp.NonHttpUrlClientError | ValueError):
             return RequestInvalid(f"cannot request {url!r}: {_one_line(exc)}")

@@ -25,7 +25,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from crawldeck.core.config import CrawlConfig
-from crawldeck.core.errors import ConnectRefused, DnsNotFound, DnsTemporaryFailure, FetchError
+from crawldeck.core.errors import (
+    ConnectRefused,
+    DnsNotFound,
+    DnsTemporaryFailure,
+    FetchError,
+    without_url,
+)
 from crawldeck.core.fetcher import FetchResult
 from crawldeck.core.frontier import FrontierEntry
 from crawldeck.core.gate import HostGate
@@ -81,6 +87,7 @@ class Retries:
         entry.attempts += 1
         self._frontier.push_front(entry)
         self._store.mark(entry.key, "queued", attempts=entry.attempts)
+        why = without_url(why, entry.url)  # the line names it
         self._obs.log(f"{entry.host}: retry {entry.attempts} of {entry.url} ({why})")
 
     def refuse(self, entry: FrontierEntry, stats: HostStats, exc: FetchError) -> None:

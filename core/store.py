@@ -151,7 +151,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, TypedDict
 
 from crawldeck.core.datasette_meta import metadata_path, write_metadata
-from crawldeck.core.errors import StoreError
+from crawldeck.core.errors import StoreError, without_url
 from crawldeck.core.simhash import to_signed, to_unsigned
 
 log = logging.getLogger("crawldeck.store")
@@ -468,12 +468,13 @@ class LinkCheck:
             return f"blocked: {self.blocked}"
         if not self.tried:
             return "not fetched"
+        error = None if self.error is None else without_url(self.error, self.to_url)
         if self.status is None:
-            why = self.error or "no response"
-        elif self.error is None:
+            why = error or "no response"
+        elif error is None:
             why = f"HTTP {self.status}"
         else:
-            why = f"HTTP {self.status}: {self.error}"
+            why = f"HTTP {self.status}: {error}"
         if self.final_url is not None and self.final_url != self.to_url and self.broken:
             why += f" (redirected to {self.final_url})"
         return why

@@ -251,7 +251,7 @@ def test_export_tables(tmp_path: Path, web: LocalWeb) -> None:
     run("export", "c.db", "--table", "links", "--format", "csv", "-o", "links.csv", cwd=tmp_path)
     with (tmp_path / "links.csv").open(newline="") as f:
         links = list(csv.DictReader(f))
-    assert links and set(links[0]) == {"from_url", "to_url"}
+    assert links and set(links[0]) == {"from_url", "to_url", "anchor"}
     assert all(r["from_url"].startswith(web.hosts["norobots"]) for r in links)
 
 
@@ -270,7 +270,7 @@ def test_export_refuses_to_overwrite_the_crawl_and_survives_a_closed_pipe(
         f"{CRAWLDECK} export c.db --table links --format csv | head -2",
         shell=True, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
-    assert piped.stdout.splitlines()[0] == "from_url,to_url"
+    assert piped.stdout.splitlines()[0] == "from_url,to_url,anchor"
     assert "error" not in piped.stderr
 
 

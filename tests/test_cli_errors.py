@@ -18,7 +18,7 @@ from crawldeck.tui.cli import build_parser, parse_size, parse_time_budget
     [
         (["crawl", "seeds.txt"],
          "crawldeck crawl: error: 'seeds.txt' is neither an existing file nor a URL "
-         "(a URL starts with http:// or https://)"),
+         "(a URL starts with http:// or https://, or is a host name: example.org)"),
         (["demo", "--db", " "], "crawldeck demo: error: --db needs a file name"),
         (["recrawl", "missing.db"],
          "crawldeck recrawl: error: 'missing.db' does not exist or is not a file"),

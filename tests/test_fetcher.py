@@ -475,7 +475,8 @@ def _key() -> ConnectionKey:
         (
             aiohttp.ClientConnectorError(_key(), OSError(111, "no\nroute")),
             ConnectRefused,  # ECONNREFUSED
-            "connection failed: cannot connect to h:80: [Errno 111] no route: http",
+            # the OS's words for the errno, not asyncio's "Connect call failed (addr)"
+            "connection failed: cannot connect to h:80: [Errno 111] Connection refused: http",
         ),
         (
             aiohttp.ClientConnectorSSLError(_key(), ssl.SSLEOFError(8, "EOF")),

@@ -93,7 +93,10 @@ def test_links_broken_lists_them_and_exits_1(site: tuple[Path, str, str]) -> Non
     assert f'HTTP 500  {seed}boom  from {seed}  "b"' in lines
     assert f'HTTP 404 (redirected to {seed}missing2)  {seed}moved  from {seed}  "r"' in lines
     assert any(line.startswith("dns") and "gone.crawl.test" in line for line in lines)
-    assert any(line.startswith("connect") and "refused.crawl.test" in line for line in lines)
+    (connect,) = [line for line in lines if line.startswith("connect")]
+    # the host:port it tried, then the link once (the error's own ": URL" not repeated)
+    assert connect.count("refused.crawl.test") == 2 and "Connect call failed" not in connect
+    assert "[Errno 111] Connection refused  http://refused.crawl.test:" in connect
     assert len(lines) == 6
     assert proc.stderr == (
         "crawldeck: 6 broken links to 5 URLs; not broken, never fetched (refused): robots 1\n"

@@ -49,7 +49,7 @@ from crawldeck.core.config import (
     load_config,
     load_config_sources,
 )
-from crawldeck.core.errors import ConfigError, CrawldeckError, SeedError, UrlError
+from crawldeck.core.errors import ConfigError, CrawldeckError, SeedError, UrlError, without_url
 from crawldeck.core.request_options import RequestOptions
 from crawldeck.core.seeds import read_seeds
 from crawldeck.core.stats import read_run, stats_lines
@@ -1189,7 +1189,8 @@ def _seed_failures(store: Store) -> list[str]:
         if seed.blocked is not None:
             why = f"blocked: {seed.blocked}"
         elif seed.error is not None:
-            why = seed.error if seed.status is None else f"HTTP {seed.status}: {seed.error}"
+            error = without_url(seed.error, seed.url)  # the line names it
+            why = error if seed.status is None else f"HTTP {seed.status}: {error}"
         elif seed.status is not None:
             why = f"HTTP {seed.status}"
         else:
