@@ -17,7 +17,9 @@ from textual.widgets import Static, TabbedContent
 
 from crawldeck.core.snapshot import CrawlSnapshot
 from crawldeck.tui.app import CrawlApp, CrawlSource
+from crawldeck.tui.screens import LogPanel
 from crawldeck.tui.table import LineTable
+from crawldeck.tui.widgets import fmt_clock
 
 SIZE = (130, 40)
 
@@ -82,3 +84,38 @@ async def test_a_parked_host_shows_in_the_hosts_and_backoff_panels() -> None:
         states = {key: str(cells[-1]) for key, cells in zip(backoff.row_keys, backoff._cells,
                                                              strict=True)}  # fmt: skip
         assert states == {BACKOFF[0].host: "parked", BACKOFF[1].host: "demoted"}
+
+
+async def test_a_backoff_time_passed_is_not_shown_as_a_clock_in_the_past() -> None:
+    """A parked host whose last backoff ended shows neither the time it ended nor a
+    countdown (the trial's console showed a 'backoff until' long past); a host still
+    waiting shows both, and one whose backoff just ended shows ``now``."""
+    snap = snapshot_at(5)
+    waiting = replace(BACKOFF[0], backoff_until=snap.at + 42, parked=False)
+    parked = replace(BACKOFF[1], backoff_until=snap.at - 600, parked=True)
+    ready = replace(BACKOFF[2], backoff_until=snap.at - 1, parked=False)
+    app = CrawlApp(FakeEngine([replace(snap, backoff=(waiting, parked, ready))]), Path("c.db"))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        await settle(pilot)
+        table = app.query_one("#backoff-table", LineTable)
+        cells = {key: [str(c) for c in row] for key, row in zip(table.row_keys, table._cells,
+                                                                 strict=True)}  # fmt: skip
+    # columns: host, attempt, last status, Retry-After, until, left, state
+    assert cells[waiting.host][4:6] == [fmt_clock(snap.at + 42), "42s"]
+    assert cells[parked.host][4:] == ["-", "-", "parked"]
+    assert cells[ready.host][4:6] == ["-", "now"]
+
+
+async def test_a_log_line_wider_than_the_terminal_wraps_whole() -> None:
+    """At 80 columns a 190-character log line is all there, wrapped, not cut."""
+    line = "12:00:00 www.example.org: retry 1 of http://www.example.org/" + "a/" * 50 + " (x)"
+    assert len(line) > 160
+    app = CrawlApp(FakeEngine([replace(snapshot_at(5), log=(line,))]), Path("c.db"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("4")
+        await settle(pilot)
+        log = app.query_one("#log", LogPanel)
+        shown = [strip.text.rstrip() for strip in log.lines]
+    assert len(shown) >= 3 and max(map(len, shown)) <= 80
+    assert "".join(shown).replace(" ", "") == line.replace(" ", "")

@@ -522,9 +522,13 @@ class CrawlApp(App[None]):
             self.query_one(LogPanel).flush()
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        """Draw a tab as it is shown."""
+        """Draw a tab as it is shown (the Log after the layout that shows it: its lines
+        wrap at the width they are written at, and a hidden panel's is not its own)."""
         if self.snapshot is not None and event.pane.id is not None:
-            self._draw_tab(event.pane.id, self.snapshot)
+            if event.pane.id == "tab-log":
+                self.call_after_refresh(self.query_one(LogPanel).flush)
+            else:
+                self._draw_tab(event.pane.id, self.snapshot)
 
     def _label(self, tab: str, label: str) -> None:
         if self._tab_labels.get(tab) != label:

@@ -489,10 +489,12 @@ def log_line(line: str) -> RenderableType:
 
 class LogPanel(RichLog):
     """Warnings and audit lines (robots.txt 5xx treated as allow, DNS failures,
-    demotions, retries), appended as they arrive."""
+    demotions, retries), appended as they arrive; a line wider than the panel wraps
+    (a URL and its reason are read whole, not cut at the terminal's width: issue #25
+    trial), at the panel's width when it is written."""
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, max_lines=LOG_LINES, wrap=False, markup=False)
+        super().__init__(id=id, max_lines=LOG_LINES, wrap=True, markup=False, min_width=20)
         self._last: str | None = None
         self._pending: deque[str] = deque(maxlen=LOG_LINES)
         self.count = 0
@@ -510,8 +512,11 @@ class LogPanel(RichLog):
 
     def flush(self) -> None:
         """Write the queued lines (only while the log is shown: writing lays it out)."""
+        # the panel's width, not the one RichLog measures a line at (capped at the
+        # console's, which need not be the terminal's)
+        width = self.scrollable_content_region.width or None
         for line in self._pending:
-            self.write(log_line(line))
+            self.write(log_line(line), width=width)
         self._pending.clear()
 
 

@@ -351,7 +351,12 @@ class BackoffPanel(Vertical):
             left = None if b.backoff_until is None else b.backoff_until - snap.at
             status = "network error" if b.last_status is None else str(b.last_status)
             retry = "-" if b.retry_after_s is None else f"{b.retry_after_s:.0f} s"
-            until = "-" if b.backoff_until is None else fmt_clock(b.backoff_until)
+            # a time passed is no time to wait for (a parked host's last backoff ended
+            # long ago: nothing, not a clock in the past; issue #25 trial)
+            passed = left is None or left <= 0
+            until = "-" if passed or b.backoff_until is None else fmt_clock(b.backoff_until)
+            if passed and b.parked:
+                left = None
             cells: list[Cell] = [
                 b.host,
                 _num(b.attempts),
