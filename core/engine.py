@@ -22,7 +22,7 @@ import random
 import time
 from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from crawldeck.core import redirects, urls
 from crawldeck.core.admission import AdmissionStatistics
@@ -58,6 +58,10 @@ Subscriber = Callable[[CrawlSnapshot], None]
 #: How a run ended: nothing left, stopped (a signal, the console, an error), or one of
 #: the budgets (``max_pages``, ``max_time_s``, ``max_bytes``) reached.
 Outcome = Literal["finished", "stopped", "max_pages", "max_time", "max_bytes"]
+#: ``runs.status`` and the stats' ``finish_reason`` of a run that finished having done
+#: nothing (no fetch, no page, no URL refused: a rerun of a crawl with nothing left);
+#: its outcome is still ``finished`` (issue #25 trial: it is recorded, as such).
+NOTHING_TO_DO: Final = "nothing_to_do"
 
 #: Seconds an in-flight fetch may still run after a stop was asked for.
 STOP_GRACE_S = 5.0
@@ -282,7 +286,12 @@ class Engine:
                 self._obs.flush_hosts(final=True)
                 await asyncio.to_thread(self.store.flush)  # the run's rows are all counted
                 self.stats = self._obs.run_stats(self._run_id, outcome)
-                self.store.end_run(self._run_id, outcome, stats=self.stats)
+                status: str = outcome
+                if outcome == "finished" and not any(
+                    self.stats[key] for key in ("fetches", "pages_added", "blocked")
+                ):  # a rerun with nothing left: said as such, not as a crawl that ran
+                    status = self.stats["finish_reason"] = NOTHING_TO_DO
+                self.store.end_run(self._run_id, status, stats=self.stats)
                 await asyncio.to_thread(self.store.flush)
             self._publish()
         if self._crash is not None:

@@ -67,6 +67,24 @@ def test_a_crawl_that_fetched_something_exits_0(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
+def test_a_rerun_with_nothing_left_is_recorded_as_such(tmp_path: Path) -> None:
+    """A rerun of a finished crawl with nothing left to fetch fetches nothing, and its
+    ``runs`` row says ``nothing_to_do`` (status and stats), not a run that crawled; a
+    run that fetched says ``finished``."""
+    with HTTPTestServer() as server:
+        server.set("/robots.txt", Response(404))
+        server.set("/", html('<a href="/a">a</a>'))
+        server.set("/a", html("a"))
+        db = tmp_path / "c.db"
+        run_crawl([server.url("/")], db, allow_private=True, warc=False)
+        requests = server.count("/") + server.count("/a")
+        run_crawl([server.url("/")], db, allow_private=True, warc=False)
+        assert server.count("/") + server.count("/a") == requests == 2
+    found = rows(db, "SELECT id, status, json_extract(stats, '$.finish_reason'),"
+                     " json_extract(stats, '$.fetches') FROM runs ORDER BY id")  # fmt: skip
+    assert found == [(1, "finished", "finished", 2), (2, "nothing_to_do", "nothing_to_do", 0)]
+
+
 def test_rerunning_a_finished_crawl_retries_its_transient_failures(tmp_path: Path) -> None:
     broken = [True]
 
