@@ -189,11 +189,13 @@ class HeadlessReporter:
         self, snap: CrawlSnapshot, heading: str, *, responses: Mapping[str, int] | None = None
     ) -> None:
         """Print the end-of-crawl summary table under ``heading`` (``outcome_heading``);
-        pages fetched are those that got an HTTP answer (a URL that got none is counted
-        under "no response"). ``responses`` (HTTP status as text -> responses: the run's
-        stats, ``core.stats`` ``responses_by_status``) adds this run's responses by
-        status, where a recrawl's 304s show (a 304 leaves the ``pages`` row, and so the
-        all-runs status mix, as it was)."""
+        its pages are the console's (``pages`` rows: the header's and the throughput
+        panel's count, errors included), split into those that got an HTTP answer and
+        those that got none (the trial read the console's 30 and the summary's 28
+        answered as one figure that disagreed: issue #25). ``responses`` (HTTP status
+        as text -> responses: the run's stats, ``core.stats`` ``responses_by_status``)
+        adds this run's responses by status, where a recrawl's 304s show (a 304 leaves
+        the ``pages`` row, and so the all-runs status mix, as it was)."""
         c = snap.counters
         elapsed = snap.elapsed_s
         table = Table(title=heading, show_header=False, title_justify="left")
@@ -202,7 +204,8 @@ class HeadlessReporter:
         run_pages = snap.pages_this_run
         rate = run_pages / elapsed if elapsed > 0 else 0.0
         answered = c.pages - c.errors
-        table.add_row("pages fetched (all runs)", str(answered))
+        split = f" ({answered} answered, {c.errors} no response)" if c.errors else ""
+        table.add_row("pages (all runs)", f"{c.pages}{split}")
         table.add_row("bytes (all runs)", f"{c.bytes:,}")
         # fetches, not rows: a redirect that comes back to its URL fetches it twice
         table.add_row("this run", f"{run_pages} fetches in {elapsed:.1f} s, {rate:.1f}/s")
