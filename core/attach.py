@@ -287,6 +287,64 @@ def _remove_stale(path: Path) -> None:
         raise AttachError(f"cannot remove the stale {path}: {exc.strerror}") from None
 
 
+def recv_line(sock: socket.socket, buffer: bytearray) -> bytes:
+    """The next line from blocking socket ``sock`` (``buffer`` keeps what follows it).
+
+    Raises:
+        AttachError: the socket closed, or the line is over ``MAX_FRAME_BYTES``.
+        OSError: the socket failed (``TimeoutError`` after its timeout).
+    """
+    while (end := buffer.find(b"\n")) < 0:
+        if len(buffer) > MAX_FRAME_BYTES:
+            raise AttachError("a frame of the crawl's socket is too long")
+        data = sock.recv(1 << 16)
+        if not data:
+            raise AttachError("lost the crawl: its socket closed")
+        buffer += data
+    line = bytes(buffer[:end])
+    del buffer[: end + 1]
+    return line
+
+
+def open_blocking(db: Path, timeout_s: float = CONNECT_TIMEOUT_S) -> tuple[socket.socket, Frame]:
+    """A blocking connection to the crawl running on ``db`` (reads and writes give up
+    after ``timeout_s``) and its ``hello``.
+
+    Raises:
+        AttachError: no crawl runs on ``db`` (no socket, a stale one), the socket is
+            another user's or refused us (its reason), or it speaks another protocol.
+    """
+    path = find_socket(db)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout_s)
+    try:
+        sock.connect(str(path))
+        hello = check_hello(decode_frame(recv_line(sock, bytearray())), path)
+    except OSError as exc:
+        sock.close()
+        raise connect_error(db, path, exc) from None
+    except AttachError:
+        sock.close()
+        raise
+    return sock, hello
+
+
+def check_hello(frame: Frame, path: Path) -> Frame:
+    """``frame`` if it is a ``hello`` of this protocol.
+
+    Raises:
+        AttachError: it is a ``refused`` frame (its reason), or not such a hello.
+    """
+    if frame.t == "refused":
+        raise AttachError(frame.why)
+    if frame.t != "hello" or frame.protocol != PROTOCOL:
+        raise AttachError(
+            f"{path} speaks another protocol (version {frame.protocol}, this crawldeck "
+            f"{PROTOCOL}): attach with the crawldeck that runs the crawl"
+        )
+    return frame
+
+
 class AttachTarget(Protocol):
     """What the server needs of a crawl; ``core.engine.Engine`` provides it (see there)."""
 
@@ -349,6 +407,7 @@ class AttachServer:
         db: its crawl file; the socket is ``socket_path(db)`` (or ``short_path``).
         strict_robots: ``robots_on_failure`` is ``disallow`` (told in ``hello``).
         resume_hint: the line that tells how to resume the crawl (told in ``hello``).
+        drain_timeout_s: seconds a client may take nothing before it is dropped.
     """
 
     def __init__(
@@ -358,8 +417,10 @@ class AttachServer:
         *,
         strict_robots: bool = False,
         resume_hint: str | None = None,
+        drain_timeout_s: float = DRAIN_TIMEOUT_S,
     ) -> None:
         self._engine = engine
+        self._drain_timeout_s = drain_timeout_s
         self.db = Path(db).resolve()
         self._hello = encode(
             {"t": "hello", "protocol": PROTOCOL, "db": str(self.db), "pid": os.getpid(),
@@ -503,7 +564,7 @@ class AttachServer:
 
     async def _pump(self, client: _Client) -> None:
         """Write a client's frames as they come; drop it when it takes none for
-        ``DRAIN_TIMEOUT_S``."""
+        ``drain_timeout_s``."""
         writer = client.writer
         try:
             while True:
@@ -516,7 +577,7 @@ class AttachServer:
                     writer.write(frame)
                 if client.end is not None:
                     writer.write(client.end)
-                await asyncio.wait_for(writer.drain(), DRAIN_TIMEOUT_S)
+                await asyncio.wait_for(writer.drain(), self._drain_timeout_s)
                 if client.end is not None:
                     break
         except TimeoutError:

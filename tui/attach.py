@@ -31,6 +31,7 @@ import contextlib
 import hmac
 import ipaddress
 import os
+import re
 import secrets
 import shlex
 import signal
@@ -47,13 +48,15 @@ from textual.binding import Binding, BindingType
 from crawldeck.core.attach import (
     CONNECT_TIMEOUT_S,
     MAX_FRAME_BYTES,
-    PROTOCOL,
     Frame,
+    check_hello,
     connect_error,
     decode_answer,
     decode_frame,
     encode,
     find_socket,
+    open_blocking,
+    recv_line,
 )
 from crawldeck.core.engine import CrawlResult, Outcome
 from crawldeck.core.errors import AttachError
@@ -65,6 +68,11 @@ from crawldeck.tui.screens import StatusBar
 ASK_TIMEOUT_S: Final = 5.0
 #: What the attached console's detach keys do (the help's line).
 DETACH_TIP: Final = "detach: close this console, the crawl goes on (crawldeck attach DB again)"
+#: A ``<link>`` of textual-serve's page to another site (its web font from Google
+#: Fonts): left out, the page's font falls back to the monospace ones it names next.
+OUTSIDE_LINK: Final = re.compile(r"<link[^>]*https?://[^>]*>", re.DOTALL)
+#: What the attached console's ``S`` does (the help's line).
+STOP_TIP: Final = "stop the crawl cleanly (state saved), as q does in its own console"
 #: The environment variable textual-serve sets for the processes it runs.
 WEB_DRIVER_ENV: Final = "TEXTUAL_DRIVER"
 
@@ -108,7 +116,7 @@ class SocketSource:
         self.on_error: Callable[[str], None] = lambda _: None
         self._reader, self._writer = watch
         self._ask_sock = ask
-        self._ask_buffer = b""
+        self._ask_buffer = bytearray()
         self._ask_lock = threading.Lock()
         self._ask_id = 0
         self._latest = first
@@ -135,12 +143,12 @@ class SocketSource:
         except TimeoutError:
             raise AttachError(f"{path} does not answer") from None
         try:
-            hello = _hello(await _read_frame(reader), path)
+            hello = check_hello(await _read_frame(reader), path)
             writer.write(encode({"op": "watch"}))
             first = await _read_frame(reader)
             if first.snap is None:
                 raise AttachError(f"{path} sent no snapshot")
-            ask = await asyncio.to_thread(_open_ask, db, path)
+            ask, _ = await asyncio.to_thread(open_blocking, db, ASK_TIMEOUT_S)
         except BaseException:
             writer.close()
             raise
@@ -267,7 +275,7 @@ class SocketSource:
             try:
                 self._ask_sock.sendall(encode({"op": op, "id": ask_id, **fields}))
                 while True:
-                    line = self._ask_line()
+                    line = recv_line(self._ask_sock, self._ask_buffer)
                     frame = decode_frame(line)
                     if frame.t == "reply" and frame.id in (ask_id, 0):
                         return decode_answer(line, frame, kind)
@@ -275,17 +283,6 @@ class SocketSource:
                 raise AttachError(f"the crawl did not answer within {ASK_TIMEOUT_S:g} s") from None
             except OSError as exc:
                 raise AttachError(f"lost the crawl: {exc.strerror or exc}") from None
-
-    def _ask_line(self) -> bytes:
-        while b"\n" not in self._ask_buffer:
-            if len(self._ask_buffer) > MAX_FRAME_BYTES:
-                raise AttachError("a frame of the crawl's socket is too long")
-            data = self._ask_sock.recv(1 << 16)
-            if not data:
-                raise AttachError("lost the crawl: its socket closed")
-            self._ask_buffer += data
-        line, _, self._ask_buffer = self._ask_buffer.partition(b"\n")
-        return line
 
 
 async def _read_frame(reader: asyncio.StreamReader) -> Frame:
@@ -309,49 +306,6 @@ async def _read_frame(reader: asyncio.StreamReader) -> Frame:
     return frame
 
 
-def _hello(frame: Frame, path: Path) -> Frame:
-    """``frame`` if it is a ``hello`` of this protocol.
-
-    Raises:
-        AttachError: it is not.
-    """
-    if frame.t != "hello" or frame.protocol != PROTOCOL:
-        raise AttachError(
-            f"{path} speaks another protocol (version {frame.protocol}, this crawldeck "
-            f"{PROTOCOL}): attach with the crawldeck that runs the crawl"
-        )
-    return frame
-
-
-def _open_ask(db: Path, path: Path) -> socket.socket:
-    """The ask connection to ``path`` (blocking, ``ASK_TIMEOUT_S``), its hello read.
-
-    Raises:
-        AttachError: as ``SocketSource.connect``.
-    """
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(ASK_TIMEOUT_S)
-    try:
-        sock.connect(str(path))
-        buffer = b""
-        while b"\n" not in buffer and len(buffer) < MAX_FRAME_BYTES:
-            data = sock.recv(1 << 16)
-            if not data:
-                raise AttachError("the crawl's socket closed at once")
-            buffer += data
-        frame = decode_frame(buffer.partition(b"\n")[0])
-        if frame.t == "refused":
-            raise AttachError(frame.why)
-        _hello(frame, path)
-    except OSError as exc:
-        sock.close()
-        raise connect_error(db, path, exc) from None
-    except AttachError:
-        sock.close()
-        raise
-    return sock
-
-
 class AttachedApp(CrawlApp):
     """The console over a ``SocketSource``: the crawl's own console, but ``q``, ``d``,
     Ctrl-C and a closed terminal detach, and ``S`` stops the crawl.
@@ -371,8 +325,7 @@ class AttachedApp(CrawlApp):
         Binding("d", "detach", "Detach", show=False, tooltip=DETACH_TIP),
         Binding("ctrl+c,ctrl+q", "detach", "Detach", show=False, priority=True,
                 tooltip=DETACH_TIP),
-        Binding("S", "stop_crawl", "Stop crawl",
-                tooltip="stop the crawl cleanly (state saved), as q in its own console"),
+        Binding("S", "stop_crawl", "Stop crawl", tooltip=STOP_TIP),
     ]  # fmt: skip
 
     def __init__(self, source: SocketSource, db: Path) -> None:
@@ -504,7 +457,8 @@ def make_web_app(db: Path, port: int, token: str | None) -> Any:
     """The aiohttp application of ``--web``: textual-serve's page, static files and
     websocket (its ``Server``, which runs ``attach_command`` per viewer), under the
     token's prefix, behind ``WebGuard``; the page's URLs follow the ``Host`` it was
-    asked by."""
+    asked by, and its links to other sites (a web font) are left out
+    (``OUTSIDE_LINK``): a viewer's browser asks nothing of any other server."""
     import aiohttp_jinja2
     import jinja2
     from aiohttp import web
@@ -524,8 +478,10 @@ def make_web_app(db: Path, port: int, token: str | None) -> Any:
         }
         return aiohttp_jinja2.render_template("app_index.html", request, context)
 
+    page = (Path(server.templates_path) / "app_index.html").read_text(encoding="utf-8")
+    page = OUTSIDE_LINK.sub("", page)
     app = web.Application(middlewares=[guard])
-    aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(server.templates_path))
+    aiohttp_jinja2.setup(app, loader=jinja2.DictLoader({"app_index.html": page}))
     app.add_routes(
         [
             web.get(f"{guard.prefix}/", index),
@@ -554,7 +510,7 @@ async def serve_web(
     """
     from aiohttp import web
 
-    probe = await SocketSource.connect(db)
+    probe, _ = await asyncio.to_thread(open_blocking, db)
     probe.close()
     token = None if is_loopback(bind) else secrets.token_urlsafe(24)
     runner = web.AppRunner(make_web_app(db, port, token), handle_signals=False)

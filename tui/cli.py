@@ -1808,11 +1808,17 @@ def _run_attach(args: argparse.Namespace) -> int:
     Ctrl-C (``tui.attach``). Exit 0 (detached, the crawl's end seen, or serving
     stopped), 1 the crawl went away while attached (one line), 2 no crawl to attach to
     or bad input (one line)."""
+    from crawldeck.core.attach import open_blocking
     from crawldeck.tui.attach import WEB_DRIVER_ENV, CrawlLost, run_attached, serve_web
 
     db = Path(args.db)
     if args.web is None and args.bind != "127.0.0.1":
         return fail(args.command, "--bind is for --web")
+    try:
+        probe, _ = open_blocking(db)  # no crawl there: one line before anything else
+    except CrawldeckError as exc:
+        return fail(args.command, str(exc))
+    probe.close()
     if args.web is not None:
         try:
             asyncio.run(serve_web(db, args.web, args.bind, said=_say))
