@@ -402,7 +402,7 @@ def is_loopback(address: str) -> bool:
 
 
 class WebGuard:
-    """Which requests the web console answers (an aiohttp middleware: ``__call__``).
+    """Which requests the web console answers (``make_web_app``'s middleware asks it).
 
     Args:
         token: the random path prefix every URL must start with (``/TOKEN/``), or
@@ -433,17 +433,6 @@ class WebGuard:
             return "a page of another site may not drive this console"
         return None
 
-    async def __call__(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
-        """The middleware: the handler's answer, or 403 with ``refusal``'s line."""
-        from aiohttp import web
-
-        why = self.refusal(
-            request.path, request.host, request.headers.get("Origin"), request.scheme
-        )
-        if why is not None:
-            return web.Response(status=403, text=why + "\n")
-        return await handler(request)
-
 
 def attach_command(db: Path) -> str:
     """The shell command textual-serve runs per viewer: this Python's
@@ -465,6 +454,19 @@ def make_web_app(db: Path, port: int, token: str | None) -> Any:
     from textual_serve.server import Server
 
     guard = WebGuard(token, port)
+
+    @web.middleware
+    async def guarded(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        """The handler's answer, or 403 with ``WebGuard.refusal``'s line."""
+        why = guard.refusal(
+            request.path, request.host, request.headers.get("Origin"), request.scheme
+        )
+        if why is not None:
+            return web.Response(status=403, text=why + "\n")
+        return await handler(request)
+
     server = Server(attach_command(db), host="127.0.0.1", port=port, title="crawldeck attach")
 
     async def index(request: web.Request) -> web.Response:
@@ -480,7 +482,7 @@ def make_web_app(db: Path, port: int, token: str | None) -> Any:
 
     page = (Path(server.templates_path) / "app_index.html").read_text(encoding="utf-8")
     page = OUTSIDE_LINK.sub("", page)
-    app = web.Application(middlewares=[guard])
+    app = web.Application(middlewares=[guarded])
     aiohttp_jinja2.setup(app, loader=jinja2.DictLoader({"app_index.html": page}))
     app.add_routes(
         [
