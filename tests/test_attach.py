@@ -414,7 +414,7 @@ async def test_a_stale_socket_is_replaced_and_a_live_one_is_not(tmp_path: Path) 
         assert server.path == socket_path(db)
         source = await SocketSource.connect(db)
         source.close()
-        second = AttachServer(Crawl(), db)  # type: ignore[arg-type]
+        second = AttachServer(Crawl(), db)
         with pytest.raises(AttachError, match="another process answers on"):
             await second.start()
     assert not socket_path(db).exists()

@@ -15,6 +15,7 @@ import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import aiohttp
 import pytest
@@ -22,6 +23,9 @@ from clikit import CRAWLDECK
 from test_attach import CAP_S, headless_demo, until, watch
 
 from crawldeck.tui.attach import SocketSource, WebGuard, make_web_app
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page, WebSocket
 
 CHROMIUM = "/usr/bin/chromium"
 #: Escape sequences of a terminal's output (CSI, OSC, charset and keypad modes).
@@ -36,6 +40,14 @@ class Screen:
 
     def take(self, payload: str | bytes) -> None:
         self.frames.append(payload if isinstance(payload, bytes) else payload.encode())
+
+    def listen(self, page: Page) -> None:
+        """Take what ``page``'s websockets receive."""
+
+        def on_websocket(ws: WebSocket) -> None:
+            ws.on("framereceived", self.take)
+
+        page.on("websocket", on_websocket)
 
     def text(self, since: int = 0) -> str:
         """The text received from frame ``since`` on."""
@@ -100,7 +112,7 @@ async def test_two_browsers_see_the_same_crawl_keys_work_and_closing_them_leaves
                 pages = [await context.new_page() for _ in range(2)]
                 screens = [Screen(), Screen()]
                 for page, screen in zip(pages, screens, strict=True):
-                    page.on("websocket", lambda ws, s=screen: ws.on("framereceived", s.take))
+                    screen.listen(page)
                     await page.goto(url)
                 # both pages show the panels of the one crawl
                 await until(
