@@ -5,11 +5,11 @@
 Exit codes: 0 a finished crawl (or one that reached a budget: ``--max-pages``,
 ``--max-time``, ``--max-bytes``), 1 ``links --broken`` found broken links (linkchecker's
 convention, for scripts and CI; ``attach``: the crawl went away while attached), 2 bad
-input (one line on stderr, ``crawldeck COMMAND:
-error: MESSAGE`` as argparse's own (``fail``); a flag error ends with ``(see crawldeck
-COMMAND --help)``, never the usage block), 3 a crawl that ended without
-fetching any page (every seed failed; the summary says why), 130 stopped by Ctrl-C,
-SIGTERM or SIGHUP (state saved, resume command printed).
+input (one line on stderr, ``crawldeck COMMAND: error: MESSAGE`` as argparse's own
+(``fail``); a flag error ends with ``(see crawldeck COMMAND --help)``, never the usage
+block), 3 a crawl that ended without fetching any page (every seed failed; the summary
+says why), 130 stopped by Ctrl-C, SIGTERM or SIGHUP (state saved, resume command
+printed).
 
 Settings: defaults < ``--config FILE`` < ``-s KEY=VALUE`` < flags (``--delay-ms`` ...);
 ``crawldeck config`` prints the result with where each value came from. Figures go to
@@ -853,8 +853,9 @@ def build_parser() -> Parser:
     attach.add_argument("db", type=Path, metavar="DB", help="the crawl file of the running crawl")
     attach.add_argument(
         "--web", type=_port, metavar="PORT",
-        help="serve the console to browsers on PORT (textual-serve: one process per viewer) "
-        "instead of opening it here (default: here, in the terminal)",
+        help="serve the console to browsers on PORT (0: any free port, printed; "
+        "textual-serve: one process per viewer) instead of opening it here (default: here, "
+        "in the terminal)",
     )  # fmt: skip
     attach.add_argument(
         "--bind", default="127.0.0.1", metavar="ADDR",
