@@ -79,14 +79,15 @@ def headless_demo(
     where: Path, *, delay_ms: int = 2000
 ) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
     """``crawldeck demo --no-ui`` into ``where/demo.db`` with a long politeness delay
-    (it keeps running while a test attaches; ``--max-time`` bounds it), until its
-    socket is there; SIGTERM (a clean stop) at the end if it still runs."""
+    (it keeps running while a test attaches; ``--max-time`` bounds it) and no
+    rendering (no Chromium of its own), until its socket is there; SIGTERM (a clean
+    stop) at the end if it still runs."""
     db = where / "demo.db"
     out = (where / "crawl.out").open("wb")
     err = (where / "crawl.err").open("wb")
     proc = subprocess.Popen(
         [CRAWLDECK, "demo", "--no-ui", "--db", str(db), "-s", f"delay_ms={delay_ms}",
-         "--max-time", "240"],
+         "-s", "render=never", "--max-time", "240"],
         cwd=where, stdout=out, stderr=err,
     )  # fmt: skip
     try:
