@@ -486,7 +486,10 @@ def open_folder() -> Iterator[Path]:
         where.rmdir()
 
 
-@pytest.mark.skipif(os.getuid() != 0, reason="runs a client as nobody: needs root")
+@pytest.mark.skipif(
+    os.getuid() != 0 or not Path(SYSTEM_PYTHON).exists(),
+    reason=f"runs a client as nobody with {SYSTEM_PYTHON}: needs root and Debian's Python",
+)
 async def test_another_user_is_refused_by_the_mode_and_by_the_peer_check_alone(
     open_folder: Path,
 ) -> None:
