@@ -123,6 +123,7 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core": STARTUP,
     "core.admission": ADMIT,
     "core.archive": WARC,
+    "core.attach": CONSOLE,  # the attach socket's snapshots for attached consoles
     "core.assembly": STARTUP,
     "core.browser_pool": RENDER,
     "core.config": STARTUP,

@@ -38,6 +38,7 @@ catch only ours::
     +-- ParseError                  a page could not be parsed: its parse worker died
     |   +-- ParseTimeout            the page's parse ran over parse_timeout_ms (core.parse)
     +-- RenderUnavailable           no browser to render with (Chromium missing or broken)
+    +-- AttachError                 no running crawl to attach to, or its socket refused us
     +-- ClusterError                Redis cannot be started or reached (core.cluster)
 
 ``R``: ``retryable`` is ``True`` (a class attribute of every ``FetchError``): the
@@ -281,3 +282,16 @@ class ClusterError(CrawldeckError):
     """
 
     reason = "cluster"
+
+
+class AttachError(CrawldeckError):
+    """The attach socket of a running crawl cannot be used (``core.attach``).
+
+    No crawl runs on the file (no socket beside it, or a stale one left by a killed
+    crawl), the socket belongs to another user or refused this one, the crawl went away
+    while attached, or a frame broke the protocol. The message is one line, e.g.
+    ``no running crawl on crawl.db (no socket crawl.db.sock)``; the CLI prints it and
+    exits 2.
+    """
+
+    reason = "attach"

@@ -80,6 +80,9 @@ SERVER_NAMES = frozenset(
         "create_datagram_endpoint",
         "ThreadingHTTPServer",
         "HTTPServer",
+        "AttachServer",
+        "serve_web",
+        "AppRunner",
         "bind",
         "listen",
     }

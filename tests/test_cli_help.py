@@ -97,7 +97,7 @@ def test_version(tmp_path: Path) -> None:
          "'jsonl', 'csv') (see crawldeck export --help)"),
         (["fetch"], "crawldeck: error: argument COMMAND: invalid choice: 'fetch' (choose from "
                     "'crawl', 'demo', 'worker', 'recrawl', 'export', 'links', 'show', 'stats', "
-                    "'config') (see crawldeck --help)"),
+                    "'config', 'attach') (see crawldeck --help)"),
     ],
 )  # fmt: skip
 def test_a_flag_error_is_one_line_and_where_help_is(

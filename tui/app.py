@@ -37,6 +37,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.css.query import NoMatches
+from textual.driver import Driver
 from textual.drivers.linux_driver import LinuxDriver
 from textual.message import Message
 from textual.timer import Timer
@@ -288,6 +289,8 @@ class CrawlApp(App[None]):
             it when the run stopped (``resume with: crawldeck crawl ... --db ...``),
             shown once the run stops before its frontier is empty (``q``, a signal, a
             budget); ``None``: the stop is shown without it.
+        driver_class: Textual's driver (``None``: Textual's choice, which follows
+            ``TEXTUAL_DRIVER``, as textual-serve sets it for ``crawldeck attach --web``).
 
     After the app exits, ``result`` holds the crawl's ``CrawlResult`` (``None`` if
     the console closed before the crawl ended) and ``error`` what ``run`` raised.
@@ -339,8 +342,9 @@ class CrawlApp(App[None]):
         *,
         strict_robots: bool = False,
         resume_hint: str | None = None,
+        driver_class: type[Driver] | None = HangupTolerantDriver,
     ) -> None:
-        super().__init__(driver_class=HangupTolerantDriver)
+        super().__init__(driver_class=driver_class)
         self.engine = engine
         self.db = db
         self.strict_robots = strict_robots
@@ -739,14 +743,8 @@ async def run_console(
     size: tuple[int, int] | None = None,
     resume_hint: str | None = None,
 ) -> CrawlResult | None:
-    """Run the console over ``engine`` in the running loop until the operator quits.
-
-    The signals of ``tui.headless.stop_signals`` (SIGINT, SIGTERM and SIGHUP: the
-    terminal closed, a dropped ssh session) act like ``q``: the crawl stops cleanly and
-    its state is saved. Log records are kept off the terminal while the
-    console owns it (the engine's warnings are in the Log tab). ``headless`` (with a
-    ``size`` in columns and lines) draws to no terminal: for tests and benchmarks.
-    ``resume_hint`` is shown when the run stops (see ``CrawlApp``).
+    """Run the console over ``engine`` in the running loop until the operator quits
+    (``run_app``); ``resume_hint`` is shown when the run stops (see ``CrawlApp``).
 
     Returns:
         the crawl's result, ``None`` if the console closed before the crawl ended.
@@ -755,6 +753,24 @@ async def run_console(
         Exception: what ``engine.run()`` raised, once the terminal is restored.
     """
     app = CrawlApp(engine, db, strict_robots=strict_robots, resume_hint=resume_hint)
+    await run_app(app, headless=headless, size=size)
+    if app.error is not None:
+        raise app.error
+    return app.result
+
+
+async def run_app(
+    app: CrawlApp, *, headless: bool = False, size: tuple[int, int] | None = None
+) -> None:
+    """Run ``app`` in the running loop until it exits.
+
+    The signals of ``tui.headless.stop_signals`` (SIGINT, SIGTERM and SIGHUP: the
+    terminal closed, a dropped ssh session) call ``app.request_quit`` (the crawl's
+    console: stop cleanly, state saved; the attached one: detach). Log records are
+    kept off the terminal while the console owns it (the engine's warnings are in the
+    Log tab). ``headless`` (with a ``size`` in columns and lines) draws to no
+    terminal: for tests and benchmarks.
+    """
     loop = asyncio.get_running_loop()
     root = logging.getLogger()
     handlers = root.handlers[:]
@@ -770,6 +786,3 @@ async def run_console(
         for sig in signals:
             loop.remove_signal_handler(sig)
         root.handlers[:] = handlers
-    if app.error is not None:
-        raise app.error
-    return app.result

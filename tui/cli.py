@@ -1,14 +1,15 @@
 """The ``crawldeck`` command: ``crawl``, ``demo``, ``worker``, ``recrawl``, ``export``,
-``links`` (a link checker's report), ``show``, ``config`` and ``stats`` (a run's figures,
-``core.stats``).
+``links`` (a link checker's report), ``show``, ``config``, ``stats`` (a run's figures,
+``core.stats``) and ``attach`` (the console of a crawl running headless, ``tui.attach``).
 
 Exit codes: 0 a finished crawl (or one that reached a budget: ``--max-pages``,
 ``--max-time``, ``--max-bytes``), 1 ``links --broken`` found broken links (linkchecker's
-convention, for scripts and CI), 2 bad input (one line on stderr, ``crawldeck COMMAND:
-error: MESSAGE`` as argparse's own (``fail``); a flag error ends with ``(see crawldeck
-COMMAND --help)``, never the usage block), 3 a crawl that ended without
-fetching any page (every seed failed; the summary says why), 130 stopped by Ctrl-C,
-SIGTERM or SIGHUP (state saved, resume command printed).
+convention, for scripts and CI; ``attach``: the crawl went away while attached), 2 bad
+input (one line on stderr, ``crawldeck COMMAND: error: MESSAGE`` as argparse's own
+(``fail``); a flag error ends with ``(see crawldeck COMMAND --help)``, never the usage
+block), 3 a crawl that ended without fetching any page (every seed failed; the summary
+says why), 130 stopped by Ctrl-C, SIGTERM or SIGHUP (state saved, resume command
+printed).
 
 Settings: defaults < ``--config FILE`` < ``-s KEY=VALUE`` < flags (``--delay-ms`` ...);
 ``crawldeck config`` prints the result with where each value came from. Figures go to
@@ -79,6 +80,8 @@ EXIT_BROKEN_LINKS = 1
 EXIT_BAD_INPUT = 2
 #: The crawl ended and got no page at all: every seed failed (its summary says why).
 EXIT_SEEDS_FAILED = 3
+#: ``crawldeck attach``: the crawl went away while attached (killed: no run's end).
+EXIT_ATTACH_LOST = 1
 EXIT_STOPPED = 130
 
 #: The loopback network the local web of ``crawldeck demo`` lives on.
@@ -652,6 +655,17 @@ examples:
 
 Counts are the run's own (not the crawl's totals over all runs). A run killed (SIGKILL)
 has no stats; this says so.""",
+    "attach": """\
+examples:
+  crawldeck attach crawl.db
+      the console of the crawl running headless on crawl.db; q detaches, S stops it
+  crawldeck attach crawl.db --web 8080
+      the same console in browsers at http://127.0.0.1:8080/ (one process per viewer)
+  crawldeck attach crawl.db --web 8080 --bind 0.0.0.0
+      on every address, under a random token printed once (plain HTTP: prefer ssh -L)
+
+A crawl run headless (--no-ui, under systemd or nohup) listens on crawl.db.sock, a
+Unix socket only its user may open; detaching leaves the crawl running.""",
     "config": """\
 examples:
   crawldeck config --config crawldeck.toml -s delay_ms=2000
@@ -867,9 +881,26 @@ def build_parser() -> Parser:
         "with where its value came from.",
     )  # fmt: skip
     _add_config_flags(config, delay_default=DEFAULTS.delay_ms)
+    attach = _command(
+        sub, "attach", "open the console of a crawl running headless (--web: in browsers)",
+        "Open the console of a crawl running headless on DB, over its socket\n"
+        "DB.sock: q detaches (the crawl goes on), S stops the crawl.",
+    )  # fmt: skip
+    attach.add_argument("db", type=Path, metavar="DB", help="the crawl file of the running crawl")
+    attach.add_argument(
+        "--web", type=_port, metavar="PORT",
+        help="serve the console to browsers on PORT (0: any free port, printed; "
+        "textual-serve: one process per viewer) instead of opening it here (default: here, "
+        "in the terminal)",
+    )  # fmt: skip
+    attach.add_argument(
+        "--bind", default="127.0.0.1", metavar="ADDR",
+        help="with --web: the address to listen on; any but loopback puts a random token "
+        "in the URL, printed once, and refuses requests without it (default 127.0.0.1)",
+    )  # fmt: skip
     parser.commands = {
         "crawl": crawl, "demo": demo, "worker": worker, "recrawl": recrawl, "export": exp,
-        "links": links, "show": show, "config": config, "stats": stats,
+        "links": links, "show": show, "config": config, "stats": stats, "attach": attach,
     }  # fmt: skip
     return parser
 
@@ -1127,20 +1158,37 @@ async def _crawl(
             if ui:
                 return await _crawl_console(engine, store, config, db, ending)
             return await _crawl_headless(
-                engine, store, db, ending, progress=log_level <= logging.INFO
-            )
+                engine, store, db, ending, progress=log_level <= logging.INFO,
+                strict_robots=config.robots_on_failure == "disallow",
+            )  # fmt: skip
     finally:
         store.close()
 
 
 async def _crawl_headless(
-    engine: Engine, store: Store, db: Path, ending: Ending, *, progress: bool = True
+    engine: Engine,
+    store: Store,
+    db: Path,
+    ending: Ending,
+    *,
+    progress: bool = True,
+    strict_robots: bool = False,
 ) -> int:
     """Run the crawl with progress lines (``HeadlessReporter``; none without
-    ``progress``), stopped cleanly by ``stop_signals``; the summary and exit code
-    (``_finish``)."""
+    ``progress``), stopped cleanly by ``stop_signals``, its attach socket open
+    (``core.attach``: ``crawldeck attach DB``; a socket that cannot be made is one
+    warning, the crawl goes on without); the summary and exit code (``_finish``)."""
+    from crawldeck.core.attach import AttachServer
+
     if progress:
         engine.subscribe(HeadlessReporter())
+    server = AttachServer(engine, db, strict_robots=strict_robots, resume_hint=ending.resume)
+    attach: AttachServer | None = server
+    try:
+        await server.start()
+    except CrawldeckError as exc:
+        print(f"crawldeck: warning: {exc}", file=sys.stderr, flush=True)
+        attach = None
     loop = asyncio.get_running_loop()
     stopped_by_signal = False
 
@@ -1157,11 +1205,15 @@ async def _crawl_headless(
     signals = stop_signals()
     for sig in signals:
         loop.add_signal_handler(sig, on_signal)
+    outcome = "stopped"
     try:
         result = await engine.run()
+        outcome = result.outcome
     finally:
         for sig in signals:
             loop.remove_signal_handler(sig)
+        if attach is not None:
+            await attach.close(outcome)
     return _finish(engine, store, db, result.outcome, ending, stopped=stopped_by_signal)
 
 
@@ -1858,6 +1910,53 @@ def _run_stats(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _run_attach(args: argparse.Namespace) -> int:
+    """``crawldeck attach DB``: the console of the crawl running headless on DB, in this
+    terminal until it detaches, or with ``--web PORT`` served to browsers until
+    Ctrl-C (``tui.attach``). Exit 0 (detached, the crawl's end seen, or serving
+    stopped), 1 the crawl went away while attached (one line), 2 no crawl to attach to
+    or bad input (one line)."""
+    from crawldeck.core.attach import open_blocking
+    from crawldeck.tui.attach import WEB_DRIVER_ENV, CrawlLost, run_attached, serve_web
+
+    db = Path(args.db)
+    if args.web is None and args.bind != "127.0.0.1":
+        return fail(args.command, "--bind is for --web")
+    try:
+        probe, _ = open_blocking(db)  # no crawl there: one line before anything else
+    except CrawldeckError as exc:
+        return fail(args.command, str(exc))
+    probe.close()
+    if args.web is not None:
+        try:
+            asyncio.run(serve_web(db, args.web, args.bind, said=_say))
+        except CrawldeckError as exc:
+            return fail(args.command, str(exc))
+        return EXIT_OK
+    web = bool(os.environ.get(WEB_DRIVER_ENV))
+    if not web and not (sys.stdin.isatty() and sys.stdout.isatty() and sys.stderr.isatty()):
+        return fail(args.command, "no terminal on stdin, stdout and stderr: attach opens a "
+                    "console (--web PORT serves it to browsers)")  # fmt: skip
+    try:
+        result = asyncio.run(run_attached(db))
+    except CrawlLost as exc:
+        print(f"crawldeck attach: {exc}", file=sys.stderr)
+        return EXIT_ATTACH_LOST
+    except CrawldeckError as exc:
+        return fail(args.command, str(exc))
+    if not web:
+        if result is None:
+            print(f"crawldeck attach: detached; the crawl goes on ({program()} attach {db})")
+        else:
+            print(f"crawldeck attach: the crawl ended: {result.outcome}")
+    return EXIT_OK
+
+
+def _say(line: str) -> None:
+    """Print one line of a long-running command now (stdout may be a pipe or a log)."""
+    print(line, flush=True)
+
+
 def _run_worker(args: argparse.Namespace) -> int:
     from crawldeck.tui.cluster_cli import run_worker
 
@@ -1880,7 +1979,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     handlers = {"crawl": _run_crawl, "demo": _run_demo, "export": _run_export,
                 "worker": _run_worker, "recrawl": _run_recrawl, "show": _run_show,
-                "links": _run_links,
+                "links": _run_links, "attach": _run_attach,
                 "config": _run_config, "stats": _run_stats}  # fmt: skip
     try:
         with contextlib.suppress(BrokenPipeError):

@@ -1,0 +1,545 @@
+"""``crawldeck attach DB``: the console of a crawl running headless, over its attach
+socket (``core.attach``), in a terminal or, with ``--web PORT``, in browsers.
+
+The attached console is the console (``tui.app.CrawlApp``) fed from another
+``CrawlSource``: ``SocketSource`` reads the snapshots the crawl publishes on its socket
+and sends the console's commands there. Only its keys differ (``AttachedApp``): ``q``,
+``d``, Ctrl-C and a closed terminal detach (the crawl goes on, as after tmux's
+detach); ``S`` stops the crawl cleanly, as ``q`` does in the crawl's own console.
+
+``SocketSource`` holds two connections: the *watch* one, read by ``run`` on the
+console's loop (hello, snapshots, the run's end), and the *ask* one, a blocking
+socket for the console's reads and commands (``query_hosts``, ``host_detail``,
+``pause`` ...), which the console calls synchronously: each is one round trip on the
+local socket, answered by the crawl's loop between two of its tasks, given up after
+``ASK_TIMEOUT_S``. Its failures are shown in the console (``on_error``), never raised
+into it.
+
+``--web PORT`` serves the attached console to browsers with textual-serve (one
+``crawldeck attach DB`` process per viewer, its terminal drawn by xterm.js in the page):
+bound to 127.0.0.1 unless ``--bind`` says otherwise; bound elsewhere, every path is
+under a random token printed once (``http://HOST:PORT/TOKEN/``) and refused without
+it. The page and its websocket are refused to a ``Host`` that is not the address
+served (DNS rebinding) and the websocket to an ``Origin`` of another site (another
+page in the viewer's browser driving the console): ``WebGuard``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import ipaddress
+import os
+import re
+import secrets
+import shlex
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
+from typing import Any, ClassVar, Final, get_args
+from urllib.parse import urlsplit
+
+from textual.binding import Binding, BindingType
+
+from crawldeck.core.attach import (
+    CONNECT_TIMEOUT_S,
+    MAX_FRAME_BYTES,
+    Frame,
+    check_hello,
+    connect_error,
+    decode_answer,
+    decode_frame,
+    encode,
+    find_socket,
+    open_blocking,
+    recv_line,
+)
+from crawldeck.core.engine import CrawlResult, Outcome
+from crawldeck.core.errors import AttachError
+from crawldeck.core.snapshot import CrawlSnapshot, HostDetail, HostRow
+from crawldeck.tui.app import CrawlApp, HangupTolerantDriver, run_app
+from crawldeck.tui.screens import StatusBar
+
+#: Seconds a read or command of the console may wait for the crawl's answer.
+ASK_TIMEOUT_S: Final = 5.0
+#: What the attached console's detach keys do (the help's line).
+DETACH_TIP: Final = "detach: close this console, the crawl goes on (crawldeck attach DB again)"
+#: A ``<link>`` of textual-serve's page to another site (its web font from Google
+#: Fonts): left out, the page's font falls back to the monospace ones it names next.
+OUTSIDE_LINK: Final = re.compile(r"<link[^>]*https?://[^>]*>", re.DOTALL)
+#: What the attached console's ``S`` does (the help's line).
+STOP_TIP: Final = "stop the crawl cleanly (state saved), as q does in its own console"
+#: The environment variable textual-serve sets for the processes it runs.
+WEB_DRIVER_ENV: Final = "TEXTUAL_DRIVER"
+
+
+class CrawlLost(AttachError):
+    """The crawl went away while attached: its socket closed without the run's end."""
+
+
+def _outcome(text: str) -> Outcome:
+    """``text`` as an ``Outcome`` (an unknown one from a newer crawl: ``stopped``)."""
+    for known in get_args(Outcome):
+        if text == known:
+            return known  # type: ignore[no-any-return]
+    return "stopped"
+
+
+class SocketSource:
+    """A running crawl seen through its attach socket: the ``tui.app.CrawlSource`` of
+    the attached console (make it with ``connect``).
+
+    Attributes:
+        db: the crawl file as the crawl names it (absolute).
+        pid: the crawl's process id.
+        strict_robots: the crawl's ``robots_on_failure`` is ``disallow``.
+        resume_hint: how to resume the crawl once stopped, as the crawl says it.
+        on_error: called with one line when a read or command fails (the console
+            shows it); by default nothing.
+    """
+
+    def __init__(
+        self,
+        hello: Frame,
+        first: CrawlSnapshot,
+        watch: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+        ask: socket.socket,
+    ) -> None:
+        self.db = Path(hello.db)
+        self.pid = hello.pid
+        self.strict_robots = hello.strict_robots
+        self.resume_hint = hello.resume_hint
+        self.on_error: Callable[[str], None] = lambda _: None
+        self._reader, self._writer = watch
+        self._ask_sock = ask
+        self._ask_buffer = bytearray()
+        self._ask_lock = threading.Lock()
+        self._ask_id = 0
+        self._latest = first
+        self._paused = first.state == "paused"
+        self._subscribers: list[Callable[[CrawlSnapshot], None]] = []
+        self._final: tuple[HostRow, ...] | None = None
+
+    @classmethod
+    async def connect(cls, db: Path) -> SocketSource:
+        """Connect to the crawl running on ``db``: the watch connection (its ``hello``
+        and first snapshot read) and the ask connection.
+
+        Raises:
+            AttachError: no crawl runs on ``db`` (no socket, a stale one), the socket
+                is another user's or refused us, or it speaks another protocol.
+        """
+        path = find_socket(db)
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_unix_connection(str(path), limit=MAX_FRAME_BYTES), CONNECT_TIMEOUT_S
+            )
+        except OSError as exc:
+            raise connect_error(db, path, exc) from None
+        except TimeoutError:
+            raise AttachError(f"{path} does not answer") from None
+        try:
+            hello = check_hello(await _read_frame(reader), path)
+            writer.write(encode({"op": "watch"}))
+            first = await _read_frame(reader)
+            if first.snap is None:
+                raise AttachError(f"{path} sent no snapshot")
+            ask, _ = await asyncio.to_thread(open_blocking, db, ASK_TIMEOUT_S)
+        except BaseException:
+            writer.close()
+            raise
+        return cls(hello, first.snap, (reader, writer), ask)
+
+    def close(self) -> None:
+        """Close both connections (the crawl goes on)."""
+        self._writer.close()
+        self._ask_sock.close()
+
+    # ------------------------------------------------------------- CrawlSource
+
+    def subscribe(self, callback: Callable[[CrawlSnapshot], None]) -> None:
+        """Call ``callback`` with every snapshot the crawl publishes (from ``run``)."""
+        self._subscribers.append(callback)
+
+    async def run(self) -> CrawlResult:
+        """Read the crawl's frames until its run ends; its outcome and last totals.
+
+        Raises:
+            AttachError: the socket closed without the run's end (the crawl was
+                killed), or a frame is not understood.
+        """
+        while True:
+            try:
+                line = await self._reader.readline()
+            except (ValueError, ConnectionError) as exc:
+                raise AttachError(f"lost the crawl: {exc}") from None
+            if not line.endswith(b"\n"):
+                raise AttachError("lost the crawl: its socket closed without the run's end")
+            frame = decode_frame(line)
+            if frame.t == "snap" and frame.snap is not None:
+                self._take(frame.snap)
+            elif frame.t == "end":
+                self._final = frame.hosts
+                return CrawlResult(_outcome(frame.outcome), self._latest.counters)
+
+    def _take(self, snap: CrawlSnapshot) -> None:
+        self._latest = snap
+        self._paused = snap.state == "paused"
+        for callback in self._subscribers:
+            callback(snap)
+
+    def snapshot(self) -> CrawlSnapshot:
+        """The newest snapshot received."""
+        return self._latest
+
+    @property
+    def paused(self) -> bool:
+        """Whether the crawl is paused (its newest snapshot, or the answer to ``p``)."""
+        return self._paused
+
+    def pause(self) -> None:
+        """Pause the crawl (in-flight fetches finish)."""
+        self._command("pause")
+
+    def resume(self) -> None:
+        """Resume the crawl."""
+        self._command("resume")
+
+    def request_stop(self) -> None:
+        """Stop the crawl cleanly (its state saved), as ``q`` in its own console."""
+        self._command("stop")
+
+    def _command(self, op: str) -> None:
+        answer: dict[str, bool] | None = self._try(op, dict[str, bool], None)
+        if answer is not None:
+            self._paused = answer.get("paused", self._paused)
+
+    def add_seeds(self, seed_urls: Iterable[str]) -> list[tuple[str, str]]:
+        """Add seeds; ``(url, reason)`` per refused one (all of them when the crawl
+        cannot be asked: the reason says why)."""
+        urls = list(seed_urls)
+        try:
+            refused: list[tuple[str, str]]
+            refused = self._ask("add_seeds", list[tuple[str, str]], urls=urls)
+            return refused
+        except AttachError as exc:
+            return [(url, str(exc)) for url in urls]
+
+    async def add_seeds_live(self, seed_urls: Iterable[str]) -> list[tuple[str, str]]:
+        """``add_seeds`` in a thread (the crawl checks its seen set first)."""
+        return await asyncio.to_thread(self.add_seeds, seed_urls)
+
+    def query_hosts(self, text: str = "", limit: int = 50) -> tuple[HostRow, ...]:
+        """The rows of the hosts whose key holds ``text`` (after the run's end: of its
+        final rows); none when the crawl cannot be asked."""
+        if self._final is not None:
+            return tuple(row for row in self._final if text in row.host)[:limit]
+        rows: tuple[HostRow, ...] = self._try(
+            "query_hosts", tuple[HostRow, ...], (), text=text, limit=limit
+        )
+        return rows
+
+    def host_detail(self, host: str, queue_head: int = 20) -> HostDetail | None:
+        """The detail view of ``host``; ``None`` if unknown or the crawl is gone."""
+        if self._final is not None:
+            return None
+        detail: HostDetail | None = self._try(
+            "host_detail", HostDetail | None, None, host=host, queue_head=queue_head
+        )
+        return detail
+
+    # ------------------------------------------------------------- the ask socket
+
+    def _try(self, op: str, kind: Any, default: Any, **fields: Any) -> Any:
+        """``_ask``, or ``default`` after telling ``on_error`` why not."""
+        try:
+            return self._ask(op, kind, **fields)
+        except AttachError as exc:
+            self.on_error(str(exc))
+            return default
+
+    def _ask(self, op: str, kind: Any, **fields: Any) -> Any:
+        """One request on the ask socket and its answer as ``kind``.
+
+        Raises:
+            AttachError: no answer within ``ASK_TIMEOUT_S``, the socket closed, or the
+                crawl refused the request (its line).
+        """
+        with self._ask_lock:
+            self._ask_id += 1
+            ask_id = self._ask_id
+            try:
+                self._ask_sock.sendall(encode({"op": op, "id": ask_id, **fields}))
+                while True:
+                    line = recv_line(self._ask_sock, self._ask_buffer)
+                    frame = decode_frame(line)
+                    if frame.t == "reply" and frame.id in (ask_id, 0):
+                        return decode_answer(line, frame, kind)
+            except TimeoutError:
+                raise AttachError(f"the crawl did not answer within {ASK_TIMEOUT_S:g} s") from None
+            except OSError as exc:
+                raise AttachError(f"lost the crawl: {exc.strerror or exc}") from None
+
+
+async def _read_frame(reader: asyncio.StreamReader) -> Frame:
+    """The next frame of a watch connection, within ``CONNECT_TIMEOUT_S``.
+
+    Raises:
+        AttachError: the socket closed or said nothing in time, or the frame is a
+            ``refused`` one (its reason) or not understood.
+    """
+    try:
+        line = await asyncio.wait_for(reader.readline(), CONNECT_TIMEOUT_S)
+    except TimeoutError:
+        raise AttachError("the crawl's socket said nothing") from None
+    except (ValueError, ConnectionError) as exc:
+        raise AttachError(f"lost the crawl: {exc}") from None
+    if not line.endswith(b"\n"):
+        raise AttachError("the crawl's socket closed at once")
+    frame = decode_frame(line)
+    if frame.t == "refused":
+        raise AttachError(frame.why)
+    return frame
+
+
+class AttachedApp(CrawlApp):
+    """The console over a ``SocketSource``: the crawl's own console, but ``q``, ``d``,
+    Ctrl-C and a closed terminal detach, and ``S`` stops the crawl.
+
+    Args:
+        source: the connected crawl.
+        db: the crawl file as the operator named it (``e`` exports beside it).
+
+    After the app exits, ``result`` holds the crawl's ``CrawlResult`` when its run
+    ended while attached (``None``: detached before), ``error`` what ``run`` raised (an
+    ``AttachError``: the crawl went away).
+    """
+
+    TITLE = "crawldeck attach"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "detach", "Detach", tooltip=DETACH_TIP),
+        Binding("d", "detach", "Detach", show=False, tooltip=DETACH_TIP),
+        Binding("ctrl+c,ctrl+q", "detach", "Detach", show=False, priority=True,
+                tooltip=DETACH_TIP),
+        Binding("S", "stop_crawl", "Stop crawl", tooltip=STOP_TIP),
+    ]  # fmt: skip
+
+    def __init__(self, source: SocketSource, db: Path) -> None:
+        web = bool(os.environ.get(WEB_DRIVER_ENV))
+        super().__init__(
+            source, db, strict_robots=source.strict_robots, resume_hint=source.resume_hint,
+            driver_class=None if web else HangupTolerantDriver,
+        )  # fmt: skip
+        source.on_error = self._source_error
+
+    def _source_error(self, message: str) -> None:
+        self.notify(message, severity="error", timeout=6)
+
+    def request_quit(self) -> None:
+        """Detach: close this console; the crawl goes on."""
+        self.exit()
+
+    def action_detach(self) -> None:
+        """q, d, Ctrl-C: detach."""
+        self.request_quit()
+
+    def action_stop_crawl(self) -> None:
+        """S: stop the crawl cleanly; the console stays until ``q`` (STOPPED)."""
+        if self.result is not None:
+            self.notify("The crawl is over.", severity="warning")
+            return
+        self.engine.request_stop()
+        self._draw_status()
+        self._show_resume("Stopping: in-flight fetches finish, state is saved.")
+
+    def _draw_status(self) -> None:
+        state = self.display_state()
+        self.sub_title = state
+        self.query_one(StatusBar).show(state, f"{self.db.name} (attached)", self.snapshot)
+
+
+async def run_attached(
+    db: Path, *, headless: bool = False, size: tuple[int, int] | None = None
+) -> CrawlResult | None:
+    """Attach the console to the crawl running on ``db`` until the operator detaches
+    (``headless``/``size``: as ``tui.app.run_console``, for tests).
+
+    Returns:
+        the crawl's result when its run ended while attached, else ``None`` (detached).
+
+    Raises:
+        AttachError: no crawl to attach to (one line).
+        CrawlLost: the crawl went away while attached.
+    """
+    source = await SocketSource.connect(db)
+    try:
+        app = AttachedApp(source, db)
+        await run_app(app, headless=headless, size=size)
+    finally:
+        source.close()
+    if isinstance(app.error, AttachError):
+        raise CrawlLost(str(app.error)) from app.error
+    if app.error is not None:
+        raise app.error
+    return app.result
+
+
+# ------------------------------------------------------------------ --web PORT
+
+
+def is_loopback(address: str) -> bool:
+    """Whether ``address`` (an IP address or ``localhost``) is a loopback one."""
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+class WebGuard:
+    """Which requests the web console answers (``make_web_app``'s middleware asks it).
+
+    Args:
+        token: the random path prefix every URL must start with (``/TOKEN/``), or
+            ``None`` (bound to loopback: no token).
+        port: the port served (a loopback ``Host`` must name it).
+
+    Refused with 403 and one line: a path without the token; with no token, a ``Host``
+    that is not loopback (a DNS-rebinding page reaching 127.0.0.1 under its own
+    name); a websocket whose ``Origin`` is not the page's own (``scheme://host``), as
+    a page of another site in the viewer's browser would send (the websocket is the
+    console's keyboard).
+    """
+
+    def __init__(self, token: str | None, port: int) -> None:
+        self.prefix = f"/{token}" if token else ""
+        self._port = port
+
+    def refusal(self, path: str, host: str, origin: str | None, scheme: str = "http") -> str | None:
+        """Why a request for ``path`` with these ``Host`` and ``Origin`` headers is
+        refused; ``None`` when it is served."""
+        if self.prefix:
+            head = path[: len(self.prefix) + 1]
+            if not hmac.compare_digest(head.encode(), f"{self.prefix}/".encode()):
+                return "this console needs its token: open the URL crawldeck attach printed"
+        elif not is_loopback(urlsplit(f"//{host}").hostname or ""):
+            return "this console answers to a loopback Host only (127.0.0.1, localhost)"
+        if origin is not None and path.endswith("/ws") and origin != f"{scheme}://{host}":
+            return "a page of another site may not drive this console"
+        return None
+
+
+def attach_command(db: Path) -> str:
+    """The shell command textual-serve runs per viewer: this Python's
+    ``crawldeck attach DB`` (``tui.launch``), ``db`` absolute."""
+    return shlex.join(
+        [sys.executable, "-m", "crawldeck.tui.launch", "attach", str(Path(db).resolve())]
+    )
+
+
+def make_web_app(db: Path, port: int, token: str | None) -> Any:
+    """The aiohttp application of ``--web``: textual-serve's page, static files and
+    websocket (its ``Server``, which runs ``attach_command`` per viewer), under the
+    token's prefix, behind ``WebGuard``; the page's URLs follow the ``Host`` it was
+    asked by, and its links to other sites (a web font) are left out
+    (``OUTSIDE_LINK``): a viewer's browser asks nothing of any other server."""
+    import aiohttp_jinja2
+    import jinja2
+    from aiohttp import web
+    from textual_serve.server import Server
+
+    guard = WebGuard(token, port)
+
+    @web.middleware
+    async def guarded(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        """The handler's answer, or 403 with ``WebGuard.refusal``'s line."""
+        why = guard.refusal(
+            request.path, request.host, request.headers.get("Origin"), request.scheme
+        )
+        if why is not None:
+            return web.Response(status=403, text=why + "\n")
+        return await handler(request)
+
+    server = Server(attach_command(db), host="127.0.0.1", port=port, title="crawldeck attach")
+
+    async def index(request: web.Request) -> web.Response:
+        base = f"{request.scheme}://{request.host}{guard.prefix}"
+        ws = ("wss" if request.scheme == "https" else "ws") + base[len(request.scheme) :]
+        context = {
+            "font_size": 16,
+            "app_websocket_url": f"{ws}/ws",
+            "config": {"static": {"url": f"{base}/static/"}},
+            "application": {"name": server.title},
+        }
+        return aiohttp_jinja2.render_template("app_index.html", request, context)
+
+    page = (Path(server.templates_path) / "app_index.html").read_text(encoding="utf-8")
+    page = OUTSIDE_LINK.sub("", page)
+    app = web.Application(middlewares=[guarded])
+    aiohttp_jinja2.setup(app, loader=jinja2.DictLoader({"app_index.html": page}))
+    app.add_routes(
+        [
+            web.get(f"{guard.prefix}/", index),
+            web.get(f"{guard.prefix}/ws", server.handle_websocket),
+            web.static(f"{guard.prefix}/static", server.statics_path),
+        ]
+    )
+    return app
+
+
+async def serve_web(
+    db: Path,
+    port: int,
+    bind: str,
+    *,
+    said: Callable[[str], None] = print,
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Serve the attached console of ``db`` at ``http://BIND:PORT/`` (with a token
+    unless ``bind`` is loopback) until SIGINT or SIGTERM (or ``stop`` is set); the URL
+    goes to ``said`` once the socket is bound.
+
+    Raises:
+        AttachError: no crawl runs on ``db`` (checked first), or the port cannot be
+            bound (one line).
+    """
+    from aiohttp import web
+
+    probe, _ = await asyncio.to_thread(open_blocking, db)
+    probe.close()
+    token = None if is_loopback(bind) else secrets.token_urlsafe(24)
+    runner = web.AppRunner(make_web_app(db, port, token), handle_signals=False)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, bind, port)
+        try:
+            await site.start()
+        except OSError as exc:
+            raise AttachError(f"cannot serve on {bind}:{port}: {exc.strerror or exc}") from None
+        host = f"[{bind}]" if ":" in bind else bind
+        bound = port or runner.addresses[0][1]
+        url = f"http://{host}:{bound}/" + (f"{token}/" if token else "")
+        plain = "" if token is None else " (plain HTTP: on an untrusted network use ssh -L)"
+        said(f"crawldeck attach: the console of {db} at {url}{plain}; "
+             "one process per viewer; Ctrl-C stops serving, the crawl goes on")  # fmt: skip
+        stop = stop or asyncio.Event()
+        loop = asyncio.get_running_loop()
+        signals: list[signal.Signals] = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, stop.set)
+                signals.append(sig)
+        try:
+            await stop.wait()
+        finally:
+            for sig in signals:
+                loop.remove_signal_handler(sig)
+    finally:
+        await runner.cleanup()
