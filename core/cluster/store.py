@@ -903,7 +903,8 @@ class ClusterStore:
         ]  # fmt: skip
         arg = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
         k = self._keys
-        return ("script", "commit", [k.stream(shard)], [k.tag(shard), self._worker, arg])
+        cash = "1" if self._cash_queues else "0"
+        return ("script", "commit", [k.stream(shard)], [k.tag(shard), self._worker, arg, cash])
 
     def _replay(self, sent: list[Command]) -> list[Command]:
         """Keep ``sent`` for ``REPLAY_S`` and return what to send again first: after
