@@ -19,7 +19,8 @@ skipped too (an idle batch trims every shard to its cursor, at most once a secon
 ``run`` overlaps the two threads: a batch's commit runs in the store's writer thread
 while the loop reads and decodes the next one, which is queued once that commit is
 done (its trim then follows with the next read); the keys of the rows being committed
-count as known. Decoding runs with Python's cyclic GC paused (``paused_gc``).
+count as known. While it runs, the cyclic GC's youngest generation passes less often
+(``GC_GEN0_THRESHOLD``).
 A replayed op writes no row twice either (pages by url, links by their ``(from_url,
 to_url)`` key since schema version 3, INSERT OR IGNORE, replace).
 
@@ -43,7 +44,7 @@ import gc
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -222,25 +223,6 @@ class _Split:
 
     def blocked_added(self) -> dict[str, int]:
         return {}
-
-
-@contextlib.contextmanager
-def paused_gc() -> Iterator[None]:
-    """Run the block with Python's cyclic garbage collector paused (as it was after).
-
-    A batch's decode allocates tens of thousands of containers (JSON values, records,
-    sink calls) that all live until the batch is committed; the collector's generation
-    0 pass runs every 700 allocations and walks them again and again: 40 % of the
-    collector loop's CPU in ``benchmarks/collector_drain.py`` (issue #23 item 3). None
-    of them is in a cycle (reference counting frees them), so the pause leaks nothing;
-    the block must not await (other tasks would run with the collector paused)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _text(value: bytes | str) -> str:
@@ -470,30 +452,29 @@ class Collector:
         cursors: dict[int, str] = {}
         entries = ops = bad = 0
         newest_ms = 0
-        with paused_gc():
-            for shard, items in enumerate(split):
-                for entry_id, fields in items:
-                    cursors[shard] = entry_id
-                    sink = _Split()
-                    try:
-                        payload = fields.get(b"m", fields.get("m"))
-                        if payload is None:
-                            raise wire.WireError("no 'm' field")
-                        decoded = wire.decode_ops(payload)
-                        for op in decoded:
-                            wire.replay(op, sink)
-                    except wire.WireError as exc:
-                        bad += 1
-                        log.warning(
-                            "collector: %s entry %s skipped: %s",
-                            self._streams[shard], entry_id, exc,
-                        )  # fmt: skip
-                        continue
-                    rows += sink.rows
-                    calls += sink.calls
-                    entries += 1
-                    ops += len(decoded)
-                    newest_ms = max(newest_ms, _id_ms(entry_id))
+        for shard, items in enumerate(split):
+            for entry_id, fields in items:
+                cursors[shard] = entry_id
+                sink = _Split()
+                try:
+                    payload = fields.get(b"m", fields.get("m"))
+                    if payload is None:
+                        raise wire.WireError("no 'm' field")
+                    decoded = wire.decode_ops(payload)
+                    for op in decoded:
+                        wire.replay(op, sink)
+                except wire.WireError as exc:
+                    bad += 1
+                    log.warning(
+                        "collector: %s entry %s skipped: %s",
+                        self._streams[shard], entry_id, exc,
+                    )  # fmt: skip
+                    continue
+                rows += sink.rows
+                calls += sink.calls
+                entries += 1
+                ops += len(decoded)
+                newest_ms = max(newest_ms, _id_ms(entry_id))
         inserted = {row.key for row in rows}
         touched = {key for call in calls for key, _ in call.frontier}
         landing = self._landing
@@ -502,7 +483,7 @@ class Collector:
         known = await asyncio.to_thread(self._store.known_keys, unknown)
         await self._landed()
         store = self._store
-        with paused_gc(), store.atomic():
+        with store.atomic():
             if rows:
                 store.enqueue_urls(rows)
             for key in [k for k in self._orphans if k in inserted]:
@@ -565,4 +546,4 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-__all__ = ["GC_GEN0_THRESHOLD", "REDIS_ERRORS", "Collector", "CollectorStatistics", "paused_gc"]
+__all__ = ["GC_GEN0_THRESHOLD", "REDIS_ERRORS", "Collector", "CollectorStatistics"]
