@@ -357,8 +357,7 @@ class FrontierWindow:
         host = read.host
         after = self._cursor.get(host, 0)
         try:
-            loop = asyncio.get_running_loop()
-            rows, last = await loop.run_in_executor(None, self._load, host, after, read.want)
+            rows, last = await self._rows(host, after, read.want)
         except Exception as exc:  # a StoreError: raised from the next pop/bring_in/drain
             self._failure = exc
             return
@@ -369,6 +368,12 @@ class FrontierWindow:
                 self._reserved -= read.want
         if mine:
             self._take(host, read.want, rows, last)
+
+    async def _rows(self, host: str, after: int, want: int) -> tuple[list[FrontierRow], int]:
+        """A read's rows and last position: ``_load`` in a thread of the loop's
+        default executor (a store whose reads are the loop's own may await them here)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, self._load, host, after, want)
 
     def _load(self, host: str, after: int, want: int) -> tuple[list[FrontierRow], int]:
         """``load_spilled``, then ``flush`` and again when short (in a thread)."""

@@ -208,6 +208,28 @@ async def test_fetched_state_wins_whatever_the_order_of_two_shards(
     assert store.meta_items("cluster.orphan:") == {}
 
 
+async def test_a_row_being_committed_is_known_to_the_next_batch(
+    client: aioredis.Redis, store: Store
+) -> None:
+    """``run`` reads and decodes the next batch while the last one commits: C/'s row
+    (found on A/) is in the batch being committed when C/'s fetch is read; the fetch
+    is applied to it, not kept as an orphan for a row that is already written (the
+    read of known keys sees committed rows only; the batch in flight counts too)."""
+    a, c = url(A), url(C)
+    collector = Collector(client, KEYS, store)
+    await xadd(client, A, [wire.op_enqueue([row(a, A, 0)]), done(a, A, new=[row(c, C, via=a)])])
+    assert await collector._batch(100) == (1, 1)  # queued: its commit is in flight
+    assert collector._landing is not None
+    await xadd(client, C, [done(c, C)])
+    assert await collector._batch(100) == (1, 1)
+    assert collector.statistics().orphans == 0
+    assert await collector.collect_once() == 0
+    assert tables(store.path)["frontier"] == [(a, A, 0, "done", 0, None), (c, C, 1, "done", 0, a)]
+    assert collector.statistics().entries == 2
+    assert store.meta_items("cluster.orphan:") == {}
+    assert await stream_lengths(client) == [0] * SHARDS
+
+
 async def test_an_orphan_survives_a_collector_restart(
     client: aioredis.Redis, tmp_path: Path
 ) -> None:

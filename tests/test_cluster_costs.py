@@ -41,14 +41,16 @@ SETTINGS: dict[str, Any] = {
 #: Round trips per page, the two workers' links together (issue #23 item 3's target:
 #: at most 1 on average at any page rate). 4d5703f sent 2.4-3.5 a page here: a flush
 #: per loop turn with writes, a pull (often two and a flush) per host refill, a
-#: per-IP booking with the ends and the heartbeat each in a pipeline of its own. Now
-#: one pipeline carries whatever the worker has to send within ``LINGER_S`` (writes,
-#: ends, the heartbeat) or half the time to a booking's slot, and a read takes the
-#: buffered writes with it: 1.18-1.36 measured at load 3-17, 1.27-1.31 in runs slowed
-#: about 3x under cProfile (which commands share a pipeline depends on timing: the
-#: bound leaves room for a slow machine, and stays under 4d5703f's lowest figure,
-#: 2.43). Not yet at 1: the reads and bookings of pages that end apart go apart.
-MAX_ROUND_TRIPS_PER_PAGE = 1.8
+#: per-IP booking with the ends and the heartbeat each in a pipeline of its own. Then
+#: one pipeline carried whatever the worker had to send within ``LINGER_S`` (writes,
+#: ends, the heartbeat) or half the time to a booking's slot, and a read took the
+#: buffered writes with it: 1.18-1.36 (4990f41). Now a read started as a host's URL
+#: is handed out waits ``LINGER_S`` too (the host is busy for its delay: half of it
+#: here), so a page's commit, its host's refill and the per-IP calls share one
+#: pipeline: 0.65-0.84 in ten runs at load 4-6, 0.67-0.73 slowed under cProfile (the
+#: rest is a crawl's fixed cost: claims, releases, the heartbeats while seeking
+#: hosts). The bound is the issue's target.
+MAX_ROUND_TRIPS_PER_PAGE = 1.0
 #: Commands per page (a script counted once): 8.4-9.3 before and after (the pipelines
 #: got fewer, not the scripts: a COMMIT and a PUSH per shard and flush, an IP_BOOK
 #: and an IP_END per request, a PULL per refill, the heartbeat's seven every 0.5 s a

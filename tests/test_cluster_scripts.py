@@ -135,6 +135,24 @@ async def test_a_hot_host_spills_into_path_prefix_sub_queues(link: RedisLink) ->
     assert await client.exists(f"{BASE}:subs", f"{BASE}:q:docs", f"{BASE}:q:api") == 0
 
 
+async def test_a_pull_past_500_urls_hands_them_out_in_order_in_parts(link: RedisLink) -> None:
+    """``PULL`` moves URLs 500 at a time (one HMGET, HDEL and HSET each): 1 100 of
+    1 200 come out in the queue's order (one score: by member), each once, in ``:inf``
+    with their entries, the rest queued."""
+    urls = [f"http://{HOST}/p{i:04d}" for i in range(1200)]
+    assert await push(link, [row(u) for u in urls], hot=5000) == 1200
+    (_host, epoch, *_rest) = (await claim(link, "w1"))[0]
+    arg = json.dumps([HOST, epoch, 1100])
+    (reply,) = await link.batch([("script", "pull", [K.stream(SHARD)], [K.tag(SHARD), "w1", arg])])
+    entries, left = reply
+    members = sorted(urls, key=lambda u: str(seen_member(u)))
+    assert [decode_entry(t, HOST).url for t in entries] == members[:1100]
+    assert left == 100
+    client = link.client
+    assert await client.hlen(f"{BASE}:inf") == 1100 and await client.hlen(f"{BASE}:e") == 100
+    assert await client.hget(f"{BASE}:inf", str(seen_member(members[0]))) == entries[0]
+
+
 async def test_claim_takes_a_host_once_with_a_new_epoch(link: RedisLink) -> None:
     await push(link, [row(f"http://{HOST}/")])
     first = await claim(link, "w1")

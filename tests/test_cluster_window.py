@@ -18,6 +18,9 @@ class NoSpill:
     def load_spilled(self, host: str, after_seq: int, limit: int) -> tuple[list[FrontierRow], int]:
         return [], after_seq
 
+    async def pull(self, host: str, limit: int, *, within_s: float = 0.0) -> list[FrontierRow]:
+        return []
+
     def flush(self) -> None:
         return None
 
@@ -30,6 +33,9 @@ class Source:
 
     async def wait_for_work(self) -> None:
         return None
+
+    def read_wait_s(self, host: str) -> float:
+        return 0.0
 
 
 def entry(host: str, path: str) -> FrontierEntry:
@@ -89,9 +95,12 @@ class HandingOut:
         self.reads: list[int] = []
 
     def load_spilled(self, host: str, after_seq: int, limit: int) -> tuple[list[FrontierRow], int]:
+        raise AssertionError("a worker's window reads with pull, on the loop")
+
+    async def pull(self, host: str, limit: int, *, within_s: float = 0.0) -> list[FrontierRow]:
         self.reads.append(limit)
         out, self.queue = self.queue[:limit], self.queue[limit:]
-        return out, 0
+        return out
 
     def flush(self) -> None:
         self.queue += self.arriving

@@ -16,6 +16,11 @@ dies when: the cursors are committed with the rows, so entries a killed collecto
 committed but did not trim are skipped on the next start (and trimmed then), and a
 Redis restarted from an AOF that lacks the last trims brings back entries that are
 skipped too (an idle batch trims every shard to its cursor, at most once a second).
+``run`` overlaps the two threads: a batch's commit runs in the store's writer thread
+while the loop reads and decodes the next one, which is queued once that commit is
+done (its trim then follows with the next read); the keys of the rows being committed
+count as known. While it runs, the cyclic GC's youngest generation passes less often
+(``GC_GEN0_THRESHOLD``).
 A replayed op writes no row twice either (pages by url, links by their ``(from_url,
 to_url)`` key since schema version 3, INSERT OR IGNORE, replace).
 
@@ -35,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import math
 import time
@@ -81,6 +87,13 @@ SWEEP_INTERVAL_S: Final = 1.0
 #: ``run``'s wait after a batch that read nothing: first, then doubled up to (s).
 IDLE_FIRST_S: Final = 0.05
 IDLE_MAX_S: Final = 0.5
+#: Allocations between two passes of the cyclic GC's youngest generation while
+#: ``run`` runs (CPython's default is 700). A batch holds tens of thousands of acyclic
+#: objects until its commit; with the default, passes over them took 20-25 % of the
+#: drain's CPU (``benchmarks/collector_drain.py``, issue #23 item 3). As Instagram's
+#: servers did ("Dismissing Python Garbage Collection at Instagram", 2017), only
+#: less often: cyclic garbage is still found, a little later.
+GC_GEN0_THRESHOLD: Final = 50_000
 #: ``run``'s wait after a Redis error: first, then doubled up to (s).
 BACKOFF_FIRST_S: Final = 0.05
 BACKOFF_MAX_S: Final = 2.0
@@ -119,6 +132,21 @@ class _Call:
 
     apply: Callable[[Store], None]
     frontier: list[tuple[str, list[Any]]]
+
+
+@dataclass(slots=True)
+class _Landing:
+    """A batch queued in the store, being committed: ``commit`` (the store's flush),
+    its shards' last entry ids, the keys of the frontier rows it inserts, its figures
+    and its newest entry's id time (ms)."""
+
+    commit: asyncio.Task[None]
+    cursors: dict[int, str]
+    inserted: frozenset[str]
+    entries: int
+    ops: int
+    bad: int
+    newest_ms: int
 
 
 class _Split:
@@ -257,8 +285,10 @@ class Collector:
         self._store = store
         self._clock = clock
         self._streams = keys.streams()
-        self._cursors: list[str] = ["0-0"] * SHARDS
+        self._cursors: list[str] = ["0-0"] * SHARDS  # committed: what the file holds
+        self._next: list[str] = ["0-0"] * SHARDS  # read: the last entry ids applied
         self._untrimmed: set[int] = set()  # shards committed past what Redis dropped
+        self._landing: _Landing | None = None  # the batch being committed
         self._orphans: dict[str, list[Any]] = {}  # key -> the op its row waits for
         self._loaded = False
         self._swept_at = -math.inf  # time.monotonic() of the last idle sweep
@@ -282,12 +312,20 @@ class Collector:
             StoreError: the store failed (see ``core.store.Store``).
         """
         applied, _read = await self._batch(max_entries)
+        await self._landed()
+        await self._trim()
         return applied
 
     async def run(self, stop: asyncio.Event) -> None:
         """``collect_once`` until ``stop`` is set, then until a batch reads nothing
         (the last drain: set ``stop`` once the workers are done).
 
+        A batch's commit runs in the store's writer thread while the next batch is
+        read and decoded (one batch in flight; the next waits for it before it is
+        queued): the loop and the writer overlap (issue #23 item 3: the drain rate).
+        While it runs, the process's cyclic GC runs its youngest generation every
+        ``GC_GEN0_THRESHOLD`` allocations, not 700 (the store's writer thread
+        allocates as much as the loop: records, rows, parameters).
         After a batch that read nothing it waits ``IDLE_FIRST_S`` doubling up to
         ``IDLE_MAX_S`` (or until ``stop``); after a Redis error (``REDIS_ERRORS``) it
         logs one line per outage and waits ``BACKOFF_FIRST_S`` doubling up to
@@ -297,6 +335,15 @@ class Collector:
         Raises:
             StoreError: the store failed.
         """
+        threshold = gc.get_threshold()
+        gc.set_threshold(max(threshold[0], GC_GEN0_THRESHOLD), *threshold[1:])
+        try:
+            await self._run(stop)
+        finally:
+            gc.set_threshold(*threshold)
+
+    async def _run(self, stop: asyncio.Event) -> None:
+        """``run``'s loop."""
         idle = IDLE_FIRST_S
         backoff = BACKOFF_FIRST_S
         failing = False
@@ -321,6 +368,8 @@ class Collector:
                 idle = IDLE_FIRST_S
                 continue
             if stopping:
+                await self._landed()
+                await self._trim()
                 return
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), idle)
@@ -357,7 +406,7 @@ class Collector:
         for shard, stream in enumerate(self._streams):
             cursor = saved.get(CURSOR_PREFIX + stream)
             if cursor is not None:
-                self._cursors[shard] = cursor
+                self._cursors[shard] = self._next[shard] = cursor
                 self._untrimmed.add(shard)
         for name, text in saved.items():
             if name.startswith(ORPHAN_PREFIX):
@@ -365,23 +414,26 @@ class Collector:
         self._loaded = True
 
     async def _batch(self, max_entries: int) -> tuple[int, int]:
-        """``collect_once``: ``(entries applied, entries read)`` (bad ones are read)."""
+        """Read a batch, decode it and queue its commit (``_landing``: ``_landed``
+        waits for it): ``(entries applied, entries read)`` (bad ones are read). A
+        batch that read nothing waits for the commit in flight."""
         if not self._loaded:
             await self._load()
         await self._trim()
         per_shard = max(1, math.ceil(max_entries / SHARDS))
         if isinstance(self._client, RedisCluster):  # one XREAD per shard: slots differ
             pipe = self._client.pipeline(transaction=False)
-            for stream, cursor in zip(self._streams, self._cursors, strict=True):
+            for stream, cursor in zip(self._streams, self._next, strict=True):
                 pipe.xread({stream: cursor}, count=per_shard)
             split = [_entries(reply) for reply in await pipe.execute()]
         else:  # one XREAD over the 64 streams: one command, not 64
             reply = await self._client.xread(
-                dict(zip(self._streams, self._cursors, strict=True)), count=per_shard
+                dict(zip(self._streams, self._next, strict=True)), count=per_shard
             )
             split = _by_stream(reply, self._streams)
         read = sum(map(len, split))
         if not read:
+            await self._landed()
             now = time.monotonic()
             if now - self._swept_at >= SWEEP_INTERVAL_S:
                 self._swept_at = now
@@ -389,12 +441,13 @@ class Collector:
                 await self._trim()
             return 0, 0
         applied = await self._apply(split)
-        await self._trim()
         return applied, read
 
     async def _apply(self, split: list[list[tuple[str, dict[Any, Any]]]]) -> int:
         """Replay the entries of one batch (by shard, in stream order) in one atomic
-        block with the cursors and orphans; commit. Returns the entries applied."""
+        block with the cursors and orphans, once the batch before it is committed;
+        start its commit. Returns the entries applied. The rows of the batch being
+        committed count as known (a read sees committed rows only)."""
         rows: list[FrontierRow] = []
         calls: list[_Call] = []
         cursors: dict[int, str] = {}
@@ -414,8 +467,9 @@ class Collector:
                 except wire.WireError as exc:
                     bad += 1
                     log.warning(
-                        "collector: %s entry %s skipped: %s", self._streams[shard], entry_id, exc
-                    )
+                        "collector: %s entry %s skipped: %s",
+                        self._streams[shard], entry_id, exc,
+                    )  # fmt: skip
                     continue
                 rows += sink.rows
                 calls += sink.calls
@@ -424,8 +478,11 @@ class Collector:
                 newest_ms = max(newest_ms, _id_ms(entry_id))
         inserted = {row.key for row in rows}
         touched = {key for call in calls for key, _ in call.frontier}
-        unknown = [key for key in touched if key not in inserted]
+        landing = self._landing
+        before = landing.inserted if landing is not None else frozenset()
+        unknown = [key for key in touched if key not in inserted and key not in before]
         known = await asyncio.to_thread(self._store.known_keys, unknown)
+        await self._landed()
         store = self._store
         with store.atomic():
             if rows:
@@ -436,22 +493,42 @@ class Collector:
             for call in calls:
                 call.apply(store)
                 for key, op in call.frontier:
-                    if key not in inserted and key not in known:
+                    if key not in inserted and key not in known and key not in before:
                         self._orphans[key] = op
                         store.set_meta(ORPHAN_PREFIX + key, wire.encode_ops([op]))
             for shard, cursor in cursors.items():
                 store.set_meta(CURSOR_PREFIX + self._streams[shard], cursor)
-        await asyncio.to_thread(store.flush)
         for shard, cursor in cursors.items():
+            self._next[shard] = cursor
+        commit = asyncio.get_running_loop().create_task(asyncio.to_thread(store.flush))
+        self._landing = _Landing(commit, cursors, frozenset(inserted), entries, ops, bad, newest_ms)
+        return entries
+
+    async def _landed(self) -> None:
+        """Wait for the batch being committed, if any; then its cursors are the
+        committed ones (to trim) and its figures count.
+
+        Raises:
+            StoreError: the commit failed.
+        """
+        landing = self._landing
+        if landing is None:
+            return
+        try:
+            await asyncio.shield(landing.commit)
+        finally:
+            if landing.commit.done():
+                self._landing = None
+        landing.commit.result()
+        for shard, cursor in landing.cursors.items():
             self._cursors[shard] = cursor
             self._untrimmed.add(shard)
-        self._entries += entries
-        self._ops += ops
-        self._bad += bad
-        if entries:
+        self._entries += landing.entries
+        self._ops += landing.ops
+        self._bad += landing.bad
+        if landing.entries:
             self._batches += 1
-            self._lag_ms = self._clock() * 1000 - newest_ms
-        return entries
+            self._lag_ms = self._clock() * 1000 - landing.newest_ms
 
     async def _trim(self) -> None:
         """Drop from Redis what the file holds: ``XTRIM MINID`` past each shard's
@@ -470,4 +547,4 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-__all__ = ["REDIS_ERRORS", "Collector", "CollectorStatistics"]
+__all__ = ["GC_GEN0_THRESHOLD", "REDIS_ERRORS", "Collector", "CollectorStatistics"]

@@ -183,12 +183,16 @@ return out
 #: shard's ``:counts`` and its pages to the host's ``pages`` in ``:st`` (the pages
 #: committed under every lease, with the pages themselves: a count the next owner
 #: goes on from even when the row ``rec`` carrying it never came) and appends the ops
-#: to the shard's stream. Returns the hosts refused (fenced).
+#: to the shard's stream. ARGV[4]: ``"0"`` when the crawl keeps no OPIC credits (no
+#: ``:cr`` to clean). One HSET a host and one HINCRBY a counter a call, summed over
+#: its hosts (issue #23 item 3: Redis's CPU a page). Returns the hosts refused (fenced).
 COMMIT: Final = (
     _HELPERS
     + r"""
 local me = ARGV[2]
+local cash = ARGV[4] ~= '0'
 local fenced = {}
+local counts = {}
 for _, c in ipairs(cjson.decode(ARGV[3])) do
   local host, epoch = c[1], c[2]
   local b = base(host)
@@ -197,18 +201,21 @@ for _, c in ipairs(cjson.decode(ARGV[3])) do
   else
     if #c[3] > 0 then
       redis.call('HDEL', b .. ':inf', unpack(c[3]))
-      redis.call('HDEL', b .. ':cr', unpack(c[3]))
+      if cash then redis.call('HDEL', b .. ':cr', unpack(c[3])) end
     end
-    if c[4] then redis.call('HSET', b .. ':st', 'last', c[4]) end
-    if c[5] then redis.call('HSET', b .. ':st', 'rec', c[5]) end
+    local st = {}
+    if c[4] then st[#st + 1] = 'last'; st[#st + 1] = c[4] end
+    if c[5] then st[#st + 1] = 'rec'; st[#st + 1] = c[5] end
+    if #st > 0 then redis.call('HSET', b .. ':st', unpack(st)) end
     if c[7] then redis.call('SET', b .. ':robots', c[7], 'PX', c[8]) end
-    for field, n in pairs(c[9]) do redis.call('HINCRBY', tag .. ':counts', field, n) end
+    for field, n in pairs(c[9]) do counts[field] = (counts[field] or 0) + n end
     if c[9]['pages'] then redis.call('HINCRBY', b .. ':st', 'pages', c[9]['pages']) end
     if #c[6] > 2 then
       redis.call('XADD', KEYS[1], '*', 'w', me, 'h', host, 'e', epoch, 'm', c[6])
     end
   end
 end
+for field, n in pairs(counts) do redis.call('HINCRBY', tag .. ':counts', field, n) end
 return fenced
 """
 )
@@ -251,8 +258,9 @@ return out
 
 #: ARGV[2]: worker; ARGV[3]: JSON ``[host, epoch, count]``. Moves up to ``count`` URLs
 #: from the host's queue (then its sub-queues), best score first, to ``:inf`` for their
-#: owner (their entries from ``:e``). Returns ``false`` when the lease is not ``worker
-#: epoch`` (fenced), else ``[entries, left]``.
+#: owner (their entries from ``:e``), up to 500 at a time in one HMGET, HDEL and HSET
+#: (not three calls a URL: issue #23 item 3). Returns ``false`` when the lease is not
+#: ``worker epoch`` (fenced), else ``[entries, left]``.
 PULL: Final = (
     _HELPERS
     + r"""
@@ -262,14 +270,21 @@ if not owner_is(b, ARGV[2] .. ' ' .. a[2]) then return false end
 local want = a[3]
 local got = {}
 local function take(key)
-  if #got >= want then return end
-  local popped = redis.call('ZPOPMIN', key, want - #got)
-  for i = 1, #popped, 2 do
-    local m = popped[i]
-    local e = redis.call('HGET', b .. ':e', m)
-    redis.call('HDEL', b .. ':e', m)
-    redis.call('HSET', b .. ':inf', m, e)
-    got[#got + 1] = e
+  while #got < want do
+    local ask = math.min(500, want - #got)
+    local popped = redis.call('ZPOPMIN', key, ask)
+    if #popped == 0 then return end
+    local members, inf = {}, {}
+    for i = 1, #popped, 2 do members[#members + 1] = popped[i] end
+    local entries = redis.call('HMGET', b .. ':e', unpack(members))
+    redis.call('HDEL', b .. ':e', unpack(members))
+    for i, m in ipairs(members) do
+      inf[#inf + 1] = m
+      inf[#inf + 1] = entries[i]
+      got[#got + 1] = entries[i]
+    end
+    redis.call('HSET', b .. ':inf', unpack(inf))
+    if #members < ask then return end
   end
 end
 take(b .. ':q')

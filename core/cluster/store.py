@@ -585,11 +585,13 @@ class ClusterStore:
         rows = self._on_loop(loop, lambda: self.pull(host, limit), "a read of queued URLs")
         return rows, 0
 
-    async def pull(self, host: str, limit: int) -> list[FrontierRow]:
+    async def pull(self, host: str, limit: int, *, within_s: float = 0.0) -> list[FrontierRow]:
         """Move up to ``limit`` URLs of ``host`` from its queue to this worker (``:inf``),
-        in the next flush's pipeline, sent at once (the frontier window reads one host
-        at a time: a read that waited would hold up the next), after its pushes: the
-        URLs buffered before the call are in the queue it reads.
+        in the next flush's pipeline, after its pushes: the URLs buffered before the
+        call are in the queue it reads. The pipeline goes at once, unless ``within_s``
+        (s) is at least ``LINGER_S``: then it may wait ``LINGER_S`` for more writes and
+        reads (the frontier window's read of a host busy with a fetch, whose next URL
+        is not due before the host's politeness delay; issue #23 item 3).
 
         Raises:
             StoreError: see the class.
@@ -602,7 +604,10 @@ class ClusterStore:
             self._stopped(self._buf.serial)
         reply_to: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._buf.pulls.append(_Pull(host, epoch, limit, reply_to))
-        self._hurry()
+        if within_s >= LINGER_S:
+            self._kick.set()
+        else:
+            self._hurry()
         reply = await reply_to
         if reply is None:
             self._leases.lose(host)
@@ -899,7 +904,8 @@ class ClusterStore:
         ]  # fmt: skip
         arg = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
         k = self._keys
-        return ("script", "commit", [k.stream(shard)], [k.tag(shard), self._worker, arg])
+        cash = "1" if self._cash_queues else "0"
+        return ("script", "commit", [k.stream(shard)], [k.tag(shard), self._worker, arg, cash])
 
     def _replay(self, sent: list[Command]) -> list[Command]:
         """Keep ``sent`` for ``REPLAY_S`` and return what to send again first: after

@@ -3,9 +3,9 @@
 ``SharedWindow`` is a ``core.window.FrontierWindow`` whose store is the worker's
 ``ClusterStore``: every admitted URL goes to Redis (``spill_all``), and URLs come back
 only for hosts the worker owns, through reads that hand them out under the host's
-lease (``ClusterStore.load_spilled``). What the engine sees is unchanged: ``pop``
-gives the next ready URL of an owned host, and when nothing is left here ``drain``
-waits for the worker to claim more hosts, or for the whole crawl to end.
+lease (``ClusterStore.pull``, awaited on the loop: no thread). What the engine sees is
+unchanged: ``pop`` gives the next ready URL of an owned host, and when nothing is left
+here ``drain`` waits for the worker to claim more hosts, or for the whole crawl to end.
 """
 
 from __future__ import annotations
@@ -36,13 +36,28 @@ class WorkSource(Protocol):
         """Return when hosts were claimed, the crawl finished, or a stop was asked."""
         ...
 
+    def read_wait_s(self, host: str) -> float:
+        """How long (s) a read of ``host``'s queued URLs, started as one of its URLs is
+        handed out, may wait for another round trip to ride on."""
+        ...
+
+
+class PullStore(SpillStore, Protocol):
+    """The worker's store (``core.cluster.store.ClusterStore``): a ``SpillStore`` whose
+    reads hand an owned host's queued URLs to this worker on the loop."""
+
+    async def pull(self, host: str, limit: int, *, within_s: float = 0.0) -> list[FrontierRow]:
+        """Hand up to ``limit`` queued URLs of ``host`` to this worker, in a round trip
+        sent within ``within_s`` (s) of the call."""
+        ...
+
 
 class SharedWindow(FrontierWindow):
     """A ``FrontierWindow`` over the shared frontier (see the module).
 
     Args:
         window, store, read_back: as ``FrontierWindow``'s (``store`` is the
-            worker's ``ClusterStore``).
+            worker's ``ClusterStore``, read with ``pull``).
         leases: the hosts this worker owns.
         source: the worker, which claims hosts and knows when the crawl is over.
         prioritizer: the crawl's ordering (``FrontierWindow``'s): the order of the
@@ -52,7 +67,7 @@ class SharedWindow(FrontierWindow):
     def __init__(
         self,
         window: int,
-        store: SpillStore,
+        store: PullStore,
         read_back: Callable[[Sequence[FrontierRow]], None],
         *,
         leases: Leases,
@@ -62,6 +77,16 @@ class SharedWindow(FrontierWindow):
         super().__init__(window, store, read_back, spill_all=True, prioritizer=prioritizer)
         self._leases = leases
         self._source = source
+        self._puller = store
+        self._fresh: set[str] = set()  # hosts whose read the current pop started
+        self._patient: dict[str, float] = {}  # host -> how long (s) its new read may wait
+
+    def _read(self, host: str) -> None:
+        """``FrontierWindow._read``, noting a read started (for ``pop``)."""
+        had = host in self._reads
+        super()._read(host)
+        if not had and host in self._reads:
+            self._fresh.add(host)
 
     def place(self, host: str, *, spill: bool = True) -> bool:
         """Every URL goes to Redis (``False``); it is counted as spilled here only for
@@ -83,24 +108,28 @@ class SharedWindow(FrontierWindow):
     def pop(self, now: float) -> FrontierEntry | None:
         """The next URL of an owned host ready at ``now``; URLs of a host whose lease
         ran out here are dropped (the host's new owner has them in Redis) and the host
-        is not left checked out."""
+        is not left checked out. A read of the popped URL's host started by the pop
+        may wait ``source.read_wait_s(host)`` for another round trip to ride on (the
+        host is busy with this URL for at least its politeness delay)."""
         while True:
+            self._fresh.clear()
             entry = super().pop(now)
             if entry is None or self._leases.owns(entry.host):
+                if entry is not None and entry.host in self._fresh:
+                    self._patient[entry.host] = self._source.read_wait_s(entry.host)
                 return entry
             self.drop_host(entry.host)
             # The pop checked the host out and no fetch will give it back: were it
             # claimed here again, its URLs would wait for a release that never comes.
             self.release(entry.host, now)
 
-    def _load(self, host: str, after: int, want: int) -> tuple[list[FrontierRow], int]:
-        """``FrontierWindow._load`` for a store whose read goes after its buffered
-        writes (``ClusterStore.pull`` is sent in the flush's pipeline, after its
-        pushes): one read, no flush and second read when it comes back short (issue
-        #23 item 3: one round trip, not three). In a thread."""
-        with self._io_lock:
-            rows, _ = self._store.load_spilled(host, after, want)
-            return rows, after
+    async def _rows(self, host: str, after: int, want: int) -> tuple[list[FrontierRow], int]:
+        """The read on the loop (``ClusterStore.pull``, sent in the flush's pipeline
+        after its pushes, no thread): one read, no flush and second read when it
+        comes back short (issue #23 item 3: one round trip, not three); one started by
+        a pop waits as ``pop`` says, any other goes at the next loop turn."""
+        within_s = self._patient.pop(host, 0.0)
+        return await self._puller.pull(host, want, within_s=within_s), after
 
     def bring_in(self) -> None:
         """Read owned hosts back, and have the worker claim more."""
@@ -127,4 +156,4 @@ class SharedWindow(FrontierWindow):
         return own if own or self._source.finished else 1
 
 
-__all__ = ["SharedWindow", "WorkSource"]
+__all__ = ["PullStore", "SharedWindow", "WorkSource"]

@@ -296,10 +296,11 @@ class Worker:
         prioritizer: Prioritizer,
     ) -> FrontierWindow:
         """The engine's window: a ``SharedWindow`` over the worker's leases, in the
-        crawl's ordering."""
+        crawl's ordering, reading its ``ClusterStore`` (``store`` is that store)."""
         self._window = SharedWindow(
-            window, store, read_back, leases=self.leases, source=self, prioritizer=prioritizer
-        )
+            window, self.store, read_back, leases=self.leases, source=self,
+            prioritizer=prioritizer,
+        )  # fmt: skip
         return self._window
 
     def address_limit(self, local: IpLimiter, wake: Callable[[], None]) -> AddressLimit:
@@ -339,6 +340,13 @@ class Worker:
         if not self._poked and len(self.leases) < self._share and not self._stop.is_set():
             self._poked = True
             asyncio.get_running_loop().create_task(self._claim_poked())
+
+    def read_wait_s(self, host: str) -> float:
+        """Half ``host``'s politeness delay (s): a read of its URLs started as one is
+        handed out is not needed before the fetch's end plus the delay."""
+        if self._parts is None:
+            return 0.0
+        return self._parts.gate.politeness.delay_s(host) / 2
 
     async def wait_for_work(self) -> None:
         """Wait until hosts were claimed, the crawl finished or a stop was asked; the
