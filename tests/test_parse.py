@@ -333,3 +333,51 @@ async def test_obey_nofollow_reaches_the_worker_and_the_thread(pool: ParsePool) 
         assert (obeyed.links, obeyed.nofollow) == ([], True)
         got = await pool.extract(body, "http://n.test/", HTML, TOKEN, obey_nofollow=False)
         assert (got.links, got.nofollow) == (links, True)
+
+
+async def test_small_pages_finished_together_wake_the_loop_once() -> None:
+    """The parse threads hand finished pages back in batches (issue #23 item 2): pages
+    that finish while the loop is busy ride on one wake-up, not one each."""
+    loop = asyncio.get_running_loop()
+    wakes = 0
+    write_to_self = loop._write_to_self  # type: ignore[attr-defined]
+
+    def counted() -> None:
+        nonlocal wakes
+        wakes += 1
+        write_to_self()
+
+    p = _pool()
+    pages = [(f'<a href="/{i}">{i}</a>'.encode(), f"http://b{i}.test/") for i in range(40)]
+    try:
+        loop._write_to_self = counted  # type: ignore[attr-defined]
+        parsing = [asyncio.ensure_future(p.extract(b, u, HTML, TOKEN)) for b, u in pages]
+        await asyncio.sleep(0)  # every extract queues its job
+        # hold the loop (as a busy crawl does) until the threads have parsed every page
+        deadline = time.monotonic() + 30
+        while len(p._small._done) < len(pages) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        got = await asyncio.gather(*parsing)
+    finally:
+        loop._write_to_self = write_to_self  # type: ignore[attr-defined]
+        await p.aclose()
+    assert [g.links for g in got] == [[f"/{i}"] for i in range(len(pages))]
+    assert wakes == 1
+    assert p.statistics().threaded == len(pages)
+
+
+async def test_cancelling_and_closing_with_small_pages_queued() -> None:
+    worst = b"<li><ul>" * (THREAD_PARSE_MAX_BYTES // 8)  # holds the one thread a while
+    p = _pool(workers=1, budget_ms=10_000)
+    first = asyncio.create_task(p.extract(worst, "http://h.test/", HTML, TOKEN))
+    cancelled = asyncio.create_task(p.extract(SMALL, "http://c.test/", HTML, TOKEN))
+    queued = asyncio.create_task(p.extract(SMALL, "http://q.test/", HTML, TOKEN))
+    deadline = time.monotonic() + 30
+    while p._small._jobs.qsize() != 2 and time.monotonic() < deadline:  # the thread took one
+        await asyncio.sleep(0.001)
+    cancelled.cancel()
+    await p.aclose()
+    with pytest.raises(ParseError, match="closed"):
+        await queued
+    assert cancelled.cancelled()
+    assert (await first).links == []  # the page in its thread is parsed to its end
