@@ -11,7 +11,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -335,6 +335,14 @@ async def test_obey_nofollow_reaches_the_worker_and_the_thread(pool: ParsePool) 
         assert (got.links, got.nofollow) == (links, True)
 
 
+def _hold_loop_until(condition: Callable[[], bool], cap_s: float = 30.0) -> None:
+    """Block the calling thread (the event loop's) until ``condition()`` holds, or
+    ``cap_s`` seconds."""
+    deadline = time.monotonic() + cap_s
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+
 async def test_small_pages_finished_together_wake_the_loop_once() -> None:
     """The parse threads hand finished pages back in batches (issue #23 item 2): pages
     that finish while the loop is busy ride on one wake-up, not one each."""
@@ -354,9 +362,7 @@ async def test_small_pages_finished_together_wake_the_loop_once() -> None:
         parsing = [asyncio.ensure_future(p.extract(b, u, HTML, TOKEN)) for b, u in pages]
         await asyncio.sleep(0)  # every extract queues its job
         # hold the loop (as a busy crawl does) until the threads have parsed every page
-        deadline = time.monotonic() + 30
-        while len(p._small._done) < len(pages) and time.monotonic() < deadline:
-            time.sleep(0.001)
+        _hold_loop_until(lambda: len(p._small._done) == len(pages))
         got = await asyncio.gather(*parsing)
     finally:
         loop._write_to_self = write_to_self  # type: ignore[attr-defined]
@@ -372,9 +378,7 @@ async def test_cancelling_and_closing_with_small_pages_queued() -> None:
     first = asyncio.create_task(p.extract(worst, "http://h.test/", HTML, TOKEN))
     cancelled = asyncio.create_task(p.extract(SMALL, "http://c.test/", HTML, TOKEN))
     queued = asyncio.create_task(p.extract(SMALL, "http://q.test/", HTML, TOKEN))
-    deadline = time.monotonic() + 30
-    while p._small._jobs.qsize() != 2 and time.monotonic() < deadline:  # the thread took one
-        await asyncio.sleep(0.001)
+    _hold_loop_until(lambda: p._small._jobs.qsize() == 2)  # the thread took the first
     cancelled.cancel()
     await p.aclose()
     with pytest.raises(ParseError, match="closed"):
