@@ -378,6 +378,7 @@ async def test_cancelling_and_closing_with_small_pages_queued() -> None:
     first = asyncio.create_task(p.extract(worst, "http://h.test/", HTML, TOKEN))
     cancelled = asyncio.create_task(p.extract(SMALL, "http://c.test/", HTML, TOKEN))
     queued = asyncio.create_task(p.extract(SMALL, "http://q.test/", HTML, TOKEN))
+    await asyncio.sleep(0)  # the three tasks queue their jobs
     _hold_loop_until(lambda: p._small._jobs.qsize() == 2)  # the thread took the first
     cancelled.cancel()
     await p.aclose()
