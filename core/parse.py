@@ -165,6 +165,7 @@ class _SmallParsers:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._started = False
         self._closed = False
+        self._stopped = False
         self.pages = 0
         self.parse_ms = 0.0
         #: jobs submitted and not yet answered on the loop (queued, parsing, or parsed
@@ -203,6 +204,16 @@ class _SmallParsers:
             self.in_flight -= 1
             if not job.future.done():
                 job.future.set_exception(ParseError(f"parsing {job.url}: the parse pool is closed"))
+        self.stop()
+
+    def stop(self) -> None:
+        """Make every thread end once its page is parsed (from any thread; the pool's
+        ``weakref.finalize`` when it is dropped unclosed). Idempotent."""
+        with self._wake_lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        self._closed = True
         for _ in range(self._size):
             self._jobs.put(None)
 
@@ -380,6 +391,7 @@ class ParsePool:
         #: Why the pool parses in threads (one line), or ``None`` while it uses processes.
         self.notice: str | None = None
         weakref.finalize(self, _kill_all, self._workers)
+        weakref.finalize(self, self._small.stop)
 
     @property
     def pids(self) -> tuple[int, ...]:

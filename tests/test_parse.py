@@ -7,9 +7,11 @@ nested ``<div>`` (lexbor is quadratic in nesting; about 28 s inline here).
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import signal
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -386,3 +388,17 @@ async def test_cancelling_and_closing_with_small_pages_queued() -> None:
         await queued
     assert cancelled.cancelled()
     assert (await first).links == []  # the page in its thread is parsed to its end
+
+
+async def test_a_pool_dropped_unclosed_ends_its_parse_threads() -> None:
+    def small_threads() -> int:
+        return sum(t.name.startswith("crawldeck-parse-small") for t in threading.enumerate())
+
+    before = small_threads()
+    p = _pool()
+    assert (await p.extract(SMALL, "http://ok.test/", HTML, TOKEN)).links == ["/one", "/two"]
+    assert small_threads() == before + 2
+    del p
+    gc.collect()
+    _hold_loop_until(lambda: small_threads() == before)
+    assert small_threads() == before
