@@ -1433,7 +1433,7 @@ class Store:
         self,
         path: Path,
         *,
-        flush_interval_ms: int = 500,
+        flush_interval_ms: int = 2000,
         clock: Callable[[], float] = time.time,
         fresh: bool = False,
         max_backlog: int = MAX_BACKLOG_OPS,

@@ -7,11 +7,13 @@ nested ``<div>`` (lexbor is quadratic in nesting; about 28 s inline here).
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import signal
+import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -333,3 +335,70 @@ async def test_obey_nofollow_reaches_the_worker_and_the_thread(pool: ParsePool) 
         assert (obeyed.links, obeyed.nofollow) == ([], True)
         got = await pool.extract(body, "http://n.test/", HTML, TOKEN, obey_nofollow=False)
         assert (got.links, got.nofollow) == (links, True)
+
+
+def _hold_loop_until(condition: Callable[[], bool], cap_s: float = 30.0) -> None:
+    """Block the calling thread (the event loop's) until ``condition()`` holds, or
+    ``cap_s`` seconds."""
+    deadline = time.monotonic() + cap_s
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+
+async def test_small_pages_finished_together_wake_the_loop_once() -> None:
+    """The parse threads hand finished pages back in batches (issue #23 item 2): pages
+    that finish while the loop is busy ride on one wake-up, not one each."""
+    loop = asyncio.get_running_loop()
+    wakes = 0
+    write_to_self = loop._write_to_self  # type: ignore[attr-defined]
+
+    def counted() -> None:
+        nonlocal wakes
+        wakes += 1
+        write_to_self()
+
+    p = _pool()
+    pages = [(f'<a href="/{i}">{i}</a>'.encode(), f"http://b{i}.test/") for i in range(40)]
+    try:
+        loop._write_to_self = counted  # type: ignore[attr-defined]
+        parsing = [asyncio.ensure_future(p.extract(b, u, HTML, TOKEN)) for b, u in pages]
+        await asyncio.sleep(0)  # every extract queues its job
+        # hold the loop (as a busy crawl does) until the threads have parsed every page
+        _hold_loop_until(lambda: len(p._small._done) == len(pages))
+        got = await asyncio.gather(*parsing)
+    finally:
+        loop._write_to_self = write_to_self  # type: ignore[attr-defined]
+        await p.aclose()
+    assert [g.links for g in got] == [[f"/{i}"] for i in range(len(pages))]
+    assert wakes == 1
+    assert p.statistics().threaded == len(pages)
+
+
+async def test_cancelling_and_closing_with_small_pages_queued() -> None:
+    worst = b"<li><ul>" * (THREAD_PARSE_MAX_BYTES // 8)  # holds the one thread a while
+    p = _pool(workers=1, budget_ms=10_000)
+    first = asyncio.create_task(p.extract(worst, "http://h.test/", HTML, TOKEN))
+    cancelled = asyncio.create_task(p.extract(SMALL, "http://c.test/", HTML, TOKEN))
+    queued = asyncio.create_task(p.extract(SMALL, "http://q.test/", HTML, TOKEN))
+    await asyncio.sleep(0)  # the three tasks queue their jobs
+    _hold_loop_until(lambda: p._small._jobs.qsize() == 2)  # the thread took the first
+    cancelled.cancel()
+    await p.aclose()
+    with pytest.raises(ParseError, match="closed"):
+        await queued
+    assert cancelled.cancelled()
+    assert (await first).links == []  # the page in its thread is parsed to its end
+
+
+async def test_a_pool_dropped_unclosed_ends_its_parse_threads() -> None:
+    def small_threads() -> int:
+        return sum(t.name.startswith("crawldeck-parse-small") for t in threading.enumerate())
+
+    before = small_threads()
+    p = _pool()
+    assert (await p.extract(SMALL, "http://ok.test/", HTML, TOKEN)).links == ["/one", "/two"]
+    assert small_threads() == before + 2
+    del p
+    gc.collect()
+    _hold_loop_until(lambda: small_threads() == before)
+    assert small_threads() == before

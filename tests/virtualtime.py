@@ -3,7 +3,8 @@
 ``VirtualTimeLoop`` is a ``SelectorEventLoop`` whose ``time()`` is a virtual clock
 (epoch-like seconds, ``float``) that only moves when the loop has nothing else to do:
 when no callback is ready, no socket or pipe is readable, and no work handed to a
-thread through ``run_in_executor`` (``asyncio.to_thread`` included) is pending, the
+thread through ``run_in_executor`` (``asyncio.to_thread`` included) or to a parse
+thread of ``core.parse`` (``core.parse.thread_jobs()``) is pending, the
 loop jumps its clock to the next timer (``call_later``, ``asyncio.sleep``,
 ``asyncio.timeout``) and runs it at once. So ``loop.time`` can be the engine's one
 ``clock`` and asyncio's timers agree with it exactly.
@@ -16,7 +17,8 @@ starts late). While a thread job is pending the loop waits for real (the job's e
 wakes it through the loop's self-pipe) and the virtual clock stands still.
 
 Limits (what the loop cannot see):
-- work given to a thread by other means than ``run_in_executor`` (a thread of one's
+- work given to a thread by other means than ``run_in_executor`` or ``core.parse``'s
+  small-page threads (a thread of one's
   own that calls ``call_soon_threadsafe``, ``executor.submit`` + ``wrap_future``): the
   clock may jump while it runs. ``core.parse`` sends bodies over 32 KiB to worker
   processes that way, so engine tests keep their pages under 32 KiB;
@@ -37,6 +39,8 @@ from concurrent.futures import Executor
 from typing import Any, TypeVar, TypeVarTuple
 
 import fakeclock
+
+from crawldeck.core import parse
 
 T = TypeVar("T")
 
@@ -68,7 +72,7 @@ class _VirtualSelector(selectors.DefaultSelector):
         loop = self.loop
         if loop is None or (timeout is not None and timeout <= 0):
             return super().select(timeout)
-        if loop.thread_jobs:
+        if loop.thread_jobs or parse.thread_jobs():
             # a thread is working for the loop: real time passes, virtual time stands
             return super().select(timeout)
         events = super().select(0)
@@ -76,7 +80,7 @@ class _VirtualSelector(selectors.DefaultSelector):
             return events
         if timeout is None:
             events = super().select(loop.deadlock_s)
-            if not events and not loop.thread_jobs:
+            if not events and not (loop.thread_jobs or parse.thread_jobs()):
                 raise RuntimeError(
                     f"virtual time: nothing scheduled, nothing to read and no thread job "
                     f"for {loop.deadlock_s} s of real time: the test would hang"
