@@ -292,8 +292,9 @@ async def settle(pilot: Pilot[None]) -> None:
         if engine.published >= len(engine.snapshots) and app.snapshot is engine.snapshots[-1]:
             break
         await pilot.pause(0.05)
-    for box in app.query(Input):
-        box.cursor_blink = False
+    for screen in app.screen_stack:  # a dialog's input too (app.query sees the base screen)
+        for box in screen.query(Input):
+            box.cursor_blink = False
     await pilot.pause()
 
 
