@@ -146,6 +146,7 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.prioritizer": FRONTIER,
     "core.procmem": STATS,
     "core.protocols": SCHEDULE,
+    "core.records": FETCH,  # FetchResult built by the fetcher
     "core.recording": STORE,
     "core.recrawl": OFFLINE,
     "core.redirects": FETCH,

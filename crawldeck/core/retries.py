@@ -26,13 +26,13 @@ from collections.abc import Callable
 
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.errors import ConnectRefused, DnsNotFound, DnsTemporaryFailure, FetchError
-from crawldeck.core.fetcher import FetchResult
 from crawldeck.core.frontier import FrontierEntry
 from crawldeck.core.gate import HostGate
 from crawldeck.core.observer import HostStats, Observer
 from crawldeck.core.politeness import Outcome
 from crawldeck.core.protocols import ResultSink
 from crawldeck.core.recording import Recorder
+from crawldeck.core.records import FetchResult
 from crawldeck.core.robots import RobotsDecision, RobotsEntry
 from crawldeck.core.side_requests import learn
 from crawldeck.core.traps import BlockReason, Verdict
