@@ -147,6 +147,7 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.prioritizer": FRONTIER,
     "core.procmem": STATS,
     "core.protocols": SCHEDULE,
+    "core.records": FETCH,  # FetchResult built by the fetcher
     "core.recording": STORE,
     "core.recrawl": OFFLINE,
     "core.redirects": FETCH,
@@ -246,8 +247,8 @@ STICKY: dict[str, str] = {
 
 def module_of(filename: str) -> str:
     """The dotted module name of a frame's file, as py-spy prints it with
-    ``--full-filenames``: ``.../core/fetcher.py`` is ``core.fetcher`` (however the
-    package is installed: ``crawldeck/core`` links to ``core``), ``.../tui/cli.py`` is
+    ``--full-filenames``: ``.../crawldeck/core/fetcher.py`` (an editable install's file)
+    is ``core.fetcher``, ``.../crawldeck/tui/cli.py`` is
     ``tui.cli``, ``.../site-packages/aiohttp/client.py`` is ``aiohttp.client``,
     ``.../lib/python3.11/asyncio/sslproto.py`` is ``asyncio.sslproto``, ``<frozen
     importlib._bootstrap>`` is ``importlib._bootstrap``; ``""`` for anything else

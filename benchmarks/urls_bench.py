@@ -87,17 +87,23 @@ def _timed(work: Callable[[], None]) -> float:
 
 
 def load_revision(rev: str) -> ModuleType:
-    """``core/urls.py`` of git revision ``rev``, loaded as a module of its own."""
-    source = subprocess.run(
-        ["git", "-C", str(ROOT), "show", f"{rev}:core/urls.py"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
+    """``crawldeck/core/urls.py`` of git revision ``rev`` (``core/urls.py`` before the
+    folders moved under ``crawldeck/``), loaded as a module of its own.
+
+    Raises:
+        subprocess.CalledProcessError: git knows neither file at ``rev``.
+    """
+    for path in ("crawldeck/core/urls.py", "core/urls.py"):
+        shown = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{rev}:{path}"], capture_output=True, text=True
+        )
+        if shown.returncode == 0:
+            break
+    shown.check_returncode()
     spec = importlib.util.spec_from_loader(f"urls_{rev}", loader=None)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)
-    exec(compile(source, f"{rev}:core/urls.py", "exec"), module.__dict__)
+    exec(compile(shown.stdout, f"{rev}:{path}", "exec"), module.__dict__)
     return module
 
 

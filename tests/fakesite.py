@@ -66,7 +66,8 @@ from crawldeck.core.errors import (
     RequestInvalid,
     TlsFailed,
 )
-from crawldeck.core.fetcher import STREAM_KEEP_BYTES, BodySink, FetchResult
+from crawldeck.core.fetcher import STREAM_KEEP_BYTES
+from crawldeck.core.records import BodySink, FetchResult
 from crawldeck.core.store import Store
 
 # ------------------------------------------------------------------- the script

@@ -71,3 +71,16 @@ def test_readme_starts_with_the_two_commands_then_the_quick_start() -> None:
         assert command in first, command
     whole = "\n".join(lines)
     assert whole.index("## Quick start") < whole.index("## Many workers (Redis)")
+
+
+def test_ci_lints_then_runs_the_readmes_test_command_word_for_word() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    test_command = next(
+        line for line in readme.splitlines() if line.endswith("&& .venv/bin/pytest")
+    )
+    steps = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert test_command in steps
+    for lint in (".venv/bin/ruff check .", ".venv/bin/ruff format --check .",
+                 ".venv/bin/mypy crawldeck/core"):  # fmt: skip
+        assert lint in steps, lint
+        assert steps.index(lint) < steps.index(test_command), lint

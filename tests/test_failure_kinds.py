@@ -38,7 +38,8 @@ from crawldeck.core.errors import (
     RequestInvalid,
     TlsFailed,
 )
-from crawldeck.core.fetcher import AiohttpFetcher, FetchResult
+from crawldeck.core.fetcher import AiohttpFetcher
+from crawldeck.core.records import FetchResult
 from crawldeck.core.transport import PinningResolver
 
 

@@ -28,7 +28,8 @@ from crawldeck.core import urls
 from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.engine import Engine
 from crawldeck.core.errors import ProtocolViolation
-from crawldeck.core.fetcher import AiohttpFetcher, FetchResult, idle_connections
+from crawldeck.core.fetcher import AiohttpFetcher, idle_connections
+from crawldeck.core.records import FetchResult
 from crawldeck.core.store import Store
 
 # --------------------------------------------------------------------------- helpers

@@ -79,6 +79,7 @@ def test_the_contracts_are_the_ones_the_design_names() -> None:
     assert set(CONTRACTS) == {
         "core-no-ui",
         "pure-no-io",
+        "protocols-no-network",
         "snapshot-no-renderer",
         "localweb-for-tests",
         "ui-no-sqlite",
@@ -104,6 +105,11 @@ def test_a_forbidden_import_breaks_its_contract(
         # A pure part that imports the store reaches SQLite; the fetcher, the network.
         ("pure-no-io", "crawldeck.core.frontier", "crawldeck.core.store"),
         ("pure-no-io", "crawldeck.core.urls", "crawldeck.core.fetcher"),
+        # A record that names the fetcher or the store reaches aiohttp or SQLite; the
+        # protocols that take a FetchResult from the fetcher again, aiohttp.
+        ("pure-no-io", "crawldeck.core.records", "crawldeck.core.fetcher"),
+        ("pure-no-io", "crawldeck.core.records", "crawldeck.core.store"),
+        ("protocols-no-network", "crawldeck.core.protocols", "crawldeck.core.fetcher"),
         # core reaching the console through another crawldeck module.
         ("core-no-ui", "crawldeck.core.frontier", "crawldeck.tui.widgets"),
     ],

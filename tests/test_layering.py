@@ -21,7 +21,9 @@ UI = ("crawldeck.tui", "crawldeck.localweb", "textual", "rich")
 def loaded_ui(extra: str = "") -> list[str]:
     """The modules of ``UI`` that a fresh interpreter holds after importing every core
     module, then running the statement ``extra``."""
-    modules = sorted(p.stem for p in (ROOT / "core").glob("*.py") if p.stem != "__init__")
+    modules = sorted(
+        p.stem for p in (ROOT / "crawldeck" / "core").glob("*.py") if p.stem != "__init__"
+    )
     assert len(modules) >= 10
     code = (
         "import sys\n"

@@ -28,7 +28,6 @@ from warcio.archiveiterator import ArchiveIterator
 
 from crawldeck.core import parse_worker, warc
 from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.fetcher import FetchResult, WarcRef
 from crawldeck.core.heap import GIVE_BACK_AFTER_BYTES
 from crawldeck.core.links import extract_links
 from crawldeck.core.parse import THREAD_PARSE_MAX_BYTES, ParsePool
@@ -37,6 +36,7 @@ from crawldeck.core.procmem import (
     proc_parents,
     process_tree,
 )
+from crawldeck.core.records import FetchResult, WarcRef
 from crawldeck.core.warc import PAYLOAD_FILE_BYTES, WarcFiles, payload_files, warc_files
 from crawldeck.core.warc_writer import Exchange, WarcWriter
 

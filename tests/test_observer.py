@@ -21,11 +21,11 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.dns import DnsCache, DnsSettings, IpLimiter, IpLimitSettings
-from crawldeck.core.fetcher import FetchResult
 from crawldeck.core.frontier import FrontierEntry
 from crawldeck.core.gate import HostGate
 from crawldeck.core.observer import RECENT_RESPONSES, HostStats, Observer, ObserverStatistics
 from crawldeck.core.politeness import Politeness, PolitenessSettings
+from crawldeck.core.records import FetchResult
 from crawldeck.core.robots import RobotsCache, RobotsSettings
 from crawldeck.core.snapshot import BackoffRow, BlockedRow, Counters, HostRow, ResponseRow
 from crawldeck.core.stats import RunFigures

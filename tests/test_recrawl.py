@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from crawldeck.core.errors import ConfigError
-from crawldeck.core.fetcher import BodySink, FetchResult
+from crawldeck.core.records import BodySink, FetchResult
 from crawldeck.core.recrawl import (
     Candidate,
     ConditionalFetcher,

@@ -131,7 +131,7 @@ def test_entries_wait_a_batch_and_a_step_at_most() -> None:
     assert 100 <= most < 100 + STEP_BYTES // len("<url><loc>http://a.test/1</loc></url>")
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100)
 @given(st.lists(st.integers(1, 3000), min_size=1, max_size=40))
 def test_the_entries_do_not_depend_on_how_the_bytes_are_cut(cuts: list[int]) -> None:
     rows = "".join(f"<url><loc>http://a.test/{i}</loc><priority>0.{i % 10}</priority></url>"

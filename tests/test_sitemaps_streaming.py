@@ -22,7 +22,8 @@ from test_sitemaps_crawl import NS, StopAtExactCheck
 from crawldeck.core import sitemap_reader
 from crawldeck.core.config import build_config
 from crawldeck.core.engine import Engine
-from crawldeck.core.fetcher import STREAM_KEEP_BYTES, AiohttpFetcher, FetchResult
+from crawldeck.core.fetcher import STREAM_KEEP_BYTES, AiohttpFetcher
+from crawldeck.core.records import FetchResult
 from crawldeck.core.sitemap_reader import ADMIT_BATCH, READING
 from crawldeck.core.sitemaps import (
     MAX_BYTES,

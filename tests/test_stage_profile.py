@@ -33,11 +33,11 @@ sp = _load("stage_profile")
 
 
 def _modules(package: str) -> list[str]:
-    """The dotted names of every ``.py`` file under ``ROOT/package`` (a package's
-    ``__init__`` by the package's name)."""
+    """The dotted names of every ``.py`` file under ``ROOT/crawldeck/package``, from
+    ``package`` down (a package's ``__init__`` by the package's name)."""
     names = []
-    for path in sorted((ROOT / package).rglob("*.py")):
-        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    for path in sorted((ROOT / "crawldeck" / package).rglob("*.py")):
+        parts = list(path.relative_to(ROOT / "crawldeck").with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
         names.append(".".join(parts))

@@ -27,7 +27,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from crawldeck.core.archive import first_payloads
 from crawldeck.core.errors import StoreError
-from crawldeck.core.fetcher import FetchResult
+from crawldeck.core.records import FetchResult
 from crawldeck.core.store import SCHEMA_VERSION, Store
 from crawldeck.core.warc import (
     IDENTICAL_PAYLOAD,

@@ -35,7 +35,6 @@ from crawldeck.core.admission import Admission, Link, url_reason
 from crawldeck.core.archive import ArchivedResult, PageArchive
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.errors import FetchError, UrlError
-from crawldeck.core.fetcher import FetchResult
 from crawldeck.core.frontier import FrontierEntry
 from crawldeck.core.links import Extracted, robots_tags
 from crawldeck.core.observer import HostStats, Observer
@@ -46,6 +45,7 @@ from crawldeck.core.prioritizer import (
     Prioritizer,
 )
 from crawldeck.core.protocols import CashSink, ResultSink
+from crawldeck.core.records import FetchResult
 from crawldeck.core.render_types import RenderResult
 from crawldeck.core.seen import SeenSet
 from crawldeck.core.simhash import NearDuplicates

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from crawldeck.core.browser_pool import RenderPool
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.errors import ParseError, RenderUnavailable
-from crawldeck.core.fetcher import FetchResult
 from crawldeck.core.links import Extracted, is_html
 from crawldeck.core.parse import ParsePool
+from crawldeck.core.records import FetchResult
 from crawldeck.core.render_types import Gate, RenderResult, RenderStats, Report
 from crawldeck.core.shell import should_render
 

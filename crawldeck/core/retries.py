@@ -32,13 +32,13 @@ from crawldeck.core.errors import (
     FetchError,
     without_url,
 )
-from crawldeck.core.fetcher import FetchResult
 from crawldeck.core.frontier import FrontierEntry
 from crawldeck.core.gate import HostGate
 from crawldeck.core.observer import HostStats, Observer
 from crawldeck.core.politeness import Outcome
 from crawldeck.core.protocols import ResultSink
 from crawldeck.core.recording import Recorder
+from crawldeck.core.records import FetchResult
 from crawldeck.core.robots import RobotsDecision, RobotsEntry
 from crawldeck.core.side_requests import learn
 from crawldeck.core.traps import BlockReason, Verdict

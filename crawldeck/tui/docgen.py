@@ -29,8 +29,9 @@ from crawldeck.tui.cli import build_parser
 #: The one command that regenerates the references (named in the test's failure).
 REGENERATE = ".venv/bin/python -m crawldeck.tui.docgen"
 
-#: The repository's ``docs/`` folder (``tui/`` sits beside it; ``crawldeck/tui`` links here).
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+#: The repository's ``docs/`` folder, beside the package's ``crawldeck/`` (this file is
+#: ``crawldeck/tui/docgen.py``).
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 _BEGIN = "<!-- begin generated: {what} (" + REGENERATE + "; do not edit by hand) -->"
 _END = "<!-- end generated -->"

@@ -55,8 +55,8 @@ from dataclasses import dataclass
 from itertools import groupby
 
 from crawldeck.core.errors import ConfigError
-from crawldeck.core.fetcher import BodySink, FetchResult
 from crawldeck.core.protocols import Fetcher
+from crawldeck.core.records import BodySink, FetchResult
 from crawldeck.core.store import Store
 
 #: Seconds per unit of a ``--older-than`` duration.

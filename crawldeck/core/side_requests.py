@@ -27,11 +27,11 @@ from crawldeck.core.errors import (
     PrivateAddress,
     UrlError,
 )
-from crawldeck.core.fetcher import BodySink, FetchResult
 from crawldeck.core.gate import HostGate
 from crawldeck.core.observer import Observer
 from crawldeck.core.politeness import Outcome
 from crawldeck.core.protocols import Clock, Fetcher
+from crawldeck.core.records import BodySink, FetchResult
 from crawldeck.core.render_types import SubRequestEnd
 from crawldeck.core.robots import RobotsCache
 from crawldeck.core.transport import PinningResolver

@@ -86,7 +86,7 @@ import ssl
 import time
 import zlib
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, ClassVar
@@ -118,6 +118,7 @@ from crawldeck.core.errors import (
     RequestInvalid,
     TlsFailed,
 )
+from crawldeck.core.records import BodySink, FetchResult, Headers
 from crawldeck.core.request_options import RequestOptions
 from crawldeck.core.transport import PinningResolver, ProxyNameResolver
 
@@ -133,12 +134,6 @@ _READ_BYTES = 64 * 1024
 #: Bytes of a streamed body (``fetch(on_body=...)``) kept as transferred, for its WARC
 #: record (a sitemap of up to 50 MiB is parsed as it arrives, never held whole).
 STREAM_KEEP_BYTES = 1024 * 1024
-
-#: A streamed body's reader (``fetch(on_body=...)``): takes a decoded chunk, returns
-#: whether to read on.
-BodySink = Callable[[bytes], Awaitable[bool]]
-
-Headers = CIMultiDictProxy[str]
 
 
 def _content_coding(headers: Headers, url: str) -> str | None:
@@ -272,104 +267,6 @@ class _Unbrotli:
 #: be read as the next response on a kept-alive connection, so it is not kept
 #: (``_AiohttpInternals.Response``).
 _NO_BODY = frozenset({204, 304})
-
-
-@dataclass(frozen=True, slots=True)
-class FetchResult:
-    """The response to one GET, with its body cut at the byte cap.
-
-    Attributes:
-        url: the URL requested, exactly as passed to ``fetch`` (no redirect is
-            followed, so it is also the final URL).
-        status: the HTTP status code (any code: 3xx, 4xx and 5xx are results, not errors).
-        headers: the response headers, case-insensitive, in the order received
-            (``multidict.CIMultiDictProxy[str]``; ``headers[name]`` and ``get`` give the
-            first value of a header sent several times, ``getall(name, ())`` all of
-            them).
-        body: the decoded body (Content-Encoding gzip/deflate/br undone), at most
-            ``max_bytes`` bytes; ``b""`` when ``skipped``.
-        content_type: the computed MIME type's essence, lowercased, without parameters
-            (``"text/html"``): that of the last ``Content-Type`` value, or, when that
-            is absent, does not parse or says "unknown", the type sniffed from the
-            body's first bytes (``core.sniff``, WHATWG MIME Sniffing §7: ``text/html``
-            only from HTML-looking bytes, never with ``X-Content-Type-Options:
-            nosniff``); an Apache-bug ``text/plain`` becomes
-            ``application/octet-stream`` when its first bytes are binary (§7.2).
-            ``""`` when there is no ``Content-Type`` and no body to sniff.
-        elapsed_ms: milliseconds from the start of the request to the end of the body
-            read (or to the cut, when truncated or skipped).
-        truncated: ``True`` when the decoded body was longer than ``max_bytes`` and was
-            cut to its first ``max_bytes`` bytes; for a streamed body
-            (``fetch(on_body=...)``) also when its reader stopped the read, or more was
-            transferred than ``wire_body`` keeps.
-        skipped: ``True`` when ``want_body(content_type)`` said no: the body was not
-            read (beyond what sniffing needed) and ``body`` is ``b""``.
-        sniffed: ``True`` when ``content_type`` comes from the body's bytes rather
-            than from ``Content-Type``.
-        http_version: the status line's version (``"1.1"``, ``"1.0"``).
-        reason: the status line's reason phrase as sent (``"OK"``; may be ``""``).
-        raw_headers: the response header fields as received, name and value bytes in
-            order (aiohttp's ``raw_headers``); ``()`` (a fake fetcher): rebuilt from
-            ``headers`` when written to WARC.
-        request_headers: the request header fields sent (aiohttp's
-            ``request_info.headers``: Host, User-Agent, Accept, Accept-Encoding, the
-            config's ``header`` fields and any extra ``headers``), in order, but
-            ``Authorization`` and ``Proxy-Authorization`` (credentials are not
-            recorded).
-        wire_body: the body as transferred (its Content-Encoding kept, the transfer
-            coding removed), at most what was read before the cut; ``None`` when it
-            is ``body`` itself (no content coding). For a streamed body, its first
-            ``STREAM_KEEP_BYTES`` bytes as transferred, coded or not. The WARC
-            response record holds it (``core.warc``), so its payload matches its
-            ``Content-Encoding``.
-        warc: where the response went in the WARC files (``core.archive``), ``None``
-            when no WARC is written.
-    """
-
-    url: str
-    status: int
-    headers: Headers
-    body: bytes
-    content_type: str
-    elapsed_ms: float
-    truncated: bool
-    skipped: bool = False
-    sniffed: bool = False
-    http_version: str = "1.1"
-    reason: str = ""
-    raw_headers: tuple[tuple[bytes, bytes], ...] = ()
-    request_headers: tuple[tuple[str, str], ...] = ()
-    wire_body: bytes | None = None
-    warc: WarcRef | None = None
-
-    @property
-    def payload(self) -> bytes:
-        """The body as transferred: ``wire_body``, or ``body`` when not content-coded."""
-        return self.body if self.wire_body is None else self.wire_body
-
-
-@dataclass(frozen=True, slots=True)
-class WarcRef:
-    """Where one response was archived (``core.archive.ArchivingFetcher``).
-
-    Attributes:
-        file: the WARC file's name; a page row's adds the directory when the files
-            are not beside the crawl file (``core.archive.recorded_prefix``).
-        offset: the byte offset of the record's gzip member in ``file``.
-        length: the member's length in bytes (compressed).
-        record_id: the record's ``WARC-Record-ID`` (``<urn:uuid:...>``).
-        payload_digest: ``sha1:BASE32`` of the payload as transferred (WARC/1.1 §5.9,
-            what warcio computes), ``None`` for a record without payload.
-        duplicate_of: the URL whose earlier response had the same payload digest (the
-            record is a ``revisit``), else ``None``.
-    """
-
-    file: str
-    offset: int
-    length: int
-    record_id: str
-    payload_digest: str | None
-    duplicate_of: str | None = None
 
 
 def media_type(content_type: str | None) -> str:
@@ -1209,10 +1106,7 @@ class _Reader:
 __all__ = [
     "STREAM_KEEP_BYTES",
     "AiohttpFetcher",
-    "BodySink",
-    "FetchResult",
     "FetcherStatistics",
-    "WarcRef",
     "idle_connections",
     "media_type",
 ]

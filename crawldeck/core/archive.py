@@ -54,8 +54,8 @@ import brotli
 from crawldeck.core import urls
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.errors import StoreError
-from crawldeck.core.fetcher import BodySink, FetchResult, WarcRef
 from crawldeck.core.protocols import Clock, Fetcher, ResultSink
+from crawldeck.core.records import BodySink, FetchResult, WarcRef
 from crawldeck.core.render_types import RenderResult
 from crawldeck.core.store import Store, to_iso_utc
 from crawldeck.core.warc import warc_stem

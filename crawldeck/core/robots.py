@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from crawldeck.core.errors import FetchError, UrlError
-from crawldeck.core.fetcher import FetchResult
+from crawldeck.core.records import FetchResult
 from crawldeck.core.robots_policy import (
     CacheUpdate,
     NetworkFailure,

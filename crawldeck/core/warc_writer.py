@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any, Final, Protocol
 
 from crawldeck.core.errors import StoreError
-from crawldeck.core.fetcher import FetchResult, WarcRef
+from crawldeck.core.records import FetchResult, WarcRef
 from crawldeck.core.warc import PAYLOAD_FILE_BYTES, frame, payload_file, payload_files
 
 #: Exchanges (records with their bodies) waiting for the writer process before a caller waits.

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from crawldeck.core.fetcher import BodySink, FetchResult
+from crawldeck.core.records import BodySink, FetchResult
 
 if TYPE_CHECKING:
     from crawldeck.core.frontier import FrontierEntry
