@@ -20,19 +20,15 @@ cost more than ``--max-cost`` (default 10 %) of the pages/s.
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from console_bench import CONFIG, CRAWLDECK, build_tree, child_cpu_s, run_rate
+from console_bench import CRAWLDECK, bench_web, child_cpu_s, run_rate
 
 from crawldeck.core.attach import socket_path
-from crawldeck.localweb import LocalWeb
-from crawldeck.localweb.static import serve_static
 
 RUN_TIMEOUT_S = 300.0
 #: The watchers' process: argv[1] the crawl file, argv[2] how many; reads until the end.
@@ -98,35 +94,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pages-per-host", type=int, default=500, help="default 500")
     parser.add_argument("--max-cost", type=float, default=0.10, help="default 0.10 (10 %%)")
     args = parser.parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="crawldeck-attach-bench-"))
-    tree = work / "tree"
-    build_tree(tree, args.pages_per_host)
-    sites = serve_static(tree, [f"127.79.0.{i}" for i in range(1, args.hosts + 1)])
     rates: dict[str, list[float]] = {"alone": [], "attached": []}
     cpu_ms: dict[str, list[float]] = {"alone": [], "attached": []}
-    try:
-        with LocalWeb(delay_scale=0.0, busy_429_count=1, retry_after_s=1) as web:
-            seeds = web.seeds() + [f"{site.base_url}/" for site in sites]
-            (work / "seeds.txt").write_text("\n".join(seeds) + "\n")
-            (work / "bench.toml").write_text(CONFIG)
-            print(f"{len(seeds)} hosts, {args.hosts} x {args.pages_per_host} static pages "
-                  f"+ the local web; {args.watchers} watchers on side B")  # fmt: skip
-            for i in range(args.rounds):
-                for mode in ("alone", "attached"):
-                    db = work / f"{mode}-{i}.db"
-                    cpu = child_cpu_s()
-                    seen = crawl(work, db, args.watchers if mode == "attached" else 0)
-                    cpu = child_cpu_s() - cpu
-                    pages, rate = run_rate(db)
-                    rates[mode].append(rate)
-                    cpu_ms[mode].append(1000 * cpu / pages)
-                    got = f", each watcher got {seen}+ snapshots" if seen else ""
-                    print(f"  {mode:8s} round {i + 1}: {pages} pages, {rate:7.1f} pages/s "
-                          f"({1000 * cpu / pages:.2f} CPU ms/page{got})")  # fmt: skip
-    finally:
-        for site in sites:
-            site.stop()
-        shutil.rmtree(work, ignore_errors=True)
+    with bench_web(args.hosts, args.pages_per_host, "crawldeck-attach-bench-") as (work, seeds):
+        print(f"{len(seeds)} hosts, {args.hosts} x {args.pages_per_host} static pages "
+              f"+ the local web; {args.watchers} watchers on side B")  # fmt: skip
+        for i in range(args.rounds):
+            for mode in ("alone", "attached"):
+                db = work / f"{mode}-{i}.db"
+                cpu = child_cpu_s()
+                seen = crawl(work, db, args.watchers if mode == "attached" else 0)
+                cpu = child_cpu_s() - cpu
+                pages, rate = run_rate(db)
+                rates[mode].append(rate)
+                cpu_ms[mode].append(1000 * cpu / pages)
+                got = f", each watcher got {seen}+ snapshots" if seen else ""
+                print(f"  {mode:8s} round {i + 1}: {pages} pages, {rate:7.1f} pages/s "
+                      f"({1000 * cpu / pages:.2f} CPU ms/page{got})")  # fmt: skip
     alone = statistics.median(rates["alone"])
     attached = statistics.median(rates["attached"])
     ratio = attached / alone

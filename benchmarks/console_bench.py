@@ -48,6 +48,8 @@ import sys
 import tempfile
 import termios
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from e2e_bench import crawldeck_result
@@ -82,6 +84,31 @@ def build_tree(root: Path, pages: int) -> None:
         )
     first = "".join(f'<li><a href="/p/{t}.html">page {t}</a></li>' for t in range(min(20, pages)))
     (root / "index.html").write_text(f"<!doctype html><html><body><ul>{first}</ul></body></html>")
+
+
+@contextmanager
+def bench_web(hosts: int, pages_per_host: int, prefix: str) -> Iterator[tuple[Path, list[str]]]:
+    """The benchmarks' web: ``hosts`` static hosts (127.79.0.N) of ``pages_per_host``
+    pages each beside the local web, served until the block ends.
+
+    Yields ``(work, seeds)``: a fresh directory (named ``prefix...``, removed at the
+    end) holding ``seeds.txt`` (every host's root URL) and ``bench.toml``
+    (``CONFIG``), and those seed URLs.
+    """
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    tree = work / "tree"
+    build_tree(tree, pages_per_host)
+    sites = serve_static(tree, [f"127.79.0.{i}" for i in range(1, hosts + 1)])
+    try:
+        with LocalWeb(delay_scale=0.0, busy_429_count=1, retry_after_s=1) as web:
+            seeds = web.seeds() + [f"{site.base_url}/" for site in sites]
+            (work / "seeds.txt").write_text("\n".join(seeds) + "\n")
+            (work / "bench.toml").write_text(CONFIG)
+            yield work, seeds
+    finally:
+        for site in sites:
+            site.stop()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def run_rate(db: Path) -> tuple[int, float]:
@@ -237,36 +264,23 @@ def main(argv: list[str] | None = None) -> int:
     size = args.size or TERMINAL
     if not Path(CRAWLDECK).exists():
         sys.exit(f"console_bench: {CRAWLDECK} not found: pip install -e . first")
-    work = Path(tempfile.mkdtemp(prefix="crawldeck-console-bench-"))
-    tree = work / "tree"
-    build_tree(tree, args.pages_per_host)
-    addresses = [f"127.79.0.{i}" for i in range(1, args.hosts + 1)]
-    sites = serve_static(tree, addresses)
     rates: dict[str, list[float]] = {"no-ui": [], "console": []}
     cpu_ms: dict[str, list[float]] = {"no-ui": [], "console": []}
-    try:
-        with LocalWeb(delay_scale=0.0, busy_429_count=1, retry_after_s=1) as web:
-            seeds = web.seeds() + [f"{site.base_url}/" for site in sites]
-            (work / "seeds.txt").write_text("\n".join(seeds) + "\n")
-            (work / "bench.toml").write_text(CONFIG)
-            print(f"{len(seeds)} hosts, {args.hosts} x {args.pages_per_host} static pages "
-                  f"+ the local web; terminal {size[0]} x {size[1]}")  # fmt: skip
-            for i in range(args.rounds):
-                for mode in ("no-ui", "console"):
-                    db = work / f"{mode}-{i}.db"
-                    cpu = child_cpu_s()
-                    drawn = crawl_in_terminal(work, db, console=mode == "console", size=size)
-                    cpu = child_cpu_s() - cpu
-                    pages, rate = run_rate(db)
-                    rates[mode].append(rate)
-                    cpu_ms[mode].append(1000 * cpu / pages)
-                    print(f"  {mode:8s} round {i + 1}: {pages} pages, {rate:7.1f} pages/s "
-                          f"({1000 * cpu / pages:.2f} CPU ms/page, {drawn / 1e6:.2f} MB "
-                          "written to the terminal)")  # fmt: skip
-    finally:
-        for site in sites:
-            site.stop()
-        shutil.rmtree(work, ignore_errors=True)
+    with bench_web(args.hosts, args.pages_per_host, "crawldeck-console-bench-") as (work, seeds):
+        print(f"{len(seeds)} hosts, {args.hosts} x {args.pages_per_host} static pages "
+              f"+ the local web; terminal {size[0]} x {size[1]}")  # fmt: skip
+        for i in range(args.rounds):
+            for mode in ("no-ui", "console"):
+                db = work / f"{mode}-{i}.db"
+                cpu = child_cpu_s()
+                drawn = crawl_in_terminal(work, db, console=mode == "console", size=size)
+                cpu = child_cpu_s() - cpu
+                pages, rate = run_rate(db)
+                rates[mode].append(rate)
+                cpu_ms[mode].append(1000 * cpu / pages)
+                print(f"  {mode:8s} round {i + 1}: {pages} pages, {rate:7.1f} pages/s "
+                      f"({1000 * cpu / pages:.2f} CPU ms/page, {drawn / 1e6:.2f} MB "
+                      "written to the terminal)")  # fmt: skip
     plain = statistics.median(rates["no-ui"])
     console = statistics.median(rates["console"])
     ratio = console / plain
