@@ -590,11 +590,32 @@ def worker_pid(worker_id: str) -> int:
     return int(worker_id.split(":")[-2])
 
 
+def _all_threads_stopped(pid: int) -> bool:
+    """Whether every thread of ``pid`` is in state ``T`` (stopped) in ``/proc``."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # a thread that ended meanwhile
+            # the state follows the command name's closing parenthesis
+            if (task / "stat").read_text().rpartition(")")[2].split()[0] not in "Tt":
+                return False
+    return True
+
+
 @contextlib.contextmanager
 def stopped(pid: int) -> Iterator[None]:
-    """``SIGSTOP`` ``pid`` for the block, ``SIGCONT`` after."""
+    """``SIGSTOP`` ``pid`` for the block, ``SIGCONT`` after.
+
+    The block starts once every thread of ``pid`` is stopped (``/proc``), not when the
+    signal is sent: on a loaded machine a process runs on for a while after ``kill``
+    returns, so a time taken at the start of the block is after its last action.
+    Raises ``TimeoutError`` when it is not stopped within 10 s (real time).
+    """
     os.kill(pid, signal.SIGSTOP)
     try:
+        deadline = time.monotonic() + 10
+        while not _all_threads_stopped(pid):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"process {pid} not stopped 10 s after SIGSTOP")
+            time.sleep(0.001)
         yield
     finally:
         os.kill(pid, signal.SIGCONT)
