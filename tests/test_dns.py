@@ -844,6 +844,7 @@ async def test_per_ip_limit_spaces_two_names_on_one_address(
         config,
         resolver=PinningResolver(dns, AddressPolicy(AddressPolicySettings.from_config(config))),
     ) as f:
+        dispatched: list[tuple[float, str]] = []
 
         async def crawl(name: str) -> None:
             for i in range(3):
@@ -856,16 +857,22 @@ async def test_per_ip_limit_spaces_two_names_on_one_address(
                     await asyncio.sleep(at - now)
                 hosts.on_dispatch(name, now)
                 per_ip.on_dispatch(ip, now)
+                dispatched.append((now, name))
                 await f.fetch(url(name, srv, f"/?{name}-{i}"))
 
         await asyncio.gather(crawl("b.crawl.test"), crawl("c.crawl.test"))
-    times = sorted(r.at for r in srv.requests)
-    assert len(times) == 6
+    # Every request reached the one server behind the shared address.
+    assert sorted(r.path for r in srv.requests) == sorted(
+        f"/?{name}-{i}" for name in ("b.crawl.test", "c.crawl.test") for i in range(3)
+    )
+    # The limit is on dispatch: read from the clock the limiters were given, not from the
+    # server's arrival times, which a slow connection set-up under load shifts (CI saw an
+    # arrival gap of 28 ms between dispatches 300 ms apart). Without the shared limit the
+    # two hosts' dispatches would come in pairs (gaps ~0).
+    times = [at for at, _ in dispatched]
     gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
-    # Without the shared limit the two hosts' requests would come in pairs (gaps ~0).
-    # Dispatches are >= 300 ms apart; the server's clock adds thread-scheduling jitter.
-    assert min(gaps) >= 0.3 - 0.1, gaps
-    assert times[-1] - times[0] >= 5 * 0.3 - 0.1, gaps
+    assert min(gaps) >= 0.3 - 1e-6, gaps
+    assert {name for _, name in dispatched} == {"b.crawl.test", "c.crawl.test"}
     await dns.aclose()
 
 
