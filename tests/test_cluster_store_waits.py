@@ -32,7 +32,7 @@ from crawldeck.core.cluster.leases import Leases
 from crawldeck.core.cluster.link import RedisLink, open_client
 from crawldeck.core.cluster.store import ClusterStore
 from crawldeck.core.errors import ClusterError, StoreError
-from crawldeck.core.store import FrontierRow
+from crawldeck.core.records import FrontierRow
 
 K = Keyspace("waits")
 NOW = 1_700_000_000.0

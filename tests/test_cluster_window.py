@@ -7,7 +7,7 @@ import asyncio
 from crawldeck.core.cluster.leases import Leases
 from crawldeck.core.cluster.window import SharedWindow
 from crawldeck.core.frontier import FrontierEntry
-from crawldeck.core.store import FrontierRow
+from crawldeck.core.records import FrontierRow
 
 T0 = 1_700_000_000.0
 

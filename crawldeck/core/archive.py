@@ -55,9 +55,9 @@ from crawldeck.core import urls
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.errors import StoreError
 from crawldeck.core.protocols import Clock, Fetcher, ResultSink
-from crawldeck.core.records import BodySink, FetchResult, WarcRef
+from crawldeck.core.records import BodySink, FetchResult, WarcRef, to_iso_utc
 from crawldeck.core.render_types import RenderResult
-from crawldeck.core.store import Store, to_iso_utc
+from crawldeck.core.store import Store
 from crawldeck.core.warc import warc_stem
 from crawldeck.core.warc_writer import Exchange, WarcWriter
 

@@ -42,12 +42,13 @@ from crawldeck.core.politeness import Cap, Politeness, PolitenessSettings
 from crawldeck.core.prioritizer import Prioritizer
 from crawldeck.core.protocols import Clock, CrawlStore, Fetcher
 from crawldeck.core.recording import Recorder, near_index
+from crawldeck.core.records import FrontierRow
 from crawldeck.core.recrawl import ConditionalFetcher, validators_of
 from crawldeck.core.robots import RobotsCache, RobotsSettings
 from crawldeck.core.seen import SeenSet
 from crawldeck.core.side_requests import SideRequests
 from crawldeck.core.sitemap_reader import SitemapReader
-from crawldeck.core.store import FrontierRow, Store
+from crawldeck.core.store import Store
 from crawldeck.core.transport import PinningResolver
 from crawldeck.core.traps import ScopePolicy, TrapGuard, TrapSettings, UrlPatterns
 from crawldeck.core.window import FrontierWindow, SpillStore

@@ -44,11 +44,12 @@ from crawldeck.core.gate import GateStatistics
 from crawldeck.core.observer import SNAPSHOT_HOSTS, HostStats, ObserverStatistics
 from crawldeck.core.politeness import BACKOFF_STATUSES
 from crawldeck.core.protocols import Clock, CrawlFrontier, CrawlStore, Fetcher
+from crawldeck.core.records import FrontierRow
 from crawldeck.core.resume import restore
 from crawldeck.core.retries import Retries
 from crawldeck.core.slots import SLOW_FETCH_FACTOR, SLOW_FETCH_S, FastSlot
 from crawldeck.core.snapshot import Counters, CrawlSnapshot, CrawlState, HostDetail, HostRow
-from crawldeck.core.store import FrontierRow, Store
+from crawldeck.core.store import Store
 from crawldeck.core.traps import Verdict
 from crawldeck.core.window import WindowStatistics
 

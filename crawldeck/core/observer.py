@@ -28,6 +28,7 @@ from crawldeck.core.gate import HostGate
 from crawldeck.core.politeness import Cap
 from crawldeck.core.prioritizer import CASH_ORDERINGS
 from crawldeck.core.protocols import ResultSink
+from crawldeck.core.records import BlockedRecord, HostRecord, status_mix
 from crawldeck.core.render_types import RenderStats
 from crawldeck.core.robots import RobotsCache
 from crawldeck.core.snapshot import (
@@ -41,7 +42,6 @@ from crawldeck.core.snapshot import (
     ResponseRow,
 )
 from crawldeck.core.stats import NO_FIGURES, RunFigures, RunTally, run_stats
-from crawldeck.core.store import BlockedRecord, HostRecord, status_mix
 from crawldeck.core.traps import Verdict
 from crawldeck.core.window import FrontierWindow
 

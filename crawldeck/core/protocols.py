@@ -29,19 +29,20 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from crawldeck.core.records import BodySink, FetchResult
+from crawldeck.core.records import (
+    BlockedRecord,
+    BodySink,
+    FetchResult,
+    FrontierRow,
+    FrontierState,
+    HostRecord,
+    PageRecord,
+    SitemapRecord,
+    SitemapUrlRecord,
+)
 
 if TYPE_CHECKING:
     from crawldeck.core.frontier import FrontierEntry
-    from crawldeck.core.store import (
-        BlockedRecord,
-        FrontierRow,
-        FrontierState,
-        HostRecord,
-        PageRecord,
-        SitemapRecord,
-        SitemapUrlRecord,
-    )
     from crawldeck.core.window import WindowStatistics
 
 #: The one time source: wall-clock seconds since the epoch (``time.time``), or a test's

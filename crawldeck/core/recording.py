@@ -45,12 +45,12 @@ from crawldeck.core.prioritizer import (
     Prioritizer,
 )
 from crawldeck.core.protocols import CashSink, ResultSink
-from crawldeck.core.records import FetchResult
+from crawldeck.core.records import FetchResult, FrontierRow, PageRecord
 from crawldeck.core.render_types import RenderResult
 from crawldeck.core.seen import SeenSet
 from crawldeck.core.simhash import NearDuplicates
 from crawldeck.core.snapshot import ResponseRow
-from crawldeck.core.store import FrontierRow, PageRecord, Store
+from crawldeck.core.store import Store
 from crawldeck.core.traps import Verdict
 from crawldeck.core.window import FrontierWindow
 

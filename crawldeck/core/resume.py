@@ -30,8 +30,9 @@ from crawldeck.core.admission import Admission
 from crawldeck.core.dns import AddressPolicy
 from crawldeck.core.gate import HostGate
 from crawldeck.core.observer import SNAPSHOT_RECENT, Observer
+from crawldeck.core.records import FrontierRow
 from crawldeck.core.seen import SeenSet
-from crawldeck.core.store import FrontierRow, Store
+from crawldeck.core.store import Store
 from crawldeck.core.traps import ScopePolicy, TrapGuard, UrlPatterns
 from crawldeck.core.window import FrontierWindow
 

@@ -59,7 +59,8 @@ from typing import Any, Final
 from urllib.parse import quote
 
 from crawldeck.core.errors import StoreError
-from crawldeck.core.store import check_header, check_schema, to_iso_utc
+from crawldeck.core.records import to_iso_utc
+from crawldeck.core.store import check_header, check_schema
 
 #: The fetch latency histogram's upper bounds in seconds: Prometheus' default buckets
 #: (``prometheus_client.Histogram.DEFAULT_BUCKETS``), which span what a crawl sees, a

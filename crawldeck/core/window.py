@@ -36,7 +36,7 @@ from typing import Final, Protocol
 
 from crawldeck.core.frontier import Frontier, FrontierEntry
 from crawldeck.core.prioritizer import Prioritizer
-from crawldeck.core.store import SPILL_SEQ_SPAN, FrontierRow
+from crawldeck.core.records import SPILL_SEQ_SPAN, FrontierRow
 
 #: Credited URLs popped before their cash and in-links are written in one go
 #: (``FrontierWindow.credit``).

@@ -67,8 +67,7 @@ from crawldeck.core.cluster.leases import Leases
 from crawldeck.core.cluster.link import LINGER_S, Command, RedisLink
 from crawldeck.core.errors import CrawldeckError, StoreError
 from crawldeck.core.protocols import Clock
-from crawldeck.core.robots_policy import RobotsEntry
-from crawldeck.core.store import (
+from crawldeck.core.records import (
     BlockedRecord,
     FrontierRow,
     FrontierState,
@@ -78,6 +77,7 @@ from crawldeck.core.store import (
     SitemapUrlRecord,
     status_class,
 )
+from crawldeck.core.robots_policy import RobotsEntry
 
 log = logging.getLogger("crawldeck.cluster")
 

@@ -16,7 +16,7 @@ from typing import Protocol
 from crawldeck.core.cluster.leases import Leases
 from crawldeck.core.frontier import FrontierEntry
 from crawldeck.core.prioritizer import Prioritizer
-from crawldeck.core.store import FrontierRow
+from crawldeck.core.records import FrontierRow
 from crawldeck.core.window import FrontierWindow, SpillStore
 
 
