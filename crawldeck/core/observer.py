@@ -304,8 +304,9 @@ class Observer:
             retries=tuple(sorted(tally.retries.items())),
         )
 
-    def run_stats(self, run_id: int, outcome: str) -> dict[str, Any]:
-        """The stats object of the run ``run_id`` that ended (``ended_at``) with
+    def run_stats(self, run_id: int | None, outcome: str) -> dict[str, Any]:
+        """The stats object of the run ``run_id`` (``None``: the store keeps no runs)
+        that ended (``ended_at``) with
         ``outcome`` (``core.stats.run_stats``): this run's figures, the store's
         committed ones (``pages_added``, ``blocked_added``: call it after a flush)."""
         ended = self.ended_at if self.ended_at is not None else self._clock()

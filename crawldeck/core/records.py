@@ -10,6 +10,7 @@ that makes one, and a test can build one by hand (``tests/fakesite.py``).
 * ``FetchResult``: the response to one GET (``core.fetcher.AiohttpFetcher`` and the
   fetchers that wrap it make them; the engine and its parts read them).
 * ``WarcRef``: where a response went in the WARC files (``core.archive``).
+* ``WarcHome``: where the WARC files of a store without a crawl file go.
 * ``Headers``: response headers as received, case-insensitive.
 * ``BodySink``: a streamed body's reader (``Fetcher.fetch(on_body=...)``).
 
@@ -29,6 +30,7 @@ import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Final, Literal, TypedDict
 
 from multidict import CIMultiDictProxy
@@ -140,6 +142,23 @@ class WarcRef:
     record_id: str
     payload_digest: str | None
     duplicate_of: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WarcHome:
+    """Where the WARC files of a store without a crawl file of its own go: a cluster
+    worker's ``ClusterStore`` (its pages reach the crawl file through Redis) has one
+    as its ``warc_home`` attribute.
+
+    Attributes:
+        directory: the files' directory.
+        stem: their name stem (``<stem>-NNNNN.warc.gz``), this writer's alone.
+        part_of: the ``warcinfo`` record's ``isPartOf`` (the crawl's name).
+    """
+
+    directory: Path
+    stem: str
+    part_of: str
 
 
 # --------------------------------------------------------------- the crawl file's
@@ -506,6 +525,7 @@ __all__ = [
     "SeedOutcome",
     "SitemapRecord",
     "SitemapUrlRecord",
+    "WarcHome",
     "WarcRef",
     "from_iso_utc",
     "status_class",

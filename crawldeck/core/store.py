@@ -149,6 +149,7 @@ from typing import Any, Final, Literal
 
 from crawldeck.core.datasette_meta import metadata_path, write_metadata
 from crawldeck.core.errors import StoreError
+from crawldeck.core.protocols import StoreRoles
 from crawldeck.core.records import (
     FRONTIER_STATES,
     SPILL_SEQ_SPAN,
@@ -1120,6 +1121,10 @@ class Store:
         self._pending: set[str] = set()
         self._pending_lock = threading.Lock()
         self._kconn_lock = threading.Lock()  # contains() may run in several threads
+        self._spill_lock = threading.Lock()  # one read_spilled at a time
+        self._roles = StoreRoles(
+            run_log=self, keys=self, cash=self, scores=self, history=self, warc_home=None
+        )
         self._error: BaseException | None = None
         self._error_reported = False
         self._blocked_added: Counter[str] = Counter()
@@ -1594,6 +1599,21 @@ class Store:
         self._queue.put((_SYNC, waiter))
         self._wait(waiter)
 
+    async def drain(self) -> None:
+        """``flush`` in a thread of the loop's default executor (``CrawlStore.drain``):
+        the loop runs on while the writer commits.
+
+        Raises:
+            StoreError: a write failed; see the class.
+        """
+        await asyncio.to_thread(self.flush)
+
+    def roles(self) -> StoreRoles:
+        """Every optional role of ``core.protocols.StoreRoles`` but the WARC home (the
+        WARC files go beside the crawl file): the runs, the seen set's exact check,
+        the OPIC cash, the credits of URLs in memory and the earlier runs."""
+        return self._roles
+
     def close(self) -> None:
         """Commit everything queued, stop the writer, close the file and drop the lock.
 
@@ -1968,6 +1988,29 @@ class Store:
         raw = list(self._stream(sql, (host, priority, seq, limit)))
         last = int(raw[-1][4]) * SPILL_SEQ_SPAN + int(raw[-1][10]) if raw else after
         return [_row_to_frontier(row, "spilled") for row in raw], last
+
+    async def read_spilled(
+        self, host: str, after: int, limit: int, *, within_s: float = 0.0
+    ) -> tuple[list[FrontierRow], int]:
+        """``core.protocols.SpillStore.read_spilled``: ``load_spilled`` in a thread of
+        the loop's default executor, and when fewer than ``limit`` rows come back,
+        ``flush`` and ``load_spilled`` again (rows still queued for the writer are not
+        seen by a read). Reads run one after the other (one read connection).
+        ``within_s`` is ignored (the file is local).
+
+        Raises:
+            StoreError: see the class.
+        """
+        return await asyncio.to_thread(self._read_spilled, host, after, limit)
+
+    def _read_spilled(self, host: str, after: int, limit: int) -> tuple[list[FrontierRow], int]:
+        """``read_spilled``'s reads, in a thread."""
+        with self._spill_lock:
+            rows, last = self.load_spilled(host, after, limit)
+            if len(rows) < limit:
+                self.flush()
+                rows, last = self.load_spilled(host, after, limit)
+            return rows, last
 
     def spilled_counts(self) -> dict[str, int]:
         """``spilled`` rows per host key (for a resume: what waits outside memory).
