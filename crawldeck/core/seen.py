@@ -191,4 +191,4 @@ def _stored(store: KeyStore, keys: list[str]) -> set[str]:
     return {key for key in keys if contains(key)}
 
 
-__all__ = ["KeyStore", "SeenSet"]
+__all__ = ["SeenSet"]

@@ -485,4 +485,4 @@ class FrontierWindow:
         )
 
 
-__all__ = ["FrontierWindow", "SpillStore", "WindowStatistics"]
+__all__ = ["FrontierWindow", "WindowStatistics"]

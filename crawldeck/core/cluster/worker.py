@@ -51,11 +51,11 @@ from crawldeck.core.engine import CrawlResult, Engine
 from crawldeck.core.errors import ClusterError, ConfigError, CrawldeckError
 from crawldeck.core.gate import AddressLimit
 from crawldeck.core.prioritizer import CASH_ORDERINGS, Prioritizer
-from crawldeck.core.protocols import Clock, Fetcher
+from crawldeck.core.protocols import Clock, Fetcher, SpillStore
 from crawldeck.core.records import FrontierRow, HostRecord
 from crawldeck.core.robots_policy import RobotsEntry
 from crawldeck.core.warc import warc_files
-from crawldeck.core.window import FrontierWindow, SpillStore
+from crawldeck.core.window import FrontierWindow
 
 log = logging.getLogger("crawldeck.cluster")
 
