@@ -5,10 +5,12 @@
     .venv/bin/python benchmarks/compare.py e70d53d --hosts 50 --pages 50 --max-pages 2000
 
 Each commit is built once into its own tree and venv under ``benchmarks/.compare/SHA``
-(``git archive SHA`` unpacked, then ``python -m venv`` and ``pip install -e .``; kept
-for the next comparison, ignored by git), so neither side runs the other's code or
-packages. Then both crawl ``synthweb.py``'s nginx web (the same web for every run, IP
-literal hosts) one after the other, ``--rounds`` times, each run a real
+(``git archive SHA`` unpacked, then ``python -m venv``, ``pip install -e .`` and
+``python -m compileall -q`` of its ``crawldeck`` package, so that the first round does
+not pay for writing the .pyc files that later rounds find; kept for the next
+comparison, ignored by git), so neither side runs the other's code or packages.
+Then both crawl ``synthweb.py``'s nginx web (the same web for every run, IP literal
+hosts) one after the other, ``--rounds`` times, each run a real
 ``crawldeck crawl seeds.txt --no-ui`` with ``e2e_bench.py``'s config (no politeness
 delay, ``--concurrency``, one fetch in flight per host, ``--max-depth``,
 ``--max-pages``) and otherwise every default on (WARC, sitemaps, the default ordering).
@@ -72,8 +74,8 @@ def resolve(commit: str) -> str:
 
 def build(sha: str) -> Path:
     """The ``crawldeck`` script of commit ``sha``, built once into
-    ``CACHE/sha`` (its tree from ``git archive``, its own venv; pip's output in
-    ``CACHE/sha.log``).
+    ``CACHE/sha`` (its tree from ``git archive``, its own venv, its bytecode compiled;
+    pip's and compileall's output in ``CACHE/sha.log``).
 
     Raises:
         SystemExit: one line, if the archive or the install fails (the half-built tree
@@ -98,10 +100,18 @@ def build(sha: str) -> Path:
                 [str(tree / ".venv" / "bin" / "pip"), "install", "-q", "-e", str(tree)],
                 stdout=log, stderr=subprocess.STDOUT, check=True, timeout=1800,
             )  # fmt: skip
+            # An editable install leaves the package's own modules uncompiled (pip
+            # compiles what it copies into site-packages): without this, the first
+            # round's crawl wrote them, a first-round bias (issue #23).
+            subprocess.run(
+                [str(tree / ".venv" / "bin" / "python"), "-m", "compileall", "-q",
+                 str(tree / "crawldeck")],
+                stdout=log, stderr=subprocess.STDOUT, check=True, timeout=600,
+            )  # fmt: skip
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
         shutil.rmtree(tree, ignore_errors=True)
         raise SystemExit(
-            f"compare: could not build {sha[:10]} ({exc}); pip's output: {CACHE / sha}.log"
+            f"compare: could not build {sha[:10]} ({exc}); its output: {CACHE / sha}.log"
         ) from None
     return script
 

@@ -136,6 +136,7 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.fetcher": FETCH,
     "core.frontier": FRONTIER,
     "core.gate": SCHEDULE,
+    "core.gcpolicy": STARTUP,  # the thresholds set once a run; the passes are the interpreter's
     "core.heap": PARSE,  # malloc_trim in the parse workers (and the WARC writer)
     "core.links": PARSE,
     "core.metrics": STATS,

@@ -79,7 +79,6 @@ import asyncio
 import errno
 import functools
 import io
-import ipaddress
 import os
 import resource
 import ssl
@@ -108,6 +107,7 @@ from yarl import URL
 
 from crawldeck.core import sniff
 from crawldeck.core.config import CrawlConfig
+from crawldeck.core.dns import ip_literal
 from crawldeck.core.errors import (
     ConnectFailed,
     ConnectionLost,
@@ -278,15 +278,6 @@ def media_type(content_type: str | None) -> str:
     if not content_type:
         return ""
     return content_type.split(";", 1)[0].strip().lower()
-
-
-def _is_ip_literal(host: str) -> bool:
-    """Whether ``host`` (a URL's host, IPv6 without brackets) is an IP address."""
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
 
 
 #: The longest detail from a foreign error kept in a message, characters.
@@ -846,7 +837,9 @@ class AiohttpFetcher:
         session = self._session or self._open()
         host = target.raw_host
         if host and (host[-1].isdigit() or host[-1] == "." or ":" in host):
-            literal = _is_ip_literal(host)
+            # dns.ip_literal: memoised, so a host's literal check is parsed once, not per
+            # request (issue #23)
+            literal = ip_literal(host) is not None
             if not literal and host.replace(".", "").isdigit():
                 # aiohttp would take it for an IPv4 literal without asking the resolver
                 raise RequestInvalid(f"cannot request {url!r}: {host!r} is not a dotted-quad IPv4")

@@ -20,7 +20,7 @@ skipped too (an idle batch trims every shard to its cursor, at most once a secon
 while the loop reads and decodes the next one, which is queued once that commit is
 done (its trim then follows with the next read); the keys of the rows being committed
 count as known. While it runs, the cyclic GC's youngest generation passes less often
-(``GC_GEN0_THRESHOLD``).
+(``core.gcpolicy``).
 A replayed op writes no row twice either (pages by url, links by their ``(from_url,
 to_url)`` key since schema version 3, INSERT OR IGNORE, replace).
 
@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import math
 import time
@@ -54,6 +53,7 @@ from redis.asyncio.cluster import RedisCluster
 
 from crawldeck.core.cluster import wire
 from crawldeck.core.cluster.keys import SHARDS, Keyspace
+from crawldeck.core.gcpolicy import fewer_gc_passes
 from crawldeck.core.records import (
     BlockedRecord,
     FrontierRow,
@@ -87,13 +87,6 @@ SWEEP_INTERVAL_S: Final = 1.0
 #: ``run``'s wait after a batch that read nothing: first, then doubled up to (s).
 IDLE_FIRST_S: Final = 0.05
 IDLE_MAX_S: Final = 0.5
-#: Allocations between two passes of the cyclic GC's youngest generation while
-#: ``run`` runs (CPython's default is 700). A batch holds tens of thousands of acyclic
-#: objects until its commit; with the default, passes over them took 20-25 % of the
-#: drain's CPU (``benchmarks/collector_drain.py``, issue #23 item 3). As Instagram's
-#: servers did ("Dismissing Python Garbage Collection at Instagram", 2017), only
-#: less often: cyclic garbage is still found, a little later.
-GC_GEN0_THRESHOLD: Final = 50_000
 #: ``run``'s wait after a Redis error: first, then doubled up to (s).
 BACKOFF_FIRST_S: Final = 0.05
 BACKOFF_MAX_S: Final = 2.0
@@ -324,8 +317,10 @@ class Collector:
         read and decoded (one batch in flight; the next waits for it before it is
         queued): the loop and the writer overlap (issue #23 item 3: the drain rate).
         While it runs, the process's cyclic GC runs its youngest generation every
-        ``GC_GEN0_THRESHOLD`` allocations, not 700 (the store's writer thread
-        allocates as much as the loop: records, rows, parameters).
+        ``core.gcpolicy.GC_GEN0_THRESHOLD`` allocations, not 700: a batch holds tens of
+        thousands of acyclic objects until its commit (records, rows, parameters), and
+        with the default, passes over them took 20-25 % of the drain's CPU
+        (``benchmarks/collector_drain.py``, issue #23 item 3).
         After a batch that read nothing it waits ``IDLE_FIRST_S`` doubling up to
         ``IDLE_MAX_S`` (or until ``stop``); after a Redis error (``REDIS_ERRORS``) it
         logs one line per outage and waits ``BACKOFF_FIRST_S`` doubling up to
@@ -335,12 +330,8 @@ class Collector:
         Raises:
             StoreError: the store failed.
         """
-        threshold = gc.get_threshold()
-        gc.set_threshold(max(threshold[0], GC_GEN0_THRESHOLD), *threshold[1:])
-        try:
+        with fewer_gc_passes():
             await self._run(stop)
-        finally:
-            gc.set_threshold(*threshold)
 
     async def _run(self, stop: asyncio.Event) -> None:
         """``run``'s loop."""
@@ -547,4 +538,4 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-__all__ = ["GC_GEN0_THRESHOLD", "REDIS_ERRORS", "Collector", "CollectorStatistics"]
+__all__ = ["REDIS_ERRORS", "Collector", "CollectorStatistics"]

@@ -7,10 +7,12 @@ for the writer (issue #24 item 4: they were int tags dispatched by one ``if`` ch
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import threading
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -68,10 +70,11 @@ _SQL_ADD_SCORE: Final = (
 #: The cash and in-links a URL gathered in memory (``set_scores``), whatever its state.
 _SQL_SET_SCORE: Final = "UPDATE frontier SET score = ?, inlinks = ? WHERE key = ?"
 
-#: A link listed twice by one page is one row (the primary key).
-_SQL_LINK: Final = "INSERT OR IGNORE INTO links (from_url, to_url) VALUES (?, ?)"
+#: A link listed twice by one page is one row (the primary key). Heads of multi-row
+#: INSERTs (``_insert_rows``): the rows' ``(?, ...)`` groups follow.
+_SQL_LINK: Final = "INSERT OR IGNORE INTO links (from_url, to_url) VALUES "
 
-_SQL_LINK_ANCHOR: Final = "INSERT OR IGNORE INTO links (from_url, to_url, anchor) VALUES (?, ?, ?)"
+_SQL_LINK_ANCHOR: Final = "INSERT OR IGNORE INTO links (from_url, to_url, anchor) VALUES "
 
 #: A page recorded replaces the links its URL had: a refetch, a cluster result landing
 #: twice, a page a rerun requeued (``requeue_failed`` deleted its row, not its links).
@@ -100,10 +103,8 @@ _SQL_SITEMAP: Final = "INSERT OR REPLACE INTO sitemaps VALUES (?, ?, ?, ?, ?, ?,
 
 _SQL_SITEMAP_URL: Final = "INSERT OR REPLACE INTO sitemap_urls VALUES (?, ?, ?, ?, ?)"
 
-_SQL_FRONTIER: Final = (
-    f"INSERT OR IGNORE INTO frontier ({_FRONTIER_COLUMNS}) VALUES"
-    " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
+#: The head of a multi-row INSERT of frontier rows (``_insert_rows``).
+_SQL_FRONTIER: Final = f"INSERT OR IGNORE INTO frontier ({_FRONTIER_COLUMNS}) VALUES "
 
 _SQL_STATE: Final = "UPDATE frontier SET state = ? WHERE key = ?"
 
@@ -185,11 +186,59 @@ def _frontier_params(row: FrontierRow, seq: int) -> tuple[Any, ...]:
     )
 
 
+#: Rows one INSERT statement carries at most (``_insert_rows``). A page's 50 links were
+#: 50 statements, one per row in ``executemany``; 2 since (issue #23: SQLite statements
+#: per page of ``tests/test_costs.py``'s crawl from 49.4-49.6 to 9.8-10.1). 32 rows of
+#: the frontier's 13 columns stay under the 999 variables of SQLite before 3.32.
+ROWS_PER_INSERT: Final = 32
+
+
+@functools.lru_cache(maxsize=128)
+def _values_sql(head: str, columns: int, rows: int) -> str:
+    """``head`` (``INSERT ... VALUES ``) followed by ``rows`` groups of ``columns``
+    placeholders (remembered: sqlite3 then finds the prepared statement in its cache)."""
+    group = "(" + ", ".join(["?"] * columns) + ")"
+    return head + ", ".join([group] * rows)
+
+
+def _insert_rows(conn: sqlite3.Connection, head: str, rows: Sequence[Sequence[Any]]) -> None:
+    """Insert ``rows`` (each of the same length) in their order with the INSERT that
+    ``head`` begins (``INSERT OR IGNORE INTO t (a, b) VALUES ``), ``ROWS_PER_INSERT`` rows
+    a statement: every full chunk through one statement of that size (``executemany``),
+    the rest through one statement of its size. SQLite inserts a multi-row VALUES list
+    row by row in order, so ``OR IGNORE`` keeps the first of duplicates, as one
+    statement per row did (sqlite.org/lang_insert.html).
+
+    Raises:
+        sqlite3.Error: as the INSERT would (the writer thread reports it).
+    """
+    count = len(rows)
+    if not count:
+        return
+    columns = len(rows[0])
+    full = count - count % ROWS_PER_INSERT
+    if full:
+        conn.executemany(
+            _values_sql(head, columns, ROWS_PER_INSERT),
+            [
+                [value for row in rows[i : i + ROWS_PER_INSERT] for value in row]
+                for i in range(0, full, ROWS_PER_INSERT)
+            ],
+        )
+    if full < count:
+        conn.execute(
+            _values_sql(head, columns, count - full),
+            [value for row in rows[full:] for value in row],
+        )
+
+
 def _insert_frontier(
     conn: sqlite3.Connection, rows: tuple[FrontierRow, ...], seq: int, keys: list[str]
 ) -> None:
     """INSERT OR IGNORE ``rows`` with ``seq``, ``seq + 1``, ...; their keys go to ``keys``."""
-    conn.executemany(_SQL_FRONTIER, [_frontier_params(row, seq + i) for i, row in enumerate(rows)])
+    _insert_rows(
+        conn, _SQL_FRONTIER, [_frontier_params(row, seq + i) for i, row in enumerate(rows)]
+    )
     keys.extend([row.key for row in rows])
 
 
@@ -309,7 +358,7 @@ class RecordPage:
              page.last_modified, run_id),
         )  # fmt: skip
         if links:
-            conn.executemany(_SQL_LINK if len(links[0]) == 2 else _SQL_LINK_ANCHOR, links)
+            _insert_rows(conn, _SQL_LINK if len(links[0]) == 2 else _SQL_LINK_ANCHOR, links)
         if rows:
             _insert_frontier(conn, rows, seq, keys)
         if hop is None:
