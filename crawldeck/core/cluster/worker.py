@@ -346,7 +346,7 @@ class Worker:
         handed out is not needed before the fetch's end plus the delay."""
         if self._parts is None:
             return 0.0
-        return self._parts.gate.politeness.delay_s(host) / 2
+        return self._parts.gate.delay_s(host) / 2
 
     async def wait_for_work(self) -> None:
         """Wait until hosts were claimed, the crawl finished or a stop was asked; the
@@ -591,26 +591,10 @@ class Worker:
         self.leases.take(host, claim.epoch, sent)
         parts = self._parts
         if parts is not None:
-            politeness = parts.gate.politeness
-            rec = claim.rec
-            if rec is not None:
-                politeness.restore(
-                    host,
-                    crawl_delay_s=None if rec.crawl_delay_ms is None else rec.crawl_delay_ms / 1000,
-                    backoff_attempts=rec.backoff_attempts,
-                    backoff_until=rec.backoff_until,
-                    backoff_started=rec.backoff_started,
-                    learnt_delay_s=None
-                    if rec.learnt_delay_ms is None
-                    else rec.learnt_delay_ms / 1000,
-                )
-                if rec.backoff_attempts:
-                    parts.gate.restore_backoff(host)
-            last = claim.last
+            rec, last = claim.rec, claim.last
             if not claim.clean:  # its owner died or froze: it may have just sent one
                 last = now if last is None or last < now else last
-            if last is not None:
-                politeness.on_end(host, last)
+            parts.gate.restore(host, rec, last_request=last)
             if claim.robots is not None:
                 parts.robots.adopt(claim.robots)
             if rec is not None or claim.pages:
