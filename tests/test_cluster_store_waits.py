@@ -126,7 +126,13 @@ async def started_store(url: str) -> tuple[ClusterStore, RedisLink]:
     link = RedisLink(open_client(url), outage_s=5)
     await link.load_scripts()
     store = ClusterStore(
-        K, link, "w0", Leases(10_000), clock=lambda: NOW, hot_queue=1000, wait_s=WAIT_S
+        K,
+        link,
+        "w0",
+        Leases(10_000, clock=lambda: NOW),
+        clock=lambda: NOW,
+        hot_queue=1000,
+        wait_s=WAIT_S,
     )
     store.start()
     return store, link

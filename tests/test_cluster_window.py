@@ -50,7 +50,7 @@ def test_a_host_lost_then_claimed_again_is_not_left_checked_out() -> None:
 
     async def run() -> None:
         clock = [0.0]
-        leases = Leases(1000, monotonic=lambda: clock[0])
+        leases = Leases(1000, clock=lambda: clock[0])
         window = SharedWindow(100, NoSpill(), lambda rows: None, leases=leases, source=Source())
         leases.take("a.test", 1, 0.0)
         window.add(entry("a.test", "/1"))
@@ -68,7 +68,7 @@ def test_a_host_lost_then_claimed_again_is_not_left_checked_out() -> None:
 
 def test_urls_of_a_host_not_owned_are_never_popped() -> None:
     async def run() -> None:
-        leases = Leases(10_000, monotonic=lambda: 0.0)
+        leases = Leases(10_000, clock=lambda: 0.0)
         window = SharedWindow(100, NoSpill(), lambda rows: None, leases=leases, source=Source())
         leases.take("a.test", 1, 0.0)
         leases.take("b.test", 1, 0.0)
@@ -119,7 +119,7 @@ def test_a_short_read_keeps_the_urls_it_was_handed_and_reads_once() -> None:
     when the read was asked is in what it read: issue #23 item 3, one round trip)."""
 
     async def run() -> None:
-        leases = Leases(10_000, monotonic=lambda: 0.0)
+        leases = Leases(10_000, clock=lambda: 0.0)
         store = HandingOut([row("/1")], [row("/2"), row("/3")])
         window = SharedWindow(100, store, lambda rows: None, leases=leases, source=Source())
         leases.take("a.test", 1, 0.0)

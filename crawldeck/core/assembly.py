@@ -155,7 +155,7 @@ def assemble(
     dns = dns or DnsCache(DnsSettings.from_config(config), clock)
     policy = AddressPolicy(AddressPolicySettings.from_config(config), inform=inform)
     addresses = PinningResolver(dns, policy, capacity=config.dns_cache_size)
-    fetcher = fetcher or AiohttpFetcher(config, resolver=addresses)
+    fetcher = fetcher or AiohttpFetcher(config, resolver=addresses, clock=clock)
     conditional = validators_of(store) if isinstance(store, Store) else None
     if conditional:  # a recrawl: its pages are asked for with their validators
         fetcher = ConditionalFetcher(fetcher, conditional)
@@ -193,7 +193,9 @@ def assemble(
         config, store, observer, admission, frontier, seen, wake, archive, near_index(store),
         prioritizer,
     )  # fmt: skip
-    content = ContentReader(config, side.render_gate, side.render_report, observer.log, audit)
+    content = ContentReader(
+        config, side.render_gate, side.render_report, observer.log, audit, clock
+    )
     sitemaps = SitemapReader(
         side, robots, admission, recorder, store, seen, scope, observer, clock, wake,
         max_redirects=config.max_redirects,

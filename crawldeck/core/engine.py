@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import logging
 import random
-import time
 from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
@@ -27,6 +26,7 @@ from typing import Any, Final, Literal
 from crawldeck.core import redirects, urls
 from crawldeck.core.admission import AdmissionStatistics
 from crawldeck.core.assembly import ClusterHooks, assemble
+from crawldeck.core.clock import LoopClock
 from crawldeck.core.config import CrawlConfig, asdict
 from crawldeck.core.content import Content
 from crawldeck.core.dns import DnsCache
@@ -92,7 +92,9 @@ class Engine:
         config: the crawl's settings.
         store: the open SQLite store (if it holds an earlier run, the crawl resumes),
             or a cluster worker's ``ClusterStore`` (``core.cluster``).
-        clock: the one time source, epoch seconds (a test's: a virtual-time loop's).
+        clock: the one time source, epoch seconds (default: ``core.clock.LoopClock``,
+            the running loop's clock aligned to epoch seconds; a test's: a
+            virtual-time loop's); every part reads it (issue #24 item 6).
         fetcher: the HTTP edge (default: the aiohttp one on ``config``, pinned to ``dns``).
         rng: randomness for backoff jitter.
         dns: the resolver cache (default: a ``DnsCache`` on ``config`` and ``clock``).
@@ -110,7 +112,7 @@ class Engine:
         config: CrawlConfig,
         store: CrawlStore,
         *,
-        clock: Clock = time.time,
+        clock: Clock | None = None,
         fetcher: Fetcher | None = None,
         rng: random.Random | None = None,
         dns: DnsCache | None = None,
@@ -118,7 +120,7 @@ class Engine:
     ) -> None:
         self.config = config
         self.store = store
-        self._clock = clock
+        self._clock = clock = clock or LoopClock()
         self._wake = asyncio.Event()  # a URL is ready or a worker may be done
         parts = assemble(
             config, store, clock=clock, wake=self._wake.set, fetcher=fetcher, rng=rng, dns=dns,

@@ -91,8 +91,9 @@ class RobotsCache:
             this class.
         settings: the token, size and redirect caps, cache lifetimes and failure
             mode (``RobotsSettings.from_config(config)``).
-        clock: wall-clock seconds (``time.time`` in production, a fake in tests);
-            ``fetched_at``/``expires_at`` are in its time.
+        clock: the engine's one clock, epoch seconds (``core.clock.LoopClock`` in
+            production, a fake or a virtual-time loop's in tests);
+            ``fetched_at``/``expires_at`` are in its time (stored: epoch seconds).
         audit: called with one line each time a robots.txt is found unreachable or
             past the redirect limit or in a redirect loop (what we did instead, and
             when we retry), and once per origin when its file is cut at

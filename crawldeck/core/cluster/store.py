@@ -408,6 +408,8 @@ class ClusterStore:
         if not loop.is_running():
             raise StoreError(f"cluster store: {what} needs the event loop, which has stopped")
         future = asyncio.run_coroutine_threadsafe(call(), loop)
+        # a thread's blocking wait (``future.result(timeout)``) is real time: not the
+        # loop's clock, which it cannot wait on
         deadline = time.monotonic() + self._wait_s
         try:
             while True:  # in slices, to see a loop closed under the wait at once
@@ -922,6 +924,8 @@ class ClusterStore:
             self._outages = self._link.outages
             again = [command for _at, batch in recent for command in batch]
             self._replayed += len(again)
+        # real time: the window is what a restarted Redis (another process, its
+        # appendfsync once a second) may have lost, whatever the loop's clock does
         recent.append((time.monotonic(), sent))
         while recent and recent[0][0] < recent[-1][0] - REPLAY_S:
             recent.popleft()
