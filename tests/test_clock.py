@@ -24,9 +24,10 @@ from crawldeck.core.clock import LoopClock
 from crawldeck.core.engine import Engine
 from crawldeck.core.errors import ParseTimeout
 from crawldeck.core.parse import ParsePool
+from crawldeck.core.records import from_iso_utc
 from crawldeck.core.render_session import RenderSession
 from crawldeck.core.render_types import SubRequestEnd
-from crawldeck.core.store import Store, from_iso_utc
+from crawldeck.core.store import Store
 
 if TYPE_CHECKING:
     from playwright.async_api import Request

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from crawldeck.core.dns import IpLimiter, IpLimitSettings
 from crawldeck.core.gate import GO, HELD, GateStatistics, HostGate, WaitUntil
 from crawldeck.core.politeness import Outcome, Politeness, PolitenessSettings
-from crawldeck.core.store import HostRecord
+from crawldeck.core.records import HostRecord
 
 T = EPOCH
 
