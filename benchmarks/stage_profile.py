@@ -126,6 +126,7 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.attach": CONSOLE,  # the attach socket's snapshots for attached consoles
     "core.assembly": STARTUP,
     "core.browser_pool": RENDER,
+    "core.clock": SCHEDULE,  # the loop clock every part reads
     "core.config": STARTUP,
     "core.content": PARSE,
     "core.datasette_meta": STARTUP,

@@ -76,8 +76,8 @@ async def test_pages_on_two_workers_linking_to_a_queued_url_both_credit_it(
 ) -> None:
     clock = [NOW]
     stores = [
-        ClusterStore(K, link, f"w{i}", Leases(10_000), clock=lambda: clock[0], hot_queue=1000,
-                     cash_queues=DEFAULT_FRONT_QUEUES)
+        ClusterStore(K, link, f"w{i}", Leases(10_000, clock=lambda: clock[0]),
+                     clock=lambda: clock[0], hot_queue=1000, cash_queues=DEFAULT_FRONT_QUEUES)
         for i, link in enumerate(links)
     ]  # fmt: skip
     a, b = stores

@@ -22,7 +22,7 @@ class Mono:
 
 def make(lease_ms: int = 2000) -> tuple[Leases, Mono, list[str]]:
     mono, lost = Mono(), list[str]()
-    return Leases(lease_ms, monotonic=mono, on_lost=lost.append), mono, lost
+    return Leases(lease_ms, clock=mono, on_lost=lost.append), mono, lost
 
 
 def test_a_lease_counts_until_its_safe_share_after_the_send() -> None:

@@ -53,7 +53,9 @@ async def started_store(url: str) -> tuple[ClusterStore, RedisLink]:
     """A started store over a new link to ``url`` (on the running loop)."""
     link = RedisLink(open_client(url), outage_s=5)
     await link.load_scripts()
-    store = ClusterStore(K, link, "w0", Leases(10_000), clock=lambda: NOW, hot_queue=1000)
+    store = ClusterStore(
+        K, link, "w0", Leases(10_000, clock=lambda: NOW), clock=lambda: NOW, hot_queue=1000
+    )
     store.start()
     return store, link
 

@@ -46,7 +46,7 @@ def test_a_host_lost_then_claimed_again_is_not_left_checked_out() -> None:
 
     async def run() -> None:
         clock = [0.0]
-        leases = Leases(1000, monotonic=lambda: clock[0])
+        leases = Leases(1000, clock=lambda: clock[0])
         window = SharedWindow(100, NoSpill(), lambda rows: None, leases=leases, source=Source())
         leases.take("a.test", 1, 0.0)
         window.add(entry("a.test", "/1"))
@@ -64,7 +64,7 @@ def test_a_host_lost_then_claimed_again_is_not_left_checked_out() -> None:
 
 def test_urls_of_a_host_not_owned_are_never_popped() -> None:
     async def run() -> None:
-        leases = Leases(10_000, monotonic=lambda: 0.0)
+        leases = Leases(10_000, clock=lambda: 0.0)
         window = SharedWindow(100, NoSpill(), lambda rows: None, leases=leases, source=Source())
         leases.take("a.test", 1, 0.0)
         leases.take("b.test", 1, 0.0)
@@ -109,7 +109,7 @@ def test_a_short_read_keeps_the_urls_it_was_handed_and_reads_once() -> None:
     was asked is in what it read: issue #23 item 3, one round trip)."""
 
     async def run() -> None:
-        leases = Leases(10_000, monotonic=lambda: 0.0)
+        leases = Leases(10_000, clock=lambda: 0.0)
         store = HandingOut([row("/1")])
         window = SharedWindow(100, store, lambda rows: None, leases=leases, source=Source())
         leases.take("a.test", 1, 0.0)

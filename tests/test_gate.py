@@ -19,8 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawldeck.core.dns import IpLimiter, IpLimitSettings
-from crawldeck.core.gate import GateStatistics, HostGate
+from crawldeck.core.gate import GO, HELD, GateStatistics, HostGate, WaitUntil
 from crawldeck.core.politeness import Outcome, Politeness, PolitenessSettings
+from crawldeck.core.records import HostRecord
 
 T = EPOCH
 
@@ -50,9 +51,11 @@ def make_gate(
     per_host: int = 1,
     bucket_capacity: int = 1,
     adaptive_delay_factor: float = 0.0,
+    politeness: Politeness | None = None,
 ) -> HostGate:
     return HostGate(
-        Politeness(
+        politeness
+        or Politeness(
             politeness_settings(delay_ms, bucket_capacity, adaptive_delay_factor),
             random.Random(0),
         ),
@@ -61,10 +64,16 @@ def make_gate(
     )
 
 
+def may_start(gate: HostGate, host: str, now: float) -> bool:
+    """Whether a request may go to ``host`` at ``now`` (asking books nothing)."""
+    at = gate.ready_at(host, now)
+    return at is not None and at <= now
+
+
 def test_an_unknown_host_is_ready_now_and_nothing_is_counted() -> None:
     gate = make_gate()
     assert gate.ready_at("a.test", T) == T
-    assert gate.may_start("a.test", T)
+    assert may_start(gate, "a.test", T)
     assert gate.address("a.test") is None
     assert gate.fetching("a.test") == 0
     assert gate.statistics() == GateStatistics(0, 0, 0, 0, 0, 0)
@@ -76,14 +85,14 @@ def test_the_delay_runs_from_the_end_of_a_page_fetch() -> None:
     assert gate.fetching("a.test") == 1
     assert gate.ready_at("a.test", T + 0.1) is None  # its one slot is taken
     assert gate.earliest("a.test", T + 0.1) == T + 1.0  # its politeness, slots aside
-    assert not gate.may_start("a.test", T + 5)
+    assert not may_start(gate, "a.test", T + 5)
     gate.end_page("a.test", T + 0.3)
     # ended, nothing learnt yet: the delay counts from the start
     assert gate.ready_at("a.test", T + 0.3) == T + 1.0
     assert gate.learn("a.test", T + 0.3, 200, 0.3, None) == Outcome(retry=False, backoff_s=0.0)
     assert gate.ready_at("a.test", T + 0.3) == T + 0.3 + 1.0
-    assert not gate.may_start("a.test", T + 1.29)
-    assert gate.may_start("a.test", T + 0.3 + 1.0)
+    assert not may_start(gate, "a.test", T + 1.29)
+    assert may_start(gate, "a.test", T + 0.3 + 1.0)
     assert gate.statistics() == GateStatistics(1, 0, 0, 0, 0, 0)
 
 
@@ -208,25 +217,106 @@ def test_no_answer_is_a_backoff_too() -> None:
     assert gate.backing_off() == ["a.test"]
 
 
+def saved(
+    *,
+    crawl_delay_ms: float | None = None,
+    learnt_delay_ms: float | None = None,
+    backoff_attempts: int = 0,
+    backoff_until: float | None = None,
+    backoff_started: float | None = None,
+) -> HostRecord:
+    """A ``hosts`` row as a run saved it."""
+    return HostRecord(
+        host="a.test",
+        ip=None,
+        robots_status=None,
+        robots_expires_at=None,
+        crawl_delay_ms=crawl_delay_ms,
+        delay_ms=1000,
+        backoff_attempts=backoff_attempts,
+        backoff_until=backoff_until,
+        pages_fetched=3,
+        state="active",
+        backoff_started=backoff_started,
+        learnt_delay_ms=learnt_delay_ms,
+    )
+
+
 def test_a_backoff_restored_from_an_earlier_run_is_counted() -> None:
     gate = make_gate()
-    gate.politeness.restore(
-        "a.test",
-        crawl_delay_s=None,
-        backoff_attempts=2,
-        backoff_until=T + 30,
-        backoff_started=T - 10,
-    )
-    gate.restore_backoff("a.test")
+    gate.restore("a.test", saved(backoff_attempts=2, backoff_until=T + 30, backoff_started=T - 10))
     assert gate.backing_off() == ["a.test"]
     assert gate.count_in_backoff(T) == 1
     assert gate.ready_at("a.test", T) == T + 30
     assert gate.count_in_backoff(T + 30) == 0
+    assert not gate.should_demote("a.test", T + 30)  # 40 s of backoff < demote_after_s
+    assert gate.should_demote("a.test", T - 10 + 3600)
+
+
+def test_restore_brings_back_the_delays_in_seconds_and_the_last_request() -> None:
+    """The saved ms become s (Crawl-delay, learnt delay; the larger rules), no backoff
+    is counted without attempts, and the delay counts from ``last_request``."""
+    gate = make_gate(delay_ms=1000)
+    gate.restore("a.test", saved(crawl_delay_ms=2500, learnt_delay_ms=4000), last_request=T)
+    assert gate.delay_s("a.test") == 4.0
+    assert gate.backing_off() == []
+    assert gate.ready_at("a.test", T) == T + 4.0
+    assert gate.view("a.test", T).delay_source == "rate_limit"  # the learnt delay
+    gate.restore("b.test", saved(crawl_delay_ms=2500))
+    assert gate.delay_s("b.test") == 2.5
+    assert gate.ready_at("b.test", T) == T  # no last request known: ready now
+
+
+def test_restore_without_a_saved_row_only_sets_the_last_request() -> None:
+    """A cluster claim of a host never saved, whose previous owner may have just sent
+    a request: the delay counts from then, nothing else changes."""
+    gate = make_gate(delay_ms=1000)
+    gate.restore("a.test", None, last_request=T + 5)
+    assert gate.ready_at("a.test", T + 5) == T + 6.0
+    assert gate.delay_s("a.test") == 1.0
+    assert gate.backing_off() == []
+
+
+# ----------------------------------------------------------------- acquire
+
+
+def test_acquire_says_go_and_counts_the_start() -> None:
+    gate = make_gate(delay_ms=1000)
+    assert gate.acquire("a.test", T) is GO
+    assert gate.fetching("a.test") == 1
+    assert gate.statistics().page_fetches == 1
+    gate.end_page("a.test", T + 0.5)
+    gate.forget("a.test", T + 0.5)
+    assert gate.acquire("a.test", T + 1.5) is GO  # its delay later
+
+
+def test_acquire_says_wait_until_the_delay_or_the_per_ip_limit() -> None:
+    gate = make_gate(delay_ms=1000, ip_delay_ms=3000, per_host=2)
+    gate.note_address("a.test", "192.0.2.1")
+    gate.note_address("b.test", "192.0.2.1")
+    assert gate.acquire("a.test", T) is GO
+    assert gate.acquire("a.test", T + 0.2) == WaitUntil(T + 3.0)  # per-IP: 3 s > 1 s
+    assert gate.acquire("b.test", T + 0.2) == WaitUntil(T + 3.0)  # b shares the address
+    assert gate.fetching("a.test") == 1 and gate.fetching("b.test") == 0
+    assert gate.statistics().held_hosts == 0
+    assert gate.acquire("b.test", T + 3.0) is GO
+
+
+def test_acquire_says_held_while_side_requests_fill_the_slots() -> None:
+    """A held host is handed back by the end of the side request that frees a slot."""
+    gate = make_gate(delay_ms=0)
+    gate.start_side("a.test", T)  # its robots.txt request
+    assert gate.acquire("a.test", T) is HELD
+    assert gate.fetching("a.test") == 0
+    assert gate.statistics().held_hosts == 1
+    assert gate.end_side("a.test", T + 0.1) is True  # the caller gives it back
+    assert gate.statistics().held_hosts == 0
+    assert gate.acquire("a.test", T + 0.1) is GO
 
 
 def test_crawl_delay_lengthens_the_delay() -> None:
     gate = make_gate(delay_ms=1000)
-    gate.politeness.set_crawl_delay("a.test", 4.0)
+    gate.set_crawl_delay("a.test", 4.0)
     gate.start_side("a.test", T)  # its robots.txt request
     gate.end_side("a.test", T + 0.5)
     gate.forget("a.test", T + 0.5)
@@ -286,20 +376,22 @@ def test_random_requests_keep_every_host_and_address_polite(
     factor: float,
     ops: list[tuple[object, ...]],
 ) -> None:
-    """Any sequence of starts (only when ``may_start``; or at ``ready_at``), ends (with
-    any answer, or ``forget``) and holds (only when ``ready_at`` is ``None``, as the
-    engine does): two starts to one host are at least its delay apart (the delay in
-    force at the second), two to one address at least ``ip_delay_ms``; a host never
-    has more than ``per_host`` requests in flight; a free host whose time has come may
-    start; a held host is handed back exactly once, by the end of a side request that
-    frees a slot, and a page end that frees one ends the hold; the figures agree."""
+    """Any sequence of starts (a page's through ``acquire``, which says go, wait until
+    its deadline or held; a side request's when ``ready_at`` has come; either now or at
+    ``ready_at``), ends (with any answer, or ``forget``) and holds (only when
+    ``ready_at`` is ``None``, as the engine does): two starts to one host are at least
+    its delay apart (the delay in force at the second), two to one address at least
+    ``ip_delay_ms``; a host never has more than ``per_host`` requests in flight; a free
+    host whose time has come may start; a held host is handed back exactly once, by
+    the end of a side request that frees a slot, and a page end that frees one ends the
+    hold; the figures agree."""
     clock = FakeClock()
+    politeness = Politeness(politeness_settings(delay_ms, capacity, factor), random.Random(0))
     gate = make_gate(
-        delay_ms=delay_ms,
         ip_delay_ms=ip_delay_ms,
         per_host=per_host,
         bucket_capacity=capacity,
-        adaptive_delay_factor=factor,
+        politeness=politeness,
     )
     ip_delay_s = ip_delay_ms / 1000.0
     model = Model(per_host)
@@ -311,15 +403,14 @@ def test_random_requests_keep_every_host_and_address_polite(
         assert model.in_flight(host) < per_host
         previous = model.last_start.get(host)
         if previous is not None:
-            assert previous + gate.politeness.delay_s(host) <= now
+            assert previous + gate.delay_s(host) <= now
         ip = ADDRESS[host]
         previous_ip = model.last_ip_start.get(ip)
         if previous_ip is not None:
             assert previous_ip + ip_delay_s <= now
         model.last_start[host] = now
         model.last_ip_start[ip] = now
-        if kind == "page":
-            gate.start_page(host, now)
+        if kind == "page":  # counted by the gate's acquire
             model.pages[host] = model.pages.get(host, 0) + 1
         else:
             gate.start_side(host, now)
@@ -345,8 +436,19 @@ def test_random_requests_keep_every_host_and_address_polite(
             kind = str(op[0]).removeprefix("wait_")
             if op[0].startswith("wait_") and at is not None:
                 clock.now = at  # the caller waits for the one deadline
-                assert gate.may_start(host, at)
-            if gate.may_start(host, clock.now):
+                assert may_start(gate, host, at)
+            if kind == "page":  # a worker's page fetch asks once
+                answer = gate.acquire(host, clock.now)
+                if answer is GO:
+                    start(host, kind)
+                elif answer is HELD:
+                    assert model.in_flight(host) >= per_host
+                    model.held.add(host)
+                else:
+                    assert isinstance(answer, WaitUntil)
+                    assert answer.at > clock.now
+                    assert answer.at == gate.ready_at(host, clock.now)
+            elif may_start(gate, host, clock.now):
                 start(host, kind)
         else:
             assert isinstance(op[1], int)
@@ -378,7 +480,7 @@ def test_random_requests_keep_every_host_and_address_polite(
                 else:
                     model.backing_off.discard(host)
         assert gate.statistics() == GateStatistics(
-            hosts=gate.politeness.hosts(),
+            hosts=politeness.hosts(),
             page_fetches=sum(model.pages.values()),
             side_requests=sum(model.sides.values()),
             held_hosts=len(model.held),

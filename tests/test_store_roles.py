@@ -170,8 +170,8 @@ def cluster_store(*, cash_queues: int) -> ClusterStore:
     """A worker's store, not started (its roles need no Redis)."""
     link = RedisLink(open_client("redis://127.0.0.1:1/0"))
     return ClusterStore(
-        Keyspace("roles"), link, "w0", Leases(10_000), clock=lambda: 0.0, hot_queue=100,
-        cash_queues=cash_queues,
+        Keyspace("roles"), link, "w0", Leases(10_000, clock=lambda: 0.0), clock=lambda: 0.0,
+        hot_queue=100, cash_queues=cash_queues,
     )  # fmt: skip
 
 

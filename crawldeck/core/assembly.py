@@ -160,7 +160,7 @@ def assemble(
     dns = dns or DnsCache(DnsSettings.from_config(config), clock)
     policy = AddressPolicy(AddressPolicySettings.from_config(config), inform=inform)
     addresses = PinningResolver(dns, policy, capacity=config.dns_cache_size)
-    fetcher = fetcher or AiohttpFetcher(config, resolver=addresses)
+    fetcher = fetcher or AiohttpFetcher(config, resolver=addresses, clock=clock)
     roles = store.roles()  # asked once: the optional roles are wired below
     history = roles.history
     conditional = validators_of(history) if history is not None else None
@@ -203,7 +203,9 @@ def assemble(
         config, store, observer, admission, frontier, seen, wake, archive, near_index(history),
         prioritizer, roles,
     )  # fmt: skip
-    content = ContentReader(config, side.render_gate, side.render_report, observer.log, audit)
+    content = ContentReader(
+        config, side.render_gate, side.render_report, observer.log, audit, clock
+    )
     sitemaps = SitemapReader(
         side, robots, admission, recorder, store, seen, scope, observer, clock, wake,
         max_redirects=config.max_redirects,

@@ -60,12 +60,13 @@ import contextlib
 import importlib.util
 import itertools
 import os
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 from urllib.parse import urldefrag
 
+from crawldeck.core.clock import LoopClock
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.errors import RenderUnavailable
 from crawldeck.core.links import extract_links
@@ -161,13 +162,25 @@ class RenderPool:
         report: called once for every sub-request the gate let through, when it
             ends (see ``Report``, ``SubRequestEnd``), so the engine can free the host's
             slot and let its politeness learn from the answer; optional.
+        clock: seconds (the engine's one clock; default ``core.clock.LoopClock``):
+            the render budget's deadline, ``RenderResult.elapsed_ms``, each
+            sub-request's time (``RenderSession``) and the memory reading's age are
+            read on it, so a render budget runs out on a virtual-time loop too.
 
     Nothing starts until the first ``render`` (or ``start``). Use one pool per event
     loop and close it with ``await pool.aclose()``.
     """
 
-    def __init__(self, config: CrawlConfig, *, gate: Gate, report: Report | None = None) -> None:
+    def __init__(
+        self,
+        config: CrawlConfig,
+        *,
+        gate: Gate,
+        report: Report | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self._config = config
+        self._clock = clock = clock or LoopClock()
         self._gate = gate
         self._report = report
         self._block_types = frozenset(config.render_block_resources)
@@ -186,7 +199,7 @@ class RenderPool:
         self._failed = 0
         self._blocked = 0
         self._skipped = 0
-        self._memory = MemoryMonitor(self._browser_pids)
+        self._memory = MemoryMonitor(self._browser_pids, clock=clock)
 
     # ----------------------------------------------------------------- status
 
@@ -214,7 +227,7 @@ class RenderPool:
                 age = None
             else:
                 rss, pss = reading.rss_bytes, reading.pss_bytes
-                age = max(0.0, time.monotonic() - reading.measured_at)
+                age = max(0.0, self._clock() - reading.measured_at)
         return RenderStats(
             available=self.available,
             reason=self.reason,
@@ -412,15 +425,15 @@ class RenderPool:
         from playwright.async_api import Error as PlaywrightError
         from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
-        config = self._config
-        started = time.monotonic()
+        config, clock = self._config, self._clock
+        started = clock()
         deadline = started + config.render_timeout_ms / 1000
 
         def remaining_ms() -> float:
-            return max(1.0, (deadline - time.monotonic()) * 1000)
+            return max(1.0, (deadline - clock()) * 1000)
 
         session = RenderSession(
-            job.body, job.content_type, self._gate, self._report, self._block_types
+            job.body, job.content_type, self._gate, self._report, self._block_types, clock=clock
         )
         timed_out = False
         error: str | None = None
@@ -434,7 +447,7 @@ class RenderPool:
             )
         except PlaywrightError as exc:
             worker.broken = True
-            elapsed = (time.monotonic() - started) * 1000
+            elapsed = (clock() - started) * 1000
             return self._failure(job, f"render: {_one_line(exc)}", elapsed)
         try:
             context.set_default_timeout(config.render_timeout_ms)
@@ -472,7 +485,7 @@ class RenderPool:
             session.end_all()
         if session.bug is not None:
             raise session.bug
-        elapsed_ms = (time.monotonic() - started) * 1000
+        elapsed_ms = (clock() - started) * 1000
         text = html or ""
         extracted = extract_links(
             text.encode("utf-8"),
@@ -505,10 +518,11 @@ class RenderPool:
         then it is tried again every 100 ms)."""
         from playwright.async_api import Error as PlaywrightError
 
-        deadline = time.monotonic() + CONTENT_GRACE_S
+        clock = self._clock
+        deadline = clock() + CONTENT_GRACE_S
         why = "its script keeps it busy"
         for _ in range(int(CONTENT_GRACE_S / 0.1) + 1):  # bounded by the grace period
-            left = deadline - time.monotonic()
+            left = deadline - clock()
             if left <= 0:
                 break
             try:
@@ -518,7 +532,7 @@ class RenderPool:
                 return None, "its script keeps it busy"
             except PlaywrightError as exc:  # navigating: the document is being replaced
                 why = _one_line(exc).removeprefix("Page.content: ")
-                await asyncio.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+                await asyncio.sleep(min(0.1, max(0.0, deadline - clock())))
         return None, why
 
     # --------------------------------------------------------------- browsers

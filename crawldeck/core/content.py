@@ -43,6 +43,7 @@ class ContentReader:
         gate: the render pool's gate for sub-requests (``SideRequests.render_gate``).
         report: its report of ended sub-requests (``SideRequests.render_report``).
         log: keeps a log line; audit: keeps an audit line (``Observer.log`` / ``audit``).
+        clock: the engine's one clock (s): the parse and render budgets run on it.
     """
 
     def __init__(
@@ -52,15 +53,16 @@ class ContentReader:
         report: Report,
         log: Callable[[str], None],
         audit: Callable[[str], None],
+        clock: Callable[[], float],
     ) -> None:
         self._config = config
         self._log = log
         self._audit = audit
-        self._parser = ParsePool(config)
+        self._parser = ParsePool(config, clock=clock)
         self._noticed = False
         self._render: RenderPool | None = None
         if config.may_render():
-            pool = RenderPool(config, gate=gate, report=report)
+            pool = RenderPool(config, gate=gate, report=report, clock=clock)
             if pool.available:
                 self._render = pool
             else:

@@ -41,7 +41,6 @@ import functools
 import ipaddress
 import logging
 import math
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -50,6 +49,7 @@ from typing import Final, Literal, Protocol
 import aiodns
 import pycares
 
+from crawldeck.core.clock import LoopClock
 from crawldeck.core.config import CrawlConfig, DnsPreference
 from crawldeck.core.errors import DnsError, DnsNotFound, DnsTemporaryFailure, PrivateAddress
 from crawldeck.core.politeness import TokenBucket
@@ -328,10 +328,10 @@ class DnsCache:
     def __init__(
         self,
         settings: DnsSettings,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] | None = None,
         resolver_factory: Callable[[], Resolver] | None = None,
     ) -> None:
-        self._clock = clock
+        self._clock = clock or LoopClock()
         self._factory = resolver_factory or (
             lambda: AiodnsResolver(settings.dns_nameservers, settings.dns_timeout_ms / 1000)
         )

@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import logging
 import random
-import time
 from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
@@ -27,6 +26,7 @@ from typing import Any, Final, Literal
 from crawldeck.core import redirects, urls
 from crawldeck.core.admission import AdmissionStatistics
 from crawldeck.core.assembly import ClusterHooks, assemble
+from crawldeck.core.clock import LoopClock
 from crawldeck.core.config import CrawlConfig, asdict
 from crawldeck.core.content import Content
 from crawldeck.core.dns import DnsCache
@@ -40,7 +40,7 @@ from crawldeck.core.errors import (
     UrlError,
 )
 from crawldeck.core.frontier import FrontierEntry
-from crawldeck.core.gate import GateStatistics
+from crawldeck.core.gate import GateStatistics, Go, Held, WaitUntil
 from crawldeck.core.gcpolicy import fewer_gc_passes
 from crawldeck.core.observer import SNAPSHOT_HOSTS, HostStats, ObserverStatistics
 from crawldeck.core.politeness import BACKOFF_STATUSES
@@ -95,7 +95,9 @@ class Engine:
             its ``LocalHistory`` role), or a cluster worker's ``ClusterStore``
             (``core.cluster``), or any ``CrawlStore``: the optional roles it plays
             (``CrawlStore.roles``) are wired once, when the parts are assembled.
-        clock: the one time source, epoch seconds (a test's: a virtual-time loop's).
+        clock: the one time source, epoch seconds (default: ``core.clock.LoopClock``,
+            the running loop's clock aligned to epoch seconds; a test's: a
+            virtual-time loop's); every part reads it (issue #24 item 6).
         fetcher: the HTTP edge (default: the aiohttp one on ``config``, pinned to ``dns``).
         rng: randomness for backoff jitter.
         dns: the resolver cache (default: a ``DnsCache`` on ``config`` and ``clock``).
@@ -113,7 +115,7 @@ class Engine:
         config: CrawlConfig,
         store: CrawlStore,
         *,
-        clock: Clock = time.time,
+        clock: Clock | None = None,
         fetcher: Fetcher | None = None,
         rng: random.Random | None = None,
         dns: DnsCache | None = None,
@@ -121,7 +123,7 @@ class Engine:
     ) -> None:
         self.config = config
         self.store = store
-        self._clock = clock
+        self._clock = clock = clock or LoopClock()
         self._wake = asyncio.Event()  # a URL is ready or a worker may be done
         parts = assemble(
             config, store, clock=clock, wake=self._wake.set, fetcher=fetcher, rng=rng, dns=dns,
@@ -411,11 +413,17 @@ class Engine:
         released = stats.in_flight < self.config.per_host_concurrency
         given = False
 
-        def give_back() -> None:  # once per visit, whatever raised
+        def give_back(answer: WaitUntil | Held | None = None) -> None:
+            # once per visit, whatever raised; ``answer``: the gate's, when it said no
             nonlocal given
-            if not given:
-                given = True
+            if given:
+                return
+            given = True
+            if answer is None:
                 self._give_back(host, self._clock())
+            elif isinstance(answer, WaitUntil):
+                self._frontier.release(host, answer.at)
+            # HELD: the gate holds the host until a request of it ends
 
         try:
             timer = asyncio.get_running_loop().call_later(SLOW_FETCH_S, slot.give_back)
@@ -457,39 +465,38 @@ class Engine:
         *,
         release_early: bool,
         timer: asyncio.TimerHandle,
-        give_back: Callable[[], None],
+        give_back: Callable[[WaitUntil | Held | None], None],
     ) -> None:
-        """Resolve, check robots.txt, fetch and record ``entry``. ``give_back`` (the
-        caller's, once per visit) is called as soon as the fetch is answered and any
-        backoff it calls for is set: the host may be handed out again while the page is
-        parsed and recorded, as politeness counts from the fetch's end (``HostGate``);
-        a retry's put-back and a refusal leave it to the caller."""
+        """Resolve, check robots.txt, ask the gate, fetch and record ``entry``.
+
+        The gate is asked once, after robots.txt (whose request, if one was made, counts
+        against the host): ``GO`` starts the fetch, ``WaitUntil`` and ``HELD`` put the
+        URL back at the head of its host's queue and the host back to the frontier at
+        that time, or held by the gate until a slot frees (issue #24 item 5).
+        ``give_back`` (the caller's, once per visit) is called as soon as the fetch is
+        answered and any backoff it calls for is set: the host may be handed out again
+        while the page is parsed and recorded, as politeness counts from the fetch's
+        end (``HostGate``); a retry's put-back and a refusal leave it to the caller."""
         host = entry.host
         ip = await self._resolve(entry, stats)
         if ip is None:
             return
-        if not self._gate.may_start(host, self._clock()):
-            # its address was used by another host too recently (per-IP limit), or a
-            # side request (robots.txt, a render sub-request) went to it or holds its
-            # slot since the frontier scheduled it
-            self._frontier.push_front(entry)
-            return
         decision = await self._robots.check(entry.url)
         self._gate.set_crawl_delay(host, decision.crawl_delay_s)
-        robots = self._robots.entry(entry.url)
         if not decision.allowed:
             # refused without a request: no politeness slot, host or per-IP, is used
-            self._retries.disallowed(entry, decision, robots)
+            self._retries.disallowed(entry, decision)
             return
-        if decision.fetched and robots is not None and robots.http_status in BACKOFF_STATUSES:
-            self._obs.log(f"{host}: robots.txt answered {robots.http_status}, backing off")
-        if not self._gate.may_start(host, self._clock()):
-            # robots.txt was just requested (it counts as a request) or time passed
-            # while another task fetched it: the page waits for its next slot
-            self._frontier.push_front(entry)
-            return
+        if decision.fetched and decision.http_status in BACKOFF_STATUSES:
+            self._obs.log(f"{host}: robots.txt answered {decision.http_status}, backing off")
         start = self._clock()
-        self._gate.start_page(host, start)
+        answer = self._gate.acquire(host, start)
+        if not isinstance(answer, Go):
+            # its address was used by another host too recently (per-IP limit),
+            # robots.txt was just requested, or a side request holds its slot
+            self._frontier.push_front(entry)
+            give_back(answer)
+            return
         if release_early:
             self._give_back(host, start)
         headers = None
@@ -516,7 +523,7 @@ class Engine:
         outcome = self._retries.answered(entry, stats, start, self._clock(), result)
         if outcome is None:
             return  # put back for a retry
-        give_back()
+        give_back(None)
         content = Content() if outcome.retry else await self._content.read(host, result)
         await self._recorder.response(
             entry,

@@ -82,7 +82,6 @@ import io
 import os
 import resource
 import ssl
-import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -106,6 +105,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from crawldeck.core import sniff
+from crawldeck.core.clock import LoopClock
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.dns import ip_literal
 from crawldeck.core.errors import (
@@ -570,6 +570,9 @@ class AiohttpFetcher:
             resolved by the system either way (``ProxyNameResolver``).
         ssl_context: certificate verification for https (``None``: the system's
             default CA store, hostname checked).
+        clock: what ``FetchResult.elapsed_ms`` is timed on, seconds (the engine's
+            one clock; default ``core.clock.LoopClock``), so virtual-time tests and
+            politeness's learnt delay read the clock deadlines are set on.
 
     Raises:
         ConfigError: from ``RequestOptions.from_config`` (a ``password_env`` not set,
@@ -596,8 +599,10 @@ class AiohttpFetcher:
         *,
         resolver: AbstractResolver | None = None,
         ssl_context: ssl.SSLContext | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self._config = config
+        self._clock = clock or LoopClock()
         self._options = options = RequestOptions.from_config(config)
         self._per_url = bool(options.proxies or options.credentials or options.netrc)
         if resolver is not None and options.proxy_hosts:
@@ -749,7 +754,7 @@ class AiohttpFetcher:
             raise ConnectFailed(f"the fetcher is closed: {url}")
         limit = self._config.max_body_bytes if max_bytes is None else max_bytes
         total_ms = self._config.total_timeout_ms
-        started = time.perf_counter()
+        started = self._clock()
         try:
             target = URL(url, encoded=True)
         except (ValueError, TypeError) as exc:
@@ -900,7 +905,7 @@ class AiohttpFetcher:
                 await reader.read(None)
                 if reader.truncated:
                     response.close()  # the rest is not read: drop the connection
-            elapsed_ms = (time.perf_counter() - started) * 1000
+            elapsed_ms = (self._clock() - started) * 1000
             version = response.version
             return FetchResult(
                 url=url,

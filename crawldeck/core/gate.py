@@ -11,13 +11,21 @@ gate owns, per host and per address:
 * the host's in-flight slots (``per_host_concurrency``): page fetches and side
   requests (robots.txt, render sub-requests) together.
 
-It does no I/O and reads no clock: every method takes ``now`` (epoch seconds, ``float``,
-from the engine's one clock). Waiting is the caller's: :meth:`HostGate.ready_at` is the
-one deadline a worker (through the frontier's ready heap) and a side request both wait
-for, and a host whose slots are all taken has no deadline (``None``): it is ready again
-when a slot is released, which the caller learns from :meth:`end_side` / :meth:`end_page`
-(no polling; after httpcore's connection pool, whose state changes in plain code and
-whose awaits come after).
+It does no I/O and reads no clock: every method takes ``now`` (seconds of the engine's
+one clock, ``core.clock``; the times it keeps are restored from and saved as epoch
+seconds, which that clock reads). Waiting is the caller's: :meth:`HostGate.ready_at` is
+the one deadline a worker (through the frontier's ready heap) and a side request both
+wait for, and a host whose slots are all taken has no deadline (``None``): it is ready
+again when a slot is released, which the caller learns from :meth:`end_side` /
+:meth:`end_page` (no polling; after httpcore's connection pool, whose state changes in
+plain code and whose awaits come after).
+
+A worker's page fetch asks once, :meth:`HostGate.acquire` (issue #24 item 5): ``GO``
+(its start is counted), ``WaitUntil(at)`` (give the host back to the frontier for
+``at``) or ``HELD`` (its slots are full: the gate holds the host and hands it back when
+a side request frees one). A host's saved politeness comes back through one
+:meth:`HostGate.restore`, on resume (``core.resume``) and when a cluster worker claims
+the host (``core.cluster.worker``).
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Final, Protocol
 
 from crawldeck.core.politeness import Cap, HostPolitenessView, Outcome, Politeness
 
@@ -50,6 +58,67 @@ class GateStatistics:
     held_hosts: int
     backing_off: int
     addresses: int
+
+
+@dataclass(frozen=True, slots=True)
+class Go:
+    """``acquire``'s answer: the request goes now; its start is counted."""
+
+
+@dataclass(frozen=True, slots=True)
+class WaitUntil:
+    """``acquire``'s answer: the host's politeness or its address's per-IP limit allows
+    its next request at ``at`` (seconds of the caller's clock, ``> now``).
+
+    Attributes:
+        at: when the host may be asked again.
+    """
+
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """``acquire``'s answer: every slot of the host is taken; the gate holds the host
+    (:meth:`HostGate.hold`) until a request ends and frees one."""
+
+
+#: The one ``Go`` and ``Held`` (they carry nothing).
+GO: Final = Go()
+HELD: Final = Held()
+#: What :meth:`HostGate.acquire` answers.
+Answer = Go | WaitUntil | Held
+
+
+class SavedHost(Protocol):
+    """A host's politeness as a run saved it: a ``hosts`` row (``core.store.HostRecord``),
+    read back on resume or by the cluster worker that claims the host. Times are epoch
+    seconds, delays ms (the stored units)."""
+
+    @property
+    def crawl_delay_ms(self) -> float | None:
+        """robots.txt's Crawl-delay (ms), ``None`` for none."""
+        ...
+
+    @property
+    def learnt_delay_ms(self) -> float | None:
+        """The delay learnt from 429/503 answers (ms), ``None`` for none."""
+        ...
+
+    @property
+    def backoff_attempts(self) -> int:
+        """Consecutive backoff answers (429, 503, none)."""
+        ...
+
+    @property
+    def backoff_until(self) -> float | None:
+        """The end of the backoff (epoch s), ``None`` for none."""
+        ...
+
+    @property
+    def backoff_started(self) -> float | None:
+        """The start of the continuous backoff (epoch s), ``None`` for none."""
+        ...
 
 
 class AddressLimit(Protocol):
@@ -99,8 +168,8 @@ class HostGate:
         "_ip",
         "_ips",
         "_per_host",
+        "_politeness",
         "_side",
-        "politeness",
     )
 
     def __init__(
@@ -111,7 +180,7 @@ class HostGate:
         *,
         capped: Callable[[str, Cap], None] | None = None,
     ) -> None:
-        self.politeness = politeness
+        self._politeness = politeness
         self._capped = capped
         self._ips = ips
         self._per_host = per_host_concurrency
@@ -154,16 +223,34 @@ class HostGate:
         return self._earliest(host, now, self._ips.shown)
 
     def _earliest(self, host: str, now: float, address: Callable[[str, float], float]) -> float:
-        at = self.politeness.earliest(host, now)
+        at = self._politeness.earliest(host, now)
         ip = self._ip.get(host)
         if ip is not None:
             at = max(at, address(ip, at))
         return at
 
-    def may_start(self, host: str, now: float) -> bool:
-        """Whether a request may go to ``host`` at ``now`` (``ready_at(host, now) <= now``)."""
-        at = self.ready_at(host, now)
-        return at is not None and at <= now
+    def acquire(self, host: str, now: float) -> Answer:
+        """A worker's page fetch asks to go to ``host`` at ``now``: the one question.
+
+        Returns:
+            ``HELD`` when its slots are all taken (the host is held: :meth:`end_side`
+            hands it back, or the page fetch whose :meth:`end_page` frees a slot gives
+            it back itself); ``WaitUntil(at)`` when its politeness or its address's
+            per-IP limit allows it at ``at > now`` only; ``GO`` when it may go now:
+            its start is counted as :meth:`start_page` does.
+        """
+        if not self._free(host):
+            self._held.add(host)
+            return HELD
+        at = self.earliest(host, now)
+        if at > now:
+            return WaitUntil(at)
+        self.start_page(host, now)
+        return GO
+
+    def delay_s(self, host: str) -> float:
+        """``host``'s politeness delay now (s, backoff aside; ``Politeness.delay_s``)."""
+        return self._politeness.delay_s(host)
 
     def _free(self, host: str) -> bool:
         return self._fetching[host] + self._side[host] < self._per_host
@@ -219,7 +306,7 @@ class HostGate:
         self._held.add(host)
 
     def _dispatch(self, host: str, now: float) -> None:
-        self.politeness.on_dispatch(host, now)
+        self._politeness.on_dispatch(host, now)
         ip = self._ip.get(host)
         if ip is not None:
             self._ips.on_dispatch(ip, now)
@@ -244,7 +331,7 @@ class HostGate:
         status (``None``: no response, a transient failure), its time in s, the
         ``Retry-After`` and ``Date`` headers (RFC 9110 §10.2.3, §6.6.1); see
         ``Politeness.on_response``."""
-        outcome = self.politeness.on_response(host, now, status, elapsed_s, retry_after, date=date)
+        outcome = self._politeness.on_response(host, now, status, elapsed_s, retry_after, date=date)
         if status is not None:
             self._answered.add(host)
         if outcome.capped is not None and self._capped is not None:
@@ -265,19 +352,53 @@ class HostGate:
         """robots.txt's Crawl-delay for ``host`` in s (``None``: none), capped at
         ``max_delay_ms`` (``Politeness.set_crawl_delay``); a cut value is reported
         to ``capped``."""
-        cap = self.politeness.set_crawl_delay(host, seconds)
+        cap = self._politeness.set_crawl_delay(host, seconds)
         if cap is not None and self._capped is not None:
             self._capped(host, cap)
 
     def forget(self, host: str, now: float) -> None:
         """A request to ``host`` ended at ``now`` with nothing to learn (a deterministic
         failure, a cancelled sub-request): the delay counts from now, no backoff."""
-        self.politeness.on_end(host, now)
+        self._politeness.on_end(host, now)
 
-    def restore_backoff(self, host: str) -> None:
-        """``host`` was backing off when an earlier run ended (its state was restored
-        into ``politeness`` with ``Politeness.restore``)."""
-        self._backing_off.add(host)
+    def restore(
+        self, host: str, saved: SavedHost | None, *, last_request: float | None = None
+    ) -> None:
+        """Give ``host`` back the politeness a run saved (resume, ``core.resume``; a
+        claim of the host by a cluster worker, ``core.cluster.worker``).
+
+        Args:
+            host: the host key.
+            saved: its saved row (Crawl-delay, learnt delay, backoff; see
+                ``Politeness.restore`` for the caps), ``None`` when none was saved.
+            last_request: when its last request ended (epoch s; a cluster's previous
+                owner's, or the claim's time when that owner may have just sent one),
+                ``None`` when unknown: its delay counts from then.
+        """
+        if saved is not None:
+            crawl_delay, learnt = saved.crawl_delay_ms, saved.learnt_delay_ms
+            self._politeness.restore(
+                host,
+                crawl_delay_s=None if crawl_delay is None else crawl_delay / 1000,
+                backoff_attempts=saved.backoff_attempts,
+                backoff_until=saved.backoff_until,
+                backoff_started=saved.backoff_started,
+                learnt_delay_s=None if learnt is None else learnt / 1000,
+            )
+            if saved.backoff_attempts:
+                self._backing_off.add(host)
+        if last_request is not None:
+            self._politeness.on_end(host, last_request)
+
+    def should_demote(self, host: str, now: float) -> bool:
+        """Whether ``host`` has backed off without a break for ``demote_after_s`` by
+        ``now`` (``Politeness.should_demote``)."""
+        return self._politeness.should_demote(host, now)
+
+    def park_reason(self, host: str) -> str | None:
+        """Why ``host`` should be parked, ``None`` when it should not
+        (``Politeness.park_reason``)."""
+        return self._politeness.park_reason(host)
 
     def backing_off(self) -> list[str]:
         """The hosts whose last answer started or continued a backoff, sorted."""
@@ -285,7 +406,7 @@ class HostGate:
 
     def in_backoff(self, host: str, now: float) -> bool:
         """Whether ``host`` is waiting out a backoff at ``now``."""
-        until = self.politeness.view(host, now).backoff_until
+        until = self._politeness.view(host, now).backoff_until
         return until is not None and until > now
 
     def count_in_backoff(self, now: float) -> int:
@@ -294,7 +415,7 @@ class HostGate:
 
     def view(self, host: str, now: float) -> HostPolitenessView:
         """``host``'s politeness at ``now`` (``Politeness.view``)."""
-        return self.politeness.view(host, now)
+        return self._politeness.view(host, now)
 
     def fetching(self, host: str) -> int:
         """Page fetches of ``host`` running now."""
@@ -303,7 +424,7 @@ class HostGate:
     def statistics(self) -> GateStatistics:
         """The gate's figures now."""
         return GateStatistics(
-            hosts=self.politeness.hosts(),
+            hosts=self._politeness.hosts(),
             page_fetches=self._fetching.total(),
             side_requests=self._side.total(),
             held_hosts=len(self._held),
@@ -312,4 +433,15 @@ class HostGate:
         )
 
 
-__all__ = ["AddressLimit", "GateStatistics", "HostGate"]
+__all__ = [
+    "GO",
+    "HELD",
+    "AddressLimit",
+    "Answer",
+    "GateStatistics",
+    "Go",
+    "Held",
+    "HostGate",
+    "SavedHost",
+    "WaitUntil",
+]

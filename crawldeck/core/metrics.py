@@ -147,7 +147,10 @@ class MetricsServer:
         port: the TCP port (1-65535).
         address: the IP address to bind (``metrics_address``: ``127.0.0.1`` unless
             configured otherwise).
-        clock: monotonic seconds, for the refresh interval (``REFRESH_S``).
+        clock: monotonic seconds, for the refresh interval (``REFRESH_S``): the
+            server answers scrapes in a thread of its own, outside the crawl's loop and
+            its clock, and the interval is only a rate limit (nothing is scheduled on
+            it or stored).
 
     ``start`` binds and serves (a thread); ``watch(engine)`` feeds it the engine's
     snapshots; ``close`` (or the ``with`` block's end) shuts the server down and joins

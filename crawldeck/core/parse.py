@@ -28,7 +28,11 @@ Guarantees of ``extract``:
   and a new one is started for the next page, so one hostile page costs one budget
   of one worker and nothing else. No links of that page are known (a killed parse
   has none to give). A small body over the budget raises ``ParseTimeout`` too; its
-  thread runs on to the end of the parse, bounded by the body's size.
+  thread runs on to the end of the parse, bounded by the body's size; one whose parse
+  ended over the budget before its timer ran is over it all the same. Budgets and
+  parse times are read on the pool's clock (the engine's one clock, issue #24 item 6);
+  a loop on virtual time holds its clock while a parse thread works, so a small page
+  never runs out of budget there.
 - It raises ``ParseError`` when the worker died under the page (OOM killer, a crash
   in the parser) or the pool is closed. Time waiting for a free worker (``queued``)
   does not count against the budget.
@@ -81,15 +85,15 @@ import queue
 import subprocess
 import sys
 import threading
-import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from multidict import CIMultiDict
 
+from crawldeck.core.clock import LoopClock
 from crawldeck.core.errors import ParseError, ParseTimeout
 from crawldeck.core.links import HEADERS_USED, Extracted, extract_links
 from crawldeck.core.parse_worker import Pipe
@@ -121,7 +125,7 @@ _Job = tuple[bytes, str, list[tuple[str, str]], str, bool, int]
 class _SmallJob:
     """One small page on its way through ``_SmallParsers``: the arguments of
     ``extract_links``, the loop's future for its answer, and what its thread wrote
-    (``started``/``finished``: ``time.monotonic()`` seconds; ``result`` or ``error``)."""
+    (``started``/``finished``: seconds of the pool's clock; ``result`` or ``error``)."""
 
     future: asyncio.Future[Extracted]
     body: bytes
@@ -150,14 +154,23 @@ class _SmallParsers:
     Args:
         size: threads (started on the first ``submit``).
         max_links: ``extract_links``'s ``max_links``.
+        clock: the pool's clock (s; read in the threads: ``core.clock.LoopClock`` may
+            be); a job's parse is timed on it.
+        budget_ms: ``parse_timeout_ms``: a page whose parse took longer on ``clock``
+            is answered with ``ParseTimeout`` even when it ended before its timer ran.
 
     Use from one event loop. ``pages`` and ``parse_ms`` (the pages answered and their
-    parse time, ms) are updated on the loop.
+    parse time, ms) and ``late`` (pages over the budget answered ``ParseTimeout`` here)
+    are updated on the loop.
     """
 
-    def __init__(self, size: int, max_links: int) -> None:
+    def __init__(
+        self, size: int, max_links: int, clock: Callable[[], float], budget_ms: int
+    ) -> None:
         self._size = size
         self._max_links = max_links
+        self._clock = clock
+        self._budget_ms = budget_ms
         self._jobs: queue.SimpleQueue[_SmallJob | None] = queue.SimpleQueue()
         self._done: collections.deque[_SmallJob] = collections.deque()
         self._wake_lock = threading.Lock()
@@ -168,6 +181,7 @@ class _SmallParsers:
         self._stopped = False
         self.pages = 0
         self.parse_ms = 0.0
+        self.late = 0
         #: jobs submitted and not yet answered on the loop (queued, parsing, or parsed
         #: and waiting for ``_deliver``)
         self.in_flight = 0
@@ -221,8 +235,9 @@ class _SmallParsers:
         """A parse thread: parse jobs until ``None``; hand each to ``_finish``."""
         get = self._jobs.get
         max_links = self._max_links
+        clock = self._clock
         while (job := get()) is not None:
-            job.started = time.monotonic()
+            job.started = clock()
             try:
                 job.result = extract_links(
                     job.body,
@@ -234,7 +249,7 @@ class _SmallParsers:
                 )
             except BaseException as exc:  # the caller's to see, as run_in_executor does
                 job.error = exc
-            job.finished = time.monotonic()
+            job.finished = clock()
             self._finish(job)
 
     def _finish(self, job: _SmallJob) -> None:
@@ -271,8 +286,18 @@ class _SmallParsers:
                 future.set_exception(job.error)
                 continue
             assert job.started is not None and job.result is not None
+            took_ms = (job.finished - job.started) * 1000
+            if took_ms > self._budget_ms:  # its timer had not run yet: over all the same
+                self.late += 1
+                self.parse_ms += self._budget_ms
+                future.set_exception(
+                    ParseTimeout(
+                        f"parsing {job.url} took over {self._budget_ms} ms (parse_timeout_ms)"
+                    )
+                )
+                continue
             self.pages += 1
-            self.parse_ms += (job.finished - job.started) * 1000
+            self.parse_ms += took_ms
             future.set_result(job.result)
 
 
@@ -360,13 +385,24 @@ class ParsePool:
         python: the interpreter that runs the workers (default ``sys.executable``);
             one that cannot be started makes the pool fall back to threads (module
             docstring).
+        clock: what the budget and the parse times are read on, seconds (the
+            engine's one clock; default ``core.clock.LoopClock``). A worker process's
+            answer is still waited for with a pipe's ``poll(timeout)``, real time: the
+            remaining budget on ``clock`` is that timeout.
 
     Use from one event loop; ``aclose()`` when done (idempotent). See the module
     docstring for what ``extract`` guarantees.
     """
 
-    def __init__(self, config: CrawlConfig, *, python: str = sys.executable) -> None:
+    def __init__(
+        self,
+        config: CrawlConfig,
+        *,
+        python: str = sys.executable,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self._size = config.parse_workers
+        self._clock = clock = clock or LoopClock()
         self._budget_ms = config.parse_timeout_ms
         self._max_bytes = config.parse_max_bytes
         self._max_links = config.max_links_per_page
@@ -374,7 +410,7 @@ class ParsePool:
         self._workers: list[_Worker | None] = [None] * self._size
         self._ever_started = [False] * self._size
         self._executor = ThreadPoolExecutor(self._size, thread_name_prefix="crawldeck-parse")
-        self._small = _SmallParsers(self._size, self._max_links)
+        self._small = _SmallParsers(self._size, self._max_links, clock, self._budget_ms)
         self._idle: asyncio.Queue[int] = asyncio.Queue()
         for slot in range(self._size):
             self._idle.put_nowait(slot)
@@ -404,7 +440,7 @@ class ParsePool:
             return ParseStats(
                 pages=self._pages + self._small.pages,
                 threaded=self._small.pages,
-                timeouts=self._timeouts,
+                timeouts=self._timeouts + self._small.late,
                 failures=self._failures,
                 restarts=self._restarts,
                 busy=self._size - self._idle.qsize(),
@@ -521,7 +557,7 @@ class ParsePool:
             return
         budget_s = self._budget_ms / 1000
         started = job.started
-        ran_s = 0.0 if started is None else time.monotonic() - started
+        ran_s = 0.0 if started is None else self._clock() - started
         if ran_s < budget_s:
             job.timer = loop.call_later(budget_s - ran_s, self._overdue, loop, job)
             return
@@ -553,19 +589,20 @@ class ParsePool:
         worker = worker or self._worker(slot)
         if worker is None:  # the pool fell back to threads
             return self._inline(job)
-        started = time.monotonic()
+        clock = self._clock
+        started = clock()
         kind: str
         payload: object = None
         try:
             worker.jobs.send(job)
-            left = self._budget_ms / 1000 - (time.monotonic() - started)
+            left = self._budget_ms / 1000 - (clock() - started)
             if left > 0 and worker.answers.poll(left):
                 kind, payload = worker.answers.recv()
             else:
                 kind = "timeout"
         except (EOFError, OSError):  # died under the page, or killed by aclose()
             kind = "died"
-        took_ms = (time.monotonic() - started) * 1000
+        took_ms = (clock() - started) * 1000
         if kind == "ok" and isinstance(payload, Extracted):
             with self._stats_lock:
                 self._pages += 1
@@ -658,11 +695,11 @@ class ParsePool:
     def _inline(self, job: _Job) -> Extracted:
         """Thread mode: parse ``job`` in this thread (timed by ``extract``)."""
         body, url, pairs, token, obey, max_links = job
-        started = time.monotonic()
+        started = self._clock()
         result = extract_links(
             body, url, CIMultiDict(pairs), token, obey_nofollow=obey, max_links=max_links
         )
-        took_ms = (time.monotonic() - started) * 1000
+        took_ms = (self._clock() - started) * 1000
         if took_ms <= self._budget_ms:
             with self._stats_lock:
                 self._pages += 1

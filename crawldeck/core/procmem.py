@@ -141,8 +141,9 @@ class MemoryReading:
 
     Attributes:
         rss_bytes, pss_bytes: the trees' RSS and PSS in bytes (``tree_memory``).
-        measured_at: when the scan ended, in seconds of the monitor's clock
-            (``time.monotonic`` unless a test gives another).
+        measured_at: when the scan ended, in seconds of the monitor's clock (the
+            render pool's, which is the engine's one clock; ``time.monotonic`` for a
+            monitor built on its own: read in the monitor's thread, never stored).
     """
 
     rss_bytes: int

@@ -58,9 +58,10 @@ if TYPE_CHECKING:
     from crawldeck.core.frontier import FrontierEntry
     from crawldeck.core.window import WindowStatistics
 
-#: The one time source: wall-clock seconds since the epoch (``time.time``), or a test's
-#: virtual clock (``loop.time`` of a virtual-time loop). Every ``now`` the engine hands
-#: its parts comes from it.
+#: The one time source, seconds since the epoch: in production ``core.clock.LoopClock``
+#: (the running loop's clock, aligned to the epoch once), in tests a fake or the virtual
+#: clock (``loop.time`` of a virtual-time loop). Every ``now`` the engine hands its parts
+#: comes from it, and the loop's timers run on the same clock (issue #24 item 6).
 Clock = Callable[[], float]
 
 

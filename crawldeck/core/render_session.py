@@ -17,7 +17,9 @@ events to a ``RenderSession``, which:
   decisions are ``settle_step``, pure); a page still busy at the budget's deadline is
   cut.
 
-Times are seconds of the session's ``clock`` (``time.monotonic``; a test gives a fake).
+Times are seconds of the session's ``clock``: the render pool's, which is the engine's
+one clock (``core.clock.LoopClock`` in production; a test gives a fake or a virtual-time
+loop's), so the render budget runs out on a virtual-time loop too (issue #24 item 6).
 
 Sources: Playwright for Python API (``BrowserContext.route``,
 ``Route.fulfill/abort/continue_``, ``Request.resource_type``, ``Request.failure``,
@@ -29,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, Literal
 from urllib.parse import urlsplit
@@ -99,7 +100,7 @@ class RenderSession:
             optional.
         block_types: Playwright resource types aborted without a request
             (``render_block_resources``).
-        clock: monotonic seconds.
+        clock: seconds, the pool's (the engine's one clock, ``core.clock``).
 
     Attributes (read by the pool when the render is over):
         blocked, skipped, navigations, requests: as in ``RenderResult``.
@@ -119,7 +120,7 @@ class RenderSession:
         report: Report | None,
         block_types: frozenset[str],
         *,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float],
     ) -> None:
         self.body = body
         self.content_type = content_type

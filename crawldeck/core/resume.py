@@ -144,16 +144,7 @@ def restore(
         stats.saved = rec
         if requeued.get(host):
             observer.changed(host)
-        gate.politeness.restore(
-            host,
-            crawl_delay_s=None if rec.crawl_delay_ms is None else rec.crawl_delay_ms / 1000,
-            backoff_attempts=rec.backoff_attempts,
-            backoff_until=rec.backoff_until,
-            backoff_started=rec.backoff_started,
-            learnt_delay_s=None if rec.learnt_delay_ms is None else rec.learnt_delay_ms / 1000,
-        )
-        if rec.backoff_attempts:
-            gate.restore_backoff(host)
+        gate.restore(host, rec)
     mix, total_bytes = store.page_totals()
     recent = store.recent_blocked(SNAPSHOT_RECENT)
     observer.restore(dict(counts), mix, total_bytes, recent)

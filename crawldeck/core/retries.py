@@ -39,7 +39,7 @@ from crawldeck.core.politeness import Outcome
 from crawldeck.core.protocols import ResultSink
 from crawldeck.core.recording import Recorder
 from crawldeck.core.records import FetchResult
-from crawldeck.core.robots import RobotsDecision, RobotsEntry
+from crawldeck.core.robots import RobotsDecision
 from crawldeck.core.side_requests import learn
 from crawldeck.core.traps import BlockReason, Verdict
 from crawldeck.core.window import FrontierWindow
@@ -103,15 +103,12 @@ class Retries:
         self._obs.block(entry.url, entry.host, Verdict(reason, str(exc)))
         self._store.mark(entry.key, "blocked")
 
-    def disallowed(
-        self, entry: FrontierEntry, decision: RobotsDecision, robots: RobotsEntry | None
-    ) -> None:
-        """Block ``entry``, refused by robots.txt (``decision``; ``robots`` its host's
-        entry): ``robots_unavailable`` when robots.txt could not be fetched and
-        ``robots_on_failure = disallow`` (RFC 9309 §2.3.1.4: an unreachable robots.txt
-        means complete disallow), ``robots`` for a rule of our user-agent group."""
-        strict = robots is not None and robots.disallow_all and decision.status == "unreachable"
-        if strict:
+    def disallowed(self, entry: FrontierEntry, decision: RobotsDecision) -> None:
+        """Block ``entry``, refused by robots.txt (``decision``): ``robots_unavailable``
+        when robots.txt could not be fetched and ``robots_on_failure = disallow`` (RFC
+        9309 §2.3.1.4: an unreachable robots.txt means complete disallow), ``robots``
+        for a rule of our user-agent group."""
+        if decision.disallow_all and decision.status == "unreachable":
             verdict = Verdict(
                 BlockReason.ROBOTS_UNAVAILABLE,
                 "robots.txt unreachable and robots_on_failure = disallow",
@@ -179,7 +176,7 @@ class Retries:
                 self.retry(entry, f"http_{result.status}", backoff)
                 return None
             self._obs.log(f"{host}: giving up on {entry.url} after {entry.attempts + 1} tries")
-        if self._gate.politeness.should_demote(host, now) and not stats.demoted:
+        if self._gate.should_demote(host, now) and not stats.demoted:
             stats.demoted = True
             self._frontier.demote(host)
             self._obs.audit(f"{host}: in backoff for over {self._config.demote_after_s} s, demoted")
@@ -211,7 +208,7 @@ class Retries:
         (``Politeness.park_reason``, issue #22 item 8)."""
         if stats.parked:
             return
-        why = self._gate.politeness.park_reason(host)
+        why = self._gate.park_reason(host)
         if why is not None:
             self._park(host, stats, why)
 

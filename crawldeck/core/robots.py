@@ -66,12 +66,20 @@ class RobotsDecision:
         fetched: ``True`` only for the one call that made the robots.txt request(s) to
             the host (each redirect hop is a request too); the engine counts that as a
             request for politeness. Background refreshes are not reported here.
+        http_status: the HTTP status of the robots.txt response the decision rests on
+            (after redirects; ``RobotsEntry.http_status``), ``None`` after a network
+            error: the engine logs a fetch that answered 429 or 503 (issue #24 item 5).
+        disallow_all: everything is refused (``RobotsEntry.disallow_all``): with
+            ``status == "unreachable"`` that is strict mode's §2.3.1.4 complete
+            disallow (``robots_on_failure = disallow``), not a rule of the file.
     """
 
     allowed: bool
     crawl_delay_s: float | None
     status: RobotsStatus
     fetched: bool
+    http_status: int | None
+    disallow_all: bool
 
 
 class RobotsCache:
@@ -83,8 +91,9 @@ class RobotsCache:
             this class.
         settings: the token, size and redirect caps, cache lifetimes and failure
             mode (``RobotsSettings.from_config(config)``).
-        clock: wall-clock seconds (``time.time`` in production, a fake in tests);
-            ``fetched_at``/``expires_at`` are in its time.
+        clock: the engine's one clock, epoch seconds (``core.clock.LoopClock`` in
+            production, a fake or a virtual-time loop's in tests);
+            ``fetched_at``/``expires_at`` are in its time (stored: epoch seconds).
         audit: called with one line each time a robots.txt is found unreachable or
             past the redirect limit or in a redirect loop (what we did instead, and
             when we retry), and once per origin when its file is cut at
@@ -210,7 +219,12 @@ class RobotsCache:
     def _decide(self, state: RobotsState, url: str, fetched: bool) -> RobotsDecision:
         view = state.view
         return RobotsDecision(
-            state.allows(url, self._token), view.crawl_delay_s, view.status, fetched
+            state.allows(url, self._token),
+            view.crawl_delay_s,
+            view.status,
+            fetched,
+            view.http_status,
+            view.disallow_all,
         )
 
     async def _load(self, origin: str) -> RobotsState:

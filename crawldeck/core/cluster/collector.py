@@ -261,7 +261,9 @@ class Collector:
         keys: the crawl's key layout (its streams: ``Keyspace.streams``).
         store: the crawl's open SQLite store; the collector is its only writer while it
             runs (its cursors and orphans live in the store's ``meta`` rows).
-        clock: wall-clock epoch seconds, for ``lag_ms``.
+        clock: wall-clock epoch seconds (``time.time``), for ``lag_ms``: the age of
+            stream entries whose ids Redis stamped with its own clock, another
+            process's (a stored time).
 
     Call its coroutines from one task at a time. See the module for the design.
     """
@@ -284,7 +286,7 @@ class Collector:
         self._landing: _Landing | None = None  # the batch being committed
         self._orphans: dict[str, list[Any]] = {}  # key -> the op its row waits for
         self._loaded = False
-        self._swept_at = -math.inf  # time.monotonic() of the last idle sweep
+        self._swept_at = -math.inf  # the loop's time() of the last idle sweep
         self._entries = self._ops = self._bad = self._batches = self._errors = 0
         self._lag_ms: float | None = None
 
@@ -425,7 +427,7 @@ class Collector:
         read = sum(map(len, split))
         if not read:
             await self._landed()
-            now = time.monotonic()
+            now = asyncio.get_running_loop().time()
             if now - self._swept_at >= SWEEP_INTERVAL_S:
                 self._swept_at = now
                 self._untrimmed.update(s for s, c in enumerate(self._cursors) if c != "0-0")

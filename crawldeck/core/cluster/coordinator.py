@@ -123,7 +123,8 @@ class Coordinator:
         workers: worker processes to start on this machine (0: others join).
         worker_command: the command line of one worker (``crawldeck worker ...``).
         worker_log: where the local workers' stderr goes.
-        clock: epoch seconds.
+        clock: epoch seconds (``time.time``: it compares the heartbeats and stream
+            entries that workers and Redis stored, times of other processes).
     """
 
     def __init__(
@@ -306,7 +307,7 @@ class Coordinator:
             replies = await asyncio.wait_for(self._link.batch(commands), WATCH_INTERVAL_S * 4)
         except (CrawldeckError, TimeoutError):  # Redis away: everyone retries on their own
             self._down = True
-            self._down_since = self._down_since or time.monotonic()
+            self._down_since = self._down_since or asyncio.get_running_loop().time()
             if self._gone_for_good():
                 self._log(f"Redis unreachable for {self.config.redis_outage_s} s: stopping")
                 self._outcome = self._outcome or "stopped"
@@ -323,7 +324,8 @@ class Coordinator:
     def _gone_for_good(self) -> bool:
         """Redis has not answered for ``redis_outage_s``."""
         since = self._down_since
-        return since is not None and time.monotonic() - since > self.config.redis_outage_s
+        now = asyncio.get_running_loop().time()  # a duration on the loop's clock
+        return since is not None and now - since > self.config.redis_outage_s
 
     def _worker_rows(self, beats: Any, now: float) -> list[WorkerRow]:
         rows = []

@@ -9,12 +9,12 @@ succeeded (the server's TTL started later than that). A worker frozen by ``SIGST
 past that point finds, on waking, every lease expired locally and fetches nothing for
 those hosts; its writes then meet another epoch in Redis and are refused.
 
-Times: ``monotonic`` seconds (``time.monotonic``) for deadlines; lease lengths in ms.
+Times: seconds of the worker's one clock (``core.clock.LoopClock``: the loop's monotonic
+clock read as epoch seconds; issue #24 item 6) for deadlines; lease lengths in ms.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Final
@@ -27,7 +27,7 @@ RENEW_SHARE: Final = 0.25
 
 @dataclass(slots=True)
 class Lease:
-    """One owned host: its lease ``epoch`` and the local ``deadline`` (monotonic s)."""
+    """One owned host: its lease ``epoch`` and the local ``deadline`` (s of the clock)."""
 
     host: str
     epoch: int
@@ -39,7 +39,7 @@ class Leases:
 
     Args:
         lease_ms: the lease length in ms (``cluster_lease_ms``).
-        monotonic: the local clock (a test's fake).
+        clock: the worker's clock, seconds (a test's fake); it must not step back.
         on_lost: called with a host when its lease is found gone (expired locally,
             refused by Redis, or not renewed), once per loss.
     """
@@ -48,18 +48,18 @@ class Leases:
         self,
         lease_ms: int,
         *,
-        monotonic: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float],
         on_lost: Callable[[str], None] | None = None,
     ) -> None:
         self.lease_ms = lease_ms
         self._span = lease_ms / 1000 * SAFETY
-        self._now = monotonic
+        self._now = clock
         self._owned: dict[str, Lease] = {}
         self._on_lost = on_lost
         self.lost_total = 0
 
     def take(self, host: str, epoch: int, sent: float) -> None:
-        """``host`` was acquired with ``epoch`` by a request sent at ``sent`` (monotonic s)."""
+        """``host`` was acquired with ``epoch`` by a request sent at ``sent`` (s of the clock)."""
         self._owned[host] = Lease(host, epoch, sent + self._span)
 
     def renewed(self, host: str, epoch: int, sent: float) -> None:

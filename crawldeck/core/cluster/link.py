@@ -33,7 +33,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
@@ -257,7 +256,7 @@ class RedisLink:
                 await self.load_scripts()
                 continue
             except OUTAGE_ERRORS as exc:
-                now = time.monotonic()
+                now = asyncio.get_running_loop().time()  # a duration on the loop's clock
                 if self._down_since is None:
                     self._down_since = now
                     log.warning("Redis unreachable (%s): retrying", _one_line(exc))
@@ -273,7 +272,8 @@ class RedisLink:
             except rexc.ResponseError as exc:
                 raise ClusterError(f"Redis refused a command: {_one_line(exc)}") from None
             if self._down_since is not None:
-                log.warning("Redis is back after %.1f s", time.monotonic() - self._down_since)
+                back = asyncio.get_running_loop().time() - self._down_since
+                log.warning("Redis is back after %.1f s", back)
                 self._down_since = None
                 self.outages += 1
             return result

@@ -304,6 +304,7 @@ class PrivateRedis:
         client), the process's exit or ``start_timeout_s``."""
         process = self._process
         assert process is not None
+        # real time: a redis-server child starting, waited for by a blocking poll
         deadline = time.monotonic() + self.start_timeout_s
         last = "no answer"
         while True:

@@ -843,6 +843,8 @@ class ClusterStore:
             self._outages = self._link.outages
             again = [command for _at, batch in recent for command in batch]
             self._replayed += len(again)
+        # real time: the window is what a restarted Redis (another process, its
+        # appendfsync once a second) may have lost, whatever the loop's clock does
         recent.append((time.monotonic(), sent))
         while recent and recent[0][0] < recent[-1][0] - REPLAY_S:
             recent.popleft()

@@ -30,7 +30,6 @@ import math
 import os
 import random
 import socket
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from typing import Any
 
 from crawldeck.core.archive import WarcHome
 from crawldeck.core.assembly import Parts
+from crawldeck.core.clock import LoopClock
 from crawldeck.core.cluster.addresses import STALE_S, SharedIpLimit
 from crawldeck.core.cluster.keys import SHARDS, Keyspace, shard_of
 from crawldeck.core.cluster.leases import RENEW_SHARE, Leases
@@ -219,7 +219,9 @@ class Worker:
         config: the crawl's config (``read_config``); its ``max_pages`` counts over
             the whole crawl (every worker's pages: ``ClusterStore``'s count), not this
             worker's alone; ``sitemaps`` is off in a worker (see ``__init__``).
-        clock: epoch seconds; ``monotonic``: the lease clock.
+        clock: the one clock, epoch seconds (default ``core.clock.LoopClock``: the
+            loop's, so leases, politeness and the engine's timers agree; issue #24
+            item 6): the engine's, the leases', the Redis bookkeeping's.
         fetcher, dns: as ``Engine``'s (tests pass loopback ones).
         worker_id: this worker's id (default ``machine:pid:SUFFIX``).
         warc_dir: where this worker writes its WARC files when the crawl's ``warc``
@@ -236,8 +238,7 @@ class Worker:
         keys: Keyspace,
         config: CrawlConfig,
         *,
-        clock: Clock = time.time,
-        monotonic: Callable[[], float] = time.monotonic,
+        clock: Clock | None = None,
         fetcher: Fetcher | None = None,
         dns: DnsCache | None = None,
         worker_id: str | None = None,
@@ -247,9 +248,10 @@ class Worker:
         suffix = warc_suffix(warc_dir, keys.crawl_id)
         self.id = worker_id or f"{self.machine}:{os.getpid()}:{suffix}"
         self.link = link
-        self._link, self._keys, self._clock, self._mono = link, keys, clock, monotonic
+        clock = clock or LoopClock()
+        self._link, self._keys, self._clock = link, keys, clock
         self._lease_ms = config.cluster_lease_ms
-        self.leases = Leases(self._lease_ms, monotonic=monotonic, on_lost=self._lost)
+        self.leases = Leases(self._lease_ms, clock=clock, on_lost=self._lost)
         self.store = ClusterStore(
             keys, link, self.id, self.leases, clock=clock, hot_queue=config.cluster_hot_queue,
             max_pages=config.max_pages,
@@ -271,9 +273,9 @@ class Worker:
         self._share = 1
         self._ready_by_shard = [0] * SHARDS
         self._live = 1
-        self._born = monotonic()
+        self._born = clock()
         self._state = "starting"
-        self._rate: tuple[float, int] = (monotonic(), 0)
+        self._rate: tuple[float, int] = (self._born, 0)
         self.pages_per_s = 0.0
         self._config = config
         self.addresses: SharedIpLimit | None = None
@@ -345,7 +347,7 @@ class Worker:
         handed out is not needed before the fetch's end plus the delay."""
         if self._parts is None:
             return 0.0
-        return self._parts.gate.politeness.delay_s(host) / 2
+        return self._parts.gate.delay_s(host) / 2
 
     async def wait_for_work(self) -> None:
         """Wait until hosts were claimed, the crawl finished or a stop was asked; the
@@ -429,7 +431,8 @@ class Worker:
         sent within ``within_s``: the periodic beat waits up to ``LINGER_S`` to ride on
         another round trip of the worker's; one the crawl waits on, at start and while
         seeking hosts, goes at once)."""
-        k, now, sent = self._keys, self._clock(), self._mono()
+        k, now = self._keys, self._clock()
+        sent = now
         now_ms = int(now * 1000)
         self.leases.expire_due()
         held = self.leases.held()
@@ -471,7 +474,7 @@ class Worker:
         owned = sum(o for _r, o in counts)
         (control, expected), seeds_len, beats = replies[-3], replies[-2], replies[-1]
         live = sum(1 for b in beats if self._alive(b, now))
-        if self._mono() - self._born < self._lease_ms / 1000:  # the others are starting
+        if self._clock() - self._born < self._lease_ms / 1000:  # the others are starting
             live = max(live, int(expected or 0))
         self._live = max(1, live)
         self._share = max(1, math.ceil((ready + owned) / self._live))
@@ -487,7 +490,7 @@ class Worker:
             return False
 
     def _heartbeat_record(self, now: float) -> dict[str, Any]:
-        mono = self._mono()
+        mono = self._clock()
         pages = self.store.pages_added().get("pages", 0)
         then, before = self._rate
         if mono - then >= 1.0:
@@ -568,7 +571,8 @@ class Worker:
         total = sum(self._ready_by_shard)
         if want <= 0 or total == 0 or self._stop.is_set():
             return 0
-        k, now, sent = self._keys, self._clock(), self._mono()
+        k, now = self._keys, self._clock()
+        sent = now
         commands: list[Command] = [
             ("script", "claim", [k.stream(shard)],
              [k.tag(shard), self.id, self._lease_ms, now, int(now * 1000), take])
@@ -590,26 +594,10 @@ class Worker:
         self.leases.take(host, claim.epoch, sent)
         parts = self._parts
         if parts is not None:
-            politeness = parts.gate.politeness
-            rec = claim.rec
-            if rec is not None:
-                politeness.restore(
-                    host,
-                    crawl_delay_s=None if rec.crawl_delay_ms is None else rec.crawl_delay_ms / 1000,
-                    backoff_attempts=rec.backoff_attempts,
-                    backoff_until=rec.backoff_until,
-                    backoff_started=rec.backoff_started,
-                    learnt_delay_s=None
-                    if rec.learnt_delay_ms is None
-                    else rec.learnt_delay_ms / 1000,
-                )
-                if rec.backoff_attempts:
-                    parts.gate.restore_backoff(host)
-            last = claim.last
+            rec, last = claim.rec, claim.last
             if not claim.clean:  # its owner died or froze: it may have just sent one
                 last = now if last is None or last < now else last
-            if last is not None:
-                politeness.on_end(host, last)
+            parts.gate.restore(host, rec, last_request=last)
             if claim.robots is not None:
                 parts.robots.adopt(claim.robots)
             if rec is not None or claim.pages:

@@ -116,6 +116,7 @@ class Store(StoreWriter, StoreReads):
         path: Path,
         *,
         flush_interval_ms: int = 2000,
+        # the runs' begin and end stamps are epoch seconds: the wall clock by default
         clock: Callable[[], float] = time.time,
         fresh: bool = False,
         max_backlog: int = MAX_BACKLOG_OPS,

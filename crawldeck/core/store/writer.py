@@ -143,6 +143,8 @@ class StoreWriter(StoreBase):
             ended = False  # a run's end is in the batch: the metadata file after it
             try:
                 conn.execute("BEGIN IMMEDIATE")
+                # the writer thread's batching deadline, a blocking queue wait: real
+                # time (a thread cannot wait on the loop's clock)
                 deadline = time.monotonic() + interval
                 count = 0
                 while True:
