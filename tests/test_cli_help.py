@@ -231,3 +231,10 @@ def test_export_tables_offered_are_the_exports_tables() -> None:
     from crawldeck.tui.cli import EXPORT_TABLES
 
     assert EXPORT_TABLES == TABLES
+
+
+def test_crawl_help_puts_auth_right_after_netrc() -> None:
+    """Related options together (issue #25): the two ways of giving credentials."""
+    parser = build_parser().commands["crawl"]
+    flags = [action.option_strings[0] for action in parser._actions if action.option_strings]
+    assert flags[flags.index("--netrc") + 1] == "--auth"

@@ -361,8 +361,12 @@ def program() -> str:
     return shlex.quote(str(path))
 
 
-def _add_config_flags(parser: argparse.ArgumentParser, *, delay_default: int) -> None:
-    """The flags that make the crawl's config (``crawl``, ``demo``, ``config``)."""
+def _add_config_flags(
+    parser: argparse.ArgumentParser, *, delay_default: int, auth: bool = False
+) -> None:
+    """The flags that make the crawl's config (``crawl``, ``demo``, ``config``);
+    ``auth``: ``--auth`` too, right after ``--netrc`` (``crawl`` alone: its credentials go
+    to the seeds' origins)."""
     d = DEFAULTS
     parser.add_argument(
         "--config", type=Path, metavar="FILE",
@@ -442,6 +446,15 @@ def _add_config_flags(parser: argparse.ArgumentParser, *, delay_default: int) ->
         help="HTTP Basic credentials from $NETRC or ~/.netrc: a machine's login and password "
         "go to that host name only, never to another host or a redirect's (default: off)",
     )  # fmt: skip
+    if auth:
+        parser.add_argument(
+            "--auth", type=parse_auth, action="append", default=[], metavar="[ORIGIN=]USER:PASS",
+            help="HTTP Basic credentials, sent to the seeds' origins (scheme, host, port) or to "
+            "ORIGIN only, never to another host or a redirect's target elsewhere; repeatable; "
+            "the password is not saved in the crawl file (a recrawl reads the Nth from "
+            "$CRAWLDECK_AUTH_PASSWORD_N; it is visible in ps: "
+            "[auth.\"ORIGIN\"] password_env in --config, or --netrc, avoid that) (default: none)",
+        )  # fmt: skip
     parser.add_argument(
         "--no-warc", dest="warc", action="store_const", const=False,
         help="write no WARC files (default: every fetch goes to DB-NNNNN.warc.gz beside "
@@ -510,7 +523,7 @@ def _add_stats_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_crawl_flags(
-    parser: argparse.ArgumentParser, *, db_default: str, delay_default: int
+    parser: argparse.ArgumentParser, *, db_default: str, delay_default: int, auth: bool = False
 ) -> None:
     parser.add_argument(
         "--db", default=db_default, metavar="FILE",
@@ -524,7 +537,7 @@ def _add_crawl_flags(
         "or .csv by the name (default: none; crawldeck export writes it any time)",
     )  # fmt: skip
     _add_stats_flag(parser)
-    _add_config_flags(parser, delay_default=delay_default)
+    _add_config_flags(parser, delay_default=delay_default, auth=auth)
     parser.add_argument(
         "--no-ui", action="store_true",
         help="headless: a progress line every 5 s and a summary on stdout, warnings on "
@@ -742,15 +755,7 @@ def build_parser() -> Parser:
         "http://example.org/) or a seeds file (one URL per line, # comments); several may "
         "be given",
     )  # fmt: skip
-    _add_crawl_flags(crawl, db_default="crawl.db", delay_default=DEFAULTS.delay_ms)
-    crawl.add_argument(
-        "--auth", type=parse_auth, action="append", default=[], metavar="[ORIGIN=]USER:PASS",
-        help="HTTP Basic credentials, sent to the seeds' origins (scheme, host, port) or to "
-        "ORIGIN only, never to another host or a redirect's target elsewhere; repeatable; "
-        "the password is not saved in the crawl file (a recrawl reads the Nth from "
-        "$CRAWLDECK_AUTH_PASSWORD_N; it is visible in ps: "
-        "[auth.\"ORIGIN\"] password_env in --config, or --netrc, avoid that) (default: none)",
-    )  # fmt: skip
+    _add_crawl_flags(crawl, db_default="crawl.db", delay_default=DEFAULTS.delay_ms, auth=True)
     demo = _command(
         sub, "demo", "start the built-in local web and crawl it",
         "Start a local web of 9 hosts on loopback (traps, redirects, a slow and a\n"
