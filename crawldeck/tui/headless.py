@@ -198,7 +198,8 @@ class HeadlessReporter:
         the ``pages`` row, and so the all-runs status mix, as it was)."""
         c = snap.counters
         elapsed = snap.elapsed_s
-        table = Table(title=heading, show_header=False, title_justify="left")
+        # the heading is a line of its own: a table's title is padded to the table's width
+        table = Table(show_header=False)
         table.add_column("what", style="bold")
         table.add_column("value")
         run_pages = snap.pages_this_run
@@ -222,4 +223,5 @@ class HeadlessReporter:
         table.add_row("hosts", str(c.hosts_known))
         for reason, count in sorted(c.blocked.items()):
             table.add_row(f"blocked: {reason}", str(count))
+        print(heading, file=self._out)
         Console(file=self._out, width=100).print(table)
