@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 
-from crawldeck.core.snapshot import CrawlSnapshot, Counters
+from crawldeck.core.snapshot import Counters, CrawlSnapshot
 from crawldeck.tui.headless import HeadlessReporter, outcome_heading
 
 
