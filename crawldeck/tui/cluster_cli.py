@@ -32,8 +32,15 @@ from crawldeck.core.cluster.worker import Worker, read_config
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.errors import ConfigError, CrawldeckError
 from crawldeck.core.store import Store
+from crawldeck.core.words import plural
 from crawldeck.tui.cli import broken_lines, fail, program
-from crawldeck.tui.headless import outcome_heading, stop_signals
+from crawldeck.tui.headless import (
+    PROGRESS_WIDTH,
+    clock,
+    outcome_heading,
+    short_count,
+    stop_signals,
+)
 
 EXIT_OK = 0
 EXIT_STOPPED = 130
@@ -60,15 +67,19 @@ def worker_command(url: str, crawl_id: str, *, cluster: bool, warc_dir: Path) ->
 
 
 def progress_line(snap: ClusterSnapshot) -> str:
-    """One headless line: elapsed s, pages, pages/s, workers, hosts, Redis."""
+    """One headless line within ``PROGRESS_WIDTH`` columns (issue #25): elapsed time,
+    pages, pages/s, live workers (late ones not counted), hosts owned and claimable
+    (when they fit), Redis."""
     live = sum(1 for w in snap.workers if w.state != "late")
     redis = "Redis DOWN (retrying)" if snap.redis_down else "Redis ok"
     paused = " PAUSED" if snap.state == "paused" else ""
-    return (
-        f"[{snap.elapsed_s:7.1f}s]{paused} pages {snap.pages}  {snap.pages_per_s:6.1f} pages/s  "
-        f"workers {live} live  hosts {snap.owned_hosts} owned / {snap.claimable_hosts} "
-        f"claimable  {redis}"
-    )
+    pages = "page" if snap.pages == 1 else "pages"
+    head = (f"[{clock(snap.elapsed_s)}]{paused} {short_count(snap.pages)} {pages}  "
+            f"{snap.pages_per_s:.1f}/s  {plural(live, 'worker')}")  # fmt: skip
+    hosts = (f"hosts {short_count(snap.owned_hosts)} owned, "
+             f"{short_count(snap.claimable_hosts)} to claim")  # fmt: skip
+    line = f"{head}  {hosts}  {redis}"
+    return line if len(line) <= PROGRESS_WIDTH else f"{head}  {redis}"
 
 
 def summary_lines(snap: ClusterSnapshot, heading: str) -> list[str]:

@@ -70,29 +70,54 @@ def stop_signals() -> tuple[signal.Signals, ...]:
     return tuple(signals)
 
 
-def _blocked_text(blocked: dict[str, int]) -> str:
-    if not blocked:
-        return "0"
-    parts = ", ".join(f"{reason} {count}" for reason, count in sorted(blocked.items()))
-    return f"{sum(blocked.values())} ({parts})"
-
-
 def _numeric(item: tuple[str, int]) -> int:
     """A ``(status text, count)`` pair's sort key: the status as a number."""
     return int(item[0]) if item[0].isdigit() else 0
 
 
+#: The width the headless progress line keeps within (a terminal's default columns).
+PROGRESS_WIDTH = 80
+
+
+def short_count(count: int) -> str:
+    """A count in at most 6 characters: ``9999``, ``12.3k``, ``4.5M`` (1k = 1000)."""
+    if count < 10_000:
+        return str(count)
+    if count < 999_950:
+        return f"{count / 1000:.1f}k"
+    return f"{count / 1_000_000:.1f}M"
+
+
+def clock(seconds: float) -> str:
+    """``h:mm:ss`` of ``seconds`` (negative counts as 0): a progress line's elapsed time."""
+    whole = max(0, int(seconds))
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
 def progress_line(snap: CrawlSnapshot) -> str:
-    """One line: elapsed s, pages, pages/s, queued, hosts active / in backoff, blocked by reason."""
+    """One line within ``PROGRESS_WIDTH`` columns (issue #25: it wrapped at 80): elapsed
+    time (h:mm:ss), pages (of the cap), pages/s, queued, in flight, then, while they
+    fit, URLs blocked and hosts active (and in backoff); counts past 9999 as ``12.3k``.
+    The blocked URLs by reason are in the summary and ``crawldeck stats``."""
     c = snap.counters
-    cap = f"/{snap.max_pages}" if snap.max_pages else ""
     paused = " PAUSED" if snap.state == "paused" else ""
-    return (
-        f"[{snap.elapsed_s:7.1f}s]{paused} pages {c.pages}{cap}  {snap.pages_per_s:6.1f} pages/s  "
-        f"queued {c.queued}  in flight {c.in_flight}  "
-        f"hosts {c.hosts_active} active / {c.hosts_backoff} in backoff  "
-        f"blocked {_blocked_text(c.blocked)}"
+    cap = f"/{short_count(snap.max_pages)}" if snap.max_pages else ""
+    noun = "page" if c.pages == 1 and not cap else "pages"
+    line = (
+        f"[{clock(snap.elapsed_s)}]{paused} {short_count(c.pages)}{cap} {noun}  "
+        f"{snap.pages_per_s:.1f}/s  queued {short_count(c.queued)}  "
+        f"in flight {short_count(c.in_flight)}"
     )
+    backoff = f" ({short_count(c.hosts_backoff)} in backoff)" if c.hosts_backoff else ""
+    blocked = sum(c.blocked.values())
+    for part in (
+        f"blocked {short_count(blocked)}",
+        f"hosts {short_count(c.hosts_active)}{backoff}",
+    ):
+        if len(line) + 2 + len(part) > PROGRESS_WIDTH:
+            break
+        line += f"  {part}"
+    return line
 
 
 #: The logger of the crawl's log lines (``core.observer``: the console's Log tab).
