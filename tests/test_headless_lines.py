@@ -9,6 +9,7 @@ from dataclasses import replace
 from test_cluster_console import snapshot as cluster_snapshot
 
 from crawldeck.core.snapshot import Counters, CrawlSnapshot
+from crawldeck.core.words import plural
 from crawldeck.tui.cluster_cli import progress_line as cluster_progress_line
 from crawldeck.tui.headless import HeadlessReporter, outcome_heading, progress_line
 
@@ -78,3 +79,13 @@ def test_the_cluster_progress_line_fits_80_columns() -> None:
     line = cluster_progress_line(cluster_snapshot())
     assert line.endswith("  37.6/s  3 workers  hosts 35 owned, 18 to claim  Redis ok")
     assert len(line) <= 80
+
+
+def test_counts_in_the_summary_are_in_words() -> None:
+    one = replace(snap(pages=1, bytes=10), pages_this_run=1, retried=1)
+    lines = summary(one, "finished: nothing left to fetch")
+    assert any("1 fetch in 12.5 s" in line for line in lines), lines
+    assert any("1 URL that failed in earlier runs" in line for line in lines), lines
+    assert plural(1, "page") == "1 page"
+    assert plural(0, "page") == "0 pages"
+    assert plural(2, "fetch", "fetches") == "2 fetches"

@@ -73,6 +73,7 @@ from crawldeck.core.store import (
     check_header,
     check_schema,
 )
+from crawldeck.core.words import plural
 
 #: The tables ``export`` accepts: every table of the schema but ``meta``.
 TABLES: Final = (
@@ -572,7 +573,7 @@ def foreign_crawl(db: Path, host_prefix: str, network: str | None = None) -> str
         return "is not a crawl file of the demo"
     finally:
         conn.close()
-    return f"holds a crawl of {other} hosts outside the local web" if other else None
+    return f"holds a crawl of {plural(other, 'host')} outside the local web" if other else None
 
 
 __all__ = [

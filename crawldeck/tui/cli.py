@@ -55,6 +55,7 @@ from crawldeck.core.request_options import RequestOptions
 from crawldeck.core.seeds import read_seeds
 from crawldeck.core.stats import read_run, stats_lines
 from crawldeck.core.store import LinkCheck, Store
+from crawldeck.core.words import plural
 from crawldeck.tui.headless import (
     BUDGET_FLAGS,
     WHOLE_CRAWL_BUDGETS,
@@ -1090,7 +1091,7 @@ def _write_output(command: str, db: Path, output: Path | None, code: int) -> int
     except OSError as exc:
         return fail(command, f"-o: cannot write {str(output)!r}: {exc.strerror}")
     with contextlib.suppress(OSError):
-        print(f"{count} pages written to {output}", flush=True)
+        print(f"{plural(count, 'page')} written to {output}", flush=True)
     return code
 
 
@@ -1669,9 +1670,9 @@ def _run_recrawl(args: argparse.Namespace) -> int:
     except CrawldeckError as exc:
         store.close()
         return fail(args.command, str(exc))
-    queue = f", then {plan.queued} queued URLs never fetched" if plan.queued else ""
-    print(f"crawldeck recrawl: {len(plan.order)} pages to revisit, {plan.skipped} fetched "
-          f"within {args.older_than}{queue}", flush=True)  # fmt: skip
+    queue = f", then {plural(plan.queued, 'queued URL')} never fetched" if plan.queued else ""
+    print(f"crawldeck recrawl: {plural(len(plan.order), 'page')} to revisit, "
+          f"{plan.skipped} fetched within {args.older_than}{queue}", flush=True)  # fmt: skip
     hint = f"resume with: {program()} {shlex.join(sys.argv[1:])}"
     # the recrawl's budgets count this recrawl: the same command fetches more
     caps = {"max_pages": args.max_pages, "max_bytes": args.max_bytes, "max_time": args.max_time}
@@ -1725,12 +1726,11 @@ def _run_mirror(args: argparse.Namespace) -> int:
         return fail(args.command, str(exc))
     except OSError as exc:
         return fail(args.command, f"cannot write {str(args.mirror)!r}: {exc.strerror}")
-    files = f"{done.files} file{'' if done.files == 1 else 's'}"
-    hosts = f"{done.hosts} host{'' if done.hosts == 1 else 's'}"
-    line = f"crawldeck: mirrored {files} of {hosts} into {args.mirror}"
+    line = (f"crawldeck: mirrored {plural(done.files, 'file')} of {plural(done.hosts, 'host')} "
+            f"into {args.mirror}")  # fmt: skip
     if args.convert_links:
         line += (
-            f"; {done.links_converted} links made relative, "
+            f"; {plural(done.links_converted, 'link')} made relative, "
             f"{done.links_absolute} to pages not mirrored made absolute"
         )
     if done.skipped:
@@ -1799,8 +1799,8 @@ def _run_links(args: argparse.Namespace) -> int:
         refused = blocked_links(args.db)
     except CrawldeckError as exc:
         return fail(args.command, str(exc))
-    what = "broken links" if args.broken else "links"
-    line = f"crawldeck: {count} {what} to {len(targets)} URLs"
+    what = "broken link" if args.broken else "link"
+    line = f"crawldeck: {plural(count, what)} to {plural(len(targets), 'URL')}"
     if refused:
         by_reason = ", ".join(f"{reason} {n}" for reason, n in refused.items())
         line += f"; not broken, never fetched (refused): {by_reason}"
@@ -1842,7 +1842,7 @@ def _run_show(args: argparse.Namespace) -> int:
         print(f"(revisit: the same payload as {target}; no body stored here)")
     elif text is None:
         kind = record.content_type or "no Content-Type"
-        print(f"(binary body, {len(record.body)} bytes, {kind}; --raw writes it)")
+        print(f"(binary body, {plural(len(record.body), 'byte')}, {kind}; --raw writes it)")
     else:
         print(text)
     return EXIT_OK

@@ -88,7 +88,7 @@ def summary_lines(snap: ClusterSnapshot, heading: str) -> list[str]:
     (each worker's own figures are its last line in ``DB.workers.log``)."""
     mix = ", ".join(f"{k} {v}" for k, v in sorted(snap.status_mix.items())) or "-"
     lines = [
-        f"{heading}; {snap.pages} pages (all runs), {snap.bytes:,} bytes, "
+        f"{heading}; {plural(snap.pages, 'page')} (all runs), {snap.bytes:,} bytes, "
         f"{snap.elapsed_s:.1f} s this run",
         f"  status mix: {mix}",
     ]
@@ -234,11 +234,16 @@ async def _work(args: argparse.Namespace) -> None:
         started = time.monotonic()
         result = await worker.run()
         stats, store = link.stats, worker.store.statistics()
-        print(f"crawldeck worker {worker.id}: {result.outcome}, "
-              f"{worker.store.pages_added().get('pages', 0)} pages in "
-              f"{time.monotonic() - started:.1f} s, {stats.batches} Redis round trips, "
-              f"{stats.commands} commands, {store.fenced} ops fenced, "
-              f"{worker.leases.lost_total} leases lost", file=sys.stderr, flush=True)  # fmt: skip
+        figures = ", ".join([
+            f"{plural(worker.store.pages_added().get('pages', 0), 'page')} in "
+            f"{time.monotonic() - started:.1f} s",
+            plural(stats.batches, "Redis round trip"),
+            plural(stats.commands, "command"),
+            f"{plural(store.fenced, 'op')} fenced",
+            f"{plural(worker.leases.lost_total, 'lease')} lost",
+        ])  # fmt: skip
+        print(f"crawldeck worker {worker.id}: {result.outcome}, {figures}",
+              file=sys.stderr, flush=True)  # fmt: skip
     finally:
         with contextlib.suppress(Exception):
             await link.aclose()

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from crawldeck.core.snapshot import CrawlSnapshot
+from crawldeck.core.words import plural
 
 #: The budgets that count over every run of the crawl file, by outcome, and their flag:
 #: the same command reaches the same cap at once, so the way on is a higher one.
@@ -234,9 +235,13 @@ class HeadlessReporter:
         table.add_row("pages (all runs)", f"{c.pages}{split}")
         table.add_row("bytes (all runs)", f"{c.bytes:,}")
         # fetches, not rows: a redirect that comes back to its URL fetches it twice
-        table.add_row("this run", f"{run_pages} fetches in {elapsed:.1f} s, {rate:.1f}/s")
+        table.add_row(
+            "this run", f"{plural(run_pages, 'fetch', 'fetches')} in {elapsed:.1f} s, {rate:.1f}/s"
+        )
         if snap.retried:
-            table.add_row("retried this run", f"{snap.retried} URLs that failed in earlier runs")
+            table.add_row(
+                "retried this run", f"{plural(snap.retried, 'URL')} that failed in earlier runs"
+            )
         table.add_row("no response (all runs)", f"{c.errors} (timeouts, lost connections, ...)")
         mix = ", ".join(f"{k} {v}" for k, v in sorted(c.status_mix.items())) or "-"
         table.add_row("status mix (all runs)", mix)

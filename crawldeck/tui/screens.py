@@ -31,6 +31,7 @@ from crawldeck.core.prioritizer import (
     PRIORITY_SEED,
 )
 from crawldeck.core.snapshot import Counters, CrawlSnapshot, HostDetail
+from crawldeck.core.words import plural
 from crawldeck.tui.widgets import (
     DELAY_SOURCES,
     fmt_bytes,
@@ -635,7 +636,7 @@ def _detail_summary(detail: HostDetail, strict_robots: bool) -> Table:
     grid.add_row(
         "queue",
         f"{row.queued} queued · {row.in_flight} in flight · {row.fetched} fetched · "
-        f"{row.errors} errors",
+        f"{plural(row.errors, 'error')}",
     )
     source = DELAY_SOURCES.get(row.delay_source, row.delay_source)
     grid.add_row(
