@@ -238,3 +238,15 @@ def test_crawl_help_puts_auth_right_after_netrc() -> None:
     parser = build_parser().commands["crawl"]
     flags = [action.option_strings[0] for action in parser._actions if action.option_strings]
     assert flags[flags.index("--netrc") + 1] == "--auth"
+
+
+def test_demo_help_says_what_the_demo_does() -> None:
+    """The demo erases its file each run (issue #25: its --help said a crawl in it
+    resumes and that the budgets count all its runs, as crawl's do)."""
+    demo = build_parser().commands["demo"].format_help()
+    flat = " ".join(demo.split())
+    assert "erases it and starts anew" in flat and "9 hosts on loopback" in flat
+    assert "resume" not in flat and "ALL" not in flat
+    assert "demo-00001.warc.gz" in flat and "crawl-00001" not in flat
+    crawl = " ".join(build_parser().commands["crawl"].format_help().split())
+    assert "a crawl in it resumes" in crawl and "over ALL its runs" in crawl

@@ -363,11 +363,16 @@ def program() -> str:
 
 
 def _add_config_flags(
-    parser: argparse.ArgumentParser, *, delay_default: int, auth: bool = False
+    parser: argparse.ArgumentParser,
+    *,
+    delay_default: int,
+    auth: bool = False,
+    fresh: bool = False,
 ) -> None:
     """The flags that make the crawl's config (``crawl``, ``demo``, ``config``);
     ``auth``: ``--auth`` too, right after ``--netrc`` (``crawl`` alone: its credentials go
-    to the seeds' origins)."""
+    to the seeds' origins); ``fresh``: each run starts anew (the demo), so the budgets
+    count one run and nothing resumes (issue #25: its help said otherwise)."""
     d = DEFAULTS
     parser.add_argument(
         "--config", type=Path, metavar="FILE",
@@ -379,21 +384,28 @@ def _add_config_flags(
         help="any config key, over the file, typed as in TOML: -s delay_ms=2000 -s "
         "render=never; repeatable (default: none; a flag below wins over -s)",
     )  # fmt: skip
+    counted = (
+        "the crawl file holds N pages, over ALL its runs: a rerun with the same N fetches "
+        "nothing new"
+        if not fresh
+        else "N pages are fetched (each demo run starts anew)"
+    )
     parser.add_argument(
         "--max-pages", type=_count, metavar="N",
-        help="stop once the crawl file holds N pages, over ALL its runs: a rerun with "
-        "the same N fetches nothing new (default: no cap)",
+        help=f"stop once {counted} (default: no cap)",
     )  # fmt: skip
     parser.add_argument(
         "--max-time", type=parse_time_budget, metavar="DURATION",
         help="stop THIS RUN after DURATION: 90s, 10m, 2h (s, m, h, d, w; a bare number is "
-        "seconds, as timeout(1): 90 = 90s); a resumed run gets DURATION again; fetches in "
-        "flight get 5 s, a cut one stays queued (default: no limit)",
+        "seconds, as timeout(1): 90 = 90s); "
+        + ("" if fresh else "a resumed run gets DURATION again; ")
+        + "fetches in flight get 5 s, a cut one stays queued (default: no limit)",
     )  # fmt: skip
     parser.add_argument(
         "--max-bytes", type=parse_size, metavar="SIZE",
-        help="stop once the pages' decoded bodies add up to SIZE, over ALL runs as "
-        "--max-pages: 500MB, 2GiB (kB = 1000, KiB = 1024 bytes; a bare number is bytes: "
+        help="stop once the pages' decoded bodies add up to SIZE"
+        + ("" if fresh else ", over ALL runs as --max-pages")
+        + ": 500MB, 2GiB (kB = 1000, KiB = 1024 bytes; a bare number is bytes: "
         "4096 = 4KiB); fetches in flight finish (default: no cap)",
     )  # fmt: skip
     parser.add_argument(
@@ -463,8 +475,8 @@ def _add_config_flags(
     )  # fmt: skip
     parser.add_argument(
         "--warc-prefix", metavar="NAME",
-        help="name the WARC files NAME-00001.warc.gz "
-        "(warc_prefix) (default: the crawl file's name, crawl-00001.warc.gz)",
+        help="name the WARC files NAME-00001.warc.gz (warc_prefix) (default: the crawl "
+        f"file's name, {'demo' if fresh else 'crawl'}-00001.warc.gz)",
     )  # fmt: skip
     parser.add_argument(
         "--warc-dir", metavar="DIR",
@@ -524,13 +536,25 @@ def _add_stats_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_crawl_flags(
-    parser: argparse.ArgumentParser, *, db_default: str, delay_default: int, auth: bool = False
+    parser: argparse.ArgumentParser,
+    *,
+    db_default: str,
+    delay_default: int,
+    auth: bool = False,
+    fresh: bool = False,
 ) -> None:
+    """The flags of a crawl (``crawl``, ``demo``): ``auth`` and ``fresh`` as in
+    ``_add_config_flags``."""
+    resumes = (
+        "erased at the start of each run (a file holding another crawl is refused)"
+        if fresh
+        else "a crawl in it resumes"
+    )
     parser.add_argument(
         "--db", default=db_default, metavar="FILE",
         help="the crawl's SQLite file, and where the WARC files go: beside it, named after "
-        f"it (NAME-00001.warc.gz); a crawl in it resumes (default {db_default}, in the "
-        "current directory)",
+        f"it (NAME-00001.warc.gz); {resumes} (default {db_default}, in the current "
+        "directory)",
     )  # fmt: skip
     parser.add_argument(
         "-o", "--output", type=Path, metavar="FILE",
@@ -538,7 +562,7 @@ def _add_crawl_flags(
         "or .csv by the name (default: none; crawldeck export writes it any time)",
     )  # fmt: skip
     _add_stats_flag(parser)
-    _add_config_flags(parser, delay_default=delay_default, auth=auth)
+    _add_config_flags(parser, delay_default=delay_default, auth=auth, fresh=fresh)
     parser.add_argument(
         "--no-ui", action="store_true",
         help="headless: a progress line every 5 s and a summary on stdout, warnings on "
@@ -759,10 +783,12 @@ def build_parser() -> Parser:
     _add_crawl_flags(crawl, db_default="crawl.db", delay_default=DEFAULTS.delay_ms, auth=True)
     demo = _command(
         sub, "demo", "start the built-in local web and crawl it",
-        "Start a local web of 9 hosts on loopback (traps, redirects, a slow and a\n"
-        "flaky host) and crawl it.",
+        "Start a local web of 9 hosts on loopback (robots.txt rules, traps, redirects,\n"
+        "a slow, a flaky and a busy host, JavaScript pages, a sitemap) and crawl it\n"
+        "into a fresh --db file: each run erases it and starts anew; only the local\n"
+        "web's addresses are fetched.",
     )  # fmt: skip
-    _add_crawl_flags(demo, db_default="demo.db", delay_default=DEMO_DELAY_MS)
+    _add_crawl_flags(demo, db_default="demo.db", delay_default=DEMO_DELAY_MS, fresh=True)
     worker = _command(
         sub, "worker", "join a cluster crawl started with crawl --redis ... --crawl-id ...",
         "Join a cluster crawl: take hosts from its Redis, fetch them, send the\n"
