@@ -1738,9 +1738,14 @@ def _export_to_file(args: argparse.Namespace) -> int:
             signal.signal(sig, handler)
 
 
+#: Pages skipped as another URL's file that ``export --mirror`` names, one a line.
+MIRROR_CLASHES = 5
+
+
 def _run_mirror(args: argparse.Namespace) -> int:
     """``crawldeck export DB --mirror DIR [--convert-links]`` (``core.mirror``): the
-    files, then on stderr how many and what was skipped, by reason."""
+    files, then on stderr how many and what was skipped, by reason, and the first
+    ``MIRROR_CLASHES`` pages skipped as the same file as another URL, with that URL."""
     if args.output is not None or args.with_body or args.table != "pages":
         return fail(args.command, "--mirror writes a directory of bodies; --table, -o and "
                     "--with-body are for a table's rows")  # fmt: skip
@@ -1761,7 +1766,11 @@ def _run_mirror(args: argparse.Namespace) -> int:
         )
     if done.skipped:
         line += "; skipped: " + ", ".join(f"{why} {n}" for why, n in sorted(done.skipped.items()))
-    print(line, file=sys.stderr)
+    # which URL took which one's file, as a wget user reads a clash (issue #25)
+    clashes = [f"  {url}: same file as {kept}" for url, kept in done.same_file[:MIRROR_CLASHES]]
+    if len(done.same_file) > MIRROR_CLASHES:
+        clashes.append(f"  and {len(done.same_file) - MIRROR_CLASHES} more")
+    print("\n".join([line, *clashes]), file=sys.stderr)
     return EXIT_OK
 
 
