@@ -250,3 +250,52 @@ def test_demo_help_says_what_the_demo_does() -> None:
     assert "demo-00001.warc.gz" in flat and "crawl-00001" not in flat
     crawl = " ".join(build_parser().commands["crawl"].format_help().split())
     assert "a crawl in it resumes" in crawl and "over ALL its runs" in crawl
+
+
+@pytest.mark.parametrize(
+    ("flags", "answer"),
+    [
+        (["-w", "2"], "wget's -w 2; in crawldeck: --delay-ms 2000"),
+        (["--wait=1.5"], "wget's --wait 1.5; in crawldeck: --delay-ms 1500"),
+        (["-l3"], "wget's -l 3; in crawldeck: --max-depth 3"),
+        (["--level", "5"], "wget's --level 5; in crawldeck: --max-depth 5"),
+        (["-np"], "wget's -np; in crawldeck: --include REGEX: --include '^https://host/dir/'"),
+        (["--no-parent"], "wget's --no-parent; in crawldeck: --include REGEX: --include "
+                          "'^https://host/dir/'"),
+        (["-e", "robots=off"], "robots.txt is always obeyed: no key turns it off"),
+        (["-r"], "wget's -r; in crawldeck: the default, a crawl follows links (--max-depth N, "
+                 "--scope)"),
+        (["-m"], "wget's -m; in crawldeck: a crawl, then crawldeck export DB --mirror DIR"),
+        (["-U", "Bot/1"], "wget's -U Bot/1; in crawldeck: --user-agent Bot/1"),
+        (["--limit-rate", "200k"], "wget's --limit-rate 200k; in crawldeck: --delay-ms MS and "
+                                   "--concurrency N (no bytes/s cap)"),
+        (["-s", "DOWNLOAD_DELAY=2"], "-s: unknown config key 'DOWNLOAD_DELAY' (Scrapy's "
+                                     "DOWNLOAD_DELAY = 2; in crawldeck: delay_ms = 2000)"),
+        (["-s", "CONCURRENT_REQUESTS=8"], "-s: unknown config key 'CONCURRENT_REQUESTS' "
+         "(Scrapy's CONCURRENT_REQUESTS = 8; in crawldeck: concurrency = 8)"),
+        (["-s", "USER_AGENT=Bot/1"], "-s: unknown config key 'USER_AGENT' (Scrapy's USER_AGENT = "
+                                     '"Bot/1"; in crawldeck: user_agent = "Bot/1")'),
+        (["-s", "DEPTH_LIMIT=3"], "-s: unknown config key 'DEPTH_LIMIT' (Scrapy's DEPTH_LIMIT = 3; "
+                                  "in crawldeck: max_depth = 3)"),
+        (["-s", "CLOSESPIDER_PAGECOUNT=50"], "-s: unknown config key 'CLOSESPIDER_PAGECOUNT' "
+         "(Scrapy's CLOSESPIDER_PAGECOUNT = 50; in crawldeck: max_pages = 50)"),
+        (["-s", "ROBOTSTXT_OBEY=false"], "-s: unknown config key 'ROBOTSTXT_OBEY' (robots.txt is "
+                                         "always obeyed: no key turns it off)"),
+    ],
+)  # fmt: skip
+def test_other_crawlers_names_get_crawldecks_in_one_line(
+    flags: list[str], answer: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Scrapy or wget user's first words (issue #25): one line naming crawldeck's
+    flag or key, the value converted (seconds to ms)."""
+    from crawldeck.tui.cli import main
+
+    db = str(tmp_path / "c.db")
+    try:  # a flag error exits in argparse; a config error is returned
+        code = main(["crawl", "http://127.0.0.1:9/", "--db", db, "--no-ui", *flags])
+    except SystemExit as exc:
+        code = exc.code
+    assert code == 2
+    _, err = capsys.readouterr()
+    see = "" if answer.startswith("-s:") else " (see crawldeck crawl --help)"
+    assert err.splitlines() == [f"crawldeck crawl: error: {answer}{see}"]

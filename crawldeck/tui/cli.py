@@ -43,12 +43,14 @@ from urllib.parse import urlsplit
 
 from crawldeck.core import urls
 from crawldeck.core.config import (
+    OTHER_CRAWLERS,
     CrawlConfig,
     Source,
     asdict,
     build_config,
     load_config,
     load_config_sources,
+    other_crawler_hint,
 )
 from crawldeck.core.errors import ConfigError, CrawldeckError, SeedError, UrlError, without_url
 from crawldeck.core.request_options import RequestOptions
@@ -159,7 +161,11 @@ class Parser(argparse.ArgumentParser):
         ``parse_known_args`` leaves them), with the nearest flag of this command for
         the first one that looks like a flag (``--max-pags`` -> ``--max-pages``,
         ``--delay=5`` by its name): ``difflib`` over its option strings, as Python
-        3.14's ``suggest_on_error`` does for choices."""
+        3.14's ``suggest_on_error`` does for choices; another crawler's flag (wget's
+        ``-w 2``) gets crawldeck's equivalent instead (``_other_crawler_flag``)."""
+        other = _other_crawler_flag(unknown)
+        if other is not None:  # a wget flag: crawldeck's word for it (issue #25)
+            self.error(other)
         message = f"unrecognized arguments: {' '.join(unknown)}"
         flags = [item.split("=", 1)[0] for item in unknown if item.startswith("-")]
         if flags:
@@ -168,6 +174,28 @@ class Parser(argparse.ArgumentParser):
             if near:
                 message += f" (did you mean {near[0]}?)"
         self.error(message)
+
+
+def _other_crawler_flag(unknown: Sequence[str]) -> str | None:
+    """The first of ``unknown`` (arguments argparse did not take) that is another
+    crawler's flag (``core.config.OTHER_CRAWLERS``: wget's ``-w 2``, ``--wait=2``,
+    ``-l3``, ``-np``, ``-e robots=off``), with crawldeck's equivalent and the value
+    converted (``other_crawler_hint``); ``None`` when none is."""
+    for i, item in enumerate(unknown):
+        if not item.startswith("-"):
+            continue
+        name, eq, value = item.partition("=")
+        entry = OTHER_CRAWLERS.get(name)
+        if entry is None and not item.startswith("--") and len(item) > 2:
+            name, value, eq = item[:2], item[2:], "="  # -l3, -w2
+            entry = OTHER_CRAWLERS.get(name)
+        if entry is None or not entry.whose:
+            continue
+        given: str | None = value if eq else None
+        if given is None and entry.takes_value and i + 1 < len(unknown):
+            given = unknown[i + 1]
+        return other_crawler_hint(name, given, flag=True)
+    return None
 
 
 def _whole(text: str, least: int) -> int:
