@@ -43,6 +43,7 @@ def _left_by_a_crawl(tmp: Path, db: str) -> list[Path]:
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_git_status_is_clean_after_the_readmes_commands(tmp_path: Path) -> None:
     outputs = _readme_outputs()
+    assert "site" in outputs and "pages.csv" in outputs  # the mirror and the CSV
     shutil.copy(ROOT / ".gitignore", tmp_path / ".gitignore")
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     made = [*_left_by_a_crawl(tmp_path, "crawl.db"), *_left_by_a_crawl(tmp_path, "demo.db")]
