@@ -89,3 +89,12 @@ def test_counts_in_the_summary_are_in_words() -> None:
     assert plural(1, "page") == "1 page"
     assert plural(0, "page") == "0 pages"
     assert plural(2, "fetch", "fetches") == "2 fetches"
+
+
+def test_the_summary_counts_the_pages_read_in_part_when_there_are_some() -> None:
+    out = io.StringIO()
+    HeadlessReporter(out).summary(snap(pages=7), "finished: nothing left to fetch", partial=2)
+    assert "│ read in part (all runs) │ 2 pages (bodies cut at max_body_bytes or stopped)" in (
+        out.getvalue()
+    )
+    assert not any("read in part" in line for line in summary(snap(pages=7), "finished"))

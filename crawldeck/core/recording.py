@@ -50,7 +50,7 @@ from crawldeck.core.render_types import RenderResult
 from crawldeck.core.seen import SeenSet
 from crawldeck.core.simhash import NearDuplicates
 from crawldeck.core.snapshot import ResponseRow
-from crawldeck.core.store import FrontierRow, PageRecord, Store
+from crawldeck.core.store import PARTIAL_ERROR, FrontierRow, PageRecord, Store
 from crawldeck.core.traps import Verdict
 from crawldeck.core.window import FrontierWindow
 
@@ -243,7 +243,7 @@ class Recorder:
             stats.errors += 1
         error: str | None = None
         if result.truncated:
-            error = f"body_too_large: over {self._config.max_body_bytes} bytes"
+            error = f"{PARTIAL_ERROR}: over {self._config.max_body_bytes} bytes"
         elif failed:
             error = f"gave up after {entry.attempts + 1} tries"
         elif parse_error is not None:

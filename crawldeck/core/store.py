@@ -589,6 +589,9 @@ HOST_SUMMARY_SQL: Final = (
     " LEFT JOIN (SELECT host, count(*) AS blocked FROM blocked GROUP BY host) b"
     " ON b.host = h.host"
 )
+#: The start of a page's ``error`` when its body was read in part (``Recorder``:
+#: a truncated result; ``Store.partial_pages``).
+PARTIAL_ERROR: Final = "body_too_large"
 #: The condition of a broken link's target page ``p``: an HTTP error (4xx, 5xx), no
 #: response at all (refused, timeout: ``status`` NULL, ``error`` says which), or a
 #: redirect whose chain ended without a page (a loop, too many hops: ``fail_urls``
@@ -2362,6 +2365,16 @@ class Store:
             failed=int(by_state.get("failed", 0)),
             frontier_blocked=int(by_state.get("blocked", 0)),
         )
+
+    def partial_pages(self) -> int:
+        """Committed pages read in part: their body cut at ``max_body_bytes`` or when
+        the read was stopped (``error`` ``body_too_large: ...``, as ``Recorder`` marks
+        a truncated result), over all runs; for the end-of-crawl summary (issue #25).
+
+        Raises:
+            StoreError: see the class.
+        """
+        return int(self._scalar(f"SELECT count(*) FROM pages WHERE error LIKE '{PARTIAL_ERROR}:%'"))
 
     def page_totals(self) -> tuple[dict[str, int], int]:
         """Committed pages by status class (``2xx`` ... ``5xx``, ``error`` for no

@@ -1374,9 +1374,13 @@ def _finish(
     if stopped or outcome in BUDGET_FLAGS:
         lines.append(ending.go_on.get(outcome, ending.resume))
     heading = outcome_heading("stopped" if stopped else outcome, ending.caps, failed=bool(failures))
+    try:
+        partial = store.partial_pages()
+    except CrawldeckError:
+        partial = 0  # the summary goes on without it
     with contextlib.suppress(OSError):
         responses = (engine.stats or {}).get("responses_by_status", {})
-        HeadlessReporter().summary(engine.snapshot(), heading, responses=responses)
+        HeadlessReporter().summary(engine.snapshot(), heading, responses=responses, partial=partial)
         print("\n".join(lines), flush=True)
         for line in failures:
             print(f"crawldeck: {line}", file=sys.stderr)

@@ -212,7 +212,12 @@ class HeadlessReporter:
             self._gone = True
 
     def summary(
-        self, snap: CrawlSnapshot, heading: str, *, responses: Mapping[str, int] | None = None
+        self,
+        snap: CrawlSnapshot,
+        heading: str,
+        *,
+        responses: Mapping[str, int] | None = None,
+        partial: int = 0,
     ) -> None:
         """Print the end-of-crawl summary table under ``heading`` (``outcome_heading``);
         its pages are the console's (``pages`` rows: the header's and the throughput
@@ -221,7 +226,9 @@ class HeadlessReporter:
         answered as one figure that disagreed: issue #25). ``responses`` (HTTP status
         as text -> responses: the run's stats, ``core.stats`` ``responses_by_status``)
         adds this run's responses by status, where a recrawl's 304s show (a 304 leaves
-        the ``pages`` row, and so the all-runs status mix, as it was)."""
+        the ``pages`` row, and so the all-runs status mix, as it was). ``partial``:
+        the pages read in part (``Store.partial_pages``), a row of its own when there
+        are some (issue #25)."""
         c = snap.counters
         elapsed = snap.elapsed_s
         # the heading is a line of its own: a table's title is padded to the table's width
@@ -242,6 +249,9 @@ class HeadlessReporter:
             table.add_row(
                 "retried this run", f"{plural(snap.retried, 'URL')} that failed in earlier runs"
             )
+        if partial:
+            cut = f"{plural(partial, 'page')} (bodies cut at max_body_bytes or stopped)"
+            table.add_row("read in part (all runs)", cut)
         table.add_row("no response (all runs)", f"{c.errors} (timeouts, lost connections, ...)")
         mix = ", ".join(f"{k} {v}" for k, v in sorted(c.status_mix.items())) or "-"
         table.add_row("status mix (all runs)", mix)
