@@ -94,7 +94,7 @@ def test_version(tmp_path: Path) -> None:
          "or 1048576 (bytes), got '5 parsecs' (see crawldeck crawl --help)"),
         (["export", "c.db", "--format", "xml"],
          "crawldeck export: error: argument --format: invalid choice: 'xml' (choose from "
-         "'jsonl', 'csv') (see crawldeck export --help)"),
+         "'jsonl', 'json', 'csv') (see crawldeck export --help)"),
         (["fetch"], "crawldeck: error: argument COMMAND: invalid choice: 'fetch' (choose from "
                     "'crawl', 'demo', 'worker', 'recrawl', 'export', 'links', 'show', 'stats', "
                     "'config', 'attach') (see crawldeck --help)"),

@@ -101,9 +101,12 @@ EXPORT_TABLES = (
     "pages", "blocked", "hosts", "links", "frontier", "runs", "page_versions", "sitemaps",
     "sitemap_urls",
 )  # fmt: skip
-EXPORT_FORMATS = ("jsonl", "csv")
-#: ``-o FILE`` of ``crawl`` and ``demo``: the export's format by the name's ending.
-OUTPUT_FORMATS: dict[str, Format] = {".jsonl": "jsonl", ".csv": "csv"}
+EXPORT_FORMATS = ("jsonl", "json", "csv")
+#: ``-o FILE``: the export's format by the name's ending, as Scrapy's ``-o`` takes it
+#: (``.json`` a JSON array, ``.jsonl`` and ``.jl`` JSON lines); ``crawl`` and ``demo``
+#: refuse another ending, ``export`` writes JSON lines unless ``--format`` says.
+OUTPUT_FORMATS: dict[str, Format] = {".jsonl": "jsonl", ".jl": "jsonl", ".json": "json",
+                                     ".csv": "csv"}  # fmt: skip
 
 #: The config's defaults, quoted by ``--help``.
 DEFAULTS = CrawlConfig()
@@ -586,8 +589,9 @@ def _add_crawl_flags(
     )  # fmt: skip
     parser.add_argument(
         "-o", "--output", type=Path, metavar="FILE",
-        help="when the crawl ends (or is stopped), write its pages table to FILE: .jsonl "
-        "or .csv by the name (default: none; crawldeck export writes it any time)",
+        help="when the crawl ends (or is stopped), write its pages table to FILE: .jsonl, "
+        ".json (an array) or .csv by the name (default: none; crawldeck export writes it "
+        "any time)",
     )  # fmt: skip
     _add_stats_flag(parser)
     _add_config_flags(parser, delay_default=delay_default, auth=auth, fresh=fresh)
@@ -867,7 +871,7 @@ def build_parser() -> Parser:
     )  # fmt: skip
     exp = _command(
         sub, "export", "export a table of a crawl file, or its pages as a mirror (--mirror)",
-        "Write one table of a crawl file as JSON Lines or CSV, streaming\n"
+        "Write one table of a crawl file as JSON Lines, JSON or CSV, streaming\n"
         "(constant memory); or, with --mirror DIR, its pages as files, as wget -m.",
     )  # fmt: skip
     exp.add_argument("db", type=Path, metavar="DB", help="the crawl file")
@@ -876,8 +880,10 @@ def build_parser() -> Parser:
         help=f"the table: {', '.join(EXPORT_TABLES)} (default pages)",
     )  # fmt: skip
     exp.add_argument(
-        "--format", choices=EXPORT_FORMATS, default="jsonl", help="the format (default jsonl)"
-    )
+        "--format", choices=EXPORT_FORMATS,
+        help="the format: jsonl (one object a line), json (one array), csv (default: by "
+        "-o's name, .jsonl/.jl, .json, .csv, as Scrapy's -o; else jsonl)",
+    )  # fmt: skip
     exp.add_argument(
         "-o", "--output", type=Path, metavar="FILE", help="output file (default stdout)"
     )
@@ -1052,12 +1058,12 @@ def _last_label(item: str) -> str:
 
 def _output_problem(output: Path | None, db: Path) -> str | None:
     """Why ``-o output`` cannot be written when the crawl in ``db`` ends (checked before
-    it starts), ``None`` when it can: a name not ending in ``.jsonl`` or ``.csv``, a
+    it starts), ``None`` when it can: a name not ending as ``OUTPUT_FORMATS`` know, a
     directory that does not exist, or the crawl file itself."""
     if output is None:
         return None
     if output.suffix.lower() not in OUTPUT_FORMATS:
-        return (f"-o {str(output)!r}: expected a file name ending in .jsonl or .csv "
+        return (f"-o {str(output)!r}: expected a file name ending in .jsonl, .json or .csv "
                 "(the export's format is taken from it)")  # fmt: skip
     if not output.resolve().parent.is_dir():
         return f"-o {str(output)!r}: the directory {str(output.parent)!r} does not exist"
@@ -1778,9 +1784,10 @@ def _run_mirror(args: argparse.Namespace) -> int:
     """``crawldeck export DB --mirror DIR [--convert-links]`` (``core.mirror``): the
     files, then on stderr how many and what was skipped, by reason, and the first
     ``MIRROR_CLASHES`` pages skipped as the same file as another URL, with that URL."""
-    if args.output is not None or args.with_body or args.table != "pages":
-        return fail(args.command, "--mirror writes a directory of bodies; --table, -o and "
-                    "--with-body are for a table's rows")  # fmt: skip
+    if (args.output is not None or args.with_body or args.table != "pages"
+            or args.format is not None):  # fmt: skip
+        return fail(args.command, "--mirror writes a directory of bodies; --table, --format, "
+                    "-o and --with-body are for a table's rows")  # fmt: skip
     from crawldeck.core.mirror import write_mirror
 
     try:
@@ -1806,11 +1813,25 @@ def _run_mirror(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+#: Each export format in words, for the note on a name that says another.
+FORMAT_NAMES: dict[str, str] = {"jsonl": "JSON lines", "json": "one JSON array", "csv": "CSV"}
+
+
 def _run_export(args: argparse.Namespace) -> int:
+    """``crawldeck export DB``: a table to stdout or ``-o FILE`` in ``--format``, else
+    the format ``-o``'s name says (``OUTPUT_FORMATS``), else JSON lines; a note when the
+    name says another format than ``--format``; ``--mirror`` (``_run_mirror``)."""
     if args.mirror is not None:
         return _run_mirror(args)
     if args.convert_links:
         return fail(args.command, "--convert-links goes with --mirror DIR")
+    by_name = None if args.output is None else OUTPUT_FORMATS.get(args.output.suffix.lower())
+    if args.format is None:
+        args.format = by_name or "jsonl"
+    elif by_name is not None and by_name != args.format:
+        # what the name promises is not what is written: say so (issue #25)
+        print(f"crawldeck: note: {str(args.output)!r} holds {FORMAT_NAMES[args.format]} "
+              f"(--format {args.format}), not what its name says", file=sys.stderr)  # fmt: skip
     from crawldeck.core.export import export
 
     try:
