@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from crawldeck.core.snapshot import CrawlSnapshot
+from crawldeck.core.stats import reason_words
 from crawldeck.core.words import plural
 
 #: The budgets that count over every run of the crawl file, by outcome, and their flag:
@@ -262,6 +263,6 @@ class HeadlessReporter:
         table.add_row("queued (left)", str(c.queued))
         table.add_row("hosts", str(c.hosts_known))
         for reason, count in sorted(c.blocked.items()):
-            table.add_row(f"blocked: {reason}", str(count))
+            table.add_row(f"blocked: {reason_words(reason)}", str(count))
         print(heading, file=self._out)
         Console(file=self._out, width=100).print(table)
