@@ -299,3 +299,18 @@ def test_other_crawlers_names_get_crawldecks_in_one_line(
     _, err = capsys.readouterr()
     see = "" if answer.startswith("-s:") else " (see crawldeck crawl --help)"
     assert err.splitlines() == [f"crawldeck crawl: error: {answer}{see}"]
+
+
+def test_a_resumed_crawl_past_its_cap_is_warned_before_it_starts() -> None:
+    """Issue #25 F20: the same --max-pages again fetches nothing; say so up front."""
+    from crawldeck.tui.cli import crawl_ending, program, spent_budget
+
+    config = CrawlConfig(max_pages=5)
+    ending = crawl_ending("resume", config, ["crawl", "x.org", "--max-pages", "5"])
+    assert spent_budget(4, 0, config, ending) is None
+    assert spent_budget(5, 0, config, ending) == (
+        "the crawl file holds 5 pages already: --max-pages 5 is reached before this run "
+        f"fetches anything; to go on, with a higher --max-pages: {program()} crawl x.org "
+        "--max-pages 10"
+    )
+    assert spent_budget(5, 0, CrawlConfig(), ending) is None

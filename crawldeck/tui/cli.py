@@ -1452,6 +1452,25 @@ def crawl_ending(resume: str, config: CrawlConfig, argv: Sequence[str] | None) -
     return Ending(resume, caps, go_on)
 
 
+def spent_budget(pages: int, body_bytes: int, config: CrawlConfig, ending: Ending) -> str | None:
+    """The warning before a resumed run whose whole-crawl budget the file has reached
+    already (issue #25 F20: it fetched nothing and said so only at the end): ``pages``
+    and ``body_bytes`` are the file's (``Store.counts``, ``Store.page_totals``); the
+    line names the cap and the command that goes on (``ending.go_on``); ``None`` when
+    no such budget is reached."""
+    for outcome, held, shown in (
+        ("max_pages", pages, plural(pages, "page")),
+        ("max_bytes", body_bytes, f"{body_bytes:,} body bytes"),
+    ):
+        cap = getattr(config, outcome)
+        if cap and held >= cap:
+            flag = WHOLE_CRAWL_BUDGETS[outcome]
+            way_on = ending.go_on.get(outcome, f"give a higher {flag}")
+            return (f"the crawl file holds {shown} already: {flag} {cap} is reached before "
+                    f"this run fetches anything; {way_on}")  # fmt: skip
+    return None
+
+
 def _ui_config(config: CrawlConfig) -> CrawlConfig:
     """The console redraws at most 4 times a second: snapshots every 250 ms."""
     from crawldeck.tui.app import UI_SNAPSHOT_INTERVAL_MS
@@ -1565,6 +1584,9 @@ def _run_crawl(args: argparse.Namespace) -> int:
             other = other_seeds(store.seed_urls(), seeds, db)
             if other is not None:
                 print(f"crawldeck: warning: {other}", file=sys.stderr, flush=True)
+            spent = spent_budget(store.counts()["pages"], store.page_totals()[1], config, ending)
+            if spent is not None:
+                print(f"crawldeck: warning: {spent}", file=sys.stderr, flush=True)
         code = asyncio.run(
             _crawl(
                 config,
