@@ -75,7 +75,7 @@ async def test_80x24_keeps_the_header_eta_and_the_hosts_key_columns() -> None:
         # no chart at 80 x 24: the figures take the panel's width
         assert not app.query_one("#charts").display
         summary = plain(app, "#summary").splitlines()
-        assert summary[0] == "elapsed  0:02:00 · 28.4 pages/s · 398.0 kB/s"
+        assert summary[0] == "elapsed  0:02:00 · 28.4 pages/s · 398.0 kB/s (last 10 s)"
         assert summary[1].endswith("64% ETA 0:01:15")
         assert summary[2].split() == [
             "status", "2xx", "3374", "3xx", "385", "4xx", "96", "5xx", "15", "error", "12",
@@ -514,7 +514,7 @@ def test_the_eta_is_that_of_the_first_budget_reached() -> None:
     assert eta_text(replace(no_rate, max_time_s=600)) == "0:08:00"  # the clock needs no rate
     summary = summary_text(replace(LAST, max_pages=None, max_time_s=600, max_bytes=10**8))
     lines = summary.plain.splitlines()
-    assert lines[0] == "elapsed  0:02:00/0:10:00 · 28.4 pages/s · 398.0 kB/s"
+    assert lines[0] == "elapsed  0:02:00/0:10:00 · 28.4 pages/s · 398.0 kB/s (last 10 s)"
     assert lines[1] == "pages    3855  (54.0 MB/100.0 MB)"
 
 
