@@ -851,6 +851,12 @@ def build_parser() -> Parser:
         "--no-ui", action="store_true",
         help="headless: progress lines and a summary (default: the console on a terminal)",
     )  # fmt: skip
+    recrawl.add_argument(
+        "-s", "--set", dest="settings", type=parse_setting, action="append", default=[],
+        metavar="KEY=VALUE",
+        help="any config key over the last run's config, as crawl's -s: -s delay_ms=2000; "
+        "repeatable (default: none; the budgets are the flags below)",
+    )  # fmt: skip
     _add_stats_flag(recrawl)
     _add_metrics_flag(recrawl)
     _add_log_flags(recrawl)
@@ -1746,7 +1752,15 @@ def _run_recrawl(args: argparse.Namespace) -> int:
         before = store.counts()["pages"], store.page_totals()[1]
         budgets = recrawl_budgets(args, pages_before=before[0], bytes_before=before[1])
         # metrics only when this recrawl asks (--metrics-port), not the last run's port
-        config = build_config({**saved, **budgets, "metrics_port": args.metrics_port or 0})
+        # -s over the last run's config (issue #25 F21); the budgets are this recrawl's
+        settings = dict(args.settings)
+        try:
+            config = build_config(
+                {**saved, **settings, **budgets, "metrics_port": args.metrics_port or 0}
+            )
+        except ConfigError as exc:
+            store.close()
+            return fail(args.command, f"-s: {exc}")
         ui = _wants_console(args)
         if ui:
             config = _ui_config(config)
