@@ -39,7 +39,8 @@ from crawldeck.core.cluster import wire
 from crawldeck.core.cluster.collector import Collector
 from crawldeck.core.cluster.keys import Keyspace, shard_of
 from crawldeck.core.cluster.server import PrivateRedis
-from crawldeck.core.store import FrontierRow, HostRecord, PageRecord, Store
+from crawldeck.core.records import FrontierRow, HostRecord, PageRecord
+from crawldeck.core.store import Store
 
 T0 = 1_700_000_000.0
 KEYS = Keyspace("drain")

@@ -42,8 +42,9 @@ from crawldeck.core.config import build_config
 from crawldeck.core.frontier import Frontier, FrontierEntry
 from crawldeck.core.politeness import Politeness, PolitenessSettings
 from crawldeck.core.prioritizer import ORDERINGS, Ordering, Prioritizer
+from crawldeck.core.records import FrontierRow
 from crawldeck.core.seen import SeenSet
-from crawldeck.core.store import FrontierRow, Store
+from crawldeck.core.store import Store
 
 
 def rss_bytes() -> int:

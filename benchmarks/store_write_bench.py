@@ -22,7 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from crawldeck.core.store import FrontierRow, PageRecord, Store
+from crawldeck.core.records import FrontierRow, PageRecord
+from crawldeck.core.store import Store
 
 HOSTS = 200
 

@@ -36,7 +36,7 @@ from crawldeck.core.cluster.store import ClusterStore
 from crawldeck.core.cluster.worker import Worker, publish_crawl
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.prioritizer import DEFAULT_FRONT_QUEUES
-from crawldeck.core.store import FrontierRow, PageRecord
+from crawldeck.core.records import FrontierRow, PageRecord
 
 K = Keyspace("cash")
 NOW = 1_700_000_000.0

@@ -21,7 +21,8 @@ from crawldeck.core.cluster import wire
 from crawldeck.core.cluster.collector import REDIS_ERRORS, Collector
 from crawldeck.core.cluster.keys import SHARDS, Keyspace, shard_of
 from crawldeck.core.errors import StoreError
-from crawldeck.core.store import BlockedRecord, FrontierRow, HostRecord, PageRecord, Store
+from crawldeck.core.records import BlockedRecord, FrontierRow, HostRecord, PageRecord
+from crawldeck.core.store import Store
 
 KEYS = Keyspace("t1")
 T0 = 1_700_000_000.0

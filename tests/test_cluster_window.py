@@ -7,7 +7,7 @@ import asyncio
 from crawldeck.core.cluster.leases import Leases
 from crawldeck.core.cluster.window import SharedWindow
 from crawldeck.core.frontier import FrontierEntry
-from crawldeck.core.store import FrontierRow
+from crawldeck.core.records import FrontierRow
 
 T0 = 1_700_000_000.0
 
@@ -15,14 +15,10 @@ T0 = 1_700_000_000.0
 class NoSpill:
     """A store with nothing spilled (every URL here is added in memory)."""
 
-    def load_spilled(self, host: str, after_seq: int, limit: int) -> tuple[list[FrontierRow], int]:
-        return [], after_seq
-
-    async def pull(self, host: str, limit: int, *, within_s: float = 0.0) -> list[FrontierRow]:
-        return []
-
-    def flush(self) -> None:
-        return None
+    async def read_spilled(
+        self, host: str, after: int, limit: int, *, within_s: float = 0.0
+    ) -> tuple[list[FrontierRow], int]:
+        return [], after
 
 
 class Source:
@@ -85,26 +81,20 @@ def test_urls_of_a_host_not_owned_are_never_popped() -> None:
 
 
 class HandingOut:
-    """A store whose reads hand URLs out, as ``PULL`` does: each URL is returned once.
-    ``queue`` holds what has reached Redis; ``arriving`` reaches it on ``flush`` (the
-    buffered pushes of the worker's store)."""
+    """A store whose reads hand URLs out, as ``PULL`` does (``ClusterStore.read_spilled``):
+    each URL is returned once.
+    ``queue`` holds what has reached Redis."""
 
-    def __init__(self, queue: list[FrontierRow], arriving: list[FrontierRow]) -> None:
+    def __init__(self, queue: list[FrontierRow]) -> None:
         self.queue = queue
-        self.arriving = arriving
         self.reads: list[int] = []
 
-    def load_spilled(self, host: str, after_seq: int, limit: int) -> tuple[list[FrontierRow], int]:
-        raise AssertionError("a worker's window reads with pull, on the loop")
-
-    async def pull(self, host: str, limit: int, *, within_s: float = 0.0) -> list[FrontierRow]:
+    async def read_spilled(
+        self, host: str, after: int, limit: int, *, within_s: float = 0.0
+    ) -> tuple[list[FrontierRow], int]:
         self.reads.append(limit)
         out, self.queue = self.queue[:limit], self.queue[limit:]
-        return out
-
-    def flush(self) -> None:
-        self.queue += self.arriving
-        self.arriving = []
+        return out, after
 
 
 def row(path: str) -> FrontierRow:
@@ -113,14 +103,14 @@ def row(path: str) -> FrontierRow:
 
 
 def test_a_short_read_keeps_the_urls_it_was_handed_and_reads_once() -> None:
-    """One URL is in Redis and two more are on their way: the read gets the first and
-    keeps it; it is not followed by a flush and a second read (``ClusterStore.pull``
-    goes in the flush's pipeline after the buffered pushes, so what was on its way
-    when the read was asked is in what it read: issue #23 item 3, one round trip)."""
+    """One URL is in Redis, three are counted: the read gets the first and keeps it;
+    it is not followed by a second read (``ClusterStore.read_spilled`` goes in the
+    flush's pipeline after the buffered pushes, so what was on its way when the read
+    was asked is in what it read: issue #23 item 3, one round trip)."""
 
     async def run() -> None:
         leases = Leases(10_000, monotonic=lambda: 0.0)
-        store = HandingOut([row("/1")], [row("/2"), row("/3")])
+        store = HandingOut([row("/1")])
         window = SharedWindow(100, store, lambda rows: None, leases=leases, source=Source())
         leases.take("a.test", 1, 0.0)
         for _ in range(3):

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from crawldeck.core.cluster import wire
-from crawldeck.core.store import (
+from crawldeck.core.records import (
     FRONTIER_STATES,
     BlockedRecord,
     FrontierRow,

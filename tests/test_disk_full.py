@@ -187,7 +187,8 @@ def test_the_committed_rows_survive_in_a_consistent_file(tmp_path: Path) -> None
         import os, subprocess, sys
         from pathlib import Path
         from crawldeck.core.errors import StoreError
-        from crawldeck.core.store import FrontierRow, PageRecord, Store
+        from crawldeck.core.records import FrontierRow, PageRecord
+        from crawldeck.core.store import Store
 
         mnt = sys.argv[1]
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1280k", "tmpfs", mnt], check=True)

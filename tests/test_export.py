@@ -14,7 +14,8 @@ from clikit import main_in
 
 from crawldeck.core.errors import StoreError
 from crawldeck.core.export import Format, Table, export
-from crawldeck.core.store import BlockedRecord, FrontierRow, HostRecord, PageRecord, Store
+from crawldeck.core.records import BlockedRecord, FrontierRow, HostRecord, PageRecord
+from crawldeck.core.store import Store
 
 T0 = 1714564800.25  # 2024-05-01T12:00:00.250000Z
 ISO = "2024-05-01T12:00:00.250000Z"

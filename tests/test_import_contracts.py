@@ -80,6 +80,7 @@ def test_the_contracts_are_the_ones_the_design_names() -> None:
         "core-no-ui",
         "pure-no-io",
         "protocols-no-network",
+        "seams-no-clients",
         "snapshot-no-renderer",
         "localweb-for-tests",
         "ui-no-sqlite",
@@ -110,6 +111,11 @@ def test_a_forbidden_import_breaks_its_contract(
         ("pure-no-io", "crawldeck.core.records", "crawldeck.core.fetcher"),
         ("pure-no-io", "crawldeck.core.records", "crawldeck.core.store"),
         ("protocols-no-network", "crawldeck.core.protocols", "crawldeck.core.fetcher"),
+        ("protocols-no-network", "crawldeck.core.protocols", "crawldeck.core.store"),
+        # The window or the seen set naming the SQLite store for a record again.
+        ("seams-no-clients", "crawldeck.core.window", "crawldeck.core.store"),
+        ("seams-no-clients", "crawldeck.core.seen", "crawldeck.core.store"),
+        ("seams-no-clients", "crawldeck.core.admission", "crawldeck.core.fetcher"),
         # core reaching the console through another crawldeck module.
         ("core-no-ui", "crawldeck.core.frontier", "crawldeck.tui.widgets"),
     ],

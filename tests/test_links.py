@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import random
+import re
 from collections.abc import Iterator
 from html import escape
 
@@ -293,6 +294,30 @@ def test_anchor_text_is_collapsed_capped_and_falls_back_to_an_image_alt() -> Non
         "/area": "a region",
     }
     assert len(got.anchors["/long"]) == ANCHOR_MAX_CHARS == 200
+
+
+@given(
+    st.lists(
+        st.text(alphabet=" \t\n\r\f\x0b\x1c\x1f\xa0\u3000ab-é", min_size=1, max_size=30),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_anchor_words_split_on_ascii_whitespace_only(texts: list[str]) -> None:
+    """The anchor texts' split (``str.split`` when no text holds a space it would split
+    on wrongly, else a regex) gives the rule's words: split on the HTML Standard's ASCII
+    whitespace only, so ``\\x0b``, ``\\x1c``, ``\\xa0`` and ``\\u3000`` stay inside words,
+    whatever the other links of the page hold."""
+    body = "".join(f'<a href="/{i}">{escape(text)}</a>' for i, text in enumerate(texts))
+    got = extract(f"<html><body>{body}</body></html>")
+    # lexbor turns a CR or CR LF of the source into LF (HTML Standard, preprocessing).
+    expected = {}
+    for i, text in enumerate(texts):
+        source = text.replace("\r\n", "\n").replace("\r", "\n")
+        words = [w for w in re.split("[ \t\n\r\f]+", source) if w]
+        if words and not source.isspace():
+            expected[f"/{i}"] = " ".join(words)[:ANCHOR_MAX_CHARS]
+    assert got.anchors == expected
 
 
 def test_anchor_texts_follow_the_links_kept() -> None:

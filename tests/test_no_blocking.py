@@ -28,10 +28,12 @@ import sqlite3
 import threading
 import time
 import traceback
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from blockbuster import blockbuster_ctx
@@ -40,6 +42,7 @@ from httpserver import HTTPTestServer, Response
 from crawldeck.core.config import build_config
 from crawldeck.core.engine import Engine
 from crawldeck.core.store import Store
+from crawldeck.core.store.ops import Op
 
 PAGES = 40  # per host
 
@@ -267,14 +270,27 @@ def test_the_detector_catches_a_blocking_call(
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class _Slow:
+    """A writer operation (``core.store.ops``) that takes ``delay_s`` more to apply."""
+
+    op: Op
+    delay_s: float
+
+    def apply(
+        self, conn: sqlite3.Connection, keys: list[str], blocked: Counter[str], totals: Counter[str]
+    ) -> None:
+        time.sleep(self.delay_s)
+        self.op.apply(conn, keys, blocked, totals)
+
+
 class SlowStore(Store):
     """A ``Store`` whose writer takes ``delay_s`` more per operation."""
 
     delay_s = 0.004
 
-    def _apply(self, conn: sqlite3.Connection, op: tuple[Any, ...], *args: Any) -> None:
-        time.sleep(self.delay_s)
-        super()._apply(conn, op, *args)
+    def _put(self, op: Op) -> None:
+        super()._put(cast(Op, _Slow(op, self.delay_s)))
 
 
 def slow_crawl(db: Path, max_backlog: int) -> tuple[int, int]:

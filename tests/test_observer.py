@@ -25,11 +25,11 @@ from crawldeck.core.frontier import FrontierEntry
 from crawldeck.core.gate import HostGate
 from crawldeck.core.observer import RECENT_RESPONSES, HostStats, Observer, ObserverStatistics
 from crawldeck.core.politeness import Politeness, PolitenessSettings
-from crawldeck.core.records import FetchResult
+from crawldeck.core.records import BlockedRecord, FetchResult, HostRecord
 from crawldeck.core.robots import RobotsCache, RobotsSettings
 from crawldeck.core.snapshot import BackoffRow, BlockedRow, Counters, HostRow, ResponseRow
 from crawldeck.core.stats import RunFigures
-from crawldeck.core.store import BlockedRecord, HostRecord, Store
+from crawldeck.core.store import Store
 from crawldeck.core.traps import BlockReason, Verdict
 from crawldeck.core.window import FrontierWindow
 

@@ -15,7 +15,8 @@ from contextlib import closing
 from pathlib import Path
 
 from crawldeck.core.prioritizer import Prioritizer
-from crawldeck.core.store import SPILL_SEQ_SPAN, FrontierRow, Store
+from crawldeck.core.records import SPILL_SEQ_SPAN, FrontierRow
+from crawldeck.core.store import Store
 from crawldeck.core.window import FrontierWindow
 
 T0 = 1_714_564_800.0

@@ -6,8 +6,9 @@ import asyncio
 import threading
 from pathlib import Path
 
+from crawldeck.core.records import FrontierRow
 from crawldeck.core.seen import SeenSet
-from crawldeck.core.store import FrontierRow, Store
+from crawldeck.core.store import Store
 
 
 class FakeStore:

@@ -17,16 +17,15 @@ import pytest
 from fakeclock import FakeClock
 
 from crawldeck.core.errors import StoreError
-from crawldeck.core.store import (
-    SCHEMA_VERSION,
+from crawldeck.core.records import (
     BlockedRecord,
     FrontierRow,
     HostRecord,
     PageRecord,
-    Store,
     from_iso_utc,
     to_iso_utc,
 )
+from crawldeck.core.store import SCHEMA_VERSION, Store
 
 REPO = Path(__file__).resolve().parent.parent
 T0 = 1714564800.25  # 2024-05-01T12:00:00.250000Z
@@ -580,7 +579,8 @@ CHILD = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from crawldeck.core.store import FrontierRow, PageRecord, Store
+    from crawldeck.core.records import FrontierRow, PageRecord
+    from crawldeck.core.store import Store
 
     s = Store(Path(sys.argv[1]), flush_interval_ms=2)
     s.enqueue_urls([FrontierRow("p0", "http://h.test/p0", "h.test", 0, 0)])

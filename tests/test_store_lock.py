@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from crawldeck.core.errors import StoreError
-from crawldeck.core.store import FrontierRow, Store
+from crawldeck.core.records import FrontierRow
+from crawldeck.core.store import Store
 from crawldeck.localweb import LocalWeb
 
 REPO = Path(__file__).resolve().parent.parent

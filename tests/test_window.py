@@ -1,7 +1,8 @@
 """The frontier window (``core.window.FrontierWindow``) over an in-memory spill store.
 
 ``FakeSpillStore`` keeps spilled rows as SQLite does for the window: a written row is
-seen by ``load_spilled`` only once ``flush`` committed it, rows come back in ``seq``
+seen by ``load_spilled`` only once ``flush`` committed it (``read_spilled`` flushes
+when a read comes back short, as ``Store``'s does), rows come back in ``seq``
 order after ``after_seq``, and a row read back stays there (state ``spilled``, as until
 its page is recorded; here for ever). Unit tests pin the window's figures at each step;
 a Hypothesis property runs random admissions, pops, releases, retries, parks and
@@ -27,7 +28,7 @@ from hypothesis import strategies as st
 from crawldeck.core.errors import StoreError
 from crawldeck.core.frontier import FrontierEntry
 from crawldeck.core.prioritizer import Ordering, Prioritizer
-from crawldeck.core.store import FrontierRow
+from crawldeck.core.records import FrontierRow
 from crawldeck.core.window import FrontierWindow, WindowStatistics
 
 T = EPOCH
@@ -68,6 +69,20 @@ class FakeSpillStore:
             if row.host == host and row.state == "spilled" and seq > after_seq
         ][:limit]
         return [row for _, row in found], found[-1][0] if found else after_seq
+
+    async def read_spilled(
+        self, host: str, after: int, limit: int, *, within_s: float = 0.0
+    ) -> tuple[list[FrontierRow], int]:
+        """``SpillStore.read_spilled`` as ``Store``'s: in a thread, ``load_spilled``,
+        and ``flush`` and again when short."""
+        return await asyncio.to_thread(self._read, host, after, limit)
+
+    def _read(self, host: str, after: int, limit: int) -> tuple[list[FrontierRow], int]:
+        rows, last = self.load_spilled(host, after, limit)
+        if len(rows) < limit:
+            self.flush()
+            rows, last = self.load_spilled(host, after, limit)
+        return rows, last
 
 
 def url(host: str, n: int) -> str:

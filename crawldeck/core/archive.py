@@ -54,10 +54,9 @@ import brotli
 from crawldeck.core import urls
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.errors import StoreError
-from crawldeck.core.protocols import Clock, Fetcher, ResultSink
-from crawldeck.core.records import BodySink, FetchResult, WarcRef
+from crawldeck.core.protocols import Clock, Fetcher, LocalHistory, StoreRoles
+from crawldeck.core.records import BodySink, FetchResult, WarcHome, WarcRef, to_iso_utc
 from crawldeck.core.render_types import RenderResult
-from crawldeck.core.store import Store, to_iso_utc
 from crawldeck.core.warc import warc_stem
 from crawldeck.core.warc_writer import Exchange, WarcWriter
 
@@ -122,23 +121,6 @@ def decode_content(payload: bytes, content_encoding: str, max_bytes: int) -> tup
     return body, cut
 
 
-@dataclass(frozen=True, slots=True)
-class WarcHome:
-    """Where the WARC files of a store without a crawl file of its own go: a cluster
-    worker's ``ClusterStore`` (its pages reach the crawl file through Redis) has one
-    as its ``warc_home`` attribute.
-
-    Attributes:
-        directory: the files' directory.
-        stem: their name stem (``<stem>-NNNNN.warc.gz``), this writer's alone.
-        part_of: the ``warcinfo`` record's ``isPartOf`` (the crawl's name).
-    """
-
-    directory: Path
-    stem: str
-    part_of: str
-
-
 def recorded_prefix(db: Path, directory: Path) -> str:
     """What a page row's ``warc_file`` puts before a WARC file's name when the files
     of crawl file ``db`` go to ``directory`` (config ``warc_dir``): ``""`` when it is
@@ -156,33 +138,34 @@ def recorded_prefix(db: Path, directory: Path) -> str:
         return there.as_posix() + "/"
 
 
-def warc_writer(config: CrawlConfig, store: ResultSink) -> WarcWriter | None:
+def warc_writer(config: CrawlConfig, roles: StoreRoles) -> WarcWriter | None:
     """The crawl's WARC writer: files ``<db stem>-NNNNN.warc.gz`` (``warc_prefix``, when
-    set, for the stem) beside the SQLite crawl file of ``store``, or in ``warc_dir``
-    when set (the page rows name them from the crawl file's directory:
-    ``recorded_prefix``), rotated at ``warc_max_bytes``, each opened by a ``warcinfo``
-    record (software, format, robots policy ``obey``, the user agent);
-    the duplicate map read back from the store's pages (``first_payloads``), a 304's
-    earlier record found through its page row (``PageRecords``). A store that is not a
-    SQLite ``Store`` but has a ``warc_home`` (a ``WarcHome``: a cluster worker's) gets
-    files ``<stem>-NNNNN.warc.gz`` there, a duplicate map of this run's responses only
-    and no 304 lookup. ``None`` when ``warc`` is off or the store has neither."""
+    set, for the stem) beside the crawl file of a store with a ``LocalHistory``
+    (``roles.history``), or in ``warc_dir`` when set (the page rows name them from the
+    crawl file's directory: ``recorded_prefix``), rotated at ``warc_max_bytes``, each
+    opened by a ``warcinfo`` record (software, format, robots policy ``obey``, the user
+    agent); the duplicate map read back from the store's pages (``first_payloads``), a
+    304's earlier record found through its page row (``PageRecords``). A store without
+    a crawl file of its own but with a ``warc_home`` (a cluster worker's) gets files
+    ``<stem>-NNNNN.warc.gz`` there, a duplicate map of this run's responses only and
+    no 304 lookup. ``None`` when ``warc`` is off or the store has neither."""
     if not config.warc:
         return None
     first: Callable[[], Iterator[tuple[str, str, str, str | None]]] | None = None
     locate = None
     prefix = ""
-    if isinstance(store, Store):
-        stem = config.warc_prefix or warc_stem(store.path)
-        directory = Path(config.warc_dir) if config.warc_dir else store.path.parent
-        home = WarcHome(directory, stem, store.path.name)
-        prefix = recorded_prefix(store.path, directory)
-        first, locate = lambda: first_payloads(store, config.strip_params), PageRecords(store.path)
+    history = roles.history
+    if history is not None:
+        db = history.path
+        stem = config.warc_prefix or warc_stem(db)
+        directory = Path(config.warc_dir) if config.warc_dir else db.parent
+        home = WarcHome(directory, stem, db.name)
+        prefix = recorded_prefix(db, directory)
+        first, locate = lambda: first_payloads(history, config.strip_params), PageRecords(db)
+    elif roles.warc_home is not None:
+        home = roles.warc_home
     else:
-        found = getattr(store, "warc_home", None)
-        if not isinstance(found, WarcHome):
-            return None
-        home = found
+        return None
     try:
         version = metadata.version("crawldeck")
     except metadata.PackageNotFoundError:
@@ -207,7 +190,7 @@ def warc_writer(config: CrawlConfig, store: ResultSink) -> WarcWriter | None:
 
 
 def first_payloads(
-    store: Store, strip_params: Collection[str]
+    store: LocalHistory, strip_params: Collection[str]
 ) -> Iterator[tuple[str, str, str, str | None]]:
     """``Store.first_payloads`` with the canonical rule of the dedupe (module
     docstring): ``(payload_digest, url, fetched_at, canonical_url)``, the canonical URL

@@ -40,17 +40,17 @@ from crawldeck.core.gate import AddressLimit, HostGate
 from crawldeck.core.observer import Observer
 from crawldeck.core.politeness import Cap, Politeness, PolitenessSettings
 from crawldeck.core.prioritizer import Prioritizer
-from crawldeck.core.protocols import Clock, CrawlStore, Fetcher
+from crawldeck.core.protocols import Clock, CrawlStore, Fetcher, SpillStore, StoreRoles
 from crawldeck.core.recording import Recorder, near_index
+from crawldeck.core.records import FrontierRow
 from crawldeck.core.recrawl import ConditionalFetcher, validators_of
 from crawldeck.core.robots import RobotsCache, RobotsSettings
 from crawldeck.core.seen import SeenSet
 from crawldeck.core.side_requests import SideRequests
 from crawldeck.core.sitemap_reader import SitemapReader
-from crawldeck.core.store import FrontierRow, Store
 from crawldeck.core.transport import PinningResolver
 from crawldeck.core.traps import ScopePolicy, TrapGuard, TrapSettings, UrlPatterns
-from crawldeck.core.window import FrontierWindow, SpillStore
+from crawldeck.core.window import FrontierWindow
 
 
 @dataclass(slots=True)
@@ -77,6 +77,7 @@ class Parts:
     recorder: Recorder
     content: ContentReader
     sitemaps: SitemapReader
+    roles: StoreRoles
 
 
 class ClusterHooks(Protocol):
@@ -119,8 +120,12 @@ def assemble(
 
     Args:
         config: the crawl's settings.
-        store: the open SQLite store (results, the frontier's tail, the seen set's
-            exact check).
+        store: the crawl's store (results, the frontier's tail); its optional roles
+            (``CrawlStore.roles``, asked once here) are wired to the parts that use
+            them: the runs and the history to the engine, the key store to the seen
+            set (without one, every URL goes to the store, which dedupes), the cash
+            sink and score keeper to the recorder and window, the history to the
+            conditional fetcher, sitemaps, near duplicates and WARC writer.
         clock: the one time source (epoch s); the calendar guard's "today" is its date.
         wake: called when a URL may be ready (the engine's workers look again).
         fetcher: the HTTP edge (default: the aiohttp fetcher, pinned to ``dns``).
@@ -156,10 +161,12 @@ def assemble(
     policy = AddressPolicy(AddressPolicySettings.from_config(config), inform=inform)
     addresses = PinningResolver(dns, policy, capacity=config.dns_cache_size)
     fetcher = fetcher or AiohttpFetcher(config, resolver=addresses)
-    conditional = validators_of(store) if isinstance(store, Store) else None
+    roles = store.roles()  # asked once: the optional roles are wired below
+    history = roles.history
+    conditional = validators_of(history) if history is not None else None
     if conditional:  # a recrawl: its pages are asked for with their validators
         fetcher = ConditionalFetcher(fetcher, conditional)
-    writer = warc_writer(config, store)
+    writer = warc_writer(config, roles)
     archive = None
     if writer is not None:  # every fetch through the crawl's client is archived
         fetcher = ArchivingFetcher(fetcher, writer, clock)
@@ -171,10 +178,13 @@ def assemble(
     gate = HostGate(politeness, ips, config.per_host_concurrency, capped=capped)
     prioritizer = Prioritizer(config.ordering, config.front_queues)
     if cluster is None:
-        keep = store.set_scores if isinstance(store, Store) and prioritizer.by_cash else None
+        keep = roles.scores.set_scores if roles.scores is not None and prioritizer.by_cash else None
+        # A store without a key store dedupes what it is sent: every URL goes to it
+        # and comes back through its reads, as in a cluster (``core.seen``).
         frontier = FrontierWindow(
-            config.frontier_window, store, read_back, prioritizer=prioritizer, keep_credits=keep
-        )
+            config.frontier_window, store, read_back, prioritizer=prioritizer,
+            keep_credits=keep, spill_all=roles.keys is None,
+        )  # fmt: skip
     else:
         frontier = cluster.make_window(config.frontier_window, store, read_back, prioritizer)
     side = SideRequests(clock, fetcher, addresses, gate, frontier, config.robots_token, wake)
@@ -186,25 +196,24 @@ def assemble(
         TrapSettings.from_config(config), scope, today,
         patterns=UrlPatterns.from_config(config), hosts=config.hosts,
     )  # fmt: skip
-    seen = SeenSet(store)
+    seen = SeenSet(roles.keys)
     admission = Admission(config.strip_params, guard, seen, observer.block)
     side.bind(observer, admission, robots)
     recorder = Recorder(
-        config, store, observer, admission, frontier, seen, wake, archive, near_index(store),
-        prioritizer,
+        config, store, observer, admission, frontier, seen, wake, archive, near_index(history),
+        prioritizer, roles,
     )  # fmt: skip
     content = ContentReader(config, side.render_gate, side.render_report, observer.log, audit)
     sitemaps = SitemapReader(
         side, robots, admission, recorder, store, seen, scope, observer, clock, wake,
         max_redirects=config.max_redirects,
-        read_before=store.sitemaps_read if isinstance(store, Store) else None,
-        unread=store.hosts_without_sitemaps
-        if isinstance(store, Store) and config.sitemaps else None,
+        read_before=None if history is None else history.sitemaps_read,
+        unread=history.hosts_without_sitemaps if history is not None and config.sitemaps else None,
     )  # fmt: skip
     if config.sitemaps:
         robots.settled = sitemaps.robots_known
     parts = Parts(dns, policy, addresses, fetcher, gate, frontier, side, robots, observer,
-                  scope, guard, seen, admission, recorder, content, sitemaps)  # fmt: skip
+                  scope, guard, seen, admission, recorder, content, sitemaps, roles)  # fmt: skip
     if cluster is not None:
         cluster.bind(parts)
     return parts

@@ -409,9 +409,7 @@ class CrawlConfig:
         cluster_hot_queue: queued URLs past which a host's new URLs go to path-prefix
             sub-queues in Redis (a hot host, issue #12 item 5).
         redis_outage_s: how long a cluster worker waits, retrying with backoff, for a
-            Redis that stopped answering before it gives up (exit 2); a worker's
-            thread waits for its event loop at most twice this plus 30 s
-            (``core.cluster.store.flush_wait_s``).
+            Redis that stopped answering before it gives up (exit 2).
         warc: write every fetch (robots.txt, redirects and sitemaps included) to WARC/1.1
             files ``<db>-NNNNN.warc.gz`` beside the crawl file (``core.warc``, issue #13).
         warc_prefix: the WARC files' name stem instead of the crawl file's name

@@ -44,11 +44,11 @@ from crawldeck.core.gate import GateStatistics
 from crawldeck.core.observer import SNAPSHOT_HOSTS, HostStats, ObserverStatistics
 from crawldeck.core.politeness import BACKOFF_STATUSES
 from crawldeck.core.protocols import Clock, CrawlFrontier, CrawlStore, Fetcher
+from crawldeck.core.records import FrontierRow
 from crawldeck.core.resume import restore
 from crawldeck.core.retries import Retries
 from crawldeck.core.slots import SLOW_FETCH_FACTOR, SLOW_FETCH_S, FastSlot
 from crawldeck.core.snapshot import Counters, CrawlSnapshot, CrawlState, HostDetail, HostRow
-from crawldeck.core.store import FrontierRow, Store
 from crawldeck.core.traps import Verdict
 from crawldeck.core.window import WindowStatistics
 
@@ -86,12 +86,14 @@ class CrawlResult:
 
 
 class Engine:
-    """Runs one crawl over a ``Store``.
+    """Runs one crawl over a ``CrawlStore``.
 
     Args:
         config: the crawl's settings.
-        store: the open SQLite store (if it holds an earlier run, the crawl resumes),
-            or a cluster worker's ``ClusterStore`` (``core.cluster``).
+        store: the open SQLite store (if it holds an earlier run, the crawl resumes:
+            its ``LocalHistory`` role), or a cluster worker's ``ClusterStore``
+            (``core.cluster``), or any ``CrawlStore``: the optional roles it plays
+            (``CrawlStore.roles``) are wired once, when the parts are assembled.
         clock: the one time source, epoch seconds (a test's: a virtual-time loop's).
         fetcher: the HTTP edge (default: the aiohttp one on ``config``, pinned to ``dns``).
         rng: randomness for backoff jitter.
@@ -153,8 +155,10 @@ class Engine:
         #: The run's stats (``core.stats``), stored in ``runs.stats``: set when ``run``
         #: ends cleanly, ``None`` before and after a store failure.
         self.stats: dict[str, Any] | None = None
-        resumed = isinstance(store, Store) and restore(
-            store, observer=self._obs, admission=self._admission, seen=self._seen,
+        self._run_log = parts.roles.run_log
+        history = parts.roles.history  # a file of earlier runs: the crawl resumes
+        resumed = history is not None and restore(
+            history, observer=self._obs, admission=self._admission, seen=self._seen,
             guard=parts.guard, scope=self._scope, policy=self._policy, frontier=self._frontier,
             gate=self._gate,
         )  # fmt: skip
@@ -257,7 +261,8 @@ class Engine:
                 and its state saved.
         """
         self._obs.begin()
-        self._run_id = self.store.begin_run(asdict(self.config))
+        if self._run_log is not None:
+            self._run_id = self._run_log.begin_run(asdict(self.config))
         self._sitemaps.resume()  # hosts whose sitemaps an earlier run did not read
         reporter = asyncio.create_task(self._report_loop())
         time_cap = self.config.max_time_s
@@ -289,15 +294,16 @@ class Engine:
             self._obs.ended_at = self._clock()
             if not isinstance(self._crash, StoreError):  # a failed store takes no more writes
                 self._obs.flush_hosts(final=True)
-                await asyncio.to_thread(self.store.flush)  # the run's rows are all counted
+                await self.store.drain()  # the run's rows are all counted
                 self.stats = self._obs.run_stats(self._run_id, outcome)
                 status: str = outcome
                 if outcome == "finished" and not any(
                     self.stats[key] for key in ("fetches", "pages_added", "blocked")
                 ):  # a rerun with nothing left: said as such, not as a crawl that ran
                     status = self.stats["finish_reason"] = NOTHING_TO_DO
-                self.store.end_run(self._run_id, status, stats=self.stats)
-                await asyncio.to_thread(self.store.flush)
+                if self._run_log is not None and self._run_id is not None:
+                    self._run_log.end_run(self._run_id, status, stats=self.stats)
+                await self.store.drain()
             self._publish()
         if self._crash is not None:
             raise self._crash

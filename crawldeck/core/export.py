@@ -66,11 +66,11 @@ from warcio.exceptions import ArchiveLoadFailed
 from crawldeck.core import urls
 from crawldeck.core.archive import decode_content
 from crawldeck.core.errors import StoreError, UrlError
+from crawldeck.core.records import LinkCheck
 from crawldeck.core.store import (
     BROKEN_BLOCK_REASONS,
     BROKEN_LINKS_SELECT,
     SCHEMA_VERSION,
-    LinkCheck,
     Store,
     anchor_select,
     check_header,

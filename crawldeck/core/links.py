@@ -99,6 +99,8 @@ _NOT_TEXT = ["script", "style", "noscript", "template", "iframe"]
 TITLE_MAX_CHARS = 1000
 _NOT_ASCII_WS = re.compile(r"[^\t\n\f\r ]+")
 _WS = " \t\n\r\f"  # ASCII whitespace, stripped from URLs by the HTML Standard
+#: The ASCII characters ``str.split()`` takes for whitespace that ``_WS`` does not hold.
+_ODD_ASCII_SPACE = re.compile(r"[\x0b\x1c-\x1f]")
 #: What the URL parser strips around a URL string: C0 controls and space (WHATWG URL).
 _C0_SPACE = "".join(chr(c) for c in range(0x21))
 _DIGITS = "0123456789"
@@ -406,6 +408,25 @@ def _image_alt(node: LexborNode) -> str:
     return ""
 
 
+def _words(anchors: dict[str, str]) -> None:
+    """Turn each raw anchor text of ``anchors`` (href -> text, at most
+    ``4 * ANCHOR_MAX_CHARS`` characters, at least one word) into its words split on ASCII
+    whitespace, joined by one space and cut at ``ANCHOR_MAX_CHARS``, in place.
+
+    ``str.split()`` splits on ASCII whitespace (HTML Standard: tab, LF, FF, CR, space)
+    and also on ``\\x0b``, ``\\x1c``-``\\x1f`` and non-ASCII spaces (``\\xa0``, ...),
+    which the rule keeps inside words; so one check over the page's texts together
+    picks ``str.split`` (about 3x cheaper than a regex's ``findall`` a link, the common
+    case) or the regex for every text, with the same result."""
+    joined = "".join(anchors.values())
+    if joined.isascii() and _ODD_ASCII_SPACE.search(joined) is None:
+        for href, text in anchors.items():
+            anchors[href] = " ".join(text.split())[:ANCHOR_MAX_CHARS]
+    else:
+        for href, text in anchors.items():
+            anchors[href] = " ".join(_NOT_ASCII_WS.findall(text))[:ANCHOR_MAX_CHARS]
+
+
 def _simhash(tree: LexborHTMLParser) -> int | None:
     """The SimHash of ``tree``'s visible text (module docstring); removes the
     elements that are not text from ``tree``."""
@@ -481,14 +502,15 @@ def extract_links(
                 hrefs.append(href)
                 if href not in anchors and tag != "frame" and tag != "iframe":
                     # written out, not a call: one a link (the anchor text's rules,
-                    # module docstring); text[:800]: split no more than is kept
+                    # module docstring); text[:800]: split no more than is kept. The
+                    # words are split after the loop, all texts at once (_words).
                     text = node.text(deep=True) if tag == "a" else node.attrs.get("alt") or ""
                     if (not text or text.isspace()) and tag == "a":
                         text = _image_alt(node)
                     if text and not text.isspace():
-                        words = _NOT_ASCII_WS.findall(text[: 4 * ANCHOR_MAX_CHARS])
-                        if words:
-                            anchors[href] = " ".join(words)[:ANCHOR_MAX_CHARS]
+                        text = text[: 4 * ANCHOR_MAX_CHARS]
+                        if text.strip(_WS):  # at least one word: this text is the link's
+                            anchors[href] = text
         elif tag == "title":
             if not seen_title:
                 seen_title = True
@@ -521,6 +543,8 @@ def extract_links(
         for value in _header_values(headers, "refresh"):
             refresh = parse_refresh(value)
             break
+    if anchors:
+        _words(anchors)
     nofollow = "nofollow" in tags or "none" in tags
     noindex = "noindex" in tags or "none" in tags
     resolved = _resolve_base(url, base)

@@ -28,6 +28,7 @@ from crawldeck.core.gate import HostGate
 from crawldeck.core.politeness import Cap
 from crawldeck.core.prioritizer import CASH_ORDERINGS
 from crawldeck.core.protocols import ResultSink
+from crawldeck.core.records import BlockedRecord, HostRecord, status_mix
 from crawldeck.core.render_types import RenderStats
 from crawldeck.core.robots import RobotsCache
 from crawldeck.core.snapshot import (
@@ -41,7 +42,6 @@ from crawldeck.core.snapshot import (
     ResponseRow,
 )
 from crawldeck.core.stats import NO_FIGURES, RunFigures, RunTally, run_stats
-from crawldeck.core.store import BlockedRecord, HostRecord, status_mix
 from crawldeck.core.traps import Verdict
 from crawldeck.core.window import FrontierWindow
 
@@ -304,8 +304,9 @@ class Observer:
             retries=tuple(sorted(tally.retries.items())),
         )
 
-    def run_stats(self, run_id: int, outcome: str) -> dict[str, Any]:
-        """The stats object of the run ``run_id`` that ended (``ended_at``) with
+    def run_stats(self, run_id: int | None, outcome: str) -> dict[str, Any]:
+        """The stats object of the run ``run_id`` (``None``: the store keeps no runs)
+        that ended (``ended_at``) with
         ``outcome`` (``core.stats.run_stats``): this run's figures, the store's
         committed ones (``pages_added``, ``blocked_added``: call it after a flush)."""
         ended = self.ended_at if self.ended_at is not None else self._clock()

@@ -13,35 +13,49 @@ store) can hand it another implementation (issue #11, as httpx's one-method tran
 * ``CrawlFrontier``: the URLs waiting, by host, ready by time (``core.window``'s
   ``FrontierWindow``: Mercator's queues in memory, their tail in SQLite; a frontier
   shared by workers in Redis comes next, issue #12).
+The store is split by the roles it plays (issue #24 item 4), each implemented natively
+by the stores that play it (``core.store.Store``, SQLite; ``core.cluster.store.
+ClusterStore``, Redis, for a worker of a cluster crawl); a store that does not play a
+role does not offer it, and ``core.assembly`` asks once (``CrawlStore.roles``):
+
 * ``ResultSink``: where a crawl's results go, one call per page, refusal or state
-  change, none of them waiting for a commit (``core.store.Store``, SQLite;
-  ``core.cluster.store.ClusterStore``, Redis, for a worker of a cluster crawl; a
-  content store comes next, issue #13).
-* ``CrawlStore``: the ``ResultSink`` with what the engine and its frontier window ask
-  of the store besides (backpressure, the run's lifecycle, spilled URLs, the seen
-  set's exact check).
-* ``CashSink``: a store that keeps the OPIC cash of waiting URLs (issue #15:
-  ``Store.add_scores`` in SQLite, ``ClusterStore.add_scores`` in Redis).
+  change, none of them waiting for a commit (both stores; the cluster collector's
+  recorder too).
+* ``SpillStore``: where the URLs the frontier window does not keep wait, read back
+  with an ``await`` (both: SQLite in a thread of its own, Redis on the loop).
+* ``CrawlStore``: what every engine's store is: a ``ResultSink`` and a
+  ``SpillStore`` with back-pressure (``room``), ``drain`` and ``roles``.
+* The optional roles, in ``StoreRoles``: ``RunLog`` (``runs`` rows), ``KeyStore``
+  (the seen set's exact check), ``CashSink`` (OPIC cash of waiting URLs, issue #15),
+  ``ScoreKeeper`` (the credits of URLs held in memory), ``LocalHistory`` (the earlier
+  runs in the crawl's own file: resume, recrawl, sitemaps, near duplicates, WARC), and
+  a ``WarcHome``. ``Store`` plays all but the WARC home; ``ClusterStore`` the cash
+  sink (under a cash ordering) and the WARC home (with ``--warc``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from crawldeck.core.records import BodySink, FetchResult
+from crawldeck.core.records import (
+    BlockedRecord,
+    BodySink,
+    Counts,
+    FetchResult,
+    FrontierRow,
+    FrontierState,
+    HostRecord,
+    PageRecord,
+    SitemapRecord,
+    SitemapUrlRecord,
+    WarcHome,
+)
 
 if TYPE_CHECKING:
     from crawldeck.core.frontier import FrontierEntry
-    from crawldeck.core.store import (
-        BlockedRecord,
-        FrontierRow,
-        FrontierState,
-        HostRecord,
-        PageRecord,
-        SitemapRecord,
-        SitemapUrlRecord,
-    )
     from crawldeck.core.window import WindowStatistics
 
 #: The one time source: wall-clock seconds since the epoch (``time.time``), or a test's
@@ -213,40 +227,90 @@ class ResultSink(Protocol):
         ...
 
 
-class CrawlStore(ResultSink, Protocol):
-    """The store an ``Engine`` runs over: ``core.store.Store`` (SQLite, resumable) or
-    ``core.cluster.store.ClusterStore`` (a cluster worker's, over Redis)."""
+class SpillStore(Protocol):
+    """Where the URLs the frontier window could not keep in memory wait (spilled):
+    ``core.store.Store`` (SQLite rows in state ``spilled``, read in a thread) and
+    ``core.cluster.store.ClusterStore`` (Redis queues, read on the loop under the
+    host's lease)."""
 
-    async def room(self) -> bool:
-        """Wait while the store's writes are too far behind; ``True`` if it waited."""
+    async def read_spilled(
+        self, host: str, after: int, limit: int, *, within_s: float = 0.0
+    ) -> tuple[list[FrontierRow], int]:
+        """Up to ``limit`` spilled rows of ``host`` after the read-back position
+        ``after`` (``priority * SPILL_SEQ_SPAN + seq``), best priority first, oldest
+        first within one, writes made before the call included; and the position of
+        the last one (``after`` when none, or when the store keeps no positions).
+        ``within_s`` (s): how long the read may wait to share a round trip with other
+        I/O (a store whose reads are remote; a local one ignores it). Never two reads
+        at once (``core.window.FrontierWindow``).
+
+        Raises:
+            StoreError: the read failed.
+        """
         ...
 
+
+class CrawlStore(ResultSink, SpillStore, Protocol):
+    """The store an ``Engine`` runs over: the results, back-pressure, the spilled
+    URLs, and the optional roles it plays (``roles``, asked once when the crawl is
+    assembled: ``core.assembly``). ``core.store.Store`` (SQLite, resumable) plays
+    them all; ``core.cluster.store.ClusterStore`` (a cluster worker's, over Redis)
+    the cash sink only, and has a WARC home when the worker writes WARC files."""
+
+    async def room(self) -> bool:
+        """Wait while the store's writes are too far behind; ``True`` if it waited.
+
+        Raises:
+            StoreError: the store failed (a write could not be committed or sent).
+        """
+        ...
+
+    async def drain(self) -> None:
+        """Return once every write made before the call is committed (or sent).
+
+        Raises:
+            StoreError: a write failed, or the store is closed.
+        """
+        ...
+
+    def roles(self) -> StoreRoles:
+        """The optional roles this store plays (the same answer every call)."""
+        ...
+
+
+class RunLog(Protocol):
+    """A store that keeps a row per run (``runs``: ``core.store.Store``; a cluster
+    crawl's runs are its coordinator's, in the crawl file)."""
+
     def begin_run(self, config: Mapping[str, Any]) -> int:
-        """A run starts with ``config``: its id."""
+        """A run starts with ``config``: its id (queued, nothing waits)."""
         ...
 
     def end_run(self, run_id: int, status: str, *, stats: Mapping[str, Any] | None = None) -> None:
         """The run ``run_id`` ended with ``status`` and its figures ``stats``
-        (``core.stats.run_stats``; ``None``: none)."""
+        (``core.stats.run_stats``; ``None``: none). Queued, nothing waits."""
         ...
 
-    def flush(self) -> None:
-        """Block until every write so far is done (called in a thread)."""
-        ...
+
+class KeyStore(Protocol):
+    """A store that answers exactly whether a dedupe key was ever admitted
+    (``core.store.Store``: the ``frontier`` table); the seen set asks it when its
+    Bloom filter says "maybe" (``core.seen.SeenSet``). A cluster worker has none:
+    Redis's seen set decides when the URL is pushed."""
 
     def contains(self, key: str) -> bool:
-        """Whether dedupe key ``key`` is known to the store (called in a thread)."""
+        """Whether ``key`` is in the frontier, pending writes included (called in a
+        thread by ``SeenSet.seen_among``, possibly in several at once).
+
+        Raises:
+            StoreError: the read failed.
+        """
         ...
 
-    def load_spilled(self, host: str, after_seq: int, limit: int) -> tuple[list[FrontierRow], int]:
-        """Up to ``limit`` URLs of ``host`` kept in the store (``core.window.SpillStore``)."""
-        ...
 
-
-@runtime_checkable
 class CashSink(Protocol):
     """A store that keeps the OPIC cash of the URLs waiting in it (``core.prioritizer``,
-    issue #15); the recorder finds it with ``isinstance`` once per crawl."""
+    issue #15: ``Store.add_scores`` in SQLite, ``ClusterStore.add_scores`` in Redis)."""
 
     def add_scores(self, scores: Sequence[tuple[str, float]]) -> None:
         """Add each ``(dedupe key, cash)`` to the URL ``key`` if it still waits (cash: a
@@ -255,4 +319,152 @@ class CashSink(Protocol):
         ...
 
 
-__all__ = ["CashSink", "Clock", "CrawlFrontier", "CrawlStore", "Fetcher", "ResultSink"]
+class ScoreKeeper(Protocol):
+    """A store whose spilled URLs are those not in memory, so the cash and in-links
+    a URL gathered in memory are written when it leaves memory
+    (``FrontierWindow(keep_credits=...)``, ``Store.set_scores``). Without one, every
+    credit goes through ``CashSink.add_scores`` (a cluster's Redis entries stand for
+    the URLs held in memory too)."""
+
+    def set_scores(self, scores: Sequence[tuple[str, float, int]]) -> None:
+        """Set each ``(key, cash, inlinks)`` on its URL, whatever its state; queued."""
+        ...
+
+
+class LocalHistory(Protocol):
+    """A store that holds the crawl's earlier runs in a file of its own
+    (``core.store.Store``): what resume (``core.resume.restore``), recrawl
+    (``core.recrawl.validators_of``), the sitemaps, the near-duplicate index and the
+    WARC writer read back. ``core.store.Store`` documents each call; every read sees
+    committed rows and raises ``StoreError`` when it fails."""
+
+    @property
+    def path(self) -> Path:
+        """The crawl file (WARC files go beside it)."""
+        ...
+
+    def has_crawl(self) -> bool:
+        """Whether an earlier run left frontier rows (the crawl resumes)."""
+        ...
+
+    def last_config(self) -> dict[str, Any] | None:
+        """The config of the last run, ``None`` before the first."""
+        ...
+
+    def seed_urls(self) -> list[str]:
+        """The seeds of the crawl (depth 0), in order."""
+        ...
+
+    def requeue_failed(self) -> dict[str, int]:
+        """Put the URLs that failed transiently back; block until committed."""
+        ...
+
+    def iter_keys(self) -> Iterator[str]:
+        """Every dedupe key of the frontier."""
+        ...
+
+    def host_counts(self) -> dict[str, int]:
+        """Pages per host key."""
+        ...
+
+    def counts(self) -> Counts:
+        """Row counts by table and state."""
+        ...
+
+    def load_frontier(self) -> Iterator[FrontierRow]:
+        """The queued and in-flight rows in insertion order."""
+        ...
+
+    def mark(
+        self,
+        key: str,
+        state: FrontierState,
+        *,
+        attempts: int | None = None,
+        available_at: float | None = None,
+    ) -> None:
+        """A frontier row's new state (queued)."""
+        ...
+
+    def flush(self) -> None:
+        """Block until every write so far is committed."""
+        ...
+
+    def spilled_counts(self) -> dict[str, int]:
+        """Spilled rows per host key."""
+        ...
+
+    def load_spilled(self, host: str, after: int, limit: int) -> tuple[list[FrontierRow], int]:
+        """``SpillStore.read_spilled`` of committed rows, blocking."""
+        ...
+
+    def load_hosts(self) -> dict[str, HostRecord]:
+        """The saved politeness state of every host."""
+        ...
+
+    def page_totals(self) -> tuple[dict[str, int], int]:
+        """Pages by status class and the bytes total."""
+        ...
+
+    def recent_blocked(self, limit: int) -> list[BlockedRecord]:
+        """The last ``limit`` refused URLs."""
+        ...
+
+    def queued_validators(self) -> Iterator[tuple[str, str | None, str | None]]:
+        """``(url, etag, last_modified)`` of the waiting URLs with a stored 200."""
+        ...
+
+    def sitemaps_read(self) -> set[str]:
+        """The URLs of the sitemaps read so far."""
+        ...
+
+    def hosts_without_sitemaps(self) -> list[str]:
+        """Hosts whose sitemaps were never read."""
+        ...
+
+    def simhashes(self) -> Iterator[tuple[str, int, str]]:
+        """``(host, simhash, url)`` of the stored pages with one."""
+        ...
+
+    def first_payloads(self) -> Iterator[tuple[str, str, str, str | None]]:
+        """``(digest, url, fetched_at, canonical)`` of each payload's first page."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class StoreRoles:
+    """The optional roles a ``CrawlStore`` plays (``CrawlStore.roles``); ``None``: it
+    does not play that role, and the crawl is assembled without it.
+
+    Attributes:
+        run_log: keeps a row per run (``RunLog``).
+        keys: the seen set's exact check (``KeyStore``).
+        cash: keeps the OPIC cash of waiting URLs (``CashSink``).
+        scores: keeps the credits of URLs held in memory (``ScoreKeeper``).
+        history: the crawl's earlier runs in a file of its own (``LocalHistory``).
+        warc_home: where the WARC files of a store without a crawl file of its own go
+            (a cluster worker's), ``None``: beside ``history``'s file, or none.
+    """
+
+    run_log: RunLog | None = None
+    keys: KeyStore | None = None
+    cash: CashSink | None = None
+    scores: ScoreKeeper | None = None
+    history: LocalHistory | None = None
+    warc_home: WarcHome | None = None
+
+
+__all__ = [
+    "CashSink",
+    "Clock",
+    "CrawlFrontier",
+    "CrawlStore",
+    "Fetcher",
+    "KeyStore",
+    "LocalHistory",
+    "ResultSink",
+    "RunLog",
+    "ScoreKeeper",
+    "SpillStore",
+    "StoreRoles",
+]

@@ -44,13 +44,12 @@ from crawldeck.core.prioritizer import (
     SEED_CASH,
     Prioritizer,
 )
-from crawldeck.core.protocols import CashSink, ResultSink
-from crawldeck.core.records import FetchResult
+from crawldeck.core.protocols import LocalHistory, ResultSink, StoreRoles
+from crawldeck.core.records import PARTIAL_ERROR, FetchResult, FrontierRow, PageRecord
 from crawldeck.core.render_types import RenderResult
 from crawldeck.core.seen import SeenSet
 from crawldeck.core.simhash import NearDuplicates
 from crawldeck.core.snapshot import ResponseRow
-from crawldeck.core.store import PARTIAL_ERROR, FrontierRow, PageRecord, Store
 from crawldeck.core.traps import Verdict
 from crawldeck.core.window import FrontierWindow
 
@@ -76,6 +75,11 @@ class Recorder:
         near: the near-duplicate index of the crawl (per host; filled on resume).
         prioritizer: the crawl's ordering (default ``bfs``): under ``opic`` the cash a
             page hands on to its links, and their priorities.
+        roles: the store's optional roles (``CrawlStore.roles``): its ``cash`` sink
+            gets the credits; with a ``scores`` keeper (SQLite) only those of URLs not
+            in memory (the window writes the others' when they leave memory), without
+            one (a cluster's Redis) every credit, its entries standing for the URLs
+            held in memory too. ``None``: no role (no credits are written).
     """
 
     def __init__(
@@ -90,17 +94,16 @@ class Recorder:
         archive: PageArchive | None = None,
         near: NearDuplicates | None = None,
         prioritizer: Prioritizer | None = None,
+        roles: StoreRoles | None = None,
     ) -> None:
         self._prioritizer = prioritizer or Prioritizer()
         self._archive = archive
         self._near = near if near is not None else NearDuplicates()
         self._config = config
         self._store = store
-        self._add_scores = store.add_scores if isinstance(store, CashSink) else None
-        # SQLite gets the credits of the URLs not in memory; the window writes the
-        # others' when they leave memory (``FrontierWindow.credit``). A cluster's
-        # Redis gets every credit: its entries stand for the URLs held in memory too.
-        self._through = not isinstance(store, Store)
+        roles = roles or StoreRoles()
+        self._add_scores = None if roles.cash is None else roles.cash.add_scores
+        self._through = roles.scores is None
         self._obs = observer
         self._admission = admission
         self._frontier = frontier
@@ -503,13 +506,17 @@ def _same_origin(url: str, origin: str) -> bool:
     return url.startswith(origin) and url.startswith("/", len(origin))
 
 
-def near_index(store: ResultSink) -> NearDuplicates:
-    """The near-duplicate index of a crawl: the SimHashes of the pages of a SQLite
-    ``Store``'s earlier runs (``Store.simhashes``), empty for another sink (a cluster
-    worker sees only its own pages' SimHashes)."""
+def near_index(history: LocalHistory | None) -> NearDuplicates:
+    """The near-duplicate index of a crawl: the SimHashes of the pages of its earlier
+    runs (``LocalHistory.simhashes``), empty for a store without a history of its own
+    (a cluster worker sees only its own pages' SimHashes).
+
+    Raises:
+        StoreError: the crawl file cannot be read.
+    """
     near = NearDuplicates()
-    if isinstance(store, Store):
-        for host, fp, url in store.simhashes():
+    if history is not None:
+        for host, fp, url in history.simhashes():
             near.add(host, fp, url)
     return near
 

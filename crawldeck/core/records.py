@@ -1,8 +1,8 @@
 """The plain values that cross the seams between the crawler's parts (issue #24 item 3).
 
 A record is data only: frozen dataclasses and type aliases, no I/O, no clock, no
-network or database library (the ``records-at-the-bottom`` contract in
-``pyproject.toml`` keeps ``aiohttp``, ``sqlite3`` and ``redis`` out of this module,
+network or database library (the ``pure-no-io`` and ``seams-no-clients`` contracts in
+``pyproject.toml`` keep ``aiohttp``, ``sqlite3`` and ``redis`` out of this module,
 directly or through another). So a part that only reads or passes a response, e.g.
 ``core.protocols``, ``core.robots`` or ``core.content``, does not import the fetcher
 that makes one, and a test can build one by hand (``tests/fakesite.py``).
@@ -10,19 +10,32 @@ that makes one, and a test can build one by hand (``tests/fakesite.py``).
 * ``FetchResult``: the response to one GET (``core.fetcher.AiohttpFetcher`` and the
   fetchers that wrap it make them; the engine and its parts read them).
 * ``WarcRef``: where a response went in the WARC files (``core.archive``).
+* ``WarcHome``: where the WARC files of a store without a crawl file go.
 * ``Headers``: response headers as received, case-insensitive.
 * ``BodySink``: a streamed body's reader (``Fetcher.fetch(on_body=...)``).
 
-The records of the crawl file (``PageRecord``, ``FrontierRow``, ``HostRecord``, ...)
-are still in ``core.store``; they are to move here too (issue #24 item 3).
+The records of the crawl file (``core.store`` writes and reads them; its module
+docstring has the schema): ``PageRecord`` (a ``pages`` row), ``BlockedRecord``,
+``SitemapRecord``, ``SitemapUrlRecord``, ``HostRecord``, ``FrontierRow`` (and
+``FrontierState``, ``FRONTIER_STATES``, ``SPILL_SEQ_SPAN``), the read results
+``SeedOutcome``, ``LinkCheck``, ``BrokenGroup``, ``Counts``, and the plain functions
+over them: ``to_iso_utc``/``from_iso_utc`` (the ``*_at`` columns' text),
+``status_class``/``status_mix`` (issue #24 item 3: they sat in ``core.store``, so 21
+modules reached ``sqlite3`` for a type).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import math
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Final, Literal, TypedDict
 
 from multidict import CIMultiDictProxy
+
+from crawldeck.core.errors import StoreError, without_url
 
 #: A streamed body's reader (``fetch(on_body=...)``): takes a decoded chunk, returns
 #: whether to read on.
@@ -131,4 +144,396 @@ class WarcRef:
     duplicate_of: str | None = None
 
 
-__all__ = ["BodySink", "FetchResult", "Headers", "WarcRef"]
+@dataclass(frozen=True, slots=True)
+class WarcHome:
+    """Where the WARC files of a store without a crawl file of its own go: a cluster
+    worker's ``ClusterStore`` (its pages reach the crawl file through Redis) has one
+    as its ``warc_home`` attribute.
+
+    Attributes:
+        directory: the files' directory.
+        stem: their name stem (``<stem>-NNNNN.warc.gz``), this writer's alone.
+        part_of: the ``warcinfo`` record's ``isPartOf`` (the crawl's name).
+    """
+
+    directory: Path
+    stem: str
+    part_of: str
+
+
+# --------------------------------------------------------------- the crawl file's
+
+FrontierState = Literal["queued", "spilled", "in_flight", "done", "failed", "blocked"]
+#: Frontier states. ``blocked``: refused at dispatch time (robots.txt), never fetched.
+FRONTIER_STATES: Final = frozenset({"queued", "spilled", "in_flight", "done", "failed", "blocked"})
+#: ``load_spilled``'s read-back position: ``priority * SPILL_SEQ_SPAN + seq``.
+SPILL_SEQ_SPAN: Final = 1 << 40
+
+_ISO_FORMAT: Final = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+#: ``to_iso_utc``'s last whole second and its text up to the seconds (one tuple,
+#: replaced whole: a thread reads a consistent pair).
+_iso_second: tuple[float, str] = (-1.5, "")
+
+
+def to_iso_utc(epoch_s: float) -> str:
+    """``epoch_s`` (wall-clock seconds since the epoch) as ``YYYY-MM-DDTHH:MM:SS.ffffffZ``.
+
+    Always UTC, always 27 characters, rounded to the microsecond half to even as
+    ``datetime.fromtimestamp`` does, so the text sorts in time order. Example:
+    ``to_iso_utc(0.25) == "1970-01-01T00:00:00.250000Z"``. The text up to the seconds
+    is formatted once per second (a crawl formats several dates a page; ``strftime``
+    cost 3.6-30 us a call).
+    """
+    fraction, whole = math.modf(epoch_s)
+    micros = round(fraction * 1e6)
+    if micros >= 1_000_000:
+        micros -= 1_000_000
+        whole += 1.0
+    elif micros < 0:
+        micros += 1_000_000
+        whole -= 1.0
+    global _iso_second
+    second, text = _iso_second
+    if second != whole:
+        text = datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        _iso_second = (whole, text)
+    return f"{text}.{micros:06d}Z"
+
+
+def from_iso_utc(text: str) -> float:
+    """The epoch seconds of a ``to_iso_utc`` string (exact to the microsecond).
+
+    Raises:
+        StoreError: ``text`` is not in that format.
+    """
+    try:
+        return datetime.strptime(text, _ISO_FORMAT).replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        raise StoreError(
+            f"not a UTC timestamp of the form YYYY-MM-DDTHH:MM:SS.ffffffZ: {text!r}"
+        ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class PageRecord:
+    """One fetched (or finally failed) URL: a row of ``pages``.
+
+    Attributes:
+        url: the URL requested. final_url: where it led (a redirect's target, else ``url``).
+        host: its host key. depth: link hops from a seed (seed = 0).
+        status: the HTTP status, ``None`` when no response came (see ``error``).
+        content_type: the Content-Type header ("" or ``None`` when absent).
+        bytes: body bytes read. elapsed_ms: fetch time in milliseconds.
+        fetched_at: fetch start, wall-clock epoch seconds (stored as UTC ISO text).
+        rendered: the page went through a browser. error: a ``reason: detail`` line or
+        ``None``. noindex: meta robots / X-Robots-Tag said noindex.
+        warc_file, warc_offset, warc_length: the WARC record of the response (file
+        name, byte offset and length of its gzip member), ``None`` without one.
+        payload_digest: ``sha1:BASE32`` of the payload as transferred.
+        title: the HTML ``<title>``. etag, last_modified: those headers as sent.
+        content_length: the ``Content-Length`` header as an int (``None``: absent or
+        not a number). canonical_url: ``<link rel="canonical">`` resolved and cleaned.
+        duplicate_of: the first URL with the same payload digest (a ``revisit``).
+        simhash: the page text's 64-bit SimHash, unsigned (stored signed).
+        near_duplicate_of: an earlier page of the host within Hamming distance 3.
+    """
+
+    url: str
+    final_url: str | None
+    host: str
+    depth: int
+    status: int | None
+    content_type: str | None
+    bytes: int
+    elapsed_ms: float
+    fetched_at: float
+    rendered: bool
+    error: str | None
+    noindex: bool
+    warc_file: str | None = None
+    warc_offset: int | None = None
+    warc_length: int | None = None
+    payload_digest: str | None = None
+    title: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    content_length: int | None = None
+    canonical_url: str | None = None
+    duplicate_of: str | None = None
+    simhash: int | None = None
+    near_duplicate_of: str | None = None
+
+
+#: The start of a page's ``error`` when its body was read in part (``Recorder``:
+#: a truncated result; ``Store.partial_pages``).
+PARTIAL_ERROR: Final = "body_too_large"
+
+
+@dataclass(frozen=True, slots=True)
+class BlockedRecord:
+    """A refused URL: a row of ``blocked`` (``url`` is unique; later copies are dropped).
+
+    Attributes:
+        url, host: the URL and its host key. reason: a ``traps.BlockReason`` token.
+        detail: one line for people. at: wall-clock epoch seconds (stored as UTC ISO text).
+    """
+
+    url: str
+    host: str
+    reason: str
+    detail: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class SitemapRecord:
+    """A sitemap file read: a row of ``sitemaps`` (``url`` is unique; read again, replaced).
+
+    Attributes:
+        url, host: the sitemap's URL and host key. fetched_at: wall-clock epoch seconds
+        (stored as UTC ISO text). status: the HTTP status, ``None`` without an answer.
+        kind: ``urlset``, ``sitemapindex``, ``text`` or ``None``. urls: entries kept.
+        error: a ``reason: detail`` line (``core.sitemaps``, ``core.sitemap_reader``).
+    """
+
+    url: str
+    host: str
+    fetched_at: float
+    status: int | None
+    kind: str | None
+    urls: int
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SitemapUrlRecord:
+    """A URL a sitemap lists: a row of ``sitemap_urls`` (unique with its sitemap).
+
+    Attributes:
+        url: the cleaned URL. sitemap: the sitemap's URL. lastmod: epoch seconds (stored
+        as UTC ISO text) or ``None``. changefreq: a protocol word or ``None``.
+        priority: in [0.0, 1.0] or ``None``.
+    """
+
+    url: str
+    sitemap: str
+    lastmod: float | None
+    changefreq: str | None
+    priority: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class HostRecord:
+    """The saved politeness state of one host: a row of ``hosts`` (``host`` is the key).
+
+    Attributes:
+        host: the host key. ip: its address if known. robots_status: ``ok``,
+        ``missing``, ``unreachable``, ... robots_expires_at: epoch seconds.
+        crawl_delay_ms: robots.txt Crawl-delay in ms or ``None``. delay_ms: the current
+        delay in ms. backoff_attempts: consecutive 429/503/timeouts. backoff_until:
+        epoch seconds or ``None``. pages_fetched: pages of the host so far.
+        state: ``active``, ``backoff``, ``demoted``, ...
+        backoff_started: epoch seconds when the current continuous backoff began
+        (for demotion after ``demote_after_s``), or ``None``.
+        learnt_delay_ms: the delay learnt from 429/503 answers (``Politeness``), in
+        ms, or ``None`` (none, or a file written before the column existed).
+    """
+
+    host: str
+    ip: str | None
+    robots_status: str | None
+    robots_expires_at: float | None
+    crawl_delay_ms: float | None
+    delay_ms: float
+    backoff_attempts: int
+    backoff_until: float | None
+    pages_fetched: int
+    state: str
+    backoff_started: float | None = None
+    learnt_delay_ms: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierRow:
+    """One admitted URL: a row of ``frontier``.
+
+    Attributes:
+        key: the dedupe key (unique). url: the URL to request. host: its host key.
+        depth: link hops from a seed. priority: front queue (0 = highest).
+        state: one of ``FRONTIER_STATES``. available_at: not before this epoch second.
+        attempts: tries made so far. redirects: the URLs requested in the redirect chain
+        that led here (stored as a JSON list). via: the page it was found on, if any.
+        score: its OPIC cash (``core.prioritizer``; ``0.0`` under other orderings).
+        inlinks: the fetched pages that linked to it so far (``FrontierEntry.inlinks``).
+    """
+
+    key: str
+    url: str
+    host: str
+    depth: int
+    priority: int
+    state: str = "queued"
+    available_at: float = 0.0
+    attempts: int = 0
+    redirects: tuple[str, ...] = ()
+    via: str | None = None
+    score: float = 0.0
+    inlinks: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class SeedOutcome:
+    """How one seed of the crawl ended (``Store.seed_outcomes``).
+
+    Attributes:
+        url: the seed as requested. state: its frontier state (``done``, ``failed``,
+        ``blocked``, ``queued``, ...). status: its page's HTTP status, ``None`` without
+        a page or a response. error: its page's error line, if any. blocked: the
+        ``blocked`` reason and detail (``"robots: ..."``) when it was refused.
+    """
+
+    url: str
+    state: str
+    status: int | None
+    error: str | None
+    blocked: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class LinkCheck:
+    """One link and what its target got, as a link checker reports it (a row of the
+    ``broken_links`` view, or of ``crawldeck links``).
+
+    Attributes:
+        from_url: the referring page (a ``pages.url``).
+        to_url: the link, resolved against the referring page.
+        status: the target's HTTP status, ``None`` without a response or not fetched.
+        error: the target's ``pages.error`` (``reason: detail``), ``None`` for a plain
+            HTTP status or a target not fetched.
+        final_url: where the target led: the broken end (``broken_links``), or the
+            target's ``pages.final_url``.
+        blocked: why the target was refused untried (``blocked.reason``: ``robots``,
+            ``scope``, ...), ``None`` otherwise; a refused target is not broken.
+        tried: whether the target was tried: it has a ``pages`` row, or its name did
+            not resolve (``BROKEN_BLOCK_REASONS``).
+        broken: a row of ``broken_links``, whose ``final_url`` is the broken end (in
+            ``crawldeck links`` without ``--broken``, ``final_url`` is the target's
+            ``pages.final_url``, a redirect's next hop, and ``broken`` false).
+        anchor: the link's anchor text (``links.anchor``), ``None`` without one.
+    """
+
+    from_url: str
+    to_url: str
+    status: int | None
+    error: str | None
+    final_url: str | None
+    blocked: str | None = None
+    tried: bool = True
+    broken: bool = True
+    anchor: str | None = None
+
+    def why(self) -> str:
+        """The target's state in a few words: ``HTTP 404``, ``HTTP 301: redirect_loop:
+        ...``, the error alone without a response (``connect: ...``, ``dns: ...``),
+        ``blocked: robots`` or ``not fetched``; ``(redirected to URL)`` after it when
+        ``final_url`` is another URL (a broken link's end, ``broken_links``)."""
+        if self.blocked is not None:
+            return f"blocked: {self.blocked}"
+        if not self.tried:
+            return "not fetched"
+        error = None if self.error is None else without_url(self.error, self.to_url)
+        if self.status is None:
+            why = error or "no response"
+        elif error is None:
+            why = f"HTTP {self.status}"
+        else:
+            why = f"HTTP {self.status}: {error}"
+        if self.final_url is not None and self.final_url != self.to_url and self.broken:
+            why += f" (redirected to {self.final_url})"
+        return why
+
+
+@dataclass(frozen=True, slots=True)
+class BrokenGroup:
+    """Broken links whose targets got the same (``Store.broken_groups``).
+
+    Attributes:
+        status: the HTTP status the targets got, ``None`` without a response.
+        reason: the reason of their error (``connect``, ``dns``, ``redirect_loop``,
+            the ``reason`` of ``reason: detail``), ``None`` for a plain HTTP status.
+        count: how many broken links the group holds.
+        first: the first of them, by link then referring page.
+    """
+
+    status: int | None
+    reason: str | None
+    count: int
+    first: list[LinkCheck]
+
+    def label(self) -> str:
+        """``HTTP 404``, ``HTTP 301: redirect_loop``, ``connect``, ``dns``."""
+        if self.status is None:
+            return self.reason or "no response"
+        if self.reason is None:
+            return f"HTTP {self.status}"
+        return f"HTTP {self.status}: {self.reason}"
+
+
+class Counts(TypedDict):
+    """What ``Store.counts`` returns (committed rows only).
+
+    ``pages``: rows of ``pages``; ``blocked``: rows of ``blocked`` by reason;
+    ``queued``, ``in_flight``, ``done``, ``failed``: frontier rows by state (``queued``
+    counts the ``spilled`` rows too: they are queued, only not in memory);
+    ``frontier_blocked``: frontier rows in state ``blocked``.
+    """
+
+    pages: int
+    blocked: dict[str, int]
+    queued: int
+    in_flight: int
+    done: int
+    failed: int
+    frontier_blocked: int
+
+
+def status_class(status: int | None) -> str:
+    """``2xx`` ... ``5xx`` for an HTTP status, ``error`` for none (``page_totals``)."""
+    return "error" if status is None else f"{status // 100}xx"
+
+
+#: Keys of the page totals (``pages_added``, ``page_totals``) that are no status class.
+_NOT_STATUS: Final = frozenset({"pages", "bytes", "duplicates", "near_duplicates"})
+
+
+def status_mix(totals: Mapping[str, int]) -> dict[str, int]:
+    """The status classes with pages in ``totals`` (``pages_added`` or ``page_totals``
+    keys; the other counts dropped): ``{"2xx": 10, "error": 1}``."""
+    return {k: v for k, v in totals.items() if k not in _NOT_STATUS and v > 0}
+
+
+__all__ = [
+    "FRONTIER_STATES",
+    "SPILL_SEQ_SPAN",
+    "BlockedRecord",
+    "BodySink",
+    "BrokenGroup",
+    "Counts",
+    "FetchResult",
+    "FrontierRow",
+    "FrontierState",
+    "Headers",
+    "HostRecord",
+    "LinkCheck",
+    "PageRecord",
+    "SeedOutcome",
+    "SitemapRecord",
+    "SitemapUrlRecord",
+    "WarcHome",
+    "WarcRef",
+    "from_iso_utc",
+    "status_class",
+    "status_mix",
+    "to_iso_utc",
+]

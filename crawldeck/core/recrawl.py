@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from itertools import groupby
 
 from crawldeck.core.errors import ConfigError
-from crawldeck.core.protocols import Fetcher
+from crawldeck.core.protocols import Fetcher, LocalHistory
 from crawldeck.core.records import BodySink, FetchResult
 from crawldeck.core.store import Store
 
@@ -317,7 +317,7 @@ def prepare(store: Store, *, older_than_s: float, now: float) -> RecrawlPlan:
     return RecrawlPlan(tuple(ordered), prior, skipped, len(queue))
 
 
-def validators_of(store: Store) -> dict[str, Validators]:
+def validators_of(store: LocalHistory) -> dict[str, Validators]:
     """URL -> ``Validators`` of every URL queued (or spilled) whose stored page is a 200
     with an ``ETag`` or a ``Last-Modified``: after ``prepare``, the recrawl's pages
     (``Store.queued_validators``). Read once when a run starts.

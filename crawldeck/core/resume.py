@@ -30,8 +30,9 @@ from crawldeck.core.admission import Admission
 from crawldeck.core.dns import AddressPolicy
 from crawldeck.core.gate import HostGate
 from crawldeck.core.observer import SNAPSHOT_RECENT, Observer
+from crawldeck.core.protocols import LocalHistory
+from crawldeck.core.records import FrontierRow
 from crawldeck.core.seen import SeenSet
-from crawldeck.core.store import FrontierRow, Store
 from crawldeck.core.traps import ScopePolicy, TrapGuard, UrlPatterns
 from crawldeck.core.window import FrontierWindow
 from crawldeck.core.words import plural
@@ -48,7 +49,7 @@ def _observed(guard: TrapGuard, keys: Iterable[str]) -> Iterator[str]:
         yield key
 
 
-def patterns_changed(store: Store, patterns: UrlPatterns) -> bool:
+def patterns_changed(store: LocalHistory, patterns: UrlPatterns) -> bool:
     """Whether ``patterns`` differ from the ``include`` / ``exclude`` of the file's last
     run (a run before the keys existed had none)."""
     saved = store.last_config() or {}
@@ -60,7 +61,7 @@ def patterns_changed(store: Store, patterns: UrlPatterns) -> bool:
     return before != now
 
 
-def _spilled_rows(store: Store) -> Iterator[FrontierRow]:
+def _spilled_rows(store: LocalHistory) -> Iterator[FrontierRow]:
     """Every ``spilled`` row, host by host, in ``Store.load_spilled``'s order."""
     for host in store.spilled_counts():
         after = 0
@@ -71,7 +72,9 @@ def _spilled_rows(store: Store) -> Iterator[FrontierRow]:
                 break
 
 
-def _refused(row: FrontierRow, patterns: UrlPatterns, admission: Admission, store: Store) -> bool:
+def _refused(
+    row: FrontierRow, patterns: UrlPatterns, admission: Admission, store: LocalHistory
+) -> bool:
     """Whether ``patterns`` refuse the stored ``row`` (a seed, depth 0, need match no
     include); a refused one is recorded in ``blocked`` (``Admission.block_once``) and
     its frontier row marked ``blocked``."""
@@ -84,7 +87,7 @@ def _refused(row: FrontierRow, patterns: UrlPatterns, admission: Admission, stor
 
 
 def restore(
-    store: Store,
+    store: LocalHistory,
     *,
     observer: Observer,
     admission: Admission,

@@ -5,7 +5,11 @@ store answers exactly (its queued-but-uncommitted keys, then SQLite), so a false
 positive of the filter never drops a new URL. During a crawl the exact answers are
 asked in a thread, a page's keys in one batch (``seen_among``), so no SQLite read runs
 on the event loop (issue #11 item 4); ``contains`` asks on the calling thread (seeds,
-before and between crawls).
+before and between crawls). A store without a ``KeyStore`` (a cluster worker's:
+Redis's seen set decides when a URL is pushed) dedupes what it is sent, and every
+admitted URL is sent to it (``FrontierWindow(spill_all=True)``, ``core.assembly``): a
+"maybe" for a key not added since the last ``handed_over`` is new here, and the store
+drops it if it knew it.
 
 Hash function: Python's built-in ``hash`` (rbloom's default). For ``str`` it is SipHash
 computed in C and cached on the string object, about 6x faster than a
@@ -21,25 +25,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Sequence
-from typing import Protocol
 
 from rbloom import Bloom
 
-
-class KeyStore(Protocol):
-    """What ``SeenSet`` needs of the store: ``core.store.Store`` fits."""
-
-    def contains(self, key: str) -> bool:
-        """Whether ``key`` is in the frontier, pending writes included (called in a
-        thread by ``SeenSet.seen_among``, possibly in several at once)."""
-        ...
+from crawldeck.core.protocols import KeyStore
 
 
 class SeenSet:
     """The set of dedupe keys ever admitted, a Bloom filter in front of the store.
 
     Args:
-        store: the exact answer when the filter says "maybe" (``Store.contains``).
+        store: the exact answer when the filter says "maybe" (``Store.contains``);
+            ``None``: the store dedupes what it is sent (see the module), a "maybe"
+            for a key not added since the last ``handed_over`` is new.
         expected_items: keys the filter is sized for (about 1.2 MB per million keys at
             1 %); beyond it the false-positive rate, and so the share of exact
             checks, grows, but answers stay exact.
@@ -65,7 +63,7 @@ class SeenSet:
 
     def __init__(
         self,
-        store: KeyStore,
+        store: KeyStore | None,
         expected_items: int = 1_000_000,
         false_positive_rate: float = 0.01,
     ) -> None:
@@ -95,6 +93,8 @@ class SeenSet:
         self.bloom_hits += 1
         if key in self._unsent:
             return True
+        if self._store is None:
+            return False
         self.exact_checks += 1
         if self._store.contains(key):
             return True
@@ -124,11 +124,14 @@ class SeenSet:
         # keys not yet handed to the store count as seen even if they are handed over
         # (and leave ``_unsent``) while the check is in flight
         known = {key for key in maybe if key in unsent}
+        store = self._store
+        if store is None:  # the sink dedupes: no exact check, no thread
+            return known
         self.exact_checks += len(exact)
         self._checking += 1
         try:
             loop = asyncio.get_running_loop()
-            found = await loop.run_in_executor(None, self._stored, exact)
+            found = await loop.run_in_executor(None, _stored, store, exact)
         finally:
             self._checking -= 1
         late = self._added_late
@@ -137,11 +140,6 @@ class SeenSet:
         self.false_positives += sum(1 for key in exact if key not in found and key not in late)
         unsent = self._unsent
         return found | known | {key for key in keys if key in unsent or key in late}
-
-    def _stored(self, keys: list[str]) -> set[str]:
-        """The keys of ``keys`` the store holds (run in a thread)."""
-        contains = self._store.contains
-        return {key for key in keys if contains(key)}
 
     def add(self, key: str) -> None:
         """Record ``key`` as admitted; the caller knows it is new (``contains`` or
@@ -187,4 +185,10 @@ class SeenSet:
         return float(self._bloom.approx_items)
 
 
-__all__ = ["KeyStore", "SeenSet"]
+def _stored(store: KeyStore, keys: list[str]) -> set[str]:
+    """The keys of ``keys`` ``store`` holds (run in a thread)."""
+    contains = store.contains
+    return {key for key in keys if contains(key)}
+
+
+__all__ = ["SeenSet"]

@@ -56,6 +56,7 @@ from crawldeck.core.observer import Observer
 from crawldeck.core.prioritizer import PRIORITY_LINK
 from crawldeck.core.protocols import Clock, ResultSink
 from crawldeck.core.recording import REDIRECT_STATUSES, Recorder
+from crawldeck.core.records import SitemapRecord, SitemapUrlRecord
 from crawldeck.core.robots import RobotsCache
 from crawldeck.core.seen import SeenSet
 from crawldeck.core.side_requests import SideRequests
@@ -66,7 +67,6 @@ from crawldeck.core.sitemaps import (
     SitemapKind,
     SitemapStream,
 )
-from crawldeck.core.store import SitemapRecord, SitemapUrlRecord
 from crawldeck.core.traps import ScopePolicy
 from crawldeck.core.words import plural
 

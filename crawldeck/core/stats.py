@@ -59,7 +59,8 @@ from typing import Any, Final
 from urllib.parse import quote
 
 from crawldeck.core.errors import StoreError
-from crawldeck.core.store import check_header, check_schema, to_iso_utc
+from crawldeck.core.records import to_iso_utc
+from crawldeck.core.store import check_header, check_schema
 
 #: The fetch latency histogram's upper bounds in seconds: Prometheus' default buckets
 #: (``prometheus_client.Histogram.DEFAULT_BUCKETS``), which span what a crawl sees, a
@@ -178,7 +179,7 @@ def _peak_rss_bytes(who: int) -> int:
 
 def run_stats(
     *,
-    run_id: int,
+    run_id: int | None,
     finish_reason: str,
     started_at: float,
     finished_at: float,
@@ -189,7 +190,8 @@ def run_stats(
     """The run's stats object (the module's keys), ready for ``json.dumps``.
 
     Args:
-        run_id: the ``runs.id``; finish_reason: the engine's outcome.
+        run_id: the ``runs.id`` (``None``: a store without runs, a cluster worker's);
+            finish_reason: the engine's outcome.
         started_at, finished_at: the run's start and end, epoch s.
         figures: the run's counts at its end (after the store's last flush).
         added: ``Store.pages_added`` (``pages``, ``duplicates``, ``near_duplicates``).
@@ -296,7 +298,7 @@ def read_run(db: Path, run_id: int | None = None) -> RunRow:
 
 def cluster_run_stats(
     *,
-    run_id: int,
+    run_id: int | None,
     finish_reason: str,
     started_at: float,
     finished_at: float,

@@ -10,51 +10,39 @@ ordering (``core.prioritizer``) holds beyond the window too, and the frontier kn
 many URLs of each host are spilled (``Frontier.set_beyond``: ``larger-sites-first``
 ranks a host by all of its pending URLs). The engine sees one frontier:
 ``FrontierWindow`` wraps ``core.frontier.Frontier`` (pure, in memory) and reads the
-tail through the small ``SpillStore`` protocol, and holds every spill counter itself.
+tail through the small ``core.protocols.SpillStore`` protocol, and holds every spill
+counter itself.
 
-Reads run in a thread of the loop's default executor, never on the event loop (issue
-#11 item 4): ``pop`` and ``bring_in`` start them and return at once; a read's rows are
-added when it returns (``read_back`` is then called, and wakes the workers), and
-``drain`` awaits them. Until then the rows a read asked for are reserved: memory plus
-reservations stay within the window. One read per host is in flight at a time, and
-reads run one after the other (a lock; the store's read connection is one).
+Reads are tasks awaiting the store (``SpillStore.read_spilled``: SQLite reads in a
+thread of its own, never on the event loop, issue #11 item 4; the cluster's on the
+loop): ``pop`` and ``bring_in`` start them and return at once; a read's rows are added
+when it returns (``read_back`` is then called, and wakes the workers), and ``drain``
+awaits them. Until then the rows a read asked for are reserved: memory plus
+reservations stay within the window. One read per host is in flight at a time, and the
+store runs them one after the other.
 
-Rows the store's writer has not committed yet are not seen by a read: the read asks the
-store to ``flush`` (in its thread) and reads again when fewer rows come back than it
-expects. A host's read-back cursor never goes back: rows read back stay ``spilled`` in
-SQLite until their pages are recorded, and a later read must not return them again.
+A read sees the writes made before it (the SQLite store commits its queued writes
+first when a read comes back short). A host's read-back cursor never goes back: rows
+read back stay ``spilled`` in SQLite until their pages are recorded, and a later read
+must not return them again.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Final
 
 from crawldeck.core.frontier import Frontier, FrontierEntry
 from crawldeck.core.prioritizer import Prioritizer
-from crawldeck.core.store import SPILL_SEQ_SPAN, FrontierRow
+from crawldeck.core.protocols import SpillStore
+from crawldeck.core.records import SPILL_SEQ_SPAN, FrontierRow
 
 #: Credited URLs popped before their cash and in-links are written in one go
 #: (``FrontierWindow.credit``).
 KEEP_BATCH: Final = 256
-
-
-class SpillStore(Protocol):
-    """Where spilled URLs wait (``core.store.Store``)."""
-
-    def load_spilled(self, host: str, after: int, limit: int) -> tuple[list[FrontierRow], int]:
-        """The first ``limit`` spilled rows of ``host`` after the read-back position
-        ``after`` (``priority * SPILL_SEQ_SPAN + seq``), in that order, and the position
-        of the last one (``after`` when none). Called in a thread, never two at once."""
-        ...
-
-    def flush(self) -> None:
-        """Block until every write queued so far is committed (called in a thread)."""
-        ...
 
 
 class _Read:
@@ -120,7 +108,6 @@ class FrontierWindow:
         "_failure",
         "_frontier",
         "_host_cap",
-        "_io_lock",
         "_keep",
         "_kept",
         "_prioritizer",
@@ -161,7 +148,6 @@ class FrontierWindow:
         self._waiting: dict[str, None] = {}  # hosts with none in memory, in FIFO order
         self._reads: dict[str, _Read] = {}  # in flight, by host
         self._reserved = 0  # rows the reads in flight may bring in
-        self._io_lock = threading.Lock()  # one store read at a time
         self._failure: Exception | None = None
         self.read_back_total = 0
 
@@ -370,19 +356,8 @@ class FrontierWindow:
             self._take(host, read.want, rows, last)
 
     async def _rows(self, host: str, after: int, want: int) -> tuple[list[FrontierRow], int]:
-        """A read's rows and last position: ``_load`` in a thread of the loop's
-        default executor (a store whose reads are the loop's own may await them here)."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, self._load, host, after, want)
-
-    def _load(self, host: str, after: int, want: int) -> tuple[list[FrontierRow], int]:
-        """``load_spilled``, then ``flush`` and again when short (in a thread)."""
-        with self._io_lock:
-            rows, last = self._store.load_spilled(host, after, want)
-            if len(rows) < want:
-                self._store.flush()
-                rows, last = self._store.load_spilled(host, after, want)
-            return rows, last
+        """A read's rows and last position (``SpillStore.read_spilled``)."""
+        return await self._store.read_spilled(host, after, want)
 
     def _take(self, host: str, want: int, rows: list[FrontierRow], last: int) -> None:
         """Add the rows a read of ``want`` rows of ``host`` returned, each moving from
@@ -510,4 +485,4 @@ class FrontierWindow:
         )
 
 
-__all__ = ["FrontierWindow", "SpillStore", "WindowStatistics"]
+__all__ = ["FrontierWindow", "WindowStatistics"]

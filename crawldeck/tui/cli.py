@@ -53,10 +53,11 @@ from crawldeck.core.config import (
     other_crawler_hint,
 )
 from crawldeck.core.errors import ConfigError, CrawldeckError, SeedError, UrlError, without_url
+from crawldeck.core.records import LinkCheck
 from crawldeck.core.request_options import RequestOptions
 from crawldeck.core.seeds import read_seeds
 from crawldeck.core.stats import read_run, stats_lines
-from crawldeck.core.store import LinkCheck, Store
+from crawldeck.core.store import Store
 from crawldeck.core.words import plural
 from crawldeck.tui.headless import (
     BUDGET_FLAGS,

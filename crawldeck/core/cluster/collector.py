@@ -54,7 +54,7 @@ from redis.asyncio.cluster import RedisCluster
 
 from crawldeck.core.cluster import wire
 from crawldeck.core.cluster.keys import SHARDS, Keyspace
-from crawldeck.core.store import (
+from crawldeck.core.records import (
     BlockedRecord,
     FrontierRow,
     FrontierState,
@@ -62,8 +62,8 @@ from crawldeck.core.store import (
     PageRecord,
     SitemapRecord,
     SitemapUrlRecord,
-    Store,
 )
+from crawldeck.core.store import Store
 
 log = logging.getLogger(__name__)
 

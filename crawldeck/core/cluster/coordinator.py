@@ -49,8 +49,9 @@ from crawldeck.core.cluster.worker import (
 from crawldeck.core.config import CrawlConfig, asdict
 from crawldeck.core.errors import ClusterError, CrawldeckError, StoreError
 from crawldeck.core.protocols import Clock
+from crawldeck.core.records import status_mix
 from crawldeck.core.stats import cluster_run_stats
-from crawldeck.core.store import Store, status_mix
+from crawldeck.core.store import Store
 
 log = logging.getLogger("crawldeck.cluster")
 

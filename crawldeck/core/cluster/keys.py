@@ -57,7 +57,7 @@ from typing import Any, Final
 
 from crawldeck.core.errors import CrawldeckError
 from crawldeck.core.frontier import FrontierEntry
-from crawldeck.core.store import FrontierRow
+from crawldeck.core.records import FrontierRow
 
 #: Shards (hash tags) the hosts are spread over.
 SHARDS: Final = 64

@@ -1,16 +1,18 @@
 """The store of a cluster worker: the crawl's results and frontier rows go to Redis.
 
-``ClusterStore`` is what the engine of a worker process (``core.cluster.worker``)
-writes to instead of a SQLite ``Store``: the same calls (``core.protocols.ResultSink``,
-the frontier window's ``SpillStore``, the seen set's ``KeyStore`` and the run's
-lifecycle), none of them waiting for Redis. Each call is buffered and a flusher task
+``ClusterStore`` is what the engine of a worker process (``core.cluster.worker``) writes
+to instead of a SQLite ``Store``: a ``core.protocols.CrawlStore`` (the ``ResultSink``
+calls, none of them waiting for Redis; the frontier window's ``SpillStore`` reads,
+awaited on the loop), and of the optional roles (``ClusterStore.roles``, issue #24 item
+4) the ``CashSink`` under a cash ordering and a WARC home; the runs, the seen set's
+exact check and the history are not a worker's. Each call is buffered and a flusher task
 sends the buffer as one pipeline (``RedisLink.send``), so under load many pages share
-one round trip (issue #12 item 7). The flusher waits up to ``LINGER_S`` after the
-first write for more, unless ``FLUSH_OPS`` ops are buffered, a drain waits or a read
-(``pull``) does: the reads of queued URLs go in the flush's pipeline, after its
-pushes (so they see the URLs just sent), and whatever else the worker sends in that
-loop turn (per-IP bookings, the heartbeat) joins it (issue #23 item 3: at most one
-round trip a page at any page rate):
+one round trip (issue #12 item 7). The flusher waits up to ``LINGER_S`` after the first
+write for more, unless ``FLUSH_OPS`` ops are buffered, a drain waits or a read
+(``pull``) does: the reads of queued URLs go in the flush's pipeline, after its pushes
+(so they see the URLs just sent), and whatever else the worker sends in that loop turn
+(per-IP bookings, the heartbeat) joins it (issue #23 item 3: at most one round trip a
+page at any page rate):
 
 1. the URLs found (frontier rows) go to their hosts' queues through ``push``: the
    host's seen set decides, atomically, which are new for the whole crawl; a host
@@ -34,21 +36,20 @@ unfenced commits of the last ``REPLAY_S`` are sent again first (``_replay``): a
 restart from the append-only file loses up to its last second or two.
 
 Every admitted URL goes through Redis, the owner's own included (``spill_all`` window):
-it comes back through ``load_spilled`` (``pull``, which hands it out under the lease),
+it comes back through ``read_spilled`` (``pull``, which hands it out under the lease),
 so a URL two workers found at once is queued once. The local seen set is a cache of
-what this worker sent (``contains`` is ``False``: Redis's seen set decides).
+what this worker sent, with no exact check behind it: Redis's seen set decides.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import json
 import logging
 import time
 from collections import Counter, defaultdict, deque
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, NoReturn, TypeVar
 
@@ -66,9 +67,8 @@ from crawldeck.core.cluster.keys import (
 from crawldeck.core.cluster.leases import Leases
 from crawldeck.core.cluster.link import LINGER_S, Command, RedisLink
 from crawldeck.core.errors import CrawldeckError, StoreError
-from crawldeck.core.protocols import Clock
-from crawldeck.core.robots_policy import RobotsEntry
-from crawldeck.core.store import (
+from crawldeck.core.protocols import Clock, StoreRoles
+from crawldeck.core.records import (
     BlockedRecord,
     FrontierRow,
     FrontierState,
@@ -78,6 +78,7 @@ from crawldeck.core.store import (
     SitemapUrlRecord,
     status_class,
 )
+from crawldeck.core.robots_policy import RobotsEntry
 
 log = logging.getLogger("crawldeck.cluster")
 
@@ -93,21 +94,6 @@ FLUSH_OPS = 500
 REPLAY_S = 3.0
 #: The longest path prefix (characters) naming a hot host's sub-queue.
 PREFIX_CHARS = 40
-#: How often (s) a thread waiting for the loop looks whether the loop was closed.
-WAIT_SLICE_S = 0.5
-#: Seconds over twice the Redis outage time that a thread's ``flush`` or
-#: ``load_spilled`` waits for the event loop (see ``flush_wait_s``).
-FLUSH_SLACK_S = 30.0
-
-
-def flush_wait_s(outage_s: float) -> float:
-    """The longest (s) a thread waits for the loop in ``ClusterStore.flush`` and
-    ``load_spilled``, given the Redis outage time ``outage_s`` (s, ``redis_outage_s``):
-    a drain waits for at most two buffers (the one being sent and the one after), each
-    sent within the outage time plus a socket timeout and a backoff step, which
-    ``FLUSH_SLACK_S`` covers with room to spare. Past it the loop is blocked or gone
-    (issue #22 item 2: nothing waits forever)."""
-    return 2 * outage_s + FLUSH_SLACK_S
 
 
 def path_prefix(url: str) -> str:
@@ -224,9 +210,6 @@ class ClusterStore:
             moves between; 0 (another ordering): no credits are made.
         inlinks: the bands are those of cash and in-links (``opic-inlinks``:
             ``core.prioritizer.importance_priority``), not of cash alone.
-        wait_s: the longest (s) ``flush`` and ``load_spilled``, called in a thread,
-            wait for the event loop (``flush_wait_s`` of the crawl's
-            ``redis_outage_s``); then they raise ``StoreError``.
 
     Attributes:
         warc_home: where this worker's WARC files go (``core.archive.warc_writer``
@@ -248,10 +231,8 @@ class ClusterStore:
         max_pages: int | None = None,
         cash_queues: int = 0,
         inlinks: bool = False,
-        wait_s: float = flush_wait_s(60.0),
     ) -> None:
         self._keys = keys
-        self._wait_s = wait_s
         self._inlinks = "1" if inlinks else "0"
         self.warc_home: WarcHome | None = None
         self._cap = max_pages
@@ -307,16 +288,6 @@ class ClusterStore:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
         self._fail_pulls(self._buf, StoreError("cluster store: closed"))
-        self._check()
-
-    def begin_run(self, config: Any) -> int:
-        """A worker's run is recorded by the crawl's coordinator (its ``runs`` row): 0."""
-        self._check()
-        return 0
-
-    def end_run(self, run_id: int, status: str, *, stats: Mapping[str, Any] | None = None) -> None:
-        """Nothing to record here (see ``begin_run``: the coordinator's run row, and
-        ``stats`` with it, are the crawl's); raises a failed flush's error."""
         self._check()
 
     async def room(self) -> bool:
@@ -377,58 +348,6 @@ class ClusterStore:
             else:
                 waiting.append((target, waiter))
         self._drains = waiting
-
-    def flush(self) -> None:
-        """``drain`` from another thread (the engine's end of run and the frontier
-        window's reads call it in a thread; never call it on the loop's thread),
-        waiting at most ``wait_s`` for the loop.
-
-        Raises:
-            StoreError: see the class; or the loop did not finish the drain within
-                ``wait_s`` (blocked, or stopped under it), or the flusher stopped.
-        """
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            self._on_loop(loop, self.drain, "flush")
-        self._check()
-
-    def _on_loop(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        call: Callable[[], Coroutine[Any, Any, _T]],
-        what: str,
-    ) -> _T:
-        """``call()`` run on ``loop`` from another thread, waited for at most ``wait_s``.
-
-        Raises:
-            StoreError: the loop is not running, was closed under the wait, did not
-                finish within ``wait_s`` (the call is cancelled), or cancelled the
-                call; or the call's own.
-        """
-        if not loop.is_running():
-            raise StoreError(f"cluster store: {what} needs the event loop, which has stopped")
-        future = asyncio.run_coroutine_threadsafe(call(), loop)
-        deadline = time.monotonic() + self._wait_s
-        try:
-            while True:  # in slices, to see a loop closed under the wait at once
-                left = deadline - time.monotonic()
-                try:
-                    return future.result(timeout=max(0.0, min(WAIT_SLICE_S, left)))
-                except concurrent.futures.TimeoutError:
-                    if loop.is_closed():
-                        raise StoreError(
-                            f"cluster store: {what} cut: the event loop closed under it"
-                        ) from None
-                    if left <= WAIT_SLICE_S:
-                        raise StoreError(
-                            f"cluster store: {what} waited {self._wait_s:g} s for the event "
-                            "loop (blocked or stopped) and gave up"
-                        ) from None
-        except concurrent.futures.CancelledError:
-            raise StoreError(f"cluster store: {what} was cancelled by the event loop") from None
-        finally:
-            if not loop.is_closed():  # a closed loop takes no callback: nothing to cancel
-                future.cancel()  # a no-op once done
 
     def _check(self) -> None:
         if self._failure is not None:
@@ -566,24 +485,26 @@ class ClusterStore:
         """Refused URLs this worker committed, by reason."""
         return dict(self._blocked)
 
-    # ------------------------------------------------------ reads (threads)
+    # ------------------------------------------------------------ reads
 
-    def contains(self, key: str) -> bool:
-        """``False``: the crawl's seen set is in Redis and decides at push time."""
-        return False
+    def roles(self) -> StoreRoles:
+        """The optional roles a worker's store plays (``core.protocols.StoreRoles``):
+        the OPIC cash sink under a cash ordering (``cash_queues``), and ``warc_home``
+        when the worker writes WARC files. No run log (the crawl's runs are its
+        coordinator's rows), no key store (Redis's seen set decides at push time), no
+        score keeper (every credit goes to Redis) and no history of its own."""
+        return StoreRoles(cash=self if self._cash_queues else None, warc_home=self.warc_home)
 
-    def load_spilled(self, host: str, after_seq: int, limit: int) -> tuple[list[FrontierRow], int]:
-        """Up to ``limit`` queued URLs of ``host``, handed to this worker under its lease
-        (``pull``); none when the host is not owned. Called in a thread.
+    async def read_spilled(
+        self, host: str, after: int, limit: int, *, within_s: float = 0.0
+    ) -> tuple[list[FrontierRow], int]:
+        """``core.protocols.SpillStore.read_spilled``: ``pull`` (Redis keeps no
+        read-back positions: ``after`` comes back as it was given).
 
         Raises:
             StoreError: see the class.
         """
-        loop = self._loop
-        if loop is None:
-            return [], 0
-        rows = self._on_loop(loop, lambda: self.pull(host, limit), "a read of queued URLs")
-        return rows, 0
+        return await self.pull(host, limit, within_s=within_s), after
 
     async def pull(self, host: str, limit: int, *, within_s: float = 0.0) -> list[FrontierRow]:
         """Move up to ``limit`` URLs of ``host`` from its queue to this worker (``:inf``),
@@ -967,12 +888,10 @@ def _text(value: bytes | str) -> str:
 
 __all__ = [
     "FLUSH_OPS",
-    "FLUSH_SLACK_S",
     "MAX_PENDING",
     "ClusterStore",
     "ClusterStoreStatistics",
     "decode_robots",
     "encode_robots",
-    "flush_wait_s",
     "path_prefix",
 ]

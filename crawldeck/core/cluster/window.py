@@ -16,8 +16,9 @@ from typing import Protocol
 from crawldeck.core.cluster.leases import Leases
 from crawldeck.core.frontier import FrontierEntry
 from crawldeck.core.prioritizer import Prioritizer
-from crawldeck.core.store import FrontierRow
-from crawldeck.core.window import FrontierWindow, SpillStore
+from crawldeck.core.protocols import SpillStore
+from crawldeck.core.records import FrontierRow
+from crawldeck.core.window import FrontierWindow
 
 
 class WorkSource(Protocol):
@@ -42,16 +43,6 @@ class WorkSource(Protocol):
         ...
 
 
-class PullStore(SpillStore, Protocol):
-    """The worker's store (``core.cluster.store.ClusterStore``): a ``SpillStore`` whose
-    reads hand an owned host's queued URLs to this worker on the loop."""
-
-    async def pull(self, host: str, limit: int, *, within_s: float = 0.0) -> list[FrontierRow]:
-        """Hand up to ``limit`` queued URLs of ``host`` to this worker, in a round trip
-        sent within ``within_s`` (s) of the call."""
-        ...
-
-
 class SharedWindow(FrontierWindow):
     """A ``FrontierWindow`` over the shared frontier (see the module).
 
@@ -67,7 +58,7 @@ class SharedWindow(FrontierWindow):
     def __init__(
         self,
         window: int,
-        store: PullStore,
+        store: SpillStore,
         read_back: Callable[[Sequence[FrontierRow]], None],
         *,
         leases: Leases,
@@ -77,7 +68,6 @@ class SharedWindow(FrontierWindow):
         super().__init__(window, store, read_back, spill_all=True, prioritizer=prioritizer)
         self._leases = leases
         self._source = source
-        self._puller = store
         self._fresh: set[str] = set()  # hosts whose read the current pop started
         self._patient: dict[str, float] = {}  # host -> how long (s) its new read may wait
 
@@ -124,12 +114,12 @@ class SharedWindow(FrontierWindow):
             self.release(entry.host, now)
 
     async def _rows(self, host: str, after: int, want: int) -> tuple[list[FrontierRow], int]:
-        """The read on the loop (``ClusterStore.pull``, sent in the flush's pipeline
-        after its pushes, no thread): one read, no flush and second read when it
+        """The read on the loop (``ClusterStore.read_spilled``: ``pull``, sent in the
+        flush's pipeline after its pushes, no thread): one read, no flush and second read when it
         comes back short (issue #23 item 3: one round trip, not three); one started by
         a pop waits as ``pop`` says, any other goes at the next loop turn."""
         within_s = self._patient.pop(host, 0.0)
-        return await self._puller.pull(host, want, within_s=within_s), after
+        return await self._store.read_spilled(host, after, want, within_s=within_s)
 
     def bring_in(self) -> None:
         """Read owned hosts back, and have the worker claim more."""
@@ -156,4 +146,4 @@ class SharedWindow(FrontierWindow):
         return own if own or self._source.finished else 1
 
 
-__all__ = ["PullStore", "SharedWindow", "WorkSource"]
+__all__ = ["SharedWindow", "WorkSource"]

@@ -26,7 +26,7 @@ from typing import Any, Final, Literal, TypeVar, cast
 
 from crawldeck.core.errors import CrawldeckError
 from crawldeck.core.protocols import ResultSink
-from crawldeck.core.store import (
+from crawldeck.core.records import (
     FRONTIER_STATES,
     BlockedRecord,
     FrontierRow,

@@ -43,7 +43,7 @@ from crawldeck.core.cluster.addresses import STALE_S, SharedIpLimit
 from crawldeck.core.cluster.keys import SHARDS, Keyspace, shard_of
 from crawldeck.core.cluster.leases import RENEW_SHARE, Leases
 from crawldeck.core.cluster.link import LINGER_S, Command, RedisLink
-from crawldeck.core.cluster.store import ClusterStore, decode_robots, flush_wait_s
+from crawldeck.core.cluster.store import ClusterStore, decode_robots
 from crawldeck.core.cluster.window import SharedWindow
 from crawldeck.core.config import CrawlConfig, asdict, build_config
 from crawldeck.core.dns import DnsCache, IpLimiter
@@ -51,11 +51,11 @@ from crawldeck.core.engine import CrawlResult, Engine
 from crawldeck.core.errors import ClusterError, ConfigError, CrawldeckError
 from crawldeck.core.gate import AddressLimit
 from crawldeck.core.prioritizer import CASH_ORDERINGS, Prioritizer
-from crawldeck.core.protocols import Clock, Fetcher
+from crawldeck.core.protocols import Clock, Fetcher, SpillStore
+from crawldeck.core.records import FrontierRow, HostRecord
 from crawldeck.core.robots_policy import RobotsEntry
-from crawldeck.core.store import FrontierRow, HostRecord
 from crawldeck.core.warc import warc_files
-from crawldeck.core.window import FrontierWindow, SpillStore
+from crawldeck.core.window import FrontierWindow
 
 log = logging.getLogger("crawldeck.cluster")
 
@@ -255,7 +255,6 @@ class Worker:
             max_pages=config.max_pages,
             cash_queues=config.front_queues if config.ordering in CASH_ORDERINGS else 0,
             inlinks=config.ordering == "opic-inlinks",
-            wait_s=flush_wait_s(config.redis_outage_s),
         )  # fmt: skip
         if warc_dir is not None:
             self.store.warc_home = WarcHome(warc_dir, f"{keys.crawl_id}-{suffix}", keys.crawl_id)
