@@ -124,9 +124,9 @@ from crawldeck.core.prioritizer import ORDERINGS
 CONFIGS: dict[str, int | None] = {"A": None, "B": 1, "C": 2, "D": 4, "E": 8}
 CRAWL_ID = "bench"
 WORKER_LINE = re.compile(
-    r"crawldeck worker (?P<id>\S+): (?P<outcome>\w+), (?P<pages>\d+) pages in "
-    r"(?P<s>[\d.]+) s, (?P<trips>\d+) Redis round trips, (?P<commands>\d+) commands, "
-    r"(?P<fenced>\d+) ops fenced, (?P<lost>\d+) leases lost"
+    r"crawldeck worker (?P<id>\S+): (?P<outcome>\w+), (?P<pages>\d+) pages? in "
+    r"(?P<s>[\d.]+) s, (?P<trips>\d+) Redis round trips?, (?P<commands>\d+) commands?, "
+    r"(?P<fenced>\d+) ops? fenced, (?P<lost>\d+) leases? lost"
 )
 #: Hosts' URLs pushed per script call in the memory measurement (a worker's flush
 #: carries a few pages' outlinks per host).

@@ -186,6 +186,7 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.warc": WARC,
     "core.warc_writer": WARC,
     "core.window": FRONTIER,
+    "core.words": OBSERVER,
     "core.cluster": CLUSTER,
     "core.cluster.addresses": CLUSTER,
     "core.cluster.collector": CLUSTER,

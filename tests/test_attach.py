@@ -28,6 +28,7 @@ from clikit import CRAWLDECK, main_in
 from crawlkit import rows
 
 from crawldeck.core.attach import (
+    ATTACHED_COMMANDS,
     MAX_REQUEST_BYTES,
     SUN_PATH_MAX,
     AttachServer,
@@ -265,6 +266,7 @@ class Crawl:
         self.state: str = "running"
         self.pages = 0
         self.stops = 0
+        self.lines: list[str] = []
         url = "http://127.0.0.1/" + "x" * 2000
         self._blocked = tuple(
             BlockedRow(1.0, "calendar", "127.0.0.1", url) for _ in range(blocked_rows)
@@ -301,6 +303,9 @@ class Crawl:
     def request_stop(self) -> None:
         self.stops += 1
         self.state = "stopping"
+
+    def log(self, line: str) -> None:
+        self.lines.append(line)
 
     async def add_seeds_live(self, seed_urls: Iterable[str]) -> list[tuple[str, str]]:
         return [(url, "not http") for url in seed_urls if not url.startswith("http")]
@@ -397,9 +402,14 @@ async def test_bad_requests_get_one_line_and_an_overlong_one_drops_the_client(
         assert reply["t"] == "reply" and str(reply["error"]).startswith("bad request: ")
         writer.write(b'{"op": "add_seeds", "id": 8, "urls": ["mailto:a@b"]}\n')
         assert (await line_of(reader))["ok"] == [["mailto:a@b", "not http"]]
+        for op, paused in (("pause", True), ("pause", True), ("resume", False)):
+            writer.write(json.dumps({"op": op, "id": 1}).encode() + b"\n")
+            assert (await line_of(reader))["ok"] == {"paused": paused}
         writer.write(b'{"op": "stop", "id": 9}\n')
         assert (await line_of(reader))["ok"] == {"paused": False}
         assert crawl.stops == 1
+        # the crawl's log tells what came through the socket; a pause when paused is no news
+        assert crawl.lines == [ATTACHED_COMMANDS[op] for op in ("pause", "resume", "stop")]
         writer.write(b"x" * (MAX_REQUEST_BYTES + 10) + b"\n")
         assert await asyncio.wait_for(reader.read(), CAP_S) == b""  # closed
         assert server.statistics().dropped == 1

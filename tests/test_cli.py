@@ -286,7 +286,7 @@ def test_demo_refuses_to_erase_a_crawl_of_other_hosts(tmp_path: Path, web: Local
     conn.close()
     proc = run("demo", "--no-ui", "--db", "precious.db", cwd=tmp_path)
     assert proc.returncode == 2
-    assert "holds a crawl of 1 hosts outside the local web" in proc.stderr
+    assert "holds a crawl of 1 host outside the local web" in proc.stderr
     assert page_count(tmp_path / "precious.db") > 0
 
 

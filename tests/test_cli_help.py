@@ -94,7 +94,7 @@ def test_version(tmp_path: Path) -> None:
          "or 1048576 (bytes), got '5 parsecs' (see crawldeck crawl --help)"),
         (["export", "c.db", "--format", "xml"],
          "crawldeck export: error: argument --format: invalid choice: 'xml' (choose from "
-         "'jsonl', 'csv') (see crawldeck export --help)"),
+         "'jsonl', 'json', 'csv') (see crawldeck export --help)"),
         (["fetch"], "crawldeck: error: argument COMMAND: invalid choice: 'fetch' (choose from "
                     "'crawl', 'demo', 'worker', 'recrawl', 'export', 'links', 'show', 'stats', "
                     "'config', 'attach') (see crawldeck --help)"),
@@ -179,7 +179,7 @@ def test_headless_figures_go_to_stdout_and_warnings_to_stderr(
     )
     # the loopback seed host the operator named: information, once
     assert "seed host at loopback address" in info[0]
-    assert progress and all(re.match(r"\[\s*[\d.]+s\] pages \d/3 ", line) for line in progress)
+    assert progress and all(re.match(r"\[[\d:]+\] \d/3 pages ", line) for line in progress)
     assert out[-2].startswith("crawl saved in crawl.db")
     assert out[-1].startswith("to go on, with a higher --max-pages: ")
     assert out[-1].endswith(" --max-pages 6")  # twice the cap reached: it fetches more
@@ -231,3 +231,86 @@ def test_export_tables_offered_are_the_exports_tables() -> None:
     from crawldeck.tui.cli import EXPORT_TABLES
 
     assert EXPORT_TABLES == TABLES
+
+
+def test_crawl_help_puts_auth_right_after_netrc() -> None:
+    """Related options together (issue #25): the two ways of giving credentials."""
+    parser = build_parser().commands["crawl"]
+    flags = [action.option_strings[0] for action in parser._actions if action.option_strings]
+    assert flags[flags.index("--netrc") + 1] == "--auth"
+
+
+def test_demo_help_says_what_the_demo_does() -> None:
+    """The demo erases its file each run (issue #25: its --help said a crawl in it
+    resumes and that the budgets count all its runs, as crawl's do)."""
+    demo = build_parser().commands["demo"].format_help()
+    flat = " ".join(demo.split())
+    assert "erases it and starts anew" in flat and "9 hosts on loopback" in flat
+    assert "resume" not in flat and "ALL" not in flat
+    assert "demo-00001.warc.gz" in flat and "crawl-00001" not in flat
+    crawl = " ".join(build_parser().commands["crawl"].format_help().split())
+    assert "a crawl in it resumes" in crawl and "over ALL its runs" in crawl
+
+
+@pytest.mark.parametrize(
+    ("flags", "answer"),
+    [
+        (["-w", "2"], "wget's -w 2; in crawldeck: --delay-ms 2000"),
+        (["--wait=1.5"], "wget's --wait 1.5; in crawldeck: --delay-ms 1500"),
+        (["-l3"], "wget's -l 3; in crawldeck: --max-depth 3"),
+        (["--level", "5"], "wget's --level 5; in crawldeck: --max-depth 5"),
+        (["-np"], "wget's -np; in crawldeck: --include REGEX: --include '^https://host/dir/'"),
+        (["--no-parent"], "wget's --no-parent; in crawldeck: --include REGEX: --include "
+                          "'^https://host/dir/'"),
+        (["-e", "robots=off"], "robots.txt is always obeyed: no key turns it off"),
+        (["-r"], "wget's -r; in crawldeck: the default, a crawl follows links (--max-depth N, "
+                 "--scope)"),
+        (["-m"], "wget's -m; in crawldeck: a crawl, then crawldeck export DB --mirror DIR"),
+        (["-U", "Bot/1"], "wget's -U Bot/1; in crawldeck: --user-agent Bot/1"),
+        (["--limit-rate", "200k"], "wget's --limit-rate 200k; in crawldeck: --delay-ms MS and "
+                                   "--concurrency N (no bytes/s cap)"),
+        (["-s", "DOWNLOAD_DELAY=2"], "-s: unknown config key 'DOWNLOAD_DELAY' (Scrapy's "
+                                     "DOWNLOAD_DELAY = 2; in crawldeck: delay_ms = 2000)"),
+        (["-s", "CONCURRENT_REQUESTS=8"], "-s: unknown config key 'CONCURRENT_REQUESTS' "
+         "(Scrapy's CONCURRENT_REQUESTS = 8; in crawldeck: concurrency = 8)"),
+        (["-s", "USER_AGENT=Bot/1"], "-s: unknown config key 'USER_AGENT' (Scrapy's USER_AGENT = "
+                                     '"Bot/1"; in crawldeck: user_agent = "Bot/1")'),
+        (["-s", "DEPTH_LIMIT=3"], "-s: unknown config key 'DEPTH_LIMIT' (Scrapy's DEPTH_LIMIT = 3; "
+                                  "in crawldeck: max_depth = 3)"),
+        (["-s", "CLOSESPIDER_PAGECOUNT=50"], "-s: unknown config key 'CLOSESPIDER_PAGECOUNT' "
+         "(Scrapy's CLOSESPIDER_PAGECOUNT = 50; in crawldeck: max_pages = 50)"),
+        (["-s", "ROBOTSTXT_OBEY=false"], "-s: unknown config key 'ROBOTSTXT_OBEY' (robots.txt is "
+                                         "always obeyed: no key turns it off)"),
+    ],
+)  # fmt: skip
+def test_other_crawlers_names_get_crawldecks_in_one_line(
+    flags: list[str], answer: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Scrapy or wget user's first words (issue #25): one line naming crawldeck's
+    flag or key, the value converted (seconds to ms)."""
+    from crawldeck.tui.cli import main
+
+    db = str(tmp_path / "c.db")
+    try:  # a flag error exits in argparse; a config error is returned
+        code = main(["crawl", "http://127.0.0.1:9/", "--db", db, "--no-ui", *flags])
+    except SystemExit as exc:
+        code = exc.code
+    assert code == 2
+    _, err = capsys.readouterr()
+    see = "" if answer.startswith("-s:") else " (see crawldeck crawl --help)"
+    assert err.splitlines() == [f"crawldeck crawl: error: {answer}{see}"]
+
+
+def test_a_resumed_crawl_past_its_cap_is_warned_before_it_starts() -> None:
+    """Issue #25 F20: the same --max-pages again fetches nothing; say so up front."""
+    from crawldeck.tui.cli import crawl_ending, program, spent_budget
+
+    config = CrawlConfig(max_pages=5)
+    ending = crawl_ending("resume", config, ["crawl", "x.org", "--max-pages", "5"])
+    assert spent_budget(4, 0, config, ending) is None
+    assert spent_budget(5, 0, config, ending) == (
+        "the crawl file holds 5 pages already: --max-pages 5 is reached before this run "
+        f"fetches anything; to go on, with a higher --max-pages: {program()} crawl x.org "
+        "--max-pages 10"
+    )
+    assert spent_budget(5, 0, CrawlConfig(), ending) is None

@@ -7,6 +7,7 @@ through the command's ``main``."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -125,3 +126,25 @@ def test_recrawl_help_says_what_happens_to_the_queue_and_what_the_budgets_count(
     ) in text
     assert "--max-pages N stop once THIS RECRAWL fetched N pages, revisits and new pages" in text
     assert "without them a recrawl revisits every page and crawls the whole queue" in text
+
+
+def test_a_recrawl_takes_settings_over_the_last_runs_config(
+    site: StaticSite,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``recrawl -s KEY=VALUE`` as crawl's (issue #25 F21); a bad key is one line."""
+    db = tmp_path / "c.db"
+    with site:
+        unfinished_crawl(site, db)
+        code, _, err = main_in(tmp_path, monkeypatch, capsys, "recrawl", str(db), "--no-ui",
+                               "-s", "DOWNLOAD_DELAY=2")  # fmt: skip
+        assert (code, err) == (2, "crawldeck recrawl: error: -s: unknown config key "
+                               "'DOWNLOAD_DELAY' (Scrapy's DOWNLOAD_DELAY = 2; in crawldeck: "
+                               "delay_ms = 2000)\n")  # fmt: skip
+        code, _, err = main_in(tmp_path, monkeypatch, capsys, "recrawl", str(db), "--no-ui",
+                               "-s", "delay_ms=7", "--max-pages", "1")  # fmt: skip
+        assert code == 0, err
+    configs = [json.loads(c) for (c,) in rows(db, "SELECT config FROM runs ORDER BY id")]
+    assert [c["delay_ms"] for c in configs] == [configs[0]["delay_ms"], 7]

@@ -61,15 +61,24 @@ def test_readme_starts_with_the_two_commands_then_the_quick_start() -> None:
     assert lines[0] == "# crawldeck"
     assert first.index(".venv/bin/crawldeck demo") < first.index(".venv/bin/pytest")
     assert first.index(".venv/bin/pytest") < first.index("## Quick start")
-    for command in (
+    # issue #25: exactly five commands from nothing to a crawl, its broken links, its mirror
+    quick = first[first.index("## Quick start") :]
+    block = quick[quick.index("```sh\n") + 6 : quick.index("\n```", quick.index("```sh"))]
+    commands = [line for line in block.splitlines() if line and not line.startswith("#")]
+    assert commands == [
+        "python3 -m venv .venv && .venv/bin/pip install -q -e .",
         ".venv/bin/crawldeck crawl https://www.example.org/ --max-pages 200",
         ".venv/bin/crawldeck stats crawl.db",
+        ".venv/bin/crawldeck links crawl.db --broken",
+        ".venv/bin/crawldeck export crawl.db --mirror site --convert-links",
+    ]
+    whole = "\n".join(lines)
+    for command in (
         ".venv/bin/crawldeck show crawl.db https://www.example.org/",
         ".venv/bin/datasette crawl.db -m crawl.db.metadata.json",
         ".venv/bin/crawldeck crawl https://www.example.org/ --max-pages 1000",
     ):
-        assert command in first, command
-    whole = "\n".join(lines)
+        assert command in whole, command
     assert whole.index("## Quick start") < whole.index("## Many workers (Redis)")
 
 

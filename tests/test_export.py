@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import io
+import json
 import sqlite3
 import tracemalloc
 from contextlib import closing
 from pathlib import Path
 
 import pytest
+from clikit import main_in
 
 from crawldeck.core.errors import StoreError
 from crawldeck.core.export import Format, Table, export
@@ -175,6 +177,39 @@ def test_empty_table_csv_has_only_the_header(tmp_path: Path) -> None:
     Store(db).close()
     assert run_export(db, "blocked", "csv") == (0, "url,host,reason,detail,blocked_at,run_id\n")
     assert run_export(db, "blocked", "jsonl") == (0, "")
+    assert run_export(db, "blocked", "json") == (0, "[]\n")
+
+
+def test_json_is_one_array_of_the_jsonl_objects(crawl: Path) -> None:
+    """``-o pages.json`` as Scrapy writes it (issue #25): an array, not JSON lines."""
+    count, text = run_export(crawl, "pages", "json")
+    _, lines = run_export(crawl, "pages", "jsonl")
+    assert count == 2
+    assert json.loads(text) == [json.loads(line) for line in lines.splitlines()]
+    assert text.splitlines()[1:-1] == [line + "," for line in lines.splitlines()[:-1]] + [
+        lines.splitlines()[-1]
+    ]
+
+
+def test_export_takes_the_format_from_the_output_name(
+    crawl: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tmp = crawl.parent
+    code, _, err = main_in(tmp, monkeypatch, capsys, "export", str(crawl), "-o", "pages.json")
+    assert (code, err) == (0, "crawldeck: exported 2 rows of pages\n")
+    assert len(json.loads((tmp / "pages.json").read_text())) == 2
+    code, _, _ = main_in(tmp, monkeypatch, capsys, "export", str(crawl), "-o", "pages.csv")
+    assert (tmp / "pages.csv").read_text().startswith("url,final_url,")
+    args = ("export", str(crawl), "-o", "lines.json", "--format", "jsonl")
+    code, _, err = main_in(tmp, monkeypatch, capsys, *args)
+    assert err.splitlines()[0] == (
+        "crawldeck: note: 'lines.json' holds JSON lines (--format jsonl), not what its name says"
+    )
+    args = ("export", str(crawl), "--mirror", "site", "--format", "csv")
+    code, _, err = main_in(tmp, monkeypatch, capsys, *args)
+    refusal = ("crawldeck export: error: --mirror writes a directory of bodies; --table, "
+               "--format, -o and --with-body are for a table's rows\n")  # fmt: skip
+    assert (code, err) == (2, refusal)
 
 
 def test_export_while_the_crawl_holds_the_file(tmp_path: Path) -> None:

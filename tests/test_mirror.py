@@ -263,3 +263,27 @@ def test_a_crawl_without_warc_files_says_why_nothing_is_mirrored(
         "crawldeck: mirrored 0 files of 0 hosts into m; skipped: no WARC record 2\n",
     )
     assert list((tmp_path / "m").iterdir()) == []
+
+
+def test_a_page_whose_file_another_url_took_is_named_with_that_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``/d/`` and ``/d/index.html`` are one file: the second is skipped, and the line
+    says whose file it is (issue #25: the reason was a bare "same file")."""
+    with HTTPTestServer() as server:
+        base = server.url("/")
+        server.set("/", html('<a href="/d/">d</a> <a href="/d/index.html">i</a>'))
+        server.set("/d/", html("<p>the directory</p>"))
+        server.set("/d/index.html", html("<p>its index</p>"))
+        server.set("/robots.txt", Response(404))
+        db = tmp_path / "c.db"
+        run_crawl([base], db)
+    out = tmp_path / "site"
+    code, _, err = main_in(tmp_path, monkeypatch, capsys, "export", str(db), "--mirror", str(out))
+    assert code == 0, err
+    first, second = base + "d/", base + "d/index.html"
+    assert err.splitlines() == [
+        f"crawldeck: mirrored 2 files of 1 host into {out}; skipped: same file as another URL 1",
+        f"  {second}: same file as {first}",
+    ]
+    assert (out / urls.host_key(base) / "d" / "index.html").read_bytes() == b"<p>the directory</p>"

@@ -439,7 +439,7 @@ def test_a_host_parked_by_a_long_retry_after_is_logged_with_that_cause(tmp_path:
     # it used to say "parked after 8 straight 429/503 or no answer" after one answer
     assert cap_lines(engine, "parked") == [
         f"{host}: parked: Retry-After of 999999 s cut to 3600 s (retry_after_max_s = 3600): "
-        "a backoff of 3600 s, at least demote_after_s = 3600 s; 1 URLs left for the next run"
+        "a backoff of 3600 s, at least demote_after_s = 3600 s; 1 URL left for the next run"
     ]
     assert cap_lines(engine, "Retry-After of") == [
         f"{host}: Retry-After of 999999 s cut to 3600 s (retry_after_max_s = 3600)",

@@ -18,7 +18,7 @@ from httpserver import HTTPTestServer, Response
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crawldeck.core.stats import RunTally, read_run
+from crawldeck.core.stats import RunTally, read_run, reason_words
 from crawldeck.core.store import Store
 
 ROBOTS = Response(200, {"Content-Type": "text/plain"}, b"User-agent: *\nDisallow: /private\n")
@@ -239,7 +239,7 @@ def test_a_stopped_crawl_writes_its_stats_json_and_stats_prints_them(
     assert "finish_reason: stopped" in lines
     assert f"responses: {written['responses']}" in lines
     assert "  404: 1" in lines
-    assert "blocked: 1" in lines and "  robots: 1" in lines
+    assert "blocked: 1" in lines and "  disallowed by robots.txt: 1" in lines  # codes: --json
     code, text, _ = main_in(tmp_path, monkeypatch, capsys, "stats", "crawl.db", "--json")
     assert (code, json.loads(text)) == (0, written)
 
@@ -259,3 +259,10 @@ def test_a_cluster_crawl_refuses_stats_json_and_metrics_in_one_line(
             "--metrics-port and --stats-json are for one process\n"
         )
     assert list(tmp_path.iterdir()) == []  # no crawl file, no private Redis
+
+
+def test_reason_codes_read_as_words() -> None:
+    """``crawldeck stats`` in words, not codes (issue #25 F19); ``--json`` keeps codes."""
+    assert reason_words("robots") == "disallowed by robots.txt"
+    assert reason_words("http_429") == "HTTP 429"
+    assert reason_words("redirect_loop") == "redirect loop"

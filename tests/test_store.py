@@ -647,3 +647,16 @@ def test_sigkill_mid_write_leaves_a_consistent_prefix(db: Path) -> None:
         s.enqueue_urls([FrontierRow("new", "http://h.test/new", "h.test", 0, 0)])
         s.flush()
         assert list(s.load_frontier())[-1].key == "new"
+
+
+def test_partial_pages_counts_the_bodies_read_in_part(store: Store) -> None:
+    """The summary's "read in part" (issue #25): pages whose body was cut."""
+    cut = {"error": "body_too_large: over 10485760 bytes"}
+    store.record_page(page("http://a.test/1"), key="1", links=(), new_rows=(), state="done")
+    store.record_page(page("http://a.test/2", **cut), key="2", links=(), new_rows=(), state="done")
+    store.record_page(
+        page("http://a.test/3", error="links_cut: kept 1 of 2 links (max_links_per_page)"),
+        key="3", links=(), new_rows=(), state="done",
+    )  # fmt: skip
+    store.flush()
+    assert store.partial_pages() == 1

@@ -75,7 +75,7 @@ async def test_80x24_keeps_the_header_eta_and_the_hosts_key_columns() -> None:
         # no chart at 80 x 24: the figures take the panel's width
         assert not app.query_one("#charts").display
         summary = plain(app, "#summary").splitlines()
-        assert summary[0] == "elapsed  0:02:00 · 28.4 pages/s · 398.0 kB/s"
+        assert summary[0] == "elapsed  0:02:00 · 28.4 pages/s · 398.0 kB/s (last 10 s)"
         assert summary[1].endswith("64% ETA 0:01:15")
         assert summary[2].split() == [
             "status", "2xx", "3374", "3xx", "385", "4xx", "96", "5xx", "15", "error", "12",
@@ -391,9 +391,9 @@ GO_ON = ("to go on: the same command with a higher {} (it counts every run of th
     ("outcome", "reason", "hint"),
     [
         # a whole-crawl budget: the same command would stop at once, a higher cap goes on
-        ("max_pages", "the page budget (max_pages) is reached", GO_ON.format("--max-pages")),
-        ("max_time", "the time budget (max_time) is spent", RESUME),  # per run
-        ("max_bytes", "the byte budget (max_bytes) is reached", GO_ON.format("--max-bytes")),
+        ("max_pages", "--max-pages 6000 reached", GO_ON.format("--max-pages")),
+        ("max_time", "--max-time spent", RESUME),  # per run; the fake snapshot has no value
+        ("max_bytes", "--max-bytes reached", GO_ON.format("--max-bytes")),
     ],
 )
 async def test_a_budget_stop_keeps_the_console_open_with_the_way_on(
@@ -430,7 +430,7 @@ async def test_without_a_resume_command_the_stop_is_shown_alone() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         await pilot.pause(0.1)
-        assert plain(app, "#resume") == "Stopped: the time budget (max_time) is spent; q quits."
+        assert plain(app, "#resume") == "Stopped: --max-time spent; q quits."
 
 
 async def test_the_dupes_row_makes_the_throughput_panel_a_line_taller() -> None:
@@ -514,7 +514,7 @@ def test_the_eta_is_that_of_the_first_budget_reached() -> None:
     assert eta_text(replace(no_rate, max_time_s=600)) == "0:08:00"  # the clock needs no rate
     summary = summary_text(replace(LAST, max_pages=None, max_time_s=600, max_bytes=10**8))
     lines = summary.plain.splitlines()
-    assert lines[0] == "elapsed  0:02:00/0:10:00 · 28.4 pages/s · 398.0 kB/s"
+    assert lines[0] == "elapsed  0:02:00/0:10:00 · 28.4 pages/s · 398.0 kB/s (last 10 s)"
     assert lines[1] == "pages    3855  (54.0 MB/100.0 MB)"
 
 
@@ -560,3 +560,14 @@ async def test_the_overview_backoff_count_is_the_backoff_tab_rows() -> None:
         await pilot.press("2")
         await settle(pilot)
         assert app.query_one("#backoff-table", LineTable).row_count == 3
+
+
+def test_the_stop_reason_names_the_flag_and_its_value() -> None:
+    """The console names a setting by its flag (issue #25: it said ``max_pages``)."""
+    from crawldeck.tui.app import stop_reason
+
+    snap = replace(snapshot_at(3), max_pages=50, max_time_s=600.0, max_bytes=5_000_000)
+    assert stop_reason("max_pages", snap) == "--max-pages 50 reached"
+    assert stop_reason("max_time", snap) == "--max-time 600s spent"
+    assert stop_reason("max_bytes", snap) == "--max-bytes 5000000 reached"
+    assert stop_reason("stopped", snap) == "stopped on request, state saved"

@@ -90,6 +90,13 @@ MAX_HOST_ROWS: Final = 500
 #: The most queued URLs a ``host_detail`` request may ask for.
 MAX_QUEUE_HEAD: Final = 100
 
+#: The crawl's log line for a command that came through the socket.
+ATTACHED_COMMANDS: dict[str, str] = {
+    "pause": "paused from an attached console (crawldeck attach)",
+    "resume": "resumed from an attached console (crawldeck attach)",
+    "stop": "stop asked from an attached console (crawldeck attach); state saved",
+}
+
 Op = Literal["watch", "pause", "resume", "stop", "add_seeds", "query_hosts", "host_detail"]
 FrameType = Literal["hello", "snap", "end", "reply", "refused"]
 
@@ -355,6 +362,7 @@ class AttachTarget(Protocol):
     @property
     def paused(self) -> bool: ...
     def request_stop(self) -> None: ...
+    def log(self, line: str) -> None: ...
     def add_seeds_live(self, seed_urls: Iterable[str]) -> Awaitable[list[tuple[str, str]]]: ...
     def query_hosts(self, text: str = "", limit: int = 50) -> tuple[HostRow, ...]: ...
     def host_detail(self, host: str, queue_head: int = 20) -> HostDetail | None: ...
@@ -626,12 +634,16 @@ class AttachServer:
                 raise AttachError(f"at most {MAX_SEEDS} seeds at once")
             refused = await engine.add_seeds_live(req.urls)
             return [list(pair) for pair in refused]
+        was_paused = engine.paused
         if req.op == "pause":
             engine.pause()
         elif req.op == "resume":
             engine.resume()
         else:
             engine.request_stop()
+        if req.op == "stop" or engine.paused != was_paused:
+            # the crawl's log says who paused, resumed or stopped it (issue #25)
+            engine.log(ATTACHED_COMMANDS[req.op])
         if self._watching:
             self._push(engine.snapshot())  # every console shows the new state at once
         return {"paused": engine.paused}

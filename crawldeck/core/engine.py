@@ -222,6 +222,11 @@ class Engine:
                 keys.append(self._admission.link(urls.clean(raw)).key)
         return self.add_seeds(seeds, known=await self._seen.seen_among(keys))
 
+    def log(self, line: str) -> None:
+        """Add ``line`` to the crawl's log (the console's Log tab, a headless run's
+        output): a command from outside the engine (``core.attach``)."""
+        self._obs.log(line)
+
     def pause(self) -> None:
         """Dispatch nothing new; in-flight fetches finish."""
         if self._state == "running":

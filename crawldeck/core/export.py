@@ -1,4 +1,5 @@
-"""Export one table of a crawl file as JSON Lines or CSV, streaming in constant memory.
+"""Export one table of a crawl file as JSON Lines, JSON or CSV, streaming in constant
+memory.
 
 The file is opened read-only (``file:...?mode=ro``), so an export can run while the
 crawl is still writing: it sees the last committed state when it starts. Rows come out
@@ -7,6 +8,8 @@ in insertion (rowid) order, ``fetchmany`` batches of ``EXPORT_BATCH_ROWS``.
 Formats:
     ``jsonl``: one JSON object per line, keys in column order, SQL NULL as ``null``,
     non-ASCII characters kept as they are (UTF-8 text), ``\\n`` line ends.
+    ``json``: the same objects as one JSON array, one object a line (``[``, the
+    objects separated by ``,``, ``]``), as Scrapy's ``-o items.json`` writes one.
     ``csv``: a header row of column names, then one row per record (Python's ``csv``
     ``excel`` dialect with ``\\n`` line ends); SQL NULL is an empty field.
 
@@ -73,6 +76,7 @@ from crawldeck.core.store import (
     check_header,
     check_schema,
 )
+from crawldeck.core.words import plural
 
 #: The tables ``export`` accepts: every table of the schema but ``meta``.
 TABLES: Final = (
@@ -80,7 +84,7 @@ TABLES: Final = (
     "sitemap_urls",
 )  # fmt: skip
 #: The formats ``export`` accepts.
-FORMATS: Final = ("jsonl", "csv")
+FORMATS: Final = ("jsonl", "json", "csv")
 #: Rows read per ``fetchmany``: bounds the memory of an export.
 EXPORT_BATCH_ROWS: Final = 500
 
@@ -88,7 +92,7 @@ Table = Literal[
     "pages", "blocked", "hosts", "links", "frontier", "runs", "page_versions", "sitemaps",
     "sitemap_urls",
 ]  # fmt: skip
-Format = Literal["jsonl", "csv"]
+Format = Literal["jsonl", "json", "csv"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +223,8 @@ def export(db: Path, table: Table, fmt: Format, out: TextIO, *, with_body: bool 
                 return _write_csv(cur, columns, out)
             if with_body:
                 return _write_bodies(cur, columns, out, path.parent)
+            if fmt == "json":
+                return _write_json(cur, columns, out)
             return _write_jsonl(cur, columns, out)
         finally:
             cur.close()
@@ -374,6 +380,19 @@ def _write_jsonl(cur: sqlite3.Cursor, columns: list[str], out: TextIO) -> int:
     while rows := cur.fetchmany(EXPORT_BATCH_ROWS):
         out.write("".join([encode(dict(zip(columns, row, strict=True))) + "\n" for row in rows]))
         count += len(rows)
+    return count
+
+
+def _write_json(cur: sqlite3.Cursor, columns: list[str], out: TextIO) -> int:
+    """One JSON array of the rows as ``_write_jsonl`` writes them, one a line."""
+    encode = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
+    count = 0
+    out.write("[")
+    while rows := cur.fetchmany(EXPORT_BATCH_ROWS):
+        lead = ",\n" if count else "\n"
+        out.write(lead + ",\n".join(encode(dict(zip(columns, row, strict=True))) for row in rows))
+        count += len(rows)
+    out.write("\n]\n" if count else "]\n")
     return count
 
 
@@ -572,7 +591,7 @@ def foreign_crawl(db: Path, host_prefix: str, network: str | None = None) -> str
         return "is not a crawl file of the demo"
     finally:
         conn.close()
-    return f"holds a crawl of {other} hosts outside the local web" if other else None
+    return f"holds a crawl of {plural(other, 'host')} outside the local web" if other else None
 
 
 __all__ = [

@@ -205,12 +205,14 @@ class MirrorResult:
         links_converted: ``href``/``src`` attributes made relative (``convert_links``).
         links_absolute: relative ``href``/``src`` of pages not mirrored written as
             absolute URLs (``convert_links``).
+        same_file: each page skipped as ``same file as another URL``: (its URL, the
+            URL whose file it would have been), in crawl order (issue #25).
         skipped: pages not written, by reason: ``not downloaded`` (a body the crawl
-            did not fetch: not HTML), ``same file`` (another URL took its path:
-            ``/d/`` and ``/d/index.html``), ``no WARC record`` (its WARC file is
-            missing or unreadable), ``no body in its WARC record`` (a revisit whose
-            original is gone), ``refused`` (a symbolic link or a file in the way
-            under DIR), ``not an http(s) URL``.
+            did not fetch: not HTML), ``same file as another URL`` (another URL took
+            its path: ``/d/`` and ``/d/index.html``; ``same_file`` names them), ``no
+            WARC record`` (its WARC file is missing or unreadable), ``no body in its
+            WARC record`` (a revisit whose original is gone), ``refused`` (a symbolic
+            link or a file in the way under DIR), ``not an http(s) URL``.
     """
 
     files: int = 0
@@ -218,6 +220,11 @@ class MirrorResult:
     links_converted: int = 0
     links_absolute: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
+    same_file: list[tuple[str, str]] = field(default_factory=list)
+
+
+#: The reason a page is skipped when another URL maps to its file (``MirrorResult``).
+SAME_FILE = "same file as another URL"
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,7 +243,7 @@ def _plan(conn: sqlite3.Connection, where: Path, result: MirrorResult) -> list[_
     WARC file is not in ``where`` skipped, a file whose name a directory needs marked
     ``SHADOWED``."""
     pages: list[_Page] = []
-    taken: set[tuple[str, ...]] = set()
+    taken: dict[tuple[str, ...], str] = {}
     present: dict[str, bool] = {}
     for url, file, offset, size, dup, ctype in conn.execute(_PAGES):
         if file is None:  # crawled with warc = false, or a cluster worker's file
@@ -256,9 +263,10 @@ def _plan(conn: sqlite3.Connection, where: Path, result: MirrorResult) -> list[_
             result.skipped["not downloaded"] += 1
             continue
         if path in taken:
-            result.skipped["same file"] += 1
+            result.skipped[SAME_FILE] += 1
+            result.same_file.append((url, taken[path]))
             continue
-        taken.add(path)
+        taken[path] = url
         pages.append(_Page(url, path, file, offset, size, dup, ctype))
     directories = {p.path[:i] for p in pages for i in range(1, len(p.path))}
     return [

@@ -45,7 +45,7 @@ from crawldeck.core.prioritizer import (
     Prioritizer,
 )
 from crawldeck.core.protocols import LocalHistory, ResultSink, StoreRoles
-from crawldeck.core.records import FetchResult, FrontierRow, PageRecord
+from crawldeck.core.records import PARTIAL_ERROR, FetchResult, FrontierRow, PageRecord
 from crawldeck.core.render_types import RenderResult
 from crawldeck.core.seen import SeenSet
 from crawldeck.core.simhash import NearDuplicates
@@ -246,7 +246,7 @@ class Recorder:
             stats.errors += 1
         error: str | None = None
         if result.truncated:
-            error = f"body_too_large: over {self._config.max_body_bytes} bytes"
+            error = f"{PARTIAL_ERROR}: over {self._config.max_body_bytes} bytes"
         elif failed:
             error = f"gave up after {entry.attempts + 1} tries"
         elif parse_error is not None:

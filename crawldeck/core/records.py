@@ -265,6 +265,11 @@ class PageRecord:
     near_duplicate_of: str | None = None
 
 
+#: The start of a page's ``error`` when its body was read in part (``Recorder``:
+#: a truncated result; ``Store.partial_pages``).
+PARTIAL_ERROR: Final = "body_too_large"
+
+
 @dataclass(frozen=True, slots=True)
 class BlockedRecord:
     """A refused URL: a row of ``blocked`` (``url`` is unique; later copies are dropped).

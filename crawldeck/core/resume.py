@@ -35,6 +35,7 @@ from crawldeck.core.records import FrontierRow
 from crawldeck.core.seen import SeenSet
 from crawldeck.core.traps import ScopePolicy, TrapGuard, UrlPatterns
 from crawldeck.core.window import FrontierWindow
+from crawldeck.core.words import plural
 
 #: Spilled rows read per ``Store.load_spilled`` call by ``_spilled_rows``.
 _SPILLED_BATCH = 10_000
@@ -150,9 +151,14 @@ def restore(
     observer.restore(dict(counts), mix, total_bytes, recent)
     again = observer.retried
     retried = f" ({again} that failed before are tried again)" if again else ""
-    refused = f"; {excluded} queued URLs refused by this run's include/exclude" if excluded else ""
+    refused = (
+        f"; {plural(excluded, 'queued URL')} refused by this run's include/exclude"
+        if excluded
+        else ""
+    )
     return (
-        f"resuming: {frontier.total()} URLs queued{retried}, {observer.pages} pages fetched "
+        f"resuming: {plural(frontier.total(), 'URL')} queued{retried}, "
+        f"{plural(observer.pages, 'page')} fetched "
         f"before{refused}"
     )
 

@@ -43,6 +43,7 @@ from crawldeck.core.robots import RobotsDecision
 from crawldeck.core.side_requests import learn
 from crawldeck.core.traps import BlockReason, Verdict
 from crawldeck.core.window import FrontierWindow
+from crawldeck.core.words import plural
 
 
 class Retries:
@@ -220,7 +221,7 @@ class Retries:
         stats.parked = True
         dropped = self._frontier.drop_host(host)
         self._obs.changed(host)
-        self._obs.audit(f"{host}: parked: {why}; {dropped} URLs left for the next run")
+        self._obs.audit(f"{host}: parked: {why}; {plural(dropped, 'URL')} left for the next run")
         if self._parked is not None:
             self._parked()
 

@@ -68,6 +68,7 @@ from crawldeck.core.sitemaps import (
     SitemapStream,
 )
 from crawldeck.core.traps import ScopePolicy
+from crawldeck.core.words import plural
 
 #: The depth of a URL found in a sitemap: one below the host's root page (the root
 #: links to the sitemap, as it would to a page listing every URL).
@@ -250,8 +251,10 @@ class SitemapReader:
             granted = origin if declared else None
             await self._read(url, Location.of(url, granted), 0, state)
         if state.read:
-            files = "1 file" if state.read == 1 else f"{state.read} files"
-            self._obs.log(f"sitemaps of {origin}: {files} read, {state.queued} URLs queued")
+            files = plural(state.read, "file")
+            self._obs.log(
+                f"sitemaps of {origin}: {files} read, {plural(state.queued, 'URL')} queued"
+            )
 
     async def _read(self, url: str, where: Location, level: int, state: _Origin) -> None:
         """Read the sitemap at ``url`` (then, for an index, its sitemaps) and record it."""

@@ -337,10 +337,39 @@ def cluster_run_stats(
     return stats
 
 
+#: Reason codes (``BlockReason``, ``FetchError.reason``, retries' ``http_NNN``) in
+#: words where the code alone reads badly; others read with ``_`` as a space.
+REASON_WORDS: dict[str, str] = {
+    "robots": "disallowed by robots.txt",
+    "robots_unavailable": "robots.txt unreachable",
+    "host_cap": "over the per-host cap",
+    "path_depth": "path too deep",
+    "url_length": "URL too long",
+    "scheme": "not http(s)",
+    "bad_url": "bad URL",
+    "scope": "out of scope",
+    "excluded": "excluded (--include / --exclude)",
+    "depth": "deeper than --max-depth",
+    "dns": "host name does not resolve",
+    "connect": "connection refused or failed",
+}
+
+
+def reason_words(code: str) -> str:
+    """A reason code as ``crawldeck stats`` and the summary print it (issue #25: raw
+    codes read as jargon; ``--json`` keeps the codes): ``REASON_WORDS``, ``http_429``
+    as ``HTTP 429``, else the code with ``_`` as a space (``redirect loop``)."""
+    if code in REASON_WORDS:
+        return REASON_WORDS[code]
+    if code.startswith("http_") and code[5:].isdigit():
+        return f"HTTP {code[5:]}"
+    return code.replace("_", " ")
+
+
 def stats_lines(run: RunRow) -> list[str]:
     """``crawldeck stats``' readable text for ``run``: one ``key: value`` line each,
-    counts by status or reason indented under their total; a run without stats says
-    why in its last line."""
+    counts by status or reason (in words: ``reason_words``) indented under their
+    total; a run without stats says why in its last line."""
     lines = [f"run {run.id}: {run.status}, started {run.started_at}"
              + (f", finished {run.finished_at}" if run.finished_at else "")]  # fmt: skip
     stats = run.stats
@@ -372,7 +401,8 @@ def stats_lines(run: RunRow) -> list[str]:
             lines.append(f"{key}: {value}")
         detail = stats.get(groups.get(key, ""), {})
         if isinstance(detail, dict):
-            lines.extend(f"  {k}: {v}" for k, v in detail.items())
+            words = (lambda k: k) if key == "responses" else reason_words
+            lines.extend(f"  {words(k)}: {v}" for k, v in detail.items())
     return lines
 
 
@@ -380,12 +410,14 @@ __all__ = [
     "LATENCY_BUCKETS_S",
     "NO_FIGURES",
     "NO_LATENCY",
+    "REASON_WORDS",
     "LatencyHistogram",
     "RunFigures",
     "RunRow",
     "RunTally",
     "cluster_run_stats",
     "read_run",
+    "reason_words",
     "run_stats",
     "stats_lines",
 ]

@@ -47,7 +47,7 @@ from crawldeck.core.engine import CrawlResult
 from crawldeck.core.errors import CrawldeckError
 from crawldeck.core.export import broken_count
 from crawldeck.core.snapshot import BackoffRow, CrawlSnapshot, HostDetail, HostRow
-from crawldeck.tui.headless import go_on_note, stop_signals
+from crawldeck.tui.headless import BUDGET_FLAGS, go_on_note, stop_signals
 from crawldeck.tui.screens import (
     AddSeedScreen,
     CrawlHistory,
@@ -78,13 +78,29 @@ TABS = ("tab-hosts", "tab-backoff", "tab-blocked", "tab-log")
 #: Tab labels of the help and the footer, by tab id.
 TAB_NAMES = {"tab-hosts": "Hosts", "tab-backoff": "Backoff", "tab-blocked": "Blocked",
              "tab-log": "Log"}  # fmt: skip
-#: Why a run stopped before its frontier was empty, by ``CrawlResult.outcome``.
-STOP_REASONS = {
-    "stopped": "stopped on request, state saved",
-    "max_pages": "the page budget (max_pages) is reached",
-    "max_time": "the time budget (max_time) is spent",
-    "max_bytes": "the byte budget (max_bytes) is reached",
-}
+
+
+def stop_reason(outcome: str, snap: CrawlSnapshot) -> str:
+    """Why a run stopped before its frontier was empty (``CrawlResult.outcome``), in
+    the flags the operator typed (issue #25: not the config's ``max_pages``):
+    ``--max-pages 50 reached``, ``--max-time 600s spent``, ``--max-bytes 5000000
+    reached`` (the value from ``snap``, left out when it has none), or ``stopped on
+    request, state saved``."""
+    if outcome == "stopped":
+        return "stopped on request, state saved"
+    flag = BUDGET_FLAGS.get(outcome)
+    if flag is None:
+        return outcome
+    values: dict[str, object] = {
+        "max_pages": snap.max_pages,
+        "max_time": None if snap.max_time_s is None else f"{snap.max_time_s:g}s",
+        "max_bytes": snap.max_bytes,
+    }
+    value = values.get(outcome)
+    verb = "spent" if outcome == "max_time" else "reached"
+    return f"{flag} {value} {verb}" if value else f"{flag} {verb}"
+
+
 #: What q, Ctrl-C and Ctrl-Q do (the help's line).
 QUIT_TIP = "quit: stop cleanly, state saved, the resume command shown and printed"
 #: The table that takes the focus on each tab.
@@ -421,7 +437,7 @@ class CrawlApp(App[None]):
             said = "" if not broken else f"; {broken} broken links (listed when you quit)"
             self.notify(f"The crawl has finished{said}. q quits.", title="FINISHED", timeout=10)
         else:
-            reason = STOP_REASONS.get(result.outcome, result.outcome)
+            reason = stop_reason(result.outcome, self.engine.snapshot())
             self._show_resume(f"Stopped: {reason}; q quits.", go_on_note(result.outcome))
 
     def _broken_links(self) -> int:

@@ -43,12 +43,14 @@ from urllib.parse import urlsplit
 
 from crawldeck.core import urls
 from crawldeck.core.config import (
+    OTHER_CRAWLERS,
     CrawlConfig,
     Source,
     asdict,
     build_config,
     load_config,
     load_config_sources,
+    other_crawler_hint,
 )
 from crawldeck.core.errors import ConfigError, CrawldeckError, SeedError, UrlError, without_url
 from crawldeck.core.records import LinkCheck
@@ -56,6 +58,7 @@ from crawldeck.core.request_options import RequestOptions
 from crawldeck.core.seeds import read_seeds
 from crawldeck.core.stats import read_run, stats_lines
 from crawldeck.core.store import Store
+from crawldeck.core.words import plural
 from crawldeck.tui.headless import (
     BUDGET_FLAGS,
     WHOLE_CRAWL_BUDGETS,
@@ -99,9 +102,12 @@ EXPORT_TABLES = (
     "pages", "blocked", "hosts", "links", "frontier", "runs", "page_versions", "sitemaps",
     "sitemap_urls",
 )  # fmt: skip
-EXPORT_FORMATS = ("jsonl", "csv")
-#: ``-o FILE`` of ``crawl`` and ``demo``: the export's format by the name's ending.
-OUTPUT_FORMATS: dict[str, Format] = {".jsonl": "jsonl", ".csv": "csv"}
+EXPORT_FORMATS = ("jsonl", "json", "csv")
+#: ``-o FILE``: the export's format by the name's ending, as Scrapy's ``-o`` takes it
+#: (``.json`` a JSON array, ``.jsonl`` and ``.jl`` JSON lines); ``crawl`` and ``demo``
+#: refuse another ending, ``export`` writes JSON lines unless ``--format`` says.
+OUTPUT_FORMATS: dict[str, Format] = {".jsonl": "jsonl", ".jl": "jsonl", ".json": "json",
+                                     ".csv": "csv"}  # fmt: skip
 
 #: The config's defaults, quoted by ``--help``.
 DEFAULTS = CrawlConfig()
@@ -159,7 +165,11 @@ class Parser(argparse.ArgumentParser):
         ``parse_known_args`` leaves them), with the nearest flag of this command for
         the first one that looks like a flag (``--max-pags`` -> ``--max-pages``,
         ``--delay=5`` by its name): ``difflib`` over its option strings, as Python
-        3.14's ``suggest_on_error`` does for choices."""
+        3.14's ``suggest_on_error`` does for choices; another crawler's flag (wget's
+        ``-w 2``) gets crawldeck's equivalent instead (``_other_crawler_flag``)."""
+        other = _other_crawler_flag(unknown)
+        if other is not None:  # a wget flag: crawldeck's word for it (issue #25)
+            self.error(other)
         message = f"unrecognized arguments: {' '.join(unknown)}"
         flags = [item.split("=", 1)[0] for item in unknown if item.startswith("-")]
         if flags:
@@ -168,6 +178,28 @@ class Parser(argparse.ArgumentParser):
             if near:
                 message += f" (did you mean {near[0]}?)"
         self.error(message)
+
+
+def _other_crawler_flag(unknown: Sequence[str]) -> str | None:
+    """The first of ``unknown`` (arguments argparse did not take) that is another
+    crawler's flag (``core.config.OTHER_CRAWLERS``: wget's ``-w 2``, ``--wait=2``,
+    ``-l3``, ``-np``, ``-e robots=off``), with crawldeck's equivalent and the value
+    converted (``other_crawler_hint``); ``None`` when none is."""
+    for i, item in enumerate(unknown):
+        if not item.startswith("-"):
+            continue
+        name, eq, value = item.partition("=")
+        entry = OTHER_CRAWLERS.get(name)
+        if entry is None and not item.startswith("--") and len(item) > 2:
+            name, value, eq = item[:2], item[2:], "="  # -l3, -w2
+            entry = OTHER_CRAWLERS.get(name)
+        if entry is None or not entry.whose:
+            continue
+        given: str | None = value if eq else None
+        if given is None and entry.takes_value and i + 1 < len(unknown):
+            given = unknown[i + 1]
+        return other_crawler_hint(name, given, flag=True)
+    return None
 
 
 def _whole(text: str, least: int) -> int:
@@ -362,8 +394,17 @@ def program() -> str:
     return shlex.quote(str(path))
 
 
-def _add_config_flags(parser: argparse.ArgumentParser, *, delay_default: int) -> None:
-    """The flags that make the crawl's config (``crawl``, ``demo``, ``config``)."""
+def _add_config_flags(
+    parser: argparse.ArgumentParser,
+    *,
+    delay_default: int,
+    auth: bool = False,
+    fresh: bool = False,
+) -> None:
+    """The flags that make the crawl's config (``crawl``, ``demo``, ``config``);
+    ``auth``: ``--auth`` too, right after ``--netrc`` (``crawl`` alone: its credentials go
+    to the seeds' origins); ``fresh``: each run starts anew (the demo), so the budgets
+    count one run and nothing resumes (issue #25: its help said otherwise)."""
     d = DEFAULTS
     parser.add_argument(
         "--config", type=Path, metavar="FILE",
@@ -375,21 +416,28 @@ def _add_config_flags(parser: argparse.ArgumentParser, *, delay_default: int) ->
         help="any config key, over the file, typed as in TOML: -s delay_ms=2000 -s "
         "render=never; repeatable (default: none; a flag below wins over -s)",
     )  # fmt: skip
+    counted = (
+        "the crawl file holds N pages, over ALL its runs: a rerun with the same N fetches "
+        "nothing new"
+        if not fresh
+        else "N pages are fetched (each demo run starts anew)"
+    )
     parser.add_argument(
         "--max-pages", type=_count, metavar="N",
-        help="stop once the crawl file holds N pages, over ALL its runs: a rerun with "
-        "the same N fetches nothing new (default: no cap)",
+        help=f"stop once {counted} (default: no cap)",
     )  # fmt: skip
     parser.add_argument(
         "--max-time", type=parse_time_budget, metavar="DURATION",
         help="stop THIS RUN after DURATION: 90s, 10m, 2h (s, m, h, d, w; a bare number is "
-        "seconds, as timeout(1): 90 = 90s); a resumed run gets DURATION again; fetches in "
-        "flight get 5 s, a cut one stays queued (default: no limit)",
+        "seconds, as timeout(1): 90 = 90s); "
+        + ("" if fresh else "a resumed run gets DURATION again; ")
+        + "fetches in flight get 5 s, a cut one stays queued (default: no limit)",
     )  # fmt: skip
     parser.add_argument(
         "--max-bytes", type=parse_size, metavar="SIZE",
-        help="stop once the pages' decoded bodies add up to SIZE, over ALL runs as "
-        "--max-pages: 500MB, 2GiB (kB = 1000, KiB = 1024 bytes; a bare number is bytes: "
+        help="stop once the pages' decoded bodies add up to SIZE"
+        + ("" if fresh else ", over ALL runs as --max-pages")
+        + ": 500MB, 2GiB (kB = 1000, KiB = 1024 bytes; a bare number is bytes: "
         "4096 = 4KiB); fetches in flight finish (default: no cap)",
     )  # fmt: skip
     parser.add_argument(
@@ -443,6 +491,15 @@ def _add_config_flags(parser: argparse.ArgumentParser, *, delay_default: int) ->
         help="HTTP Basic credentials from $NETRC or ~/.netrc: a machine's login and password "
         "go to that host name only, never to another host or a redirect's (default: off)",
     )  # fmt: skip
+    if auth:
+        parser.add_argument(
+            "--auth", type=parse_auth, action="append", default=[], metavar="[ORIGIN=]USER:PASS",
+            help="HTTP Basic credentials, sent to the seeds' origins (scheme, host, port) or to "
+            "ORIGIN only, never to another host or a redirect's target elsewhere; repeatable; "
+            "the password is not saved in the crawl file (a recrawl reads the Nth from "
+            "$CRAWLDECK_AUTH_PASSWORD_N; it is visible in ps: "
+            "[auth.\"ORIGIN\"] password_env in --config, or --netrc, avoid that) (default: none)",
+        )  # fmt: skip
     parser.add_argument(
         "--no-warc", dest="warc", action="store_const", const=False,
         help="write no WARC files (default: every fetch goes to DB-NNNNN.warc.gz beside "
@@ -450,8 +507,8 @@ def _add_config_flags(parser: argparse.ArgumentParser, *, delay_default: int) ->
     )  # fmt: skip
     parser.add_argument(
         "--warc-prefix", metavar="NAME",
-        help="name the WARC files NAME-00001.warc.gz "
-        "(warc_prefix) (default: the crawl file's name, crawl-00001.warc.gz)",
+        help="name the WARC files NAME-00001.warc.gz (warc_prefix) (default: the crawl "
+        f"file's name, {'demo' if fresh else 'crawl'}-00001.warc.gz)",
     )  # fmt: skip
     parser.add_argument(
         "--warc-dir", metavar="DIR",
@@ -511,21 +568,34 @@ def _add_stats_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_crawl_flags(
-    parser: argparse.ArgumentParser, *, db_default: str, delay_default: int
+    parser: argparse.ArgumentParser,
+    *,
+    db_default: str,
+    delay_default: int,
+    auth: bool = False,
+    fresh: bool = False,
 ) -> None:
+    """The flags of a crawl (``crawl``, ``demo``): ``auth`` and ``fresh`` as in
+    ``_add_config_flags``."""
+    resumes = (
+        "erased at the start of each run (a file holding another crawl is refused)"
+        if fresh
+        else "a crawl in it resumes"
+    )
     parser.add_argument(
         "--db", default=db_default, metavar="FILE",
         help="the crawl's SQLite file, and where the WARC files go: beside it, named after "
-        f"it (NAME-00001.warc.gz); a crawl in it resumes (default {db_default}, in the "
-        "current directory)",
+        f"it (NAME-00001.warc.gz); {resumes} (default {db_default}, in the current "
+        "directory)",
     )  # fmt: skip
     parser.add_argument(
         "-o", "--output", type=Path, metavar="FILE",
-        help="when the crawl ends (or is stopped), write its pages table to FILE: .jsonl "
-        "or .csv by the name (default: none; crawldeck export writes it any time)",
+        help="when the crawl ends (or is stopped), write its pages table to FILE: .jsonl, "
+        ".json (an array) or .csv by the name (default: none; crawldeck export writes it "
+        "any time)",
     )  # fmt: skip
     _add_stats_flag(parser)
-    _add_config_flags(parser, delay_default=delay_default)
+    _add_config_flags(parser, delay_default=delay_default, auth=auth, fresh=fresh)
     parser.add_argument(
         "--no-ui", action="store_true",
         help="headless: a progress line every 5 s and a summary on stdout, warnings on "
@@ -743,21 +813,15 @@ def build_parser() -> Parser:
         "http://example.org/) or a seeds file (one URL per line, # comments); several may "
         "be given",
     )  # fmt: skip
-    _add_crawl_flags(crawl, db_default="crawl.db", delay_default=DEFAULTS.delay_ms)
-    crawl.add_argument(
-        "--auth", type=parse_auth, action="append", default=[], metavar="[ORIGIN=]USER:PASS",
-        help="HTTP Basic credentials, sent to the seeds' origins (scheme, host, port) or to "
-        "ORIGIN only, never to another host or a redirect's target elsewhere; repeatable; "
-        "the password is not saved in the crawl file (a recrawl reads the Nth from "
-        "$CRAWLDECK_AUTH_PASSWORD_N; it is visible in ps: "
-        "[auth.\"ORIGIN\"] password_env in --config, or --netrc, avoid that) (default: none)",
-    )  # fmt: skip
+    _add_crawl_flags(crawl, db_default="crawl.db", delay_default=DEFAULTS.delay_ms, auth=True)
     demo = _command(
         sub, "demo", "start the built-in local web and crawl it",
-        "Start a local web of 9 hosts on loopback (traps, redirects, a slow and a\n"
-        "flaky host) and crawl it.",
+        "Start a local web of 9 hosts on loopback (robots.txt rules, traps, redirects,\n"
+        "a slow, a flaky and a busy host, JavaScript pages, a sitemap) and crawl it\n"
+        "into a fresh --db file: each run erases it and starts anew; only the local\n"
+        "web's addresses are fetched.",
     )  # fmt: skip
-    _add_crawl_flags(demo, db_default="demo.db", delay_default=DEMO_DELAY_MS)
+    _add_crawl_flags(demo, db_default="demo.db", delay_default=DEMO_DELAY_MS, fresh=True)
     worker = _command(
         sub, "worker", "join a cluster crawl started with crawl --redis ... --crawl-id ...",
         "Join a cluster crawl: take hosts from its Redis, fetch them, send the\n"
@@ -788,6 +852,12 @@ def build_parser() -> Parser:
         "--no-ui", action="store_true",
         help="headless: progress lines and a summary (default: the console on a terminal)",
     )  # fmt: skip
+    recrawl.add_argument(
+        "-s", "--set", dest="settings", type=parse_setting, action="append", default=[],
+        metavar="KEY=VALUE",
+        help="any config key over the last run's config, as crawl's -s: -s delay_ms=2000; "
+        "repeatable (default: none; the budgets are the flags below)",
+    )  # fmt: skip
     _add_stats_flag(recrawl)
     _add_metrics_flag(recrawl)
     _add_log_flags(recrawl)
@@ -808,7 +878,7 @@ def build_parser() -> Parser:
     )  # fmt: skip
     exp = _command(
         sub, "export", "export a table of a crawl file, or its pages as a mirror (--mirror)",
-        "Write one table of a crawl file as JSON Lines or CSV, streaming\n"
+        "Write one table of a crawl file as JSON Lines, JSON or CSV, streaming\n"
         "(constant memory); or, with --mirror DIR, its pages as files, as wget -m.",
     )  # fmt: skip
     exp.add_argument("db", type=Path, metavar="DB", help="the crawl file")
@@ -817,8 +887,10 @@ def build_parser() -> Parser:
         help=f"the table: {', '.join(EXPORT_TABLES)} (default pages)",
     )  # fmt: skip
     exp.add_argument(
-        "--format", choices=EXPORT_FORMATS, default="jsonl", help="the format (default jsonl)"
-    )
+        "--format", choices=EXPORT_FORMATS,
+        help="the format: jsonl (one object a line), json (one array), csv (default: by "
+        "-o's name, .jsonl/.jl, .json, .csv, as Scrapy's -o; else jsonl)",
+    )  # fmt: skip
     exp.add_argument(
         "-o", "--output", type=Path, metavar="FILE", help="output file (default stdout)"
     )
@@ -993,12 +1065,12 @@ def _last_label(item: str) -> str:
 
 def _output_problem(output: Path | None, db: Path) -> str | None:
     """Why ``-o output`` cannot be written when the crawl in ``db`` ends (checked before
-    it starts), ``None`` when it can: a name not ending in ``.jsonl`` or ``.csv``, a
+    it starts), ``None`` when it can: a name not ending as ``OUTPUT_FORMATS`` know, a
     directory that does not exist, or the crawl file itself."""
     if output is None:
         return None
     if output.suffix.lower() not in OUTPUT_FORMATS:
-        return (f"-o {str(output)!r}: expected a file name ending in .jsonl or .csv "
+        return (f"-o {str(output)!r}: expected a file name ending in .jsonl, .json or .csv "
                 "(the export's format is taken from it)")  # fmt: skip
     if not output.resolve().parent.is_dir():
         return f"-o {str(output)!r}: the directory {str(output.parent)!r} does not exist"
@@ -1086,7 +1158,7 @@ def _write_output(command: str, db: Path, output: Path | None, code: int) -> int
     except OSError as exc:
         return fail(command, f"-o: cannot write {str(output)!r}: {exc.strerror}")
     with contextlib.suppress(OSError):
-        print(f"{count} pages written to {output}", flush=True)
+        print(f"{plural(count, 'page')} written to {output}", flush=True)
     return code
 
 
@@ -1315,9 +1387,13 @@ def _finish(
     if stopped or outcome in BUDGET_FLAGS:
         lines.append(ending.go_on.get(outcome, ending.resume))
     heading = outcome_heading("stopped" if stopped else outcome, ending.caps, failed=bool(failures))
+    try:
+        partial = store.partial_pages()
+    except CrawldeckError:
+        partial = 0  # the summary goes on without it
     with contextlib.suppress(OSError):
         responses = (engine.stats or {}).get("responses_by_status", {})
-        HeadlessReporter().summary(engine.snapshot(), heading, responses=responses)
+        HeadlessReporter().summary(engine.snapshot(), heading, responses=responses, partial=partial)
         print("\n".join(lines), flush=True)
         for line in failures:
             print(f"crawldeck: {line}", file=sys.stderr)
@@ -1381,6 +1457,25 @@ def crawl_ending(resume: str, config: CrawlConfig, argv: Sequence[str] | None) -
             command = shlex.join(raised_budget(argv, flag, str(2 * cap)))
             go_on[outcome] = f"to go on, with a higher {flag}: {program()} {command}"
     return Ending(resume, caps, go_on)
+
+
+def spent_budget(pages: int, body_bytes: int, config: CrawlConfig, ending: Ending) -> str | None:
+    """The warning before a resumed run whose whole-crawl budget the file has reached
+    already (issue #25 F20: it fetched nothing and said so only at the end): ``pages``
+    and ``body_bytes`` are the file's (``Store.counts``, ``Store.page_totals``); the
+    line names the cap and the command that goes on (``ending.go_on``); ``None`` when
+    no such budget is reached."""
+    for outcome, held, shown in (
+        ("max_pages", pages, plural(pages, "page")),
+        ("max_bytes", body_bytes, f"{body_bytes:,} body bytes"),
+    ):
+        cap = getattr(config, outcome)
+        if cap and held >= cap:
+            flag = WHOLE_CRAWL_BUDGETS[outcome]
+            way_on = ending.go_on.get(outcome, f"give a higher {flag}")
+            return (f"the crawl file holds {shown} already: {flag} {cap} is reached before "
+                    f"this run fetches anything; {way_on}")  # fmt: skip
+    return None
 
 
 def _ui_config(config: CrawlConfig) -> CrawlConfig:
@@ -1496,6 +1591,9 @@ def _run_crawl(args: argparse.Namespace) -> int:
             other = other_seeds(store.seed_urls(), seeds, db)
             if other is not None:
                 print(f"crawldeck: warning: {other}", file=sys.stderr, flush=True)
+            spent = spent_budget(store.counts()["pages"], store.page_totals()[1], config, ending)
+            if spent is not None:
+                print(f"crawldeck: warning: {spent}", file=sys.stderr, flush=True)
         code = asyncio.run(
             _crawl(
                 config,
@@ -1655,7 +1753,15 @@ def _run_recrawl(args: argparse.Namespace) -> int:
         before = store.counts()["pages"], store.page_totals()[1]
         budgets = recrawl_budgets(args, pages_before=before[0], bytes_before=before[1])
         # metrics only when this recrawl asks (--metrics-port), not the last run's port
-        config = build_config({**saved, **budgets, "metrics_port": args.metrics_port or 0})
+        # -s over the last run's config (issue #25 F21); the budgets are this recrawl's
+        settings = dict(args.settings)
+        try:
+            config = build_config(
+                {**saved, **settings, **budgets, "metrics_port": args.metrics_port or 0}
+            )
+        except ConfigError as exc:
+            store.close()
+            return fail(args.command, f"-s: {exc}")
         ui = _wants_console(args)
         if ui:
             config = _ui_config(config)
@@ -1665,9 +1771,9 @@ def _run_recrawl(args: argparse.Namespace) -> int:
     except CrawldeckError as exc:
         store.close()
         return fail(args.command, str(exc))
-    queue = f", then {plan.queued} queued URLs never fetched" if plan.queued else ""
-    print(f"crawldeck recrawl: {len(plan.order)} pages to revisit, {plan.skipped} fetched "
-          f"within {args.older_than}{queue}", flush=True)  # fmt: skip
+    queue = f", then {plural(plan.queued, 'queued URL')} never fetched" if plan.queued else ""
+    print(f"crawldeck recrawl: {plural(len(plan.order), 'page')} to revisit, "
+          f"{plan.skipped} fetched within {args.older_than}{queue}", flush=True)  # fmt: skip
     hint = f"resume with: {program()} {shlex.join(sys.argv[1:])}"
     # the recrawl's budgets count this recrawl: the same command fetches more
     caps = {"max_pages": args.max_pages, "max_bytes": args.max_bytes, "max_time": args.max_time}
@@ -1707,12 +1813,18 @@ def _export_to_file(args: argparse.Namespace) -> int:
             signal.signal(sig, handler)
 
 
+#: Pages skipped as another URL's file that ``export --mirror`` names, one a line.
+MIRROR_CLASHES = 5
+
+
 def _run_mirror(args: argparse.Namespace) -> int:
     """``crawldeck export DB --mirror DIR [--convert-links]`` (``core.mirror``): the
-    files, then on stderr how many and what was skipped, by reason."""
-    if args.output is not None or args.with_body or args.table != "pages":
-        return fail(args.command, "--mirror writes a directory of bodies; --table, -o and "
-                    "--with-body are for a table's rows")  # fmt: skip
+    files, then on stderr how many and what was skipped, by reason, and the first
+    ``MIRROR_CLASHES`` pages skipped as the same file as another URL, with that URL."""
+    if (args.output is not None or args.with_body or args.table != "pages"
+            or args.format is not None):  # fmt: skip
+        return fail(args.command, "--mirror writes a directory of bodies; --table, --format, "
+                    "-o and --with-body are for a table's rows")  # fmt: skip
     from crawldeck.core.mirror import write_mirror
 
     try:
@@ -1721,25 +1833,42 @@ def _run_mirror(args: argparse.Namespace) -> int:
         return fail(args.command, str(exc))
     except OSError as exc:
         return fail(args.command, f"cannot write {str(args.mirror)!r}: {exc.strerror}")
-    files = f"{done.files} file{'' if done.files == 1 else 's'}"
-    hosts = f"{done.hosts} host{'' if done.hosts == 1 else 's'}"
-    line = f"crawldeck: mirrored {files} of {hosts} into {args.mirror}"
+    line = (f"crawldeck: mirrored {plural(done.files, 'file')} of {plural(done.hosts, 'host')} "
+            f"into {args.mirror}")  # fmt: skip
     if args.convert_links:
         line += (
-            f"; {done.links_converted} links made relative, "
+            f"; {plural(done.links_converted, 'link')} made relative, "
             f"{done.links_absolute} to pages not mirrored made absolute"
         )
     if done.skipped:
         line += "; skipped: " + ", ".join(f"{why} {n}" for why, n in sorted(done.skipped.items()))
-    print(line, file=sys.stderr)
+    # which URL took which one's file, as a wget user reads a clash (issue #25)
+    clashes = [f"  {url}: same file as {kept}" for url, kept in done.same_file[:MIRROR_CLASHES]]
+    if len(done.same_file) > MIRROR_CLASHES:
+        clashes.append(f"  and {len(done.same_file) - MIRROR_CLASHES} more")
+    print("\n".join([line, *clashes]), file=sys.stderr)
     return EXIT_OK
 
 
+#: Each export format in words, for the note on a name that says another.
+FORMAT_NAMES: dict[str, str] = {"jsonl": "JSON lines", "json": "one JSON array", "csv": "CSV"}
+
+
 def _run_export(args: argparse.Namespace) -> int:
+    """``crawldeck export DB``: a table to stdout or ``-o FILE`` in ``--format``, else
+    the format ``-o``'s name says (``OUTPUT_FORMATS``), else JSON lines; a note when the
+    name says another format than ``--format``; ``--mirror`` (``_run_mirror``)."""
     if args.mirror is not None:
         return _run_mirror(args)
     if args.convert_links:
         return fail(args.command, "--convert-links goes with --mirror DIR")
+    by_name = None if args.output is None else OUTPUT_FORMATS.get(args.output.suffix.lower())
+    if args.format is None:
+        args.format = by_name or "jsonl"
+    elif by_name is not None and by_name != args.format:
+        # what the name promises is not what is written: say so (issue #25)
+        print(f"crawldeck: note: {str(args.output)!r} holds {FORMAT_NAMES[args.format]} "
+              f"(--format {args.format}), not what its name says", file=sys.stderr)  # fmt: skip
     from crawldeck.core.export import export
 
     try:
@@ -1795,8 +1924,8 @@ def _run_links(args: argparse.Namespace) -> int:
         refused = blocked_links(args.db)
     except CrawldeckError as exc:
         return fail(args.command, str(exc))
-    what = "broken links" if args.broken else "links"
-    line = f"crawldeck: {count} {what} to {len(targets)} URLs"
+    what = "broken link" if args.broken else "link"
+    line = f"crawldeck: {plural(count, what)} to {plural(len(targets), 'URL')}"
     if refused:
         by_reason = ", ".join(f"{reason} {n}" for reason, n in refused.items())
         line += f"; not broken, never fetched (refused): {by_reason}"
@@ -1838,7 +1967,7 @@ def _run_show(args: argparse.Namespace) -> int:
         print(f"(revisit: the same payload as {target}; no body stored here)")
     elif text is None:
         kind = record.content_type or "no Content-Type"
-        print(f"(binary body, {len(record.body)} bytes, {kind}; --raw writes it)")
+        print(f"(binary body, {plural(len(record.body), 'byte')}, {kind}; --raw writes it)")
     else:
         print(text)
     return EXIT_OK

@@ -32,8 +32,15 @@ from crawldeck.core.cluster.worker import Worker, read_config
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.errors import ConfigError, CrawldeckError
 from crawldeck.core.store import Store
+from crawldeck.core.words import plural
 from crawldeck.tui.cli import broken_lines, fail, program
-from crawldeck.tui.headless import outcome_heading, stop_signals
+from crawldeck.tui.headless import (
+    PROGRESS_WIDTH,
+    clock,
+    outcome_heading,
+    short_count,
+    stop_signals,
+)
 
 EXIT_OK = 0
 EXIT_STOPPED = 130
@@ -60,15 +67,19 @@ def worker_command(url: str, crawl_id: str, *, cluster: bool, warc_dir: Path) ->
 
 
 def progress_line(snap: ClusterSnapshot) -> str:
-    """One headless line: elapsed s, pages, pages/s, workers, hosts, Redis."""
+    """One headless line within ``PROGRESS_WIDTH`` columns (issue #25): elapsed time,
+    pages, pages/s, live workers (late ones not counted), hosts owned and claimable
+    (when they fit), Redis."""
     live = sum(1 for w in snap.workers if w.state != "late")
     redis = "Redis DOWN (retrying)" if snap.redis_down else "Redis ok"
     paused = " PAUSED" if snap.state == "paused" else ""
-    return (
-        f"[{snap.elapsed_s:7.1f}s]{paused} pages {snap.pages}  {snap.pages_per_s:6.1f} pages/s  "
-        f"workers {live} live  hosts {snap.owned_hosts} owned / {snap.claimable_hosts} "
-        f"claimable  {redis}"
-    )
+    pages = "page" if snap.pages == 1 else "pages"
+    head = (f"[{clock(snap.elapsed_s)}]{paused} {short_count(snap.pages)} {pages}  "
+            f"{snap.pages_per_s:.1f}/s  {plural(live, 'worker')}")  # fmt: skip
+    hosts = (f"hosts {short_count(snap.owned_hosts)} owned, "
+             f"{short_count(snap.claimable_hosts)} to claim")  # fmt: skip
+    line = f"{head}  {hosts}  {redis}"
+    return line if len(line) <= PROGRESS_WIDTH else f"{head}  {redis}"
 
 
 def summary_lines(snap: ClusterSnapshot, heading: str) -> list[str]:
@@ -77,7 +88,7 @@ def summary_lines(snap: ClusterSnapshot, heading: str) -> list[str]:
     (each worker's own figures are its last line in ``DB.workers.log``)."""
     mix = ", ".join(f"{k} {v}" for k, v in sorted(snap.status_mix.items())) or "-"
     lines = [
-        f"{heading}; {snap.pages} pages (all runs), {snap.bytes:,} bytes, "
+        f"{heading}; {plural(snap.pages, 'page')} (all runs), {snap.bytes:,} bytes, "
         f"{snap.elapsed_s:.1f} s this run",
         f"  status mix: {mix}",
     ]
@@ -223,11 +234,16 @@ async def _work(args: argparse.Namespace) -> None:
         started = time.monotonic()
         result = await worker.run()
         stats, store = link.stats, worker.store.statistics()
-        print(f"crawldeck worker {worker.id}: {result.outcome}, "
-              f"{worker.store.pages_added().get('pages', 0)} pages in "
-              f"{time.monotonic() - started:.1f} s, {stats.batches} Redis round trips, "
-              f"{stats.commands} commands, {store.fenced} ops fenced, "
-              f"{worker.leases.lost_total} leases lost", file=sys.stderr, flush=True)  # fmt: skip
+        figures = ", ".join([
+            f"{plural(worker.store.pages_added().get('pages', 0), 'page')} in "
+            f"{time.monotonic() - started:.1f} s",
+            plural(stats.batches, "Redis round trip"),
+            plural(stats.commands, "command"),
+            f"{plural(store.fenced, 'op')} fenced",
+            f"{plural(worker.leases.lost_total, 'lease')} lost",
+        ])  # fmt: skip
+        print(f"crawldeck worker {worker.id}: {result.outcome}, {figures}",
+              file=sys.stderr, flush=True)  # fmt: skip
     finally:
         with contextlib.suppress(Exception):
             await link.aclose()

@@ -21,6 +21,8 @@ from rich.console import Console
 from rich.table import Table
 
 from crawldeck.core.snapshot import CrawlSnapshot
+from crawldeck.core.stats import reason_words
+from crawldeck.core.words import plural
 
 #: The budgets that count over every run of the crawl file, by outcome, and their flag:
 #: the same command reaches the same cap at once, so the way on is a higher one.
@@ -70,29 +72,54 @@ def stop_signals() -> tuple[signal.Signals, ...]:
     return tuple(signals)
 
 
-def _blocked_text(blocked: dict[str, int]) -> str:
-    if not blocked:
-        return "0"
-    parts = ", ".join(f"{reason} {count}" for reason, count in sorted(blocked.items()))
-    return f"{sum(blocked.values())} ({parts})"
-
-
 def _numeric(item: tuple[str, int]) -> int:
     """A ``(status text, count)`` pair's sort key: the status as a number."""
     return int(item[0]) if item[0].isdigit() else 0
 
 
+#: The width the headless progress line keeps within (a terminal's default columns).
+PROGRESS_WIDTH = 80
+
+
+def short_count(count: int) -> str:
+    """A count in at most 6 characters: ``9999``, ``12.3k``, ``4.5M`` (1k = 1000)."""
+    if count < 10_000:
+        return str(count)
+    if count < 999_950:
+        return f"{count / 1000:.1f}k"
+    return f"{count / 1_000_000:.1f}M"
+
+
+def clock(seconds: float) -> str:
+    """``h:mm:ss`` of ``seconds`` (negative counts as 0): a progress line's elapsed time."""
+    whole = max(0, int(seconds))
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
 def progress_line(snap: CrawlSnapshot) -> str:
-    """One line: elapsed s, pages, pages/s, queued, hosts active / in backoff, blocked by reason."""
+    """One line within ``PROGRESS_WIDTH`` columns (issue #25: it wrapped at 80): elapsed
+    time (h:mm:ss), pages (of the cap), pages/s, queued, in flight, then, while they
+    fit, URLs blocked and hosts active (and in backoff); counts past 9999 as ``12.3k``.
+    The blocked URLs by reason are in the summary and ``crawldeck stats``."""
     c = snap.counters
-    cap = f"/{snap.max_pages}" if snap.max_pages else ""
     paused = " PAUSED" if snap.state == "paused" else ""
-    return (
-        f"[{snap.elapsed_s:7.1f}s]{paused} pages {c.pages}{cap}  {snap.pages_per_s:6.1f} pages/s  "
-        f"queued {c.queued}  in flight {c.in_flight}  "
-        f"hosts {c.hosts_active} active / {c.hosts_backoff} in backoff  "
-        f"blocked {_blocked_text(c.blocked)}"
+    cap = f"/{short_count(snap.max_pages)}" if snap.max_pages else ""
+    noun = "page" if c.pages == 1 and not cap else "pages"
+    line = (
+        f"[{clock(snap.elapsed_s)}]{paused} {short_count(c.pages)}{cap} {noun}  "
+        f"{snap.pages_per_s:.1f}/s  queued {short_count(c.queued)}  "
+        f"in flight {short_count(c.in_flight)}"
     )
+    backoff = f" ({short_count(c.hosts_backoff)} in backoff)" if c.hosts_backoff else ""
+    blocked = sum(c.blocked.values())
+    for part in (
+        f"blocked {short_count(blocked)}",
+        f"hosts {short_count(c.hosts_active)}{backoff}",
+    ):
+        if len(line) + 2 + len(part) > PROGRESS_WIDTH:
+            break
+        line += f"  {part}"
+    return line
 
 
 #: The logger of the crawl's log lines (``core.observer``: the console's Log tab).
@@ -186,7 +213,12 @@ class HeadlessReporter:
             self._gone = True
 
     def summary(
-        self, snap: CrawlSnapshot, heading: str, *, responses: Mapping[str, int] | None = None
+        self,
+        snap: CrawlSnapshot,
+        heading: str,
+        *,
+        responses: Mapping[str, int] | None = None,
+        partial: int = 0,
     ) -> None:
         """Print the end-of-crawl summary table under ``heading`` (``outcome_heading``);
         its pages are the console's (``pages`` rows: the header's and the throughput
@@ -195,10 +227,13 @@ class HeadlessReporter:
         answered as one figure that disagreed: issue #25). ``responses`` (HTTP status
         as text -> responses: the run's stats, ``core.stats`` ``responses_by_status``)
         adds this run's responses by status, where a recrawl's 304s show (a 304 leaves
-        the ``pages`` row, and so the all-runs status mix, as it was)."""
+        the ``pages`` row, and so the all-runs status mix, as it was). ``partial``:
+        the pages read in part (``Store.partial_pages``), a row of its own when there
+        are some (issue #25)."""
         c = snap.counters
         elapsed = snap.elapsed_s
-        table = Table(title=heading, show_header=False, title_justify="left")
+        # the heading is a line of its own: a table's title is padded to the table's width
+        table = Table(show_header=False)
         table.add_column("what", style="bold")
         table.add_column("value")
         run_pages = snap.pages_this_run
@@ -208,9 +243,16 @@ class HeadlessReporter:
         table.add_row("pages (all runs)", f"{c.pages}{split}")
         table.add_row("bytes (all runs)", f"{c.bytes:,}")
         # fetches, not rows: a redirect that comes back to its URL fetches it twice
-        table.add_row("this run", f"{run_pages} fetches in {elapsed:.1f} s, {rate:.1f}/s")
+        table.add_row(
+            "this run", f"{plural(run_pages, 'fetch', 'fetches')} in {elapsed:.1f} s, {rate:.1f}/s"
+        )
         if snap.retried:
-            table.add_row("retried this run", f"{snap.retried} URLs that failed in earlier runs")
+            table.add_row(
+                "retried this run", f"{plural(snap.retried, 'URL')} that failed in earlier runs"
+            )
+        if partial:
+            cut = f"{plural(partial, 'page')} (bodies cut at max_body_bytes or stopped)"
+            table.add_row("read in part (all runs)", cut)
         table.add_row("no response (all runs)", f"{c.errors} (timeouts, lost connections, ...)")
         mix = ", ".join(f"{k} {v}" for k, v in sorted(c.status_mix.items())) or "-"
         table.add_row("status mix (all runs)", mix)
@@ -221,5 +263,6 @@ class HeadlessReporter:
         table.add_row("queued (left)", str(c.queued))
         table.add_row("hosts", str(c.hosts_known))
         for reason, count in sorted(c.blocked.items()):
-            table.add_row(f"blocked: {reason}", str(count))
+            table.add_row(f"blocked: {reason_words(reason)}", str(count))
+        print(heading, file=self._out)
         Console(file=self._out, width=100).print(table)

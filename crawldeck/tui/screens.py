@@ -31,6 +31,7 @@ from crawldeck.core.prioritizer import (
     PRIORITY_SEED,
 )
 from crawldeck.core.snapshot import Counters, CrawlSnapshot, HostDetail
+from crawldeck.core.words import plural
 from crawldeck.tui.widgets import (
     DELAY_SOURCES,
     fmt_bytes,
@@ -259,7 +260,8 @@ def progress_bar(done: int, total: int, width: int = 16) -> Text:
 
 
 def summary_text(snap: CrawlSnapshot) -> Text:
-    """Totals, elapsed time (of ``max_time_s``), status mix, (with a page cap) progress
+    """Totals, elapsed time (of ``max_time_s``) and the rates over the last
+    ``window_s`` seconds, labelled so, status mix, (with a page cap) progress
     and the ETA (``eta_text``), and the render pool (busy / idle / queued, pages
     rendered, browsers' memory as PSS).
 
@@ -276,8 +278,9 @@ def summary_text(snap: CrawlSnapshot) -> Text:
             text.append(part)
 
     budget = f"/{fmt_duration(snap.max_time_s)}" if snap.max_time_s else ""
+    # the rates are a recent window's, and say so (issue #25 F18)
     row("elapsed", f"{fmt_duration(snap.elapsed_s)}{budget} · {snap.pages_per_s:.1f} pages/s · "
-        f"{fmt_bytes(snap.bytes_per_s)}/s")  # fmt: skip
+        f"{fmt_bytes(snap.bytes_per_s)}/s (last {snap.window_s:g} s)")  # fmt: skip
     if snap.max_pages:
         done = min(c.pages, snap.max_pages)
         row("pages", f"{c.pages}/{snap.max_pages} ", progress_bar(done, snap.max_pages),
@@ -635,7 +638,7 @@ def _detail_summary(detail: HostDetail, strict_robots: bool) -> Table:
     grid.add_row(
         "queue",
         f"{row.queued} queued · {row.in_flight} in flight · {row.fetched} fetched · "
-        f"{row.errors} errors",
+        f"{plural(row.errors, 'error')}",
     )
     source = DELAY_SOURCES.get(row.delay_source, row.delay_source)
     grid.add_row(

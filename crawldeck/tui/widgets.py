@@ -25,6 +25,7 @@ from textual.widgets import Input, Static
 from crawldeck.core.export import Table as ExportTable
 from crawldeck.core.export import export
 from crawldeck.core.snapshot import BackoffRow, BlockedRow, CrawlSnapshot, HostRow
+from crawldeck.core.words import plural
 from crawldeck.tui.table import Cell, Column, LineTable
 
 HostQuery = Callable[[str, int], tuple[HostRow, ...]]
@@ -298,9 +299,9 @@ class HostsPanel(Vertical):
         self.table.set_rows([(r.host, host_cells(r, self._strict)) for r in rows])
         c = snap.counters
         if self._final is not None:
-            scope = f"final rows of {len(rows)} hosts"
+            scope = f"final rows of {plural(len(rows), 'host')}"
         elif self.filter_text:
-            scope = f"{len(rows)} hosts match {self.filter_text!r}"
+            scope = f"{plural(len(rows), 'host')} match {self.filter_text!r}"
         else:
             scope = f"showing the {len(rows)} busiest"
         order = "busiest first" if self.sort_column is None else f"sorted by {self.sort_column}"

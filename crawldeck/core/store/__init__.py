@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from crawldeck.core.records import (
     FRONTIER_STATES,
+    PARTIAL_ERROR,
     SPILL_SEQ_SPAN,
     BlockedRecord,
     BrokenGroup,
@@ -69,6 +70,7 @@ __all__ = [
     "MAX_BATCH_OPS",
     "PAGE_COLUMNS_V2",
     "PAGE_SUMMARY_SQL",
+    "PARTIAL_ERROR",
     "READ_BATCH_ROWS",
     "RENAMED_COLUMNS",
     "SCHEMA_VERSION",

@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from crawldeck.core.errors import StoreError
 from crawldeck.core.records import (
+    PARTIAL_ERROR,
     SPILL_SEQ_SPAN,
     BlockedRecord,
     BrokenGroup,
@@ -285,6 +286,16 @@ class StoreReads(StoreBase):
             StoreError: see the class.
         """
         return int(self._scalar("SELECT count(*) FROM pages WHERE status BETWEEN 200 AND 299"))
+
+    def partial_pages(self) -> int:
+        """Committed pages read in part: their body cut at ``max_body_bytes`` or when
+        the read was stopped (``error`` ``body_too_large: ...``, as ``Recorder`` marks
+        a truncated result), over all runs; for the end-of-crawl summary (issue #25).
+
+        Raises:
+            StoreError: see the class.
+        """
+        return int(self._scalar(f"SELECT count(*) FROM pages WHERE error LIKE '{PARTIAL_ERROR}:%'"))
 
     def broken_links(self, limit: int) -> tuple[int, list[LinkCheck]]:
         """The committed broken links (the ``broken_links`` view): how many, and the
