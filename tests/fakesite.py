@@ -16,13 +16,26 @@ aiohttp fetcher behaves, on the loop's clock (``tests/virtualtime.py``):
   the total budget (``Reply.after_s`` is silence, ``Reply.body_s`` bytes flowing);
 * ``Content-Encoding``: one gzip/deflate coding is decoded; stacked or unknown
   codings, and bodies that do not decode, raise ``ProtocolViolation``; a body shorter
-  than its ``Content-Length`` raises ``ProtocolViolation("short body ...")`` (not when
-  the body is skipped);
+  than its ``Content-Length`` raises ``ProtocolViolation("short body ...")`` where
+  the real fetcher meets its end (not when the body is skipped or cut at the cap, nor
+  when a stream's reader stopped first);
 * the media type is the real fetcher's (``core.sniff``: the last ``Content-Type``,
-  sniffed when absent or unknown); ``want_body(media type)`` false skips the body
-  (``skipped``, ``b""``, no body time); ``max_bytes`` (default ``max_body_bytes``)
-  cuts the decoded body (``truncated``; the body time is cut in proportion);
-* headers are a ``multidict.CIMultiDictProxy`` in the scripted order.
+  sniffed when absent or unknown, but not for a streamed body); ``want_body(media
+  type)`` false skips the body (``skipped``, ``b""``, no body time); ``max_bytes``
+  (default ``max_body_bytes``) cuts the decoded body (``truncated``; the body time is
+  cut in proportion);
+* headers are a ``multidict.CIMultiDictProxy`` in the scripted order, and
+  ``raw_headers`` the same pairs as UTF-8 bytes; ``reason`` is the status's standard
+  phrase (``""`` for a code without one); ``wire_body`` is the scripted body as sent
+  when it is content-coded (``None`` otherwise), and for a streamed body its first
+  ``STREAM_KEEP_BYTES`` as sent, as the real fetcher keeps them for the WARC record;
+* the messages of the errors are the real fetcher's with the pinned aiohttp
+  (``tests/test_fetcher_conformance.py`` checks them, and every field above, against
+  the aiohttp fetcher and a real server serving the same script). Not modelled:
+  ``request_headers`` (``()``: the session's own fields are aiohttp's; the extra
+  ``headers`` of a request are in ``site.requests``), and a content-coded body cut at
+  the cap keeps its whole coded body in ``wire_body`` where the real fetcher keeps what
+  it had read (the same for a body that arrives in one read).
 
 Every request is logged in ``site.requests`` (``Request``: URL, request headers,
 virtual ``start`` and ``end``, outcome) as it starts, so a test can check the spacing
@@ -35,6 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import http
 import math
 import random
 import sqlite3
@@ -102,13 +116,26 @@ class Fail:
     Attributes:
         kind: the ``FetchError`` subclass raised (its ``reason`` and ``retryable``
             are the real ones).
-        message: the message; ``{url}`` is replaced by the URL requested.
+        message: the message; ``{url}`` is replaced by the URL requested (``text``).
         after_s: virtual seconds from the request's start to the error.
     """
 
     kind: type[FetchError]
     message: str
     after_s: float = 0.0
+
+    def text(self, url: str) -> str:
+        """The message for ``url``: ``{url}``, ``{url!r}`` and ``{hostport}`` (the
+        URL's host and port, the default port when it has none, as aiohttp names the
+        address it could not connect to) replaced."""
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        hostport = f"{parts.hostname}:{port}"
+        return (
+            self.message.replace("{url!r}", repr(url))
+            .replace("{url}", url)
+            .replace("{hostport}", hostport)
+        )
 
 
 Answered = Reply | Fail
@@ -298,20 +325,28 @@ def lost(after_s: float = 0.0) -> Fail:
 def refused() -> Fail:
     """The connection is refused (``ConnectRefused``: retried only on a host that
     answered this run, unless ``retry_refused``)."""
-    return Fail(ConnectRefused, "connection failed: cannot connect: [Errno 111] refused: {url}")
+    return Fail(
+        ConnectRefused,
+        "connection failed: cannot connect to {hostport}: [Errno 111] Connection refused: {url}",
+    )
 
 
 def bad_status_line() -> Fail:
-    """``HTTP/1.1 2OO OK`` (deterministic)."""
+    """The status line ``HTTP/1.1 2OO OK`` (deterministic)."""
     return Fail(
-        ProtocolViolation, "invalid HTTP response: 400, message: Invalid status code '2OO': {url}"
+        ProtocolViolation,
+        "invalid HTTP response: Bad status line: Invalid status code: b'HTTP/1.1 2OO OK': {url}",
     )
 
 
 def oversized_header() -> Fail:
-    """A header line over 8 190 bytes (deterministic)."""
-    return Fail(ProtocolViolation,
-                "invalid HTTP response: 400, message: Got more than 8190 bytes: {url}")  # fmt: skip
+    """A header line over 8 190 bytes, its value ``y`` repeated (deterministic): aiohttp
+    quotes the first 100 bytes of the value."""
+    quoted = "b'" + "y" * 100 + "...'"
+    return Fail(
+        ProtocolViolation,
+        f"invalid HTTP response: Got more than 8190 bytes when reading: {quoted}: {{url}}",
+    )
 
 
 def tls_refused() -> Fail:
@@ -387,8 +422,9 @@ class FakeFetcher:
         request = Request(url, f"{parts.scheme}://{parts.netloc}", target or "/",
                           dict(headers or {}), loop.time(), max_bytes=max_bytes)  # fmt: skip
         self._site.requests.append(request)
+        answer = self._site.answer(request)
         try:
-            result = await self._answer(request, self._site.answer(request), want_body)
+            result = await self._answer(request, answer, want_body, streamed=on_body is not None)
         except FetchError as exc:
             request.outcome = exc.reason
             raise
@@ -398,27 +434,39 @@ class FakeFetcher:
         finally:
             request.end = loop.time()
         if on_body is not None and not 200 <= result.status < 300:
-            result = dataclasses.replace(result, body=b"", skipped=True, truncated=False)
+            result = dataclasses.replace(
+                result, body=b"", skipped=True, truncated=False, wire_body=None
+            )
         elif on_body is not None and not result.skipped:
+            assert isinstance(answer, Reply)  # a Fail raised
             stopped = False
             for start in range(0, len(result.body), 64 * 1024):
                 if not await on_body(result.body[start : start + 64 * 1024]):
                     stopped = True
                     break
-            kept = result.body[:STREAM_KEEP_BYTES]
-            cut = result.truncated or stopped or len(kept) < len(result.body)
+            short = _short_body(answer, url)
+            if short is not None and not stopped and not result.truncated:
+                request.outcome = short.reason  # found at the end of the stream
+                raise short
+            kept = answer.body[:STREAM_KEEP_BYTES]  # as sent, as the real fetcher keeps it
+            cut = result.truncated or stopped or len(kept) < len(answer.body)
             result = dataclasses.replace(result, body=b"", wire_body=kept, truncated=cut)
         request.outcome = str(result.status)
         request.skipped, request.truncated = result.skipped, result.truncated
         return result
 
     async def _answer(
-        self, request: Request, answer: Answered, want_body: Callable[[str], bool] | None
+        self,
+        request: Request,
+        answer: Answered,
+        want_body: Callable[[str], bool] | None,
+        *,
+        streamed: bool,
     ) -> FetchResult:
         url = request.url
         if isinstance(answer, Fail):
             await self._wait(answer.after_s, url)
-            raise answer.kind(answer.message.replace("{url!r}", repr(url)).replace("{url}", url))
+            raise answer.kind(answer.text(url))
         if answer.after_s > self._read_s and self._read_s < self._total_s:
             await asyncio.sleep(self._read_s)
             raise FetchTimeout(f"read timeout ({self._read_ms} ms): {url}")
@@ -430,7 +478,7 @@ class FakeFetcher:
         content_type = supplied.essence or ""
         decoded = _decoded(answer, url)
         sniffed = False
-        if supplied.needs_header and decoded:
+        if supplied.needs_header and decoded and not streamed:  # a stream is not sniffed
             computed = sniff.computed_mime_type(supplied, decoded[: sniff.RESOURCE_HEADER_BYTES])
             sniffed = computed != supplied.essence
             content_type = computed
@@ -440,11 +488,10 @@ class FakeFetcher:
         if not skipped:
             share = limit / len(decoded) if truncated else 1.0
             await self._wait(answer.after_s + answer.body_s * share, url, already=answer.after_s)
-            length = received.get("content-length")
-            if length is not None and length.isdigit() and int(length) > len(answer.body):
-                raise ProtocolViolation(
-                    f"short body: Not enough data to satisfy content length header: {url}"
-                )
+            short = _short_body(answer, url)
+            # a body cut at the cap is not read to its end; a stream's is checked there
+            if short is not None and not truncated and not streamed:
+                raise short
         return FetchResult(
             url=url,
             status=answer.status,
@@ -455,6 +502,9 @@ class FakeFetcher:
             truncated=truncated,
             skipped=skipped,
             sniffed=sniffed,
+            reason=_phrase(answer.status),
+            raw_headers=tuple((n.encode(), v.encode()) for n, v in answer.headers),
+            wire_body=answer.body if _codings(answer) and not skipped else None,
         )
 
     async def _wait(self, until_s: float, url: str, *, already: float = 0.0) -> None:
@@ -466,18 +516,44 @@ class FakeFetcher:
         await asyncio.sleep(until_s - already)
 
 
+def _short_body(reply: Reply, url: str) -> ProtocolViolation | None:
+    """The error for a body shorter than its ``Content-Length`` (met at its end),
+    ``None`` when it is not short."""
+    length = CIMultiDict(reply.headers).get("content-length")
+    if length is None or not length.isdigit() or int(length) <= len(reply.body):
+        return None
+    return ProtocolViolation(
+        "short body: Not enough data to satisfy content length header (received "
+        f"{len(reply.body)} of {int(length)} bytes): {url}"
+    )
+
+
+def _phrase(status: int) -> str:
+    """The standard reason phrase of ``status`` (``"Not Found"``), ``""`` for a code
+    without one (the scripted server sends the same, ``tests/test_fetcher_conformance``)."""
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
+def _codings(reply: Reply) -> list[str]:
+    """The content codings of ``reply``, lowercased, ``identity`` left out."""
+    return [
+        c
+        for value in CIMultiDict(reply.headers).getall("content-encoding", ())
+        for item in value.split(",")
+        if (c := item.strip().lower()) and c != "identity"
+    ]
+
+
 def _decoded(reply: Reply, url: str) -> bytes:
     """The body of ``reply`` with its one content coding undone, as the real fetcher.
 
     Raises:
         ProtocolViolation: stacked or unknown codings, or bytes that do not decode.
     """
-    codings = [
-        c
-        for value in CIMultiDict(reply.headers).getall("content-encoding", ())
-        for item in value.split(",")
-        if (c := item.strip().lower()) and c != "identity"
-    ]
+    codings = _codings(reply)
     if not codings:
         return reply.body
     if len(codings) > 1:
