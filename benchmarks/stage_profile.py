@@ -129,6 +129,7 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.config": STARTUP,
     "core.content": PARSE,
     "core.datasette_meta": STARTUP,
+    "core.date_templates": ADMIT,  # the calendar budget of the trap guard
     "core.dns": FETCH,
     "core.engine": SCHEDULE,
     "core.errors": SCHEDULE,
@@ -151,6 +152,7 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.records": FETCH,  # FetchResult built by the fetcher
     "core.recording": STORE,
     "core.recrawl": OFFLINE,
+    "core.redirect_traps": FETCH,  # judged with the redirect hop (core.redirects)
     "core.redirects": FETCH,
     "core.render_session": RENDER,
     "core.render_types": RENDER,
