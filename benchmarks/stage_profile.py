@@ -125,6 +125,7 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.archive": WARC,
     "core.attach": CONSOLE,  # the attach socket's snapshots for attached consoles
     "core.assembly": STARTUP,
+    "core.back_queues": FRONTIER,
     "core.browser_pool": RENDER,
     "core.config": STARTUP,
     "core.content": PARSE,
@@ -136,6 +137,7 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.export": OFFLINE,
     "core.fetcher": FETCH,
     "core.frontier": FRONTIER,
+    "core.frontier_entry": FRONTIER,
     "core.gate": SCHEDULE,
     "core.gcpolicy": STARTUP,  # the thresholds set once a run; the passes are the interpreter's
     "core.heap": PARSE,  # malloc_trim in the parse workers (and the WARC writer)

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.frontier import Frontier, FrontierEntry
+from crawldeck.core.frontier import Frontier
+from crawldeck.core.frontier_entry import FrontierEntry
 from crawldeck.core.politeness import (
     Cap,
     HostPolitenessView,

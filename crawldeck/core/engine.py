@@ -39,7 +39,7 @@ from crawldeck.core.errors import (
     StoreError,
     UrlError,
 )
-from crawldeck.core.frontier import FrontierEntry
+from crawldeck.core.frontier_entry import FrontierEntry
 from crawldeck.core.gate import GateStatistics
 from crawldeck.core.gcpolicy import fewer_gc_passes
 from crawldeck.core.observer import SNAPSHOT_HOSTS, HostStats, ObserverStatistics

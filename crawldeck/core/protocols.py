@@ -55,7 +55,7 @@ from crawldeck.core.records import (
 )
 
 if TYPE_CHECKING:
-    from crawldeck.core.frontier import FrontierEntry
+    from crawldeck.core.frontier_entry import FrontierEntry
     from crawldeck.core.window import WindowStatistics
 
 #: The one time source: wall-clock seconds since the epoch (``time.time``), or a test's
