@@ -126,6 +126,7 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.attach": CONSOLE,  # the attach socket's snapshots for attached consoles
     "core.assembly": STARTUP,
     "core.back_queues": FRONTIER,
+    "core.backoff": SCHEDULE,
     "core.browser_pool": RENDER,
     "core.config": STARTUP,
     "core.content": PARSE,
@@ -148,6 +149,7 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.parse": PARSE,
     "core.parse_worker": PARSE,
     "core.politeness": SCHEDULE,
+    "core.politeness_state": SCHEDULE,
     "core.prioritizer": FRONTIER,
     "core.procmem": STATS,
     "core.protocols": SCHEDULE,
@@ -183,6 +185,7 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.store.reads": STORE,
     "core.store.schema": STORE,
     "core.store.writer": STORE,
+    "core.token_bucket": SCHEDULE,  # the hosts' politeness (and core.dns's per-address rate)
     "core.transport": FETCH,
     "core.traps": ADMIT,
     "core.urls": ADMIT,

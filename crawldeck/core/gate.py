@@ -27,7 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from crawldeck.core.politeness import Cap, HostPolitenessView, Outcome, Politeness
+from crawldeck.core.politeness import Cap, Outcome, Politeness
+from crawldeck.core.politeness_state import HostPolitenessView
 
 
 @dataclass(frozen=True, slots=True)
