@@ -117,7 +117,7 @@ from crawldeck.core.cluster.scripts import PUSH
 from crawldeck.core.cluster.server import PrivateRedis
 from crawldeck.core.cluster.store import path_prefix
 from crawldeck.core.config import CrawlConfig
-from crawldeck.core.frontier import FrontierEntry
+from crawldeck.core.frontier_entry import FrontierEntry
 from crawldeck.core.prioritizer import ORDERINGS
 
 #: The configurations: name -> workers (``None``: the single process without Redis).

@@ -39,7 +39,8 @@ import time
 from pathlib import Path
 
 from crawldeck.core.config import build_config
-from crawldeck.core.frontier import Frontier, FrontierEntry
+from crawldeck.core.frontier import Frontier
+from crawldeck.core.frontier_entry import FrontierEntry
 from crawldeck.core.politeness import Politeness, PolitenessSettings
 from crawldeck.core.prioritizer import ORDERINGS, Ordering, Prioritizer
 from crawldeck.core.records import FrontierRow

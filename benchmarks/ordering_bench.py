@@ -84,7 +84,8 @@ from linkgraph import (
 
 from crawldeck.core import urls
 from crawldeck.core.config import CrawlConfig
-from crawldeck.core.frontier import Frontier, FrontierEntry
+from crawldeck.core.frontier import Frontier
+from crawldeck.core.frontier_entry import FrontierEntry
 from crawldeck.core.parse import THREAD_PARSE_MAX_BYTES
 from crawldeck.core.prioritizer import ORDERINGS, Ordering, Prioritizer
 

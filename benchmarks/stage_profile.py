@@ -125,17 +125,21 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.archive": WARC,
     "core.attach": CONSOLE,  # the attach socket's snapshots for attached consoles
     "core.assembly": STARTUP,
+    "core.back_queues": FRONTIER,
+    "core.backoff": SCHEDULE,
     "core.browser_pool": RENDER,
     "core.clock": SCHEDULE,  # the loop clock every part reads
     "core.config": STARTUP,
     "core.content": PARSE,
     "core.datasette_meta": STARTUP,
+    "core.date_templates": ADMIT,  # the calendar budget of the trap guard
     "core.dns": FETCH,
     "core.engine": SCHEDULE,
     "core.errors": SCHEDULE,
     "core.export": OFFLINE,
     "core.fetcher": FETCH,
     "core.frontier": FRONTIER,
+    "core.frontier_entry": FRONTIER,
     "core.gate": SCHEDULE,
     "core.gcpolicy": STARTUP,  # the thresholds set once a run; the passes are the interpreter's
     "core.heap": PARSE,  # malloc_trim in the parse workers (and the WARC writer)
@@ -146,12 +150,14 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.parse": PARSE,
     "core.parse_worker": PARSE,
     "core.politeness": SCHEDULE,
+    "core.politeness_state": SCHEDULE,
     "core.prioritizer": FRONTIER,
     "core.procmem": STATS,
     "core.protocols": SCHEDULE,
     "core.records": FETCH,  # FetchResult built by the fetcher
     "core.recording": STORE,
     "core.recrawl": OFFLINE,
+    "core.redirect_traps": FETCH,  # judged with the redirect hop (core.redirects)
     "core.redirects": FETCH,
     "core.render_session": RENDER,
     "core.render_types": RENDER,
@@ -180,10 +186,14 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.store.reads": STORE,
     "core.store.schema": STORE,
     "core.store.writer": STORE,
+    "core.token_bucket": SCHEDULE,  # the hosts' politeness (and core.dns's per-address rate)
     "core.transport": FETCH,
     "core.traps": ADMIT,
     "core.urls": ADMIT,
     "core.warc": WARC,
+    "core.warc_output": WARC,
+    "core.warc_reader": WARC,
+    "core.warc_records": WARC,
     "core.warc_writer": WARC,
     "core.window": FRONTIER,
     "core.words": OBSERVER,

@@ -28,7 +28,7 @@ from crawldeck.core.cluster.keys import (
 )
 from crawldeck.core.cluster.link import RedisLink, open_client
 from crawldeck.core.cluster.store import path_prefix
-from crawldeck.core.frontier import FrontierEntry
+from crawldeck.core.frontier_entry import FrontierEntry
 from crawldeck.core.prioritizer import importance_priority
 
 K = Keyspace("t")

@@ -38,7 +38,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from crawldeck.core.cluster.worker import Worker, claim_plan, warc_suffix
 from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.warc import warc_files
+from crawldeck.core.warc_reader import warc_files
 from crawldeck.tui.cli import main
 
 WARCIO = str(Path(sys.executable).parent / "warcio")

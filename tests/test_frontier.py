@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from crawldeck.core.frontier import Frontier, FrontierEntry
+from crawldeck.core.frontier import Frontier
+from crawldeck.core.frontier_entry import FrontierEntry
 
 
 def entry(host: str, name: str, priority: int = 1) -> FrontierEntry:

@@ -26,7 +26,7 @@ from httpserver import HTTPTestServer, Response
 from multidict import CIMultiDict, CIMultiDictProxy
 from warcio.archiveiterator import ArchiveIterator
 
-from crawldeck.core import parse_worker, warc
+from crawldeck.core import parse_worker, warc_output
 from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.heap import GIVE_BACK_AFTER_BYTES
 from crawldeck.core.links import extract_links
@@ -37,7 +37,9 @@ from crawldeck.core.procmem import (
     process_tree,
 )
 from crawldeck.core.records import FetchResult, WarcRef
-from crawldeck.core.warc import PAYLOAD_FILE_BYTES, WarcFiles, payload_files, warc_files
+from crawldeck.core.warc import PAYLOAD_FILE_BYTES, payload_files
+from crawldeck.core.warc_output import WarcFiles
+from crawldeck.core.warc_reader import warc_files
 from crawldeck.core.warc_writer import Exchange, WarcWriter
 
 URL = "http://hostile.test/"
@@ -273,7 +275,7 @@ def test_a_no_ui_crawl_process_loads_no_package_it_does_not_use(tmp_path: Path) 
 
 def test_the_warc_writer_never_maps_openssl(tmp_path: Path) -> None:
     """The writer process digests records with fastwarc, and a payload over
-    ``PAYLOAD_FILE_BYTES`` with CPython's ``_sha1`` (``core.warc._file_digests``), never
+    ``PAYLOAD_FILE_BYTES`` with CPython's ``_sha1`` (``core.warc_records.file_digests``), never
     ``hashlib``, whose import maps OpenSSL's libcrypto (3.6 MiB). Read in the live
     process's memory map after a small payload and a payload by file."""
     headers = CIMultiDictProxy(CIMultiDict({"Content-Type": "text/html"}))
@@ -357,7 +359,7 @@ def test_a_parse_worker_gives_memory_back_after_a_big_page_only(
 def test_the_warc_writer_gives_memory_back_after_a_payload_by_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``core.warc.WarcFiles.exchange`` calls ``core.heap.give_back`` after a payload
+    """``core.warc_output.WarcFiles.exchange`` calls ``core.heap.give_back`` after a payload
     by file (over ``PAYLOAD_FILE_BYTES``: its chunks and gzip member are gone), not
     after a payload in memory."""
     calls: list[str] = []
@@ -366,7 +368,7 @@ def test_the_warc_writer_gives_memory_back_after_a_payload_by_file(
         calls.append("given")
         return True
 
-    monkeypatch.setattr(warc, "give_back", give_back)
+    monkeypatch.setattr(warc_output, "give_back", give_back)
     files = WarcFiles(tmp_path, "c", 1 << 30, [("software", "t")])
     big = tmp_path / "payload"
     big.write_bytes(b"<p>" + b"words " * PAYLOAD_FILE_BYTES)

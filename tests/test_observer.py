@@ -21,7 +21,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.dns import DnsCache, DnsSettings, IpLimiter, IpLimitSettings
-from crawldeck.core.frontier import FrontierEntry
+from crawldeck.core.frontier_entry import FrontierEntry
 from crawldeck.core.gate import HostGate
 from crawldeck.core.observer import RECENT_RESPONSES, HostStats, Observer, ObserverStatistics
 from crawldeck.core.politeness import Politeness, PolitenessSettings

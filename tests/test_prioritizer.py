@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawldeck.core.frontier import Frontier, FrontierEntry
+from crawldeck.core.frontier import Frontier
+from crawldeck.core.frontier_entry import FrontierEntry
 from crawldeck.core.prioritizer import (
     BFS_PRIORITIES,
     DEFAULT_FRONT_QUEUES,

@@ -26,7 +26,8 @@ from crawldeck.core.config import build_config
 from crawldeck.core.engine import Engine
 from crawldeck.core.recrawl import prepare, summarize
 from crawldeck.core.store import Store
-from crawldeck.core.warc import SERVER_NOT_MODIFIED, record_head, warc_files
+from crawldeck.core.warc_reader import record_head, warc_files
+from crawldeck.core.warc_records import SERVER_NOT_MODIFIED
 from crawldeck.localweb.static import StaticSite
 from crawldeck.tui.cli import main
 

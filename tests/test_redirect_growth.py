@@ -1,11 +1,11 @@
 """Redirect chains that grow their URL on every hop (issue #10 item 3).
 
-``core.traps.redirect_grows(source, target)`` says whether one hop grows the URL by
-repeating or nesting what the source held; the engine cuts a chain at its second
+``core.redirect_traps.redirect_grows(source, target)`` says whether one hop grows the
+URL by repeating or nesting what the source held; the engine cuts a chain at its second
 growing hop with ``redirect_trap``, instead of following it to ``max_redirects``.
 Legitimate chains (language and slash redirects, ``http`` -> ``https``, a login or
-consent detour) grow at most once. ``core.traps`` is imported as a module, so on the
-old code (no ``redirect_grows``) each test fails on its own.
+consent detour) grow at most once. ``core.redirect_traps`` is imported as a module, so
+on the old code (no ``redirect_grows``) each test fails on its own.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawldeck.core import traps, urls
+from crawldeck.core import redirect_traps, traps, urls
 
 A = "http://a.example"
 
@@ -32,7 +32,7 @@ def hops(start: str, *locations: str) -> list[str]:
 
 
 def flags(chain: list[str]) -> list[bool]:
-    return [traps.redirect_grows(a, b) for a, b in itertools.pairwise(chain)]
+    return [redirect_traps.redirect_grows(a, b) for a, b in itertools.pairwise(chain)]
 
 
 def cut_at(chain: list[str]) -> int | None:
@@ -149,7 +149,7 @@ def test_an_endless_nesting_loop_is_cut_after_two_hops() -> None:
     ],
 )
 def test_odd_input_never_raises(source: str, target: str) -> None:
-    assert isinstance(traps.redirect_grows(source, target), bool)
+    assert isinstance(redirect_traps.redirect_grows(source, target), bool)
 
 
 def test_redirect_trap_is_a_block_reason() -> None:

@@ -21,7 +21,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from crawldeck.core.assembly import assemble
 from crawldeck.core.config import build_config
 from crawldeck.core.errors import HostParked
-from crawldeck.core.frontier import FrontierEntry
+from crawldeck.core.frontier_entry import FrontierEntry
 from crawldeck.core.records import FetchResult
 from crawldeck.core.retries import Retries
 from crawldeck.core.store import Store

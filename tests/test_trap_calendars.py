@@ -3,9 +3,9 @@
 An endless calendar links the previous (or next) month, day or week forever. Past
 dates are real content for an archive, so the guard cannot refuse a year; it counts
 the admitted URLs of each host that differ only in their date (their date template,
-``core.traps.date_template``) and refuses one more once a template has
-``calendar_max_dates`` of them (default 1000). ``core.traps`` is imported as a module
-so that on the old code (no template budget) the tests fail on their assertions.
+``core.date_templates.date_template``) and refuses one more once a template has
+``calendar_max_dates`` of them (default 1000). ``core.date_templates`` is imported as a
+module so that on the old code (no template budget) the tests fail on their assertions.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scaling import MAX_GROWTH, assert_linear
 
-from crawldeck.core import traps, urls
+from crawldeck.core import date_templates, urls
 from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.errors import ConfigError
 from crawldeck.core.traps import BlockReason, ScopePolicy, TrapGuard, TrapSettings, Verdict
@@ -429,7 +429,7 @@ def test_observe_gives_a_resumed_crawl_its_newest_date_back() -> None:
     ],
 )
 def test_month_years(url: str, years: list[int]) -> None:
-    assert traps.month_years(key_of(url)) == years
+    assert date_templates.month_years(key_of(url)) == years
 
 
 def test_no_newest_year_memory_until_a_date_with_a_month() -> None:
@@ -587,7 +587,7 @@ def test_the_real_archive_is_well_below_the_host_budget() -> None:
     templates = Counter(
         template
         for url in archive_urls()
-        if (template := traps.date_template(key_of(url))) is not None
+        if (template := date_templates.date_template(key_of(url))) is not None
     )
     past_first = sum(count - 1 for count in templates.values())
     assert past_first == 2435
@@ -814,7 +814,7 @@ TEMPLATE_CASES: list[tuple[str, str | None]] = [
 
 @pytest.mark.parametrize(("url", "template"), TEMPLATE_CASES)
 def test_date_template(url: str, template: str | None) -> None:
-    assert traps.date_template(key_of(urls.clean(url))) == template
+    assert date_templates.date_template(key_of(urls.clean(url))) == template
 
 
 @pytest.mark.parametrize("url", [url for url, template in TEMPLATE_CASES if template])
@@ -855,9 +855,9 @@ def test_urls_that_differ_only_in_their_dates_share_a_template(
     other = urls.clean("http://cal.example:80" + shape(second))
     if noise:  # stripped parameters do not make a new template
         other += ("&" if "?" in other else "?") + "&".join(noise)
-    template = traps.date_template(key_of(one))
+    template = date_templates.date_template(key_of(one))
     assert template is not None
-    assert template == traps.date_template(key_of(other))
+    assert template == date_templates.date_template(key_of(other))
     assert not any(str(year) in template for year in (first.year, second.year))
 
 
@@ -905,7 +905,7 @@ def test_every_spelling_of_a_calendar_has_one_template(
     case: tuple[Callable[[datetime.date], str], datetime.date, datetime.date],
 ) -> None:
     shape, first, second = case
-    one, other = (traps.date_template(key_of(urls.clean("http://a.example" + shape(d))))
+    one, other = (date_templates.date_template(key_of(urls.clean("http://a.example" + shape(d))))
                   for d in (first, second))  # fmt: skip
     assert one is not None
     assert one == other
@@ -964,7 +964,7 @@ def test_admit_counts_every_url_whose_key_has_a_template(path: list[str], query:
         "http://a.example/" + "/".join(path) + ("?" + "&".join(query) if query else "")
     )
     key = key_of(url)
-    template = traps.date_template(key)
+    template = date_templates.date_template(key)
     guard = make_guard(calendar_max_dates=1, max_page_param=10**9, max_segment_repeats=10)
     assert guard.admit(url, 1, 0, key=key) is None
     again = guard.admit(url, 1, 0, key=key)

@@ -26,7 +26,8 @@ from textual.widgets import Sparkline, Static, TabbedContent
 
 from crawldeck.core.config import build_config
 from crawldeck.core.engine import CrawlResult, Engine, Outcome
-from crawldeck.core.frontier import Frontier, FrontierEntry
+from crawldeck.core.frontier import Frontier
+from crawldeck.core.frontier_entry import FrontierEntry
 from crawldeck.core.snapshot import Counters, CrawlSnapshot
 from crawldeck.core.store import Store
 from crawldeck.tui import app as app_module

@@ -29,15 +29,9 @@ from crawldeck.core.archive import first_payloads
 from crawldeck.core.errors import StoreError
 from crawldeck.core.records import FetchResult
 from crawldeck.core.store import SCHEMA_VERSION, Store
-from crawldeck.core.warc import (
-    IDENTICAL_PAYLOAD,
-    SERVER_NOT_MODIFIED,
-    WarcFiles,
-    complete_length,
-    record_head,
-    warc_files,
-    warc_stem,
-)
+from crawldeck.core.warc_output import WarcFiles
+from crawldeck.core.warc_reader import complete_length, record_head, warc_files, warc_stem
+from crawldeck.core.warc_records import IDENTICAL_PAYLOAD, SERVER_NOT_MODIFIED
 from crawldeck.core.warc_writer import Exchange, WarcWriter
 from crawldeck.localweb import LocalWeb
 

@@ -26,7 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawldeck.core.errors import StoreError
-from crawldeck.core.frontier import FrontierEntry
+from crawldeck.core.frontier_entry import FrontierEntry
 from crawldeck.core.prioritizer import Ordering, Prioritizer
 from crawldeck.core.records import FrontierRow
 from crawldeck.core.window import FrontierWindow, WindowStatistics

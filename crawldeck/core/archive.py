@@ -57,7 +57,7 @@ from crawldeck.core.errors import StoreError
 from crawldeck.core.protocols import Clock, Fetcher, LocalHistory, StoreRoles
 from crawldeck.core.records import BodySink, FetchResult, WarcHome, WarcRef, to_iso_utc
 from crawldeck.core.render_types import RenderResult
-from crawldeck.core.warc import warc_stem
+from crawldeck.core.warc_reader import warc_stem
 from crawldeck.core.warc_writer import Exchange, WarcWriter
 
 #: The WARC/1.1 specification the files conform to (``warcinfo``'s ``conformsTo``).

@@ -225,7 +225,7 @@ class CrawlConfig:
         calendar_max_dates: URLs admitted per host and date template, i.e. per set of URLs
             that differ only in a date in the path or query (``/cal/{y}/{m}/``,
             ``?month={y}-{m}``; a blog post ``/2019/05/my-post`` is its own;
-            ``traps.date_template``); one more is reason ``calendar``, into the past or the
+            ``date_templates.date_template``); one more is reason ``calendar``, into the past or the
             future; at most 65 535. 1000 lets through 83 years of monthly or 2.7 years of
             daily archive pages; an endless calendar costs at most this many requests per
             template (17 min at ``delay_ms`` 1000; about 2000 for a calendar with month and

@@ -52,7 +52,7 @@ import pycares
 from crawldeck.core.clock import LoopClock
 from crawldeck.core.config import CrawlConfig, DnsPreference
 from crawldeck.core.errors import DnsError, DnsNotFound, DnsTemporaryFailure, PrivateAddress
-from crawldeck.core.politeness import TokenBucket
+from crawldeck.core.token_bucket import TokenBucket
 
 log = logging.getLogger("crawldeck.dns")
 

@@ -26,6 +26,7 @@ from typing import Any, Final, Literal
 from crawldeck.core import redirects, urls
 from crawldeck.core.admission import AdmissionStatistics
 from crawldeck.core.assembly import ClusterHooks, assemble
+from crawldeck.core.backoff import BACKOFF_STATUSES
 from crawldeck.core.clock import LoopClock
 from crawldeck.core.config import CrawlConfig, asdict
 from crawldeck.core.content import Content
@@ -39,11 +40,10 @@ from crawldeck.core.errors import (
     StoreError,
     UrlError,
 )
-from crawldeck.core.frontier import FrontierEntry
+from crawldeck.core.frontier_entry import FrontierEntry
 from crawldeck.core.gate import GateStatistics, Go, Held, WaitUntil
 from crawldeck.core.gcpolicy import fewer_gc_passes
 from crawldeck.core.observer import SNAPSHOT_HOSTS, HostStats, ObserverStatistics
-from crawldeck.core.politeness import BACKOFF_STATUSES
 from crawldeck.core.protocols import Clock, CrawlFrontier, CrawlStore, Fetcher
 from crawldeck.core.records import FrontierRow
 from crawldeck.core.resume import restore

@@ -6,6 +6,10 @@ and the engine passes each host's next allowed start to ``release`` (from
 web crawler" (1999), and Manning et al., *Introduction to Information Retrieval*,
 §20.2.3.
 
+What it queues is ``core.frontier_entry.FrontierEntry`` (one URL; most of the crawl
+handles entries without the frontier), and a host's back queue under the cash
+orderings is ``core.back_queues.Buckets``: each in a module of its own.
+
 Structure::
 
     add(entry) --> front queue[priority]  (one deque per priority, 0 = highest)
@@ -61,9 +65,9 @@ host faster: a host is popped only once its ``ready_at`` (the time heap's, set b
   ``credit`` or a larger ``set_beyond``, and worsens by a pop, which checks it out,
   or by a smaller ``set_beyond`` (URLs spilled are dropped, or fewer than counted).
 * Within a host (``opic``): its back queue is one FIFO per priority, made on first
-  use, taken best priority first (``_Buckets``). ``credit(key, cash)`` adds cash to a
-  queued URL; when its priority rises it is appended to the better FIFO and its old
-  copy becomes stale (a copy is valid iff it sits in the FIFO of its entry's
+  use, taken best priority first (``core.back_queues.Buckets``). ``credit(key, cash)``
+  adds cash to a queued URL; when its priority rises it is appended to the better FIFO
+  and its old copy becomes stale (a copy is valid iff it sits in the FIFO of its entry's
   ``priority``; cash only grows, so an entry is copied at most ``priorities`` times).
   A URL waiting in a front queue (slot pressure only) moves to the better front queue
   the same way (the refill skips stale copies). ``push_front`` puts a URL at the head
@@ -78,263 +82,13 @@ host faster: a host is popped only once its ``ready_at`` (the time heap's, set b
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from heapq import heappop, heappush, nsmallest
 from itertools import islice
 
+from crawldeck.core.back_queues import BackQueue, Buckets
+from crawldeck.core.frontier_entry import FrontierEntry
 from crawldeck.core.prioritizer import CASH_ORDERINGS, Ordering, priority_function
-
-
-class _History:
-    """What a ``FrontierEntry`` keeps of its URL's tries and of the redirect chain that
-    led to it, and the page it was found on: four fields that keep their defaults for
-    nearly every queued URL (a link found on a page has had no try and no redirect),
-    and ``via``, read once when the page is recorded. Such an entry holds its ``via``
-    in the slot where a ``_History`` would be: five fields in one slot."""
-
-    __slots__ = ("attempts", "cookies", "redirects", "spent_s", "via")
-
-    def __init__(
-        self,
-        attempts: int,
-        redirects: tuple[str, ...],
-        cookies: tuple[tuple[str, str], ...],
-        spent_s: float,
-        via: str | None,
-    ) -> None:
-        self.attempts = attempts
-        self.redirects = redirects
-        self.cookies = cookies
-        self.spent_s = spent_s
-        self.via = via
-
-
-class FrontierEntry:
-    """One URL waiting to be fetched.
-
-    Args (each also an attribute, readable and writable):
-        url: the URL to request (``urls.clean``).
-        key: its dedupe key (``urls.normalize``).
-        host: its host key (``urls.host_key``), the politeness unit.
-        depth: links followed from a seed (seed = 0).
-        priority: front queue index, 0 = highest; out-of-range values are clamped
-            to the nearest queue (under ``opic`` the frontier stores the clamped
-            value, and raises it as the URL's cash grows).
-        attempts: tries made so far, all runs (retries after 429/503/timeouts).
-        redirects: the URLs requested in the redirect chain that led here (3xx
-            Location or meta refresh), oldest first, exactly as sent.
-        via: the URL of the page it was found on, or ``None`` for a seed.
-        cookies: ``(url, Set-Cookie value)`` of each cookie the chain's responses set,
-            oldest first: sent on within this chain only (``core.redirects``), never
-            stored.
-        spent_s: seconds its tries so far took, this run (a URL's total time is
-            bounded, see ``Engine``).
-        score: its OPIC cash (``core.prioritizer``; ``0.0`` under other orderings):
-            what it got from the pages linking to it so far, handed on when fetched.
-        inlinks: how many fetched pages have linked to it so far (``1`` for a URL
-            found by a link; a seed's or a sitemap URL's ``1`` too); ``Frontier.credit``
-            counts one more per credit. Its priority under ``opic-inlinks``.
-
-    Memory: each URL queued in memory is one entry, most of the frontier's cost per
-    URL (``benchmarks/frontier_bench.py``; issue #15 item 2 bounds it). ``attempts``,
-    ``redirects``, ``cookies`` and ``spent_s`` are properties over one ``_History``
-    made when one of them first differs from its default (a try, a redirect); until
-    then the slot holds ``via`` (a property too). So an entry has 8 slots: 96 bytes
-    with its GC header (CPython's allocator rounds a 9th slot's 104 up to 112).
-    Equality compares every field, as a dataclass's does; entries are not hashable.
-    """
-
-    __slots__ = ("_extra", "depth", "host", "inlinks", "key", "priority", "score", "url")
-
-    def __init__(
-        self,
-        url: str,
-        key: str,
-        host: str,
-        depth: int,
-        priority: int,
-        attempts: int = 0,
-        redirects: tuple[str, ...] = (),
-        via: str | None = None,
-        cookies: tuple[tuple[str, str], ...] = (),
-        spent_s: float = 0.0,
-        score: float = 0.0,
-        inlinks: int = 1,
-    ) -> None:
-        self.url = url
-        self.key = key
-        self.host = host
-        self.depth = depth
-        self.priority = priority
-        self.score = score
-        self.inlinks = inlinks
-        self._extra: str | _History | None = (
-            _History(attempts, redirects, cookies, spent_s, via)
-            if attempts or redirects or cookies or spent_s
-            else via
-        )
-
-    def _made(self) -> _History:
-        """Its ``_History``, made now (with the defaults and its ``via``) if it has none."""
-        extra = self._extra
-        if type(extra) is _History:
-            return extra
-        history = _History(0, (), (), 0.0, extra)  # type: ignore[arg-type]
-        self._extra = history
-        return history
-
-    @property
-    def via(self) -> str | None:
-        """The URL of the page it was found on, or ``None`` for a seed."""
-        extra = self._extra
-        return extra.via if type(extra) is _History else extra  # type: ignore[return-value]
-
-    @via.setter
-    def via(self, value: str | None) -> None:
-        extra = self._extra
-        if type(extra) is _History:
-            extra.via = value
-        else:
-            self._extra = value
-
-    @property
-    def attempts(self) -> int:
-        """Tries made so far, all runs."""
-        extra = self._extra
-        return extra.attempts if type(extra) is _History else 0
-
-    @attempts.setter
-    def attempts(self, value: int) -> None:
-        self._made().attempts = value
-
-    @property
-    def redirects(self) -> tuple[str, ...]:
-        """The URLs requested in the redirect chain that led here, oldest first."""
-        extra = self._extra
-        return extra.redirects if type(extra) is _History else ()
-
-    @redirects.setter
-    def redirects(self, value: tuple[str, ...]) -> None:
-        self._made().redirects = value
-
-    @property
-    def cookies(self) -> tuple[tuple[str, str], ...]:
-        """``(url, Set-Cookie value)`` of each cookie the chain set, oldest first."""
-        extra = self._extra
-        return extra.cookies if type(extra) is _History else ()
-
-    @cookies.setter
-    def cookies(self, value: tuple[tuple[str, str], ...]) -> None:
-        self._made().cookies = value
-
-    @property
-    def spent_s(self) -> float:
-        """Seconds its tries so far took, this run."""
-        extra = self._extra
-        return extra.spent_s if type(extra) is _History else 0.0
-
-    @spent_s.setter
-    def spent_s(self, value: float) -> None:
-        self._made().spent_s = value
-
-    def _fields(self) -> tuple[object, ...]:
-        """Every field, in the order of the arguments."""
-        return (
-            self.url, self.key, self.host, self.depth, self.priority, self.attempts,
-            self.redirects, self.via, self.cookies, self.spent_s, self.score, self.inlinks,
-        )  # fmt: skip
-
-    def __eq__(self, other: object) -> bool:
-        """Same fields (``NotImplemented`` for another type)."""
-        if not isinstance(other, FrontierEntry):
-            return NotImplemented
-        return self._fields() == other._fields()
-
-    def __repr__(self) -> str:
-        """``FrontierEntry(url=..., ...)`` with every field, as a dataclass's."""
-        names = (
-            "url", "key", "host", "depth", "priority", "attempts",
-            "redirects", "via", "cookies", "spent_s", "score", "inlinks",
-        )  # fmt: skip
-        pairs = ", ".join(f"{n}={v!r}" for n, v in zip(names, self._fields(), strict=True))
-        return f"FrontierEntry({pairs})"
-
-
-class _Buckets:
-    """A host's back queue under ``opic``: one FIFO per priority, made on first use.
-
-    An entry is valid in the FIFO of its own ``priority`` only; copies elsewhere are
-    stale (its priority rose, or it was popped) and are skipped. ``n`` counts the valid
-    entries; no FIFO below ``best`` holds one.
-    """
-
-    __slots__ = ("best", "n", "queues")
-
-    def __init__(self, priorities: int) -> None:
-        self.queues: list[deque[FrontierEntry] | None] = [None] * priorities
-        self.n = 0
-        self.best = priorities
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __bool__(self) -> bool:
-        return self.n > 0
-
-    def _queue(self, p: int) -> deque[FrontierEntry]:
-        q = self.queues[p]
-        if q is None:
-            q = self.queues[p] = deque()
-        if p < self.best:
-            self.best = p
-        return q
-
-    def append(self, entry: FrontierEntry) -> None:
-        """``entry`` (priority in range) last in its priority's FIFO."""
-        self._queue(entry.priority).append(entry)
-        self.n += 1
-
-    def appendleft(self, entry: FrontierEntry) -> None:
-        """``entry`` (priority in range) first in its priority's FIFO."""
-        self._queue(entry.priority).appendleft(entry)
-        self.n += 1
-
-    def move(self, entry: FrontierEntry) -> None:
-        """A valid ``entry``'s priority rose: a copy at the end of its new FIFO."""
-        self._queue(entry.priority).append(entry)
-
-    def top(self) -> int:
-        """The priority of the next valid entry (stale heads are dropped); the number
-        of FIFOs when there is none."""
-        queues = self.queues
-        b = self.best
-        while b < len(queues):
-            q = queues[b]
-            if q:
-                if q[0].priority == b:
-                    break
-                q.popleft()
-                continue
-            queues[b] = None
-            b += 1
-        self.best = b
-        return b
-
-    def popleft(self) -> FrontierEntry:
-        """Take the next valid entry (there is one)."""
-        q = self.queues[self.top()]
-        assert q is not None
-        self.n -= 1
-        return q.popleft()
-
-    def __iter__(self) -> Iterator[FrontierEntry]:
-        """The valid entries, next to be taken first."""
-        for b, q in enumerate(self.queues):
-            if q:
-                yield from (e for e in q if e.priority == b)
-
-
-BackQueue = deque[FrontierEntry] | _Buckets
 
 
 class _Host:
@@ -444,7 +198,7 @@ class Frontier:
         """``h``'s rank among ready hosts, smaller first (it has a back queue)."""
         back = h.back
         assert back is not None
-        if isinstance(back, _Buckets):
+        if isinstance(back, Buckets):
             return back.top()
         return -(h.front + len(back) + h.beyond).bit_length()
 
@@ -460,7 +214,7 @@ class Frontier:
     def _new_back(self, entry: FrontierEntry) -> BackQueue:
         """A back queue holding ``entry``."""
         if self._opic:
-            back = _Buckets(len(self._front))
+            back = Buckets(len(self._front))
             back.append(entry)
             self._backed[entry.key] = entry
             return back
@@ -583,7 +337,7 @@ class Frontier:
             h = self._hosts[host] = _Host()
         back = h.back
         if self._opic:
-            best = back.top() if isinstance(back, _Buckets) else len(self._front)
+            best = back.top() if isinstance(back, Buckets) else len(self._front)
             entry.priority = min(self._clamp(entry.priority), best)
         if back is not None:
             back.appendleft(entry)
@@ -679,7 +433,7 @@ class Frontier:
         if in_back:
             h = self._hosts[entry.host]
             back = h.back
-            assert isinstance(back, _Buckets)
+            assert isinstance(back, Buckets)
             back.move(entry)
             if h.ready:
                 self._rerank(entry.host, h)
@@ -956,7 +710,7 @@ class Frontier:
             assert h.front == counts.get(name, 0), name
             if h.back is not None:
                 assert all(e.host == name for e in h.back)
-                if isinstance(h.back, _Buckets):
+                if isinstance(h.back, Buckets):
                     assert h.back.n == sum(1 for _ in h.back)
                     assert all(e.priority >= h.back.best for e in h.back)
         valid = [(r, s, name) for r, s, name in self._heap if hosts[name].seq == s]
@@ -999,4 +753,4 @@ class Frontier:
             assert not self._backed and not self._fronted
 
 
-__all__ = ["Frontier", "FrontierEntry"]
+__all__ = ["Frontier"]

@@ -35,7 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from crawldeck.core.politeness import Cap, HostPolitenessView, Outcome, Politeness
+from crawldeck.core.politeness import Cap, Outcome, Politeness
+from crawldeck.core.politeness_state import HostPolitenessView
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,9 +59,14 @@ at all (timeout, connection lost, ``status=None``); an *error* is any of those.
   ``retry_after_max_s`` are cut, and the cut is returned (``Cap``: the value asked and
   the value used) for the engine to log once per host (issue #22 item 8).
 
-State is one ``__slots__`` object per host, created on the first write (dispatch,
-response, Crawl-delay, restore); reads of an unknown host answer with the defaults
-and create nothing.
+State is one ``__slots__`` object per host (``core.politeness_state``), created on the
+first write (dispatch, response, Crawl-delay, restore); reads of an unknown host answer
+with the defaults and create nothing.
+
+The pieces this module puts together live in modules of their own: the token bucket
+(``core.token_bucket``, which ``core.dns`` uses too), the backoff wait and the
+Retry-After value (``core.backoff``), and the per-host state with the view of it
+(``core.politeness_state``).
 """
 
 from __future__ import annotations
@@ -70,198 +75,15 @@ import math
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC
-from email.utils import parsedate_to_datetime
-from typing import Literal
 
+from crawldeck.core.backoff import BACKOFF_STATUSES, backoff_s, parse_retry_after
 from crawldeck.core.config import CrawlConfig, HostOverride
-
-DelaySource = Literal["default", "override", "crawl_delay", "adaptive", "rate_limit", "backoff"]
-
-#: HTTP statuses that mean "slow down" (RFC 6585 §4: 429, RFC 9110 §15.6.4: 503).
-BACKOFF_STATUSES: frozenset[int] = frozenset({429, 503})
+from crawldeck.core.politeness_state import DelaySource, HostPolitenessState, HostPolitenessView
 
 #: The least step (s) by which a learnt delay sinks per success, so that it decays even
 #: with ``delay_ms = 0``; also the least learnt delay after a 429/503. 10 ms is below
 #: the round-trip time of any real server beyond the local network.
 LEARNT_STEP_MIN_S = 0.010
-
-
-class TokenBucket:
-    """A token bucket kept as one number (GCRA, "theoretical arrival time").
-
-    The bucket holds at most ``capacity`` tokens and gains ``rate_per_s`` tokens per
-    second; it starts full. Internally it stores the emission interval
-    ``1 / rate_per_s`` (s) and the time ``tat`` at which it would be full again, so
-    reads are exact and never drift. ``take`` never refuses: taking from an empty
-    bucket runs it into debt (``tokens`` goes below 0) and pushes ``ready_at`` out
-    accordingly, so a forced request (e.g. a robots.txt fetch) still counts.
-
-    Args:
-        capacity: the most tokens held (the longest burst), ``>= 1``.
-        rate_per_s: refill rate in tokens/s, ``> 0``; ``math.inf`` means no limit.
-        now: the current time, epoch s (the bucket is full at ``now``).
-
-    Raises:
-        ValueError: ``capacity < 1`` or ``rate_per_s <= 0`` (or NaN).
-    """
-
-    __slots__ = ("_interval", "_tat", "capacity")
-
-    def __init__(self, capacity: int, rate_per_s: float, now: float) -> None:
-        if capacity < 1:
-            raise ValueError(f"token bucket capacity must be >= 1, got {capacity!r}")
-        self.capacity = capacity
-        self._interval = _interval_of(rate_per_s)
-        self._tat = now
-
-    @property
-    def rate_per_s(self) -> float:
-        """The refill rate in tokens/s (``math.inf`` when unlimited)."""
-        return math.inf if self._interval == 0.0 else 1.0 / self._interval
-
-    def tokens(self, now: float) -> float:
-        """Tokens available at ``now`` (float; ``<= capacity``, negative when in debt)."""
-        interval = self._interval
-        if interval == 0.0:
-            return float(self.capacity)
-        ahead = self._tat - now
-        return self.capacity - (ahead / interval if ahead > 0.0 else 0.0)
-
-    def ready_at(self, now: float) -> float:
-        """The earliest time ``>= now`` (epoch s) at which one whole token is available."""
-        ready = self._tat - (self.capacity - 1) * self._interval
-        return ready if ready > now else now
-
-    def take(self, now: float) -> None:
-        """Take one token at ``now`` (epoch s); an empty bucket goes into debt."""
-        tat = self._tat
-        self._tat = (tat if tat > now else now) + self._interval
-
-    def set_rate(self, rate_per_s: float, now: float) -> None:
-        """Change the refill rate (tokens/s, ``> 0``, ``inf`` = unlimited) at ``now``.
-
-        The tokens held at ``now`` are kept; only the refill from ``now`` on changes.
-
-        Raises:
-            ValueError: ``rate_per_s <= 0`` (or NaN).
-        """
-        self._set_interval(_interval_of(rate_per_s), now)
-
-    def _set_interval(self, interval: float, now: float) -> None:
-        """Set the emission interval (s per token) keeping the tokens held at ``now``."""
-        missing = self.capacity - self.tokens(now)
-        self._interval = interval
-        self._tat = now + missing * interval
-
-
-def _interval_of(rate_per_s: float) -> float:
-    """Seconds per token for a rate in tokens/s; raises ``ValueError`` unless > 0."""
-    if not rate_per_s > 0.0:
-        raise ValueError(f"token bucket rate must be > 0 tokens/s, got {rate_per_s!r}")
-    return 0.0 if math.isinf(rate_per_s) else 1.0 / rate_per_s
-
-
-def backoff_s(attempt: int, base_s: float, max_s: float, rng: random.Random) -> float:
-    """The wait in seconds before try ``attempt + 1`` after ``attempt`` failures.
-
-    ``b = min(max_s, base_s * 2**(attempt - 1))`` plus uniform jitter in ``[0, b / 2]``
-    (so the result lies in ``[b, 1.5 b]``): 1, 2, 4, 8, 16, 32, 60, 60 s for attempts
-    1..8 with the defaults (``shared/design.md``, "Defaults"; jitter spreads retries
-    of many clients apart, the "exponential backoff and jitter" practice).
-
-    Args:
-        attempt: the number of consecutive failures so far, ``>= 1``.
-        base_s: the first wait (s), ``>= 0``. max_s: the cap (s) before jitter.
-        rng: the source of the jitter (seed it for reproducible tests).
-
-    Raises:
-        ValueError: ``attempt < 1``.
-    """
-    if attempt < 1:
-        raise ValueError(f"backoff attempt must be >= 1, got {attempt!r}")
-    # 2.0 ** 1000 is finite; base * that may be inf, which min() then caps.
-    b = min(max_s, base_s * 2.0 ** min(attempt - 1, 1000))
-    return b + rng.uniform(0.0, b / 2.0)
-
-
-#: RFC 9111 §1.2.2: a delta-seconds value too large to represent is taken as 2**31.
-DELTA_SECONDS_MAX = 2.0**31
-_DELTA_SECONDS_MAX_DIGITS = len(str(int(DELTA_SECONDS_MAX)))
-
-
-def delta_seconds(text: str) -> float | None:
-    """``delta-seconds = 1*DIGIT`` (RFC 9111 §1.2.2) as seconds, capped at ``2**31``.
-
-    Only ASCII digits count (no sign, blank, ``_`` or fraction): anything else is
-    ``None``. A value above ``2**31`` (however many digits: the digit count is checked
-    before any conversion, so a hostile 10 MB number costs one scan) is ``2**31``, as
-    RFC 9111 §1.2.2 asks of a value too large to represent. Never raises.
-    """
-    if not (text.isascii() and text.isdigit()):
-        return None
-    significant = text.lstrip("0")
-    if len(significant) > _DELTA_SECONDS_MAX_DIGITS:
-        return DELTA_SECONDS_MAX
-    return min(float(int(significant or "0")), DELTA_SECONDS_MAX)
-
-
-def http_date(text: str) -> float | None:
-    """An HTTP-date (RFC 9110 §5.6.7) as epoch s, or ``None`` if it is not one.
-
-    IMF-fixdate and the obsolete RFC 850 and asctime forms, parsed by
-    ``email.utils.parsedate_to_datetime``; a date without a zone (asctime) is GMT, as
-    every HTTP-date is. Surrounding whitespace is ignored. Never raises.
-    """
-    text = text.strip()
-    if not text or text[0] in "+-" or text[0].isdigit():
-        return None  # a number, signed or not, is not a date (every form starts with a day)
-    try:
-        when = parsedate_to_datetime(text)
-    except (ValueError, TypeError, IndexError, OverflowError):
-        return None
-    if when is None:  # older Pythons returned None for some garbage
-        return None  # pragma: no cover
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)  # HTTP-dates are always GMT
-    try:
-        return when.timestamp()
-    except (OverflowError, OSError, ValueError):  # pragma: no cover - platform limits
-        return None
-
-
-def parse_retry_after(value: str, now: float, date: str | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header value, or ``None`` if invalid.
-
-    RFC 9110 §10.2.3: ``Retry-After = HTTP-date / delay-seconds`` where
-    ``delay-seconds = 1*DIGIT``. A delta gives its number of seconds (a huge one
-    ``2**31``, see :func:`delta_seconds`). An HTTP-date (see :func:`http_date`) is a
-    time on the server's clock, so it is measured against the response's own ``Date``
-    header (RFC 9110 §6.6.1, the server's clock when it made the response): the wait is
-    ``retry_date - date``. Without a ``Date``, or with one that is not a valid
-    HTTP-date, it is ``retry_date - now`` (our clock). A date in the past gives ``0.0``.
-
-    Args:
-        value: the Retry-After header value (surrounding whitespace ignored).
-        now: the current time, epoch s.
-        date: the response's raw ``Date`` header value, or ``None``.
-
-    Returns:
-        A float ``>= 0`` (s), or ``None`` for anything else: negative or fractional
-        numbers, garbage, impossible dates. Never raises.
-    """
-    text = value.strip()
-    if not text:
-        return None
-    seconds = delta_seconds(text)
-    if seconds is not None:
-        return seconds
-    when = http_date(text)
-    if when is None:
-        return None
-    sent = http_date(date) if date is not None else None
-    delta = when - (now if sent is None else sent)
-    return delta if delta > 0.0 else 0.0
 
 
 def seconds_text(seconds: float) -> str:
@@ -317,93 +139,6 @@ class Outcome:
 
 
 _NO_RETRY = Outcome(retry=False, backoff_s=0.0)
-
-
-@dataclass(frozen=True, slots=True)
-class HostPolitenessView:
-    """A read-only picture of one host's politeness state (console, ``hosts`` table).
-
-    Attributes:
-        delay_ms: the largest spacing part in force now, in ms (float): the backoff
-            wait while backing off if it is the largest, else the politeness delay.
-        delay_source: which part that is: ``default`` (``delay_ms``), ``override``
-            (the host's own ``delay_ms``, from its ``[hosts."..."]`` table), ``crawl_delay``
-            (robots.txt), ``adaptive`` (factor x response time), ``rate_limit`` (the
-            learnt delay) or ``backoff``; a part must exceed the ones before it in this
-            list strictly to be named.
-        tokens: tokens in the bucket now (float, negative when in debt).
-        backoff_attempts: consecutive backoff responses (0 when not backing off).
-        backoff_until: epoch s before which the host is not fetched, or ``None``.
-        last_status: the last HTTP status, ``None`` when there was no response yet
-            or the last try got none (timeout, connection lost).
-        retry_after_s: the last response's valid Retry-After in s (before the cap),
-            or ``None``.
-        demoted: the host has been in continuous backoff for ``demote_after_s``.
-        crawl_delay_s: robots.txt Crawl-delay in s after the cap, or ``None``
-            (for the ``hosts`` table and ``restore``).
-        backoff_started: epoch s of the first backoff of the current continuous
-            backoff, or ``None`` (for ``restore``).
-        learnt_delay_ms: the learnt rate-limit delay in ms (float, ``0.0`` when none;
-            it may be below the delay in force and then does not bind; for ``restore``).
-    """
-
-    delay_ms: float
-    delay_source: DelaySource
-    tokens: float
-    backoff_attempts: int
-    backoff_until: float | None
-    last_status: int | None
-    retry_after_s: float | None
-    demoted: bool
-    crawl_delay_s: float | None = None
-    backoff_started: float | None = None
-    learnt_delay_ms: float = 0.0
-
-
-class _HostState(TokenBucket):
-    """All politeness state of one host: its token bucket plus the fields below.
-
-    ``default_s`` is the host's floor (``delay_ms`` or its own, s); ``want`` is the
-    bucket interval the delay calls for; the bucket's own interval
-    follows it at the next call that has a ``now`` (``Politeness._sync``). ``learnt_s``
-    is the learnt delay (s), ``raised_at`` the epoch s of its last rise.
-    """
-
-    __slots__ = (
-        "adaptive_s",
-        "attempts",
-        "backoff_started",
-        "backoff_until",
-        "backoff_wait_s",
-        "crawl_delay_s",
-        "default_s",
-        "delay_s",
-        "last_at",
-        "last_status",
-        "learnt_s",
-        "raised_at",
-        "retry_after_s",
-        "want",
-    )
-
-    def __init__(self, capacity: int, delay_s: float, interval: float) -> None:
-        self.capacity = capacity
-        self._interval = interval
-        self._tat = -math.inf  # full, whatever ``now`` is
-        self.want = interval
-        self.default_s = delay_s
-        self.delay_s = delay_s
-        self.crawl_delay_s: float | None = None
-        self.adaptive_s = 0.0
-        self.learnt_s = 0.0
-        self.raised_at = -math.inf
-        self.last_at: float | None = None
-        self.attempts = 0
-        self.backoff_until: float | None = None
-        self.backoff_started: float | None = None
-        self.backoff_wait_s = 0.0
-        self.last_status: int | None = None
-        self.retry_after_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -516,20 +251,20 @@ class Politeness:
         self._host_default_s = {
             entry.host: entry.delay_ms / 1000.0 for entry in hosts if entry.delay_ms is not None
         }
-        self._hosts: dict[str, _HostState] = {}
+        self._hosts: dict[str, HostPolitenessState] = {}
 
     # -- state helpers ---------------------------------------------------------------
 
-    def _state(self, host: str) -> _HostState:
+    def _state(self, host: str) -> HostPolitenessState:
         """The host's state, created on first use."""
         state = self._hosts.get(host)
         if state is None:
             delay = self._host_default_s.get(host, self._default_s)
-            state = _HostState(self._capacity, delay, max(delay, self._min_interval_s))
+            state = HostPolitenessState(self._capacity, delay, max(delay, self._min_interval_s))
             self._hosts[host] = state
         return state
 
-    def _base_delay(self, state: _HostState) -> float:
+    def _base_delay(self, state: HostPolitenessState) -> float:
         """The delay in s without the learnt part: default, Crawl-delay, adaptive."""
         delay = state.default_s
         crawl = state.crawl_delay_s
@@ -539,7 +274,7 @@ class Politeness:
             delay = state.adaptive_s
         return delay
 
-    def _recompute(self, state: _HostState) -> None:
+    def _recompute(self, state: HostPolitenessState) -> None:
         """Refresh the cached delay (s) and the bucket interval it calls for."""
         delay = state.default_s  # _base_delay inlined: this runs once per response
         crawl = state.crawl_delay_s
@@ -553,7 +288,7 @@ class Politeness:
         state.want = delay if delay > self._min_interval_s else self._min_interval_s
 
     @staticmethod
-    def _sync(state: _HostState, now: float) -> None:
+    def _sync(state: HostPolitenessState, now: float) -> None:
         """Bring the bucket's refill rate in line with the delay, keeping its tokens."""
         if state.want != state._interval:
             state._set_interval(state.want, now)
@@ -627,7 +362,7 @@ class Politeness:
                 becomes that only if it is larger (an error never lowers a delay).
             retry_after: the raw ``Retry-After`` header value, if any.
             date: the raw ``Date`` header value, if any: an HTTP-date Retry-After is
-                measured against it (see :func:`parse_retry_after`).
+                measured against it (see ``backoff.parse_retry_after``).
 
         Returns:
             ``Outcome(retry=True, backoff_s=wait)`` for 429, 503 and ``None``: the
@@ -693,14 +428,14 @@ class Politeness:
             state.backoff_wait_s = 0.0
         return _NO_RETRY
 
-    def _learnt_step(self, state: _HostState) -> float:
+    def _learnt_step(self, state: HostPolitenessState) -> float:
         """The step (s) of the host's learnt delay: a tenth of its floor, >= 10 ms."""
         if state.default_s == self._default_s:
             return self._learnt_step_s
         step = state.default_s / 10.0
         return step if step > LEARNT_STEP_MIN_S else LEARNT_STEP_MIN_S
 
-    def _raise_learnt(self, state: _HostState, now: float, elapsed_s: float) -> bool:
+    def _raise_learnt(self, state: HostPolitenessState, now: float, elapsed_s: float) -> bool:
         """Double the learnt delay on a 429/503 ending at ``now`` (module doc, AIMD).
 
         Skipped for a request sent (``now - elapsed_s``) before the last rise: it was
@@ -888,19 +623,10 @@ class Politeness:
 
 
 __all__ = [
-    "BACKOFF_STATUSES",
-    "DELTA_SECONDS_MAX",
     "LEARNT_STEP_MIN_S",
     "Cap",
-    "DelaySource",
-    "HostPolitenessView",
     "Outcome",
     "Politeness",
     "PolitenessSettings",
-    "TokenBucket",
-    "backoff_s",
-    "delta_seconds",
-    "http_date",
-    "parse_retry_after",
     "seconds_text",
 ]

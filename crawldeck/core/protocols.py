@@ -55,7 +55,7 @@ from crawldeck.core.records import (
 )
 
 if TYPE_CHECKING:
-    from crawldeck.core.frontier import FrontierEntry
+    from crawldeck.core.frontier_entry import FrontierEntry
     from crawldeck.core.window import WindowStatistics
 
 #: The one time source, seconds since the epoch: in production ``core.clock.LoopClock``

@@ -35,7 +35,7 @@ from crawldeck.core.admission import Admission, Link, url_reason
 from crawldeck.core.archive import ArchivedResult, PageArchive
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.errors import FetchError, UrlError
-from crawldeck.core.frontier import FrontierEntry
+from crawldeck.core.frontier_entry import FrontierEntry
 from crawldeck.core.links import Extracted, robots_tags
 from crawldeck.core.observer import HostStats, Observer
 from crawldeck.core.prioritizer import (

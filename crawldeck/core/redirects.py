@@ -17,9 +17,9 @@ Rules (issue #10, items 2 and 3):
 * **Too many redirects**: a chain of more than ``max_redirects`` hops (RFC 9110 §15.4
   asks clients to detect infinite redirection; browsers stop at 20, curl at 50,
   Scrapy at 20; crawldeck's default is 10).
-* **Redirect trap**: a chain whose URL grows on two of its hops (``traps.redirect_grows``:
-  a query that gets longer, a path that repeats, a URL nested in its own query) is
-  cut at the second such hop, before the hop cap.
+* **Redirect trap**: a chain whose URL grows on two of its hops
+  (``redirect_traps.redirect_grows``: a query that gets longer, a path that repeats, a
+  URL nested in its own query) is cut at the second such hop, before the hop cap.
 
 Cookies: the ``Set-Cookie`` headers of a chain's responses are kept for the rest of
 that chain only, in the frontier entry (``FrontierEntry.cookies``), and sent with the
@@ -39,7 +39,8 @@ from itertools import pairwise
 import aiohttp
 from yarl import URL
 
-from crawldeck.core.traps import BlockReason, Verdict, redirect_grows
+from crawldeck.core.redirect_traps import redirect_grows
+from crawldeck.core.traps import BlockReason, Verdict
 
 #: Growing hops after which a chain is cut as a ``redirect_trap`` (issue #10 item 3).
 MAX_GROWING_HOPS = 2

@@ -32,7 +32,7 @@ from crawldeck.core.errors import (
     FetchError,
     without_url,
 )
-from crawldeck.core.frontier import FrontierEntry
+from crawldeck.core.frontier_entry import FrontierEntry
 from crawldeck.core.gate import HostGate
 from crawldeck.core.observer import HostStats, Observer
 from crawldeck.core.politeness import Outcome

@@ -66,9 +66,9 @@ from urllib.parse import urlsplit
 
 from protego import Protego
 
+from crawldeck.core.backoff import delta_seconds
 from crawldeck.core.config import CrawlConfig, RobotsFailureMode
 from crawldeck.core.errors import UrlError
-from crawldeck.core.politeness import delta_seconds
 from crawldeck.core.urls import clean
 
 RobotsStatus = Literal["ok", "missing", "unreachable", "redirect_limit"]

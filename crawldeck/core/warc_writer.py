@@ -102,7 +102,7 @@ class WarcWriter:
 
     Args:
         directory: where the files go (the crawl file's directory).
-        stem: the files' name stem (``core.warc.warc_stem`` of the crawl file).
+        stem: the files' name stem (``core.warc_reader.warc_stem`` of the crawl file).
         max_bytes: a file is closed and the next begun once it holds this many bytes
             (a record is never split: a file may exceed it by one job).
         info: the ``warcinfo`` fields of each file (software, format, robots, the

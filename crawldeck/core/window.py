@@ -35,7 +35,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from crawldeck.core.frontier import Frontier, FrontierEntry
+from crawldeck.core.frontier import Frontier
+from crawldeck.core.frontier_entry import FrontierEntry
 from crawldeck.core.prioritizer import Prioritizer
 from crawldeck.core.protocols import SpillStore
 from crawldeck.core.records import SPILL_SEQ_SPAN, FrontierRow

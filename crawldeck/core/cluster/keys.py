@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from crawldeck.core.errors import CrawldeckError
-from crawldeck.core.frontier import FrontierEntry
+from crawldeck.core.frontier_entry import FrontierEntry
 from crawldeck.core.records import FrontierRow
 
 #: Shards (hash tags) the hosts are spread over.

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from crawldeck.core.cluster.leases import Leases
-from crawldeck.core.frontier import FrontierEntry
+from crawldeck.core.frontier_entry import FrontierEntry
 from crawldeck.core.prioritizer import Prioritizer
 from crawldeck.core.protocols import SpillStore
 from crawldeck.core.records import FrontierRow

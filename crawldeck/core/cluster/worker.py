@@ -54,7 +54,7 @@ from crawldeck.core.prioritizer import CASH_ORDERINGS, Prioritizer
 from crawldeck.core.protocols import Clock, Fetcher, SpillStore
 from crawldeck.core.records import FrontierRow, HostRecord
 from crawldeck.core.robots_policy import RobotsEntry
-from crawldeck.core.warc import warc_files
+from crawldeck.core.warc_reader import warc_files
 from crawldeck.core.window import FrontierWindow
 
 log = logging.getLogger("crawldeck.cluster")
