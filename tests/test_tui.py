@@ -18,6 +18,8 @@ import pytest
 from rich.table import Table
 from rich.text import Text
 from test_tui_snapshots import HOSTS, FakeEngine, settle, snapshot_at
+from textual import events
+from textual.keys import _character_to_key
 from textual.notifications import SeverityLevel
 from textual.pilot import Pilot
 from textual.widget import Widget
@@ -149,6 +151,34 @@ async def test_a_shows_a_clear_error_and_esc_cancels() -> None:
         await pilot.press("escape")
         assert not isinstance(app.screen, AddSeedScreen)
         assert fake(app).seeds == []
+
+
+def type_fast(app: CrawlApp, keys: list[str]) -> None:
+    """Post ``keys`` to ``app`` at once, as the terminal driver does with the keys of
+    one read (``pilot.press`` waits for the app to be idle after each key)."""
+    for key in keys:
+        if len(key) == 1:
+            app.post_message(events.Key(_character_to_key(key), key))
+        else:
+            app.post_message(events.Key(key, None))
+
+
+async def test_keys_typed_fast_after_a_refusal_apply_in_order() -> None:
+    # issue #25: 8 Backspaces and a URL typed fast after a refused seed read
+    # "fohttp://localhost:8765/howt": the Backspaces bubbled to the app behind the
+    # characters typed after them
+    app = recording_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("a", *"foo bar", "enter")
+        box = app.screen.query_one("#seed-input", Input)
+        assert "Refused" in str(app.screen.query_one("#seed-error", Static).content)
+        type_fast(app, ["backspace"] * 8 + list("http://localhost:8765/howto/"))
+        await pilot.pause(0.5)
+        assert box.value == "http://localhost:8765/howto/"
+        type_fast(app, ["backspace"] * 6 + list("tutorial/") + ["enter"])
+        await pilot.pause(0.5)
+        assert fake(app).seeds == ["http://localhost:8765/tutorial/"]
 
 
 async def test_slash_filters_hosts_through_one_query() -> None:

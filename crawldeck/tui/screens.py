@@ -34,6 +34,7 @@ from crawldeck.core.snapshot import Counters, CrawlSnapshot, HostDetail
 from crawldeck.core.words import plural
 from crawldeck.tui.widgets import (
     DELAY_SOURCES,
+    OrderedInput,
     fmt_bytes,
     fmt_clock,
     fmt_countdown,
@@ -610,7 +611,7 @@ class AddSeedScreen(ModalScreen[str | None]):
         """A prompt, an input and an error line."""
         with Vertical(id="add-seed", classes="dialog"):
             yield Static(Text("Add a seed URL", style="bold"))
-            yield Input(placeholder="https://example.com/", id="seed-input")
+            yield OrderedInput(placeholder="https://example.com/", id="seed-input")
             yield Static("", id="seed-error")
             yield Static("[dim]Enter adds it, Esc cancels.[/]")
 
