@@ -183,6 +183,10 @@ async def test_a_stop_sent_over_the_socket_saves_the_crawl_and_every_watcher_see
     assert proc.returncode == 130
     assert not socket_path(db).exists()
     assert rows(db, "SELECT status FROM runs ORDER BY id DESC LIMIT 1") == [("stopped",)]
+    # the summary names the attached console as the stopper, as the log does (issue #25)
+    out = (tmp_path / "crawl.out").read_text()
+    assert "stopped on request from an attached console (crawldeck attach); state saved" in out
+    assert "Ctrl-C, q or a signal" not in out
 
 
 async def test_a_killed_crawl_leaves_a_stale_socket_that_attach_says_is_stale(
@@ -300,7 +304,7 @@ class Crawl:
     def paused(self) -> bool:
         return self.state == "paused"
 
-    def request_stop(self) -> None:
+    def request_stop(self, by: str | None = None) -> None:
         self.stops += 1
         self.state = "stopping"
 

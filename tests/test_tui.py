@@ -18,6 +18,8 @@ import pytest
 from rich.table import Table
 from rich.text import Text
 from test_tui_snapshots import HOSTS, FakeEngine, settle, snapshot_at
+from textual import events
+from textual.keys import _character_to_key
 from textual.notifications import SeverityLevel
 from textual.pilot import Pilot
 from textual.widget import Widget
@@ -149,6 +151,34 @@ async def test_a_shows_a_clear_error_and_esc_cancels() -> None:
         await pilot.press("escape")
         assert not isinstance(app.screen, AddSeedScreen)
         assert fake(app).seeds == []
+
+
+def type_fast(app: CrawlApp, keys: list[str]) -> None:
+    """Post ``keys`` to ``app`` at once, as the terminal driver does with the keys of
+    one read (``pilot.press`` waits for the app to be idle after each key)."""
+    for key in keys:
+        if len(key) == 1:
+            app.post_message(events.Key(_character_to_key(key), key))
+        else:
+            app.post_message(events.Key(key, None))
+
+
+async def test_keys_typed_fast_after_a_refusal_apply_in_order() -> None:
+    # issue #25: 8 Backspaces and a URL typed fast after a refused seed read
+    # "fohttp://localhost:8765/howt": the Backspaces bubbled to the app behind the
+    # characters typed after them
+    app = recording_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("a", *"foo bar", "enter")
+        box = app.screen.query_one("#seed-input", Input)
+        assert "Refused" in str(app.screen.query_one("#seed-error", Static).content)
+        type_fast(app, ["backspace"] * 8 + list("http://localhost:8765/howto/"))
+        await pilot.pause(0.5)
+        assert box.value == "http://localhost:8765/howto/"
+        type_fast(app, ["backspace"] * 6 + list("tutorial/") + ["enter"])
+        await pilot.pause(0.5)
+        assert fake(app).seeds == ["http://localhost:8765/tutorial/"]
 
 
 async def test_slash_filters_hosts_through_one_query() -> None:
@@ -335,6 +365,10 @@ async def test_finished_crawl_stays_open_until_q() -> None:
         assert len(table_hosts(app)) == len(HOSTS)  # every host's final row
         await pilot.press("p")
         assert "The crawl is over." in app.messages
+        # issue #25: a answers at once as p does, not with a dialog that refuses later
+        await pilot.press("a")
+        assert not isinstance(app.screen, AddSeedScreen)
+        assert app.messages[-1] == "The crawl is over: start a new crawl to add seeds."
         await pilot.press("q")
         await pilot.pause()
         assert not fake(app).stop_requested
@@ -538,3 +572,37 @@ def test_summary_shows_duplicates_once_there_are_some() -> None:
     counters = replace(snap.counters, duplicates=7, near_duplicates=2)
     lines = summary_text(replace(snap, counters=counters)).plain.splitlines()
     assert lines[2] == "dupes    7 exact · 2 near"
+
+
+async def test_header_pages_agree_with_the_hosts_fetched(tmp_path: Path) -> None:
+    """issue #25: the header said ``pages 37/100`` while the hosts table summed 48
+    fetched (pages were counted at the store's commit); now every frame's header
+    counts the pages fetched, as the hosts table and ``--max-pages`` do."""
+    from crawldeck.tui.screens import status_text
+
+    db = tmp_path / "crawl.db"
+    with LocalWeb(delay_scale=0.2) as web:
+        config = build_config(
+            {"delay_ms": 20, "concurrency": 8, "flush_interval_ms": 5000,
+             "snapshot_interval_ms": 100, "max_pages": 40, "render": "never"}
+        )  # fmt: skip
+        store = Store(db, flush_interval_ms=config.flush_interval_ms)
+        try:
+            engine = Engine(config, store)
+            assert engine.add_seeds(web.seeds()) == []
+            frames: list[tuple[str, int, int, int]] = []
+
+            def check(snap: CrawlSnapshot) -> None:
+                header = status_text("RUNNING", db.name, snap, 80).plain
+                shown = int(header.split("pages ")[1].split("/")[0])
+                fetched = sum(row.fetched for row in engine.query_hosts("", 500))
+                frames.append((header, shown, fetched, snap.counters.pages))
+
+            engine.subscribe(check)
+            result = await engine.run()
+        finally:
+            store.close()
+    assert result.outcome == "max_pages"
+    assert frames and all(shown == fetched for _, shown, fetched, _ in frames), frames
+    # the commits lagged (flush_interval_ms 5 s): the file's count trailed the hosts'
+    assert any(committed < fetched for _, _, fetched, committed in frames)

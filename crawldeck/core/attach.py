@@ -97,6 +97,10 @@ ATTACHED_COMMANDS: dict[str, str] = {
     "stop": "stop asked from an attached console (crawldeck attach); state saved",
 }
 
+#: Who stopped the crawl when an attached console did (``Engine.request_stop``'s
+#: ``by``, as the end-of-run summary names it: issue #25).
+STOPPED_BY: Final = "from an attached console (crawldeck attach)"
+
 Op = Literal["watch", "pause", "resume", "stop", "add_seeds", "query_hosts", "host_detail"]
 FrameType = Literal["hello", "snap", "end", "reply", "refused"]
 
@@ -361,7 +365,7 @@ class AttachTarget(Protocol):
     def resume(self) -> None: ...
     @property
     def paused(self) -> bool: ...
-    def request_stop(self) -> None: ...
+    def request_stop(self, by: str | None = None) -> None: ...
     def log(self, line: str) -> None: ...
     def add_seeds_live(self, seed_urls: Iterable[str]) -> Awaitable[list[tuple[str, str]]]: ...
     def query_hosts(self, text: str = "", limit: int = 50) -> tuple[HostRow, ...]: ...
@@ -640,7 +644,7 @@ class AttachServer:
         elif req.op == "resume":
             engine.resume()
         else:
-            engine.request_stop()
+            engine.request_stop(by=STOPPED_BY)
         if req.op == "stop" or engine.paused != was_paused:
             # the crawl's log says who paused, resumed or stopped it (issue #25)
             engine.log(ATTACHED_COMMANDS[req.op])

@@ -150,6 +150,7 @@ class Engine:
         self._resume_event.set()
         self._state: CrawlState = "running"
         self._stopping = False
+        self.stop_asked_by: str | None = None  # who asked the stop (``request_stop``)
         self._budget: Outcome | None = None  # the time budget, once it ended the run
         self._subscribers: list[Subscriber] = []
         self._run_id: int | None = None
@@ -240,10 +241,15 @@ class Engine:
             self._resume_event.set()
             self._wake.set()
 
-    def request_stop(self) -> None:
-        """Stop cleanly: nothing new is dispatched, in-flight fetches get a grace period."""
+    def request_stop(self, by: str | None = None) -> None:
+        """Stop cleanly: nothing new is dispatched, in-flight fetches get a grace period.
+
+        ``by`` names who asked, as the end-of-run summary says it (``from an attached
+        console (crawldeck attach)``), kept in ``stop_asked_by`` (the first asker's);
+        ``None``: the crawl's own process (Ctrl-C, ``q``, a signal)."""
         if not self._stopping:
             asyncio.get_running_loop().call_later(STOP_GRACE_S, self._cancel_workers)
+            self.stop_asked_by = by
         self._stopping = True
         if self._state in ("running", "paused"):
             self._state = "stopping"

@@ -9,7 +9,9 @@ the frontier window (``core.window``).
 
 Totals in a snapshot are those of the SQLite file (earlier runs plus what this run
 committed: ``Store.pages_added``, ``Store.blocked_added``), so the console, the summary
-and the tables agree (issue #10 item 18).
+and the tables agree (issue #10 item 18). ``pages_fetched`` is the one figure counted
+as it happens (``max_pages`` counts it, the hosts' ``fetched`` sum to it): the console's
+header and progress show it, so they agree with the hosts table (issue #25).
 """
 
 from __future__ import annotations
@@ -542,6 +544,7 @@ class Observer:
             max_pages=self._config.max_pages,
             max_time_s=self._config.max_time_s,
             max_bytes=self._config.max_bytes,
+            pages_fetched=self.pages,
             pages_this_run=self.pages - self.pages_at_start,
             render=render,
             ended_at=self.ended_at,

@@ -163,6 +163,10 @@ class CrawlSnapshot:
             connections, DNS failures) and were queued again by this run.
         max_time_s: the run's time budget in seconds (``max_time_s``), if any.
         max_bytes: the body bytes budget over all runs (``max_bytes``), if any.
+        pages_fetched: pages fetched, all runs (the hosts' ``fetched`` summed, what
+            ``max_pages`` counts), counted as each is recorded: ahead of
+            ``counters.pages`` by the pages waiting for the store's next commit;
+            ``None``: not known (``pages_done`` is then ``counters.pages``).
     """
 
     at: float
@@ -183,6 +187,14 @@ class CrawlSnapshot:
     retried: int = 0
     max_time_s: float | None = None
     max_bytes: int | None = None
+    pages_fetched: int | None = None
+
+    @property
+    def pages_done(self) -> int:
+        """Pages fetched so far, all runs: ``pages_fetched``, else ``counters.pages``
+        (the console's header and progress: issue #25, the header's count trailed the
+        hosts table's by the pages not yet committed)."""
+        return self.counters.pages if self.pages_fetched is None else self.pages_fetched
 
     @property
     def elapsed_s(self) -> float:

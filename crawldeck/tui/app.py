@@ -101,6 +101,8 @@ def stop_reason(outcome: str, snap: CrawlSnapshot) -> str:
     return f"{flag} {value} {verb}" if value else f"{flag} {verb}"
 
 
+#: What ``a`` says once the crawl is over (or stopping).
+SEEDS_OVER = "The crawl is over: start a new crawl to add seeds."
 #: What q, Ctrl-C and Ctrl-Q do (the help's line).
 QUIT_TIP = "quit: stop cleanly, state saved, the resume command shown and printed"
 #: The table that takes the focus on each tab.
@@ -590,14 +592,17 @@ class CrawlApp(App[None]):
         self._draw_status()
 
     def action_add_seed(self) -> None:
-        """a: ask for a seed URL."""
+        """a: ask for a seed URL (once the crawl is over, say so at once, as ``p`` does)."""
+        if self.result is not None or self._quitting:
+            self.notify(SEEDS_OVER, severity="warning")
+            return
         self.push_screen(AddSeedScreen(self._add_seed), self._seed_added)
 
     async def _add_seed(self, url: str) -> str | None:
         if not url:
             return "Enter a URL, e.g. https://example.com/"
         if self.result is not None or self._quitting:
-            return "The crawl is over: start a new crawl to add seeds."
+            return SEEDS_OVER
         refused = await self.engine.add_seeds_live([url])
         if refused:
             return f"Refused: {refused[0][1]}"

@@ -1386,7 +1386,8 @@ def _finish(
     failures = [] if stopped else _seed_failures(store)
     if stopped or outcome in BUDGET_FLAGS:
         lines.append(ending.go_on.get(outcome, ending.resume))
-    heading = outcome_heading("stopped" if stopped else outcome, ending.caps, failed=bool(failures))
+    heading = outcome_heading("stopped" if stopped else outcome, ending.caps,
+                              failed=bool(failures), stopped_by=engine.stop_asked_by)  # fmt: skip
     try:
         partial = store.partial_pages()
     except CrawldeckError:

@@ -42,18 +42,23 @@ def go_on_note(outcome: str) -> str | None:
             "the crawl file, so the same cap fetches nothing more)")  # fmt: skip
 
 
-def outcome_heading(outcome: str, caps: Mapping[str, str], *, failed: bool = False) -> str:
+def outcome_heading(
+    outcome: str, caps: Mapping[str, str], *, failed: bool = False, stopped_by: str | None = None
+) -> str:
     """The summary's heading, a sentence saying how the run ended: ``finished:
     nothing left to fetch``, ``stopped: --max-pages 50 reached`` (``caps``: each budget
     outcome's value as the operator gave it, ``{"max_pages": "50"}``), ``stopped on
-    request (Ctrl-C, q or a signal); state saved``, or with ``failed`` (the crawl got
-    no 2xx answer: every seed failed) ``ended: every seed failed, no page fetched``."""
+    request (Ctrl-C, q or a signal); state saved`` (``stopped_by``, the engine's
+    ``stop_asked_by``, names another asker: ``stopped on request from an attached
+    console (crawldeck attach); state saved``), or with ``failed`` (the crawl got no
+    2xx answer: every seed failed) ``ended: every seed failed, no page fetched``."""
     if failed:
         return "ended: every seed failed, no page fetched"
     if outcome == "finished":
         return "finished: nothing left to fetch"
     if outcome == "stopped":
-        return "stopped on request (Ctrl-C, q or a signal); state saved"
+        by = "(Ctrl-C, q or a signal)" if stopped_by is None else stopped_by
+        return f"stopped on request {by}; state saved"
     flag = BUDGET_FLAGS.get(outcome)
     if flag is None:
         return f"ended: {outcome}"

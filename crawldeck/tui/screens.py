@@ -34,6 +34,7 @@ from crawldeck.core.snapshot import Counters, CrawlSnapshot, HostDetail
 from crawldeck.core.words import plural
 from crawldeck.tui.widgets import (
     DELAY_SOURCES,
+    OrderedInput,
     fmt_bytes,
     fmt_clock,
     fmt_countdown,
@@ -70,7 +71,7 @@ def budget_left_s(snap: CrawlSnapshot) -> list[float | None]:
     c = snap.counters
     left: list[float | None] = []
     for cap, done, rate in (
-        (snap.max_pages, c.pages, snap.pages_per_s),
+        (snap.max_pages, snap.pages_done, snap.pages_per_s),
         (snap.max_bytes, c.bytes, snap.bytes_per_s),
     ):
         if cap:
@@ -113,6 +114,30 @@ def fetches_in_flight(snap: CrawlSnapshot) -> int:
     return max(0, snap.counters.in_flight - renders_in_flight(snap))
 
 
+def status_text(state: str, db_name: str, snap: CrawlSnapshot | None, width: int) -> Text:
+    """The header line (``StatusBar``) in a terminal ``width`` cells wide: ``state``
+    (upper case), the crawl file's name and ``snap``'s totals; ``pages`` counts the
+    pages fetched (``CrawlSnapshot.pages_done``: the hosts table's ``fetched`` summed)."""
+    # the name of the program is the first thing an 80-column header gives up
+    brand = (" crawldeck ", "bold") if width >= WIDE_HEADER else ""
+    text = Text.assemble(brand, (f" {state} ", STATE_STYLES.get(state, "bold")), f"  {db_name}")
+    if snap is not None:
+        c = snap.counters
+        cap = f"/{snap.max_pages}" if snap.max_pages else ""
+        text.append(
+            f"  pages {snap.pages_done}{cap} · {snap.pages_per_s:.1f}/s"
+            f" · in flight {fetches_in_flight(snap)}"
+        )
+        eta = eta_text(snap)
+        if eta is not None:
+            text.append(" · ETA ")
+            text.append(eta, style="bold")
+        text.append(f" · queued {c.queued} · {fmt_bytes(snap.bytes_per_s)}/s")
+    if state == "STOPPING":
+        text.append("   in-flight fetches finish, state is saved …", style="italic")
+    return text
+
+
 class StatusBar(Static):
     """The header line: the crawl's state (RUNNING, PAUSED, ...), the file, the totals.
 
@@ -124,24 +149,7 @@ class StatusBar(Static):
 
     def show(self, state: str, db_name: str, snap: CrawlSnapshot | None) -> None:
         """Draw ``state`` (upper case), the crawl file's name and ``snap``'s totals."""
-        # the name of the program is the first thing an 80-column header gives up
-        brand = (" crawldeck ", "bold") if self.app.size.width >= WIDE_HEADER else ""
-        text = Text.assemble(brand, (f" {state} ", STATE_STYLES.get(state, "bold")), f"  {db_name}")
-        if snap is not None:
-            c = snap.counters
-            cap = f"/{snap.max_pages}" if snap.max_pages else ""
-            text.append(
-                f"  pages {c.pages}{cap} · {snap.pages_per_s:.1f}/s"
-                f" · in flight {fetches_in_flight(snap)}"
-            )
-            eta = eta_text(snap)
-            if eta is not None:
-                text.append(" · ETA ")
-                text.append(eta, style="bold")
-            text.append(f" · queued {c.queued} · {fmt_bytes(snap.bytes_per_s)}/s")
-        if state == "STOPPING":
-            text.append("   in-flight fetches finish, state is saved …", style="italic")
-        set_static(self, text)
+        set_static(self, status_text(state, db_name, snap, self.app.size.width))
 
 
 # ------------------------------------------------------------------- throughput
@@ -282,12 +290,12 @@ def summary_text(snap: CrawlSnapshot) -> Text:
     row("elapsed", f"{fmt_duration(snap.elapsed_s)}{budget} · {snap.pages_per_s:.1f} pages/s · "
         f"{fmt_bytes(snap.bytes_per_s)}/s (last {snap.window_s:g} s)")  # fmt: skip
     if snap.max_pages:
-        done = min(c.pages, snap.max_pages)
-        row("pages", f"{c.pages}/{snap.max_pages} ", progress_bar(done, snap.max_pages),
+        done = min(snap.pages_done, snap.max_pages)
+        row("pages", f"{snap.pages_done}/{snap.max_pages} ", progress_bar(done, snap.max_pages),
             f" {100 * done / snap.max_pages:.0f}% ETA {eta_text(snap)}")  # fmt: skip
     else:
         cap = f"/{fmt_bytes(snap.max_bytes)}" if snap.max_bytes else ""
-        row("pages", f"{c.pages}  ({fmt_bytes(c.bytes)}{cap})")
+        row("pages", f"{snap.pages_done}  ({fmt_bytes(c.bytes)}{cap})")
     if c.duplicates or c.near_duplicates:
         row("dupes", f"{c.duplicates} exact · {c.near_duplicates} near")
     mix = Text()
@@ -610,7 +618,7 @@ class AddSeedScreen(ModalScreen[str | None]):
         """A prompt, an input and an error line."""
         with Vertical(id="add-seed", classes="dialog"):
             yield Static(Text("Add a seed URL", style="bold"))
-            yield Input(placeholder="https://example.com/", id="seed-input")
+            yield OrderedInput(placeholder="https://example.com/", id="seed-input")
             yield Static("", id="seed-error")
             yield Static("[dim]Enter adds it, Esc cancels.[/]")
 

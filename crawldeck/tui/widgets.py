@@ -45,6 +45,33 @@ DELAY_SOURCES = {
 }
 
 
+# ------------------------------------------------------------------- input
+
+
+class OrderedInput(Input):
+    """Textual's ``Input`` that applies every key in the order it was typed.
+
+    Textual's ``Input`` inserts a printable key itself, but a key bound to one of its
+    actions (Backspace, Delete, the arrows, Enter, ...) is not handled there: it
+    bubbles up through the input's parents to the app, which finds the binding and
+    runs it. Keys that arrive together (a terminal read holds several) are all queued
+    at the app before the first one bubbles back to it, so a Backspace ran after the
+    characters typed behind it (issue #25: after a refused seed, 8 Backspaces and a
+    URL typed fast gave ``fohttp://localhost:8765/howt``). Here the input runs its own
+    bindings as the key reaches it, in the same queue as the printable keys.
+    """
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.is_printable:
+            return  # Input._on_key inserts it, next in this queue
+        for key in event.aliases:
+            for binding in self._bindings.key_to_bindings.get(key, ()):
+                event.stop()
+                event.prevent_default()  # no Input._on_key, no bubbling to the app
+                await self.run_action(binding.action)
+                return
+
+
 # ------------------------------------------------------------------- formatting
 
 
@@ -196,7 +223,7 @@ class HostsPanel(Vertical):
 
     def compose(self) -> ComposeResult:
         """The filter box, the counts line and the table."""
-        yield Input(placeholder="/ filter hosts (part of a host name)", id="hosts-filter")
+        yield OrderedInput(placeholder="/ filter hosts (part of a host name)", id="hosts-filter")
         yield Static(id="hosts-info")
         columns = [Column(c.key, c.label, c.width, c.numeric) for c in HOST_COLUMNS]
         yield LineTable(columns, fixed=1, id="hosts-table")
@@ -435,7 +462,7 @@ class BlockedPanel(Vertical):
     def compose(self) -> ComposeResult:
         """Counts, filter box and table."""
         yield Static(id="blocked-counts")
-        yield Input(placeholder="/ filter: reason or host (reason:calendar) · "
+        yield OrderedInput(placeholder="/ filter: reason or host (reason:calendar) · "
                                 "←→↑↓ scroll the table",
                     id="blocked-filter")  # fmt: skip
         yield LineTable(BLOCKED_COLUMNS, id="blocked-table")
