@@ -589,7 +589,7 @@ def profile_run(web: TimedWeb, work: Path, args: argparse.Namespace) -> None:
         RunFailed: a process failed or took more than ``--timeout`` s (all are killed).
     """
     profile = [sys.executable, "-m", "cProfile", "-o"]
-    launch = ["-m", "crawldeck.tui.launch"]
+    launch = ["-m", "crawldeck.cli.launch"]
     crawl = ["crawl", str(work / "seeds.txt"), "--no-ui", "--config", str(work / "bench.toml")]
     web.reset_log()
     measure([*profile, str(work / "single.prof"), *launch, *crawl, "--db", str(work / "p-A.db")],

@@ -274,8 +274,11 @@ def check_log(web: SynthWeb) -> tuple[dict[str, int], dict[int, int]]:
 def baseline_command(tree: Path) -> list[str]:
     """The ``crawldeck`` command of the source tree ``tree`` (a checkout of another
     commit, run with this venv's Python and packages): its launcher under the import
-    names of its time (``crawldeck.tui`` since issue #11, ``tui`` before)."""
+    names of its time (``crawldeck.cli`` since issue #24, ``crawldeck.tui`` since issue
+    #11, ``tui`` before)."""
     module = "crawldeck.tui.launch" if (tree / "crawldeck").is_dir() else "tui.launch"
+    if (tree / "crawldeck" / "cli" / "launch.py").exists():
+        module = "crawldeck.cli.launch"
     if not (tree / module.replace(".", "/")).with_suffix(".py").exists():
         module = module.replace("launch", "cli")
     code = f"import sys; sys.argv[0] = 'crawldeck'; from {module} import main; sys.exit(main())"

@@ -74,7 +74,7 @@ def run(kind: str, web: LocalWeb, tree: Path | None, timeout: float) -> str:
         named = [] if kind == "none" else [paths[kind]]
         bad.set("/robots.txt", robots_txt(bad, named))
         db = Path(tmp) / "c.db"
-        code = "import sys; from crawldeck.tui.launch import main; sys.exit(main())"
+        code = "import sys; from crawldeck.cli.launch import main; sys.exit(main())"
         if tree is not None:  # the editable install's finder comes before sys.path
             code = (
                 f"import sys; sys.path.insert(0, {str(tree)!r}); sys.meta_path[:] = "

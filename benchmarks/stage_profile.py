@@ -116,7 +116,7 @@ STAGES = (
     LOOP, CONSOLE, STARTUP, RENDER, CLUSTER, OFFLINE, OTHER, UNATTRIBUTED,
 )  # fmt: skip
 
-#: Every module of ``core/`` and ``tui/`` (dotted, without the ``crawldeck.`` prefix) and
+#: Every module of ``core/``, ``cli/`` and ``tui/`` (dotted, without the ``crawldeck.`` prefix) and
 #: the stage its frames are charged to. A new module must be added here
 #: (``tests/test_stage_profile.py`` fails until it is).
 STAGE_OF_MODULE: dict[str, str] = {
@@ -210,6 +210,7 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.cluster.window": CLUSTER,
     "core.cluster.wire": CLUSTER,
     "core.cluster.worker": CLUSTER,
+    "cli": CONSOLE,  # the command, the headless reporter's lines among it
     "tui": CONSOLE,
 }
 
@@ -268,8 +269,8 @@ STICKY: dict[str, str] = {
 def module_of(filename: str) -> str:
     """The dotted module name of a frame's file, as py-spy prints it with
     ``--full-filenames``: ``.../crawldeck/core/fetcher.py`` (an editable install's file)
-    is ``core.fetcher``, ``.../crawldeck/tui/cli.py`` is
-    ``tui.cli``, ``.../site-packages/aiohttp/client.py`` is ``aiohttp.client``,
+    is ``core.fetcher``, ``.../crawldeck/cli/main.py`` is
+    ``cli.main``, ``.../site-packages/aiohttp/client.py`` is ``aiohttp.client``,
     ``.../lib/python3.11/asyncio/sslproto.py`` is ``asyncio.sslproto``, ``<frozen
     importlib._bootstrap>`` is ``importlib._bootstrap``; ``""`` for anything else
     (``<string>``, a script)."""
@@ -283,7 +284,7 @@ def module_of(filename: str) -> str:
     for anchor in ("site-packages", "dist-packages"):
         if anchor in parts:
             return ".".join(parts[len(parts) - parts[::-1].index(anchor) :])
-    for root in ("core", "tui"):
+    for root in ("core", "cli", "tui"):
         if root in parts:
             i = len(parts) - 1 - parts[::-1].index(root)
             return ".".join(parts[i:])
@@ -294,7 +295,7 @@ def module_of(filename: str) -> str:
 
 
 def stage_of(module: str) -> str | None:
-    """The stage of ``module`` by the tables (``STICKY`` first, then ``core``/``tui``
+    """The stage of ``module`` by the tables (``STICKY`` first, then ``core``/``cli``/``tui``
     modules, then libraries by top-level package), or ``None``: a helper charged to
     its caller."""
     for table in (STICKY, STAGE_OF_MODULE):

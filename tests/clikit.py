@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from crawldeck.tui.cli import main
+from crawldeck.cli.main import main
 
 #: The venv's ``crawldeck`` console script.
 CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")

@@ -279,7 +279,7 @@ def write_toml(path: Path, values: Mapping[str, Any]) -> Path:
 
 def crawldeck(*args: str) -> list[str]:
     """The command line of ``crawldeck ARGS`` with this interpreter."""
-    return [sys.executable, "-m", "crawldeck.tui.launch", *args]
+    return [sys.executable, "-m", "crawldeck.cli.launch", *args]
 
 
 class ClusterCrawl:

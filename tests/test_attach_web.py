@@ -1,6 +1,6 @@
 """``crawldeck attach DB --web PORT`` (issue #25 item 8): the attached console served to
 browsers by textual-serve, tested in Debian's Chromium through Playwright against a
-real headless crawl; and who the web console answers (``tui.attach.WebGuard``).
+real headless crawl; and who the web console answers (``cli.attach.WebGuard``).
 
 The page draws the console on a canvas (xterm.js), so what it shows is read from what
 its websocket received: the console's output, escape sequences taken out.
@@ -22,7 +22,8 @@ import pytest
 from clikit import CRAWLDECK
 from test_attach import CAP_S, headless_demo, until, watch
 
-from crawldeck.tui.attach import SocketSource, WebGuard, make_web_app
+from crawldeck.cli.attach import WebGuard, make_web_app
+from crawldeck.tui.attach import SocketSource
 
 if TYPE_CHECKING:
     from playwright.async_api import Page, WebSocket
@@ -70,7 +71,7 @@ def viewers(pid: int) -> list[int]:
                 cmdline = Path(f"/proc/{kid}/cmdline").read_bytes()
             except OSError:
                 continue
-            if b"crawldeck.tui.launch\0attach" in cmdline:
+            if b"crawldeck.cli.launch\0attach" in cmdline:
                 found.append(kid)
     return found
 

@@ -316,7 +316,7 @@ def test_the_demos_run_it_again_command_works_after_a_seed_was_added(tmp_path: P
 def test_open_files_limit_is_raised_never_lowered() -> None:
     import resource
 
-    from crawldeck.tui.cli import raise_open_files_limit
+    from crawldeck.cli.runner import raise_open_files_limit
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     try:

@@ -187,7 +187,7 @@ def test_a_cluster_crawl_refuses_the_time_and_byte_budgets(
     capsys: pytest.CaptureFixture[str],
     budget: list[str],
 ) -> None:
-    from crawldeck.tui.cli import main
+    from crawldeck.cli.main import main
 
     monkeypatch.chdir(tmp_path)
     assert main(["crawl", "https://a.example/", "--no-ui", "--workers", "2", *budget]) == 2

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from clikit import main_in, run
 
+from crawldeck.cli.flags import parse_setting
 from crawldeck.core.config import asdict, load_config
-from crawldeck.tui.cli import parse_setting
 
 
 @pytest.mark.parametrize(

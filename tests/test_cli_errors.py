@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from clikit import main_in, run
 
-from crawldeck.tui.cli import build_parser, parse_size, parse_time_budget
+from crawldeck.cli.flags import parse_size, parse_time_budget
+from crawldeck.cli.parser import build_parser
 
 
 @pytest.mark.parametrize(
@@ -44,7 +45,7 @@ def test_every_command_error_is_one_line_naming_the_command(
 
 
 def test_a_worker_error_names_the_worker_command(tmp_path: Path) -> None:
-    """The cluster side (``tui.cluster_cli``) says its errors in the same form."""
+    """The cluster side (``cli.cluster``) says its errors in the same form."""
     proc = run("worker", "--redis", "redis://127.0.0.1:9/0", "--crawl-id", "x", cwd=tmp_path)
     assert proc.returncode == 2
     lines = proc.stderr.splitlines()

@@ -18,9 +18,11 @@ from pathlib import Path
 import pytest
 from clikit import run
 
+from crawldeck.cli.crawl import COMMON_KEYS
+from crawldeck.cli.flags import parse_size, parse_time_budget
+from crawldeck.cli.parser import EPILOGS, build_parser
 from crawldeck.core.config import CrawlConfig
 from crawldeck.localweb import LocalWeb
-from crawldeck.tui.cli import COMMON_KEYS, EPILOGS, build_parser, parse_size, parse_time_budget
 
 COMMANDS = ("crawl", "demo", "worker", "recrawl", "export", "show", "config")
 
@@ -103,7 +105,7 @@ def test_version(tmp_path: Path) -> None:
 def test_a_flag_error_is_one_line_and_where_help_is(
     args: list[str], line: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from crawldeck.tui.cli import main
+    from crawldeck.cli.main import main
 
     with pytest.raises(SystemExit) as caught:
         main(args)
@@ -189,7 +191,7 @@ def test_headless_figures_go_to_stdout_and_warnings_to_stderr(
 #: modules it imported on stderr (one per line).
 IMPORT_PROBE = """
 import sys
-from crawldeck.tui.launch import main
+from crawldeck.cli.launch import main
 sys.argv = ["crawldeck", *sys.argv[1:]]
 try:
     main()
@@ -208,7 +210,7 @@ def test_help_and_version_import_neither_the_engine_nor_aiohttp(args: list[str])
         timeout=60, check=False,
     )  # fmt: skip
     modules = set(proc.stderr.split())
-    assert "crawldeck.tui.cli" in modules  # the command ran
+    assert "crawldeck.cli.main" in modules  # the command ran
     assert proc.stdout.startswith(("usage: crawldeck", f"crawldeck {version('crawldeck')}"))
     heavy = {"aiohttp", "crawldeck.core.engine", "crawldeck.core.fetcher", "selectolax"}
     assert modules.isdisjoint(heavy), sorted(modules & heavy)
@@ -227,8 +229,8 @@ def test_crawl_help_ends_with_ten_common_keys_and_how_to_set_any_other() -> None
 def test_export_tables_offered_are_the_exports_tables() -> None:
     """``export --table``'s choices, spelt out in the CLI so that ``--help`` stays light,
     are the tables ``core.export`` exports."""
+    from crawldeck.cli.export import EXPORT_TABLES
     from crawldeck.core.export import TABLES
-    from crawldeck.tui.cli import EXPORT_TABLES
 
     assert EXPORT_TABLES == TABLES
 
@@ -288,7 +290,7 @@ def test_other_crawlers_names_get_crawldecks_in_one_line(
 ) -> None:
     """A Scrapy or wget user's first words (issue #25): one line naming crawldeck's
     flag or key, the value converted (seconds to ms)."""
-    from crawldeck.tui.cli import main
+    from crawldeck.cli.main import main
 
     db = str(tmp_path / "c.db")
     try:  # a flag error exits in argparse; a config error is returned
@@ -303,7 +305,8 @@ def test_other_crawlers_names_get_crawldecks_in_one_line(
 
 def test_a_resumed_crawl_past_its_cap_is_warned_before_it_starts() -> None:
     """Issue #25 F20: the same --max-pages again fetches nothing; say so up front."""
-    from crawldeck.tui.cli import crawl_ending, program, spent_budget
+    from crawldeck.cli.output import program
+    from crawldeck.cli.runner import crawl_ending, spent_budget
 
     config = CrawlConfig(max_pages=5)
     ending = crawl_ending("resume", config, ["crawl", "x.org", "--max-pages", "5"])

@@ -14,8 +14,9 @@ import pytest
 from clikit import main_in
 from crawlkit import rows, run_crawl
 
+from crawldeck.cli.parser import build_parser
+from crawldeck.cli.recrawl import recrawl_budgets
 from crawldeck.localweb.static import StaticSite
-from crawldeck.tui.cli import build_parser, recrawl_budgets
 
 #: index.html links these, in this order (the crawl's breadth-first order).
 LINKED = ("a.html", "b.html", "c.html", "d.html", "e.html", "f.html")

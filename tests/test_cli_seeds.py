@@ -15,8 +15,8 @@ import pytest
 from clikit import main_in, run
 from httpserver import HTTPTestServer, Response
 
+from crawldeck.cli.crawl import gather_seeds, other_seeds
 from crawldeck.localweb import LocalWeb
-from crawldeck.tui.cli import gather_seeds, other_seeds
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from crawldeck.localweb import LocalWeb
 
-CRAWLDECK = [sys.executable, "-m", "crawldeck.tui.launch"]
+CRAWLDECK = [sys.executable, "-m", "crawldeck.cli.launch"]
 
 
 def crawl(

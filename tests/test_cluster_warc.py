@@ -36,10 +36,10 @@ from hypothesis import strategies as st
 from redisfix import LoopbackRedis
 from warcio.archiveiterator import ArchiveIterator
 
+from crawldeck.cli.main import main
 from crawldeck.core.cluster.worker import Worker, claim_plan, warc_suffix
 from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.warc_reader import warc_files
-from crawldeck.tui.cli import main
 
 WARCIO = str(Path(sys.executable).parent / "warcio")
 SETTINGS: dict[str, Any] = {

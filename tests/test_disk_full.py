@@ -27,7 +27,7 @@ from crawldeck.localweb import LocalWeb
 
 CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
 ONE_LINE = "crawldeck crawl: error: c.db: disk full (No space left on device)"
-#: The start of a crawl's warning line on stderr (``tui.headless.HeadlessLog``).
+#: The start of a crawl's warning line on stderr (``cli.headless.HeadlessLog``).
 WARNING = "crawldeck: warning: "
 #: The same from the crawl's WARC file, which may be the first to meet the full disk.
 ONE_LINE_WARC = re.compile(

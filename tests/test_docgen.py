@@ -1,5 +1,5 @@
 """The generated references (issue #25 item 1): ``docs/config.md`` and ``docs/cli.md``
-are what ``crawldeck.tui.docgen`` makes of ``core/config.py`` and the argument parser,
+are what ``crawldeck.cli.docgen`` makes of ``core/config.py`` and the argument parser,
 regenerated here in memory and compared with the files on disk."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from crawldeck.cli import docgen
+from crawldeck.cli.parser import build_parser
 from crawldeck.core.config import CrawlConfig
-from crawldeck.tui import docgen
-from crawldeck.tui.cli import build_parser
 
 ROOT = Path(__file__).parent.parent
 

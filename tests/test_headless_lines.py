@@ -8,10 +8,10 @@ from dataclasses import replace
 
 from test_cluster_console import snapshot as cluster_snapshot
 
+from crawldeck.cli.cluster import progress_line as cluster_progress_line
+from crawldeck.cli.headless import HeadlessReporter, outcome_heading, progress_line
 from crawldeck.core.snapshot import Counters, CrawlSnapshot
 from crawldeck.core.words import plural
-from crawldeck.tui.cluster_cli import progress_line as cluster_progress_line
-from crawldeck.tui.headless import HeadlessReporter, outcome_heading, progress_line
 
 
 def snap(**counters: object) -> CrawlSnapshot:

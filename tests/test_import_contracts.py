@@ -84,6 +84,7 @@ def test_the_contracts_are_the_ones_the_design_names() -> None:
         "snapshot-no-renderer",
         "localweb-for-tests",
         "ui-no-sqlite",
+        "tui-no-cli",
     }
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 #: Packages core must not load, through any path.
-UI = ("crawldeck.tui", "crawldeck.localweb", "textual", "rich")
+UI = ("crawldeck.cli", "crawldeck.tui", "crawldeck.localweb", "textual", "rich")
 
 
 def loaded_ui(extra: str = "") -> list[str]:

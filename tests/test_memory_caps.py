@@ -249,7 +249,7 @@ def test_a_no_ui_crawl_process_loads_no_package_it_does_not_use(tmp_path: Path) 
     (tmp_path / "crawl.toml").write_text('allow_networks = ["127.0.0.0/8"]\ndelay_ms = 0\n')
     probe = (
         "import sys\n"
-        "from crawldeck.tui.launch import main\n"
+        "from crawldeck.cli.launch import main\n"
         "sys.argv = ['crawldeck', 'crawl', sys.argv[1], '--no-ui', '--config', 'crawl.toml',"
         " '--db', 'crawl.db']\n"
         "code = main()\n"

@@ -1,5 +1,5 @@
-"""One real package (issue #24 item 1): ``crawldeck/`` holds ``core/``, ``tui/`` and
-``localweb/`` as plain folders, so each module is one file on disk, found once by
+"""One real package (issue #24 item 1): ``crawldeck/`` holds ``core/``, ``cli/``, ``tui/``
+and ``localweb/`` as plain folders, so each module is one file on disk, found once by
 ``grep -R``, and the names tools derive from paths (mypy, grimp) are the import names.
 """
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import crawldeck.cli
 import crawldeck.core
 import crawldeck.localweb
 import crawldeck.tui
@@ -23,6 +24,7 @@ def test_the_package_holds_no_symlink() -> None:
 def test_each_sub_package_imports_from_its_folder_under_crawldeck() -> None:
     for package, folder in (
         (crawldeck.core, "core"),
+        (crawldeck.cli, "cli"),
         (crawldeck.tui, "tui"),
         (crawldeck.localweb, "localweb"),
     ):

@@ -22,6 +22,7 @@ from crawlkit import html, rows, run_crawl
 from httpserver import HTTPTestServer
 from warcio.archiveiterator import ArchiveIterator
 
+from crawldeck.cli.main import main
 from crawldeck.core.config import build_config
 from crawldeck.core.engine import Engine
 from crawldeck.core.recrawl import prepare, summarize
@@ -29,7 +30,6 @@ from crawldeck.core.store import Store
 from crawldeck.core.warc_reader import record_head, warc_files
 from crawldeck.core.warc_records import SERVER_NOT_MODIFIED
 from crawldeck.localweb.static import StaticSite
-from crawldeck.tui.cli import main
 
 WARCIO = str(Path(sys.executable).parent / "warcio")
 

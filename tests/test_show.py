@@ -11,7 +11,7 @@ import pytest
 from crawlkit import html, run_crawl
 from httpserver import HTTPTestServer, Response
 
-from crawldeck.tui.cli import main
+from crawldeck.cli.main import main
 
 LATIN = "<html><body><p>caf\u00e9 cr\u00e8me</p></body></html>"
 

@@ -1,5 +1,5 @@
 """The stage table of ``benchmarks/stage_profile.py`` (issue #23 item 1): every module of
-``core/`` and ``tui/`` is charged to a stage, so a new module cannot fall out of the
+``core/``, ``cli/`` and ``tui/`` is charged to a stage, so a new module cannot fall out of the
 profile unseen, and the rules that charge a sampled stack to a stage give the stage a
 reader expects. Pure logic on hand-written stacks: no crawl, no profiler, no timing."""
 
@@ -44,7 +44,7 @@ def _modules(package: str) -> list[str]:
     return names
 
 
-@pytest.mark.parametrize("package", ["core", "tui"])
+@pytest.mark.parametrize("package", ["core", "cli", "tui"])
 def test_every_module_has_a_stage(package: str) -> None:
     modules = _modules(package)
     assert len(modules) > (40 if package == "core" else 5)  # the walk found the tree
@@ -55,7 +55,7 @@ def test_every_module_has_a_stage(package: str) -> None:
 
 
 def test_the_table_names_no_module_that_is_gone_and_only_known_stages() -> None:
-    existing = set(_modules("core")) | set(_modules("tui"))
+    existing = set(_modules("core")) | set(_modules("cli")) | set(_modules("tui"))
     assert sorted(set(sp.STAGE_OF_MODULE) - existing) == []
     tables = (sp.STAGE_OF_MODULE, sp.STAGE_OF_LIBRARY, sp.STICKY, sp.STAGE_OF_THREAD)
     assert {stage for table in tables for stage in table.values()} <= set(sp.STAGES)
@@ -67,7 +67,8 @@ def test_the_table_names_no_module_that_is_gone_and_only_known_stages() -> None:
         ("/work/x/crawldeck/core/fetcher.py", "core.fetcher"),
         ("/work/x/core/cluster/store.py", "core.cluster.store"),
         ("/work/x/core/cluster/__init__.py", "core.cluster"),
-        ("/work/x/tui/cli.py", "tui.cli"),
+        ("/work/x/cli/main.py", "cli.main"),
+        ("/work/x/crawldeck/tui/app.py", "tui.app"),
         ("/v/lib/python3.11/site-packages/aiohttp/client_proto.py", "aiohttp.client_proto"),
         ("/root/.pyenv/versions/3.11.7/lib/python3.11/asyncio/sslproto.py", "asyncio.sslproto"),
         ("/root/.pyenv/versions/3.11.7/lib/python3.11/ssl.py", "ssl"),
@@ -83,8 +84,8 @@ def test_module_of_a_frame_file(filename: str, module: str) -> None:
 # event loop, and the loop running one callback or task step.
 LOOP = [
     ("", "<module>"),
-    ("tui.launch", "main"),
-    ("tui.cli", "main"),
+    ("cli.launch", "main"),
+    ("cli.main", "main"),
     ("asyncio.runners", "run"),
     ("asyncio.base_events", "BaseEventLoop.run_forever"),
     ("asyncio.base_events", "BaseEventLoop._run_once"),
@@ -119,7 +120,7 @@ LOOP = [
         ([("core.warc_writer", "WarcWriter.start"), ("importlib._bootstrap", "_find_and_load"),
           ("core.warc", "<module>")], "MainThread", "start-up (imports, config, seeds, resume)"),
         # the headless reporter's own frames
-        ([("core.engine", "Engine._publish"), ("tui.headless", "HeadlessReporter.__call__")],
+        ([("core.engine", "Engine._publish"), ("cli.headless", "HeadlessReporter.__call__")],
          "MainThread", "console and reporter"),
     ],
 )  # fmt: skip
@@ -143,11 +144,11 @@ def test_classify_a_pool_thread_by_its_name_when_no_module_maps_it() -> None:
 
 
 RAW = """\
-thread (101): MainThread;<module> (/v/bin/crawldeck:8);main (/w/tui/launch.py:40);\
+thread (101): MainThread;<module> (/v/bin/crawldeck:8);main (/w/cli/launch.py:40);\
 _run_once (/py/lib/python3.11/asyncio/base_events.py:1922);\
 Handle._run (/py/lib/python3.11/asyncio/events.py:80);\
 Frontier.pop (/w/core/frontier.py:300) 30
-thread (101): MainThread;<module> (/v/bin/crawldeck:8);main (/w/tui/launch.py:40);\
+thread (101): MainThread;<module> (/v/bin/crawldeck:8);main (/w/cli/launch.py:40);\
 _run_once (/py/lib/python3.11/asyncio/base_events.py:1922);\
 Handle._run (/py/lib/python3.11/asyncio/events.py:80);\
 SSLObject.read (/py/lib/python3.11/ssl.py:900) 10

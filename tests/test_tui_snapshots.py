@@ -269,7 +269,7 @@ class FakeEngine:
         return None if row is None else detail_of(row)
 
 
-#: The resume hint the fake consoles are given (as ``tui.cli`` words it).
+#: The resume hint the fake consoles are given (as ``cli.crawl`` words it).
 RESUME = "resume with: crawldeck crawl seeds.txt --db crawl.db --max-pages 6000 --max-time 2m"
 
 

@@ -304,7 +304,7 @@ def idle_connections() -> int:
     A crawl going round many hosts reuses a host's connection only if it is still
     open when the host comes round again, so the cap should cover the hosts in
     rotation; half the descriptor limit leaves the rest for connections in use, the
-    SQLite files and DNS. ``crawldeck`` raises the soft limit (``tui.cli``), so this is
+    SQLite files and DNS. ``crawldeck`` raises the soft limit (``cli.runner``), so this is
     8 192 there; at the usual default of 1 024 it is 512.
     """
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]

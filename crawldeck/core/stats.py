@@ -3,8 +3,8 @@
 At the end of every run that ends cleanly (finished, a budget reached, stopped by the
 console, Ctrl-C, SIGTERM or SIGHUP) the engine stores a JSON object in ``runs.stats``
 (``Engine.run``, ``Store.end_run``); a run killed (SIGKILL, power loss) has none.
-``crawldeck stats DB`` prints it, ``crawl --stats-json FILE`` writes it
-(``tui.cli``). Every count is THIS run's: earlier runs of the file are not in it. A
+``crawldeck stats DB`` prints it (``cli.stats``), ``crawl --stats-json FILE`` writes it
+(``cli.runner``). Every count is THIS run's: earlier runs of the file are not in it. A
 cluster crawl's coordinator counts its run from the crawl file (``cluster_run_stats``).
 
 The object's keys (the field's terms, Scrapy's ``downloader/response_status_count/200``

@@ -47,7 +47,6 @@ from crawldeck.core.engine import CrawlResult
 from crawldeck.core.errors import CrawldeckError
 from crawldeck.core.export import broken_count
 from crawldeck.core.snapshot import BackoffRow, CrawlSnapshot, HostDetail, HostRow
-from crawldeck.tui.headless import BUDGET_FLAGS, go_on_note, stop_signals
 from crawldeck.tui.screens import (
     AddSeedScreen,
     CrawlHistory,
@@ -60,6 +59,7 @@ from crawldeck.tui.screens import (
     ThroughputPanel,
     key_rows,
 )
+from crawldeck.tui.stops import BUDGET_FLAGS, go_on_note, stop_signals
 from crawldeck.tui.table import LineTable
 from crawldeck.tui.widgets import BackoffPanel, BlockedPanel, HostsPanel, export_dir, export_tables
 
@@ -445,7 +445,7 @@ class CrawlApp(App[None]):
     def _broken_links(self) -> int:
         """The crawl file's broken links (``core.export.broken_count``), 0 when it
         cannot be read: the console's end says how many; the summary printed when it
-        closes lists the first (``tui.cli.broken_lines``)."""
+        closes lists the first (``cli.output.broken_lines``)."""
         try:
             return broken_count(self.db)
         except CrawldeckError:
@@ -785,7 +785,7 @@ async def run_app(
 ) -> None:
     """Run ``app`` in the running loop until it exits.
 
-    The signals of ``tui.headless.stop_signals`` (SIGINT, SIGTERM and SIGHUP: the
+    The signals of ``tui.stops.stop_signals`` (SIGINT, SIGTERM and SIGHUP: the
     terminal closed, a dropped ssh session) call ``app.request_quit`` (the crawl's
     console: stop cleanly, state saved; the attached one: detach). Log records are
     kept off the terminal while the console owns it (the engine's warnings are in the

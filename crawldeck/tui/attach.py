@@ -15,33 +15,18 @@ local socket, answered by the crawl's loop between two of its tasks, given up af
 ``ASK_TIMEOUT_S``. Its failures are shown in the console (``on_error``), never raised
 into it.
 
-``--web PORT`` serves the attached console to browsers with textual-serve (one
-``crawldeck attach DB`` process per viewer, its terminal drawn by xterm.js in the page):
-bound to 127.0.0.1 unless ``--bind`` says otherwise; bound elsewhere, every path is
-under a random token printed once (``http://HOST:PORT/TOKEN/``) and refused without
-it. The page and its websocket are refused to a ``Host`` that is not the address
-served (DNS rebinding) and the websocket to an ``Origin`` of another site (another
-page in the viewer's browser driving the console): ``WebGuard``.
+``--web PORT`` serves this console to browsers: ``cli.attach``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import hmac
-import ipaddress
 import os
-import re
-import secrets
-import shlex
-import signal
 import socket
-import sys
 import threading
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar, Final, get_args
-from urllib.parse import urlsplit
 
 from textual.binding import Binding, BindingType
 
@@ -68,9 +53,6 @@ from crawldeck.tui.screens import StatusBar
 ASK_TIMEOUT_S: Final = 5.0
 #: What the attached console's detach keys do (the help's line).
 DETACH_TIP: Final = "detach: close this console, the crawl goes on (crawldeck attach DB again)"
-#: A ``<link>`` of textual-serve's page to another site (its web font from Google
-#: Fonts): left out, the page's font falls back to the monospace ones it names next.
-OUTSIDE_LINK: Final = re.compile(r"<link[^>]*https?://[^>]*>", re.DOTALL)
 #: What the attached console's ``S`` does (the help's line).
 STOP_TIP: Final = "stop the crawl cleanly (state saved), as q does in its own console"
 #: The environment variable textual-serve sets for the processes it runs.
@@ -386,160 +368,3 @@ async def run_attached(
     if app.error is not None:
         raise app.error
     return app.result
-
-
-# ------------------------------------------------------------------ --web PORT
-
-
-def is_loopback(address: str) -> bool:
-    """Whether ``address`` (an IP address or ``localhost``) is a loopback one."""
-    if address == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(address).is_loopback
-    except ValueError:
-        return False
-
-
-class WebGuard:
-    """Which requests the web console answers (``make_web_app``'s middleware asks it).
-
-    Args:
-        token: the random path prefix every URL must start with (``/TOKEN/``), or
-            ``None`` (bound to loopback: no token).
-        port: the port served (a loopback ``Host`` must name it).
-
-    Refused with 403 and one line: a path without the token; with no token, a ``Host``
-    that is not loopback (a DNS-rebinding page reaching 127.0.0.1 under its own
-    name); a websocket whose ``Origin`` is not the page's own (``scheme://host``), as
-    a page of another site in the viewer's browser would send (the websocket is the
-    console's keyboard).
-    """
-
-    def __init__(self, token: str | None, port: int) -> None:
-        self.prefix = f"/{token}" if token else ""
-        self._port = port
-
-    def refusal(self, path: str, host: str, origin: str | None, scheme: str = "http") -> str | None:
-        """Why a request for ``path`` with these ``Host`` and ``Origin`` headers is
-        refused; ``None`` when it is served."""
-        if self.prefix:
-            head = path[: len(self.prefix) + 1]
-            if not hmac.compare_digest(head.encode(), f"{self.prefix}/".encode()):
-                return "this console needs its token: open the URL crawldeck attach printed"
-        elif not is_loopback(urlsplit(f"//{host}").hostname or ""):
-            return "this console answers to a loopback Host only (127.0.0.1, localhost)"
-        if origin is not None and path.endswith("/ws") and origin != f"{scheme}://{host}":
-            return "a page of another site may not drive this console"
-        return None
-
-
-def attach_command(db: Path) -> str:
-    """The shell command textual-serve runs per viewer: this Python's
-    ``crawldeck attach DB`` (``tui.launch``), ``db`` absolute."""
-    return shlex.join(
-        [sys.executable, "-m", "crawldeck.tui.launch", "attach", str(Path(db).resolve())]
-    )
-
-
-def make_web_app(db: Path, port: int, token: str | None) -> Any:
-    """The aiohttp application of ``--web``: textual-serve's page, static files and
-    websocket (its ``Server``, which runs ``attach_command`` per viewer), under the
-    token's prefix, behind ``WebGuard``; the page's URLs follow the ``Host`` it was
-    asked by, and its links to other sites (a web font) are left out
-    (``OUTSIDE_LINK``): a viewer's browser asks nothing of any other server."""
-    import aiohttp_jinja2
-    import jinja2
-    from aiohttp import web
-    from textual_serve.server import Server
-
-    guard = WebGuard(token, port)
-
-    @web.middleware
-    async def guarded(
-        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-    ) -> web.StreamResponse:
-        """The handler's answer, or 403 with ``WebGuard.refusal``'s line."""
-        why = guard.refusal(
-            request.path, request.host, request.headers.get("Origin"), request.scheme
-        )
-        if why is not None:
-            return web.Response(status=403, text=why + "\n")
-        return await handler(request)
-
-    server = Server(attach_command(db), host="127.0.0.1", port=port, title="crawldeck attach")
-
-    async def index(request: web.Request) -> web.Response:
-        base = f"{request.scheme}://{request.host}{guard.prefix}"
-        ws = ("wss" if request.scheme == "https" else "ws") + base[len(request.scheme) :]
-        context = {
-            "font_size": 16,
-            "app_websocket_url": f"{ws}/ws",
-            "config": {"static": {"url": f"{base}/static/"}},
-            "application": {"name": server.title},
-        }
-        return aiohttp_jinja2.render_template("app_index.html", request, context)
-
-    page = (Path(server.templates_path) / "app_index.html").read_text(encoding="utf-8")
-    page = OUTSIDE_LINK.sub("", page)
-    app = web.Application(middlewares=[guarded])
-    aiohttp_jinja2.setup(app, loader=jinja2.DictLoader({"app_index.html": page}))
-    app.add_routes(
-        [
-            web.get(f"{guard.prefix}/", index),
-            web.get(f"{guard.prefix}/ws", server.handle_websocket),
-            web.static(f"{guard.prefix}/static", server.statics_path),
-        ]
-    )
-    return app
-
-
-async def serve_web(
-    db: Path,
-    port: int,
-    bind: str,
-    *,
-    said: Callable[[str], None] = print,
-    stop: asyncio.Event | None = None,
-) -> None:
-    """Serve the attached console of ``db`` at ``http://BIND:PORT/`` (with a token
-    unless ``bind`` is loopback) until SIGINT or SIGTERM (or ``stop`` is set); the URL
-    goes to ``said`` once the socket is bound.
-
-    Raises:
-        AttachError: no crawl runs on ``db`` (checked first), or the port cannot be
-            bound (one line).
-    """
-    from aiohttp import web
-
-    probe, _ = await asyncio.to_thread(open_blocking, db)
-    probe.close()
-    token = None if is_loopback(bind) else secrets.token_urlsafe(24)
-    runner = web.AppRunner(make_web_app(db, port, token), handle_signals=False)
-    await runner.setup()
-    try:
-        site = web.TCPSite(runner, bind, port)
-        try:
-            await site.start()
-        except OSError as exc:
-            raise AttachError(f"cannot serve on {bind}:{port}: {exc.strerror or exc}") from None
-        host = f"[{bind}]" if ":" in bind else bind
-        bound = port or runner.addresses[0][1]
-        url = f"http://{host}:{bound}/" + (f"{token}/" if token else "")
-        plain = "" if token is None else " (plain HTTP: on an untrusted network use ssh -L)"
-        said(f"crawldeck attach: the console of {db} at {url}{plain}; "
-             "one process per viewer; Ctrl-C stops serving, the crawl goes on")  # fmt: skip
-        stop = stop or asyncio.Event()
-        loop = asyncio.get_running_loop()
-        signals: list[signal.Signals] = []
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, stop.set)
-                signals.append(sig)
-        try:
-            await stop.wait()
-        finally:
-            for sig in signals:
-                loop.remove_signal_handler(sig)
-    finally:
-        await runner.cleanup()

@@ -35,8 +35,8 @@ from crawldeck.core.cluster.coordinator import ClusterSnapshot, Outcome, WorkerR
 from crawldeck.core.errors import CrawldeckError, UrlError
 from crawldeck.core.urls import clean
 from crawldeck.tui.app import HangupTolerantDriver, TerminalGone
-from crawldeck.tui.headless import stop_signals
 from crawldeck.tui.screens import STATE_STYLES, STATUS_STYLES, AddSeedScreen, log_line
+from crawldeck.tui.stops import stop_signals
 from crawldeck.tui.table import Cell, Column, LineTable
 from crawldeck.tui.widgets import fmt_bytes, fmt_duration, set_static
 
@@ -361,7 +361,7 @@ async def run_cluster_console(
 ) -> Outcome:
     """Run the cluster console over ``coordinator.run(seeds)`` in the running loop.
 
-    The signals of ``tui.headless.stop_signals`` act like ``q`` (the whole crawl stops,
+    The signals of ``tui.stops.stop_signals`` act like ``q`` (the whole crawl stops,
     its state stays in Redis and the file); log records are kept off the terminal while
     the console owns it (the coordinator's lines are in its log panel). ``headless``
     (with a ``size`` in columns and lines) draws to no terminal: for tests. If the app

@@ -1,4 +1,5 @@
-"""The cluster side of the ``crawldeck`` command: ``crawl --workers N`` and ``worker``.
+"""The cluster side of the ``crawldeck`` command: ``crawl --workers N`` and ``--redis``
+(``demo`` too), whose workers are ``crawldeck worker`` processes (``cli.worker``).
 
 ``crawl SEEDS --workers N`` (or ``demo --workers N``) without ``--redis`` starts a
 private ``redis-server`` in ``DB.redis/`` (unix socket, append-only file: a stopped
@@ -7,7 +8,7 @@ their results into ``DB`` and shows the crawl (the console's Workers panel, or p
 lines with ``--no-ui``). With ``--redis URL --crawl-id NAME`` the Redis is given and
 other machines join with ``crawldeck worker --redis URL --crawl-id NAME``.
 
-Exit codes as ``tui.cli``'s: 2 with one line for a Redis that cannot be reached or
+Exit codes as ``cli.output``'s: 2 with one line for a Redis that cannot be reached or
 started (never a hang: the reach is checked within 2 s), 130 when stopped.
 """
 
@@ -20,30 +21,20 @@ import re
 import shlex
 import shutil
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from crawldeck.cli.headless import PROGRESS_WIDTH, clock, outcome_heading, short_count
+from crawldeck.cli.output import EXIT_OK, EXIT_STOPPED, broken_lines, fail, program
 from crawldeck.core.cluster.coordinator import ClusterSnapshot, Coordinator
 from crawldeck.core.cluster.keys import Keyspace, check_crawl_id
 from crawldeck.core.cluster.link import RedisLink, open_client
 from crawldeck.core.cluster.server import PrivateRedis, acheck_redis
-from crawldeck.core.cluster.worker import Worker, read_config
 from crawldeck.core.config import CrawlConfig
-from crawldeck.core.errors import ConfigError, CrawldeckError
+from crawldeck.core.errors import CrawldeckError
 from crawldeck.core.store import Store
 from crawldeck.core.words import plural
-from crawldeck.tui.cli import broken_lines, fail, program
-from crawldeck.tui.headless import (
-    PROGRESS_WIDTH,
-    clock,
-    outcome_heading,
-    short_count,
-    stop_signals,
-)
-
-EXIT_OK = 0
-EXIT_STOPPED = 130
+from crawldeck.tui.stops import stop_signals
 
 #: The crawl id of a crawl on its own private Redis.
 PRIVATE_CRAWL_ID = "crawl"
@@ -61,7 +52,7 @@ def worker_command(url: str, crawl_id: str, *, cluster: bool, warc_dir: Path) ->
     """The command line that starts one worker of crawl ``crawl_id`` on ``url``,
     writing its WARC files into ``warc_dir`` (the crawl file's directory for the
     coordinator's own workers: ``show`` and ``export --with-body`` look there)."""
-    command = [sys.executable, "-m", "crawldeck.tui.launch", "worker",
+    command = [sys.executable, "-m", "crawldeck.cli.launch", "worker",
                "--redis", url, "--crawl-id", crawl_id, "--warc-dir", str(warc_dir)]  # fmt: skip
     return [*command, "--redis-cluster"] if cluster else command
 
@@ -84,7 +75,7 @@ def progress_line(snap: ClusterSnapshot) -> str:
 
 def summary_lines(snap: ClusterSnapshot, heading: str) -> list[str]:
     """The end-of-crawl summary of a cluster crawl under ``heading`` (how it ended,
-    ``tui.headless.outcome_heading``): pages, bytes, time, status mix and refusals
+    ``cli.headless.outcome_heading``): pages, bytes, time, status mix and refusals
     (each worker's own figures are its last line in ``DB.workers.log``)."""
     mix = ", ".join(f"{k} {v}" for k, v in sorted(snap.status_mix.items())) or "-"
     lines = [
@@ -213,59 +204,10 @@ def run_cluster_crawl(
     return EXIT_STOPPED if outcome == "stopped" else EXIT_OK
 
 
-async def _work(args: argparse.Namespace) -> None:
-    await acheck_redis(args.redis)
-    keys = Keyspace(check_crawl_id(args.crawl_id))
-    link = RedisLink(open_client(args.redis, cluster=args.redis_cluster))
-    try:
-        config = await read_config(link, keys)
-        link = RedisLink(link.client, outage_s=config.redis_outage_s)
-        warc_dir = None
-        if config.warc:
-            warc_dir = Path(args.warc_dir)
-            try:
-                await asyncio.to_thread(warc_dir.mkdir, parents=True, exist_ok=True)
-            except OSError as exc:
-                raise ConfigError(f"--warc-dir {args.warc_dir}: {exc.strerror}") from None
-        worker = Worker(link, keys, config, warc_dir=warc_dir)
-        loop = asyncio.get_running_loop()
-        for sig in stop_signals():
-            loop.add_signal_handler(sig, worker.engine.request_stop)
-        started = time.monotonic()
-        result = await worker.run()
-        stats, store = link.stats, worker.store.statistics()
-        figures = ", ".join([
-            f"{plural(worker.store.pages_added().get('pages', 0), 'page')} in "
-            f"{time.monotonic() - started:.1f} s",
-            plural(stats.batches, "Redis round trip"),
-            plural(stats.commands, "command"),
-            f"{plural(store.fenced, 'op')} fenced",
-            f"{plural(worker.leases.lost_total, 'lease')} lost",
-        ])  # fmt: skip
-        print(f"crawldeck worker {worker.id}: {result.outcome}, {figures}",
-              file=sys.stderr, flush=True)  # fmt: skip
-    finally:
-        with contextlib.suppress(Exception):
-            await link.aclose()
-
-
-def run_worker(args: argparse.Namespace) -> int:
-    """``crawldeck worker --redis URL --crawl-id NAME [--warc-dir DIR]``: the exit code
-    (its WARC files go into ``DIR``, default the current directory, when the crawl's
-    ``warc`` is on; ``core.cluster.worker.Worker``)."""
-    args.warc_dir = Path(args.warc_dir).resolve()
-    try:
-        asyncio.run(_work(args))
-    except CrawldeckError as exc:
-        return fail(args.command, str(exc))
-    return EXIT_OK
-
-
 __all__ = [
     "default_crawl_id",
     "progress_line",
     "run_cluster_crawl",
-    "run_worker",
     "summary_lines",
     "worker_command",
 ]

@@ -11,7 +11,6 @@ reads ``CrawlSnapshot``s only; the log lines come through ``logging`` (``Headles
 from __future__ import annotations
 
 import logging
-import signal
 import sys
 import time
 from collections.abc import Mapping
@@ -23,23 +22,7 @@ from rich.table import Table
 from crawldeck.core.snapshot import CrawlSnapshot
 from crawldeck.core.stats import reason_words
 from crawldeck.core.words import plural
-
-#: The budgets that count over every run of the crawl file, by outcome, and their flag:
-#: the same command reaches the same cap at once, so the way on is a higher one.
-WHOLE_CRAWL_BUDGETS = {"max_pages": "--max-pages", "max_bytes": "--max-bytes"}
-#: Every budget outcome and its flag (``--max-time`` counts per run).
-BUDGET_FLAGS = {**WHOLE_CRAWL_BUDGETS, "max_time": "--max-time"}
-
-
-def go_on_note(outcome: str) -> str | None:
-    """How to go on after a run ended by a whole-crawl budget (``outcome`` ``max_pages``
-    or ``max_bytes``): the same command with a higher cap; ``None`` for other outcomes
-    (a stopped run, or one out of ``--max-time``, goes on with the same command)."""
-    flag = WHOLE_CRAWL_BUDGETS.get(outcome)
-    if flag is None:
-        return None
-    return (f"to go on: the same command with a higher {flag} (it counts every run of "
-            "the crawl file, so the same cap fetches nothing more)")  # fmt: skip
+from crawldeck.tui.stops import BUDGET_FLAGS
 
 
 def outcome_heading(
@@ -64,17 +47,6 @@ def outcome_heading(
         return f"ended: {outcome}"
     cap = caps.get(outcome)
     return f"stopped: {flag} {cap} reached" if cap else f"stopped: {flag} reached"
-
-
-def stop_signals() -> tuple[signal.Signals, ...]:
-    """The signals that stop a crawl cleanly (state saved, resume command printed),
-    headless or in the console: SIGINT (Ctrl-C), SIGTERM (``kill``) and SIGHUP, which
-    the kernel sends when the terminal closes or an ssh session drops; SIGHUP only
-    when it is not ignored already (``nohup crawldeck ...`` must keep running)."""
-    signals = [signal.SIGINT, signal.SIGTERM]
-    if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN:
-        signals.append(signal.SIGHUP)
-    return tuple(signals)
 
 
 def _numeric(item: tuple[str, int]) -> int:

@@ -6,9 +6,9 @@ Each file is prose written by hand around one block between the markers
 rewritten. The config block is a table with one row per entry of ``CrawlConfig``'s
 docstring ``Attributes`` section (its keys, their defaults, the ``Range`` of their
 types, the entry's text); the CLI block has one section per command, its flags with
-their ``help`` strings and its ``--help`` epilog, read from ``cli.build_parser()``.
+their ``help`` strings and its ``--help`` epilog, read from ``cli.parser.build_parser()``.
 
-Run ``python -m crawldeck.tui.docgen`` after adding a config key or a flag (it rewrites
+Run ``python -m crawldeck.cli.docgen`` after adding a config key or a flag (it rewrites
 both files); ``--check`` only compares and exits 1 when a file is stale.
 ``tests/test_docgen.py`` runs the comparison in the fast tier.
 """
@@ -23,14 +23,14 @@ from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any
 
+from crawldeck.cli.parser import build_parser
 from crawldeck.core.config import RANGES, CrawlConfig, Range
-from crawldeck.tui.cli import build_parser
 
 #: The one command that regenerates the references (named in the test's failure).
-REGENERATE = ".venv/bin/python -m crawldeck.tui.docgen"
+REGENERATE = ".venv/bin/python -m crawldeck.cli.docgen"
 
 #: The repository's ``docs/`` folder, beside the package's ``crawldeck/`` (this file is
-#: ``crawldeck/tui/docgen.py``).
+#: ``crawldeck/cli/docgen.py``).
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 _BEGIN = "<!-- begin generated: {what} (" + REGENERATE + "; do not edit by hand) -->"
@@ -197,7 +197,7 @@ def _command_section(
 
 def cli_block() -> str:
     """The CLI reference: ``crawldeck`` itself, then each command in the order of
-    ``crawldeck --help``, from ``cli.build_parser()``."""
+    ``crawldeck --help``, from ``cli.parser.build_parser()``."""
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     summaries = {choice.dest: choice.help for choice in sub._choices_actions}
@@ -211,7 +211,7 @@ def cli_block() -> str:
 #: Each generated file (under ``docs/``), the name of its block, and what fills it.
 TARGETS: dict[str, tuple[str, Any]] = {
     "config.md": ("the config table from core/config.py", config_block),
-    "cli.md": ("every command's flags from tui/cli.py's parser", cli_block),
+    "cli.md": ("every command's flags from cli/parser.py's build_parser", cli_block),
 }
 
 
@@ -254,7 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         0 when every file is up to date (or was rewritten), 1 with ``--check`` and a
         stale file, 2 when a file or the docstring cannot be read (one line on stderr).
     """
-    parser = argparse.ArgumentParser(prog="python -m crawldeck.tui.docgen", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m crawldeck.cli.docgen", description=__doc__)
     parser.add_argument("--check", action="store_true", help="compare only; exit 1 if stale")
     args = parser.parse_args(argv)
     try:

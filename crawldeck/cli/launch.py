@@ -1,10 +1,10 @@
-"""The ``crawldeck`` console script: ``tui.cli.main``, with Ctrl-C quiet while starting.
+"""The ``crawldeck`` console script: ``cli.main.main``, with Ctrl-C quiet while starting.
 
-Importing ``tui.cli`` (the config, the store, the argument parser) takes a moment; a
+Importing ``cli.main`` (the config, the store, the argument parser) takes a moment; a
 Ctrl-C then would print a traceback of whatever module was being imported. Until
-``tui.cli`` is loaded, SIGINT ends the process at once with exit 130 and one line
+``cli.main`` is loaded, SIGINT ends the process at once with exit 130 and one line
 (nothing has been opened, so nothing is lost); then Python's usual handler is back
-and ``tui.cli.main`` handles stops itself, the import of the engine and aiohttp
+and ``cli.main.main`` handles stops itself, the import of the engine and aiohttp
 (by the commands that crawl, not by ``--help`` or ``--version``) included.
 """
 
@@ -15,7 +15,7 @@ import signal
 import sys
 from types import FrameType
 
-#: The exit code of a stopped run (as ``tui.cli.EXIT_STOPPED``).
+#: The exit code of a stopped run (as ``cli.output.EXIT_STOPPED``).
 EXIT_STOPPED = 130
 
 
@@ -26,9 +26,9 @@ def _stop_while_starting(signum: int, frame: FrameType | None) -> None:
 
 
 def main() -> int:
-    """Load ``tui.cli`` with a quiet SIGINT, then run its ``main``; the exit code."""
+    """Load ``cli.main`` with a quiet SIGINT, then run its ``main``; the exit code."""
     previous = signal.signal(signal.SIGINT, _stop_while_starting)
-    from crawldeck.tui.cli import main as cli_main
+    from crawldeck.cli.main import main as cli_main
 
     signal.signal(signal.SIGINT, previous)
     return cli_main()

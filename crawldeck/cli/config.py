@@ -1,0 +1,96 @@
+"""``crawldeck config``: the config a crawl with these flags would use, as TOML, each key
+with where its value came from; its ``--help``, arguments and ``run``, and
+``toml_value`` (a config value as TOML, which ``crawl --help`` quotes too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from crawldeck.cli.flags import DEFAULTS, add_config_flags, flag_overrides
+from crawldeck.cli.output import EXIT_OK, fail
+from crawldeck.core.config import CrawlConfig, Source, asdict, load_config_sources
+from crawldeck.core.errors import CrawldeckError
+
+#: Where ``crawldeck config`` says a value came from (``file`` is followed by its path).
+SOURCE_LABELS: dict[Source, str] = {
+    "default": "default", "file": "file", "setting": "-s", "flag": "flag",
+    "user_agent": "from user_agent",
+}  # fmt: skip
+
+#: The command's line in ``crawldeck --help``, and the start of its own ``--help``.
+SUMMARY = "print the effective config and where each value came from"
+DESCRIPTION = (
+    "Print the config a crawl with these flags would use, as TOML, each key\n"
+    "with where its value came from."
+)
+#: The end of its ``--help``: two examples, then notes.
+EPILOG = """\
+examples:
+  crawldeck config --config crawldeck.toml -s delay_ms=2000
+      what a crawl with that file and setting would use, key by key
+  crawldeck config --max-time 10m > crawldeck.toml
+      a complete config file to start from (the output is TOML)
+
+Each line is KEY = VALUE # where it came from: default, file FILE, -s, flag (or, for
+robots_token, from user_agent); a key that is not set is a comment."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``crawldeck config``'s arguments."""
+    add_config_flags(parser, delay_default=DEFAULTS.delay_ms)
+
+
+def toml_value(value: object) -> str:
+    """``value`` (of ``core.config.asdict``: text, a number, a bool, a list, a table) as
+    a TOML value; a table's ``None`` entries are left out (TOML has no null).
+
+    Raises:
+        TypeError: a value of another type (no config key holds one).
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # a TOML basic string
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(item) for item in value) + "]"
+    if isinstance(value, dict):
+        items = [f"{json.dumps(str(k))} = {toml_value(v)}" for k, v in value.items()
+                 if v is not None]  # fmt: skip
+        return "{" + ", ".join(items) + "}"
+    raise TypeError(f"no TOML form for {value!r}")
+
+
+def config_lines(
+    config: CrawlConfig, sources: dict[str, Source], path: Path | None = None
+) -> list[str]:
+    """The lines ``crawldeck config`` prints: ``KEY = VALUE  # SOURCE`` for each key in
+    field order (a TOML file that gives ``config`` again), a key that is not set
+    (``None``) as a comment; SOURCE is ``default``, ``file PATH`` (``path``: the
+    ``--config`` file), ``-s``, ``flag`` or ``from user_agent``."""
+    lines = ["# crawldeck's effective config: defaults < --config FILE < -s KEY=VALUE < flags"]
+    for key, value in asdict(config).items():
+        label = SOURCE_LABELS[sources[key]]
+        if sources[key] == "file":
+            label = f"file {path}"
+        if value is None:
+            lines.append(f"# {key} is not set  # {label}")
+        else:
+            lines.append(f"{key} = {toml_value(value)}  # {label}")
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    """``crawldeck config``: the effective config on stdout, each key with its source."""
+    try:
+        config, sources = load_config_sources(
+            args.config, flag_overrides(args), dict(args.settings)
+        )
+    except CrawldeckError as exc:
+        return fail(args.command, str(exc))
+    print("\n".join(config_lines(config, sources, args.config)))
+    return EXIT_OK

@@ -1,0 +1,52 @@
+"""The ``crawldeck`` command (started by ``cli.launch``): ``crawl``, ``demo``, ``worker``,
+``recrawl``, ``export``, ``links`` (a link checker's report), ``show``, ``config``,
+``stats`` (a run's figures, ``core.stats``) and ``attach`` (the console of a crawl
+running headless, ``tui.attach``), each a module of ``cli`` (``cli.parser.COMMANDS``).
+
+Exit codes: 0 a finished crawl (or one that reached a budget: ``--max-pages``,
+``--max-time``, ``--max-bytes``), 1 ``links --broken`` found broken links (linkchecker's
+convention, for scripts and CI; ``attach``: the crawl went away while attached), 2 bad
+input (one line on stderr, ``crawldeck COMMAND: error: MESSAGE`` as argparse's own
+(``cli.output.fail``); a flag error ends with ``(see crawldeck COMMAND --help)``, never
+the usage block), 3 a crawl that ended without fetching any page (every seed failed;
+the summary says why), 130 stopped by Ctrl-C, SIGTERM or SIGHUP (state saved, resume
+command printed); ``cli.output`` names them.
+
+Settings: defaults < ``--config FILE`` < ``-s KEY=VALUE`` < flags (``--delay-ms`` ...);
+``crawldeck config`` prints the result with where each value came from. Figures go to
+stdout, warnings and errors to stderr (``cli.headless``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from crawldeck.cli.flags import log_level
+from crawldeck.cli.output import EXIT_OK, EXIT_STOPPED
+from crawldeck.cli.parser import COMMANDS, build_parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``crawldeck`` console script; returns the exit code."""
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the command's parser: see crawldeck crawl --help
+        parser.commands[args.command].unrecognized(unknown)
+    level = log_level(args)
+    # other libraries from WARNING up (from ERROR with -q), everything with -v
+    root = logging.WARNING if level == logging.INFO else level
+    logging.basicConfig(level=root, format="crawldeck: %(message)s")
+    # crawldeck's own modules speak from ERROR up unless --log-level DEBUG (-v)
+    logging.getLogger("crawldeck").setLevel(
+        level if level == logging.DEBUG else max(level, logging.ERROR)
+    )
+    try:
+        with contextlib.suppress(BrokenPipeError):
+            return COMMANDS[args.command].run(args)
+    except KeyboardInterrupt:  # Ctrl-C before the crawl's own handler is in place
+        print("\ncrawldeck: stopped", file=sys.stderr)
+        return EXIT_STOPPED
+    return EXIT_OK

@@ -1,0 +1,91 @@
+"""The exit codes of the ``crawldeck`` command and what its commands print alike: the
+one-line error (``fail``), how to call the command again (``program``), one link as
+``crawldeck links`` prints it and the broken links an end-of-crawl summary lists.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+from crawldeck.core.errors import CrawldeckError
+from crawldeck.core.records import LinkCheck
+from crawldeck.core.store import Store
+
+EXIT_OK = 0
+#: ``crawldeck links --broken`` found broken links (as linkchecker exits 1 on them).
+EXIT_BROKEN_LINKS = 1
+EXIT_BAD_INPUT = 2
+#: The crawl ended and got no page at all: every seed failed (its summary says why).
+EXIT_SEEDS_FAILED = 3
+#: ``crawldeck attach``: the crawl went away while attached (killed: no run's end).
+EXIT_ATTACH_LOST = 1
+EXIT_STOPPED = 130
+
+
+def program() -> str:
+    """How to call this command again: ``crawldeck`` when that is on PATH, else the
+    path it was started by (e.g. ``.venv/bin/crawldeck`` after the README's install)."""
+    argv0 = sys.argv[0]
+    on_path = shutil.which("crawldeck")
+    if on_path and Path(on_path).resolve() == Path(argv0).resolve():
+        return "crawldeck"
+    path = Path(argv0).resolve()
+    if path.is_relative_to(Path.cwd()):
+        return shlex.quote(str(path.relative_to(Path.cwd())))
+    return shlex.quote(str(path))
+
+
+def fail(command: str, message: str) -> int:
+    """Print the one-line error ``crawldeck COMMAND: error: MESSAGE`` on stderr (the
+    form of argparse's flag errors, ``Parser.error``: every error names its command);
+    returns ``EXIT_BAD_INPUT``."""
+    print(f"crawldeck {command}: error: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def link_line(link: LinkCheck) -> str:
+    """One link as ``crawldeck links`` prints it: ``WHY  LINK  from PAGE``, then
+    ``  "ANCHOR TEXT"`` when the link has one (JSON's quoting)."""
+    line = f"{link.why()}  {link.to_url}  from {link.from_url}"
+    if link.anchor:
+        line += "  " + json.dumps(link.anchor, ensure_ascii=False)
+    return line
+
+
+#: Groups of broken links the end-of-crawl summary lists (``broken_lines``), and the
+#: links it shows of each.
+SUMMARY_BROKEN_GROUPS = 5
+SUMMARY_BROKEN_PER_GROUP = 3
+
+
+def broken_lines(store: Store, db: Path) -> list[str]:
+    """The end-of-crawl summary's broken links (``Store.broken_groups``, after a
+    ``flush``): their count and the command that lists them all, then grouped by what
+    the target got (``HTTP 404: 3``, ``connect: 1``), the largest group first, at most
+    ``SUMMARY_BROKEN_GROUPS`` groups, each with its first ``SUMMARY_BROKEN_PER_GROUP``
+    links as ``crawldeck links`` prints them; nothing when there are none, or when the
+    file cannot be read (the summary goes on without them). The headless summary, the
+    console's (printed when it closes) and a cluster crawl's."""
+    try:
+        store.flush()
+        groups = store.broken_groups(SUMMARY_BROKEN_PER_GROUP)
+    except CrawldeckError:
+        return []
+    if not groups:
+        return []
+    count = sum(group.count for group in groups)
+    listing = f"{program()} links {shlex.quote(str(db))} --broken"
+    lines = [f"broken links: {count} (all of them: {listing})"]
+    for group in groups[:SUMMARY_BROKEN_GROUPS]:
+        more = f", the first {len(group.first)}" if group.count > len(group.first) else ""
+        lines.append(f"  {group.label()}: {group.count}{more}")
+        lines += [f"    {link_line(link)}" for link in group.first]
+    rest = groups[SUMMARY_BROKEN_GROUPS:]
+    if rest:
+        others = ", ".join(f"{group.label()} {group.count}" for group in rest)
+        lines.append(f"  and {sum(group.count for group in rest)} more: {others}")
+    return lines

@@ -1,0 +1,74 @@
+"""``crawldeck show DB URL``: the WARC record of one fetched page, its headers and body
+(``--raw``: the body's bytes alone); its ``--help``, arguments and ``run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from crawldeck.cli.output import EXIT_OK, fail
+from crawldeck.core.errors import CrawldeckError
+from crawldeck.core.words import plural
+
+#: The command's line in ``crawldeck --help``, and the start of its own ``--help``.
+SUMMARY = "print a page's WARC record: headers and body"
+DESCRIPTION = "Print the WARC record of one fetched page: its WARC headers, HTTP head\nand body."
+#: The end of its ``--help``: two examples, then notes.
+EPILOG = """\
+examples:
+  crawldeck show crawl.db https://docs.example.org/
+      the page's WARC record: its headers, HTTP head and body as text
+  crawldeck show crawl.db https://example.org/logo.png --raw > logo.png
+      the body's bytes alone, as they were received"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``crawldeck show``'s arguments."""
+    parser.add_argument("db", type=Path, metavar="DB", help="the crawl file")
+    parser.add_argument("url", metavar="URL", help="the page's URL, as fetched")
+    parser.add_argument(
+        "--raw", action="store_true",
+        help="write only the body's bytes, as stored, no headers (default: off)",
+    )  # fmt: skip
+
+
+def run(args: argparse.Namespace) -> int:
+    """``crawldeck show DB URL``: the page's WARC header, HTTP head and body (decoded
+    text; a binary body as one line with its size), or with ``--raw`` the body's bytes
+    alone."""
+    from crawldeck.core.export import body_text, page_record
+
+    try:
+        record = page_record(args.db, args.url)
+    except CrawldeckError as exc:
+        return fail(args.command, str(exc))
+    if args.raw:  # the body alone, as stored (like curl -o): for a file or a pipe
+        if record.rec_type == "revisit":  # the same payload as a page fetched earlier
+            target = dict(record.warc_headers).get("WARC-Refers-To-Target-URI")
+            if target is None:
+                return fail(args.command, f"{args.url} is a revisit record without its target")
+            try:
+                record = page_record(args.db, target)
+            except CrawldeckError as exc:
+                return fail(args.command, f"{args.url} repeats {target}: {exc}")
+        sys.stdout.buffer.write(record.body)
+        return EXIT_OK
+    lines = [f"{name}: {value}" for name, value in record.warc_headers]
+    print("\n".join(lines) + "\n")
+    if record.http_head:
+        print(record.http_head.replace("\r\n", "\n") + "\n")
+    text = body_text(record)
+    truncated = dict(record.warc_headers).get("WARC-Truncated")
+    if truncated == "unspecified" and not record.body:
+        print("(body not downloaded: not HTML)")
+    elif record.rec_type == "revisit":
+        target = dict(record.warc_headers).get("WARC-Refers-To-Target-URI", "?")
+        print(f"(revisit: the same payload as {target}; no body stored here)")
+    elif text is None:
+        kind = record.content_type or "no Content-Type"
+        print(f"(binary body, {plural(len(record.body), 'byte')}, {kind}; --raw writes it)")
+    else:
+        print(text)
+    return EXIT_OK
