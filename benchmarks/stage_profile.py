@@ -134,6 +134,8 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.datasette_meta": STARTUP,
     "core.date_templates": ADMIT,  # the calendar budget of the trap guard
     "core.dns": FETCH,
+    "core.address_policy": FETCH,  # checked on each connection (core.transport)
+    "core.ip_limits": FETCH,  # charged as when it was in core.dns
     "core.engine": SCHEDULE,
     "core.errors": SCHEDULE,
     "core.export": OFFLINE,
@@ -186,7 +188,7 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.store.reads": STORE,
     "core.store.schema": STORE,
     "core.store.writer": STORE,
-    "core.token_bucket": SCHEDULE,  # the hosts' politeness (and core.dns's per-address rate)
+    "core.token_bucket": SCHEDULE,  # the hosts' politeness (and core.ip_limits's per-address rate)
     "core.transport": FETCH,
     "core.traps": ADMIT,
     "core.urls": ADMIT,

@@ -39,8 +39,9 @@ from rawserver import RawServer, reset
 
 from crawldeck.core import fetcher as fetcher_module
 from crawldeck.core import transport as transport_module
+from crawldeck.core.address_policy import AddressPolicy, AddressPolicySettings
 from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.dns import AddressPolicy, AddressPolicySettings, DnsCache, DnsSettings
+from crawldeck.core.dns import DnsCache, DnsSettings
 from crawldeck.core.errors import ConnectionLost, FetchError, ProtocolViolation
 from crawldeck.core.fetcher import AiohttpFetcher, _AiohttpInternals
 from crawldeck.core.transport import PinningResolver

@@ -23,8 +23,9 @@ import pytest
 from dnsserver import StubDnsServer
 from rawserver import Handler, RawServer, reset
 
+from crawldeck.core.address_policy import AddressPolicy, AddressPolicySettings
 from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.dns import AddressPolicy, AddressPolicySettings, DnsCache, DnsSettings
+from crawldeck.core.dns import DnsCache, DnsSettings
 from crawldeck.core.errors import (
     ConnectFailed,
     ConnectionLost,

@@ -105,9 +105,9 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from crawldeck.core import sniff
+from crawldeck.core.address_policy import ip_literal
 from crawldeck.core.clock import LoopClock
 from crawldeck.core.config import CrawlConfig
-from crawldeck.core.dns import ip_literal
 from crawldeck.core.errors import (
     ConnectFailed,
     ConnectionLost,
@@ -842,7 +842,7 @@ class AiohttpFetcher:
         session = self._session or self._open()
         host = target.raw_host
         if host and (host[-1].isdigit() or host[-1] == "." or ":" in host):
-            # dns.ip_literal: memoised, so a host's literal check is parsed once, not per
+            # address_policy.ip_literal: memoised, so a host's literal check is parsed once, not per
             # request (issue #23)
             literal = ip_literal(host) is not None
             if not literal and host.replace(".", "").isdigit():

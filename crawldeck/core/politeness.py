@@ -64,7 +64,7 @@ first write (dispatch, response, Crawl-delay, restore); reads of an unknown host
 with the defaults and create nothing.
 
 The pieces this module puts together live in modules of their own: the token bucket
-(``core.token_bucket``, which ``core.dns`` uses too), the backoff wait and the
+(``core.token_bucket``, which ``core.ip_limits`` uses too), the backoff wait and the
 Retry-After value (``core.backoff``), and the per-host state with the view of it
 (``core.politeness_state``).
 """
