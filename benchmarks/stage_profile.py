@@ -122,10 +122,12 @@ STAGES = (
 STAGE_OF_MODULE: dict[str, str] = {
     "core": STARTUP,
     "core.admission": ADMIT,
+    "core.aiohttp_internals": FETCH,
     "core.archive": WARC,
     "core.attach": CONSOLE,  # the attach socket's snapshots for attached consoles
     "core.assembly": STARTUP,
     "core.back_queues": FRONTIER,
+    "core.body_reader": FETCH,
     "core.backoff": SCHEDULE,
     "core.browser_pool": RENDER,
     "core.clock": SCHEDULE,  # the loop clock every part reads
@@ -140,6 +142,7 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.errors": SCHEDULE,
     "core.export": OFFLINE,
     "core.fetcher": FETCH,
+    "core.fetch_errors": FETCH,
     "core.frontier": FRONTIER,
     "core.frontier_entry": FRONTIER,
     "core.gate": SCHEDULE,
