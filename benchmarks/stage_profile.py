@@ -132,6 +132,7 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.browser_pool": RENDER,
     "core.clock": SCHEDULE,  # the loop clock every part reads
     "core.config": STARTUP,
+    "core.config_checks": STARTUP,
     "core.content": PARSE,
     "core.datasette_meta": STARTUP,
     "core.date_templates": ADMIT,  # the calendar budget of the trap guard
@@ -152,6 +153,7 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.metrics": STATS,
     "core.mirror": OFFLINE,
     "core.observer": OBSERVER,
+    "core.other_crawlers": STARTUP,
     "core.parse": PARSE,
     "core.parse_worker": PARSE,
     "core.politeness": SCHEDULE,

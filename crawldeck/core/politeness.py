@@ -77,7 +77,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from crawldeck.core.backoff import BACKOFF_STATUSES, backoff_s, parse_retry_after
-from crawldeck.core.config import CrawlConfig, HostOverride
+from crawldeck.core.config import CrawlConfig
+from crawldeck.core.config_checks import HostOverride
 from crawldeck.core.politeness_state import DelaySource, HostPolitenessState, HostPolitenessView
 
 #: The least step (s) by which a learnt delay sinks per success, so that it decays even

@@ -43,16 +43,15 @@ from urllib.parse import urlsplit
 
 from crawldeck.core import urls
 from crawldeck.core.config import (
-    OTHER_CRAWLERS,
     CrawlConfig,
     Source,
     asdict,
     build_config,
     load_config,
     load_config_sources,
-    other_crawler_hint,
 )
 from crawldeck.core.errors import ConfigError, CrawldeckError, SeedError, UrlError, without_url
+from crawldeck.core.other_crawlers import OTHER_CRAWLERS, other_crawler_hint
 from crawldeck.core.records import LinkCheck
 from crawldeck.core.request_options import RequestOptions
 from crawldeck.core.seeds import read_seeds

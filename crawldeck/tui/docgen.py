@@ -23,7 +23,8 @@ from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any
 
-from crawldeck.core.config import RANGES, CrawlConfig, Range
+from crawldeck.core.config import RANGES, CrawlConfig
+from crawldeck.core.config_checks import Range
 from crawldeck.tui.cli import build_parser
 
 #: The one command that regenerates the references (named in the test's failure).
