@@ -122,22 +122,28 @@ STAGES = (
 STAGE_OF_MODULE: dict[str, str] = {
     "core": STARTUP,
     "core.admission": ADMIT,
+    "core.aiohttp_internals": FETCH,
     "core.archive": WARC,
     "core.attach": CONSOLE,  # the attach socket's snapshots for attached consoles
     "core.assembly": STARTUP,
     "core.back_queues": FRONTIER,
+    "core.body_reader": FETCH,
     "core.backoff": SCHEDULE,
     "core.browser_pool": RENDER,
     "core.clock": SCHEDULE,  # the loop clock every part reads
     "core.config": STARTUP,
+    "core.config_checks": STARTUP,
     "core.content": PARSE,
     "core.datasette_meta": STARTUP,
     "core.date_templates": ADMIT,  # the calendar budget of the trap guard
     "core.dns": FETCH,
+    "core.address_policy": FETCH,  # checked on each connection (core.transport)
+    "core.ip_limits": FETCH,  # charged as when it was in core.dns
     "core.engine": SCHEDULE,
     "core.errors": SCHEDULE,
     "core.export": OFFLINE,
     "core.fetcher": FETCH,
+    "core.fetch_errors": FETCH,
     "core.frontier": FRONTIER,
     "core.frontier_entry": FRONTIER,
     "core.gate": SCHEDULE,
@@ -147,6 +153,7 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.metrics": STATS,
     "core.mirror": OFFLINE,
     "core.observer": OBSERVER,
+    "core.other_crawlers": STARTUP,
     "core.parse": PARSE,
     "core.parse_worker": PARSE,
     "core.politeness": SCHEDULE,
@@ -186,7 +193,7 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.store.reads": STORE,
     "core.store.schema": STORE,
     "core.store.writer": STORE,
-    "core.token_bucket": SCHEDULE,  # the hosts' politeness (and core.dns's per-address rate)
+    "core.token_bucket": SCHEDULE,  # the hosts' politeness (and core.ip_limits's per-address rate)
     "core.transport": FETCH,
     "core.traps": ADMIT,
     "core.urls": ADMIT,

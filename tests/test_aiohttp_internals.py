@@ -1,15 +1,17 @@
-"""The aiohttp internals ``core.fetcher`` relies on (``_AiohttpInternals``), checked
-against the installed aiohttp: each test fails with a message naming the member.
+"""The aiohttp internals ``core.fetcher`` relies on (``AiohttpInternals``, in
+``core.aiohttp_internals``), checked against the installed aiohttp: each test fails with
+a message naming the member.
 
 * the installed aiohttp is within ``pyproject.toml``'s pin;
-* every method in ``_AiohttpInternals.OVERRIDDEN`` still exists on aiohttp's class with
+* every method in ``AiohttpInternals.OVERRIDDEN`` still exists on aiohttp's class with
   the parameters we override it with;
-* no underscore attribute of aiohttp's is used in ``core/fetcher.py`` or
-  ``core/transport.py`` outside ``_AiohttpInternals``, every one used inside it is in
-  its tables, and none of our own attributes on aiohttp's classes takes a name aiohttp
-  uses (read from aiohttp's source);
+* no underscore attribute of aiohttp's is used in the fetcher's modules
+  (``core/fetcher.py``, ``core/aiohttp_internals.py``, ``core/body_reader.py``,
+  ``core/fetch_errors.py``) or ``core/transport.py`` outside ``AiohttpInternals``, every
+  one used inside it is in its tables, and none of our own attributes on aiohttp's
+  classes takes a name aiohttp uses (read from aiohttp's source);
 * on real requests to loopback servers, aiohttp calls each override and each private
-  attribute in ``_AiohttpInternals.READ`` is there with the shape we read.
+  attribute in ``AiohttpInternals.READ`` is there with the shape we read.
 """
 
 from __future__ import annotations
@@ -37,17 +39,28 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 from rawserver import RawServer, reset
 
+from crawldeck.core import aiohttp_internals as internals_module
+from crawldeck.core import body_reader as body_reader_module
+from crawldeck.core import fetch_errors as fetch_errors_module
 from crawldeck.core import fetcher as fetcher_module
 from crawldeck.core import transport as transport_module
+from crawldeck.core.address_policy import AddressPolicy, AddressPolicySettings
+from crawldeck.core.aiohttp_internals import AiohttpInternals
 from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.dns import AddressPolicy, AddressPolicySettings, DnsCache, DnsSettings
+from crawldeck.core.dns import DnsCache, DnsSettings
 from crawldeck.core.errors import ConnectionLost, FetchError, ProtocolViolation
-from crawldeck.core.fetcher import AiohttpFetcher, _AiohttpInternals
+from crawldeck.core.fetcher import AiohttpFetcher
 from crawldeck.core.transport import PinningResolver
 
 ROOT = Path(__file__).resolve().parent.parent
-MODULES = (fetcher_module, transport_module)
-INTERNALS = _AiohttpInternals.__name__
+MODULES = (
+    fetcher_module,
+    internals_module,
+    body_reader_module,
+    fetch_errors_module,
+    transport_module,
+)
+INTERNALS = AiohttpInternals.__name__
 
 
 def config(**overrides: object) -> CrawlConfig:
@@ -70,7 +83,7 @@ def test_the_installed_aiohttp_is_within_the_pin() -> None:
     installed = Version(aiohttp.__version__)
     assert installed in allowed, (
         f"aiohttp {installed} is outside pyproject.toml's pin {pin!r}: check every member "
-        f"in core.fetcher._AiohttpInternals against it before widening the pin"
+        f"in core.aiohttp_internals.AiohttpInternals against it before widening the pin"
     )
 
 
@@ -82,8 +95,8 @@ def _parameters(method: Callable[..., object]) -> list[tuple[str, object, object
 
 @pytest.mark.parametrize(
     ("ours", "base", "name"),
-    _AiohttpInternals.OVERRIDDEN,
-    ids=[f"{base.__name__}.{name}" for _, base, name in _AiohttpInternals.OVERRIDDEN],
+    AiohttpInternals.OVERRIDDEN,
+    ids=[f"{base.__name__}.{name}" for _, base, name in AiohttpInternals.OVERRIDDEN],
 )
 def test_each_overridden_method_still_has_aiohttps_signature(
     ours: type, base: type, name: str
@@ -191,13 +204,13 @@ def test_aiohttps_private_attributes_are_used_in_the_internals_class_only() -> N
 
 def test_the_internals_tables_name_every_private_member_used() -> None:
     private = _aiohttp_private_names()
-    tabled = {name for _, _, name in _AiohttpInternals.OVERRIDDEN}
-    tabled |= {name for _, name in _AiohttpInternals.READ}
-    [fetcher_uses] = [v for v in _uses() if v.path.name == "fetcher.py"]
+    tabled = {name for _, _, name in AiohttpInternals.OVERRIDDEN}
+    tabled |= {name for _, name in AiohttpInternals.READ}
+    [fetcher_uses] = [v for v in _uses() if v.path.name == "aiohttp_internals.py"]
     ours = fetcher_uses.assigned - tabled
     used = (fetcher_uses.inside - ours) & private
     assert used <= tabled, f"used in {INTERNALS} but not in its tables: {sorted(used - tabled)}"
-    unused = sorted({name for _, name in _AiohttpInternals.READ} - fetcher_uses.inside)
+    unused = sorted({name for _, name in AiohttpInternals.READ} - fetcher_uses.inside)
     assert unused == [], f"in {INTERNALS}.READ but not used: {unused}"
     clobbered = sorted(ours & private)
     assert clobbered == [], f"our attributes on aiohttp's classes take aiohttp's names: {clobbered}"
@@ -208,7 +221,7 @@ def test_only_the_internals_class_subclasses_aiohttp() -> None:
         for name, value in vars(module).items():
             if isinstance(value, type) and value.__module__ == module.__name__:
                 bases = [b for b in _aiohttp_bases(value) if b.__module__ != "aiohttp.abc"]
-                assert bases == [] or value is _AiohttpInternals, (
+                assert bases == [] or value is AiohttpInternals, (
                     f"{module.__name__}.{name} subclasses aiohttp's {bases[0].__name__}: "
                     f"move it into {INTERNALS}"
                 )
@@ -239,7 +252,7 @@ async def test_the_connector_and_the_protocol_have_what_we_read(srv: HTTPTestSer
         [(key, idle)] = pooled.items()
         [(protocol, since)] = idle
         assert isinstance(since, float), f"TCPConnector._conns values: {idle!r}"
-        assert isinstance(protocol, _AiohttpInternals.Protocol), (
+        assert isinstance(protocol, AiohttpInternals.Protocol), (
             "TCPConnector._factory is ignored: the pool holds plain ResponseHandlers"
         )
         assert key in connector._idle_hosts, "TCPConnector._release override not called"
@@ -263,7 +276,7 @@ async def test_the_payload_we_read_is_the_body_being_fed(srv: HTTPTestServer) ->
         await fetcher.fetch(srv.url("/"))
         assert fetcher._session is not None
         async with fetcher._session.get(srv.url("/half")) as response:
-            assert isinstance(response, _AiohttpInternals.Response), "response_class ignored"
+            assert isinstance(response, AiohttpInternals.Response), "response_class ignored"
             assert response.connection is not None
             protocol = response.connection.protocol
             assert protocol is not None

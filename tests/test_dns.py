@@ -1,4 +1,5 @@
-"""core.dns and core.transport: the resolver cache, the address policy and DNS pinning.
+"""core.dns, core.address_policy, core.ip_limits and core.transport: the resolver cache,
+the address policy, the per-IP limit and DNS pinning.
 
 Three kinds of test:
 * pure: ``special_purpose`` / ``AddressPolicy`` with a table of addresses (values only,
@@ -33,19 +34,14 @@ from dnsserver import DNSMASQ, CountingResolver, DnsmasqServer, StubDnsServer
 from fakeclock import FakeClock
 from httpserver import HTTPTestServer, Response
 
-from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.dns import (
+from crawldeck.core.address_policy import (
     AddressPolicy,
     AddressPolicySettings,
-    Answer,
-    DnsCache,
-    DnsSettings,
-    IpLimiter,
-    IpLimitSettings,
-    RecordType,
     bare_host,
     special_purpose,
 )
+from crawldeck.core.config import CrawlConfig, build_config
+from crawldeck.core.dns import Answer, DnsCache, DnsSettings, RecordType
 from crawldeck.core.errors import (
     ConfigError,
     ConnectFailed,
@@ -56,6 +52,7 @@ from crawldeck.core.errors import (
     PrivateAddress,
 )
 from crawldeck.core.fetcher import AiohttpFetcher
+from crawldeck.core.ip_limits import IpLimiter, IpLimitSettings
 from crawldeck.core.politeness import Politeness, PolitenessSettings
 from crawldeck.core.transport import PinningResolver, PinningStatistics
 

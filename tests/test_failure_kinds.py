@@ -4,7 +4,7 @@ class it is, whether it is ``retryable`` (transient: keep the retry budget) or n
 
 Issue #10 item 10. The servers are raw sockets (``RawServer``), so each misbehaviour
 is exactly the bytes (or the TCP reset) written here; what aiohttp raises for each is
-noted in ``AiohttpFetcher._translate``.
+noted in ``core.fetch_errors.translate``.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ import pytest
 from dnsserver import StubDnsServer
 from rawserver import Handler, RawServer, reset
 
+from crawldeck.core.address_policy import AddressPolicy, AddressPolicySettings
 from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.dns import AddressPolicy, AddressPolicySettings, DnsCache, DnsSettings
+from crawldeck.core.dns import DnsCache, DnsSettings
 from crawldeck.core.errors import (
     ConnectFailed,
     ConnectionLost,

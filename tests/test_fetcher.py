@@ -23,7 +23,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from rawserver import RawServer
 from yarl import URL
 
-from crawldeck.core import fetcher as fetcher_module
+from crawldeck.core.body_reader import Inflater, Unbrotli
 from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.errors import (
     ConnectFailed,
@@ -259,7 +259,7 @@ async def test_a_bomb_decodes_a_step_at_a_time(
     """Every output of the decoder is at most one step (64 KiB, and for brotli one
     output block more), however much one network read of a bomb expands to."""
     steps: list[int] = []
-    decoder = fetcher_module._Unbrotli if coding == "br" else fetcher_module._Inflater
+    decoder = Unbrotli if coding == "br" else Inflater
     for name in ("feed", "more"):
         real = getattr(decoder, name)
 

@@ -18,8 +18,8 @@ from fakeclock import EPOCH, FakeClock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawldeck.core.dns import IpLimiter, IpLimitSettings
 from crawldeck.core.gate import GO, HELD, GateStatistics, HostGate, WaitUntil
+from crawldeck.core.ip_limits import IpLimiter, IpLimitSettings
 from crawldeck.core.politeness import Outcome, Politeness, PolitenessSettings
 from crawldeck.core.records import HostRecord
 

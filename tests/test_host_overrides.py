@@ -24,7 +24,8 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from crawldeck.core.config import HostOverride, asdict, build_config, load_config
+from crawldeck.core.config import asdict, build_config, load_config
+from crawldeck.core.config_checks import HostOverride
 from crawldeck.core.engine import Engine
 from crawldeck.core.errors import ConfigError
 from crawldeck.core.politeness import Politeness, PolitenessSettings

@@ -20,9 +20,10 @@ from fakeclock import EPOCH, FakeClock
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.dns import DnsCache, DnsSettings, IpLimiter, IpLimitSettings
+from crawldeck.core.dns import DnsCache, DnsSettings
 from crawldeck.core.frontier_entry import FrontierEntry
 from crawldeck.core.gate import HostGate
+from crawldeck.core.ip_limits import IpLimiter, IpLimitSettings
 from crawldeck.core.observer import RECENT_RESPONSES, HostStats, Observer, ObserverStatistics
 from crawldeck.core.politeness import Politeness, PolitenessSettings
 from crawldeck.core.records import BlockedRecord, FetchResult, HostRecord

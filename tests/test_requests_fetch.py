@@ -18,8 +18,9 @@ import pytest
 from forwardproxy import ForwardProxy
 from httpserver import HTTPTestServer, Response
 
+from crawldeck.core.address_policy import AddressPolicy, AddressPolicySettings
 from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.dns import AddressPolicy, AddressPolicySettings, DnsCache, DnsSettings
+from crawldeck.core.dns import DnsCache, DnsSettings
 from crawldeck.core.errors import ConfigError, ConnectFailed, PrivateAddress, ProtocolViolation
 from crawldeck.core.fetcher import AiohttpFetcher
 from crawldeck.core.transport import PinningResolver

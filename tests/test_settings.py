@@ -16,17 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from crawldeck.core.address_policy import AddressPolicy, AddressPolicySettings
 from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.dns import (
-    AddressPolicy,
-    AddressPolicySettings,
-    Answer,
-    DnsCache,
-    DnsSettings,
-    IpLimiter,
-    IpLimitSettings,
-    RecordType,
-)
+from crawldeck.core.dns import Answer, DnsCache, DnsSettings, RecordType
+from crawldeck.core.ip_limits import IpLimiter, IpLimitSettings
 from crawldeck.core.politeness import Politeness, PolitenessSettings
 from crawldeck.core.robots import RobotsSettings
 from crawldeck.core.traps import BlockReason, ScopePolicy, TrapGuard, TrapSettings

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from crawldeck.cli.parser import build_parser
-from crawldeck.core.config import RANGES, CrawlConfig, Range
+from crawldeck.core.config import RANGES, CrawlConfig
+from crawldeck.core.config_checks import Range
 
 #: The one command that regenerates the references (named in the test's failure).
 REGENERATE = ".venv/bin/python -m crawldeck.cli.docgen"

@@ -19,7 +19,7 @@ from typing import NoReturn, Protocol
 from crawldeck.cli import attach, config, crawl, demo, export, links, recrawl, show, stats, worker
 from crawldeck.cli.crawl import common_keys_epilog
 from crawldeck.cli.output import EXIT_BAD_INPUT
-from crawldeck.core.config import OTHER_CRAWLERS, other_crawler_hint
+from crawldeck.core.other_crawlers import OTHER_CRAWLERS, other_crawler_hint
 
 
 class Command(Protocol):
@@ -95,7 +95,7 @@ class Parser(argparse.ArgumentParser):
 
 def _other_crawler_flag(unknown: Sequence[str]) -> str | None:
     """The first of ``unknown`` (arguments argparse did not take) that is another
-    crawler's flag (``core.config.OTHER_CRAWLERS``: wget's ``-w 2``, ``--wait=2``,
+    crawler's flag (``core.other_crawlers.OTHER_CRAWLERS``: wget's ``-w 2``, ``--wait=2``,
     ``-l3``, ``-np``, ``-e robots=off``), with crawldeck's equivalent and the value
     converted (``other_crawler_hint``); ``None`` when none is."""
     for i, item in enumerate(unknown):

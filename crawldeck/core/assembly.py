@@ -23,20 +23,15 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from crawldeck.core import urls
+from crawldeck.core.address_policy import AddressPolicy, AddressPolicySettings
 from crawldeck.core.admission import Admission
 from crawldeck.core.archive import ArchivingFetcher, PageArchive, warc_writer
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.content import ContentReader
-from crawldeck.core.dns import (
-    AddressPolicy,
-    AddressPolicySettings,
-    DnsCache,
-    DnsSettings,
-    IpLimiter,
-    IpLimitSettings,
-)
+from crawldeck.core.dns import DnsCache, DnsSettings
 from crawldeck.core.fetcher import AiohttpFetcher
 from crawldeck.core.gate import AddressLimit, HostGate
+from crawldeck.core.ip_limits import IpLimiter, IpLimitSettings
 from crawldeck.core.observer import Observer
 from crawldeck.core.politeness import Cap, Politeness, PolitenessSettings
 from crawldeck.core.prioritizer import Prioritizer

@@ -13,40 +13,38 @@ built by ``from_config`` in the part's own module (``PolitenessSettings``,
 ``TrapSettings``).
 
 The defaults are those of the product's design (docs/architecture.md, "Defaults").
+
+The checks ``__post_init__`` runs, and the value types they know (``Range``,
+``HostOverride``), are ``core.config_checks``'s; the table of other crawlers' settings
+and flags an unknown key is answered from is ``core.other_crawlers``'s.
 """
 
 from __future__ import annotations
 
 import difflib
-import ipaddress
 import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, Literal, get_origin, get_type_hints
 
-from crawldeck.core.errors import ConfigError, UrlError
-from crawldeck.core.prioritizer import DEFAULT_FRONT_QUEUES, DEFAULT_ORDERING, Ordering
-from crawldeck.core.request_checks import (
-    AuthEntries,
-    HeaderFields,
-    check_auth,
-    check_header,
-    check_proxy,
+from crawldeck.core.config_checks import (
+    HOST_KEYS,
+    HostOverride,
+    Range,
+    RenderMode,
+    check_rules,
+    check_value,
 )
-from crawldeck.core.urls import host_key
+from crawldeck.core.errors import ConfigError
+from crawldeck.core.other_crawlers import other_crawler_hint
+from crawldeck.core.prioritizer import DEFAULT_FRONT_QUEUES, DEFAULT_ORDERING, Ordering
+from crawldeck.core.request_checks import AuthEntries, HeaderFields
 
 Scope = Literal["host", "domain", "any"]
 RobotsFailureMode = Literal["allow", "disallow"]
-RenderMode = Literal["auto", "never", "always"]
 
-#: Playwright resource types a rendered page may ask for, ``document`` excepted
-#: (the values ``render_block_resources`` accepts).
-RENDER_RESOURCE_TYPES: frozenset[str] = frozenset(
-    {"stylesheet", "image", "media", "font", "script", "texttrack", "xhr", "fetch",
-     "eventsource", "websocket", "manifest", "beacon", "ping", "cspreport", "other"}
-)  # fmt: skip
 DnsPreference = Literal["ipv4", "ipv6"]
 
 #: Query and ``;name=value`` path parameters removed from the dedupe key (session
@@ -78,54 +76,6 @@ DEFAULT_STRIP_PARAMS: tuple[str, ...] = (
     "_ga",
     "yclid",
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Range:
-    """The values a numeric ``CrawlConfig`` field accepts, bounds included.
-
-    Put on a field as ``Annotated[int, Range(1, 64)]``: the field's one statement of
-    its range, checked by ``CrawlConfig.__post_init__``. The highest values exist where
-    each unit costs memory (a worker, a token, a slot) and values past them are typing
-    mistakes, not crawls.
-
-    Attributes:
-        low: the least value accepted, in the field's unit.
-        high: the greatest value accepted, or ``None`` for no upper bound.
-    """
-
-    low: float
-    high: float | None = None
-
-
-#: The keys a ``[hosts."NAME"]`` table may hold (``HostOverride``'s settings).
-HOST_KEYS: tuple[str, ...] = ("delay_ms", "max_pages", "render")
-
-
-@dataclass(frozen=True, slots=True)
-class HostOverride:
-    """The settings of one host that take the place of the crawl's for it: a
-    ``[hosts."NAME"]`` table of the TOML file (``None``: the crawl's own).
-
-    Attributes:
-        host: the host key the table names (``core.urls.host_key``: lowercase, IDNA,
-            no trailing dot, ``:port`` only when not 80 or 443), e.g.
-            ``docs.example.org`` or ``127.0.0.1:8080``; the settings apply to that
-            host key exactly (another port is another host, as for politeness).
-        delay_ms: the host's politeness delay floor (ms, ``>= 0``), in place of
-            ``delay_ms``: its delay is still ``max(this, Crawl-delay, adaptive,
-            learnt)`` (``core.politeness``), so robots.txt can slow it further.
-        max_pages: URLs admitted for the host (``>= 1``), in place of
-            ``max_per_host``: each becomes at most one page, so the host has at most
-            this many pages over all runs; one more is refused with ``host_cap``.
-        render: the host's render mode (``auto``, ``always``, ``never``), in place of
-            ``render`` (``render_never_hosts`` still wins, as it does over ``render``).
-    """
-
-    host: str
-    delay_ms: Annotated[int | None, Range(0)] = None
-    max_pages: Annotated[int | None, Range(1)] = None
-    render: RenderMode | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -536,14 +486,15 @@ class CrawlConfig:
 
         Raises:
             ConfigError: one line naming the key: a value of the wrong type or out of
-                its ``Range``, or a rule of ``_check_rules`` broken.
+                its ``Range``, or a rule of ``check_rules`` broken
+                (``core.config_checks``).
         """
         for name, hint in _HINTS.items():
             value = getattr(self, name)
-            checked = _check(name, hint, value)
+            checked = check_value(name, hint, value, RANGES.get(name))
             if checked is not value:
                 object.__setattr__(self, name, checked)
-        _check_rules(self)
+        check_rules(self)
 
     def replace(self, **changes: Any) -> CrawlConfig:
         """A copy with ``changes`` applied and validated; raises ``ConfigError``."""
@@ -568,7 +519,7 @@ class CrawlConfig:
         )
 
 
-#: Each field's type, ``Annotated`` stripped (what ``_check`` compares against).
+#: Each field's type, ``Annotated`` stripped (what ``check_value`` compares against).
 _HINTS: dict[str, Any] = get_type_hints(CrawlConfig)
 
 #: The ``Range`` of each numeric field, read from its ``Annotated`` type.
@@ -577,15 +528,6 @@ RANGES: dict[str, Range] = {
     for name, hint in get_type_hints(CrawlConfig, include_extras=True).items()
     if get_origin(hint) is Annotated
 }
-
-
-#: The ``Range`` of each numeric ``HostOverride`` setting.
-HOST_RANGES: dict[str, Range] = {
-    name: next(extra for extra in hint.__metadata__ if isinstance(extra, Range))
-    for name, hint in get_type_hints(HostOverride, include_extras=True).items()
-    if get_origin(hint) is Annotated
-}
-_HOST_HINTS: dict[str, Any] = get_type_hints(HostOverride)
 
 
 def asdict(config: CrawlConfig) -> dict[str, Any]:
@@ -604,274 +546,6 @@ def asdict(config: CrawlConfig) -> dict[str, Any]:
     out["header"] = dict(config.header)
     out["auth"] = {origin: {"user": user, "password_env": env} for origin, user, env in config.auth}
     return out
-
-
-def _host_key(name: Any) -> str:
-    """The host key a ``[hosts."NAME"]`` table names (``core.urls.host_key`` of
-    ``http://NAME/``, ``:443`` dropped as the https default).
-
-    Raises:
-        ConfigError: ``NAME`` is not a host with an optional port.
-    """
-    if not isinstance(name, str) or not name or any(c in name for c in "/?#@\\ \t"):
-        raise ConfigError(f"config key 'hosts': {name!r} is not a host name (host[:port])")
-    try:
-        key = host_key(f"http://{name}/")
-    except UrlError as exc:
-        raise ConfigError(f"config key 'hosts': {name!r} is not a host name: {exc}") from None
-    return key.removesuffix(":443")
-
-
-def _check_hosts(value: Any) -> tuple[HostOverride, ...]:
-    """Validate ``hosts``: a table of host name -> a table of ``HOST_KEYS`` (the TOML's
-    ``[hosts."NAME"]``), or ``HostOverride`` values; each setting checked as the
-    top-level key of its name is, the host named in the error.
-
-    Raises:
-        ConfigError: a bad host name, two names of one host key, an unknown key, a
-            value of the wrong type or out of its range.
-    """
-    if isinstance(value, list | tuple) and all(isinstance(v, HostOverride) for v in value):
-        value = {
-            v.host: {key: getattr(v, key) for key in HOST_KEYS if getattr(v, key) is not None}
-            for v in value
-        }
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"config key 'hosts': expected a table of host tables, got {value!r}")
-    out: dict[str, HostOverride] = {}
-    for name, table in value.items():
-        key = _host_key(name)
-        label = f'hosts."{name}"'
-        if not isinstance(table, Mapping):
-            raise ConfigError(f"config key {label!r}: expected a table, got {table!r}")
-        if key in out:
-            raise ConfigError(f"config key {label!r}: host {key!r} is named twice")
-        unknown = [k for k in table if k not in HOST_KEYS]
-        if unknown:
-            raise ConfigError(
-                f"config key {label + '.' + str(unknown[0])!r}: unknown "
-                f"(a host table holds {', '.join(HOST_KEYS)})"
-            )
-        settings = {
-            k: _check(f"{label}.{k}", _HOST_HINTS[k], v, HOST_RANGES.get(k))
-            for k, v in table.items()
-        }
-        out[key] = HostOverride(key, **settings)
-    return tuple(out.values())
-
-
-def _check(name: str, hint: Any, value: Any, bounds: Range | None = None) -> Any:
-    """Validate one value against its type hint and ``bounds`` (default: the key's
-    ``RANGES`` entry); return it coerced (lists -> tuples)."""
-    origin = get_origin(hint)
-    args = get_args(hint)
-    if origin is Literal:
-        if value not in args:
-            choices = ", ".join(repr(a) for a in args)
-            raise ConfigError(f"config key {name!r}: expected one of {choices}, got {value!r}")
-        return value
-    if type(None) in args:
-        if value is None:
-            return None
-        inner = next(a for a in args if a is not type(None))
-        return _check(name, inner, value, bounds)
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"config key {name!r}: expected true or false, got {value!r}")
-        return value
-    if hint is int or hint is float:
-        ok = isinstance(value, int) and not isinstance(value, bool)
-        if hint is float:
-            ok = ok or isinstance(value, float)
-        if not ok:
-            kind = "an integer" if hint is int else "a number"
-            raise ConfigError(f"config key {name!r}: expected {kind}, got {value!r}")
-        bounds = bounds or RANGES.get(name)
-        if bounds is not None and value < bounds.low:
-            raise ConfigError(
-                f"config key {name!r}: expected a value >= {bounds.low:g}, got {value!r}"
-            )
-        if bounds is not None and bounds.high is not None and value > bounds.high:
-            raise ConfigError(
-                f"config key {name!r}: expected a value <= {bounds.high:g}, got {value!r}"
-            )
-        return float(value) if hint is float else value
-    if hint == HeaderFields:
-        return check_header(value)
-    if hint == AuthEntries:
-        return check_auth(value)
-    if hint is str:
-        if not isinstance(value, str) or not value.strip():
-            raise ConfigError(f"config key {name!r}: expected a non-empty string, got {value!r}")
-        return value
-    if origin is tuple and args[0] is HostOverride:
-        return _check_hosts(value)
-    if origin is tuple:
-        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"config key {name!r}: expected a list of strings, got {value!r}")
-        return tuple(value)
-    raise ConfigError(f"config key {name!r}: unsupported type")  # pragma: no cover
-
-
-#: The answer to another crawler's switch that turns robots.txt off.
-ROBOTS_ALWAYS = "robots.txt is always obeyed: no key turns it off"
-
-
-@dataclass(frozen=True, slots=True)
-class Equivalent:
-    """What crawldeck has for another crawler's setting or flag (``OTHER_CRAWLERS``).
-
-    Attributes:
-        whose: the crawler, ``Scrapy`` or ``wget`` (``""``: several crawlers' word).
-        ours: crawldeck's equivalent; ``{value}`` is the value as given (``N`` when
-            none), ``{ms}`` the value in seconds as ms (``MS`` when it is no number);
-            ``ROBOTS_ALWAYS`` for a switch that turns robots.txt off.
-        takes_value: a flag followed by its value (``-w 2``), not a switch (``-r``).
-    """
-
-    whose: str
-    ours: str
-    takes_value: bool = False
-
-
-def _scrapy(ours: str) -> Equivalent:
-    return Equivalent("Scrapy", ours)
-
-
-def _wget(ours: str, takes_value: bool = True) -> Equivalent:
-    return Equivalent("wget", ours, takes_value)
-
-
-#: Other crawlers' settings and flags that people type first, and crawldeck's words
-#: for them (issue #25): Scrapy's settings as config keys (looked up in any case:
-#: ``DOWNLOAD_DELAY`` as ``-s DOWNLOAD_DELAY=2`` or in a TOML file), wget's flags as
-#: given to ``crawldeck crawl`` (as typed), and the switches that turn robots.txt off,
-#: which crawldeck does not have. ``build_config`` and the CLI's unknown-flag error
-#: answer with the entry (``other_crawler_hint``) instead of a near key.
-OTHER_CRAWLERS: dict[str, Equivalent] = {
-    **{
-        key: Equivalent("", ROBOTS_ALWAYS)
-        for key in (
-            "robotstxt_obey",
-            "robots",
-            "obey_robots",
-            "ignore_robots",
-            "robots_txt",
-            "respect_robots",
-        )
-    },
-    "download_delay": _scrapy("delay_ms = {ms}"),
-    "user_agent": _scrapy("user_agent = {value}"),
-    "concurrent_requests": _scrapy("concurrency = {value}"),
-    "concurrent_requests_per_domain": _scrapy("per_host_concurrency = {value}"),
-    "concurrent_requests_per_ip": _scrapy("per_host_concurrency = {value}"),
-    "depth_limit": _scrapy("max_depth = {value}"),
-    "closespider_pagecount": _scrapy("max_pages = {value}"),
-    "closespider_timeout": _scrapy("max_time_s = {value}"),
-    "download_timeout": _scrapy("total_timeout_ms = {ms}"),
-    "download_maxsize": _scrapy("max_body_bytes = {value}"),
-    "retry_times": _scrapy("max_retries = {value}"),
-    "redirect_max_times": _scrapy("max_redirects = {value}"),
-    "default_request_headers": _scrapy("header, a table of name = value (or -H 'K: V')"),
-    "jobdir": _scrapy("the crawl file itself: --db FILE resumes the crawl in it"),
-    "log_level": _scrapy("the --log-level LEVEL flag"),
-    "-w": _wget("--delay-ms {ms}"),
-    "--wait": _wget("--delay-ms {ms}"),
-    "--random-wait": _wget(
-        "--delay-ms MS (one delay per host, longer when it answers 429)", takes_value=False
-    ),
-    "-l": _wget("--max-depth {value}"),
-    "--level": _wget("--max-depth {value}"),
-    "-np": _wget("--include REGEX: --include '^https://host/dir/'", takes_value=False),
-    "--no-parent": _wget("--include REGEX: --include '^https://host/dir/'", takes_value=False),
-    "-r": _wget("the default, a crawl follows links (--max-depth N, --scope)", takes_value=False),
-    "--recursive": _wget(
-        "the default, a crawl follows links (--max-depth N, --scope)", takes_value=False
-    ),
-    "-m": _wget("a crawl, then crawldeck export DB --mirror DIR", takes_value=False),
-    "--mirror": _wget("a crawl, then crawldeck export DB --mirror DIR", takes_value=False),
-    "-k": _wget("crawldeck export DB --mirror DIR --convert-links", takes_value=False),
-    "--convert-links": _wget("crawldeck export DB --mirror DIR --convert-links", takes_value=False),
-    "-U": _wget("--user-agent {value}"),
-    "--limit-rate": _wget("--delay-ms MS and --concurrency N (no bytes/s cap)"),
-    "-t": _wget("-s max_retries={value}"),
-    "--tries": _wget("-s max_retries={value}"),
-    "-T": _wget("-s total_timeout_ms={ms}"),
-    "--timeout": _wget("-s total_timeout_ms={ms}"),
-    "-A": _wget("--include REGEX"),
-    "--accept": _wget("--include REGEX"),
-    "-R": _wget("--exclude REGEX"),
-    "--reject": _wget("--exclude REGEX"),
-    "-D": _wget("--scope domain, or --include REGEX"),
-    "--domains": _wget("--scope domain, or --include REGEX"),
-    "--span-hosts": _wget("--scope any", takes_value=False),
-    "-i": _wget("the file as a SEED: crawldeck crawl {value}"),
-    "--input-file": _wget("the file as a SEED: crawldeck crawl {value}"),
-    "-N": _wget("crawldeck recrawl DB (conditional GET)", takes_value=False),
-    "--timestamping": _wget("crawldeck recrawl DB (conditional GET)", takes_value=False),
-    "--spider": _wget("crawldeck links DB --broken, after a crawl", takes_value=False),
-    "-P": _wget("--db DIR/crawl.db, and crawldeck export DB --mirror DIR"),
-    "--directory-prefix": _wget("--db DIR/crawl.db, and crawldeck export DB --mirror DIR"),
-    "-Q": _wget("--max-bytes {value}"),
-    "--quota": _wget("--max-bytes {value}"),
-    "-e": _wget("-s KEY=VALUE"),
-    "--execute": _wget("-s KEY=VALUE"),
-}
-
-#: A duration as wget reads one: seconds, or with an ``s``, ``m``, ``h`` or ``d``.
-_WGET_SECONDS = re.compile(r"(\d+(?:\.\d+)?)([smhd]?)")
-_UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def _as_ms(value: object) -> str:
-    """``value`` seconds as whole ms (``2`` -> ``2000``, wget's ``1m`` -> ``60000``);
-    ``MS`` when it is no duration."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return str(round(value * 1000))
-    match = _WGET_SECONDS.fullmatch(str(value).strip()) if isinstance(value, str) else None
-    if match is None:
-        return "MS"
-    return str(round(float(match.group(1)) * _UNIT_S[match.group(2)] * 1000))
-
-
-def other_crawler_hint(name: str, value: object = None, *, flag: bool = False) -> str | None:
-    """What crawldeck has for another crawler's setting or flag ``name`` given
-    ``value`` (``None``: none given), in a few words for a one-line error; ``None``
-    when ``OTHER_CRAWLERS`` does not know it.
-
-    ``flag``: ``name`` is a command-line flag (wget's, as typed: ``-w``, ``--wait``)
-    and ``value`` its text; else a config key (Scrapy's setting, in any case), its
-    value typed as TOML gives it. ``DOWNLOAD_DELAY`` 2 gives ``Scrapy's
-    DOWNLOAD_DELAY = 2; in crawldeck: delay_ms = 2000``; ``-w`` ``"2"`` gives ``wget's
-    -w 2; in crawldeck: --delay-ms 2000``. ``-e robots=off`` and the robots.txt
-    switches give ``ROBOTS_ALWAYS``.
-    """
-    entry = OTHER_CRAWLERS.get(name if flag else name.lower())
-    if entry is None or (not flag and name.startswith("-")):
-        return None
-    if entry.ours == ROBOTS_ALWAYS or (
-        flag and name in ("-e", "--execute") and str(value).lower().startswith("robots")
-    ):
-        return ROBOTS_ALWAYS
-    if value is None:
-        shown, given = "N", ""
-    elif flag:
-        shown = str(value)
-        given = f" {value}"
-    else:
-        shown = _toml_value(value)
-        given = f" = {shown}"
-    ours = entry.ours.format(value=shown, ms=_as_ms(value))
-    return f"{entry.whose}'s {name}{given}; in crawldeck: {ours}"
-
-
-def _toml_value(value: object) -> str:
-    """``value`` as TOML writes it: ``true``, ``2``, ``"text"``."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return str(value)
 
 
 def product_token(user_agent: str) -> str:
@@ -913,112 +587,6 @@ def build_config(values: Mapping[str, Any]) -> CrawlConfig:
     if isinstance(agent, str) and "robots_token" not in given:
         given["robots_token"] = product_token(agent)
     return CrawlConfig(**given)
-
-
-#: A ``warc_prefix``: a plain file name stem, never a path.
-_WARC_PREFIX = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
-
-
-def _check_rules(config: CrawlConfig) -> None:
-    """The rules beyond one field's type and range.
-
-    Raises:
-        ConfigError: a User-Agent that is not printable ASCII (no CR/LF, RFC 9110
-            §5.5); a robots token that is not letters, ``_`` and ``-`` (RFC 9309
-            §2.2.1); ``backoff_max_ms < backoff_base_ms``; a resource type outside
-            ``RENDER_RESOURCE_TYPES``; ``dns_max_ttl_s < dns_min_ttl_s``; an
-            ``allow_networks`` entry that is not an IP network; a ``dns_nameservers``
-            entry that is not ``IP``, ``IP:port`` or ``[IPv6]:port``; an ``include``
-            or ``exclude`` entry that Python's ``re`` does not compile; a ``proxy``
-            that is not ``http://host[:port]`` or holds credentials, or a ``proxy``
-            while any page may be rendered (``may_render``: Chromium's sub-requests
-            do not go through it); a ``metrics_address`` that is not an IP address;
-            a ``warc_prefix`` that is not a plain file name stem; an empty
-            ``warc_dir`` or one holding a NUL.
-    """
-    agent = config.user_agent
-    if not all(" " <= c <= "~" for c in agent):
-        raise ConfigError(
-            "config key 'user_agent': only printable ASCII is allowed in a header "
-            f"(RFC 9110 §5.5), got {agent!r}"
-        )
-    token = config.robots_token
-    if not all(c.isalpha() or c in "_-" for c in token):
-        raise ConfigError(
-            f"config key 'robots_token': only letters, '_' and '-' are allowed "
-            f"(RFC 9309 §2.2.1), got {token!r}"
-        )
-    check_proxy(config.proxy)  # an http:// URL without credentials
-    if config.proxy is not None and config.may_render():
-        raise ConfigError(
-            "config key 'proxy': the browser that renders pages would not go through it "
-            '(its sub-requests connect directly): set render = "never" with a proxy'
-        )
-    if config.backoff_max_ms < config.backoff_base_ms:
-        raise ConfigError("config key 'backoff_max_ms': must be >= backoff_base_ms")
-    unknown = sorted(set(config.render_block_resources) - RENDER_RESOURCE_TYPES)
-    if unknown:
-        raise ConfigError(
-            f"config key 'render_block_resources': unknown resource type {unknown[0]!r} "
-            f"(expected some of {', '.join(sorted(RENDER_RESOURCE_TYPES))})"
-        )
-    if config.dns_max_ttl_s < config.dns_min_ttl_s:
-        raise ConfigError("config key 'dns_max_ttl_s': must be >= dns_min_ttl_s")
-    for network in config.allow_networks:
-        try:
-            ipaddress.ip_network(network, strict=False)
-        except ValueError:
-            raise ConfigError(
-                f"config key 'allow_networks': {network!r} is not an IP network "
-                f"(e.g. '127.0.5.0/24')"
-            ) from None
-    for name in ("include", "exclude"):
-        for pattern in getattr(config, name):
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ConfigError(
-                    f"config key {name!r}: {pattern!r} is not a regular expression: {exc}"
-                ) from None
-    prefix = config.warc_prefix
-    if prefix is not None and not _WARC_PREFIX.fullmatch(prefix):
-        raise ConfigError(
-            f"config key 'warc_prefix': expected a file name stem of letters, digits, '.', "
-            f"'_' and '-' (not starting with '.', at most 100), got {prefix!r}"
-        )
-    if config.warc_dir is not None and (not config.warc_dir.strip() or "\0" in config.warc_dir):
-        raise ConfigError(f"config key 'warc_dir': expected a directory, got {config.warc_dir!r}")
-    try:
-        ipaddress.ip_address(config.metrics_address)
-    except ValueError:
-        raise ConfigError(
-            f"config key 'metrics_address': {config.metrics_address!r} is not an IP address "
-            "(e.g. '127.0.0.1' or '::1')"
-        ) from None
-    for server in config.dns_nameservers:
-        if not _is_nameserver(server):
-            raise ConfigError(
-                f"config key 'dns_nameservers': {server!r} is not 'IP', 'IP:port' or '[IPv6]:port'"
-            )
-
-
-def _is_nameserver(server: str) -> bool:
-    """Whether ``server`` is ``IP``, ``IPv4:port`` or ``[IPv6]:port`` (port 1-65535)."""
-    host, port = server, ""
-    if server.startswith("["):
-        host, sep, rest = server[1:].partition("]")
-        if not sep or (rest and not rest.startswith(":")):
-            return False
-        port = rest[1:]
-        if rest and not port:
-            return False
-    elif server.count(":") == 1:
-        host, port = server.split(":")
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return not port or (port.isdigit() and 0 < int(port) < 65536)
 
 
 #: Where a key's value came from (``load_config_sources``): the defaults, the TOML
@@ -1165,15 +733,9 @@ def _file_line(path: Path, text: str, key: str, sub: str | None = None) -> str:
 
 __all__ = [
     "DEFAULT_STRIP_PARAMS",
-    "HOST_KEYS",
-    "HOST_RANGES",
     "RANGES",
-    "RENDER_RESOURCE_TYPES",
     "CrawlConfig",
     "DnsPreference",
-    "HostOverride",
-    "Range",
-    "RenderMode",
     "RobotsFailureMode",
     "Scope",
     "Source",

@@ -1,5 +1,4 @@
-"""Name resolution for every fetch: one asynchronous resolver, its cache, and the
-address policy that decides which addresses may be connected to.
+"""Name resolution for every fetch: one asynchronous resolver and its cache.
 
 * ``DnsCache`` resolves names with c-ares (aiodns ``query_dns``, A and AAAA), never
   with a blocking ``getaddrinfo``. A positive answer wins: the addresses of whichever
@@ -13,16 +12,12 @@ address policy that decides which addresses may be connected to.
   and REFUSED are retried ``dns_retries`` times with backoff and are never cached
   (RFC 2308 §7.1 allows it for 5 min at most; the engine's per-host backoff is the
   better place to wait).
-* ``AddressPolicy`` refuses addresses of the IANA special-purpose registries
-  (RFC 6890 and its updates: loopback, private, link-local, multicast, reserved)
-  unless the config allows them (``allow_private``, ``allow_networks``) or the host
-  is trusted (a seed's own host: the operator named it). ``core.transport`` checks it
-  on the very address it connects to, so a name that rebinds is caught.
-* ``IpLimiter``: the per-IP limit (``ip_delay_ms``) shared by hosts that resolve to
-  one address, keyed by IP address.
+* ``Resolver``: what the cache asks a DNS client for; ``AiodnsResolver`` is the real one.
 
-Each takes its settings as a small frozen object built from the crawl's config
-(``DnsSettings``, ``AddressPolicySettings``, ``IpLimitSettings``: ``from_config``).
+It takes its settings as a small frozen object built from the crawl's config
+(``DnsSettings.from_config``). Which of the addresses found may be connected to is
+``core.address_policy``'s (``AddressPolicy``); the per-IP limit of hosts that share an
+address is ``core.ip_limits``'s (``IpLimiter``).
 
 Below this cache sits c-ares's own query cache (c-ares >= 1.23, on by default and not
 configurable through pycares 5). It honours record TTLs (at most 1 h), so it never
@@ -38,28 +33,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import ipaddress
 import logging
-import math
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal, Protocol
+from typing import Literal, Protocol
 
 import aiodns
 import pycares
 
+from crawldeck.core.address_policy import bare_host, ip_literal
 from crawldeck.core.clock import LoopClock
 from crawldeck.core.config import CrawlConfig, DnsPreference
-from crawldeck.core.errors import DnsError, DnsNotFound, DnsTemporaryFailure, PrivateAddress
-from crawldeck.core.token_bucket import TokenBucket
+from crawldeck.core.errors import DnsError, DnsNotFound, DnsTemporaryFailure
 
 log = logging.getLogger("crawldeck.dns")
 
 RecordType = Literal["A", "AAAA"]
 AnswerStatus = Literal["ok", "nodata", "nxdomain"]
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 #: The first retry after a temporary failure waits this long (s); each next one twice.
 RETRY_BASE_S = 0.2
@@ -69,37 +60,6 @@ GUARD_SLACK_S = 1.0
 #: Names answered without a query (RFC 6761 §6.3: localhost names are loopback).
 LOCALHOST_V4 = "127.0.0.1"
 LOCALHOST_V6 = "::1"
-
-
-def bare_host(host: str) -> str:
-    """The name or address of ``host`` without port, brackets or trailing dot, lowercased.
-
-    Accepts a bare name (``"Example.COM."`` -> ``"example.com"``), a host key with a port
-    (``"a.test:8080"`` -> ``"a.test"``), a bracketed IPv6 address with or without a port
-    (``"[::1]:80"`` -> ``"::1"``) or a bare IPv6 address (``"::1"``). Never raises.
-    """
-    host = host.strip().lower()
-    if host.startswith("["):
-        host = host[1:].partition("]")[0]
-    elif host.count(":") == 1:
-        host = host.partition(":")[0]
-    return host.rstrip(".")
-
-
-#: Distinct strings ``ip_literal`` and ``special_purpose`` remember (each asked once per
-#: fetch or per address resolved: parsing with ``ipaddress`` was about 1 % of a crawl's
-#: CPU, issue #23 item 2).
-ADDRESS_MEMO: Final = 4096
-
-
-@functools.lru_cache(maxsize=ADDRESS_MEMO)
-def ip_literal(host: str) -> str | None:
-    """The compressed form of ``host`` if it is an IPv4/IPv6 literal, else ``None``
-    (the last ``ADDRESS_MEMO`` hosts asked are remembered)."""
-    try:
-        return str(ipaddress.ip_address(host))
-    except ValueError:
-        return None
 
 
 # ------------------------------------------------------------------- resolvers
@@ -593,324 +553,11 @@ class DnsCache:
             self._resolver = None
 
 
-# ------------------------------------------------------------ the address policy
-
-#: The special-purpose blocks refused by default, most specific first: (network,
-#: category, source). From the IANA IPv4 and IPv6 Special-Purpose Address Registries
-#: (RFC 6890 and the RFCs named). 2001::/23 is refused whole, even its few globally
-#: reachable sub-blocks (anycast and AS112 services, nothing to crawl).
-_SPECIAL: tuple[tuple[IPNetwork, str, str], ...] = tuple(
-    (ipaddress.ip_network(net), category, source)
-    for net, category, source in (
-        ("0.0.0.0/8", "reserved", "RFC 791 'this network'"),
-        ("10.0.0.0/8", "private", "RFC 1918"),
-        ("100.64.0.0/10", "private", "RFC 6598 shared address space"),
-        ("127.0.0.0/8", "loopback", "RFC 1122"),
-        ("169.254.0.0/16", "link-local", "RFC 3927"),
-        ("172.16.0.0/12", "private", "RFC 1918"),
-        ("192.0.0.0/24", "reserved", "RFC 6890 IETF protocol assignments"),
-        ("192.0.2.0/24", "reserved", "RFC 5737 documentation"),
-        ("192.88.99.0/24", "reserved", "RFC 7526 6to4 relay anycast"),
-        ("192.168.0.0/16", "private", "RFC 1918"),
-        ("198.18.0.0/15", "reserved", "RFC 2544 benchmarking"),
-        ("198.51.100.0/24", "reserved", "RFC 5737 documentation"),
-        ("203.0.113.0/24", "reserved", "RFC 5737 documentation"),
-        ("224.0.0.0/4", "multicast", "RFC 5771"),
-        ("240.0.0.0/4", "reserved", "RFC 1112, with 255.255.255.255 broadcast (RFC 919)"),
-        ("::/128", "reserved", "RFC 4291 unspecified"),
-        ("::1/128", "loopback", "RFC 4291"),
-        ("::/96", "reserved", "RFC 4291 IPv4-compatible (deprecated)"),
-        ("64:ff9b:1::/48", "private", "RFC 8215 local-use NAT64"),
-        ("100::/64", "reserved", "RFC 6666 discard-only"),
-        ("2001::/23", "reserved", "RFC 2928 IETF protocol assignments"),
-        ("2001:db8::/32", "reserved", "RFC 3849 documentation"),
-        ("fc00::/7", "private", "RFC 4193 unique local"),
-        ("fe80::/10", "link-local", "RFC 4291"),
-        ("fec0::/10", "private", "RFC 3879 site-local (deprecated)"),
-        ("ff00::/8", "multicast", "RFC 4291"),
-    )
-)
-_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # RFC 6052: the IPv4 address is inside
-
-
-@functools.lru_cache(maxsize=ADDRESS_MEMO)
-def special_purpose(address: str) -> tuple[str, str] | None:
-    """``(category, source)`` if ``address`` is special-purpose, ``None`` if public
-    (the last ``ADDRESS_MEMO`` addresses asked are remembered).
-
-    Categories: ``loopback``, ``private``, ``link-local``, ``multicast``, ``reserved``;
-    the source names the RFC (table ``_SPECIAL``, IANA special-purpose registries,
-    RFC 6890). IPv6 addresses that carry an IPv4 address (IPv4-mapped ``::ffff:0:0/96``,
-    RFC 4291; NAT64 ``64:ff9b::/96``, RFC 6052; 6to4 ``2002::/16``, RFC 3056) are
-    judged by that IPv4 address. Anything else Python's ``ipaddress`` does not call
-    global is ``reserved``.
-
-    Raises:
-        ValueError: ``address`` is not an IP address.
-    """
-    ip: IPAddress = ipaddress.ip_address(address)
-    ip = _embedded_v4(ip)
-    for network, category, source in _SPECIAL:
-        if ip in network:
-            return category, source
-    if not ip.is_global:
-        return "reserved", "RFC 6890 special-purpose registry"
-    return None
-
-
-def _embedded_v4(ip: IPAddress) -> IPAddress:
-    """The IPv4 address an IPv6 address carries (mapped, NAT64, 6to4), else ``ip``."""
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return ip.ipv4_mapped
-        if ip in _NAT64:
-            return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-        if ip.sixtofour is not None:
-            return ip.sixtofour
-    return ip
-
-
-@dataclass(frozen=True, slots=True)
-class AddressPolicySettings:
-    """The settings ``AddressPolicy`` uses, named as ``CrawlConfig``'s keys.
-
-    Attributes:
-        allow_private: allow every address, special-purpose or not.
-        allow_networks: CIDR strings (``"127.0.5.0/24"``) whose addresses are allowed
-            even though special-purpose; ``from_config`` takes them from a
-            ``CrawlConfig``, which checked that each is an IP network.
-    """
-
-    allow_private: bool
-    allow_networks: tuple[str, ...]
-
-    @classmethod
-    def from_config(cls, config: CrawlConfig) -> AddressPolicySettings:
-        """The address-policy settings of ``config`` (its keys of the same names)."""
-        return cls(allow_private=config.allow_private, allow_networks=config.allow_networks)
-
-
-class AddressPolicy:
-    """Which addresses a host's connections may go to (the private-address guard).
-
-    Args:
-        settings: ``allow_private`` and ``allow_networks``
-            (``AddressPolicySettings.from_config(config)``).
-        inform: called with one line the first time a trusted host is let through
-            to a special-purpose address (the engine's log, an information line: the
-            operator named the host, nothing is wrong); default: the
-            ``crawldeck.dns`` logger at INFO.
-
-    An address is allowed when it is public (``special_purpose`` is ``None``), when
-    ``allow_private`` is set, when it lies in ``allow_networks``, or when the host was
-    ``trust``-ed (a seed's own host). Hosts are compared by ``bare_host``.
-    """
-
-    def __init__(
-        self, settings: AddressPolicySettings, inform: Callable[[str], None] | None = None
-    ) -> None:
-        """A policy with ``settings``; raises ``ValueError`` for an ``allow_networks``
-        entry that is not an IP network (``CrawlConfig`` refuses those first)."""
-        self._allow_private = settings.allow_private
-        self._networks: tuple[IPNetwork, ...] = tuple(
-            ipaddress.ip_network(n, strict=False) for n in settings.allow_networks
-        )
-        self._inform = inform or (lambda line: log.info("%s", line))
-        self._trusted: set[str] = set()
-        self._announced: set[str] = set()
-        self._allowed: dict[str, bool] = {}  # address -> in allow_networks
-
-    def trust(self, host: str) -> None:
-        """Trust ``host`` (a name, IP literal or host key; its port is ignored) to
-        connect to any address: the engine calls this for each seed's host."""
-        self._trusted.add(bare_host(host))
-
-    def is_trusted(self, host: str) -> bool:
-        """Whether ``host`` was ``trust``-ed."""
-        return bare_host(host) in self._trusted
-
-    def check(self, host: str, address: str) -> None:
-        """Allow a connection of ``host`` to ``address``, or raise.
-
-        Raises:
-            PrivateAddress: ``address`` is special-purpose (RFC 6890; see
-                ``special_purpose``), not in ``allow_networks``, ``allow_private`` is
-                off and ``host`` is not trusted; or ``address`` is not an IP address.
-        """
-        name = bare_host(host)
-        try:
-            special = special_purpose(address)
-        except ValueError:
-            raise PrivateAddress(
-                f"{name}: {address!r} is not an IP address", host=name, address=address
-            ) from None
-        if special is None or self._allow_private or self._in_allowed(address):
-            return
-        category, source = special
-        if name in self._trusted:
-            if name not in self._announced:
-                self._announced.add(name)
-                self._inform(
-                    f"{name}: seed host at {category} address {address} ({source}) "
-                    f"trusted: the operator named it"
-                )
-            return
-        raise PrivateAddress(
-            f"{name} resolves to {category} address {address} ({source}); "
-            f"not allowed (allow_private / allow_networks)",
-            host=name,
-            address=address,
-        )
-
-    def allows(self, host: str, address: str) -> bool:
-        """``check`` as a boolean (never raises, never audits a refusal)."""
-        try:
-            self.check(host, address)
-        except PrivateAddress:
-            return False
-        return True
-
-    def select(self, host: str, addresses: Iterable[str]) -> list[str]:
-        """The allowed ones of ``addresses``, in order.
-
-        Raises:
-            PrivateAddress: none is allowed (the error names the first refused one).
-        """
-        allowed: list[str] = []
-        first: PrivateAddress | None = None
-        for address in addresses:
-            try:
-                self.check(host, address)
-            except PrivateAddress as exc:
-                first = first or exc
-                continue
-            allowed.append(address)
-        if allowed:
-            return allowed
-        if first is None:
-            raise PrivateAddress(f"{bare_host(host)}: no address", host=bare_host(host))
-        raise first
-
-    def _in_allowed(self, address: str) -> bool:
-        """Whether ``address`` (or the IPv4 address it carries) is in ``allow_networks``
-        (the last ``ADDRESS_MEMO`` answers remembered)."""
-        known = self._allowed.get(address)
-        if known is None:
-            ip = ipaddress.ip_address(address)
-            candidates = {ip, _embedded_v4(ip)}
-            known = any(c in network for c in candidates for network in self._networks)
-            if len(self._allowed) >= ADDRESS_MEMO:
-                self._allowed.clear()
-            self._allowed[address] = known
-        return known
-
-
-# ------------------------------------------------------------- per-IP politeness
-
-
-@dataclass(frozen=True, slots=True)
-class IpLimitSettings:
-    """The settings ``IpLimiter`` uses.
-
-    Attributes:
-        ip_delay_ms: the per-IP delay in ms (``>= 0``; 0: no per-IP limit): the
-            config's ``ip_delay_ms``, or its ``delay_ms`` when that is ``None``.
-        bucket_capacity: tokens of each address's bucket (``>= 1``), refilled at one
-            per delay (the config's ``bucket_capacity``).
-    """
-
-    ip_delay_ms: int
-    bucket_capacity: int
-
-    @classmethod
-    def from_config(cls, config: CrawlConfig) -> IpLimitSettings:
-        """The per-IP settings of ``config``: ``ip_delay_ms``, else ``delay_ms``."""
-        delay = config.delay_ms if config.ip_delay_ms is None else config.ip_delay_ms
-        return cls(ip_delay_ms=delay, bucket_capacity=config.bucket_capacity)
-
-
-class IpLimiter:
-    """The per-IP limit shared by every host that resolves to one address (issue #4),
-    in addition to each host's own politeness (pure; ``now`` passed in, epoch s).
-
-    Args:
-        settings: ``ip_delay_ms`` and ``bucket_capacity``
-            (``IpLimitSettings.from_config(config)``).
-
-    A request to an address starts at least ``ip_delay_ms`` after the later of the
-    last start (``on_dispatch``) and the last end (``on_end``) of a request to it, and
-    takes a token from the address's bucket, refilled at one token per delay: the
-    spacing rule of ``core.politeness`` ("Earliest start") with no adaptive part,
-    Crawl-delay or backoff (those stay per host). Unknown addresses are ready at once;
-    nothing here raises.
-    """
-
-    __slots__ = ("_addresses", "_capacity", "_delay_s", "_rate_per_s")
-
-    def __init__(self, settings: IpLimitSettings) -> None:
-        self._delay_s = settings.ip_delay_ms / 1000.0
-        self._rate_per_s = 1.0 / self._delay_s if self._delay_s > 0.0 else math.inf
-        self._capacity = settings.bucket_capacity
-        self._addresses: dict[str, _Address] = {}
-
-    def _address(self, ip: str, now: float) -> _Address:
-        """``ip``'s state, made on first use (its bucket full at ``now``)."""
-        state = self._addresses.get(ip)
-        if state is None:
-            state = self._addresses[ip] = _Address(self._capacity, self._rate_per_s, now)
-        return state
-
-    def earliest(self, ip: str, now: float) -> float:
-        """The earliest start (epoch s, ``>= now``) of the next request to ``ip``:
-        ``max(now, last_at + ip_delay, bucket ready time)``."""
-        state = self._addresses.get(ip)
-        if state is None:
-            return now
-        at = state.last_at + self._delay_s
-        ready = state.ready_at(now)
-        return at if at > ready else ready
-
-    #: What the console shows: ``earliest`` (asking it changes nothing here).
-    shown = earliest
-
-    def on_dispatch(self, ip: str, now: float) -> None:
-        """A request to ``ip`` starts at ``now`` (epoch s): record it, take a token."""
-        state = self._address(ip, now)
-        state.take(now)
-        if now > state.last_at:
-            state.last_at = now
-
-    def on_end(self, ip: str, now: float) -> None:
-        """A request to ``ip`` ended at ``now`` (epoch s): the delay runs from here
-        unless a later request has started since."""
-        state = self._address(ip, now)
-        if now > state.last_at:
-            state.last_at = now
-
-
-class _Address(TokenBucket):
-    """One address's bucket and ``last_at``: the later of its last request's start and
-    the last end of one (epoch s)."""
-
-    __slots__ = ("last_at",)
-
-    def __init__(self, capacity: int, rate_per_s: float, now: float) -> None:
-        super().__init__(capacity, rate_per_s, now)
-        self.last_at = now
-
-
 __all__ = [
-    "AddressPolicy",
-    "AddressPolicySettings",
     "AiodnsResolver",
     "Answer",
     "DnsCache",
     "DnsSettings",
     "DnsStats",
-    "IpLimitSettings",
-    "IpLimiter",
     "Resolver",
-    "bare_host",
-    "ip_literal",
-    "special_purpose",
 ]

@@ -31,7 +31,7 @@ catch only ours::
     |   |   +-- DnsNotFound         -  NXDOMAIN or no A/AAAA record: the host is dead
     |   |   +-- DnsTemporaryFailure R  timeout, SERVFAIL, refused: worth retrying later
     |   +-- PrivateAddress          -  the address connected to is private/special and
-    |   |                              not allowed (core.dns.AddressPolicy)
+    |   |                              not allowed (core.address_policy.AddressPolicy)
     |   +-- HostParked              -  a side request (a sitemap, robots.txt) to a host
     |                                  parked while it waited: none is sent
     +-- StoreError                  the SQLite file is unusable (locked, corrupt, not ours)

@@ -123,7 +123,7 @@ class SavedHost(Protocol):
 
 
 class AddressLimit(Protocol):
-    """The per-IP limit keyed by address (``core.dns``): when an address may get its
+    """The per-IP limit keyed by address (``core.ip_limits``): when an address may get its
     next request, and the start and end of each."""
 
     def earliest(self, ip: str, now: float) -> float:

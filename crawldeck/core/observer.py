@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from crawldeck.core.config import HOST_KEYS, CrawlConfig, HostOverride
+from crawldeck.core.config import CrawlConfig
+from crawldeck.core.config_checks import HOST_KEYS, HostOverride
 from crawldeck.core.dns import DnsCache
 from crawldeck.core.gate import HostGate
 from crawldeck.core.politeness import Cap

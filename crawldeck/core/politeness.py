@@ -64,7 +64,7 @@ first write (dispatch, response, Crawl-delay, restore); reads of an unknown host
 with the defaults and create nothing.
 
 The pieces this module puts together live in modules of their own: the token bucket
-(``core.token_bucket``, which ``core.dns`` uses too), the backoff wait and the
+(``core.token_bucket``, which ``core.ip_limits`` uses too), the backoff wait and the
 Retry-After value (``core.backoff``), and the per-host state with the view of it
 (``core.politeness_state``).
 """
@@ -77,7 +77,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from crawldeck.core.backoff import BACKOFF_STATUSES, backoff_s, parse_retry_after
-from crawldeck.core.config import CrawlConfig, HostOverride
+from crawldeck.core.config import CrawlConfig
+from crawldeck.core.config_checks import HostOverride
 from crawldeck.core.politeness_state import DelaySource, HostPolitenessState, HostPolitenessView
 
 #: The least step (s) by which a learnt delay sinks per success, so that it decays even

@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from crawldeck.core import urls
+from crawldeck.core.address_policy import AddressPolicy
 from crawldeck.core.admission import Admission
-from crawldeck.core.dns import AddressPolicy
 from crawldeck.core.gate import HostGate
 from crawldeck.core.observer import SNAPSHOT_RECENT, Observer
 from crawldeck.core.protocols import LocalHistory

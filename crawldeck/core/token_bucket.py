@@ -2,7 +2,7 @@
 
 The bucket of each host's politeness (``core.politeness``: the long-run rate, one token
 per politeness delay or ``bucket_rate_per_s``) and of each address's request rate
-(``core.dns``). ``now`` (wall-clock epoch seconds, ``float``) is passed to every call:
+(``core.ip_limits``). ``now`` (wall-clock epoch seconds, ``float``) is passed to every call:
 no clock is read, nothing waits.
 
 Separate from ``core.politeness`` because it is a rate limiter of its own, used by more

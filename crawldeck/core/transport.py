@@ -1,6 +1,6 @@
 """DNS pinning at aiohttp's resolver seam: connections go to the addresses ``core.dns``
-resolved and the ``AddressPolicy`` allowed, while the URL, the Host header and TLS SNI
-keep the name.
+resolved and the ``AddressPolicy`` (``core.address_policy``) allowed, while the URL, the
+Host header and TLS SNI keep the name.
 
 ``core.fetcher.AiohttpFetcher`` -> aiohttp's ``TCPConnector`` (``use_dns_cache=False``)
 -> ``PinningResolver.resolve(host, port)``: called once for every new TCP connection to
@@ -41,7 +41,8 @@ from dataclasses import dataclass
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import ThreadedResolver
 
-from crawldeck.core.dns import AddressPolicy, DnsCache, bare_host
+from crawldeck.core.address_policy import AddressPolicy, bare_host
+from crawldeck.core.dns import DnsCache
 
 #: Choices kept, one per host (the default of ``dns_cache_size``: a choice outlives
 #: its host's ``DnsCache`` entry only to be found stale).

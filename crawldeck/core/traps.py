@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from crawldeck.core import urls
-from crawldeck.core.config import CrawlConfig, HostOverride, Scope
+from crawldeck.core.config import CrawlConfig, Scope
+from crawldeck.core.config_checks import HostOverride
 from crawldeck.core.date_templates import (
     DATE_HINT,
     DateCounts,

@@ -53,8 +53,8 @@ from typing import Final
 
 from crawldeck.core.cluster.keys import Keyspace
 from crawldeck.core.cluster.link import LINGER_S, Command, RedisLink
-from crawldeck.core.dns import IpLimiter
 from crawldeck.core.errors import CrawldeckError
+from crawldeck.core.ip_limits import IpLimiter
 from crawldeck.core.protocols import Clock
 
 log = logging.getLogger("crawldeck.cluster")

@@ -46,10 +46,11 @@ from crawldeck.core.cluster.link import LINGER_S, Command, RedisLink
 from crawldeck.core.cluster.store import ClusterStore, decode_robots
 from crawldeck.core.cluster.window import SharedWindow
 from crawldeck.core.config import CrawlConfig, asdict, build_config
-from crawldeck.core.dns import DnsCache, IpLimiter
+from crawldeck.core.dns import DnsCache
 from crawldeck.core.engine import CrawlResult, Engine
 from crawldeck.core.errors import ClusterError, ConfigError, CrawldeckError
 from crawldeck.core.gate import AddressLimit
+from crawldeck.core.ip_limits import IpLimiter
 from crawldeck.core.prioritizer import CASH_ORDERINGS, Prioritizer
 from crawldeck.core.protocols import Clock, Fetcher, SpillStore
 from crawldeck.core.records import FrontierRow, HostRecord
