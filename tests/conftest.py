@@ -24,6 +24,7 @@ test (``tests/test_tiers.py`` checks both halves).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import os
@@ -317,6 +318,7 @@ def _code_names(code: types.CodeType) -> set[str]:
     return names
 
 
+@functools.cache  # some 35 000 calls on a few hundred file names at each collection
 def _in_tests(filename: str | None) -> bool:
     return filename is not None and Path(filename).resolve().is_relative_to(TESTS)
 
