@@ -24,6 +24,7 @@ test (``tests/test_tiers.py`` checks both halves).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import os
@@ -121,8 +122,10 @@ HEAVY = frozenset(
         "test_trap_calendars.py::test_an_endless_calendar_with_month_and_day_views_costs_two_budgets",
         "test_trap_calendars.py::test_hostile_dated_urls_are_cheap",
         "test_trap_calendars.py::test_memory_is_bounded_with_a_million_templates",
+        "test_traps.py::test_long_and_hostile_urls_are_cheap",
         "test_urls.py::test_clean_and_normalize_are_idempotent",
         "test_urls.py::test_cleaned_paths_have_no_dot_segments",
+        "test_urls.py::test_long_urls_are_linear_and_fast",
         "test_urls.py::test_normalize_fast_path_agrees_with_the_general_path",
         "test_urls_properties.py::test_clean_properties_on_200k_generated_links",
         "test_urls_properties.py::test_clean_properties_on_hostile_links",
@@ -317,6 +320,7 @@ def _code_names(code: types.CodeType) -> set[str]:
     return names
 
 
+@functools.cache  # some 35 000 calls on a few hundred file names at each collection
 def _in_tests(filename: str | None) -> bool:
     return filename is not None and Path(filename).resolve().is_relative_to(TESTS)
 

@@ -107,9 +107,14 @@ _PARTNERS: dict[str, dict[str, int]] = {
 }
 
 
+#: ``CrawlConfig``'s field types, resolved once (``get_type_hints`` evaluates every
+#: annotation string again at each call: some 10 ms, at each of 400 examples).
+_HINTS = get_type_hints(CrawlConfig)
+
+
 def _is_int_field(name: str) -> bool:
     """Whether numeric field ``name`` holds integers (``int``, ``int | None``)."""
-    hint = get_type_hints(CrawlConfig)[name]
+    hint = _HINTS[name]
     return float not in {hint, *get_args(hint)}
 
 

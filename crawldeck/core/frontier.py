@@ -734,17 +734,21 @@ class Frontier:
         assert total == self._len
         active = sum(1 for h in hosts.values() if h.front or h.back is not None)
         assert active == self._active
-        by_priority = [0] * len(self._front)
+        # counted by raw priority, then clamped once a priority (not once a URL)
+        raw: dict[int, int] = {}
         in_back: dict[str, FrontierEntry] = {}
         in_front: dict[str, FrontierEntry] = {}
         for h in hosts.values():
             for entry in h.back or ():
-                by_priority[self._clamp(entry.priority)] += 1
+                raw[entry.priority] = raw.get(entry.priority, 0) + 1
                 in_back[entry.key] = entry
         for queue in fronts:
             for entry in queue:
-                by_priority[self._clamp(entry.priority)] += 1
+                raw[entry.priority] = raw.get(entry.priority, 0) + 1
                 in_front[entry.key] = entry
+        by_priority = [0] * len(self._front)
+        for priority, count in raw.items():
+            by_priority[self._clamp(priority)] += count
         assert by_priority == self._by_priority
         if self._opic:
             assert self._backed == in_back
