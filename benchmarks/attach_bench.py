@@ -28,7 +28,7 @@ from pathlib import Path
 
 from console_bench import CRAWLDECK, bench_web, child_cpu_s, run_rate
 
-from crawldeck.core.attach import socket_path
+from crawldeck.core.crawl.attach import socket_path
 
 RUN_TIMEOUT_S = 300.0
 #: The watchers' process: argv[1] the crawl file, argv[2] how many; reads until the end.

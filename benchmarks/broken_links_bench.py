@@ -6,7 +6,7 @@ query that starts from the links costs: the largest table, read whole).
     .venv/bin/python benchmarks/broken_links_bench.py                  # 20 000 pages x 10 links
     .venv/bin/python benchmarks/broken_links_bench.py --pages 2000 --links 5
 
-The file is made by ``core.store.Store`` (the real schema and indexes), then filled in
+The file is made by ``core.storage.store.Store`` (the real schema and indexes), then filled in
 one transaction: ``--pages`` pages of which 1 in 50 is a 404 and 1 in 200 has no
 response, ``--links`` links each to other pages, 1 in 100 URLs refused (``blocked``,
 half of them a DNS failure). Printed: the broken links, the VM steps (a progress
@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from crawldeck.core.store import Store
+from crawldeck.core.storage.store import Store
 
 
 def fill(db: Path, pages: int, links: int) -> None:

@@ -111,14 +111,14 @@ from e2e_bench import CONFIG, CRAWLDECK, RunFailed, crawldeck_result, free_port,
 from synthweb import NGINX, SynthWeb
 
 import crawldeck
-from crawldeck.core import urls
 from crawldeck.core.cluster.keys import Keyspace, encode_entry, score, seen_member, shard_of
 from crawldeck.core.cluster.scripts import PUSH
 from crawldeck.core.cluster.server import PrivateRedis
 from crawldeck.core.cluster.store import path_prefix
 from crawldeck.core.config import CrawlConfig
-from crawldeck.core.frontier_entry import FrontierEntry
-from crawldeck.core.prioritizer import ORDERINGS
+from crawldeck.core.policy import urls
+from crawldeck.core.policy.frontier_entry import FrontierEntry
+from crawldeck.core.policy.prioritizer import ORDERINGS
 
 #: The configurations: name -> workers (``None``: the single process without Redis).
 CONFIGS: dict[str, int | None] = {"A": None, "B": 1, "C": 2, "D": 4, "E": 8}

@@ -11,7 +11,7 @@ each holding ``--per-entry`` pages of that host, a page being the ops a worker w
 for it (``op_enqueue`` of its ``--links`` new rows, ``op_record_page`` with those
 links, and an ``op_upsert_host`` per entry), over ``--hosts`` hosts; the writers'
 entries interleave in the streams as their flushes would. Then ``Collector.run``
-drains them into a fresh crawl file (``core.store.Store``, as the coordinator opens
+drains them into a fresh crawl file (``core.storage.store.Store``, as the coordinator opens
 it) and the benchmark prints, per writer count: the pages drained per second of wall
 time (from the first read to the file committed), the collector's CPU per page (this
 process's, the store's writer thread included; ``time.process_time``), the writer
@@ -40,7 +40,7 @@ from crawldeck.core.cluster.collector import Collector
 from crawldeck.core.cluster.keys import Keyspace, shard_of
 from crawldeck.core.cluster.server import PrivateRedis
 from crawldeck.core.records import FrontierRow, HostRecord, PageRecord
-from crawldeck.core.store import Store
+from crawldeck.core.storage.store import Store
 
 T0 = 1_700_000_000.0
 KEYS = Keyspace("drain")

@@ -196,8 +196,8 @@ async def screenshot(
     ``crawldeck demo`` does, while it runs, once traps were blocked and a host is in
     backoff (or twice ``min_s`` passed) (the README's pictures)."""
     from crawldeck.core.config import build_config
-    from crawldeck.core.engine import Engine
-    from crawldeck.core.store import Store
+    from crawldeck.core.crawl.engine import Engine
+    from crawldeck.core.storage.store import Store
     from crawldeck.tui.app import UI_SNAPSHOT_INTERVAL_MS, CrawlApp
 
     work = Path(tempfile.mkdtemp(prefix="crawldeck-screenshot-"))

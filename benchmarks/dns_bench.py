@@ -16,7 +16,7 @@ Needs Debian's dnsmasq (``apt-get install dnsmasq-base``). Every address is in
    a wrapper counting the questions that are really outstanding in c-ares.
 2. **Cache hit ratio on a crawl of the local web.** The local web's hosts get names
    (``www.localweb.test`` ...; TTL 1 s, so the 5 s ``dns_min_ttl_s`` floor decides);
-   the unmodified engine crawls them with an ``AiohttpFetcher`` on ``core.transport``'s
+   the unmodified engine crawls them with an ``AiohttpFetcher`` on ``core.net.transport``'s
    pinning transport that also resolves before every request, as the engine will once
    issue #4 is wired in (one lookup per request plus one per new connection).
 
@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from dnsserver import DNSMASQ, CountingResolver, DnsmasqServer
 
 from crawldeck.core.config import build_config
-from crawldeck.core.dns import DnsCache, DnsSettings
+from crawldeck.core.net.dns import DnsCache, DnsSettings
 
 
 def bench_names(count: int) -> dict[str, list[str]]:
@@ -82,8 +82,8 @@ async def lookups(server: DnsmasqServer, names: list[str], cap: int) -> dict[str
 async def crawl_hit_ratio(directory: Path) -> dict[str, float]:
     """Crawl the local web under real names (its pages link by name); the engine's DNS
     counters: every fetch, robots.txt included, is a lookup in the cache."""
-    from crawldeck.core.engine import Engine
-    from crawldeck.core.store import Store
+    from crawldeck.core.crawl.engine import Engine
+    from crawldeck.core.storage.store import Store
     from crawldeck.localweb.web import HOST_NAMES, LocalWeb
 
     names = {name: f"{name}.localweb.test" for name in HOST_NAMES}

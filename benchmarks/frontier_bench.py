@@ -13,7 +13,7 @@ rebuilt seen set). Targets of issue #6: >= 100 000 dispatches/s, <= 300 bytes pe
 queued URL beyond a bounded window, resume <= 10 s.
 
 ``--ordering`` (issue #15; default ``bfs``) builds the frontier of that ordering
-(``core.prioritizer``); under ``opic`` and ``opic-inlinks`` URL i gets the cash
+(``core.policy.prioritizer``); under ``opic`` and ``opic-inlinks`` URL i gets the cash
 1/(1 + (i // 50) mod 1000) (a spread of 10 cash bands; one float per 50 URLs, as the
 new links of one page share its share) and its band as priority, and the dispatch
 loop credits one queued URL per dispatch (a fetched page's share for a known outlink:
@@ -39,13 +39,13 @@ import time
 from pathlib import Path
 
 from crawldeck.core.config import build_config
-from crawldeck.core.frontier import Frontier
-from crawldeck.core.frontier_entry import FrontierEntry
-from crawldeck.core.politeness import Politeness, PolitenessSettings
-from crawldeck.core.prioritizer import ORDERINGS, Ordering, Prioritizer
+from crawldeck.core.policy.frontier import Frontier
+from crawldeck.core.policy.frontier_entry import FrontierEntry
+from crawldeck.core.policy.politeness import Politeness, PolitenessSettings
+from crawldeck.core.policy.prioritizer import ORDERINGS, Ordering, Prioritizer
+from crawldeck.core.policy.seen import SeenSet
 from crawldeck.core.records import FrontierRow
-from crawldeck.core.seen import SeenSet
-from crawldeck.core.store import Store
+from crawldeck.core.storage.store import Store
 
 
 def rss_bytes() -> int:
@@ -152,7 +152,7 @@ def main() -> int:
 
 def engine_bench(urls: int, hosts: int, window: int, ordering: Ordering) -> int:
     """``--engine``: admission rate, bytes per URL beyond the window, resume time."""
-    from crawldeck.core.engine import Engine
+    from crawldeck.core.crawl.engine import Engine
 
     config = build_config(
         {"frontier_window": window, "render": "never", "max_per_host": 1_000_000,

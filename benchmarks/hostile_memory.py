@@ -50,7 +50,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from hostilekit import KINDS  # noqa: E402
 from httpserver import HTTPTestServer, Response  # noqa: E402
 
-from crawldeck.core.procmem import proc_parents, process_tree, rss_bytes  # noqa: E402
+from crawldeck.core.render.procmem import proc_parents, process_tree, rss_bytes  # noqa: E402
 
 MIB = 1024 * 1024
 MB = 1000 * 1000
@@ -90,9 +90,9 @@ def cmdline(pid: int) -> bytes:
 def role(cmd: bytes) -> str:
     """``parse`` (a parse worker), ``warc`` (the WARC writer) or ``other``, from a
     descendant's command line."""
-    if b"crawldeck.core.parse" in cmd:
+    if b"crawldeck.core.net.parse" in cmd:
         return "parse"
-    if b"crawldeck.core.warc" in cmd:
+    if b"crawldeck.core.storage.warc" in cmd:
         return "warc"
     return "other"
 
@@ -112,7 +112,7 @@ def vm_hwm(pid: int) -> int:
 def normal_web(servers: list[HTTPTestServer], pages: int) -> None:
     """Serve ``pages`` pages on each server: 20 links each (18 on its host, 2 to the
     next hosts), about 12 KB of text (every tenth about 100 KB: parsed in a worker
-    process, ``core.parse.THREAD_PARSE_MAX_BYTES``), a robots.txt naming a sitemap of
+    process, ``core.net.parse.THREAD_PARSE_MAX_BYTES``), a robots.txt naming a sitemap of
     them all."""
     text = "<p>" + "The quick brown fox jumps over the lazy dog. " * 5 + "</p>\n"
     for i, srv in enumerate(servers):

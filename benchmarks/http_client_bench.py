@@ -12,7 +12,7 @@ system of this process, nginx runs in its own) and requests/s.
   crawldeck used before: httpx 0.28 over httpcore).
 - ``httpcore``: one ``AsyncConnectionPool`` per host (httpx's layer removed, and its
   pool kept small).
-- ``aiohttp``: one ``ClientSession``, ``auto_decompress=False`` (what ``core.fetcher``
+- ``aiohttp``: one ``ClientSession``, ``auto_decompress=False`` (what ``core.net.fetcher``
   does).
 """
 
@@ -83,7 +83,7 @@ async def with_httpcore(urls: list[str], hosts: int) -> tuple[float, float]:
 
 
 async def with_aiohttp(urls: list[str], hosts: int) -> tuple[float, float]:
-    """aiohttp: one session, as core.fetcher sets it up (no decompression by aiohttp)."""
+    """aiohttp: one session, as core.net.fetcher sets it up (no decompression by aiohttp)."""
     import aiohttp
 
     connector = aiohttp.TCPConnector(limit=hosts * 2, limit_per_host=0)

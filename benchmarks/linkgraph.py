@@ -10,12 +10,12 @@ dedupe key (``urls.normalize``): an HTML page, another file, a 404, or a redirec
 ``docs_graph`` reads Debian's documentation packages (``DOC_SITES``: ``openjdk-17-doc``,
 ``rust-doc``, ``python-scipy-doc``, ``python3-doc``, ``python-django-doc``), one loopback
 host each (``127.82.0.N:8782``), as ``localweb.static.StaticSite`` serves them: every
-HTML file is parsed with the crawler's own ``core.links.extract_links``, every link
-(its ``<link rel="canonical">`` too, as ``core.recording`` admits it; a meta refresh
+HTML file is parsed with the crawler's own ``core.policy.links.extract_links``, every link
+(its ``<link rel="canonical">`` too, as ``core.crawl.recording`` admits it; a meta refresh
 counts as one more link, where the crawler follows it as a redirect) resolved with
-``core.urls.clean`` against the page's base, kept when its host is one of the five
-and the crawler's trap guards (``core.traps.TrapGuard``, with the crawl's config
-``crawl_config``) admit it, and deduplicated by ``core.urls.normalize``. A URL
+``core.policy.urls.clean`` against the page's base, kept when its host is one of the five
+and the crawler's trap guards (``core.policy.traps.TrapGuard``, with the crawl's config
+``crawl_config``) admit it, and deduplicated by ``core.policy.urls.normalize``. A URL
 maps to a file as ``StaticSite`` maps it: a directory without its trailing slash is
 a 301 to it (one outlink: the target), a directory with one is its ``index.html``.
 The graph is cached (pickle) under ``--cache`` keyed by the packages' versions.
@@ -55,11 +55,11 @@ from urllib.parse import quote, unquote, urlsplit
 
 from multidict import CIMultiDict
 
-from crawldeck.core import urls
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.errors import UrlError
-from crawldeck.core.links import extract_links
-from crawldeck.core.traps import ScopePolicy, TrapGuard, TrapSettings, UrlPatterns
+from crawldeck.core.policy import urls
+from crawldeck.core.policy.links import extract_links
+from crawldeck.core.policy.traps import ScopePolicy, TrapGuard, TrapSettings, UrlPatterns
 
 #: Port and address block of the documentation web (``docs_crawl.py`` uses 127.78/8780).
 DOCS_PORT = 8782
@@ -124,7 +124,7 @@ class Graph:
         seeds: the seed nodes, in order.
         link_counts: node -> the distinct dedupe keys its links resolve to, any host,
             itself included (``array('i')``): what the crawler splits a page's OPIC
-            cash over (``core.recording``), the outlinks of the graph and those it
+            cash over (``core.crawl.recording``), the outlinks of the graph and those it
             cannot follow.
     """
 
@@ -224,7 +224,7 @@ def synth_include() -> str:
 
 
 def _guard(config: CrawlConfig) -> TrapGuard:
-    """The crawler's trap guards for ``config`` (as ``core.assembly`` builds them)."""
+    """The crawler's trap guards for ``config`` (as ``core.crawl.assembly`` builds them)."""
     return TrapGuard(
         TrapSettings.from_config(config),
         ScopePolicy(config.scope),
@@ -257,7 +257,7 @@ def _parse_chunk(
 ) -> list[tuple[str, list[str], int]]:
     """``(url, outlink URLs, distinct keys linked)`` of each HTML file of one chunk (a
     process pool job): ``extract_links`` (its ``<link rel="canonical">`` is a link, as
-    ``core.recording`` admits it) then ``urls.clean`` against the base; links to other
+    ``core.crawl.recording`` admits it) then ``urls.clean`` against the base; links to other
     hosts than ``served`` dropped from the list, counted in the number (distinct by
     ``urls.normalize``, as the crawler counts a page's outlinks)."""
     prefix, root, rels, served = job

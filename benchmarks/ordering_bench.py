@@ -16,7 +16,7 @@ seeds reach:
 
 - the orderings (``bfs``, ``opic``, ``larger-sites-first``) by the simulator
   (``simulate``): the crawler's real ``Frontier`` and ``Prioritizer``
-  (``core/frontier.py``, ``core/prioritizer.py``) driven by a discrete-event loop that
+  (``core/policy/frontier.py``, ``core/policy/prioritizer.py``) driven by a discrete-event loop that
   does what the engine does, on virtual time, with no network: ``concurrency`` fetches
   in flight, each taking ``fetch_ms``; a worker pops the frontier at ``now``; at a
   fetch's end its host is released at ``end + delay_ms`` (as ``Engine`` does once the
@@ -24,7 +24,7 @@ seeds reach:
   is just ``delay_ms``), then its outlinks not seen before are added (seen set: one
   bit per node, the graph's nodes being dedupe keys already) at depth + 1 and, under
   ``opic``, the page's cash is split over every distinct key it links to, as
-  ``core.recording`` splits it (``Graph.link_counts``: links out of the web and
+  ``core.crawl.recording`` splits it (``Graph.link_counts``: links out of the web and
   refused ones get their shares, lost), a queued outlink's cash grows
   (``Frontier.credit``). What it leaves out: the engine's real fetch times (each
   fetch takes ``fetch_ms`` exactly, so every host goes at the same pace when
@@ -82,12 +82,12 @@ from linkgraph import (
     synthetic_graph,
 )
 
-from crawldeck.core import urls
 from crawldeck.core.config import CrawlConfig
-from crawldeck.core.frontier import Frontier
-from crawldeck.core.frontier_entry import FrontierEntry
-from crawldeck.core.parse import THREAD_PARSE_MAX_BYTES
-from crawldeck.core.prioritizer import ORDERINGS, Ordering, Prioritizer
+from crawldeck.core.net.parse import THREAD_PARSE_MAX_BYTES
+from crawldeck.core.policy import urls
+from crawldeck.core.policy.frontier import Frontier
+from crawldeck.core.policy.frontier_entry import FrontierEntry
+from crawldeck.core.policy.prioritizer import ORDERINGS, Ordering, Prioritizer
 
 #: Checkpoints: fractions of the pages reachable from the seeds.
 CHECKPOINTS = (0.01, 0.05, 0.10, 0.20, 0.50)
@@ -267,7 +267,7 @@ class SimSettings:
         delay_ms: politeness delay from a fetch's end to the host's next start (ms).
         pool_start_ms: ``None``: a page's links are queued at its fetch's end. A
             number: the engine's parse pool as it starts, for pages over
-            ``core.parse.THREAD_PARSE_MAX_BYTES`` (parsed in a worker process that
+            ``core.net.parse.THREAD_PARSE_MAX_BYTES`` (parsed in a worker process that
             starts on first use): their links are queued no earlier than this many ms
             after the first such page's fetch ended (needs the pages' sizes).
     """

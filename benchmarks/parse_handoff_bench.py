@@ -27,8 +27,8 @@ from pathlib import Path
 from synthweb import build_tree
 
 from crawldeck.core.config import CrawlConfig
-from crawldeck.core.links import extract_links
-from crawldeck.core.parse import ParsePool
+from crawldeck.core.net.parse import ParsePool
+from crawldeck.core.policy.links import extract_links
 
 HEADERS = {"Content-Type": "text/html; charset=utf-8"}
 

@@ -1,4 +1,4 @@
-"""Render throughput and memory of ``core.browser_pool.RenderPool`` on the local spa host.
+"""Render throughput and memory of ``core.render.browser_pool.RenderPool`` on the local spa host.
 
     .venv/bin/python benchmarks/render_bench.py                   # pool sizes 1 and 2
     .venv/bin/python benchmarks/render_bench.py --pages 60 --idle-ms 200 --sizes 1 2 3
@@ -30,11 +30,11 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from crawldeck.core.browser_pool import RenderPool
 from crawldeck.core.config import build_config
-from crawldeck.core.fetcher import AiohttpFetcher
+from crawldeck.core.net.fetcher import AiohttpFetcher
+from crawldeck.core.net.robots import RobotsCache, RobotsSettings
+from crawldeck.core.render.browser_pool import RenderPool
 from crawldeck.core.render_types import RenderResult
-from crawldeck.core.robots import RobotsCache, RobotsSettings
 from crawldeck.localweb import LocalWeb
 
 KINDS = ("inline", "hash", "fetch", "private")

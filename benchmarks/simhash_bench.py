@@ -4,7 +4,7 @@
 
 1. SimHash cost per page, on real pages: the HTML files of ``--docs`` (default
    Debian's ``/usr/share/doc/python3/html``; the local web's good pages when it is
-   missing). For each page: ``core.links.extract_links`` as the crawl runs it (CPU
+   missing). For each page: ``core.policy.links.extract_links`` as the crawl runs it (CPU
    us per page), and of that the visible-text extraction (``strip_tags`` and
    ``text``) and ``simhash64`` alone. SimHash is timed cold (an empty token cache,
    the first pages of a crawl) and warm (every token seen before). CPU time
@@ -33,9 +33,9 @@ from pathlib import Path
 
 from selectolax.lexbor import LexborHTMLParser
 
-from crawldeck.core import simhash
-from crawldeck.core.links import _NOT_TEXT, decode, extract_links
-from crawldeck.core.simhash import NearDuplicates, simhash64
+from crawldeck.core.policy import simhash
+from crawldeck.core.policy.links import _NOT_TEXT, decode, extract_links
+from crawldeck.core.policy.simhash import NearDuplicates, simhash64
 
 DOCS = Path("/usr/share/doc/python3/html")
 HTML = {"Content-Type": "text/html; charset=utf-8"}
@@ -64,7 +64,7 @@ def best_cpu_s(rounds: int, work: Callable[[], object]) -> float:
 
 
 def visible_text(body: bytes) -> str:
-    """The text ``extract_links`` fingerprints (``core.links._simhash``)."""
+    """The text ``extract_links`` fingerprints (``core.policy.links._simhash``)."""
     tree = LexborHTMLParser(decode(body, HTML))
     tree.strip_tags(_NOT_TEXT)
     return tree.body.text(separator=" ") if tree.body is not None else ""

@@ -32,7 +32,7 @@ module is in it):
   (``os.wait4``), that is what a page costs, the figure the split must add up to;
 - per process, from ``/proc/PID/stat`` (polled every 0.2 s, and the crawl's own from its
   zombie before it is reaped): the crawl process (all its threads), the parse workers
-  (``crawldeck.core.parse_worker``), the WARC writer (``crawldeck.core.warc``); what
+  (``crawldeck.core.net.parse_worker``), the WARC writer (``crawldeck.core.storage.warc``); what
   children spent and exited between two polls is "unattributed";
 - inside the crawl process, py-spy (a sampling profiler, attached by pid:
   ``py-spy record --nonblocking --threads --rate R``; a thread sleeping in the kernel
@@ -121,88 +121,95 @@ STAGES = (
 #: (``tests/test_stage_profile.py`` fails until it is).
 STAGE_OF_MODULE: dict[str, str] = {
     "core": STARTUP,
-    "core.admission": ADMIT,
-    "core.aiohttp_internals": FETCH,
-    "core.archive": WARC,
-    "core.attach": CONSOLE,  # the attach socket's snapshots for attached consoles
-    "core.assembly": STARTUP,
-    "core.back_queues": FRONTIER,
-    "core.body_reader": FETCH,
-    "core.backoff": SCHEDULE,
-    "core.browser_pool": RENDER,
+    "core.policy": STARTUP,  # a folder by role: its docstring only
+    "core.net": STARTUP,  # a folder by role: its docstring only
+    "core.render": STARTUP,  # a folder by role: its docstring only
+    "core.storage": STARTUP,  # a folder by role: its docstring only
+    "core.crawl": STARTUP,  # a folder by role: its docstring only
+    "core.policy.admission": ADMIT,
+    "core.net.aiohttp_internals": FETCH,
+    "core.storage.archive": WARC,
+    "core.crawl.attach": CONSOLE,  # the attach socket's snapshots for attached consoles
+    "core.crawl.assembly": STARTUP,
+    "core.policy.back_queues": FRONTIER,
+    "core.net.body_reader": FETCH,
+    "core.policy.backoff": SCHEDULE,
+    "core.render.browser_pool": RENDER,
     "core.clock": SCHEDULE,  # the loop clock every part reads
     "core.config": STARTUP,
     "core.config_checks": STARTUP,
-    "core.content": PARSE,
-    "core.datasette_meta": STARTUP,
-    "core.date_templates": ADMIT,  # the calendar budget of the trap guard
-    "core.dns": FETCH,
-    "core.address_policy": FETCH,  # checked on each connection (core.transport)
-    "core.ip_limits": FETCH,  # charged as when it was in core.dns
-    "core.engine": SCHEDULE,
+    "core.crawl.content": PARSE,
+    "core.storage.datasette_meta": STARTUP,
+    "core.policy.date_templates": ADMIT,  # the calendar budget of the trap guard
+    "core.net.dns": FETCH,
+    "core.policy.address_policy": FETCH,  # checked on each connection (core.net.transport)
+    "core.policy.ip_limits": FETCH,  # charged as when it was in core.net.dns
+    "core.crawl.engine": SCHEDULE,
     "core.errors": SCHEDULE,
-    "core.export": OFFLINE,
-    "core.fetcher": FETCH,
-    "core.fetch_errors": FETCH,
-    "core.frontier": FRONTIER,
-    "core.frontier_entry": FRONTIER,
-    "core.gate": SCHEDULE,
-    "core.gcpolicy": STARTUP,  # the thresholds set once a run; the passes are the interpreter's
-    "core.heap": PARSE,  # malloc_trim in the parse workers (and the WARC writer)
-    "core.links": PARSE,
-    "core.metrics": STATS,
-    "core.mirror": OFFLINE,
-    "core.observer": OBSERVER,
+    "core.storage.export": OFFLINE,
+    "core.net.fetcher": FETCH,
+    "core.net.fetch_errors": FETCH,
+    "core.policy.frontier": FRONTIER,
+    "core.policy.frontier_entry": FRONTIER,
+    "core.policy.gate": SCHEDULE,
+    # the thresholds set once a run; the passes are the interpreter's
+    "core.crawl.gcpolicy": STARTUP,
+    "core.policy.heap": PARSE,  # malloc_trim in the parse workers (and the WARC writer)
+    "core.policy.links": PARSE,
+    "core.crawl.metrics": STATS,
+    "core.storage.mirror": OFFLINE,
+    "core.crawl.observer": OBSERVER,
     "core.other_crawlers": STARTUP,
-    "core.parse": PARSE,
-    "core.parse_worker": PARSE,
-    "core.politeness": SCHEDULE,
-    "core.politeness_state": SCHEDULE,
-    "core.prioritizer": FRONTIER,
-    "core.procmem": STATS,
+    "core.net.parse": PARSE,
+    "core.net.parse_worker": PARSE,
+    "core.policy.politeness": SCHEDULE,
+    "core.policy.politeness_state": SCHEDULE,
+    "core.policy.prioritizer": FRONTIER,
+    "core.render.procmem": STATS,
     "core.protocols": SCHEDULE,
     "core.records": FETCH,  # FetchResult built by the fetcher
-    "core.recording": STORE,
-    "core.recrawl": OFFLINE,
-    "core.redirect_traps": FETCH,  # judged with the redirect hop (core.redirects)
-    "core.redirects": FETCH,
-    "core.render_session": RENDER,
+    "core.crawl.recording": STORE,
+    "core.crawl.recrawl": OFFLINE,
+    "core.policy.redirect_traps": FETCH,  # judged with the redirect hop (core.net.redirects)
+    "core.net.redirects": FETCH,
+    "core.render.render_session": RENDER,
     "core.render_types": RENDER,
-    "core.request_checks": FETCH,
-    "core.request_options": FETCH,
-    "core.resume": STARTUP,
-    "core.retries": SCHEDULE,
-    "core.robots": ADMIT,
-    "core.robots_policy": ADMIT,
-    "core.seeds": STARTUP,
-    "core.seen": ADMIT,
-    "core.shell": RENDER,
-    "core.side_requests": FETCH,
-    "core.simhash": PARSE,
-    "core.sitemap_reader": SITEMAPS,
-    "core.sitemaps": SITEMAPS,
-    "core.slots": SCHEDULE,
-    "core.snapshot": OBSERVER,
-    "core.sniff": FETCH,
-    "core.stats": STATS,
-    "core.store": STORE,
-    "core.store.base": STORE,
-    "core.store.facade": STORE,
-    "core.store.lock": STORE,
-    "core.store.ops": STORE,
-    "core.store.reads": STORE,
-    "core.store.schema": STORE,
-    "core.store.writer": STORE,
-    "core.token_bucket": SCHEDULE,  # the hosts' politeness (and core.ip_limits's per-address rate)
-    "core.transport": FETCH,
-    "core.traps": ADMIT,
-    "core.urls": ADMIT,
-    "core.warc": WARC,
-    "core.warc_output": WARC,
-    "core.warc_reader": WARC,
-    "core.warc_records": WARC,
-    "core.warc_writer": WARC,
-    "core.window": FRONTIER,
+    "core.policy.request_checks": FETCH,
+    "core.net.request_options": FETCH,
+    "core.crawl.resume": STARTUP,
+    "core.crawl.retries": SCHEDULE,
+    "core.net.robots": ADMIT,
+    "core.policy.robots": ADMIT,
+    "core.policy.seeds": STARTUP,
+    "core.policy.seen": ADMIT,
+    "core.policy.shell": RENDER,
+    "core.crawl.side_requests": FETCH,
+    "core.policy.simhash": PARSE,
+    "core.crawl.sitemaps": SITEMAPS,
+    "core.policy.sitemaps": SITEMAPS,
+    "core.policy.slots": SCHEDULE,
+    "core.crawl.snapshot": OBSERVER,
+    "core.policy.sniff": FETCH,
+    "core.crawl.stats": STATS,
+    "core.storage.store": STORE,
+    "core.storage.store.base": STORE,
+    "core.storage.store.facade": STORE,
+    "core.storage.store.lock": STORE,
+    "core.storage.store.ops": STORE,
+    "core.storage.store.reads": STORE,
+    "core.storage.store.schema": STORE,
+    "core.storage.store.writer": STORE,
+    # the hosts' politeness (and core.policy.ip_limits's per-address rate)
+    "core.policy.token_bucket": SCHEDULE,
+    "core.net.transport": FETCH,
+    "core.policy.traps": ADMIT,
+    "core.policy.urls": ADMIT,
+    "core.storage.warc": WARC,
+    "core.storage.warc_output": WARC,
+    "core.storage.warc_reader": WARC,
+    "core.storage.warc_records": WARC,
+    "core.storage.warc_writer": WARC,
+    "core.policy.window": FRONTIER,
     "core.words": OBSERVER,
     "core.cluster": CLUSTER,
     "core.cluster.addresses": CLUSTER,
@@ -275,8 +282,8 @@ STICKY: dict[str, str] = {
 
 def module_of(filename: str) -> str:
     """The dotted module name of a frame's file, as py-spy prints it with
-    ``--full-filenames``: ``.../crawldeck/core/fetcher.py`` (an editable install's file)
-    is ``core.fetcher``, ``.../crawldeck/cli/main.py`` is
+    ``--full-filenames``: ``.../crawldeck/core/net/fetcher.py`` (an editable install's file)
+    is ``core.net.fetcher``, ``.../crawldeck/cli/main.py`` is
     ``cli.main``, ``.../site-packages/aiohttp/client.py`` is ``aiohttp.client``,
     ``.../lib/python3.11/asyncio/sslproto.py`` is ``asyncio.sslproto``, ``<frozen
     importlib._bootstrap>`` is ``importlib._bootstrap``; ``""`` for anything else
@@ -440,9 +447,9 @@ def _kind(pid: int) -> str:
             cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
-    if "core.parse_worker" in cmd:
+    if "core.net.parse_worker" in cmd:
         return "parse"
-    if "core.warc" in cmd:
+    if "core.storage.warc" in cmd:
         return "warc"
     return "other"
 

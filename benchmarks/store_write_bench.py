@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from crawldeck.core.records import FrontierRow, PageRecord
-from crawldeck.core.store import Store
+from crawldeck.core.storage.store import Store
 
 HOSTS = 200
 

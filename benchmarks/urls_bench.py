@@ -1,10 +1,10 @@
-"""CPU per link of ``core.urls``: ``clean`` (join and parse), then ``normalize`` and
+"""CPU per link of ``core.policy.urls``: ``clean`` (join and parse), then ``normalize`` and
 ``host_key``, the work admission does for each new href of a page (issue #22 item 6).
 
 The links are those of a blog-like page, 50 per page over 200 pages: navigation
 (root-relative), relative paths with ``..``, absolute links to the same and other
 hosts, protocol-relative CDN links, queries with tracking parameters, fragments,
-``mailto:`` and ``javascript:``. ``--against REV`` loads ``core/urls.py`` of that git
+``mailto:`` and ``javascript:``. ``--against REV`` loads ``core/policy/urls.py`` of that git
 revision beside the working tree's and times both in turns (A B A B ...), so the
 figures share the machine's load; each figure is the best of the rounds.
 
@@ -23,9 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-from crawldeck.core import urls
 from crawldeck.core.config import DEFAULT_STRIP_PARAMS
 from crawldeck.core.errors import UrlError
+from crawldeck.core.policy import urls
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -87,13 +87,13 @@ def _timed(work: Callable[[], None]) -> float:
 
 
 def load_revision(rev: str) -> ModuleType:
-    """``crawldeck/core/urls.py`` of git revision ``rev`` (``core/urls.py`` before the
+    """``crawldeck/core/policy/urls.py`` of git revision ``rev`` (``core/policy/urls.py`` before the
     folders moved under ``crawldeck/``), loaded as a module of its own.
 
     Raises:
         subprocess.CalledProcessError: git knows neither file at ``rev``.
     """
-    for path in ("crawldeck/core/urls.py", "core/urls.py"):
+    for path in ("crawldeck/core/policy/urls.py", "core/policy/urls.py"):
         shown = subprocess.run(
             ["git", "-C", str(ROOT), "show", f"{rev}:{path}"], capture_output=True, text=True
         )

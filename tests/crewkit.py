@@ -14,7 +14,7 @@ from crawldeck.core.cluster.keys import Keyspace
 from crawldeck.core.cluster.link import RedisLink, open_client
 from crawldeck.core.cluster.worker import Worker, publish_crawl
 from crawldeck.core.config import CrawlConfig
-from crawldeck.core.store import Store
+from crawldeck.core.storage.store import Store
 
 
 async def crawl_with_crew(

@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from crawldeck.core.dns import AiodnsResolver, Answer, RecordType
+from crawldeck.core.net.dns import AiodnsResolver, Answer, RecordType
 
 #: Debian installs dnsmasq here (``apt-get install dnsmasq-base``).
 DNSMASQ = shutil.which("dnsmasq") or (

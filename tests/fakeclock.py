@@ -1,7 +1,7 @@
 """The one fake clock of the tests: a time source that moves only when a test moves it.
 
-Every part that takes a clock (``core.dns.DnsCache``, ``core.robots.RobotsCache``,
-``core.store.Store``, the render session, the memory monitor) takes a callable
+Every part that takes a clock (``core.net.dns.DnsCache``, ``core.net.robots.RobotsCache``,
+``core.storage.store.Store``, the render session, the memory monitor) takes a callable
 returning seconds as ``float``; a ``FakeClock`` is one::
 
     clock = FakeClock()          # reads EPOCH

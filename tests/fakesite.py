@@ -19,7 +19,7 @@ aiohttp fetcher behaves, on the loop's clock (``tests/virtualtime.py``):
   than its ``Content-Length`` raises ``ProtocolViolation("short body ...")`` where
   the real fetcher meets its end (not when the body is skipped or cut at the cap, nor
   when a stream's reader stopped first);
-* the media type is the real fetcher's (``core.sniff``: the last ``Content-Type``,
+* the media type is the real fetcher's (``core.policy.sniff``: the last ``Content-Type``,
   sniffed when absent or unknown, but not for a streamed body); ``want_body(media
   type)`` false skips the body (``skipped``, ``b""``, no body time); ``max_bytes``
   (default ``max_body_bytes``) cuts the decoded body (``truncated``; the body time is
@@ -65,10 +65,8 @@ from urllib.parse import urlsplit
 import virtualtime
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from crawldeck.core import sniff
 from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.dns import Answer, DnsCache, DnsSettings, RecordType
-from crawldeck.core.engine import CrawlResult, Engine
+from crawldeck.core.crawl.engine import CrawlResult, Engine
 from crawldeck.core.errors import (
     ConnectFailed,
     ConnectionLost,
@@ -80,9 +78,11 @@ from crawldeck.core.errors import (
     RequestInvalid,
     TlsFailed,
 )
-from crawldeck.core.fetcher import STREAM_KEEP_BYTES
+from crawldeck.core.net.dns import Answer, DnsCache, DnsSettings, RecordType
+from crawldeck.core.net.fetcher import STREAM_KEEP_BYTES
+from crawldeck.core.policy import sniff
 from crawldeck.core.records import BodySink, FetchResult
-from crawldeck.core.store import Store
+from crawldeck.core.storage.store import Store
 
 # ------------------------------------------------------------------- the script
 
@@ -252,7 +252,7 @@ class FakeSite:
 
 
 class _Resolver:
-    """``core.dns.Resolver`` answered from ``FakeSite.name``: TTL 300 s."""
+    """``core.net.dns.Resolver`` answered from ``FakeSite.name``: TTL 300 s."""
 
     def __init__(self, site: FakeSite) -> None:
         self._site = site

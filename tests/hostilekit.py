@@ -136,7 +136,7 @@ def huge_attribute(srv: HTTPTestServer) -> None:
 
 
 def deep_nesting(srv: HTTPTestServer) -> None:
-    """``/``: 100 000 nested ``<div>`` (lexbor's quadratic case; ``core.parse``)."""
+    """``/``: 100 000 nested ``<div>`` (lexbor's quadratic case; ``core.net.parse``)."""
     body = b"<html><body>" + b"<div>" * DEPTH + b'<a href="/in">in</a>' + b"</div>" * DEPTH
     srv.set("/", Response(200, HTML, body))
     srv.set("/robots.txt", ALLOW_ALL)

@@ -1,4 +1,4 @@
-"""Admission (``core.admission``) on its own: href -> ``Link`` -> seen set -> trap guards.
+"""Admission (``core.policy.admission``) on its own: href -> ``Link`` -> seen set -> trap guards.
 
 A real ``SeenSet`` over a key store that holds nothing (every key admitted stays in the
 set's own "not handed over" part, which answers exactly) and a real ``TrapGuard``; the
@@ -18,12 +18,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawldeck.core import admission as admission_module
-from crawldeck.core import urls
-from crawldeck.core.admission import Admission, AdmissionStatistics, Link, url_reason
 from crawldeck.core.errors import UnsupportedScheme, UrlError
-from crawldeck.core.seen import SeenSet
-from crawldeck.core.traps import BlockReason, ScopePolicy, TrapGuard, TrapSettings, Verdict
+from crawldeck.core.policy import admission as admission_module
+from crawldeck.core.policy import urls
+from crawldeck.core.policy.admission import Admission, AdmissionStatistics, Link, url_reason
+from crawldeck.core.policy.seen import SeenSet
+from crawldeck.core.policy.traps import BlockReason, ScopePolicy, TrapGuard, TrapSettings, Verdict
 
 TODAY = datetime.date(2024, 6, 1)
 STRIP = ("sid",)

@@ -1,13 +1,13 @@
-"""The aiohttp internals ``core.fetcher`` relies on (``AiohttpInternals``, in
-``core.aiohttp_internals``), checked against the installed aiohttp: each test fails with
+"""The aiohttp internals ``core.net.fetcher`` relies on (``AiohttpInternals``, in
+``core.net.aiohttp_internals``), checked against the installed aiohttp: each test fails with
 a message naming the member.
 
 * the installed aiohttp is within ``pyproject.toml``'s pin;
 * every method in ``AiohttpInternals.OVERRIDDEN`` still exists on aiohttp's class with
   the parameters we override it with;
 * no underscore attribute of aiohttp's is used in the fetcher's modules
-  (``core/fetcher.py``, ``core/aiohttp_internals.py``, ``core/body_reader.py``,
-  ``core/fetch_errors.py``) or ``core/transport.py`` outside ``AiohttpInternals``, every
+  (``core/net/fetcher.py``, ``core/net/aiohttp_internals.py``, ``core/net/body_reader.py``,
+  ``core/net/fetch_errors.py``) or ``core/net/transport.py`` outside ``AiohttpInternals``, every
   one used inside it is in its tables, and none of our own attributes on aiohttp's
   classes takes a name aiohttp uses (read from aiohttp's source);
 * on real requests to loopback servers, aiohttp calls each override and each private
@@ -39,18 +39,18 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 from rawserver import RawServer, reset
 
-from crawldeck.core import aiohttp_internals as internals_module
-from crawldeck.core import body_reader as body_reader_module
-from crawldeck.core import fetch_errors as fetch_errors_module
-from crawldeck.core import fetcher as fetcher_module
-from crawldeck.core import transport as transport_module
-from crawldeck.core.address_policy import AddressPolicy, AddressPolicySettings
-from crawldeck.core.aiohttp_internals import AiohttpInternals
 from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.dns import DnsCache, DnsSettings
 from crawldeck.core.errors import ConnectionLost, FetchError, ProtocolViolation
-from crawldeck.core.fetcher import AiohttpFetcher
-from crawldeck.core.transport import PinningResolver
+from crawldeck.core.net import aiohttp_internals as internals_module
+from crawldeck.core.net import body_reader as body_reader_module
+from crawldeck.core.net import fetch_errors as fetch_errors_module
+from crawldeck.core.net import fetcher as fetcher_module
+from crawldeck.core.net import transport as transport_module
+from crawldeck.core.net.aiohttp_internals import AiohttpInternals
+from crawldeck.core.net.dns import DnsCache, DnsSettings
+from crawldeck.core.net.fetcher import AiohttpFetcher
+from crawldeck.core.net.transport import PinningResolver
+from crawldeck.core.policy.address_policy import AddressPolicy, AddressPolicySettings
 
 ROOT = Path(__file__).resolve().parent.parent
 MODULES = (
@@ -83,7 +83,7 @@ def test_the_installed_aiohttp_is_within_the_pin() -> None:
     installed = Version(aiohttp.__version__)
     assert installed in allowed, (
         f"aiohttp {installed} is outside pyproject.toml's pin {pin!r}: check every member "
-        f"in core.aiohttp_internals.AiohttpInternals against it before widening the pin"
+        f"in core.net.aiohttp_internals.AiohttpInternals against it before widening the pin"
     )
 
 

@@ -1,9 +1,9 @@
-"""The attach socket of a crawl (issue #25 item 8): ``core.attach.AttachServer`` on a
+"""The attach socket of a crawl (issue #25 item 8): ``core.crawl.attach.AttachServer`` on a
 real Unix socket, ``tui.attach.SocketSource`` and the attached console against a real
 headless crawl (``crawldeck demo --no-ui`` in a process), and ``crawldeck attach``.
 
 The server's mechanics (bounds, dropped clients, stale sockets, long paths, another
-user) run over the engine's seam (``core.attach.AttachTarget``) with ``Crawl``, a
+user) run over the engine's seam (``core.crawl.attach.AttachTarget``) with ``Crawl``, a
 crawl's snapshots in memory; everything else runs against a real crawl. The
 browser's test is in ``tests/test_attach_web.py``.
 """
@@ -27,7 +27,7 @@ import pytest
 from clikit import CRAWLDECK, main_in
 from crawlkit import rows
 
-from crawldeck.core.attach import (
+from crawldeck.core.crawl.attach import (
     ATTACHED_COMMANDS,
     MAX_REQUEST_BYTES,
     SUN_PATH_MAX,
@@ -38,14 +38,14 @@ from crawldeck.core.attach import (
     find_socket,
     socket_path,
 )
-from crawldeck.core.errors import AttachError
-from crawldeck.core.snapshot import (
+from crawldeck.core.crawl.snapshot import (
     BlockedRow,
     Counters,
     CrawlSnapshot,
     HostDetail,
     HostRow,
 )
+from crawldeck.core.errors import AttachError
 from crawldeck.tui.attach import DETACH_TIP, STOP_TIP, AttachedApp, SocketSource
 from crawldeck.tui.screens import key_rows
 
@@ -262,7 +262,7 @@ async def test_attach_without_a_terminal_says_so_in_one_line(tmp_path: Path) -> 
 
 
 class Crawl:
-    """A crawl's side of the socket in memory (``core.attach.AttachTarget``): snapshots
+    """A crawl's side of the socket in memory (``core.crawl.attach.AttachTarget``): snapshots
     of ``blocked_rows`` long refused URLs (a big frame), published on ``publish``."""
 
     def __init__(self, blocked_rows: int = 0) -> None:

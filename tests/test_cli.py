@@ -86,7 +86,7 @@ def rowless(web: LocalWeb, db: Path) -> set[str]:
     (``engine.STOP_GRACE_S``: a render on a loaded machine) stays queued; a sitemap's
     row is written once its reading is done (an index's after the files it lists, a
     urlset's after its URLs are queued). A resumed run asks for them again (README,
-    "Resume"; ``core/sitemap_reader.py``)."""
+    "Resume"; ``core/crawl/sitemaps.py``)."""
     conn = sqlite3.connect(db)
     try:
         done = {u for (u,) in conn.execute("SELECT url FROM pages UNION SELECT url FROM sitemaps")}

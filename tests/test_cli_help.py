@@ -212,7 +212,7 @@ def test_help_and_version_import_neither_the_engine_nor_aiohttp(args: list[str])
     modules = set(proc.stderr.split())
     assert "crawldeck.cli.main" in modules  # the command ran
     assert proc.stdout.startswith(("usage: crawldeck", f"crawldeck {version('crawldeck')}"))
-    heavy = {"aiohttp", "crawldeck.core.engine", "crawldeck.core.fetcher", "selectolax"}
+    heavy = {"aiohttp", "crawldeck.core.crawl.engine", "crawldeck.core.net.fetcher", "selectolax"}
     assert modules.isdisjoint(heavy), sorted(modules & heavy)
 
 
@@ -228,9 +228,9 @@ def test_crawl_help_ends_with_ten_common_keys_and_how_to_set_any_other() -> None
 
 def test_export_tables_offered_are_the_exports_tables() -> None:
     """``export --table``'s choices, spelt out in the CLI so that ``--help`` stays light,
-    are the tables ``core.export`` exports."""
+    are the tables ``core.storage.export`` exports."""
     from crawldeck.cli.export import EXPORT_TABLES
-    from crawldeck.core.export import TABLES
+    from crawldeck.core.storage.export import TABLES
 
     assert EXPORT_TABLES == TABLES
 

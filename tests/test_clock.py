@@ -21,13 +21,13 @@ from fakeclock import FakeClock
 from fakesite import FakeFetcher, FakeSite, config, links_page
 
 from crawldeck.core.clock import LoopClock
-from crawldeck.core.engine import Engine
+from crawldeck.core.crawl.engine import Engine
 from crawldeck.core.errors import ParseTimeout
-from crawldeck.core.parse import ParsePool
+from crawldeck.core.net.parse import ParsePool
 from crawldeck.core.records import from_iso_utc
-from crawldeck.core.render_session import RenderSession
+from crawldeck.core.render.render_session import RenderSession
 from crawldeck.core.render_types import SubRequestEnd
-from crawldeck.core.store import Store
+from crawldeck.core.storage.store import Store
 
 if TYPE_CHECKING:
     from playwright.async_api import Request

@@ -19,7 +19,7 @@ from redisfix import LoopbackRedis
 from crawldeck.core.cluster.addresses import PENDING_S, STALE_S, WAIT_POLL_S, SharedIpLimit
 from crawldeck.core.cluster.keys import Keyspace
 from crawldeck.core.cluster.link import RedisLink, open_client
-from crawldeck.core.ip_limits import IpLimiter, IpLimitSettings
+from crawldeck.core.policy.ip_limits import IpLimiter, IpLimitSettings
 
 IP = "127.0.0.9"
 DELAY_S = 0.5

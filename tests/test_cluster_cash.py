@@ -35,7 +35,7 @@ from crawldeck.core.cluster.link import RedisLink, open_client
 from crawldeck.core.cluster.store import ClusterStore
 from crawldeck.core.cluster.worker import Worker, publish_crawl
 from crawldeck.core.config import CrawlConfig
-from crawldeck.core.prioritizer import DEFAULT_FRONT_QUEUES
+from crawldeck.core.policy.prioritizer import DEFAULT_FRONT_QUEUES
 from crawldeck.core.records import FrontierRow, PageRecord
 
 K = Keyspace("cash")

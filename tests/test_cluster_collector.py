@@ -22,7 +22,7 @@ from crawldeck.core.cluster.collector import REDIS_ERRORS, Collector
 from crawldeck.core.cluster.keys import SHARDS, Keyspace, shard_of
 from crawldeck.core.errors import StoreError
 from crawldeck.core.records import BlockedRecord, FrontierRow, HostRecord, PageRecord
-from crawldeck.core.store import Store
+from crawldeck.core.storage.store import Store
 
 KEYS = Keyspace("t1")
 T0 = 1_700_000_000.0
@@ -322,7 +322,7 @@ async def test_bad_entries_are_skipped_and_counted(
     assert (stats.entries, stats.bad_entries) == (1, 7)
     assert tables(store.path)["frontier"] == [(b, B, 0, "done", 0, None)]
     # no host op was good: the page's host has only the row a page's write makes
-    # (core.store: every host of pages has a hosts row)
+    # (core.storage.store: every host of pages has a hosts row)
     assert tables(store.path)["hosts"] == [(B, 0, "active")]
     assert await collector.drained()
     skipped = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]

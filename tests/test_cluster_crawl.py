@@ -26,8 +26,8 @@ from crawldeck.core.cluster.link import RedisLink
 from crawldeck.core.cluster.store import ClusterStore
 from crawldeck.core.cluster.worker import Worker, survey_commands, survey_totals
 from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.engine import Engine
-from crawldeck.core.store import Store
+from crawldeck.core.crawl.engine import Engine
+from crawldeck.core.storage.store import Store
 from crawldeck.localweb import LocalWeb
 from crawldeck.localweb.web import Expected
 

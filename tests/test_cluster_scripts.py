@@ -28,8 +28,8 @@ from crawldeck.core.cluster.keys import (
 )
 from crawldeck.core.cluster.link import RedisLink, open_client
 from crawldeck.core.cluster.store import path_prefix
-from crawldeck.core.frontier_entry import FrontierEntry
-from crawldeck.core.prioritizer import importance_priority
+from crawldeck.core.policy.frontier_entry import FrontierEntry
+from crawldeck.core.policy.prioritizer import importance_priority
 
 K = Keyspace("t")
 HOST = "a.test"
@@ -290,7 +290,7 @@ async def test_under_opic_inlinks_a_credit_counts_an_in_link_and_bands_by_import
     """u (cash 0.25, one in-link: importance 0.25, band (32 + 1) // 2 = 16) gets three
     credits: another worker's row with no cash (a page without cash still links to
     it) and two shares of 0.125: cash 0.5 and 4 in-links, importance 8 in [2^3, 2^4):
-    band (32 - 4) // 2 = 14, as ``core.prioritizer.importance_priority`` says; it
+    band (32 - 4) // 2 = 14, as ``core.policy.prioritizer.importance_priority`` says; it
     moves to that band's tail, and first, uncredited, stays where it was."""
     first, u = f"http://{HOST}/first", f"http://{HOST}/u"
     assert (

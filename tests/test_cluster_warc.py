@@ -39,7 +39,7 @@ from warcio.archiveiterator import ArchiveIterator
 from crawldeck.cli.main import main
 from crawldeck.core.cluster.worker import Worker, claim_plan, warc_suffix
 from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.warc_reader import warc_files
+from crawldeck.core.storage.warc_reader import warc_files
 
 WARCIO = str(Path(sys.executable).parent / "warcio")
 SETTINGS: dict[str, Any] = {

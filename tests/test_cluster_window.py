@@ -6,7 +6,7 @@ import asyncio
 
 from crawldeck.core.cluster.leases import Leases
 from crawldeck.core.cluster.window import SharedWindow
-from crawldeck.core.frontier_entry import FrontierEntry
+from crawldeck.core.policy.frontier_entry import FrontierEntry
 from crawldeck.core.records import FrontierRow
 
 T0 = 1_700_000_000.0

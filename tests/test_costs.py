@@ -252,7 +252,7 @@ def test_the_cyclic_gc_passes_rarely(tmp_path: Path) -> None:
     # 0.037-0.061 a page (6-10 passes in the crawl, three runs) with CPython's default
     # threshold of 700; 0.006 (one pass, while the crawl is set up before
     # ``Engine.run``, in every run) since ``Engine.run`` raises it to
-    # ``core.gcpolicy.GC_GEN0_THRESHOLD`` (issue #23: the passes took about 5 % of a
+    # ``core.crawl.gcpolicy.GC_GEN0_THRESHOLD`` (issue #23: the passes took about 5 % of a
     # default crawl's CPU on benchmarks/' web, about 1 % with it). Losing the threshold
     # fails here.
     assert figures["gen0"] <= 0.015, figures

@@ -15,8 +15,8 @@ import pytest
 from dnsserver import DNSMASQ, DnsmasqServer, StubDnsServer
 
 from crawldeck.core.config import build_config
-from crawldeck.core.engine import Engine
-from crawldeck.core.store import Store
+from crawldeck.core.crawl.engine import Engine
+from crawldeck.core.storage.store import Store
 from crawldeck.localweb import LocalWeb
 from crawldeck.localweb.server import HostServer, Request, Response
 from crawldeck.localweb.web import HOST_NAMES

@@ -43,10 +43,10 @@ import pytest
 from dnsserver import DNSMASQ, DnsmasqServer
 
 from crawldeck.core.config import build_config
-from crawldeck.core.dns import AiodnsResolver, RecordType
-from crawldeck.core.engine import Engine
+from crawldeck.core.crawl.engine import Engine
 from crawldeck.core.errors import DnsTemporaryFailure
-from crawldeck.core.store import Store
+from crawldeck.core.net.dns import AiodnsResolver, RecordType
+from crawldeck.core.storage.store import Store
 from crawldeck.localweb.server import HostServer, Request, Response
 
 SITE_IP = "127.81.0.1"

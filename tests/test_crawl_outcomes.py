@@ -19,10 +19,10 @@ from crawlkit import html, rows, run_crawl
 from dnsserver import DnsmasqServer
 from httpserver import HTTPTestServer, Request, Response
 
-from crawldeck.core import admission as admission_module
 from crawldeck.core.config import build_config
-from crawldeck.core.engine import Engine
-from crawldeck.core.store import Store
+from crawldeck.core.crawl.engine import Engine
+from crawldeck.core.policy import admission as admission_module
+from crawldeck.core.storage.store import Store
 
 CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from crawldeck.core.config import build_config
-from crawldeck.core.engine import CrawlResult, Engine
-from crawldeck.core.store import Store
+from crawldeck.core.crawl.engine import CrawlResult, Engine
+from crawldeck.core.storage.store import Store
 from crawldeck.localweb import LocalWeb
 
 

@@ -22,7 +22,7 @@ from typing import TypedDict
 
 import pytest
 
-from crawldeck.core.store import Store
+from crawldeck.core.storage.store import Store
 from crawldeck.localweb import LocalWeb
 
 CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
@@ -188,7 +188,7 @@ def test_the_committed_rows_survive_in_a_consistent_file(tmp_path: Path) -> None
         from pathlib import Path
         from crawldeck.core.errors import StoreError
         from crawldeck.core.records import FrontierRow, PageRecord
-        from crawldeck.core.store import Store
+        from crawldeck.core.storage.store import Store
 
         mnt = sys.argv[1]
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1280k", "tmpfs", mnt], check=True)

@@ -1,4 +1,5 @@
-"""core.dns, core.address_policy, core.ip_limits and core.transport: the resolver cache,
+"""core.net.dns, core.policy.address_policy, core.policy.ip_limits and core.net.transport:
+the resolver cache,
 the address policy, the per-IP limit and DNS pinning.
 
 Three kinds of test:
@@ -34,14 +35,7 @@ from dnsserver import DNSMASQ, CountingResolver, DnsmasqServer, StubDnsServer
 from fakeclock import FakeClock
 from httpserver import HTTPTestServer, Response
 
-from crawldeck.core.address_policy import (
-    AddressPolicy,
-    AddressPolicySettings,
-    bare_host,
-    special_purpose,
-)
 from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.dns import Answer, DnsCache, DnsSettings, RecordType
 from crawldeck.core.errors import (
     ConfigError,
     ConnectFailed,
@@ -51,10 +45,17 @@ from crawldeck.core.errors import (
     FetchError,
     PrivateAddress,
 )
-from crawldeck.core.fetcher import AiohttpFetcher
-from crawldeck.core.ip_limits import IpLimiter, IpLimitSettings
-from crawldeck.core.politeness import Politeness, PolitenessSettings
-from crawldeck.core.transport import PinningResolver, PinningStatistics
+from crawldeck.core.net.dns import Answer, DnsCache, DnsSettings, RecordType
+from crawldeck.core.net.fetcher import AiohttpFetcher
+from crawldeck.core.net.transport import PinningResolver, PinningStatistics
+from crawldeck.core.policy.address_policy import (
+    AddressPolicy,
+    AddressPolicySettings,
+    bare_host,
+    special_purpose,
+)
+from crawldeck.core.policy.ip_limits import IpLimiter, IpLimitSettings
+from crawldeck.core.policy.politeness import Politeness, PolitenessSettings
 
 ALLOWED_NET = "127.0.5.0/24"
 

@@ -29,7 +29,7 @@ from fakesite import (
 from multidict import CIMultiDictProxy
 
 from crawldeck.core.errors import ConnectFailed, ConnectionLost, FetchTimeout, ProtocolViolation
-from crawldeck.core.parse import THREAD_PARSE_MAX_BYTES, ParsePool
+from crawldeck.core.net.parse import THREAD_PARSE_MAX_BYTES, ParsePool
 from crawldeck.core.records import FetchResult
 
 A = "http://127.0.0.1"

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from fakesite import FakeSite, Reply, crawl, gaps, links_page, status
 
-from crawldeck.core.engine import Engine
+from crawldeck.core.crawl.engine import Engine
+from crawldeck.core.crawl.snapshot import CrawlSnapshot
 from crawldeck.core.records import to_iso_utc
-from crawldeck.core.snapshot import CrawlSnapshot
 
 A = "http://127.0.0.1"
 B = "http://127.0.0.2"

@@ -13,9 +13,9 @@ import pytest
 from clikit import main_in
 
 from crawldeck.core.errors import StoreError
-from crawldeck.core.export import Format, Table, export
 from crawldeck.core.records import BlockedRecord, FrontierRow, HostRecord, PageRecord
-from crawldeck.core.store import Store
+from crawldeck.core.storage.export import Format, Table, export
+from crawldeck.core.storage.store import Store
 
 T0 = 1714564800.25  # 2024-05-01T12:00:00.250000Z
 ISO = "2024-05-01T12:00:00.250000Z"

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from crawldeck.core.errors import StoreError
-from crawldeck.core.export import export_file
-from crawldeck.core.store import Store
+from crawldeck.core.storage.export import export_file
+from crawldeck.core.storage.store import Store
 
 CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
 ROWS = 200_000

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from clikit import main_in
 
-from crawldeck.core.export import TABLES
+from crawldeck.core.storage.export import TABLES
 from crawldeck.localweb.static import StaticSite
 
 

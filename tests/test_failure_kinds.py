@@ -4,7 +4,7 @@ class it is, whether it is ``retryable`` (transient: keep the retry budget) or n
 
 Issue #10 item 10. The servers are raw sockets (``RawServer``), so each misbehaviour
 is exactly the bytes (or the TCP reset) written here; what aiohttp raises for each is
-noted in ``core.fetch_errors.translate``.
+noted in ``core.net.fetch_errors.translate``.
 """
 
 from __future__ import annotations
@@ -23,9 +23,7 @@ import pytest
 from dnsserver import StubDnsServer
 from rawserver import Handler, RawServer, reset
 
-from crawldeck.core.address_policy import AddressPolicy, AddressPolicySettings
 from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.dns import DnsCache, DnsSettings
 from crawldeck.core.errors import (
     ConnectFailed,
     ConnectionLost,
@@ -39,9 +37,11 @@ from crawldeck.core.errors import (
     RequestInvalid,
     TlsFailed,
 )
-from crawldeck.core.fetcher import AiohttpFetcher
+from crawldeck.core.net.dns import DnsCache, DnsSettings
+from crawldeck.core.net.fetcher import AiohttpFetcher
+from crawldeck.core.net.transport import PinningResolver
+from crawldeck.core.policy.address_policy import AddressPolicy, AddressPolicySettings
 from crawldeck.core.records import FetchResult
-from crawldeck.core.transport import PinningResolver
 
 
 def config(**overrides: object) -> CrawlConfig:
@@ -121,7 +121,7 @@ def test_a_refused_connection_is_retryable() -> None:
         exc = fetch_error(f"http://127.0.0.1:{port}/")
     finally:
         sock.close()
-    assert_kind(  # a ConnectFailed, told apart (core.retries tries it once on a new host)
+    assert_kind(  # a ConnectFailed, told apart (core.crawl.retries tries it once on a new host)
         exc, ConnectRefused, True, f"connection failed: cannot connect to 127.0.0.1:{port}: "
     )
     assert "[Errno 111]" in str(exc)

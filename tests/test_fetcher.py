@@ -1,4 +1,4 @@
-"""core.fetcher against a real threaded HTTP server on loopback (tests/httpserver.py)."""
+"""core.net.fetcher against a real threaded HTTP server on loopback (tests/httpserver.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from rawserver import RawServer
 from yarl import URL
 
-from crawldeck.core.body_reader import Inflater, Unbrotli
 from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.errors import (
     ConnectFailed,
@@ -35,7 +34,8 @@ from crawldeck.core.errors import (
     RequestInvalid,
     TlsFailed,
 )
-from crawldeck.core.fetcher import AiohttpFetcher, media_type
+from crawldeck.core.net.body_reader import Inflater, Unbrotli
+from crawldeck.core.net.fetcher import AiohttpFetcher, media_type
 
 UA = "crawldeck-test/9.9 (+http://127.0.0.1/bot)"
 

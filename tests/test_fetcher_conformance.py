@@ -110,12 +110,12 @@ from fakesite import (
 from httpserver import HTTPTestServer, Request
 
 from crawldeck.core.config import CrawlConfig
-from crawldeck.core.content import ContentReader
-from crawldeck.core.engine import Engine
+from crawldeck.core.crawl.content import ContentReader
+from crawldeck.core.crawl.engine import Engine
 from crawldeck.core.errors import FetchError
-from crawldeck.core.fetcher import AiohttpFetcher
+from crawldeck.core.net.fetcher import AiohttpFetcher
 from crawldeck.core.records import BodySink, FetchResult
-from crawldeck.core.store import Store
+from crawldeck.core.storage.store import Store
 
 #: The body cap of every fetch and crawl here (the config's least is 1024).
 MAX_BODY = 2048
@@ -358,7 +358,7 @@ NORMALISED = {
     "elapsed_ms": "virtual time in the fake, wall-clock time in the real fetcher",
     "request_headers": "the fake has none (the session's fields are aiohttp's); the "
     "extra headers are compared in the crawl's request logs",
-    "warc": "set by core.archive, not by a fetcher (None from both)",
+    "warc": "set by core.storage.archive, not by a fetcher (None from both)",
 }
 
 

@@ -1,4 +1,4 @@
-"""Tests of core.frontier (pure; time is a plain float)."""
+"""Tests of core.policy.frontier (pure; time is a plain float)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from crawldeck.core.frontier import Frontier
-from crawldeck.core.frontier_entry import FrontierEntry
+from crawldeck.core.policy.frontier import Frontier
+from crawldeck.core.policy.frontier_entry import FrontierEntry
 
 
 def entry(host: str, name: str, priority: int = 1) -> FrontierEntry:

@@ -14,9 +14,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawldeck.core.frontier import Frontier
-from crawldeck.core.frontier_entry import FrontierEntry
-from crawldeck.core.prioritizer import CASH_ORDERINGS, ORDERINGS, Ordering, Prioritizer
+from crawldeck.core.policy.frontier import Frontier
+from crawldeck.core.policy.frontier_entry import FrontierEntry
+from crawldeck.core.policy.prioritizer import CASH_ORDERINGS, ORDERINGS, Ordering, Prioritizer
 
 HOSTS = ("a", "b", "c", "d", "e")
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from httpserver import HTTPTestServer, Response
 
 from crawldeck.core.config import build_config
-from crawldeck.core.engine import Engine
-from crawldeck.core.store import Store
+from crawldeck.core.crawl.engine import Engine
+from crawldeck.core.storage.store import Store
 
 LEAVES = 60
 

@@ -1,4 +1,4 @@
-"""The host gate (``core.gate.HostGate``) on its own: pure logic on a fake clock.
+"""The host gate (``core.policy.gate.HostGate``) on its own: pure logic on a fake clock.
 
 Host politeness, the per-IP limit and the in-flight slots of every request (page
 fetches and side requests: robots.txt, render sub-requests), one deadline
@@ -18,9 +18,9 @@ from fakeclock import EPOCH, FakeClock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawldeck.core.gate import GO, HELD, GateStatistics, HostGate, WaitUntil
-from crawldeck.core.ip_limits import IpLimiter, IpLimitSettings
-from crawldeck.core.politeness import Outcome, Politeness, PolitenessSettings
+from crawldeck.core.policy.gate import GO, HELD, GateStatistics, HostGate, WaitUntil
+from crawldeck.core.policy.ip_limits import IpLimiter, IpLimitSettings
+from crawldeck.core.policy.politeness import Outcome, Politeness, PolitenessSettings
 from crawldeck.core.records import HostRecord
 
 T = EPOCH

@@ -1,4 +1,4 @@
-"""``core.gcpolicy.fewer_gc_passes``: the generation-0 threshold is raised inside, and
+"""``core.crawl.gcpolicy.fewer_gc_passes``: the generation-0 threshold is raised inside, and
 the process's thresholds come back however the block ends (issue #23)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from crawldeck.core.gcpolicy import GC_GEN0_THRESHOLD, fewer_gc_passes
+from crawldeck.core.crawl.gcpolicy import GC_GEN0_THRESHOLD, fewer_gc_passes
 
 
 @pytest.fixture(autouse=True)

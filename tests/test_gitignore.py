@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from crawldeck.core.attach import socket_path
-from crawldeck.core.datasette_meta import metadata_path
+from crawldeck.core.crawl.attach import socket_path
+from crawldeck.core.storage.datasette_meta import metadata_path
 
 ROOT = Path(__file__).parent.parent
 

@@ -10,7 +10,7 @@ from test_cluster_console import snapshot as cluster_snapshot
 
 from crawldeck.cli.cluster import progress_line as cluster_progress_line
 from crawldeck.cli.headless import HeadlessReporter, outcome_heading, progress_line
-from crawldeck.core.snapshot import Counters, CrawlSnapshot
+from crawldeck.core.crawl.snapshot import Counters, CrawlSnapshot
 from crawldeck.core.words import plural
 
 

@@ -12,7 +12,7 @@ from crawlkit import html, rows, run_crawl
 from httpserver import HTTPTestServer, Response
 
 from crawldeck.cli.parser import build_parser
-from crawldeck.core import urls
+from crawldeck.core.policy import urls
 
 
 def test_the_hosts_max_pages_counts_admitted_urls_not_pages(tmp_path: Path) -> None:

@@ -26,13 +26,13 @@ from rich.console import Console
 
 from crawldeck.core.config import asdict, build_config, load_config
 from crawldeck.core.config_checks import HostOverride
-from crawldeck.core.engine import Engine
+from crawldeck.core.crawl.engine import Engine
+from crawldeck.core.crawl.snapshot import HostDetail, HostRow
 from crawldeck.core.errors import ConfigError
-from crawldeck.core.politeness import Politeness, PolitenessSettings
-from crawldeck.core.shell import should_render
-from crawldeck.core.snapshot import HostDetail, HostRow
-from crawldeck.core.store import Store
-from crawldeck.core.traps import BlockReason, ScopePolicy, TrapGuard, TrapSettings
+from crawldeck.core.policy.politeness import Politeness, PolitenessSettings
+from crawldeck.core.policy.shell import should_render
+from crawldeck.core.policy.traps import BlockReason, ScopePolicy, TrapGuard, TrapSettings
+from crawldeck.core.storage.store import Store
 from crawldeck.localweb import LocalWeb
 from crawldeck.tui.screens import _detail_summary
 

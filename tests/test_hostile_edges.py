@@ -23,14 +23,14 @@ import pytest
 from aiohttp.abc import AbstractResolver, ResolveResult
 from httpserver import HTTPTestServer, Response
 
-from crawldeck.core import fetcher as fetcher_module
-from crawldeck.core import urls
 from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.engine import Engine
+from crawldeck.core.crawl.engine import Engine
 from crawldeck.core.errors import ProtocolViolation
-from crawldeck.core.fetcher import AiohttpFetcher, idle_connections
+from crawldeck.core.net import fetcher as fetcher_module
+from crawldeck.core.net.fetcher import AiohttpFetcher, idle_connections
+from crawldeck.core.policy import urls
 from crawldeck.core.records import FetchResult
-from crawldeck.core.store import Store
+from crawldeck.core.storage.store import Store
 
 # --------------------------------------------------------------------------- helpers
 

@@ -5,12 +5,15 @@ break when a module it covers gains a forbidden import, directly or through anot
 crawldeck module, so a contract that can never fail is caught here too. The second
 check adds the import to import-linter's own graph (grimp's ``add_import``, as
 import-linter's tests do) and checks the contract with import-linter's own
-``ForbiddenContract``; the source files are not touched.
+``ForbiddenContract`` (or ``LayersContract``: an import from a layer up to the one
+above it, and between the independent siblings, must break the ``layers`` contract);
+the source files are not touched.
 """
 
 from __future__ import annotations
 
 import copy
+import itertools
 import logging
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,7 @@ import pytest
 from importlinter.api import read_configuration
 from importlinter.cli import lint_imports
 from importlinter.contracts.forbidden import ForbiddenContract
+from importlinter.contracts.layers import LayersContract
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = ROOT / "pyproject.toml"
@@ -58,8 +62,8 @@ def check(contract_id: str, graph: grimp.ImportGraph) -> bool:
     """Whether the contract ``contract_id`` is kept on ``graph`` (left as it was: a check
     removes the contract's ignored imports from the graph it is given)."""
     options = CONTRACTS[contract_id]
-    assert options["type"] == "forbidden"
-    contract = ForbiddenContract(options["name"], CONFIG["session_options"], options)
+    kind = {"forbidden": ForbiddenContract, "layers": LayersContract}[options["type"]]
+    contract = kind(options["name"], CONFIG["session_options"], options)
     return bool(contract.check(copy.deepcopy(graph), verbose=False).kept)
 
 
@@ -69,6 +73,7 @@ def breaking_imports() -> list[tuple[str, str, str]]:
     return [
         (contract_id, source, forbidden)
         for contract_id, options in CONTRACTS.items()
+        if options["type"] == "forbidden"
         for source in options["source_modules"]
         for forbidden in options["forbidden_modules"]
         if f"{source} -> {forbidden}" not in options.get("ignore_imports", ())
@@ -85,6 +90,7 @@ def test_the_contracts_are_the_ones_the_design_names() -> None:
         "localweb-for-tests",
         "ui-no-sqlite",
         "tui-no-cli",
+        "layers",
     }
 
 
@@ -105,20 +111,20 @@ def test_a_forbidden_import_breaks_its_contract(
     ("contract_id", "importer", "through"),
     [
         # A pure part that imports the store reaches SQLite; the fetcher, the network.
-        ("pure-no-io", "crawldeck.core.frontier", "crawldeck.core.store"),
-        ("pure-no-io", "crawldeck.core.urls", "crawldeck.core.fetcher"),
+        ("pure-no-io", "crawldeck.core.policy.frontier", "crawldeck.core.storage.store"),
+        ("pure-no-io", "crawldeck.core.policy.urls", "crawldeck.core.net.fetcher"),
         # A record that names the fetcher or the store reaches aiohttp or SQLite; the
         # protocols that take a FetchResult from the fetcher again, aiohttp.
-        ("pure-no-io", "crawldeck.core.records", "crawldeck.core.fetcher"),
-        ("pure-no-io", "crawldeck.core.records", "crawldeck.core.store"),
-        ("protocols-no-network", "crawldeck.core.protocols", "crawldeck.core.fetcher"),
-        ("protocols-no-network", "crawldeck.core.protocols", "crawldeck.core.store"),
+        ("pure-no-io", "crawldeck.core.records", "crawldeck.core.net.fetcher"),
+        ("pure-no-io", "crawldeck.core.records", "crawldeck.core.storage.store"),
+        ("protocols-no-network", "crawldeck.core.protocols", "crawldeck.core.net.fetcher"),
+        ("protocols-no-network", "crawldeck.core.protocols", "crawldeck.core.storage.store"),
         # The window or the seen set naming the SQLite store for a record again.
-        ("seams-no-clients", "crawldeck.core.window", "crawldeck.core.store"),
-        ("seams-no-clients", "crawldeck.core.seen", "crawldeck.core.store"),
-        ("seams-no-clients", "crawldeck.core.admission", "crawldeck.core.fetcher"),
+        ("seams-no-clients", "crawldeck.core.policy.window", "crawldeck.core.storage.store"),
+        ("seams-no-clients", "crawldeck.core.policy.seen", "crawldeck.core.storage.store"),
+        ("seams-no-clients", "crawldeck.core.policy.admission", "crawldeck.core.net.fetcher"),
         # core reaching the console through another crawldeck module.
-        ("core-no-ui", "crawldeck.core.frontier", "crawldeck.tui.widgets"),
+        ("core-no-ui", "crawldeck.core.policy.frontier", "crawldeck.tui.widgets"),
     ],
 )
 def test_an_indirect_import_breaks_its_contract(
@@ -130,3 +136,41 @@ def test_an_indirect_import_breaks_its_contract(
     finally:
         graph.remove_import(importer=importer, imported=through)
     assert check(contract_id, graph)
+
+
+def layers() -> list[list[str]]:
+    """The ``layers`` contract's layers, top first, each a list of its sibling modules."""
+    return [
+        [m.strip() for m in layer.replace("|", ":").split(":")]
+        for layer in CONTRACTS["layers"]["layers"]
+    ]
+
+
+def upward_imports() -> list[tuple[str, str]]:
+    """``(importer, imported)``: the first module of each layer importing the first of
+    the layer just above it, and each of the independent I/O edges importing another."""
+    stack = layers()
+    up = [(below[0], above[0]) for above, below in itertools.pairwise(stack)]
+    edges = next(layer for layer in stack if "crawldeck.core.net" in layer)
+    return up + [(a, b) for a in edges for b in edges if a != b]
+
+
+def test_the_layers_run_from_the_command_down_to_the_records() -> None:
+    stack = layers()
+    assert stack[0] == ["crawldeck.cli"] and stack[1] == ["crawldeck.tui"]
+    assert ["crawldeck.core.net", "crawldeck.core.storage", "crawldeck.core.render"] in stack
+    assert "crawldeck.core.records" in stack[-1] and "crawldeck.core.protocols" in stack[-1]
+    assert "|" in CONTRACTS["layers"]["layers"][4]  # the I/O edges are independent
+
+
+@pytest.mark.parametrize(("importer", "imported"), upward_imports())
+def test_an_upward_or_sideways_import_breaks_the_layers(
+    graph: grimp.ImportGraph, importer: str, imported: str
+) -> None:
+    assert check("layers", graph)
+    graph.add_import(importer=importer, imported=imported)
+    try:
+        assert not check("layers", graph)
+    finally:
+        graph.remove_import(importer=importer, imported=imported)
+    assert check("layers", graph)

@@ -1,7 +1,7 @@
 """Include and exclude patterns (issue #14 item 3): ``include`` / ``exclude`` in the
 config and ``--include`` / ``--exclude`` on the command line, checked in admission.
 
-Pure logic directly (``core.traps.UrlPatterns``, the trap guard's order, admission's
+Pure logic directly (``core.policy.traps.UrlPatterns``, the trap guard's order, admission's
 blocked sink, the config's checks and its round trip through JSON as a cluster
 crawl sends it), a Hypothesis property against a reference model of the rule, and
 one run of the real ``crawldeck`` command for the one-line error of a bad pattern.
@@ -23,11 +23,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crawldeck.core.admission import Admission
 from crawldeck.core.config import asdict, build_config, load_config
 from crawldeck.core.errors import ConfigError
-from crawldeck.core.seen import SeenSet
-from crawldeck.core.traps import (
+from crawldeck.core.policy.admission import Admission
+from crawldeck.core.policy.seen import SeenSet
+from crawldeck.core.policy.traps import (
     BlockReason,
     ScopePolicy,
     TrapGuard,

@@ -1,4 +1,4 @@
-"""core.links: hrefs, <base>, rel=nofollow, meta robots, X-Robots-Tag, encodings."""
+"""core.policy.links: hrefs, <base>, rel=nofollow, meta robots, X-Robots-Tag, encodings."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from crawldeck.core.config import build_config
-from crawldeck.core.fetcher import AiohttpFetcher
-from crawldeck.core.links import (
+from crawldeck.core.net.fetcher import AiohttpFetcher
+from crawldeck.core.policy.links import (
     _WHATWG_CODECS,
     ANCHOR_MAX_CHARS,
     REFRESH_MAX_DELAY_S,
@@ -26,7 +26,7 @@ from crawldeck.core.links import (
     parse_refresh,
     robots_tags,
 )
-from crawldeck.core.simhash import simhash64
+from crawldeck.core.policy.simhash import simhash64
 
 URL = "http://example.test/dir/page.html"
 TOKEN = "crawldeck"

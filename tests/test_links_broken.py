@@ -18,7 +18,7 @@ from dnsserver import DnsmasqServer
 from httpserver import HTTPTestServer, Response
 from test_crawl_outcomes import closed_port
 
-from crawldeck.core.store import Store
+from crawldeck.core.storage.store import Store
 
 
 @pytest.fixture(scope="module")

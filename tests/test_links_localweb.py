@@ -1,5 +1,5 @@
 """The local web's pages for issue #13 (``moved``'s ``/collection/``), read by
-``core.links``: duplicates, near duplicates, a canonical link, frames and iframes."""
+``core.policy.links``: duplicates, near duplicates, a canonical link, frames and iframes."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from crawldeck.core.links import Extracted, extract_links
-from crawldeck.core.simhash import hamming
+from crawldeck.core.policy.links import Extracted, extract_links
+from crawldeck.core.policy.simhash import hamming
 from crawldeck.localweb.sites import MovedSite
 from crawldeck.localweb.web import LocalWeb
 

@@ -1,4 +1,4 @@
-"""core.links, what a page says about itself (issue #13 items 4-5): its title, its
+"""core.policy.links, what a page says about itself (issue #13 items 4-5): its title, its
 canonical URL, its frames and iframes as links, and the SimHash of its visible text."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawldeck.core.config import build_config
-from crawldeck.core.links import TITLE_MAX_CHARS, Extracted, extract_links
-from crawldeck.core.parse import THREAD_PARSE_MAX_BYTES, ParsePool
-from crawldeck.core.simhash import hamming, simhash64
+from crawldeck.core.net.parse import THREAD_PARSE_MAX_BYTES, ParsePool
+from crawldeck.core.policy.links import TITLE_MAX_CHARS, Extracted, extract_links
+from crawldeck.core.policy.simhash import hamming, simhash64
 
 URL = "http://example.test/dir/page.html"
 TOKEN = "crawldeck"

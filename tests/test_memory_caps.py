@@ -26,21 +26,22 @@ from httpserver import HTTPTestServer, Response
 from multidict import CIMultiDict, CIMultiDictProxy
 from warcio.archiveiterator import ArchiveIterator
 
-from crawldeck.core import parse_worker, warc_output
 from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.heap import GIVE_BACK_AFTER_BYTES
-from crawldeck.core.links import extract_links
-from crawldeck.core.parse import THREAD_PARSE_MAX_BYTES, ParsePool
-from crawldeck.core.parse_worker import Pipe
-from crawldeck.core.procmem import (
+from crawldeck.core.net import parse_worker
+from crawldeck.core.net.parse import THREAD_PARSE_MAX_BYTES, ParsePool
+from crawldeck.core.net.parse_worker import Pipe
+from crawldeck.core.policy.heap import GIVE_BACK_AFTER_BYTES
+from crawldeck.core.policy.links import extract_links
+from crawldeck.core.records import FetchResult, WarcRef
+from crawldeck.core.render.procmem import (
     proc_parents,
     process_tree,
 )
-from crawldeck.core.records import FetchResult, WarcRef
-from crawldeck.core.warc import PAYLOAD_FILE_BYTES, payload_files
-from crawldeck.core.warc_output import WarcFiles
-from crawldeck.core.warc_reader import warc_files
-from crawldeck.core.warc_writer import Exchange, WarcWriter
+from crawldeck.core.storage import warc_output
+from crawldeck.core.storage.warc import PAYLOAD_FILE_BYTES, payload_files
+from crawldeck.core.storage.warc_output import WarcFiles
+from crawldeck.core.storage.warc_reader import warc_files
+from crawldeck.core.storage.warc_writer import Exchange, WarcWriter
 
 URL = "http://hostile.test/"
 TOKEN = "crawldeck"
@@ -190,13 +191,13 @@ def test_large_payloads_reach_the_warc_writer_by_file_and_are_written_byte_for_b
 
 
 def test_a_parse_worker_imports_links_and_nothing_else_of_the_crawl() -> None:
-    """A worker runs ``core.parse_worker``, whose imports are ``core.links`` and what it
+    """A worker runs ``core.net.parse_worker``, whose imports are ``core.policy.links`` and what it
     needs: not the configuration (tldextract, requests), not asyncio (about 13 MB less
-    per worker, two per crawl; ``core.parse_worker``), not ``hashlib``, whose import
-    maps OpenSSL's libcrypto (3.6 MiB per worker; ``core.simhash`` takes BLAKE2 from
+    per worker, two per crawl; ``core.net.parse_worker``), not ``hashlib``, whose import
+    maps OpenSSL's libcrypto (3.6 MiB per worker; ``core.policy.simhash`` takes BLAKE2 from
     ``_blake2``): the live worker has no libcrypto in its memory map. Nor the CJK
     codecs (``_codecs_cn`` and the like, 1.3 MiB), loaded by the first page in one, nor
-    ``multiprocessing`` (1.6 MiB): the pipes carry ``core.parse_worker.Pipe``'s frames."""
+    ``multiprocessing`` (1.6 MiB): the pipes carry ``core.net.parse_worker.Pipe``'s frames."""
 
     async def worker_command_line_and_maps() -> tuple[bytes, bytes]:
         pool = ParsePool(CrawlConfig())
@@ -210,11 +211,11 @@ def test_a_parse_worker_imports_links_and_nothing_else_of_the_crawl() -> None:
 
     cmdline, maps = asyncio.run(worker_command_line_and_maps())
     boot = cmdline.split(b"\0")[2].decode()
-    assert "from crawldeck.core.parse_worker import serve" in boot
+    assert "from crawldeck.core.net.parse_worker import serve" in boot
     assert b"/libpython" in maps or b"python3" in maps  # the map is the interpreter's
     assert b"libcrypto" not in maps
     probe = (
-        "import sys; import crawldeck.core.parse_worker; "
+        "import sys; import crawldeck.core.net.parse_worker; "
         "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('crawldeck', 'tldextract', 'requests', 'asyncio', 'hashlib', '_hashlib',"
         " 'multiprocessing')"
@@ -225,10 +226,10 @@ def test_a_parse_worker_imports_links_and_nothing_else_of_the_crawl() -> None:
     assert out.stdout.split() == [
         "crawldeck",
         "crawldeck.core",
-        "crawldeck.core.heap",
-        "crawldeck.core.links",
-        "crawldeck.core.parse_worker",
-        "crawldeck.core.simhash",
+        "crawldeck.core.policy.heap",
+        "crawldeck.core.policy.links",
+        "crawldeck.core.net.parse_worker",
+        "crawldeck.core.policy.simhash",
     ]
 
 
@@ -236,7 +237,7 @@ def test_a_parse_worker_imports_links_and_nothing_else_of_the_crawl() -> None:
 #: crawl file's schema is plain SQL, not sqlite-utils (2.6 MiB with click, dateutil and
 #: pluggy); the console, the browser, the metrics server and the cluster's Redis client
 #: are loaded only when used; the registered-domain lookup reads the Public Suffix List
-#: itself (``core.urls``), without tldextract and the requests stack it brought (3.8 MiB).
+#: itself (``core.policy.urls``), without tldextract and the requests stack it brought (3.8 MiB).
 NOT_IN_A_PLAIN_CRAWL = (
     "sqlite_utils", "textual", "playwright", "prometheus_client", "redis",
     "tldextract", "requests", "urllib3", "filelock",
@@ -275,7 +276,8 @@ def test_a_no_ui_crawl_process_loads_no_package_it_does_not_use(tmp_path: Path) 
 
 def test_the_warc_writer_never_maps_openssl(tmp_path: Path) -> None:
     """The writer process digests records with fastwarc, and a payload over
-    ``PAYLOAD_FILE_BYTES`` with CPython's ``_sha1`` (``core.warc_records.file_digests``), never
+    ``PAYLOAD_FILE_BYTES`` with CPython's ``_sha1``
+    (``core.storage.warc_records.file_digests``), never
     ``hashlib``, whose import maps OpenSSL's libcrypto (3.6 MiB). Read in the live
     process's memory map after a small payload and a payload by file."""
     headers = CIMultiDictProxy(CIMultiDict({"Content-Type": "text/html"}))
@@ -290,7 +292,7 @@ def test_the_warc_writer_never_maps_openssl(tmp_path: Path) -> None:
         (pid,) = [
             p
             for p in process_tree(os.getpid(), proc_parents())
-            if b"crawldeck.core.warc" in Path(f"/proc/{p}/cmdline").read_bytes()
+            if b"crawldeck.core.storage.warc" in Path(f"/proc/{p}/cmdline").read_bytes()
         ]
         return Path(f"/proc/{pid}/maps").read_bytes()
 
@@ -315,8 +317,8 @@ def test_the_warc_writer_never_maps_openssl(tmp_path: Path) -> None:
 def test_a_parse_worker_gives_memory_back_after_a_big_page_only(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """``core.parse_worker.serve`` on real pipes (in a thread of this process) calls
-    ``core.heap.give_back`` once per job of at least ``GIVE_BACK_AFTER_BYTES``, and
+    """``core.net.parse_worker.serve`` on real pipes (in a thread of this process) calls
+    ``core.policy.heap.give_back`` once per job of at least ``GIVE_BACK_AFTER_BYTES``, and
     never after a small one (the next parse would fault the memory in again)."""
     calls: list[str] = []
 
@@ -359,7 +361,8 @@ def test_a_parse_worker_gives_memory_back_after_a_big_page_only(
 def test_the_warc_writer_gives_memory_back_after_a_payload_by_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``core.warc_output.WarcFiles.exchange`` calls ``core.heap.give_back`` after a payload
+    """``core.storage.warc_output.WarcFiles.exchange`` calls ``core.policy.heap.give_back``
+    after a payload
     by file (over ``PAYLOAD_FILE_BYTES``: its chunks and gzip member are gone), not
     after a payload in memory."""
     calls: list[str] = []
@@ -389,7 +392,7 @@ def test_the_warc_writer_gives_memory_back_after_a_payload_by_file(
 
 
 def test_a_pipe_carries_messages_bigger_than_the_pipe_buffer_and_reports_its_end() -> None:
-    """``core.parse_worker.Pipe`` over a real pipe: a 1 MiB message (16 times Linux's
+    """``core.net.parse_worker.Pipe`` over a real pipe: a 1 MiB message (16 times Linux's
     pipe buffer, written by a thread while read) arrives whole and in order; once the
     writer closes, ``poll`` is true and ``recv`` raises ``EOFError``; a closed end
     raises ``OSError``."""

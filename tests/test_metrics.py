@@ -20,10 +20,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from test_run_stats import small_web
 
 from crawldeck.core.config import build_config
-from crawldeck.core.engine import Engine
+from crawldeck.core.crawl.engine import Engine
+from crawldeck.core.crawl.metrics import MetricsServer
 from crawldeck.core.errors import ConfigError
-from crawldeck.core.metrics import MetricsServer
-from crawldeck.core.store import Store
+from crawldeck.core.storage.store import Store
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 

@@ -17,9 +17,9 @@ from crawlkit import html, rows, run_crawl
 from httpserver import HTTPTestServer, Response
 from selectolax.lexbor import LexborHTMLParser
 
-from crawldeck.core import urls
 from crawldeck.core.errors import UrlError
-from crawldeck.core.mirror import NAME_MAX_CHARS, mirror_path, mirror_url
+from crawldeck.core.policy import urls
+from crawldeck.core.storage.mirror import NAME_MAX_CHARS, mirror_path, mirror_url
 
 #: Links of the start page, as written in its HTML.
 HOSTILE = (

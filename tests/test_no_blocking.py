@@ -9,13 +9,13 @@ must make none. Timing is only a report: the loop runs in debug mode with
 ``slow_callback_duration`` 10 ms, and callbacks slower than that are printed, not
 asserted (a loaded 2-core machine makes a 10 ms bound flaky).
 
-Construction-time reads (``core.resume.restore`` in ``Engine.__init__``, before the
+Construction-time reads (``core.crawl.resume.restore`` in ``Engine.__init__``, before the
 loop runs) are outside the detector's window: no loop is running then.
 
 Before issue #11 item 4 the detector caught, in one such crawl: 471 x ``Store.contains``
-(``core/seen.py`` ``SeenSet.contains``), 116 x ``Store.load_spilled`` and 2 x
-``Store.flush`` (``core/window.py`` ``FrontierWindow._read``) and 1 x the wait of
-``Store.begin_run`` (``core/engine.py`` ``Engine.run``).
+(``core/policy/seen.py`` ``SeenSet.contains``), 116 x ``Store.load_spilled`` and 2 x
+``Store.flush`` (``core/policy/window.py`` ``FrontierWindow._read``) and 1 x the wait of
+``Store.begin_run`` (``core/crawl/engine.py`` ``Engine.run``).
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ from blockbuster import blockbuster_ctx
 from httpserver import HTTPTestServer, Response
 
 from crawldeck.core.config import build_config
-from crawldeck.core.engine import Engine
-from crawldeck.core.store import Store
-from crawldeck.core.store.ops import Op
+from crawldeck.core.crawl.engine import Engine
+from crawldeck.core.storage.store import Store
+from crawldeck.core.storage.store.ops import Op
 
 PAGES = 40  # per host
 
@@ -272,7 +272,7 @@ def test_the_detector_catches_a_blocking_call(
 
 @dataclass(frozen=True, slots=True)
 class _Slow:
-    """A writer operation (``core.store.ops``) that takes ``delay_s`` more to apply."""
+    """A writer operation (``core.storage.store.ops``) that takes ``delay_s`` more to apply."""
 
     op: Op
     delay_s: float

@@ -1,4 +1,4 @@
-"""The observer (``core.observer.Observer``) on its own, over a real ``Store`` on
+"""The observer (``core.crawl.observer.Observer``) on its own, over a real ``Store`` on
 ``tmp_path`` and the real gate, window, robots.txt cache and DNS cache, on a fake clock.
 
 Each test feeds it what the engine reports (hosts seen, fetches started and ended,
@@ -20,19 +20,19 @@ from fakeclock import EPOCH, FakeClock
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.dns import DnsCache, DnsSettings
-from crawldeck.core.frontier_entry import FrontierEntry
-from crawldeck.core.gate import HostGate
-from crawldeck.core.ip_limits import IpLimiter, IpLimitSettings
-from crawldeck.core.observer import RECENT_RESPONSES, HostStats, Observer, ObserverStatistics
-from crawldeck.core.politeness import Politeness, PolitenessSettings
+from crawldeck.core.crawl.observer import RECENT_RESPONSES, HostStats, Observer, ObserverStatistics
+from crawldeck.core.crawl.snapshot import BackoffRow, BlockedRow, Counters, HostRow, ResponseRow
+from crawldeck.core.crawl.stats import RunFigures
+from crawldeck.core.net.dns import DnsCache, DnsSettings
+from crawldeck.core.net.robots import RobotsCache, RobotsSettings
+from crawldeck.core.policy.frontier_entry import FrontierEntry
+from crawldeck.core.policy.gate import HostGate
+from crawldeck.core.policy.ip_limits import IpLimiter, IpLimitSettings
+from crawldeck.core.policy.politeness import Politeness, PolitenessSettings
+from crawldeck.core.policy.traps import BlockReason, Verdict
+from crawldeck.core.policy.window import FrontierWindow
 from crawldeck.core.records import BlockedRecord, FetchResult, HostRecord
-from crawldeck.core.robots import RobotsCache, RobotsSettings
-from crawldeck.core.snapshot import BackoffRow, BlockedRow, Counters, HostRow, ResponseRow
-from crawldeck.core.stats import RunFigures
-from crawldeck.core.store import Store
-from crawldeck.core.traps import BlockReason, Verdict
-from crawldeck.core.window import FrontierWindow
+from crawldeck.core.storage.store import Store
 
 T = EPOCH
 ROBOTS = b"User-agent: *\nDisallow: /private\nCrawl-delay: 2\n"

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from crawldeck.core import urls
-from crawldeck.core.links import extract_links
+from crawldeck.core.policy import urls
+from crawldeck.core.policy.links import extract_links
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 

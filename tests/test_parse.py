@@ -1,4 +1,4 @@
-"""core.parse: link extraction in worker processes with a time budget (issue #10 item 13).
+"""core.net.parse: link extraction in worker processes with a time budget (issue #10 item 13).
 
 Real worker processes throughout (no mocks). The hostile page is the issue's: 100 000
 nested ``<div>`` (lexbor is quadratic in nesting; about 28 s inline here).
@@ -21,8 +21,8 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 from crawldeck.core.config import build_config
 from crawldeck.core.errors import ConfigError, CrawldeckError, ParseError, ParseTimeout
-from crawldeck.core.links import extract_links
-from crawldeck.core.parse import THREAD_PARSE_MAX_BYTES, ParsePool, ParseStats
+from crawldeck.core.net.parse import THREAD_PARSE_MAX_BYTES, ParsePool, ParseStats
+from crawldeck.core.policy.links import extract_links
 
 TOKEN = "crawldeck"
 NESTED = b"<html><body>" + b"<div>" * 100_000 + b'<a href="/deep">x</a>'

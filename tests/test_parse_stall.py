@@ -21,8 +21,8 @@ from crawlkit import html
 from httpserver import HTTPTestServer, Response
 
 from crawldeck.core.config import build_config
-from crawldeck.core.engine import Engine
-from crawldeck.core.store import Store
+from crawldeck.core.crawl.engine import Engine
+from crawldeck.core.storage.store import Store
 
 CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
 NESTED = ("<html><body>" + "<div>" * 100_000 + '<a href="/deep">deep</a>' + "</div>" * 100_000

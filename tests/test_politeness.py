@@ -1,4 +1,4 @@
-"""Tests of core.politeness with a fake clock (plain floats, no sleeps)."""
+"""Tests of core.policy.politeness with a fake clock (plain floats, no sleeps)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from crawldeck.core.backoff import backoff_s, delta_seconds, http_date, parse_retry_after
 from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.frontier import Frontier
-from crawldeck.core.frontier_entry import FrontierEntry
-from crawldeck.core.politeness import Cap, Outcome, Politeness, PolitenessSettings
-from crawldeck.core.politeness_state import HostPolitenessView
-from crawldeck.core.token_bucket import TokenBucket
+from crawldeck.core.policy.backoff import backoff_s, delta_seconds, http_date, parse_retry_after
+from crawldeck.core.policy.frontier import Frontier
+from crawldeck.core.policy.frontier_entry import FrontierEntry
+from crawldeck.core.policy.politeness import Cap, Outcome, Politeness, PolitenessSettings
+from crawldeck.core.policy.politeness_state import HostPolitenessView
+from crawldeck.core.policy.token_bucket import TokenBucket
 
 # Sun, 06 Nov 1994 08:49:37 GMT, the RFC 9110 example date.
 RFC_DATE = datetime(1994, 11, 6, 8, 49, 37, tzinfo=UTC).timestamp()

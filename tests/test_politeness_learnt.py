@@ -17,10 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawldeck.core.backoff import parse_retry_after
 from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.errors import ConfigError
-from crawldeck.core.politeness import Outcome, Politeness, PolitenessSettings
+from crawldeck.core.policy.backoff import parse_retry_after
+from crawldeck.core.policy.politeness import Outcome, Politeness, PolitenessSettings
 
 HOST = "a.test"
 

@@ -26,8 +26,8 @@ from crawlkit import html, rows, run_crawl
 from httpserver import HTTPTestServer, Request, Response
 
 from crawldeck.core.config import build_config
-from crawldeck.core.engine import Engine
-from crawldeck.core.store import Store
+from crawldeck.core.crawl.engine import Engine
+from crawldeck.core.storage.store import Store
 
 
 def text(body: str) -> Response:
@@ -83,7 +83,7 @@ def test_a_host_answering_only_429_is_parked_and_shown(tmp_path: Path) -> None:
         good.set("/robots.txt", Response(404))
         good.set("/", html("fine"))
         db = tmp_path / "c.db"
-        # max_delay_ms caps the delay each 429 teaches (core.politeness), so the 8 tries
+        # max_delay_ms caps the delay each 429 teaches (core.policy.politeness), so the 8 tries
         # take a second, not 20
         engine = run_crawl([busy.url("/"), good.url("/")], db, backoff_base_ms=10,
                            backoff_max_ms=50, max_retries=100, max_delay_ms=100)  # fmt: skip

@@ -1,4 +1,4 @@
-"""The prioritizer (``core.prioritizer``) and the frontier under each ordering, pure.
+"""The prioritizer (``core.policy.prioritizer``) and the frontier under each ordering, pure.
 
 OPIC's cash bands and its conservation (every seed's cash is, at each step, in the
 queued URLs, or was handed to URLs fetched already, or was held by a fetched page
@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawldeck.core.frontier import Frontier
-from crawldeck.core.frontier_entry import FrontierEntry
-from crawldeck.core.prioritizer import (
+from crawldeck.core.policy.frontier import Frontier
+from crawldeck.core.policy.frontier_entry import FrontierEntry
+from crawldeck.core.policy.prioritizer import (
     BFS_PRIORITIES,
     DEFAULT_FRONT_QUEUES,
     ORDERINGS,

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from fakesite import FakeSite, crawl, links_page
 
-from crawldeck.core.engine import Engine
-from crawldeck.core.prioritizer import Prioritizer
-from crawldeck.core.snapshot import HostDetail
+from crawldeck.core.crawl.engine import Engine
+from crawldeck.core.crawl.snapshot import HostDetail
+from crawldeck.core.policy.prioritizer import Prioritizer
 
 A = "http://127.0.0.1"
 PAGES = {
@@ -119,7 +119,7 @@ def test_the_host_detail_shows_the_cash_of_the_next_urls(tmp_path: Path, orderin
 
 
 def test_the_console_draws_the_frontier_per_cash_band_under_opic() -> None:
-    from crawldeck.core.snapshot import Counters
+    from crawldeck.core.crawl.snapshot import Counters
     from crawldeck.tui.screens import priority_bars
 
     by_band = (1, 0, 4, 0, 0, 2) + (0,) * 25 + (3,)  # 32 priorities, the last demoted
@@ -136,7 +136,7 @@ def test_the_console_draws_the_frontier_per_cash_band_under_opic() -> None:
 
 
 def test_the_console_draws_importance_bands_and_in_links_under_opic_inlinks() -> None:
-    from crawldeck.core.snapshot import Counters, HostDetail, HostRow
+    from crawldeck.core.crawl.snapshot import Counters, HostDetail, HostRow
     from crawldeck.tui.screens import _queue_text, priority_bars
 
     by_band = (1, 0, 4, 0, 0, 2) + (0,) * 25 + (3,)
@@ -159,7 +159,7 @@ def test_the_console_draws_importance_bands_and_in_links_under_opic_inlinks() ->
 
 
 def test_the_frontier_bars_fit_their_height_with_the_lowest_bands_summed() -> None:
-    from crawldeck.core.snapshot import Counters
+    from crawldeck.core.crawl.snapshot import Counters
     from crawldeck.tui.screens import priority_bars
 
     bands = [0] * 32

@@ -14,10 +14,10 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
-from crawldeck.core.prioritizer import Prioritizer
+from crawldeck.core.policy.prioritizer import Prioritizer
+from crawldeck.core.policy.window import FrontierWindow
 from crawldeck.core.records import SPILL_SEQ_SPAN, FrontierRow
-from crawldeck.core.store import Store
-from crawldeck.core.window import FrontierWindow
+from crawldeck.core.storage.store import Store
 
 T0 = 1_714_564_800.0
 

@@ -1,4 +1,4 @@
-"""core.procmem: process trees and their memory from /proc, and the monitor that measures
+"""core.render.procmem: process trees and their memory from /proc, and the monitor that measures
 them off the event loop.
 
 The /proc readers run against real processes this test starts (a parent with a child);
@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 import pytest
 from fakeclock import FakeClock
 
-from crawldeck.core.procmem import (
+from crawldeck.core.render.procmem import (
     MemoryMonitor,
     MemoryReading,
     find_marked,

@@ -1,4 +1,4 @@
-"""The recrawl's pure parts (``crawldeck.core.recrawl``): ``--older-than`` durations, Cho
+"""The recrawl's pure parts (``crawldeck.core.crawl.recrawl``): ``--older-than`` durations, Cho
 and Garcia-Molina's change-rate estimator and the visits it reads, the order of a
 recrawl, the conditional headers and the fetcher that adds them."""
 
@@ -14,9 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from crawldeck.core.errors import ConfigError
-from crawldeck.core.records import BodySink, FetchResult
-from crawldeck.core.recrawl import (
+from crawldeck.core.crawl.recrawl import (
     Candidate,
     ConditionalFetcher,
     Observation,
@@ -28,6 +26,8 @@ from crawldeck.core.recrawl import (
     parse_duration,
     pooled_prior,
 )
+from crawldeck.core.errors import ConfigError
+from crawldeck.core.records import BodySink, FetchResult
 
 # ------------------------------------------------------------------ durations
 

@@ -1,5 +1,5 @@
 """A recrawl end to end: a crawl of a small static site on loopback, then recrawls of the
-crawl file through the same ``Engine`` (``core.recrawl.prepare``): unchanged pages are
+crawl file through the same ``Engine`` (``core.crawl.recrawl.prepare``): unchanged pages are
 asked for conditionally and answered 304 with no body, a changed page is a new version
 with its new link followed, ``page_versions`` keeps every visit, and the order of the
 next recrawl follows the change-rate estimate. With WARC on, each 304 is a
@@ -24,11 +24,11 @@ from warcio.archiveiterator import ArchiveIterator
 
 from crawldeck.cli.main import main
 from crawldeck.core.config import build_config
-from crawldeck.core.engine import Engine
-from crawldeck.core.recrawl import prepare, summarize
-from crawldeck.core.store import Store
-from crawldeck.core.warc_reader import record_head, warc_files
-from crawldeck.core.warc_records import SERVER_NOT_MODIFIED
+from crawldeck.core.crawl.engine import Engine
+from crawldeck.core.crawl.recrawl import prepare, summarize
+from crawldeck.core.storage.store import Store
+from crawldeck.core.storage.warc_reader import record_head, warc_files
+from crawldeck.core.storage.warc_records import SERVER_NOT_MODIFIED
 from crawldeck.localweb.static import StaticSite
 
 WARCIO = str(Path(sys.executable).parent / "warcio")

@@ -19,8 +19,8 @@ from crawlkit import html, rows, run_crawl
 from httpserver import HTTPTestServer, Request, Response
 
 from crawldeck.core.config import build_config
-from crawldeck.core.engine import Engine
-from crawldeck.core.store import Store
+from crawldeck.core.crawl.engine import Engine
+from crawldeck.core.storage.store import Store
 
 
 def redirect(location: str, status: int = 301, **headers: str) -> Response:

@@ -1,10 +1,10 @@
 """Redirect chains that grow their URL on every hop (issue #10 item 3).
 
-``core.redirect_traps.redirect_grows(source, target)`` says whether one hop grows the
+``core.policy.redirect_traps.redirect_grows(source, target)`` says whether one hop grows the
 URL by repeating or nesting what the source held; the engine cuts a chain at its second
 growing hop with ``redirect_trap``, instead of following it to ``max_redirects``.
 Legitimate chains (language and slash redirects, ``http`` -> ``https``, a login or
-consent detour) grow at most once. ``core.redirect_traps`` is imported as a module, so
+consent detour) grow at most once. ``core.policy.redirect_traps`` is imported as a module, so
 on the old code (no ``redirect_grows``) each test fails on its own.
 """
 
@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawldeck.core import redirect_traps, traps, urls
+from crawldeck.core.policy import redirect_traps, traps, urls
 
 A = "http://a.example"
 

@@ -1,9 +1,9 @@
-"""Rendering: shell detection (``core.shell``, pure) and the Chromium render pool
-(``core.browser_pool``) over the local web.
+"""Rendering: shell detection (``core.policy.shell``, pure) and the Chromium render pool
+(``core.render.browser_pool``) over the local web.
 
 The pool tests drive Debian's Chromium (``apt-get install chromium``; .ci/run installs
 it) against the ``spa`` host of ``localweb``, with a gate built on a real
-``core.robots.RobotsCache``. Nothing is skipped: without Chromium they fail and say
+``core.net.robots.RobotsCache``. Nothing is skipped: without Chromium they fail and say
 how to install it. What the browser asked for is checked in the servers' own logs.
 """
 
@@ -26,19 +26,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawldeck.core import browser_pool, procmem
-from crawldeck.core.browser_pool import (
+from crawldeck.core.config import CrawlConfig, build_config
+from crawldeck.core.errors import CrawldeckError, RenderUnavailable, UrlError
+from crawldeck.core.net.fetcher import AiohttpFetcher
+from crawldeck.core.net.robots import RobotsCache, RobotsSettings
+from crawldeck.core.policy.links import extract_links
+from crawldeck.core.policy.shell import SCAN_BYTES, host_matches, looks_like_shell, should_render
+from crawldeck.core.policy.urls import clean, host_key
+from crawldeck.core.render import browser_pool, procmem
+from crawldeck.core.render.browser_pool import (
     RenderPool,
     unavailable_reason,
 )
-from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.errors import CrawldeckError, RenderUnavailable, UrlError
-from crawldeck.core.fetcher import AiohttpFetcher
-from crawldeck.core.links import extract_links
 from crawldeck.core.render_types import RenderResult, SubRequestEnd
-from crawldeck.core.robots import RobotsCache, RobotsSettings
-from crawldeck.core.shell import SCAN_BYTES, host_matches, looks_like_shell, should_render
-from crawldeck.core.urls import clean, host_key
 from crawldeck.localweb import LocalWeb
 
 CHROMIUM = "/usr/bin/chromium"

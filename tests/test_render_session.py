@@ -1,4 +1,4 @@
-"""core.render_session: a page's settling and its sub-request reports, on a fake clock.
+"""core.render.render_session: a page's settling and its sub-request reports, on a fake clock.
 
 ``settle_step`` is pure and is checked exactly, by table and by property; ``settle``
 and the router are driven with stand-ins for Playwright's request, response and route
@@ -18,7 +18,7 @@ from fakeclock import FakeClock
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crawldeck.core.render_session import MIN_WAIT_S, RenderSession, settle_step
+from crawldeck.core.render.render_session import MIN_WAIT_S, RenderSession, settle_step
 from crawldeck.core.render_types import SubRequestEnd
 
 if TYPE_CHECKING:

@@ -18,12 +18,12 @@ import pytest
 from forwardproxy import ForwardProxy
 from httpserver import HTTPTestServer, Response
 
-from crawldeck.core.address_policy import AddressPolicy, AddressPolicySettings
 from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.dns import DnsCache, DnsSettings
 from crawldeck.core.errors import ConfigError, ConnectFailed, PrivateAddress, ProtocolViolation
-from crawldeck.core.fetcher import AiohttpFetcher
-from crawldeck.core.transport import PinningResolver
+from crawldeck.core.net.dns import DnsCache, DnsSettings
+from crawldeck.core.net.fetcher import AiohttpFetcher
+from crawldeck.core.net.transport import PinningResolver
+from crawldeck.core.policy.address_policy import AddressPolicy, AddressPolicySettings
 
 UA = "crawldeck-test/9.9 (+http://127.0.0.1/bot)"
 

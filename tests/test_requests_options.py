@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from crawldeck.core.config import CrawlConfig, asdict, build_config, load_config
 from crawldeck.core.errors import ConfigError
-from crawldeck.core.request_checks import REFUSED_HEADERS, check_header
-from crawldeck.core.request_options import Proxy, RequestOptions, bypasses, origin_key
+from crawldeck.core.net.request_options import Proxy, RequestOptions, bypasses, origin_key
+from crawldeck.core.policy.request_checks import REFUSED_HEADERS, check_header
 
 
 def test_the_toml_shapes_load_and_round_trip_through_json(

@@ -14,9 +14,9 @@ from clikit import main_in
 from crawlkit import html, rows, run_crawl
 from httpserver import HTTPTestServer
 
-from crawldeck.core.resume import patterns_changed
-from crawldeck.core.store import Store
-from crawldeck.core.traps import UrlPatterns
+from crawldeck.core.crawl.resume import patterns_changed
+from crawldeck.core.policy.traps import UrlPatterns
+from crawldeck.core.storage.store import Store
 
 KEEP = [f"/keep/{i}" for i in range(10)]
 DROP = [f"/drop/{i}" for i in range(10)]

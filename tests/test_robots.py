@@ -1,4 +1,4 @@
-"""core.robots against real robots.txt servers on loopback, with a fake clock."""
+"""core.net.robots against real robots.txt servers on loopback, with a fake clock."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from httpserver import HTTPTestServer, Request, Response
 
 from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.errors import UrlError
-from crawldeck.core.fetcher import AiohttpFetcher
-from crawldeck.core.robots import RobotsCache
-from crawldeck.core.robots_policy import RobotsGroup, RobotsSettings, select_group, ttl_s
-from crawldeck.core.urls import clean, normalize
+from crawldeck.core.net.fetcher import AiohttpFetcher
+from crawldeck.core.net.robots import RobotsCache
+from crawldeck.core.policy.robots import RobotsGroup, RobotsSettings, select_group, ttl_s
+from crawldeck.core.policy.urls import clean, normalize
 
 T0 = 1_700_000_000.0
 DAY = 86_400

@@ -1,4 +1,4 @@
-"""core.robots_policy.interpret, directly: one fetch outcome in, the next step out.
+"""core.policy.robots.interpret, directly: one fetch outcome in, the next step out.
 
 No server, no event loop, a fixed ``now``. Each row states the exact state RFC 9309
 asks for (§2.3.1.1-§2.3.1.5, §2.4, §2.5); tests/test_robots.py checks the same
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crawldeck.core.robots_policy import (
+from crawldeck.core.policy.robots import (
     CacheUpdate,
     NetworkFailure,
     RedirectHop,

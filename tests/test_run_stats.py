@@ -18,8 +18,8 @@ from httpserver import HTTPTestServer, Response
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crawldeck.core.stats import RunTally, read_run, reason_words
-from crawldeck.core.store import Store
+from crawldeck.core.crawl.stats import RunTally, read_run, reason_words
+from crawldeck.core.storage.store import Store
 
 ROBOTS = Response(200, {"Content-Type": "text/plain"}, b"User-agent: *\nDisallow: /private\n")
 

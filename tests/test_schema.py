@@ -31,11 +31,11 @@ import sqlite_utils
 from crawlkit import rows, run_crawl
 from redisfix import free_port
 
-from crawldeck.core.datasette_meta import METADATA_SUFFIX, metadata
-from crawldeck.core.export import broken_count, export, link_report
 from crawldeck.core.records import FrontierRow, PageRecord
-from crawldeck.core.store import RENAMED_COLUMNS, SCHEMA_VERSION, Store
-from crawldeck.core.store import schema as store_module
+from crawldeck.core.storage.datasette_meta import METADATA_SUFFIX, metadata
+from crawldeck.core.storage.export import broken_count, export, link_report
+from crawldeck.core.storage.store import RENAMED_COLUMNS, SCHEMA_VERSION, Store
+from crawldeck.core.storage.store import schema as store_module
 
 DATA = Path(__file__).parent / "data"
 V1, V2 = DATA / "crawl_2f3a1ea.db", DATA / "crawl_4cc1605.db"

@@ -23,8 +23,8 @@ import virtualtime
 from fakesite import FakeFetcher, FakeSite, config, html, text
 from test_costs import CORE, Costs, _counting
 
-from crawldeck.core.engine import Engine
-from crawldeck.core.store import Store
+from crawldeck.core.crawl.engine import Engine
+from crawldeck.core.storage.store import Store
 
 HOSTS = 1_000
 PER_HOST = 5

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from crawldeck.core.errors import SeedError
-from crawldeck.core.seeds import SeedProblem, parse_seeds, read_seeds
+from crawldeck.core.policy.seeds import SeedProblem, parse_seeds, read_seeds
 
 
 def test_comments_blank_lines_and_bad_lines() -> None:

@@ -6,9 +6,9 @@ import asyncio
 import threading
 from pathlib import Path
 
+from crawldeck.core.policy.seen import SeenSet
 from crawldeck.core.records import FrontierRow
-from crawldeck.core.seen import SeenSet
-from crawldeck.core.store import Store
+from crawldeck.core.storage.store import Store
 
 
 class FakeStore:

@@ -16,13 +16,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawldeck.core.address_policy import AddressPolicy, AddressPolicySettings
 from crawldeck.core.config import CrawlConfig, build_config
-from crawldeck.core.dns import Answer, DnsCache, DnsSettings, RecordType
-from crawldeck.core.ip_limits import IpLimiter, IpLimitSettings
-from crawldeck.core.politeness import Politeness, PolitenessSettings
-from crawldeck.core.robots import RobotsSettings
-from crawldeck.core.traps import BlockReason, ScopePolicy, TrapGuard, TrapSettings
+from crawldeck.core.net.dns import Answer, DnsCache, DnsSettings, RecordType
+from crawldeck.core.net.robots import RobotsSettings
+from crawldeck.core.policy.address_policy import AddressPolicy, AddressPolicySettings
+from crawldeck.core.policy.ip_limits import IpLimiter, IpLimitSettings
+from crawldeck.core.policy.politeness import Politeness, PolitenessSettings
+from crawldeck.core.policy.traps import BlockReason, ScopePolicy, TrapGuard, TrapSettings
 
 #: A valid config whose every key that a settings object carries differs from its
 #: default, so that a settings field read from the wrong key (or left at a default)

@@ -2,7 +2,7 @@
 (``br``, ``gzip``, ``deflate``; issue #14's loose ends, a new user's trial: a brotli
 body was printed still compressed), bounded as the fetcher is: a gzip bomb that the
 crawl cut at ``max_body_bytes`` is cut there again when read back from its WARC
-record, not expanded. A real crawl of a loopback server; ``core.archive.decode_content``
+record, not expanded. A real crawl of a loopback server; ``core.storage.archive.decode_content``
 on its own last."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from clikit import main_in, run
 from crawlkit import html, rows, run_crawl
 from httpserver import HTTPTestServer, Response
 
-from crawldeck.core.archive import decode_content
-from crawldeck.core.export import page_record
+from crawldeck.core.storage.archive import decode_content
+from crawldeck.core.storage.export import page_record
 
 PAGE = b"<html><body><p>" + b"decoded text " * 200 + b"</p></body></html>"
 #: The crawl's body cap (bytes): the bomb expands far past it.

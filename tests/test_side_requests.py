@@ -1,11 +1,11 @@
-"""Side requests (``core.side_requests.SideRequests``) and parking, on a fake clock.
+"""Side requests (``core.crawl.side_requests.SideRequests``) and parking, on a fake clock.
 
 A side request (a sitemap, robots.txt) waiting for a host's slot while a page fetch
 holds it must not outlive the host: when that page's answer parks the host (here a
 ``Retry-After: 999999``, a backoff of ``retry_after_max_s``), the waiter gives up with
 ``HostParked`` at once. It used to wake, find the host's next start an hour away and
 sleep until then, so the crawl could not end (issue #22 item 8). Nothing is fetched:
-the parts are the engine's own (``core.assembly.assemble``), the page's answer is
+the parts are the engine's own (``core.crawl.assembly.assemble``), the page's answer is
 handed to ``Retries`` as the engine hands it.
 """
 
@@ -18,13 +18,13 @@ import pytest
 from fakeclock import FakeClock
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from crawldeck.core.assembly import assemble
 from crawldeck.core.config import build_config
+from crawldeck.core.crawl.assembly import assemble
+from crawldeck.core.crawl.retries import Retries
 from crawldeck.core.errors import HostParked
-from crawldeck.core.frontier_entry import FrontierEntry
+from crawldeck.core.policy.frontier_entry import FrontierEntry
 from crawldeck.core.records import FetchResult
-from crawldeck.core.retries import Retries
-from crawldeck.core.store import Store
+from crawldeck.core.storage.store import Store
 
 HOST = "a.test"
 URL = f"http://{HOST}/"

@@ -1,4 +1,4 @@
-"""core.simhash: SimHash of page text (Charikar 2002), the near-duplicate index (Manku
+"""core.policy.simhash: SimHash of page text (Charikar 2002), the near-duplicate index (Manku
 et al. 2007), and the signed form SQLite stores."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawldeck.core import simhash
-from crawldeck.core.simhash import (
+from crawldeck.core.policy import simhash
+from crawldeck.core.policy.simhash import (
     MAX_CHARS,
     NearDuplicates,
     hamming,

@@ -1,4 +1,4 @@
-"""``core.sitemaps.SitemapStream``, the streaming sitemap parser, as pure logic: fed in
+"""``core.policy.sitemaps.SitemapStream``, the streaming sitemap parser, as pure logic: fed in
 network-sized chunks, it holds a bounded number of bytes and of entries whatever the
 file, and cuts hostile shapes with their reason (a gzip file inside the gzip file, deep
 nesting, markup expat would hold whole, a text line with no end)."""
@@ -12,7 +12,7 @@ import zlib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawldeck.core.sitemaps import (
+from crawldeck.core.policy.sitemaps import (
     MAX_MARKUP_BYTES,
     MAX_NESTING,
     STEP_BYTES,

@@ -1,4 +1,4 @@
-"""The sitemap parser (``core.sitemaps``): every shape the protocol allows, and every
+"""The sitemap parser (``core.policy.sitemaps``): every shape the protocol allows, and every
 hostile input refused or cut with its reason, within the caps (no server: pure)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crawldeck.core.sitemaps import (
+from crawldeck.core.policy.sitemaps import (
     MAX_BYTES,
     MAX_URLS,
     Location,

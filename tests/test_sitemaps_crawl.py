@@ -1,4 +1,4 @@
-"""Sitemaps in a crawl (``core.sitemap_reader``) on real loopback servers: the local
+"""Sitemaps in a crawl (``core.crawl.sitemaps``) on real loopback servers: the local
 web's sitemap-only host is crawled completely from its root seed; ``sitemaps = false``
 reads none; a resumed crawl reads none again; hostile sitemaps (a drip, a gzip bomb,
 billion laughs, 60 000 entries, an index listing itself, an index chain past the depth
@@ -19,9 +19,9 @@ from crawlkit import html, rows, run_crawl
 from httpserver import HTTPTestServer, Request, Response
 
 from crawldeck.core.config import build_config
-from crawldeck.core.engine import Engine
-from crawldeck.core.sitemap_reader import MAX_INDEX_DEPTH
-from crawldeck.core.store import Store
+from crawldeck.core.crawl.engine import Engine
+from crawldeck.core.crawl.sitemaps import MAX_INDEX_DEPTH
+from crawldeck.core.storage.store import Store
 from crawldeck.localweb.sites import SITEMAP_FILES
 from crawldeck.localweb.web import LocalWeb
 

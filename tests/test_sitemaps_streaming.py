@@ -19,13 +19,12 @@ from hostile_sitemaps import MANY, install, robots_txt
 from httpserver import HTTPTestServer, Response
 from test_sitemaps_crawl import NS, StopAtExactCheck
 
-from crawldeck.core import sitemap_reader
 from crawldeck.core.config import build_config
-from crawldeck.core.engine import Engine
-from crawldeck.core.fetcher import STREAM_KEEP_BYTES, AiohttpFetcher
-from crawldeck.core.records import FetchResult
-from crawldeck.core.sitemap_reader import ADMIT_BATCH, READING
-from crawldeck.core.sitemaps import (
+from crawldeck.core.crawl import sitemaps as sitemap_reader
+from crawldeck.core.crawl.engine import Engine
+from crawldeck.core.crawl.sitemaps import ADMIT_BATCH, READING
+from crawldeck.core.net.fetcher import STREAM_KEEP_BYTES, AiohttpFetcher
+from crawldeck.core.policy.sitemaps import (
     MAX_BYTES,
     MAX_MARKUP_BYTES,
     MAX_NESTING,
@@ -34,6 +33,7 @@ from crawldeck.core.sitemaps import (
     SitemapEntry,
     SitemapStream,
 )
+from crawldeck.core.records import FetchResult
 
 #: The largest decoded chunk the fetcher hands on (one network read, 64 KiB).
 CHUNK = 64 * 1024

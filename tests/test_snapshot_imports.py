@@ -1,4 +1,4 @@
-"""Snapshots are plain data at run time: importing ``crawldeck.core.snapshot`` loads no
+"""Snapshots are plain data at run time: importing ``crawldeck.core.crawl.snapshot`` loads no
 renderer (issue #11, item 5).
 
 The import contract ``snapshot-no-renderer`` (``tests/test_import_contracts.py``) checks
@@ -16,7 +16,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 #: What a snapshot must not load: Playwright and the modules that drive the browser.
-RENDERER = ("playwright", "crawldeck.core.browser_pool", "crawldeck.core.render_session")
+RENDERER = (
+    "playwright",
+    "crawldeck.core.render.browser_pool",
+    "crawldeck.core.render.render_session",
+)
 
 
 def loaded_renderer(statement: str) -> list[str]:
@@ -35,9 +39,11 @@ def loaded_renderer(statement: str) -> list[str]:
 
 
 def test_importing_the_snapshot_loads_no_renderer() -> None:
-    assert loaded_renderer("import crawldeck.core.snapshot") == []
+    assert loaded_renderer("import crawldeck.core.crawl.snapshot") == []
 
 
 def test_the_check_sees_the_pool_and_playwright() -> None:
-    assert "crawldeck.core.browser_pool" in loaded_renderer("import crawldeck.core.browser_pool")
+    assert "crawldeck.core.render.browser_pool" in loaded_renderer(
+        "import crawldeck.core.render.browser_pool"
+    )
     assert "playwright.async_api" in loaded_renderer("import playwright.async_api")

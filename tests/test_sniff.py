@@ -1,4 +1,4 @@
-"""core.sniff against the WHATWG MIME Sniffing Standard's own tables and steps.
+"""core.policy.sniff against the WHATWG MIME Sniffing Standard's own tables and steps.
 
 The hexadecimal rows below are copied from the standard (review draft 2026-07):
 §7.1 step 1 (scriptable types), §7.1 step 2, §6.1 (images), §6.2 (audio and video),
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crawldeck.core import sniff
-from crawldeck.core.sniff import Pattern, Supplied
+from crawldeck.core.policy import sniff
+from crawldeck.core.policy.sniff import Pattern, Supplied
 
 WS = "whitespace"
 NONE = "none"

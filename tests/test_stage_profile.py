@@ -64,7 +64,7 @@ def test_the_table_names_no_module_that_is_gone_and_only_known_stages() -> None:
 @pytest.mark.parametrize(
     ("filename", "module"),
     [
-        ("/work/x/crawldeck/core/fetcher.py", "core.fetcher"),
+        ("/work/x/crawldeck/core/net/fetcher.py", "core.net.fetcher"),
         ("/work/x/core/cluster/store.py", "core.cluster.store"),
         ("/work/x/core/cluster/__init__.py", "core.cluster"),
         ("/work/x/cli/main.py", "cli.main"),
@@ -98,13 +98,13 @@ LOOP = [
     [
         # a task step of the engine calling the frontier, which calls a URL helper
         (
-            [("core.engine", "Engine._worker"), ("core.frontier", "Frontier.pop"),
-             ("core.urls", "host_key")],
+            [("core.crawl.engine", "Engine._worker"), ("core.policy.frontier", "Frontier.pop"),
+             ("core.policy.urls", "host_key")],
             "MainThread",
             "normalization and admission",
         ),
         # the engine calling an asyncio helper: charged to the engine, not the loop
-        ([("core.engine", "Engine._worker"), ("asyncio.tasks", "create_task")], "MainThread",
+        ([("core.crawl.engine", "Engine._worker"), ("asyncio.tasks", "create_task")], "MainThread",
          "engine, politeness, retries"),
         # a socket read handed to aiohttp's protocol: the library's stage
         ([("asyncio.selector_events", "_read_ready"), ("aiohttp.client_proto", "data_received")],
@@ -117,10 +117,17 @@ LOOP = [
         ([("asyncio.selector_events", "_read_ready__data_received")], "MainThread",
          "event loop and socket reads (asyncio)"),
         # a lazy import inside a callback is start-up, whatever the importing module
-        ([("core.warc_writer", "WarcWriter.start"), ("importlib._bootstrap", "_find_and_load"),
-          ("core.warc", "<module>")], "MainThread", "start-up (imports, config, seeds, resume)"),
+        (
+            [
+                ("core.storage.warc_writer", "WarcWriter.start"),
+                ("importlib._bootstrap", "_find_and_load"),
+                ("core.storage.warc", "<module>"),
+            ],
+            "MainThread",
+            "start-up (imports, config, seeds, resume)",
+        ),
         # the headless reporter's own frames
-        ([("core.engine", "Engine._publish"), ("cli.headless", "HeadlessReporter.__call__")],
+        ([("core.crawl.engine", "Engine._publish"), ("cli.headless", "HeadlessReporter.__call__")],
          "MainThread", "console and reporter"),
     ],
 )  # fmt: skip
@@ -139,7 +146,11 @@ def test_classify_a_pool_thread_by_its_name_when_no_module_maps_it() -> None:
     assert sp.classify(pool, "crawldeck-parse-small_0") == "parse and link extraction"
     assert sp.classify(pool, "crawldeck-store-crawl.db") == "store writer and recording"
     assert sp.classify(pool, "ThreadPoolExecutor-0_0") == "other (no mapped frame)"
-    parsing = [*pool, ("concurrent.futures.thread", "_WorkItem.run"), ("core.links", "extract")]
+    parsing = [
+        *pool,
+        ("concurrent.futures.thread", "_WorkItem.run"),
+        ("core.policy.links", "extract"),
+    ]
     assert sp.classify(parsing, "ThreadPoolExecutor-0_0") == "parse and link extraction"
 
 
@@ -147,13 +158,13 @@ RAW = """\
 thread (101): MainThread;<module> (/v/bin/crawldeck:8);main (/w/cli/launch.py:40);\
 _run_once (/py/lib/python3.11/asyncio/base_events.py:1922);\
 Handle._run (/py/lib/python3.11/asyncio/events.py:80);\
-Frontier.pop (/w/core/frontier.py:300) 30
+Frontier.pop (/w/core/policy/frontier.py:300) 30
 thread (101): MainThread;<module> (/v/bin/crawldeck:8);main (/w/cli/launch.py:40);\
 _run_once (/py/lib/python3.11/asyncio/base_events.py:1922);\
 Handle._run (/py/lib/python3.11/asyncio/events.py:80);\
 SSLObject.read (/py/lib/python3.11/ssl.py:900) 10
 thread (102): crawldeck-store-crawl.db;Thread.run (/py/lib/python3.11/threading.py:975);\
-Store._writer (/w/core/store.py:1400) 20
+Store._writer (/w/core/storage/store.py:1400) 20
 thread (101) 5
 """
 
@@ -169,9 +180,9 @@ def test_parse_raw_counts_samples_per_thread_and_stage() -> None:
     assert samples.names == {101: "MainThread", 102: "crawldeck-store-crawl.db"}
     assert samples.unmapped == {"(no frame)": 5}
     assert samples.leaves == {
-        "frontier and OPIC credits | core.frontier.Frontier.pop": 30,
+        "frontier and OPIC credits | core.policy.frontier.Frontier.pop": 30,
         "TLS | ssl.SSLObject.read": 10,
-        "store writer and recording | core.store.Store._writer": 20,
+        "store writer and recording | core.storage.store.Store._writer": 20,
         "other (no mapped frame) | (no frame)": 5,
     }
     assert samples.total() == 65

@@ -25,7 +25,7 @@ from crawldeck.core.records import (
     from_iso_utc,
     to_iso_utc,
 )
-from crawldeck.core.store import SCHEMA_VERSION, Store
+from crawldeck.core.storage.store import SCHEMA_VERSION, Store
 
 REPO = Path(__file__).resolve().parent.parent
 T0 = 1714564800.25  # 2024-05-01T12:00:00.250000Z
@@ -428,7 +428,7 @@ def test_runs(db: Path) -> None:
             "2024-05-01T12:01:00.250000Z",
             "finished",
             '{"delay_ms": 1000, "path": "/x", "strip_params": ["sid", "gclid"]}',
-            '{"run_id": 1, "fetches": 2}',  # in the order given (core.stats)
+            '{"run_id": 1, "fetches": 2}',  # in the order given (core.crawl.stats)
         ),
         (2, "2024-05-01T12:01:00.250000Z", None, "running", "{}", None),
     ]
@@ -580,7 +580,7 @@ CHILD = textwrap.dedent(
     import sys, time
     from pathlib import Path
     from crawldeck.core.records import FrontierRow, PageRecord
-    from crawldeck.core.store import Store
+    from crawldeck.core.storage.store import Store
 
     s = Store(Path(sys.argv[1]), flush_interval_ms=2)
     s.enqueue_urls([FrontierRow("p0", "http://h.test/p0", "h.test", 0, 0)])

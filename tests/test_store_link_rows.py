@@ -16,9 +16,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from crawldeck.core.records import FrontierRow, PageRecord
-from crawldeck.core.store import Store
-from crawldeck.core.store.ops import _SQL_LINK, _SQL_LINK_ANCHOR, ROWS_PER_INSERT, _insert_rows
-from crawldeck.core.store.schema import _SQL_LINKS_TABLE
+from crawldeck.core.storage.store import Store
+from crawldeck.core.storage.store.ops import (
+    _SQL_LINK,
+    _SQL_LINK_ANCHOR,
+    ROWS_PER_INSERT,
+    _insert_rows,
+)
+from crawldeck.core.storage.store.schema import _SQL_LINKS_TABLE
 
 T0 = 1714564800.25
 #: The statements each link had before (crawldeck 6827a5a's ``_SQL_LINK*``).

@@ -1,6 +1,6 @@
 """The single-writer lock holds for every name of a crawl file (issue #10, item 14).
 
-The lock is a flock on the database file itself (see ``core.store``): a symlink, a hard
+The lock is a flock on the database file itself (see ``core.storage.store``): a symlink, a hard
 link, a path with ``..`` in it, another process and this process are all refused with
 the one-line "in use" error; the lock goes when its holder closes or dies; and taking
 or refusing it never drops the POSIX locks SQLite holds in this process.
@@ -23,7 +23,7 @@ import pytest
 
 from crawldeck.core.errors import StoreError
 from crawldeck.core.records import FrontierRow
-from crawldeck.core.store import Store
+from crawldeck.core.storage.store import Store
 from crawldeck.localweb import LocalWeb
 
 REPO = Path(__file__).resolve().parent.parent
@@ -34,7 +34,7 @@ HOLDER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from crawldeck.core.store import Store
+    from crawldeck.core.storage.store import Store
 
     s = Store(Path(sys.argv[1]))
     print("ready", flush=True)
@@ -52,7 +52,7 @@ OPEN_ONE = textwrap.dedent(
     import sys
     from pathlib import Path
     from crawldeck.core.errors import StoreError
-    from crawldeck.core.store import Store
+    from crawldeck.core.storage.store import Store
 
     try:
         Store(Path(sys.argv[1])).close()

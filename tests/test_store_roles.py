@@ -26,12 +26,11 @@ from typing import Literal
 import virtualtime
 from fakesite import FakeFetcher, FakeSite, config, links_page
 
-from crawldeck.core.archive import WarcHome
 from crawldeck.core.cluster.keys import Keyspace
 from crawldeck.core.cluster.leases import Leases
 from crawldeck.core.cluster.link import RedisLink, open_client
 from crawldeck.core.cluster.store import ClusterStore
-from crawldeck.core.engine import CrawlResult, Engine
+from crawldeck.core.crawl.engine import CrawlResult, Engine
 from crawldeck.core.protocols import CrawlStore, StoreRoles
 from crawldeck.core.records import (
     BlockedRecord,
@@ -43,7 +42,8 @@ from crawldeck.core.records import (
     SitemapUrlRecord,
     status_class,
 )
-from crawldeck.core.store import Store
+from crawldeck.core.storage.archive import WarcHome
+from crawldeck.core.storage.store import Store
 
 A = "http://127.0.0.1"
 CORE = Path(__file__).resolve().parent.parent / "crawldeck" / "core"

@@ -3,8 +3,8 @@
 An endless calendar links the previous (or next) month, day or week forever. Past
 dates are real content for an archive, so the guard cannot refuse a year; it counts
 the admitted URLs of each host that differ only in their date (their date template,
-``core.date_templates.date_template``) and refuses one more once a template has
-``calendar_max_dates`` of them (default 1000). ``core.date_templates`` is imported as a
+``core.policy.date_templates.date_template``) and refuses one more once a template has
+``calendar_max_dates`` of them (default 1000). ``core.policy.date_templates`` is imported as a
 module so that on the old code (no template budget) the tests fail on their assertions.
 """
 
@@ -24,10 +24,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scaling import MAX_GROWTH, assert_linear
 
-from crawldeck.core import date_templates, urls
 from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.errors import ConfigError
-from crawldeck.core.traps import BlockReason, ScopePolicy, TrapGuard, TrapSettings, Verdict
+from crawldeck.core.policy import date_templates, urls
+from crawldeck.core.policy.traps import BlockReason, ScopePolicy, TrapGuard, TrapSettings, Verdict
 
 TODAY = datetime.date(2026, 5, 15)
 BUDGET = 1000  # the default calendar_max_dates

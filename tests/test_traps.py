@@ -1,4 +1,4 @@
-"""Tests of core.traps: block reasons, the crawl scope and the trap guards."""
+"""Tests of core.policy.traps: block reasons, the crawl scope and the trap guards."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from scaling import assert_linear
 
-from crawldeck.core import urls
 from crawldeck.core.config import CrawlConfig, build_config
 from crawldeck.core.errors import UrlError
-from crawldeck.core.traps import BlockReason, ScopePolicy, TrapGuard, TrapSettings, Verdict
+from crawldeck.core.policy import urls
+from crawldeck.core.policy.traps import BlockReason, ScopePolicy, TrapGuard, TrapSettings, Verdict
 
 TODAY = datetime.date(2026, 5, 15)
 R = BlockReason

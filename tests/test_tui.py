@@ -26,9 +26,9 @@ from textual.widget import Widget
 from textual.widgets import Input, Static, TabbedContent
 
 from crawldeck.core.config import build_config
-from crawldeck.core.engine import Engine
-from crawldeck.core.snapshot import CrawlSnapshot, HostDetail
-from crawldeck.core.store import Store
+from crawldeck.core.crawl.engine import Engine
+from crawldeck.core.crawl.snapshot import CrawlSnapshot, HostDetail
+from crawldeck.core.storage.store import Store
 from crawldeck.localweb import LocalWeb
 from crawldeck.tui.app import CrawlApp, CrawlSource, run_console
 from crawldeck.tui.screens import AddSeedScreen, HelpScreen, HostDetailScreen

@@ -15,7 +15,7 @@ from rich.text import Text
 from test_tui_snapshots import BACKOFF, HOSTS, FakeEngine, settle, snapshot_at
 from textual.widgets import Static, TabbedContent
 
-from crawldeck.core.snapshot import CrawlSnapshot
+from crawldeck.core.crawl.snapshot import CrawlSnapshot
 from crawldeck.tui.app import CrawlApp, CrawlSource
 from crawldeck.tui.screens import LogPanel
 from crawldeck.tui.table import LineTable

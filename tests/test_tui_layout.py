@@ -25,11 +25,11 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Sparkline, Static, TabbedContent
 
 from crawldeck.core.config import build_config
-from crawldeck.core.engine import CrawlResult, Engine, Outcome
-from crawldeck.core.frontier import Frontier
-from crawldeck.core.frontier_entry import FrontierEntry
-from crawldeck.core.snapshot import Counters, CrawlSnapshot
-from crawldeck.core.store import Store
+from crawldeck.core.crawl.engine import CrawlResult, Engine, Outcome
+from crawldeck.core.crawl.snapshot import Counters, CrawlSnapshot
+from crawldeck.core.policy.frontier import Frontier
+from crawldeck.core.policy.frontier_entry import FrontierEntry
+from crawldeck.core.storage.store import Store
 from crawldeck.tui import app as app_module
 from crawldeck.tui.app import CrawlApp
 from crawldeck.tui.screens import (

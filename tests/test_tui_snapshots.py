@@ -19,9 +19,8 @@ from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from crawldeck.core.engine import CrawlResult, Outcome
-from crawldeck.core.render_types import RenderStats
-from crawldeck.core.snapshot import (
+from crawldeck.core.crawl.engine import CrawlResult, Outcome
+from crawldeck.core.crawl.snapshot import (
     BackoffRow,
     BlockedRow,
     Counters,
@@ -31,6 +30,7 @@ from crawldeck.core.snapshot import (
     HostRow,
     ResponseRow,
 )
+from crawldeck.core.render_types import RenderStats
 from crawldeck.tui.app import CrawlApp
 
 T0 = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
@@ -187,7 +187,7 @@ def detail_of(row: HostRow) -> HostDetail:
 
 
 class FakeEngine:
-    """A deterministic stand-in for ``core.engine.Engine`` (the ``CrawlSource`` methods).
+    """A deterministic stand-in for ``core.crawl.engine.Engine`` (the ``CrawlSource`` methods).
 
     ``run`` publishes ``snapshots`` in order, then returns ``finish`` at once when it
     is set (``True``: ``finished``; a budget's outcome, e.g. ``max_pages``), else waits

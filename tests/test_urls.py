@@ -1,4 +1,4 @@
-"""Tests of core.urls: cleaning, the dedupe key, host identity, the Public Suffix List."""
+"""Tests of core.policy.urls: cleaning, the dedupe key, host identity, the Public Suffix List."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from scaling import assert_linear
 
-from crawldeck.core import urls
 from crawldeck.core.config import DEFAULT_STRIP_PARAMS
 from crawldeck.core.errors import UnsupportedScheme, UrlError
-from crawldeck.core.urls import clean, host_key, normalize, origin, registered_domain
+from crawldeck.core.policy import urls
+from crawldeck.core.policy.urls import clean, host_key, normalize, origin, registered_domain
 
 ROOT = Path(__file__).resolve().parent.parent
 STRIP = DEFAULT_STRIP_PARAMS
@@ -456,7 +456,7 @@ def test_public_suffix_list_never_touches_network_or_disk(tmp_path: Path) -> Non
         "socket.socket.connect = refuse\n"
         "socket.create_connection = refuse\n"
         "socket.getaddrinfo = refuse\n"
-        "from crawldeck.core.urls import registered_domain\n"
+        "from crawldeck.core.policy.urls import registered_domain\n"
         "print(registered_domain('www.bbc.co.uk'), registered_domain('x.github.io'))\n"
     )
     home = tmp_path / "home"

@@ -19,8 +19,8 @@ from urllib.parse import unquote
 from httpserver import HTTPTestServer, Request, Response
 
 from crawldeck.core.config import build_config
-from crawldeck.core.engine import Engine
-from crawldeck.core.store import Store
+from crawldeck.core.crawl.engine import Engine
+from crawldeck.core.storage.store import Store
 
 
 def html(body: str) -> Response:

@@ -15,7 +15,7 @@ path). For every link ``x`` (and base) that ``clean`` accepts:
 
 ``clean`` may refuse a link with ``UrlError``; any other exception fails the test.
 The oracles below (dot segments, "ends in a number", dotted quad) are written from
-the standards, not taken from ``core.urls``.
+the standards, not taken from ``core.policy.urls``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from scaling import MAX_GROWTH
 
 from crawldeck.core.config import DEFAULT_STRIP_PARAMS
 from crawldeck.core.errors import UrlError
-from crawldeck.core.urls import clean, normalize
+from crawldeck.core.policy.urls import clean, normalize
 
 STRIP = DEFAULT_STRIP_PARAMS
 

@@ -1,4 +1,4 @@
-"""``core.urls.registered_domain`` against the Public Suffix List's own tests and against
+"""``core.policy.urls.registered_domain`` against the Public Suffix List's own tests and against
 tldextract (the lookup it replaced) reading the same list (issue #22 item 1: the lookup
 left tldextract, 9.7 MiB in the crawl, for one set of rule strings, about 1.5 MiB)."""
 
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from publicsuffixlist import PSLFILE
 
 from crawldeck.core.errors import UrlError
-from crawldeck.core.urls import registered_domain
+from crawldeck.core.policy.urls import registered_domain
 
 #: The PSL project's test cases (``checkPublicSuffix(name, expected)``), as the
 #: ``publicsuffixlist`` package ships them beside its list.
@@ -76,7 +76,7 @@ def _rules() -> list[str]:
 
 @functools.cache
 def _oracle() -> tldextract.TLDExtract:
-    """tldextract, as ``core.urls`` used it until issue #22, on the same list file (its
+    """tldextract, as ``core.policy.urls`` used it until issue #22, on the same list file (its
     ``file:`` reader leaves the file to the garbage collector: collected here)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ResourceWarning)
@@ -92,7 +92,7 @@ def _oracle() -> tldextract.TLDExtract:
 
 
 def _as_before(name: str) -> str:
-    """The registered domain as ``core.urls`` computed it with tldextract."""
+    """The registered domain as ``core.policy.urls`` computed it with tldextract."""
     result = _oracle()(name)
     if result.suffix:
         return f"{result.domain}.{result.suffix}" if result.domain else name
@@ -142,7 +142,7 @@ def test_tldextract_misreads_only_nested_wildcards() -> None:
 
 
 def test_a_lookup_loads_neither_tldextract_nor_the_list_before_a_host_name() -> None:
-    """``core.urls`` imports no PSL code; an IP address or one label never reads the
+    """``core.policy.urls`` imports no PSL code; an IP address or one label never reads the
     list; the first host name reads it, with no tldextract or requests (3.8 MiB of
     imports and a 5.9 MiB trie in the crawl before)."""
     probe = (

@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 
 from crawldeck.core.config import DEFAULT_STRIP_PARAMS
 from crawldeck.core.errors import UnsupportedScheme, UrlError
-from crawldeck.core.urls import clean, normalize, origin
+from crawldeck.core.policy.urls import clean, normalize, origin
 
 DATA = Path(__file__).parent / "data" / "urltestdata.json"
 

@@ -25,14 +25,14 @@ from httpserver import HTTPTestServer, Response
 from multidict import CIMultiDict, CIMultiDictProxy
 from warcio.archiveiterator import ArchiveIterator
 
-from crawldeck.core.archive import first_payloads
 from crawldeck.core.errors import StoreError
 from crawldeck.core.records import FetchResult
-from crawldeck.core.store import SCHEMA_VERSION, Store
-from crawldeck.core.warc_output import WarcFiles
-from crawldeck.core.warc_reader import complete_length, record_head, warc_files, warc_stem
-from crawldeck.core.warc_records import IDENTICAL_PAYLOAD, SERVER_NOT_MODIFIED
-from crawldeck.core.warc_writer import Exchange, WarcWriter
+from crawldeck.core.storage.archive import first_payloads
+from crawldeck.core.storage.store import SCHEMA_VERSION, Store
+from crawldeck.core.storage.warc_output import WarcFiles
+from crawldeck.core.storage.warc_reader import complete_length, record_head, warc_files, warc_stem
+from crawldeck.core.storage.warc_records import IDENTICAL_PAYLOAD, SERVER_NOT_MODIFIED
+from crawldeck.core.storage.warc_writer import Exchange, WarcWriter
 from crawldeck.localweb import LocalWeb
 
 WARCIO = str(Path(sys.executable).parent / "warcio")
@@ -424,7 +424,7 @@ def test_rotation_and_resume_after_a_partial_member(tmp_path: Path) -> None:
 
 def test_digest_map_memory_per_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The duplicate map's cost per distinct payload, measured (module docstring of
-    ``core.warc``: about 300 bytes)."""
+    ``core.storage.warc``: about 300 bytes)."""
     n = 5_000
     firsts = WarcFiles(tmp_path, "c", 1 << 30, [("software", "t")]).firsts
     tracemalloc.start()

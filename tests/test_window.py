@@ -1,4 +1,4 @@
-"""The frontier window (``core.window.FrontierWindow``) over an in-memory spill store.
+"""The frontier window (``core.policy.window.FrontierWindow``) over an in-memory spill store.
 
 ``FakeSpillStore`` keeps spilled rows as SQLite does for the window: a written row is
 seen by ``load_spilled`` only once ``flush`` committed it (``read_spilled`` flushes
@@ -26,10 +26,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawldeck.core.errors import StoreError
-from crawldeck.core.frontier_entry import FrontierEntry
-from crawldeck.core.prioritizer import Ordering, Prioritizer
+from crawldeck.core.policy.frontier_entry import FrontierEntry
+from crawldeck.core.policy.prioritizer import Ordering, Prioritizer
+from crawldeck.core.policy.window import FrontierWindow, WindowStatistics
 from crawldeck.core.records import FrontierRow
-from crawldeck.core.window import FrontierWindow, WindowStatistics
 
 T = EPOCH
 

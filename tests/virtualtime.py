@@ -4,12 +4,12 @@
 (epoch-like seconds, ``float``) that only moves when the loop has nothing else to do:
 when no callback is ready, no socket or pipe is readable, and no work handed to a
 thread through ``run_in_executor`` (``asyncio.to_thread`` included) or to a parse
-thread of ``core.parse`` (``core.parse.thread_jobs()``) is pending, the
+thread of ``core.net.parse`` (``core.net.parse.thread_jobs()``) is pending, the
 loop jumps its clock to the next timer (``call_later``, ``asyncio.sleep``,
 ``asyncio.timeout``) and runs it at once. So ``loop.time`` can be the engine's one
 ``clock`` and asyncio's timers agree with it exactly.
 
-Why thread work holds the clock: ``core.parse.ParsePool`` parses small pages in
+Why thread work holds the clock: ``core.net.parse.ParsePool`` parses small pages in
 threads under a time budget, and the engine ends with ``asyncio.to_thread(store.flush)``;
 if the clock jumped to the next timer while such a thread ran, that work would seem
 to take as long as the gap to the next timer (a parse "over budget", a fetch that
@@ -17,10 +17,10 @@ starts late). While a thread job is pending the loop waits for real (the job's e
 wakes it through the loop's self-pipe) and the virtual clock stands still.
 
 Limits (what the loop cannot see):
-- work given to a thread by other means than ``run_in_executor`` or ``core.parse``'s
+- work given to a thread by other means than ``run_in_executor`` or ``core.net.parse``'s
   small-page threads (a thread of one's
   own that calls ``call_soon_threadsafe``, ``executor.submit`` + ``wrap_future``): the
-  clock may jump while it runs. ``core.parse`` sends bodies over 32 KiB to worker
+  clock may jump while it runs. ``core.net.parse`` sends bodies over 32 KiB to worker
   processes that way, so engine tests keep their pages under 32 KiB;
 - blocking calls on the loop (``Store.flush()`` called directly) take no virtual
   time, whatever they take for real;
@@ -40,7 +40,7 @@ from typing import Any, TypeVar, TypeVarTuple
 
 import fakeclock
 
-from crawldeck.core import parse
+from crawldeck.core.net import parse
 
 T = TypeVar("T")
 

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     Ctrl-C (``tui.attach``). Exit 0 (detached, the crawl's end seen, or serving
     stopped), 1 the crawl went away while attached (one line), 2 no crawl to attach to
     or bad input (one line)."""
-    from crawldeck.core.attach import open_blocking
+    from crawldeck.core.crawl.attach import open_blocking
     from crawldeck.tui.attach import WEB_DRIVER_ENV, CrawlLost, run_attached
 
     db = Path(args.db)
@@ -242,7 +242,7 @@ async def serve_web(
     """
     from aiohttp import web
 
-    from crawldeck.core.attach import open_blocking
+    from crawldeck.core.crawl.attach import open_blocking
 
     probe, _ = await asyncio.to_thread(open_blocking, db)
     probe.close()

@@ -32,7 +32,7 @@ from crawldeck.core.cluster.link import RedisLink, open_client
 from crawldeck.core.cluster.server import PrivateRedis, acheck_redis
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.errors import CrawldeckError
-from crawldeck.core.store import Store
+from crawldeck.core.storage.store import Store
 from crawldeck.core.words import plural
 from crawldeck.tui.stops import stop_signals
 

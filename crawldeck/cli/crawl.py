@@ -39,11 +39,11 @@ from crawldeck.cli.runner import (
     write_output,
     write_stats,
 )
-from crawldeck.core import urls
 from crawldeck.core.errors import CrawldeckError, SeedError, UrlError
-from crawldeck.core.request_options import RequestOptions
-from crawldeck.core.seeds import read_seeds
-from crawldeck.core.store import Store
+from crawldeck.core.net.request_options import RequestOptions
+from crawldeck.core.policy import urls
+from crawldeck.core.policy.seeds import read_seeds
+from crawldeck.core.storage.store import Store
 
 #: The command's line in ``crawldeck --help``, and the start of its own ``--help``.
 SUMMARY = "crawl from URLs or seeds files (resumes if --db has a crawl)"
@@ -131,7 +131,7 @@ def gather_seeds(
     items: Sequence[str], notes: list[str] | None = None
 ) -> tuple[list[str], list[str]]:
     """The seed URLs of ``crawl SEED [SEED ...]``, in order and each once: an item that
-    is an existing path is a seeds file (``core.seeds.read_seeds``), one that starts
+    is an existing path is a seeds file (``core.policy.seeds.read_seeds``), one that starts
     with a scheme (``https://``) a URL, one without a scheme that names a host
     (``example.org/docs``, ``localhost:8080``: ``_HOST_SEED``, not a file name such
     as ``seeds.txt``) the URL ``http://`` + it, as wget and ``scrapy fetch`` take it,
@@ -140,7 +140,7 @@ def gather_seeds(
 
     Raises:
         SeedError: an item that is neither an existing path nor a URL, a URL that cannot
-            be crawled (``core.urls.clean``'s reason), or a seeds file that cannot be read.
+            be crawled (``core.policy.urls.clean``'s reason), or a seeds file that cannot be read.
     """
     found: list[str] = []
     problems: list[str] = []

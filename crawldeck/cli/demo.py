@@ -26,7 +26,7 @@ from crawldeck.cli.runner import (
     write_stats,
 )
 from crawldeck.core.errors import CrawldeckError
-from crawldeck.core.store import Store
+from crawldeck.core.storage.store import Store
 
 #: The loopback network the local web of ``crawldeck demo`` lives on.
 DEMO_PREFIX = "127.77.0"
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if problem is not None:
         return fail(args.command, problem)
-    from crawldeck.core.export import foreign_crawl
+    from crawldeck.core.storage.export import foreign_crawl
 
     foreign = foreign_crawl(db, DEMO_PREFIX, DEMO_NETWORK)
     if foreign:

@@ -1,5 +1,6 @@
 """``crawldeck export DB``: one table of a crawl file as JSON Lines, JSON or CSV, or with
-``--mirror DIR`` its pages as files (``core.export``, ``core.mirror``); its ``--help``,
+``--mirror DIR`` its pages as files (``core.storage.export``, ``core.storage.mirror``);
+its ``--help``,
 arguments and ``run``.
 """
 
@@ -16,7 +17,7 @@ from crawldeck.cli.output import EXIT_OK, EXIT_STOPPED, fail
 from crawldeck.core.errors import CrawldeckError
 from crawldeck.core.words import plural
 
-#: ``export --table``'s choices: ``core.export.TABLES``, spelt out so that ``--help``
+#: ``export --table``'s choices: ``core.storage.export.TABLES``, spelt out so that ``--help``
 #: does not import the exports (a test holds the two equal).
 EXPORT_TABLES = (
     "pages", "blocked", "hosts", "links", "frontier", "runs", "page_versions", "sitemaps",
@@ -84,7 +85,7 @@ def _export_to_file(args: argparse.Namespace) -> int:
     """``export_file`` (atomic: a temporary file renamed over ``-o`` at the end), with
     SIGTERM and SIGHUP raising ``KeyboardInterrupt`` as SIGINT does, so that a stopped
     export removes its temporary file and leaves ``-o`` as it was."""
-    from crawldeck.core.export import export_file
+    from crawldeck.core.storage.export import export_file
 
     stops = (signal.SIGTERM, signal.SIGHUP)
     previous = {sig: signal.signal(sig, _stop_export) for sig in stops}
@@ -100,14 +101,14 @@ MIRROR_CLASHES = 5
 
 
 def _run_mirror(args: argparse.Namespace) -> int:
-    """``crawldeck export DB --mirror DIR [--convert-links]`` (``core.mirror``): the
+    """``crawldeck export DB --mirror DIR [--convert-links]`` (``core.storage.mirror``): the
     files, then on stderr how many and what was skipped, by reason, and the first
     ``MIRROR_CLASHES`` pages skipped as the same file as another URL, with that URL."""
     if (args.output is not None or args.with_body or args.table != "pages"
             or args.format is not None):  # fmt: skip
         return fail(args.command, "--mirror writes a directory of bodies; --table, --format, "
                     "-o and --with-body are for a table's rows")  # fmt: skip
-    from crawldeck.core.mirror import write_mirror
+    from crawldeck.core.storage.mirror import write_mirror
 
     try:
         done = write_mirror(args.db, args.mirror, convert_links=args.convert_links)
@@ -151,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
         # what the name promises is not what is written: say so (issue #25)
         print(f"crawldeck: note: {str(args.output)!r} holds {FORMAT_NAMES[args.format]} "
               f"(--format {args.format}), not what its name says", file=sys.stderr)  # fmt: skip
-    from crawldeck.core.export import export
+    from crawldeck.core.storage.export import export
 
     try:
         if args.output is None:

@@ -22,7 +22,7 @@ from crawldeck.core.config import CrawlConfig, load_config
 from crawldeck.core.errors import ConfigError
 
 if TYPE_CHECKING:
-    from crawldeck.core.export import Format
+    from crawldeck.core.storage.export import Format
 
 
 #: The most worker processes ``--workers`` starts on one machine (more machines join
@@ -111,13 +111,13 @@ def parse_size(text: str) -> int:
 
 def parse_time_budget(text: str) -> int:
     """``--max-time``' value in whole seconds: ``90s``, ``10m``, ``2h``, ``1.5h``, ``90``
-    (``core.recrawl.parse_duration``'s units s, m, h, d, w).
+    (``core.crawl.recrawl.parse_duration``'s units s, m, h, d, w).
 
     Raises:
         argparse.ArgumentTypeError: not a duration, under 1 s, or not a whole number of
             seconds (``1.5s``).
     """
-    from crawldeck.core.recrawl import parse_duration
+    from crawldeck.core.crawl.recrawl import parse_duration
 
     try:
         seconds = parse_duration(text)
@@ -160,7 +160,7 @@ def parse_setting(text: str) -> tuple[str, object]:
 def parse_header(text: str) -> tuple[str, str]:
     """``-H 'K: V'`` (as curl's and wget's ``--header``): the field's name and value,
     blanks around each dropped; the pair is checked with the config's ``header``
-    (``core.request_checks.check_header``: a token name, visible ASCII value).
+    (``core.policy.request_checks.check_header``: a token name, visible ASCII value).
 
     Raises:
         argparse.ArgumentTypeError: no ``:``, or nothing before it.
@@ -203,7 +203,7 @@ def auth_entries(
     the config, saved in the crawl file, never holds it), for its origin or, without
     one, for each seed's origin (scheme, host and port: RFC 7617's protection space).
     As wget, credentials go to those origins only: never to another host, nor to a
-    redirect's target on another origin (``core.request_options``)."""
+    redirect's target on another origin (``core.net.request_options``)."""
     table: dict[str, dict[str, str]] = {}
     for n, (origin, user, password) in enumerate(given, 1):
         variable = AUTH_PASSWORD_ENV.format(n)
@@ -489,7 +489,7 @@ def flag_overrides(args: argparse.Namespace) -> dict[str, object]:
         "warc": args.warc,
         "warc_prefix": args.warc_prefix,
         "warc_dir": args.warc_dir,
-        # a browser's sub-requests would bypass the proxy (core.request_checks)
+        # a browser's sub-requests would bypass the proxy (core.policy.request_checks)
         "render": "never" if args.proxy and "render" not in dict(args.settings) else None,
     }
 

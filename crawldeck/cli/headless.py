@@ -19,8 +19,8 @@ from typing import TextIO
 from rich.console import Console
 from rich.table import Table
 
-from crawldeck.core.snapshot import CrawlSnapshot
-from crawldeck.core.stats import reason_words
+from crawldeck.core.crawl.snapshot import CrawlSnapshot
+from crawldeck.core.crawl.stats import reason_words
 from crawldeck.core.words import plural
 from crawldeck.tui.stops import BUDGET_FLAGS
 
@@ -99,7 +99,7 @@ def progress_line(snap: CrawlSnapshot) -> str:
     return line
 
 
-#: The logger of the crawl's log lines (``core.observer``: the console's Log tab).
+#: The logger of the crawl's log lines (``core.crawl.observer``: the console's Log tab).
 CRAWL_LOGGER = "crawldeck.engine"
 #: The start of the engine's line when an error stops the crawl (a full disk): the
 #: command prints that error itself at the end, once, on stderr.
@@ -202,7 +202,7 @@ class HeadlessReporter:
         panel's count, errors included), split into those that got an HTTP answer and
         those that got none (the trial read the console's 30 and the summary's 28
         answered as one figure that disagreed: issue #25). ``responses`` (HTTP status
-        as text -> responses: the run's stats, ``core.stats`` ``responses_by_status``)
+        as text -> responses: the run's stats, ``core.crawl.stats`` ``responses_by_status``)
         adds this run's responses by status, where a recrawl's 304s show (a 304 leaves
         the ``pages`` row, and so the all-runs status mix, as it was). ``partial``:
         the pages read in part (``Store.partial_pages``), a row of its own when there

@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     """``crawldeck links DB [--broken] [--json]``: one line (or JSON object) a link on
     stdout, then on stderr how many and the links to URLs refused unfetched by reason;
     ``EXIT_BROKEN_LINKS`` when ``--broken`` found any."""
-    from crawldeck.core.export import blocked_links, link_report
+    from crawldeck.core.storage.export import blocked_links, link_report
 
     count = 0
     targets: set[str] = set()

@@ -1,6 +1,6 @@
 """The ``crawldeck`` command (started by ``cli.launch``): ``crawl``, ``demo``, ``worker``,
 ``recrawl``, ``export``, ``links`` (a link checker's report), ``show``, ``config``,
-``stats`` (a run's figures, ``core.stats``) and ``attach`` (the console of a crawl
+``stats`` (a run's figures, ``core.crawl.stats``) and ``attach`` (the console of a crawl
 running headless, ``tui.attach``), each a module of ``cli`` (``cli.parser.COMMANDS``).
 
 Exit codes: 0 a finished crawl (or one that reached a budget: ``--max-pages``,

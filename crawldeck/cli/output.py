@@ -13,7 +13,7 @@ from pathlib import Path
 
 from crawldeck.core.errors import CrawldeckError
 from crawldeck.core.records import LinkCheck
-from crawldeck.core.store import Store
+from crawldeck.core.storage.store import Store
 
 EXIT_OK = 0
 #: ``crawldeck links --broken`` found broken links (as linkchecker exits 1 on them).

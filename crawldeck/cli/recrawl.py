@@ -35,7 +35,7 @@ from crawldeck.cli.runner import (
 )
 from crawldeck.core.config import build_config
 from crawldeck.core.errors import ConfigError, CrawldeckError
-from crawldeck.core.store import Store
+from crawldeck.core.storage.store import Store
 from crawldeck.core.words import plural
 
 #: The command's line in ``crawldeck --help``, and the start of its own ``--help``.
@@ -121,9 +121,9 @@ def run(args: argparse.Namespace) -> int:
     """``crawldeck recrawl DB``: a new run of the crawl in DB with its last run's config
     and the recrawl's own budgets (``recrawl_budgets``), its pages queued again in
     change-rate order, an unfinished crawl's queue behind them
-    (``core.recrawl.prepare``), the revisits asked for conditionally; then the summary
+    (``core.crawl.recrawl.prepare``), the revisits asked for conditionally; then the summary
     and one line of what the revisits found and how many pages were new."""
-    from crawldeck.core.recrawl import parse_duration, prepare, summarize
+    from crawldeck.core.crawl.recrawl import parse_duration, prepare, summarize
 
     raise_open_files_limit()
     db = Path(args.db)

@@ -33,15 +33,15 @@ from crawldeck.cli.output import (
     program,
 )
 from crawldeck.core.config import CrawlConfig
+from crawldeck.core.crawl.stats import read_run
 from crawldeck.core.errors import CrawldeckError, without_url
-from crawldeck.core.stats import read_run
-from crawldeck.core.store import Store
+from crawldeck.core.storage.store import Store
 from crawldeck.core.words import plural
 from crawldeck.tui.stops import BUDGET_FLAGS, WHOLE_CRAWL_BUDGETS, stop_signals
 
 if TYPE_CHECKING:
-    from crawldeck.core.engine import Engine
-    from crawldeck.core.metrics import MetricsServer
+    from crawldeck.core.crawl.engine import Engine
+    from crawldeck.core.crawl.metrics import MetricsServer
 
 
 #: The soft limit on open files a crawl asks for (see ``raise_open_files_limit``).
@@ -130,11 +130,11 @@ def write_stats(command: str, db: Path, path: Path | None, code: int) -> int:
 
 def write_output(command: str, db: Path, output: Path | None, code: int) -> int:
     """After a crawl that ended with exit ``code``: with ``-o output``, write the pages
-    table there (``core.export.export_file``: atomic) and say how many rows on stdout;
+    table there (``core.storage.export.export_file``: atomic) and say how many rows on stdout;
     ``code``, or ``EXIT_BAD_INPUT`` when the export failed (one line on stderr)."""
     if output is None:
         return code
-    from crawldeck.core.export import export_file
+    from crawldeck.core.storage.export import export_file
 
     try:
         count = export_file(db, "pages", OUTPUT_FORMATS[output.suffix.lower()], output)
@@ -148,7 +148,7 @@ def write_output(command: str, db: Path, output: Path | None, code: int) -> int:
 
 
 def start_metrics(config: CrawlConfig) -> MetricsServer | None:
-    """The run's Prometheus metrics server (``core.metrics``), started, when
+    """The run's Prometheus metrics server (``core.crawl.metrics``), started, when
     ``metrics_port`` asks for one, else ``None``.
 
     Raises:
@@ -156,7 +156,7 @@ def start_metrics(config: CrawlConfig) -> MetricsServer | None:
     """
     if not config.metrics_port:
         return None
-    from crawldeck.core.metrics import MetricsServer
+    from crawldeck.core.crawl.metrics import MetricsServer
 
     metrics = MetricsServer(config.metrics_port, config.metrics_address)
     metrics.start()
@@ -181,7 +181,7 @@ async def run_crawl(
     (``ui``); returns the exit code; closes the store. ``ending`` tells the summary
     how to say the run ended and how to go on (``_finish``). ``cleaned``: the ``seeds``
     are ``urls.clean``'s results already (``gather_seeds``). With ``metrics_port``, serves
-    the run's Prometheus metrics until it ends (``core.metrics``): through ``metrics``,
+    the run's Prometheus metrics until it ends (``core.crawl.metrics``): through ``metrics``,
     started by the caller (``start_metrics``), else started here; closed at the end.
 
     Raises:
@@ -197,7 +197,7 @@ async def run_crawl(
                 metrics = start_metrics(config)
                 if metrics is not None:
                     headless.callback(metrics.close)
-            from crawldeck.core.engine import Engine
+            from crawldeck.core.crawl.engine import Engine
 
             engine = Engine(config, store)
             for url, why in engine.add_seeds(seeds, cleaned=cleaned):
@@ -225,9 +225,9 @@ async def _crawl_headless(
 ) -> int:
     """Run the crawl with progress lines (``HeadlessReporter``; none without
     ``progress``), stopped cleanly by ``stop_signals``, its attach socket open
-    (``core.attach``: ``crawldeck attach DB``; a socket that cannot be made is one
+    (``core.crawl.attach``: ``crawldeck attach DB``; a socket that cannot be made is one
     warning, the crawl goes on without); the summary and exit code (``_finish``)."""
-    from crawldeck.core.attach import AttachServer
+    from crawldeck.core.crawl.attach import AttachServer
 
     if progress:
         engine.subscribe(HeadlessReporter())

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     """``crawldeck show DB URL``: the page's WARC header, HTTP head and body (decoded
     text; a binary body as one line with its size), or with ``--raw`` the body's bytes
     alone."""
-    from crawldeck.core.export import body_text, page_record
+    from crawldeck.core.storage.export import body_text, page_record
 
     try:
         record = page_record(args.db, args.url)

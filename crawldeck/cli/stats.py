@@ -1,4 +1,4 @@
-"""``crawldeck stats DB``: the stats of one run of a crawl file (``core.stats``), as text or
+"""``crawldeck stats DB``: the stats of one run of a crawl file (``core.crawl.stats``), as text or
 JSON; its ``--help``, arguments and ``run``.
 """
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 from crawldeck.cli.flags import parse_count
 from crawldeck.cli.output import EXIT_OK, fail
+from crawldeck.core.crawl.stats import read_run, stats_lines
 from crawldeck.core.errors import CrawldeckError
-from crawldeck.core.stats import read_run, stats_lines
 
 #: The command's line in ``crawldeck --help``, and the start of its own ``--help``.
 SUMMARY = "print a run's stats: responses by status, bytes, blocked, finish reason"
@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``crawldeck stats DB [--run N] [--json]``: a run's stats (``core.stats``) as text,
+    """``crawldeck stats DB [--run N] [--json]``: a run's stats (``core.crawl.stats``) as text,
     or as the JSON object; a run without stats (running, killed, older) says why."""
     try:
         run = read_run(args.db, args.run)

@@ -15,7 +15,7 @@ during a run, a few ppm, is not followed). On a virtual-time loop
 
 Every module of ``core`` that measures a time (parse and render budgets, fetch timing,
 cluster leases) takes a ``Clock`` (``core.protocols``) from whoever assembles it
-(``core.assembly``, ``core.cluster.worker``), so one clock holds in production and in
+(``core.crawl.assembly``, ``core.cluster.worker``), so one clock holds in production and in
 the virtual-time tests alike.
 
 Source: asyncio's event loop documentation (``loop.time()``: "according to the event

@@ -39,8 +39,8 @@ from crawldeck.core.config_checks import (
 )
 from crawldeck.core.errors import ConfigError
 from crawldeck.core.other_crawlers import other_crawler_hint
-from crawldeck.core.prioritizer import DEFAULT_FRONT_QUEUES, DEFAULT_ORDERING, Ordering
-from crawldeck.core.request_checks import AuthEntries, HeaderFields
+from crawldeck.core.policy.prioritizer import DEFAULT_FRONT_QUEUES, DEFAULT_ORDERING, Ordering
+from crawldeck.core.policy.request_checks import AuthEntries, HeaderFields
 
 Scope = Literal["host", "domain", "any"]
 RobotsFailureMode = Literal["allow", "disallow"]
@@ -114,7 +114,7 @@ class CrawlConfig:
             rule); checked before ``include``. ``--exclude REGEX`` (repeatable) replaces the
             list; a pattern ``re`` cannot compile is one line naming it.
         hosts: per-host settings (``[hosts."docs.example.org"]`` in the TOML), one
-            ``HostOverride`` per host, by host key (``core.urls.host_key``: lowercase, IDNA,
+            ``HostOverride`` per host, by host key (``core.policy.urls.host_key``: lowercase, IDNA,
             no trailing dot, ``:port`` only when not the scheme's default, so
             ``[hosts."127.0.0.1:8080"]``; another port is another host); see
             ``HostOverride``. A table may hold ``delay_ms`` (>= 0: the host's politeness
@@ -134,7 +134,7 @@ class CrawlConfig:
         delay_ms: the default politeness delay of a host: its next fetch starts at
             least this long after the end of its last fetch (the body read, or the
             fetch given up), and after the start of any fetch still in flight
-            (``core.politeness``, "Earliest start"; as Heritrix and ``wget --wait``
+            (``core.policy.politeness``, "Earliest start"; as Heritrix and ``wget --wait``
             count it). It is not start-to-start: a fetch that takes 300 ms with the
             default 1000 ms gives starts 1.3 s apart.
         bucket_capacity: tokens of each host's token bucket: the most fetches in a
@@ -162,7 +162,7 @@ class CrawlConfig:
         retry_refused: retry a refused connection (``ECONNREFUSED``) to a host that has
             answered no request this run, as a timeout is; ``False`` (the default, as
             curl and wget): the URL is recorded as failed after one try and the host
-            parked, its other URLs left queued for the next run (``core.retries``).
+            parked, its other URLs left queued for the next run (``core.crawl.retries``).
         max_per_host: URLs admitted per host (reason ``host_cap`` beyond).
         max_url_length: longest URL admitted, in characters (reason ``url_length``).
         max_path_depth: most path segments admitted (reason ``path_depth``).
@@ -204,7 +204,7 @@ class CrawlConfig:
         header: extra request header fields sent with every request, robots.txt and sitemaps
             included (a TOML table ``header = {"Accept-Language" = "en", From =
             "me@example.org"}``, kept as ``(name, value)`` pairs).
-            ``core.request_checks.REFUSED_HEADERS`` cannot be set, refused in one line
+            ``core.policy.request_checks.REFUSED_HEADERS`` cannot be set, refused in one line
             naming the field: ``Host``, ``User-Agent`` (set ``user_agent``: robots.txt
             groups match its token), ``Accept-Encoding`` (the fetcher offers only what it
             decodes within ``max_body_bytes``), ``Authorization`` and ``Cookie`` (they would
@@ -226,7 +226,7 @@ class CrawlConfig:
         trust_env: use the ``HTTP_PROXY``/``HTTPS_PROXY`` environment variables (either
             case) where ``proxy`` is not set, and ``NO_PROXY`` for both (as curl: names and
             their subdomains, IPs, CIDR networks, ``:port``, ``*``;
-            ``core.request_options``); false: the environment is not read.
+            ``core.net.request_options``); false: the environment is not read.
         netrc: Basic credentials per host name from ``$NETRC`` or ``~/.netrc``: a
             ``machine`` line's login and password go to that host name (any port or scheme,
             as curl) and to no other; the ``default`` entry is ignored (it would go to every
@@ -266,7 +266,7 @@ class CrawlConfig:
             read back per host, best priority first, oldest first within one
             (docs/architecture.md, "The frontier window").
         ordering: which queued URL goes first among the hosts ready to be fetched and within
-            a host (``core.prioritizer``; docs/architecture.md, "The prioritizer"):
+            a host (``core.policy.prioritizer``; docs/architecture.md, "The prioritizer"):
             ``opic-inlinks`` (OPIC cash times the square of the URL's in-link count so far:
             the pages many fetched pages link to, and those the important pages link to,
             first), ``bfs`` (breadth-first), ``opic`` (the most OPIC cash first, Abiteboul
@@ -309,7 +309,7 @@ class CrawlConfig:
             share the budget one host gets, and lowering ``delay_ms`` for a test or
             an own site is not silently capped; 0 turns the per-IP limit off (e.g. a
             crawl of many CDN-fronted sites that share a few edge addresses).
-        render: JavaScript rendering of pages (``core.shell``): ``auto`` renders an
+        render: JavaScript rendering of pages (``core.policy.shell``): ``auto`` renders an
             HTML page whose raw markup looks like a single-page-app shell (at most
             ``render_max_links`` links and a framework signature), ``always`` every
             HTML page, ``never`` none.
@@ -334,7 +334,7 @@ class CrawlConfig:
             ``chromium`` package: ``apt-get install chromium``); never a browser Playwright
             downloads (``playwright install``).
         parse_workers: worker processes that extract links from HTML pages off the event
-            loop (``core.parse.ParsePool``); a page over its budget holds one until it is
+            loop (``core.net.parse.ParsePool``); a page over its budget holds one until it is
             killed (2: on a 2-core machine one hostile page leaves the other worker parsing;
             one worker parses about 1 100 pages/s of 15 KB, two about 1 700).
         parse_timeout_ms: the time budget of one page's parse in a worker; a page still
@@ -345,7 +345,7 @@ class CrawlConfig:
             (its first ones; the page is fetched and archived up to ``max_body_bytes``); a
             page cut here is recorded ``parse_cut``, so the pages that lost links are listed
             and the cap can be raised. lexbor's tree costs about 35 bytes per byte of markup
-            (``core.parse``; 512 KiB: 18-20 MB in a parse worker; 10 MiB: 57 MB of text, 306
+            (``core.net.parse``; 512 KiB: 18-20 MB in a parse worker; 10 MiB: 57 MB of text, 306
             MB of links): with a page of 100 000 links beside a small web the crawl's
             process tree grew by 32.4 MiB at 512 KiB, 24.9 at 384 and 19.8 at 256 (the
             default), against the 32 MiB a hostile host may add (issue #22 item 1;
@@ -361,7 +361,7 @@ class CrawlConfig:
         redis_outage_s: how long a cluster worker waits, retrying with backoff, for a
             Redis that stopped answering before it gives up (exit 2).
         warc: write every fetch (robots.txt, redirects and sitemaps included) to WARC/1.1
-            files ``<db>-NNNNN.warc.gz`` beside the crawl file (``core.warc``, issue #13).
+            files ``<db>-NNNNN.warc.gz`` beside the crawl file (``core.storage.warc``, issue #13).
         warc_prefix: the WARC files' name stem instead of the crawl file's name
             (``<warc_prefix>-NNNNN.warc.gz``; as Heritrix's and wget's ``--warc-file``
             prefix): letters, digits, ``.``, ``_`` and ``-``, not starting with ``.``,
@@ -378,9 +378,9 @@ class CrawlConfig:
             this many bytes (compressed, as on disk; a record is never split).
         sitemaps: read the sitemaps a host publishes (its robots.txt ``Sitemap:``
             lines, else ``/sitemap.xml``) and admit their URLs like links
-            (sitemaps.org protocol; ``core.sitemaps``).
+            (sitemaps.org protocol; ``core.policy.sitemaps``).
         metrics_port: the TCP port of the Prometheus metrics served while the run lasts
-            (``--metrics-port PORT``; ``core.metrics``, issue #14 item 8; docs/results.md,
+            (``--metrics-port PORT``; ``core.crawl.metrics``, issue #14 item 8; docs/results.md,
             "Stats and metrics"); 0: none served.
         metrics_address: the IP address the metrics server binds (loopback unless another is
             asked for: another address exposes the crawl's figures, its host names, to the
@@ -504,7 +504,7 @@ class CrawlConfig:
         """The ``[hosts."..."]`` settings of the host key ``host``, or ``None``.
 
         A scan of ``hosts`` (a handful of entries); the parts that ask per URL
-        (``core.politeness``, ``core.traps``) keep a dict of their own.
+        (``core.policy.politeness``, ``core.policy.traps``) keep a dict of their own.
         """
         for entry in self.hosts:
             if entry.host == host:

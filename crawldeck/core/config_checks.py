@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args, get_origin, get_type_hints
 
 from crawldeck.core.errors import ConfigError, UrlError
-from crawldeck.core.request_checks import (
+from crawldeck.core.policy.request_checks import (
     AuthEntries,
     HeaderFields,
     check_auth,
     check_header,
     check_proxy,
 )
-from crawldeck.core.urls import host_key
+from crawldeck.core.policy.urls import host_key
 
 if TYPE_CHECKING:
     from crawldeck.core.config import CrawlConfig
@@ -68,13 +68,13 @@ class HostOverride:
     ``[hosts."NAME"]`` table of the TOML file (``None``: the crawl's own).
 
     Attributes:
-        host: the host key the table names (``core.urls.host_key``: lowercase, IDNA,
+        host: the host key the table names (``core.policy.urls.host_key``: lowercase, IDNA,
             no trailing dot, ``:port`` only when not 80 or 443), e.g.
             ``docs.example.org`` or ``127.0.0.1:8080``; the settings apply to that
             host key exactly (another port is another host, as for politeness).
         delay_ms: the host's politeness delay floor (ms, ``>= 0``), in place of
             ``delay_ms``: its delay is still ``max(this, Crawl-delay, adaptive,
-            learnt)`` (``core.politeness``), so robots.txt can slow it further.
+            learnt)`` (``core.policy.politeness``), so robots.txt can slow it further.
         max_pages: URLs admitted for the host (``>= 1``), in place of
             ``max_per_host``: each becomes at most one page, so the host has at most
             this many pages over all runs; one more is refused with ``host_cap``.
@@ -98,7 +98,7 @@ _HOST_HINTS: dict[str, Any] = get_type_hints(HostOverride)
 
 
 def _host_key(name: Any) -> str:
-    """The host key a ``[hosts."NAME"]`` table names (``core.urls.host_key`` of
+    """The host key a ``[hosts."NAME"]`` table names (``core.policy.urls.host_key`` of
     ``http://NAME/``, ``:443`` dropped as the https default).
 
     Raises:

@@ -13,11 +13,11 @@ catch only ours::
     |   +-- FetchTimeout            R  connect, read or total time budget exceeded
     |   +-- ConnectFailed           R  refused, unreachable, reset or dropped while the
     |   |                              TCP or TLS connection was set up; the fetcher
-    |   |                              closed (DNS only without core.transport; with
+    |   |                              closed (DNS only without core.net.transport; with
     |   |                              it, DnsError)
     |   |   +-- ConnectRefused      R  refused (ECONNREFUSED: nothing listens on the
     |   |                              port); tried once on a host that never answered
-    |   |                              this run, unless retry_refused (core.retries)
+    |   |                              this run, unless retry_refused (core.crawl.retries)
     |   +-- ConnectionLost          R  the connection closed before the response head
     |   |                              was complete, or was reset before its body ended
     |   +-- TlsFailed               -  the certificate is not valid for the name, or
@@ -27,16 +27,16 @@ catch only ours::
     |   |                              oversized line), bad framing, a short body, a
     |   |                              stacked or unknown content coding, a compressed
     |   |                              body that does not decode
-    |   +-- DnsError                R  the host name could not be resolved (core.dns)
+    |   +-- DnsError                R  the host name could not be resolved (core.net.dns)
     |   |   +-- DnsNotFound         -  NXDOMAIN or no A/AAAA record: the host is dead
     |   |   +-- DnsTemporaryFailure R  timeout, SERVFAIL, refused: worth retrying later
     |   +-- PrivateAddress          -  the address connected to is private/special and
-    |   |                              not allowed (core.address_policy.AddressPolicy)
+    |   |                              not allowed (core.policy.address_policy.AddressPolicy)
     |   +-- HostParked              -  a side request (a sitemap, robots.txt) to a host
     |                                  parked while it waited: none is sent
     +-- StoreError                  the SQLite file is unusable (locked, corrupt, not ours)
     +-- ParseError                  a page could not be parsed: its parse worker died
-    |   +-- ParseTimeout            the page's parse ran over parse_timeout_ms (core.parse)
+    |   +-- ParseTimeout            the page's parse ran over parse_timeout_ms (core.net.parse)
     +-- RenderUnavailable           no browser to render with (Chromium missing or broken)
     +-- AttachError                 no running crawl to attach to, or its socket refused us
     +-- ClusterError                Redis cannot be started or reached (core.cluster)
@@ -76,7 +76,7 @@ class SeedError(CrawldeckError):
     """The seeds file cannot be read (missing, unreadable, not text).
 
     A single bad line is not a ``SeedError``: it is reported with its line number
-    and the rest of the file is still used (see ``core.seeds.read_seeds``).
+    and the rest of the file is still used (see ``core.policy.seeds.read_seeds``).
     """
 
     reason = "seeds"
@@ -132,7 +132,7 @@ class ConnectFailed(FetchError):
 class ConnectRefused(ConnectFailed):
     """The connection was refused (``ECONNREFUSED``: the host is up and nothing listens
     on the port, or a firewall answers with RST). Retryable as ``ConnectFailed``, with
-    the same ``reason``, but ``core.retries`` records it after one try when the host has
+    the same ``reason``, but ``core.crawl.retries`` records it after one try when the host has
     not answered any request this run (``retry_refused = false``: a wrong port or a
     server that is not running does not get better in the next 85 s, as curl and wget
     give up on a refused connection at once)."""
@@ -179,7 +179,7 @@ class ProtocolViolation(FetchError):
 
 
 class DnsError(FetchError):
-    """The host name of a URL could not be resolved to an address (``core.dns``).
+    """The host name of a URL could not be resolved to an address (``core.net.dns``).
     Retryable unless it is a ``DnsNotFound``."""
 
     reason = "dns"
@@ -227,7 +227,7 @@ class PrivateAddress(FetchError):
 
 
 class HostParked(FetchError):
-    """A side request (``core.side_requests``: robots.txt, a sitemap) whose host was
+    """A side request (``core.crawl.side_requests``: robots.txt, a sitemap) whose host was
     parked (``Politeness.should_park``: nothing more goes to it this run) before its
     slot came: no request is sent. Not retryable in this run."""
 
@@ -244,7 +244,7 @@ class StoreError(CrawldeckError):
 class ParseError(CrawldeckError):
     """A page's links could not be extracted: the process parsing it died (killed
     by the OOM killer, a crash in the parser) or the parse pool is closed
-    (``core.parse.ParsePool``). The message is one line naming the URL."""
+    (``core.net.parse.ParsePool``). The message is one line naming the URL."""
 
     reason = "parse"
 
@@ -261,7 +261,8 @@ class ParseTimeout(ParseError):
 
 
 class RenderUnavailable(CrawldeckError):
-    """JavaScript rendering cannot run: no browser, or it does not start (``core.browser_pool``).
+    """JavaScript rendering cannot run: no browser, or it does not start
+    (``core.render.browser_pool``).
 
     The message is one line that says what is missing and how to install it, e.g.
     ``rendering is off: Chromium not found at /usr/bin/chromium (install it with
@@ -285,7 +286,7 @@ class ClusterError(CrawldeckError):
 
 
 class AttachError(CrawldeckError):
-    """The attach socket of a running crawl cannot be used (``core.attach``).
+    """The attach socket of a running crawl cannot be used (``core.crawl.attach``).
 
     No crawl runs on the file (no socket beside it, or a stale one left by a killed
     crawl), the socket belongs to another user or refused this one, the crawl went away

@@ -1,22 +1,22 @@
 """The seams of the engine: what it needs from its collaborators, as ``typing.Protocol``s.
 
-The engine (``core.engine``) holds the policies of a crawl (admission, the host gate,
+The engine (``core.crawl.engine``) holds the policies of a crawl (admission, the host gate,
 the frontier) and does the awaits; everything that reaches the outside world comes in
 through one of these small protocols, so a test can hand it an in-process fake (a
 scripted site, a virtual clock) and a later capability (a cluster store, a content
 store) can hand it another implementation (issue #11, as httpx's one-method transport:
 ``httpx/_transports/base.py``).
 
-* ``Fetcher``: one GET, no redirect followed (``core.fetcher.AiohttpFetcher`` is the
+* ``Fetcher``: one GET, no redirect followed (``core.net.fetcher.AiohttpFetcher`` is the
   aiohttp one; ``tests/fakesite.py`` serves a scripted site in process).
 * ``Clock``: the one time source, seconds since the epoch as ``float``.
-* ``CrawlFrontier``: the URLs waiting, by host, ready by time (``core.window``'s
+* ``CrawlFrontier``: the URLs waiting, by host, ready by time (``core.policy.window``'s
   ``FrontierWindow``: Mercator's queues in memory, their tail in SQLite; a frontier
   shared by workers in Redis comes next, issue #12).
 The store is split by the roles it plays (issue #24 item 4), each implemented natively
-by the stores that play it (``core.store.Store``, SQLite; ``core.cluster.store.
+by the stores that play it (``core.storage.store.Store``, SQLite; ``core.cluster.store.
 ClusterStore``, Redis, for a worker of a cluster crawl); a store that does not play a
-role does not offer it, and ``core.assembly`` asks once (``CrawlStore.roles``):
+role does not offer it, and ``core.crawl.assembly`` asks once (``CrawlStore.roles``):
 
 * ``ResultSink``: where a crawl's results go, one call per page, refusal or state
   change, none of them waiting for a commit (both stores; the cluster collector's
@@ -55,8 +55,8 @@ from crawldeck.core.records import (
 )
 
 if TYPE_CHECKING:
-    from crawldeck.core.frontier_entry import FrontierEntry
-    from crawldeck.core.window import WindowStatistics
+    from crawldeck.core.policy.frontier_entry import FrontierEntry
+    from crawldeck.core.policy.window import WindowStatistics
 
 #: The one time source, seconds since the epoch: in production ``core.clock.LoopClock``
 #: (the running loop's clock, aligned to the epoch once), in tests a fake or the virtual
@@ -81,10 +81,10 @@ class Fetcher(Protocol):
         want_body: Callable[[str], bool] | None = None,
         on_body: BodySink | None = None,
     ) -> FetchResult:
-        """GET ``url`` once (see ``core.fetcher.AiohttpFetcher.fetch`` for every argument).
+        """GET ``url`` once (see ``core.net.fetcher.AiohttpFetcher.fetch`` for every argument).
 
         Args:
-            url: an absolute http(s) URL cleaned by ``core.urls.clean``, sent as it is.
+            url: an absolute http(s) URL cleaned by ``core.policy.urls.clean``, sent as it is.
             max_bytes: the cap on the decoded body in bytes (``None``: the config's
                 ``max_body_bytes``); a longer body is cut and ``truncated``.
             headers: extra request headers for this request only (a chain's Cookie).
@@ -163,7 +163,7 @@ class CrawlFrontier(Protocol):
 
 
 class ResultSink(Protocol):
-    """Where the crawl's results go (``core.store.Store`` documents each call).
+    """Where the crawl's results go (``core.storage.store.Store`` documents each call).
 
     Every call queues its write and returns at once; the writes of one call are
     committed together, in call order. The ``*_added`` figures count what was
@@ -230,7 +230,7 @@ class ResultSink(Protocol):
 
 class SpillStore(Protocol):
     """Where the URLs the frontier window could not keep in memory wait (spilled):
-    ``core.store.Store`` (SQLite rows in state ``spilled``, read in a thread) and
+    ``core.storage.store.Store`` (SQLite rows in state ``spilled``, read in a thread) and
     ``core.cluster.store.ClusterStore`` (Redis queues, read on the loop under the
     host's lease)."""
 
@@ -243,7 +243,7 @@ class SpillStore(Protocol):
         the last one (``after`` when none, or when the store keeps no positions).
         ``within_s`` (s): how long the read may wait to share a round trip with other
         I/O (a store whose reads are remote; a local one ignores it). Never two reads
-        at once (``core.window.FrontierWindow``).
+        at once (``core.policy.window.FrontierWindow``).
 
         Raises:
             StoreError: the read failed.
@@ -254,7 +254,7 @@ class SpillStore(Protocol):
 class CrawlStore(ResultSink, SpillStore, Protocol):
     """The store an ``Engine`` runs over: the results, back-pressure, the spilled
     URLs, and the optional roles it plays (``roles``, asked once when the crawl is
-    assembled: ``core.assembly``). ``core.store.Store`` (SQLite, resumable) plays
+    assembled: ``core.crawl.assembly``). ``core.storage.store.Store`` (SQLite, resumable) plays
     them all; ``core.cluster.store.ClusterStore`` (a cluster worker's, over Redis)
     the cash sink only, and has a WARC home when the worker writes WARC files."""
 
@@ -280,7 +280,7 @@ class CrawlStore(ResultSink, SpillStore, Protocol):
 
 
 class RunLog(Protocol):
-    """A store that keeps a row per run (``runs``: ``core.store.Store``; a cluster
+    """A store that keeps a row per run (``runs``: ``core.storage.store.Store``; a cluster
     crawl's runs are its coordinator's, in the crawl file)."""
 
     def begin_run(self, config: Mapping[str, Any]) -> int:
@@ -289,14 +289,14 @@ class RunLog(Protocol):
 
     def end_run(self, run_id: int, status: str, *, stats: Mapping[str, Any] | None = None) -> None:
         """The run ``run_id`` ended with ``status`` and its figures ``stats``
-        (``core.stats.run_stats``; ``None``: none). Queued, nothing waits."""
+        (``core.crawl.stats.run_stats``; ``None``: none). Queued, nothing waits."""
         ...
 
 
 class KeyStore(Protocol):
     """A store that answers exactly whether a dedupe key was ever admitted
-    (``core.store.Store``: the ``frontier`` table); the seen set asks it when its
-    Bloom filter says "maybe" (``core.seen.SeenSet``). A cluster worker has none:
+    (``core.storage.store.Store``: the ``frontier`` table); the seen set asks it when its
+    Bloom filter says "maybe" (``core.policy.seen.SeenSet``). A cluster worker has none:
     Redis's seen set decides when the URL is pushed."""
 
     def contains(self, key: str) -> bool:
@@ -310,7 +310,7 @@ class KeyStore(Protocol):
 
 
 class CashSink(Protocol):
-    """A store that keeps the OPIC cash of the URLs waiting in it (``core.prioritizer``,
+    """A store that keeps the OPIC cash of the URLs waiting in it (``core.policy.prioritizer``,
     issue #15: ``Store.add_scores`` in SQLite, ``ClusterStore.add_scores`` in Redis)."""
 
     def add_scores(self, scores: Sequence[tuple[str, float]]) -> None:
@@ -334,9 +334,9 @@ class ScoreKeeper(Protocol):
 
 class LocalHistory(Protocol):
     """A store that holds the crawl's earlier runs in a file of its own
-    (``core.store.Store``): what resume (``core.resume.restore``), recrawl
-    (``core.recrawl.validators_of``), the sitemaps, the near-duplicate index and the
-    WARC writer read back. ``core.store.Store`` documents each call; every read sees
+    (``core.storage.store.Store``): what resume (``core.crawl.resume.restore``), recrawl
+    (``core.crawl.recrawl.validators_of``), the sitemaps, the near-duplicate index and the
+    WARC writer read back. ``core.storage.store.Store`` documents each call; every read sees
     committed rows and raises ``StoreError`` when it fails."""
 
     @property

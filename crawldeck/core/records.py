@@ -4,23 +4,23 @@ A record is data only: frozen dataclasses and type aliases, no I/O, no clock, no
 network or database library (the ``pure-no-io`` and ``seams-no-clients`` contracts in
 ``pyproject.toml`` keep ``aiohttp``, ``sqlite3`` and ``redis`` out of this module,
 directly or through another). So a part that only reads or passes a response, e.g.
-``core.protocols``, ``core.robots`` or ``core.content``, does not import the fetcher
+``core.protocols``, ``core.net.robots`` or ``core.crawl.content``, does not import the fetcher
 that makes one, and a test can build one by hand (``tests/fakesite.py``).
 
-* ``FetchResult``: the response to one GET (``core.fetcher.AiohttpFetcher`` and the
+* ``FetchResult``: the response to one GET (``core.net.fetcher.AiohttpFetcher`` and the
   fetchers that wrap it make them; the engine and its parts read them).
-* ``WarcRef``: where a response went in the WARC files (``core.archive``).
+* ``WarcRef``: where a response went in the WARC files (``core.storage.archive``).
 * ``WarcHome``: where the WARC files of a store without a crawl file go.
 * ``Headers``: response headers as received, case-insensitive.
 * ``BodySink``: a streamed body's reader (``Fetcher.fetch(on_body=...)``).
 
-The records of the crawl file (``core.store`` writes and reads them; its module
+The records of the crawl file (``core.storage.store`` writes and reads them; its module
 docstring has the schema): ``PageRecord`` (a ``pages`` row), ``BlockedRecord``,
 ``SitemapRecord``, ``SitemapUrlRecord``, ``HostRecord``, ``FrontierRow`` (and
 ``FrontierState``, ``FRONTIER_STATES``, ``SPILL_SEQ_SPAN``), the read results
 ``SeedOutcome``, ``LinkCheck``, ``BrokenGroup``, ``Counts``, and the plain functions
 over them: ``to_iso_utc``/``from_iso_utc`` (the ``*_at`` columns' text),
-``status_class``/``status_mix`` (issue #24 item 3: they sat in ``core.store``, so 21
+``status_class``/``status_mix`` (issue #24 item 3: they sat in ``core.storage.store``, so 21
 modules reached ``sqlite3`` for a type).
 """
 
@@ -63,7 +63,7 @@ class FetchResult:
         content_type: the computed MIME type's essence, lowercased, without parameters
             (``"text/html"``): that of the last ``Content-Type`` value, or, when that
             is absent, does not parse or says "unknown", the type sniffed from the
-            body's first bytes (``core.sniff``, WHATWG MIME Sniffing §7: ``text/html``
+            body's first bytes (``core.policy.sniff``, WHATWG MIME Sniffing §7: ``text/html``
             only from HTML-looking bytes, never with ``X-Content-Type-Options:
             nosniff``); an Apache-bug ``text/plain`` becomes
             ``application/octet-stream`` when its first bytes are binary (§7.2).
@@ -91,10 +91,10 @@ class FetchResult:
         wire_body: the body as transferred (its Content-Encoding kept, the transfer
             coding removed), at most what was read before the cut; ``None`` when it
             is ``body`` itself (no content coding). For a streamed body, its first
-            ``core.fetcher.STREAM_KEEP_BYTES`` bytes as transferred, coded or not. The WARC
-            response record holds it (``core.warc``), so its payload matches its
+            ``core.net.fetcher.STREAM_KEEP_BYTES`` bytes as transferred, coded or not. The WARC
+            response record holds it (``core.storage.warc``), so its payload matches its
             ``Content-Encoding``.
-        warc: where the response went in the WARC files (``core.archive``), ``None``
+        warc: where the response went in the WARC files (``core.storage.archive``), ``None``
             when no WARC is written.
     """
 
@@ -122,11 +122,11 @@ class FetchResult:
 
 @dataclass(frozen=True, slots=True)
 class WarcRef:
-    """Where one response was archived (``core.archive.ArchivingFetcher``).
+    """Where one response was archived (``core.storage.archive.ArchivingFetcher``).
 
     Attributes:
         file: the WARC file's name; a page row's adds the directory when the files
-            are not beside the crawl file (``core.archive.recorded_prefix``).
+            are not beside the crawl file (``core.storage.archive.recorded_prefix``).
         offset: the byte offset of the record's gzip member in ``file``.
         length: the member's length in bytes (compressed).
         record_id: the record's ``WARC-Record-ID`` (``<urn:uuid:...>``).
@@ -294,7 +294,7 @@ class SitemapRecord:
         url, host: the sitemap's URL and host key. fetched_at: wall-clock epoch seconds
         (stored as UTC ISO text). status: the HTTP status, ``None`` without an answer.
         kind: ``urlset``, ``sitemapindex``, ``text`` or ``None``. urls: entries kept.
-        error: a ``reason: detail`` line (``core.sitemaps``, ``core.sitemap_reader``).
+        error: a ``reason: detail`` line (``core.policy.sitemaps``, ``core.crawl.sitemaps``).
     """
 
     url: str
@@ -364,7 +364,7 @@ class FrontierRow:
         state: one of ``FRONTIER_STATES``. available_at: not before this epoch second.
         attempts: tries made so far. redirects: the URLs requested in the redirect chain
         that led here (stored as a JSON list). via: the page it was found on, if any.
-        score: its OPIC cash (``core.prioritizer``; ``0.0`` under other orderings).
+        score: its OPIC cash (``core.policy.prioritizer``; ``0.0`` under other orderings).
         inlinks: the fetched pages that linked to it so far (``FrontierEntry.inlinks``).
     """
 

@@ -1,7 +1,7 @@
 """What JavaScript rendering takes and gives, as plain data: no browser, no Playwright.
 
-The renderer (``core.browser_pool.RenderPool``, one page at a time in
-``core.render_session.RenderSession``) and its users (the engine, the snapshot the
+The renderer (``core.render.browser_pool.RenderPool``, one page at a time in
+``core.render.render_session.RenderSession``) and its users (the engine, the snapshot the
 console reads) meet on these types, so that a snapshot is plain data and importing it
 loads no renderer (issue #11, item 5):
 
@@ -37,7 +37,7 @@ class SubRequestEnd:
         url: the URL requested.
         kind: ``response`` (headers came: ``status`` is set), ``no_response`` (the
             network gave none: refused, reset, timed out, closed empty; see
-            ``core.render_session.NO_RESPONSE``) or ``cancelled`` (the page or the pool
+            ``core.render.render_session.NO_RESPONSE``) or ``cancelled`` (the page or the pool
             dropped it, the budget ran out, or the browser hid the outcome from the
             page, e.g. a cross-origin answer refused by CORS: nothing is known about
             the server).
@@ -71,7 +71,7 @@ class RenderResult:
             ``history.pushState`` may change it); ``links`` resolve against ``base``.
         html: the serialized DOM (``page.content()``); ``""`` when it could not be read.
         links: raw ``href`` values of ``<a>``/``<area>`` in the rendered DOM, by
-            ``core.links.extract_links`` rules (rel=nofollow and fragment-only hrefs
+            ``core.policy.links.extract_links`` rules (rel=nofollow and fragment-only hrefs
             skipped, deduplicated, document order; empty when nofollow).
         base: the URL to resolve ``links`` against (``<base href>`` or ``final_url``).
         nofollow, noindex: the rendered DOM's meta robots said so.
@@ -89,7 +89,7 @@ class RenderResult:
         error: why the render failed (page crashed, browser gone, navigation
             failed), one line; ``None`` on success. ``html`` and ``links`` may then be
             empty: use the raw page's links.
-        simhash: the SimHash of the rendered DOM's visible text (``core.simhash``;
+        simhash: the SimHash of the rendered DOM's visible text (``core.policy.simhash``;
             a JavaScript shell's raw text is that of every other shell of its app),
             ``None`` when the DOM has no text.
     """
@@ -136,7 +136,7 @@ class RenderStats:
             (``/proc/PID/smaps_rollup``: shared pages split between their users), the
             closer figure of what the pool costs; 0 where the kernel lacks it.
         memory_age_s: seconds since ``rss_bytes`` and ``pss_bytes`` were measured
-            (``core.procmem.MemoryMonitor`` measures them in a thread, off the event
+            (``core.render.procmem.MemoryMonitor`` measures them in a thread, off the event
             loop, every ``MEMORY_INTERVAL_S``); ``0.0`` when no browser runs (both are
             then 0 exactly); ``None`` while no measurement has been made since a
             browser started (both are then 0).

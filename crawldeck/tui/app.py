@@ -43,10 +43,10 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
 
-from crawldeck.core.engine import CrawlResult
+from crawldeck.core.crawl.engine import CrawlResult
+from crawldeck.core.crawl.snapshot import BackoffRow, CrawlSnapshot, HostDetail, HostRow
 from crawldeck.core.errors import CrawldeckError
-from crawldeck.core.export import broken_count
-from crawldeck.core.snapshot import BackoffRow, CrawlSnapshot, HostDetail, HostRow
+from crawldeck.core.storage.export import broken_count
 from crawldeck.tui.screens import (
     AddSeedScreen,
     CrawlHistory,
@@ -115,7 +115,7 @@ TAB_TABLES = {
 
 
 class CrawlSource(Protocol):
-    """What the console needs from a crawl; ``core.engine.Engine`` provides it.
+    """What the console needs from a crawl; ``core.crawl.engine.Engine`` provides it.
 
     ``subscribe`` (called with every published snapshot), ``run``, the commands
     ``add_seeds`` (before the run) and ``add_seeds_live`` (during it; both return
@@ -443,7 +443,7 @@ class CrawlApp(App[None]):
             self._show_resume(f"Stopped: {reason}; q quits.", go_on_note(result.outcome))
 
     def _broken_links(self) -> int:
-        """The crawl file's broken links (``core.export.broken_count``), 0 when it
+        """The crawl file's broken links (``core.storage.export.broken_count``), 0 when it
         cannot be read: the console's end says how many; the summary printed when it
         closes lists the first (``cli.output.broken_lines``)."""
         try:

@@ -1,5 +1,5 @@
 """``crawldeck attach DB``: the console of a crawl running headless, over its attach
-socket (``core.attach``), in a terminal or, with ``--web PORT``, in browsers.
+socket (``core.crawl.attach``), in a terminal or, with ``--web PORT``, in browsers.
 
 The attached console is the console (``tui.app.CrawlApp``) fed from another
 ``CrawlSource``: ``SocketSource`` reads the snapshots the crawl publishes on its socket
@@ -30,7 +30,7 @@ from typing import Any, ClassVar, Final, get_args
 
 from textual.binding import Binding, BindingType
 
-from crawldeck.core.attach import (
+from crawldeck.core.crawl.attach import (
     CONNECT_TIMEOUT_S,
     MAX_FRAME_BYTES,
     Frame,
@@ -43,9 +43,9 @@ from crawldeck.core.attach import (
     open_blocking,
     recv_line,
 )
-from crawldeck.core.engine import CrawlResult, Outcome
+from crawldeck.core.crawl.engine import CrawlResult, Outcome
+from crawldeck.core.crawl.snapshot import CrawlSnapshot, HostDetail, HostRow
 from crawldeck.core.errors import AttachError
-from crawldeck.core.snapshot import CrawlSnapshot, HostDetail, HostRow
 from crawldeck.tui.app import CrawlApp, HangupTolerantDriver, run_app
 from crawldeck.tui.screens import StatusBar
 

@@ -33,7 +33,7 @@ from textual.widgets import Footer, RichLog, Static
 
 from crawldeck.core.cluster.coordinator import ClusterSnapshot, Outcome, WorkerRow
 from crawldeck.core.errors import CrawldeckError, UrlError
-from crawldeck.core.urls import clean
+from crawldeck.core.policy.urls import clean
 from crawldeck.tui.app import HangupTolerantDriver, TerminalGone
 from crawldeck.tui.screens import STATE_STYLES, STATUS_STYLES, AddSeedScreen, log_line
 from crawldeck.tui.stops import stop_signals

@@ -23,14 +23,14 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, RichLog, Sparkline, Static
 
-from crawldeck.core.prioritizer import (
+from crawldeck.core.crawl.snapshot import Counters, CrawlSnapshot, HostDetail
+from crawldeck.core.policy.prioritizer import (
     CASH_ORDERINGS,
     IMPORTANCE_TOP,
     INLINK_POWER,
     PRIORITY_LINK,
     PRIORITY_SEED,
 )
-from crawldeck.core.snapshot import Counters, CrawlSnapshot, HostDetail
 from crawldeck.core.words import plural
 from crawldeck.tui.widgets import (
     DELAY_SOURCES,
@@ -257,7 +257,7 @@ STATUS_STYLES = {"2xx": "green", "3xx": "cyan", "4xx": "yellow", "5xx": "red", "
 #: The status classes of ``Counters.status_mix``, in the order they are shown.
 STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx", "error")
 #: What feeds each frontier priority under ``bfs`` and ``larger-sites-first``
-#: (``core.prioritizer``); others are shown by number.
+#: (``core.policy.prioritizer``); others are shown by number.
 PRIORITY_LABELS = {PRIORITY_SEED: "seeds, redirects", PRIORITY_LINK: "links, sitemaps"}
 
 
@@ -422,7 +422,7 @@ def priority_bars(c: Counters, width: int, height: int | None = None) -> Text:
 
 
 def _band_label(ordering: str, p: int) -> str:
-    """What priority ``p`` holds under a cash ordering (``core.prioritizer``)."""
+    """What priority ``p`` holds under a cash ordering (``core.policy.prioritizer``)."""
     if ordering == "opic":
         return f"cash >= 2^-{p}"
     band = f"cash x in^{INLINK_POWER} >= 2^{IMPORTANCE_TOP - 2 - 2 * p}"

@@ -22,9 +22,9 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
-from crawldeck.core.export import Table as ExportTable
-from crawldeck.core.export import export
-from crawldeck.core.snapshot import BackoffRow, BlockedRow, CrawlSnapshot, HostRow
+from crawldeck.core.crawl.snapshot import BackoffRow, BlockedRow, CrawlSnapshot, HostRow
+from crawldeck.core.storage.export import Table as ExportTable
+from crawldeck.core.storage.export import export
 from crawldeck.core.words import plural
 from crawldeck.tui.table import Cell, Column, LineTable
 

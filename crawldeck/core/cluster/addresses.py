@@ -32,7 +32,7 @@ after the last moment the holder can send. A process frozen (``SIGSTOP``) betwee
 check and the connection's end is not bounded by any timeout; a freeze anywhere else is
 (the booking is checked again on waking).
 
-``SharedIpLimit`` keeps the gate's interface (``core.gate.AddressLimit``) and its
+``SharedIpLimit`` keeps the gate's interface (``core.policy.gate.AddressLimit``) and its
 synchronous answers: ``earliest`` answers from the local limiter and the booking it
 holds; when it holds none (or one it can no longer use on time), it asks for one in
 the background and answers "a moment from now"; the booking's reply wakes the
@@ -54,7 +54,7 @@ from typing import Final
 from crawldeck.core.cluster.keys import Keyspace
 from crawldeck.core.cluster.link import LINGER_S, Command, RedisLink
 from crawldeck.core.errors import CrawldeckError
-from crawldeck.core.ip_limits import IpLimiter
+from crawldeck.core.policy.ip_limits import IpLimiter
 from crawldeck.core.protocols import Clock
 
 log = logging.getLogger("crawldeck.cluster")

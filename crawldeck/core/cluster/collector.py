@@ -3,7 +3,7 @@
 Workers do not write SQLite: each ``ResultSink`` call of theirs is an op
 (``core.cluster.wire``) in an entry of their host's shard stream (``Keyspace.stream``;
 fields ``w`` worker, ``h`` host, ``e`` lease epoch, ``m`` the ops). ``Collector`` reads
-the 64 streams and replays the ops on the crawl's ``core.store.Store``, so the file has
+the 64 streams and replays the ops on the crawl's ``core.storage.store.Store``, so the file has
 the schema and the rows a single-process crawl writes.
 
 One batch (``collect_once``): one ``XREAD`` of the 64 streams from their cursors (the
@@ -20,7 +20,7 @@ skipped too (an idle batch trims every shard to its cursor, at most once a secon
 while the loop reads and decodes the next one, which is queued once that commit is
 done (its trim then follows with the next read); the keys of the rows being committed
 count as known. While it runs, the cyclic GC's youngest generation passes less often
-(``core.gcpolicy``).
+(``core.crawl.gcpolicy``).
 A replayed op writes no row twice either (pages by url, links by their ``(from_url,
 to_url)`` key since schema version 3, INSERT OR IGNORE, replace).
 
@@ -53,7 +53,7 @@ from redis.asyncio.cluster import RedisCluster
 
 from crawldeck.core.cluster import wire
 from crawldeck.core.cluster.keys import SHARDS, Keyspace
-from crawldeck.core.gcpolicy import fewer_gc_passes
+from crawldeck.core.crawl.gcpolicy import fewer_gc_passes
 from crawldeck.core.records import (
     BlockedRecord,
     FrontierRow,
@@ -63,7 +63,7 @@ from crawldeck.core.records import (
     SitemapRecord,
     SitemapUrlRecord,
 )
-from crawldeck.core.store import Store
+from crawldeck.core.storage.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -304,7 +304,7 @@ class Collector:
                 for now). Nothing is lost: what was not committed is read again from
                 the cursors, what was committed and not trimmed is trimmed by the next
                 call.
-            StoreError: the store failed (see ``core.store.Store``).
+            StoreError: the store failed (see ``core.storage.store.Store``).
         """
         applied, _read = await self._batch(max_entries)
         await self._landed()
@@ -319,7 +319,7 @@ class Collector:
         read and decoded (one batch in flight; the next waits for it before it is
         queued): the loop and the writer overlap (issue #23 item 3: the drain rate).
         While it runs, the process's cyclic GC runs its youngest generation every
-        ``core.gcpolicy.GC_GEN0_THRESHOLD`` allocations, not 700: a batch holds tens of
+        ``core.crawl.gcpolicy.GC_GEN0_THRESHOLD`` allocations, not 700: a batch holds tens of
         thousands of acyclic objects until its commit (records, rows, parameters), and
         with the default, passes over them took 20-25 % of the drain's CPU
         (``benchmarks/collector_drain.py``, issue #23 item 3).

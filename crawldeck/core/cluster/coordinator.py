@@ -47,11 +47,11 @@ from crawldeck.core.cluster.worker import (
     survey_totals,
 )
 from crawldeck.core.config import CrawlConfig, asdict
+from crawldeck.core.crawl.stats import cluster_run_stats
 from crawldeck.core.errors import ClusterError, CrawldeckError, StoreError
 from crawldeck.core.protocols import Clock
 from crawldeck.core.records import status_mix
-from crawldeck.core.stats import cluster_run_stats
-from crawldeck.core.store import Store
+from crawldeck.core.storage.store import Store
 
 log = logging.getLogger("crawldeck.cluster")
 
@@ -243,7 +243,7 @@ class Coordinator:
         return outcome
 
     def _run_stats(self, run_id: int, outcome: str) -> dict[str, Any] | None:
-        """The run's stats object (``core.stats.cluster_run_stats``) from what the
+        """The run's stats object (``core.crawl.stats.cluster_run_stats``) from what the
         collector committed (flushed first; called in a thread); ``None`` when the crawl
         file cannot be read (the run's end is still written)."""
         try:

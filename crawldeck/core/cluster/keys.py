@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from crawldeck.core.errors import CrawldeckError
-from crawldeck.core.frontier_entry import FrontierEntry
+from crawldeck.core.policy.frontier_entry import FrontierEntry
 from crawldeck.core.records import FrontierRow
 
 #: Shards (hash tags) the hosts are spread over.
@@ -165,7 +165,7 @@ def encode_entry(entry: FrontierEntry) -> str:
     depth, attempts, redirects, via, priority, cash, inlinks]``, ``key`` ``null`` when
     it is the URL itself (the host is not kept: it names the keys the entry is in). Its cookies
     are not kept: they live for one redirect chain in one process. The priority, the
-    OPIC cash (``score``, ``core.prioritizer``) and the in-links come last, so the
+    OPIC cash (``score``, ``core.policy.prioritizer``) and the in-links come last, so the
     scripts rewrite them as the text's tail when a credit raises the cash
     (``scripts._CREDIT``, issue #15)."""
     return json.dumps(

@@ -48,7 +48,7 @@ local function owner_is(b, me)
 end
 """
 
-#: OPIC credits (issue #15), for ``PUSH``: ``band`` is ``core.prioritizer.cash_priority``
+#: OPIC credits (issue #15), for ``PUSH``: ``band`` is ``core.policy.prioritizer.cash_priority``
 #: and, with ``inlinks`` true, ``importance_priority`` (``math.frexp`` as Python's);
 #: ``credit(b, member, prefix, cash, n, now_ms, tell, inlinks)`` adds ``cash`` and one
 #: in-link to the URL ``member`` of host base ``b`` where it waits: queued (its

@@ -53,8 +53,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, NoReturn, TypeVar
 
-from crawldeck.core import urls
-from crawldeck.core.archive import WarcHome
 from crawldeck.core.cluster import wire
 from crawldeck.core.cluster.keys import (
     Keyspace,
@@ -67,6 +65,8 @@ from crawldeck.core.cluster.keys import (
 from crawldeck.core.cluster.leases import Leases
 from crawldeck.core.cluster.link import LINGER_S, Command, RedisLink
 from crawldeck.core.errors import CrawldeckError, StoreError
+from crawldeck.core.policy import urls
+from crawldeck.core.policy.robots import RobotsEntry
 from crawldeck.core.protocols import Clock, StoreRoles
 from crawldeck.core.records import (
     BlockedRecord,
@@ -78,7 +78,7 @@ from crawldeck.core.records import (
     SitemapUrlRecord,
     status_class,
 )
-from crawldeck.core.robots_policy import RobotsEntry
+from crawldeck.core.storage.archive import WarcHome
 
 log = logging.getLogger("crawldeck.cluster")
 
@@ -97,7 +97,7 @@ PREFIX_CHARS = 40
 
 
 def path_prefix(url: str) -> str:
-    """The first path segment of ``url``, a cleaned absolute URL (``core.urls.clean``:
+    """The first path segment of ``url``, a cleaned absolute URL (``core.policy.urls.clean``:
     ``http://h/docs/a?q`` -> ``docs``; ``""`` at the root): the sub-queue of a hot host
     it goes to (issue #12 item 5). A split, not a parse: it runs for every URL found."""
     parts = url.split("/", 4)
@@ -209,10 +209,10 @@ class ClusterStore:
             ``opic-inlinks``: ``Prioritizer.priorities``), whose bands a credited URL
             moves between; 0 (another ordering): no credits are made.
         inlinks: the bands are those of cash and in-links (``opic-inlinks``:
-            ``core.prioritizer.importance_priority``), not of cash alone.
+            ``core.policy.prioritizer.importance_priority``), not of cash alone.
 
     Attributes:
-        warc_home: where this worker's WARC files go (``core.archive.warc_writer``
+        warc_home: where this worker's WARC files go (``core.storage.archive.warc_writer``
             reads it when the engine is assembled), ``None``: no WARC files.
 
     ``start`` must be called on the running loop before the first write. Writes raise

@@ -1,6 +1,6 @@
 """The frontier window of a cluster worker: Mercator's queues for the hosts it owns.
 
-``SharedWindow`` is a ``core.window.FrontierWindow`` whose store is the worker's
+``SharedWindow`` is a ``core.policy.window.FrontierWindow`` whose store is the worker's
 ``ClusterStore``: every admitted URL goes to Redis (``spill_all``), and URLs come back
 only for hosts the worker owns, through reads that hand them out under the host's
 lease (``ClusterStore.pull``, awaited on the loop: no thread). What the engine sees is
@@ -14,11 +14,11 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from crawldeck.core.cluster.leases import Leases
-from crawldeck.core.frontier_entry import FrontierEntry
-from crawldeck.core.prioritizer import Prioritizer
+from crawldeck.core.policy.frontier_entry import FrontierEntry
+from crawldeck.core.policy.prioritizer import Prioritizer
+from crawldeck.core.policy.window import FrontierWindow
 from crawldeck.core.protocols import SpillStore
 from crawldeck.core.records import FrontierRow
-from crawldeck.core.window import FrontierWindow
 
 
 class WorkSource(Protocol):

@@ -4,7 +4,7 @@ A worker of a cluster crawl (issue #12) does not write SQLite: each ``ResultSink
 its engine makes (a page, a refusal, a host's state, a frontier row's state) becomes one
 *op*, a JSON array ``[name, args]``, appended to a Redis stream by the fenced commit
 (``core.cluster.scripts``); the collector (``core.cluster.collector``) reads the streams
-and replays the ops on the one ``core.store.Store`` of the crawl. The ops are the
+and replays the ops on the one ``core.storage.store.Store`` of the crawl. The ops are the
 calls, so the crawl file is written by the same code, with the same schema, whatever
 ran the crawl.
 
@@ -278,7 +278,7 @@ def replay(op: Sequence[Any], sink: ResultSink) -> None:
 
     Raises:
         WireError: the op's arguments do not have the shapes its call takes.
-        StoreError: from ``sink`` (see ``core.store.Store``).
+        StoreError: from ``sink`` (see ``core.storage.store.Store``).
     """
     name, args = op[0], op[1]
     try:

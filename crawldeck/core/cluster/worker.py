@@ -36,8 +36,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from crawldeck.core.archive import WarcHome
-from crawldeck.core.assembly import Parts
 from crawldeck.core.clock import LoopClock
 from crawldeck.core.cluster.addresses import STALE_S, SharedIpLimit
 from crawldeck.core.cluster.keys import SHARDS, Keyspace, shard_of
@@ -46,17 +44,19 @@ from crawldeck.core.cluster.link import LINGER_S, Command, RedisLink
 from crawldeck.core.cluster.store import ClusterStore, decode_robots
 from crawldeck.core.cluster.window import SharedWindow
 from crawldeck.core.config import CrawlConfig, asdict, build_config
-from crawldeck.core.dns import DnsCache
-from crawldeck.core.engine import CrawlResult, Engine
+from crawldeck.core.crawl.assembly import Parts
+from crawldeck.core.crawl.engine import CrawlResult, Engine
 from crawldeck.core.errors import ClusterError, ConfigError, CrawldeckError
-from crawldeck.core.gate import AddressLimit
-from crawldeck.core.ip_limits import IpLimiter
-from crawldeck.core.prioritizer import CASH_ORDERINGS, Prioritizer
+from crawldeck.core.net.dns import DnsCache
+from crawldeck.core.policy.gate import AddressLimit
+from crawldeck.core.policy.ip_limits import IpLimiter
+from crawldeck.core.policy.prioritizer import CASH_ORDERINGS, Prioritizer
+from crawldeck.core.policy.robots import RobotsEntry
+from crawldeck.core.policy.window import FrontierWindow
 from crawldeck.core.protocols import Clock, Fetcher, SpillStore
 from crawldeck.core.records import FrontierRow, HostRecord
-from crawldeck.core.robots_policy import RobotsEntry
-from crawldeck.core.warc_reader import warc_files
-from crawldeck.core.window import FrontierWindow
+from crawldeck.core.storage.archive import WarcHome
+from crawldeck.core.storage.warc_reader import warc_files
 
 log = logging.getLogger("crawldeck.cluster")
 

@@ -1,0 +1,166 @@
+"""Resume: a crawl file's earlier runs, given back to the parts of a new run.
+
+A stopped, killed or finished crawl goes on from its SQLite file with nothing lost
+and nothing fetched twice (docs/architecture.md, "Crash safety and resume"): the seen
+set is rebuilt from every frontier key (the trap guard counts each on the way, so a
+calendar's budget is not handed out again), the URLs left ``queued`` return to the
+frontier with their OPIC cash (a redirect chain cut by a stop starts over, without
+its cookies), the ``spilled`` ones stay in the store and are counted, each host gets
+back its figures and its politeness (Crawl-delay, backoff, learnt delay), and the
+totals of earlier runs are the base of this run's. A rerun first queues again what
+failed transiently (5xx, 429, timeouts, lost connections, DNS failures), with its
+attempts counted on (issue #10 item 16).
+
+URLs an earlier run queued passed that run's ``include`` / ``exclude`` patterns, not
+necessarily this run's: when the patterns differ from the last run's
+(``Store.last_config``), every URL left to fetch (``queued``, ``in_flight`` and
+``spilled`` rows) is checked against them as it comes out of the store, before the run
+starts, and one they refuse goes to ``blocked`` as ``excluded`` (its frontier row
+``blocked``) like a URL found now (issue #14's loose ends). The spilled rows are read
+once for it (in batches, host by host: the cost of one read-back of the whole tail),
+only then; with the same patterns nothing is read twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from crawldeck.core.crawl.observer import SNAPSHOT_RECENT, Observer
+from crawldeck.core.policy import urls
+from crawldeck.core.policy.address_policy import AddressPolicy
+from crawldeck.core.policy.admission import Admission
+from crawldeck.core.policy.gate import HostGate
+from crawldeck.core.policy.seen import SeenSet
+from crawldeck.core.policy.traps import ScopePolicy, TrapGuard, UrlPatterns
+from crawldeck.core.policy.window import FrontierWindow
+from crawldeck.core.protocols import LocalHistory
+from crawldeck.core.records import FrontierRow
+from crawldeck.core.words import plural
+
+#: Spilled rows read per ``Store.load_spilled`` call by ``_spilled_rows``.
+_SPILLED_BATCH = 10_000
+
+
+def _observed(guard: TrapGuard, keys: Iterable[str]) -> Iterator[str]:
+    """``keys`` (of an earlier run), each counted by ``guard`` on the way."""
+    observe = guard.observe
+    for key in keys:
+        observe(key)
+        yield key
+
+
+def patterns_changed(store: LocalHistory, patterns: UrlPatterns) -> bool:
+    """Whether ``patterns`` differ from the ``include`` / ``exclude`` of the file's last
+    run (a run before the keys existed had none)."""
+    saved = store.last_config() or {}
+    before = (tuple(saved.get("include") or ()), tuple(saved.get("exclude") or ()))
+    now = (
+        tuple(p.pattern for p in patterns.include),
+        tuple(p.pattern for p in patterns.exclude),
+    )
+    return before != now
+
+
+def _spilled_rows(store: LocalHistory) -> Iterator[FrontierRow]:
+    """Every ``spilled`` row, host by host, in ``Store.load_spilled``'s order."""
+    for host in store.spilled_counts():
+        after = 0
+        while True:
+            rows, after = store.load_spilled(host, after, _SPILLED_BATCH)
+            yield from rows
+            if len(rows) < _SPILLED_BATCH:
+                break
+
+
+def _refused(
+    row: FrontierRow, patterns: UrlPatterns, admission: Admission, store: LocalHistory
+) -> bool:
+    """Whether ``patterns`` refuse the stored ``row`` (a seed, depth 0, need match no
+    include); a refused one is recorded in ``blocked`` (``Admission.block_once``) and
+    its frontier row marked ``blocked``."""
+    verdict = patterns.verdict(row.url, is_seed=row.depth == 0)
+    if verdict is None:
+        return False
+    admission.block_once(row.url, row.host, verdict, key=row.key)
+    store.mark(row.key, "blocked")
+    return True
+
+
+def restore(
+    store: LocalHistory,
+    *,
+    observer: Observer,
+    admission: Admission,
+    seen: SeenSet,
+    guard: TrapGuard,
+    scope: ScopePolicy,
+    policy: AddressPolicy,
+    frontier: FrontierWindow,
+    gate: HostGate,
+) -> str | None:
+    """Give the parts of a new run what ``store``'s earlier runs left: the seeds of
+    every run widen ``scope`` and are trusted by the address ``policy`` (a loopback seed
+    of an earlier run keeps its queued URLs when a rerun names other seeds), then the
+    seen set, the trap guard's counts, the frontier, the hosts' politeness and the
+    figures.
+
+    Returns:
+        the log line that says what was resumed, or ``None`` for a new file.
+
+    Raises:
+        StoreError: the file could not be read.
+    """
+    if not store.has_crawl():
+        return None
+    for url in store.seed_urls():  # done or not, they define the crawl
+        scope.add_seed(url)
+        policy.trust(urls.host_key(url))
+    requeued = store.requeue_failed()
+    observer.retried = sum(requeued.values())
+    seen.rebuild(_observed(guard, store.iter_keys()))
+    for host, count in store.host_counts().items():
+        observer.stats(host, None)
+        admission.admitted[host] = count
+    counts = store.counts()  # before any row is blocked below: they count as this run's
+    patterns = guard.patterns
+    recheck = bool(patterns) and patterns_changed(store, patterns)
+    excluded = 0
+    if recheck:
+        excluded = sum(_refused(row, patterns, admission, store) for row in _spilled_rows(store))
+    for row in store.load_frontier():
+        if recheck and _refused(row, patterns, admission, store):
+            excluded += 1
+            continue
+        observer.stats(row.host, urls.origin(row.url))
+        # a chain cut by a stop starts over, without its cookies; its cash is kept
+        frontier.add(frontier.entry_of(row, chain=False))
+    if excluded:
+        store.flush()  # the spilled counts below without the rows just blocked
+    frontier.restore(store.spilled_counts())
+    for host, rec in store.load_hosts().items():
+        stats = observer.stats(host, None)
+        stats.fetched = max(0, rec.pages_fetched - requeued.get(host, 0))
+        stats.demoted = rec.state == "demoted"
+        stats.dead = rec.state == "dead"  # its URLs were blocked: none is queued
+        stats.saved = rec
+        if requeued.get(host):
+            observer.changed(host)
+        gate.restore(host, rec)
+    mix, total_bytes = store.page_totals()
+    recent = store.recent_blocked(SNAPSHOT_RECENT)
+    observer.restore(dict(counts), mix, total_bytes, recent)
+    again = observer.retried
+    retried = f" ({again} that failed before are tried again)" if again else ""
+    refused = (
+        f"; {plural(excluded, 'queued URL')} refused by this run's include/exclude"
+        if excluded
+        else ""
+    )
+    return (
+        f"resuming: {plural(frontier.total(), 'URL')} queued{retried}, "
+        f"{plural(observer.pages, 'page')} fetched "
+        f"before{refused}"
+    )
+
+
+__all__ = ["patterns_changed", "restore"]

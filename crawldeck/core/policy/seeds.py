@@ -1,0 +1,105 @@
+"""Reading a seeds file: one URL per line, ``#`` comments and blank lines ignored.
+
+A bad line does not stop the crawl: it is reported with its line number and the
+rest of the file is still used. Lines end at ``\n`` only (a ``\r`` before it is
+dropped), so a form feed, vertical tab or U+2028 inside a line never shifts the line
+numbers of the lines after it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from crawldeck.core.errors import SeedError, UrlError
+from crawldeck.core.policy.urls import clean
+
+#: How much of a refused line a report shows (a 10 MB line must not make a 10 MB
+#: stderr line).
+SHOW_CHARS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class SeedProblem:
+    """One rejected line of a seeds file.
+
+    Attributes:
+        line: 1-based line number.
+        text: the line as written (stripped, comment removed).
+        reason: why it was rejected, one line (from ``UrlError``).
+
+    ``str()`` is one line: ``line N: REASON`` when the reason already quotes the text,
+    else ``line N: REASON: 'TEXT'`` with the text cut to ``SHOW_CHARS`` characters
+    and ``…``.
+    """
+
+    line: int
+    text: str
+    reason: str
+
+    def __str__(self) -> str:
+        if repr(self.text) in self.reason:
+            return f"line {self.line}: {self.reason}"
+        shown = self.text
+        if len(shown) > SHOW_CHARS:
+            shown = shown[:SHOW_CHARS] + "…"
+        return f"line {self.line}: {self.reason}: {shown!r}"
+
+
+def parse_seeds(text: str) -> tuple[list[str], list[SeedProblem]]:
+    """Seed URLs (cleaned, in file order, duplicates kept once) and the rejected lines.
+
+    A ``#`` starts a comment only at the start of a line or after white space, so a
+    URL's own fragment marker is not taken for one. Lines are split at ``\n`` only
+    and a trailing ``\r`` is dropped (``str.splitlines`` would also split at form
+    feeds, vertical tabs, U+2028... and number the following lines wrongly).
+    """
+    urls: list[str] = []
+    problems: list[SeedProblem] = []
+    seen: set[str] = set()
+    for number, raw in enumerate(text.split("\n"), start=1):
+        line = raw.removesuffix("\r").strip()
+        if not line or line.startswith("#"):
+            continue
+        cut = line.find(" #")
+        if cut >= 0:
+            line = line[:cut].strip()
+        try:
+            url = clean(line)
+        except UrlError as exc:
+            problems.append(SeedProblem(number, line, str(exc)))
+            continue
+        if url not in seen:
+            seen.add(url)
+            urls.append(url)
+    return urls, problems
+
+
+def read_seeds(path: Path) -> tuple[list[str], list[SeedProblem]]:
+    """``parse_seeds`` of the file at ``path`` (UTF-8, a BOM allowed).
+
+    A line that is not UTF-8 is a problem of its own (``line N: not UTF-8 text``); the
+    other lines are still read. A file that holds a NUL byte is not a text file.
+
+    Raises:
+        SeedError: the file does not exist, cannot be read, or is binary (a NUL byte).
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise SeedError(f"seeds file {str(path)!r} does not exist") from None
+    except OSError as exc:
+        raise SeedError(f"seeds file {str(path)!r} cannot be read: {exc.strerror}") from None
+    if b"\0" in data:
+        raise SeedError(f"seeds file {str(path)!r} is not a text file (it holds NUL bytes)")
+    lines: list[str] = []
+    bad: list[SeedProblem] = []
+    for number, raw in enumerate(data.removeprefix(b"\xef\xbb\xbf").split(b"\n"), start=1):
+        try:
+            lines.append(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            shown = raw.decode("utf-8", "replace").strip()
+            bad.append(SeedProblem(number, shown, "not UTF-8 text"))
+            lines.append("")  # keeps the numbers of the lines after it
+    urls, problems = parse_seeds("\n".join(lines))
+    return urls, sorted(problems + bad, key=lambda p: p.line)

@@ -1,0 +1,610 @@
+"""Export one table of a crawl file as JSON Lines, JSON or CSV, streaming in constant
+memory.
+
+The file is opened read-only (``file:...?mode=ro``), so an export can run while the
+crawl is still writing: it sees the last committed state when it starts. Rows come out
+in insertion (rowid) order, ``fetchmany`` batches of ``EXPORT_BATCH_ROWS``.
+
+Formats:
+    ``jsonl``: one JSON object per line, keys in column order, SQL NULL as ``null``,
+    non-ASCII characters kept as they are (UTF-8 text), ``\\n`` line ends.
+    ``json``: the same objects as one JSON array, one object a line (``[``, the
+    objects separated by ``,``, ``]``), as Scrapy's ``-o items.json`` writes one.
+    ``csv``: a header row of column names, then one row per record (Python's ``csv``
+    ``excel`` dialect with ``\\n`` line ends); SQL NULL is an empty field.
+
+Column values are as stored (see ``core.storage.store``, schema version 3): ``*_at`` times are
+UTC ISO 8601 text, ``*_epoch_s`` times are epoch seconds, ``redirects`` and ``config``
+are JSON text. A file of an older schema version is upgraded first, as a crawl's open
+upgrades it (``core.storage.store.Store``: one transaction), so the columns are always version
+3's (``blocked_at``, not ``at``); that write needs the file not in use.
+
+``export_file`` writes a file atomically: into a hidden temporary file in the same
+directory (``.NAME.RANDOM.tmp``), flushed to disk (fsync) and then renamed over the
+target (rename(2) replaces it in one step), so the target is at any moment either
+what it was or the whole new export, never a partial one. A failed or stopped export
+removes its temporary file; only a SIGKILL or a crash can leave one behind, hidden,
+and never under the target's name.
+
+Bodies (issue #13): ``export(..., with_body=True)`` (``pages``, jsonl only) adds a
+``body`` field to each row, read from the page's WARC record one row at a time (never
+all bodies at once): the payload with its HTTP content coding (gzip, deflate) undone,
+decoded as text by the charset of its ``Content-Type`` (else a ``<meta charset>`` in
+its first 1024 bytes, else UTF-8; invalid bytes replaced). A binary body (a media type
+that is not text, HTML, XML or JSON), a revisit (the body is the ``duplicate_of``
+page's), a row without a record or a missing WARC file gives ``"body": null`` and a
+``body_note`` saying which. ``read_record`` and ``page_record`` serve ``crawldeck show``.
+
+Links (issue #25 item 4): ``link_report`` streams the ``links`` rows with what each
+target got (``core.storage.store.LinkCheck``), or only the broken ones (the ``broken_links``
+view's SELECT, so a file made before the view reads too); ``broken_count`` and
+``blocked_links`` count them. ``crawldeck links`` prints them; ``core.storage.mirror`` reads
+the bodies through ``open_crawl`` and ``read_record``.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import csv
+import json
+import os
+import re
+import secrets
+import sqlite3
+import stat
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Literal, TextIO
+from urllib.parse import quote
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
+
+from crawldeck.core.errors import StoreError, UrlError
+from crawldeck.core.policy import urls
+from crawldeck.core.records import LinkCheck
+from crawldeck.core.storage.archive import decode_content
+from crawldeck.core.storage.store import (
+    BROKEN_BLOCK_REASONS,
+    BROKEN_LINKS_SELECT,
+    SCHEMA_VERSION,
+    Store,
+    anchor_select,
+    check_header,
+    check_schema,
+)
+from crawldeck.core.words import plural
+
+#: The tables ``export`` accepts: every table of the schema but ``meta``.
+TABLES: Final = (
+    "pages", "blocked", "hosts", "links", "frontier", "runs", "page_versions", "sitemaps",
+    "sitemap_urls",
+)  # fmt: skip
+#: The formats ``export`` accepts.
+FORMATS: Final = ("jsonl", "json", "csv")
+#: Rows read per ``fetchmany``: bounds the memory of an export.
+EXPORT_BATCH_ROWS: Final = 500
+
+Table = Literal[
+    "pages", "blocked", "hosts", "links", "frontier", "runs", "page_versions", "sitemaps",
+    "sitemap_urls",
+]  # fmt: skip
+Format = Literal["jsonl", "json", "csv"]
+
+
+@dataclass(frozen=True, slots=True)
+class ArchivedRecord:
+    """One WARC record read back (``read_record``).
+
+    Attributes:
+        warc_headers: the record's WARC header fields, ``(name, value)`` in order.
+        rec_type: ``response``, ``revisit``, ...
+        http_head: the HTTP status line and header lines, as text (Latin-1 for bytes
+            that are not UTF-8), ``""`` for a record without HTTP.
+        content_type: the HTTP ``Content-Type`` value (``""`` when absent).
+        payload: the payload as stored (content coding kept).
+        body: the payload with its ``Content-Encoding`` (gzip, deflate, br) undone,
+            at most ``read_record``'s ``max_bytes`` (``core.storage.archive.decode_content``).
+    """
+
+    warc_headers: list[tuple[str, str]]
+    rec_type: str
+    http_head: str
+    content_type: str
+    payload: bytes
+    body: bytes
+
+
+_TEXT_TYPES: Final = re.compile(r"text/|application/(?:[\w.+-]*\+)?(?:xml|json|xhtml\+xml)\b")
+_META_CHARSET: Final = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([\w.:-]+)""", re.IGNORECASE)
+
+
+def read_record(path: Path, offset: int, max_bytes: int) -> ArchivedRecord:
+    """The WARC record at byte ``offset`` of ``path`` (a gzip member start), read whole,
+    its body decoded to at most ``max_bytes`` bytes (the page's ``pages.bytes``: what
+    the fetcher kept; a bomb is cut there, not expanded).
+
+    Raises:
+        StoreError: the file is missing or unreadable, no WARC record starts there, or
+            its body does not decode as its ``Content-Encoding`` says.
+    """
+    try:
+        with path.open("rb") as f:
+            f.seek(offset)
+            record = next(iter(ArchiveIterator(f)), None)
+            if record is None:
+                raise StoreError(f"{path.name}: no WARC record at offset {offset}")
+            payload = record.raw_stream.read()
+            http = record.http_headers
+            head = ""
+            content_type = ""
+            coding = ""
+            if http is not None:
+                lines = [f"{http.protocol} {http.statusline}".strip()]
+                lines += [f"{name}: {value}" for name, value in http.headers]
+                head = "\r\n".join(lines)
+                content_type = http.get_header("Content-Type") or ""
+                coding = http.get_header("Content-Encoding") or ""
+            warc = [(n, v) for n, v in record.rec_headers.headers]
+            rec_type = record.rec_type
+    except FileNotFoundError:
+        raise StoreError(f"{path.name}: WARC file not found (in {path.parent})") from None
+    except (OSError, ArchiveLoadFailed, zlib.error, EOFError) as exc:
+        detail = getattr(exc, "strerror", None) or " ".join(str(exc).split())
+        raise StoreError(f"{path.name}: cannot read the record at {offset}: {detail}") from None
+    try:
+        body, _ = decode_content(payload, coding, max_bytes)
+    except ValueError as exc:
+        raise StoreError(f"{path.name}: the record at {offset}: {exc}") from None
+    return ArchivedRecord(warc, rec_type, head, content_type, payload, body)
+
+
+def body_charset(record: ArchivedRecord) -> str:
+    """The charset ``record``'s body is decoded by: its ``Content-Type``'s, else a
+    ``<meta charset>`` in its first 1024 bytes, else UTF-8 (and UTF-8 for a name
+    Python has no codec for)."""
+    charset = None
+    for param in record.content_type.split(";")[1:]:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset":
+            charset = value.strip().strip('"')
+    if charset is None:
+        found = _META_CHARSET.search(record.body[:1024])
+        charset = found.group(1).decode("ascii") if found else "utf-8"
+    try:
+        return codecs.lookup(charset).name
+    except LookupError:
+        return "utf-8"
+
+
+def body_text(record: ArchivedRecord) -> str | None:
+    """``record``'s body as text (module docstring: charset, meta, UTF-8), ``None``
+    for a binary media type."""
+    media = record.content_type.split(";", 1)[0].strip().lower()
+    if media and not _TEXT_TYPES.match(media):
+        return None
+    return record.body.decode(body_charset(record), "replace")
+
+
+def export(db: Path, table: Table, fmt: Format, out: TextIO, *, with_body: bool = False) -> int:
+    """Write every row of ``table`` of the crawl file ``db`` to ``out`` as ``fmt``.
+
+    Args:
+        db: a crawl file written by ``core.storage.store.Store``.
+        table: one of ``TABLES``.
+        fmt: ``jsonl`` or ``csv`` (see the module docstring for the exact output).
+        out: a text stream; for csv, open files with ``newline=""``.
+        with_body: add each page's ``body`` (``pages`` as ``jsonl`` only; module
+            docstring).
+
+    Returns:
+        the number of data rows written (the csv header is not counted).
+
+    Raises:
+        StoreError: ``db`` is missing, not SQLite, not a crawl file of this schema
+            version, cannot be read, or ``table``/``fmt`` is not one of the above.
+    """
+    if table not in TABLES:
+        raise StoreError(f"unknown table {table!r}; expected one of {', '.join(TABLES)}")
+    if fmt not in FORMATS:
+        raise StoreError(f"unknown export format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    if with_body and (table != "pages" or fmt != "jsonl"):
+        raise StoreError("--with-body exports the pages table as jsonl only")
+    path = Path(db)
+    conn = _connect(path)
+    try:
+        cur = conn.execute(f'SELECT * FROM "{table}" ORDER BY rowid')
+        try:
+            columns = [d[0] for d in cur.description]
+            if fmt == "csv":
+                return _write_csv(cur, columns, out)
+            if with_body:
+                return _write_bodies(cur, columns, out, path.parent)
+            if fmt == "json":
+                return _write_json(cur, columns, out)
+            return _write_jsonl(cur, columns, out)
+        finally:
+            cur.close()
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
+    finally:
+        conn.close()
+
+
+def open_crawl(db: Path) -> sqlite3.Connection:
+    """A read-only connection to the crawl file ``db`` (``export``'s: an older schema
+    version upgraded first); the caller closes it.
+
+    Raises:
+        StoreError: as ``export``.
+    """
+    return _connect(Path(db))
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """A read-only connection to the crawl file ``path``, of ``SCHEMA_VERSION``: a file
+    of an older version is upgraded first (module docstring).
+
+    Raises:
+        StoreError: ``path`` is missing, not SQLite, empty, not a crawl file, of another
+            schema version, in use while it needs the upgrade, or cannot be read.
+    """
+    if not path.is_file():
+        raise StoreError(f"{path} does not exist or is not a file")
+    check_header(path)
+    conn, version = _open_read_only(path)
+    if version != str(SCHEMA_VERSION):
+        conn.close()
+        Store(path).close()  # the upgrade, in one transaction
+        conn, version = _open_read_only(path)
+    return conn
+
+
+def _open_read_only(path: Path) -> tuple[sqlite3.Connection, str]:
+    """``(connection, schema version)`` of the crawl file ``path``, opened read-only.
+
+    Raises:
+        StoreError: as ``_connect``.
+    """
+    uri = f"file:{quote(str(path.resolve()), safe='/')}?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open {path}: {exc}") from None
+    try:
+        version = check_schema(conn, path.name)
+    except sqlite3.Error as exc:
+        conn.close()
+        raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
+    except BaseException:
+        conn.close()
+        raise
+    if version is None:
+        conn.close()
+        raise StoreError(f"{path.name} is an empty SQLite file, not a crawl file")
+    return conn, version
+
+
+def export_file(db: Path, table: Table, fmt: Format, path: Path, *, with_body: bool = False) -> int:
+    """Write ``table`` of ``db`` as ``fmt`` into the file ``path``, atomically.
+
+    A regular file (or a missing one) is replaced in one rename at the end, after an
+    fsync of the new content (and of the directory after the rename); it keeps the mode
+    (and, for root, the owner) of the file it replaces. A symlink is followed: the file
+    it points to is replaced, the link stays. Something that cannot be renamed over (a
+    device such as ``/dev/null``, a FIFO) is written in place.
+
+    Returns:
+        the number of data rows written (as ``export``; ``with_body`` as there).
+
+    Raises:
+        StoreError: as ``export``, or ``path`` is ``db`` itself (under any name) or one
+            of its ``-wal``/``-shm``/``-journal`` files.
+        OSError: the file cannot be written (no such directory, permission, disk full);
+            the target is then as it was and the temporary file is gone.
+    """
+    target = Path(os.path.realpath(path))
+    _refuse_crawl_file(Path(db), target, path)
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        with open(target, "w", encoding="utf-8", newline="") as out:
+            return export(db, table, fmt, out, with_body=with_body)
+    temp = target.with_name(f".{target.name[:200]}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    try:
+        with open(fd, "w", encoding="utf-8", newline="") as out:
+            if st is not None:
+                os.fchmod(fd, stat.S_IMODE(st.st_mode))
+                with contextlib.suppress(OSError):  # only root may give a file away
+                    os.fchown(fd, st.st_uid, st.st_gid)
+            count = export(db, table, fmt, out, with_body=with_body)
+            out.flush()
+            os.fsync(fd)
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
+    _fsync_directory(target.parent)
+    return count
+
+
+def _refuse_crawl_file(db: Path, target: Path, given: Path) -> None:
+    """Refuse an output that would replace the crawl file or one of its side files."""
+    try:
+        same = os.path.samefile(db, target)
+    except OSError:  # one of them does not exist (yet)
+        same = False
+    if same:
+        raise StoreError(f"{str(given)!r} is the crawl file itself; choose another output file")
+    real_db = Path(os.path.realpath(db))
+    if target.parent == real_db.parent and target.name in {
+        f"{real_db.name}{suffix}" for suffix in ("-wal", "-shm", "-journal")
+    }:
+        raise StoreError(f"{str(given)!r} is a file of the crawl {real_db.name}; choose another")
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make a rename in ``directory`` durable (fsync(2) of the directory; file systems
+    that cannot sync a directory are left alone)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_csv(cur: sqlite3.Cursor, columns: list[str], out: TextIO) -> int:
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    count = 0
+    while rows := cur.fetchmany(EXPORT_BATCH_ROWS):
+        writer.writerows(rows)
+        count += len(rows)
+    return count
+
+
+def _write_jsonl(cur: sqlite3.Cursor, columns: list[str], out: TextIO) -> int:
+    encode = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
+    count = 0
+    while rows := cur.fetchmany(EXPORT_BATCH_ROWS):
+        out.write("".join([encode(dict(zip(columns, row, strict=True))) + "\n" for row in rows]))
+        count += len(rows)
+    return count
+
+
+def _write_json(cur: sqlite3.Cursor, columns: list[str], out: TextIO) -> int:
+    """One JSON array of the rows as ``_write_jsonl`` writes them, one a line."""
+    encode = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
+    count = 0
+    out.write("[")
+    while rows := cur.fetchmany(EXPORT_BATCH_ROWS):
+        lead = ",\n" if count else "\n"
+        out.write(lead + ",\n".join(encode(dict(zip(columns, row, strict=True))) for row in rows))
+        count += len(rows)
+    out.write("\n]\n" if count else "]\n")
+    return count
+
+
+def _write_bodies(cur: sqlite3.Cursor, columns: list[str], out: TextIO, where: Path) -> int:
+    """JSON Lines of pages with ``body`` and ``body_note`` (why ``body`` is null; null
+    when there is a body): every row has the same keys."""
+    encode = json.JSONEncoder(ensure_ascii=False).encode
+    count = 0
+    while batch := cur.fetchmany(EXPORT_BATCH_ROWS):
+        for values in batch:
+            row = dict(zip(columns, values, strict=True))
+            text, note = _page_body(row, where)
+            row["body"] = text
+            row["body_note"] = note
+            out.write(encode(row) + "\n")
+            count += 1
+    return count
+
+
+def _page_body(row: dict[str, object], where: Path) -> tuple[str | None, str | None]:
+    """``(body text, None)`` of a pages row, or ``(None, why not)``."""
+    file, offset, size = row.get("warc_file"), row.get("warc_offset"), row.get("bytes")
+    if not isinstance(file, str) or not isinstance(offset, int) or not isinstance(size, int):
+        return None, "no WARC record"
+    try:
+        record = read_record(where / file, offset, size)
+    except StoreError as exc:
+        return None, str(exc)
+    if record.rec_type == "revisit":
+        return None, f"revisit: the body is that of {row.get('duplicate_of')}"
+    if not record.body and dict(record.warc_headers).get("WARC-Truncated") == "unspecified":
+        return None, f"not downloaded ({record.content_type or 'no Content-Type'}: not HTML)"
+    text = body_text(record)
+    if text is None:
+        return (
+            None,
+            f"binary ({record.content_type or 'no Content-Type'}, {len(record.body)} bytes)",
+        )
+    return text, None
+
+
+def page_record(db: Path, url: str) -> ArchivedRecord:
+    """The WARC record of page ``url`` of crawl file ``db`` (``crawldeck show``):
+    ``url`` as given, else as the crawl wrote it (``urls.clean``: ``HTTP://h`` is
+    ``http://h/``), as a user types a URL the way a browser's address bar takes it.
+
+    Raises:
+        StoreError: ``db`` is not a crawl file, ``url`` is not one of its pages, the
+            page has no WARC record, or its WARC file is missing or unreadable.
+    """
+    path = Path(db)
+    try:
+        cleaned = urls.clean(url)
+    except UrlError:
+        cleaned = url
+    try:
+        with contextlib.closing(_connect(path)) as conn:
+            found = None
+            for candidate in dict.fromkeys((url, cleaned)):
+                found = conn.execute(
+                    "SELECT warc_file, warc_offset, bytes FROM pages WHERE url = ?", (candidate,)
+                ).fetchone()
+                if found is not None:
+                    break
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
+    if found is None:
+        raise StoreError(f"{url} is not a page of {path.name}")
+    if found[0] is None:
+        raise StoreError(f"{url} has no WARC record (fetched with warc off, or no response)")
+    return read_record(path.parent / found[0], found[1], found[2])
+
+
+_BROKEN_REASONS: Final = "(" + ", ".join(f"'{r}'" for r in BROKEN_BLOCK_REASONS) + ")"
+#: Every link with what its target got (``link_report``), in insertion order; a
+#: target whose name did not resolve reads as a failed fetch (``error`` ``dns: ...``).
+#: The ``pages`` and ``blocked`` rows are found by their primary keys.
+_SQL_ALL_LINKS: Final = (
+    "SELECT l.from_url, l.to_url, p.status, coalesce(p.error, CASE WHEN b.reason IN"
+    f" {_BROKEN_REASONS} THEN b.reason || ': ' || b.detail END), p.final_url,"
+    f" CASE WHEN b.reason NOT IN {_BROKEN_REASONS} THEN b.reason END,"
+    f" p.url IS NOT NULL OR b.reason IN {_BROKEN_REASONS}"
+    " , l.anchor FROM links l LEFT JOIN pages p ON p.url = l.to_url"
+    " LEFT JOIN blocked b ON b.url = l.to_url ORDER BY l.rowid"
+)
+#: The ``broken_links`` view's rows, from its SELECT (``core.storage.store.BROKEN_LINKS_SELECT``)
+#: so that a file opened read-only before its next crawl (which adds the view) reads too.
+_SQL_BROKEN_LINKS: Final = (
+    "SELECT from_url, to_url, status, error, final_url, NULL, 1, anchor"
+    f" FROM ({BROKEN_LINKS_SELECT}) ORDER BY to_url, from_url"
+)
+_SQL_BLOCKED_LINKS: Final = (
+    "SELECT b.reason, count(*) FROM blocked b CROSS JOIN links l ON l.to_url = b.url"
+    f" WHERE b.reason NOT IN {_BROKEN_REASONS} GROUP BY b.reason ORDER BY b.reason"
+)
+
+
+def link_report(db: Path, *, broken: bool) -> Iterator[LinkCheck]:
+    """The links of the crawl file ``db`` with what their targets got (``crawldeck
+    links``), read-only and streaming (``EXPORT_BATCH_ROWS`` a batch): with ``broken``
+    only the broken ones (the ``broken_links`` view: HTTP 4xx/5xx, no response, a
+    redirect chain that failed), ordered by link then referring page; else every link
+    in insertion order, a target refused untried with ``blocked`` (robots, scope, ...),
+    one never reached with ``tried`` false; each with its anchor text (NULL for a file
+    made before ``links.anchor``, ``core.storage.store.anchor_select``).
+
+    Raises:
+        StoreError: as ``export``.
+    """
+    path = Path(db)
+    try:
+        with contextlib.closing(_connect(path)) as conn:
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(links)")}
+            sql = anchor_select(_SQL_BROKEN_LINKS if broken else _SQL_ALL_LINKS, columns)
+            cur = conn.execute(sql)
+            while rows := cur.fetchmany(EXPORT_BATCH_ROWS):
+                for from_url, to_url, status, error, final_url, blocked, tried, anchor in rows:
+                    yield LinkCheck(
+                        from_url,
+                        to_url,
+                        status,
+                        error,
+                        final_url,
+                        blocked,
+                        bool(tried),
+                        broken,
+                        anchor,
+                    )
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
+
+
+def broken_count(db: Path) -> int:
+    """How many broken links the crawl file ``db`` holds (the ``broken_links`` view's
+    rows), read-only.
+
+    Raises:
+        StoreError: as ``export``.
+    """
+    path = Path(db)
+    try:
+        with contextlib.closing(_connect(path)) as conn:
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(links)")}
+            sql = anchor_select(f"SELECT count(*) FROM ({BROKEN_LINKS_SELECT})", columns)
+            return int(conn.execute(sql).fetchone()[0])
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
+
+
+def blocked_links(db: Path) -> dict[str, int]:
+    """Links of ``db`` whose target was refused untried, by ``blocked.reason``
+    (``robots``, ``scope``, ...; not ``BROKEN_BLOCK_REASONS``): not broken, never
+    checked.
+
+    Raises:
+        StoreError: as ``export``.
+    """
+    path = Path(db)
+    try:
+        with contextlib.closing(_connect(path)) as conn:
+            return dict(conn.execute(_SQL_BLOCKED_LINKS).fetchall())
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
+
+
+def foreign_crawl(db: Path, host_prefix: str, network: str | None = None) -> str | None:
+    """Why the crawl file ``db`` holds more than a crawl of the hosts whose key starts
+    with ``host_prefix`` + ``.`` (the demo's own addresses), read-only; ``None`` when it
+    does not exist or holds only those (the demo may then erase it), or when every run
+    of it allowed only ``network`` (``allow_networks``, as the demo's runs do: the
+    demo's own file, with the seeds its console's ``a`` added).
+
+    Returns:
+        a reason that fits "``db`` ...": ``cannot be read as SQLite``, ``is not a crawl
+        file of the demo`` (no ``hosts`` table), ``holds a crawl of N hosts outside the
+        local web``; or ``None``.
+    """
+    if not db.exists():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return "cannot be read as SQLite"
+    try:
+        (other,) = conn.execute(
+            "SELECT count(*) FROM hosts WHERE host NOT LIKE ?", (f"{host_prefix}.%",)
+        ).fetchone()
+        if other and network is not None:
+            demo, runs = conn.execute(
+                "SELECT count(*) FILTER (WHERE json_extract(config, '$.allow_networks') = ?),"
+                " count(*) FROM runs",
+                (json.dumps([network]),),
+            ).fetchone()
+            other = 0 if runs and demo == runs else other
+    except sqlite3.Error:
+        return "is not a crawl file of the demo"
+    finally:
+        conn.close()
+    return f"holds a crawl of {plural(other, 'host')} outside the local web" if other else None
+
+
+__all__ = [
+    "EXPORT_BATCH_ROWS",
+    "FORMATS",
+    "TABLES",
+    "ArchivedRecord",
+    "Format",
+    "Table",
+    "body_text",
+    "export",
+    "export_file",
+    "foreign_crawl",
+    "page_record",
+    "read_record",
+]

@@ -1,0 +1,438 @@
+"""A crawl's fetched bodies as a directory tree, as ``wget -m`` leaves one
+(``crawldeck export DB --mirror DIR``, issue #25 item 5), with links between the
+mirrored pages made relative as ``wget -k`` (``--convert-links``) makes them.
+
+What is written: each page of the crawl file with a 2xx answer and a WARC record, its
+body read from the record (content coding undone, ``core.storage.export.read_record``); a
+revisit's body is that of the page it repeats (``duplicate_of``). A body that was not
+downloaded (not HTML, ``WARC-Truncated``), a page whose WARC file is missing and a URL
+whose file another URL already took are skipped and counted (``MirrorResult``).
+
+The mapping of a URL to a path under DIR (``mirror_path``; ``mirror_url`` is its
+inverse), wget's layout with every name made safe and reversible:
+
+* the first directory is the URL's host key (``core.policy.urls.host_key``: the host, with
+  ``:port`` when it is not the scheme's default: ``example.org``, ``127.0.0.1:8080``,
+  ``[::1]:8080``), as wget names it (any other host text escaped as a segment is); ``http`` and
+  ``https`` of one host share it, as in wget (the scheme is not kept);
+* each path segment is one name: its percent-escapes decoded to bytes, then every byte
+  outside ``A-Z a-z 0-9 - . _ ~ ! $ & ' ( ) * + , ; = : @`` written ``%XX`` (upper-case
+  hex): an encoded slash (``%2F``), ``%``, ``?``, ``#``, a space, NUL and the other
+  control bytes, and every non-ASCII byte stay escaped, so a name never holds a ``/``
+  or a NUL and never depends on a file system's Unicode rules; a segment that decodes
+  to ``.`` or ``..`` is written ``%2E`` / ``%2E%2E``, so no name walks up;
+* a URL whose path ends in ``/`` (a directory URL) gets ``index.html``, as in wget;
+  the query, when there is one, follows the last name after a ``?``, escaped as a
+  segment is (``index.html?q=1``, wget's ``-m`` names); ``index.html`` is therefore
+  both ``/d/`` and ``/d/index.html``: the first page of the two (rowid order) is
+  written, the other is skipped as a clash;
+* ``%`` followed by anything but two hex digits is a marker the escaping never makes:
+  ``%_`` is an empty segment (``/a//b``); a name longer than ``NAME_MAX_CHARS`` (file
+  systems allow 255 bytes) is cut into pieces of at most that many characters (never
+  inside a ``%XX``), each piece after the first a directory below the one before,
+  starting with ``%+``; and a file whose name a directory of another URL needs
+  (``/a`` and ``/a/b``) gets ``%~`` at its end.
+
+Never a path outside DIR, whatever the URL or the crawl file says: every name is made
+as above (no ``/``, NUL, ``.``, ``..`` or empty name), and the files are created
+through directory descriptors (``openat``) with ``O_NOFOLLOW``, so a symbolic link
+planted in DIR is refused (counted in ``refused``), never followed.
+
+``--convert-links`` (wget's ``-k``): in each mirrored HTML page, the ``href`` and
+``src`` attributes whose URL (resolved as the crawl resolved it, ``core.policy.urls.clean``,
+against the page or its ``<base href>``) is a mirrored page, or a redirect to one,
+become the relative path to its file, percent-encoded (``%`` as ``%25``, ``?`` as
+``%3F``), its ``#fragment`` kept; a ``<base>`` element is removed (it would point the
+relative links back at the site). A link to a page not mirrored, written relative
+(``about.html``, ``/img/logo.png``, ``//cdn.example/x``), becomes its absolute URL
+(``http://host/about.html``), as wget's ``-k`` does, so that it still leads somewhere
+from a file on disk; an absolute link to a page not mirrored is left as written.
+The page is parsed and serialized again by selectolax (lexbor), so its markup comes
+out as a browser's DOM serializes it, in the page's own charset. Links in CSS files
+are not converted.
+
+Memory: the path of every mirrored page is held while the mirror is written (for the
+clashes and the link conversion): a few hundred bytes a page.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import posixpath
+import re
+import sqlite3
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit
+
+from selectolax.lexbor import LexborHTMLParser
+
+from crawldeck.core.errors import CrawldeckError, StoreError, UrlError
+from crawldeck.core.policy import urls
+from crawldeck.core.storage.export import ArchivedRecord, body_charset, open_crawl, read_record
+
+#: The bytes a name keeps as they are (RFC 3986 unreserved and sub-delims, ``:``, ``@``).
+_SAFE: Final = frozenset(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@"
+)
+#: A host key kept as it is for its directory (``core.policy.urls.host_key``'s form: a DNS
+#: name, an IPv4 address or a bracketed IPv6 one, ``:port``); any other is escaped.
+_HOST: Final = re.compile(r"[a-z0-9._\-]+(?::\d+)?|\[[0-9a-f:.]+\](?::\d+)?")
+#: The longest name written, in characters (ASCII: bytes); a longer one is cut into
+#: directories. 255 bytes is the limit of ext4, XFS, btrfs, APFS and NTFS; the room
+#: left is for the ``%~`` and ``%+`` markers.
+NAME_MAX_CHARS: Final = 240
+#: The name of a directory URL's file, as wget's.
+INDEX: Final = "index.html"
+EMPTY_SEGMENT: Final = "%_"
+CONTINUED: Final = "%+"
+SHADOWED: Final = "%~"
+#: A URL with a scheme (RFC 3986 §3.1), which ``--convert-links`` leaves as written
+#: when its page is not mirrored.
+_ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+#: Media types whose links ``--convert-links`` rewrites.
+_HTML_TYPES: Final = ("text/html", "application/xhtml+xml")
+_PAGES: Final = (
+    "SELECT url, warc_file, warc_offset, bytes, duplicate_of, content_type FROM pages"
+    " WHERE status BETWEEN 200 AND 299 ORDER BY rowid"
+)
+_REDIRECTS: Final = (
+    "SELECT url, final_url FROM pages WHERE status BETWEEN 300 AND 399"
+    " AND final_url IS NOT NULL AND final_url != url"
+)
+_RECORD: Final = "SELECT warc_file, warc_offset, bytes FROM pages WHERE url = ?"
+
+
+def _escape(raw: bytes) -> str:
+    return "".join(chr(b) if b in _SAFE else f"%{b:02X}" for b in raw)
+
+
+def _name(segment: str) -> str:
+    """One URL path segment (as in the URL, escapes and all) as one safe name."""
+    name = _escape(unquote_to_bytes(segment))
+    if name in (".", ".."):
+        return name.replace(".", "%2E")
+    return name or EMPTY_SEGMENT
+
+
+def _cut(name: str) -> list[str]:
+    """``name`` in pieces of at most ``NAME_MAX_CHARS`` characters, never inside a
+    ``%XX`` or a marker; each piece after the first starts with ``CONTINUED``."""
+    pieces: list[str] = []
+    while len(name) > NAME_MAX_CHARS:
+        cut = NAME_MAX_CHARS
+        while "%" in name[cut - 2 : cut]:
+            cut -= 1
+        pieces.append(name[:cut])
+        name = CONTINUED + name[cut:]
+    return [*pieces, name]
+
+
+def mirror_path(url: str) -> tuple[str, ...]:
+    """The path of ``url``'s file under the mirror's directory, as names (module
+    docstring): ``("example.org", "docs", "index.html")`` for
+    ``https://example.org/docs/``.
+
+    Args:
+        url: an absolute http(s) URL as the crawl stores it (``core.policy.urls.clean``).
+
+    Raises:
+        UrlError: ``url`` is not an absolute http(s) URL with a host.
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # a bracketed host that is not an IPv6 address
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
+        raise UrlError(f"not an absolute http(s) URL: {url[:200]!r}")
+    host = urls.host_key(url)
+    if not _HOST.fullmatch(host) or host in (".", ".."):
+        host = _name(host)
+    segments = parts.path.split("/")[1:] or [""]
+    leaf = segments[-1]
+    names = [_name(s) for s in segments[:-1]]
+    last = INDEX if leaf == "" else _name(leaf)
+    if "?" in url.split("#", 1)[0]:
+        last += "?" + _escape(unquote_to_bytes(parts.query))
+    return (*_cut(host), *(p for n in names for p in _cut(n)), *_cut(last))
+
+
+def mirror_url(path: tuple[str, ...]) -> str:
+    """The URL (scheme-relative: ``//host/path?query``; the scheme is not kept) whose
+    file is ``path`` (``mirror_path``'s inverse: each segment decodes to the same
+    bytes as the URL's; ``index.html`` reads as the directory URL).
+
+    Raises:
+        ValueError: ``path`` is not one ``mirror_path`` makes.
+    """
+    names: list[str] = []
+    for i, name in enumerate(path):
+        if i == len(path) - 1 and name.endswith(SHADOWED):
+            name = name[: -len(SHADOWED)]
+        if name.startswith(CONTINUED):
+            if not names:
+                raise ValueError(f"a continued name with nothing before it: {name!r}")
+            names[-1] += name[len(CONTINUED) :]
+        else:
+            names.append(name)
+    if len(names) < 2:
+        raise ValueError(f"not a mirror path: {'/'.join(path)!r}")
+    leaf, query = names[-1], None
+    if "?" in leaf:
+        leaf, query = leaf.split("?", 1)
+    segments = [_segment(n) for n in names[1:-1]]
+    segments.append("" if leaf == INDEX else _segment(leaf))
+    url = f"//{unquote(names[0])}/" + "/".join(segments)
+    return url if query is None else f"{url}?{_segment(query)}"
+
+
+def _segment(name: str) -> str:
+    """A name back as the URL text it stands for (its ``%XX`` kept: they are escapes)."""
+    return "" if name == EMPTY_SEGMENT else name
+
+
+@dataclass
+class MirrorResult:
+    """What ``write_mirror`` did.
+
+    Attributes:
+        files: files written.
+        hosts: host directories written.
+        links_converted: ``href``/``src`` attributes made relative (``convert_links``).
+        links_absolute: relative ``href``/``src`` of pages not mirrored written as
+            absolute URLs (``convert_links``).
+        same_file: each page skipped as ``same file as another URL``: (its URL, the
+            URL whose file it would have been), in crawl order (issue #25).
+        skipped: pages not written, by reason: ``not downloaded`` (a body the crawl
+            did not fetch: not HTML), ``same file as another URL`` (another URL took
+            its path: ``/d/`` and ``/d/index.html``; ``same_file`` names them), ``no
+            WARC record`` (its WARC file is missing or unreadable), ``no body in its
+            WARC record`` (a revisit whose original is gone), ``refused`` (a symbolic
+            link or a file in the way under DIR), ``not an http(s) URL``.
+    """
+
+    files: int = 0
+    hosts: int = 0
+    links_converted: int = 0
+    links_absolute: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    same_file: list[tuple[str, str]] = field(default_factory=list)
+
+
+#: The reason a page is skipped when another URL maps to its file (``MirrorResult``).
+SAME_FILE = "same file as another URL"
+
+
+@dataclass(frozen=True, slots=True)
+class _Page:
+    url: str
+    path: tuple[str, ...]
+    warc_file: str
+    warc_offset: int
+    size: int
+    duplicate_of: str | None
+    content_type: str | None
+
+
+def _plan(conn: sqlite3.Connection, where: Path, result: MirrorResult) -> list[_Page]:
+    """The pages to write and their paths: clashes skipped (first wins), a page whose
+    WARC file is not in ``where`` skipped, a file whose name a directory needs marked
+    ``SHADOWED``."""
+    pages: list[_Page] = []
+    taken: dict[tuple[str, ...], str] = {}
+    present: dict[str, bool] = {}
+    for url, file, offset, size, dup, ctype in conn.execute(_PAGES):
+        if file is None:  # crawled with warc = false, or a cluster worker's file
+            result.skipped["no WARC record"] += 1
+            continue
+        if file not in present:
+            present[file] = (where / file).is_file()
+        if not present[file]:
+            result.skipped["no WARC record"] += 1
+            continue
+        try:
+            path = mirror_path(url)
+        except UrlError:
+            result.skipped["not an http(s) URL"] += 1
+            continue
+        if not size and not _is_html(ctype):  # the crawl read no body that is not HTML
+            result.skipped["not downloaded"] += 1
+            continue
+        if path in taken:
+            result.skipped[SAME_FILE] += 1
+            result.same_file.append((url, taken[path]))
+            continue
+        taken[path] = url
+        pages.append(_Page(url, path, file, offset, size, dup, ctype))
+    directories = {p.path[:i] for p in pages for i in range(1, len(p.path))}
+    return [
+        _Page(p.url, (*p.path[:-1], p.path[-1] + SHADOWED), *_rest(p))
+        if p.path in directories
+        else p
+        for p in pages
+    ]
+
+
+def _rest(p: _Page) -> tuple[str, int, int, str | None, str | None]:
+    return p.warc_file, p.warc_offset, p.size, p.duplicate_of, p.content_type
+
+
+def write_mirror(db: Path, out: Path, *, convert_links: bool = False) -> MirrorResult:
+    """Write the bodies of the crawl file ``db`` under the directory ``out`` (made if
+    missing; files already there are replaced) as the module docstring says.
+
+    Raises:
+        StoreError: ``db`` is not a readable crawl file (as ``core.storage.export.export``).
+        OSError: ``out`` cannot be made or opened as a directory.
+    """
+    result = MirrorResult()
+    with contextlib.closing(open_crawl(db)) as conn:
+        try:
+            pages = _plan(conn, db.parent, result)
+            files = {p.url: p.path for p in pages}
+            if convert_links:
+                for url, final in conn.execute(_REDIRECTS):
+                    target = files.get(final)
+                    if target is not None:
+                        files.setdefault(url, target)
+            out.mkdir(parents=True, exist_ok=True)
+            root = os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                hosts: set[str] = set()
+                for page in pages:
+                    record = _record(conn, db.parent, page, result)
+                    if record is None:
+                        continue
+                    body = record.body
+                    if convert_links and _is_html(page.content_type):
+                        body, converted, absolute = _convert(record, page, files)
+                        result.links_converted += converted
+                        result.links_absolute += absolute
+                    if _write(root, page.path, body):
+                        result.files += 1
+                        hosts.add(page.path[0])
+                    else:
+                        result.skipped["refused"] += 1
+                result.hosts = len(hosts)
+            finally:
+                os.close(root)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read {db.name}: {' '.join(str(exc).split())}") from None
+    return result
+
+
+def _record(
+    conn: sqlite3.Connection, where: Path, page: _Page, result: MirrorResult
+) -> ArchivedRecord | None:
+    """The WARC record holding ``page``'s body (a revisit's: its original's), or
+    ``None`` with the reason counted."""
+    file, offset, size = page.warc_file, page.warc_offset, page.size
+    try:
+        record = read_record(where / file, offset, size)
+        if record.rec_type == "revisit" and page.duplicate_of is not None:
+            found = conn.execute(_RECORD, (page.duplicate_of,)).fetchone()
+            if found is None or found[0] is None:
+                result.skipped["no WARC record"] += 1
+                return None
+            record = read_record(where / found[0], found[1], found[2])
+    except StoreError:
+        result.skipped["no WARC record"] += 1
+        return None
+    truncated = dict(record.warc_headers).get("WARC-Truncated") == "unspecified"
+    if record.rec_type != "response":
+        result.skipped["no body in its WARC record"] += 1
+        return None
+    if truncated and not record.body:
+        result.skipped["not downloaded"] += 1
+        return None
+    return record
+
+
+def _is_html(content_type: str | None) -> bool:
+    return (content_type or "").split(";", 1)[0].strip().lower() in _HTML_TYPES
+
+
+def _write(root: int, path: tuple[str, ...], body: bytes) -> bool:
+    """Write ``body`` at ``path`` under the directory descriptor ``root``, each
+    directory made and opened without following a symbolic link; ``False`` when
+    something not ours is in the way (a symlink, a file where a directory goes)."""
+    fds: list[int] = []
+    try:
+        at = root
+        for name in path[:-1]:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(name, 0o755, dir_fd=at)
+            at = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         dir_fd=at)  # fmt: skip
+            fds.append(at)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(path[-1], flags, 0o644, dir_fd=at)
+        with open(fd, "wb") as f:
+            f.write(body)
+        return True
+    except (NotADirectoryError, IsADirectoryError, FileExistsError):
+        return False
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # a symbolic link, which O_NOFOLLOW refuses
+            return False
+        raise
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _href(source: tuple[str, ...], target: tuple[str, ...], fragment: str) -> str:
+    """The relative URL from the file ``source`` to the file ``target``, each name
+    percent-encoded (``%``, ``?``, ``#`` escaped), ``./`` before a first segment with a
+    ``:`` (it would read as a scheme), the ``#fragment`` kept."""
+    rel = posixpath.relpath("/" + "/".join(target), posixpath.dirname("/" + "/".join(source)))
+    href = "/".join(quote(name, safe="!$&'()*+,;=:@-._~") for name in rel.split("/"))
+    if ":" in href.split("/", 1)[0]:
+        href = "./" + href
+    return href + fragment
+
+
+def _convert(
+    record: ArchivedRecord, page: _Page, files: dict[str, tuple[str, ...]]
+) -> tuple[bytes, int, int]:
+    """``record``'s HTML with its links to mirrored pages made relative and its relative
+    links to other pages made absolute (module docstring), in its own charset; and how
+    many of each it changed (none: the body as is)."""
+    charset = body_charset(record)
+    tree = LexborHTMLParser(record.body.decode(charset, "replace"))
+    base = page.url
+    node = tree.css_first("base[href]")
+    if node is not None:
+        with contextlib.suppress(CrawldeckError):
+            base = urls.clean(node.attributes.get("href") or "", page.url)
+    converted = absolute = 0
+    for element in tree.css("[href], [src]"):
+        for attr in ("href", "src"):
+            value = element.attributes.get(attr)
+            if not value:
+                continue
+            fragment = "#" + value.split("#", 1)[1] if "#" in value else ""
+            try:
+                found = urls.clean(value, base)
+            except CrawldeckError:
+                continue
+            target = files.get(found)
+            if target is not None:
+                element.attrs[attr] = _href(page.path, target, fragment)
+                converted += 1
+            elif not _ABSOLUTE.match(value.strip()):
+                element.attrs[attr] = found + fragment
+                absolute += 1
+    if node is not None:
+        for element in tree.css("base"):
+            element.decompose()
+    if not converted and not absolute and node is None:
+        return record.body, 0, 0
+    return (tree.html or "").encode(charset, "xmlcharrefreplace"), converted, absolute
+
+
+__all__ = ["MirrorResult", "mirror_path", "mirror_url", "write_mirror"]
