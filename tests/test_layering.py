@@ -20,14 +20,16 @@ UI = ("crawldeck.cli", "crawldeck.tui", "crawldeck.localweb", "textual", "rich")
 
 def loaded_ui(extra: str = "") -> list[str]:
     """The modules of ``UI`` that a fresh interpreter holds after importing every core
-    module, then running the statement ``extra``."""
+    module (every folder, ``core/cluster/`` too), then running the statement ``extra``."""
+    package = ROOT / "crawldeck"
     modules = sorted(
-        p.stem for p in (ROOT / "crawldeck" / "core").glob("*.py") if p.stem != "__init__"
+        ".".join(p.relative_to(package).with_suffix("").parts).removesuffix(".__init__")
+        for p in (package / "core").rglob("*.py")
     )
-    assert len(modules) >= 10
+    assert len(modules) >= 100  # every folder's modules, core/cluster's among them
     code = (
         "import sys\n"
-        + "".join(f"import crawldeck.core.{m}\n" for m in modules)
+        + "".join(f"import crawldeck.{m}\n" for m in modules)
         + f"{extra}\n"
         + f"print(','.join(sorted(m for m in sys.modules for u in {UI!r}"
         + " if m == u or m.startswith(u + '.'))))\n"
