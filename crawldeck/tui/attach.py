@@ -46,8 +46,9 @@ from crawldeck.core.crawl.attach import (
 from crawldeck.core.crawl.engine import CrawlResult, Outcome
 from crawldeck.core.crawl.snapshot import CrawlSnapshot, HostDetail, HostRow
 from crawldeck.core.errors import AttachError
-from crawldeck.tui.app import CrawlApp, HangupTolerantDriver, run_app
+from crawldeck.tui.app import CrawlApp, run_app
 from crawldeck.tui.screens import StatusBar
+from crawldeck.tui.terminal import HangupTolerantDriver
 
 #: Seconds a read or command of the console may wait for the crawl's answer.
 ASK_TIMEOUT_S: Final = 5.0

@@ -34,10 +34,10 @@ from textual.widgets import Footer, RichLog, Static
 from crawldeck.core.cluster.coordinator import ClusterSnapshot, Outcome, WorkerRow
 from crawldeck.core.errors import CrawldeckError, UrlError
 from crawldeck.core.policy.urls import clean
-from crawldeck.tui.app import HangupTolerantDriver, TerminalGone
 from crawldeck.tui.screens import STATE_STYLES, STATUS_STYLES, AddSeedScreen, log_line
 from crawldeck.tui.stops import stop_signals
 from crawldeck.tui.table import Cell, Column, LineTable
+from crawldeck.tui.terminal import HangupTolerantDriver, TerminalGone
 from crawldeck.tui.widgets import fmt_bytes, fmt_duration, set_static
 
 #: Seconds between two redraws from ``coordinator.snapshot()``.
