@@ -111,10 +111,16 @@ from e2e_bench import CONFIG, CRAWLDECK, RunFailed, crawldeck_result, free_port,
 from synthweb import NGINX, SynthWeb
 
 import crawldeck
-from crawldeck.core.cluster.keys import Keyspace, encode_entry, score, seen_member, shard_of
+from crawldeck.core.cluster.keys import (
+    Keyspace,
+    encode_entry,
+    path_prefix,
+    score,
+    seen_member,
+    shard_of,
+)
 from crawldeck.core.cluster.scripts import PUSH
 from crawldeck.core.cluster.server import PrivateRedis
-from crawldeck.core.cluster.store import path_prefix
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.policy import urls
 from crawldeck.core.policy.frontier_entry import FrontierEntry

@@ -215,6 +215,7 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.cluster.addresses": CLUSTER,
     "core.cluster.collector": CLUSTER,
     "core.cluster.coordinator": CLUSTER,
+    "core.cluster.flush": CLUSTER,
     "core.cluster.keys": CLUSTER,
     "core.cluster.leases": CLUSTER,
     "core.cluster.link": CLUSTER,

@@ -22,12 +22,12 @@ from crawldeck.core.cluster.keys import (
     Keyspace,
     decode_entry,
     encode_entry,
+    path_prefix,
     score,
     seen_member,
     shard_of,
 )
 from crawldeck.core.cluster.link import RedisLink, open_client
-from crawldeck.core.cluster.store import path_prefix
 from crawldeck.core.policy.frontier_entry import FrontierEntry
 from crawldeck.core.policy.prioritizer import importance_priority
 

@@ -1,4 +1,5 @@
-"""The key layout of a cluster crawl in Redis (issue #12), and the frontier entry's form.
+"""The key layout of a cluster crawl in Redis (issue #12), and the forms of what it keeps:
+a frontier entry, a robots.txt entry, a URL's path prefix.
 
 Every key of crawl ``C`` starts with ``cd:``. Hosts are spread over ``SHARDS`` shards by
 CRC-32 of the host key; every key of one host, and its shard's result stream, carry the
@@ -12,7 +13,8 @@ Per host ``H`` (base ``cd:{C:NN}:h:H``):
 * ``:q``   sorted set, the queued URLs by their seen member (``seen_member``, in
   decimal); score ``priority * 10^13 + push time in ms``, so front queue first, then
   first in first out. A hot host's queue is split into path-prefix sub-queues
-  ``:q:P`` listed in ``:subs`` (hot spot rule of the design card).
+  ``:q:P`` listed in ``:subs`` (hot spot rule of the design card; ``P`` is
+  ``path_prefix``).
 * ``:e``   hash seen member -> entry (``encode_entry``) of every URL in ``:q`` or a
   sub-queue: a member's entry can be found, and its OPIC cash raised, without knowing
   where it was pushed from (issue #15).
@@ -29,7 +31,8 @@ Per host ``H`` (base ``cd:{C:NN}:h:H``):
 * ``:st``  hash: ``rec`` the host's saved state (a ``HostRecord`` as JSON), ``last``
   the last request's start (epoch s), ``clean`` 1 when the last owner released it,
   ``pages`` the pages committed for the host under every lease.
-* ``:robots`` the host's robots.txt as the cache keeps it (JSON), with its TTL.
+* ``:robots`` the host's robots.txt as the cache keeps it (``encode_robots``), with its
+  TTL.
 
 Per shard (tagged too): ``cd:{C:NN}:out`` the result stream (entries ``w`` worker,
 ``h`` host, ``e`` epoch, ``m`` the ops, ``core.cluster.wire``); ``:ready`` sorted set
@@ -52,17 +55,20 @@ from __future__ import annotations
 import hashlib
 import json
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Final
 
 from crawldeck.core.errors import CrawldeckError
 from crawldeck.core.policy.frontier_entry import FrontierEntry
+from crawldeck.core.policy.robots import RobotsEntry
 from crawldeck.core.records import FrontierRow
 
 #: Shards (hash tags) the hosts are spread over.
 SHARDS: Final = 64
 #: The score of a queued URL: ``priority * PRIORITY_SPAN + push time in ms``.
 PRIORITY_SPAN: Final = 10**13
+#: The longest path prefix (characters) naming a hot host's sub-queue.
+PREFIX_CHARS = 40
 
 
 class KeyspaceError(CrawldeckError):
@@ -212,15 +218,50 @@ def score(priority: int, now_ms: int) -> int:
     return priority * PRIORITY_SPAN + now_ms
 
 
+def path_prefix(url: str) -> str:
+    """The first path segment of ``url``, a cleaned absolute URL (``core.policy.urls.clean``:
+    ``http://h/docs/a?q`` -> ``docs``; ``""`` at the root): the sub-queue of a hot host
+    it goes to (issue #12 item 5). A split, not a parse: it runs for every URL found."""
+    parts = url.split("/", 4)
+    if len(parts) < 4:
+        return ""
+    segment = parts[3]
+    for mark in "?#":
+        segment = segment.split(mark, 1)[0]
+    return segment[:PREFIX_CHARS]
+
+
+def encode_robots(view: RobotsEntry) -> str:
+    """A robots.txt entry as JSON (its fields in order)."""
+    return json.dumps([getattr(view, f.name) for f in fields(view)], separators=(",", ":"),
+                      ensure_ascii=False)  # fmt: skip
+
+
+def decode_robots(text: str | bytes) -> RobotsEntry | None:
+    """The entry of ``encode_robots``'s JSON; ``None`` if it is not one."""
+    try:
+        values = json.loads(text)
+        names = [f.name for f in fields(RobotsEntry)]
+        args = dict(zip(names, values, strict=True))
+        args["rules"] = tuple((str(kind), str(pattern)) for kind, pattern in args["rules"])
+        return RobotsEntry(**args)
+    except (ValueError, TypeError):
+        return None
+
+
 __all__ = [
+    "PREFIX_CHARS",
     "PRIORITY_SPAN",
     "SHARDS",
     "Keyspace",
     "KeyspaceError",
     "check_crawl_id",
     "decode_entry",
+    "decode_robots",
     "encode_entry",
+    "encode_robots",
     "encode_row",
+    "path_prefix",
     "score",
     "seen_member",
     "shard_of",

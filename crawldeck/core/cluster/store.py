@@ -12,28 +12,17 @@ write for more, unless ``FLUSH_OPS`` ops are buffered, a drain waits or a read
 (``pull``) does: the reads of queued URLs go in the flush's pipeline, after its pushes
 (so they see the URLs just sent), and whatever else the worker sends in that loop turn
 (per-IP bookings, the heartbeat) joins it (issue #23 item 3: at most one round trip a
-page at any page rate):
+page at any page rate). A flush pushes the URLs found to their hosts' queues, then
+commits the results host by host under their leases, then reads: what each step sends,
+and why a page's outlinks go before the page, is ``core.cluster.flush``'s.
 
-1. the URLs found (frontier rows) go to their hosts' queues through ``push``: the
-   host's seen set decides, atomically, which are new for the whole crawl; a host
-   without an owner becomes claimable. Under ``opic`` the same call makes the OPIC
-   credits (issue #15): a row whose URL Redis has seen already gives its cash to that
-   URL, and so does each ``add_scores`` pair (a URL this worker sent before); the URL
-   moves up to its new cash band in its queue (``scripts.PUSH``);
-2. then the results go through ``commit``, per host: the host's lease epoch is checked
-   (fencing), the URLs done are dropped from ``:inf``, the host's state saved, and the
-   ops (``core.cluster.wire``) appended to the shard's stream, which the collector
-   writes to the crawl's one SQLite file.
-
-The order matters when a worker dies: a page's outlinks are queued before the page is
-acknowledged, so a kill loses neither (on Redis Cluster the two steps are two round
-trips, as one pipeline's nodes are not ordered). An op about a host this worker owns is
-sent fenced by its epoch; a page, a host's state or a URL's state about a host it does
-not own (lost, released, or never its own: the final host figures of a run) is
-dropped; refusals about another worker's host (a link to another site) and every
-frontier row go unfenced. When Redis comes back from an outage, the pushes and
-unfenced commits of the last ``REPLAY_S`` are sent again first (``_replay``): a
-restart from the append-only file loses up to its last second or two.
+An op about a host this worker owns is sent fenced by its epoch; a page, a host's state
+or a URL's state about a host it does not own (lost, released, or never its own: the
+final host figures of a run) is dropped; refusals about another worker's host (a link
+to another site) and every frontier row go unfenced. When Redis comes back from an
+outage, the pushes and unfenced commits of the last ``flush.REPLAY_S`` are sent again
+first (``flush.Replay``): a restart from the append-only file loses up to its last
+second or two.
 
 Every admitted URL goes through Redis, the owner's own included (``spill_all`` window):
 it comes back through ``read_spilled`` (``pull``, which hands it out under the lease),
@@ -47,23 +36,35 @@ import asyncio
 import contextlib
 import json
 import logging
-import time
-from collections import Counter, defaultdict, deque
+from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from typing import Any, Literal, NoReturn, TypeVar
 
 from crawldeck.core.cluster import wire
+from crawldeck.core.cluster.flush import (
+    Buffer,
+    Commit,
+    Planner,
+    Pull,
+    Replay,
+    Sent,
+    deliver,
+    fail_pulls,
+    unpack,
+)
 from crawldeck.core.cluster.keys import (
     Keyspace,
     decode_entry,
+    encode_robots,
     encode_row,
+    path_prefix,
     score,
     seen_member,
     shard_of,
 )
 from crawldeck.core.cluster.leases import Leases
-from crawldeck.core.cluster.link import LINGER_S, Command, RedisLink
+from crawldeck.core.cluster.link import LINGER_S, RedisLink
 from crawldeck.core.errors import CrawldeckError, StoreError
 from crawldeck.core.policy import urls
 from crawldeck.core.policy.robots import RobotsEntry
@@ -89,81 +90,6 @@ MAX_PENDING = 4000
 #: Ops buffered past which the flusher sends without waiting ``LINGER_S`` for more
 #: (a pipeline of a few hundred ops is a few tens of KB: one round trip is enough).
 FLUSH_OPS = 500
-#: Seconds of pushes and unfenced commits kept to be sent again after an outage (more
-#: than what ``appendfsync everysec`` may lose: about one second, two at worst).
-REPLAY_S = 3.0
-#: The longest path prefix (characters) naming a hot host's sub-queue.
-PREFIX_CHARS = 40
-
-
-def path_prefix(url: str) -> str:
-    """The first path segment of ``url``, a cleaned absolute URL (``core.policy.urls.clean``:
-    ``http://h/docs/a?q`` -> ``docs``; ``""`` at the root): the sub-queue of a hot host
-    it goes to (issue #12 item 5). A split, not a parse: it runs for every URL found."""
-    parts = url.split("/", 4)
-    if len(parts) < 4:
-        return ""
-    segment = parts[3]
-    for mark in "?#":
-        segment = segment.split(mark, 1)[0]
-    return segment[:PREFIX_CHARS]
-
-
-@dataclass(slots=True)
-class _Commit:
-    """What one flush commits for one host under one epoch (0: unfenced)."""
-
-    acks: list[str] = field(default_factory=list)
-    last: float | None = None
-    rec: str | None = None
-    robots: tuple[str, int] | None = None  # the entry as JSON, its TTL in ms
-    ops: list[list[Any]] = field(default_factory=list)
-    pages: Counter[str] = field(default_factory=Counter)
-    blocked: Counter[str] = field(default_factory=Counter)
-
-
-@dataclass(slots=True)
-class _Pull:
-    """A read of queued URLs waiting for its flush: ``host`` under lease ``epoch``, at
-    most ``limit`` URLs, its reply (``PULL``'s) set on ``reply``."""
-
-    host: str
-    epoch: int
-    limit: int
-    reply: asyncio.Future[Any]
-
-
-@dataclass(slots=True)
-class _Buffer:
-    """One flush: pushes and credits by shard and host, commits by shard and ``(host,
-    epoch)``, and the reads (``pulls``) sent after them."""
-
-    pushes: dict[int, dict[str, list[list[Any]]]] = field(
-        default_factory=lambda: defaultdict(lambda: defaultdict(list))
-    )
-    credits: dict[int, dict[str, list[list[Any]]]] = field(
-        default_factory=lambda: defaultdict(lambda: defaultdict(list))
-    )
-    commits: dict[int, dict[tuple[str, int], _Commit]] = field(
-        default_factory=lambda: defaultdict(dict)
-    )
-    pulls: list[_Pull] = field(default_factory=list)
-    ops: int = 0
-    serial: int = 1  # buffers are sent in serial order
-
-
-@dataclass(slots=True)
-class _Sent:
-    """A flush's commands, in the order they go: ``replay`` (``_replay``), ``pushes``,
-    ``commits`` (with ``order``, the hosts of each), ``counted`` (the pages' count)
-    and ``reads`` (the pulls)."""
-
-    replay: list[Command] = field(default_factory=list)
-    pushes: list[Command] = field(default_factory=list)
-    commits: list[Command] = field(default_factory=list)
-    order: list[list[tuple[tuple[str, int], _Commit]]] = field(default_factory=list)
-    counted: list[Command] = field(default_factory=list)
-    reads: list[Command] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,7 +169,7 @@ class ClusterStore:
         self._clock = clock
         self._hot = hot_queue
         self._cash_queues = cash_queues
-        self._buf = _Buffer()
+        self._buf = Buffer()
         self._held: dict[str, str] = {}  # handed-out dedupe key -> host
         self._member_keys: dict[str, str] = {}  # handed-out seen member -> dedupe key
         self._by_host: dict[str, set[str]] = defaultdict(set)
@@ -255,12 +181,13 @@ class ClusterStore:
         self._done = 0  # the serial of the last buffer sent
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
-        self._sending: _Buffer | None = None  # the buffer the flusher is sending
+        self._sending: Buffer | None = None  # the buffer the flusher is sending
         # a buffer put in another caller's pipeline (``_ride``), its replies' future
-        self._riding: tuple[_Buffer, _Sent, asyncio.Future[list[Any]]] | None = None
-        self._recent: deque[tuple[float, list[Command]]] = deque()  # (monotonic s, sent)
-        self._outages = 0
-        self._replayed = 0
+        self._riding: tuple[Buffer, Sent, asyncio.Future[list[Any]]] | None = None
+        self._planner = Planner(
+            keys, worker, hot_queue, cash_queues, self._inlinks, count_pages=bool(max_pages)
+        )
+        self._replay = Replay()
         self._failure: StoreError | None = None
         self._flushes = self._pushed = self._queued = self._committed = 0
         self._fenced = self._dropped = self._pulled = 0
@@ -287,7 +214,7 @@ class ClusterStore:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
-        self._fail_pulls(self._buf, StoreError("cluster store: closed"))
+        fail_pulls(self._buf, StoreError("cluster store: closed"))
         self._check()
 
     async def room(self) -> bool:
@@ -524,7 +451,7 @@ class ClusterStore:
         if self._task is None or self._task.done():
             self._stopped(self._buf.serial)
         reply_to: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._buf.pulls.append(_Pull(host, epoch, limit, reply_to))
+        self._buf.pulls.append(Pull(host, epoch, limit, reply_to))
         if within_s >= LINGER_S:
             self._kick.set()
         else:
@@ -550,12 +477,7 @@ class ClusterStore:
 
     def has_pending(self, host: str) -> bool:
         """Whether a write about ``host`` is buffered or being sent."""
-        return any(
-            host in buf.pushes.get(shard_of(host), ())
-            or any(h == host for h, _e in buf.commits.get(shard_of(host), ()))
-            for buf in (self._buf, self._sending)
-            if buf is not None
-        )
+        return any(buf.has_host(host) for buf in (self._buf, self._sending) if buf is not None)
 
     def forget_host(self, host: str) -> None:
         """``host`` is no longer this worker's: forget the URLs it held of it."""
@@ -616,11 +538,11 @@ class ClusterStore:
         ack: str | None = None,
         must_own: bool = True,
         unfenced: bool = False,
-    ) -> _Commit | None:
+    ) -> Commit | None:
         """Buffer ``op`` about ``host``: fenced by its epoch while this worker owns it;
         else dropped (``must_own``: the page, host and URL-state ops, which only the
         host's owner writes) or unfenced (refusals; frontier rows, always unfenced so
-        that they can be sent again after a Redis restart, see ``_replay``)."""
+        that they can be sent again after a Redis restart, see ``flush.Replay``)."""
         epoch = None if unfenced else self._leases.epoch(host)
         if epoch is None:
             if must_own:
@@ -650,12 +572,12 @@ class ClusterStore:
             self._urgent.set()
         self._kick.set()
 
-    def _commit(self, host: str, epoch: int) -> _Commit:
+    def _commit(self, host: str, epoch: int) -> Commit:
         """The buffered commit of ``host`` under ``epoch``."""
         commits = self._buf.commits[shard_of(host)]
         commit = commits.get((host, epoch))
         if commit is None:
-            commit = commits[(host, epoch)] = _Commit()
+            commit = commits[(host, epoch)] = Commit()
         return commit
 
     # ------------------------------------------------------------ flusher
@@ -678,10 +600,10 @@ class ClusterStore:
                         replies = await future
                     else:
                         buf = self._buf
-                        self._buf = _Buffer(serial=buf.serial + 1)
+                        self._buf = Buffer(serial=buf.serial + 1)
                         self._sending = buf
                         sent = self._prepare(buf)
-                        replies = await self._deliver(sent)
+                        replies = await deliver(self._link, sent)
                     self._riding = None
                     self._settle(buf, sent, replies)
                     self._sending = None
@@ -695,7 +617,7 @@ class ClusterStore:
             if self._failure is not None:
                 for pending in (self._sending, self._buf):
                     if pending is not None:
-                        self._fail_pulls(pending, self._failure)
+                        fail_pulls(pending, self._failure)
                 self._wake()
 
     def _ride(self) -> None:
@@ -707,7 +629,7 @@ class ClusterStore:
             return
         if self._task is None or self._task.done():
             return
-        self._buf = _Buffer(serial=buf.serial + 1)
+        self._buf = Buffer(serial=buf.serial + 1)
         self._sending = buf
         sent = self._prepare(buf)
         future = self._link.join(
@@ -717,94 +639,29 @@ class ClusterStore:
         self._urgent.set()
         self._kick.set()
 
-    @staticmethod
-    def _fail_pulls(buf: _Buffer, error: StoreError) -> None:
-        """Raise ``error`` in the reads of ``buf`` still waiting."""
-        for pull in buf.pulls:
-            if not pull.reply.done():
-                pull.reply.set_exception(error)
-
-    def _prepare(self, buf: _Buffer) -> _Sent:
-        """One flush's commands: pushes, then commits (see the module), the pages'
-        count, then the reads; first, after Redis came back from an outage, what
-        ``_replay`` sends again."""
-        k = self._keys
-        now = self._clock()
-        now_ms = int(now * 1000)
-        sent = _Sent()
-        again: list[Command] = []  # what may be sent twice: pushes and unfenced commits
-        for shard in buf.pushes.keys() | buf.credits.keys():
-            rows, credits = buf.pushes.get(shard, {}), buf.credits.get(shard, {})
-            arg = json.dumps(
-                [[h, rows.get(h, []), credits.get(h, [])] for h in rows.keys() | credits.keys()],
-                separators=(",", ":"),
-            )
-            head: list[Any] = [k.tag(shard), arg, self._hot, now, now_ms]
-            sent.pushes.append(
-                ("script", "push", [k.stream(shard)],
-                 [*head, self._cash_queues, self._worker, self._inlinks])
-            )  # fmt: skip
-            again.append(  # no credit twice
-                ("script", "push", [k.stream(shard)], [*head, 0, self._worker, self._inlinks])
-            )
-        for shard, by_host in buf.commits.items():
-            fenced = [item for item in by_host.items() if item[0][1] != 0]
-            free = [item for item in by_host.items() if item[0][1] == 0]
-            for group in (fenced, free):
-                if group:
-                    command = self._commit_command(shard, group)
-                    sent.commits.append(command)
-                    sent.order.append(group)
-                    if group is free:
-                        again.append(command)
-        pages = sum(c.pages["pages"] for group in sent.order for _k, c in group)
-        if pages and self._cap:
-            sent.counted.append(("INCRBY", k.pages, pages))
-        sent.reads = [
-            ("script", "pull", [k.stream(shard_of(p.host))],
-             [k.tag(shard_of(p.host)), self._worker, json.dumps([p.host, p.epoch, p.limit])])
-            for p in buf.pulls
-        ]  # fmt: skip
-        sent.replay = self._replay(again)
+    def _prepare(self, buf: Buffer) -> Sent:
+        """One flush's commands (``Planner.plan``); first, after Redis came back from
+        an outage, what ``flush.Replay`` sends again."""
+        sent, again = self._planner.plan(buf, self._clock())
+        sent.replay = self._replay.again(again, self._link.outages)
         return sent
 
-    async def _deliver(self, sent: _Sent) -> list[Any]:
-        """Send ``sent``'s commands; the replies of all but the replayed ones. On
-        Redis Cluster the replay, the pushes and the rest are three round trips (its
-        pipelines are not ordered across nodes)."""
-        if self._link.cluster:
-            if sent.replay:
-                await self._link.batch(sent.replay)
-            replies = await self._link.batch(sent.pushes)
-            return replies + await self._link.batch(sent.commits + sent.counted + sent.reads)
-        return await self._link.send(
-            sent.replay + sent.pushes + sent.commits + sent.counted + sent.reads
-        )
-
-    def _settle(self, buf: _Buffer, sent: _Sent, replies: list[Any]) -> None:
-        """Take a flush's ``replies`` (``sent``'s commands, the replayed ones first on
-        a single Redis): the reads' rows to their callers, the counts, the fenced."""
-        if not self._link.cluster:
-            replies = replies[len(sent.replay) :]
-        reads = len(sent.reads)
-        for pull, reply in zip(buf.pulls, replies[len(replies) - reads :], strict=True):
-            if not pull.reply.done():
-                pull.reply.set_result(reply)
-        del replies[len(replies) - reads :]
-        if sent.counted:
-            total = int(replies.pop())
-            if self._cap is not None and total >= self._cap and self.on_cap is not None:
-                self.on_cap()
+    def _settle(self, buf: Buffer, sent: Sent, replies: list[Any]) -> None:
+        """Take a flush's ``replies`` (``flush.unpack``): the reads' rows to their
+        callers, the counts, the fenced."""
+        pushed, committed, total = unpack(buf, sent, replies, replayed=not self._link.cluster)
+        cap = self._cap
+        if total is not None and cap is not None and total >= cap and self.on_cap is not None:
+            self.on_cap()
         self._flushes += 1
         credited = self._credited
-        pushes = len(sent.pushes)
-        for reply in replies[:pushes]:
+        for reply in pushed:
             for _host, added, queued, out, lost in reply:
                 self._queued += int(added)
                 credited[0] += int(lost)
                 credited[1] += int(queued)
                 credited[2] += int(out)
-        for group, refused_hosts in zip(sent.order, replies[pushes:], strict=True):
+        for group, refused_hosts in zip(sent.order, committed, strict=True):
             refused = {_text(h) for h in refused_hosts}
             for (host, _epoch), commit in group:
                 if host in refused:
@@ -815,73 +672,13 @@ class ClusterStore:
                 self._pages.update(commit.pages)
                 self._blocked.update(commit.blocked)
 
-    def _commit_command(self, shard: int, group: list[tuple[tuple[str, int], _Commit]]) -> Command:
-        """The ``COMMIT`` call of ``group``'s hosts of ``shard``."""
-        payload = [
-            [host, epoch, c.acks, c.last if c.last is not None else False,
-             c.rec if c.rec is not None else False, wire.encode_ops(c.ops),
-             c.robots[0] if c.robots else False, c.robots[1] if c.robots else 0, _counts(c)]
-            for (host, epoch), c in group
-        ]  # fmt: skip
-        arg = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
-        k = self._keys
-        cash = "1" if self._cash_queues else "0"
-        return ("script", "commit", [k.stream(shard)], [k.tag(shard), self._worker, arg, cash])
-
-    def _replay(self, sent: list[Command]) -> list[Command]:
-        """Keep ``sent`` for ``REPLAY_S`` and return what to send again first: after
-        Redis came back from an outage (a restart from an append-only file written
-        with ``appendfsync everysec`` lacks up to its last second or two), the pushes
-        and unfenced commits (frontier rows, refusals) of the ``REPLAY_S`` before it.
-        Both are safe twice (the seen set, INSERT OR IGNORE); what a fenced commit
-        acknowledged and a restart lost goes back to its queue and is fetched again.
-        The pushes go again without their OPIC credits (a credit twice would add its
-        cash twice): the credits a restart lost are lost."""
-        recent = self._recent
-        again: list[Command] = []
-        if self._link.outages != self._outages:
-            self._outages = self._link.outages
-            again = [command for _at, batch in recent for command in batch]
-            self._replayed += len(again)
-        # real time: the window is what a restarted Redis (another process, its
-        # appendfsync once a second) may have lost, whatever the loop's clock does
-        recent.append((time.monotonic(), sent))
-        while recent and recent[0][0] < recent[-1][0] - REPLAY_S:
-            recent.popleft()
-        return again
-
     def statistics(self) -> ClusterStoreStatistics:
         """The store's figures now."""
         return ClusterStoreStatistics(
             self._flushes, self._pushed, self._queued, self._committed, self._fenced,
-            self._dropped, self._pulled, self._replayed, self._credited[1], self._credited[2],
-            self._credited[0],
+            self._dropped, self._pulled, self._replay.replayed, self._credited[1],
+            self._credited[2], self._credited[0],
         )  # fmt: skip
-
-
-def _counts(commit: _Commit) -> dict[str, int]:
-    """What ``commit`` adds to the crawl's counters in Redis (``COMMIT``'s ``counts``)."""
-    counts = {k: v for k, v in commit.pages.items() if v}
-    counts.update((f"blocked:{reason}", n) for reason, n in commit.blocked.items() if n)
-    return counts
-
-
-def encode_robots(view: RobotsEntry) -> str:
-    """A robots.txt entry as JSON (its fields in order)."""
-    return json.dumps([getattr(view, f.name) for f in fields(view)], separators=(",", ":"),
-                      ensure_ascii=False)  # fmt: skip
-
-
-def decode_robots(text: str | bytes) -> RobotsEntry | None:
-    """The entry of ``encode_robots``'s JSON; ``None`` if it is not one."""
-    try:
-        values = json.loads(text)
-        names = [f.name for f in fields(RobotsEntry)]
-        args = dict(zip(names, values, strict=True))
-        args["rules"] = tuple((str(kind), str(pattern)) for kind, pattern in args["rules"])
-        return RobotsEntry(**args)
-    except (ValueError, TypeError):
-        return None
 
 
 def _text(value: bytes | str) -> str:
@@ -893,7 +690,4 @@ __all__ = [
     "MAX_PENDING",
     "ClusterStore",
     "ClusterStoreStatistics",
-    "decode_robots",
-    "encode_robots",
-    "path_prefix",
 ]

@@ -38,10 +38,10 @@ from typing import Any
 
 from crawldeck.core.clock import LoopClock
 from crawldeck.core.cluster.addresses import STALE_S, SharedIpLimit
-from crawldeck.core.cluster.keys import SHARDS, Keyspace, shard_of
+from crawldeck.core.cluster.keys import SHARDS, Keyspace, decode_robots, shard_of
 from crawldeck.core.cluster.leases import RENEW_SHARE, Leases
 from crawldeck.core.cluster.link import LINGER_S, Command, RedisLink
-from crawldeck.core.cluster.store import ClusterStore, decode_robots
+from crawldeck.core.cluster.store import ClusterStore
 from crawldeck.core.cluster.window import SharedWindow
 from crawldeck.core.config import CrawlConfig, asdict, build_config
 from crawldeck.core.crawl.assembly import Parts
