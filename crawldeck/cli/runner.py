@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from crawldeck.cli.flags import OUTPUT_FORMATS
+from crawldeck.cli.flags import OUTPUT_FORMATS, output_format, unknown_output_name
 from crawldeck.cli.headless import HeadlessLog, HeadlessReporter, outcome_heading
 from crawldeck.cli.output import (
     EXIT_OK,
@@ -50,13 +50,13 @@ OPEN_FILES_WANTED = 65_536
 
 def output_problem(output: Path | None, db: Path) -> str | None:
     """Why ``-o output`` cannot be written when the crawl in ``db`` ends (checked before
-    it starts), ``None`` when it can: a name not ending as ``OUTPUT_FORMATS`` know, a
-    directory that does not exist, or the crawl file itself."""
+    it starts), ``None`` when it can: a name not ending as ``OUTPUT_FORMATS`` know
+    (``unknown_output_name``, as ``export`` says it), a directory that does not exist,
+    or the crawl file itself."""
     if output is None:
         return None
-    if output.suffix.lower() not in OUTPUT_FORMATS:
-        return (f"-o {str(output)!r}: expected a file name ending in .jsonl, .json or .csv "
-                "(the export's format is taken from it)")  # fmt: skip
+    if output_format(output) is None:
+        return unknown_output_name(output)
     if not output.resolve().parent.is_dir():
         return f"-o {str(output)!r}: the directory {str(output.parent)!r} does not exist"
     if output.exists() and db.exists() and output.samefile(db):
