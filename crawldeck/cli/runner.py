@@ -330,12 +330,14 @@ def _finish(
     heading = outcome_heading("stopped" if stopped else outcome, ending.caps,
                               failed=bool(failures), stopped_by=engine.stop_asked_by)  # fmt: skip
     try:
-        partial = store.partial_pages()
+        partial, links_cut = store.partial_pages(), store.links_cut_pages()
     except CrawldeckError:
-        partial = 0  # the summary goes on without it
+        partial = links_cut = 0  # the summary goes on without them
     with contextlib.suppress(OSError):
         responses = (engine.stats or {}).get("responses_by_status", {})
-        HeadlessReporter().summary(engine.snapshot(), heading, responses=responses, partial=partial)
+        HeadlessReporter().summary(
+            engine.snapshot(), heading, responses=responses, partial=partial, links_cut=links_cut
+        )
         print("\n".join(lines), flush=True)
         for line in failures:
             print(f"crawldeck: {line}", file=sys.stderr)
