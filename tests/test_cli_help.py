@@ -268,6 +268,27 @@ def test_demo_help_says_what_the_demo_does() -> None:
         (["-r"], "wget's -r; in crawldeck: the default, a crawl follows links (--max-depth N, "
                  "--scope)"),
         (["-m"], "wget's -m; in crawldeck: a crawl, then crawldeck export DB --mirror DIR"),
+        (["-t", "3"], "wget's -t 3; in crawldeck: -s max_retries=2 (tries after the first)"),
+        (["-t", "json"], "Scrapy's -t json; in crawldeck: -o FILE named .jsonl, .json or .csv"),
+        (["-t"], "-t is wget's tries, in crawldeck -s max_retries=N (tries after the first); "
+                 "or Scrapy's feed format, in crawldeck -o FILE named .jsonl, .json or .csv"),
+        (["-O", "pages.json"], "-O pages.json is wget's output document (every page in one "
+         "file), in crawldeck none (crawldeck show DB URL --raw > FILE writes one page); or "
+         "Scrapy's feed, overwritten, in crawldeck -o FILE, which replaces the file"),
+        (["--overwrite-output=p.csv"], "Scrapy's --overwrite-output p.csv; in crawldeck: -o "
+                                       "p.csv, which replaces the file"),
+        (["-L"], "-L is wget's relative links only, in crawldeck none: every link in scope is "
+                 "followed (--scope, --include REGEX narrow it); or Scrapy's log level, in "
+                 "crawldeck --log-level LEVEL"),
+        (["-L", "info"], "Scrapy's -L info; in crawldeck: --log-level info"),
+        (["--relative"], "wget's --relative; in crawldeck: none: every link in scope is "
+                         "followed (--scope, --include REGEX narrow it)"),
+        (["--nolog"], "Scrapy's --nolog; in crawldeck: -q (errors and the summary only; no "
+                      "flag silences them)"),
+        (["-a", "category=books"], "Scrapy's -a category=books; in crawldeck: none, crawldeck "
+                                   "has no spiders to take arguments (settings: -s KEY=VALUE)"),
+        (["-nv"], "wget's -nv; in crawldeck: --no-ui: a progress line every few seconds (-q: "
+                  "errors and the summary only)"),
         (["-U", "Bot/1"], "wget's -U Bot/1; in crawldeck: --user-agent Bot/1"),
         (["--limit-rate", "200k"], "wget's --limit-rate 200k; in crawldeck: --delay-ms MS and "
                                    "--concurrency N (no bytes/s cap)"),

@@ -131,8 +131,8 @@ def test_output_writes_the_pages_export_when_the_crawl_ends(
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["-o", "pages.txt"], "-o 'pages.txt': expected a file name ending in .jsonl, .json or "
-                              ".csv (the export's format is taken from it)"),
+        (["-o", "pages.txt"], "-o 'pages.txt': expected a file name ending in .jsonl, .jl, "
+                              ".json or .csv (the export's format is taken from it)"),
         (["-o", "nowhere/pages.csv"], "-o 'nowhere/pages.csv': the directory 'nowhere' does "
                                       "not exist"),
         (["-o", "./c.csv", "--db", "c.csv"], "-o 'c.csv' is the crawl file itself"),

@@ -212,6 +212,27 @@ def test_export_takes_the_format_from_the_output_name(
     assert (code, err) == (2, refusal)
 
 
+def test_export_refuses_a_name_that_says_no_format(
+    crawl: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``-o pages.xml`` (issue #25): one line naming the endings it knows, exit 2, nothing
+    written, as ``crawl -o`` refuses it; with ``--format`` the name is the user's."""
+    tmp = crawl.parent
+    for name in ("pages.xml", "pages"):
+        code, out, err = main_in(tmp, monkeypatch, capsys, "export", str(crawl), "-o", name)
+        assert (code, out) == (2, "")
+        assert err == (
+            f"crawldeck export: error: -o '{name}': expected a file name ending in .jsonl, .jl, "
+            ".json or .csv (the export's format is taken from it), or give --format jsonl, "
+            "json or csv\n"
+        )
+        assert not (tmp / name).exists()
+    args = ("export", str(crawl), "-o", "pages.xml", "--format", "csv")
+    code, _, err = main_in(tmp, monkeypatch, capsys, *args)
+    assert (code, err) == (0, "crawldeck: exported 2 rows of pages\n")
+    assert (tmp / "pages.xml").read_text().startswith("url,final_url,")
+
+
 def test_export_while_the_crawl_holds_the_file(tmp_path: Path) -> None:
     db = tmp_path / "crawl.db"
     with Store(db) as s:

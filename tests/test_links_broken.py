@@ -156,6 +156,28 @@ def test_a_file_made_before_the_view_gets_it_on_open(
     assert rows(old, "SELECT count(*) FROM broken_links") == [(6,)]
 
 
+def test_links_count_the_links_a_stopped_crawl_did_not_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue #25: a crawl stopped by --max-pages 1 checked none of the home page's 4
+    links; links --broken says so rather than leave them out."""
+    with HTTPTestServer() as server:
+        server.set("/robots.txt", Response(404))
+        server.set("/", html('<a href="/a">a</a> <a href="/b">b</a> <a href="/c">c</a>'
+                             ' <a href="/missing">m</a>'))  # fmt: skip
+        code, _, _ = main_in(
+            tmp_path, monkeypatch, capsys, "crawl", server.url("/"), "--no-ui", "--db", "c.db",
+            "--delay-ms", "0", "--max-pages", "1", "-s", "allow_private=true",
+        )  # fmt: skip
+    assert code == 0
+    unchecked = "4 links not checked: the crawl stopped before fetching them"
+    code, out, err = main_in(tmp_path, monkeypatch, capsys, "links", "c.db", "--broken")
+    assert (code, out, err) == (0, "", f"crawldeck: 0 broken links to 0 URLs; {unchecked}\n")
+    code, out, err = main_in(tmp_path, monkeypatch, capsys, "links", "c.db")
+    assert code == 0 and err == f"crawldeck: 4 links to 4 URLs; {unchecked}\n"
+    assert [line.split("  ")[0] for line in out.splitlines()] == ["not fetched"] * 4
+
+
 def test_links_refuses_a_missing_file_in_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -65,6 +65,37 @@ def test_the_tally_puts_each_fetch_in_its_bucket_by_status_and_reason() -> None:
     assert tally.errors == {"timeout": 1}
 
 
+def test_the_tally_counts_the_responses_whose_links_were_cut() -> None:
+    tally = RunTally()
+    tally.fetched(200, 1.0, "links_cut: kept 5 of 20 links (max_links_per_page)")
+    tally.fetched(200, 1.0, "parse_cut: links read from the first 32768 of 40000 bytes")
+    tally.fetched(200, 1.0, "body_too_large: over 1024 bytes")
+    tally.fetched(None, 1.0, "connect: refused")
+    assert tally.links_cut == 2
+
+
+def test_the_summary_and_stats_count_the_pages_whose_links_were_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue #25: the index links 20 pages, 5 are kept (``max_links_per_page``)."""
+    config = tmp_path / "c.toml"
+    config.write_text("delay_ms = 0\nallow_private = true\nrender = 'never'\nwarc = false\n"
+                      "max_links_per_page = 5\n")  # fmt: skip
+    with HTTPTestServer() as srv:
+        small_web(srv)
+        code, out, _ = main_in(
+            tmp_path, monkeypatch, capsys, "crawl", srv.url("/"), "--no-ui", "--config",
+            str(config),
+        )  # fmt: skip
+    assert code == 0
+    table = [" ".join(line.split()) for line in out.splitlines()]
+    row = "│ links cut (all runs) │ 1 page (links past parse_max_bytes or max_links_per_page) │"
+    assert row in table, out
+    assert stored_stats(tmp_path / "crawl.db", 1)["links_cut"] == 1
+    code, text, _ = main_in(tmp_path, monkeypatch, capsys, "stats", "crawl.db")
+    assert (code, "links_cut: 1" in text.splitlines()) == (0, True)
+
+
 @given(st.lists(st.floats(min_value=0, max_value=60_000, allow_nan=False), max_size=50))
 def test_the_histogram_counts_what_each_bound_covers(elapsed_ms: list[float]) -> None:
     tally = RunTally()

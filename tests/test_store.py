@@ -660,3 +660,19 @@ def test_partial_pages_counts_the_bodies_read_in_part(store: Store) -> None:
     )  # fmt: skip
     store.flush()
     assert store.partial_pages() == 1
+
+
+def test_links_cut_pages_counts_the_pages_whose_links_were_cut(store: Store) -> None:
+    """The summary's "links cut" (issue #25): parse_max_bytes or max_links_per_page."""
+    errors = [
+        None,
+        "body_too_large: over 10485760 bytes",
+        "links_cut: kept 1 of 2 links (max_links_per_page)",
+        "parse_cut: links read from the first 32768 of 40000 bytes (parse_max_bytes)",
+        "parse_timeout: no links",
+    ]
+    for i, error in enumerate(errors):
+        url = f"http://a.test/{i}"
+        store.record_page(page(url, error=error), key=url, links=(), new_rows=(), state="done")
+    store.flush()
+    assert store.links_cut_pages() == 2

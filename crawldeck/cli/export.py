@@ -12,7 +12,7 @@ import signal
 import sys
 from pathlib import Path
 
-from crawldeck.cli.flags import OUTPUT_FORMATS
+from crawldeck.cli.flags import output_format, unknown_output_name
 from crawldeck.cli.output import EXIT_OK, EXIT_STOPPED, fail
 from crawldeck.core.errors import CrawldeckError
 from crawldeck.core.words import plural
@@ -56,7 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format", choices=EXPORT_FORMATS,
         help="the format: jsonl (one object a line), json (one array), csv (default: by "
-        "-o's name, .jsonl/.jl, .json, .csv, as Scrapy's -o; else jsonl)",
+        "-o's name, .jsonl/.jl, .json, .csv, as Scrapy's -o, another name refused; "
+        "jsonl to stdout)",
     )  # fmt: skip
     parser.add_argument(
         "-o", "--output", type=Path, metavar="FILE", help="output file (default stdout)"
@@ -139,14 +140,20 @@ FORMAT_NAMES: dict[str, str] = {"jsonl": "JSON lines", "json": "one JSON array",
 
 def run(args: argparse.Namespace) -> int:
     """``crawldeck export DB``: a table to stdout or ``-o FILE`` in ``--format``, else
-    the format ``-o``'s name says (``OUTPUT_FORMATS``), else JSON lines; a note when the
-    name says another format than ``--format``; ``--mirror`` (``_run_mirror``)."""
+    the format ``-o``'s name says (``cli.flags.OUTPUT_FORMATS``), else (stdout) JSON
+    lines; a name that says no format without ``--format`` is refused (one line, exit
+    ``EXIT_BAD_INPUT``), as ``crawl -o`` refuses it; a note when the name says another
+    format than ``--format``; ``--mirror`` (``_run_mirror``)."""
     if args.mirror is not None:
         return _run_mirror(args)
     if args.convert_links:
         return fail(args.command, "--convert-links goes with --mirror DIR")
-    by_name = None if args.output is None else OUTPUT_FORMATS.get(args.output.suffix.lower())
+    by_name = None if args.output is None else output_format(args.output)
     if args.format is None:
+        if args.output is not None and by_name is None:
+            # a name such as pages.xml: refused, not written as JSON lines (issue #25)
+            return fail(args.command, f"{unknown_output_name(args.output)}, or give --format "
+                        f"{', '.join(EXPORT_FORMATS[:-1])} or {EXPORT_FORMATS[-1]}")  # fmt: skip
         args.format = by_name or "jsonl"
     elif by_name is not None and by_name != args.format:
         # what the name promises is not what is written: say so (issue #25)

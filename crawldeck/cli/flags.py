@@ -30,10 +30,26 @@ if TYPE_CHECKING:
 MAX_WORKERS = 64
 
 #: ``-o FILE``: the export's format by the name's ending, as Scrapy's ``-o`` takes it
-#: (``.json`` a JSON array, ``.jsonl`` and ``.jl`` JSON lines); ``crawl`` and ``demo``
-#: refuse another ending, ``export`` writes JSON lines unless ``--format`` says.
+#: (``.json`` a JSON array, ``.jsonl`` and ``.jl`` JSON lines); ``crawl``, ``demo`` and
+#: ``export`` refuse another ending (``export`` takes any with ``--format``).
 OUTPUT_FORMATS: dict[str, Format] = {".jsonl": "jsonl", ".jl": "jsonl", ".json": "json",
                                      ".csv": "csv"}  # fmt: skip
+
+
+def output_format(output: Path) -> Format | None:
+    """The export format ``-o output``'s name says by its ending (``OUTPUT_FORMATS``,
+    case ignored), ``None`` for an ending none of them has (``pages.xml``, ``pages``)."""
+    return OUTPUT_FORMATS.get(output.suffix.lower())
+
+
+def unknown_output_name(output: Path) -> str:
+    """The one line that refuses ``-o output`` whose name says no format
+    (``output_format`` is ``None``), naming the endings ``OUTPUT_FORMATS`` know; the same
+    for ``crawl``, ``demo`` and ``export``."""
+    *most, last = OUTPUT_FORMATS
+    return (f"-o {str(output)!r}: expected a file name ending in {', '.join(most)} or "
+            f"{last} (the export's format is taken from it)")  # fmt: skip
+
 
 #: The config's defaults, quoted by ``--help``.
 DEFAULTS = CrawlConfig()
@@ -426,8 +442,8 @@ def add_crawl_flags(
     )  # fmt: skip
     parser.add_argument(
         "-o", "--output", type=Path, metavar="FILE",
-        help="when the crawl ends (or is stopped), write its pages table to FILE: .jsonl, "
-        ".json (an array) or .csv by the name (default: none; crawldeck export writes it "
+        help="when the crawl ends (or is stopped), write its pages table to FILE: .jsonl "
+        "or .jl, .json (an array) or .csv by the name (default: none; crawldeck export writes it "
         "any time)",
     )  # fmt: skip
     add_stats_flag(parser)

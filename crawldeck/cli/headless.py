@@ -196,6 +196,7 @@ class HeadlessReporter:
         *,
         responses: Mapping[str, int] | None = None,
         partial: int = 0,
+        links_cut: int = 0,
     ) -> None:
         """Print the end-of-crawl summary table under ``heading`` (``outcome_heading``);
         its pages are the console's (``pages`` rows: the header's and the throughput
@@ -206,7 +207,8 @@ class HeadlessReporter:
         adds this run's responses by status, where a recrawl's 304s show (a 304 leaves
         the ``pages`` row, and so the all-runs status mix, as it was). ``partial``:
         the pages read in part (``Store.partial_pages``), a row of its own when there
-        are some (issue #25)."""
+        are some (issue #25); ``links_cut`` likewise, the pages whose links were cut
+        (``Store.links_cut_pages``)."""
         c = snap.counters
         elapsed = snap.elapsed_s
         # the heading is a line of its own: a table's title is padded to the table's width
@@ -230,6 +232,9 @@ class HeadlessReporter:
         if partial:
             cut = f"{plural(partial, 'page')} (bodies cut at max_body_bytes or stopped)"
             table.add_row("read in part (all runs)", cut)
+        if links_cut:
+            cut = f"{plural(links_cut, 'page')} (links past parse_max_bytes or max_links_per_page)"
+            table.add_row("links cut (all runs)", cut)
         table.add_row("no response (all runs)", f"{c.errors} (timeouts, lost connections, ...)")
         mix = ", ".join(f"{k} {v}" for k, v in sorted(c.status_mix.items())) or "-"
         table.add_row("status mix (all runs)", mix)

@@ -31,7 +31,8 @@ examples:
       the pages that hold a broken link
 
 A link to a URL refused unfetched (robots.txt, out of scope, a crawl trap) is not
-broken: it was never checked; the last line counts those by reason. Exit code 1 when
+broken: it was never checked; the last line counts those by reason, and the links
+not checked because the crawl stopped first (a budget, Ctrl-C). Exit code 1 when
 --broken found any (as linkchecker), else 0. The broken_links view of the crawl file
 holds the same rows (Datasette, sqlite3)."""
 
@@ -52,9 +53,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``crawldeck links DB [--broken] [--json]``: one line (or JSON object) a link on
-    stdout, then on stderr how many and the links to URLs refused unfetched by reason;
+    stdout, then on stderr how many, the links to URLs refused unfetched by reason, and
+    the links not checked because the crawl stopped first (``unchecked_links``);
     ``EXIT_BROKEN_LINKS`` when ``--broken`` found any."""
-    from crawldeck.core.storage.export import blocked_links, link_report
+    from crawldeck.core.storage.export import blocked_links, link_report, unchecked_links
 
     count = 0
     targets: set[str] = set()
@@ -70,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
             count += 1
             targets.add(link.to_url)
         refused = blocked_links(args.db)
+        unchecked = unchecked_links(args.db)
     except CrawldeckError as exc:
         return fail(args.command, str(exc))
     what = "broken link" if args.broken else "link"
@@ -77,5 +80,8 @@ def run(args: argparse.Namespace) -> int:
     if refused:
         by_reason = ", ".join(f"{reason} {n}" for reason, n in refused.items())
         line += f"; not broken, never fetched (refused): {by_reason}"
+    if unchecked:
+        # still queued: neither broken nor fine, so not left out (issue #25)
+        line += f"; {plural(unchecked, 'link')} not checked: the crawl stopped before fetching them"
     print(line, file=sys.stderr)
     return EXIT_BROKEN_LINKS if args.broken and count else EXIT_OK

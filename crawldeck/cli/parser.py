@@ -97,7 +97,9 @@ def _other_crawler_flag(unknown: Sequence[str]) -> str | None:
     """The first of ``unknown`` (arguments argparse did not take) that is another
     crawler's flag (``core.other_crawlers.OTHER_CRAWLERS``: wget's ``-w 2``, ``--wait=2``,
     ``-l3``, ``-np``, ``-e robots=off``), with crawldeck's equivalent and the value
-    converted (``other_crawler_hint``); ``None`` when none is."""
+    converted (``other_crawler_hint``); ``None`` when none is. A flag two crawlers
+    mean two things by (wget's ``-L`` a switch, Scrapy's ``-L LEVEL``) takes the next
+    argument as its value when either takes one (the hint tells them apart by it)."""
     for i, item in enumerate(unknown):
         if not item.startswith("-"):
             continue
@@ -109,7 +111,8 @@ def _other_crawler_flag(unknown: Sequence[str]) -> str | None:
         if entry is None or not entry.whose:
             continue
         given: str | None = value if eq else None
-        if given is None and entry.takes_value and i + 1 < len(unknown):
+        takes_value = entry.takes_value or (entry.other is not None and entry.other.takes_value)
+        if given is None and takes_value and i + 1 < len(unknown):
             given = unknown[i + 1]
         return other_crawler_hint(name, given, flag=True)
     return None

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from crawldeck.cli.flags import OUTPUT_FORMATS
+from crawldeck.cli.flags import OUTPUT_FORMATS, output_format, unknown_output_name
 from crawldeck.cli.headless import HeadlessLog, HeadlessReporter, outcome_heading
 from crawldeck.cli.output import (
     EXIT_OK,
@@ -50,13 +50,13 @@ OPEN_FILES_WANTED = 65_536
 
 def output_problem(output: Path | None, db: Path) -> str | None:
     """Why ``-o output`` cannot be written when the crawl in ``db`` ends (checked before
-    it starts), ``None`` when it can: a name not ending as ``OUTPUT_FORMATS`` know, a
-    directory that does not exist, or the crawl file itself."""
+    it starts), ``None`` when it can: a name not ending as ``OUTPUT_FORMATS`` know
+    (``unknown_output_name``, as ``export`` says it), a directory that does not exist,
+    or the crawl file itself."""
     if output is None:
         return None
-    if output.suffix.lower() not in OUTPUT_FORMATS:
-        return (f"-o {str(output)!r}: expected a file name ending in .jsonl, .json or .csv "
-                "(the export's format is taken from it)")  # fmt: skip
+    if output_format(output) is None:
+        return unknown_output_name(output)
     if not output.resolve().parent.is_dir():
         return f"-o {str(output)!r}: the directory {str(output.parent)!r} does not exist"
     if output.exists() and db.exists() and output.samefile(db):
@@ -330,12 +330,14 @@ def _finish(
     heading = outcome_heading("stopped" if stopped else outcome, ending.caps,
                               failed=bool(failures), stopped_by=engine.stop_asked_by)  # fmt: skip
     try:
-        partial = store.partial_pages()
+        partial, links_cut = store.partial_pages(), store.links_cut_pages()
     except CrawldeckError:
-        partial = 0  # the summary goes on without it
+        partial = links_cut = 0  # the summary goes on without them
     with contextlib.suppress(OSError):
         responses = (engine.stats or {}).get("responses_by_status", {})
-        HeadlessReporter().summary(engine.snapshot(), heading, responses=responses, partial=partial)
+        HeadlessReporter().summary(
+            engine.snapshot(), heading, responses=responses, partial=partial, links_cut=links_cut
+        )
         print("\n".join(lines), flush=True)
         for line in failures:
             print(f"crawldeck: {line}", file=sys.stderr)

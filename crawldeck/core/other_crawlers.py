@@ -1,5 +1,5 @@
-"""Other crawlers' settings and flags (Scrapy's settings, wget's flags, the switches
-that turn robots.txt off) and crawldeck's words for each (issue #25).
+"""Other crawlers' settings and flags (Scrapy's settings, wget's and Scrapy's flags,
+the switches that turn robots.txt off) and crawldeck's words for each (issue #25).
 
 Separate from ``core.config`` because it is a table about other programs, not a part of
 crawldeck's config: ``core.config.build_config`` and the CLI's unknown-flag error look a
@@ -10,7 +10,7 @@ converted, instead of a near key. Pure: no I/O.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 #: The answer to another crawler's switch that turns robots.txt off.
 ROBOTS_ALWAYS = "robots.txt is always obeyed: no key turns it off"
@@ -22,31 +22,81 @@ class Equivalent:
 
     Attributes:
         whose: the crawler, ``Scrapy`` or ``wget`` (``""``: several crawlers' word).
-        ours: crawldeck's equivalent; ``{value}`` is the value as given (``N`` when
-            none), ``{ms}`` the value in seconds as ms (``MS`` when it is no number);
-            ``ROBOTS_ALWAYS`` for a switch that turns robots.txt off.
+        ours: crawldeck's equivalent; ``{value}`` is the value as given (``metavar``
+            when none), ``{ms}`` the value in seconds as ms (``MS`` when it is no
+            number), ``{retries}`` wget's tries less the first (``N`` for none or
+            wget's unlimited 0 and ``inf``); ``ROBOTS_ALWAYS`` for a switch that turns
+            robots.txt off.
         takes_value: a flag followed by its value (``-w 2``), not a switch (``-r``).
+        other: another crawler's meaning of the same flag (wget's ``-t`` is tries,
+            Scrapy's the feed's format), ``None`` when it has none; the hint names the
+            one the value ``fits``, else both.
+        what: what the flag does in its crawler, in a few words, said when the flag
+            has an ``other``.
+        fits: the values of this crawler's flag (a regex, any case), which tell it
+            from ``other``'s; ``""``: none do (a file name for either).
+        metavar: the value's name in ``ours`` when the value given is not this
+            crawler's (``{value}`` -> ``FORMAT``).
     """
 
     whose: str
     ours: str
     takes_value: bool = False
+    other: Equivalent | None = None
+    what: str = ""
+    fits: str = ""
+    metavar: str = "N"
 
 
-def _scrapy(ours: str) -> Equivalent:
-    return Equivalent("Scrapy", ours)
+def _scrapy(ours: str, takes_value: bool = False) -> Equivalent:
+    return Equivalent("Scrapy", ours, takes_value)
 
 
 def _wget(ours: str, takes_value: bool = True) -> Equivalent:
     return Equivalent("wget", ours, takes_value)
 
 
+#: wget's ``-O`` (a file of every page) and Scrapy's (the feed, overwritten): a file
+#: name either way, so the hint names both.
+_OUTPUT_DOCUMENT = Equivalent(
+    "wget", "none (crawldeck show DB URL --raw > FILE writes one page)", takes_value=True,
+    what="output document (every page in one file)", metavar="FILE",
+)  # fmt: skip
+_OVERWRITE_OUTPUT = Equivalent(
+    "Scrapy", "-o {value}, which replaces the file", takes_value=True,
+    what="feed, overwritten", metavar="FILE",
+)  # fmt: skip
+#: wget's ``-L`` (a switch: relative links only) and Scrapy's (``-L LEVEL``).
+_RELATIVE = Equivalent(
+    "wget", "none: every link in scope is followed (--scope, --include REGEX narrow it)",
+    what="relative links only",
+)  # fmt: skip
+_LOG_LEVEL = Equivalent(
+    "Scrapy", "--log-level {value}", takes_value=True, what="log level",
+    fits="debug|info|warning|error|critical", metavar="LEVEL",
+)  # fmt: skip
+#: wget's ``-nv``: less than its default, a line a file.
+_NO_VERBOSE = "--no-ui: a progress line every few seconds (-q: errors and the summary only)"
+#: wget's ``-t`` (tries, the first included) and Scrapy's (the feed's format).
+_TRIES = Equivalent(
+    "wget", "-s max_retries={retries} (tries after the first)", takes_value=True,
+    what="tries", fits=r"\d+|inf",
+)  # fmt: skip
+_FEED_FORMAT = Equivalent(
+    "Scrapy", "-o FILE named .jsonl, .json or .csv", takes_value=True, what="feed format",
+    fits="jsonlines|jsonl|jl|json|csv|xml|marshal|pickle", metavar="FORMAT",
+)  # fmt: skip
+
+
 #: Other crawlers' settings and flags that people type first, and crawldeck's words
 #: for them (issue #25): Scrapy's settings as config keys (looked up in any case:
-#: ``DOWNLOAD_DELAY`` as ``-s DOWNLOAD_DELAY=2`` or in a TOML file), wget's flags as
-#: given to ``crawldeck crawl`` (as typed), and the switches that turn robots.txt off,
-#: which crawldeck does not have. ``build_config`` and the CLI's unknown-flag error
-#: answer with the entry (``other_crawler_hint``) instead of a near key.
+#: ``DOWNLOAD_DELAY`` as ``-s DOWNLOAD_DELAY=2`` or in a TOML file), wget's and
+#: Scrapy's flags as given to ``crawldeck crawl`` (as typed; ``-O``, ``-L`` and ``-t``,
+#: which mean one thing to wget and another to Scrapy, are wget's with Scrapy's as
+#: ``other``), and the switches that turn robots.txt off, which crawldeck does not
+#: have; where crawldeck has nothing alike, the entry says so (``none: ...``).
+#: ``build_config`` and the CLI's unknown-flag error answer with the entry
+#: (``other_crawler_hint``) instead of a near key.
 OTHER_CRAWLERS: dict[str, Equivalent] = {
     **{
         key: Equivalent("", ROBOTS_ALWAYS)
@@ -74,6 +124,20 @@ OTHER_CRAWLERS: dict[str, Equivalent] = {
     "default_request_headers": _scrapy("header, a table of name = value (or -H 'K: V')"),
     "jobdir": _scrapy("the crawl file itself: --db FILE resumes the crawl in it"),
     "log_level": _scrapy("the --log-level LEVEL flag"),
+    "--loglevel": _scrapy("--log-level {value}", takes_value=True),
+    "--nolog": _scrapy("-q (errors and the summary only; no flag silences them)"),
+    "-a": _scrapy(
+        "none, crawldeck has no spiders to take arguments (settings: -s KEY=VALUE)",
+        takes_value=True,
+    ),
+    "--overwrite-output": _OVERWRITE_OUTPUT,
+    "--output-format": _FEED_FORMAT,
+    "-O": replace(_OUTPUT_DOCUMENT, other=_OVERWRITE_OUTPUT),
+    "--output-document": _OUTPUT_DOCUMENT,
+    "-L": replace(_RELATIVE, other=_LOG_LEVEL),
+    "--relative": _RELATIVE,
+    "-nv": _wget(_NO_VERBOSE, takes_value=False),
+    "--no-verbose": _wget(_NO_VERBOSE, takes_value=False),
     "-w": _wget("--delay-ms {ms}"),
     "--wait": _wget("--delay-ms {ms}"),
     "--random-wait": _wget(
@@ -93,8 +157,8 @@ OTHER_CRAWLERS: dict[str, Equivalent] = {
     "--convert-links": _wget("crawldeck export DB --mirror DIR --convert-links", takes_value=False),
     "-U": _wget("--user-agent {value}"),
     "--limit-rate": _wget("--delay-ms MS and --concurrency N (no bytes/s cap)"),
-    "-t": _wget("-s max_retries={value}"),
-    "--tries": _wget("-s max_retries={value}"),
+    "-t": replace(_TRIES, other=_FEED_FORMAT),
+    "--tries": _TRIES,
     "-T": _wget("-s total_timeout_ms={ms}"),
     "--timeout": _wget("-s total_timeout_ms={ms}"),
     "-A": _wget("--include REGEX"),
@@ -133,14 +197,53 @@ def _as_ms(value: object) -> str:
     return str(round(float(match.group(1)) * _UNIT_S[match.group(2)] * 1000))
 
 
+def _as_retries(value: object) -> str:
+    """wget's ``-t`` tries as crawldeck's ``max_retries``, the tries after the first
+    (``3`` -> ``2``); ``N`` for no number or wget's unlimited (``0``, ``inf``)."""
+    text = str(value).strip()
+    return str(int(text) - 1) if text.isdigit() and int(text) > 0 else "N"
+
+
+def _fits(entry: Equivalent, value: object) -> bool:
+    """Whether ``value`` is one of ``entry``'s flag's values (``Equivalent.fits``)."""
+    return (
+        bool(entry.fits)
+        and value is not None
+        and (re.fullmatch(entry.fits, str(value), re.IGNORECASE) is not None)
+    )
+
+
+def _ours(entry: Equivalent, value: object, shown: str | None = None) -> str:
+    """``entry.ours`` with ``value`` put in, written as ``shown`` (default: as text;
+    ``entry.metavar`` for no value)."""
+    if shown is None:
+        shown = entry.metavar if value is None else str(value)
+    return entry.ours.format(value=shown, ms=_as_ms(value), retries=_as_retries(value))
+
+
+def _either_hint(name: str, entry: Equivalent, other: Equivalent, value: object) -> str:
+    """The hint for a flag wget and Scrapy mean two things by (``Equivalent.other``):
+    the meaning ``value`` fits alone, as ``other_crawler_hint`` words one, else both,
+    each with crawldeck's equivalent: ``-O x is wget's ..., in crawldeck ...; or
+    Scrapy's ..., in crawldeck ...``."""
+    given = "" if value is None else f" {value}"
+    fitting = [e for e in (entry, other) if _fits(e, value)]
+    if len(fitting) == 1:
+        return f"{fitting[0].whose}'s {name}{given}; in crawldeck: {_ours(fitting[0], value)}"
+    said = [f"{e.whose}'s {e.what}, in crawldeck {_ours(e, None)}" for e in (entry, other)]
+    return f"{name}{given} is {said[0]}; or {said[1]}"
+
+
 def other_crawler_hint(name: str, value: object = None, *, flag: bool = False) -> str | None:
     """What crawldeck has for another crawler's setting or flag ``name`` given
     ``value`` (``None``: none given), in a few words for a one-line error; ``None``
     when ``OTHER_CRAWLERS`` does not know it.
 
-    ``flag``: ``name`` is a command-line flag (wget's, as typed: ``-w``, ``--wait``)
-    and ``value`` its text; else a config key (Scrapy's setting, in any case), its
-    value typed as TOML gives it. ``DOWNLOAD_DELAY`` 2 gives ``Scrapy's
+    ``flag``: ``name`` is a command-line flag (wget's or Scrapy's, as typed: ``-w``,
+    ``--wait``, ``--nolog``) and ``value`` its text (a flag both crawlers have: the
+    meaning the value fits, else both: ``-t json`` Scrapy's feed format, ``-t 3``
+    wget's tries, ``-O FILE`` either); else a config key (Scrapy's setting, in any
+    case), its value typed as TOML gives it. ``DOWNLOAD_DELAY`` 2 gives ``Scrapy's
     DOWNLOAD_DELAY = 2; in crawldeck: delay_ms = 2000``; ``-w`` ``"2"`` gives ``wget's
     -w 2; in crawldeck: --delay-ms 2000``. ``-e robots=off`` and the robots.txt
     switches give ``ROBOTS_ALWAYS``.
@@ -152,15 +255,14 @@ def other_crawler_hint(name: str, value: object = None, *, flag: bool = False) -
         flag and name in ("-e", "--execute") and str(value).lower().startswith("robots")
     ):
         return ROBOTS_ALWAYS
-    if value is None:
-        shown, given = "N", ""
-    elif flag:
-        shown = str(value)
-        given = f" {value}"
+    if flag and entry.other is not None:
+        return _either_hint(name, entry, entry.other, value)
+    if value is None or flag:
+        given = "" if value is None else f" {value}"
+        ours = _ours(entry, value)
     else:
-        shown = _toml_value(value)
-        given = f" = {shown}"
-    ours = entry.ours.format(value=shown, ms=_as_ms(value))
+        given = f" = {_toml_value(value)}"
+        ours = _ours(entry, value, _toml_value(value))
     return f"{entry.whose}'s {name}{given}; in crawldeck: {ours}"
 
 

@@ -269,6 +269,12 @@ class PageRecord:
 #: a truncated result; ``Store.partial_pages``).
 PARTIAL_ERROR: Final = "body_too_large"
 
+#: The starts of a page's ``error`` when some of its links were not read or kept:
+#: ``parse_cut`` (links read from the first ``parse_max_bytes`` of its body only:
+#: ``core.net.parse``) and ``links_cut`` (past ``max_links_per_page``:
+#: ``core.policy.links``); ``Store.links_cut_pages``, ``RunTally.links_cut``.
+LINKS_CUT_ERRORS: Final = ("parse_cut:", "links_cut:")
+
 
 @dataclass(frozen=True, slots=True)
 class BlockedRecord:

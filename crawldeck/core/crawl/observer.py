@@ -305,6 +305,7 @@ class Observer:
             robots_txt_fetched=self._robots.origins(),
             latency=tally.latency(),
             retries=tuple(sorted(tally.retries.items())),
+            links_cut=tally.links_cut,
         )
 
     def run_stats(self, run_id: int | None, outcome: str) -> dict[str, Any]:

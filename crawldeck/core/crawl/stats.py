@@ -23,6 +23,9 @@ as ``responses_by_status["200"]``):
 * ``pages_added``, ``duplicates``, ``near_duplicates``: rows the run added to
   ``pages`` (a URL fetched again replaces its row and adds none) and those of them that
   are exact or near duplicates (``Store.pages_added``);
+* ``links_cut``: responses whose links were cut, read from the first
+  ``parse_max_bytes`` of the body only or past ``max_links_per_page`` (``pages.error``
+  starting as one of ``records.LINKS_CUT_ERRORS``);
 * ``blocked``, ``blocked_by_reason``: URLs the run refused, by ``blocked.reason``
   (``Store.blocked_added``: each URL once, as the table holds it);
 * ``robots_txt_fetched``: origins whose robots.txt the run requested (each once; a
@@ -59,7 +62,7 @@ from typing import Any, Final
 from urllib.parse import quote
 
 from crawldeck.core.errors import StoreError
-from crawldeck.core.records import to_iso_utc
+from crawldeck.core.records import LINKS_CUT_ERRORS, to_iso_utc
 from crawldeck.core.storage.store import check_header, check_schema
 
 #: The fetch latency histogram's upper bounds in seconds: Prometheus' default buckets
@@ -106,6 +109,7 @@ class RunFigures:
         robots_txt_fetched: origins whose robots.txt was requested.
         latency: the recorded fetches' durations.
         retries: ``(reason, tries)`` put back for a retry (``RunTally.retries``).
+        links_cut: responses whose links were cut (``RunTally.links_cut``).
     """
 
     pages: int = 0
@@ -116,6 +120,7 @@ class RunFigures:
     robots_txt_fetched: int = 0
     latency: LatencyHistogram = NO_LATENCY
     retries: tuple[tuple[str, int], ...] = ()
+    links_cut: int = 0
 
 
 #: The figures of a run that has recorded and refused nothing yet.
@@ -137,6 +142,8 @@ class RunTally:
         sum_s: the fetches' durations added up, in seconds.
         retries: tries put back for another one, by reason (``FetchError.reason``,
             ``http_429``, ``http_503``; ``Retries.retry``).
+        links_cut: responses whose ``error`` says their links were cut
+            (``records.LINKS_CUT_ERRORS``: ``parse_max_bytes``, ``max_links_per_page``).
     """
 
     by_status: Counter[int] = field(default_factory=Counter)
@@ -144,14 +151,18 @@ class RunTally:
     retries: Counter[str] = field(default_factory=Counter)
     slots: list[int] = field(default_factory=lambda: [0] * (len(LATENCY_BUCKETS_S) + 1))
     sum_s: float = 0.0
+    links_cut: int = 0
 
     def fetched(self, status: int | None, elapsed_ms: float, error: str | None) -> None:
         """Count one recorded fetch: its HTTP ``status`` (``None``: no answer, then
-        ``error`` is its ``pages.error``, ``reason: detail``) and its duration in ms."""
+        ``error`` is its ``pages.error``, ``reason: detail``), its duration in ms, and
+        whether its links were cut (an answer's ``error``: ``LINKS_CUT_ERRORS``)."""
         if status is None:
             self.errors[(error or "error").partition(":")[0]] += 1
         else:
             self.by_status[status] += 1
+            if error is not None and error.startswith(LINKS_CUT_ERRORS):
+                self.links_cut += 1
         seconds = max(0.0, elapsed_ms / 1000)
         self.slots[bisect.bisect_left(LATENCY_BUCKETS_S, seconds)] += 1
         self.sum_s += seconds
@@ -215,6 +226,7 @@ def run_stats(
         "pages_added": added.get("pages", 0),
         "duplicates": added.get("duplicates", 0),
         "near_duplicates": added.get("near_duplicates", 0),
+        "links_cut": figures.links_cut,
         "blocked": sum(n for _, n in figures.blocked),
         "blocked_by_reason": dict(figures.blocked),
         "robots_txt_fetched": figures.robots_txt_fetched,
@@ -325,6 +337,7 @@ def cluster_run_stats(
         transport_errors=tuple(sorted(tally.errors.items())),
         blocked=tuple(sorted((k, v) for k, v in blocked.items() if v)),
         latency=tally.latency(),
+        links_cut=tally.links_cut,
     )
     stats = run_stats(
         run_id=run_id, finish_reason=finish_reason, started_at=started_at,

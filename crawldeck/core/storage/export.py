@@ -488,6 +488,12 @@ _SQL_BLOCKED_LINKS: Final = (
     "SELECT b.reason, count(*) FROM blocked b CROSS JOIN links l ON l.to_url = b.url"
     f" WHERE b.reason NOT IN {_BROKEN_REASONS} GROUP BY b.reason ORDER BY b.reason"
 )
+#: Links whose target was neither fetched nor refused (``LinkCheck.tried`` false and no
+#: ``blocked``: ``crawldeck links``' ``not fetched``).
+_SQL_UNCHECKED_LINKS: Final = (
+    "SELECT count(*) FROM links l WHERE NOT EXISTS (SELECT 1 FROM pages p WHERE p.url ="
+    " l.to_url) AND NOT EXISTS (SELECT 1 FROM blocked b WHERE b.url = l.to_url)"
+)
 
 
 def link_report(db: Path, *, broken: bool) -> Iterator[LinkCheck]:
@@ -554,6 +560,22 @@ def blocked_links(db: Path) -> dict[str, int]:
     try:
         with contextlib.closing(_connect(path)) as conn:
             return dict(conn.execute(_SQL_BLOCKED_LINKS).fetchall())
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
+
+
+def unchecked_links(db: Path) -> int:
+    """Links of ``db`` whose target was never checked: neither fetched (no ``pages``
+    row) nor refused (no ``blocked`` row), still queued when the crawl stopped (a
+    budget, Ctrl-C); 0 after a crawl that finished. Read-only.
+
+    Raises:
+        StoreError: as ``export``.
+    """
+    path = Path(db)
+    try:
+        with contextlib.closing(_connect(path)) as conn:
+            return int(conn.execute(_SQL_UNCHECKED_LINKS).fetchone()[0])
     except sqlite3.Error as exc:
         raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
 
