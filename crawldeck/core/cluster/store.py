@@ -39,7 +39,7 @@ import logging
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, NoReturn, TypeVar
+from typing import Any, Literal, NoReturn
 
 from crawldeck.core.cluster import wire
 from crawldeck.core.cluster.flush import (
@@ -82,8 +82,6 @@ from crawldeck.core.records import (
 from crawldeck.core.storage.archive import WarcHome
 
 log = logging.getLogger("crawldeck.cluster")
-
-_T = TypeVar("_T")
 
 #: Ops buffered before ``room`` makes the engine wait for the flusher.
 MAX_PENDING = 4000
