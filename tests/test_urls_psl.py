@@ -147,7 +147,7 @@ def test_a_lookup_loads_neither_tldextract_nor_the_list_before_a_host_name() -> 
     imports and a 5.9 MiB trie in the crawl before)."""
     probe = (
         "import sys\n"
-        "from crawldeck.core import urls\n"
+        "from crawldeck.core.policy import urls\n"
         "def held():\n"
         "    return sorted(m for m in ('tldextract', 'requests', 'urllib3', 'filelock',"
         " 'publicsuffixlist') if m in sys.modules)\n"
