@@ -574,6 +574,19 @@ def test_summary_shows_duplicates_once_there_are_some() -> None:
     assert lines[2] == "dupes    7 exact · 2 near"
 
 
+def test_eta_says_paused_while_the_crawl_is_paused() -> None:
+    """issue #25 item 7: the rates fall while a paused crawl fetches nothing, so the
+    ETA grew with the pause; the header and the summary now say ``ETA paused``."""
+    from crawldeck.tui.screens import status_text as header_text
+    from crawldeck.tui.screens import summary_text
+
+    running = snapshot_at(10)
+    assert "ETA 0:" in header_text("RUNNING", "crawl.db", running, 80).plain
+    paused = snapshot_at(10, state="paused")
+    assert " · ETA paused · " in header_text("PAUSED", "crawl.db", paused, 80).plain
+    assert summary_text(paused).plain.splitlines()[1].endswith("% ETA paused")
+
+
 async def test_header_pages_agree_with_the_hosts_fetched(tmp_path: Path) -> None:
     """issue #25: the header said ``pages 37/100`` while the hosts table summed 48
     fetched (pages were counted at the store's commit); now every frame's header

@@ -84,13 +84,16 @@ def budget_left_s(snap: CrawlSnapshot) -> list[float | None]:
 
 def eta_text(snap: CrawlSnapshot) -> str | None:
     """The time left to the first budget the run will reach (``budget_left_s``):
-    ``h:mm:ss``, ``done``, or ``-`` (no rate yet, or the run is over short of it);
-    ``None`` without a budget (nothing to estimate)."""
+    ``h:mm:ss``, ``done``, ``paused`` (the crawl is paused: its rates fall while
+    nothing is fetched, so a figure would only grow), or ``-`` (no rate yet, or the run
+    is over short of it); ``None`` without a budget (nothing to estimate)."""
     left = budget_left_s(snap)
     if not left:
         return None
     if 0.0 in left:
         return "done"
+    if snap.state == "paused":
+        return "paused"
     known = [s for s in left if s is not None]
     over = snap.state in ("finished", "stopped")
     return "-" if over or not known else fmt_duration(min(known))
