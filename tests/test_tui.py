@@ -201,6 +201,18 @@ async def test_slash_filters_hosts_through_one_query() -> None:
         assert focused(app) is app.query_one("#hosts-table", LineTable)
 
 
+async def test_hosts_info_says_the_busiest_host_of_one() -> None:
+    """issue #25 item 7: one host shown read ``showing the 1 busiest``."""
+    app = recording_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        info = app.query_one("#hosts-info", Static)
+        assert "showing the 11 busiest, busiest first" in str(info.content)
+        app.draw(replace(snapshot_at(30), hosts=HOSTS[:1]))
+        await pilot.pause()
+        assert "showing the busiest host, busiest first" in str(info.content)
+
+
 async def test_slash_filters_blocked_by_reason_and_host() -> None:
     app = recording_app()
     async with app.run_test(size=SIZE) as pilot:

@@ -329,6 +329,8 @@ class HostsPanel(Vertical):
             scope = f"final rows of {plural(len(rows), 'host')}"
         elif self.filter_text:
             scope = f"{plural(len(rows), 'host')} match {self.filter_text!r}"
+        elif len(rows) == 1:
+            scope = "showing the busiest host"
         else:
             scope = f"showing the {len(rows)} busiest"
         order = "busiest first" if self.sort_column is None else f"sorted by {self.sort_column}"
