@@ -27,7 +27,7 @@ from textual.widgets import Input, Static, TabbedContent
 
 from crawldeck.core.config import build_config
 from crawldeck.core.crawl.engine import Engine
-from crawldeck.core.crawl.snapshot import CrawlSnapshot, HostDetail
+from crawldeck.core.crawl.snapshot import CrawlSnapshot, CrawlState, HostDetail
 from crawldeck.core.storage.store import Store
 from crawldeck.localweb import LocalWeb
 from crawldeck.tui.app import CrawlApp, CrawlSource, run_console
@@ -597,6 +597,25 @@ def test_eta_says_paused_while_the_crawl_is_paused() -> None:
     paused = snapshot_at(10, state="paused")
     assert " · ETA paused · " in header_text("PAUSED", "crawl.db", paused, 80).plain
     assert summary_text(paused).plain.splitlines()[1].endswith("% ETA paused")
+
+
+async def test_an_ended_crawl_calls_no_host_active() -> None:
+    """issue #25 item 7: after the end the summary and the hosts line said ``2 known ·
+    2 active``; they now count the hosts with URLs left, and no backoff."""
+    from crawldeck.tui.screens import summary_text
+
+    running = summary_text(snapshot_at(10)).plain
+    assert "hosts    12 known · 11 active · 3 backoff" in running
+    ended: tuple[CrawlState, ...] = ("finished", "stopped")
+    for state in ended:
+        over = summary_text(snapshot_at(10, state=state)).plain
+        assert "hosts    12 known · 11 with URLs left\n" in over
+    app = recording_app(finish=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.result is not None)
+        await pilot.pause()
+        info = str(app.query_one("#hosts-info", Static).content)
+        assert info.startswith("12 known · 11 with URLs left — final rows of "), info
 
 
 async def test_header_pages_agree_with_the_hosts_fetched(tmp_path: Path) -> None:

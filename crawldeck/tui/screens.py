@@ -35,10 +35,12 @@ from crawldeck.core.words import plural
 from crawldeck.tui.widgets import (
     DELAY_SOURCES,
     OrderedInput,
+    crawl_over,
     fmt_bytes,
     fmt_clock,
     fmt_countdown,
     fmt_duration,
+    host_counts,
     host_ip,
     robots_label,
     set_static,
@@ -95,8 +97,7 @@ def eta_text(snap: CrawlSnapshot) -> str | None:
     if snap.state == "paused":
         return "paused"
     known = [s for s in left if s is not None]
-    over = snap.state in ("finished", "stopped")
-    return "-" if over or not known else fmt_duration(min(known))
+    return "-" if crawl_over(snap) or not known else fmt_duration(min(known))
 
 
 #: Header width in cells from which it starts with the program's name.
@@ -273,8 +274,9 @@ def progress_bar(done: int, total: int, width: int = 16) -> Text:
 def summary_text(snap: CrawlSnapshot) -> Text:
     """Totals, elapsed time (of ``max_time_s``) and the rates over the last
     ``window_s`` seconds, labelled so, status mix, (with a page cap) progress
-    and the ETA (``eta_text``), and the render pool (busy / idle / queued, pages
-    rendered, browsers' memory as PSS).
+    and the ETA (``eta_text``), the hosts (``host_counts``; those in backoff while the
+    crawl runs), and the render pool (busy / idle / queued, pages rendered, browsers'
+    memory as PSS).
 
     Plain ``Text`` lines (no Rich table): it is drawn four times a second.
     """
@@ -310,7 +312,8 @@ def summary_text(snap: CrawlSnapshot) -> Text:
     rendering = renders_in_flight(snap)
     also = f" · {rendering} rendering" if rendering else ""
     row("frontier", f"{c.queued} queued · {fetches_in_flight(snap)} in flight{also}")
-    row("hosts", f"{c.hosts_known} known · {c.hosts_active} active · {c.hosts_backoff} backoff")
+    backoff = "" if crawl_over(snap) else f" · {c.hosts_backoff} backoff"
+    row("hosts", f"{host_counts(snap)}{backoff}")
     row("blocked", f"{sum(c.blocked.values())} · no response {c.errors}")
     r = snap.render
     if r is None:

@@ -194,6 +194,20 @@ def host_cells(row: HostRow, strict_robots: bool) -> list[Cell]:
     ]
 
 
+def crawl_over(snap: CrawlSnapshot) -> bool:
+    """Whether ``snap`` is of a crawl that has ended (``finished`` or ``stopped``)."""
+    return snap.state in ("finished", "stopped")
+
+
+def host_counts(snap: CrawlSnapshot) -> str:
+    """``N known · M active`` while ``snap``'s crawl runs; once it is over no host is
+    active: ``N known · M with URLs left`` (hosts whose queued URLs a next run takes
+    up; 0 after a crawl that finished)."""
+    c = snap.counters
+    active = "with URLs left" if crawl_over(snap) else "active"
+    return f"{c.hosts_known} known · {c.hosts_active} {active}"
+
+
 class HostsPanel(Vertical):
     """The per-host back queues: a filter box, one line of counts, a sortable table.
 
@@ -334,9 +348,9 @@ class HostsPanel(Vertical):
         else:
             scope = f"showing the {len(rows)} busiest"
         order = "busiest first" if self.sort_column is None else f"sorted by {self.sort_column}"
+        backoff = "" if crawl_over(snap) else f" · {c.hosts_backoff} in backoff"
         info = Text.assemble(
-            f"{c.hosts_known} known · {c.hosts_active} active · {c.hosts_backoff} in backoff"
-            f" — {scope}, {order}  ",
+            f"{host_counts(snap)}{backoff} — {scope}, {order}  ",
             ("(s sort, r reverse, Enter detail)", "dim"),
         )
         set_static(self.query_one("#hosts-info", Static), info)
