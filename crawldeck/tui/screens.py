@@ -118,13 +118,17 @@ def fetches_in_flight(snap: CrawlSnapshot) -> int:
     return max(0, snap.counters.in_flight - renders_in_flight(snap))
 
 
-def status_text(state: str, db_name: str, snap: CrawlSnapshot | None, width: int) -> Text:
-    """The header line (``StatusBar``) in a terminal ``width`` cells wide: ``state``
-    (upper case), the crawl file's name and ``snap``'s totals; ``pages`` counts the
-    pages fetched (``CrawlSnapshot.pages_done``: the hosts table's ``fetched`` summed)."""
+def status_text(
+    state: str, db_name: str, snap: CrawlSnapshot | None, width: int, brand: str = "crawldeck"
+) -> Text:
+    """The header line (``StatusBar``) in a terminal ``width`` cells wide: ``brand``
+    (the program's name, ``crawldeck attach`` for the attached console; from
+    ``WIDE_HEADER`` cells on), ``state`` (upper case), the crawl file's name and
+    ``snap``'s totals; ``pages`` counts the pages fetched (``CrawlSnapshot.pages_done``:
+    the hosts table's ``fetched`` summed)."""
     # the name of the program is the first thing an 80-column header gives up
-    brand = (" crawldeck ", "bold") if width >= WIDE_HEADER else ""
-    text = Text.assemble(brand, (f" {state} ", STATE_STYLES.get(state, "bold")), f"  {db_name}")
+    name = (f" {brand} ", "bold") if width >= WIDE_HEADER else ""
+    text = Text.assemble(name, (f" {state} ", STATE_STYLES.get(state, "bold")), f"  {db_name}")
     if snap is not None:
         c = snap.counters
         cap = f"/{snap.max_pages}" if snap.max_pages else ""
@@ -147,13 +151,14 @@ class StatusBar(Static):
 
     The figures come most needed first (pages, pages/s, the fetches in flight, the ETA
     of the budgets, the queue), so a narrow terminal (80 columns) cuts only what the
-    throughput panel also shows; under ``WIDE_HEADER`` cells the program's name is left
-    out.
+    throughput panel also shows; under ``WIDE_HEADER`` cells the program's name (the
+    app's title: ``crawldeck``, ``crawldeck attach``) is left out.
     """
 
     def show(self, state: str, db_name: str, snap: CrawlSnapshot | None) -> None:
         """Draw ``state`` (upper case), the crawl file's name and ``snap``'s totals."""
-        set_static(self, status_text(state, db_name, snap, self.app.size.width))
+        width = self.app.size.width
+        set_static(self, status_text(state, db_name, snap, width, self.app.title))
 
 
 # ------------------------------------------------------------------- throughput
