@@ -15,9 +15,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
-from test_tui_snapshots import HOSTS, FakeEngine, settle, snapshot_at
+from test_tui_snapshots import HOSTS, FakeEngine, detail_of, settle, snapshot_at
 from textual import events
 from textual.keys import _character_to_key
 from textual.notifications import SeverityLevel
@@ -616,6 +617,21 @@ async def test_an_ended_crawl_calls_no_host_active() -> None:
         await pilot.pause()
         info = str(app.query_one("#hosts-info", Static).content)
         assert info.startswith("12 known · 11 with URLs left — final rows of "), info
+
+
+def test_hosts_table_counts_fetches_in_flight_as_the_header_does() -> None:
+    """issue #25 item 7: ``infl`` counts a host's fetches, not its pages rendering
+    (``HostRow.rendering``), as the header does; the host detail says both."""
+    from crawldeck.tui.screens import _detail_summary
+    from crawldeck.tui.widgets import HOST_COLUMNS, host_cells
+
+    row = replace(HOSTS[0], in_flight=1, rendering=2)
+    cells = dict(zip((c.key for c in HOST_COLUMNS), host_cells(row, False), strict=True))
+    assert str(cells["in_flight"]) == "1"
+    detail = detail_of(row)
+    console = Console(width=120, record=True)
+    console.print(_detail_summary(detail, False))
+    assert "412 queued · 1 in flight · 2 rendering · 830 fetched" in console.export_text()
 
 
 async def test_header_pages_agree_with_the_hosts_fetched(tmp_path: Path) -> None:

@@ -654,10 +654,11 @@ def _detail_summary(detail: HostDetail, strict_robots: bool) -> Table:
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
     grid.add_row("IP", host_ip(row))
+    rendering = f" · {row.rendering} rendering" if row.rendering else ""
     grid.add_row(
         "queue",
-        f"{row.queued} queued · {row.in_flight} in flight · {row.fetched} fetched · "
-        f"{plural(row.errors, 'error')}",
+        f"{row.queued} queued · {row.in_flight} in flight{rendering} · {row.fetched} fetched"
+        f" · {plural(row.errors, 'error')}",
     )
     source = DELAY_SOURCES.get(row.delay_source, row.delay_source)
     grid.add_row(

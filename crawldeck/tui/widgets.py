@@ -175,10 +175,12 @@ HOST_WIDTH = (18, 32)
 
 
 def host_cells(row: HostRow, strict_robots: bool) -> list[Cell]:
-    """The cells of one hosts-table row, in ``HOST_COLUMNS`` order."""
+    """The cells of one hosts-table row, in ``HOST_COLUMNS`` order; ``infl`` counts the
+    host's fetches under way (its pages rendering are not fetches: the host detail
+    counts them), as the header does (``screens.fetches_in_flight``)."""
     source = DELAY_SOURCES.get(row.delay_source, row.delay_source)
     return [
-        Text(row.host, style="bold") if row.in_flight else row.host,
+        Text(row.host, style="bold") if row.in_flight or row.rendering else row.host,
         _num(row.queued),
         _num(row.in_flight),
         _num(row.fetched),
