@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 from clikit import CRAWLDECK, main_in
 from crawlkit import rows
+from test_tui_snapshots import FakeEngine, settle, snapshot_at
 
 from crawldeck.core.crawl.attach import (
     ATTACHED_COMMANDS,
@@ -46,6 +47,7 @@ from crawldeck.core.crawl.snapshot import (
     HostRow,
 )
 from crawldeck.core.errors import AttachError
+from crawldeck.tui.app import CrawlApp
 from crawldeck.tui.attach import DETACH_TIP, STOP_TIP, AttachedApp, SocketSource
 from crawldeck.tui.screens import key_rows
 
@@ -214,7 +216,8 @@ async def test_the_attached_console_is_the_console_and_q_detaches(tmp_path: Path
         app = AttachedApp(source, db)
         async with app.run_test(size=(120, 40)) as pilot:
             await until(lambda: app.snapshot is not None, "the first picture")
-            assert "(attached)" in str(app.screen.query_one("#status").render())
+            header = str(app.screen.query_one("#status").render())
+            assert header.startswith(" crawldeck attach  RUNNING   "), header
             await pilot.press("p")
             assert app.display_state() == "PAUSED"
             await until(lambda: source.snapshot().state == "paused", "the crawl paused")
@@ -230,6 +233,29 @@ async def test_the_attached_console_is_the_console_and_q_detaches(tmp_path: Path
         assert again.snapshot().state == "paused"  # the crawl as the console left it
         await asyncio.to_thread(again.resume)
         again.close()
+
+
+class FakeSource(FakeEngine):
+    """The fake crawl of the console's tests, as ``AttachedApp`` reads a source."""
+
+    strict_robots = False
+    resume_hint: str | None = None
+    on_error: Callable[[str], None] | None = None
+
+
+async def test_the_attached_header_fits_80_columns_as_the_consoles_does() -> None:
+    """issue #25 item 7: ``crawl.db (attached)`` pushed the header's figures past 80
+    columns; the attached console's title now leads the header from ``WIDE_HEADER``
+    columns on, and is left out below, as the console's name is."""
+    snaps = [snapshot_at(i) for i in range(31)]
+    headers = []
+    for app in (AttachedApp(FakeSource(snaps), Path("crawl.db")),  # type: ignore[arg-type]
+                CrawlApp(FakeEngine(snaps), Path("crawl.db"))):  # fmt: skip
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            headers.append(str(app.screen.query_one("#status").render()))
+    assert headers[0] == headers[1]
+    assert headers[0].startswith(" RUNNING   crawl.db  pages 970/6000 · 28.4/s · in flight 3 · ETA")
 
 
 async def test_shift_s_in_the_attached_console_stops_the_crawl(tmp_path: Path) -> None:

@@ -267,6 +267,19 @@ def test_host_row_shows_the_politeness_wait_while_a_fetch_is_in_flight(rig: Rig)
     assert obs.host_row("a.test", T + 0.5).next_fetch_in_s == 1.0
 
 
+def test_host_row_counts_a_page_rendering_apart_from_the_fetches(rig: Rig) -> None:
+    """issue #25 item 7: the hosts table counted a page rendering as a fetch in flight
+    while the header did not; the row now carries the fetches and the renders apart."""
+    obs = rig.obs
+    a = obs.stats("a.test", None)
+    obs.start("a.test", a)
+    obs.start("a.test", a)
+    a.rendering += 1  # one of the two is past its fetch (``ContentReader.read``)
+    row = obs.host_row("a.test", rig.clock.now)
+    assert (row.in_flight, row.rendering) == (1, 1)
+    assert obs.query_hosts() == (row,)  # busy all the same
+
+
 def test_query_hosts_ranks_the_busiest_first_and_filters_by_text(rig: Rig) -> None:
     obs = rig.obs
     for host, in_flight, queued, fetched in [

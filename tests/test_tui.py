@@ -15,9 +15,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
-from test_tui_snapshots import HOSTS, FakeEngine, settle, snapshot_at
+from test_tui_snapshots import HOSTS, FakeEngine, detail_of, settle, snapshot_at
 from textual import events
 from textual.keys import _character_to_key
 from textual.notifications import SeverityLevel
@@ -27,7 +28,7 @@ from textual.widgets import Input, Static, TabbedContent
 
 from crawldeck.core.config import build_config
 from crawldeck.core.crawl.engine import Engine
-from crawldeck.core.crawl.snapshot import CrawlSnapshot, HostDetail
+from crawldeck.core.crawl.snapshot import CrawlSnapshot, CrawlState, HostDetail
 from crawldeck.core.storage.store import Store
 from crawldeck.localweb import LocalWeb
 from crawldeck.tui.app import CrawlApp, CrawlSource, run_console
@@ -199,6 +200,18 @@ async def test_slash_filters_hosts_through_one_query() -> None:
         await pilot.press("slash", "ctrl+a", "ctrl+k", "escape")
         await wait_until(pilot, lambda: len(table_hosts(app)) == 11)
         assert focused(app) is app.query_one("#hosts-table", LineTable)
+
+
+async def test_hosts_info_says_the_busiest_host_of_one() -> None:
+    """issue #25 item 7: one host shown read ``showing the 1 busiest``."""
+    app = recording_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        info = app.query_one("#hosts-info", Static)
+        assert "showing the 11 busiest, busiest first" in str(info.content)
+        app.draw(replace(snapshot_at(30), hosts=HOSTS[:1]))
+        await pilot.pause()
+        assert "showing the busiest host, busiest first" in str(info.content)
 
 
 async def test_slash_filters_blocked_by_reason_and_host() -> None:
@@ -572,6 +585,53 @@ def test_summary_shows_duplicates_once_there_are_some() -> None:
     counters = replace(snap.counters, duplicates=7, near_duplicates=2)
     lines = summary_text(replace(snap, counters=counters)).plain.splitlines()
     assert lines[2] == "dupes    7 exact · 2 near"
+
+
+def test_eta_says_paused_while_the_crawl_is_paused() -> None:
+    """issue #25 item 7: the rates fall while a paused crawl fetches nothing, so the
+    ETA grew with the pause; the header and the summary now say ``ETA paused``."""
+    from crawldeck.tui.screens import status_text as header_text
+    from crawldeck.tui.screens import summary_text
+
+    running = snapshot_at(10)
+    assert "ETA 0:" in header_text("RUNNING", "crawl.db", running, 80).plain
+    paused = snapshot_at(10, state="paused")
+    assert " · ETA paused · " in header_text("PAUSED", "crawl.db", paused, 80).plain
+    assert summary_text(paused).plain.splitlines()[1].endswith("% ETA paused")
+
+
+async def test_an_ended_crawl_calls_no_host_active() -> None:
+    """issue #25 item 7: after the end the summary and the hosts line said ``2 known ·
+    2 active``; they now count the hosts with URLs left, and no backoff."""
+    from crawldeck.tui.screens import summary_text
+
+    running = summary_text(snapshot_at(10)).plain
+    assert "hosts    12 known · 11 active · 3 backoff" in running
+    ended: tuple[CrawlState, ...] = ("finished", "stopped")
+    for state in ended:
+        over = summary_text(snapshot_at(10, state=state)).plain
+        assert "hosts    12 known · 11 with URLs left\n" in over
+    app = recording_app(finish=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.result is not None)
+        await pilot.pause()
+        info = str(app.query_one("#hosts-info", Static).content)
+        assert info.startswith("12 known · 11 with URLs left — final rows of "), info
+
+
+def test_hosts_table_counts_fetches_in_flight_as_the_header_does() -> None:
+    """issue #25 item 7: ``infl`` counts a host's fetches, not its pages rendering
+    (``HostRow.rendering``), as the header does; the host detail says both."""
+    from crawldeck.tui.screens import _detail_summary
+    from crawldeck.tui.widgets import HOST_COLUMNS, host_cells
+
+    row = replace(HOSTS[0], in_flight=1, rendering=2)
+    cells = dict(zip((c.key for c in HOST_COLUMNS), host_cells(row, False), strict=True))
+    assert str(cells["in_flight"]) == "1"
+    detail = detail_of(row)
+    console = Console(width=120, record=True)
+    console.print(_detail_summary(detail, False))
+    assert "412 queued · 1 in flight · 2 rendering · 830 fetched" in console.export_text()
 
 
 async def test_header_pages_agree_with_the_hosts_fetched(tmp_path: Path) -> None:

@@ -377,15 +377,15 @@ async def test_q_shows_the_resume_command_while_the_run_stops() -> None:
         assert app.display_state() == "STOPPING"
         assert app.query_one("#resume").display
         assert plain(app, "#resume") == (
-            f"Stopping: in-flight fetches finish, state is saved.  {RESUME}"
+            f"Stopping: in-flight fetches finish, state is saved. {RESUME}"
         )
         engine.done.set()
         await pilot.pause(0.2)
     assert app.result is not None and app.result.outcome == "stopped"
 
 
-GO_ON = ("to go on: the same command with a higher {} (it counts every run of the crawl "
-         "file, so the same cap fetches nothing more)")  # fmt: skip
+GO_ON = ("To continue, run the same command with a higher {} (it counts every run of the "
+         "crawl file, so the same cap fetches nothing more).")  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -408,7 +408,7 @@ async def test_a_budget_stop_keeps_the_console_open_with_the_way_on(
         assert app.is_running and app.display_state() == "STOPPED"
         assert plain(app, "#status").startswith(" STOPPED   crawl.db  pages")
         assert "ETA -" in plain(app, "#status")  # no estimate once the run is over
-        assert plain(app, "#resume") == f"Stopped: {reason}; q quits.  {hint}"
+        assert plain(app, "#resume") == f"Stopped: {reason}; q quits. {hint}"
         await pilot.press("q")
         await pilot.pause()
     assert not app.is_running
@@ -487,7 +487,7 @@ async def test_run_console_shows_the_hint_it_is_given(monkeypatch: pytest.Monkey
     )
     await driver
     assert result is not None and result.outcome == "stopped"
-    assert seen == [f"Stopping: in-flight fetches finish, state is saved.  {hint}"]
+    assert seen == [f"Stopping: in-flight fetches finish, state is saved. {hint}"]
 
 
 def test_history_charts_only_the_buckets_that_are_over() -> None:

@@ -310,7 +310,7 @@ class CrawlApp(App[None]):
         text = Text(why, style="bold")
         hint = go_on or self.resume_hint
         if hint is not None:
-            text.append("  ")
+            text.append(" ")
             text.append(hint, style="bold cyan")
         resume = self.query_one("#resume", Static)
         resume.update(text)

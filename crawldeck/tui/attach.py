@@ -47,7 +47,6 @@ from crawldeck.core.crawl.engine import CrawlResult, Outcome
 from crawldeck.core.crawl.snapshot import CrawlSnapshot, HostDetail, HostRow
 from crawldeck.core.errors import AttachError
 from crawldeck.tui.app import CrawlApp, run_app
-from crawldeck.tui.screens import StatusBar
 from crawldeck.tui.terminal import HangupTolerantDriver
 
 #: Seconds a read or command of the console may wait for the crawl's answer.
@@ -297,6 +296,9 @@ class AttachedApp(CrawlApp):
         source: the connected crawl.
         db: the crawl file as the operator named it (``e`` exports beside it).
 
+    Its header starts with its title, ``crawldeck attach``, from ``screens.WIDE_HEADER``
+    cells on and is the console's below (``StatusBar``: 80 columns keep the figures).
+
     After the app exits, ``result`` holds the crawl's ``CrawlResult`` when its run
     ended while attached (``None``: detached before), ``error`` what ``run`` raised (an
     ``AttachError``: the crawl went away).
@@ -338,11 +340,6 @@ class AttachedApp(CrawlApp):
         self.engine.request_stop()
         self._draw_status()
         self._show_resume("Stopping: in-flight fetches finish, state is saved.")
-
-    def _draw_status(self) -> None:
-        state = self.display_state()
-        self.sub_title = state
-        self.query_one(StatusBar).show(state, f"{self.db.name} (attached)", self.snapshot)
 
 
 async def run_attached(

@@ -35,10 +35,12 @@ from crawldeck.core.words import plural
 from crawldeck.tui.widgets import (
     DELAY_SOURCES,
     OrderedInput,
+    crawl_over,
     fmt_bytes,
     fmt_clock,
     fmt_countdown,
     fmt_duration,
+    host_counts,
     host_ip,
     robots_label,
     set_static,
@@ -84,16 +86,18 @@ def budget_left_s(snap: CrawlSnapshot) -> list[float | None]:
 
 def eta_text(snap: CrawlSnapshot) -> str | None:
     """The time left to the first budget the run will reach (``budget_left_s``):
-    ``h:mm:ss``, ``done``, or ``-`` (no rate yet, or the run is over short of it);
-    ``None`` without a budget (nothing to estimate)."""
+    ``h:mm:ss``, ``done``, ``paused`` (the crawl is paused: its rates fall while
+    nothing is fetched, so a figure would only grow), or ``-`` (no rate yet, or the run
+    is over short of it); ``None`` without a budget (nothing to estimate)."""
     left = budget_left_s(snap)
     if not left:
         return None
     if 0.0 in left:
         return "done"
+    if snap.state == "paused":
+        return "paused"
     known = [s for s in left if s is not None]
-    over = snap.state in ("finished", "stopped")
-    return "-" if over or not known else fmt_duration(min(known))
+    return "-" if crawl_over(snap) or not known else fmt_duration(min(known))
 
 
 #: Header width in cells from which it starts with the program's name.
@@ -114,13 +118,17 @@ def fetches_in_flight(snap: CrawlSnapshot) -> int:
     return max(0, snap.counters.in_flight - renders_in_flight(snap))
 
 
-def status_text(state: str, db_name: str, snap: CrawlSnapshot | None, width: int) -> Text:
-    """The header line (``StatusBar``) in a terminal ``width`` cells wide: ``state``
-    (upper case), the crawl file's name and ``snap``'s totals; ``pages`` counts the
-    pages fetched (``CrawlSnapshot.pages_done``: the hosts table's ``fetched`` summed)."""
+def status_text(
+    state: str, db_name: str, snap: CrawlSnapshot | None, width: int, brand: str = "crawldeck"
+) -> Text:
+    """The header line (``StatusBar``) in a terminal ``width`` cells wide: ``brand``
+    (the program's name, ``crawldeck attach`` for the attached console; from
+    ``WIDE_HEADER`` cells on), ``state`` (upper case), the crawl file's name and
+    ``snap``'s totals; ``pages`` counts the pages fetched (``CrawlSnapshot.pages_done``:
+    the hosts table's ``fetched`` summed)."""
     # the name of the program is the first thing an 80-column header gives up
-    brand = (" crawldeck ", "bold") if width >= WIDE_HEADER else ""
-    text = Text.assemble(brand, (f" {state} ", STATE_STYLES.get(state, "bold")), f"  {db_name}")
+    name = (f" {brand} ", "bold") if width >= WIDE_HEADER else ""
+    text = Text.assemble(name, (f" {state} ", STATE_STYLES.get(state, "bold")), f"  {db_name}")
     if snap is not None:
         c = snap.counters
         cap = f"/{snap.max_pages}" if snap.max_pages else ""
@@ -143,13 +151,14 @@ class StatusBar(Static):
 
     The figures come most needed first (pages, pages/s, the fetches in flight, the ETA
     of the budgets, the queue), so a narrow terminal (80 columns) cuts only what the
-    throughput panel also shows; under ``WIDE_HEADER`` cells the program's name is left
-    out.
+    throughput panel also shows; under ``WIDE_HEADER`` cells the program's name (the
+    app's title: ``crawldeck``, ``crawldeck attach``) is left out.
     """
 
     def show(self, state: str, db_name: str, snap: CrawlSnapshot | None) -> None:
         """Draw ``state`` (upper case), the crawl file's name and ``snap``'s totals."""
-        set_static(self, status_text(state, db_name, snap, self.app.size.width))
+        width = self.app.size.width
+        set_static(self, status_text(state, db_name, snap, width, self.app.title))
 
 
 # ------------------------------------------------------------------- throughput
@@ -270,8 +279,9 @@ def progress_bar(done: int, total: int, width: int = 16) -> Text:
 def summary_text(snap: CrawlSnapshot) -> Text:
     """Totals, elapsed time (of ``max_time_s``) and the rates over the last
     ``window_s`` seconds, labelled so, status mix, (with a page cap) progress
-    and the ETA (``eta_text``), and the render pool (busy / idle / queued, pages
-    rendered, browsers' memory as PSS).
+    and the ETA (``eta_text``), the hosts (``host_counts``; those in backoff while the
+    crawl runs), and the render pool (busy / idle / queued, pages rendered, browsers'
+    memory as PSS).
 
     Plain ``Text`` lines (no Rich table): it is drawn four times a second.
     """
@@ -307,7 +317,8 @@ def summary_text(snap: CrawlSnapshot) -> Text:
     rendering = renders_in_flight(snap)
     also = f" · {rendering} rendering" if rendering else ""
     row("frontier", f"{c.queued} queued · {fetches_in_flight(snap)} in flight{also}")
-    row("hosts", f"{c.hosts_known} known · {c.hosts_active} active · {c.hosts_backoff} backoff")
+    backoff = "" if crawl_over(snap) else f" · {c.hosts_backoff} backoff"
+    row("hosts", f"{host_counts(snap)}{backoff}")
     row("blocked", f"{sum(c.blocked.values())} · no response {c.errors}")
     r = snap.render
     if r is None:
@@ -643,10 +654,11 @@ def _detail_summary(detail: HostDetail, strict_robots: bool) -> Table:
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
     grid.add_row("IP", host_ip(row))
+    rendering = f" · {row.rendering} rendering" if row.rendering else ""
     grid.add_row(
         "queue",
-        f"{row.queued} queued · {row.in_flight} in flight · {row.fetched} fetched · "
-        f"{plural(row.errors, 'error')}",
+        f"{row.queued} queued · {row.in_flight} in flight{rendering} · {row.fetched} fetched"
+        f" · {plural(row.errors, 'error')}",
     )
     source = DELAY_SOURCES.get(row.delay_source, row.delay_source)
     grid.add_row(

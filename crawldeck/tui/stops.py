@@ -16,14 +16,14 @@ BUDGET_FLAGS = {**WHOLE_CRAWL_BUDGETS, "max_time": "--max-time"}
 
 
 def go_on_note(outcome: str) -> str | None:
-    """How to go on after a run ended by a whole-crawl budget (``outcome`` ``max_pages``
+    """How to continue after a run ended by a whole-crawl budget (``outcome`` ``max_pages``
     or ``max_bytes``): the same command with a higher cap; ``None`` for other outcomes
     (a stopped run, or one out of ``--max-time``, goes on with the same command)."""
     flag = WHOLE_CRAWL_BUDGETS.get(outcome)
     if flag is None:
         return None
-    return (f"to go on: the same command with a higher {flag} (it counts every run of "
-            "the crawl file, so the same cap fetches nothing more)")  # fmt: skip
+    return (f"To continue, run the same command with a higher {flag} (it counts every "
+            "run of the crawl file, so the same cap fetches nothing more).")  # fmt: skip
 
 
 def stop_signals() -> tuple[signal.Signals, ...]:

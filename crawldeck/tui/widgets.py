@@ -175,10 +175,12 @@ HOST_WIDTH = (18, 32)
 
 
 def host_cells(row: HostRow, strict_robots: bool) -> list[Cell]:
-    """The cells of one hosts-table row, in ``HOST_COLUMNS`` order."""
+    """The cells of one hosts-table row, in ``HOST_COLUMNS`` order; ``infl`` counts the
+    host's fetches under way (its pages rendering are not fetches: the host detail
+    counts them), as the header does (``screens.fetches_in_flight``)."""
     source = DELAY_SOURCES.get(row.delay_source, row.delay_source)
     return [
-        Text(row.host, style="bold") if row.in_flight else row.host,
+        Text(row.host, style="bold") if row.in_flight or row.rendering else row.host,
         _num(row.queued),
         _num(row.in_flight),
         _num(row.fetched),
@@ -192,6 +194,20 @@ def host_cells(row: HostRow, strict_robots: bool) -> list[Cell]:
         _num(row.tokens, "{:.1f}"),
         host_ip(row),
     ]
+
+
+def crawl_over(snap: CrawlSnapshot) -> bool:
+    """Whether ``snap`` is of a crawl that has ended (``finished`` or ``stopped``)."""
+    return snap.state in ("finished", "stopped")
+
+
+def host_counts(snap: CrawlSnapshot) -> str:
+    """``N known · M active`` while ``snap``'s crawl runs; once it is over no host is
+    active: ``N known · M with URLs left`` (hosts whose queued URLs a next run takes
+    up; 0 after a crawl that finished)."""
+    c = snap.counters
+    active = "with URLs left" if crawl_over(snap) else "active"
+    return f"{c.hosts_known} known · {c.hosts_active} {active}"
 
 
 class HostsPanel(Vertical):
@@ -329,12 +345,14 @@ class HostsPanel(Vertical):
             scope = f"final rows of {plural(len(rows), 'host')}"
         elif self.filter_text:
             scope = f"{plural(len(rows), 'host')} match {self.filter_text!r}"
+        elif len(rows) == 1:
+            scope = "showing the busiest host"
         else:
             scope = f"showing the {len(rows)} busiest"
         order = "busiest first" if self.sort_column is None else f"sorted by {self.sort_column}"
+        backoff = "" if crawl_over(snap) else f" · {c.hosts_backoff} in backoff"
         info = Text.assemble(
-            f"{c.hosts_known} known · {c.hosts_active} active · {c.hosts_backoff} in backoff"
-            f" — {scope}, {order}  ",
+            f"{host_counts(snap)}{backoff} — {scope}, {order}  ",
             ("(s sort, r reverse, Enter detail)", "dim"),
         )
         set_static(self.query_one("#hosts-info", Static), info)

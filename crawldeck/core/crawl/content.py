@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from crawldeck.core.config import CrawlConfig
+from crawldeck.core.crawl.observer import HostStats
 from crawldeck.core.errors import ParseError, RenderUnavailable
 from crawldeck.core.net.parse import ParsePool
 from crawldeck.core.policy.links import Extracted, is_html
@@ -74,9 +75,10 @@ class ContentReader:
         nothing else is kept, so other bodies (a 700 MB zip) are not downloaded."""
         return is_html(media_type)
 
-    async def read(self, host: str, result: FetchResult) -> Content:
+    async def read(self, host: str, stats: HostStats, result: FetchResult) -> Content:
         """Parse ``result`` (a 2xx HTML answer of ``host``, or anything: others give an
-        empty ``Content``) and render it if it is a shell."""
+        empty ``Content``) and render it if it is a shell, counted meanwhile in
+        ``stats.rendering`` (``host``'s figures)."""
         if not (200 <= result.status < 300 and not result.skipped and is_html(result.content_type)):
             return Content()
         url = result.url
@@ -103,7 +105,11 @@ class ContentReader:
         )  # fmt: skip
         if why is None:
             return Content(extracted)
-        return Content(extracted, await self._render_page(host, result, why))
+        stats.rendering += 1
+        try:
+            return Content(extracted, await self._render_page(host, result, why))
+        finally:
+            stats.rendering -= 1
 
     async def _render_page(self, host: str, result: FetchResult, why: str) -> RenderResult | None:
         """Render a JavaScript shell in the pool (the host stays checked out meanwhile)."""

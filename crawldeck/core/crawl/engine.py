@@ -536,7 +536,7 @@ class Engine:
         if outcome is None:
             return  # put back for a retry
         give_back(None)
-        content = Content() if outcome.retry else await self._content.read(host, result)
+        content = Content() if outcome.retry else await self._content.read(host, stats, result)
         await self._recorder.response(
             entry,
             stats,

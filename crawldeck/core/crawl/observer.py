@@ -70,7 +70,8 @@ class HostStats:
         origin: ``scheme://host[:port]`` (robots.txt's unit, RFC 9309 §2.3).
         fetched: pages recorded (answers and final failures), earlier runs included.
         errors: 5xx answers and failed tries this run.
-        in_flight: URLs of the host being processed now.
+        in_flight: URLs of the host being processed now (``rendering`` included).
+        rendering: those of them past their fetch, rendering or waiting for a browser.
         admitted: URLs of the host admitted to the frontier (all runs).
         demoted, parked, dead, dns_failing: the host's condition (``hosts.state``).
         recent: its last ``RECENT_RESPONSES`` responses, for the detail view.
@@ -84,6 +85,7 @@ class HostStats:
     fetched: int = 0
     errors: int = 0
     in_flight: int = 0
+    rendering: int = 0
     admitted: int = 0
     demoted: bool = False
     parked: bool = False
@@ -439,7 +441,7 @@ class Observer:
         return HostRow(
             host=host,
             queued=self._frontier.queued(host),
-            in_flight=stats.in_flight,
+            in_flight=stats.in_flight - stats.rendering,
             fetched=stats.fetched,
             errors=stats.errors,
             delay_ms=view.delay_ms,
@@ -450,6 +452,7 @@ class Observer:
             robots_status=robots.status if robots else "unknown",
             ip=self._dns.pinned(host),
             state=self.host_state(host, stats, now, final=self.ended_at is not None),
+            rendering=stats.rendering,
         )
 
     def query_hosts(self, text: str = "", limit: int = SNAPSHOT_HOSTS) -> tuple[HostRow, ...]:

@@ -23,7 +23,8 @@ class HostRow:
     Attributes:
         host: the host key (``example.com`` or ``127.0.0.1:8080``).
         queued: URLs of this host waiting in the frontier.
-        in_flight: fetches to this host under way.
+        in_flight: fetches to this host under way (its pages past their fetch,
+            rendering, are in ``rendering``).
         fetched: pages fetched from this host in this crawl (all runs).
         errors: fetches that ended in a network error or a 5xx status.
         delay_ms: the politeness delay in force.
@@ -37,6 +38,8 @@ class HostRow:
         state: the ``hosts.state`` of the host now (``active``, ``backoff``,
             ``parked``, ``demoted``, ``dead``, ``dns_failing``; ``done`` or ``queued``
             once the run is over).
+        rendering: pages of this host fetched and now rendering or waiting for a
+            browser (0 with rendering off).
     """
 
     host: str
@@ -51,6 +54,7 @@ class HostRow:
     robots_status: str
     ip: str | None = None
     state: str = "active"
+    rendering: int = 0
 
 
 @dataclass(frozen=True, slots=True)
