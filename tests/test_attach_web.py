@@ -118,7 +118,7 @@ async def test_two_browsers_see_the_same_crawl_keys_work_and_closing_them_leaves
                 # both pages show the panels of the one crawl
                 await until(
                     lambda: all(
-                        "demo.db (attached)" in s.text() and "Throughput" in s.text()
+                        "crawldeck attach" in s.text() and "Throughput" in s.text()
                         and "Hosts" in s.text() and "RUNNING" in s.text() for s in screens
                     ),
                     "the console in both pages",
