@@ -563,6 +563,40 @@ async def test_the_overview_backoff_count_is_the_backoff_tab_rows() -> None:
         assert app.query_one("#backoff-table", LineTable).row_count == 3
 
 
+class LateEngine(FakeEngine):
+    """A ``FakeEngine`` whose snapshots come after the console drew its first one."""
+
+    def __init__(self, snapshots: list[CrawlSnapshot], drawn: asyncio.Event) -> None:
+        super().__init__(snapshots)
+        self.drawn = drawn
+
+    async def run(self) -> CrawlResult:
+        await self.drawn.wait()
+        return await super().run()
+
+
+async def test_the_tab_labels_catch_up_when_the_snapshots_stop() -> None:
+    """The console draws the first snapshot (1 URL blocked), then the engine publishes
+    the rest in less than the labels' second and stops publishing: a second later the
+    labels and the counts drawn with them show the last snapshot (40 blocked), not
+    the first (the race behind a CI failure of the 80 x 24 snapshot)."""
+    drawn = asyncio.Event()
+    engine = LateEngine([snapshot_at(i) for i in range(STEPS + 1)], drawn)
+    app = CrawlApp(engine, Path("crawl.db"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        while app.snapshot is None:
+            await pilot.pause(0.01)
+        tab = app.query_one(TabbedContent).get_tab("tab-blocked")
+        assert str(tab.label) == "Blocked 1"  # snapshot 0: one URL blocked
+        drawn.set()
+        while engine.published <= STEPS or app.snapshot.counters.pages != LAST.counters.pages:
+            await pilot.pause(0.01)
+        assert not app.drawing_settled  # the labels wait for their second
+        await settle(pilot)
+        assert str(tab.label) == "Blocked 40"
+        assert "blocked  40 · " in plain(app, "#summary")
+
+
 def test_the_stop_reason_names_the_flag_and_its_value() -> None:
     """The console names a setting by its flag (issue #25: it said ``max_pages``)."""
     from crawldeck.tui.app import stop_reason

@@ -288,8 +288,12 @@ async def settle(pilot: Pilot[None]) -> None:
     assert isinstance(app, CrawlApp)
     engine = app.engine
     assert isinstance(engine, FakeEngine)
-    for _ in range(100):
-        if engine.published >= len(engine.snapshots) and app.snapshot is engine.snapshots[-1]:
+    calm = 0
+    for _ in range(400):  # 20 s at most; usually 0.1 s, or a second for the labels
+        # the last snapshot published is on screen, tab labels included, on two polls
+        settled = engine.published >= len(engine.snapshots) and app.drawing_settled
+        calm = calm + 1 if settled else 0
+        if calm == 2:
             break
         await pilot.pause(0.05)
     for screen in app.screen_stack:  # a dialog's input too (app.query sees the base screen)

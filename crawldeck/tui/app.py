@@ -234,6 +234,8 @@ class CrawlApp(App[None]):
         self._detail: HostDetailScreen | None = None
         self._tab_labels: dict[str, str] = {}
         self._labels_at = 0.0
+        self._label_timer: Timer | None = None
+        self._drawn: CrawlSnapshot | None = None
         self._blocked_shown: dict[str, int] = {}
         self._backoff_shown: tuple[BackoffRow, ...] = ()
 
@@ -339,8 +341,28 @@ class CrawlApp(App[None]):
             self._draw_timer = None
         if self._latest is not None:
             self._last_draw = time.monotonic()
+            self._drawn = self._latest
             with contextlib.suppress(NoMatches):  # the app is closing: its widgets are gone
                 self.draw(self._latest)
+
+    def _relabel_now(self) -> None:
+        """The trailing edge of the labels' throttle: when snapshots stop coming (the
+        crawl ended, or a test's engine published its last), the tab labels and the
+        counts drawn with them catch up with the last snapshot a second later."""
+        self._label_timer = None
+        self._labels_at = 0.0
+        self._draw_now()
+
+    @property
+    def drawing_settled(self) -> bool:
+        """Whether the last snapshot received is on screen, tab labels included: no
+        draw and no relabel is pending."""
+        return (
+            self._latest is not None
+            and self._drawn is self._latest
+            and self._draw_timer is None
+            and self._label_timer is None
+        )
 
     def draw(self, snap: CrawlSnapshot) -> None:
         """Draw ``snap``: the header, the throughput panel, the tab on show and (in a
@@ -357,6 +379,13 @@ class CrawlApp(App[None]):
         if relabel:
             self._blocked_shown = c.blocked
             self._backoff_shown = snap.backoff
+            if self._label_timer is not None:
+                self._label_timer.stop()
+                self._label_timer = None
+        elif self._label_timer is None:
+            self._label_timer = self.set_timer(
+                LABELS_EVERY_S - (now - self._labels_at), self._relabel_now
+            )
         # the blocked counts and the hosts backing off change with the tab labels (at
         # most once a second), so a label, the panels and its tab show one figure: the
         # overview's "backoff" counts the Backoff tab's rows (hosts whose last answer
