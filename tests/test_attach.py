@@ -27,6 +27,8 @@ import pytest
 from clikit import CRAWLDECK, main_in
 from crawlkit import rows
 from test_tui_snapshots import FakeEngine, settle, snapshot_at
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
 
 from crawldeck.core.crawl.attach import (
     ATTACHED_COMMANDS,
@@ -256,6 +258,23 @@ async def test_the_attached_header_fits_80_columns_as_the_consoles_does() -> Non
             headers.append(str(app.screen.query_one("#status").render()))
     assert headers[0] == headers[1]
     assert headers[0].startswith(" RUNNING   crawl.db  pages 970/6000 · 28.4/s · in flight 3 · ETA")
+
+
+async def test_the_attached_footer_shows_every_key_whole_at_80_columns() -> None:
+    """issue #25 item 7: at 80 columns the attached console's footer cut ``S Stop crawl``
+    to ``S S``; below 100 columns the footer is compact and every key is whole."""
+    snaps = [snapshot_at(i) for i in range(31)]
+    app = AttachedApp(FakeSource(snaps), Path("crawl.db"))  # type: ignore[arg-type]
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        keys = list(app.screen.query(FooterKey))
+        shown = [(k.key_display, k.description) for k in keys]
+        assert shown[-2:] == [("?", "Help"), ("S", "Stop")]
+        assert ("q", "Detach") in shown
+        assert max(k.region.right for k in keys) <= 80
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        assert not app.screen.query_one(Footer).compact
 
 
 async def test_shift_s_in_the_attached_console_stops_the_crawl(tmp_path: Path) -> None:

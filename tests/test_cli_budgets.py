@@ -142,7 +142,7 @@ def test_max_time_stops_a_crawl_of_the_local_web_and_the_same_command_goes_on(
     # a whole-crawl cap: the same command would stop at once, so the line says how on
     assert "resume with:" not in again.stdout
     way_on = again.stdout.splitlines()[-1]
-    prefix = f"to go on, with a higher --max-pages: {CRAWLDECK} "
+    prefix = f"to continue, run it with a higher --max-pages: {CRAWLDECK} "
     assert way_on.startswith(prefix), again.stdout
     urls = [url for url, _ in pages(tmp_path / "c.db")]
     assert len(urls) == done + 5 == len(set(urls))  # nothing fetched twice

@@ -183,7 +183,7 @@ def test_headless_figures_go_to_stdout_and_warnings_to_stderr(
     assert "seed host at loopback address" in info[0]
     assert progress and all(re.match(r"\[[\d:]+\] \d/3 pages ", line) for line in progress)
     assert out[-2].startswith("crawl saved in crawl.db")
-    assert out[-1].startswith("to go on, with a higher --max-pages: ")
+    assert out[-1].startswith("to continue, run it with a higher --max-pages: ")
     assert out[-1].endswith(" --max-pages 6")  # twice the cap reached: it fetches more
 
 
@@ -334,7 +334,7 @@ def test_a_resumed_crawl_past_its_cap_is_warned_before_it_starts() -> None:
     assert spent_budget(4, 0, config, ending) is None
     assert spent_budget(5, 0, config, ending) == (
         "the crawl file holds 5 pages already: --max-pages 5 is reached before this run "
-        f"fetches anything; to go on, with a higher --max-pages: {program()} crawl x.org "
+        f"fetches anything; to continue, run it with a higher --max-pages: {program()} crawl x.org "
         "--max-pages 10"
     )
     assert spent_budget(5, 0, CrawlConfig(), ending) is None

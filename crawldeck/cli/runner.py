@@ -399,7 +399,7 @@ def crawl_ending(resume: str, config: CrawlConfig, argv: Sequence[str] | None) -
         cap = getattr(config, outcome)
         if argv is not None and cap:
             command = shlex.join(raised_budget(argv, flag, str(2 * cap)))
-            go_on[outcome] = f"to go on, with a higher {flag}: {program()} {command}"
+            go_on[outcome] = f"to continue, run it with a higher {flag}: {program()} {command}"
     return Ending(resume, caps, go_on)
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import ClassVar, Protocol
 
 from rich.text import Text
+from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.css.query import NoMatches
@@ -64,6 +65,8 @@ from crawldeck.tui.widgets import BackoffPanel, BlockedPanel, HostsPanel, export
 MAX_REFRESH_PER_S = 4
 #: The engine's snapshot interval the console asks for (``config.snapshot_interval_ms``).
 UI_SNAPSHOT_INTERVAL_MS = 1000 // MAX_REFRESH_PER_S
+#: Terminal width (cells) below which the footer is compact (one cell between keys).
+FOOTER_COMPACT_BELOW = 100
 #: Seconds between two updates of the tabs' counts.
 LABELS_EVERY_S = 1.0
 #: Seconds a host filter waits for the operator to stop typing before asking the engine.
@@ -269,6 +272,11 @@ class CrawlApp(App[None]):
         self.run_worker(self._drive(), name="engine", group="engine", exit_on_error=False)
         self._on_engine_snapshot(self.engine.snapshot())
         self.query_one("#hosts-table", LineTable).focus()
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Below ``FOOTER_COMPACT_BELOW`` columns the footer packs its keys closer, so
+        the attached console's extra key (``S Stop``) fits 80 columns with the rest."""
+        self.query_one(Footer).compact = event.size.width < FOOTER_COMPACT_BELOW
 
     @property
     def hosts_panel(self) -> HostsPanel:

@@ -310,7 +310,7 @@ class AttachedApp(CrawlApp):
         Binding("d", "detach", "Detach", show=False, tooltip=DETACH_TIP),
         Binding("ctrl+c,ctrl+q", "detach", "Detach", show=False, priority=True,
                 tooltip=DETACH_TIP),
-        Binding("S", "stop_crawl", "Stop crawl", tooltip=STOP_TIP),
+        Binding("S", "stop_crawl", "Stop", tooltip=STOP_TIP),
     ]  # fmt: skip
 
     def __init__(self, source: SocketSource, db: Path) -> None:
