@@ -94,7 +94,7 @@ def test_config_prints_the_effective_config_as_toml_with_each_source(tmp_path: P
         "user_agent": "flag", "robots_token": "from user_agent", "max_time_s": "flag",
         "max_depth": "-s", "scope": "file my.toml", "hosts": "file my.toml", "delay_ms": "flag",
     }  # fmt: skip
-    assert "# max_pages is not set  # default" in lines
+    assert "# max_pages: not set (default)" in lines
     assert "delay_ms = 300  # flag" in lines  # a flag wins over -s, -s over the file
     # the output is a TOML file that gives the same config
     (tmp_path / "printed.toml").write_text(proc.stdout)

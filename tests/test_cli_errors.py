@@ -22,7 +22,7 @@ from crawldeck.cli.parser import build_parser
          "(a URL starts with http:// or https://, or is a host name: example.org)"),
         (["demo", "--db", " "], "crawldeck demo: error: --db needs a file name"),
         (["recrawl", "missing.db"],
-         "crawldeck recrawl: error: 'missing.db' does not exist or is not a file"),
+         "crawldeck recrawl: error: missing.db does not exist or is not a file"),
         (["export", "notes.txt"],
          "crawldeck export: error: notes.txt is not a SQLite crawl file (file is not a "
          "database)"),

@@ -56,6 +56,9 @@ def test_a_crawl_whose_every_seed_failed_exits_3_and_says_why(tmp_path: Path) ->
     assert (f"crawldeck:   {dead}: connect: connection failed: cannot connect to "
             f"127.0.0.1:{port}: [Errno 111] Connection refused\n") in proc.stderr  # fmt: skip
     assert "Traceback" not in proc.stderr
+    # no export hint for a file with no page worth exporting (issue #25)
+    assert "crawl saved in c.db (no page with a 2xx answer in it yet)" in proc.stdout + proc.stderr
+    assert "export with" not in proc.stdout + proc.stderr
 
 
 def test_a_crawl_that_fetched_something_exits_0(tmp_path: Path) -> None:

@@ -196,7 +196,7 @@ def test_a_run_without_stats_says_why(
     assert (code, err) == (2, "crawldeck stats: error: c.db has no run 9 (its runs are 1 to 2)\n")
     code, _, err = main_in(tmp_path, monkeypatch, capsys, "stats", "nothing.db")
     assert (code, err) == (
-        2, "crawldeck stats: error: 'nothing.db' does not exist or is not a file\n"
+        2, "crawldeck stats: error: nothing.db does not exist or is not a file\n"
     )  # fmt: skip
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -203,7 +204,7 @@ def test_a_file_that_is_not_sqlite_is_refused_and_left_alone(db: Path, content: 
     db.write_bytes(content)
     with pytest.raises(StoreError) as info:
         Store(db)
-    assert str(info.value) == "crawl.db is not a SQLite crawl file (file is not a database)"
+    assert str(info.value) == f"{db} is not a SQLite crawl file (file is not a database)"
     assert db.read_bytes() == content
     assert not Path(f"{db}-wal").exists()
 
@@ -212,7 +213,9 @@ def test_another_sqlite_database_is_refused(db: Path) -> None:
     with closing(sqlite3.connect(db)) as conn:
         conn.execute("CREATE TABLE notes (x)")
         conn.commit()
-    with pytest.raises(StoreError, match=r"^crawl.db is a SQLite file but not a crawldeck crawl"):
+    with pytest.raises(
+        StoreError, match="^" + re.escape(f"{db} is a SQLite file but not a crawldeck crawl")
+    ):
         Store(db)
 
 
@@ -223,7 +226,7 @@ def test_another_schema_version_is_refused(db: Path) -> None:
         conn.commit()
     with pytest.raises(StoreError) as info:
         Store(db)
-    assert str(info.value) == "crawl.db has schema version 99; this crawldeck reads version 3"
+    assert str(info.value) == f"{db} has schema version 99; this crawldeck reads version 3"
     # the lock was released on the failed open: fixing the file makes it usable again
     with closing(sqlite3.connect(db)) as conn:
         conn.execute(
@@ -238,7 +241,7 @@ def test_second_store_on_the_same_file_fails_fast(db: Path) -> None:
     try:
         with pytest.raises(StoreError) as info:
             Store(db)
-        assert str(info.value) == f"crawl.db is in use by another crawldeck (pid {os.getpid()})"
+        assert str(info.value) == f"{db} is in use by another crawldeck (pid {os.getpid()})"
         assert "\n" not in str(info.value)
     finally:
         first.close()
@@ -543,7 +546,7 @@ def test_a_failed_write_is_raised_by_the_next_call(db: Path) -> None:
     s.record_page(page("http://a.test/a"), key="a", links=big, new_rows=(), state="done")
     with pytest.raises(StoreError) as info:
         s.flush()
-    assert str(info.value) == "crawl.db: disk full (No space left on device)"  # SQLITE_FULL
+    assert str(info.value) == f"{db}: disk full (No space left on device)"  # SQLITE_FULL
     with pytest.raises(StoreError, match="disk full"):
         s.enqueue_urls([row("b")])
     with pytest.raises(StoreError, match="disk full"):
@@ -616,7 +619,7 @@ def test_sigkill_mid_write_leaves_a_consistent_prefix(db: Path) -> None:
         assert proc.stdout.readline() == "ready\n"
         with pytest.raises(StoreError) as info:  # the child holds the lock
             Store(db)
-        assert str(info.value) == f"crawl.db is in use by another crawldeck (pid {proc.pid})"
+        assert str(info.value) == f"{db} is in use by another crawldeck (pid {proc.pid})"
         assert proc.stdout.readline() == "flushed\n"
         proc.send_signal(signal.SIGKILL)  # the child keeps writing until this instant
         proc.wait()

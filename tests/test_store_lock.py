@@ -160,7 +160,7 @@ def test_every_name_is_refused_while_another_process_holds_the_file(
     with holder(db) as proc:
         for path in names:
             message = refused(path)
-            assert message == f"{path.name} is in use by another crawldeck (pid {proc.pid})"
+            assert message == f"{path} is in use by another crawldeck (pid {proc.pid})"
             assert "\n" not in message
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write("close\n")
@@ -178,7 +178,7 @@ def test_a_holder_through_a_hard_link_is_seen_and_its_sigkill_frees_the_file(
     names = spellings(db, tmp_path)
     with holder(tmp_path / "elsewhere" / "hard.db") as proc:  # the holder uses another name
         for path in names:
-            assert refused(path) == f"{path.name} is in use by another crawldeck (pid {proc.pid})"
+            assert refused(path) == f"{path} is in use by another crawldeck (pid {proc.pid})"
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     assert proc.returncode == -signal.SIGKILL
@@ -197,7 +197,7 @@ def test_every_name_is_refused_in_the_same_process_without_dropping_sqlite_locks
         assert held  # SQLite's shared lock of a WAL connection on the database file
         for path in names:
             message = refused(path)
-            assert message == f"{path.name} is in use by another crawldeck (pid {os.getpid()})"
+            assert message == f"{path} is in use by another crawldeck (pid {os.getpid()})"
         # a refusal opened and closed nothing: SQLite's locks are all still there
         assert posix_locks(db) == held
         first.enqueue_urls([FrontierRow("k2", "http://a.test/2", "a.test", 0, 0)])
@@ -242,7 +242,7 @@ def test_what_is_not_a_regular_file_is_refused_in_one_line(tmp_path: Path) -> No
         timeout=30,
         check=False,
     )
-    assert child.stdout == "pipe.db is not a regular file\n", child.stderr
+    assert child.stdout == f"{fifo} is not a regular file\n", child.stderr
     (tmp_path / "dir.db").mkdir()
     assert refused(tmp_path / "dir.db") == f"cannot open {tmp_path / 'dir.db'}: Is a directory"
 

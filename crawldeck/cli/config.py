@@ -78,7 +78,7 @@ def config_lines(
         if sources[key] == "file":
             label = f"file {path}"
         if value is None:
-            lines.append(f"# {key} is not set  # {label}")
+            lines.append(f"# {key}: not set ({label})")
         else:
             lines.append(f"{key} = {toml_value(value)}  # {label}")
     return lines

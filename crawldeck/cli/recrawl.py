@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     except CrawldeckError as exc:
         return fail(args.command, str(exc))
     if not db.is_file():
-        return fail(args.command, f"{str(db)!r} does not exist or is not a file")
+        return fail(args.command, f"{db} does not exist or is not a file")
     if db.stat().st_size == 0:
         return fail(args.command, f"{str(db)!r} is empty, not a crawl file")
     problem = stats_json_problem(args.stats_json, db)

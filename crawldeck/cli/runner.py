@@ -321,8 +321,15 @@ def _finish(
     dropped, the exit code still tells what happened (the crawl is saved either way).
     """
     lines = broken_lines(store, db)
-    lines.append(f"crawl saved in {db}; export with: {program()} export "
-                 f"{shlex.quote(str(db))} --table pages --format csv")  # fmt: skip
+    try:
+        fetched = store.ok_pages() > 0
+    except CrawldeckError:
+        fetched = True  # the hint stays: the summary goes on
+    if fetched:
+        lines.append(f"crawl saved in {db}; export with: {program()} export "
+                     f"{shlex.quote(str(db))} --table pages --format csv")  # fmt: skip
+    else:
+        lines.append(f"crawl saved in {db} (no page with a 2xx answer in it yet)")
     stopped = stopped or outcome == "stopped"
     failures = [] if stopped else _seed_failures(store)
     if stopped or outcome in BUDGET_FLAGS:

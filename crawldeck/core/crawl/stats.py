@@ -272,7 +272,7 @@ def read_run(db: Path, run_id: int | None = None) -> RunRow:
     """
     path = Path(db)
     if not path.is_file():
-        raise StoreError(f"{str(path)!r} does not exist or is not a file")
+        raise StoreError(f"{path} does not exist or is not a file")
     check_header(path)
     uri = f"file:{quote(str(path.resolve()), safe='/')}?mode=ro"
     try:
@@ -281,7 +281,7 @@ def read_run(db: Path, run_id: int | None = None) -> RunRow:
         raise StoreError(f"cannot open {path}: {exc}") from None
     with contextlib.closing(conn):
         try:
-            if not check_schema(conn, path.name):
+            if not check_schema(conn, str(path)):
                 raise StoreError(f"{path.name} is an empty SQLite file, not a crawl file")
             columns = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
             stats_column = "stats" if "stats" in columns else "NULL"

@@ -229,7 +229,7 @@ def export(db: Path, table: Table, fmt: Format, out: TextIO, *, with_body: bool 
         finally:
             cur.close()
     except sqlite3.Error as exc:
-        raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
+        raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
     finally:
         conn.close()
 
@@ -275,16 +275,16 @@ def _open_read_only(path: Path) -> tuple[sqlite3.Connection, str]:
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open {path}: {exc}") from None
     try:
-        version = check_schema(conn, path.name)
+        version = check_schema(conn, str(path))
     except sqlite3.Error as exc:
         conn.close()
-        raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
+        raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
     except BaseException:
         conn.close()
         raise
     if version is None:
         conn.close()
-        raise StoreError(f"{path.name} is an empty SQLite file, not a crawl file")
+        raise StoreError(f"{path} is an empty SQLite file, not a crawl file")
     return conn, version
 
 
@@ -458,7 +458,7 @@ def page_record(db: Path, url: str) -> ArchivedRecord:
                 if found is not None:
                     break
     except sqlite3.Error as exc:
-        raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
+        raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
     if found is None:
         raise StoreError(f"{url} is not a page of {path.name}")
     if found[0] is None:
@@ -528,7 +528,7 @@ def link_report(db: Path, *, broken: bool) -> Iterator[LinkCheck]:
                         anchor,
                     )
     except sqlite3.Error as exc:
-        raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
+        raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
 
 
 def broken_count(db: Path) -> int:
@@ -545,7 +545,7 @@ def broken_count(db: Path) -> int:
             sql = anchor_select(f"SELECT count(*) FROM ({BROKEN_LINKS_SELECT})", columns)
             return int(conn.execute(sql).fetchone()[0])
     except sqlite3.Error as exc:
-        raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
+        raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
 
 
 def blocked_links(db: Path) -> dict[str, int]:
@@ -561,7 +561,7 @@ def blocked_links(db: Path) -> dict[str, int]:
         with contextlib.closing(_connect(path)) as conn:
             return dict(conn.execute(_SQL_BLOCKED_LINKS).fetchall())
     except sqlite3.Error as exc:
-        raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
+        raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
 
 
 def unchecked_links(db: Path) -> int:
@@ -577,7 +577,7 @@ def unchecked_links(db: Path) -> int:
         with contextlib.closing(_connect(path)) as conn:
             return int(conn.execute(_SQL_UNCHECKED_LINKS).fetchone()[0])
     except sqlite3.Error as exc:
-        raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
+        raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
 
 
 def foreign_crawl(db: Path, host_prefix: str, network: str | None = None) -> str | None:

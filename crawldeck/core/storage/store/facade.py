@@ -125,7 +125,7 @@ class Store(StoreWriter, StoreReads):
         self._high_water = max(1, max_backlog)
         self._room_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._room_lock = threading.Lock()
-        self._name = self.path.name
+        self._name = str(path)  # as the operator named it: /etc/passwd, not passwd
         self._clock = clock
         self._flush_interval_s = max(0, flush_interval_ms) / 1000
         self._queue: queue.SimpleQueue[Queued] = queue.SimpleQueue()

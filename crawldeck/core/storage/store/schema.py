@@ -402,7 +402,7 @@ def check_header(path: Path) -> None:
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror}") from None
     if head and head != _SQLITE_MAGIC:
-        raise StoreError(f"{path.name} is not a SQLite crawl file (file is not a database)")
+        raise StoreError(f"{path} is not a SQLite crawl file (file is not a database)")
 
 
 #: Columns added after a table's first version: (table, column, SQL type). A file made
