@@ -421,6 +421,11 @@ async def test_a_finished_crawl_shows_no_resume_line() -> None:
         await pilot.pause(0.1)
         assert app.display_state() == "FINISHED"
         assert not app.query_one("#resume").display
+        # once the run has ended, the rates are the whole run's, not how it wound down
+        # (3855 pages in 120 s), in the header and the throughput panel alike
+        assert " pages 3855/6000 · 32.1/s average · in flight" in plain(app, "#status")
+        summary = plain(app, "#summary").splitlines()
+        assert summary[0] == "elapsed  0:02:00 · 32.1 pages/s (this run's average)"
         assert app.query_one(TabbedContent).active == "tab-hosts"
         assert {row.host for row in app.hosts_panel.rows()} == {row.host for row in HOSTS}
 

@@ -125,6 +125,7 @@ def snapshot_at(step: int, *, state: CrawlState = "running") -> CrawlSnapshot:
         blocked=blocked,
         log=LOG[: 1 + step // 30],
         render=RENDER,
+        pages_this_run=pages,
     )
 
 
@@ -278,7 +279,7 @@ def fake_app(*, finish: bool | Outcome = False, steps: int = STEPS) -> CrawlApp:
     snaps = [snapshot_at(i) for i in range(steps + 1)]
     if finish:
         state: CrawlState = "finished" if finish in (True, "finished") else "stopped"
-        snaps[-1] = replace(snaps[-1], state=state, hosts=())
+        snaps[-1] = replace(snaps[-1], state=state, hosts=(), ended_at=snaps[-1].at)
     return CrawlApp(FakeEngine(snaps, finish=finish), Path("crawl.db"), resume_hint=RESUME)
 
 

@@ -132,9 +132,10 @@ def status_text(
     if snap is not None:
         c = snap.counters
         cap = f"/{snap.max_pages}" if snap.max_pages else ""
+        average = run_average(snap)
+        rate = f"{snap.pages_per_s:.1f}/s" if average is None else f"{average:.1f}/s average"
         text.append(
-            f"  pages {snap.pages_done}{cap} · {snap.pages_per_s:.1f}/s"
-            f" · in flight {fetches_in_flight(snap)}"
+            f"  pages {snap.pages_done}{cap} · {rate} · in flight {fetches_in_flight(snap)}"
         )
         eta = eta_text(snap)
         if eta is not None:
@@ -276,6 +277,16 @@ def progress_bar(done: int, total: int, width: int = 16) -> Text:
     return Text.assemble(("━" * filled, "magenta"), ("─" * (width - filled), "dim"))
 
 
+def run_average(snap: CrawlSnapshot) -> float | None:
+    """Pages/s over this whole run once it has ended (``ended_at`` set): the pages this
+    run fetched over its crawl time; ``None`` while it runs (the header and the
+    throughput panel show the last ``window_s`` seconds' rate, which after the end only
+    says how the run wound down)."""
+    if snap.ended_at is None:
+        return None
+    return snap.pages_this_run / snap.elapsed_s if snap.elapsed_s > 0 else 0.0
+
+
 def summary_text(snap: CrawlSnapshot) -> Text:
     """Totals, elapsed time (of ``max_time_s``) and the rates over the last
     ``window_s`` seconds, labelled so, status mix, (with a page cap) progress
@@ -297,8 +308,13 @@ def summary_text(snap: CrawlSnapshot) -> Text:
 
     budget = f"/{fmt_duration(snap.max_time_s)}" if snap.max_time_s else ""
     # the rates are a recent window's, and say so (issue #25 F18)
-    row("elapsed", f"{fmt_duration(snap.elapsed_s)}{budget} · {snap.pages_per_s:.1f} pages/s · "
-        f"{fmt_bytes(snap.bytes_per_s)}/s (last {snap.window_s:g} s)")  # fmt: skip
+    average = run_average(snap)
+    if average is None:
+        row("elapsed", f"{fmt_duration(snap.elapsed_s)}{budget} · {snap.pages_per_s:.1f} "
+            f"pages/s · {fmt_bytes(snap.bytes_per_s)}/s (last {snap.window_s:g} s)")  # fmt: skip
+    else:
+        row("elapsed", f"{fmt_duration(snap.elapsed_s)}{budget} · {average:.1f} pages/s "
+            "(this run's average)")  # fmt: skip
     if snap.max_pages:
         done = min(snap.pages_done, snap.max_pages)
         row("pages", f"{snap.pages_done}/{snap.max_pages} ", progress_bar(done, snap.max_pages),
