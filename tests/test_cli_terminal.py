@@ -90,11 +90,19 @@ def test_no_terminal_runs_headless_and_says_so(tmp_path: Path, web: LocalWeb) ->
     assert run_statuses(tmp_path / "c.db") == ["finished"]
 
 
+def hup_default() -> None:
+    """In the child before it runs crawldeck: SIGHUP to its default action, as a
+    terminal's shell starts a command (a suite run under ``nohup`` would otherwise pass
+    its ignore on, and crawldeck rightly keeps running under nohup)."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def test_sighup_stops_a_headless_crawl_cleanly(tmp_path: Path, web: LocalWeb) -> None:
     args = [*setup(tmp_path, web), "--no-ui"]
     proc = subprocess.Popen(
-        [CRAWLDECK, *args], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+        [CRAWLDECK, *args], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=hup_default,
+    )  # fmt: skip
     wait_for_pages(proc, tmp_path / "c.db", 20)
     proc.send_signal(signal.SIGHUP)
     out, err = proc.communicate(timeout=30)

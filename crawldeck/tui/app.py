@@ -335,6 +335,10 @@ class CrawlApp(App[None]):
 
     def on_snapshot_ready(self, _: SnapshotReady) -> None:
         """Draw now, or at the next refresh slot if the last draw was too recent."""
+        self._schedule_draw()
+
+    def _schedule_draw(self) -> None:
+        """At most ``MAX_REFRESH_PER_S`` draws a second: now, or at the next slot."""
         if self._draw_timer is not None:
             return
         wait = self._last_draw + 1 / MAX_REFRESH_PER_S - time.monotonic()
@@ -358,8 +362,8 @@ class CrawlApp(App[None]):
         crawl ended, or a test's engine published its last), the tab labels and the
         counts drawn with them catch up with the last snapshot a second later."""
         self._label_timer = None
-        self._labels_at = 0.0
-        self._draw_now()
+        self._labels_at = 0.0  # the next draw relabels: within the draws' own limit
+        self._schedule_draw()
 
     @property
     def drawing_settled(self) -> bool:
