@@ -66,8 +66,7 @@ def test_a_recrawl_revisits_first_then_goes_on_with_the_queue_within_its_budget(
     # the three known pages first, all unchanged (304), then two of the queue, new
     assert sorted(answers[:3]) == [("/a.html", 304), ("/b.html", 304), ("/index.html", 304)]
     assert answers[3:] == [("/c.html", 200), ("/d.html", 200)]
-    assert "crawldeck recrawl: 3 pages to revisit, 0 fetched within 0s, then 4 queued URLs " \
-           "never fetched\n" in out  # fmt: skip
+    assert "crawldeck recrawl: 3 pages to revisit, then 4 queued URLs never fetched\n" in out
     assert out.splitlines()[-1] == (
         "recrawl: 3 revisited: 3 not modified (304), 0 unchanged (200, same digest), "
         "0 changed, 0 other; 2 new pages"
@@ -100,6 +99,26 @@ def test_without_a_budget_the_queue_is_crawled_and_new_pages_are_not_changes(
         "1 changed, 0 other; 5 new pages"
     )
     assert rows(db, "SELECT status FROM runs ORDER BY id") == [("max_pages",), ("finished",)]
+
+
+def test_older_than_says_how_many_recent_pages_it_leaves(
+    site: StaticSite,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--older-than 1h`` right after the crawl leaves its three pages alone and says
+    so in the first line; the queue is still crawled (issue #25: the first line)."""
+    db = tmp_path / "c.db"
+    with site:
+        unfinished_crawl(site, db)
+        code, out, err = main_in(tmp_path, monkeypatch, capsys, "recrawl", str(db), "--no-ui",
+                                 "--older-than", "1h")  # fmt: skip
+    assert code == 0, err
+    assert out.splitlines()[0] == (
+        "crawldeck recrawl: 0 pages to revisit, 3 fetched within 1h left, "
+        "then 4 queued URLs never fetched"
+    )
 
 
 def test_the_recrawl_budgets_count_this_recrawl_alone() -> None:

@@ -15,7 +15,8 @@ from crawldeck.core.words import plural
 
 
 def snap(**counters: object) -> CrawlSnapshot:
-    """A snapshot 12.5 s into a run with ``counters`` (defaults: a small crawl)."""
+    """A snapshot 12.5 s into a file's first run with ``counters`` (defaults: a small
+    crawl)."""
     return CrawlSnapshot(
         at=1012.5,
         started_at=1000.0,
@@ -29,7 +30,7 @@ def snap(**counters: object) -> CrawlSnapshot:
         backoff=(),
         blocked=(),
         log=(),
-        pages_this_run=7,
+        pages_this_run=Counters(**counters).pages,  # type: ignore[arg-type]
     )
 
 
@@ -71,6 +72,17 @@ def test_the_progress_line_fits_80_columns_even_with_big_figures() -> None:
     assert len(line) <= 80, line
     assert line.startswith("[100:00:00] PAUSED 123.5k/200.0k pages  312.4/s  queued 4.5M")
     assert progress_line(snap(pages=1)).startswith("[0:00:12] 1 page ")
+
+
+def test_a_resumed_or_recrawled_file_shows_this_runs_fetches() -> None:
+    """issue #25: a recrawl's line read ``230/250 pages`` for its whole run, since its
+    revisits leave the page count as it was; this run's fetches now come first among
+    the figures that may be left out."""
+    resumed = replace(snap(pages=230, queued=20, in_flight=1, blocked={"robots": 3}),
+                      pages_this_run=41, max_pages=250)  # fmt: skip
+    assert progress_line(resumed) == (
+        "[0:00:12] 230/250 pages  3.2/s  queued 20  in flight 1  this run 41  blocked 3"
+    )
 
 
 def test_the_cluster_progress_line_fits_80_columns() -> None:

@@ -134,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     if not db.is_file():
         return fail(args.command, f"{db} does not exist or is not a file")
     if db.stat().st_size == 0:
-        return fail(args.command, f"{str(db)!r} is empty, not a crawl file")
+        return fail(args.command, f"{db} is empty, not a crawl file")
     problem = stats_json_problem(args.stats_json, db)
     if problem is not None:
         return fail(args.command, problem)
@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
         saved = store.last_config()
         if saved is None or not store.has_crawl():
             store.close()
-            return fail(args.command, f"{str(db)!r} holds no crawl to revisit")
+            return fail(args.command, f"{db} holds no crawl to revisit")
         before = store.counts()["pages"], store.page_totals()[1]
         budgets = recrawl_budgets(args, pages_before=before[0], bytes_before=before[1])
         # metrics only when this recrawl asks (--metrics-port), not the last run's port
@@ -169,8 +169,10 @@ def run(args: argparse.Namespace) -> int:
         store.close()
         return fail(args.command, str(exc))
     queue = f", then {plural(plan.queued, 'queued URL')} never fetched" if plan.queued else ""
-    print(f"crawldeck recrawl: {plural(len(plan.order), 'page')} to revisit, "
-          f"{plan.skipped} fetched within {args.older_than}{queue}", flush=True)  # fmt: skip
+    # --older-than 0 (the default) skips nothing: no "0 fetched within 0s" (issue #25)
+    within = f", {plan.skipped} fetched within {args.older_than} left" if older_than_s else ""
+    print(f"crawldeck recrawl: {plural(len(plan.order), 'page')} to revisit{within}{queue}",
+          flush=True)  # fmt: skip
     hint = f"resume with: {program()} {shlex.join(sys.argv[1:])}"
     # the recrawl's budgets count this recrawl: the same command fetches more
     caps = {"max_pages": args.max_pages, "max_bytes": args.max_bytes, "max_time": args.max_time}
