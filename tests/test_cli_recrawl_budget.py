@@ -116,9 +116,48 @@ def test_older_than_says_how_many_recent_pages_it_leaves(
                                  "--older-than", "1h")  # fmt: skip
     assert code == 0, err
     assert out.splitlines()[0] == (
-        "crawldeck recrawl: 0 pages to revisit, 3 fetched within 1h left, "
+        "crawldeck recrawl: 0 pages to revisit, 3 fetched within 1h left alone, "
         "then 4 queued URLs never fetched"
     )
+
+
+def test_the_resume_command_of_a_stopped_recrawl_goes_on_with_it(
+    site: StaticSite,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A new user's trial (issue #25): the command a recrawl stopped by ``--max-pages``
+    prints revisited the same first pages at every run. Now it goes on: the second
+    recrawl revisits the next pages, the third the rest and ends; a fourth, after the
+    end, starts over."""
+    db = tmp_path / "c.db"
+    with site:
+        run_crawl([site.base_url + "/index.html"], db, sitemaps=False)
+        crawled = len(recrawl_answers(site, 0))
+        assert crawled == 1 + len(LINKED)
+        lines, visits = [], []
+        for budget in (["--max-pages", "3"], ["--max-pages", "3"], [], []):
+            before = len(recrawl_answers(site, 0))
+            code, out, err = main_in(tmp_path, monkeypatch, capsys, "recrawl", str(db),
+                                     "--no-ui", *budget)  # fmt: skip
+            assert code == 0, err
+            lines.append(out.splitlines()[0])
+            visits.append(recrawl_answers(site, before))
+    assert [len(v) for v in visits] == [3, 3, 1, 7]
+    firsts = {path for v in visits[:3] for path, _ in v}
+    assert len(firsts) == 7  # each page revisited once over the three runs
+    assert all(status == 304 for v in visits for _, status in v)
+    assert lines[0] == "crawldeck recrawl: 7 pages to revisit"
+    assert lines[1] == (
+        "crawldeck recrawl: going on with the recrawl that stopped: 0 pages to revisit "
+        "(3 visited since it began left alone), then its 4 revisits left"
+    )
+    assert lines[2] == (
+        "crawldeck recrawl: going on with the recrawl that stopped: 0 pages to revisit "
+        "(6 visited since it began left alone), then its 1 revisit left"
+    )
+    assert lines[3] == "crawldeck recrawl: 7 pages to revisit"
 
 
 def test_the_recrawl_budgets_count_this_recrawl_alone() -> None:

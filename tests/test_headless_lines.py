@@ -83,6 +83,10 @@ def test_a_resumed_or_recrawled_file_shows_this_runs_fetches() -> None:
     assert progress_line(resumed) == (
         "[0:00:12] 230/250 pages  3.2/s  queued 20  in flight 1  this run 41  blocked 3"
     )
+    # the count is what max_pages counts, a recrawl's revisits (304s) too, as the
+    # console's header: it reaches its cap (the trial's line stayed at 400 of 460)
+    revisiting = replace(resumed, pages_fetched=246, pages_this_run=57)
+    assert progress_line(revisiting).startswith("[0:00:12] 246/250 pages  3.2/s")
 
 
 def test_the_cluster_progress_line_fits_80_columns() -> None:

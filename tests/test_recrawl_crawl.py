@@ -154,6 +154,28 @@ def test_older_than_leaves_recent_pages_alone(site: StaticSite, tmp_path: Path) 
         assert again == ["/b.html"]
 
 
+def test_a_page_whose_links_were_cut_is_revisited(site: StaticSite, tmp_path: Path) -> None:
+    """A 200 whose links were cut (``parse_cut``, ``links_cut``: the page itself is whole)
+    is revisited as any other (a new user's trial, issue #25: the table of contents of
+    the Python docs, cut at ``parse_max_bytes``, was never revisited); a page read in
+    part (``body_too_large``) is not."""
+    db = tmp_path / "c.db"
+    with site:
+        run_crawl([site.base_url + "/index.html"], db, warc=False, sitemaps=False)
+        conn = sqlite3.connect(db)
+        with conn:
+            for name, error in (
+                ("index.html", "parse_cut: links from the first 262144 of 2565599 bytes"),
+                ("a.html", "links_cut: the first 10000 links of 12000"),
+                ("b.html", "body_too_large: cut at 10485760 bytes"),
+            ):
+                conn.execute("UPDATE pages SET error = ? WHERE url LIKE ?", (error, f"%/{name}"))
+        conn.close()
+        revisited = {url.rsplit("/", 1)[1] for url in recrawl(db)}
+    assert {"index.html", "a.html"} <= revisited
+    assert "b.html" not in revisited
+
+
 def warc_records(db: Path) -> list[list[dict[str, str]]]:
     """The WARC head fields of every record, per WARC file of ``db`` (in file order),
     each file checked by ``warcio check`` (digests verified) first."""

@@ -75,24 +75,27 @@ def clock(seconds: float) -> str:
 
 def progress_line(snap: CrawlSnapshot) -> str:
     """One line within ``PROGRESS_WIDTH`` columns (issue #25: it wrapped at 80): elapsed
-    time (h:mm:ss), pages (all runs, of the cap), pages/s, queued, in flight, then,
-    while they fit, this run's fetches when the file held pages before it (a resume or
-    a recrawl, whose revisits leave the page count as it was), URLs blocked and hosts
-    active (and in backoff); counts past 9999 as ``12.3k``. The blocked URLs by reason
-    are in the summary and ``crawldeck stats``."""
+    time (h:mm:ss), pages fetched (all runs, ``pages_done``: what ``max_pages`` counts,
+    a recrawl's revisits too), of the cap, pages/s, queued, in flight, then, while they
+    fit, this run's fetches when the file held pages before it (a resume or a recrawl),
+    URLs blocked and hosts active (and in backoff); counts past 9999 as ``12.3k``. The
+    blocked URLs by reason are in the summary and ``crawldeck stats``."""
     c = snap.counters
     paused = " PAUSED" if snap.state == "paused" else ""
     cap = f"/{short_count(snap.max_pages)}" if snap.max_pages else ""
-    noun = "page" if c.pages == 1 and not cap else "pages"
+    # the pages fetched as max_pages counts them (a recrawl's revisits too), as the
+    # console's header
+    done = snap.pages_done
+    noun = "page" if done == 1 and not cap else "pages"
     line = (
-        f"[{clock(snap.elapsed_s)}]{paused} {short_count(c.pages)}{cap} {noun}  "
+        f"[{clock(snap.elapsed_s)}]{paused} {short_count(done)}{cap} {noun}  "
         f"{snap.pages_per_s:.1f}/s  queued {short_count(c.queued)}  "
         f"in flight {short_count(c.in_flight)}"
     )
     backoff = f" ({short_count(c.hosts_backoff)} in backoff)" if c.hosts_backoff else ""
     blocked = sum(c.blocked.values())
     # pages_this_run counts from the run's start: below the file's count, pages came before
-    resumed = snap.pages_this_run < c.pages
+    resumed = snap.pages_this_run < done
     for part in (
         *([f"this run {short_count(snap.pages_this_run)}"] if resumed else []),
         f"blocked {short_count(blocked)}",

@@ -12,6 +12,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from crawldeck.cli.flags import (
     add_log_flags,
@@ -37,6 +38,9 @@ from crawldeck.core.config import build_config
 from crawldeck.core.errors import ConfigError, CrawldeckError
 from crawldeck.core.storage.store import Store
 from crawldeck.core.words import plural
+
+if TYPE_CHECKING:  # imported when the command runs: --help stays light
+    from crawldeck.core.crawl.recrawl import RecrawlPlan
 
 #: The command's line in ``crawldeck --help``, and the start of its own ``--help``.
 SUMMARY = "revisit a crawl's pages with conditional GET, often-changing pages first"
@@ -117,6 +121,25 @@ def recrawl_budgets(
     }
 
 
+def first_line(plan: RecrawlPlan, older_than: str, older_than_s: float) -> str:
+    """What the recrawl is about to do: the pages to revisit, those left alone (visited
+    within ``older_than``; or, continuing a stopped recrawl, visited since it began),
+    then the queue behind them (a stopped recrawl's revisits left, URLs never fetched).
+    ``--older-than 0`` (the default) leaves nothing: no "0 fetched within 0s"."""
+    line = f"{plural(len(plan.order), 'page')} to revisit"
+    fresh = plan.queued
+    if plan.continued is not None:
+        left = plan.continued[1]
+        line = (f"going on with the recrawl that stopped: {line} ({plan.skipped} visited "
+                f"since it began left alone), then its {plural(left, 'revisit')} left")  # fmt: skip
+        fresh -= left
+    elif older_than_s:
+        line += f", {plan.skipped} fetched within {older_than} left alone"
+    if fresh > 0:
+        line += f", then {plural(fresh, 'queued URL')} never fetched"
+    return line
+
+
 def run(args: argparse.Namespace) -> int:
     """``crawldeck recrawl DB``: a new run of the crawl in DB with its last run's config
     and the recrawl's own budgets (``recrawl_budgets``), its pages queued again in
@@ -168,11 +191,7 @@ def run(args: argparse.Namespace) -> int:
     except CrawldeckError as exc:
         store.close()
         return fail(args.command, str(exc))
-    queue = f", then {plural(plan.queued, 'queued URL')} never fetched" if plan.queued else ""
-    # --older-than 0 (the default) skips nothing: no "0 fetched within 0s" (issue #25)
-    within = f", {plan.skipped} fetched within {args.older_than} left" if older_than_s else ""
-    print(f"crawldeck recrawl: {plural(len(plan.order), 'page')} to revisit{within}{queue}",
-          flush=True)  # fmt: skip
+    print(f"crawldeck recrawl: {first_line(plan, args.older_than, older_than_s)}", flush=True)
     hint = f"resume with: {program()} {shlex.join(sys.argv[1:])}"
     # the recrawl's budgets count this recrawl: the same command fetches more
     caps = {"max_pages": args.max_pages, "max_bytes": args.max_bytes, "max_time": args.max_time}

@@ -240,14 +240,20 @@ class RecrawlPlan:
     Attributes:
         order: the revisited pages, in the order they were queued.
         prior: the change rate given to pages visited once, changes/s.
-        skipped: pages not revisited because they were visited too recently.
-        queued: URLs of an unfinished crawl never fetched, queued behind the revisits.
+        skipped: pages not revisited because they were visited too recently, or (when
+            ``continued`` is set) since the stopped recrawl began.
+        queued: URLs left in the queue, queued behind the revisits: an unfinished
+            crawl's, and a stopped recrawl's revisits not yet made.
+        continued: when a recrawl stopped before its end (the file's last run, or
+            the last runs), ``(visited_before, revisits_left)`` (``Store.stopped_recrawl``):
+            this recrawl goes on with it, not over again.
     """
 
     order: tuple[Candidate, ...]
     prior: float
     skipped: int
     queued: int
+    continued: tuple[float, int] | None = None
 
 
 def _histories(store: Store) -> Iterator[tuple[str, Observation]]:
@@ -288,6 +294,11 @@ def prepare(store: Store, *, older_than_s: float, now: float) -> RecrawlPlan:
     queued, and asks for the revisits conditionally (``validators_of``, in
     ``assemble``).
 
+    A recrawl stopped before its end (``--max-pages``, Ctrl-C) is continued, as a
+    stopped crawl is resumed: the revisits it had not made stay queued in their order,
+    and the pages it visited since it began are not revisited again (the resume command
+    it printed would otherwise revisit its first pages again at every run).
+
     Args:
         store: the open crawl file (no crawl running on it).
         older_than_s: revisit pages last visited more than this many seconds before
@@ -301,10 +312,13 @@ def prepare(store: Store, *, older_than_s: float, now: float) -> RecrawlPlan:
     prior = pooled_prior(observations.values())
     chosen: list[Candidate] = []
     skipped = 0
+    continued = store.stopped_recrawl()
+    # a page visited after the stopped recrawl's revisits left was visited by it
+    visited_before = math.inf if continued is None else continued[0]
     for url, key, _, _, fetched_at in store.recrawl_candidates():
         seen = observations.get(url)
         last_visit = fetched_at if seen is None else max(seen.last_visit, fetched_at)
-        if now - last_visit <= older_than_s:
+        if now - last_visit <= older_than_s or last_visit > visited_before:
             skipped += 1
             continue
         rate = (
@@ -314,7 +328,7 @@ def prepare(store: Store, *, older_than_s: float, now: float) -> RecrawlPlan:
     ordered = order(chosen)
     queue = queue_keys(store)
     store.requeue_for_recrawl([*(c.key for c in ordered), *queue])
-    return RecrawlPlan(tuple(ordered), prior, skipped, len(queue))
+    return RecrawlPlan(tuple(ordered), prior, skipped, len(queue), continued)
 
 
 def validators_of(store: LocalHistory) -> dict[str, Validators]:

@@ -472,16 +472,18 @@ class StoreReads(StoreBase):
         self,
     ) -> Iterator[tuple[str, str, str | None, str | None, float]]:
         """``(url, key, etag, last_modified, fetched_at)`` of every page a recrawl may
-        revisit: a 200 without an error whose frontier row is ``done``; ``fetched_at``
-        (epoch s) of its ``pages`` row.
+        revisit: a 200 without an error, or whose only error is that its links were cut
+        (``LINKS_CUT_ERRORS``: the page itself is whole), whose frontier row is
+        ``done``; ``fetched_at`` (epoch s) of its ``pages`` row.
 
         Raises:
             StoreError: see the class.
         """
+        cut = " OR ".join(f"p.error LIKE '{start}%'" for start in LINKS_CUT_ERRORS)
         rows = self._stream(
             "SELECT p.url, min(f.key), p.etag, p.last_modified, p.fetched_at FROM pages p"
-            " JOIN frontier f ON f.url = p.url WHERE p.status = 200 AND p.error IS NULL"
-            " AND f.state = 'done' GROUP BY p.url"
+            f" JOIN frontier f ON f.url = p.url WHERE p.status = 200 AND (p.error IS NULL"
+            f" OR {cut}) AND f.state = 'done' GROUP BY p.url"
         )
         for url, key, etag, last_modified, at in rows:
             yield url, key, etag, last_modified, from_iso_utc(at)
@@ -520,6 +522,28 @@ class StoreReads(StoreBase):
         return [url for (url,) in self._stream(
             "SELECT url FROM frontier WHERE depth = 0 ORDER BY seq"
         )]  # fmt: skip
+
+    def stopped_recrawl(self) -> tuple[float, int] | None:
+        """``(visited_before, revisits_left)`` when a recrawl stopped before its end
+        (once or more in a row): its queue still holds URLs with a stored 200 page (the
+        revisits it had not made); ``visited_before``: the latest last visit of those
+        pages (epoch s), so a page visited after it was visited by the stopped
+        recrawl(s); ``None`` otherwise. One pass over the queued rows, an index probe
+        of ``pages`` each.
+
+        Raises:
+            StoreError: see the class.
+        """
+        left, latest = next(
+            self._stream(
+                "SELECT count(*), max(p.fetched_at) FROM frontier f JOIN pages p"
+                " ON p.url = f.url WHERE f.state IN ('queued', 'spilled', 'in_flight')"
+                " AND p.status = 200"
+            )
+        )
+        if not left:
+            return None
+        return from_iso_utc(latest), int(left)
 
     def last_config(self) -> dict[str, Any] | None:
         """The config of the file's last run (``runs.config``), ``None`` without a run.
