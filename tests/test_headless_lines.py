@@ -4,8 +4,12 @@ spaces, a progress line within 80 columns, counts in words ("1 page", "2 pages")
 from __future__ import annotations
 
 import io
+import os
+import re
+import shutil
 from dataclasses import replace
 
+import pytest
 from test_cluster_console import snapshot as cluster_snapshot
 
 from crawldeck.cli.cluster import progress_line as cluster_progress_line
@@ -123,3 +127,24 @@ def test_the_summary_counts_the_pages_whose_links_were_cut_when_there_are_some()
     row = "│ links cut (all runs) │ 1 page (links past parse_max_bytes or max_links_per_page) │"
     assert row in table
     assert not any("links cut" in line for line in summary(snap(pages=7), "finished"))
+
+
+class Terminal(io.StringIO):
+    """A stream that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_summary_fits_a_narrow_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new user's trial (issue #25): after the console at 80 x 24 the summary table
+    was 87 columns wide and every row wrapped; on a terminal it is at most as wide as
+    the terminal, in a file 100 columns; the blocked rows say they count all runs."""
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda fallback: os.terminal_size((80, 24)))
+    big = snap(pages=7, bytes=9000, blocked={"scope": 3256}, duplicates=1)
+    for out, widest in ((Terminal(), 80), (io.StringIO(), 100)):
+        HeadlessReporter(out).summary(big, "finished: nothing left to fetch", partial=3,
+                                      links_cut=20)  # fmt: skip
+        lines = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue()).splitlines()  # no colours
+        assert max(len(line) for line in lines) <= widest
+        assert any("blocked (all runs): out of scope" in line for line in lines)

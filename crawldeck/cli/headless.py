@@ -11,6 +11,7 @@ reads ``CrawlSnapshot``s only; the log lines come through ``logging`` (``Headles
 from __future__ import annotations
 
 import logging
+import shutil
 import sys
 import time
 from collections.abc import Mapping
@@ -71,6 +72,18 @@ def clock(seconds: float) -> str:
     """``h:mm:ss`` of ``seconds`` (negative counts as 0): a progress line's elapsed time."""
     whole = max(0, int(seconds))
     return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+def summary_width(out: TextIO) -> int:
+    """Columns of the end-of-crawl summary table: 100, or the terminal's width when
+    ``out`` is a narrower terminal (a new user's trial: after the console at 80 x 24,
+    every row of the 87-column table wrapped)."""
+    try:
+        if not out.isatty():
+            return 100
+    except (OSError, ValueError):  # the terminal is gone, the stream closed
+        return 100
+    return max(40, min(100, shutil.get_terminal_size((100, 24)).columns))
 
 
 def progress_line(snap: CrawlSnapshot) -> str:
@@ -253,6 +266,6 @@ class HeadlessReporter:
         table.add_row("queued (left)", str(c.queued))
         table.add_row("hosts", str(c.hosts_known))
         for reason, count in sorted(c.blocked.items()):
-            table.add_row(f"blocked: {reason_words(reason)}", str(count))
+            table.add_row(f"blocked (all runs): {reason_words(reason)}", str(count))
         print(heading, file=self._out)
-        Console(file=self._out, width=100).print(table)
+        Console(file=self._out, width=summary_width(self._out)).print(table)
