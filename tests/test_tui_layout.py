@@ -331,6 +331,40 @@ async def test_help_lists_every_key_in_force(key: str) -> None:
         assert not isinstance(app.screen, HelpScreen)
 
 
+async def test_the_help_of_an_ended_run_says_q_only_closes_the_console() -> None:
+    """A new user's trial (issue #25): once FINISHED, the help still said q would stop
+    cleanly and print the resume command."""
+    app = fake_app(finish=True)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        while app.result is None:
+            await pilot.pause(0.01)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        rows = dict(app.screen.rows)
+        assert (
+            rows["q, ^c, ^q"] == "quit: close the console (the run has ended, its state is saved)"
+        )
+
+
+async def test_enter_on_a_refused_hosts_row_says_why_there_is_no_detail() -> None:
+    """A new user's trial (issue #25): Enter on a Blocked row of a host the crawl never
+    queued (out of scope) said "Unknown host"."""
+    app = fake_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        await settle(pilot)
+        engine = app.engine
+        assert isinstance(engine, FakeEngine)
+        engine.host_detail = lambda host, queue_head=20: None  # type: ignore[method-assign]
+        await pilot.press("enter")
+        await pilot.pause()
+        messages = [n.message for n in app._notifications]
+        assert messages and messages[-1].startswith("No detail for ")
+        assert messages[-1].endswith(": none of its URLs was queued (refused).")
+
+
 class WithBell(CrawlApp):
     """The console with one more key: the help must list it."""
 

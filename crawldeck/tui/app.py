@@ -105,6 +105,8 @@ def stop_reason(outcome: str, snap: CrawlSnapshot) -> str:
 SEEDS_OVER = "The crawl is over: start a new crawl to add seeds."
 #: What q, Ctrl-C and Ctrl-Q do (the help's line).
 QUIT_TIP = "quit: stop cleanly, state saved, the resume command shown and printed"
+#: What ``q`` does once the run has ended (FINISHED, STOPPED): the help says so.
+ENDED_QUIT_TIP = "quit: close the console (the run has ended, its state is saved)"
 #: The table that takes the focus on each tab.
 TAB_TABLES = {
     "tab-hosts": "#hosts-table",
@@ -587,7 +589,12 @@ class CrawlApp(App[None]):
             return
         detail = self.engine.host_detail(host, DETAIL_QUEUE_HEAD)
         if detail is None:
-            self.notify(f"Unknown host {host}.", severity="warning")
+            if self.query_one(TabbedContent).active == "tab-blocked":
+                # a trial read "Unknown host" for a host whose every URL was refused
+                refused = f"No detail for {host}: none of its URLs was queued (refused)."
+                self.notify(refused, severity="warning")
+            else:
+                self.notify(f"Unknown host {host}.", severity="warning")
             return
         self._detail = HostDetailScreen(detail, strict_robots=self.strict_robots)
         self.push_screen(self._detail, self._detail_closed)
@@ -624,6 +631,8 @@ class CrawlApp(App[None]):
     def action_help(self) -> None:
         """?, F1: every key in force here (``key_rows`` of the bindings)."""
         rows = key_rows(self.screen.active_bindings.values(), self.get_key_display)
+        if self.result is not None:  # the run is over: q only closes the console
+            rows = [(keys, ENDED_QUIT_TIP if what == QUIT_TIP else what) for keys, what in rows]
         self.push_screen(HelpScreen(rows))
 
     async def action_quit(self) -> None:
