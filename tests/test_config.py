@@ -37,7 +37,11 @@ def test_file_then_flags(tmp_path: Path) -> None:
     ("values", "message"),
     [
         ({"delay": 5}, "unknown config key 'delay'"),
-        ({"delay": 5, "max_pagez": 1}, "unknown config keys 'delay', 'max_pagez'"),
+        (
+            {"delay": 5, "max_pagez": 1},
+            "unknown config keys 'delay' (did you mean 'delay_ms'?), "
+            "'max_pagez' (did you mean 'max_pages'?)",
+        ),
         ({"dealy_ms": 5}, "unknown config key 'dealy_ms' (did you mean 'delay_ms'?)"),
         ({"zzzz": 5}, "unknown config key 'zzzz'"),
         ({"user_agent": "Bót/1.0"}, "only printable ASCII is allowed in a header"),

@@ -114,6 +114,11 @@ def test_a_table_names_a_host_key(name: str, key: str) -> None:
             "config key 'hosts.\"a.org\".delay': unknown "
             "(a host table holds delay_ms, max_pages, render)",
         ),
+        (
+            {"127": {"0": {"0": {"1": {"delay_ms": 5}}}}},  # [hosts.127.0.0.1], unquoted
+            "config key 'hosts.\"127\".0': a host name with dots is quoted in TOML: "
+            '[hosts."127.0.0.1"]',
+        ),
         ({"a.org": 5}, "config key 'hosts.\"a.org\"': expected a table, got 5"),
         (
             {"A.org": {}, "a.org.": {}},

@@ -566,22 +566,24 @@ def build_config(values: Mapping[str, Any]) -> CrawlConfig:
     (``product_token``).
 
     Raises:
-        ConfigError: unknown keys (all named; the first with the nearest known key,
-            as git's "did you mean", or, for another crawler's setting, crawldeck's
-            key with the value converted: ``other_crawler_hint``), or what
-            ``CrawlConfig`` raises.
+        ConfigError: unknown keys (all named, each with the nearest known key, as
+            git's "did you mean", or, for another crawler's setting, crawldeck's key
+            with the value converted: ``other_crawler_hint``), or what ``CrawlConfig``
+            raises.
     """
     known = {f.name for f in fields(CrawlConfig)}
     unknown = [key for key in values if key not in known]
     if unknown:
-        names = ", ".join(repr(key) for key in unknown)
-        near = difflib.get_close_matches(unknown[0], sorted(known), n=1)
-        other = other_crawler_hint(unknown[0], values[unknown[0]])
-        if other is not None:
-            hint = f" ({other})"
-        else:
-            hint = f" (did you mean {near[0]!r}?)" if near else ""
-        raise ConfigError(f"unknown config key{'s' if len(unknown) > 1 else ''} {names}{hint}")
+        named = []
+        for key in unknown:  # each with its own hint (a trial's second key had none)
+            near = difflib.get_close_matches(key, sorted(known), n=1)
+            other = other_crawler_hint(key, values[key])
+            if other is not None:
+                named.append(f"{key!r} ({other})")
+            else:
+                named.append(f"{key!r} (did you mean {near[0]!r}?)" if near else repr(key))
+        plural = "s" if len(unknown) > 1 else ""
+        raise ConfigError(f"unknown config key{plural} {', '.join(named)}")
     given = dict(values)
     agent = given.get("user_agent")
     if isinstance(agent, str) and "robots_token" not in given:

@@ -113,6 +113,18 @@ def _host_key(name: Any) -> str:
     return key.removesuffix(":443")
 
 
+def _dotted(name: str, table: Mapping[str, Any]) -> str:
+    """The host name an unquoted ``[hosts.a.b.c]`` was split from: ``name`` and the
+    keys of the tables nested one in one under it (``127.0`` then ``{"0": {"1": {...}}}``
+    gives ``127.0.0.1``), down to the table of settings."""
+    while len(table) == 1:
+        ((key, inner),) = table.items()
+        if key in HOST_KEYS or not isinstance(inner, Mapping):
+            break
+        name, table = f"{name}.{key}", inner
+    return name
+
+
 def _check_hosts(value: Any) -> tuple[HostOverride, ...]:
     """Validate ``hosts``: a table of host name -> a table of ``HOST_KEYS`` (the TOML's
     ``[hosts."NAME"]``), or ``HostOverride`` values; each setting checked as the
@@ -139,6 +151,13 @@ def _check_hosts(value: Any) -> tuple[HostOverride, ...]:
             raise ConfigError(f"config key {label!r}: host {key!r} is named twice")
         unknown = [k for k in table if k not in HOST_KEYS]
         if unknown:
+            first = table[unknown[0]]
+            if isinstance(first, Mapping):  # [hosts.127.0.0.1]: TOML splits it at the dots
+                dotted = _dotted(f"{name}.{unknown[0]}", first)
+                raise ConfigError(
+                    f"config key {label + '.' + str(unknown[0])!r}: a host name with dots "
+                    f'is quoted in TOML: [hosts."{dotted}"]'
+                )
             raise ConfigError(
                 f"config key {label + '.' + str(unknown[0])!r}: unknown "
                 f"(a host table holds {', '.join(HOST_KEYS)})"
