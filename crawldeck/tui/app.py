@@ -278,7 +278,8 @@ class CrawlApp(App[None]):
     def on_resize(self, event: events.Resize) -> None:
         """Below ``FOOTER_COMPACT_BELOW`` columns the footer packs its keys closer, so
         the attached console's extra key (``S Stop``) fits 80 columns with the rest."""
-        self.query_one(Footer).compact = event.size.width < FOOTER_COMPACT_BELOW
+        with contextlib.suppress(NoMatches):  # a resize before the footer is mounted
+            self.query_one(Footer).compact = event.size.width < FOOTER_COMPACT_BELOW
 
     @property
     def hosts_panel(self) -> HostsPanel:
