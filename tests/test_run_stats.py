@@ -155,7 +155,8 @@ def test_each_run_stores_its_own_counts(tmp_path: Path) -> None:
     assert first["body_bytes"] == body
     assert first["peak_rss_bytes"] > 10 * 1024 * 1024  # a Python process with aiohttp
     (started, finished) = rows(db, "SELECT started_at, finished_at FROM runs WHERE id = 1")[0]
-    assert first["start_time"] <= started and first["finish_time"] <= finished
+    # one start and one end, not two a few µs apart (issue #25: stats showed both)
+    assert (first["start_time"], first["finish_time"]) == (started, finished)
     assert 0 < first["elapsed_s"] <= took  # seconds, timed within the run
     second = stored_stats(db, 2)
     assert second["finish_reason"] == "max_pages"
@@ -270,7 +271,9 @@ def test_a_stopped_crawl_writes_its_stats_json_and_stats_prints_them(
     assert "finish_reason: stopped" in lines
     assert f"responses: {written['responses']}" in lines
     assert "  404: 1" in lines
-    assert "blocked: 1" in lines and "  disallowed by robots.txt: 1" in lines  # codes: --json
+    assert (
+        "blocked: 1" in lines and "  robots (disallowed by robots.txt): 1" in lines
+    )  # codes: --json
     code, text, _ = main_in(tmp_path, monkeypatch, capsys, "stats", "crawl.db", "--json")
     assert (code, json.loads(text)) == (0, written)
 
@@ -293,7 +296,10 @@ def test_a_cluster_crawl_refuses_stats_json_and_metrics_in_one_line(
 
 
 def test_reason_codes_read_as_words() -> None:
-    """``crawldeck stats`` in words, not codes (issue #25 F19); ``--json`` keeps codes."""
-    assert reason_words("robots") == "disallowed by robots.txt"
-    assert reason_words("http_429") == "HTTP 429"
-    assert reason_words("redirect_loop") == "redirect loop"
+    """``crawldeck stats`` says what a code means (issue #25 F19) but keeps the code
+    first: the console, the ``blocked`` table and ``--json`` use the codes, so every
+    output names a reason the same way (issue #25: ``out of scope`` against ``scope``)."""
+    assert reason_words("robots") == "robots (disallowed by robots.txt)"
+    assert reason_words("scope") == "scope (out of scope)"
+    assert reason_words("http_429") == "http_429 (HTTP 429)"
+    assert reason_words("redirect_loop") == "redirect_loop"

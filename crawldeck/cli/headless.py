@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from crawldeck.core.crawl.snapshot import CrawlSnapshot
-from crawldeck.core.crawl.stats import reason_words
+from crawldeck.core.crawl.stats import reason_gloss
 from crawldeck.core.words import plural
 from crawldeck.tui.stops import BUDGET_FLAGS
 
@@ -266,6 +266,9 @@ class HeadlessReporter:
         table.add_row("queued (left)", str(c.queued))
         table.add_row("hosts", str(c.hosts_known))
         for reason, count in sorted(c.blocked.items()):
-            table.add_row(f"blocked (all runs): {reason_words(reason)}", str(count))
+            gloss = reason_gloss(reason)  # the code, as the console and stats name it
+            table.add_row(
+                f"blocked (all runs): {reason}", f"{count} ({gloss})" if gloss else str(count)
+            )
         print(heading, file=self._out)
         Console(file=self._out, width=summary_width(self._out)).print(table)

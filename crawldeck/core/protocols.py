@@ -283,13 +283,22 @@ class RunLog(Protocol):
     """A store that keeps a row per run (``runs``: ``core.storage.store.Store``; a cluster
     crawl's runs are its coordinator's, in the crawl file)."""
 
-    def begin_run(self, config: Mapping[str, Any]) -> int:
-        """A run starts with ``config``: its id (queued, nothing waits)."""
+    def begin_run(self, config: Mapping[str, Any], *, started_at: float | None = None) -> int:
+        """A run starts with ``config`` at ``started_at`` (epoch s; ``None``: now): its
+        id (queued, nothing waits)."""
         ...
 
-    def end_run(self, run_id: int, status: str, *, stats: Mapping[str, Any] | None = None) -> None:
-        """The run ``run_id`` ended with ``status`` and its figures ``stats``
-        (``core.crawl.stats.run_stats``; ``None``: none). Queued, nothing waits."""
+    def end_run(
+        self,
+        run_id: int,
+        status: str,
+        *,
+        stats: Mapping[str, Any] | None = None,
+        finished_at: float | None = None,
+    ) -> None:
+        """The run ``run_id`` ended with ``status`` at ``finished_at`` (epoch s;
+        ``None``: now) and its figures ``stats`` (``core.crawl.stats.run_stats``;
+        ``None``: none). Queued, nothing waits."""
         ...
 
 

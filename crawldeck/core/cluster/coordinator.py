@@ -211,7 +211,7 @@ class Coordinator:
         """
         await self._link.load_scripts()
         await publish_crawl(self._link, self._keys, self.config, seeds, workers=self._count)
-        run_id = self.store.begin_run(asdict(self.config))
+        run_id = self.store.begin_run(asdict(self.config), started_at=self._started)
         stop_collecting = asyncio.Event()
         collector = asyncio.get_running_loop().create_task(self._collector.run(stop_collecting))
         try:
@@ -229,10 +229,11 @@ class Coordinator:
             await asyncio.gather(collector, return_exceptions=True)
             outcome = self._outcome or "finished"
             self._state = "finished"
-            stats = await asyncio.to_thread(self._run_stats, run_id, outcome)
+            finished = self._clock()  # the stats' finish_time and the runs row's, one time
+            stats = await asyncio.to_thread(self._run_stats, run_id, outcome, finished)
             self.store.end_run(
                 run_id, outcome, live_hosts="done" if outcome == "finished" else None,
-                stats=stats,
+                stats=stats, finished_at=finished,
             )  # fmt: skip
             await asyncio.to_thread(self.store.flush)
         if self._gone_for_good():
@@ -242,15 +243,16 @@ class Coordinator:
             )
         return outcome
 
-    def _run_stats(self, run_id: int, outcome: str) -> dict[str, Any] | None:
-        """The run's stats object (``core.crawl.stats.cluster_run_stats``) from what the
+    def _run_stats(self, run_id: int, outcome: str, finished: float) -> dict[str, Any] | None:
+        """The run's stats object (``core.crawl.stats.cluster_run_stats``), ended at
+        ``finished`` (epoch s), from what the
         collector committed (flushed first; called in a thread); ``None`` when the crawl
         file cannot be read (the run's end is still written)."""
         try:
             self.store.flush()
             return cluster_run_stats(
                 run_id=run_id, finish_reason=outcome, started_at=self._started,
-                finished_at=self._clock(), fetches=self.store.run_fetches(run_id),
+                finished_at=finished, fetches=self.store.run_fetches(run_id),
                 added=self.store.pages_added(), blocked=self.store.blocked_added(),
                 workers=self._count,
             )  # fmt: skip

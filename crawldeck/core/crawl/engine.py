@@ -283,7 +283,10 @@ class Engine:
         """``run`` without the GC policy."""
         self._obs.begin()
         if self._run_log is not None:
-            self._run_id = self._run_log.begin_run(asdict(self.config))
+            # the stats' start_time and the runs row's started_at are one time
+            self._run_id = self._run_log.begin_run(
+                asdict(self.config), started_at=self._obs.started_at
+            )
         self._sitemaps.resume()  # hosts whose sitemaps an earlier run did not read
         reporter = asyncio.create_task(self._report_loop())
         time_cap = self.config.max_time_s
@@ -323,7 +326,9 @@ class Engine:
                 ):  # a rerun with nothing left: said as such, not as a crawl that ran
                     status = self.stats["finish_reason"] = NOTHING_TO_DO
                 if self._run_log is not None and self._run_id is not None:
-                    self._run_log.end_run(self._run_id, status, stats=self.stats)
+                    self._run_log.end_run(
+                        self._run_id, status, stats=self.stats, finished_at=self._obs.ended_at
+                    )
                 await self.store.drain()
             self._publish()
         if self._crash is not None:

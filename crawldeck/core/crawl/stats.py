@@ -351,7 +351,7 @@ def cluster_run_stats(
 
 
 #: Reason codes (``BlockReason``, ``FetchError.reason``, retries' ``http_NNN``) in
-#: words where the code alone reads badly; others read with ``_`` as a space.
+#: words, where the code alone reads badly (``reason_words`` adds them to the code).
 REASON_WORDS: dict[str, str] = {
     "robots": "disallowed by robots.txt",
     "robots_unavailable": "robots.txt unreachable",
@@ -368,20 +368,29 @@ REASON_WORDS: dict[str, str] = {
 }
 
 
-def reason_words(code: str) -> str:
-    """A reason code as ``crawldeck stats`` and the summary print it (issue #25: raw
-    codes read as jargon; ``--json`` keeps the codes): ``REASON_WORDS``, ``http_429``
-    as ``HTTP 429``, else the code with ``_`` as a space (``redirect loop``)."""
+def reason_gloss(code: str) -> str | None:
+    """What the reason code ``code`` means in words, where the code alone reads badly:
+    ``REASON_WORDS``, ``http_429`` as ``HTTP 429``; ``None`` for a code that reads
+    as it is (``redirect_loop``)."""
     if code in REASON_WORDS:
         return REASON_WORDS[code]
     if code.startswith("http_") and code[5:].isdigit():
         return f"HTTP {code[5:]}"
-    return code.replace("_", " ")
+    return None
+
+
+def reason_words(code: str) -> str:
+    """A reason code as ``crawldeck stats`` prints it: the code itself, the one name
+    the console, the ``blocked`` table and ``--json`` use (issue #25: one vocabulary
+    in every output), then its ``reason_gloss`` in brackets: ``scope (out of
+    scope)``, ``http_429 (HTTP 429)``, ``redirect_loop``."""
+    gloss = reason_gloss(code)
+    return code if gloss is None else f"{code} ({gloss})"
 
 
 def stats_lines(run: RunRow) -> list[str]:
     """``crawldeck stats``' readable text for ``run``: one ``key: value`` line each,
-    counts by status or reason (in words: ``reason_words``) indented under their
+    counts by status or reason (the code and its words: ``reason_words``) indented under their
     total; a run without stats says why in its last line."""
     lines = [f"run {run.id}: {run.status}, started {run.started_at}"
              + (f", finished {run.finished_at}" if run.finished_at else "")]  # fmt: skip
@@ -430,6 +439,7 @@ __all__ = [
     "RunTally",
     "cluster_run_stats",
     "read_run",
+    "reason_gloss",
     "reason_words",
     "run_stats",
     "stats_lines",

@@ -476,9 +476,11 @@ class Store(StoreWriter, StoreReads):
         self._check()
         self._put(UpsertHost(rec))
 
-    def begin_run(self, config: Mapping[str, Any]) -> int:
+    def begin_run(self, config: Mapping[str, Any], *, started_at: float | None = None) -> int:
         """Queue a ``runs`` row (status ``running``, ``config`` as JSON); the id is
-        allotted here (as ``seq`` is), so nothing waits for the writer.
+        allotted here (as ``seq`` is), so nothing waits for the writer. ``started_at``
+        (epoch s; ``None``: now) is the time the run's stats give as ``start_time``, so
+        that ``crawldeck stats`` shows one start, not two a few µs apart (issue #25).
 
         Earlier runs still marked ``running`` (the process was killed) become ``killed``.
 
@@ -495,7 +497,7 @@ class Store(StoreWriter, StoreReads):
         run_id = self._next_run_id
         self._next_run_id = run_id + 1
         self._run_id = run_id
-        self._put(BeginRun(run_id, self._clock(), text))
+        self._put(BeginRun(run_id, self._clock() if started_at is None else started_at, text))
         return run_id
 
     def end_run(
@@ -505,8 +507,10 @@ class Store(StoreWriter, StoreReads):
         *,
         live_hosts: str | None = None,
         stats: Mapping[str, Any] | None = None,
+        finished_at: float | None = None,
     ) -> None:
-        """Queue the end of run ``run_id``: ``finished_at`` = now, ``status`` (e.g. ``finished``).
+        """Queue the end of run ``run_id``: ``finished_at`` (epoch s; ``None``: now),
+        ``status`` (e.g. ``finished``).
 
         Args:
             stats: the run's figures (``core.crawl.stats.run_stats``), stored as JSON in
@@ -521,7 +525,8 @@ class Store(StoreWriter, StoreReads):
         """
         self._check()
         text = None if stats is None else json.dumps(dict(stats))  # in the order given
-        self._put(EndRun(self._clock(), status, run_id, live_hosts, text))
+        at = self._clock() if finished_at is None else finished_at
+        self._put(EndRun(at, status, run_id, live_hosts, text))
 
     def requeue_for_recrawl(self, keys: Sequence[str]) -> None:
         """Put the frontier rows ``keys`` back as ``spilled``, in this order (each gets
