@@ -42,7 +42,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
             f' <a href="http://gone.crawl.test:{port}/">g</a>'
         )
         server.set("/", html(home))
-        server.set("/ok", html('<a href="/missing">again</a> <a href="/">home</a>'))
+        server.set(
+            "/ok",
+            html('<a href="/missing">again</a> <a href="/">home</a> <a href="/private">p</a>'),
+        )
         server.set("/missing", Response(404, {"Content-Type": "text/html"}, b"no"))
         server.set("/boom", Response(500, {"Content-Type": "text/html"}, b"oops"))
         server.set("/moved", Response(301, {"Location": "/missing2"}))
@@ -99,7 +102,8 @@ def test_links_broken_lists_them_and_exits_1(site: tuple[Path, str, str]) -> Non
     assert "[Errno 111] Connection refused  http://refused.crawl.test:" in connect
     assert len(lines) == 6
     assert proc.stderr == (
-        "crawldeck: 6 broken links to 5 URLs; not broken, never fetched (refused): robots 1\n"
+        "crawldeck: 6 broken links to 5 URLs; not broken, never fetched (refused): "
+        "robots 2 links to 1 URL\n"  # two pages link to /private: links, then URLs
     )
     as_json = run("links", str(db), "--broken", "--json", cwd=db.parent)
     objects = [json.loads(line) for line in as_json.stdout.splitlines()]

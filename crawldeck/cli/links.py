@@ -78,7 +78,10 @@ def run(args: argparse.Namespace) -> int:
     what = "broken link" if args.broken else "link"
     line = f"crawldeck: {plural(count, what)} to {plural(len(targets), 'URL')}"
     if refused:
-        by_reason = ", ".join(f"{reason} {n}" for reason, n in refused.items())
+        by_reason = ", ".join(
+            f"{reason} {plural(links, 'link')} to {plural(urls, 'URL')}"
+            for reason, (links, urls) in refused.items()
+        )
         line += f"; not broken, never fetched (refused): {by_reason}"
     if unchecked:
         # still queued: neither broken nor fine, so not left out (issue #25)

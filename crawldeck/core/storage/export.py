@@ -485,7 +485,8 @@ _SQL_BROKEN_LINKS: Final = (
     f" FROM ({BROKEN_LINKS_SELECT}) ORDER BY to_url, from_url"
 )
 _SQL_BLOCKED_LINKS: Final = (
-    "SELECT b.reason, count(*) FROM blocked b CROSS JOIN links l ON l.to_url = b.url"
+    "SELECT b.reason, count(*), count(DISTINCT b.url) FROM blocked b"
+    " CROSS JOIN links l ON l.to_url = b.url"
     f" WHERE b.reason NOT IN {_BROKEN_REASONS} GROUP BY b.reason ORDER BY b.reason"
 )
 #: Links whose target was neither fetched nor refused (``LinkCheck.tried`` false and no
@@ -548,10 +549,12 @@ def broken_count(db: Path) -> int:
         raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
 
 
-def blocked_links(db: Path) -> dict[str, int]:
+def blocked_links(db: Path) -> dict[str, tuple[int, int]]:
     """Links of ``db`` whose target was refused untried, by ``blocked.reason``
     (``robots``, ``scope``, ...; not ``BROKEN_BLOCK_REASONS``): not broken, never
-    checked.
+    checked. Each reason maps to ``(links, URLs)``: the links counted once per page
+    that holds them, and the distinct targets (the figure the summary's ``blocked``
+    rows count).
 
     Raises:
         StoreError: as ``export``.
@@ -559,9 +562,10 @@ def blocked_links(db: Path) -> dict[str, int]:
     path = Path(db)
     try:
         with contextlib.closing(_connect(path)) as conn:
-            return dict(conn.execute(_SQL_BLOCKED_LINKS).fetchall())
+            rows = conn.execute(_SQL_BLOCKED_LINKS).fetchall()
     except sqlite3.Error as exc:
         raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
+    return {reason: (links, urls) for reason, links, urls in rows}
 
 
 def unchecked_links(db: Path) -> int:
