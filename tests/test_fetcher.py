@@ -101,6 +101,8 @@ async def test_200_with_body_and_headers(srv: HTTPTestServer, fetcher: AiohttpFe
     assert result.headers["X-THING"] == "1"
     assert result.headers["content-length"] == "9"
     assert 0 < result.elapsed_ms <= took_ms  # in ms, timed within the call
+    # to the µs: exported as 1.234, not 1.2340000000000001 (issue #25)
+    assert len(repr(result.elapsed_ms).split(".")[1]) <= 3
 
 
 async def test_user_agent_and_request_shape(srv: HTTPTestServer, fetcher: AiohttpFetcher) -> None:

@@ -69,7 +69,8 @@ class FetchResult:
             ``application/octet-stream`` when its first bytes are binary (§7.2).
             ``""`` when there is no ``Content-Type`` and no body to sniff.
         elapsed_ms: milliseconds from the start of the request to the end of the body
-            read (or to the cut, when truncated or skipped).
+            read (or to the cut, when truncated or skipped), to the microsecond (3
+            decimals: the clock's noise digits are not exported, issue #25).
         truncated: ``True`` when the decoded body was longer than ``max_bytes`` and was
             cut to its first ``max_bytes`` bytes; for a streamed body
             (``fetch(on_body=...)``) also when its reader stopped the read, or more was

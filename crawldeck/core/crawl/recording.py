@@ -195,7 +195,7 @@ class Recorder:
             status=None,
             content_type="",
             bytes=0,
-            elapsed_ms=(now - start) * 1000,
+            elapsed_ms=round((now - start) * 1000, 3),  # to the µs, as a fetch's
             fetched_at=start,
             rendered=False,
             error=f"{exc.reason}: {exc}",

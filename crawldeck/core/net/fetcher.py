@@ -469,7 +469,7 @@ class AiohttpFetcher:
                 await reader.read(None)
                 if reader.truncated:
                     response.close()  # the rest is not read: drop the connection
-            elapsed_ms = (self._clock() - started) * 1000
+            elapsed_ms = round((self._clock() - started) * 1000, 3)  # to the µs
             version = response.version
             return FetchResult(
                 url=url,

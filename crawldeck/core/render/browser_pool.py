@@ -447,7 +447,7 @@ class RenderPool:
             )
         except PlaywrightError as exc:
             worker.broken = True
-            elapsed = (clock() - started) * 1000
+            elapsed = round((clock() - started) * 1000, 3)
             return self._failure(job, f"render: {_one_line(exc)}", elapsed)
         try:
             context.set_default_timeout(config.render_timeout_ms)
@@ -485,7 +485,7 @@ class RenderPool:
             session.end_all()
         if session.bug is not None:
             raise session.bug
-        elapsed_ms = (clock() - started) * 1000
+        elapsed_ms = round((clock() - started) * 1000, 3)  # to the µs, as a fetch's
         text = html or ""
         extracted = extract_links(
             text.encode("utf-8"),
