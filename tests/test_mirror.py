@@ -287,3 +287,10 @@ def test_a_page_whose_file_another_url_took_is_named_with_that_url(
         f"  {second}: same file as {first}",
     ]
     assert (out / urls.host_key(base) / "d" / "index.html").read_bytes() == b"<p>the directory</p>"
+    # --convert-links: a link to the skipped URL leads to the file it shares, relative
+    # (issue #25: a trial saw http://H/index.html written absolute, off the mirror)
+    code, _, err = main_in(tmp_path, monkeypatch, capsys, "export", str(db), "--mirror", str(out),
+                           "--convert-links")  # fmt: skip
+    assert code == 0, err
+    index = LexborHTMLParser((out / urls.host_key(base) / "index.html").read_text())
+    assert [n.attributes["href"] for n in index.css("a")] == ["d/index.html", "d/index.html"]

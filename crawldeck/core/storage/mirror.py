@@ -40,7 +40,8 @@ planted in DIR is refused (counted in ``refused``), never followed.
 
 ``--convert-links`` (wget's ``-k``): in each mirrored HTML page, the ``href`` and
 ``src`` attributes whose URL (resolved as the crawl resolved it, ``core.policy.urls.clean``,
-against the page or its ``<base href>``) is a mirrored page, or a redirect to one,
+against the page or its ``<base href>``) is a mirrored page, a redirect to one, or a
+URL skipped as the same file as one (``/d/index.html`` when ``/d/`` took the file)
 become the relative path to its file, percent-encoded (``%`` as ``%25``, ``?`` as
 ``%3F``), its ``#fragment`` kept; a ``<base>`` element is removed (it would point the
 relative links back at the site). A link to a page not mirrored, written relative
@@ -295,6 +296,8 @@ def write_mirror(db: Path, out: Path, *, convert_links: bool = False) -> MirrorR
             pages = _plan(conn, db.parent, result)
             files = {p.url: p.path for p in pages}
             if convert_links:
+                for url, kept in result.same_file:  # /d/index.html: the file of /d/
+                    files.setdefault(url, files[kept])
                 for url, final in conn.execute(_REDIRECTS):
                     target = files.get(final)
                     if target is not None:
