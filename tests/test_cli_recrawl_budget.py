@@ -160,6 +160,41 @@ def test_the_resume_command_of_a_stopped_recrawl_goes_on_with_it(
     assert lines[3] == "crawldeck recrawl: 7 pages to revisit"
 
 
+def test_a_recrawl_whose_revisits_are_made_goes_on_with_the_queue_alone(
+    site: StaticSite,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A new user's trial (issue #25): a recrawl stopped by ``--max-pages`` after all
+    its revisits, in the queue, printed a resume command that revisited every page
+    again. Now the same command fetches the queue left and revisits nothing; once the
+    queue is empty, the next recrawl starts over."""
+    db = tmp_path / "c.db"
+    with site:
+        first = unfinished_crawl(site, db)
+        lines, visits = [], []
+        for budget in (["--max-pages", "4"], ["--max-pages", "4"], []):
+            before = len(recrawl_answers(site, 0))
+            code, out, err = main_in(tmp_path, monkeypatch, capsys, "recrawl", str(db),
+                                     "--no-ui", *budget)  # fmt: skip
+            assert code == 0, err
+            lines.append(out.splitlines()[0])
+            visits.append(recrawl_answers(site, before))
+    assert len(first) == 3
+    # three revisits (304) and c; then d, e, f and nothing revisited; then all seven
+    assert sorted(visits[0]) == [("/a.html", 304), ("/b.html", 304), ("/c.html", 200),
+                                 ("/index.html", 304)]  # fmt: skip
+    assert visits[1] == [("/d.html", 200), ("/e.html", 200), ("/f.html", 200)]
+    assert len(visits[2]) == 7 and {s for _, s in visits[2]} == {304}
+    assert lines == [
+        "crawldeck recrawl: 3 pages to revisit, then 4 queued URLs never fetched",
+        "crawldeck recrawl: going on with the recrawl that stopped: 0 pages to revisit "
+        "(4 visited since it began left alone), then 3 queued URLs never fetched",
+        "crawldeck recrawl: 7 pages to revisit",
+    ]
+
+
 def test_the_recrawl_budgets_count_this_recrawl_alone() -> None:
     parser = build_parser()
     given = parser.parse_args(

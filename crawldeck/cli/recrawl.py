@@ -131,7 +131,9 @@ def first_line(plan: RecrawlPlan, older_than: str, older_than_s: float) -> str:
     if plan.continued is not None:
         left = plan.continued[1]
         line = (f"going on with the recrawl that stopped: {line} ({plan.skipped} visited "
-                f"since it began left alone), then its {plural(left, 'revisit')} left")  # fmt: skip
+                f"since it began left alone)")  # fmt: skip
+        if left:
+            line += f", then its {plural(left, 'revisit')} left"
         fresh -= left
     elif older_than_s:
         line += f", {plan.skipped} fetched within {older_than} left alone"

@@ -53,6 +53,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import groupby
+from typing import Final
 
 from crawldeck.core.errors import ConfigError
 from crawldeck.core.protocols import Fetcher, LocalHistory
@@ -245,8 +246,8 @@ class RecrawlPlan:
         queued: URLs left in the queue, queued behind the revisits: an unfinished
             crawl's, and a stopped recrawl's revisits not yet made.
         continued: when a recrawl stopped before its end (the file's last run, or
-            the last runs), ``(visited_before, revisits_left)`` (``Store.stopped_recrawl``):
-            this recrawl goes on with it, not over again.
+            the last runs), ``(its start in epoch s, revisits_left)`` (``prepare``;
+            ``Store.queued_revisits``): this recrawl goes on with it, not over again.
     """
 
     order: tuple[Candidate, ...]
@@ -262,6 +263,10 @@ def _histories(store: Store) -> Iterator[tuple[str, Observation]]:
     for url, group in groupby(rows, key=lambda row: row[0]):
         yield url, observe(Visit(at, status, digest) for _, at, status, digest in group)
 
+
+#: The ``meta`` row holding the start (epoch s, ``repr`` of a float) of the file's
+#: latest recrawl, which a recrawl stopped before its end goes on from (``prepare``).
+RECRAWL_SINCE: Final = "recrawl.since"
 
 #: Spilled rows read per ``Store.load_spilled`` call by ``queue_keys``.
 _SPILLED_BATCH = 10_000
@@ -294,10 +299,14 @@ def prepare(store: Store, *, older_than_s: float, now: float) -> RecrawlPlan:
     queued, and asks for the revisits conditionally (``validators_of``, in
     ``assemble``).
 
-    A recrawl stopped before its end (``--max-pages``, Ctrl-C) is continued, as a
-    stopped crawl is resumed: the revisits it had not made stay queued in their order,
-    and the pages it visited since it began are not revisited again (the resume command
-    it printed would otherwise revisit its first pages again at every run).
+    A recrawl stopped before its end (``--max-pages``, Ctrl-C, a kill: its queue is not
+    empty) is continued, as a stopped crawl is resumed: the revisits it had not made
+    stay queued in their order, the queue behind them goes on, and the pages visited
+    since it began are not revisited again (the resume command it printed would
+    otherwise revisit its first pages again at every run, even once its revisits were
+    all made and only the queue was left: issue #25). When a recrawl begins it keeps its
+    start in the file (``meta`` row ``RECRAWL_SINCE``, epoch s); a recrawl that finds
+    that row and a queue goes on from it, one that finds the queue empty begins anew.
 
     Args:
         store: the open crawl file (no crawl running on it).
@@ -312,8 +321,14 @@ def prepare(store: Store, *, older_than_s: float, now: float) -> RecrawlPlan:
     prior = pooled_prior(observations.values())
     chosen: list[Candidate] = []
     skipped = 0
-    continued = store.stopped_recrawl()
-    # a page visited after the stopped recrawl's revisits left was visited by it
+    queue = queue_keys(store)
+    since = store.meta_items(RECRAWL_SINCE).get(RECRAWL_SINCE)
+    continued = None
+    if since is not None and queue:
+        continued = (float(since), store.queued_revisits())
+    else:
+        store.set_meta(RECRAWL_SINCE, repr(now))  # committed with the requeue below
+    # a page visited after the stopped recrawl began was visited by it
     visited_before = math.inf if continued is None else continued[0]
     for url, key, _, _, fetched_at in store.recrawl_candidates():
         seen = observations.get(url)
@@ -326,7 +341,6 @@ def prepare(store: Store, *, older_than_s: float, now: float) -> RecrawlPlan:
         )
         chosen.append(Candidate(url, key, rate, last_visit))
     ordered = order(chosen)
-    queue = queue_keys(store)
     store.requeue_for_recrawl([*(c.key for c in ordered), *queue])
     return RecrawlPlan(tuple(ordered), prior, skipped, len(queue), continued)
 

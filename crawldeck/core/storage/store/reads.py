@@ -523,27 +523,18 @@ class StoreReads(StoreBase):
             "SELECT url FROM frontier WHERE depth = 0 ORDER BY seq"
         )]  # fmt: skip
 
-    def stopped_recrawl(self) -> tuple[float, int] | None:
-        """``(visited_before, revisits_left)`` when a recrawl stopped before its end
-        (once or more in a row): its queue still holds URLs with a stored 200 page (the
-        revisits it had not made); ``visited_before``: the latest last visit of those
-        pages (epoch s), so a page visited after it was visited by the stopped
-        recrawl(s); ``None`` otherwise. One pass over the queued rows, an index probe
-        of ``pages`` each.
+    def queued_revisits(self) -> int:
+        """How many URLs the queue holds (``queued``, ``spilled``, ``in_flight``) whose
+        stored page is a 200: a stopped recrawl's revisits not yet made. One pass over
+        the queued rows, an index probe of ``pages`` each.
 
         Raises:
             StoreError: see the class.
         """
-        left, latest = next(
-            self._stream(
-                "SELECT count(*), max(p.fetched_at) FROM frontier f JOIN pages p"
-                " ON p.url = f.url WHERE f.state IN ('queued', 'spilled', 'in_flight')"
-                " AND p.status = 200"
-            )
-        )
-        if not left:
-            return None
-        return from_iso_utc(latest), int(left)
+        return int(self._scalar(
+            "SELECT count(*) FROM frontier f JOIN pages p ON p.url = f.url"
+            " WHERE f.state IN ('queued', 'spilled', 'in_flight') AND p.status = 200"
+        ))  # fmt: skip
 
     def last_config(self) -> dict[str, Any] | None:
         """The config of the file's last run (``runs.config``), ``None`` without a run.
