@@ -37,11 +37,15 @@ def test_export_takes_every_table_and_a_recrawl_shows_its_304s(
         code, out, err = main_in(tmp_path, monkeypatch, capsys, *crawl)
         assert code == 0, err
         assert re.search(r"responses this run\s*│ 200 2\s*│", out), out
+        assert "fetches (all runs)" not in out  # as many as the pages
         code, out, err = main_in(tmp_path, monkeypatch, capsys, "recrawl", "c.db", "--no-ui")
         assert code == 0, err
     # the pages table's status mix is all 200 (a 304 leaves the row): the run's row says
     assert re.search(r"status mix \(all runs\)\s*│ 2xx 2\s*│", out), out
     assert re.search(r"responses this run\s*│ 304 2\s*│", out), out
+    # 2 pages, 4 fetches: the progress line's count, said apart (issue #25)
+    assert re.search(r"pages \(all runs\)\s*│ 2\s*│", out), out
+    assert re.search(r"fetches \(all runs\)\s*│ 4 \(a revisit is a fetch, not a page\)", out), out
 
     def exported(table: str) -> list[dict[str, str]]:
         code, text, err = main_in(

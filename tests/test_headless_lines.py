@@ -55,7 +55,7 @@ def test_the_progress_line_fits_80_columns_even_with_big_figures() -> None:
     small = snap(pages=58, queued=74, in_flight=2, hosts_active=8,
                  blocked={"robots": 2, "redirect_loop": 1, "url_length": 1})  # fmt: skip
     line = progress_line(small)
-    assert line == ("[0:00:12] 58 pages  3.2/s  queued 74  in flight 2  blocked 4  hosts 8")
+    assert line == ("[0:00:12] 58 pages  3.2/s  queued 74  in flight 2  blocked 4  active hosts 8")
     backoff = replace(small, counters=replace(small.counters, hosts_backoff=1), max_pages=60)
     assert progress_line(backoff).endswith("in flight 2  blocked 4")  # no room for the hosts
     big = replace(

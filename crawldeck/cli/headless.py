@@ -91,7 +91,8 @@ def progress_line(snap: CrawlSnapshot) -> str:
     time (h:mm:ss), pages fetched (all runs, ``pages_done``: what ``max_pages`` counts,
     a recrawl's revisits too), of the cap, pages/s, queued, in flight, then, while they
     fit, this run's fetches when the file held pages before it (a resume or a recrawl),
-    URLs blocked and hosts active (and in backoff); counts past 9999 as ``12.3k``. The
+    URLs blocked and hosts active (``active hosts``: with URLs queued or in flight, not
+    the summary's every host; issue #25), and in backoff; counts past 9999 as ``12.3k``. The
     blocked URLs by reason are in the summary and ``crawldeck stats``."""
     c = snap.counters
     paused = " PAUSED" if snap.state == "paused" else ""
@@ -112,7 +113,7 @@ def progress_line(snap: CrawlSnapshot) -> str:
     for part in (
         *([f"this run {short_count(snap.pages_this_run)}"] if resumed else []),
         f"blocked {short_count(blocked)}",
-        f"hosts {short_count(c.hosts_active)}{backoff}",
+        f"active hosts {short_count(c.hosts_active)}{backoff}",
     ):
         if len(line) + 2 + len(part) > PROGRESS_WIDTH:
             break
@@ -229,7 +230,9 @@ class HeadlessReporter:
         the ``pages`` row, and so the all-runs status mix, as it was). ``partial``:
         the pages read in part (``Store.partial_pages``), a row of its own when there
         are some (issue #25); ``links_cut`` likewise, the pages whose links were cut
-        (``Store.links_cut_pages``)."""
+        (``Store.links_cut_pages``). When the fetches of all runs outnumber the pages
+        (a recrawl's revisits), a ``fetches (all runs)`` row gives them: the count of the
+        progress line and ``max_pages`` (issue #25: 220/220 pages beside 121 pages)."""
         c = snap.counters
         elapsed = snap.elapsed_s
         # the heading is a line of its own: a table's title is padded to the table's width
@@ -241,6 +244,10 @@ class HeadlessReporter:
         answered = c.pages - c.errors
         split = f" ({answered} answered, {c.errors} no response)" if c.errors else ""
         table.add_row("pages (all runs)", f"{c.pages}{split}")
+        if snap.pages_done > c.pages:  # a recrawl's revisits: the progress line's count
+            table.add_row(
+                "fetches (all runs)", f"{snap.pages_done} (a revisit is a fetch, not a page)"
+            )
         table.add_row("bytes (all runs)", f"{c.bytes:,}")
         # fetches, not rows: a redirect that comes back to its URL fetches it twice
         table.add_row(
