@@ -20,6 +20,9 @@ from clikit import CRAWLDECK, run
 from forwardproxy import ForwardProxy
 from httpserver import HTTPTestServer, Request, Response
 
+from crawldeck.cli.flags import FLAG_NAMES, flag_overrides
+from crawldeck.cli.parser import build_parser
+
 HTML = {"Content-Type": "text/html"}
 BASIC = "Basic " + base64.b64encode(b"alice:s3cret").decode()
 
@@ -228,14 +231,17 @@ def test_verbose_prints_a_line_a_url_done_as_scrapy_does(
     ("args", "message"),
     [
         (["-H", "no colon"], "argument -H/--header: expected 'Name: value'"),
-        (["-H", "Cookie: a=b"], "config key 'header': 'Cookie' is refused"),
-        (["--proxy", "ftp://p:21"], "config key 'proxy': expected an http:// proxy URL"),
+        (["-H", "Cookie: a=b"], "argument -H/--header: 'Cookie' is refused"),
+        (["--proxy", "ftp://p:21"], "argument --proxy: expected an http:// proxy URL"),
         (["--auth", "alice"], "argument --auth: expected USER:PASS or ORIGIN=USER:PASS"),
         (["--log-level", "LOUD"], "argument --log-level: invalid choice: 'LOUD'"),
         (["-q", "-v"], "argument -v/--verbose: not allowed with argument -q/--quiet"),
-        (["--netrc"], "config key 'netrc': "),
-        (["--auth", "https://a.example/x=u:p"], "config key 'auth': 'https://a.example/x' is"),
-        (["--warc-prefix", "../up"], "config key 'warc_prefix': expected a file name stem"),
+        (["--netrc"], "netrc file "),
+        (["--auth", "https://a.example/x=u:p"], "argument --auth: 'https://a.example/x' is"),
+        (["--warc-prefix", "../up"], "argument --warc-prefix: expected a file name stem"),
+        # a flag's bad value is named by the flag, not a config key (issue #25)
+        (["--include", "("], "argument --include: '(' is not a regular expression"),
+        (["--user-agent", "a\tb"], "argument --user-agent: only printable ASCII"),
     ],
 )
 def test_a_bad_request_flag_is_one_line_and_exit_2(
@@ -250,3 +256,10 @@ def test_a_bad_request_flag_is_one_line_and_exit_2(
     assert len(proc.stderr.splitlines()) == 1, proc.stderr
     assert proc.stderr.startswith("crawldeck crawl: error: ") and message in proc.stderr
     assert not (tmp_path / "crawl.db").exists()
+
+
+def test_every_config_key_a_flag_gives_names_its_flag() -> None:
+    """``FLAG_NAMES`` covers ``flag_overrides`` (and ``--auth``, set apart), so no flag's
+    bad value is reported as a config key the user never typed (issue #25)."""
+    args = build_parser().parse_args(["crawl", "http://127.0.0.1:9/"])
+    assert set(flag_overrides(args)) - {"render"} == set(FLAG_NAMES) - {"auth"}

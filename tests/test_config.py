@@ -48,7 +48,11 @@ def test_file_then_flags(tmp_path: Path) -> None:
         ({"user_agent": "Bot\r\nX-Evil: 1"}, "only printable ASCII is allowed in a header"),
         ({"delay_ms": -1}, "config key 'delay_ms': expected a value >= 0, got -1"),
         ({"concurrency": 100_000_000}, "'concurrency': expected a value <= 10000, got 100000000"),
-        ({"delay_ms": "5"}, "config key 'delay_ms': expected an integer, got '5'"),
+        (
+            {"delay_ms": "5"},
+            "config key 'delay_ms': expected an integer, got the string '5' "
+            "(without the quotes it is a number)",
+        ),
         ({"delay_ms": True}, "config key 'delay_ms': expected an integer, got True"),
         ({"scope": "web"}, "config key 'scope': expected one of 'host', 'domain', 'any'"),
         ({"strip_params": "sid"}, "config key 'strip_params': expected a list of strings"),
@@ -192,7 +196,11 @@ def test_the_type_checks_what_build_config_checks() -> None:
         CrawlConfig(delay_ms=-5)
     assert str(caught.value) == "config key 'delay_ms': expected a value >= 0, got -5"
     rules: list[tuple[dict[str, Any], str]] = [
-        ({"delay_ms": "5"}, "config key 'delay_ms': expected an integer, got '5'"),
+        (
+            {"delay_ms": "5"},
+            "config key 'delay_ms': expected an integer, got the string '5' "
+            "(without the quotes it is a number)",
+        ),
         ({"max_pages": True}, "config key 'max_pages': expected an integer, got True"),
         ({"scope": "web"}, "config key 'scope': expected one of 'host', 'domain', 'any'"),
         ({"backoff_base_ms": 5000, "backoff_max_ms": 10}, "must be >= backoff_base_ms"),

@@ -102,7 +102,8 @@ def test_a_table_names_a_host_key(name: str, key: str) -> None:
         ),
         (
             {"a.org": {"max_pages": "9"}},
-            "config key 'hosts.\"a.org\".max_pages': expected an integer, got '9'",
+            "config key 'hosts.\"a.org\".max_pages': expected an integer, got the string '9' "
+            "(without the quotes it is a number)",
         ),
         (
             {"a.org": {"render": "sometimes"}},

@@ -239,7 +239,7 @@ def test_the_command_refuses_a_bad_pattern_in_one_line(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
-        "crawldeck crawl: error: config key 'exclude': 'a[b' is not a regular expression: "
+        "crawldeck crawl: error: argument --exclude: 'a[b' is not a regular expression: "
         "unterminated character set at position 1"
     ]
     assert not (tmp_path / "c.db").exists()

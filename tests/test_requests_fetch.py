@@ -172,13 +172,13 @@ async def test_a_missing_or_bad_netrc_is_one_line(
     monkeypatch.setenv("NETRC", str(tmp_path / "none"))
     with pytest.raises(ConfigError) as missing:
         AiohttpFetcher(make_config(netrc=True))
-    assert str(missing.value) == f"config key 'netrc': {str(tmp_path / 'none')!r} does not exist"
+    assert str(missing.value) == f"netrc file {str(tmp_path / 'none')!r} does not exist"
     bad = tmp_path / "bad"
     bad.write_text("machine a login b password c\nmachine x frob y\nmachine z login q\n")
     monkeypatch.setenv("NETRC", str(bad))
     with pytest.raises(ConfigError) as broken:
         AiohttpFetcher(make_config(netrc=True))
-    assert str(broken.value).startswith(f"config key 'netrc': {str(bad)!r} line 2: ")
+    assert str(broken.value).startswith(f"netrc file {str(bad)!r} line 2: ")
 
 
 # -- brotli

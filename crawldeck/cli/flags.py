@@ -15,7 +15,7 @@ import re
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, Final, Literal, get_args, get_origin, get_type_hints
 from urllib.parse import urlsplit
 
 from crawldeck.core.config import CrawlConfig, load_config
@@ -485,6 +485,29 @@ def add_redis_flags(parser: argparse.ArgumentParser, *, required: bool) -> None:
     )  # fmt: skip
 
 
+#: The flag that gives each config key of ``flag_overrides`` (its errors name it).
+FLAG_NAMES: Final = {
+    "max_pages": "--max-pages",
+    "max_time_s": "--max-time",
+    "max_bytes": "--max-bytes",
+    "max_depth": "--max-depth",
+    "delay_ms": "--delay-ms",
+    "concurrency": "--concurrency",
+    "user_agent": "--user-agent",
+    "scope": "--scope",
+    "include": "--include",
+    "exclude": "--exclude",
+    "metrics_port": "--metrics-port",
+    "header": "-H/--header",
+    "proxy": "--proxy",
+    "netrc": "--netrc",
+    "warc": "--no-warc",
+    "warc_prefix": "--warc-prefix",
+    "warc_dir": "--warc-dir",
+    "auth": "--auth",
+}
+
+
 def flag_overrides(args: argparse.Namespace) -> dict[str, object]:
     """The config keys the flags give (``None``: not given)."""
     return {
@@ -516,4 +539,4 @@ def config_from_flags(args: argparse.Namespace, overrides: dict[str, object]) ->
     Raises:
         ConfigError: one line naming the file and line, ``-s`` or the key.
     """
-    return load_config(args.config, overrides, dict(args.settings))
+    return load_config(args.config, overrides, dict(args.settings), flag_names=FLAG_NAMES)

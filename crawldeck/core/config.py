@@ -608,6 +608,8 @@ def load_config(
     path: Path | None,
     overrides: Mapping[str, Any] | None = None,
     settings: Mapping[str, Any] | None = None,
+    *,
+    flag_names: Mapping[str, str] | None = None,
 ) -> CrawlConfig:
     """Defaults < the TOML file at ``path`` < ``settings`` (``-s KEY=VALUE``) <
     ``overrides`` (flags; ``None`` values skipped): ``load_config_sources``' config.
@@ -615,17 +617,22 @@ def load_config(
     Raises:
         ConfigError: as ``load_config_sources``.
     """
-    return load_config_sources(path, overrides, settings)[0]
+    return load_config_sources(path, overrides, settings, flag_names=flag_names)[0]
 
 
 def load_config_sources(
     path: Path | None,
     overrides: Mapping[str, Any] | None = None,
     settings: Mapping[str, Any] | None = None,
+    *,
+    flag_names: Mapping[str, str] | None = None,
 ) -> tuple[CrawlConfig, dict[str, Source]]:
     """The config of defaults < the TOML file at ``path`` < ``settings`` (typed values
     of ``-s KEY=VALUE``) < ``overrides`` (flags; ``None`` values skipped), and where
-    each key's value came from (every field, in field order).
+    each key's value came from (every field, in field order). ``flag_names``: key of
+    ``overrides`` -> the flag that set it (``{"include": "--include"}``), so that a bad
+    value given by a flag is named by its flag, as argparse names one (``argument
+    --include: ...``), not as a config key the user never typed (issue #25).
 
     The file holds top-level keys named as ``CrawlConfig``'s fields, or the same keys
     under a ``[crawl]`` table; it is UTF-8 text (a BOM allowed).
@@ -676,6 +683,10 @@ def load_config_sources(
         if path is not None and named is not None and source == "file":
             sub = named[2].rsplit(".", 1)[-1] if named[2].count(".") >= 2 else None
             raise ConfigError(f"{_file_line(path, text, named[1], sub)}{exc}") from None
+        flag = None if named is None else (flag_names or {}).get(named[1])
+        if source == "flag" and flag is not None and named is not None:
+            reason = str(exc)[named.end() :].removeprefix(":").strip()
+            raise ConfigError(f"argument {flag}: {reason}") from None
         raise ConfigError(f"-s: {exc}" if source == "setting" else str(exc)) from None
     if "user_agent" in sources and "robots_token" not in sources:
         sources["robots_token"] = "user_agent"

@@ -11,6 +11,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import re
 from collections.abc import Mapping
@@ -192,7 +193,7 @@ def check_value(name: str, hint: Any, value: Any, bounds: Range | None = None) -
         return check_value(name, inner, value, bounds)
     if hint is bool:
         if not isinstance(value, bool):
-            raise ConfigError(f"config key {name!r}: expected true or false, got {value!r}")
+            raise ConfigError(f"config key {name!r}: expected true or false, got {_shown(value)}")
         return value
     if hint is int or hint is float:
         ok = isinstance(value, int) and not isinstance(value, bool)
@@ -200,7 +201,7 @@ def check_value(name: str, hint: Any, value: Any, bounds: Range | None = None) -
             ok = ok or isinstance(value, float)
         if not ok:
             kind = "an integer" if hint is int else "a number"
-            raise ConfigError(f"config key {name!r}: expected {kind}, got {value!r}")
+            raise ConfigError(f"config key {name!r}: expected {kind}, got {_shown(value)}")
         if bounds is not None and value < bounds.low:
             raise ConfigError(
                 f"config key {name!r}: expected a value >= {bounds.low:g}, got {value!r}"
@@ -225,6 +226,18 @@ def check_value(name: str, hint: Any, value: Any, bounds: Range | None = None) -
             raise ConfigError(f"config key {name!r}: expected a list of strings, got {value!r}")
         return tuple(value)
     raise ConfigError(f"config key {name!r}: unsupported type")  # pragma: no cover
+
+
+def _shown(value: object) -> str:
+    """``value`` as an error shows it: a string says it is one, so that ``-s
+    'delay_ms="5"'`` (TOML's string "5") does not read as the number 5 (issue #25)."""
+    if isinstance(value, str):
+        if value.strip() in ("true", "false"):
+            return f"the string {value!r} (without the quotes it is {value.strip()})"
+        with contextlib.suppress(ValueError):
+            float(value)
+            return f"the string {value!r} (without the quotes it is a number)"
+    return repr(value)
 
 
 #: A ``warc_prefix``: a plain file name stem, never a path.

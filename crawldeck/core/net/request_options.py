@@ -236,13 +236,11 @@ def _read_netrc(env: Mapping[str, str]) -> dict[str, tuple[str, str]]:
     try:
         parsed = netrc.netrc(str(path))
     except FileNotFoundError:
-        raise ConfigError(f"config key 'netrc': {str(path)!r} does not exist") from None
+        raise ConfigError(f"netrc file {str(path)!r} does not exist") from None
     except netrc.NetrcParseError as exc:
-        raise ConfigError(
-            f"config key 'netrc': {str(path)!r} line {exc.lineno}: {exc.msg}"
-        ) from None
+        raise ConfigError(f"netrc file {str(path)!r} line {exc.lineno}: {exc.msg}") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"config key 'netrc': {str(path)!r} cannot be read: {exc}") from None
+        raise ConfigError(f"netrc file {str(path)!r} cannot be read: {exc}") from None
     return {
         host.lower(): (login, password)
         for host, (login, _account, password) in parsed.hosts.items()
