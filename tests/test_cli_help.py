@@ -86,6 +86,9 @@ def test_version(tmp_path: Path) -> None:
         (["crawl", "x.txt", "--zzzqqq"],  # nothing near: no guess
          "crawldeck crawl: error: unrecognized arguments: --zzzqqq "
          "(see crawldeck crawl --help)"),
+        (["crawl", "x.txt", "--bogus"],  # the dashes do not count: not near --verbose
+         "crawldeck crawl: error: unrecognized arguments: --bogus "
+         "(see crawldeck crawl --help)"),
         (["crawl"], "crawldeck crawl: error: the following arguments are required: SEED "
                     "(see crawldeck crawl --help)"),
         (["crawl", "x", "--max-time", "1.5s"],

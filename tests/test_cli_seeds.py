@@ -126,6 +126,8 @@ def test_output_writes_the_pages_export_when_the_crawl_ends(
         rows = list(csv.DictReader(written.splitlines()))
     assert {r["url"] for r in rows} >= {home} and len(rows) == len(fetched(tmp_path / "crawl.db"))
     assert f"{len(rows)} pages written to pages{suffix}" in proc.stdout.splitlines()[-1]
+    # it wrote the export: no hint to export it again (issue #25)
+    assert "crawl saved in crawl.db\n" in proc.stdout and "export with:" not in proc.stdout
 
 
 @pytest.mark.parametrize(

@@ -560,7 +560,9 @@ def test_a_dripping_url_holds_its_host_for_total_timeout_ms_once(tmp_path: Path)
     assert c.ended - c.started < 2.0
 
 
-def test_a_name_that_does_not_exist_marks_its_host_dead_without_a_request(tmp_path: Path) -> None:
+def test_a_name_that_does_not_exist_marks_its_host_dead_without_a_request(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     site = FakeSite()
     site.name("good.test", "127.0.0.5")
     site.add("http://good.test/", links_page("http://gone.test/x"))
@@ -569,6 +571,9 @@ def test_a_name_that_does_not_exist_marks_its_host_dead_without_a_request(tmp_pa
     assert dict(c.rows("SELECT host, state FROM hosts"))["gone.test"] == "dead"
     assert c.rows("SELECT url, reason FROM blocked") == [("http://gone.test/x", "dns")]
     assert ("gone.test", "A") in site.dns_queries
+    # the host named once, not "gone.test: gone.test: ..." (issue #25)
+    said = [r.getMessage() for r in caplog.records if "marked dead" in r.getMessage()]
+    assert said == ["gone.test: no such domain (NXDOMAIN); host marked dead"]
 
 
 # --------------------------------------------------------------- slow hosts

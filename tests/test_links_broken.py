@@ -110,6 +110,9 @@ def test_links_broken_lists_them_and_exits_1(site: tuple[Path, str, str]) -> Non
     assert {"from_url": seed, "to_url": f"{seed}boom", "status": 500, "error": None,
             "final_url": f"{seed}boom", "blocked": None, "anchor": "b"} in objects  # fmt: skip
     assert len(objects) == 6
+    # the URL is a field of its own: the error does not end with it again (issue #25)
+    (failed,) = [o for o in objects if o["error"] and o["error"].startswith("connect")]
+    assert failed["error"].endswith("Connection refused"), failed
 
 
 def test_links_without_broken_shows_every_link_and_the_robots_refusal(

@@ -216,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
     if ui:
         config = ui_config(config)
     hint = f"resume with: {program()} {shlex.join(sys.argv[1:])}"
-    ending = crawl_ending(hint, config, sys.argv[1:])
+    ending = crawl_ending(hint, config, sys.argv[1:], exported=args.output is not None)
     db = Path(args.db)
     if args.workers is not None or args.redis is not None:
         from crawldeck.cli.cluster import run_cluster_crawl

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from crawldeck.cli.output import EXIT_BROKEN_LINKS, EXIT_OK, fail, link_line
-from crawldeck.core.errors import CrawldeckError
+from crawldeck.core.errors import CrawldeckError, without_url
 from crawldeck.core.words import plural
 
 #: The command's line in ``crawldeck --help``, and the start of its own ``--help``.
@@ -64,7 +64,9 @@ def run(args: argparse.Namespace) -> int:
         for link in link_report(args.db, broken=args.broken):
             if args.json:
                 row = {"from_url": link.from_url, "to_url": link.to_url, "status": link.status,
-                       "error": link.error, "final_url": link.final_url,
+                       # the URL is its own field: not again at the error's end
+                       "error": link.error and without_url(link.error, link.to_url),
+                       "final_url": link.final_url,
                        "blocked": link.blocked, "anchor": link.anchor}  # fmt: skip
                 print(json.dumps(row, ensure_ascii=False))
             else:

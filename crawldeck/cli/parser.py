@@ -86,10 +86,12 @@ class Parser(argparse.ArgumentParser):
         message = f"unrecognized arguments: {' '.join(unknown)}"
         flags = [item.split("=", 1)[0] for item in unknown if item.startswith("-")]
         if flags:
-            options = sorted(self._option_string_actions)
-            near = difflib.get_close_matches(flags[0], options, n=1, cutoff=0.6)
+            # the names without their dashes, which every flag shares: --bogus is not
+            # near --verbose (0.5), --max-page is near --max-pages (issue #25)
+            names = {o.lstrip("-"): o for o in sorted(self._option_string_actions)}
+            near = difflib.get_close_matches(flags[0].lstrip("-"), names, n=1, cutoff=0.6)
             if near:
-                message += f" (did you mean {near[0]}?)"
+                message += f" (did you mean {names[near[0]]}?)"
         self.error(message)
 
 

@@ -325,7 +325,9 @@ def _finish(
         fetched = store.ok_pages() > 0
     except CrawldeckError:
         fetched = True  # the hint stays: the summary goes on
-    if fetched:
+    if fetched and ending.exported:
+        lines.append(f"crawl saved in {db}")
+    elif fetched:
         lines.append(f"crawl saved in {db}; export with: {program()} export "
                      f"{shlex.quote(str(db))} --table pages --format csv")  # fmt: skip
     else:
@@ -364,11 +366,14 @@ class Ending:
             value as the heading quotes it (``"50"``, ``"10m"``).
         go_on: a whole-crawl budget outcome -> the line with a command that fetches
             more (``raised_budget``); an outcome not in it gets ``resume``.
+        exported: the command writes the pages itself (``crawl -o FILE``): the
+            summary gives no ``export with:`` hint (issue #25).
     """
 
     resume: str
     caps: Mapping[str, str] = field(default_factory=dict)
     go_on: Mapping[str, str] = field(default_factory=dict)
+    exported: bool = False
 
 
 def raised_budget(argv: Sequence[str], flag: str, value: str) -> list[str]:
@@ -387,11 +392,14 @@ def raised_budget(argv: Sequence[str], flag: str, value: str) -> list[str]:
     return [*kept, flag, value]
 
 
-def crawl_ending(resume: str, config: CrawlConfig, argv: Sequence[str] | None) -> Ending:
+def crawl_ending(
+    resume: str, config: CrawlConfig, argv: Sequence[str] | None, *, exported: bool = False
+) -> Ending:
     """The ``Ending`` of a crawl with ``config``: its budgets quoted in the heading and,
     with ``argv`` (the command's arguments, ``None`` for the demo, which starts anew),
     a whole-crawl budget's way on: the same command with twice the cap (``--max-pages``
-    and ``--max-bytes`` count every run of the file, so the same cap fetches nothing)."""
+    and ``--max-bytes`` count every run of the file, so the same cap fetches nothing);
+    ``exported``: as ``Ending.exported``."""
     caps = {
         outcome: text
         for outcome, text in (
@@ -407,7 +415,7 @@ def crawl_ending(resume: str, config: CrawlConfig, argv: Sequence[str] | None) -
         if argv is not None and cap:
             command = shlex.join(raised_budget(argv, flag, str(2 * cap)))
             go_on[outcome] = f"to continue, run it with a higher {flag}: {program()} {command}"
-    return Ending(resume, caps, go_on)
+    return Ending(resume, caps, go_on, exported)
 
 
 def spent_budget(pages: int, body_bytes: int, config: CrawlConfig, ending: Ending) -> str | None:

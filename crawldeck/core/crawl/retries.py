@@ -97,7 +97,9 @@ class Retries:
         if isinstance(exc, DnsNotFound):
             if not stats.dead:
                 stats.dead = True
-                self._obs.audit(f"{entry.host}: {exc}; host marked dead")
+                # the message starts with the name it looked up: said once (issue #25)
+                said = str(exc).removeprefix(f"{entry.host.rsplit(':', 1)[0]}: ")
+                self._obs.audit(f"{entry.host}: {said}; host marked dead")
             reason = BlockReason.DNS
         else:
             reason = BlockReason.PRIVATE_ADDRESS
