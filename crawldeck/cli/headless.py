@@ -263,7 +263,6 @@ class HeadlessReporter:
         if links_cut:
             cut = f"{plural(links_cut, 'page')} (links past parse_max_bytes or max_links_per_page)"
             table.add_row("links cut (all runs)", cut)
-        table.add_row("no response (all runs)", f"{c.errors} (timeouts, lost connections, ...)")
         mix = ", ".join(f"{k} {v}" for k, v in sorted(c.status_mix.items())) or "-"
         table.add_row("status mix (all runs)", mix)
         if responses:
