@@ -124,12 +124,12 @@ def test_pages_jsonl(crawl: Path) -> None:
     assert text == (
         '{"url": "http://a.test/", "final_url": "http://a.test/", "host": "a.test", "depth": 0, '
         '"status": 200, "content_type": "text/html", "bytes": 1234, "elapsed_ms": 12.5, '
-        f'"fetched_at": "{ISO}", "rendered": 0, "error": null, "noindex": 0, {NULLS}, '
+        f'"fetched_at": "{ISO}", "rendered": false, "error": null, "noindex": false, {NULLS}, '
         '"run_id": 1}\n'
         '{"url": "http://a.test/b,c", "final_url": null, "host": "a.test", "depth": 1, '
         '"status": null, "content_type": null, "bytes": 0, "elapsed_ms": 30000.0, '
-        '"fetched_at": "2024-05-01T12:00:01.250000Z", "rendered": 0, '
-        f'"error": "timeout: read \\"slow\\"", "noindex": 1, {NULLS}, "run_id": 1}}\n'
+        '"fetched_at": "2024-05-01T12:00:01.250000Z", "rendered": false, '
+        f'"error": "timeout: read \\"slow\\"", "noindex": true, {NULLS}, "run_id": 1}}\n'
     )
 
 
@@ -168,8 +168,31 @@ def test_frontier_blocked_hosts_runs(crawl: Path) -> None:
     assert run_export(crawl, "runs", "jsonl") == (
         1,
         f'{{"id": 1, "started_at": "{ISO}", "finished_at": "{ISO}", "status": "finished", '
-        '"config": "{\\"delay_ms\\": 1000, \\"scope\\": \\"host\\"}", "stats": null}\n',
+        '"config": {"delay_ms": 1000, "scope": "host"}, "stats": null}\n',
     )
+
+
+def test_json_formats_write_json_columns_as_values_and_round_host_times(tmp_path: Path) -> None:
+    """JSON text stays JSON (a list, not a quoted string of JSON) in the JSON formats, and
+    a host's float noise is cut to the µs (issue #25: ``delay_ms 6.970405578613281``)."""
+    db = tmp_path / "crawl.db"
+    with Store(db, clock=lambda: T0) as s:
+        s.enqueue_urls(
+            [FrontierRow("http://a.test/x", "http://a.test/x", "a.test", 0, 0, redirects=("k0",))]
+        )
+        s.upsert_host(
+            HostRecord(
+                "a.test", None, "ok", T0 + 0.123456789, None, 6.970405578613281, 1,
+                T0 + 2.0000004, 0, "backoff",
+            )
+        )  # fmt: skip
+    _, frontier = run_export(db, "frontier", "jsonl")
+    assert json.loads(frontier)["redirects"] == ["k0"]
+    _, hosts = run_export(db, "hosts", "json")
+    (host,) = json.loads(hosts)
+    assert host["delay_ms"] == 6.97
+    assert host["robots_expires_epoch_s"] == 1714564800.373457
+    assert host["backoff_until_epoch_s"] == 1714564802.25
 
 
 def test_empty_table_csv_has_only_the_header(tmp_path: Path) -> None:

@@ -7,7 +7,10 @@ in insertion (rowid) order, ``fetchmany`` batches of ``EXPORT_BATCH_ROWS``.
 
 Formats:
     ``jsonl``: one JSON object per line, keys in column order, SQL NULL as ``null``,
-    non-ASCII characters kept as they are (UTF-8 text), ``\\n`` line ends.
+    non-ASCII characters kept as they are (UTF-8 text), ``\\n`` line ends; the
+    columns of JSON text (``runs.config``, ``runs.stats``, ``frontier.redirects``:
+    ``JSON_COLUMNS``) as their JSON value, the 0/1 flags (``rendered``, ``noindex``)
+    as ``false``/``true``.
     ``json``: the same objects as one JSON array, one object a line (``[``, the
     objects separated by ``,``, ``]``), as Scrapy's ``-o items.json`` writes one.
     ``csv``: a header row of column names, then one row per record (Python's ``csv``
@@ -54,7 +57,7 @@ import secrets
 import sqlite3
 import stat
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal, TextIO
@@ -374,11 +377,41 @@ def _write_csv(cur: sqlite3.Cursor, columns: list[str], out: TextIO) -> int:
     return count
 
 
+#: Columns that hold JSON text, written by the JSON formats as the JSON value itself
+#: (an object or a list, not a string of JSON inside JSON: issue #25).
+JSON_COLUMNS: Final = frozenset({"config", "stats", "redirects"})
+#: Columns that hold a flag (0/1), written by the JSON formats as ``false``/``true``.
+FLAG_COLUMNS: Final = frozenset({"rendered", "noindex"})
+
+
+def _json_row(columns: list[str]) -> Callable[[Sequence[object]], dict[str, object]]:
+    """A row of ``columns`` as the JSON formats write it: ``JSON_COLUMNS`` parsed (text
+    that is not JSON kept as text), ``FLAG_COLUMNS`` as booleans; the others as stored."""
+    parsed = [i for i, name in enumerate(columns) if name in JSON_COLUMNS]
+    flags = [i for i, name in enumerate(columns) if name in FLAG_COLUMNS]
+    if not parsed and not flags:
+        return lambda row: dict(zip(columns, row, strict=True))
+
+    def convert(row: Sequence[object]) -> dict[str, object]:
+        values = list(row)
+        for i in parsed:
+            if isinstance(values[i], str):
+                with contextlib.suppress(ValueError):
+                    values[i] = json.loads(values[i])  # type: ignore[arg-type]
+        for i in flags:
+            if isinstance(values[i], int):
+                values[i] = bool(values[i])
+        return dict(zip(columns, values, strict=True))
+
+    return convert
+
+
 def _write_jsonl(cur: sqlite3.Cursor, columns: list[str], out: TextIO) -> int:
     encode = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
+    as_json = _json_row(columns)
     count = 0
     while rows := cur.fetchmany(EXPORT_BATCH_ROWS):
-        out.write("".join([encode(dict(zip(columns, row, strict=True))) + "\n" for row in rows]))
+        out.write("".join([encode(as_json(row)) + "\n" for row in rows]))
         count += len(rows)
     return count
 
@@ -386,11 +419,12 @@ def _write_jsonl(cur: sqlite3.Cursor, columns: list[str], out: TextIO) -> int:
 def _write_json(cur: sqlite3.Cursor, columns: list[str], out: TextIO) -> int:
     """One JSON array of the rows as ``_write_jsonl`` writes them, one a line."""
     encode = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
+    as_json = _json_row(columns)
     count = 0
     out.write("[")
     while rows := cur.fetchmany(EXPORT_BATCH_ROWS):
         lead = ",\n" if count else "\n"
-        out.write(lead + ",\n".join(encode(dict(zip(columns, row, strict=True))) for row in rows))
+        out.write(lead + ",\n".join(encode(as_json(row)) for row in rows))
         count += len(rows)
     out.write("\n]\n" if count else "]\n")
     return count
@@ -400,10 +434,11 @@ def _write_bodies(cur: sqlite3.Cursor, columns: list[str], out: TextIO, where: P
     """JSON Lines of pages with ``body`` and ``body_note`` (why ``body`` is null; null
     when there is a body): every row has the same keys."""
     encode = json.JSONEncoder(ensure_ascii=False).encode
+    as_json = _json_row(columns)
     count = 0
     while batch := cur.fetchmany(EXPORT_BATCH_ROWS):
         for values in batch:
-            row = dict(zip(columns, values, strict=True))
+            row = as_json(values)
             text, note = _page_body(row, where)
             row["body"] = text
             row["body_note"] = note
