@@ -25,7 +25,7 @@ each round, so their ratios are same-run ratios):
   (``keepalive_timeout 0``): a TCP connection and a full TLS handshake per request.
 
 How the CPU is split (reproducible: the stage of every module is a table below,
-``STAGE_OF_MODULE``, and ``tests/test_stage_profile.py`` checks that every ``core/``
+``STAGE_OF_MODULE``, and ``tests/unit/test_stage_profile.py`` checks that every ``core/``
 module is in it):
 
 - the whole tree: user + system time of the crawl and every descendant it reaped
@@ -118,7 +118,7 @@ STAGES = (
 
 #: Every module of ``core/``, ``cli/`` and ``tui/`` (dotted, without the ``crawldeck.`` prefix) and
 #: the stage its frames are charged to. A new module must be added here
-#: (``tests/test_stage_profile.py`` fails until it is).
+#: (``tests/unit/test_stage_profile.py`` fails until it is).
 STAGE_OF_MODULE: dict[str, str] = {
     "core": STARTUP,
     "core.policy": STARTUP,  # a folder by role: its docstring only

@@ -1,4 +1,4 @@
-"""Helpers of the cluster fault tests (``tests/test_cluster_faults.py``): a synthetic
+"""Helpers of the cluster fault tests (``tests/loopback/test_cluster_faults.py``): a synthetic
 loopback web whose access log says which process sent each request, a cluster crawl
 run as real ``crawldeck`` processes, a TCP proxy that can hold one worker's Redis
 traffic, and the lease history of a crawl read from Redis's ``MONITOR`` (no pytest

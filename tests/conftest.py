@@ -19,7 +19,15 @@ server, a process or the console (``SERVER_NAMES``, ``PROCESS_NAMES``,
 ``CONSOLE_NAMES``), and ``HEAVY`` must name tests that exist. A test left unmarked runs
 under a guard: binding or listening on a socket, or starting a process, fails it with a
 message that names the call, so a name missing from these lists shows up as a failing
-test (``tests/test_tiers.py`` checks both halves).
+test (``tests/unit/test_tiers.py`` checks both halves).
+
+The folders hold the tiers (issue #24 item 8): ``tests/unit/`` the tests with no mark but
+``heavy`` (pure logic, the store, the engine on virtual time), ``tests/loopback/`` those
+that start a server or a process, ``tests/console/`` those that run the console; the
+helpers they share (servers, fakes, kits) stay at the top of ``tests/``. The marks are the
+guard of the layout: collection fails when a test is not in its tier's folder, so a test
+that starts using a server has to move with its new tier. A file split over two tiers
+keeps its name in each folder (``tests/unit/test_dns.py``, ``tests/loopback/test_dns.py``).
 """
 
 from __future__ import annotations
@@ -114,21 +122,21 @@ CONSOLE_NAMES = frozenset({"run_test", "snap_compare", "run_console", "run_clust
 #: the 2-core machine, about two thirds of the pure tests' time together.
 HEAVY = frozenset(
     {
-        "test_export.py::test_export_streams_in_bounded_memory",
-        "test_export_atomic.py::test_the_new_file_replaces_the_old_with_its_mode_and_links_are_followed",
-        "test_links.py::test_invalid_bytes_anywhere_outside_an_href_keep_every_link",
-        "test_redirect_growth.py::test_every_repetition_hop_is_flagged",
-        "test_redirect_growth.py::test_legitimate_chains_are_never_flagged_twice",
-        "test_trap_calendars.py::test_an_endless_calendar_with_month_and_day_views_costs_two_budgets",
-        "test_trap_calendars.py::test_hostile_dated_urls_are_cheap",
-        "test_trap_calendars.py::test_memory_is_bounded_with_a_million_templates",
-        "test_traps.py::test_long_and_hostile_urls_are_cheap",
-        "test_urls.py::test_clean_and_normalize_are_idempotent",
-        "test_urls.py::test_cleaned_paths_have_no_dot_segments",
-        "test_urls.py::test_long_urls_are_linear_and_fast",
-        "test_urls.py::test_normalize_fast_path_agrees_with_the_general_path",
-        "test_urls_properties.py::test_clean_properties_on_200k_generated_links",
-        "test_urls_properties.py::test_clean_properties_on_hostile_links",
+        "unit/test_export.py::test_export_streams_in_bounded_memory",
+        "unit/test_export_atomic.py::test_the_new_file_replaces_the_old_with_its_mode_and_links_are_followed",
+        "unit/test_links.py::test_invalid_bytes_anywhere_outside_an_href_keep_every_link",
+        "unit/test_redirect_growth.py::test_every_repetition_hop_is_flagged",
+        "unit/test_redirect_growth.py::test_legitimate_chains_are_never_flagged_twice",
+        "unit/test_trap_calendars.py::test_an_endless_calendar_with_month_and_day_views_costs_two_budgets",
+        "unit/test_trap_calendars.py::test_hostile_dated_urls_are_cheap",
+        "unit/test_trap_calendars.py::test_memory_is_bounded_with_a_million_templates",
+        "unit/test_traps.py::test_long_and_hostile_urls_are_cheap",
+        "unit/test_urls.py::test_clean_and_normalize_are_idempotent",
+        "unit/test_urls.py::test_cleaned_paths_have_no_dot_segments",
+        "unit/test_urls.py::test_long_urls_are_linear_and_fast",
+        "unit/test_urls.py::test_normalize_fast_path_agrees_with_the_general_path",
+        "unit/test_urls_properties.py::test_clean_properties_on_200k_generated_links",
+        "unit/test_urls_properties.py::test_clean_properties_on_hostile_links",
     }
 )
 
@@ -139,12 +147,18 @@ KINDS = (("server", SERVER_NAMES), ("process", PROCESS_NAMES), ("console", CONSO
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test ``server``, ``process``, ``console``, ``heavy`` and ``slow``.
 
+    In a tree with the tier folders (``TIER_FOLDERS``), each test must sit in its tier's
+    folder (``_tier``): the folders are the layout, the marks the guard that keeps it.
+
     Raises:
-        pytest.UsageError: ``HEAVY`` names a test function that its file, collected,
-            does not have (renamed or removed: the list must follow).
+        pytest.UsageError: a test is not in its tier's folder; or ``HEAVY`` names a test
+            function that its file, collected, does not have (renamed or removed: the list
+            must follow).
     """
     names = _NameFinder()
     modules: dict[str, object] = {}
+    misplaced: list[str] = []
+    layout = all((TESTS / folder).is_dir() for folder in TIER_FOLDERS)
     for item in items:
         used = set(names.of(_test_function(item))) | set(getattr(item, "fixturenames", ()))
         for fixturedefs in _fixture_defs(item):
@@ -152,14 +166,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 if fixturedef.func is not _guard:
                     used |= names.of(fixturedef.func)
         kinds = [kind for kind, known in KINDS if used & known]
-        key = f"{item.path.name}::{getattr(item, 'originalname', item.name)}"
-        modules[item.path.name] = getattr(item, "module", None)
+        where = item.path.relative_to(TESTS).as_posix()
+        key = f"{where}::{getattr(item, 'originalname', item.name)}"
+        modules[where] = getattr(item, "module", None)
         if key in HEAVY:
             kinds.append("heavy")
         for kind in kinds:
             item.add_marker(kind)
         if kinds:
             item.add_marker("slow")
+        tier = _tier(kinds)
+        if layout and where.split("/")[0] != tier:
+            misplaced.append(f"{where}::{item.name} belongs in tests/{tier}/")
+    if misplaced:
+        raise pytest.UsageError(
+            "tests in the wrong tier's folder (the marks say where a test belongs): "
+            + "; ".join(misplaced[:5])
+        )
     missing = [
         key
         for key in sorted(HEAVY)
@@ -168,6 +191,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     ]
     if missing:
         raise pytest.UsageError(f"tests/conftest.py HEAVY names no test: {sorted(missing)}")
+
+
+#: The folder of each tier under ``tests/`` (issue #24 item 8): the pure tests, the store
+#: and the engine on virtual time; real servers on loopback and processes; the console.
+TIER_FOLDERS = ("unit", "loopback", "console")
+
+
+def _tier(kinds: list[str]) -> str:
+    """The folder a test with these marks belongs in: ``console`` if it runs the console
+    (a console test may also start a server), else ``loopback`` if it starts a server or a
+    process, else ``unit`` (``heavy`` pure tests included: they are pure, only big)."""
+    if "console" in kinds:
+        return "console"
+    if "server" in kinds or "process" in kinds:
+        return "loopback"
+    return "unit"
 
 
 def _guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:

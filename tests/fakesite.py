@@ -30,7 +30,7 @@ aiohttp fetcher behaves, on the loop's clock (``tests/virtualtime.py``):
   when it is content-coded (``None`` otherwise), and for a streamed body its first
   ``STREAM_KEEP_BYTES`` as sent, as the real fetcher keeps them for the WARC record;
 * the messages of the errors are the real fetcher's with the pinned aiohttp
-  (``tests/test_fetcher_conformance.py`` checks them, and every field above, against
+  (``tests/loopback/test_fetcher_conformance.py`` checks them, and every field above, against
   the aiohttp fetcher and a real server serving the same script). Not modelled:
   ``request_headers`` (``()``: the session's own fields are aiohttp's; the extra
   ``headers`` of a request are in ``site.requests``), and a content-coded body cut at

@@ -10,7 +10,7 @@ their ``help`` strings and its ``--help`` epilog, read from ``cli.parser.build_p
 
 Run ``python -m crawldeck.cli.docgen`` after adding a config key or a flag (it rewrites
 both files); ``--check`` only compares and exits 1 when a file is stale.
-``tests/test_docgen.py`` runs the comparison in the fast tier.
+``tests/unit/test_docgen.py`` runs the comparison in the fast tier.
 """
 
 from __future__ import annotations

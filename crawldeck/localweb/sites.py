@@ -8,7 +8,7 @@ Each site also declares its ground truth as sets of *request targets* (path with
 e.g. ``"/search?q=tents"``): :attr:`Site.good`, :attr:`Site.files`,
 :attr:`Site.disallowed`, ... :mod:`localweb.web` turns them into absolute URLs in
 :class:`localweb.web.Expected`. Keeping the truth next to the generator keeps the two
-in step; ``tests/test_localweb.py`` checks it against the pages by crawling them.
+in step; ``tests/loopback/test_localweb.py`` checks it against the pages by crawling them.
 """
 
 from __future__ import annotations
@@ -850,7 +850,7 @@ class MovedSite(Site):
         ("/collection/barge.html", "/collection/barge-print.html"),
     )
     """Pairs of paths whose bytes differ but whose text SimHashes are within 3 bits
-    (``tests/test_links_localweb.py`` checks it)."""
+    (``tests/loopback/test_links_localweb.py`` checks it)."""
     CANONICAL: Mapping[str, str] = MappingProxyType(
         {"/collection/barge-print.html": "/collection/barge.html"}
     )

@@ -85,7 +85,7 @@ class HangupTolerantDriver(LinuxDriver):
       until then, or until ``stop_application_mode`` wakes it through a pipe);
     - a failed write (``_HangupTolerantOutput``: Textual's writer thread would die on
       it and hang the shutdown; the output is ``sys.__stderr__``, set as the private
-      ``_file`` by Textual, which ``tests/test_cli_terminal.py`` catches if it changes);
+      ``_file`` by Textual, which ``tests/loopback/test_cli_terminal.py`` catches if it changes);
     - a read that raises in Textual's input thread (EIO), which Textual would turn
       into ``App.panic``: the app would close at once and cancel the crawl unsaved.
 

@@ -1,4 +1,4 @@
-"""Make the crawl files of older schema versions that ``tests/test_schema.py`` migrates:
+"""Make the crawl files of older schema versions that ``tests/loopback/test_schema.py`` migrates:
 ``crawl_2f3a1ea.db`` written by crawldeck at commit ``2f3a1ea`` (schema version 1) and
 ``crawl_4cc1605.db`` at commit ``4cc1605`` (version 2, the last before version 3) and
 ``crawl_4990f41.db`` at ``4990f41`` (version 3, the last before ``links.anchor``), each

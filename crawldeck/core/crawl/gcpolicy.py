@@ -13,7 +13,7 @@ its users runs (``Engine.run``, the cluster's ``Collector.run``; a cluster worke
 goes through ``Engine.run``) and restores the thresholds it found when the last of them
 returns, raises or is cancelled. Cyclic garbage is still found, only later: as
 Instagram's servers did ("Dismissing Python Garbage Collection at Instagram", 2017),
-less often rather than never. ``tests/test_costs.py`` counts the passes per page.
+less often rather than never. ``tests/unit/test_costs.py`` counts the passes per page.
 """
 
 from __future__ import annotations

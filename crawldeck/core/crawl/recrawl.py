@@ -22,7 +22,7 @@ when a run starts (``validators_of``: the queued URLs whose stored page is a 200
 a validator), so they are looked up, not carried by the frontier entry, and the
 frontier, its SQLite rows, the engine and the cluster wire stay as they are. Memory:
 one map entry per revisited page that has a validator, about 260 bytes with a
-60-character URL, a 34-character ETag and a date (``tests/test_recrawl.py`` measures
+60-character URL, a 34-character ETag and a date (``tests/unit/test_recrawl.py`` measures
 it: 260 MB for a million pages), held for the run; the read costs one index probe of
 ``pages`` per queued URL at the start of every run.
 

@@ -3,7 +3,7 @@ protocol, response and connector subclasses the fetcher's session is built from.
 
 Separate from ``core.net.fetcher`` so that what depends on aiohttp's internals is one
 module with one table of what breaks if aiohttp changes each member
-(``AiohttpInternals``); ``tests/test_aiohttp_internals.py`` checks that table against the
+(``AiohttpInternals``); ``tests/unit/test_aiohttp_internals.py`` checks that table against the
 installed aiohttp, and that no other fetcher module reads an underscore attribute of
 aiohttp's.
 """
@@ -92,11 +92,11 @@ class AiohttpInternals:
     Checked against aiohttp 3.10 to 3.14: each member above has the same name and
     signature in aiohttp's source at v3.10.0, v3.11.0, v3.12.0, v3.13.0 and v3.14.3
     (``_conns`` holds lists in 3.10 and deques from 3.11: both are read only as
-    iterables of pairs), and ``tests/test_aiohttp_internals.py`` passes on 3.10.11,
+    iterables of pairs), and ``tests/unit/test_aiohttp_internals.py`` passes on 3.10.11,
     3.12.15, 3.13.5, 3.14.0 and 3.14.5. The fetcher's other tests pass on 3.14.5 only
     (older ones word parser errors otherwise, 3.12 and older have no 128-header limit,
     3.14.0 fails ``test_one_known_coding_is_decoded[ deflate ]``), so ``pyproject.toml`` pins
-    ``aiohttp>=3.14.5,<3.15``. ``tests/test_aiohttp_internals.py`` fails, naming the
+    ``aiohttp>=3.14.5,<3.15``. ``tests/unit/test_aiohttp_internals.py`` fails, naming the
     member, when the installed aiohttp is outside that pin, when a method in
     ``OVERRIDDEN`` is missing or has another signature, when a member in ``READ`` is
     missing from a real connector, protocol or response, when aiohttp stops calling an

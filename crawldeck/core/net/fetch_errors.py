@@ -2,8 +2,8 @@
 while fetching a URL, and the one-line detail each message carries.
 
 Separate from ``core.net.fetcher`` because it is a table of its own, one branch per foreign
-error, each met by a test against a real loopback server (``tests/test_fetcher.py``,
-``tests/test_failure_kinds.py``); the fetcher and its body reader
+error, each met by a test against a real loopback server (``tests/loopback/test_fetcher.py``,
+``tests/loopback/test_failure_kinds.py``); the fetcher and its body reader
 (``core.net.body_reader``) both use it, and nothing foreign escapes either.
 """
 
@@ -52,7 +52,7 @@ def translate(exc: Exception, url: str, config: CrawlConfig) -> Exception:
     ``read_timeout_ms``, ``total_timeout_ms``).
 
     What aiohttp raises, each met by a test against a real loopback server
-    (``tests/test_fetcher.py``, ``tests/test_failure_kinds.py``): a refused or
+    (``tests/loopback/test_fetcher.py``, ``tests/loopback/test_failure_kinds.py``): a refused or
     unreachable port ``ClientConnectorError``; an untrusted certificate
     ``ClientConnectorCertificateError``; no TLS on the port
     ``ClientConnectorSSLError``; a close before the head

@@ -22,7 +22,7 @@ look alike (cosine 0.5-0.7 between term-count vectors); two unrelated pages shar
 almost no 3-shingles, and shingles keep the word order. Why 3 and not more: a
 changed word changes ``n`` shingles, so the distance a small edit causes grows with
 ``n``; with ``n = 3`` one word changed in 500 gives an expected 2.2 bits (about 1
-page in 6 lands over 3 bits; ``tests/test_simhash.py`` measures it). This is the
+page in 6 lands over 3 bits; ``tests/unit/test_simhash.py`` measures it). This is the
 shingling of Broder et al. ("Syntactic clustering of the Web", 1997) with word
 tokens, as Manku et al. describe SimHash on web pages (features from the text, WWW
 2007 §2). Scripts, styles and markup are not text: the caller (``core.policy.links``)

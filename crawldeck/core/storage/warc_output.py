@@ -25,7 +25,7 @@ URL and date, unless it is that URL again (a page refetched unchanged is a full
 response of itself, never a duplicate of itself) or the same-host canonical URL it was
 handed to (``alias``). The map costs about 300 bytes per distinct payload (the digest
 string 86, the URL string 50 + its length, the date 76, the tuple 56, the dict slot
-about 30; ``tests/test_warc.py`` measures it).
+about 30; ``tests/loopback/test_warc.py`` measures it).
 
 Not modified (WARC/1.1 §6.7.3, profile server-not-modified): a 304 (the answer to a
 recrawl's conditional GET, ``core.crawl.recrawl``) is a ``revisit`` record holding the 304's

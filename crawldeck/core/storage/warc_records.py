@@ -18,7 +18,7 @@ one ``zlib`` call (``gzip_member``, zlib level 3: on the local Python and Django
 docs 7.8 ms per MB against 16.9 at level 6, for 15 % more bytes), not through
 fastwarc's ``GzipWriter``, which costs ten times more per small member. The files are
 checked by warcio (``warcio check``, ``warcio index``, its ``ArchiveIterator`` at each
-offset) in ``tests/test_warc.py``; ``crawldeck show`` and ``export --with-body`` read
+offset) in ``tests/loopback/test_warc.py``; ``crawldeck show`` and ``export --with-body`` read
 them with warcio.
 
 Separate from the files the records go to (``core.storage.warc_output``: rotation, the duplicate

@@ -190,7 +190,7 @@ def _frontier_params(row: FrontierRow, seq: int) -> tuple[Any, ...]:
 
 #: Rows one INSERT statement carries at most (``_insert_rows``). A page's 50 links were
 #: 50 statements, one per row in ``executemany``; 2 since (issue #23: SQLite statements
-#: per page of ``tests/test_costs.py``'s crawl from 49.4-49.6 to 9.8-10.1). 32 rows of
+#: per page of ``tests/unit/test_costs.py``'s crawl from 49.4-49.6 to 9.8-10.1). 32 rows of
 #: the frontier's 13 columns stay under the 999 variables of SQLite before 3.32.
 ROWS_PER_INSERT: Final = 32
 

@@ -1,0 +1,185 @@
+"""Broken links as a link checker shows them (issue #25 item 4): the ``broken_links``
+view, ``crawldeck links DB --broken [--json]`` and the end-of-crawl summary, on a real
+loopback site with known broken links (404, 500, a refused host, a name that does not
+exist, a redirect to a 404); a URL robots.txt refused is not broken.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+from clikit import main_in, run
+from crawlkit import html, rows
+from dnsserver import DnsmasqServer
+from httpserver import HTTPTestServer, Response
+
+from crawldeck.core.storage.store import Store
+from loopback.test_crawl_outcomes import closed_port
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """A crawl of a site of known broken links through the CLI (a real process, the
+    headless summary on its stdout): ``(crawl file, seed, the crawl's stdout)``."""
+    tmp = tmp_path_factory.mktemp("links")
+    with (
+        HTTPTestServer() as server,
+        DnsmasqServer(
+            tmp, {"www.crawl.test": ["127.0.0.1"], "refused.crawl.test": ["127.0.0.1"]}
+        ) as dns,
+    ):
+        port = server.port
+        robots = b"User-agent: *\nDisallow: /private\n"
+        server.set("/robots.txt", Response(200, {"Content-Type": "text/plain"}, robots))
+        home = (
+            '<a href="/ok">ok</a> <a href="/missing">m</a> <a href="/boom">b</a>'
+            ' <a href="/private">p</a> <a href="/moved">r</a>'
+            f' <a href="http://refused.crawl.test:{closed_port()}/">x</a>'
+            f' <a href="http://gone.crawl.test:{port}/">g</a>'
+        )
+        server.set("/", html(home))
+        server.set(
+            "/ok",
+            html('<a href="/missing">again</a> <a href="/">home</a> <a href="/private">p</a>'),
+        )
+        server.set("/missing", Response(404, {"Content-Type": "text/html"}, b"no"))
+        server.set("/boom", Response(500, {"Content-Type": "text/html"}, b"oops"))
+        server.set("/moved", Response(301, {"Location": "/missing2"}))
+        server.set("/missing2", Response(404, {"Content-Type": "text/html"}, b"no"))
+        (tmp / "fast.toml").write_text(
+            f'max_retries = 0\nallow_private = true\ndns_nameservers = ["{dns.nameserver}"]\n'
+        )
+        seed = f"http://www.crawl.test:{port}/"
+        proc = run(
+            "crawl", seed, "--no-ui", "--db", "c.db", "--delay-ms", "0", "--config", "fast.toml",
+            cwd=tmp,
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return tmp / "c.db", seed, proc.stdout
+
+
+def test_the_view_holds_each_broken_link_with_its_referring_page(
+    site: tuple[Path, str, str],
+) -> None:
+    db, seed, _ = site
+    found = rows(db, "SELECT from_url, to_url, status, error FROM broken_links")
+    port = seed.rsplit(":", 1)[1].rstrip("/")
+    (refused,) = [u for (u,) in rows(db, "SELECT url FROM pages") if "refused" in u]
+    shown = {(f, t, s, None if e is None else e.split(":", 1)[0]) for f, t, s, e in found}
+    assert shown == {
+        (seed, f"{seed}boom", 500, None),
+        (seed, f"{seed}missing", 404, None),
+        (f"{seed}ok", f"{seed}missing", 404, None),
+        (seed, f"{seed}moved", 404, None),  # a 301 to a 404: the link on the page
+        (seed, refused, None, "connect"),
+        (seed, f"http://gone.crawl.test:{port}/", None, "dns"),
+    }
+    assert len(shown) == 6  # the refused host is there too
+    assert rows(db, "SELECT final_url FROM broken_links WHERE to_url = ?", f"{seed}moved") == [
+        (f"{seed}missing2",)
+    ]
+    # robots.txt refused /private: never fetched, so not broken; it is in blocked
+    assert rows(db, "SELECT reason FROM blocked WHERE url = ?", f"{seed}private") == [("robots",)]
+
+
+def test_links_broken_lists_them_and_exits_1(site: tuple[Path, str, str]) -> None:
+    db, seed, _ = site
+    proc = run("links", str(db), "--broken", cwd=db.parent)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert f'HTTP 404  {seed}missing  from {seed}  "m"' in lines  # the anchor text last
+    assert f'HTTP 404  {seed}missing  from {seed}ok  "again"' in lines
+    assert f'HTTP 500  {seed}boom  from {seed}  "b"' in lines
+    assert f'HTTP 404 (redirected to {seed}missing2)  {seed}moved  from {seed}  "r"' in lines
+    assert any(line.startswith("dns") and "gone.crawl.test" in line for line in lines)
+    (connect,) = [line for line in lines if line.startswith("connect")]
+    # the host:port it tried, then the link once (the error's own ": URL" not repeated)
+    assert connect.count("refused.crawl.test") == 2 and "Connect call failed" not in connect
+    assert "[Errno 111] Connection refused  http://refused.crawl.test:" in connect
+    assert len(lines) == 6
+    assert proc.stderr == (
+        "crawldeck: 6 broken links to 5 URLs; not broken, never fetched (refused): "
+        "robots 2 links to 1 URL\n"  # two pages link to /private: links, then URLs
+    )
+    as_json = run("links", str(db), "--broken", "--json", cwd=db.parent)
+    objects = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert {"from_url": seed, "to_url": f"{seed}boom", "status": 500, "error": None,
+            "final_url": f"{seed}boom", "blocked": None, "anchor": "b"} in objects  # fmt: skip
+    assert len(objects) == 6
+    # the URL is a field of its own: the error does not end with it again (issue #25)
+    (failed,) = [o for o in objects if o["error"] and o["error"].startswith("connect")]
+    assert failed["error"].endswith("Connection refused"), failed
+
+
+def test_links_without_broken_shows_every_link_and_the_robots_refusal(
+    site: tuple[Path, str, str],
+) -> None:
+    db, seed, _ = site
+    proc = run("links", str(db), cwd=db.parent)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert f'blocked: robots  {seed}private  from {seed}  "p"' in lines
+    assert f'HTTP 200  {seed}ok  from {seed}  "ok"' in lines
+    assert f'HTTP 301  {seed}moved  from {seed}  "r"' in lines
+    assert f"HTTP 404  {seed}missing2  from {seed}moved" in lines  # a redirect: no text
+    assert len(lines) == len(rows(db, "SELECT * FROM links"))
+
+
+def test_the_summary_counts_them_and_shows_the_first(site: tuple[Path, str, str]) -> None:
+    """The summary's broken links: how many, then grouped by what the target got with
+    each group's count, the largest first, and its first links with their text."""
+    _, seed, out = site
+    lines = out.splitlines()
+    (first,) = [n for n, line in enumerate(lines) if line.startswith("broken links: ")]
+    assert re.fullmatch(r"broken links: 6 \(all of them: \S*crawldeck links c\.db --broken\)",
+                        lines[first]), lines[first]  # fmt: skip
+    groups = [line for line in lines[first + 1 :] if re.match(r"  \S", line)]
+    assert groups[0] == "  HTTP 404: 3"
+    assert sorted(groups[1:]) == ["  HTTP 500: 1", "  connect: 1", "  dns: 1"]
+    assert lines[first + 2 : first + 5] == [
+        f'    HTTP 404  {seed}missing  from {seed}  "m"',
+        f'    HTTP 404  {seed}missing  from {seed}ok  "again"',
+        f'    HTTP 404 (redirected to {seed}missing2)  {seed}moved  from {seed}  "r"',
+    ]
+    assert f'    HTTP 500  {seed}boom  from {seed}  "b"' in lines
+
+
+def test_a_file_made_before_the_view_gets_it_on_open(
+    site: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    old = tmp_path / "old.db"
+    with sqlite3.connect(site[0]) as src, sqlite3.connect(old) as dst:
+        src.backup(dst)
+    with sqlite3.connect(old) as conn:
+        conn.execute("DROP VIEW broken_links")
+    # read-only, before any crawl reopens it: the report reads it all the same
+    proc = run("links", str(old), "--broken", cwd=tmp_path)
+    assert len(proc.stdout.splitlines()) == 6
+    Store(old).close()
+    assert rows(old, "SELECT count(*) FROM broken_links") == [(6,)]
+
+
+def test_links_count_the_links_a_stopped_crawl_did_not_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue #25: a crawl stopped by --max-pages 1 checked none of the home page's 4
+    links; links --broken says so rather than leave them out."""
+    with HTTPTestServer() as server:
+        server.set("/robots.txt", Response(404))
+        server.set("/", html('<a href="/a">a</a> <a href="/b">b</a> <a href="/c">c</a>'
+                             ' <a href="/missing">m</a>'))  # fmt: skip
+        code, _, _ = main_in(
+            tmp_path, monkeypatch, capsys, "crawl", server.url("/"), "--no-ui", "--db", "c.db",
+            "--delay-ms", "0", "--max-pages", "1", "-s", "allow_private=true",
+        )  # fmt: skip
+    assert code == 0
+    unchecked = "4 links not checked: the crawl stopped before fetching them"
+    code, out, err = main_in(tmp_path, monkeypatch, capsys, "links", "c.db", "--broken")
+    assert (code, out, err) == (0, "", f"crawldeck: 0 broken links to 0 URLs; {unchecked}\n")
+    code, out, err = main_in(tmp_path, monkeypatch, capsys, "links", "c.db")
+    assert code == 0 and err == f"crawldeck: 4 links to 4 URLs; {unchecked}\n"
+    assert [line.split("  ")[0] for line in out.splitlines()] == ["not fetched"] * 4

@@ -1,0 +1,121 @@
+"""The crawl budgets (issue #14 item 4): ``max_time_s`` per run, ``max_bytes`` over all
+runs, beside ``max_pages``; each ends the run cleanly with its own finish reason in
+``runs.status``, and the crawl resumes from the file.
+
+The engine on virtual time (``fakesite``) gives the exact stop points; real
+``crawldeck`` processes over the local web check the flags end to end
+(``--max-time``, ``--max-bytes``, ``-o``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from fakesite import FakeSite, crawl, links_page
+
+A = "http://127.0.0.1"
+
+
+def chain(site: FakeSite, pages: int, *, after_s: float = 0.0) -> None:
+    """``/``, ``/p1`` ... on ``A``, each linking to the next."""
+    found = [f"{A}/"] + [f"{A}/p{n}" for n in range(1, pages)]
+    for here, there in zip(found, [*found[1:], None], strict=True):
+        site.add(here, links_page(*([there] if there else []), after_s=after_s))
+
+
+def test_max_time_stops_the_run_and_a_resume_gets_its_own_time(tmp_path: Path) -> None:
+    site = FakeSite()
+    chain(site, 10)
+    db = tmp_path / "c.db"
+    # one request a second (delay 1 s, each fetch instant): robots.txt at 0 s, then
+    # a page at 1 and 2 s; the next was due at 3 s, when the time was up
+    first = crawl(site, [A + "/"], db, delay_ms=1000, max_time_s=3)
+    assert first.result.outcome == "max_time"
+    assert first.ended - first.started == pytest.approx(3, abs=0.01)
+    assert first.result.counters.pages == 2
+    second = crawl(site, [A + "/"], db, start=first.ended + 100, delay_ms=1000, max_time_s=3)
+    assert second.result.outcome == "max_time"
+    assert second.result.counters.pages == 4  # all runs: 2 more in this run's 3 s
+    third = crawl(site, [A + "/"], db, start=second.ended + 100, delay_ms=1000)
+    assert third.result.outcome == "finished" and third.result.counters.pages == 10
+    assert [t for t in site.targets(A) if t != "/robots.txt"] == ["/"] + [
+        f"/p{n}" for n in range(1, 10)
+    ]  # each page once over the three runs
+    assert third.rows("SELECT status FROM runs ORDER BY id") == [
+        ("max_time",), ("max_time",), ("finished",),
+    ]  # fmt: skip
+
+
+def test_max_time_cuts_a_fetch_in_flight_after_the_grace_and_keeps_it_queued(
+    tmp_path: Path,
+) -> None:
+    site = FakeSite()
+    chain(site, 3, after_s=20)  # each answer takes 20 s
+    db = tmp_path / "c.db"
+    first = crawl(site, [A + "/"], db, max_time_s=30)
+    assert first.result.outcome == "max_time"
+    # the 2nd fetch began at 20 s; at 30 s it had 5 s of grace, and was cut at 35 s
+    assert first.ended - first.started == pytest.approx(35, abs=0.01)
+    assert first.rows("SELECT url FROM pages") == [(A + "/",)]
+    again = crawl(site, [A + "/"], db, start=first.ended + 1)
+    assert again.result.outcome == "finished"
+    assert sorted(u for (u,) in again.rows("SELECT url FROM pages")) == [A + "/", A + "/p1",
+                                                                         A + "/p2"]  # fmt: skip
+
+
+def test_max_bytes_counts_the_bodies_of_all_runs(tmp_path: Path) -> None:
+    site = FakeSite()
+    chain(site, 10)
+    db = tmp_path / "c.db"
+    first = crawl(site, [A + "/"], db, max_bytes=1)
+    assert first.result.outcome == "max_bytes"
+    assert first.result.counters.pages == 1  # one body reaches 1 byte; none starts after
+    total = first.value("SELECT sum(bytes) FROM pages")
+    assert first.result.counters.bytes == total > 0
+    # a rerun with the same cap fetches nothing new: the cap counts all runs
+    again = crawl(site, [A + "/"], db, start=first.ended + 10, max_bytes=1)
+    assert again.result.outcome == "max_bytes" and again.result.counters.pages == 1
+    # a higher cap goes on where the file stopped, up to the first body past it
+    cap = 3 * total + 1
+    more = crawl(site, [A + "/"], db, start=again.ended + 10, max_bytes=cap)
+    assert more.result.outcome == "max_bytes"
+    fetched = more.value("SELECT sum(bytes) FROM pages")
+    assert (
+        fetched >= cap
+        and fetched - more.value("SELECT bytes FROM pages ORDER BY fetched_at DESC LIMIT 1") < cap
+    )  # stopped by the body that reached it, not later
+    assert more.rows("SELECT status FROM runs ORDER BY id") == [
+        ("max_bytes",), ("max_bytes",), ("max_bytes",),
+    ]  # fmt: skip
+
+
+def pages(db: Path) -> list[tuple[str, int]]:
+    """``(url, bytes)`` of the crawl file's pages, in the order they were fetched."""
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT url, bytes FROM pages ORDER BY fetched_at, rowid").fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(
+    "budget", [["--max-time", "10m"], ["--max-bytes", "1GB"], ["-s", "max_bytes=5"]]
+)
+def test_a_cluster_crawl_refuses_the_time_and_byte_budgets(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    budget: list[str],
+) -> None:
+    from crawldeck.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["crawl", "https://a.example/", "--no-ui", "--workers", "2", *budget]) == 2
+    out, err = capsys.readouterr()
+    key = "max_time_s" if budget[0] == "--max-time" else "max_bytes"
+    assert (out, err) == ("", f"crawldeck crawl: error: {key}: the workers of a cluster crawl "
+                              "(--workers, --redis) do not count --max-time or --max-bytes; "
+                              "--max-pages they do\n")  # fmt: skip
+    assert list(tmp_path.iterdir()) == []  # no crawl file, no Redis started

@@ -1,0 +1,241 @@
+"""``--help`` that teaches and output where it belongs (issue #14 item 6): every flag
+with its default, two examples per command, ``--version``, flag errors in one line with
+"see --help", figures on stdout and warnings on stderr in a headless crawl, and the
+``--max-time`` / ``--max-bytes`` value parsers.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from crawldeck.cli.crawl import COMMON_KEYS
+from crawldeck.cli.flags import parse_size, parse_time_budget
+from crawldeck.cli.parser import EPILOGS, build_parser
+from crawldeck.core.config import CrawlConfig
+
+COMMANDS = ("crawl", "demo", "worker", "recrawl", "export", "show", "config")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_flag_says_its_default(command: str) -> None:
+    parser = build_parser().commands[command]
+    for action in parser._actions:
+        if action.option_strings and not isinstance(action, argparse._HelpAction):
+            said = "(required)" if action.required else "default"
+            assert action.help is not None and said in action.help, action.option_strings
+
+
+@pytest.mark.parametrize("command", ("crawldeck", *COMMANDS))
+def test_every_command_has_two_examples(command: str) -> None:
+    examples = [line for line in EPILOGS[command].splitlines() if line.startswith("  crawldeck")]
+    assert len(examples) == 2
+    parser = build_parser()
+    chosen = parser if command == "crawldeck" else parser.commands[command]
+    for example in examples:  # each example parses as written
+        words = example.split()[1:]
+        if ">" in words:
+            words = words[: words.index(">")]
+        if "|" in words:
+            words = words[: words.index("|")]
+        args = parser.parse_args(words) if words and words[0] in COMMANDS else None
+        assert args is not None and args.command == words[0], example
+    assert chosen.epilog is not None and chosen.epilog.startswith(EPILOGS[command])
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["crawl", "x.txt", "--max-page", "5"],  # did you mean: the nearest of its flags
+         "crawldeck crawl: error: unrecognized arguments: --max-page 5 (did you mean "
+         "--max-pages?) (see crawldeck crawl --help)"),
+        (["export", "c.db", "--tabel=pages"],
+         "crawldeck export: error: unrecognized arguments: --tabel=pages (did you mean "
+         "--table?) (see crawldeck export --help)"),
+        (["crawl", "x.txt", "--zzzqqq"],  # nothing near: no guess
+         "crawldeck crawl: error: unrecognized arguments: --zzzqqq "
+         "(see crawldeck crawl --help)"),
+        (["crawl", "x.txt", "--bogus"],  # the dashes do not count: not near --verbose
+         "crawldeck crawl: error: unrecognized arguments: --bogus "
+         "(see crawldeck crawl --help)"),
+        (["crawl"], "crawldeck crawl: error: the following arguments are required: SEED "
+                    "(see crawldeck crawl --help)"),
+        (["crawl", "x", "--max-time", "1.5s"],
+         "crawldeck crawl: error: argument --max-time: expected a whole number of seconds "
+         ">= 1, got '1.5s' (see crawldeck crawl --help)"),
+        (["crawl", "x", "--max-bytes", "5 parsecs"],
+         "crawldeck crawl: error: argument --max-bytes: expected a size such as 500MB, 2GiB "
+         "or 1048576 (bytes), got '5 parsecs' (see crawldeck crawl --help)"),
+        (["export", "c.db", "--format", "xml"],
+         "crawldeck export: error: argument --format: invalid choice: 'xml' (choose from "
+         "'jsonl', 'json', 'csv') (see crawldeck export --help)"),
+        (["fetch"], "crawldeck: error: argument COMMAND: invalid choice: 'fetch' (choose from "
+                    "'crawl', 'demo', 'worker', 'recrawl', 'export', 'links', 'show', 'stats', "
+                    "'config', 'attach') (see crawldeck --help)"),
+    ],
+)  # fmt: skip
+def test_a_flag_error_is_one_line_and_where_help_is(
+    args: list[str], line: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from crawldeck.cli.main import main
+
+    with pytest.raises(SystemExit) as caught:
+        main(args)
+    assert caught.value.code == 2
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", line + "\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("500MB", 500_000_000), ("2GiB", 2 * 1024**3), ("1.5k", 1500), ("4096", 4096),
+     ("10 KiB", 10240), ("1b", 1), ("3tb", 3 * 10**12)],
+)  # fmt: skip
+def test_sizes(text: str, size: int) -> None:
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["", "MB", "-5MB", "0", "0.5", "5 MBs", "1e3"])
+def test_bad_sizes(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_size(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("90s", 90), ("10m", 600), ("2h", 7200), ("1.5h", 5400), ("90", 90)]
+)
+def test_time_budgets(text: str, seconds: int) -> None:
+    assert parse_time_budget(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["0s", "0.5s", "1.5s", "2 hours", "-1m", ""])
+def test_bad_time_budgets(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_time_budget(text)
+
+
+def test_crawl_help_ends_with_ten_common_keys_and_how_to_set_any_other() -> None:
+    text = build_parser().commands["crawl"].format_help()
+    tail = text[text.index("config keys most often set") :].splitlines()
+    keys = [line.split()[0] for line in tail[1:] if line.startswith("  ")]
+    assert keys == list(COMMON_KEYS) and len(keys) == 10
+    assert set(keys) <= {f.name for f in fields(CrawlConfig)}
+    assert "  max_retries " in text and f"[{CrawlConfig().max_retries}]" in text
+    assert tail[-2].startswith("any other key is set the same way (-s KEY=VALUE")
+
+
+def test_export_tables_offered_are_the_exports_tables() -> None:
+    """``export --table``'s choices, spelt out in the CLI so that ``--help`` stays light,
+    are the tables ``core.storage.export`` exports."""
+    from crawldeck.cli.export import EXPORT_TABLES
+    from crawldeck.core.storage.export import TABLES
+
+    assert EXPORT_TABLES == TABLES
+
+
+def test_crawl_help_puts_auth_right_after_netrc() -> None:
+    """Related options together (issue #25): the two ways of giving credentials."""
+    parser = build_parser().commands["crawl"]
+    flags = [action.option_strings[0] for action in parser._actions if action.option_strings]
+    assert flags[flags.index("--netrc") + 1] == "--auth"
+
+
+def test_demo_help_says_what_the_demo_does() -> None:
+    """The demo erases its file each run (issue #25: its --help said a crawl in it
+    resumes and that the budgets count all its runs, as crawl's do)."""
+    demo = build_parser().commands["demo"].format_help()
+    flat = " ".join(demo.split())
+    assert "erases it and starts anew" in flat and "9 hosts on loopback" in flat
+    assert "resume" not in flat and "ALL" not in flat
+    assert "demo-00001.warc.gz" in flat and "crawl-00001" not in flat
+    crawl = " ".join(build_parser().commands["crawl"].format_help().split())
+    assert "a crawl in it resumes" in crawl and "over ALL its runs" in crawl
+
+
+@pytest.mark.parametrize(
+    ("flags", "answer"),
+    [
+        (["-w", "2"], "wget's -w 2; in crawldeck: --delay-ms 2000"),
+        (["--wait=1.5"], "wget's --wait 1.5; in crawldeck: --delay-ms 1500"),
+        (["-l3"], "wget's -l 3; in crawldeck: --max-depth 3"),
+        (["--level", "5"], "wget's --level 5; in crawldeck: --max-depth 5"),
+        (["-np"], "wget's -np; in crawldeck: --include REGEX: --include '^https://host/dir/'"),
+        (["--no-parent"], "wget's --no-parent; in crawldeck: --include REGEX: --include "
+                          "'^https://host/dir/'"),
+        (["-e", "robots=off"], "robots.txt is always obeyed: no key turns it off"),
+        (["-r"], "wget's -r; in crawldeck: the default, a crawl follows links (--max-depth N, "
+                 "--scope)"),
+        (["-m"], "wget's -m; in crawldeck: a crawl, then crawldeck export DB --mirror DIR"),
+        (["-t", "3"], "wget's -t 3; in crawldeck: -s max_retries=2 (tries after the first)"),
+        (["-t", "json"], "Scrapy's -t json; in crawldeck: -o FILE named .jsonl, .json or .csv"),
+        (["-t"], "-t is wget's tries, in crawldeck -s max_retries=N (tries after the first); "
+                 "or Scrapy's feed format, in crawldeck -o FILE named .jsonl, .json or .csv"),
+        (["-O", "pages.json"], "-O pages.json is wget's output document (every page in one "
+         "file), in crawldeck none (crawldeck show DB URL --raw > FILE writes one page); or "
+         "Scrapy's feed, overwritten, in crawldeck -o FILE, which replaces the file"),
+        (["--overwrite-output=p.csv"], "Scrapy's --overwrite-output p.csv; in crawldeck: -o "
+                                       "p.csv, which replaces the file"),
+        (["-L"], "-L is wget's relative links only, in crawldeck none: every link in scope is "
+                 "followed (--scope, --include REGEX narrow it); or Scrapy's log level, in "
+                 "crawldeck --log-level LEVEL"),
+        (["-L", "info"], "Scrapy's -L info; in crawldeck: --log-level info"),
+        (["--relative"], "wget's --relative; in crawldeck: none: every link in scope is "
+                         "followed (--scope, --include REGEX narrow it)"),
+        (["--nolog"], "Scrapy's --nolog; in crawldeck: -q (errors and the summary only; no "
+                      "flag silences them)"),
+        (["-a", "category=books"], "Scrapy's -a category=books; in crawldeck: none, crawldeck "
+                                   "has no spiders to take arguments (settings: -s KEY=VALUE)"),
+        (["-nv"], "wget's -nv; in crawldeck: --no-ui: a progress line every few seconds (-q: "
+                  "errors and the summary only)"),
+        (["-U", "Bot/1"], "wget's -U Bot/1; in crawldeck: --user-agent Bot/1"),
+        (["--limit-rate", "200k"], "wget's --limit-rate 200k; in crawldeck: --delay-ms MS and "
+                                   "--concurrency N (no bytes/s cap)"),
+        (["-s", "DOWNLOAD_DELAY=2"], "-s: unknown config key 'DOWNLOAD_DELAY' (Scrapy's "
+                                     "DOWNLOAD_DELAY = 2; in crawldeck: delay_ms = 2000)"),
+        (["-s", "CONCURRENT_REQUESTS=8"], "-s: unknown config key 'CONCURRENT_REQUESTS' "
+         "(Scrapy's CONCURRENT_REQUESTS = 8; in crawldeck: concurrency = 8)"),
+        (["-s", "USER_AGENT=Bot/1"], "-s: unknown config key 'USER_AGENT' (Scrapy's USER_AGENT = "
+                                     '"Bot/1"; in crawldeck: user_agent = "Bot/1")'),
+        (["-s", "DEPTH_LIMIT=3"], "-s: unknown config key 'DEPTH_LIMIT' (Scrapy's DEPTH_LIMIT = 3; "
+                                  "in crawldeck: max_depth = 3)"),
+        (["-s", "CLOSESPIDER_PAGECOUNT=50"], "-s: unknown config key 'CLOSESPIDER_PAGECOUNT' "
+         "(Scrapy's CLOSESPIDER_PAGECOUNT = 50; in crawldeck: max_pages = 50)"),
+        (["-s", "ROBOTSTXT_OBEY=false"], "-s: unknown config key 'ROBOTSTXT_OBEY' (robots.txt is "
+                                         "always obeyed: no key turns it off)"),
+    ],
+)  # fmt: skip
+def test_other_crawlers_names_get_crawldecks_in_one_line(
+    flags: list[str], answer: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Scrapy or wget user's first words (issue #25): one line naming crawldeck's
+    flag or key, the value converted (seconds to ms)."""
+    from crawldeck.cli.main import main
+
+    db = str(tmp_path / "c.db")
+    try:  # a flag error exits in argparse; a config error is returned
+        code = main(["crawl", "http://127.0.0.1:9/", "--db", db, "--no-ui", *flags])
+    except SystemExit as exc:
+        code = exc.code
+    assert code == 2
+    _, err = capsys.readouterr()
+    see = "" if answer.startswith("-s:") else " (see crawldeck crawl --help)"
+    assert err.splitlines() == [f"crawldeck crawl: error: {answer}{see}"]
+
+
+def test_a_resumed_crawl_past_its_cap_is_warned_before_it_starts() -> None:
+    """Issue #25 F20: the same --max-pages again fetches nothing; say so up front."""
+    from crawldeck.cli.output import program
+    from crawldeck.cli.runner import crawl_ending, spent_budget
+
+    config = CrawlConfig(max_pages=5)
+    ending = crawl_ending("resume", config, ["crawl", "x.org", "--max-pages", "5"])
+    assert spent_budget(4, 0, config, ending) is None
+    assert spent_budget(5, 0, config, ending) == (
+        "the crawl file holds 5 pages already: --max-pages 5 is reached before this run "
+        f"fetches anything; to continue, run it with a higher --max-pages: {program()} crawl x.org "
+        "--max-pages 10"
+    )
+    assert spent_budget(5, 0, CrawlConfig(), ending) is None

@@ -1,0 +1,129 @@
+"""Run stats (issue #14 item 7): ``runs.stats`` at the end of every run, this run's counts
+only, ``crawl --stats-json FILE`` and ``crawldeck stats DB [--run N] [--json]``."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from clikit import main_in
+from crawlkit import rows
+from hypothesis import given
+from hypothesis import strategies as st
+
+from crawldeck.core.crawl.stats import RunTally, read_run, reason_words
+from crawldeck.core.storage.store import Store
+
+
+def test_the_tally_puts_each_fetch_in_its_bucket_by_status_and_reason() -> None:
+    tally = RunTally()
+    tally.fetched(200, 5.0, None)  # exactly a bound: in that bucket (le, Prometheus)
+    tally.fetched(404, 12.0, None)
+    tally.fetched(None, 30_000.0, "timeout: no answer in 30 s")
+    tally.fetched(200, 0.0, "body_too_large: over 1024 bytes")  # an answer, not an error
+    latency = tally.latency()
+    buckets = dict(latency.buckets)
+    assert (buckets[0.005], buckets[0.01], buckets[0.025], buckets[10.0]) == (2, 2, 3, 3)
+    assert buckets[float("inf")] == latency.count == 4
+    assert latency.sum_s == pytest.approx(30.017)
+    assert tally.by_status == {200: 2, 404: 1}
+    assert tally.errors == {"timeout": 1}
+
+
+def test_the_tally_counts_the_responses_whose_links_were_cut() -> None:
+    tally = RunTally()
+    tally.fetched(200, 1.0, "links_cut: kept 5 of 20 links (max_links_per_page)")
+    tally.fetched(200, 1.0, "parse_cut: links read from the first 32768 of 40000 bytes")
+    tally.fetched(200, 1.0, "body_too_large: over 1024 bytes")
+    tally.fetched(None, 1.0, "connect: refused")
+    assert tally.links_cut == 2
+
+
+@given(st.lists(st.floats(min_value=0, max_value=60_000, allow_nan=False), max_size=50))
+def test_the_histogram_counts_what_each_bound_covers(elapsed_ms: list[float]) -> None:
+    tally = RunTally()
+    for ms in elapsed_ms:
+        tally.fetched(200, ms, None)
+    latency = tally.latency()
+    for bound, count in latency.buckets:
+        assert count == sum(1 for ms in elapsed_ms if ms / 1000 <= bound)
+    assert latency.count == len(elapsed_ms)
+
+
+def test_a_run_without_stats_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "c.db"
+    with Store(db) as store:  # a run that never ended: killed, as far as the file knows
+        store.begin_run({})
+    code, out, _ = main_in(tmp_path, monkeypatch, capsys, "stats", "c.db")
+    assert code == 0
+    assert out.splitlines()[-1] == (
+        "no stats for this run: it is still running, or was killed and no run came after it"
+    )
+    with Store(db) as store:  # the next run marks it killed
+        store.begin_run({})
+        store.end_run(2, "finished", stats={"run_id": 2, "fetches": 0})
+    code, out, _ = main_in(tmp_path, monkeypatch, capsys, "stats", "c.db", "--run", "1")
+    assert (code, out.splitlines()[-1]) == (
+        0, "no stats for this run: the run was killed (SIGKILL or a crash): its figures were lost"
+    )  # fmt: skip
+    code, out, err = main_in(tmp_path, monkeypatch, capsys, "stats", "c.db", "--run", "1", "--json")
+    assert (code, out) == (2, "")
+    assert err == (
+        "crawldeck stats: error: no stats for this run: the run was killed (SIGKILL or a "
+        "crash): its figures were lost\n"
+    )
+    code, out, _ = main_in(tmp_path, monkeypatch, capsys, "stats", "c.db", "--json")
+    assert (code, json.loads(out)) == (0, {"run_id": 2, "fetches": 0})
+    code, _, err = main_in(tmp_path, monkeypatch, capsys, "stats", "c.db", "--run", "9")
+    assert (code, err) == (2, "crawldeck stats: error: c.db has no run 9 (its runs are 1 to 2)\n")
+    code, _, err = main_in(tmp_path, monkeypatch, capsys, "stats", "nothing.db")
+    assert (code, err) == (
+        2, "crawldeck stats: error: nothing.db does not exist or is not a file\n"
+    )  # fmt: skip
+
+
+def test_a_file_of_an_older_crawldeck_gets_the_column(tmp_path: Path) -> None:
+    db = tmp_path / "old.db"
+    with Store(db) as store:
+        store.begin_run({})
+        store.end_run(1, "finished")
+    conn = sqlite3.connect(db)
+    conn.execute("ALTER TABLE runs DROP COLUMN stats")  # as a file made before item 7
+    conn.commit()
+    conn.close()
+    run = read_run(db)
+    assert (run.id, run.status, run.stats) == (1, "finished", None)
+    with Store(db):
+        pass
+    assert rows(db, "SELECT stats FROM runs") == [(None,)]
+
+
+def test_a_cluster_crawl_refuses_stats_json_and_metrics_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for flag in (["--stats-json", "s.json"], ["--metrics-port", "9464"]):
+        code, out, err = main_in(
+            tmp_path, monkeypatch, capsys, "crawl", "http://a.test/", "--no-ui",
+            "--workers", "2", *flag,
+        )  # fmt: skip
+        assert (code, out) == (2, "")
+        assert err == (
+            "crawldeck crawl: error: a cluster crawl (--workers, --redis) serves no metrics "
+            "and keeps its run stats in the crawl file only (crawldeck stats DB): "
+            "--metrics-port and --stats-json are for one process\n"
+        )
+    assert list(tmp_path.iterdir()) == []  # no crawl file, no private Redis
+
+
+def test_reason_codes_read_as_words() -> None:
+    """``crawldeck stats`` says what a code means (issue #25 F19) but keeps the code
+    first: the console, the ``blocked`` table and ``--json`` use the codes, so every
+    output names a reason the same way (issue #25: ``out of scope`` against ``scope``)."""
+    assert reason_words("robots") == "robots (disallowed by robots.txt)"
+    assert reason_words("scope") == "scope (out of scope)"
+    assert reason_words("http_429") == "http_429 (HTTP 429)"
+    assert reason_words("redirect_loop") == "redirect_loop"

@@ -1,0 +1,216 @@
+"""The console at 80 x 24 and 160 x 48, its figures, the help generated from the: the tests
+that need no server, process or console (pure logic, the store, virtual time); the
+others are in ``tests/console/test_tui_layout.py``."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from console.test_tui_snapshots import STEPS, snapshot_at
+from hypothesis import given
+from hypothesis import strategies as st
+
+from crawldeck.core.config import build_config
+from crawldeck.core.crawl.engine import Engine
+from crawldeck.core.crawl.snapshot import Counters, CrawlSnapshot
+from crawldeck.core.policy.frontier import Frontier
+from crawldeck.core.policy.frontier_entry import FrontierEntry
+from crawldeck.core.storage.store import Store
+from crawldeck.tui.screens import (
+    CrawlHistory,
+    bar_rows,
+    eta_text,
+    fetches_in_flight,
+    priority_bars,
+    status_bars,
+    summary_text,
+)
+from crawldeck.tui.widgets import url_on_host
+
+LAST = snapshot_at(STEPS)
+
+
+def test_bars_are_drawn_in_eighths_of_a_cell() -> None:
+    text = bar_rows([("a", 3, ""), ("bb", 1, ""), ("c", 0, "")], 4, 3 + 8 + 13).plain
+    # 8-cell bars: 3/4 is 6 cells, 1/4 is 2 cells, 0 is none
+    assert text.splitlines() == [
+        "a  ██████         3  75%",
+        "bb ██             1  25%",
+        "c                 0   0%",
+    ]
+    one = bar_rows([("x", 1, ""), ("y", 63, "")], 64, 2 + 8 + 13).plain.splitlines()
+    assert one[0] == "x ▏              1   2%"  # 1/64 of 8 cells: one eighth
+    empty = bar_rows([("x", 0, "")], 0, 30).plain
+    assert empty == "x " + " " * 15 + "       0"  # no share of nothing
+
+
+def test_status_and_priority_bars_without_figures() -> None:
+    c = Counters()
+    assert [line.split() for line in status_bars(c, 40).plain.splitlines()] == [
+        ["2xx", "0"], ["3xx", "0"], ["4xx", "0"], ["5xx", "0"], ["error", "0"],
+    ]  # fmt: skip
+    assert priority_bars(c, 40).plain.split() == ["spilled", "(SQLite)", "0"]
+
+
+# ------------------------------------------------------------------ the run's history
+
+
+def snap(at: float, pages: int, size: int) -> CrawlSnapshot:
+    return CrawlSnapshot(at, 0.0, "running", Counters(pages=pages, bytes=size), 0.0, 0.0, 10.0,
+                         None, (), (), (), ())  # fmt: skip
+
+
+def test_history_doubles_its_buckets_when_the_run_outgrows_them() -> None:
+    history = CrawlHistory(points=4)
+    for second in range(9):  # 1 page in second 1, 2 in second 2, ...
+        history.add(snap(100.0 + second, second * (second + 1) // 2, 0))
+    # 8 seconds of growth: 4 buckets of 1 s would not hold them, 4 of 2 s do
+    assert history.bucket_s == 2.0
+    assert history.pages == [1 + 2, 3 + 4, 5 + 6, 7 + 8]
+    assert history.pages_per_s() == [1.5, 3.5, 5.5, 7.5]
+    assert history.span_s == 8.0
+
+
+@given(
+    steps=st.lists(
+        st.tuples(st.floats(0.01, 700.0), st.integers(0, 50), st.integers(0, 10**6)),
+        max_size=80,
+    ),
+    points=st.integers(2, 16),
+)
+def test_history_keeps_every_page_in_the_bucket_its_interval_ends_in(
+    steps: list[tuple[float, int, int]], points: int
+) -> None:
+    history = CrawlHistory(points=points)
+    at, pages, size = 1000.0, 7, 0
+    history.add(snap(at, pages, size))
+    ends: list[tuple[float, int, int]] = []
+    for gap, more_pages, more_bytes in steps:
+        at, pages, size = at + gap, pages + more_pages, size + more_bytes
+        history.add(snap(at, pages, size))
+        ends.append((at - 1000.0, more_pages, more_bytes))
+    assert len(history.pages) <= points
+    assert history.bucket_s in {2.0**k for k in range(64)}
+    assert sum(history.pages) == pages - 7 and sum(history.bytes) == size
+    model_pages = [0] * len(history.pages)
+    for elapsed, more, _ in ends:  # bucket b holds what ended in (b, b + 1] buckets
+        b = 0
+        while (b + 1) * history.bucket_s < elapsed:
+            b += 1
+        model_pages[b] += more
+    assert model_pages == history.pages
+
+
+# ------------------------------------------------------------------ the frontier figure
+
+
+def entry(host: str, n: int, priority: int) -> FrontierEntry:
+    url = f"http://{host}/{n}"
+    return FrontierEntry(url=url, key=url, host=host, depth=0, priority=priority)
+
+
+def test_frontier_counts_its_urls_per_priority() -> None:
+    f = Frontier(priorities=3, max_back_queues=2)
+    f.add(entry("a", 1, 0))
+    f.add(entry("a", 2, 1))
+    f.add(entry("b", 1, 1))
+    f.add(entry("c", 1, 9))  # clamped to 2; waits in a front queue (no free slot)
+    f.push_front(entry("d", 1, 0))
+    f._check()
+    assert f.by_priority() == (2, 2, 1)
+    popped = f.pop(0.0)
+    assert popped is not None
+    assert f.by_priority()[popped.priority] == (2, 2, 1)[popped.priority] - 1
+    f._check()
+    f.demote("b")  # to the lowest front queue, its priority kept
+    f._check()
+    assert sum(f.by_priority()) == len(f) == 4
+    assert f.drop_host("c") == 1
+    f._check()
+    assert f.by_priority()[2] == 0
+    assert f.drop_host("b") == 1
+    f._check()
+    assert sum(f.by_priority()) == len(f) == 2
+
+
+async def test_an_engine_snapshot_counts_the_seeds_at_priority_0(tmp_path: Path) -> None:
+    store = Store(tmp_path / "crawl.db")
+    try:
+        engine = Engine(build_config({}), store)
+        seeds = [f"http://127.0.0.1:9/{n}" for n in range(3)] + ["http://127.0.0.2:9/"]
+        assert engine.add_seeds(seeds) == []
+        counters = engine.snapshot().counters
+        assert counters.queued_by_priority == (4,) + (0,) * 31  # opic-inlinks: 32 queues
+        assert counters.spilled == 0 and counters.queued == 4
+    finally:
+        store.close()
+
+
+def test_history_charts_only_the_buckets_that_are_over() -> None:
+    history = CrawlHistory()
+    history.add(snap(10.0, 0, 0))
+    history.add(snap(10.5, 4, 400))  # half of the first second
+    assert history.pages == [4] and history.pages_per_s() == [] and history.span_s == 0
+    history.add(snap(11.0, 9, 900))  # the first second is over
+    assert history.pages_per_s() == [9.0] and history.bytes_per_s() == [900.0]
+    history.add(snap(11.25, 10, 1000))  # a quarter of the second: not charted yet
+    assert history.pages == [9, 1] and history.pages_per_s() == [9.0]
+    assert history.span_s == 1.0
+
+
+def test_the_eta_is_that_of_the_first_budget_reached() -> None:
+    # 3855 pages, 53 970 000 bytes after 120 s; 28.4 pages/s, 398 000 bytes/s
+    assert eta_text(replace(LAST, max_pages=None)) is None  # no budget: no estimate
+    assert eta_text(replace(LAST, max_time_s=300)) == "0:01:15"  # the pages' (75 s) first
+    assert eta_text(replace(LAST, max_time_s=150)) == "0:00:30"  # 150 - 120 s
+    # (60 000 000 - 53 970 000) / 398 000 = 15.2 s
+    assert eta_text(replace(LAST, max_bytes=60_000_000)) == "0:00:15"
+    assert eta_text(replace(LAST, max_bytes=50_000_000)) == "done"
+    no_rate = replace(LAST, max_pages=None, max_bytes=60_000_000, bytes_per_s=0.0)
+    assert eta_text(no_rate) == "-"
+    assert eta_text(replace(no_rate, max_time_s=600)) == "0:08:00"  # the clock needs no rate
+    summary = summary_text(replace(LAST, max_pages=None, max_time_s=600, max_bytes=10**8))
+    lines = summary.plain.splitlines()
+    assert lines[0] == "elapsed  0:02:00/0:10:00 · 28.4 pages/s · 398.0 kB/s (last 10 s)"
+    assert lines[1] == "pages    3855  (54.0 MB/100.0 MB)"
+
+
+def test_fetches_in_flight_leave_out_the_renders() -> None:
+    """The header's and the overview's "in flight" count fetches: URLs in process less
+    those rendering or waiting for a browser; with rendering off, every URL in process."""
+    assert LAST.counters.in_flight == 5 and LAST.render is not None
+    assert fetches_in_flight(LAST) == 5 - LAST.render.busy - LAST.render.queued == 3
+    assert fetches_in_flight(replace(LAST, render=None)) == 5
+    summary = summary_text(LAST).plain
+    assert "frontier 540 queued · 3 in flight · 2 rendering" in summary
+    assert "render   1/2 busy · 1 queued · 40 done · 1 cut · mem 182.0 MB" in summary
+
+
+@pytest.mark.parametrize(
+    ("url", "host", "shown"),
+    [
+        ("http://a.test:8080/x/y?q=1", "a.test:8080", "/x/y?q=1"),
+        ("https://a.test", "a.test", "/"),
+        ("https://a.test?q", "a.test", "?q"),
+        ("https://a.test.evil/x", "a.test", "https://a.test.evil/x"),
+        ("https://b.test/x", "a.test", "https://b.test/x"),
+        ("not a url", "a.test", "not a url"),
+    ],
+)
+def test_the_blocked_table_shows_a_url_by_its_path_on_the_row_host(
+    url: str, host: str, shown: str
+) -> None:
+    assert url_on_host(url, host) == shown
+
+
+def test_the_stop_reason_names_the_flag_and_its_value() -> None:
+    """The console names a setting by its flag (issue #25: it said ``max_pages``)."""
+    from crawldeck.tui.app import stop_reason
+
+    snap = replace(snapshot_at(3), max_pages=50, max_time_s=600.0, max_bytes=5_000_000)
+    assert stop_reason("max_pages", snap) == "--max-pages 50 reached"
+    assert stop_reason("max_time", snap) == "--max-time 600s spent"
+    assert stop_reason("max_bytes", snap) == "--max-bytes 5000000 reached"
+    assert stop_reason("stopped", snap) == "stopped on request, state saved"
