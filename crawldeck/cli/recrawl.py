@@ -29,13 +29,16 @@ from crawldeck.cli.runner import (
     Ending,
     raise_open_files_limit,
     run_crawl,
+    start_metrics,
     stats_json_problem,
     ui_config,
     wants_console,
+    warc_dir_problem,
     write_stats,
 )
 from crawldeck.core.config import build_config
 from crawldeck.core.errors import ConfigError, CrawldeckError
+from crawldeck.core.net.request_options import RequestOptions
 from crawldeck.core.storage.store import Store
 from crawldeck.core.words import plural
 
@@ -187,11 +190,25 @@ def run(args: argparse.Namespace) -> int:
         ui = wants_console(args)
         if ui:
             config = ui_config(config)
+        # what can refuse the run is asked before prepare queues the pages again: a
+        # refused recrawl leaves the file as it was (issue #25: a trial's password_env
+        # not set left every page queued, and the next crawl fetched them all again)
+        RequestOptions.from_config(config)
+        refused = warc_dir_problem(config)
+        if refused is not None:
+            raise ConfigError(refused)
+        metrics = start_metrics(config)
+    except CrawldeckError as exc:
+        store.close()
+        return fail(args.command, str(exc))
+    try:
         started = time.time()
         plan = prepare(store, older_than_s=older_than_s, now=started)
         seeds = store.seed_urls()  # they give the crawl its scope again
     except CrawldeckError as exc:
         store.close()
+        if metrics is not None:
+            metrics.close()
         return fail(args.command, str(exc))
     print(f"crawldeck recrawl: {first_line(plan, args.older_than, older_than_s)}", flush=True)
     hint = f"resume with: {program()} {shlex.join(sys.argv[1:])}"
@@ -200,7 +217,9 @@ def run(args: argparse.Namespace) -> int:
     ending = Ending(hint, {key: str(value) for key, value in caps.items() if value})
     try:
         code = asyncio.run(
-            run_crawl(config, store, db, seeds, ending, ui=ui, log_level=log_level(args))
+            run_crawl(
+                config, store, db, seeds, ending, ui=ui, metrics=metrics, log_level=log_level(args)
+            )
         )
         with Store(db) as after:
             found = summarize(after, started)
