@@ -158,7 +158,8 @@ class CrawlConfig:
             or none (timeout, lost connection) is parked (8: with the defaults the
             waits before the 8th add up to 2.5-3.3 minutes, where demotion takes 1 h).
         max_retries: further tries of a URL after 429/503, a timeout or a lost
-            connection; then the URL is recorded as failed.
+            connection, each behind its host's other queued URLs; then the URL is
+            recorded as failed.
         retry_refused: retry a refused connection (``ECONNREFUSED``) to a host that has
             answered no request this run, as a timeout is; ``False`` (the default, as
             curl and wget): the URL is recorded as failed after one try and the host

@@ -111,7 +111,8 @@ class CrawlFrontier(Protocol):
     """The frontier as the engine's workers use it (times are epoch seconds).
 
     A host popped is checked out until ``release``; ``push_front`` puts a URL back at
-    the head of its host's queue (a retry, a URL whose host was not ready after all).
+    the head of its host's queue (a URL whose host was not ready after all; a retry goes
+    to the tail, ``FrontierWindow.push_back``).
     """
 
     def pop(self, now: float) -> FrontierEntry | None:

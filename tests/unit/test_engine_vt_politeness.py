@@ -436,11 +436,13 @@ def test_a_learnt_rate_limit_keeps_429s_under_ten_percent(tmp_path: Path) -> Non
 
 def test_a_host_answering_only_429_is_parked_after_park_after_backoffs(tmp_path: Path) -> None:
     site = FakeSite()
-    site.add(A + "/", status(429, Retry_After="0"))
+    site.host(A, lambda request: status(429, Retry_After="0"))
     chain(site, B, 2)
     c = crawl(site, [A + "/", A + "/other", B + "/"], tmp_path / "c.db", backoff_base_ms=10,
               backoff_max_ms=50, max_retries=100)  # fmt: skip
-    assert site.targets(A) == ["/"] * 8  # park_after_backoffs, not max_retries + 1
+    # park_after_backoffs (robots.txt's 429 is the first), not max_retries + 1; a retry
+    # waits behind its host's other URL
+    assert site.targets(A) == ["/", "/other", "/", "/other", "/", "/other", "/"]
     assert dict(c.rows("SELECT host, state FROM hosts")) == {
         "127.0.0.1": "parked",
         "127.0.0.2:8080": "done",
@@ -449,9 +451,29 @@ def test_a_host_answering_only_429_is_parked_after_park_after_backoffs(tmp_path:
         (A + "/", "failed"),
         (A + "/other", "queued"),  # left for the next run
     ]
-    assert c.value("SELECT error FROM pages WHERE url = ?", A + "/") == "gave up after 8 tries"
+    assert c.value("SELECT error FROM pages WHERE url = ?", A + "/") == "gave up after 4 tries"
     (row,) = [b for b in c.engine.snapshot().backoff if b.host == "127.0.0.1"]
     assert row.parked and row.attempts == 8 and row.last_status == 429
+
+
+def test_one_url_always_answering_503_neither_holds_nor_parks_its_host(tmp_path: Path) -> None:
+    """A retry waits behind its host's other URLs (issue #25: a trial's one page that
+    always answered 503 was retried six times in a row, the host in backoff throughout,
+    and a second run parked the host): the other pages' answers end each backoff."""
+    site = FakeSite()
+    pages = chain(site, A, 20)
+    site.add(A + "/broken", status(503))
+    c = crawl(site, [A + "/", A + "/broken"], tmp_path / "c.db", delay_ms=1000,
+              backoff_base_ms=1000, max_retries=3, max_depth=100)  # fmt: skip
+    targets = [t for t in site.targets(A) if t != "/robots.txt"]
+    assert targets.count("/broken") == 4  # 1 + max_retries
+    first, second = [i for i, t in enumerate(targets) if t == "/broken"][:2]
+    assert second - first == len(pages)  # the retry waited behind every other page
+    assert c.value("SELECT state FROM hosts") == "done"  # not parked
+    assert c.value("SELECT count(*) FROM pages WHERE status = 200") == len(pages)
+    assert c.value("SELECT error FROM pages WHERE url = ?", A + "/broken") == (
+        "gave up after 4 tries"
+    )
 
 
 # ---------------------------------------------------------- failure kinds

@@ -381,6 +381,12 @@ class Model:
         else:
             self._new_back(e)
 
+    def push_back(self, e: FrontierEntry) -> None:
+        if e.host in self.back:
+            self.back[e.host].append(e)
+        else:
+            self._new_back(e)
+
     def pop(self, now: float) -> FrontierEntry | None:
         candidates = [(r, s, h) for h, (r, s) in self.ready.items() if r <= now]
         if not candidates:
@@ -448,6 +454,9 @@ def test_frontier_matches_reference_model(seed: int) -> None:
             if rng.random() < 0.3:
                 f.push_front(done)
                 m.push_front(done)
+            elif rng.random() < 0.3:
+                f.push_back(done)
+                m.push_back(done)
             at = now + rng.choice([0.0, 0.5, 2.0, 5.0])
             f.release(done.host, at)
             m.release(done.host, at)

@@ -1,11 +1,11 @@
 """The frontier's invariants and politeness under every ordering (Hypothesis).
 
 Random sequences of the frontier's operations (add, credit, pop, release, push_front,
-demote, drop_host, set_beyond; clock steps) under ``bfs``, ``opic`` and ``larger-sites-first``,
-few back queue slots so the front queues fill too. After every operation
+push_back, demote, drop_host, set_beyond; clock steps) under ``bfs``, ``opic`` and
+``larger-sites-first``, few back queue slots so the front queues fill too. After every operation
 ``Frontier._check()`` holds; a pop never hands out a host before the ready time its
 last ``release`` gave, nor a host that is checked out; every queued URL is handed out
-exactly once (once more per push_front), none is made up, none is lost. The ordering
+exactly once (once more per push_front or push_back), none is made up, none is lost. The ordering
 changes the order only.
 """
 
@@ -26,7 +26,7 @@ release = st.tuples(st.just("release"), st.integers(0, 5), st.sampled_from((0.0,
 op = st.one_of(  # adds, pops and releases three times as often as the rest
     add, add, add, pop, pop, pop, release, release, release,
     st.tuples(st.just("credit"), st.integers(0, 60), st.floats(0.0, 1.0)),
-    st.tuples(st.just("retry"), st.integers(0, 5)),
+    st.tuples(st.just("retry"), st.integers(0, 5), st.booleans()),
     st.tuples(st.just("demote"), st.sampled_from(HOSTS)),
     st.tuples(st.just("drop"), st.sampled_from(HOSTS)),
     st.tuples(st.just("beyond"), st.sampled_from(HOSTS), st.integers(0, 40)),
@@ -95,9 +95,14 @@ def test_invariants_and_politeness_hold_under_every_ordering(
                 assert back is not None
                 out[host] = None  # still checked out, its URL back in the queue
                 queued[back.key] = back
-                f.push_front(back)
-                peeked = f.peek(host, 1)
-                assert peeked and peeked[0] is back  # first in its host's queue
+                if item[2]:
+                    f.push_front(back)
+                    peeked = f.peek(host, 1)
+                    assert peeked and peeked[0] is back  # first in its host's queue
+                else:
+                    f.push_back(back)
+                    peeked = f.peek(host, len(queued) * 8)  # stale copies included
+                    assert peeked and peeked[-1] is back  # last in its host's queue
         elif kind == "demote":
             f.demote(str(item[1]))
         elif kind == "beyond":  # URLs spilled out of memory (larger-sites-first ranks by them)

@@ -4,7 +4,9 @@ After a fetch (or its DNS lookup) the engine hands the outcome here, which decid
 
 * a **transient failure** (timeout, refused or lost connection, DNS temporary
   failure: ``FetchError.retryable``) backs the host off and puts the URL back at the
-  head of its host's queue, up to ``max_retries`` tries and while its tries this run
+  tail of its host's queue (the host's other URLs go first, as Scrapy lowers a retried
+  request's priority: one URL that keeps failing does not hold its host in backoff
+  try after try, nor park it), up to ``max_retries`` tries and while its tries this run
   took less than ``total_timeout_ms`` in all (issue #10 item 10);
 * a **refused connection** to a host that answered nothing this run is recorded after
   one try and the host parked (unless ``retry_refused``): a wrong port or a server not
@@ -81,12 +83,12 @@ class Retries:
         self._recorder = recorder
 
     def retry(self, entry: FrontierEntry, reason: str, why: str) -> None:
-        """Put ``entry`` back at the head of its host's queue for another try, counted
-        in this run's stats by ``reason`` (``FetchError.reason``, or ``http_429`` /
-        ``http_503``); ``why`` is the log line's detail."""
+        """Put ``entry`` back at the tail of its host's queue for another try (module
+        doc), counted in this run's stats by ``reason`` (``FetchError.reason``, or
+        ``http_429`` / ``http_503``); ``why`` is the log line's detail."""
         self._obs.tally.retried(reason)
         entry.attempts += 1
-        self._frontier.push_front(entry)
+        self._frontier.push_back(entry)
         self._store.mark(entry.key, "queued", attempts=entry.attempts)
         why = without_url(why, entry.url)  # the line names it
         self._obs.log(f"{entry.host}: retry {entry.attempts} of {entry.url} ({why})")

@@ -17,7 +17,7 @@ Structure::
                         v
                    back queue[host]       (one deque per host, at most one per host,
                         |                  at most ``max_back_queues`` of them
-                        v                  unless ``push_front`` made more)
+                        v                  unless ``push_front``/``push_back`` made more)
                    ready heap of (ready_at, seq, host) -> pop(now) -> checked out
                         ^                                                 |
                         +------------------ release(host, at) <----------+
@@ -41,11 +41,11 @@ Invariants (checked by ``_check`` in the tests after every operation):
    number of hosts with at least one queued URL; ``by_priority()[p]`` is the number of
    queued URLs (front and back queues) whose priority, clamped, is ``p``.
 5. Per host, URLs are popped in the order they reached its back queue (``push_front``
-   puts a URL at its head). While fewer than ``max_back_queues`` hosts have back
-   queues, that is exactly the order of ``add``; under slot pressure URLs wait in
-   front queues and move over in priority order.
+   puts a URL at its head, ``push_back`` at its tail). While fewer than
+   ``max_back_queues`` hosts have back queues, that is exactly the order of ``add``;
+   under slot pressure URLs wait in front queues and move over in priority order.
 
-Costs: ``add``, ``push_front``, ``release`` O(log h) (h = heap size), ``pop``
+Costs: ``add``, ``push_front``, ``push_back``, ``release`` O(log h) (h = heap size), ``pop``
 amortized O(log h), ``queued`` and ``__len__`` O(1); one small ``__slots__`` object per
 host, one deque per back queue, a pointer per queued URL.
 
@@ -71,7 +71,8 @@ host faster: a host is popped only once its ``ready_at`` (the time heap's, set b
   ``priority``; cash only grows, so an entry is copied at most ``priorities`` times).
   A URL waiting in a front queue (slot pressure only) moves to the better front queue
   the same way (the refill skips stale copies). ``push_front`` puts a URL at the head
-  of its host's best FIFO (its priority becomes that one's). ``demote`` moves the valid
+  of its host's best FIFO (its priority becomes that one's), ``push_back`` at the tail
+  of the lowest priority's FIFO. ``demote`` moves the valid
   copies, in order, to the lowest front queue, as under ``bfs``, and gives them its
   priority (cash only grows them there); the refill gives them their cash's back.
 * Invariant 3 then reads: a host has exactly one valid entry in the two heaps iff it has
@@ -325,22 +326,45 @@ class Frontier:
         self._by_priority[p] += 1
 
     def push_front(self, entry: FrontierEntry) -> None:
-        """Put a URL (typically a retry) at the head of its host's back queue.
+        """Put a URL at the head of its host's back queue.
 
         Creates the back queue if the host has none, even past ``max_back_queues``
-        (a retry never waits behind the front queues). Under ``opic`` it goes first
-        in the host's best FIFO and takes that priority if it is higher than its own.
+        (it never waits behind the front queues). Under ``opic`` it goes first in the
+        host's best FIFO and takes that priority if it is higher than its own.
         """
+        self._push(entry, first=True)
+
+    def push_back(self, entry: FrontierEntry) -> None:
+        """Put a URL (a retry) at the tail of its host's back queue: the host's other
+        queued URLs go first, as Scrapy lowers a retried request's priority, so one URL
+        that keeps failing does not hold its host in backoff (issue #25: one page always
+        answering 503 stalled and then parked its host).
+
+        Creates the back queue if the host has none, even past ``max_back_queues`` (a
+        retry never waits behind the front queues). Under ``opic`` it goes last in the
+        FIFO of the lowest priority, behind its host's other URLs whatever their
+        priorities (cash credited to it later may raise it again).
+        """
+        self._push(entry, first=False)
+
+    def _push(self, entry: FrontierEntry, *, first: bool) -> None:
+        """``push_front`` (``first``) or ``push_back``."""
         host = entry.host
         h = self._hosts.get(host)
         if h is None:
             h = self._hosts[host] = _Host()
         back = h.back
         if self._opic:
-            best = back.top() if isinstance(back, Buckets) else len(self._front)
-            entry.priority = min(self._clamp(entry.priority), best)
+            if first:
+                best = back.top() if isinstance(back, Buckets) else len(self._front)
+                entry.priority = min(self._clamp(entry.priority), best)
+            else:
+                entry.priority = len(self._front) - 1
         if back is not None:
-            back.appendleft(entry)
+            if first:
+                back.appendleft(entry)
+            else:
+                back.append(entry)
             if self._opic:
                 self._backed[entry.key] = entry
             if h.ready:
@@ -395,7 +419,7 @@ class Frontier:
     def credit_all(self, scores: Iterable[tuple[str, float, str]]) -> list[tuple[str, float, str]]:
         """``credit`` for each ``(key, cash, host)`` of one page's outlinks, in one call
         (a page credits a few dozen URLs: one call each was about a fifth of the calls
-        into ``crawldeck.core`` per page, ``tests/test_costs.py``).
+        into ``crawldeck.core`` per page, ``tests/unit/test_costs.py``).
 
         Returns:
             the items whose ``key`` is not queued here, in order (``credit``'s
@@ -686,7 +710,8 @@ class Frontier:
         return self._active
 
     def back_queues(self) -> int:
-        """The number of back queues (slots in use; may exceed the limit via push_front)."""
+        """The number of back queues (slots in use; ``push_front`` and ``push_back`` may
+        make more than the limit)."""
         return self._nback
 
     def _check(self) -> None:

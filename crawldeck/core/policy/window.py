@@ -406,6 +406,12 @@ class FrontierWindow:
         URLs pushed back; reads back and :meth:`place` then wait for room."""
         self._frontier.push_front(entry)
 
+    def push_back(self, entry: FrontierEntry) -> None:
+        """``Frontier.push_back``: ``entry`` (a retry) goes last in its host's queue.
+
+        Never refused and never spilled, as :meth:`push_front`."""
+        self._frontier.push_back(entry)
+
     def demote(self, host: str) -> None:
         """``Frontier.demote``: ``host``'s queued URLs go to the lowest priority."""
         self._frontier.demote(host)
