@@ -427,6 +427,46 @@ class Model:
         return len({e.host for q in self.front for e in q} | set(self.back))
 
 
+def _retried_and_credited() -> tuple[Frontier, FrontierEntry]:
+    """Under ``opic``: a/0 popped, pushed back behind a/1 and a/2 (to the lowest
+    priority), then credited up one priority: a stale copy of it stays in the lowest
+    FIFO."""
+    f = Frontier(priorities=6, max_back_queues=1, ordering="opic")
+    for n in range(3):
+        f.add(FrontierEntry(f"a/{n}", f"a/{n}", "a", 1, 1))
+    retry = f.pop(0.0)
+    assert retry is not None and retry.key == "a/0"
+    f.push_back(retry)
+    assert retry.priority == 5  # the lowest, behind a/1 and a/2 at priority 1
+    assert [e.key for e in f.peek("a", 10)] == ["a/1", "a/2", "a/0"]
+    assert f.credit("a/0", 0.0) and retry.priority == 4
+    f.release("a", 0.0)
+    return f, retry
+
+
+def test_push_back_under_opic_goes_behind_and_a_stale_copy_stays_stale() -> None:
+    """A retry pushed back goes last whatever its host's URLs' priorities; the stale
+    copy a credit leaves in the lowest FIFO is not made valid again by a second
+    push_back of the URL, nor by a demotion (the Hypothesis ordering test found it)."""
+    f, retry = _retried_and_credited()
+    f.add(FrontierEntry("a/3", "a/3", "a", 1, 4))  # behind a/0, in the same FIFO
+    popped = []
+    for _ in range(3):
+        popped.append(name(f.pop(0.0)))
+        f.release("a", 0.0)
+    assert popped == ["a/1", "a/2", "a/0"]  # a/3 keeps the host's back queue
+    f.push_back(retry)  # tried again: back to the lowest FIFO, where its stale copy is
+    f._check()
+    assert (len(f), [e.key for e in f.peek("a", 10)]) == (2, ["a/3", "a/0"])
+    assert drain(f, 0.0, release_at=0.0) == ["a/3", "a/0"]
+
+    f, _ = _retried_and_credited()
+    f.demote("a")  # each valid URL once to the lowest front queue
+    f._check()
+    assert (len(f), f.queued("a")) == (3, 3)
+    assert drain(f, 0.0, release_at=0.0) == ["a/1", "a/2", "a/0"]
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_frontier_matches_reference_model(seed: int) -> None:
     rng = random.Random(seed)

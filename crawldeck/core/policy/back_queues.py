@@ -58,6 +58,17 @@ class Buckets:
         self._queue(entry.priority).append(entry)
         self.n += 1
 
+    def append_again(self, entry: FrontierEntry) -> None:
+        """``entry`` (priority in range), popped before, last in its priority's FIFO,
+        where a stale copy of it may have stayed (it sat there before a credit raised
+        it): that copy is dropped, or it would be valid again beside this one. O(FIFO)
+        when the FIFO holds such a copy (a retry put back at the lowest priority)."""
+        q = self._queue(entry.priority)
+        if any(e is entry for e in q):
+            q = self.queues[entry.priority] = deque(e for e in q if e is not entry)
+        q.append(entry)
+        self.n += 1
+
     def appendleft(self, entry: FrontierEntry) -> None:
         """``entry`` (priority in range) first in its priority's FIFO."""
         self._queue(entry.priority).appendleft(entry)

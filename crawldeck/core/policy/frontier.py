@@ -363,6 +363,8 @@ class Frontier:
         if back is not None:
             if first:
                 back.appendleft(entry)
+            elif isinstance(back, Buckets):
+                back.append_again(entry)
             else:
                 back.append(entry)
             if self._opic:
@@ -597,13 +599,15 @@ class Frontier:
         h = self._hosts.get(host)
         if h is None or h.back is None:
             return
-        back = h.back
-        n = len(back)
-        self._front[-1].extend(back)
+        # the valid entries first: giving them the lowest priority below would make a
+        # stale copy of one in the lowest FIFO valid again while the FIFOs are walked
+        moved = list(h.back)
+        n = len(moved)
+        self._front[-1].extend(moved)
         if self._opic:  # the demoted priority, until the refill takes them out
             last = len(self._front) - 1
             by_priority = self._by_priority
-            for entry in back:
+            for entry in moved:
                 del self._backed[entry.key]
                 self._fronted[entry.key] = entry
                 by_priority[entry.priority] -= 1
