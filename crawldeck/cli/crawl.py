@@ -231,8 +231,10 @@ def run(args: argparse.Namespace) -> int:
             other = other_seeds(store.seed_urls(), seeds, db)
             if other is not None:
                 print(f"crawldeck: warning: {other}", file=sys.stderr, flush=True)
-            spent = spent_budget(store.counts()["pages"], store.page_totals()[1], config, ending)
-            if spent is not None:
+            counts = store.counts()
+            spent = spent_budget(counts["pages"], store.page_totals()[1], config, ending)
+            # nothing queued: the run ends "finished", no cap to raise (issue #25)
+            if spent is not None and counts["queued"] + counts["in_flight"]:
                 print(f"crawldeck: warning: {spent}", file=sys.stderr, flush=True)
         code = asyncio.run(
             run_crawl(

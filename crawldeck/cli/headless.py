@@ -88,8 +88,8 @@ def summary_width(out: TextIO) -> int:
 
 def progress_line(snap: CrawlSnapshot) -> str:
     """One line within ``PROGRESS_WIDTH`` columns (issue #25: it wrapped at 80): elapsed
-    time (h:mm:ss), pages fetched (all runs, ``pages_done``: what ``max_pages`` counts,
-    a recrawl's revisits too), of the cap, pages/s, queued, in flight, then, while they
+    time (h:mm:ss), fetches (``N fetched``: all runs, ``pages_done``, what ``max_pages``
+    counts, a recrawl's revisits too), of the cap, fetches/s, queued, in flight, then, while they
     fit, this run's fetches when the file held pages before it (a resume or a recrawl),
     URLs blocked and hosts active (``active hosts``: with URLs queued or in flight, not
     the summary's every host; issue #25), and in backoff; counts past 9999 as ``12.3k``. The
@@ -97,12 +97,12 @@ def progress_line(snap: CrawlSnapshot) -> str:
     c = snap.counters
     paused = " PAUSED" if snap.state == "paused" else ""
     cap = f"/{short_count(snap.max_pages)}" if snap.max_pages else ""
-    # the pages fetched as max_pages counts them (a recrawl's revisits too), as the
-    # console's header
+    # the fetches as max_pages counts them (every run's, a recrawl's revisits too), as
+    # the console's header: "fetched", not "pages", which the summary counts once a URL
+    # (issue #25: a trial read "769 pages" beside the summary's 528)
     done = snap.pages_done
-    noun = "page" if done == 1 and not cap else "pages"
     line = (
-        f"[{clock(snap.elapsed_s)}]{paused} {short_count(done)}{cap} {noun}  "
+        f"[{clock(snap.elapsed_s)}]{paused} {short_count(done)}{cap} fetched  "
         f"{snap.pages_per_s:.1f}/s  queued {short_count(c.queued)}  "
         f"in flight {short_count(c.in_flight)}"
     )

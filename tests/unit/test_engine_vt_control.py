@@ -121,6 +121,25 @@ def test_a_fetch_that_ends_within_the_grace_period_is_recorded(tmp_path: Path) -
     assert c.ended - c.started == 3.0  # the fetch ended, the crawl with it
 
 
+def test_a_page_cap_reached_with_nothing_left_is_finished(tmp_path: Path) -> None:
+    """``max_pages`` reached by the last URL there was, and a rerun of that finished
+    crawl with the same cap, end ``finished``: nothing was left, there is no cap to
+    raise (issue #25: a rerun said its --max-pages was reached, to go on with 600)."""
+    site = FakeSite()
+    chain(site, A, 3)
+    db = tmp_path / "c.db"
+    first = crawl(site, [A + "/"], db, max_pages=3)
+    assert first.result.outcome == "finished"
+    again = crawl(site, [A + "/"], db, start=first.ended + 100, max_pages=3)
+    assert again.result.outcome == "finished"
+    assert site.targets(A) == ["/", "/p1", "/p2"]  # nothing fetched again
+    capped = crawl(FakeSite(), [A + "/"], tmp_path / "d.db", max_pages=1)
+    assert capped.result.outcome == "finished"  # the seed alone, answered 404: nothing left
+    chain(site, "http://127.0.0.2", 3)
+    cut = crawl(site, ["http://127.0.0.2/"], tmp_path / "e.db", max_pages=2)
+    assert cut.result.outcome == "max_pages"  # /p2 was left
+
+
 def test_a_resume_from_the_same_file_continues_without_refetching(tmp_path: Path) -> None:
     site = FakeSite()
     chain(site, A, 8)

@@ -55,7 +55,7 @@ def test_the_progress_line_fits_80_columns_even_with_big_figures() -> None:
     small = snap(pages=58, queued=74, in_flight=2, hosts_active=8,
                  blocked={"robots": 2, "redirect_loop": 1, "url_length": 1})  # fmt: skip
     line = progress_line(small)
-    assert line == ("[0:00:12] 58 pages  3.2/s  queued 74  in flight 2  blocked 4  active hosts 8")
+    assert line == "[0:00:12] 58 fetched  3.2/s  queued 74  in flight 2  blocked 4  active hosts 8"
     backoff = replace(small, counters=replace(small.counters, hosts_backoff=1), max_pages=60)
     assert progress_line(backoff).endswith("in flight 2  blocked 4")  # no room for the hosts
     big = replace(
@@ -74,8 +74,8 @@ def test_the_progress_line_fits_80_columns_even_with_big_figures() -> None:
     )
     line = progress_line(big)
     assert len(line) <= 80, line
-    assert line.startswith("[100:00:00] PAUSED 123.5k/200.0k pages  312.4/s  queued 4.5M")
-    assert progress_line(snap(pages=1)).startswith("[0:00:12] 1 page ")
+    assert line.startswith("[100:00:00] PAUSED 123.5k/200.0k fetched  312.4/s  queued 4.5M")
+    assert progress_line(snap(pages=1)).startswith("[0:00:12] 1 fetched ")
 
 
 def test_a_resumed_or_recrawled_file_shows_this_runs_fetches() -> None:
@@ -85,12 +85,12 @@ def test_a_resumed_or_recrawled_file_shows_this_runs_fetches() -> None:
     resumed = replace(snap(pages=230, queued=20, in_flight=1, blocked={"robots": 3}),
                       pages_this_run=41, max_pages=250)  # fmt: skip
     assert progress_line(resumed) == (
-        "[0:00:12] 230/250 pages  3.2/s  queued 20  in flight 1  this run 41  blocked 3"
+        "[0:00:12] 230/250 fetched  3.2/s  queued 20  in flight 1  this run 41  blocked 3"
     )
     # the count is what max_pages counts, a recrawl's revisits (304s) too, as the
     # console's header: it reaches its cap (the trial's line stayed at 400 of 460)
     revisiting = replace(resumed, pages_fetched=246, pages_this_run=57)
-    assert progress_line(revisiting).startswith("[0:00:12] 246/250 pages  3.2/s")
+    assert progress_line(revisiting).startswith("[0:00:12] 246/250 fetched  3.2/s")
 
 
 def test_the_cluster_progress_line_fits_80_columns() -> None:

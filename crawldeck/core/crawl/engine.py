@@ -348,11 +348,15 @@ class Engine:
 
     def _outcome(self) -> Outcome:
         """How the run ended: its time budget, asked to stop, ``max_pages`` or
-        ``max_bytes`` reached, or nothing left."""
+        ``max_bytes`` reached with URLs left, or nothing left (``finished`` also when a
+        cap is reached with nothing left: issue #25, a rerun of a finished crawl said
+        its --max-pages was reached and to raise it)."""
         if self._budget is not None:
             return self._budget
         if self._stopping:
             return "stopped"
+        if not len(self._frontier) and not self._frontier.spilled:
+            return "finished"
         if self._page_cap_reached():
             return "max_pages"
         return "max_bytes" if self._bytes_cap_reached() else "finished"
