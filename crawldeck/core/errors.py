@@ -16,8 +16,9 @@ catch only ours::
     |   |                              closed (DNS only without core.net.transport; with
     |   |                              it, DnsError)
     |   |   +-- ConnectRefused      R  refused (ECONNREFUSED: nothing listens on the
-    |   |                              port); tried once on a host that never answered
-    |   |                              this run, unless retry_refused (core.crawl.retries)
+    |   |       |                      port); tried once on a host that never answered
+    |   |       |                      this run, unless retry_refused (core.crawl.retries)
+    |   |       +-- ProxyRefused    R  the proxy refused it: the way out is down
     |   +-- ConnectionLost          R  the connection closed before the response head
     |   |                              was complete, or was reset before its body ended
     |   +-- TlsFailed               -  the certificate is not valid for the name, or
@@ -136,6 +137,12 @@ class ConnectRefused(ConnectFailed):
     not answered any request this run (``retry_refused = false``: a wrong port or a
     server that is not running does not get better in the next 85 s, as curl and wget
     give up on a refused connection at once)."""
+
+
+class ProxyRefused(ConnectRefused):
+    """The proxy (``proxy``, or the environment's with ``trust_env``) refused the
+    connection: the crawl's way out is down, not the host (issue #25: a dead proxy read
+    as a dead site). Treated as ``ConnectRefused``; the messages name the proxy."""
 
 
 class ConnectionLost(FetchError):

@@ -239,3 +239,19 @@ def test_a_rerun_with_other_seeds_keeps_the_earlier_seeds_queued_urls(tmp_path: 
     assert paths == ["/", "/p0", "/p1", "/p2"]  # each once
     assert rows(db, "SELECT url, reason FROM blocked") == []
     assert rows(db, "SELECT count(*) FROM pages") == [(5,)]
+
+
+def test_a_dead_proxy_is_named_as_the_proxy_not_as_the_site(tmp_path: Path) -> None:
+    """A proxy that refuses connections is said to be the proxy, not the site behind it
+    (issue #25: a trial read "127.0.0.1:8713: parked: it refuses connections" when its
+    --proxy port was closed)."""
+    with HTTPTestServer() as server:
+        server.set("/", Response(200, {"Content-Type": "text/html"}, b"<p>up</p>"))
+        (tmp_path / "seeds.txt").write_text(server.url("/") + "\n")
+        port = closed_port()
+        proc = crawldeck(tmp_path, "--proxy", f"http://127.0.0.1:{port}")
+    assert proc.returncode == 3, proc.stderr
+    assert f"cannot connect to the proxy 127.0.0.1:{port}: [Errno 111]" in proc.stderr
+    assert "parked: the proxy refuses connections" in proc.stderr
+    assert "it refuses connections and has not answered" not in proc.stderr
+    assert server.requests == []  # nothing reached the site

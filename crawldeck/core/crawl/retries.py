@@ -35,6 +35,7 @@ from crawldeck.core.errors import (
     DnsNotFound,
     DnsTemporaryFailure,
     FetchError,
+    ProxyRefused,
     without_url,
 )
 from crawldeck.core.net.robots import RobotsDecision
@@ -153,7 +154,12 @@ class Retries:
         if self._refused_for_good(host, exc):
             self._gate.forget(host, now)
             self._recorder.failure(entry, stats, start, now, exc)
-            self._park(host, stats, "it refuses connections and has not answered this run")
+            why = (
+                "the proxy refuses connections"  # the way out is down, not the host
+                if isinstance(exc, ProxyRefused)
+                else "it refuses connections and has not answered this run"
+            )
+            self._park(host, stats, why)
             return
         learn(self._gate, host, start, now, None)
         self._check_park(host, stats)

@@ -24,6 +24,7 @@ from crawldeck.core.errors import (
     ConnectRefused,
     FetchTimeout,
     ProtocolViolation,
+    ProxyRefused,
     RequestInvalid,
     TlsFailed,
 )
@@ -53,7 +54,8 @@ def translate(exc: Exception, url: str, config: CrawlConfig) -> Exception:
 
     What aiohttp raises, each met by a test against a real loopback server
     (``tests/loopback/test_fetcher.py``, ``tests/loopback/test_failure_kinds.py``): a refused or
-    unreachable port ``ClientConnectorError``; an untrusted certificate
+    unreachable port ``ClientConnectorError`` (``ClientProxyConnectionError`` for the
+    proxy's: ``ProxyRefused``, the message naming the proxy); an untrusted certificate
     ``ClientConnectorCertificateError``; no TLS on the port
     ``ClientConnectorSSLError``; a close before the head
     ``ServerDisconnectedError``, a reset ``ClientOSError``; a bad status line,
@@ -78,7 +80,9 @@ def translate(exc: Exception, url: str, config: CrawlConfig) -> Exception:
     ):
         return TlsFailed(f"TLS handshake failed: {one_line(exc.os_error)}: {url}")
     if isinstance(exc, aiohttp.ClientConnectorError):
-        where = f"{exc.host}:{exc.port}"
+        # a ClientProxyConnectionError is the proxy's connection: its host and port
+        proxy = isinstance(exc, aiohttp.ClientProxyConnectionError)
+        where = f"the proxy {exc.host}:{exc.port}" if proxy else f"{exc.host}:{exc.port}"
         code = exc.os_error.errno
         refused = code == errno.ECONNREFUSED
         # asyncio's "[Errno 111] Connect call failed ('127.0.0.1', 9)" names the
@@ -88,7 +92,8 @@ def translate(exc: Exception, url: str, config: CrawlConfig) -> Exception:
             if isinstance(code, int) and not isinstance(exc.os_error, ssl.SSLError)
             else one_line(exc.os_error)
         )
-        return (ConnectRefused if refused else ConnectFailed)(
+        refusal = ProxyRefused if proxy else ConnectRefused
+        return (refusal if refused else ConnectFailed)(
             f"connection failed: cannot connect to {where}: {problem}: {url}"
         )
     if isinstance(exc, aiohttp.InvalidURL | aiohttp.NonHttpUrlClientError | ValueError):
