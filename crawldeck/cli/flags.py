@@ -329,7 +329,8 @@ def add_config_flags(
         "-H", "--header", dest="headers", type=parse_header, action="append", metavar="'K: V'",
         help="a request header sent with every request, robots.txt included: -H "
         "'Accept-Language: en'; repeatable, replaces the config file's header table "
-        "(default: none; Authorization and Cookie are refused: use --auth or netrc)",
+        "(default: none; Authorization and Cookie are refused: use "
+        + ("--auth or --netrc)" if auth else '--netrc, or [auth."ORIGIN"] in a config file)'),
     )  # fmt: skip
     parser.add_argument(
         "--proxy", metavar="URL",

@@ -40,7 +40,10 @@ REFUSED_HEADERS: dict[str, str] = {
     "host": "the fetcher writes it from each URL (DNS pinning, TLS name)",
     "user-agent": "set user_agent instead: robots.txt groups are matched by its product token",
     "accept-encoding": "the fetcher offers only the codings it decodes within max_body_bytes",
-    "authorization": 'it would go to every host: use [auth."ORIGIN"] or netrc = true',
+    "authorization": (
+        'it would go to every host: give credentials per origin (crawl --auth, [auth."ORIGIN"]'
+        " in a config file) or from netrc (--netrc, netrc = true)"
+    ),
     "proxy-authorization": "give the proxy's credentials in HTTP(S)_PROXY with trust_env = true",
     "cookie": "it would go to every host; cookies live for one redirect chain",
     "connection": "a hop-by-hop field (RFC 9110 §7.6.1)",
