@@ -39,6 +39,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # other libraries from WARNING up (from ERROR with -q), everything with -v
     root = logging.WARNING if level == logging.INFO else level
     logging.basicConfig(level=root, format="crawldeck: %(message)s")
+    # but asyncio's own debug line ("Using selector: EpollSelector") is no crawl detail
+    # (issue #25: the first line a trial's -v printed)
+    logging.getLogger("asyncio").setLevel(max(root, logging.INFO))
     # crawldeck's own modules speak from ERROR up unless --log-level DEBUG (-v)
     logging.getLogger("crawldeck").setLevel(
         level if level == logging.DEBUG else max(level, logging.ERROR)

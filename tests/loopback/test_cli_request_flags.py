@@ -220,6 +220,7 @@ def test_verbose_prints_a_line_a_url_done_as_scrapy_does(
     ]  # fmt: skip
     assert any(line.startswith(f"crawled (200) {site.url('/')}: ") and "2 links" in line
                for line in done)  # fmt: skip
+    assert "Using selector" not in proc.stderr  # asyncio's debug line is no crawl detail
     quiet = run("crawl", site.url("/"), "--no-ui", "--db", "other.db", cwd=tmp_path)
     assert " crawled (" not in quiet.stdout
 
