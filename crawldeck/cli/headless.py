@@ -217,6 +217,7 @@ class HeadlessReporter:
         heading: str,
         *,
         responses: Mapping[str, int] | None = None,
+        no_response: Mapping[str, int] | None = None,
         partial: int = 0,
         links_cut: int = 0,
     ) -> None:
@@ -227,7 +228,10 @@ class HeadlessReporter:
         answered as one figure that disagreed: issue #25). ``responses`` (HTTP status
         as text -> responses: the run's stats, ``core.crawl.stats`` ``responses_by_status``)
         adds this run's responses by status, where a recrawl's 304s show (a 304 leaves
-        the ``pages`` row, and so the all-runs status mix, as it was). ``partial``:
+        the ``pages`` row, and so the all-runs status mix, as it was); ``no_response``
+        (``FetchError.reason`` -> fetches: ``transport_errors_by_reason``) the fetches
+        that got no answer, a row beside it, so that the two add up to the ``this run``
+        fetches (issue #25: a trial's 137 fetches beside 136 responses). ``partial``:
         the pages read in part (``Store.partial_pages``), a row of its own when there
         are some (issue #25); ``links_cut`` likewise, the pages whose links were cut
         (``Store.links_cut_pages``). When the fetches of all runs outnumber the pages
@@ -268,6 +272,9 @@ class HeadlessReporter:
         if responses:
             run_mix = ", ".join(f"{k} {v}" for k, v in sorted(responses.items(), key=_numeric))
             table.add_row("responses this run", run_mix)
+        if no_response:
+            failed = ", ".join(f"{k} {v}" for k, v in sorted(no_response.items()))
+            table.add_row("no response this run", failed)
         table.add_row("duplicates (all runs)", f"{c.duplicates} exact, {c.near_duplicates} near")
         table.add_row("queued (left)", str(c.queued))
         table.add_row("hosts", str(c.hosts_known))

@@ -343,10 +343,13 @@ def _finish(
     except CrawldeckError:
         partial = links_cut = 0  # the summary goes on without them
     with contextlib.suppress(OSError):
-        responses = (engine.stats or {}).get("responses_by_status", {})
+        stats = engine.stats or {}
         HeadlessReporter().summary(
-            engine.snapshot(), heading, responses=responses, partial=partial, links_cut=links_cut
-        )
+            engine.snapshot(), heading,
+            responses=stats.get("responses_by_status", {}),
+            no_response=stats.get("transport_errors_by_reason", {}),
+            partial=partial, links_cut=links_cut,
+        )  # fmt: skip
         print("\n".join(lines), flush=True)
         for line in failures:
             print(f"crawldeck: {line}", file=sys.stderr)

@@ -120,6 +120,20 @@ def test_the_summary_counts_the_pages_read_in_part_when_there_are_some() -> None
     assert not any("read in part" in line for line in summary(snap(pages=7), "finished"))
 
 
+def test_the_summary_says_this_runs_fetches_with_no_response_beside_its_responses() -> None:
+    """The ``responses this run`` and ``no response this run`` rows add up to the run's
+    fetches (issue #25: a trial's 137 fetches beside 136 responses, the 137th refused)."""
+    out = io.StringIO()
+    HeadlessReporter(out).summary(
+        snap(pages=7), "finished: nothing left to fetch",
+        responses={"200": 5, "503": 1}, no_response={"connect": 1, "timeout": 2},
+    )  # fmt: skip
+    table = [" ".join(line.split()) for line in out.getvalue().splitlines()]
+    assert "│ responses this run │ 200 5, 503 1 │" in table
+    assert "│ no response this run │ connect 1, timeout 2 │" in table
+    assert not any("no response this run" in line for line in summary(snap(pages=7), "x"))
+
+
 def test_the_summary_counts_the_pages_whose_links_were_cut_when_there_are_some() -> None:
     out = io.StringIO()
     HeadlessReporter(out).summary(snap(pages=7), "finished: nothing left to fetch", links_cut=1)
