@@ -458,6 +458,9 @@ def _page_body(row: dict[str, object], where: Path) -> tuple[str | None, str | N
         return None, str(exc)
     if record.rec_type == "revisit":
         return None, f"revisit: the body is that of {row.get('duplicate_of')}"
+    status = row.get("status")
+    if not record.body and isinstance(status, int) and 300 <= status < 400:
+        return None, f"a redirect (HTTP {status}): its body is not kept"
     if not record.body and dict(record.warc_headers).get("WARC-Truncated") == "unspecified":
         return None, f"not downloaded ({record.content_type or 'no Content-Type'}: not HTML)"
     text = body_text(record)
@@ -472,21 +475,23 @@ def _page_body(row: dict[str, object], where: Path) -> tuple[str | None, str | N
 def page_record(db: Path, url: str) -> ArchivedRecord:
     """The WARC record of page ``url`` of crawl file ``db`` (``crawldeck show``):
     ``url`` as given, else as the crawl wrote it (``urls.clean``: ``HTTP://h`` is
-    ``http://h/``), as a user types a URL the way a browser's address bar takes it.
+    ``http://h/``), else, without a scheme, as ``http://`` + it (``h:8080/x``, as
+    ``crawl`` takes such a seed): as a browser's address bar takes what is typed.
 
     Raises:
         StoreError: ``db`` is not a crawl file, ``url`` is not one of its pages, the
             page has no WARC record, or its WARC file is missing or unreadable.
     """
     path = Path(db)
-    try:
-        cleaned = urls.clean(url)
-    except UrlError:
-        cleaned = url
+    candidates = [url]
+    # as given, cleaned, and without a scheme as http:// + it (as crawl takes a seed)
+    for spelling in (url, f"http://{url}"):
+        with contextlib.suppress(UrlError):
+            candidates.append(urls.clean(spelling))
     try:
         with contextlib.closing(_connect(path)) as conn:
             found = None
-            for candidate in dict.fromkeys((url, cleaned)):
+            for candidate in dict.fromkeys(candidates):
                 found = conn.execute(
                     "SELECT warc_file, warc_offset, bytes FROM pages WHERE url = ?", (candidate,)
                 ).fetchone()
