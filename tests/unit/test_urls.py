@@ -163,6 +163,8 @@ CLEAN_ERRORS: list[tuple[str, str | None, type[UrlError], str]] = [
     ("http://[v1.x]/", None, UrlError, "IPvFuture"),
     ("http://[v7.fe80::1+en0]:80/", None, UrlError, "IPvFuture"),
     ("http://[1.2.3.4]/", None, UrlError, "is not a valid IPv6 address"),
+    ("http://[::1", None, UrlError, "the IPv6 literal's '[' is not closed"),
+    ("http://[::1]x/", None, UrlError, "an IPv6 literal needs '[...]' alone"),
     ("http://example.com:9000:80/x", None, UrlError, "bad port '9000:80'"),
     ("http://u:p@example.com:9000:80/x", None, UrlError, "bad port '9000:80'"),
     ("http://[::1]:9000:80/x", None, UrlError, "bad port '9000:80'"),

@@ -265,7 +265,9 @@ def _split(url: str, shown: str) -> tuple[str, str, int | None, str, str]:
     hostport = (authority or "").rpartition("@")[2]
     if hostport[:1] == "[":
         host, close, rest = hostport.partition("]")
-        if not close or rest[:1] not in ("", ":"):
+        if not close:
+            raise _fail(f"cannot parse {_show(shown)}: the IPv6 literal's '[' is not closed")
+        if rest[:1] not in ("", ":"):
             raise _fail(f"cannot parse {_show(shown)}: an IPv6 literal needs '[...]' alone")
         host += "]"
         port_text = rest[1:] if rest else None
@@ -406,7 +408,9 @@ def _refusal(url: str, base: str | None) -> UrlError:
     hostport = authority.rpartition("@")[2]
     if hostport[:1] == "[":
         host, close, after = hostport.partition("]")
-        if not close or after[:1] not in ("", ":"):
+        if not close:
+            return _fail(f"cannot parse {_show(url)}: the IPv6 literal's '[' is not closed")
+        if after[:1] not in ("", ":"):
             return _fail(f"cannot parse {_show(url)}: an IPv6 literal needs '[...]' alone")
         host += "]"
         port_text = after[1:]
