@@ -13,8 +13,8 @@ snapshot), and sends it commands: ``pause``, ``resume``, ``add_seeds``,
 The layout follows the terminal: below 100 columns or 30 lines the throughput panel
 keeps its figures and drops its chart (the header, the ETA and the hosts table's key
 columns fit 80 x 24; the other columns scroll into view with the arrow keys); from 140
-columns and 40 lines an overview below the tables charts the whole run, the status mix
-and the frontier's depth per priority.
+columns and 40 lines an overview between the throughput panel and the tables charts the
+whole run, the status mix and the frontier's depth per priority.
 
 ``run_console(engine, db)`` is what ``crawldeck crawl`` and ``crawldeck demo`` call.
 """
@@ -55,11 +55,19 @@ from crawldeck.tui.screens import (
     ThroughputHistory,
     ThroughputPanel,
     key_rows,
+    own_bindings,
 )
 from crawldeck.tui.stops import BUDGET_FLAGS, go_on_note, stop_signals
 from crawldeck.tui.table import LineTable
 from crawldeck.tui.terminal import HangupTolerantDriver, TerminalGone
-from crawldeck.tui.widgets import BackoffPanel, BlockedPanel, HostsPanel, export_dir, export_tables
+from crawldeck.tui.widgets import (
+    BackoffPanel,
+    BlockedPanel,
+    HostsPanel,
+    dispatching,
+    export_dir,
+    export_tables,
+)
 
 #: The console redraws at most this often (snapshots in between are dropped).
 MAX_REFRESH_PER_S = 4
@@ -428,7 +436,7 @@ class CrawlApp(App[None]):
         if self._detail is not None:
             detail = self.engine.host_detail(self._detail.host, DETAIL_QUEUE_HEAD)
             if detail is not None:
-                self._detail.refresh_detail(detail)
+                self._detail.refresh_detail(detail, self._dispatching())
 
     def _draw_tab(self, tab: str, snap: CrawlSnapshot) -> None:
         if tab == "tab-hosts":
@@ -470,6 +478,12 @@ class CrawlApp(App[None]):
         state = self.display_state()
         self.sub_title = state
         self.query_one(StatusBar).show(state, self.db.name, self.snapshot)
+
+    def _dispatching(self) -> bool:
+        """Whether the crawl sends fetches now (``widgets.dispatching`` of the snapshot
+        drawn, and the run has not ended): the next fetch's countdown runs."""
+        snap = self.snapshot
+        return self.result is None and snap is not None and dispatching(snap)
 
     def _read_row(self, host: str) -> HostRow | None:
         detail = self.engine.host_detail(host, 0)
@@ -597,7 +611,9 @@ class CrawlApp(App[None]):
             else:
                 self.notify(f"Unknown host {host}.", severity="warning")
             return
-        self._detail = HostDetailScreen(detail, strict_robots=self.strict_robots)
+        self._detail = HostDetailScreen(
+            detail, strict_robots=self.strict_robots, dispatching=self._dispatching()
+        )
         self.push_screen(self._detail, self._detail_closed)
 
     def _detail_closed(self, _: None) -> None:
@@ -630,8 +646,10 @@ class CrawlApp(App[None]):
         self.call_from_thread(self.notify, f"Exported {rows} to {out_dir}/", timeout=8)
 
     def action_help(self) -> None:
-        """?, F1: every key in force here (``key_rows`` of the bindings)."""
-        rows = key_rows(self.screen.active_bindings.values(), self.get_key_display)
+        """?, F1: every key of the console's in force here (``key_rows`` of the bindings;
+        Textual's own, ``own_bindings`` leaves out)."""
+        active = own_bindings(self.screen.active_bindings.values())
+        rows = key_rows(active, self.get_key_display)
         if self.result is not None:  # the run is over: q only closes the console
             rows = [(keys, ENDED_QUIT_TIP if what == QUIT_TIP else what) for keys, what in rows]
         self.push_screen(HelpScreen(rows))

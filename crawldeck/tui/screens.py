@@ -10,20 +10,24 @@ into the engine.
 from __future__ import annotations
 
 import math
+import re
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import ClassVar
 
-from rich.console import JustifyMethod, RenderableType
+from rich.console import Console, ConsoleOptions, JustifyMethod, RenderableType, RenderResult
+from rich.segment import Segment
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 from textual.app import App, ComposeResult
+from textual.app import RenderResult as WidgetRender
 from textual.binding import ActiveBinding, Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, RichLog, Sparkline, Static
 
-from crawldeck.core.crawl.snapshot import Counters, CrawlSnapshot, HostDetail
+from crawldeck.core.crawl.snapshot import Counters, CrawlSnapshot, HostDetail, HostRow
 from crawldeck.core.policy.prioritizer import (
     CASH_ORDERINGS,
     IMPORTANCE_TOP,
@@ -42,7 +46,6 @@ from crawldeck.tui.widgets import (
     fmt_duration,
     host_counts,
     host_ip,
-    robots_label,
     set_static,
 )
 
@@ -160,6 +163,105 @@ class StatusBar(Static):
         """Draw ``state`` (upper case), the crawl file's name and ``snap``'s totals."""
         width = self.app.size.width
         set_static(self, status_text(state, db_name, snap, width, self.app.title))
+
+
+# ------------------------------------------------------------------- charts
+
+#: The eighths of a cell a chart's bar is drawn with, from one eighth to a full cell.
+EIGHTHS = "▁▂▃▄▅▆▇█"
+
+
+def _blend(low: Style, high: Style, ratio: float) -> Style:
+    """The colour ``ratio`` (0 to 1) of the way from ``low``'s to ``high``'s."""
+    a, b = low.color, high.color
+    if a is None or b is None:
+        return high
+    ra, ga, ba = a.get_truecolor()
+    rb, gb, bb = b.get_truecolor()
+    mix = tuple(round(x + (y - x) * ratio) for x, y in ((ra, rb), (ga, gb), (ba, bb)))
+    return Style(color=f"rgb({mix[0]},{mix[1]},{mix[2]})")
+
+
+class RateBars:
+    """A Rich renderable: one bar per cell of ``width``, ``height`` lines tall, each
+    the max of its share of ``data`` (a point stretched over several cells when there
+    are fewer points than cells), drawn from 0: a value of 0 is no bar at all, the
+    peak a full bar, any other value at least an eighth of a cell. No data, or only
+    zeros, draws an empty chart."""
+
+    def __init__(
+        self, data: Sequence[float], width: int, height: int, low: Style, high: Style
+    ) -> None:
+        self.data = list(data)
+        self.width = width
+        self.height = max(1, height)
+        self.low = low
+        self.high = high
+
+    def columns(self) -> list[float]:
+        """The value each cell column shows (``[]`` without data)."""
+        n = len(self.data)
+        if not n:
+            return []
+        cols = []
+        for col in range(self.width):
+            start = col * n // self.width
+            end = max(start + 1, (col + 1) * n // self.width)
+            cols.append(max(self.data[start:end]))
+        return cols
+
+    def lines(self) -> list[list[tuple[str, Style | None]]]:
+        """The chart's cells, top line first: ``(character, style)``."""
+        cols = self.columns()
+        peak = max(cols, default=0.0)
+        steps = 8 * self.height
+        bars: list[tuple[int, float]] = []
+        for value in cols:
+            ratio = value / peak if peak > 0 and value > 0 else 0.0
+            eighths = max(1, round(ratio * steps)) if ratio > 0 else 0
+            bars.append((eighths, ratio))
+        rows = []
+        for line in reversed(range(self.height)):
+            cells: list[tuple[str, Style | None]] = []
+            for eighths, ratio in bars:
+                fill = eighths - 8 * line
+                if fill <= 0:
+                    cells.append((" ", None))
+                else:
+                    style = _blend(self.low, self.high, ratio)
+                    cells.append((EIGHTHS[min(fill, 8) - 1], style))
+            if not bars:
+                cells = [(" ", None)] * self.width
+            rows.append(cells)
+        return rows
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        """The lines of ``lines()``."""
+        for i, cells in enumerate(self.lines()):
+            if i:
+                yield Segment.line()
+            for char, style in cells:
+                yield Segment(char, style)
+
+
+class RateChart(Sparkline):
+    """Textual's ``Sparkline`` (its CSS, colours and ``data``), drawn by ``RateBars``:
+    from 0, so a rate of 0 draws no bar. Textual's scales from the data's minimum to
+    its maximum: a chart of zeros drew a line of eighths, and a single point (the
+    first second of a run) full-height bars."""
+
+    def render(self) -> WidgetRender:
+        """The bars of ``data`` at the widget's size."""
+        _, base = self.background_colors
+        low = base + self.get_component_styles("sparkline--min-color").color
+        high = base + self.get_component_styles("sparkline--max-color").color
+        return RateBars(
+            self.data or [],
+            self.size.width,
+            self.size.height,
+            Style(color=low.rich_color),
+            Style(color=high.rich_color),
+        )
 
 
 # ------------------------------------------------------------------- throughput
@@ -354,10 +456,10 @@ class ThroughputPanel(Horizontal):
         with Vertical(id="charts"):
             with Horizontal(classes="chart"):
                 yield Static(id="pages-label", classes="chart-label")
-                yield Sparkline([], id="pages-chart")
+                yield RateChart([], id="pages-chart")
             with Horizontal(classes="chart"):
                 yield Static(id="bytes-label", classes="chart-label")
-                yield Sparkline([], id="bytes-chart")
+                yield RateChart([], id="bytes-chart")
         yield Static(id="summary")
 
     def show(self, snap: CrawlSnapshot, history: ThroughputHistory) -> None:
@@ -465,18 +567,18 @@ def rate_label(name: str, rates: list[float], fmt: Callable[[float], str]) -> Te
 
 
 class OverviewPanel(Horizontal):
-    """What a large terminal (140 x 40 or more) shows below the tables: pages/s and bytes/s over
-    the whole run (``CrawlHistory``), the status mix as bars, and the frontier's depth
-    per priority as bars."""
+    """What a large terminal (140 x 40 or more) shows between the throughput panel and the
+    tables: pages/s and bytes/s over the whole run (``CrawlHistory``), the status mix as
+    bars, and the frontier's depth per priority as bars."""
 
     def compose(self) -> ComposeResult:
         """The run's chart, the status bars and the frontier bars, each in a box."""
         with Vertical(id="run-chart", classes="overview-box") as run:
             run.border_title = "This run · pages/s and bytes/s"
             yield Static(id="run-pages-label")
-            yield Sparkline([], id="run-pages-chart")
+            yield RateChart([], id="run-pages-chart")
             yield Static(id="run-bytes-label")
-            yield Sparkline([], id="run-bytes-chart")
+            yield RateChart([], id="run-bytes-chart")
         with Vertical(id="status-box", classes="overview-box") as status:
             status.border_title = "Status mix"
             yield Static(id="status-bars")
@@ -558,6 +660,31 @@ class LogPanel(RichLog):
         self._pending.clear()
 
 
+def _declared(node: object) -> set[tuple[str, str]]:
+    """``(key, action)`` of the bindings the classes of ``node`` declare, Textual's own
+    classes left out (``App``, ``Screen``, ``Input``, ...)."""
+    own: set[tuple[str, str]] = set()
+    for cls in type(node).__mro__:
+        if cls.__module__.split(".")[0] == "textual" or "BINDINGS" not in vars(cls):
+            continue
+        for binding in Binding.make_bindings(vars(cls)["BINDINGS"]):
+            own.add((binding.key, binding.action))
+    return own
+
+
+def own_bindings(bindings: Iterable[ActiveBinding]) -> list[ActiveBinding]:
+    """The bindings of ``bindings`` the console declares (its app, screens and widgets),
+    in their order: Textual's own (Tab to move the focus, the copy key of its screens)
+    are left out of the help, which lists crawldeck's keys."""
+    declared: dict[int, set[tuple[str, str]]] = {}
+    kept = []
+    for active in bindings:
+        own = declared.setdefault(id(active.node), _declared(active.node))
+        if (active.binding.key, active.binding.action) in own:
+            kept.append(active)
+    return kept
+
+
 def key_rows(
     bindings: Iterable[ActiveBinding], key_display: Callable[[Binding], str]
 ) -> list[tuple[str, str]]:
@@ -613,8 +740,8 @@ class HelpScreen(ModalScreen[None]):
                 "\nThroughput (top): pages/s and bytes/s over the last 3 minutes, status mix, "
                 "totals, progress with --max-pages, the ETA of the first budget to be reached "
                 "(--max-pages, --max-time, --max-bytes). In a terminal of 140 x 40 or more, "
-                "below the tables: the whole run's pages/s and bytes/s, the status mix and the "
-                "frontier's depth per priority as bars.\n"
+                "between the throughput panel and the tables: the whole run's pages/s and "
+                "bytes/s, the status mix and the frontier's depth per priority as bars.\n"
                 "Hosts: the busiest back queues (delay and where it comes from, tokens, "
                 "next fetch in, robots.txt state; columns past the edge: ← →). Backoff: "
                 "hosts after 429/503. Blocked: refused URLs with their reason. Log: warnings "
@@ -664,7 +791,65 @@ class AddSeedScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-def _detail_summary(detail: HostDetail, strict_robots: bool) -> Table:
+#: ``HostDetail.robots_detail`` as the crawl words it:
+#: ``missing (HTTP 404; 404); expires in 3480 s``, ``unreachable (HTTP no response;
+#: connect); expires in 60 s``.
+_ROBOTS_DETAIL = re.compile(
+    r"(?P<status>\w+) \(HTTP (?P<code>[^;]*); (?P<why>.*)\)(?:; (?P<rest>.*))?"
+)
+#: What each robots.txt state is called in the host detail, and its style.
+ROBOTS_WORDS = {
+    "ok": ("fetched", "green"),
+    "missing": ("missing", ""),
+    "unreachable": ("unreachable", "yellow"),
+    "redirect_limit": ("redirect limit", "yellow"),
+}
+
+
+def robots_line(detail: HostDetail, strict_robots: bool) -> Text:
+    """The host detail's robots.txt line, each fact once: the state, the HTTP status
+    and why (when it says more than the status), what the crawl does about it, and when
+    the file is asked again: ``missing (HTTP 404), allow all · expires in 3480 s``,
+    ``fetched (HTTP 200) · expires in 3480 s``, ``unreachable (no response: connect),
+    allow all, audited · expires in 60 s``. A detail in another form is shown as it is
+    (``robots.txt not fetched yet``)."""
+    found = _ROBOTS_DETAIL.fullmatch(detail.robots_detail)
+    words = ROBOTS_WORDS.get(detail.row.robots_status)
+    if found is None or words is None:
+        return Text(detail.robots_detail)
+    code, why = found["code"], found["why"]
+    if why == code:
+        why = ""
+    elif why.startswith(f"{code} "):  # "301 without a usable Location"
+        why = why[len(code) + 1 :]
+    said = "no response" if code == "no response" else f"HTTP {code}"
+    word, style = words
+    text = Text.assemble((word, style), f" ({said}: {why})" if why else f" ({said})")
+    status = detail.row.robots_status
+    if status in ("missing", "redirect_limit"):
+        text.append(", allow all")
+    elif status == "unreachable":
+        blocked = detail.robots_rules == (("disallow", "/"),)
+        if strict_robots and (blocked or not detail.robots_rules):
+            text.append(", every URL blocked (strict)", style="bold red")
+        elif detail.robots_rules:
+            text.append(", the rules of the last copy fetched")
+        else:
+            text.append(", allow all, audited")
+    if found["rest"]:
+        text.append(f" · {found['rest']}")
+    return text
+
+
+def next_fetch_words(row: HostRow, dispatching: bool) -> str:
+    """When the host detail says the host's next fetch comes: ``in 1.2s``, ``never
+    this run`` (parked), ``-`` while the crawl sends no fetch (``widgets.next_fetch``)."""
+    if row.state == "parked":
+        return "never this run (parked)"
+    return f"in {fmt_countdown(row.next_fetch_in_s)}" if dispatching else "-"
+
+
+def _detail_summary(detail: HostDetail, strict_robots: bool, dispatching: bool = True) -> Table:
     row = detail.row
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
@@ -680,13 +865,10 @@ def _detail_summary(detail: HostDetail, strict_robots: bool) -> Table:
     grid.add_row(
         "politeness",
         f"delay {row.delay_ms:.0f} ms ({source}) · {row.tokens:.1f} tokens · "
-        f"next fetch in {fmt_countdown(row.next_fetch_in_s)}",
+        f"next fetch {next_fetch_words(row, dispatching)}",
     )
     crawl_delay = "none" if detail.crawl_delay_s is None else f"{detail.crawl_delay_s:g} s"
-    grid.add_row(
-        "robots.txt",
-        Text.assemble(robots_label(row.robots_status, strict_robots), f" — {detail.robots_detail}"),
-    )
+    grid.add_row("robots.txt", robots_line(detail, strict_robots))
     grid.add_row("Crawl-delay", crawl_delay)
     if detail.overrides:
         settings = " · ".join(f"{key} {value}" for key, value in detail.overrides)
@@ -757,11 +939,14 @@ class HostDetailScreen(ModalScreen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,enter", "close", "Close")]
 
-    def __init__(self, detail: HostDetail, *, strict_robots: bool = False) -> None:
+    def __init__(
+        self, detail: HostDetail, *, strict_robots: bool = False, dispatching: bool = True
+    ) -> None:
         super().__init__()
         self.host = detail.row.host
         self._detail = detail
         self._strict = strict_robots
+        self.dispatching = dispatching
 
     def compose(self) -> ComposeResult:
         """The sections of the view."""
@@ -779,13 +964,18 @@ class HostDetailScreen(ModalScreen[None]):
         """Draw."""
         self.refresh_detail(self._detail)
 
-    def refresh_detail(self, detail: HostDetail) -> None:
-        """Draw ``detail``."""
+    def refresh_detail(self, detail: HostDetail, dispatching: bool | None = None) -> None:
+        """Draw ``detail``; ``dispatching``: whether the crawl sends fetches (the next
+        fetch's countdown runs; ``None``: as before)."""
         self._detail = detail
+        if dispatching is not None:
+            self.dispatching = dispatching
         self.query_one("#detail-title", Static).update(
             Text.assemble(("Host ", "bold"), (detail.row.host, "bold cyan"), "   (Esc closes)")
         )
-        self.query_one("#detail-summary", Static).update(_detail_summary(detail, self._strict))
+        self.query_one("#detail-summary", Static).update(
+            _detail_summary(detail, self._strict, self.dispatching)
+        )
         self.query_one("#detail-rules", Static).update(_rules_text(detail))
         self.query_one("#detail-queue", Static).update(_queue_text(detail))
         self.query_one("#detail-responses", Static).update(_responses_table(detail))

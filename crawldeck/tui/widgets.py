@@ -35,6 +35,13 @@ HostReader = Callable[[str], HostRow | None]
 FILTER_LIMIT = 100
 #: Rows asked for when the crawl has ended (the snapshot then carries no idle host).
 FINAL_LIMIT = 500
+#: Known hosts up to which the table shows every one: the snapshot carries the busiest
+#: (those in flight or next to be fetched), so the others (a parked host, a host with
+#: nothing queued) are asked for, at most once a second (``FILL_EVERY_S``).
+EVERY_HOST_UP_TO = 50
+#: Seconds (of snapshot time) between two asks for the hosts a snapshot leaves out, when
+#: the known hosts and the snapshot's hosts are the same.
+FILL_EVERY_S = 1.0
 
 DELAY_SOURCES = {
     "default": "default",
@@ -174,10 +181,26 @@ HOST_COLUMNS: tuple[HostColumn, ...] = (
 HOST_WIDTH = (18, 32)
 
 
-def host_cells(row: HostRow, strict_robots: bool) -> list[Cell]:
+def next_fetch(row: HostRow, dispatching: bool) -> Text | str:
+    """The ``next`` column: ``parked`` (nothing more is sent to the host this run), else
+    the countdown to the host's next fetch while the crawl sends fetches
+    (``dispatching``), ``-`` while it does not (paused, stopping or over: no fetch
+    comes at that time, and a countdown that went on would say one does)."""
+    if row.state == "parked":
+        return Text("parked", style="bold red")
+    return fmt_countdown(row.next_fetch_in_s) if dispatching else "-"
+
+
+def dispatching(snap: CrawlSnapshot) -> bool:
+    """Whether ``snap``'s crawl sends new fetches: it runs, not paused, stopping or over."""
+    return snap.state == "running"
+
+
+def host_cells(row: HostRow, strict_robots: bool, dispatching: bool = True) -> list[Cell]:
     """The cells of one hosts-table row, in ``HOST_COLUMNS`` order; ``infl`` counts the
     host's fetches under way (its pages rendering are not fetches: the host detail
-    counts them), as the header does (``screens.fetches_in_flight``)."""
+    counts them), as the header does (``screens.fetches_in_flight``); ``next`` as
+    ``next_fetch`` words it."""
     source = DELAY_SOURCES.get(row.delay_source, row.delay_source)
     return [
         Text(row.host, style="bold") if row.in_flight or row.rendering else row.host,
@@ -186,9 +209,7 @@ def host_cells(row: HostRow, strict_robots: bool) -> list[Cell]:
         _num(row.fetched),
         Text(str(row.errors), style="red" if row.errors else ""),
         _num(row.delay_ms, "{:.0f}"),
-        Text("parked", style="bold red")
-        if row.state == "parked"
-        else fmt_countdown(row.next_fetch_in_s),
+        next_fetch(row, dispatching),
         robots_label(row.robots_status, strict_robots),
         Text(source, style="bold red") if row.delay_source == "backoff" else source,
         _num(row.tokens, "{:.1f}"),
@@ -213,9 +234,12 @@ def host_counts(snap: CrawlSnapshot) -> str:
 class HostsPanel(Vertical):
     """The per-host back queues: a filter box, one line of counts, a sortable table.
 
-    Without a filter the table shows the snapshot's busiest hosts (the engine's
-    top N, never every host). A filter asks ``query`` once per change; the matching
-    rows the snapshot does not carry are refreshed with ``read_row`` (one host each).
+    Without a filter the table shows every known host up to ``EVERY_HOST_UP_TO`` (the
+    snapshot's busiest, then the others ``query`` returns: a parked host, a host with
+    nothing queued; the table has room for them), beyond that the snapshot's busiest
+    (the engine's top N; a filter finds any host). A filter asks ``query`` once per
+    change; the matching rows the snapshot does not carry are refreshed with
+    ``read_row`` (one host each).
     """
 
     def __init__(
@@ -236,6 +260,9 @@ class HostsPanel(Vertical):
         self._matches: list[str] | None = None
         self._final: dict[str, HostRow] | None = None
         self._snap: CrawlSnapshot | None = None
+        self._others: tuple[HostRow, ...] = ()  # known hosts the snapshot leaves out
+        self._others_of: tuple[int, frozenset[str]] | None = None
+        self._others_at = 0.0
 
     def compose(self) -> ComposeResult:
         """The filter box, the counts line and the table."""
@@ -269,6 +296,8 @@ class HostsPanel(Vertical):
             self._matches = [row.host for row in found]
         else:
             self._matches = None
+        if self._snap is not None:
+            self._ask_others(self._snap)
         self._redraw()
 
     def crawl_ended(self) -> None:
@@ -307,7 +336,29 @@ class HostsPanel(Vertical):
     def show(self, snap: CrawlSnapshot) -> None:
         """Draw ``snap``."""
         self._snap = snap
+        self._ask_others(snap)
         self._redraw()
+
+    def _ask_others(self, snap: CrawlSnapshot) -> None:
+        """Ask ``query`` for the known hosts ``snap`` leaves out when there are at most
+        ``EVERY_HOST_UP_TO`` (not while a filter or the final rows are shown: they ask
+        for their own), again when the known hosts or the snapshot's hosts change, or
+        ``FILL_EVERY_S`` later."""
+        known = snap.counters.hosts_known
+        if (
+            self._final is not None
+            or self.filter_text
+            or known <= len(snap.hosts)
+            or known > EVERY_HOST_UP_TO
+        ):
+            self._others, self._others_of = (), None
+            return
+        shown = frozenset(row.host for row in snap.hosts)
+        of = (known, shown)
+        if of != self._others_of or snap.at - self._others_at >= FILL_EVERY_S:
+            found = self._query("", EVERY_HOST_UP_TO)
+            self._others = tuple(row for row in found if row.host not in shown)
+            self._others_of, self._others_at = of, snap.at
 
     def rows(self) -> list[HostRow]:
         """The rows the table shows now, in display order."""
@@ -326,7 +377,8 @@ class HostsPanel(Vertical):
             known = set(self._matches)
             rows += [r for r in snap.hosts if r.host not in known and self.filter_text in r.host]
         else:
-            rows = list(snap.hosts)
+            shown = {row.host for row in snap.hosts}
+            rows = [*snap.hosts, *(r for r in self._others if r.host not in shown)]
         if self.filter_text:
             rows = [r for r in rows if self.filter_text in r.host]
         if self.sort_column is not None:
@@ -339,12 +391,15 @@ class HostsPanel(Vertical):
         if snap is None:
             return
         rows = self.rows()
-        self.table.set_rows([(r.host, host_cells(r, self._strict)) for r in rows])
+        live = self._final is None and dispatching(snap)
+        self.table.set_rows([(r.host, host_cells(r, self._strict, live)) for r in rows])
         c = snap.counters
         if self._final is not None:
             scope = f"final rows of {plural(len(rows), 'host')}"
         elif self.filter_text:
             scope = f"{plural(len(rows), 'host')} match {self.filter_text!r}"
+        elif len(rows) >= c.hosts_known:
+            scope = "all shown"
         elif len(rows) == 1:
             scope = "showing the busiest host"
         else:

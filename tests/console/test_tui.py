@@ -33,7 +33,7 @@ from crawldeck.localweb import LocalWeb
 from crawldeck.tui.app import CrawlApp, CrawlSource, run_console
 from crawldeck.tui.screens import AddSeedScreen, HelpScreen, HostDetailScreen
 from crawldeck.tui.table import LineTable
-from crawldeck.tui.widgets import EXPORT_TABLES, BlockedPanel
+from crawldeck.tui.widgets import EVERY_HOST_UP_TO, EXPORT_TABLES, BlockedPanel
 
 SIZE = (120, 36)
 
@@ -197,18 +197,21 @@ async def test_slash_filters_hosts_through_one_query() -> None:
         app.draw(snapshot_at(30))
         assert fake(app).queries == [("shop", 100)]
         await pilot.press("slash", "ctrl+a", "ctrl+k", "escape")
-        await wait_until(pilot, lambda: len(table_hosts(app)) == 11)
+        # every known host again: the snapshot's 11 and the one it leaves out
+        await wait_until(pilot, lambda: len(table_hosts(app)) == 12)
         assert focused(app) is app.query_one("#hosts-table", LineTable)
 
 
 async def test_hosts_info_says_the_busiest_host_of_one() -> None:
-    """issue #25 item 7: one host shown read ``showing the 1 busiest``."""
+    """issue #25 item 7: one host shown read ``showing the 1 busiest`` (of more known
+    hosts than the table shows every one of)."""
     app = recording_app()
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         info = app.query_one("#hosts-info", Static)
-        assert "showing the 11 busiest, busiest first" in str(info.content)
-        one = replace(snapshot_at(30), hosts=HOSTS[:1])
+        assert "12 known · 11 active · 3 in backoff — all shown, busiest first" in str(info.content)
+        many = replace(snapshot_at(30).counters, hosts_known=EVERY_HOST_UP_TO + 1)
+        one = replace(snapshot_at(30), hosts=HOSTS[:1], counters=many)
         for callback in fake(app).subscribers:  # the latest: a relabel draws it again
             callback(one)
         app.draw(one)
@@ -243,7 +246,7 @@ async def test_escape_cancels_a_filter_and_empties_its_box() -> None:
         await pilot.press("escape")
         assert app.query_one("#hosts-filter", Input).value == ""
         assert focused(app) is app.query_one("#hosts-table", LineTable)
-        await wait_until(pilot, lambda: len(table_hosts(app)) == 11)
+        await wait_until(pilot, lambda: len(table_hosts(app)) == 12)
         await pilot.press("3", "slash", *"reason:robots")
         panel = app.query_one(BlockedPanel)
         assert {r.reason for r in panel.shown} == {"robots"}

@@ -38,6 +38,7 @@ from crawldeck.tui.screens import (
     HelpScreen,
     OverviewPanel,
     eta_text,
+    own_bindings,
 )
 from crawldeck.tui.table import LineTable
 from crawldeck.tui.widgets import HOST_COLUMNS
@@ -196,11 +197,19 @@ async def test_help_lists_every_key_in_force(key: str) -> None:
         help_screen = app.screen
         assert isinstance(help_screen, HelpScreen)
         rows = {keys: what for keys, what in help_screen.rows}
-        for active in in_force:
+        ours = own_bindings(in_force)
+        for active in ours:
             shown = app.get_key_display(active.binding)
             row = next(k for k in rows if shown in k.split(", "))
             binding = active.binding
             assert rows[row] in (binding.tooltip, binding.description), (shown, rows[row])
+        # Textual's own keys (the screen's focus and copy keys) are no part of it
+        textual = [a.binding for a in in_force if a not in ours]
+        assert {b.action for b in textual} >= {"app.focus_next", "screen.copy_text"}
+        listed = {key for keys in rows for key in keys.split(", ")}
+        assert not {app.get_key_display(b) for b in textual} & listed, listed
+        assert "Focus Next" not in rows.values()
+        assert "Copy selected text" not in rows.values()
         assert rows["q, ^c, ^q"].startswith("quit: stop cleanly")
         assert rows["?, f1"] == "this help"
         assert rows["→"] == "Columns past the right edge"

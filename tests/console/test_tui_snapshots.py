@@ -404,8 +404,8 @@ def test_small_terminal_scrolled_right(snap_compare: SnapCompare) -> None:
 
 
 def test_large_terminal(snap_compare: SnapCompare) -> None:
-    """160 x 48: below the tables, the run's pages/s and bytes/s, the status mix and
-    the frontier's depth per priority as bars."""
+    """160 x 48: between the throughput panel and the tables, the run's pages/s and
+    bytes/s, the status mix and the frontier's depth per priority as bars."""
     assert snap_compare(fake_app(), terminal_size=(160, 48), run_before=_run_before())
 
 

@@ -1,0 +1,55 @@
+"""A new user's trial of the console (``tests/console/test_tui_trial.py``): the tests
+that need no console: the charts' bars drawn from 0, the host detail's robots.txt line."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from console.test_tui_snapshots import HOSTS, detail_of
+from rich.style import Style
+
+from crawldeck.core.crawl.snapshot import HostDetail
+from crawldeck.tui.screens import EIGHTHS, RateBars, robots_line
+
+
+def test_rate_bars_of_zeros_are_empty_and_start_from_zero() -> None:
+    low, high = Style(color="rgb(0,0,80)"), Style(color="rgb(0,0,255)")
+    for zeros in ([], [0.0], [0.0] * 200):
+        lines = RateBars(zeros, 12, 2, low, high).lines()
+        assert ["".join(c for c, _ in line) for line in lines] == [" " * 12] * 2, zeros
+    # from 0: a value of 0 has no bar, the peak a full one, the least rate an eighth
+    lines = RateBars([0.0, 1.0, 8.0], 3, 1, low, high).lines()
+    assert "".join(c for c, _ in lines[0]) == f" {EIGHTHS[0]}{EIGHTHS[-1]}"
+
+
+def robots_of(status: str, detail: str, rules: tuple[tuple[str, str], ...] = ()) -> HostDetail:
+    """A host detail whose robots.txt is in ``status``, said by the crawl as ``detail``."""
+    row = replace(HOSTS[3], robots_status=status)
+    return replace(detail_of(row), robots_detail=detail, robots_rules=rules)
+
+
+def test_the_host_detail_says_the_robots_status_once() -> None:
+    cases = {
+        ("missing", "missing (HTTP 404; 404); expires in 3480 s"): (
+            "missing (HTTP 404), allow all · expires in 3480 s"
+        ),
+        ("ok", "ok (HTTP 200; 200); expires in 3480 s"): "fetched (HTTP 200) · expires in 3480 s",
+        ("unreachable", "unreachable (HTTP no response; connect); expires in 60 s"): (
+            "unreachable (no response: connect), allow all, audited · expires in 60 s"
+        ),
+        ("redirect_limit", "redirect_limit (HTTP 301; more than 5 redirects); expires in 9 s"): (
+            "redirect limit (HTTP 301: more than 5 redirects), allow all · expires in 9 s"
+        ),
+        ("missing", "missing (HTTP 302; 302 without a usable Location); expires in 9 s"): (
+            "missing (HTTP 302: without a usable Location), allow all · expires in 9 s"
+        ),
+        ("unknown", "robots.txt not fetched yet"): "robots.txt not fetched yet",
+    }
+    for (status, said), line in cases.items():
+        detail = robots_of(status, said)
+        assert robots_line(detail, strict_robots=False).plain == line
+    said = "unreachable (HTTP 503; 503); expires in 60 s"
+    strict = robots_of("unreachable", said, (("disallow", "/"),))
+    assert robots_line(strict, strict_robots=True).plain == (
+        "unreachable (HTTP 503), every URL blocked (strict) · expires in 60 s"
+    )
