@@ -76,6 +76,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --mirror: make the links between mirrored pages relative, as wget -k "
         "(default: off)",
     )  # fmt: skip
+    parser.add_argument(
+        "-E", "--adjust-extension", action="store_true",
+        help="with --mirror: an HTML page whose name does not end in .html or .htm gets "
+        ".html after it (about -> about.html), so it opens as HTML from disk, as wget -E "
+        "(default: off: names read back as their URLs)",
+    )  # fmt: skip
 
 
 def _stop_export(signum: int, frame: object) -> None:
@@ -102,7 +108,7 @@ MIRROR_CLASHES = 5
 
 
 def _run_mirror(args: argparse.Namespace) -> int:
-    """``crawldeck export DB --mirror DIR [--convert-links]`` (``core.storage.mirror``): the
+    """``crawldeck export DB --mirror DIR [--convert-links] [-E]`` (``core.storage.mirror``): the
     files, then on stderr how many and what was skipped, by reason, and the first
     ``MIRROR_CLASHES`` pages skipped as the same file as another URL, with that URL."""
     if (args.output is not None or args.with_body or args.table != "pages"
@@ -112,7 +118,10 @@ def _run_mirror(args: argparse.Namespace) -> int:
     from crawldeck.core.storage.mirror import write_mirror
 
     try:
-        done = write_mirror(args.db, args.mirror, convert_links=args.convert_links)
+        done = write_mirror(
+            args.db, args.mirror,
+            convert_links=args.convert_links, adjust_extension=args.adjust_extension,
+        )  # fmt: skip
     except CrawldeckError as exc:
         return fail(args.command, str(exc))
     except OSError as exc:
@@ -146,8 +155,9 @@ def run(args: argparse.Namespace) -> int:
     format than ``--format``; ``--mirror`` (``_run_mirror``)."""
     if args.mirror is not None:
         return _run_mirror(args)
-    if args.convert_links:
-        return fail(args.command, "--convert-links goes with --mirror DIR")
+    if args.convert_links or args.adjust_extension:
+        flag = "--convert-links" if args.convert_links else "--adjust-extension"
+        return fail(args.command, f"{flag} goes with --mirror DIR")
     by_name = None if args.output is None else output_format(args.output)
     if args.format is None:
         if args.output is not None and by_name is None:

@@ -1,4 +1,4 @@
-"""``crawldeck export DB --mirror DIR [--convert-links]`` (issue #25 item 5): the
+"""``crawldeck export DB --mirror DIR [--convert-links] [-E]`` (issue #25 item 5): the
 fetched bodies as a directory tree as ``wget -m`` leaves one, hostile URLs (``..``,
 encoded slashes and dots, names over 255 bytes, case collisions, NUL and control
 bytes, a query, a file a directory also needs) mapped safely and reversibly and never
@@ -182,6 +182,31 @@ def test_convert_links_points_each_link_at_its_file(
         target = (index.parent / unquote(src)).resolve()
         assert target.is_relative_to(out.resolve())
         assert target.read_bytes() == bodies[urls.clean(hostile, base)], hostile
+
+
+def test_adjust_extension_names_html_pages_dot_html_and_links_follow(
+    crawl: tuple[Path, str, dict[str, bytes]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``-E`` (wget's ``--adjust-extension``): an HTML page's file ends in ``.html``
+    (issue #25: a trial's extensionless page opened as text from disk); a name that ends
+    in ``.html`` already is left; ``--convert-links`` points at the adjusted names."""
+    _, base, bodies = crawl
+    out, _ = _mirror(crawl, tmp_path, monkeypatch, capsys, "-E", "--convert-links")
+    folder = out / urls.host_key(base)
+    assert (folder / "same-1.html").read_bytes() == bodies[base + "same-1"]
+    assert (folder / "Case.html").read_bytes() == bodies[base + "Case"]
+    assert (folder / "q?a=2.html").read_bytes() == bodies[base + "q?a=2"]
+    assert (folder / "dir" / "index.html").read_bytes() == bodies[base + "dir/"]
+    assert not (folder / "same-1").exists() and not (folder / "index.html.html").exists()
+    tree = LexborHTMLParser((folder / "index.html").read_text())
+    assert [n.attributes["href"] for n in tree.css("a")][len(HOSTILE) :] == [
+        "same-1.html", "same-2.html", "same-1.html",
+    ]  # fmt: skip
+    code, _, err = main_in(tmp_path, monkeypatch, capsys, "export", str(crawl[0]), "-E")
+    assert code == 2 and err.endswith("--adjust-extension goes with --mirror DIR\n")
 
 
 def test_a_symlink_planted_in_dir_is_not_followed(

@@ -26,6 +26,10 @@ inverse), wget's layout with every name made safe and reversible:
   segment is (``index.html?q=1``, wget's ``-m`` names); ``index.html`` is therefore
   both ``/d/`` and ``/d/index.html``: the first page of the two (rowid order) is
   written, the other is skipped as a clash;
+* with ``--adjust-extension`` (wget's ``-E``), an HTML page whose last name does not
+  end in ``.html``/``.htm`` gets ``.html`` after it (``about.html``,
+  ``page.php?id=1.html``), so that it opens as HTML from disk; such names no longer read
+  back as their URL (``mirror_url``), as in wget;
 * ``%`` followed by anything but two hex digits is a marker the escaping never makes:
   ``%_`` is an empty segment (``/a//b``); a name longer than ``NAME_MAX_CHARS`` (file
   systems allow 255 bytes) is cut into pieces of at most that many characters (never
@@ -239,10 +243,28 @@ class _Page:
     content_type: str | None
 
 
-def _plan(conn: sqlite3.Connection, where: Path, result: MirrorResult) -> list[_Page]:
+#: A name wget's ``-E`` leaves as it is: it ends in ``.html`` or ``.htm``, any case.
+_HTML_NAME: Final = re.compile(r"\.html?\Z", re.IGNORECASE)
+
+
+def _adjusted(path: tuple[str, ...], content_type: str | None) -> tuple[str, ...]:
+    """``path`` with ``.html`` after its last name when the page is HTML and the name
+    does not end in ``.html``/``.htm`` (``about``, ``page.php?id=1``), as wget's ``-E``
+    (``--adjust-extension``) names the file, so that it opens as HTML from disk (a name
+    is at most ``NAME_MAX_CHARS``, 240, ASCII characters: 245 with it, under the 255
+    bytes file systems allow)."""
+    last = path[-1]
+    if not _is_html(content_type) or _HTML_NAME.search(last):
+        return path
+    return (*path[:-1], last + ".html")
+
+
+def _plan(
+    conn: sqlite3.Connection, where: Path, result: MirrorResult, *, adjust: bool = False
+) -> list[_Page]:
     """The pages to write and their paths: clashes skipped (first wins), a page whose
     WARC file is not in ``where`` skipped, a file whose name a directory needs marked
-    ``SHADOWED``."""
+    ``SHADOWED``; with ``adjust``, an HTML page's name ends in ``.html`` (``_adjusted``)."""
     pages: list[_Page] = []
     taken: dict[tuple[str, ...], str] = {}
     present: dict[str, bool] = {}
@@ -263,6 +285,8 @@ def _plan(conn: sqlite3.Connection, where: Path, result: MirrorResult) -> list[_
         if not size and not _is_html(ctype):  # the crawl read no body that is not HTML
             result.skipped["not downloaded"] += 1
             continue
+        if adjust:
+            path = _adjusted(path, ctype)
         if path in taken:
             result.skipped[SAME_FILE] += 1
             result.same_file.append((url, taken[path]))
@@ -282,9 +306,12 @@ def _rest(p: _Page) -> tuple[str, int, int, str | None, str | None]:
     return p.warc_file, p.warc_offset, p.size, p.duplicate_of, p.content_type
 
 
-def write_mirror(db: Path, out: Path, *, convert_links: bool = False) -> MirrorResult:
+def write_mirror(
+    db: Path, out: Path, *, convert_links: bool = False, adjust_extension: bool = False
+) -> MirrorResult:
     """Write the bodies of the crawl file ``db`` under the directory ``out`` (made if
-    missing; files already there are replaced) as the module docstring says.
+    missing; files already there are replaced) as the module docstring says;
+    ``adjust_extension``: an HTML page's file name ends in ``.html`` (wget's ``-E``).
 
     Raises:
         StoreError: ``db`` is not a readable crawl file (as ``core.storage.export.export``).
@@ -293,7 +320,7 @@ def write_mirror(db: Path, out: Path, *, convert_links: bool = False) -> MirrorR
     result = MirrorResult()
     with contextlib.closing(open_crawl(db)) as conn:
         try:
-            pages = _plan(conn, db.parent, result)
+            pages = _plan(conn, db.parent, result, adjust=adjust_extension)
             files = {p.url: p.path for p in pages}
             if convert_links:
                 for url, kept in result.same_file:  # /d/index.html: the file of /d/
