@@ -44,11 +44,11 @@ from crawldeck.core.crawl.engine import CrawlResult
 from crawldeck.core.crawl.snapshot import BackoffRow, CrawlSnapshot, HostDetail, HostRow
 from crawldeck.core.errors import CrawldeckError
 from crawldeck.core.storage.export import broken_count
+from crawldeck.tui.host_detail import HostDetailScreen
 from crawldeck.tui.screens import (
     AddSeedScreen,
     CrawlHistory,
     HelpScreen,
-    HostDetailScreen,
     LogPanel,
     OverviewPanel,
     StatusBar,

@@ -31,7 +31,8 @@ from crawldeck.core.crawl.snapshot import CrawlSnapshot, CrawlState, HostDetail
 from crawldeck.core.storage.store import Store
 from crawldeck.localweb import LocalWeb
 from crawldeck.tui.app import CrawlApp, CrawlSource, run_console
-from crawldeck.tui.screens import AddSeedScreen, HelpScreen, HostDetailScreen
+from crawldeck.tui.host_detail import HostDetailScreen
+from crawldeck.tui.screens import AddSeedScreen, HelpScreen
 from crawldeck.tui.table import LineTable
 from crawldeck.tui.widgets import EVERY_HOST_UP_TO, EXPORT_TABLES, BlockedPanel
 

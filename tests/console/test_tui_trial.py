@@ -31,11 +31,8 @@ from console.test_tui_snapshots import (
 )
 from crawldeck.core.crawl.snapshot import CrawlSnapshot, HostDetail, HostRow
 from crawldeck.tui.app import CrawlApp
-from crawldeck.tui.screens import (
-    HelpScreen,
-    HostDetailScreen,
-    RateChart,
-)
+from crawldeck.tui.host_detail import HostDetailScreen
+from crawldeck.tui.screens import HelpScreen, RateChart
 from crawldeck.tui.table import LineTable
 from crawldeck.tui.widgets import HOST_COLUMNS
 

@@ -26,7 +26,7 @@ from crawldeck.core.errors import ConfigError
 from crawldeck.core.policy.politeness import Politeness, PolitenessSettings
 from crawldeck.core.policy.shell import should_render
 from crawldeck.core.policy.traps import BlockReason, ScopePolicy, TrapGuard, TrapSettings
-from crawldeck.tui.screens import _detail_summary
+from crawldeck.tui.host_detail import _detail_summary
 
 TODAY = datetime.date(2026, 5, 15)
 HTML = "text/html"

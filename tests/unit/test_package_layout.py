@@ -29,3 +29,22 @@ def test_each_sub_package_imports_from_its_folder_under_crawldeck() -> None:
         (crawldeck.localweb, "localweb"),
     ):
         assert Path(package.__file__ or "").parent == ROOT / "crawldeck" / folder
+
+
+#: The longest module ``core/`` and ``tui/`` may hold (issue #24 item 2), in lines.
+MODULE_MAX_LINES = 800
+
+
+def test_no_module_of_core_or_tui_is_over_800_lines() -> None:
+    modules = [
+        path
+        for folder in ("core", "tui")
+        for path in sorted((ROOT / "crawldeck" / folder).rglob("*.py"))
+    ]
+    assert len(modules) > 60  # the walk found the tree
+    over = {
+        str(path.relative_to(ROOT)): n
+        for path in modules
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MODULE_MAX_LINES
+    }
+    assert over == {}

@@ -137,7 +137,8 @@ def test_the_console_draws_the_frontier_per_cash_band_under_opic() -> None:
 
 def test_the_console_draws_importance_bands_and_in_links_under_opic_inlinks() -> None:
     from crawldeck.core.crawl.snapshot import Counters, HostDetail, HostRow
-    from crawldeck.tui.screens import _queue_text, priority_bars
+    from crawldeck.tui.host_detail import _queue_text
+    from crawldeck.tui.screens import priority_bars
 
     by_band = (1, 0, 4, 0, 0, 2) + (0,) * 25 + (3,)
     c = Counters(queued_by_priority=by_band, spilled=0, ordering="opic-inlinks")

@@ -59,7 +59,7 @@ def test_eta_says_paused_while_the_crawl_is_paused() -> None:
 def test_hosts_table_counts_fetches_in_flight_as_the_header_does() -> None:
     """issue #25 item 7: ``infl`` counts a host's fetches, not its pages rendering
     (``HostRow.rendering``), as the header does; the host detail says both."""
-    from crawldeck.tui.screens import _detail_summary
+    from crawldeck.tui.host_detail import _detail_summary
     from crawldeck.tui.widgets import HOST_COLUMNS, host_cells
 
     row = replace(HOSTS[0], in_flight=1, rendering=2)

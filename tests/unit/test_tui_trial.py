@@ -9,7 +9,8 @@ from console.test_tui_snapshots import HOSTS, detail_of
 from rich.style import Style
 
 from crawldeck.core.crawl.snapshot import HostDetail
-from crawldeck.tui.screens import EIGHTHS, RateBars, robots_line
+from crawldeck.tui.host_detail import robots_line
+from crawldeck.tui.screens import EIGHTHS, RateBars
 
 
 def test_rate_bars_of_zeros_are_empty_and_start_from_zero() -> None:
