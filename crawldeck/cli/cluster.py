@@ -130,9 +130,10 @@ async def _coordinate(
         loop = asyncio.get_running_loop()
 
         def on_signal() -> None:
-            print("\ncrawldeck: stopping every worker: in-flight fetches finish ...",
-                  file=sys.stderr, flush=True)  # fmt: skip
-            coordinator.request_stop()
+            coordinator.request_stop()  # first: the print fails when the reader is gone
+            with contextlib.suppress(OSError):
+                print("\ncrawldeck: stopping every worker: in-flight fetches finish ...",
+                      file=sys.stderr, flush=True)  # fmt: skip
 
         signals = stop_signals()
         for sig in signals:

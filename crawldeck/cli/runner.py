@@ -244,12 +244,16 @@ async def _crawl_headless(
     def on_signal() -> None:
         nonlocal stopped_by_signal
         stopped_by_signal = True
-        print(
-            "\ncrawldeck: stopping: in-flight fetches finish, state is saved ...",
-            file=sys.stderr,
-            flush=True,
-        )
+        # the stop first: with output piped (2>&1 | tee) the same Ctrl-C ended the
+        # reader, the print below fails, and the crawl must stop all the same (issue
+        # #25: a trial's crawl ran on to its cap)
         engine.request_stop()
+        with contextlib.suppress(OSError):
+            print(
+                "\ncrawldeck: stopping: in-flight fetches finish, state is saved ...",
+                file=sys.stderr,
+                flush=True,
+            )
 
     signals = stop_signals()
     for sig in signals:

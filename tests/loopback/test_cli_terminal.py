@@ -116,6 +116,22 @@ def test_sighup_stops_a_headless_crawl_cleanly(tmp_path: Path, web: LocalWeb) ->
     assert queued > 0  # what was left is saved for the resume
 
 
+def test_ctrl_c_stops_a_crawl_whose_piped_reader_is_gone(tmp_path: Path, web: LocalWeb) -> None:
+    """``crawl ... 2>&1 | tee log`` and Ctrl-C: the same SIGINT ends ``tee``, and the
+    crawl's "stopping" line then fails to write; the crawl stops all the same (issue #25:
+    a trial's crawl ran on to its cap). The reader is gone here before the signal."""
+    args = [*setup(tmp_path, web), "--no-ui"]
+    proc = subprocess.Popen(
+        [CRAWLDECK, *args], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    wait_for_pages(proc, tmp_path / "c.db", 20)
+    assert proc.stdout is not None
+    proc.stdout.close()  # tee is gone: every write from now on is a broken pipe
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 130
+    assert run_statuses(tmp_path / "c.db") == ["stopped"]
+
+
 def test_sighup_is_ignored_under_nohup(tmp_path: Path, web: LocalWeb) -> None:
     args = [*setup(tmp_path, web, delay_ms=150, small=True), "--no-ui"]
     proc = subprocess.Popen(
