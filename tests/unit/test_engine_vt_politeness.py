@@ -474,6 +474,10 @@ def test_one_url_always_answering_503_neither_holds_nor_parks_its_host(tmp_path:
     assert c.value("SELECT error FROM pages WHERE url = ?", A + "/broken") == (
         "gave up after 4 tries"
     )
+    # its first 503 doubled the learnt delay once; its retries' 503s, the URL's own
+    # answer, did not double it again (issue #25: 200 ms became 6.4 s in six tries)
+    learnt = c.value("SELECT learnt_delay_ms FROM hosts")
+    assert learnt is None or learnt <= 2000.0, learnt
 
 
 # ---------------------------------------------------------- failure kinds

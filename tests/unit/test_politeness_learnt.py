@@ -109,6 +109,20 @@ def test_a_success_does_not_forget_the_rate_limit() -> None:
     assert pol.view(HOST, 14.0).learnt_delay_ms == pytest.approx(3800.0)
 
 
+def test_a_retrys_429_or_503_backs_off_but_leaves_the_learnt_delay() -> None:
+    """A 429/503 to a retry of a URL that failed before (``repeat``) is that URL's own
+    answer, not news of the host's load: the backoff counts it, the learnt delay does
+    not double (issue #25: one URL's six 503s took a 200 ms delay to 6.4 s)."""
+    pol = Politeness(politeness_settings(delay_ms=1000, adaptive_delay_factor=0), rng=NoJitter())
+    assert pol.on_response(HOST, 10.0, 503, 0.05, None) == Outcome(True, 1.0)
+    assert pol.view(HOST, 10.0).learnt_delay_ms == 2000.0
+    assert pol.on_response(HOST, 20.0, 503, 0.05, None, repeat=True) == Outcome(True, 2.0)
+    view = pol.view(HOST, 20.0)
+    assert (view.learnt_delay_ms, view.backoff_attempts) == (2000.0, 2)
+    pol.on_response(HOST, 30.0, 429, 0.05, None)  # a first try's answer: news again
+    assert pol.view(HOST, 30.0).learnt_delay_ms == 4000.0
+
+
 def test_learnt_delay_decays_by_a_tenth_of_delay_ms_per_success() -> None:
     pol = Politeness(politeness_settings(delay_ms=1000, adaptive_delay_factor=0), rng=NoJitter())
     pol.on_response(HOST, 0.0, 503, 0.0, None)

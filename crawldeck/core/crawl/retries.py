@@ -179,7 +179,8 @@ class Retries:
         """
         host = entry.host
         entry.spent_s += now - start
-        outcome = learn(self._gate, host, start, now, result)
+        # a retry's 429/503 is that URL's, not news of the host's load (politeness)
+        outcome = learn(self._gate, host, start, now, result, repeat=entry.attempts > 0)
         if outcome.retry:
             self._check_park(host, stats)
             if entry.attempts < self._config.max_retries and not stats.parked:

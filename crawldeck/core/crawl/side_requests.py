@@ -40,17 +40,25 @@ from crawldeck.core.render_types import SubRequestEnd
 
 
 def learn(
-    gate: HostGate, host: str, start: float, now: float, result: FetchResult | None
+    gate: HostGate,
+    host: str,
+    start: float,
+    now: float,
+    result: FetchResult | None,
+    *,
+    repeat: bool = False,
 ) -> Outcome:
     """Feed the end at ``now`` of a request to ``host`` started at ``start`` (epoch s) to
     ``gate``: the response's status, time, Retry-After and Date (RFC 9110 §10.2.3,
-    §6.6.1), or ``None`` for no response (a transient failure)."""
+    §6.6.1), or ``None`` for no response (a transient failure); ``repeat``: it retried a
+    URL that failed before (``HostGate.learn``)."""
     if result is None:
-        return gate.learn(host, now, None, now - start, None)
+        return gate.learn(host, now, None, now - start, None, repeat=repeat)
     headers = result.headers
     return gate.learn(
-        host, now, result.status, now - start, headers.get("retry-after"), headers.get("date")
-    )
+        host, now, result.status, now - start, headers.get("retry-after"), headers.get("date"),
+        repeat=repeat,
+    )  # fmt: skip
 
 
 class SideRequests:

@@ -327,12 +327,16 @@ class HostGate:
         elapsed_s: float,
         retry_after: str | None,
         date: str | None = None,
+        *,
+        repeat: bool = False,
     ) -> Outcome:
         """Feed the end of a request to ``host`` at ``now`` to its politeness: the
         status (``None``: no response, a transient failure), its time in s, the
-        ``Retry-After`` and ``Date`` headers (RFC 9110 §10.2.3, §6.6.1); see
-        ``Politeness.on_response``."""
-        outcome = self._politeness.on_response(host, now, status, elapsed_s, retry_after, date=date)
+        ``Retry-After`` and ``Date`` headers (RFC 9110 §10.2.3, §6.6.1), whether it
+        retried a URL that failed before (``repeat``); see ``Politeness.on_response``."""
+        outcome = self._politeness.on_response(
+            host, now, status, elapsed_s, retry_after, date=date, repeat=repeat
+        )
         if status is not None:
             self._answered.add(host)
         if outcome.capped is not None and self._capped is not None:
