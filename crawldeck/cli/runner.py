@@ -333,7 +333,7 @@ def _finish(
         lines.append(f"crawl saved in {db}")
     elif fetched:
         lines.append(f"crawl saved in {db}; export with: {program()} export "
-                     f"{shlex.quote(str(db))} --table pages --format csv")  # fmt: skip
+                     f"{shlex.quote(str(db))} --table pages -o pages.csv")  # fmt: skip
     else:
         lines.append(f"crawl saved in {db} (no page with a 2xx answer in it yet)")
     stopped = stopped or outcome == "stopped"

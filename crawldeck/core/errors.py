@@ -142,7 +142,11 @@ class ConnectRefused(ConnectFailed):
 class ProxyRefused(ConnectRefused):
     """The proxy (``proxy``, or the environment's with ``trust_env``) refused the
     connection: the crawl's way out is down, not the host (issue #25: a dead proxy read
-    as a dead site). Treated as ``ConnectRefused``; the messages name the proxy."""
+    as a dead site). Treated as ``ConnectRefused``; the messages name the proxy, and its
+    ``reason`` is ``proxy`` (robots.txt ``unreachable (proxy)``, the stats' transport
+    errors)."""
+
+    reason = "proxy"
 
 
 class ConnectionLost(FetchError):

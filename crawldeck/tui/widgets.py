@@ -124,13 +124,14 @@ def host_ip(row: HostRow) -> str:
 
 def robots_label(status: str, strict: bool) -> Text:
     """The robots.txt state as the operator reads it: ``fetched``, ``404 allow``,
-    ``5xx audit`` (allow all, audited) or ``strict-blocked``, ``redirect limit``."""
+    ``unreachable`` (a 5xx or no answer: allow all, audited; issue #25: a closed port
+    read ``5xx audit``) or ``strict-blocked``, ``redirect limit``."""
     if status == "ok":
         return Text("fetched", style="green")
     if status == "missing":
         return Text("404 allow")
     if status == "unreachable":
-        return Text("strict-blocked", style="bold red") if strict else Text("5xx audit", "yellow")
+        return Text("strict-blocked", style="bold red") if strict else Text("unreachable", "yellow")
     if status == "redirect_limit":
         return Text("redirect limit", style="yellow")
     return Text("pending", style="dim")

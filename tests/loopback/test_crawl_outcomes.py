@@ -253,5 +253,6 @@ def test_a_dead_proxy_is_named_as_the_proxy_not_as_the_site(tmp_path: Path) -> N
     assert proc.returncode == 3, proc.stderr
     assert f"cannot connect to the proxy 127.0.0.1:{port}: [Errno 111]" in proc.stderr
     assert "parked: the proxy refuses connections" in proc.stderr
+    assert "unreachable (proxy)" in proc.stderr  # robots.txt's warning, first of all
     assert "it refuses connections and has not answered" not in proc.stderr
     assert server.requests == []  # nothing reached the site

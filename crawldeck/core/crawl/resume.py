@@ -150,7 +150,8 @@ def restore(
     recent = store.recent_blocked(SNAPSHOT_RECENT)
     observer.restore(dict(counts), mix, total_bytes, recent)
     again = observer.retried
-    retried = f" ({again} that failed before are tried again)" if again else ""
+    verb = "is" if again == 1 else "are"
+    retried = f" ({again} that failed before {verb} tried again)" if again else ""
     refused = (
         f"; {plural(excluded, 'queued URL')} refused by this run's include/exclude"
         if excluded

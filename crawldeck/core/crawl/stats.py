@@ -365,6 +365,7 @@ REASON_WORDS: dict[str, str] = {
     "depth": "deeper than --max-depth",
     "dns": "host name does not resolve",
     "connect": "connection refused or failed",
+    "proxy": "the proxy refuses connections",
 }
 
 
