@@ -77,7 +77,7 @@ def test_headless_figures_go_to_stdout_and_warnings_to_stderr(
     )
     # the loopback seed host the operator named: information, once
     assert "seed host at loopback address" in info[0]
-    assert progress and all(re.match(r"\[[\d:]+\] \d/3 pages ", line) for line in progress)
+    assert progress and all(re.match(r"\[[\d:]+\] \d/3 fetched ", line) for line in progress)
     assert out[-2].startswith("crawl saved in crawl.db")
     assert out[-1].startswith("to continue, run it with a higher --max-pages: ")
     assert out[-1].endswith(" --max-pages 6")  # twice the cap reached: it fetches more
