@@ -88,7 +88,7 @@ async def test_80x24_keeps_the_header_eta_and_the_hosts_key_columns() -> None:
         assert first == ["docs.example.org", "412", "1", "830", "2", "1000", "0.4s", "fetched"]
         # the sixth row: a host name of 18 characters, whole; robots.txt in full
         assert table_line(table, 6).split() == [
-            "legacy.example.org", "20", "0", "121", "14", "8000", "7.6s", "5xx", "audit",
+            "legacy.example.org", "20", "0", "121", "14", "8000", "7.6s", "unreachable",
         ]  # fmt: skip
 
 

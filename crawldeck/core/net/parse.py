@@ -193,6 +193,11 @@ class _SmallParsers:
             return False
         self._loop = loop
         if not self._started:
+            # read once here, on the loop's thread: a LoopClock binds to the running loop
+            # at its first read there, which a parse thread (no running loop) cannot
+            # do; unbound, the threads would time a parse on the wall clock (a
+            # virtual-time test's parse then ran over its budget on a loaded machine)
+            self._clock()
             self._started = True
             for i in range(self._size):
                 threading.Thread(
