@@ -177,10 +177,14 @@ COMPARED = (
 # ------------------------------------------------------------ crawl level
 
 #: Columns not compared, by table, and why: clock readings (virtual in the fake,
-#: wall-clock in the real crawl), the order in which URLs were met (the real servers'
-#: timing decides it across hosts), and the run's id.
+#: wall-clock in the real crawl), the order in which URLs were met or fetched (the real
+#: servers' timing decides it: which of a host's like pages came first and is the one
+#: the others name as their duplicate, ``duplicate_groups`` compares those), and the
+#: run's id.
 CRAWL_NORMALISED = {
-    "pages": {"elapsed_ms": "clock", "fetched_at": "clock", "run_id": "the run"},
+    "pages": {"elapsed_ms": "clock", "fetched_at": "clock", "run_id": "the run",
+              "duplicate_of": "the order pages were fetched",
+              "near_duplicate_of": "the order pages were fetched"},
     "page_versions": {"fetched_at": "clock", "run_id": "the run"},
     "blocked": {"blocked_at": "clock", "run_id": "the run"},
     "links": {},
@@ -211,6 +215,34 @@ def tables(db: Path, origins: Mapping[str, str]) -> dict[str, list[tuple[Any, ..
             keep = [i for i, d in enumerate(cursor.description) if d[0] not in skipped]
             rows = [tuple(named(row[i]) for i in keep) for row in cursor]
             out[table] = sorted(rows, key=repr)
+        return out
+    finally:
+        conn.close()
+
+
+def duplicate_groups(db: Path, origins: Mapping[str, str]) -> dict[str, list[list[str]]]:
+    """Per column (``duplicate_of``, ``near_duplicate_of``), the pages of ``db`` that
+    column joins, as groups (connected through the column's links, whichever page of a
+    group was fetched first), each sorted, named as in ``tables``."""
+    names = {o: f"<{k}>" for k, o in origins.items()}
+
+    def named(url: str) -> str:
+        for spelled, name in names.items():
+            url = url.replace(spelled, name)
+        return url
+
+    conn = sqlite3.connect(db)
+    try:
+        out = {}
+        for column in ("duplicate_of", "near_duplicate_of"):
+            group: dict[str, set[str]] = {}
+            query = f"SELECT url, {column} FROM pages WHERE {column} IS NOT NULL"
+            for url, of in conn.execute(query):
+                joined = group.get(named(url), {named(url)}) | group.get(named(of), {named(of)})
+                for member in joined:
+                    group[member] = joined
+            unique = {tuple(sorted(g)) for g in group.values()}
+            out[column] = sorted(list(g) for g in unique)
         return out
     finally:
         conn.close()

@@ -11,9 +11,12 @@ was sent, on ``e70d53d``), and every answer takes 35 ms (a request's end comes
 well after its start). ``ip_delay_ms`` is 200 ms, each host's own delay 20 ms.
 
 * ``sigstop``: four times, as soon as a worker holds a booking in Redis (the
-  address's ``:busy`` mark names it), that worker is frozen (``SIGSTOP``) for longer
-  than the hold, then woken (``SIGCONT``): the other worker takes the address over
-  once the hold has run out, and the woken one checks its booking before it sends;
+  address's ``:busy`` mark names it) whose start is still ahead, that worker is
+  frozen (``SIGSTOP``) for longer than the hold, then woken (``SIGCONT``): the other
+  worker takes the address over once the hold has run out, and the woken one checks
+  its booking before it sends. A freeze between that check and the request's first
+  byte is the one no timeout bounds (``core.cluster.addresses``), so the freezes land
+  before the check (a fresh clone's CI once froze a worker there: a 10 ms gap);
 * ``cpu_load``: ``stress-ng --cpu 4`` runs beside the crawl (bounded by its own
   ``--timeout`` and stopped at the end).
 
@@ -74,6 +77,9 @@ CONFIG: dict[str, Any] = {
     "warc": False,
 }
 FREEZES = 4
+#: How far ahead (s) a booking's start must be for its worker to be frozen: the test's
+#: poll and ``SIGSTOP`` land well inside it.
+AHEAD_S = 0.06
 FREEZE_S = 2.5
 #: The longest wait for a crawl to end (s); a bound, not a speed check.
 CRAWL_TIMEOUT_S = 180.0
@@ -81,13 +87,24 @@ STRESS_S = 150
 
 
 def busy_holders(client: redis.Redis, crawl_id: str) -> list[tuple[str, str]]:
-    """``(token, worker id)`` of each address's busy mark now."""
+    """``(token, worker id)`` of each address's busy mark whose booked start is at least
+    ``AHEAD_S`` from now: a worker frozen then is frozen before its check, not between
+    the check and its first byte, the one window no timeout bounds
+    (``core.cluster.addresses``). The mark and the address's next free slot (the booked
+    start plus a delay) are read in one transaction, on Redis's clock."""
     out = []
     for address in sorted(set(NAMES.values())):
-        mark = client.get(f"cd:{{{crawl_id}:ip:{address}}}:busy")
-        if mark is not None:
-            token, _, worker = bytes(mark).decode().partition(" ")  # type: ignore[arg-type]
-            out.append((token, worker))
+        key = f"cd:{{{crawl_id}:ip:{address}}}"
+        pipe = client.pipeline(transaction=True)
+        pipe.get(f"{key}:busy").get(key).time()
+        mark, free, (secs, micros) = pipe.execute()
+        if mark is None or free is None:
+            continue
+        start = float(free) - IP_DELAY_S
+        if start - (secs + micros / 1e6) < AHEAD_S:
+            continue
+        token, _, worker = bytes(mark).decode().partition(" ")
+        out.append((token, worker))
     return out
 
 

@@ -22,6 +22,7 @@ from conformancekit import (
     CRAWL_NORMALISED,
     MAX_BODY,
     STAND_IN,
+    duplicate_groups,
     fake_crawl,
     scripted_site,
     tables,
@@ -246,6 +247,9 @@ def test_the_crawls_agree(web: Web, tmp_path: Path) -> None:
         only_fake = [row for row in fake[table] if row not in real[table]]
         only_real = [row for row in real[table] if row not in fake[table]]
         assert (table, only_fake, only_real) == (table, [], [])
+    assert duplicate_groups(tmp_path / "real.db", web.origins) == duplicate_groups(
+        tmp_path / "fake.db", web.origins
+    )
     scripted = {web.origins[page.origin] + page.target for page in scripted_site(web.origins)}
     assert {r.url for r in site.requests} <= scripted  # unscripted ones are answered apart
     dead = web.origins["dead"]

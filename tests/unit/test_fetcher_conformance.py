@@ -83,6 +83,7 @@ from pathlib import Path
 from conformancekit import (
     COMPARED,
     STAND_IN,
+    duplicate_groups,
     fake_crawl,
     tables,
 )
@@ -148,5 +149,11 @@ def test_the_fake_crawl_records_what_the_script_means(tmp_path: Path) -> None:
     assert cookies == {a + "/final?x=1": "seen=1"}
     links = {(source, target) for source, target, _anchor in rows["links"]}
     assert ("<a>/sniffed", "<a>/about") in links  # the sniffed page was parsed
+    # the five small pages that link to /about alone are one host's near duplicates
+    like = ["<a>/chunked", "<a>/close-delimited", "<a>/final?x=1", "<a>/packed", "<a>/sniffed"]
+    assert duplicate_groups(tmp_path / "c.db", STAND_IN) == {
+        "duplicate_of": [],
+        "near_duplicate_of": [like],
+    }
     assert ("<a>/packed-big", "<a>/about") in links  # a cut page's links are kept
     assert not any(source == "<a>/doc.pdf" for source, _ in links)  # not HTML, not read
