@@ -229,5 +229,5 @@ def run(args: argparse.Namespace) -> int:
         revisited = found.not_modified + found.unchanged + found.changed + found.other
         print(f"recrawl: {revisited} revisited: {found.not_modified} not modified (304), "
               f"{found.unchanged} unchanged (200, same digest), {found.changed} changed, "
-              f"{found.other} other; {found.new} new pages", flush=True)  # fmt: skip
+              f"{found.other} other; {plural(found.new, 'new page')}", flush=True)  # fmt: skip
     return write_stats(args.command, db, args.stats_json, code)
