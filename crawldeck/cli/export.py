@@ -60,8 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "jsonl to stdout)",
     )  # fmt: skip
     parser.add_argument(
-        "-o", "--output", type=Path, metavar="FILE", help="output file (default stdout)"
-    )
+        "-o", "--output", type=Path, metavar="FILE",
+        help="output file; - is stdout, as wget's -O - and Scrapy's -o - (default stdout)",
+    )  # fmt: skip
     parser.add_argument(
         "--with-body", action="store_true",
         help="pages as jsonl: add each page's body, read from the WARC files (default: off)",
@@ -153,6 +154,8 @@ def run(args: argparse.Namespace) -> int:
     lines; a name that says no format without ``--format`` is refused (one line, exit
     ``EXIT_BAD_INPUT``), as ``crawl -o`` refuses it; a note when the name says another
     format than ``--format``; ``--mirror`` (``_run_mirror``)."""
+    if args.output == Path("-"):  # stdout, as wget's -O - and curl's -o - (issue #25)
+        args.output = None
     if args.mirror is not None:
         return _run_mirror(args)
     if args.convert_links or args.adjust_extension:

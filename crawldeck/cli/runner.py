@@ -50,11 +50,15 @@ OPEN_FILES_WANTED = 65_536
 
 def output_problem(output: Path | None, db: Path) -> str | None:
     """Why ``-o output`` cannot be written when the crawl in ``db`` ends (checked before
-    it starts), ``None`` when it can: a name not ending as ``OUTPUT_FORMATS`` know
+    it starts), ``None`` when it can: ``-`` (stdout carries the crawl's own lines:
+    ``export -o -`` writes a table there), a name not ending as ``OUTPUT_FORMATS`` know
     (``unknown_output_name``, as ``export`` says it), a directory that does not exist,
     or the crawl file itself."""
     if output is None:
         return None
+    if output == Path("-"):
+        return ("-o -: the crawl's progress and summary go to stdout; write the pages there "
+                f"with crawldeck export {shlex.quote(str(db))} -o -")  # fmt: skip
     if output_format(output) is None:
         return unknown_output_name(output)
     if not output.resolve().parent.is_dir():

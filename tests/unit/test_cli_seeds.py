@@ -66,6 +66,8 @@ def test_a_host_without_a_scheme_is_taken_as_http(given: str) -> None:
         (["-o", "nowhere/pages.csv"], "-o 'nowhere/pages.csv': the directory 'nowhere' does "
                                       "not exist"),
         (["-o", "./c.csv", "--db", "c.csv"], "-o 'c.csv' is the crawl file itself"),
+        (["-o", "-"], "-o -: the crawl's progress and summary go to stdout; write the pages "
+                      "there with crawldeck export crawl.db -o -"),
     ],
 )  # fmt: skip
 def test_a_bad_output_is_refused_before_the_crawl(

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from crawldeck.core.crawl.stats import RunTally, read_run, reason_words
-from crawldeck.core.storage.store import Store
+from crawldeck.core.storage.store import Store, connect_reader
 
 
 def test_the_tally_puts_each_fetch_in_its_bucket_by_status_and_reason() -> None:
@@ -127,3 +127,33 @@ def test_reason_codes_read_as_words() -> None:
     assert reason_words("scope") == "scope (out of scope)"
     assert reason_words("http_429") == "http_429 (HTTP 429)"
     assert reason_words("redirect_loop") == "redirect_loop"
+
+
+def test_reading_a_file_leaves_no_wal_or_shm_beside_it_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``stats``, ``show`` and ``export`` leave the directory as they found it (a
+    ``mode=ro`` connection left ``c.db-wal`` and ``c.db-shm``; issue #25); while a
+    ``Store`` holds the file, a reader sees its commits and the writer's WAL stays."""
+    db = tmp_path / "c.db"
+    with Store(db) as store:
+        store.begin_run({})
+        store.end_run(1, "finished", stats={"run_id": 1, "fetches": 0})
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert before == ["c.db", "c.db.metadata.json"]
+    for args in (
+        ("stats", "c.db"),
+        ("export", "c.db", "--table", "runs", "--format", "jsonl", "-o", "-"),
+    ):
+        code, _, _ = main_in(tmp_path, monkeypatch, capsys, *args)
+        assert code == 0
+        assert sorted(p.name for p in tmp_path.iterdir()) == before, args
+    with connect_reader(db) as conn:
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            conn.execute("DELETE FROM runs")
+    with Store(db) as store:
+        store.begin_run({})
+        store.flush()
+        assert read_run(db).id == 2
+        assert (tmp_path / "c.db-wal").exists()
+    assert rows(db, "SELECT count(*) FROM runs") == [(2,)]

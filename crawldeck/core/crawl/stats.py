@@ -59,11 +59,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import quote
 
 from crawldeck.core.errors import StoreError
 from crawldeck.core.records import LINKS_CUT_ERRORS, to_iso_utc
-from crawldeck.core.storage.store import check_header, check_schema
+from crawldeck.core.storage.store import check_header, check_schema, connect_reader
 
 #: The fetch latency histogram's upper bounds in seconds: Prometheus' default buckets
 #: (``prometheus_client.Histogram.DEFAULT_BUCKETS``), which span what a crawl sees, a
@@ -274,9 +273,8 @@ def read_run(db: Path, run_id: int | None = None) -> RunRow:
     if not path.is_file():
         raise StoreError(f"{path} does not exist or is not a file")
     check_header(path)
-    uri = f"file:{quote(str(path.resolve()), safe='/')}?mode=ro"
     try:
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+        conn = connect_reader(path)
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open {path}: {exc}") from None
     with contextlib.closing(conn):

@@ -57,6 +57,7 @@ from crawldeck.core.policy import urls
 from crawldeck.core.protocols import Clock, Fetcher, LocalHistory, StoreRoles
 from crawldeck.core.records import BodySink, FetchResult, WarcHome, WarcRef, to_iso_utc
 from crawldeck.core.render_types import RenderResult
+from crawldeck.core.storage.store.schema import connect_reader
 from crawldeck.core.storage.warc_reader import warc_stem
 from crawldeck.core.storage.warc_writer import Exchange, WarcWriter
 
@@ -233,7 +234,7 @@ class PageRecords:
         """
         try:
             if self._conn is None:
-                self._conn = sqlite3.connect(f"file:{self._db}?mode=ro", uri=True)
+                self._conn = connect_reader(self._db)
             row = self._conn.execute(
                 "SELECT warc_file, warc_offset FROM pages WHERE url = ?", (url,)
             ).fetchone()

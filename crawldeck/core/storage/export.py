@@ -1,8 +1,9 @@
 """Export one table of a crawl file as JSON Lines, JSON or CSV, streaming in constant
 memory.
 
-The file is opened read-only (``file:...?mode=ro``), so an export can run while the
-crawl is still writing: it sees the last committed state when it starts. Rows come out
+The file is opened to read only (``core.storage.store.connect_reader``: ``query_only``,
+and no ``-wal``/``-shm`` left behind), so an export can run while the crawl is still
+writing: it sees the last committed state when it starts. Rows come out
 in insertion (rowid) order, ``fetchmany`` batches of ``EXPORT_BATCH_ROWS``.
 
 Formats:
@@ -61,7 +62,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal, TextIO
-from urllib.parse import quote
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
@@ -78,6 +78,7 @@ from crawldeck.core.storage.store import (
     anchor_select,
     check_header,
     check_schema,
+    connect_reader,
 )
 from crawldeck.core.words import plural
 
@@ -272,9 +273,8 @@ def _open_read_only(path: Path) -> tuple[sqlite3.Connection, str]:
     Raises:
         StoreError: as ``_connect``.
     """
-    uri = f"file:{quote(str(path.resolve()), safe='/')}?mode=ro"
     try:
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+        conn = connect_reader(path)
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open {path}: {exc}") from None
     try:
@@ -639,7 +639,7 @@ def foreign_crawl(db: Path, host_prefix: str, network: str | None = None) -> str
     if not db.exists():
         return None
     try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        conn = connect_reader(db)
     except sqlite3.Error:
         return "cannot be read as SQLite"
     try:

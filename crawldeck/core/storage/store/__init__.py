@@ -56,6 +56,7 @@ from crawldeck.core.storage.store.schema import (
     anchor_select,
     check_header,
     check_schema,
+    connect_reader,
 )
 from crawldeck.core.storage.store.writer import MAX_BATCH_OPS
 
@@ -91,6 +92,7 @@ __all__ = [
     "anchor_select",
     "check_header",
     "check_schema",
+    "connect_reader",
     "from_iso_utc",
     "status_class",
     "status_mix",

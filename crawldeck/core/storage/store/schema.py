@@ -92,10 +92,12 @@ run. A link listed twice by one page is kept once (the primary key).
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from collections.abc import Collection
 from pathlib import Path
 from typing import Final
+from urllib.parse import quote
 
 from crawldeck.core.errors import StoreError
 
@@ -405,6 +407,30 @@ def check_header(path: Path) -> None:
         raise StoreError(f"{path} is not a SQLite crawl file (file is not a database)")
 
 
+def connect_reader(path: Path) -> sqlite3.Connection:
+    """A connection (autocommit) that reads the crawl file ``path`` and writes nothing,
+    while a crawl may be writing it (WAL: readers never block the writer).
+
+    Opened read-write under ``PRAGMA query_only``: the last connection to a WAL file
+    checkpoints it and removes its ``-wal`` and ``-shm`` files when it closes, which a
+    ``mode=ro`` connection cannot do (a ``stats`` or ``export`` left the two files
+    beside the crawl file; issue #25). Read-only (``mode=ro``) when the file or its
+    directory cannot be written (a read-only mount or copy). The URI's path is
+    percent-encoded (a ``?`` or ``#`` in a name is the file's, not the URI's).
+
+    Raises:
+        sqlite3.Error: SQLite cannot open ``path`` (it does not exist: neither mode
+            creates it).
+    """
+    resolved = path.resolve()
+    writable = os.access(resolved, os.W_OK) and os.access(resolved.parent, os.W_OK)
+    uri = f"file:{quote(str(resolved), safe='/')}?mode={'rw' if writable else 'ro'}"
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+    if writable:
+        conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
 #: Columns added after a table's first version: (table, column, SQL type). A file made
 #: before gets them when it is opened (NULL in its old rows), before any upgrade.
 _ADDED_COLUMNS: Final = (
@@ -612,4 +638,5 @@ __all__ = [
     "anchor_select",
     "check_header",
     "check_schema",
+    "connect_reader",
 ]
