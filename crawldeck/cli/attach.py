@@ -37,13 +37,13 @@ from crawldeck.core.errors import AttachError, CrawldeckError
 SUMMARY = "open the console of a crawl running headless (--web: in browsers)"
 DESCRIPTION = (
     "Open the console of a crawl running headless on DB, over its socket\n"
-    "DB.sock: q detaches (the crawl goes on), S stops the crawl."
+    "DB.sock: q detaches (the crawl goes on), S twice stops the crawl."
 )
 #: The end of its ``--help``: two examples, then notes.
 EPILOG = """\
 examples:
   crawldeck attach crawl.db
-      the console of the crawl running headless on crawl.db; q detaches, S stops it
+      the console of the crawl running headless on crawl.db; q detaches, S twice stops it
   crawldeck attach crawl.db --web 8080
       the same console in browsers at http://127.0.0.1:8080/ (one process per viewer)
   crawldeck attach crawl.db --web 8080 --bind 0.0.0.0

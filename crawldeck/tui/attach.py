@@ -24,6 +24,7 @@ import asyncio
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar, Final, get_args
@@ -54,7 +55,12 @@ ASK_TIMEOUT_S: Final = 5.0
 #: What the attached console's detach keys do (the help's line).
 DETACH_TIP: Final = "detach: close this console, the crawl goes on (crawldeck attach DB again)"
 #: What the attached console's ``S`` does (the help's line).
-STOP_TIP: Final = "stop the crawl cleanly (state saved), as q does in its own console"
+STOP_TIP: Final = (
+    "stop the crawl cleanly (state saved), as q does in its own console: press it twice"
+)
+#: How long (s) after a first ``S`` a second one stops the crawl: the other console's
+#: crawl is not stopped by one stray key (issue #25).
+STOP_CONFIRM_S: Final = 5.0
 #: The environment variable textual-serve sets for the processes it runs.
 WEB_DRIVER_ENV: Final = "TEXTUAL_DRIVER"
 
@@ -290,7 +296,7 @@ async def _read_frame(reader: asyncio.StreamReader) -> Frame:
 
 class AttachedApp(CrawlApp):
     """The console over a ``SocketSource``: the crawl's own console, but ``q``, ``d``,
-    Ctrl-C and a closed terminal detach, and ``S`` stops the crawl.
+    Ctrl-C and a closed terminal detach, and ``S`` twice stops the crawl.
 
     Args:
         source: the connected crawl.
@@ -320,6 +326,7 @@ class AttachedApp(CrawlApp):
             driver_class=None if web else HangupTolerantDriver,
         )  # fmt: skip
         source.on_error = self._source_error
+        self._stop_asked_at: float | None = None  # a first S's time (time.monotonic)
 
     def _source_error(self, message: str) -> None:
         self.notify(message, severity="error", timeout=6)
@@ -333,10 +340,21 @@ class AttachedApp(CrawlApp):
         self.request_quit()
 
     def action_stop_crawl(self) -> None:
-        """S: stop the crawl cleanly; the console stays until ``q`` (STOPPED)."""
+        """S, then S again within ``STOP_CONFIRM_S``: stop the crawl cleanly; the
+        console stays until ``q`` (STOPPED). A first S only says so."""
         if self.result is not None:
             self.notify("The crawl is over.", severity="warning")
             return
+        now = time.monotonic()
+        if self._stop_asked_at is None or now - self._stop_asked_at > STOP_CONFIRM_S:
+            self._stop_asked_at = now
+            self.notify(
+                "Press S again to stop the crawl (state saved, resumable); q detaches "
+                "and leaves it running.",
+                severity="warning", timeout=STOP_CONFIRM_S,
+            )  # fmt: skip
+            return
+        self._stop_asked_at = None
         self.engine.request_stop()
         self._draw_status()
         self._show_resume("Stopping: in-flight fetches finish, state is saved.")

@@ -83,11 +83,15 @@ async def test_the_attached_footer_shows_every_key_whole_at_80_columns() -> None
         assert not app.screen.query_one(Footer).compact
 
 
-async def test_shift_s_in_the_attached_console_stops_the_crawl(tmp_path: Path) -> None:
+async def test_shift_s_twice_in_the_attached_console_stops_the_crawl(tmp_path: Path) -> None:
     with headless_demo(tmp_path) as (proc, db):
         source = await SocketSource.connect(db)
         app = AttachedApp(source, db)
         async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press("S")  # one S only asks
+            await pilot.pause()
+            assert app.result is None and app.display_state() == "RUNNING"
+            assert any("Press S again" in n.message for n in app._notifications)
             await pilot.press("S")
             await until(lambda: app.result is not None, "the run's end")
             assert app.result is not None and app.result.outcome == "stopped"

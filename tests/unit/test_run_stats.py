@@ -148,9 +148,12 @@ def test_reading_a_file_leaves_no_wal_or_shm_beside_it_and_writes_nothing(
         code, _, _ = main_in(tmp_path, monkeypatch, capsys, *args)
         assert code == 0
         assert sorted(p.name for p in tmp_path.iterdir()) == before, args
-    with connect_reader(db) as conn:
+    conn = connect_reader(db)
+    try:
         with pytest.raises(sqlite3.OperationalError, match="readonly"):
             conn.execute("DELETE FROM runs")
+    finally:
+        conn.close()
     with Store(db) as store:
         store.begin_run({})
         store.flush()
