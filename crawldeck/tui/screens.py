@@ -296,11 +296,14 @@ class CrawlHistory:
     Buckets start at 1 s; when the run outgrows ``points`` buckets, neighbours are
     merged in pairs and ``bucket_s`` doubles, so memory stays bounded however long the
     crawl runs (a day at most 256 points of 512 s). The growth of the pages and bytes
-    counters since the previous snapshot goes to the bucket its ``at`` ends: bucket
-    ``b`` holds what ended in ``(b * bucket_s, (b + 1) * bucket_s]`` seconds after the
-    first snapshot. Fed with every snapshot; the rates are those of the buckets whose
-    time is over (the chart changes once a bucket, not with every snapshot, and its
-    last point is no part of a bucket).
+    counters since the previous snapshot is spread over the buckets its interval
+    covers, each its share of the time: bucket ``b`` holds ``(b * bucket_s, (b + 1) *
+    bucket_s]`` seconds after the first snapshot. (All of it went to the bucket the
+    interval ended in: snapshots late across a bucket's end left one bucket empty and
+    the next with two buckets' pages, a peak up to twice the rate; issue #25.) Fed
+    with every snapshot; the rates are those of the buckets whose time is over (the
+    chart changes once a bucket, not with every snapshot, and its last point is no
+    part of a bucket).
     """
 
     def __init__(self, points: int = RUN_POINTS) -> None:
@@ -308,8 +311,8 @@ class CrawlHistory:
             raise ValueError(f"points must be >= 2, got {points!r}")
         self.points = points
         self.bucket_s = 1.0
-        self.pages: list[int] = []  # pages fetched in each bucket
-        self.bytes: list[int] = []  # body bytes received in each bucket
+        self.pages: list[float] = []  # pages fetched in each bucket (shares of intervals)
+        self.bytes: list[float] = []  # body bytes received in each bucket
         self._start: float | None = None
         self._elapsed = 0.0  # seconds from the first snapshot to the last
         self._last: tuple[int, int] = (0, 0)
@@ -321,19 +324,30 @@ class CrawlHistory:
             self._start = snap.at
             self._last = (c.pages, c.bytes)
             return
-        self._elapsed = max(self._elapsed, snap.at - self._start)
-        # bucket b holds the growth that ends in (b, b + 1] buckets after the start
-        index = max(0, math.ceil((snap.at - self._start) / self.bucket_s) - 1)
+        begin, end = self._elapsed, max(self._elapsed, snap.at - self._start)
+        self._elapsed = end
+        # bucket b holds (b, b + 1] buckets after the start
+        index = max(0, math.ceil(end / self.bucket_s) - 1)
         while index >= self.points:
             self._halve()
             index //= 2
         while len(self.pages) <= index:
-            self.pages.append(0)
-            self.bytes.append(0)
+            self.pages.append(0.0)
+            self.bytes.append(0.0)
         pages, size = self._last
-        self.pages[index] += max(0, c.pages - pages)
-        self.bytes[index] += max(0, c.bytes - size)
+        grown = (max(0, c.pages - pages), max(0, c.bytes - size))
         self._last = (c.pages, c.bytes)
+        if end <= begin:  # no time passed (or the clock went back): the last bucket
+            self.pages[index] += grown[0]
+            self.bytes[index] += grown[1]
+            return
+        first = max(0, math.ceil(begin / self.bucket_s) - 1)
+        for b in range(first, index + 1):
+            low, high = b * self.bucket_s, (b + 1) * self.bucket_s
+            share = (min(end, high) - max(begin, low)) / (end - begin)
+            if share > 0:
+                self.pages[b] += grown[0] * share
+                self.bytes[b] += grown[1] * share
 
     def _halve(self) -> None:
         self.pages = [sum(self.pages[i : i + 2]) for i in range(0, len(self.pages), 2)]

@@ -24,6 +24,7 @@ from crawldeck.tui.screens import (
     eta_text,
     fetches_in_flight,
     priority_bars,
+    rate_label,
     status_bars,
     summary_text,
 )
@@ -80,27 +81,42 @@ def test_history_doubles_its_buckets_when_the_run_outgrows_them() -> None:
     ),
     points=st.integers(2, 16),
 )
-def test_history_keeps_every_page_in_the_bucket_its_interval_ends_in(
+def test_history_spreads_each_interval_over_the_buckets_it_covers(
     steps: list[tuple[float, int, int]], points: int
 ) -> None:
     history = CrawlHistory(points=points)
     at, pages, size = 1000.0, 7, 0
     history.add(snap(at, pages, size))
-    ends: list[tuple[float, int, int]] = []
+    intervals: list[tuple[float, float, int, int]] = []
     for gap, more_pages, more_bytes in steps:
+        intervals.append((at - 1000.0, at + gap - 1000.0, more_pages, more_bytes))
         at, pages, size = at + gap, pages + more_pages, size + more_bytes
         history.add(snap(at, pages, size))
-        ends.append((at - 1000.0, more_pages, more_bytes))
     assert len(history.pages) <= points
     assert history.bucket_s in {2.0**k for k in range(64)}
-    assert sum(history.pages) == pages - 7 and sum(history.bytes) == size
-    model_pages = [0] * len(history.pages)
-    for elapsed, more, _ in ends:  # bucket b holds what ended in (b, b + 1] buckets
-        b = 0
-        while (b + 1) * history.bucket_s < elapsed:
-            b += 1
-        model_pages[b] += more
-    assert model_pages == history.pages
+    assert sum(history.pages) == pytest.approx(pages - 7)
+    assert sum(history.bytes) == pytest.approx(size)
+    # each bucket (b, b + 1] holds every interval's share of its time in it
+    width = history.bucket_s
+    model = [0.0] * len(history.pages)
+    for begin, end, more, _ in intervals:
+        for b in range(len(model)):
+            overlap = min(end, (b + 1) * width) - max(begin, b * width)
+            model[b] += more * max(0.0, overlap) / (end - begin)
+    assert history.pages == pytest.approx(model, abs=1e-6)
+
+
+def test_late_snapshots_across_a_bucket_end_give_no_false_peak() -> None:
+    """Snapshots of a steady 10 pages/s that come late across a second's end: each
+    second still shows 10/s (ended-in buckets showed 0 and 20: the chart's peak was
+    twice the rate; issue #25)."""
+    history = CrawlHistory()
+    for at in (0.0, 0.9, 2.1, 2.9, 4.1, 5.0):
+        history.add(snap(100.0 + at, round(at * 10), 0))
+    assert history.pages_per_s() == pytest.approx([10.0] * 5)
+    assert rate_label("pages/s", history.pages_per_s(), lambda v: f"{v:.1f}").plain == (
+        "pages/s  peak 10.0 · mean 10.0"
+    )
 
 
 # ------------------------------------------------------------------ the frontier figure
