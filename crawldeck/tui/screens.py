@@ -122,8 +122,9 @@ def status_text(
     """The header line (``StatusBar``) in a terminal ``width`` cells wide: ``brand``
     (the program's name, ``crawldeck attach`` for the attached console; from
     ``WIDE_HEADER`` cells on), ``state`` (upper case), the crawl file's name and
-    ``snap``'s totals; ``pages`` counts the pages fetched (``CrawlSnapshot.pages_done``:
-    the hosts table's ``fetched`` summed)."""
+    ``snap``'s totals; ``fetched`` counts the fetches (``CrawlSnapshot.pages_done``:
+    the hosts table's ``fetched`` summed; a retried URL's each answer, which the status
+    mix, one a URL, counts once: issue #25), as the headless progress line does."""
     # the name of the program is the first thing an 80-column header gives up
     name = (f" {brand} ", "bold") if width >= WIDE_HEADER else ""
     text = Text.assemble(name, (f" {state} ", STATE_STYLES.get(state, "bold")), f"  {db_name}")
@@ -133,7 +134,7 @@ def status_text(
         average = run_average(snap)
         rate = f"{snap.pages_per_s:.1f}/s" if average is None else f"{average:.1f}/s average"
         text.append(
-            f"  pages {snap.pages_done}{cap} · {rate} · in flight {fetches_in_flight(snap)}"
+            f"  fetched {snap.pages_done}{cap} · {rate} · in flight {fetches_in_flight(snap)}"
         )
         eta = eta_text(snap)
         if eta is not None:
@@ -428,11 +429,11 @@ def summary_text(snap: CrawlSnapshot) -> Text:
             "(this run's average)")  # fmt: skip
     if snap.max_pages:
         done = min(snap.pages_done, snap.max_pages)
-        row("pages", f"{snap.pages_done}/{snap.max_pages} ", progress_bar(done, snap.max_pages),
+        row("fetched", f"{snap.pages_done}/{snap.max_pages} ", progress_bar(done, snap.max_pages),
             f" {100 * done / snap.max_pages:.0f}% ETA {eta_text(snap)}")  # fmt: skip
     else:
         cap = f"/{fmt_bytes(snap.max_bytes)}" if snap.max_bytes else ""
-        row("pages", f"{snap.pages_done}  ({fmt_bytes(c.bytes)}{cap})")
+        row("fetched", f"{snap.pages_done}  ({fmt_bytes(c.bytes)}{cap})")
     if c.duplicates or c.near_duplicates:
         row("dupes", f"{c.duplicates} exact · {c.near_duplicates} near")
     mix = Text()

@@ -63,7 +63,9 @@ async def test_the_attached_header_fits_80_columns_as_the_consoles_does() -> Non
             await settle(pilot)
             headers.append(str(app.screen.query_one("#status").render()))
     assert headers[0] == headers[1]
-    assert headers[0].startswith(" RUNNING   crawl.db  pages 970/6000 · 28.4/s · in flight 3 · ETA")
+    assert headers[0].startswith(
+        " RUNNING   crawl.db  fetched 970/6000 · 28.4/s · in flight 3 · ETA"
+    )
 
 
 async def test_the_attached_footer_shows_every_key_whole_at_80_columns() -> None:

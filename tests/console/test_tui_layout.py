@@ -64,10 +64,10 @@ async def test_80x24_keeps_the_header_eta_and_the_hosts_key_columns() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         status = plain(app, "#status")
-        # the header's first 80 cells: state, file, pages, pages/s, the fetches in
+        # the header's first 80 cells: state, file, fetches, pages/s, the fetches in
         # flight (5 URLs in process less 1 rendering and 1 waiting for a browser), ETA
         assert status[:80].startswith(
-            " RUNNING   crawl.db  pages 3855/6000 · 28.4/s · in flight 3 · ETA 0:01:15 · queu"
+            " RUNNING   crawl.db  fetched 3855/6000 · 28.4/s · in flight 3 · ETA 0:01:15 · qu"
         )
         assert eta_text(LAST) == "0:01:15"  # (6000 - 3855) / 28.4 s
         # no chart at 80 x 24: the figures take the panel's width
@@ -329,7 +329,7 @@ async def test_a_budget_stop_keeps_the_console_open_with_the_way_on(
         await pilot.pause(0.1)
         assert app.result is not None and app.result.outcome == outcome
         assert app.is_running and app.display_state() == "STOPPED"
-        assert plain(app, "#status").startswith(" STOPPED   crawl.db  pages")
+        assert plain(app, "#status").startswith(" STOPPED   crawl.db  fetched")
         assert "ETA -" in plain(app, "#status")  # no estimate once the run is over
         assert plain(app, "#resume") == f"Stopped: {reason}; q quits. {hint}"
         await pilot.press("q")
@@ -346,7 +346,7 @@ async def test_a_finished_crawl_shows_no_resume_line() -> None:
         assert not app.query_one("#resume").display
         # once the run has ended, the rates are the whole run's, not how it wound down
         # (3855 pages in 120 s), in the header and the throughput panel alike
-        assert " pages 3855/6000 · 32.1/s average · in flight" in plain(app, "#status")
+        assert " fetched 3855/6000 · 32.1/s average · in flight" in plain(app, "#status")
         summary = plain(app, "#summary").splitlines()
         assert summary[0] == "elapsed  0:02:00 · 32.1 pages/s (this run's average)"
         assert app.query_one(TabbedContent).active == "tab-hosts"

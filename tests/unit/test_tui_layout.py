@@ -190,7 +190,7 @@ def test_the_eta_is_that_of_the_first_budget_reached() -> None:
     summary = summary_text(replace(LAST, max_pages=None, max_time_s=600, max_bytes=10**8))
     lines = summary.plain.splitlines()
     assert lines[0] == "elapsed  0:02:00/0:10:00 · 28.4 pages/s · 398.0 kB/s (last 10 s)"
-    assert lines[1] == "pages    3855  (54.0 MB/100.0 MB)"
+    assert lines[1] == "fetched  3855  (54.0 MB/100.0 MB)"
 
 
 def test_fetches_in_flight_leave_out_the_renders() -> None:
