@@ -36,7 +36,7 @@ from crawldeck.core.config import CrawlConfig
 from crawldeck.core.crawl.stats import read_run
 from crawldeck.core.errors import CrawldeckError, without_url
 from crawldeck.core.storage.store import Store
-from crawldeck.core.words import plural
+from crawldeck.core.words import plural, spelled_size
 from crawldeck.tui.stops import BUDGET_FLAGS, WHOLE_CRAWL_BUDGETS, stop_signals
 
 if TYPE_CHECKING:
@@ -404,18 +404,26 @@ def raised_budget(argv: Sequence[str], flag: str, value: str) -> list[str]:
 
 
 def crawl_ending(
-    resume: str, config: CrawlConfig, argv: Sequence[str] | None, *, exported: bool = False
+    resume: str,
+    config: CrawlConfig,
+    argv: Sequence[str] | None,
+    *,
+    exported: bool = False,
+    held: Mapping[str, int] | None = None,
 ) -> Ending:
     """The ``Ending`` of a crawl with ``config``: its budgets quoted in the heading and,
     with ``argv`` (the command's arguments, ``None`` for the demo, which starts anew),
-    a whole-crawl budget's way on: the same command with twice the cap (``--max-pages``
-    and ``--max-bytes`` count every run of the file, so the same cap fetches nothing);
-    ``exported``: as ``Ending.exported``."""
+    a whole-crawl budget's way on: the same command with the cap raised to twice the
+    cap, or to what the file holds already plus the cap when that is more (``held``:
+    ``max_pages`` -> the file's pages, ``max_bytes`` -> its body bytes; ``--max-pages``
+    and ``--max-bytes`` count every run of the file, so the same cap, or twice a cap
+    the file is past, fetches nothing: issue #25); ``exported``: as
+    ``Ending.exported``."""
     caps = {
         outcome: text
         for outcome, text in (
             ("max_pages", config.max_pages and str(config.max_pages)),
-            ("max_bytes", config.max_bytes and str(config.max_bytes)),
+            ("max_bytes", config.max_bytes and spelled_size(config.max_bytes)),
             ("max_time", config.max_time_s and f"{config.max_time_s}s"),
         )
         if text
@@ -424,7 +432,9 @@ def crawl_ending(
     for outcome, flag in WHOLE_CRAWL_BUDGETS.items():
         cap = getattr(config, outcome)
         if argv is not None and cap:
-            command = shlex.join(raised_budget(argv, flag, str(2 * cap)))
+            higher = max(2 * cap, (held or {}).get(outcome, 0) + cap)
+            value = spelled_size(higher) if outcome == "max_bytes" else str(higher)
+            command = shlex.join(raised_budget(argv, flag, value))
             go_on[outcome] = f"to continue, run it with a higher {flag}: {program()} {command}"
     return Ending(resume, caps, go_on, exported)
 

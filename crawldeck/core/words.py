@@ -17,3 +17,14 @@ def plural(count: int, noun: str, many: str | None = None) -> str:
     if count == 1:
         return f"1 {noun}"
     return f"{count} {many if many is not None else noun + 's'}"
+
+
+def spelled_size(size: int) -> str:
+    """``size`` bytes as a person types it for ``--max-bytes``: in the largest decimal
+    unit that spells it whole, ``4000000`` -> ``4MB``, ``5000`` -> ``5kB``, ``2500`` ->
+    ``2500`` (issue #25: the way on after ``--max-bytes 2MB`` read ``--max-bytes
+    4000000``). The flag reads each of these back to ``size``."""
+    for unit, scale in (("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale}{unit}"
+    return str(size)

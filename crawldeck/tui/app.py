@@ -44,6 +44,7 @@ from crawldeck.core.crawl.engine import CrawlResult
 from crawldeck.core.crawl.snapshot import BackoffRow, CrawlSnapshot, HostDetail, HostRow
 from crawldeck.core.errors import CrawldeckError
 from crawldeck.core.storage.export import broken_count
+from crawldeck.core.words import spelled_size
 from crawldeck.tui.host_detail import HostDetailScreen
 from crawldeck.tui.screens import (
     AddSeedScreen,
@@ -91,7 +92,7 @@ TAB_NAMES = {"tab-hosts": "Hosts", "tab-backoff": "Backoff", "tab-blocked": "Blo
 def stop_reason(outcome: str, snap: CrawlSnapshot) -> str:
     """Why a run stopped before its frontier was empty (``CrawlResult.outcome``), in
     the flags the operator typed (issue #25: not the config's ``max_pages``):
-    ``--max-pages 50 reached``, ``--max-time 600s spent``, ``--max-bytes 5000000
+    ``--max-pages 50 reached``, ``--max-time 600s spent``, ``--max-bytes 5MB
     reached`` (the value from ``snap``, left out when it has none), or ``stopped on
     request, state saved``."""
     if outcome == "stopped":
@@ -102,7 +103,7 @@ def stop_reason(outcome: str, snap: CrawlSnapshot) -> str:
     values: dict[str, object] = {
         "max_pages": snap.max_pages,
         "max_time": None if snap.max_time_s is None else f"{snap.max_time_s:g}s",
-        "max_bytes": snap.max_bytes,
+        "max_bytes": None if snap.max_bytes is None else spelled_size(snap.max_bytes),
     }
     value = values.get(outcome)
     verb = "spent" if outcome == "max_time" else "reached"

@@ -79,7 +79,7 @@ def test_max_bytes_stops_at_the_body_that_reaches_it_over_all_runs(
     args = ["crawl", home, "--no-ui", "--db", "c.db", "--delay-ms", "5"]
     first = run(*args, "--max-bytes", "5kB", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
-    assert "stopped: --max-bytes 5000 reached" in first.stdout
+    assert "stopped: --max-bytes 5kB reached" in first.stdout
     fetched = pages(tmp_path / "c.db")
     total = sum(size for _, size in fetched)
     assert total >= 5000 > total - fetched[-1][1]  # the last body reached it

@@ -11,6 +11,8 @@ from dataclasses import fields
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from crawldeck.cli.crawl import COMMON_KEYS
 from crawldeck.cli.flags import parse_size, parse_time_budget
@@ -239,3 +241,21 @@ def test_a_resumed_crawl_past_its_cap_is_warned_before_it_starts() -> None:
         "--max-pages 10"
     )
     assert spent_budget(5, 0, CrawlConfig(), ending) is None
+    # a file far past the cap: the way on is what it holds plus the cap, not twice the
+    # cap, which fetched nothing either (issue #25 trial 6: 400 pages, --max-pages 100)
+    config = CrawlConfig(max_pages=100, max_bytes=2_000_000)
+    argv = ["crawl", "x.org", "--max-pages", "100", "--max-bytes", "2MB"]
+    ending = crawl_ending("resume", config, argv, held={"max_pages": 400, "max_bytes": 10**6})
+    assert ending.go_on["max_pages"].endswith(" --max-bytes 2MB --max-pages 500")
+    assert ending.go_on["max_bytes"].endswith(" --max-pages 100 --max-bytes 4MB")
+    assert ending.caps == {"max_pages": "100", "max_bytes": "2MB"}
+
+
+@given(st.integers(1, 10**15))
+def test_a_size_is_spelled_as_the_flag_reads_it_back(size: int) -> None:
+    from crawldeck.core.words import spelled_size
+
+    assert parse_size(spelled_size(size)) == size
+    assert [spelled_size(n) for n in (2500, 5000, 4 * 10**6, 10**9, 1024)] == [
+        "2500", "5kB", "4MB", "1GB", "1024",
+    ]  # fmt: skip

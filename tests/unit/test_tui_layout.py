@@ -228,5 +228,5 @@ def test_the_stop_reason_names_the_flag_and_its_value() -> None:
     snap = replace(snapshot_at(3), max_pages=50, max_time_s=600.0, max_bytes=5_000_000)
     assert stop_reason("max_pages", snap) == "--max-pages 50 reached"
     assert stop_reason("max_time", snap) == "--max-time 600s spent"
-    assert stop_reason("max_bytes", snap) == "--max-bytes 5000000 reached"
+    assert stop_reason("max_bytes", snap) == "--max-bytes 5MB reached"
     assert stop_reason("stopped", snap) == "stopped on request, state saved"
