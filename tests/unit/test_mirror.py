@@ -7,9 +7,19 @@ from __future__ import annotations
 from urllib.parse import unquote_to_bytes, urlsplit
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from selectolax.lexbor import LexborHTMLParser
 
 from crawldeck.core.errors import UrlError
-from crawldeck.core.storage.mirror import NAME_MAX_CHARS, mirror_path, mirror_url
+from crawldeck.core.storage.mirror import (
+    _KEPT,
+    NAME_MAX_CHARS,
+    _decode,
+    _encode,
+    mirror_path,
+    mirror_url,
+)
 
 
 def test_names_are_safe_and_reversible() -> None:
@@ -47,3 +57,26 @@ def _decoded(url: str) -> tuple[str, tuple[bytes, ...], bytes | None]:
     parts = urlsplit(url)
     query = unquote_to_bytes(parts.query) if "?" in url else None
     return parts.netloc, tuple(unquote_to_bytes(s) for s in parts.path.split("/")), query
+
+
+@given(st.binary(max_size=200), st.sampled_from(["utf-8", "ascii", "cp1252"]))
+def test_bytes_a_charset_cannot_decode_come_back_as_they_were(body: bytes, charset: str) -> None:
+    """``--convert-links`` re-serializes a page: the bytes its charset cannot decode
+    are kept (``"replace"`` wrote U+FFFD for each; issue #25 trial 6)."""
+    text, kept = _decode(body, charset)
+    replaced = body.decode(charset, "replace")
+    assert kept == ("\ufffd" in replaced and not _KEPT.search(replaced))
+    assert _encode(text, charset, kept) == body or not kept
+
+
+def test_a_page_with_bad_bytes_keeps_them_through_the_parser() -> None:
+    body = (
+        b"<html><head><title>Bad \xff\xfe bytes \xc3\x28</title></head>"
+        b'<body>caf\xe9 <a href="/x">x</a></body></html>'
+    )
+    text, kept = _decode(body, "utf-8")
+    assert kept
+    out = _encode(LexborHTMLParser(text).html or "", "utf-8", kept)
+    assert out == body
+    already = "\uf7e9 é".encode() + b"\xff"  # such a character in the page: no keeping
+    assert _decode(already, "utf-8") == ("\uf7e9 é\ufffd", False)

@@ -53,7 +53,8 @@ relative links back at the site). A link to a page not mirrored, written relativ
 (``http://host/about.html``), as wget's ``-k`` does, so that it still leads somewhere
 from a file on disk; an absolute link to a page not mirrored is left as written.
 The page is parsed and serialized again by selectolax (lexbor), so its markup comes
-out as a browser's DOM serializes it, in the page's own charset. Links in CSS files
+out as a browser's DOM serializes it, in the page's own charset; bytes that charset
+cannot decode come out as they were (``_decode``). Links in CSS files
 are not converted.
 
 Memory: the path of every mirrored page is held while the mirror is written (for the
@@ -62,6 +63,7 @@ clashes and the link conversion): a few hundred bytes a page.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import os
@@ -426,6 +428,52 @@ def _href(source: tuple[str, ...], target: tuple[str, ...], fragment: str) -> st
     return href + fragment
 
 
+#: A byte the page's charset cannot decode stands in the parsed text as the
+#: private-use character U+F700 + the byte, and is written back as that byte: the page
+#: keeps its bytes but for its links, as wget's ``-k`` leaves them (a ``"replace"``
+#: decode wrote U+FFFD for each; issue #25).
+_KEPT_BASE: Final = 0xF700
+_KEPT = re.compile("[\uf700-\uf7ff]")
+#: Codecs whose pieces cannot be encoded one by one (a BOM or a shift state each).
+_STATEFUL = ("utf-16", "utf-32", "iso2022", "hz")
+
+
+def _keep_bytes(err: UnicodeError) -> tuple[str, int]:
+    if not isinstance(err, UnicodeDecodeError):
+        raise err
+    raw = err.object[err.start : err.end]
+    return "".join(chr(_KEPT_BASE + b) for b in raw), err.end
+
+
+codecs.register_error("crawldeck.keep-bytes", _keep_bytes)
+
+
+def _decode(body: bytes, charset: str) -> tuple[str, bool]:
+    """``body`` as text in ``charset``, and whether its undecodable bytes are kept as
+    ``_KEPT`` characters (``_encode`` writes them back); not when the text already has
+    such characters or the codec has a state (then each is U+FFFD)."""
+    text = body.decode(charset, "replace")
+    if "\ufffd" not in text or _KEPT.search(text):
+        return text, False
+    if codecs.lookup(charset).name.startswith(_STATEFUL):
+        return text, False
+    return body.decode(charset, "crawldeck.keep-bytes"), True
+
+
+def _encode(text: str, charset: str, kept: bool) -> bytes:
+    """``text`` in ``charset`` (a character it lacks as a character reference), the
+    ``_KEPT`` characters as their bytes when ``kept``."""
+    if not kept:
+        return text.encode(charset, "xmlcharrefreplace")
+    out, at = bytearray(), 0
+    for match in _KEPT.finditer(text):
+        out += text[at : match.start()].encode(charset, "xmlcharrefreplace")
+        out.append(ord(match.group()) - _KEPT_BASE)
+        at = match.end()
+    out += text[at:].encode(charset, "xmlcharrefreplace")
+    return bytes(out)
+
+
 def _convert(
     record: ArchivedRecord, page: _Page, files: dict[str, tuple[str, ...]]
 ) -> tuple[bytes, int, int]:
@@ -433,7 +481,8 @@ def _convert(
     links to other pages made absolute (module docstring), in its own charset; and how
     many of each it changed (none: the body as is)."""
     charset = body_charset(record)
-    tree = LexborHTMLParser(record.body.decode(charset, "replace"))
+    text, kept = _decode(record.body, charset)
+    tree = LexborHTMLParser(text)
     base = page.url
     node = tree.css_first("base[href]")
     if node is not None:
@@ -462,7 +511,7 @@ def _convert(
             element.decompose()
     if not converted and not absolute and node is None:
         return record.body, 0, 0
-    return (tree.html or "").encode(charset, "xmlcharrefreplace"), converted, absolute
+    return _encode(tree.html or "", charset, kept), converted, absolute
 
 
 __all__ = ["MirrorResult", "mirror_path", "mirror_url", "write_mirror"]
