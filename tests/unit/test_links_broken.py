@@ -8,6 +8,11 @@ from pathlib import Path
 
 import pytest
 from clikit import main_in
+from crawlkit import rows
+from fakesite import FakeSite, crawl, links_page, redirect, status
+
+from crawldeck.core.storage.export import blocked_links, link_report
+from crawldeck.core.storage.store import Store
 
 
 def test_links_refuses_a_missing_file_in_one_line(
@@ -16,3 +21,37 @@ def test_links_refuses_a_missing_file_in_one_line(
     code, out, err = main_in(tmp_path, monkeypatch, capsys, "links", "nope.db", "--broken")
     assert (code, out) == (2, "")
     assert err == "crawldeck links: error: nope.db does not exist or is not a file\n"
+
+
+def test_a_redirect_loop_has_one_verdict_in_every_view(tmp_path: Path) -> None:
+    """A loop's first hop is fetched (302, ``redirect_loop``) and refused when the chain
+    comes back to it (a ``blocked`` row of the same URL): every view calls its links
+    broken, with the chain's end as ``final_url``, and none counts them refused untried
+    (issue #25 trial 6: ``links`` said blocked, ``--broken`` said broken, and the
+    footer said "not broken, never fetched")."""
+    a = "http://127.0.0.1"
+    site = FakeSite()
+    site.add(f"{a}/robots.txt", status(404))
+    site.add(f"{a}/", links_page(f"{a}/loop-a", f"{a}/missing"))
+    site.add(f"{a}/loop-a", redirect("/loop-b", 302))
+    site.add(f"{a}/loop-b", redirect("/loop-a", 302))
+    site.add(f"{a}/missing", status(404))
+    db = tmp_path / "c.db"
+    crawl(site, [f"{a}/"], db)
+    assert rows(db, "SELECT reason FROM blocked WHERE url = ?", f"{a}/loop-a") == [
+        ("redirect_loop",)
+    ]
+    every = {(c.to_url, c.status, c.final_url, c.blocked) for c in link_report(db, broken=False)}
+    assert (f"{a}/loop-a", 302, f"{a}/loop-b", None) in every
+    broken = {(c.to_url, c.status, c.final_url, c.blocked) for c in link_report(db, broken=True)}
+    assert broken == {
+        (f"{a}/loop-a", 302, f"{a}/loop-b", None),
+        (f"{a}/missing", 404, f"{a}/missing", None),
+    }
+    assert blocked_links(db) == {}
+    with Store(db):  # the file's view is this version's
+        pass
+    assert rows(db, "SELECT to_url, final_url FROM broken_links ORDER BY to_url") == [
+        (f"{a}/loop-a", f"{a}/loop-b"),
+        (f"{a}/missing", f"{a}/missing"),
+    ]

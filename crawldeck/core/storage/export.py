@@ -509,11 +509,14 @@ def page_record(db: Path, url: str) -> ArchivedRecord:
 _BROKEN_REASONS: Final = "(" + ", ".join(f"'{r}'" for r in BROKEN_BLOCK_REASONS) + ")"
 #: Every link with what its target got (``link_report``), in insertion order; a
 #: target whose name did not resolve reads as a failed fetch (``error`` ``dns: ...``).
-#: The ``pages`` and ``blocked`` rows are found by their primary keys.
+#: A target with a ``pages`` row is judged by it, not by a ``blocked`` row of the same
+#: URL (a redirect loop's first hop is both: fetched, then refused when the chain came
+#: back to it; issue #25). The ``pages`` and ``blocked`` rows are found by their
+#: primary keys.
 _SQL_ALL_LINKS: Final = (
     "SELECT l.from_url, l.to_url, p.status, coalesce(p.error, CASE WHEN b.reason IN"
     f" {_BROKEN_REASONS} THEN b.reason || ': ' || b.detail END), p.final_url,"
-    f" CASE WHEN b.reason NOT IN {_BROKEN_REASONS} THEN b.reason END,"
+    f" CASE WHEN p.url IS NULL AND b.reason NOT IN {_BROKEN_REASONS} THEN b.reason END,"
     f" p.url IS NOT NULL OR b.reason IN {_BROKEN_REASONS}"
     " , l.anchor FROM links l LEFT JOIN pages p ON p.url = l.to_url"
     " LEFT JOIN blocked b ON b.url = l.to_url ORDER BY l.rowid"
@@ -527,7 +530,9 @@ _SQL_BROKEN_LINKS: Final = (
 _SQL_BLOCKED_LINKS: Final = (
     "SELECT b.reason, count(*), count(DISTINCT b.url) FROM blocked b"
     " CROSS JOIN links l ON l.to_url = b.url"
-    f" WHERE b.reason NOT IN {_BROKEN_REASONS} GROUP BY b.reason ORDER BY b.reason"
+    f" WHERE b.reason NOT IN {_BROKEN_REASONS}"
+    " AND NOT EXISTS (SELECT 1 FROM pages p WHERE p.url = b.url)"
+    " GROUP BY b.reason ORDER BY b.reason"
 )
 #: Links whose target was neither fetched nor refused (``LinkCheck.tried`` false and no
 #: ``blocked``: ``crawldeck links``' ``not fetched``).

@@ -241,7 +241,7 @@ BROKEN_REDIRECT_HOPS: Final = 30
 #: primary key per broken target: never a scan of ``links``.
 BROKEN_LINKS_SELECT: Final = (
     "WITH RECURSIVE bad (url, status, error, final_url, hops) AS ("
-    " SELECT p.url, p.status, p.error, p.url, 0 FROM pages p"
+    " SELECT p.url, p.status, p.error, coalesce(p.final_url, p.url), 0 FROM pages p"
     f" WHERE {BROKEN_TARGET_SQL}"
     " UNION ALL SELECT b.url, NULL, b.reason || ': ' || b.detail, NULL, 0 FROM blocked b"
     f" WHERE b.reason IN {_BROKEN_REASONS_SQL}"
@@ -535,6 +535,21 @@ def _upgrade(cur: sqlite3.Cursor) -> None:
     )
 
 
+def _drop_changed_views(cur: sqlite3.Cursor) -> None:
+    """Drop each view of the file whose definition is not this version's (made anew by
+    ``_prepare_schema``): a view holds no data, and its SQL may change without a schema
+    version (``broken_links``' ``final_url`` of a failed chain, issue #25)."""
+    views = {
+        "page_summary": PAGE_SUMMARY_SQL,
+        "host_summary": HOST_SUMMARY_SQL,
+        "broken_links": BROKEN_LINKS_SQL,
+    }
+    for name, sql in cur.execute("SELECT name, sql FROM sqlite_master WHERE type = 'view'"):
+        made = views.get(name)
+        if made is not None and sql != made.replace(" IF NOT EXISTS", "", 1):
+            cur.execute(f"DROP VIEW {name}")
+
+
 def _prepare_schema(conn: sqlite3.Connection, version: str | None) -> None:
     """Make the schema of ``SCHEMA_VERSION`` in ONE transaction: a new file's
     (``version`` ``None``), or an older version's upgrade (``_upgrade``); any file also
@@ -549,6 +564,7 @@ def _prepare_schema(conn: sqlite3.Connection, version: str | None) -> None:
                 _add_missing_columns(cur)
                 if version != str(SCHEMA_VERSION):
                     _upgrade(cur)
+            _drop_changed_views(cur)
             for sql in (
                 *_SQL_SITEMAP_TABLES,
                 _SQL_SPILLED_INDEX,
