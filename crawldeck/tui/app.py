@@ -45,15 +45,14 @@ from crawldeck.core.crawl.snapshot import BackoffRow, CrawlSnapshot, HostDetail,
 from crawldeck.core.errors import CrawldeckError
 from crawldeck.core.storage.export import broken_count
 from crawldeck.core.words import spelled_size
+from crawldeck.tui.history import CrawlHistory, ThroughputHistory
 from crawldeck.tui.host_detail import HostDetailScreen
 from crawldeck.tui.screens import (
     AddSeedScreen,
-    CrawlHistory,
     HelpScreen,
     LogPanel,
     OverviewPanel,
     StatusBar,
-    ThroughputHistory,
     ThroughputPanel,
     key_rows,
     own_bindings,

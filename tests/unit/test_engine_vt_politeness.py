@@ -173,6 +173,32 @@ def test_without_a_per_ip_limit_two_hosts_on_one_address_go_in_parallel(tmp_path
         assert_spaced(site.of(origin), 0.5)
 
 
+def test_a_busy_hosts_sitemap_takes_its_next_turn_not_its_last(tmp_path: Path) -> None:
+    """A sitemap (a side request) waits for its host's turn before the host's pages:
+    they took every turn, the sitemap came after the last of them (issue #25 trial 6:
+    71 s after robots.txt named it), and a capped crawl never read its URLs. It is
+    spaced like a page."""
+    site = FakeSite()
+    pages = [f"{A}/p{i}" for i in range(12)]
+    site.add(A + "/robots.txt", text(f"User-agent: *\nAllow: /\nSitemap: {A}/sitemap.xml\n"))
+    site.add(A + "/", links_page(*pages))
+    for page in pages:
+        site.add(page, links_page())
+    urlset = (
+        '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"<url><loc>{A}/listed</loc></url></urlset>"
+    )
+    site.add(
+        A + "/sitemap.xml", Reply(200, (("Content-Type", "application/xml"),), urlset.encode())
+    )
+    site.add(A + "/listed", links_page())
+    crawl(site, [A + "/"], tmp_path / "c.db", delay_ms=500, sitemaps=True)
+    log = site.of(A)
+    assert [r.target for r in log[:3]] == ["/robots.txt", "/sitemap.xml", "/"]
+    assert {r.target for r in log[3:]} == {*(f"/p{i}" for i in range(12)), "/listed"}
+    assert_spaced(log, 0.5)
+
+
 def test_urls_refused_by_robots_txt_use_no_per_ip_slot(tmp_path: Path) -> None:
     """Two hosts on one address (per-IP limit 100 ms): 300 links of host A refused by
     robots.txt cost no request and no slot, so the crawl takes the time of its 10

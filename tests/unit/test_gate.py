@@ -314,6 +314,29 @@ def test_acquire_says_held_while_side_requests_fill_the_slots() -> None:
     assert gate.acquire("a.test", T + 0.1) is GO
 
 
+def test_a_waiting_side_request_takes_the_hosts_next_turn() -> None:
+    """While a side request waits for a host (``want_side``), its pages are held: a
+    busy host's sitemap came after its last page (issue #25 trial 6). The side request
+    that starts then ends hands the host back; one that gives up hands it back too."""
+    gate = make_gate(delay_ms=1000)
+    assert gate.acquire("a.test", T) is GO
+    gate.end_page("a.test", T + 0.1)
+    gate.want_side("a.test")  # the sitemap: ready at T + 1.1
+    assert gate.acquire("a.test", T + 1.1) is HELD  # a page, at its own deadline
+    assert gate.statistics().held_hosts == 1
+    assert may_start(gate, "a.test", T + 1.1)  # the side request goes
+    gate.start_side("a.test", T + 1.1)
+    assert gate.end_side("a.test", T + 1.5) is True  # the caller gives it back
+    assert gate.acquire("a.test", T + 2.5) is GO  # a delay after the side request
+    gate.end_page("a.test", T + 2.6)
+    gate.want_side("a.test")
+    gate.want_side("b.test")
+    assert gate.acquire("a.test", T + 3.6) is HELD
+    assert gate.drop_side_want("b.test", T + 3.6) is False  # b was not held
+    assert gate.drop_side_want("a.test", T + 3.6) is True  # given up (parked, cancelled)
+    assert gate.acquire("a.test", T + 3.6) is GO
+
+
 def test_crawl_delay_lengthens_the_delay() -> None:
     gate = make_gate(delay_ms=1000)
     gate.set_crawl_delay("a.test", 4.0)

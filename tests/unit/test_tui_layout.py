@@ -18,8 +18,8 @@ from crawldeck.core.crawl.snapshot import Counters, CrawlSnapshot
 from crawldeck.core.policy.frontier import Frontier
 from crawldeck.core.policy.frontier_entry import FrontierEntry
 from crawldeck.core.storage.store import Store
+from crawldeck.tui.history import CrawlHistory
 from crawldeck.tui.screens import (
-    CrawlHistory,
     bar_rows,
     eta_text,
     fetches_in_flight,

@@ -116,25 +116,34 @@ class SideRequests:
 
     async def acquire(self, host: str) -> float:
         """Wait until a side request may go to ``host``, then take its slot; the start
-        time (epoch s). End it with :meth:`end`.
+        time (epoch s). End it with :meth:`end`. While it waits, the host's page
+        fetches wait behind it (``HostGate.want_side``): a sitemap or a robots.txt
+        refresh takes the host's next turn, not the turn after its last page.
 
         Raises:
             HostParked: ``host`` is parked, or was parked while this waited (a parked
                 host's backoff may run for ``retry_after_max_s``: nothing waits it out).
         """
         stats = self._bound[0].stats(host, None)
-        while True:
-            if stats.parked:
-                raise HostParked(f"{host} is parked: no request sent")
+        self._gate.want_side(host)  # the host's pages wait behind it (HostGate.acquire)
+        try:
+            while True:
+                if stats.parked:
+                    raise HostParked(f"{host} is parked: no request sent")
+                now = self._clock()
+                at = self._gate.ready_at(host, now)
+                if at is not None and at <= now:
+                    break
+                self._freed.clear()
+                timeout = None if at is None else at - now + 0.001
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(timeout):
+                        await self._freed.wait()
+        except BaseException:
             now = self._clock()
-            at = self._gate.ready_at(host, now)
-            if at is not None and at <= now:
-                break
-            self._freed.clear()
-            timeout = None if at is None else at - now + 0.001
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(timeout):
-                    await self._freed.wait()
+            if self._gate.drop_side_want(host, now):
+                self._frontier.release(host, self._gate.ready_at(host, now) or now)
+            raise
         self._gate.start_side(host, now)
         return now
 

@@ -171,6 +171,7 @@ class HostGate:
         "_per_host",
         "_politeness",
         "_side",
+        "_side_wanted",
     )
 
     def __init__(
@@ -188,6 +189,7 @@ class HostGate:
         self._ip: dict[str, str] = {}
         self._fetching: Counter[str] = Counter()
         self._side: Counter[str] = Counter()
+        self._side_wanted: Counter[str] = Counter()
         self._held: set[str] = set()
         self._backing_off: set[str] = set()
         self._answered: set[str] = set()
@@ -236,11 +238,14 @@ class HostGate:
         Returns:
             ``HELD`` when its slots are all taken (the host is held: :meth:`end_side`
             hands it back, or the page fetch whose :meth:`end_page` frees a slot gives
-            it back itself); ``WaitUntil(at)`` when its politeness or its address's
-            per-IP limit allows it at ``at > now`` only; ``GO`` when it may go now:
-            its start is counted as :meth:`start_page` does.
+            it back itself), or a side request waits for the host (:meth:`want_side`:
+            it goes first, else a busy host's pages took every turn and its sitemap
+            came after the last of them, issue #25; :meth:`end_side` or
+            :meth:`drop_side_want` hands the host back); ``WaitUntil(at)`` when its
+            politeness or its address's per-IP limit allows it at ``at > now`` only;
+            ``GO`` when it may go now: its start is counted as :meth:`start_page` does.
         """
-        if not self._free(host):
+        if not self._free(host) or self._side_wanted[host]:
             self._held.add(host)
             return HELD
         at = self.earliest(host, now)
@@ -278,10 +283,38 @@ class HostGate:
         if host in self._held and self._free(host):
             self._held.discard(host)
 
+    def want_side(self, host: str) -> None:
+        """A side request waits for ``host`` (for ``ready_at``): until it starts
+        (:meth:`start_side`) or gives up (:meth:`drop_side_want`), the host's page
+        fetches are held (``acquire``), so it takes the host's next turn."""
+        self._side_wanted[host] += 1
+
+    def drop_side_want(self, host: str, now: float) -> bool:
+        """A side request that waited for ``host`` (:meth:`want_side`) gave up at
+        ``now`` (cancelled, the host parked) without starting.
+
+        Returns:
+            ``True`` when ``host`` was held for it and is free now: the caller gives it
+            back to the frontier at ``ready_at(host, now)``.
+        """
+        self._unwant(host)
+        if not self._side_wanted[host] and host in self._held and self._free(host):
+            self._held.discard(host)
+            return True
+        return False
+
+    def _unwant(self, host: str) -> None:
+        if self._side_wanted[host] > 1:
+            self._side_wanted[host] -= 1
+        else:
+            self._side_wanted.pop(host, None)
+
     def start_side(self, host: str, now: float) -> None:
         """A side request (robots.txt, a redirect hop of it, a render sub-request) to
-        ``host`` starts at ``now``; it counts like a page fetch."""
+        ``host`` starts at ``now``; it counts like a page fetch (and no longer waits:
+        :meth:`want_side`)."""
         self._dispatch(host, now)
+        self._unwant(host)
         self._side[host] += 1
 
     def end_side(self, host: str, now: float) -> bool:
@@ -296,7 +329,7 @@ class HostGate:
         if not self._side[host]:
             del self._side[host]
         self._end_address(host, now)
-        if host in self._held and self._free(host):
+        if host in self._held and self._free(host) and not self._side_wanted[host]:
             self._held.discard(host)
             return True
         return False
