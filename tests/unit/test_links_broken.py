@@ -11,7 +11,7 @@ from clikit import main_in
 from crawlkit import rows
 from fakesite import FakeSite, crawl, links_page, redirect, status
 
-from crawldeck.core.storage.export import blocked_links, link_report
+from crawldeck.core.storage.export import blocked_links, link_report, unchecked_links
 from crawldeck.core.storage.store import Store
 
 
@@ -55,3 +55,24 @@ def test_a_redirect_loop_has_one_verdict_in_every_view(tmp_path: Path) -> None:
         (f"{a}/loop-a", f"{a}/loop-b"),
         (f"{a}/missing", f"{a}/missing"),
     ]
+
+
+def test_a_link_spelled_as_a_fetched_page_is_that_page_not_unchecked(tmp_path: Path) -> None:
+    """Links that differ from a fetched URL only by a parameter the dedupe key drops
+    (``sid``, ``strip_params``) are that page: a finished crawl said "34 links not
+    checked: the crawl stopped before fetching them" (issue #25 trial 6)."""
+    a = "http://127.0.0.1"
+    site = FakeSite()
+    site.add(f"{a}/robots.txt", status(404))
+    site.add(f"{a}/", links_page(f"{a}/shop?sid=1", f"{a}/shop?sid=2", f"{a}/gone"))
+    site.add(f"{a}/shop?sid=1", links_page(f"{a}/shop?sid=3"))
+    site.add(f"{a}/gone", status(404))
+    db = tmp_path / "c.db"
+    crawl(site, [f"{a}/"], db)
+    assert site.count(f"{a}/shop?sid=2") == site.count(f"{a}/shop?sid=3") == 0
+    checks = {(c.from_url, c.to_url): c for c in link_report(db, broken=False)}
+    for link in ((f"{a}/", f"{a}/shop?sid=2"), (f"{a}/shop?sid=1", f"{a}/shop?sid=3")):
+        found = checks[link]
+        assert (found.status, found.final_url, found.tried) == (200, f"{a}/shop?sid=1", True)
+    assert checks[(f"{a}/", f"{a}/gone")].status == 404
+    assert unchecked_links(db) == 0

@@ -66,7 +66,8 @@ from typing import Final, Literal, TextIO
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
-from crawldeck.core.errors import StoreError, UrlError
+from crawldeck.core.config import DEFAULT_STRIP_PARAMS
+from crawldeck.core.errors import CrawldeckError, StoreError, UrlError
 from crawldeck.core.policy import urls
 from crawldeck.core.records import LinkCheck
 from crawldeck.core.storage.archive import decode_content
@@ -532,14 +533,48 @@ _SQL_BLOCKED_LINKS: Final = (
     " CROSS JOIN links l ON l.to_url = b.url"
     f" WHERE b.reason NOT IN {_BROKEN_REASONS}"
     " AND NOT EXISTS (SELECT 1 FROM pages p WHERE p.url = b.url)"
+    " AND NOT EXISTS (SELECT 1 FROM pages r WHERE r.url = l.from_url"
+    " AND r.status BETWEEN 300 AND 399)"
     " GROUP BY b.reason ORDER BY b.reason"
 )
 #: Links whose target was neither fetched nor refused (``LinkCheck.tried`` false and no
 #: ``blocked``: ``crawldeck links``' ``not fetched``).
 _SQL_UNCHECKED_LINKS: Final = (
-    "SELECT count(*) FROM links l WHERE NOT EXISTS (SELECT 1 FROM pages p WHERE p.url ="
+    "SELECT l.to_url FROM links l WHERE NOT EXISTS (SELECT 1 FROM pages p WHERE p.url ="
     " l.to_url) AND NOT EXISTS (SELECT 1 FROM blocked b WHERE b.url = l.to_url)"
 )
+#: The page fetched under a dedupe key (``frontier.key``: ``urls.normalize`` with the
+#: crawl's ``strip_params``): a link spelled otherwise (``/shop/?sid=2`` beside the
+#: ``/shop/?sid=1`` fetched) is that page, not a URL never checked (issue #25).
+_SQL_SAME_PAGE: Final = (
+    "SELECT p.status, p.error, p.final_url FROM frontier f CROSS JOIN pages p"
+    " ON p.url = f.url WHERE f.key = ?"
+)
+
+
+def _strip_params(conn: sqlite3.Connection) -> tuple[str, ...]:
+    """The ``strip_params`` of the file's last run (``runs.config``), else the default."""
+    row = conn.execute("SELECT config FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+    try:
+        value = json.loads(row[0]).get("strip_params") if row and row[0] else None
+    except (ValueError, AttributeError):
+        value = None
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    return DEFAULT_STRIP_PARAMS
+
+
+def _same_page(
+    conn: sqlite3.Connection, strip: tuple[str, ...], url: str
+) -> tuple[int | None, str | None, str | None] | None:
+    """``(status, error, final_url)`` of the page fetched under ``url``'s dedupe key,
+    or ``None``."""
+    try:
+        key = urls.normalize(url, strip)
+    except CrawldeckError:
+        return None
+    row = conn.execute(_SQL_SAME_PAGE, (key,)).fetchone()
+    return None if row is None else (row[0], row[1], row[2])
 
 
 def link_report(db: Path, *, broken: bool) -> Iterator[LinkCheck]:
@@ -548,7 +583,8 @@ def link_report(db: Path, *, broken: bool) -> Iterator[LinkCheck]:
     only the broken ones (the ``broken_links`` view: HTTP 4xx/5xx, no response, a
     redirect chain that failed), ordered by link then referring page; else every link
     in insertion order, a target refused untried with ``blocked`` (robots, scope, ...),
-    one never reached with ``tried`` false; each with its anchor text (NULL for a file
+    one fetched under another spelling with that page's answer (``_same_page``), one
+    never reached with ``tried`` false; each with its anchor text (NULL for a file
     made before ``links.anchor``, ``core.storage.store.anchor_select``).
 
     Raises:
@@ -559,9 +595,14 @@ def link_report(db: Path, *, broken: bool) -> Iterator[LinkCheck]:
         with contextlib.closing(_connect(path)) as conn:
             columns = {row[1] for row in conn.execute("PRAGMA table_info(links)")}
             sql = anchor_select(_SQL_BROKEN_LINKS if broken else _SQL_ALL_LINKS, columns)
+            strip = _strip_params(conn)
             cur = conn.execute(sql)
             while rows := cur.fetchmany(EXPORT_BATCH_ROWS):
                 for from_url, to_url, status, error, final_url, blocked, tried, anchor in rows:
+                    if not tried and blocked is None:
+                        same = _same_page(conn, strip, to_url)
+                        if same is not None:
+                            (status, error, final_url), tried = same, True
                     yield LinkCheck(
                         from_url,
                         to_url,
@@ -615,8 +656,9 @@ def blocked_links(db: Path) -> dict[str, tuple[int, int]]:
 
 def unchecked_links(db: Path) -> int:
     """Links of ``db`` whose target was never checked: neither fetched (no ``pages``
-    row) nor refused (no ``blocked`` row), still queued when the crawl stopped (a
-    budget, Ctrl-C); 0 after a crawl that finished. Read-only.
+    row, under its spelling or its dedupe key: ``_same_page``) nor refused (no
+    ``blocked`` row), still queued when the crawl stopped (a budget, Ctrl-C); 0 after
+    a crawl that finished. Read-only.
 
     Raises:
         StoreError: as ``export``.
@@ -624,7 +666,12 @@ def unchecked_links(db: Path) -> int:
     path = Path(db)
     try:
         with contextlib.closing(_connect(path)) as conn:
-            return int(conn.execute(_SQL_UNCHECKED_LINKS).fetchone()[0])
+            strip = _strip_params(conn)
+            cur = conn.execute(_SQL_UNCHECKED_LINKS)
+            left = 0
+            while rows := cur.fetchmany(EXPORT_BATCH_ROWS):
+                left += sum(_same_page(conn, strip, url) is None for (url,) in rows)
+            return left
     except sqlite3.Error as exc:
         raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
 
