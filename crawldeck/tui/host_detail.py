@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
-from rich.console import JustifyMethod
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -23,6 +23,7 @@ from crawldeck.tui.widgets import (
     fmt_clock,
     fmt_countdown,
     host_ip,
+    url_on_host,
 )
 
 #: ``HostDetail.robots_detail`` as the crawl words it:
@@ -122,25 +123,50 @@ def _rules_text(detail: HostDetail) -> Text:
     return text
 
 
-def _responses_table(detail: HostDetail) -> Table | Text:
+#: The most cells the host detail gives a response's URL (its path and query).
+URL_CELLS = 40
+
+
+class ResponsesTable:
+    """The host's last responses as a Rich table sized to the width it is drawn in
+    (``_responses_table`` makes it).
+
+    Args:
+        rows: newest first, each ``(time "HH:MM:SS" UTC, HTTP status or None, elapsed
+            ms as text, URL as shown, error text or "")``.
+    """
+
+    def __init__(self, rows: list[tuple[str, int | None, str, str, str]]) -> None:
+        self.rows = rows
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        """The table within ``options.max_width`` cells."""
+        # time, status and ms (22 cells) and 8 of padding; the URL half of the rest
+        url_cells = max(8, min(URL_CELLS, (options.max_width - 30) // 2))
+        table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold", expand=True)
+        table.add_column("time (UTC)", width=10, no_wrap=True)
+        table.add_column("status", justify="right", width=6, no_wrap=True)
+        table.add_column("ms", justify="right", width=6, no_wrap=True)
+        table.add_column("URL", no_wrap=True, overflow="ellipsis", max_width=url_cells)
+        table.add_column("error", no_wrap=True, overflow="ellipsis", ratio=1)
+        for at, code, ms, url, error in self.rows:
+            style = "green" if code and code < 400 else "red"
+            table.add_row(at, Text("-" if code is None else str(code), style=style), ms, url, error)
+        yield table
+
+
+def _responses_table(detail: HostDetail) -> ResponsesTable | Text:
+    """The host's last responses, newest first: time, status and ms at their full
+    width (a long error squeezed them to ``ti…`` and no status; issue #25 trial 6),
+    then the URL without its ``scheme://host`` (the title says it; up to ``URL_CELLS``,
+    at most half of what is left) and the error in the rest, each cut with ``…``."""
     if not detail.responses:
         return Text("no response yet", style="dim")
-    table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold")
-    columns: tuple[tuple[str, JustifyMethod], ...] = (
-        ("time (UTC)", "left"),
-        ("status", "right"),
-        ("ms", "right"),
-        ("URL", "left"),
-        ("error", "left"),
-    )
-    for label, justify in columns:
-        table.add_column(label, justify=justify, no_wrap=True)
-    for r in reversed(detail.responses):
-        status = "-" if r.status is None else str(r.status)
-        style = "green" if r.status and r.status < 400 else "red"
-        table.add_row(fmt_clock(r.at), Text(status, style=style), f"{r.elapsed_ms:.0f}",
-                      r.url, r.error or "")  # fmt: skip
-    return table
+    host = detail.row.host
+    return ResponsesTable([
+        (fmt_clock(r.at), r.status, f"{r.elapsed_ms:.0f}", url_on_host(r.url, host), r.error or "")
+        for r in reversed(detail.responses)
+    ])  # fmt: skip
 
 
 def _queue_text(detail: HostDetail) -> Text:

@@ -15,7 +15,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from rich.table import Table
 from rich.text import Text
 from textual import events
 from textual.keys import _character_to_key
@@ -31,7 +30,7 @@ from crawldeck.core.crawl.snapshot import CrawlSnapshot, CrawlState, HostDetail
 from crawldeck.core.storage.store import Store
 from crawldeck.localweb import LocalWeb
 from crawldeck.tui.app import CrawlApp, CrawlSource, run_console
-from crawldeck.tui.host_detail import HostDetailScreen
+from crawldeck.tui.host_detail import HostDetailScreen, ResponsesTable
 from crawldeck.tui.screens import AddSeedScreen, HelpScreen
 from crawldeck.tui.table import LineTable
 from crawldeck.tui.widgets import EVERY_HOST_UP_TO, EXPORT_TABLES, BlockedPanel
@@ -269,7 +268,7 @@ async def test_enter_opens_the_host_detail_of_each_table() -> None:
         text = " ".join(str(s.content) for s in screen.query(Static))
         assert "/private/press/" in text and "docs/page-0.html" in text
         responses = screen.query_one("#detail-responses", Static).content
-        assert isinstance(responses, Table) and responses.row_count == 4
+        assert isinstance(responses, ResponsesTable) and len(responses.rows) == 4
         await pilot.press("escape")
         assert not isinstance(app.screen, HostDetailScreen)
         await pilot.press("2", "enter")

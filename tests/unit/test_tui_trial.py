@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from console.test_tui_snapshots import HOSTS, detail_of
+from rich.console import Console
 from rich.style import Style
 
-from crawldeck.core.crawl.snapshot import HostDetail
-from crawldeck.tui.host_detail import robots_line
+from crawldeck.core.crawl.snapshot import HostDetail, ResponseRow
+from crawldeck.tui.host_detail import _responses_table, robots_line
 from crawldeck.tui.screens import EIGHTHS, RateBars
 
 
@@ -54,3 +55,21 @@ def test_the_host_detail_says_the_robots_status_once() -> None:
     assert robots_line(strict, strict_robots=True).plain == (
         "unreachable (HTTP 503), every URL blocked (strict) · expires in 60 s"
     )
+
+
+def test_the_last_responses_keep_time_status_and_ms_beside_long_errors() -> None:
+    """Long errors squeezed the host detail's table to ``ti…  URL  error``: no status
+    (issue #25 trial 6). Time, status and ms stay whole; the URL is the path."""
+    row = HOSTS[3]
+    long = "redirect_loop: loop after 2 hops: back to hop 1 (" + "http://x.test/" * 6 + ")"
+    detail = replace(detail_of(row), responses=(
+        ResponseRow(1_700_000_000.0, f"http://{row.host}/loop-a", 302, 1.0, long),
+        ResponseRow(1_700_000_001.0, f"http://{row.host}/gone", 404, 2.0, None),
+    ))  # fmt: skip
+    console = Console(width=104, record=True)
+    console.print(_responses_table(detail))
+    lines = console.export_text().splitlines()
+    assert lines[0].split() == ["time", "(UTC)", "status", "ms", "URL", "error"]
+    assert lines[1].split()[:4] == ["22:13:21", "404", "2", "/gone"]
+    assert lines[2].split()[:5] == ["22:13:20", "302", "1", "/loop-a", "redirect_loop:"]
+    assert lines[2].rstrip().endswith("…") and max(len(line) for line in lines) <= 104
