@@ -56,12 +56,20 @@ def test_a_run_without_stats_says_why(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "c.db"
-    with Store(db) as store:  # a run that never ended: killed, as far as the file knows
+    with Store(db) as store:  # a run that has not ended, its file held: running
         store.begin_run({})
+        store.flush()
+        code, out, _ = main_in(tmp_path, monkeypatch, capsys, "stats", "c.db")
+        assert code == 0
+        assert out.splitlines()[-1] == (
+            "no stats for this run: it is still running, or was killed and no run came after it"
+        )
+    # the file let go without the run's end: killed (issue #25 trial 6: after kill -9,
+    # stats said "still running, or was killed" with the file's lock free)
     code, out, _ = main_in(tmp_path, monkeypatch, capsys, "stats", "c.db")
-    assert code == 0
+    assert (code, out.splitlines()[0].split(",")[0]) == (0, "run 1: killed")
     assert out.splitlines()[-1] == (
-        "no stats for this run: it is still running, or was killed and no run came after it"
+        "no stats for this run: the run was killed (SIGKILL or a crash): its figures were lost"
     )
     with Store(db) as store:  # the next run marks it killed
         store.begin_run({})

@@ -63,6 +63,7 @@ from typing import Any, Final
 from crawldeck.core.errors import StoreError
 from crawldeck.core.records import LINKS_CUT_ERRORS, to_iso_utc
 from crawldeck.core.storage.store import check_header, check_schema, connect_reader
+from crawldeck.core.storage.store.lock import lock_holder
 
 #: The fetch latency histogram's upper bounds in seconds: Prometheus' default buckets
 #: (``prometheus_client.Histogram.DEFAULT_BUCKETS``), which span what a crawl sees, a
@@ -261,9 +262,19 @@ class RunRow:
     stats: dict[str, Any] | None
 
 
+def _nobody_holds(path: Path) -> bool:
+    """Whether no process holds the crawl file ``path`` (``lock_holder``); ``False``
+    when that cannot be known."""
+    try:
+        return lock_holder(path) is None
+    except OSError:
+        return False
+
+
 def read_run(db: Path, run_id: int | None = None) -> RunRow:
     """The ``runs`` row ``run_id`` of the crawl file ``db`` (``None``: the last run),
-    read through a read-only connection (a crawl may be running in it).
+    read through a read-only connection (a crawl may be running in it); a run the file
+    says is ``running`` while no process holds the file is ``killed``.
 
     Raises:
         StoreError: ``db`` is missing, not a crawl file, cannot be read, holds no run,
@@ -295,6 +306,9 @@ def read_run(db: Path, run_id: int | None = None) -> RunRow:
         if last is None:
             raise StoreError(f"{path.name} holds no run yet")
         raise StoreError(f"{path.name} has no run {run_id} (its runs are 1 to {last})")
+    if row[1] == "running" and _nobody_holds(path):
+        # its process is gone without ending it: what the next run will mark it (issue #25)
+        row = (row[0], "killed", *row[2:])
     stats = None
     if row[4] is not None:
         try:

@@ -121,6 +121,31 @@ def _flock_holder(st: os.stat_result) -> int | None:
     return None
 
 
+def lock_holder(path: Path) -> int | None:
+    """Whether a crawldeck holds the crawl file ``path`` now (its ``Store``'s flock),
+    read from ``/proc/locks`` without opening the file (an open and close here could
+    drop this process's SQLite locks on it: the module docstring).
+
+    Returns:
+        the holder's pid, 0 when it holds it from another pid namespace, ``None`` when
+        no process holds it (a run the file says is running was killed).
+
+    Raises:
+        OSError: ``path`` or ``/proc/locks`` cannot be read (not Linux): unknown.
+    """
+    st = os.stat(path)
+    needle = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    with open("/proc/locks", encoding="ascii", errors="replace") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == needle:
+                try:
+                    return max(0, int(fields[4]))
+                except ValueError:
+                    return 0
+    return None
+
+
 def _other_descriptor_open(ident: _FileId) -> bool:
     """Whether a descriptor of this process, not a parked one, is open on ``ident``.
 
