@@ -480,8 +480,9 @@ def page_record(db: Path, url: str) -> ArchivedRecord:
     ``crawl`` takes such a seed): as a browser's address bar takes what is typed.
 
     Raises:
-        StoreError: ``db`` is not a crawl file, ``url`` is not one of its pages, the
-            page has no WARC record, or its WARC file is missing or unreadable.
+        StoreError: ``db`` is not a crawl file, ``url`` is not one of its pages (a URL
+            the crawl refused says why: its ``blocked`` row), the page has no WARC
+            record, or its WARC file is missing or unreadable.
     """
     path = Path(db)
     candidates = [url]
@@ -491,15 +492,25 @@ def page_record(db: Path, url: str) -> ArchivedRecord:
             candidates.append(urls.clean(spelling))
     try:
         with contextlib.closing(_connect(path)) as conn:
-            found = None
+            found = refused = None
             for candidate in dict.fromkeys(candidates):
                 found = conn.execute(
                     "SELECT warc_file, warc_offset, bytes FROM pages WHERE url = ?", (candidate,)
                 ).fetchone()
                 if found is not None:
                     break
+                refused = (
+                    refused
+                    or conn.execute(
+                        "SELECT reason, detail FROM blocked WHERE url = ?", (candidate,)
+                    ).fetchone()
+                )
     except sqlite3.Error as exc:
         raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
+    if found is None and refused is not None:
+        # never fetched: say why, as the blocked table does (issue #25 trial 6)
+        why = f"{refused[0]}: {refused[1]}" if refused[1] else refused[0]
+        raise StoreError(f"{url} was refused, never fetched ({why}): no page in {path.name}")
     if found is None:
         raise StoreError(f"{url} is not a page of {path.name}")
     if found[0] is None:

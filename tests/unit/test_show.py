@@ -1,0 +1,29 @@
+"""``crawldeck show``: the tests that need no server, process or console (pure logic,
+the store); the others are in ``tests/loopback/test_show.py``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from clikit import main_in
+
+from crawldeck.core.records import BlockedRecord
+from crawldeck.core.storage.store import Store
+
+
+def test_show_of_a_refused_url_says_why_it_has_no_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``show`` of a URL robots.txt refused: why, not "not a page" (issue #25 trial 6)."""
+    with Store(tmp_path / "c.db") as store:
+        store.begin_run({})
+        url = "http://a.test/private/secret"
+        store.record_blocked(BlockedRecord(url, "a.test", "robots", "disallowed", 1.7e9))
+        store.end_run(1, "finished")
+    code, out, err = main_in(tmp_path, monkeypatch, capsys, "show", "c.db", "a.test/private/secret")
+    assert (code, out) == (2, "")
+    assert err == (
+        "crawldeck show: error: a.test/private/secret was refused, never fetched (robots: "
+        "disallowed): no page in c.db\n"
+    )
