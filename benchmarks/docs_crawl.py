@@ -65,20 +65,19 @@ class _Links(HTMLParser):
 def ensure_docs(*, install: bool) -> None:
     """Install python3-doc and python-django-doc with apt-get if they are missing (root,
     and only when ``install``: ``--serve-only`` installs nothing, it says what to do)."""
-    if (PYTHON_DOCS / "index.html").exists() and (DJANGO_DOCS / "index.html").exists():
+    packages = {"python3-doc": PYTHON_DOCS, "python-django-doc": DJANGO_DOCS}
+    missing = [name for name, home in packages.items() if not (home / "index.html").exists()]
+    if not missing:
         return
     if not install or os.geteuid() != 0 or shutil.which("apt-get") is None:
+        # only what is missing (a trial had python3-doc and was told to install it)
         sys.exit(
-            "docs_crawl: install python3-doc and python-django-doc first "
-            "(apt-get install python3-doc python-django-doc, as root)"
+            f"docs_crawl: install {' and '.join(missing)} first "
+            f"(apt-get install {' '.join(missing)}, as root)"
         )
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
-    subprocess.run(
-        ["apt-get", "install", "-y", "-qq", "python3-doc", "python-django-doc"],
-        check=True,
-        env=env,
-    )
+    subprocess.run(["apt-get", "install", "-y", "-qq", *missing], check=True, env=env)
 
 
 def reachable(sites: dict[str, tuple[Path, str]], seeds: list[str]) -> set[str]:
