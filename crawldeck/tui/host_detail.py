@@ -178,14 +178,14 @@ def _queue_text(detail: HostDetail) -> Text:
         lines3 = zip(detail.queue_head, detail.queue_scores, detail.queue_inlinks, strict=True)
         return Text(
             "\n".join(
-                f"{i + 1:2d}. cash {cash:<9.3g} {n:5d} in-links  {url}"
+                f"{i + 1:2d}. cash {cash:<#9.3g} {n:5d} in-links  {url}"
                 for i, (url, cash, n) in enumerate(lines3)
             )
         )
     if detail.queue_scores:
         lines = zip(detail.queue_head, detail.queue_scores, strict=True)
         return Text(
-            "\n".join(f"{i + 1:2d}. {cash:9.3g}  {url}" for i, (url, cash) in enumerate(lines))
+            "\n".join(f"{i + 1:2d}. {cash:#9.3g}  {url}" for i, (url, cash) in enumerate(lines))
         )
     return Text("\n".join(f"{i + 1:2d}. {url}" for i, url in enumerate(detail.queue_head)))
 
