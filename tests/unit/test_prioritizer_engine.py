@@ -154,8 +154,8 @@ def test_the_console_draws_importance_bands_and_in_links_under_opic_inlinks() ->
         crawl_delay_s=None, responses=(), queue_scores=(0.5, 0.25), queue_inlinks=(2, 1),
     )  # fmt: skip
     assert _queue_text(detail).plain.splitlines() == [
-        f" 1. cash 0.5           2 in-links  {A}/hot",
-        f" 2. cash 0.25          1 in-links  {A}/q3",
+        f" 1. cash 0.500         2 in-links  {A}/hot",
+        f" 2. cash 0.250         1 in-links  {A}/q3",
     ]
 
 
