@@ -133,7 +133,16 @@ class Crawl:
     def host_detail(self, host: str, queue_head: int = 20) -> HostDetail | None:
         if host != self._row.host:
             return None
-        return HostDetail(self._row, ("http://127.0.0.1/a",)[:queue_head], (), "ok", None, ())
+        return HostDetail(
+            self._row,
+            ("http://127.0.0.1/a",)[:queue_head],
+            (),
+            None,
+            (),
+            robots_why="200",
+            robots_http=200,
+            robots_expires_in_s=60.0,
+        )
 
 
 async def watch(source: SocketSource) -> tuple[asyncio.Task[object], list[CrawlSnapshot]]:

@@ -4,7 +4,6 @@ into the engine."""
 
 from __future__ import annotations
 
-import re
 from typing import ClassVar
 
 from rich.console import Console, ConsoleOptions, RenderResult
@@ -26,12 +25,6 @@ from crawldeck.tui.widgets import (
     url_on_host,
 )
 
-#: ``HostDetail.robots_detail`` as the crawl words it:
-#: ``missing (HTTP 404; 404); expires in 3480 s``, ``unreachable (HTTP no response;
-#: connect); expires in 60 s``.
-_ROBOTS_DETAIL = re.compile(
-    r"(?P<status>\w+) \(HTTP (?P<code>[^;]*); (?P<why>.*)\)(?:; (?P<rest>.*))?"
-)
 #: What each robots.txt state is called in the host detail, and its style.
 ROBOTS_WORDS = {
     "ok": ("fetched", "green"),
@@ -46,21 +39,20 @@ def robots_line(detail: HostDetail, strict_robots: bool) -> Text:
     and why (when it says more than the status), what the crawl does about it, and when
     the file is asked again: ``missing (HTTP 404), allow all · expires in 3480 s``,
     ``fetched (HTTP 200) · expires in 3480 s``, ``unreachable (no response: connect),
-    allow all, audited · expires in 60 s``. A detail in another form is shown as it is
-    (``robots.txt not fetched yet``)."""
-    found = _ROBOTS_DETAIL.fullmatch(detail.robots_detail)
-    words = ROBOTS_WORDS.get(detail.row.robots_status)
-    if found is None or words is None:
-        return Text(detail.robots_detail)
-    code, why = found["code"], found["why"]
-    if why == code:
-        why = ""
-    elif why.startswith(f"{code} "):  # "301 without a usable Location"
-        why = why[len(code) + 1 :]
-    said = "no response" if code == "no response" else f"HTTP {code}"
-    word, style = words
-    text = Text.assemble((word, style), f" ({said}: {why})" if why else f" ({said})")
+    allow all, audited · expires in 60 s``; ``robots.txt not fetched yet`` before it
+    was asked (``HostDetail.robots_why`` ``None``)."""
+    if detail.robots_why is None:
+        return Text("robots.txt not fetched yet")
     status = detail.row.robots_status
+    word, style = ROBOTS_WORDS.get(status, (status, ""))
+    code = detail.robots_http
+    why = detail.robots_why
+    if code is not None and why == str(code):
+        why = ""
+    elif code is not None and why.startswith(f"{code} "):  # "301 without a usable Location"
+        why = why[len(str(code)) + 1 :]
+    said = "no response" if code is None else f"HTTP {code}"
+    text = Text.assemble((word, style), f" ({said}: {why})" if why else f" ({said})")
     if status in ("missing", "redirect_limit"):
         text.append(", allow all")
     elif status == "unreachable":
@@ -71,8 +63,8 @@ def robots_line(detail: HostDetail, strict_robots: bool) -> Text:
             text.append(", the rules of the last copy fetched")
         else:
             text.append(", allow all, audited")
-    if found["rest"]:
-        text.append(f" · {found['rest']}")
+    if detail.robots_expires_in_s is not None:
+        text.append(f" · expires in {detail.robots_expires_in_s:.0f} s")
     return text
 
 

@@ -174,7 +174,9 @@ def detail_of(row: HostRow) -> HostDetail:
             ("allow", "/private/press/"),
             ("disallow", "/*.pdf$"),
         ),
-        robots_detail="ok (HTTP 200; 312 bytes); expires in 3480 s",
+        robots_why="312 bytes",
+        robots_http=200,
+        robots_expires_in_s=3480.0,
         crawl_delay_s=1.0 if row.delay_source == "crawl_delay" else None,
         responses=(
             ResponseRow(T0 + 100, f"https://{row.host}/", 200, 84.0, None),

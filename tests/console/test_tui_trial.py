@@ -119,14 +119,9 @@ async def test_a_parked_host_is_in_a_hosts_table_with_room() -> None:
 # ------------------------------------------------------------------ 3. robots.txt once
 
 
-def robots_of(status: str, detail: str, rules: tuple[tuple[str, str], ...] = ()) -> HostDetail:
-    """A host detail whose robots.txt is in ``status``, said by the crawl as ``detail``."""
-    row = replace(HOSTS[3], robots_status=status)
-    return replace(detail_of(row), robots_detail=detail, robots_rules=rules)
-
-
 async def test_the_detail_view_shows_the_robots_line() -> None:
-    detail = robots_of("missing", "missing (HTTP 404; 404); expires in 3480 s")
+    row = replace(HOSTS[3], robots_status="missing")
+    detail = replace(detail_of(row), robots_why="404", robots_http=404, robots_expires_in_s=3480.0)
     engine = FakeEngine([snapshot_at(i) for i in range(3)])
     engine.host_detail = lambda host, queue_head=20: detail  # type: ignore[method-assign]
     app = CrawlApp(engine, Path("crawl.db"))

@@ -213,7 +213,7 @@ def test_host_detail_and_query(crawl: Crawl) -> None:
     assert detail is not None
     assert ("disallow", "/drafts/") in detail.robots_rules
     assert detail.crawl_delay_s == pytest.approx(CRAWL_DELAY_S)
-    assert detail.robots_detail.startswith("ok (HTTP 200")
+    assert (detail.row.robots_status, detail.robots_http) == ("ok", 200)
     assert detail.queue_head == ()
     assert len(detail.responses) == 10
     assert all(r.url.startswith(crawl.web.hosts["www"]) for r in detail.responses)

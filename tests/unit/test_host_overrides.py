@@ -255,7 +255,7 @@ def detail_lines(overrides: tuple[tuple[str, str], ...]) -> str:
         host="docs.example.org", queued=1, in_flight=0, fetched=2, errors=0, delay_ms=5000.0,
         delay_source="override", tokens=1.0, next_fetch_in_s=0.0, robots_status="ok",
     )  # fmt: skip
-    detail = HostDetail(row, (), (), "ok", None, (), overrides)
+    detail = HostDetail(row, (), (), None, (), overrides)
     console = Console(width=120, record=True, color_system=None)
     console.print(_detail_summary(detail, False))
     return console.export_text()

@@ -308,7 +308,7 @@ def test_host_detail_before_and_after_robots_txt(rig: Rig) -> None:
     detail = obs.host_detail("a.test", queue_head=2)
     assert detail is not None
     assert detail.queue_head == ("http://a.test/0", "http://a.test/1")
-    assert detail.robots_detail == "robots.txt not fetched yet"
+    assert (detail.robots_why, detail.robots_http, detail.robots_expires_in_s) == (None,) * 3
     assert (detail.robots_rules, detail.crawl_delay_s) == ((), None)
     assert [r.url for r in detail.responses] == [f"http://a.test/{n}" for n in range(2, 12)]
     decision = asyncio.run(rig.robots.check("http://a.test/0"))
@@ -318,7 +318,11 @@ def test_host_detail_before_and_after_robots_txt(rig: Rig) -> None:
     assert detail is not None
     assert detail.robots_rules == (("disallow", "/private"),)
     assert detail.crawl_delay_s == 2.0
-    assert detail.robots_detail == "ok (HTTP 200; 200); expires in 86300 s"
+    assert (detail.robots_why, detail.robots_http, detail.robots_expires_in_s) == (
+        "200",
+        200,
+        86300.0,
+    )
     assert detail.row.robots_status == "ok"
 
 

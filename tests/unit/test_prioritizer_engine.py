@@ -150,7 +150,7 @@ def test_the_console_draws_importance_bands_and_in_links_under_opic_inlinks() ->
     assert lines[3].startswith("31 demoted")
     row = HostRow("127.0.0.1", 2, 0, 0, 0, 0.0, "default", 1.0, 0.0, "ok")
     detail = HostDetail(
-        row=row, queue_head=(A + "/hot", A + "/q3"), robots_rules=(), robots_detail="",
+        row=row, queue_head=(A + "/hot", A + "/q3"), robots_rules=(),
         crawl_delay_s=None, responses=(), queue_scores=(0.5, 0.25), queue_inlinks=(2, 1),
     )  # fmt: skip
     assert _queue_text(detail).plain.splitlines() == [

@@ -24,34 +24,42 @@ def test_rate_bars_of_zeros_are_empty_and_start_from_zero() -> None:
     assert "".join(c for c, _ in lines[0]) == f" {EIGHTHS[0]}{EIGHTHS[-1]}"
 
 
-def robots_of(status: str, detail: str, rules: tuple[tuple[str, str], ...] = ()) -> HostDetail:
-    """A host detail whose robots.txt is in ``status``, said by the crawl as ``detail``."""
+def robots_of(
+    status: str,
+    why: str | None,
+    http: int | None,
+    expires_in_s: float | None,
+    rules: tuple[tuple[str, str], ...] = (),
+) -> HostDetail:
+    """A host detail whose robots.txt is in ``status``: ``why`` and ``http`` as the
+    robots cache says them, asked again in ``expires_in_s``."""
     row = replace(HOSTS[3], robots_status=status)
-    return replace(detail_of(row), robots_detail=detail, robots_rules=rules)
+    return replace(
+        detail_of(row), robots_why=why, robots_http=http, robots_expires_in_s=expires_in_s,
+        robots_rules=rules,
+    )  # fmt: skip
 
 
 def test_the_host_detail_says_the_robots_status_once() -> None:
     cases = {
-        ("missing", "missing (HTTP 404; 404); expires in 3480 s"): (
-            "missing (HTTP 404), allow all · expires in 3480 s"
-        ),
-        ("ok", "ok (HTTP 200; 200); expires in 3480 s"): "fetched (HTTP 200) · expires in 3480 s",
-        ("unreachable", "unreachable (HTTP no response; connect); expires in 60 s"): (
+        ("missing", "404", 404, 3480.0): "missing (HTTP 404), allow all · expires in 3480 s",
+        ("ok", "200", 200, 3480.0): "fetched (HTTP 200) · expires in 3480 s",
+        ("ok", "312 bytes", 200, 3480.0): "fetched (HTTP 200: 312 bytes) · expires in 3480 s",
+        ("unreachable", "connect", None, 60.0): (
             "unreachable (no response: connect), allow all, audited · expires in 60 s"
         ),
-        ("redirect_limit", "redirect_limit (HTTP 301; more than 5 redirects); expires in 9 s"): (
+        ("redirect_limit", "more than 5 redirects", 301, 9.0): (
             "redirect limit (HTTP 301: more than 5 redirects), allow all · expires in 9 s"
         ),
-        ("missing", "missing (HTTP 302; 302 without a usable Location); expires in 9 s"): (
+        ("missing", "302 without a usable Location", 302, 9.0): (
             "missing (HTTP 302: without a usable Location), allow all · expires in 9 s"
         ),
-        ("unknown", "robots.txt not fetched yet"): "robots.txt not fetched yet",
+        ("unknown", None, None, None): "robots.txt not fetched yet",
     }
-    for (status, said), line in cases.items():
-        detail = robots_of(status, said)
+    for (status, why, http, left), line in cases.items():
+        detail = robots_of(status, why, http, left)
         assert robots_line(detail, strict_robots=False).plain == line
-    said = "unreachable (HTTP 503; 503); expires in 60 s"
-    strict = robots_of("unreachable", said, (("disallow", "/"),))
+    strict = robots_of("unreachable", "503", 503, 60.0, (("disallow", "/"),))
     assert robots_line(strict, strict_robots=True).plain == (
         "unreachable (HTTP 503), every URL blocked (strict) · expires in 60 s"
     )

@@ -482,12 +482,6 @@ class Observer:
             return None
         now = self._clock()
         robots = self._robots.entry(stats.origin)
-        if robots is None:
-            detail = "robots.txt not fetched yet"
-        else:
-            code = robots.http_status if robots.http_status is not None else "no response"
-            left = max(0.0, robots.expires_at - now)
-            detail = f"{robots.status} (HTTP {code}; {robots.detail}); expires in {left:.0f} s"
         head = self._frontier.peek(host, queue_head)
         ordering = self._config.ordering
         return HostDetail(
@@ -496,8 +490,10 @@ class Observer:
             queue_scores=tuple(e.score for e in head) if ordering in CASH_ORDERINGS else (),
             queue_inlinks=tuple(e.inlinks for e in head) if ordering == "opic-inlinks" else (),
             robots_rules=tuple(robots.rules) if robots else (),
-            robots_detail=detail,
             crawl_delay_s=robots.crawl_delay_s if robots else None,
+            robots_why=robots.detail if robots else None,
+            robots_http=robots.http_status if robots else None,
+            robots_expires_in_s=max(0.0, robots.expires_at - now) if robots else None,
             responses=tuple(stats.recent or ()),
             overrides=_overrides(self._config.override(host)),
         )

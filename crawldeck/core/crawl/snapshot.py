@@ -228,7 +228,6 @@ class HostDetail:
         queue_head: the next URLs of its back queue, next first.
         robots_rules: ``(allow|disallow, pattern)`` of the robots.txt group that
             applies to our token (RFC 9309 §2.2.1), empty when none was fetched.
-        robots_detail: one line on the robots.txt state (status, HTTP code, expiry).
         crawl_delay_s: the robots.txt Crawl-delay, if any.
         responses: the host's last responses, newest last.
         overrides: ``(key, value)`` of each setting its ``[hosts."..."]`` table sets
@@ -238,14 +237,22 @@ class HostDetail:
             ``opic-inlinks``; empty under the other orderings).
         queue_inlinks: the in-links of each URL of ``queue_head`` (``opic-inlinks``;
             empty under the other orderings).
+        robots_why: what the robots.txt fetch got, as the robots cache words it
+            (``312 bytes``, ``connect``, ``301 without a usable Location``; its state
+            is ``row.robots_status``); ``None`` before robots.txt was asked.
+        robots_http: the robots.txt answer's HTTP status, ``None`` without a response.
+        robots_expires_in_s: seconds (>= 0) until robots.txt is asked again, ``None``
+            before it was asked.
     """
 
     row: HostRow
     queue_head: tuple[str, ...]
     robots_rules: tuple[tuple[str, str], ...]
-    robots_detail: str
     crawl_delay_s: float | None
     responses: tuple[ResponseRow, ...]
     overrides: tuple[tuple[str, str], ...] = ()
     queue_scores: tuple[float, ...] = ()
     queue_inlinks: tuple[int, ...] = ()
+    robots_why: str | None = None
+    robots_http: int | None = None
+    robots_expires_in_s: float | None = None
