@@ -54,6 +54,13 @@ pytest_plugins = ["pytester", "redisfix", "hangfix"]
 
 TESTS = Path(__file__).resolve().parent
 
+#: pytest keeps each test module's assert-rewritten code as a ``.pyc`` beside it, unless
+#: the interpreter writes no bytecode: with ``PYTHONDONTWRITEBYTECODE=1`` (this
+#: machine's shells set it) every run, and every xdist worker of it, rewrote the ~340
+#: modules again, 7 s of a 9 s collection (issue #24 item 8: a fast tier). The suite
+#: writes its own caches (``__pycache__/``, ignored by git) whatever the shell says.
+sys.dont_write_bytecode = False
+
 #: Hypothesis on a loaded machine (issue #22 item 2): no example has a time limit (the
 #: default 200 ms deadline is a wall-clock bound: an example that waited for the CPU
 #: failed it) and a slow generation is no health failure. A test's own ``@settings``
