@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import gzip
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -194,10 +194,10 @@ CRAWL_NORMALISED = {
 }  # fmt: skip
 
 
-def tables(db: Path, origins: Mapping[str, str]) -> dict[str, list[tuple[Any, ...]]]:
-    """The rows of each table of ``CRAWL_NORMALISED`` in ``db``, sorted, its normalised
-    columns left out and every origin (``http://127.0.0.1:PORT``) and host
-    (``127.0.0.1:PORT``) written as its name (``<a>``)."""
+def namer(origins: Mapping[str, str]) -> Callable[[Any], Any]:
+    """A value with every origin (``http://127.0.0.1:PORT``) and host
+    (``127.0.0.1:PORT``) of ``origins`` written as its name (``<a>``); a value that is
+    no text as it is."""
     names = {o: f"<{k}>" for k, o in origins.items()}
     names |= {urlsplit(o).netloc: f"<{k}>" for k, o in origins.items()}
 
@@ -207,6 +207,13 @@ def tables(db: Path, origins: Mapping[str, str]) -> dict[str, list[tuple[Any, ..
                 value = value.replace(spelled, name)
         return value
 
+    return named
+
+
+def tables(db: Path, origins: Mapping[str, str]) -> dict[str, list[tuple[Any, ...]]]:
+    """The rows of each table of ``CRAWL_NORMALISED`` in ``db``, sorted, its normalised
+    columns left out and every origin and host written as its name (``namer``)."""
+    named = namer(origins)
     conn = sqlite3.connect(db)
     try:
         out = {}
@@ -224,13 +231,7 @@ def duplicate_groups(db: Path, origins: Mapping[str, str]) -> dict[str, list[lis
     """Per column (``duplicate_of``, ``near_duplicate_of``), the pages of ``db`` that
     column joins, as groups (connected through the column's links, whichever page of a
     group was fetched first), each sorted, named as in ``tables``."""
-    names = {o: f"<{k}>" for k, o in origins.items()}
-
-    def named(url: str) -> str:
-        for spelled, name in names.items():
-            url = url.replace(spelled, name)
-        return url
-
+    named = namer(origins)
     conn = sqlite3.connect(db)
     try:
         out = {}
