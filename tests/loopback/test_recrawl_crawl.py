@@ -217,8 +217,9 @@ def test_with_warc_each_304_is_a_server_not_modified_revisit_of_the_first_respon
 
 def test_a_200_with_the_same_bytes_is_no_duplicate_of_its_own_page(tmp_path: Path) -> None:
     """A server that ignores If-None-Match answers the recrawl with 200 and the same
-    bytes: each page is a full response again, ``duplicate_of`` stays NULL, and its
-    versions carry the same digest (``summarize``: unchanged)."""
+    bytes: each page is a full response again, ``duplicate_of`` stays NULL (and
+    ``near_duplicate_of`` names no page itself), and its versions carry the same digest
+    (``summarize``: unchanged)."""
     db = tmp_path / "c.db"
     with HTTPTestServer() as srv:
         srv.set("/", html('<a href="/a">a</a><a href="/b">b</a>', ETag='"r"'))
@@ -234,6 +235,8 @@ def test_a_200_with_the_same_bytes_is_no_duplicate_of_its_own_page(tmp_path: Pat
             '"r"',
         ]
     assert rows(db, "SELECT count(*), count(duplicate_of) FROM pages") == [(3, 0)]
+    # nor a near duplicate of itself (issue #25 trial 7: every unchanged page was)
+    assert rows(db, "SELECT count(*) FROM pages WHERE near_duplicate_of = url") == [(0,)]
     versions = rows(db, "SELECT url, status, payload_digest FROM page_versions ORDER BY url")
     assert [v[1] for v in versions] == [200] * 6
     assert all(versions[i][2] == versions[i + 1][2] is not None for i in range(0, 6, 2))

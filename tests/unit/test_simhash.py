@@ -355,3 +355,16 @@ def test_bad_arguments() -> None:
         NearDuplicates().add("h.test", -1, "http://h.test/")
     with pytest.raises(ValueError, match="unsigned 64-bit"):
         NearDuplicates().add("h.test", 2**64, "http://h.test/")
+
+
+def test_a_page_is_never_its_own_near_duplicate() -> None:
+    """A recrawl's revisit of an unchanged page finds its own fingerprint: ``find``
+    leaves the asking URL out (issue #25 trial 7: every unchanged page was marked a
+    near duplicate of itself)."""
+    index = NearDuplicates()
+    fp = simhash64("the same words on the page as the last time it was fetched")
+    index.add("a.test", fp, "http://a.test/x")
+    assert index.find("a.test", fp) == "http://a.test/x"
+    assert index.find("a.test", fp, "http://a.test/x") is None
+    index.add("a.test", fp ^ 1, "http://a.test/y")
+    assert index.find("a.test", fp, "http://a.test/x") == "http://a.test/y"

@@ -312,7 +312,7 @@ class Recorder:
         if rendered is not None and rendered.simhash is not None:
             fp = rendered.simhash  # what a reader sees: a JavaScript shell's text is not
         if fp is not None:
-            near_of = self._near.find(entry.host, fp)
+            near_of = self._near.find(entry.host, fp, entry.url)
             self._near.add(entry.host, fp, entry.url)
         if self._archive is not None:
             ref = await self._archive.page(

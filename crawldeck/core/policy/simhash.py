@@ -255,7 +255,7 @@ class NearDuplicates:
         """The number of fingerprints held (all hosts)."""
         return self._count
 
-    def find(self, host: str, fp: int) -> str | None:
+    def find(self, host: str, fp: int, url: str | None = None) -> str | None:
         """The URL of a page of ``host`` added before whose fingerprint is within
         ``max_distance`` of ``fp`` (the closest; of equally close ones, the first
         added), or ``None``.
@@ -263,28 +263,31 @@ class NearDuplicates:
         Args:
             host: the host key (any string; hosts never see each other's pages).
             fp: an unsigned 64-bit fingerprint (``simhash64``).
+            url: the page asking, never its own answer: a recrawl's revisit of an
+                unchanged page is no near duplicate of itself (issue #25 trial 7).
         """
         entry = self._hosts.get(host)
         if entry is None:
             return None
-        fps = entry.fps
+        fps, urls = entry.fps, entry.urls
         best = -1
         best_distance = self._max + 1
         if entry.buckets is None:
             for page, other in enumerate(fps):
                 distance = (other ^ fp).bit_count()
-                if distance < best_distance:
+                if distance < best_distance and urls[page] != url:
                     best, best_distance = page, distance
-            return None if best < 0 else entry.urls[best]
+            return None if best < 0 else urls[best]
         for key in _keys(fp):
             pages = entry.buckets.get(key)
             if pages is None:
                 continue
             for page in (pages,) if isinstance(pages, int) else pages:
                 distance = (fps[page] ^ fp).bit_count()
-                if distance < best_distance or (distance == best_distance and page < best):
+                closer = distance < best_distance or (distance == best_distance and page < best)
+                if closer and urls[page] != url:
                     best, best_distance = page, distance
-        return None if best < 0 else entry.urls[best]
+        return None if best < 0 else urls[best]
 
     def add(self, host: str, fp: int, url: str) -> None:
         """Remember that ``url`` of ``host`` has fingerprint ``fp``.
