@@ -218,6 +218,7 @@ class HeadlessReporter:
         *,
         responses: Mapping[str, int] | None = None,
         no_response: Mapping[str, int] | None = None,
+        retries: Mapping[str, int] | None = None,
         partial: int = 0,
         links_cut: int = 0,
     ) -> None:
@@ -231,7 +232,11 @@ class HeadlessReporter:
         the ``pages`` row, and so the all-runs status mix, as it was); ``no_response``
         (``FetchError.reason`` -> fetches: ``transport_errors_by_reason``) the fetches
         that got no answer, a row beside it, so that the two add up to the ``this run``
-        fetches (issue #25: a trial's 137 fetches beside 136 responses). ``partial``:
+        fetches (issue #25: a trial's 137 fetches beside 136 responses). ``retries``
+        (reason -> tries: ``retries_by_reason``): the tries put back for another one,
+        which are not in those two rows (each URL's last try is), a row of their own, as
+        ``http_503 5`` (issue #25 trial 7: 6 requests for a 503 page read as one).
+        ``partial``:
         the pages read in part (``Store.partial_pages``), a row of its own when there
         are some (issue #25); ``links_cut`` likewise, the pages whose links were cut
         (``Store.links_cut_pages``). When the fetches of all runs outnumber the pages
@@ -275,6 +280,9 @@ class HeadlessReporter:
         if no_response:
             failed = ", ".join(f"{k} {v}" for k, v in sorted(no_response.items()))
             table.add_row("no response this run", failed)
+        if retries:
+            tries = ", ".join(f"{k} {v}" for k, v in sorted(retries.items()))
+            table.add_row("retried tries this run", f"{tries} (each URL's last try is above)")
         table.add_row("duplicates (all runs)", f"{c.duplicates} exact, {c.near_duplicates} near")
         table.add_row("queued (left)", str(c.queued))
         table.add_row("hosts", str(c.hosts_known))

@@ -356,6 +356,7 @@ def _finish(
             engine.snapshot(), heading,
             responses=stats.get("responses_by_status", {}),
             no_response=stats.get("transport_errors_by_reason", {}),
+            retries=stats.get("retries_by_reason", {}),
             partial=partial, links_cut=links_cut,
         )  # fmt: skip
         print("\n".join(lines), flush=True)

@@ -134,6 +134,21 @@ def test_the_summary_says_this_runs_fetches_with_no_response_beside_its_response
     assert not any("no response this run" in line for line in summary(snap(pages=7), "x"))
 
 
+def test_the_summary_counts_the_tries_put_back_for_a_retry() -> None:
+    """A URL answered 503 six times is one 503 in ``responses this run`` (its last try)
+    and five tries retried: a row says them (issue #25 trial 7: the server saw 6)."""
+    out = io.StringIO()
+    HeadlessReporter(out).summary(
+        snap(pages=7), "finished: nothing left to fetch",
+        responses={"200": 5, "503": 1}, retries={"http_503": 5, "timeout": 1},
+    )  # fmt: skip
+    table = [" ".join(line.split()) for line in out.getvalue().splitlines()]
+    assert (
+        "│ retried tries this run │ http_503 5, timeout 1 (each URL's last try is above) │" in table
+    )
+    assert not any("retried tries" in line for line in summary(snap(pages=7), "x"))
+
+
 def test_the_summary_counts_the_pages_whose_links_were_cut_when_there_are_some() -> None:
     out = io.StringIO()
     HeadlessReporter(out).summary(snap(pages=7), "finished: nothing left to fetch", links_cut=1)
