@@ -12,6 +12,7 @@ from pathlib import Path
 
 from crawldeck.cli.output import EXIT_BROKEN_LINKS, EXIT_OK, fail, link_line
 from crawldeck.core.errors import CrawldeckError, without_url
+from crawldeck.core.storage.store.lock import lock_holder
 from crawldeck.core.words import plural
 
 #: The command's line in ``crawldeck --help``, and the start of its own ``--help``.
@@ -51,6 +52,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+def _running(db: Path) -> bool:
+    """Whether a crawl holds the crawl file ``db`` now (``False`` when unknown)."""
+    try:
+        return lock_holder(db) is not None
+    except OSError:
+        return False
+
+
 def run(args: argparse.Namespace) -> int:
     """``crawldeck links DB [--broken] [--json]``: one line (or JSON object) a link on
     stdout, then on stderr how many, the links to URLs refused unfetched by reason, and
@@ -86,7 +95,13 @@ def run(args: argparse.Namespace) -> int:
         )
         line += f"; not broken, never fetched (refused): {by_reason}"
     if unchecked:
-        # still queued: neither broken nor fine, so not left out (issue #25)
-        line += f"; {plural(unchecked, 'link')} not checked: the crawl stopped before fetching them"
+        # still queued: neither broken nor fine, so not left out (issue #25); while a
+        # crawl holds the file, it has not got to them yet (issue #25 trial 7)
+        when = (
+            "the crawl has not fetched them yet"
+            if _running(args.db)
+            else ("the crawl stopped before fetching them")
+        )
+        line += f"; {plural(unchecked, 'link')} not checked: {when}"
     print(line, file=sys.stderr)
     return EXIT_BROKEN_LINKS if args.broken and count else EXIT_OK

@@ -25,13 +25,18 @@ import sys
 from collections.abc import Sequence
 
 from crawldeck.cli.flags import log_level
-from crawldeck.cli.output import EXIT_OK, EXIT_STOPPED
+from crawldeck.cli.output import EXIT_BAD_INPUT, EXIT_OK, EXIT_STOPPED
 from crawldeck.cli.parser import COMMANDS, build_parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``crawldeck`` console script; returns the exit code."""
     parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):
+        # no command: the commands, as git and Scrapy print them (issue #25 trial 7:
+        # "the following arguments are required: COMMAND")
+        print(parser.format_help(), end="")
+        return EXIT_BAD_INPUT
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # said by the command's parser: see crawldeck crawl --help
         parser.commands[args.command].unrecognized(unknown)

@@ -355,6 +355,7 @@ class AttachedApp(CrawlApp):
             )  # fmt: skip
             return
         self._stop_asked_at = None
+        self.clear_notifications()  # the "press S again" prompt is answered
         self.engine.request_stop()
         self._draw_status()
         self._show_resume("Stopping: in-flight fetches finish, state is saved.")

@@ -96,6 +96,7 @@ async def test_shift_s_twice_in_the_attached_console_stops_the_crawl(tmp_path: P
             assert any("Press S again" in n.message for n in app._notifications)
             await pilot.press("S")
             await until(lambda: app.result is not None, "the run's end")
+            assert not any("Press S again" in n.message for n in app._notifications)
             assert app.result is not None and app.result.outcome == "stopped"
             assert app.display_state() == "STOPPED"
             await pilot.press("q")

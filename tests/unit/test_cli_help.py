@@ -259,3 +259,14 @@ def test_a_size_is_spelled_as_the_flag_reads_it_back(size: int) -> None:
     assert [spelled_size(n) for n in (2500, 5000, 4 * 10**6, 10**9, 1024)] == [
         "2500", "5kB", "4MB", "1GB", "1024",
     ]  # fmt: skip
+
+
+def test_no_command_prints_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    """``crawldeck`` alone lists the commands, as git and Scrapy do (issue #25 trial 7:
+    it said "the following arguments are required: COMMAND")."""
+    from crawldeck.cli.main import main
+
+    assert main([]) == 2
+    out, err = capsys.readouterr()
+    assert out.startswith("usage: crawldeck ") and err == ""
+    assert all(f"\n    {name} " in out for name in ("crawl", "demo", "recrawl", "export"))

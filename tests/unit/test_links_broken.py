@@ -11,6 +11,7 @@ from clikit import main_in
 from crawlkit import rows
 from fakesite import FakeSite, crawl, links_page, redirect, status
 
+from crawldeck.core.records import PageRecord
 from crawldeck.core.storage.export import blocked_links, link_report, unchecked_links
 from crawldeck.core.storage.store import Store
 
@@ -76,3 +77,28 @@ def test_a_link_spelled_as_a_fetched_page_is_that_page_not_unchecked(tmp_path: P
         assert (found.status, found.final_url, found.tried) == (200, f"{a}/shop?sid=1", True)
     assert checks[(f"{a}/", f"{a}/gone")].status == 404
     assert unchecked_links(db) == 0
+
+
+def test_links_not_checked_are_not_yet_while_a_crawl_holds_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A link still queued is "not fetched yet" while a crawl holds the file, and "the
+    crawl stopped before fetching" once none does (issue #25 trial 7)."""
+    db = tmp_path / "c.db"
+    page = PageRecord(
+        "http://a.test/", "http://a.test/", "a.test", 0, 200, "text/html", 10, 1.0, 1.7e9,
+        False, None, False,
+    )  # fmt: skip
+    with Store(db) as store:
+        store.begin_run({})
+        store.record_page(page, key=page.url, links=[(page.url, "http://a.test/next")], new_rows=(),
+                          state="done")  # fmt: skip
+        store.flush()
+        code, _, err = main_in(tmp_path, monkeypatch, capsys, "links", "c.db")
+        assert (code, err.splitlines()[-1]) == (
+            0, "crawldeck: 1 link to 1 URL; 1 link not checked: the crawl has not fetched them yet"
+        )  # fmt: skip
+    code, _, err = main_in(tmp_path, monkeypatch, capsys, "links", "c.db")
+    assert err.splitlines()[-1].endswith(
+        "1 link not checked: the crawl stopped before fetching them"
+    )
