@@ -76,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
                        # the URL is its own field: not again at the error's end
                        "error": link.error and without_url(link.error, link.to_url),
                        "final_url": link.final_url,
-                       "blocked": link.blocked, "anchor": link.anchor}  # fmt: skip
+                       "blocked": link.blocked, "anchor": link.anchor,
+                       "fetched_as": link.same_as}  # fmt: skip
                 print(json.dumps(row, ensure_ascii=False))
             else:
                 print(link_line(link))

@@ -428,6 +428,9 @@ class LinkCheck:
             ``crawldeck links`` without ``--broken``, ``final_url`` is the target's
             ``pages.final_url``, a redirect's next hop, and ``broken`` false).
         anchor: the link's anchor text (``links.anchor``), ``None`` without one.
+        same_as: the URL fetched for the link when the link is another spelling of
+            that page (the same dedupe key: a ``sid`` the key drops), whose answer the
+            other fields give; ``None`` otherwise.
     """
 
     from_url: str
@@ -439,12 +442,15 @@ class LinkCheck:
     tried: bool = True
     broken: bool = True
     anchor: str | None = None
+    same_as: str | None = None
 
     def why(self) -> str:
         """The target's state in a few words: ``HTTP 404``, ``HTTP 301: redirect_loop:
         ...``, the error alone without a response (``connect: ...``, ``dns: ...``),
         ``blocked: robots`` or ``not fetched``; ``(redirected to URL)`` after it when
-        ``final_url`` is another URL (a broken link's end, ``broken_links``)."""
+        ``final_url`` is another URL (a broken link's end, ``broken_links``, or a
+        redirect's next hop); ``(fetched as URL)`` when the link is another spelling of
+        a page fetched (``same_as``: issue #25 trial 7)."""
         if self.blocked is not None:
             return f"blocked: {self.blocked}"
         if not self.tried:
@@ -456,7 +462,11 @@ class LinkCheck:
             why = f"HTTP {self.status}"
         else:
             why = f"HTTP {self.status}: {error}"
-        if self.final_url is not None and self.final_url != self.to_url and self.broken:
+        if self.same_as is not None:
+            why += f" (fetched as {self.same_as})"
+        moved = self.status is not None and 300 <= self.status < 400
+        shown = self.same_as or self.to_url
+        if self.final_url is not None and self.final_url != shown and (self.broken or moved):
             why += f" (redirected to {self.final_url})"
         return why
 

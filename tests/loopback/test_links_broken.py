@@ -108,7 +108,8 @@ def test_links_broken_lists_them_and_exits_1(site: tuple[Path, str, str]) -> Non
     as_json = run("links", str(db), "--broken", "--json", cwd=db.parent)
     objects = [json.loads(line) for line in as_json.stdout.splitlines()]
     assert {"from_url": seed, "to_url": f"{seed}boom", "status": 500, "error": None,
-            "final_url": f"{seed}boom", "blocked": None, "anchor": "b"} in objects  # fmt: skip
+            "final_url": f"{seed}boom", "blocked": None, "anchor": "b",
+            "fetched_as": None} in objects  # fmt: skip
     assert len(objects) == 6
     # the URL is a field of its own: the error does not end with it again (issue #25)
     (failed,) = [o for o in objects if o["error"] and o["error"].startswith("connect")]
@@ -124,7 +125,8 @@ def test_links_without_broken_shows_every_link_and_the_robots_refusal(
     lines = proc.stdout.splitlines()
     assert f'blocked: robots  {seed}private  from {seed}  "p"' in lines
     assert f'HTTP 200  {seed}ok  from {seed}  "ok"' in lines
-    assert f'HTTP 301  {seed}moved  from {seed}  "r"' in lines
+    # a redirect says where it went (issue #25 trial 7: only --broken did)
+    assert f'HTTP 301 (redirected to {seed}missing2)  {seed}moved  from {seed}  "r"' in lines
     assert f"HTTP 404  {seed}missing2  from {seed}moved" in lines  # a redirect: no text
     assert len(lines) == len(rows(db, "SELECT * FROM links"))
 

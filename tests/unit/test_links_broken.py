@@ -75,6 +75,7 @@ def test_a_link_spelled_as_a_fetched_page_is_that_page_not_unchecked(tmp_path: P
     for link in ((f"{a}/", f"{a}/shop?sid=2"), (f"{a}/shop?sid=1", f"{a}/shop?sid=3")):
         found = checks[link]
         assert (found.status, found.final_url, found.tried) == (200, f"{a}/shop?sid=1", True)
+        assert found.why() == f"HTTP 200 (fetched as {a}/shop?sid=1)"
     assert checks[(f"{a}/", f"{a}/gone")].status == 404
     assert unchecked_links(db) == 0
 

@@ -558,7 +558,7 @@ _SQL_UNCHECKED_LINKS: Final = (
 #: crawl's ``strip_params``): a link spelled otherwise (``/shop/?sid=2`` beside the
 #: ``/shop/?sid=1`` fetched) is that page, not a URL never checked (issue #25).
 _SQL_SAME_PAGE: Final = (
-    "SELECT p.status, p.error, p.final_url FROM frontier f CROSS JOIN pages p"
+    "SELECT p.status, p.error, p.final_url, p.url FROM frontier f CROSS JOIN pages p"
     " ON p.url = f.url WHERE f.key = ?"
 )
 
@@ -577,15 +577,15 @@ def _strip_params(conn: sqlite3.Connection) -> tuple[str, ...]:
 
 def _same_page(
     conn: sqlite3.Connection, strip: tuple[str, ...], url: str
-) -> tuple[int | None, str | None, str | None] | None:
-    """``(status, error, final_url)`` of the page fetched under ``url``'s dedupe key,
-    or ``None``."""
+) -> tuple[int | None, str | None, str | None, str] | None:
+    """``(status, error, final_url, url fetched)`` of the page fetched under ``url``'s
+    dedupe key, or ``None``."""
     try:
         key = urls.normalize(url, strip)
     except CrawldeckError:
         return None
     row = conn.execute(_SQL_SAME_PAGE, (key,)).fetchone()
-    return None if row is None else (row[0], row[1], row[2])
+    return None if row is None else (row[0], row[1], row[2], row[3])
 
 
 def link_report(db: Path, *, broken: bool) -> Iterator[LinkCheck]:
@@ -610,10 +610,11 @@ def link_report(db: Path, *, broken: bool) -> Iterator[LinkCheck]:
             cur = conn.execute(sql)
             while rows := cur.fetchmany(EXPORT_BATCH_ROWS):
                 for from_url, to_url, status, error, final_url, blocked, tried, anchor in rows:
+                    same_as = None
                     if not tried and blocked is None:
                         same = _same_page(conn, strip, to_url)
                         if same is not None:
-                            (status, error, final_url), tried = same, True
+                            (status, error, final_url, same_as), tried = same, True
                     yield LinkCheck(
                         from_url,
                         to_url,
@@ -624,6 +625,7 @@ def link_report(db: Path, *, broken: bool) -> Iterator[LinkCheck]:
                         bool(tried),
                         broken,
                         anchor,
+                        same_as,
                     )
     except sqlite3.Error as exc:
         raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
