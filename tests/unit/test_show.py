@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from clikit import main_in
 
-from crawldeck.core.records import BlockedRecord
+from crawldeck.core.records import BlockedRecord, FrontierRow, PageRecord
 from crawldeck.core.storage.store import Store
 
 
@@ -26,4 +26,26 @@ def test_show_of_a_refused_url_says_why_it_has_no_page(
     assert err == (
         "crawldeck show: error: a.test/private/secret was refused, never fetched (robots: "
         "disallowed): no page in c.db\n"
+    )
+
+
+def test_show_of_another_spelling_of_a_page_shows_that_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``?sid=2`` beside the ``?sid=1`` fetched (one dedupe key) is that page, as
+    ``links`` says it (issue #25 trial 7: "is not a page"); here it has no WARC record."""
+    fetched = "http://a.test/p?sid=1"
+    with Store(tmp_path / "c.db") as store:
+        store.begin_run({})
+        store.enqueue_urls([FrontierRow("http://a.test/p", fetched, "a.test", 0, 0)])
+        page = PageRecord(
+            fetched, fetched, "a.test", 0, 200, "text/html", 10, 1.0, 1.7e9, False, None, False
+        )
+        store.record_page(page, key="http://a.test/p", links=(), new_rows=(), state="done")
+        store.end_run(1, "finished")
+    code, _, err = main_in(tmp_path, monkeypatch, capsys, "show", "c.db", "http://a.test/p?sid=2")
+    assert (code, err) == (
+        2,
+        "crawldeck show: error: http://a.test/p?sid=2 has no WARC record (fetched with warc "
+        "off, or no response)\n",
     )

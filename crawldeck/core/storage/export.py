@@ -505,6 +505,17 @@ def page_record(db: Path, url: str) -> ArchivedRecord:
                         "SELECT reason, detail FROM blocked WHERE url = ?", (candidate,)
                     ).fetchone()
                 )
+            if found is None and refused is None:
+                # another spelling of a page fetched (its dedupe key): that page's record
+                strip = _strip_params(conn)
+                for candidate in dict.fromkeys(candidates):
+                    same = _same_page(conn, strip, candidate)
+                    if same is not None:
+                        found = conn.execute(
+                            "SELECT warc_file, warc_offset, bytes FROM pages WHERE url = ?",
+                            (same[3],),
+                        ).fetchone()
+                        break
     except sqlite3.Error as exc:
         raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
     if found is None and refused is not None:
