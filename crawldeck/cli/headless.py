@@ -270,7 +270,9 @@ class HeadlessReporter:
             cut = f"{plural(partial, 'page')} (bodies cut at max_body_bytes or stopped)"
             table.add_row("read in part (all runs)", cut)
         if links_cut:
-            cut = f"{plural(links_cut, 'page')} (links past parse_max_bytes or max_links_per_page)"
+            # how to keep them, as a row a user acts on (issue #25 trial 7)
+            cut = (f"{plural(links_cut, 'page')} (past parse_max_bytes or "
+                   "max_links_per_page; -s raises either)")  # fmt: skip
             table.add_row("links cut (all runs)", cut)
         mix = ", ".join(f"{k} {v}" for k, v in sorted(c.status_mix.items())) or "-"
         table.add_row("status mix (all runs)", mix)

@@ -59,7 +59,10 @@ def test_the_summary_and_stats_count_the_pages_whose_links_were_cut(
         )  # fmt: skip
     assert code == 0
     table = [" ".join(line.split()) for line in out.splitlines()]
-    row = "│ links cut (all runs) │ 1 page (links past parse_max_bytes or max_links_per_page) │"
+    row = (
+        "│ links cut (all runs) │ 1 page (past parse_max_bytes or max_links_per_page; "
+        "-s raises either) │"
+    )
     assert row in table, out
     assert stored_stats(tmp_path / "crawl.db", 1)["links_cut"] == 1
     code, text, _ = main_in(tmp_path, monkeypatch, capsys, "stats", "crawl.db")
