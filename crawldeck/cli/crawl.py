@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import re
 import shlex
 import sys
@@ -39,6 +40,7 @@ from crawldeck.cli.runner import (
     write_output,
     write_stats,
 )
+from crawldeck.core.config import CrawlConfig
 from crawldeck.core.errors import CrawldeckError, SeedError, UrlError
 from crawldeck.core.net.request_options import RequestOptions
 from crawldeck.core.policy import urls
@@ -127,6 +129,27 @@ _FILE_SUFFIXES = frozenset(
 )
 
 
+def port_less_tables(config: CrawlConfig, seeds: Sequence[str]) -> list[str]:
+    """One line for each ``[hosts."NAME"]`` table that names a seed's host without the
+    seed's port: a host key has its port (``127.0.0.1`` is not ``127.0.0.1:8761``), so
+    the table applies to no seed and would be silently unused (issue #25 trial 7)."""
+    keys = set()
+    for seed in seeds:
+        with contextlib.suppress(CrawldeckError):
+            keys.add(urls.host_key(seed))
+    lines = []
+    for table in config.hosts:
+        if table.host in keys:
+            continue
+        ported = sorted(k for k in keys if k.rpartition(":")[0] == table.host)
+        if ported:
+            lines.append(
+                f'[hosts."{table.host}"] applies to no seed: the seed\'s host is '
+                f'{ported[0]} (a host has its port: [hosts."{ported[0]}"])'
+            )
+    return lines
+
+
 def gather_seeds(
     items: Sequence[str], notes: list[str] | None = None
 ) -> tuple[list[str], list[str]]:
@@ -198,6 +221,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"crawldeck: {note}", file=sys.stderr)
     for problem in problems:
         print(f"crawldeck: {problem} (skipped)", file=sys.stderr)
+    for line in port_less_tables(config, seeds):
+        print(f"crawldeck: warning: {line}", file=sys.stderr)
     if not seeds:
         return fail(
             args.command, f"no valid seed URL in {', '.join(repr(item) for item in args.seeds)}"

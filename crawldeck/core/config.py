@@ -601,6 +601,8 @@ Source = Literal["default", "file", "setting", "flag", "user_agent"]
 #: ``unknown config key 'NAME'``, ``unknown config keys 'NAME', ...``: the first; a
 #: table's ``config key 'hosts."a.org".delay_ms'``: ``hosts``).
 _NAMED_KEY = re.compile(r"config keys? '([^'.]+)((?:\.[^'.]+|\.\"[^\"]*\")*)'?")
+#: The host a ``[hosts."..."]`` error names (``config_checks._host_key``'s messages).
+_HOST_TABLE = re.compile(r"^config key 'hosts': '([^']*)'")
 #: Where ``tomllib`` says a file went wrong, at the end of its message.
 _TOML_AT = re.compile(r"^(?P<what>.*) \(at line (?P<line>\d+), column (?P<column>\d+)\)$")
 
@@ -683,6 +685,10 @@ def load_config_sources(
         source = None if named is None else sources.get(named[1])
         if path is not None and named is not None and source == "file":
             sub = named[2].rsplit(".", 1)[-1] if named[2].count(".") >= 2 else None
+            table = _HOST_TABLE.search(str(exc)) if named[1] == "hosts" else None
+            if table is not None:  # the line of the table that names it (issue #25)
+                where = _table_line(path, text, "hosts", table[1])
+                raise ConfigError(f"{where}{exc}") from None
             raise ConfigError(f"{_file_line(path, text, named[1], sub)}{exc}") from None
         flag = None if named is None else (flag_names or {}).get(named[1])
         if source == "flag" and flag is not None and named is not None:
@@ -718,6 +724,17 @@ def _config_text(path: Path) -> str:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise ConfigError(f"config file {shown} line {line}: not UTF-8 text") from None
+
+
+def _table_line(path: Path, text: str, key: str, name: str) -> str:
+    """``config file 'PATH' line N: ``, N the line of the table ``[key."name"]`` (or
+    ``[key.name]``); ``_file_line``'s when no line says it."""
+    quoted = rf"(?:\"{re.escape(name)}\"|'{re.escape(name)}'|{re.escape(name)})"
+    found = re.search(rf"^[ \t]*\[[ \t]*{re.escape(key)}[ \t]*\.[ \t]*{quoted}[ \t]*\]",
+                      text, re.MULTILINE)  # fmt: skip
+    if found is None:
+        return _file_line(path, text, key)
+    return f"config file {str(path)!r} line {text.count(chr(10), 0, found.start()) + 1}: "
 
 
 def _file_line(path: Path, text: str, key: str, sub: str | None = None) -> str:

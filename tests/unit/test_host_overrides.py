@@ -65,6 +65,19 @@ def test_a_host_table_is_read_from_the_toml_file(tmp_path: Path) -> None:
     assert config.override("example.org") is None
 
 
+def test_a_bad_host_table_is_named_at_its_own_line(tmp_path: Path) -> None:
+    """Not the first ``[hosts.`` table's line (issue #25 trial 7: "line 1" for the
+    table on line 4)."""
+    path = tmp_path / "crawl.toml"
+    path.write_text('[hosts."a.org"]\ndelay_ms = 5\n\n[hosts."http://b.org/"]\ndelay_ms = 5\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert str(caught.value) == (
+        f"config file {str(path)!r} line 4: config key 'hosts': 'http://b.org/' is not a "
+        "host name (host[:port])"
+    )
+
+
 @pytest.mark.parametrize(
     ("name", "key"),
     [
@@ -269,3 +282,17 @@ def test_the_host_detail_shows_the_hosts_own_settings() -> None:
         '(hosts."docs.example.org" in the config)'
     ) in text
     assert "own settings" not in detail_lines(())
+
+
+def test_a_table_without_the_seeds_port_is_warned_about() -> None:
+    """``[hosts."127.0.0.1"]`` applies to no seed of ``127.0.0.1:8761``: said before the
+    crawl (issue #25 trial 7: silently unused)."""
+    from crawldeck.cli.crawl import port_less_tables
+
+    config = build_config({"hosts": {"127.0.0.1": {"delay_ms": 5}, "a.org": {"delay_ms": 5}}})
+    seeds = ["http://127.0.0.1:8761/", "http://a.org/", "http://b.org:8080/"]
+    assert port_less_tables(config, seeds) == [
+        '[hosts."127.0.0.1"] applies to no seed: the seed\'s host is 127.0.0.1:8761 (a host '
+        'has its port: [hosts."127.0.0.1:8761"])'
+    ]
+    assert port_less_tables(config, ["http://127.0.0.1/"]) == []
