@@ -10,7 +10,7 @@ from pathlib import Path
 
 from crawldeck.cli.flags import parse_count
 from crawldeck.cli.output import EXIT_OK, fail
-from crawldeck.core.crawl.stats import read_run, stats_lines
+from crawldeck.core.crawl.stats import no_stats_line, read_run, stats_lines
 from crawldeck.core.errors import CrawldeckError
 
 #: The command's line in ``crawldeck --help``, and the start of its own ``--help``.
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(args.command, str(exc))
     if args.json:
         if run.stats is None:
-            return fail(args.command, stats_lines(run)[-1])
+            return fail(args.command, no_stats_line(run))
         print(json.dumps(run.stats, indent=2))
     else:
         print("\n".join(stats_lines(run)))

@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from crawldeck.core.crawl.stats import RunTally, read_run, reason_words
+from crawldeck.core.records import PageRecord
 from crawldeck.core.storage.store import Store, connect_reader
 
 
@@ -58,24 +59,31 @@ def test_a_run_without_stats_says_why(
     db = tmp_path / "c.db"
     with Store(db) as store:  # a run that has not ended, its file held: running
         store.begin_run({})
+        page = PageRecord(
+            "http://a.test/", "http://a.test/", "a.test", 0, 200, "text/html", 10, 1.0, 1.7e9,
+            False, None, False,
+        )  # fmt: skip
+        store.record_page(page, key=page.url, links=(), new_rows=(), state="done")
         store.flush()
         code, out, _ = main_in(tmp_path, monkeypatch, capsys, "stats", "c.db")
         assert code == 0
-        assert out.splitlines()[-1] == (
-            "no stats for this run: it is still running, or was killed and no run came after it"
-        )
+        assert out.splitlines()[-2:] == [
+            "no stats for this run: it is still running, or was killed and no run came after it",
+            "the file holds 1 fetch of it: 200 1",
+        ]
     # the file let go without the run's end: killed (issue #25 trial 6: after kill -9,
     # stats said "still running, or was killed" with the file's lock free)
     code, out, _ = main_in(tmp_path, monkeypatch, capsys, "stats", "c.db")
     assert (code, out.splitlines()[0].split(",")[0]) == (0, "run 1: killed")
-    assert out.splitlines()[-1] == (
-        "no stats for this run: the run was killed (SIGKILL or a crash): its figures were lost"
-    )
+    assert out.splitlines()[-2:] == [
+        "no stats for this run: the run was killed (SIGKILL or a crash): its figures were lost",
+        "the file holds 1 fetch of it: 200 1",  # what its rows say (issue #25 trial 7)
+    ]
     with Store(db) as store:  # the next run marks it killed
         store.begin_run({})
         store.end_run(2, "finished", stats={"run_id": 2, "fetches": 0})
     code, out, _ = main_in(tmp_path, monkeypatch, capsys, "stats", "c.db", "--run", "1")
-    assert (code, out.splitlines()[-1]) == (
+    assert (code, out.splitlines()[-2]) == (
         0, "no stats for this run: the run was killed (SIGKILL or a crash): its figures were lost"
     )  # fmt: skip
     code, out, err = main_in(tmp_path, monkeypatch, capsys, "stats", "c.db", "--run", "1", "--json")

@@ -64,6 +64,7 @@ from crawldeck.core.errors import StoreError
 from crawldeck.core.records import LINKS_CUT_ERRORS, to_iso_utc
 from crawldeck.core.storage.store import check_header, check_schema, connect_reader
 from crawldeck.core.storage.store.lock import lock_holder
+from crawldeck.core.words import plural
 
 #: The fetch latency histogram's upper bounds in seconds: Prometheus' default buckets
 #: (``prometheus_client.Histogram.DEFAULT_BUCKETS``), which span what a crawl sees, a
@@ -253,6 +254,9 @@ class RunRow:
             it runs or after a kill).
         stats: the stats object, ``None`` when the run has none (running, killed, or
             run by a crawldeck before stats, or a cluster crawl's).
+        saved: without stats, the fetches the file holds of the run (``page_versions``
+            rows of its ``run_id``) by HTTP status as text, ``no response`` for none;
+            empty with stats.
     """
 
     id: int
@@ -260,6 +264,7 @@ class RunRow:
     started_at: str
     finished_at: str | None
     stats: dict[str, Any] | None
+    saved: dict[str, int] = field(default_factory=dict)
 
 
 def _nobody_holds(path: Path) -> bool:
@@ -300,6 +305,16 @@ def read_run(db: Path, run_id: int | None = None) -> RunRow:
             else:
                 row = conn.execute(f"{select} WHERE id = ?", (run_id,)).fetchone()
             last = conn.execute("SELECT max(id) FROM runs").fetchone()[0]
+            saved: dict[str, int] = {}
+            if row is not None and row[4] is None:  # no stats: what its rows say it fetched
+                saved = {
+                    str(label): int(n)
+                    for label, n in conn.execute(
+                        "SELECT coalesce(status, 'no response'), count(*) FROM page_versions"
+                        " WHERE run_id = ? GROUP BY 1 ORDER BY 1",
+                        (row[0],),
+                    )
+                }
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read {path.name}: {' '.join(str(exc).split())}") from None
     if row is None:
@@ -317,7 +332,7 @@ def read_run(db: Path, run_id: int | None = None) -> RunRow:
             stats = None
         if not isinstance(stats, dict):
             raise StoreError(f"{path.name}: the stats of run {row[0]} are not a JSON object")
-    return RunRow(row[0], row[1], row[2], row[3], stats)
+    return RunRow(row[0], row[1], row[2], row[3], stats, saved)
 
 
 def cluster_run_stats(
@@ -401,6 +416,16 @@ def reason_words(code: str) -> str:
     return code if gloss is None else f"{code} ({gloss})"
 
 
+def no_stats_line(run: RunRow) -> str:
+    """Why ``run`` has no stats object, one line: still running (or killed with no
+    run after it), killed, or run by a crawldeck before run stats."""
+    why = {
+        "running": "it is still running, or was killed and no run came after it",
+        "killed": "the run was killed (SIGKILL or a crash): its figures were lost",
+    }.get(run.status, "it was run by a crawldeck before run stats")
+    return f"no stats for this run: {why}"
+
+
 def stats_lines(run: RunRow) -> list[str]:
     """``crawldeck stats``' readable text for ``run``: one ``key: value`` line each,
     counts by status or reason (the code and its words: ``reason_words``) indented under their
@@ -409,11 +434,11 @@ def stats_lines(run: RunRow) -> list[str]:
              + (f", finished {run.finished_at}" if run.finished_at else "")]  # fmt: skip
     stats = run.stats
     if stats is None:
-        why = {
-            "running": "it is still running, or was killed and no run came after it",
-            "killed": "the run was killed (SIGKILL or a crash): its figures were lost",
-        }.get(run.status, "it was run by a crawldeck before run stats")
-        lines.append(f"no stats for this run: {why}")
+        lines.append(no_stats_line(run))
+        if run.saved:  # what its rows hold (issue #25 trial 7: "its figures were lost")
+            mix = ", ".join(f"{status} {n}" for status, n in run.saved.items())
+            saved = sum(run.saved.values())
+            lines.append(f"the file holds {plural(saved, 'fetch', 'fetches')} of it: {mix}")
         return lines
     groups = {
         "responses": "responses_by_status",
