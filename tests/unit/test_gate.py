@@ -363,6 +363,7 @@ class Model:
     last_ip_start: dict[str, float] = field(default_factory=dict)
     backing_off: set[str] = field(default_factory=set)
     handed_back: int = 0
+    wanted: dict[str, int] = field(default_factory=dict)  # side requests waiting
 
     def in_flight(self, host: str) -> int:
         return self.pages.get(host, 0) + self.sides.get(host, 0)
@@ -376,7 +377,8 @@ STATUSES = (200, 200, 404, 429, 500, 503, None, "forget")
 operation = st.one_of(
     st.tuples(st.just("advance"), st.floats(0.0, 3.0, allow_nan=False)),
     st.tuples(
-        st.sampled_from(["page", "side", "wait_page", "wait_side", "hold"]), st.sampled_from(HOSTS)
+        st.sampled_from(["page", "side", "wait_page", "wait_side", "hold", "want", "drop"]),
+        st.sampled_from(HOSTS),
     ),
     st.tuples(st.just("end"), st.integers(0, 7), st.sampled_from(STATUSES)),
 )
@@ -406,8 +408,9 @@ def test_random_requests_keep_every_host_and_address_polite(
     its delay apart (the delay in force at the second), two to one address at least
     ``ip_delay_ms``; a host never has more than ``per_host`` requests in flight; a free
     host whose time has come may start; a held host is handed back exactly once, by
-    the end of a side request that frees a slot, and a page end that frees one ends the
-    hold; the figures agree."""
+    the end of a side request that frees a slot (none waiting, ``want_side``), or a
+    waiting side request that gives up (``drop_side_want``), and a page end that frees one
+    ends the hold; while a side request waits, a page is held; the figures agree."""
     clock = FakeClock()
     politeness = Politeness(politeness_settings(delay_ms, capacity, factor), random.Random(0))
     gate = make_gate(
@@ -433,11 +436,14 @@ def test_random_requests_keep_every_host_and_address_polite(
             assert previous_ip + ip_delay_s <= now
         model.last_start[host] = now
         model.last_ip_start[ip] = now
-        if kind == "page":  # counted by the gate's acquire
+        if kind == "page":  # counted by the gate's acquire; never past a waiting side request
+            assert not model.wanted.get(host)
             model.pages[host] = model.pages.get(host, 0) + 1
         else:
             gate.start_side(host, now)
             model.sides[host] = model.sides.get(host, 0) + 1
+            if model.wanted.get(host):
+                model.wanted[host] -= 1  # the waiting side request started
         model.flights.append((host, kind))
 
     for op in ops:
@@ -445,6 +451,21 @@ def test_random_requests_keep_every_host_and_address_polite(
         if op[0] == "advance":
             assert isinstance(op[1], float)
             clock.advance(op[1])
+        elif op[0] == "want":
+            host = str(op[1])
+            gate.want_side(host)
+            model.wanted[host] = model.wanted.get(host, 0) + 1
+        elif op[0] == "drop":
+            host = str(op[1])
+            if not model.wanted.get(host):
+                continue
+            model.wanted[host] -= 1
+            back = not model.wanted[host] and host in model.held
+            back = back and model.in_flight(host) < per_host
+            assert gate.drop_side_want(host, now) is back
+            if back:
+                model.held.discard(host)
+                model.handed_back += 1
         elif op[0] in ("page", "side", "wait_page", "wait_side", "hold"):
             host = str(op[1])
             at = gate.ready_at(host, now)
@@ -465,7 +486,7 @@ def test_random_requests_keep_every_host_and_address_polite(
                 if answer is GO:
                     start(host, kind)
                 elif answer is HELD:
-                    assert model.in_flight(host) >= per_host
+                    assert model.in_flight(host) >= per_host or model.wanted.get(host)
                     model.held.add(host)
                 else:
                     assert isinstance(answer, WaitUntil)
@@ -486,7 +507,7 @@ def test_random_requests_keep_every_host_and_address_polite(
             else:
                 was_held = host in model.held
                 model.sides[host] -= 1
-                frees = model.in_flight(host) < per_host
+                frees = model.in_flight(host) < per_host and not model.wanted.get(host)
                 assert gate.end_side(host, now) is (was_held and frees)
                 if was_held and frees:
                     model.held.discard(host)
