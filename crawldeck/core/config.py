@@ -171,8 +171,9 @@ class CrawlConfig:
             (reason ``repeating_path``).
         max_page_param: highest page/offset number admitted (reason ``pagination``).
         calendar_window_years: years after today beyond which a date in a path or query is a
-            calendar trap at once (reason ``calendar``); past (and near) dates count against
-            ``calendar_max_dates``.
+            calendar trap at once (reason ``calendar``; a year alone in a path segment is a
+            date only with a month in the next one: ``/2031/05/``, not ``/items/2031``);
+            past (and near) dates count against ``calendar_max_dates``.
         calendar_max_dates: URLs admitted per host and date template, i.e. per set of URLs
             that differ only in a date in the path or query (``/cal/{y}/{m}/``,
             ``?month={y}-{m}``; a blog post ``/2019/05/my-post`` is its own;

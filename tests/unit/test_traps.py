@@ -199,6 +199,14 @@ ADMIT_CASES: list[tuple[str, int, int, BlockReason | None]] = [
     ("http://example.com/cal?d=2031%2F01", 0, 0, None),  # escaped: not read
     ("http://example.com/products/12345/", 0, 0, None),  # not a year
     ("http://example.com/item/2500", 0, 0, None),  # outside 1900-2199: not a year
+    # a year alone in its segment is a date only with a month after it: else an id
+    # (issue #25 trial 8: /many/2029 ... /many/2199 refused as calendar)
+    ("http://example.com/many/2099", 0, 0, None),
+    ("http://example.com/many/2099/", 0, 0, None),
+    ("http://example.com/many/2099/7", 0, 0, R.CALENDAR),
+    ("http://example.com/cal/2099/dec/", 0, 0, R.CALENDAR),
+    ("http://example.com/cal/2099/13/", 0, 0, None),
+    ("http://example.com/cal/2099/05.html", 0, 0, R.CALENDAR),
     ("http://example.com/model-2031/", 0, 0, None),  # part of a word
     ("http://example.com/a?id=20310501", 0, 0, None),  # a number, not a date
     ("http://example.com/a?id=2031x", 0, 0, None),
@@ -330,7 +338,7 @@ def test_admit_details(url: str, depth: int, host_count: int, expected: Verdict)
 
 def test_checks_run_in_the_documented_order() -> None:
     # one URL that breaks every rule: each check, once loosened, reveals the next
-    url = "http://other.org" + "/a" * 25 + "/2031/?page=5000"
+    url = "http://other.org" + "/a" * 25 + "/2031/05/?page=5000"
     limits: dict[str, Any] = {"max_url_length": 16, "max_per_host": 10}
     order = [
         (R.URL_LENGTH, {"max_url_length": 4096}),
@@ -366,7 +374,7 @@ def test_seeds_skip_only_the_scope_check() -> None:
     assert trap_guard.admit("http://example.com/", 0, 0, is_seed=True) is None
     blocked = trap_guard.admit("http://example.com/", 0, 0)
     assert blocked is not None and blocked.reason is R.SCOPE
-    assert trap_guard.admit("http://example.com/2031/", 0, 0, is_seed=True) == Verdict(
+    assert trap_guard.admit("http://example.com/2031/05/", 0, 0, is_seed=True) == Verdict(
         R.CALENDAR, "year 2031 in path segment '2031' is more than 2 years after 2026"
     )
     long_seed = "http://example.com/" + "a" * 3000
@@ -413,8 +421,8 @@ def test_limits_follow_the_config() -> None:
     assert loose.admit("http://a.com/a/b/a", 0, 0) == Verdict(
         R.REPEATING_PATH, "segment 'a' repeats 2 times (max 1)"
     )
-    assert loose.admit("http://a.com/2026/", 0, 0) is None
-    assert loose.admit("http://a.com/2027/", 0, 0) == Verdict(
+    assert loose.admit("http://a.com/2026/12", 0, 0) is None
+    assert loose.admit("http://a.com/2027/1", 0, 0) == Verdict(
         R.CALENDAR, "year 2027 in path segment '2027' is more than 0 years after 2026"
     )
     assert loose.admit("http://a.com/?p=6", 0, 0) == Verdict(R.PAGINATION, "p=6 > max_page_param 5")

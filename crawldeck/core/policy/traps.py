@@ -221,6 +221,12 @@ class UrlPatterns:
         return Verdict(BlockReason.EXCLUDED, f"matches no include ({shown})")
 
 
+#: A path segment that is a month after a bare year (``/2031/05/``, ``/2031/may/``).
+_PATH_MONTH = re.compile(
+    r"(?:0?[1-9]|1[0-2]|(?i:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?"
+    r"|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?))"
+    r"(?:\.[A-Za-z][A-Za-z0-9]{0,4})?"
+)
 #: Query parameters that carry a page number or an item offset.
 PAGE_PARAMS: frozenset[str] = frozenset({"page", "p", "pg", "offset", "start"})
 #: Query parameters whose value is a year.
@@ -605,14 +611,22 @@ class TrapGuard:
         of :meth:`admit`).
 
         A path segment right after a ``page`` segment is a page number, not a year
-        (``/page/2000/`` is left to the pagination rule).
+        (``/page/2000/`` is left to the pagination rule); a year alone in its segment is
+        a date only with a month in the next one (``/2031/05/``): ``/many/2029`` or
+        ``/issues/2100`` is an id (issue #25 trial 8: 171 numbered pages refused).
         """
         for index, segment in enumerate(segments):
             if segment[0] not in "12":
                 continue
             # a ";name=value" path parameter (a session id) is not part of the date
-            match = _PATH_DATE.fullmatch(segment.partition(";")[0])
+            bare = segment.partition(";")[0]
+            match = _PATH_DATE.fullmatch(bare)
             if match is None:
+                continue
+            if len(bare) == 4 and (
+                index + 1 >= len(segments)
+                or not _PATH_MONTH.fullmatch(segments[index + 1].partition(";")[0])
+            ):
                 continue
             if index == 0 or segments[index - 1].lower() != "page":
                 year = int(match.group(1))
