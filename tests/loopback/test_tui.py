@@ -41,7 +41,7 @@ async def test_header_pages_agree_with_the_hosts_fetched(tmp_path: Path) -> None
 
             def check(snap: CrawlSnapshot) -> None:
                 header = status_text("RUNNING", db.name, snap, 80).plain
-                shown = int(header.split("pages ")[1].split("/")[0])
+                shown = int(header.split("fetched ")[1].split("/")[0])
                 fetched = sum(row.fetched for row in engine.query_hosts("", 500))
                 frames.append((header, shown, fetched, snap.counters.pages))
 
