@@ -85,6 +85,9 @@ def test_export_with_body_streams_decoded_bodies(
     assert rows[url["png"]]["body"] is None
     assert rows[url["png"]]["body_note"] == "not downloaded (image/png: not HTML)"
     assert rows[url["latin"]]["body_note"] is None
+    # an exact duplicate (a revisit record) has the body it repeats, as show --raw and
+    # the mirror give it (issue #25 trial 8: null, "revisit: the body is that of ...")
+    assert (rows[url["copy"]]["body"], rows[url["copy"]]["body_note"]) == (LATIN, None)
     assert rows[url["moved"]]["body_note"] == "a redirect (HTTP 301): its body is not kept"
     assert main(["export", str(db), "--with-body", "--format", "csv"]) == 2
     assert "jsonl only" in capsys.readouterr().err

@@ -440,7 +440,7 @@ def _write_bodies(cur: sqlite3.Cursor, columns: list[str], out: TextIO, where: P
     while batch := cur.fetchmany(EXPORT_BATCH_ROWS):
         for values in batch:
             row = as_json(values)
-            text, note = _page_body(row, where)
+            text, note = _page_body(row, where, cur.connection)
             row["body"] = text
             row["body_note"] = note
             out.write(encode(row) + "\n")
@@ -448,13 +448,25 @@ def _write_bodies(cur: sqlite3.Cursor, columns: list[str], out: TextIO, where: P
     return count
 
 
-def _page_body(row: dict[str, object], where: Path) -> tuple[str | None, str | None]:
-    """``(body text, None)`` of a pages row, or ``(None, why not)``."""
+def _page_body(
+    row: dict[str, object], where: Path, conn: sqlite3.Connection
+) -> tuple[str | None, str | None]:
+    """``(body text, None)`` of a pages row, or ``(None, why not)``; an exact duplicate
+    (a revisit record) has the body of the page it repeats (``duplicate_of``), as
+    ``show --raw`` and the mirror give it (issue #25 trial 8)."""
     file, offset, size = row.get("warc_file"), row.get("warc_offset"), row.get("bytes")
     if not isinstance(file, str) or not isinstance(offset, int) or not isinstance(size, int):
         return None, "no WARC record"
     try:
         record = read_record(where / file, offset, size)
+        original = row.get("duplicate_of")
+        if record.rec_type == "revisit" and isinstance(original, str):
+            found = conn.execute(
+                "SELECT warc_file, warc_offset, bytes FROM pages WHERE url = ?", (original,)
+            ).fetchone()
+            if found is None or found[0] is None:
+                return None, f"revisit: the body is that of {original}, which has no record"
+            record = read_record(where / found[0], found[1], found[2])
     except StoreError as exc:
         return None, str(exc)
     if record.rec_type == "revisit":
