@@ -27,9 +27,10 @@ def test_links_refuses_a_missing_file_in_one_line(
 def test_a_redirect_loop_has_one_verdict_in_every_view(tmp_path: Path) -> None:
     """A loop's first hop is fetched (302, ``redirect_loop``) and refused when the chain
     comes back to it (a ``blocked`` row of the same URL): every view calls its links
-    broken, with the chain's end as ``final_url``, and none counts them refused untried
-    (issue #25 trial 6: ``links`` said blocked, ``--broken`` said broken, and the
-    footer said "not broken, never fetched")."""
+    broken, the same ``final_url`` (the target: the error tells the chain; the row's own
+    ``final_url``, its next hop, read as the chain's end: trial 8), and none counts them
+    refused untried (issue #25 trial 6: ``links`` said blocked, ``--broken`` said broken,
+    and the footer said "not broken, never fetched")."""
     a = "http://127.0.0.1"
     site = FakeSite()
     site.add(f"{a}/robots.txt", status(404))
@@ -42,18 +43,20 @@ def test_a_redirect_loop_has_one_verdict_in_every_view(tmp_path: Path) -> None:
     assert rows(db, "SELECT reason FROM blocked WHERE url = ?", f"{a}/loop-a") == [
         ("redirect_loop",)
     ]
-    every = {(c.to_url, c.status, c.final_url, c.blocked) for c in link_report(db, broken=False)}
-    assert (f"{a}/loop-a", 302, f"{a}/loop-b", None) in every
+    checks = list(link_report(db, broken=False))
+    every = {(c.to_url, c.status, c.final_url, c.blocked) for c in checks}
+    assert (f"{a}/loop-a", 302, f"{a}/loop-a", None) in every
+    (loop,) = [c for c in checks if c.to_url == f"{a}/loop-a" and c.from_url == f"{a}/"]
+    assert loop.why().startswith("HTTP 302: redirect_loop: loop after 2 hops")
+    assert "(redirected to" not in loop.why()
     broken = {(c.to_url, c.status, c.final_url, c.blocked) for c in link_report(db, broken=True)}
     assert broken == {
-        (f"{a}/loop-a", 302, f"{a}/loop-b", None),
+        (f"{a}/loop-a", 302, f"{a}/loop-a", None),
         (f"{a}/missing", 404, f"{a}/missing", None),
     }
     assert blocked_links(db) == {}
-    with Store(db):  # the file's view is this version's
-        pass
     assert rows(db, "SELECT to_url, final_url FROM broken_links ORDER BY to_url") == [
-        (f"{a}/loop-a", f"{a}/loop-b"),
+        (f"{a}/loop-a", f"{a}/loop-a"),
         (f"{a}/missing", f"{a}/missing"),
     ]
 

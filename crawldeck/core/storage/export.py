@@ -546,11 +546,15 @@ _BROKEN_REASONS: Final = "(" + ", ".join(f"'{r}'" for r in BROKEN_BLOCK_REASONS)
 #: target whose name did not resolve reads as a failed fetch (``error`` ``dns: ...``).
 #: A target with a ``pages`` row is judged by it, not by a ``blocked`` row of the same
 #: URL (a redirect loop's first hop is both: fetched, then refused when the chain came
-#: back to it; issue #25). The ``pages`` and ``blocked`` rows are found by their
+#: back to it; issue #25). Its ``final_url`` is as ``broken_links`` gives it: the
+#: target itself for a failed chain (whose error tells the chain: its row's own
+#: ``final_url`` is only the next hop, which read as the chain's end: issue #25 trial 8),
+#: the next hop of a redirect. The ``pages`` and ``blocked`` rows are found by their
 #: primary keys.
 _SQL_ALL_LINKS: Final = (
     "SELECT l.from_url, l.to_url, p.status, coalesce(p.error, CASE WHEN b.reason IN"
-    f" {_BROKEN_REASONS} THEN b.reason || ': ' || b.detail END), p.final_url,"
+    f" {_BROKEN_REASONS} THEN b.reason || ': ' || b.detail END),"
+    " CASE WHEN p.error IS NULL THEN p.final_url ELSE p.url END,"
     f" CASE WHEN p.url IS NULL AND b.reason NOT IN {_BROKEN_REASONS} THEN b.reason END,"
     f" p.url IS NOT NULL OR b.reason IN {_BROKEN_REASONS}"
     " , l.anchor FROM links l LEFT JOIN pages p ON p.url = l.to_url"

@@ -241,7 +241,7 @@ BROKEN_REDIRECT_HOPS: Final = 30
 #: primary key per broken target: never a scan of ``links``.
 BROKEN_LINKS_SELECT: Final = (
     "WITH RECURSIVE bad (url, status, error, final_url, hops) AS ("
-    " SELECT p.url, p.status, p.error, coalesce(p.final_url, p.url), 0 FROM pages p"
+    " SELECT p.url, p.status, p.error, p.url, 0 FROM pages p"
     f" WHERE {BROKEN_TARGET_SQL}"
     " UNION ALL SELECT b.url, NULL, b.reason || ': ' || b.detail, NULL, 0 FROM blocked b"
     f" WHERE b.reason IN {_BROKEN_REASONS_SQL}"
