@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import re
 import shlex
 import sys
 from collections.abc import Sequence
@@ -44,7 +43,7 @@ from crawldeck.core.config import CrawlConfig
 from crawldeck.core.errors import CrawldeckError, SeedError, UrlError
 from crawldeck.core.net.request_options import RequestOptions
 from crawldeck.core.policy import urls
-from crawldeck.core.policy.seeds import read_seeds
+from crawldeck.core.policy.seeds import URL_SCHEME, read_seeds, schemeless
 from crawldeck.core.storage.store import Store
 
 #: The command's line in ``crawldeck --help``, and the start of its own ``--help``.
@@ -114,19 +113,6 @@ def common_keys_epilog() -> str:
 
 
 #: A seed given on the command line that is not an existing file must start so.
-_URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
-#: A seed without a scheme that names a host (``example.org``, ``www.example.org/docs``,
-#: ``localhost:8080``, ``127.0.0.1:8000/x``, ``[::1]:8080``): taken as ``http://`` plus
-#: it, as wget and ``scrapy fetch`` do. A name's last label has a letter (not ``1.5``).
-_HOST_SEED = re.compile(
-    r"(?:(?:[\w-]+\.)+[\w-]*[^\W\d_][\w-]*\.?|localhost|\d{1,3}(?:\.\d{1,3}){3}"
-    r"|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?(?:[/?#]\S*)?"
-)
-#: Last labels that are a file's suffix, not a top-level domain: ``seeds.txt`` is a
-#: seeds file given by a wrong name, not the host ``seeds.txt``.
-_FILE_SUFFIXES = frozenset(
-    {"txt", "csv", "tsv", "lst", "list", "toml", "json", "jsonl", "db", "sqlite", "xml", "gz"}
-)
 
 
 def port_less_tables(config: CrawlConfig, seeds: Sequence[str]) -> list[str]:
@@ -156,7 +142,7 @@ def gather_seeds(
     """The seed URLs of ``crawl SEED [SEED ...]``, in order and each once: an item that
     is an existing path is a seeds file (``core.policy.seeds.read_seeds``), one that starts
     with a scheme (``https://``) a URL, one without a scheme that names a host
-    (``example.org/docs``, ``localhost:8080``: ``_HOST_SEED``, not a file name such
+    (``example.org/docs``, ``localhost:8080``: ``seeds.schemeless``, not a file name such
     as ``seeds.txt``) the URL ``http://`` + it, as wget and ``scrapy fetch`` take it,
     which ``notes`` gets a line about; and the seeds files' bad lines, one line each
     (``FILE: line N: REASON``), which are skipped.
@@ -172,14 +158,14 @@ def gather_seeds(
             listed, bad = read_seeds(Path(item))
             found.extend(listed)
             problems.extend(f"{item}: {problem}" for problem in bad)
-        elif _URL_SCHEME.match(item):
+        elif URL_SCHEME.match(item):
             try:
                 found.append(urls.clean(item))
             except UrlError as exc:
                 raise SeedError(f"seed {item!r}: {exc}") from None
-        elif _HOST_SEED.fullmatch(item) and _last_label(item) not in _FILE_SUFFIXES:
+        elif (spelled := schemeless(item)) is not None:
             try:
-                url = urls.clean(f"http://{item}")
+                url = urls.clean(spelled)
             except UrlError as exc:
                 raise SeedError(f"seed {item!r}: {exc}") from None
             found.append(url)
@@ -191,15 +177,6 @@ def gather_seeds(
                 "(a URL starts with http:// or https://, or is a host name: example.org)"
             )
     return list(dict.fromkeys(found)), problems
-
-
-def _last_label(item: str) -> str:
-    """The last label of the host of a seed without a scheme, lowercase
-    (``Seeds.TXT`` -> ``txt``, ``example.org:8080/x`` -> ``org``)."""
-    host = re.split(r"[/?#]", item, maxsplit=1)[0]
-    if not host.startswith("["):
-        host = host.split(":", 1)[0]
-    return host.rstrip(".").rsplit(".", 1)[-1].lower()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from crawldeck.core.errors import SeedError
-from crawldeck.core.policy.seeds import SeedProblem, parse_seeds, read_seeds
+from crawldeck.core.policy.seeds import SeedProblem, parse_seeds, read_seeds, schemeless
 
 
 def test_comments_blank_lines_and_bad_lines() -> None:
@@ -32,6 +32,20 @@ def test_comments_blank_lines_and_bad_lines() -> None:
         "line 5: unsupported scheme 'mailto' in 'mailto:x@example.com' "
         "(only http and https are crawled)"
     )
+
+
+def test_a_line_without_a_scheme_that_names_a_host_is_http() -> None:
+    """As on the command line and in wget's ``-i`` file (issue #25 trial 8: a seeds
+    file refused ``127.0.0.1:8772/from-sitemap``); a file name or a word is no host."""
+    urls, problems = parse_seeds(
+        "127.0.0.1:8772/from-sitemap\nexample.org\nlocalhost:8080/x\nseeds.txt\nhello\n"
+    )
+    assert urls == [
+        "http://127.0.0.1:8772/from-sitemap", "http://example.org/", "http://localhost:8080/x",
+    ]  # fmt: skip
+    assert [(p.line, p.text) for p in problems] == [(4, "seeds.txt"), (5, "hello")]
+    assert schemeless("[::1]:8080/a") == "http://[::1]:8080/a"
+    assert schemeless("https://a.org/") is None
 
 
 def test_only_newline_ends_a_line() -> None:

@@ -8,11 +8,43 @@ numbers of the lines after it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from crawldeck.core.errors import SeedError, UrlError
 from crawldeck.core.policy.urls import clean
+
+#: A URL's scheme at its start (``https://``).
+URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+#: A seed without a scheme that names a host (``example.org``, ``www.example.org/docs``,
+#: ``localhost:8080``, ``127.0.0.1:8000/x``, ``[::1]:8080``): taken as ``http://`` plus
+#: it, as wget and ``scrapy fetch`` do. A name's last label has a letter (not ``1.5``).
+_HOST_SEED = re.compile(
+    r"(?:(?:[\w-]+\.)+[\w-]*[^\W\d_][\w-]*\.?|localhost|\d{1,3}(?:\.\d{1,3}){3}"
+    r"|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?(?:[/?#]\S*)?"
+)
+#: Last labels that are a file's suffix, not a top-level domain: ``seeds.txt`` is a
+#: seeds file given by a wrong name, not the host ``seeds.txt``.
+_FILE_SUFFIXES = frozenset(
+    {"txt", "csv", "tsv", "lst", "list", "toml", "json", "jsonl", "db", "sqlite", "xml", "gz"}
+)
+
+
+def schemeless(item: str) -> str | None:
+    """``http://`` + ``item`` when ``item`` names a host without a scheme
+    (``example.org/docs``, ``localhost:8080``, ``127.0.0.1:8772/x``), as wget and
+    ``scrapy fetch`` take it; ``None`` for anything else (a URL with a scheme, a file
+    name such as ``seeds.txt``, text that names no host). The result is not cleaned."""
+    if URL_SCHEME.match(item) or not _HOST_SEED.fullmatch(item):
+        return None
+    host = re.split(r"[/?#]", item, maxsplit=1)[0]
+    if not host.startswith("["):
+        host = host.split(":", 1)[0]
+    if host.rstrip(".").rsplit(".", 1)[-1].lower() in _FILE_SUFFIXES:
+        return None
+    return f"http://{item}"
+
 
 #: How much of a refused line a report shows (a 10 MB line must not make a 10 MB
 #: stderr line).
@@ -52,7 +84,9 @@ def parse_seeds(text: str) -> tuple[list[str], list[SeedProblem]]:
     A ``#`` starts a comment only at the start of a line or after white space, so a
     URL's own fragment marker is not taken for one. Lines are split at ``\n`` only
     and a trailing ``\r`` is dropped (``str.splitlines`` would also split at form
-    feeds, vertical tabs, U+2028... and number the following lines wrongly).
+    feeds, vertical tabs, U+2028... and number the following lines wrongly). A line
+    without a scheme that names a host is ``http://`` + it (``schemeless``), as on the
+    command line and in wget's ``-i`` file (issue #25 trial 8).
     """
     urls: list[str] = []
     problems: list[SeedProblem] = []
@@ -65,7 +99,7 @@ def parse_seeds(text: str) -> tuple[list[str], list[SeedProblem]]:
         if cut >= 0:
             line = line[:cut].strip()
         try:
-            url = clean(line)
+            url = clean(schemeless(line) or line)
         except UrlError as exc:
             problems.append(SeedProblem(number, line, str(exc)))
             continue
