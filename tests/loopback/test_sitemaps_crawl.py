@@ -123,7 +123,7 @@ def test_hostile_sitemaps_end_with_their_reason_and_other_hosts_go_on(tmp_path: 
     drip_s = 1.5
     with HTTPTestServer() as bad, HTTPTestServer("127.0.0.2") as good:
         u = bad.url
-        names = ["drip.xml", "laughs.xml", "loop.xml", "chain/0.xml"]
+        names = ["drip.xml", "laughs.xml", "loop.xml", "chain/0.xml", "gone.xml"]
         robots = "User-agent: *\nDisallow:\n" + "".join(f"Sitemap: {u('/' + n)}\n" for n in names)
         bad.set("/robots.txt", Response(200, {"Content-Type": "text/plain"}, robots.encode()))
         bad.set("/", html("<p>no links</p>"))
@@ -157,7 +157,12 @@ def test_hostile_sitemaps_end_with_their_reason_and_other_hosts_go_on(tmp_path: 
         text = "".join(f"{p}\n" for p in pages).encode()
         good.set("/sitemap.xml", Response(200, {"Content-Type": "text/plain"}, text))
 
-        run_crawl([u("/"), good.url("/")], db, timeout=30, total_timeout_ms=1000, scope="host")
+        engine = run_crawl(
+            [u("/"), good.url("/")], db, timeout=30, total_timeout_ms=1000, scope="host"
+        )
+        # the log line says what was not read, as the table does (issue #25 trial 8)
+        (said,) = [line for line in engine.snapshot().log if f"sitemaps of {u('')}" in line]
+        assert said.endswith("; 2 files not read (timeout 1, HTTP 404 1)"), said
         errors = dict(rows(db, "SELECT url, error FROM sitemaps"))
         assert errors[u("/drip.xml")].startswith("timeout: ")
         assert errors[u("/laughs.xml")] == "xml_entities: entity declaration 'lol' refused"

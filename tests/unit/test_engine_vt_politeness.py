@@ -199,6 +199,16 @@ def test_a_busy_hosts_sitemap_takes_its_next_turn_not_its_last(tmp_path: Path) -
     assert_spaced(log, 0.5)
 
 
+def test_max_depth_0_reads_no_sitemap(tmp_path: Path) -> None:
+    """A sitemap's URLs are at depth 1: under ``--max-depth 0`` each would be refused,
+    so none is asked for (issue #25 trial 8: three requests, every URL then refused)."""
+    site = FakeSite()
+    site.add(A + "/robots.txt", text(f"User-agent: *\nSitemap: {A}/sitemap.xml\n"))
+    site.add(A + "/", links_page(A + "/a"))
+    crawl(site, [A + "/"], tmp_path / "c.db", delay_ms=100, sitemaps=True, max_depth=0)
+    assert [r.target for r in site.of(A)] == ["/robots.txt", "/"]
+
+
 def test_urls_refused_by_robots_txt_use_no_per_ip_slot(tmp_path: Path) -> None:
     """Two hosts on one address (per-IP limit 100 ms): 300 links of host A refused by
     robots.txt cost no request and no slot, so the crawl takes the time of its 10

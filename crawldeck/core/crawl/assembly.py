@@ -28,7 +28,7 @@ from crawldeck.core.crawl.observer import Observer
 from crawldeck.core.crawl.recording import Recorder, near_index
 from crawldeck.core.crawl.recrawl import ConditionalFetcher, validators_of
 from crawldeck.core.crawl.side_requests import SideRequests
-from crawldeck.core.crawl.sitemaps import SitemapReader
+from crawldeck.core.crawl.sitemaps import SITEMAP_DEPTH, SitemapReader
 from crawldeck.core.net.dns import DnsCache, DnsSettings
 from crawldeck.core.net.fetcher import AiohttpFetcher
 from crawldeck.core.net.robots import RobotsCache, RobotsSettings
@@ -201,13 +201,16 @@ def assemble(
     content = ContentReader(
         config, side.render_gate, side.render_report, observer.log, audit, clock
     )
+    # a sitemap's URLs are at SITEMAP_DEPTH: under a lower max_depth each would be
+    # refused (depth), so none is asked for (issue #25 trial 8: three requests for nothing)
+    reads_sitemaps = config.sitemaps and config.max_depth >= SITEMAP_DEPTH
     sitemaps = SitemapReader(
         side, robots, admission, recorder, store, seen, scope, observer, clock, wake,
         max_redirects=config.max_redirects,
         read_before=None if history is None else history.sitemaps_read,
-        unread=history.hosts_without_sitemaps if history is not None and config.sitemaps else None,
+        unread=history.hosts_without_sitemaps if history is not None and reads_sitemaps else None,
     )  # fmt: skip
-    if config.sitemaps:
+    if reads_sitemaps:
         robots.settled = sitemaps.robots_known
     parts = Parts(dns, policy, addresses, fetcher, gate, frontier, side, robots, observer,
                   scope, guard, seen, admission, recorder, content, sitemaps, roles)  # fmt: skip

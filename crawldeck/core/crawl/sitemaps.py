@@ -46,6 +46,7 @@ its reading.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -102,12 +103,14 @@ RESUME_BATCH = 32
 @dataclass(slots=True)
 class _Origin:
     """One origin's reading this run: the files seen (a loop check), asked for,
-    answered with a sitemap (``read``), and the URLs they queued."""
+    answered with a sitemap (``read``), not read (``failed``: why, ``HTTP 404`` or an
+    error's reason), and the URLs they queued."""
 
     seen: set[str] = field(default_factory=set)
     files: int = 0
     read: int = 0
     queued: int = 0
+    failed: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,11 +253,15 @@ class SitemapReader:
                 continue
             granted = origin if declared else None
             await self._read(url, Location.of(url, granted), 0, state)
-        if state.read:
+        # a missing /sitemap.xml of an origin that declares none is no news
+        failed = state.failed if declared or state.read else []
+        if state.read or failed:
             files = plural(state.read, "file")
-            self._obs.log(
-                f"sitemaps of {origin}: {files} read, {plural(state.queued, 'URL')} queued"
-            )
+            line = f"sitemaps of {origin}: {files} read, {plural(state.queued, 'URL')} queued"
+            if failed:  # what was not read, as the sitemaps table says (issue #25 trial 8)
+                why = ", ".join(f"{reason} {n}" for reason, n in Counter(failed).items())
+                line += f"; {plural(len(failed), 'file')} not read ({why})"
+            self._obs.log(line)
 
     async def _read(self, url: str, where: Location, level: int, state: _Origin) -> None:
         """Read the sitemap at ``url`` (then, for an index, its sitemaps) and record it."""
@@ -271,6 +278,10 @@ class SitemapReader:
             reading = _Reading(self, url, where, level, room)
             fetched = await self._fetch(url, reading)
             if isinstance(fetched, _Failed):  # what came before a cut is kept
+                state.failed.append(
+                    f"HTTP {fetched.status}" if fetched.status is not None
+                    else fetched.error.partition(":")[0]
+                )  # fmt: skip
                 await reading.end(cut=True)
                 errors = [fetched.error, *reading.reasons()]
                 state.queued += reading.queued
