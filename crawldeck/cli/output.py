@@ -86,6 +86,7 @@ def broken_lines(store: Store, db: Path) -> list[str]:
         lines += [f"    {link_line(link)}" for link in group.first]
     rest = groups[SUMMARY_BROKEN_GROUPS:]
     if rest:
-        others = ", ".join(f"{group.label()} {group.count}" for group in rest)
+        # "HTTP 503: gave up after 6 tries 1" read as one more figure (issue #25 trial 8)
+        others = "; ".join(f"{group.label()} ({group.count})" for group in rest)
         lines.append(f"  and {sum(group.count for group in rest)} more: {others}")
     return lines

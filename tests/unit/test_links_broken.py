@@ -11,6 +11,7 @@ from clikit import main_in
 from crawlkit import rows
 from fakesite import FakeSite, crawl, links_page, redirect, status
 
+from crawldeck.cli.output import broken_lines
 from crawldeck.core.records import PageRecord
 from crawldeck.core.storage.export import blocked_links, link_report, unchecked_links
 from crawldeck.core.storage.store import Store
@@ -106,3 +107,30 @@ def test_links_not_checked_are_not_yet_while_a_crawl_holds_the_file(
     assert err.splitlines()[-1].endswith(
         "1 link not checked: the crawl stopped before fetching them"
     )
+
+
+def test_the_summary_names_the_groups_past_the_fifth_with_their_counts_apart(
+    tmp_path: Path,
+) -> None:
+    """``and N more: HTTP 503: gave up after 6 tries (1); ...``: a group's count apart
+    from its label (issue #25 trial 8: "... after 6 tries 1" read as one figure)."""
+    db = tmp_path / "c.db"
+    home = "http://a.test/"
+    answers = [(404, None), (410, None), (500, None), (502, None), (401, None),
+               (403, None), (503, "gave up after 6 tries")]  # fmt: skip
+    with Store(db) as store:
+        store.begin_run({})
+        targets = [f"{home}t{i}" for i in range(len(answers))]
+        page = PageRecord(
+            home, home, "a.test", 0, 200, "text/html", 10, 1.0, 1.7e9, False, None, False
+        )
+        store.record_page(page, key=home, links=[(home, t) for t in targets], new_rows=(),
+                          state="done")  # fmt: skip
+        for target, (code, error) in zip(targets, answers, strict=True):
+            bad = PageRecord(target, target, "a.test", 1, code, "text/html", 0, 1.0, 1.7e9,
+                             False, error, False)  # fmt: skip
+            store.record_page(bad, key=target, links=(), new_rows=(), state="done")
+        lines = broken_lines(store, db)
+    assert lines[0].startswith("broken links: 7 (all of them: ")
+    assert lines[-1].startswith("  and 2 more: HTTP ")
+    assert lines[-1].endswith(" (1); HTTP 503: gave up after 6 tries (1)")
