@@ -129,3 +129,16 @@ def test_the_metadata_names_only_columns_the_schema_has(tmp_path: Path) -> None:
         name for table in tables.values() for name, *_ in table[0]
     }
     assert SCHEMA_VERSION == 3
+
+
+def test_a_view_whose_sql_changed_is_made_anew_on_open(tmp_path: Path) -> None:
+    """A view holds no data: one that says other than this version's (a file of an
+    earlier crawldeck) is dropped and made again when a ``Store`` opens the file."""
+    db = tmp_path / "c.db"
+    Store(db).close()
+    with sqlite3.connect(db) as conn:
+        conn.execute("DROP VIEW broken_links")
+        conn.execute("CREATE VIEW broken_links AS SELECT 1 AS stale")
+    Store(db).close()
+    made = store_module.BROKEN_LINKS_SQL.replace(" IF NOT EXISTS", "", 1)
+    assert rows(db, "SELECT sql FROM sqlite_master WHERE name = 'broken_links'") == [(made,)]

@@ -538,7 +538,8 @@ def _upgrade(cur: sqlite3.Cursor) -> None:
 def _drop_changed_views(cur: sqlite3.Cursor) -> None:
     """Drop each view of the file whose definition is not this version's (made anew by
     ``_prepare_schema``): a view holds no data, and its SQL may change without a schema
-    version (``broken_links``' ``final_url`` of a failed chain, issue #25)."""
+    version (a file opened by a crawldeck whose views said otherwise keeps its old ones
+    under ``CREATE VIEW IF NOT EXISTS``)."""
     views = {
         "page_summary": PAGE_SUMMARY_SQL,
         "host_summary": HOST_SUMMARY_SQL,
