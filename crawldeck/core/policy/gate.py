@@ -245,7 +245,7 @@ class HostGate:
             politeness or its address's per-IP limit allows it at ``at > now`` only;
             ``GO`` when it may go now: its start is counted as :meth:`start_page` does.
         """
-        if not self._free(host) or self._side_wanted[host]:
+        if not self._free(host) or host in self._side_wanted:
             self._held.add(host)
             return HELD
         at = self.earliest(host, now)
@@ -259,7 +259,7 @@ class HostGate:
         return self._politeness.delay_s(host)
 
     def _free(self, host: str) -> bool:
-        return self._fetching[host] + self._side[host] < self._per_host
+        return self._fetching.get(host, 0) + self._side.get(host, 0) < self._per_host
 
     # ------------------------------------------------------------ requests
 
@@ -298,13 +298,13 @@ class HostGate:
             back to the frontier at ``ready_at(host, now)``.
         """
         self._unwant(host)
-        if not self._side_wanted[host] and host in self._held and self._free(host):
+        if host not in self._side_wanted and host in self._held and self._free(host):
             self._held.discard(host)
             return True
         return False
 
     def _unwant(self, host: str) -> None:
-        if self._side_wanted[host] > 1:
+        if self._side_wanted.get(host, 0) > 1:
             self._side_wanted[host] -= 1
         else:
             self._side_wanted.pop(host, None)
@@ -329,7 +329,7 @@ class HostGate:
         if not self._side[host]:
             del self._side[host]
         self._end_address(host, now)
-        if host in self._held and self._free(host) and not self._side_wanted[host]:
+        if host in self._held and self._free(host) and host not in self._side_wanted:
             self._held.discard(host)
             return True
         return False
