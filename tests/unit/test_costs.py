@@ -233,12 +233,16 @@ def test_a_page_costs_what_it_cost(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert figures["calls"] <= 360, figures
     # 87 at 6827a5a (the memo's key and get per href), 5.3 now: a call per new href
     assert figures["admission.py"] <= 8, figures
-    # 85 at 6827a5a (credit per credited link), 51-55 now: popping, queueing, and
-    # ``_promote`` when a credit raises a URL's priority (about 4.5 a page)
-    assert figures["frontier.py"] <= 60, figures
-    # 83 at 6827a5a (credit and spills per credited link), 18-19 now: pop, bring_in,
-    # and one ``credit_all`` a page (their check for a failed read is no call)
-    assert figures["window.py"] <= 22, figures
+    # 85 at 6827a5a (credit per credited link), 48.7-56.2 now: popping, queueing, and
+    # ``_promote`` when a credit raises a URL's priority (about 4.5 a page). Pops move
+    # with the window's (below): the bound leaves them room, not a credit per link
+    assert figures["frontier.py"] <= 64, figures
+    # 83 at 6827a5a (credit and spills per credited link), 13.7-22.4 now (12 runs): pop,
+    # bring_in, and one ``credit_all`` a page (their check for a failed read is no
+    # call). The pops a page (2.9-4.6, each with a ``bring_in`` and a
+    # ``next_ready_at``) are how often a worker found no host ready, which moves with
+    # when the parse threads hand pages back: a run at 22.4 failed a bound of 22
+    assert figures["window.py"] <= 26, figures
     # 8 370-8 440 at 6827a5a: the page's row, its links and the indexes over them
     assert figures["file_bytes"] <= 8_900, figures
 
