@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from crawldeck.cli.flags import output_format, unknown_output_name
-from crawldeck.cli.output import EXIT_OK, EXIT_STOPPED, fail
+from crawldeck.cli.output import EXIT_NOTHING_MIRRORED, EXIT_OK, EXIT_STOPPED, fail
 from crawldeck.core.errors import CrawldeckError
 from crawldeck.core.words import plural
 
@@ -116,7 +116,7 @@ def _run_mirror(args: argparse.Namespace) -> int:
             or args.format is not None):  # fmt: skip
         return fail(args.command, "--mirror writes a directory of bodies; --table, --format, "
                     "-o and --with-body are for a table's rows")  # fmt: skip
-    from crawldeck.core.storage.mirror import write_mirror
+    from crawldeck.core.storage.mirror import NO_WARC_RECORD, WARC_FILE_MISSING, write_mirror
 
     try:
         done = write_mirror(
@@ -141,6 +141,15 @@ def _run_mirror(args: argparse.Namespace) -> int:
     if len(done.same_file) > MIRROR_CLASHES:
         clashes.append(f"  and {len(done.same_file) - MIRROR_CLASHES} more")
     print("\n".join([line, *clashes]), file=sys.stderr)
+    unread = done.skipped[NO_WARC_RECORD] + done.skipped[WARC_FILE_MISSING]
+    if done.files == 0 and unread:
+        # a mirror of nothing is a failure a script must see (issue #25 trial 8)
+        where = "it was crawled with WARC off (--no-warc or warc = false)"
+        if done.skipped[WARC_FILE_MISSING]:
+            where = f"the WARC files it names are not beside {args.db}"
+        print(f"crawldeck export: error: nothing mirrored: the bodies come from the crawl's "
+              f"WARC files, and {where}", file=sys.stderr)  # fmt: skip
+        return EXIT_NOTHING_MIRRORED
     return EXIT_OK
 
 

@@ -19,6 +19,8 @@ EXIT_OK = 0
 #: ``crawldeck links --broken`` found broken links (as linkchecker exits 1 on them).
 EXIT_BROKEN_LINKS = 1
 EXIT_BAD_INPUT = 2
+#: ``crawldeck export --mirror`` wrote no file: no page's WARC record could be read.
+EXIT_NOTHING_MIRRORED = 1
 #: The crawl ended and got no page at all: every seed failed (its summary says why).
 EXIT_SEEDS_FAILED = 3
 #: ``crawldeck attach``: the crawl went away while attached (killed: no run's end).

@@ -252,11 +252,47 @@ def test_a_crawl_without_warc_files_says_why_nothing_is_mirrored(
         server.set("/robots.txt", Response(404))
         run_crawl([server.url("/")], tmp_path / "c.db", warc=False)
     code, _, err = main_in(tmp_path, monkeypatch, capsys, "export", "c.db", "--mirror", "m")
-    assert (code, err) == (
-        0,
-        "crawldeck: mirrored 0 files of 0 hosts into m; skipped: no WARC record 2\n",
+    # a mirror of nothing exits 1: a script must see it (issue #25 trial 8)
+    assert (code, err.splitlines()) == (
+        1,
+        [
+            "crawldeck: mirrored 0 files of 0 hosts into m; skipped: no WARC record 2",
+            "crawldeck export: error: nothing mirrored: the bodies come from the crawl's "
+            "WARC files, and it was crawled with WARC off (--no-warc or warc = false)",
+        ],
     )
     assert list((tmp_path / "m").iterdir()) == []
+
+
+def test_a_crawl_whose_warc_files_are_gone_says_so_and_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """WARC files deleted after the crawl: each page is skipped as ``WARC file missing``
+    and the command exits 1; with one page's file back, that page is mirrored and the
+    exit is 0 (issue #25 trial 8: it exited 0 having written nothing)."""
+    with HTTPTestServer() as server:
+        server.set("/", html('<a href="/a">a</a>'))
+        server.set("/a", html("a"))
+        server.set("/robots.txt", Response(404))
+        run_crawl([server.url("/")], tmp_path / "c.db")
+    warcs = sorted(tmp_path.rglob("*.warc.gz"))
+    assert warcs
+    kept = {w: w.read_bytes() for w in warcs}
+    for w in warcs:
+        w.unlink()
+    code, _, err = main_in(tmp_path, monkeypatch, capsys, "export", "c.db", "--mirror", "m")
+    assert (code, err.splitlines()) == (
+        1,
+        [
+            "crawldeck: mirrored 0 files of 0 hosts into m; skipped: WARC file missing 2",
+            "crawldeck export: error: nothing mirrored: the bodies come from the crawl's "
+            "WARC files, and the WARC files it names are not beside c.db",
+        ],
+    )
+    for w, body in kept.items():
+        w.write_bytes(body)
+    code, _, err = main_in(tmp_path, monkeypatch, capsys, "export", "c.db", "--mirror", "m")
+    assert (code, err) == (0, "crawldeck: mirrored 2 files of 1 host into m\n")
 
 
 def test_a_page_whose_file_another_url_took_is_named_with_that_url(

@@ -217,9 +217,10 @@ class MirrorResult:
         skipped: pages not written, by reason: ``not downloaded`` (a body the crawl
             did not fetch: not HTML), ``same file as another URL`` (another URL took
             its path: ``/d/`` and ``/d/index.html``; ``same_file`` names them), ``no
-            WARC record`` (its WARC file is missing or unreadable), ``no body in its
-            WARC record`` (a revisit whose original is gone), ``refused`` (a symbolic
-            link or a file in the way under DIR), ``not an http(s) URL``.
+            WARC record`` (crawled with WARC off, or its record unreadable),
+            ``WARC file missing`` (its file is not beside the crawl file), ``no body in
+            its WARC record`` (a revisit whose original is gone), ``refused`` (a
+            symbolic link or a file in the way under DIR), ``not an http(s) URL``.
     """
 
     files: int = 0
@@ -229,6 +230,12 @@ class MirrorResult:
     skipped: Counter[str] = field(default_factory=Counter)
     same_file: list[tuple[str, str]] = field(default_factory=list)
 
+
+#: The reasons a page is skipped for want of its body's WARC record (``MirrorResult``):
+#: none was written (``warc = false``, a cluster worker's file) or it is unreadable, and
+#: its WARC file is not where the crawl file says.
+NO_WARC_RECORD = "no WARC record"
+WARC_FILE_MISSING = "WARC file missing"
 
 #: The reason a page is skipped when another URL maps to its file (``MirrorResult``).
 SAME_FILE = "same file as another URL"
@@ -272,12 +279,12 @@ def _plan(
     present: dict[str, bool] = {}
     for url, file, offset, size, dup, ctype in conn.execute(_PAGES):
         if file is None:  # crawled with warc = false, or a cluster worker's file
-            result.skipped["no WARC record"] += 1
+            result.skipped[NO_WARC_RECORD] += 1
             continue
         if file not in present:
             present[file] = (where / file).is_file()
         if not present[file]:
-            result.skipped["no WARC record"] += 1
+            result.skipped[WARC_FILE_MISSING] += 1
             continue
         try:
             path = mirror_path(url)
@@ -368,11 +375,11 @@ def _record(
         if record.rec_type == "revisit" and page.duplicate_of is not None:
             found = conn.execute(_RECORD, (page.duplicate_of,)).fetchone()
             if found is None or found[0] is None:
-                result.skipped["no WARC record"] += 1
+                result.skipped[NO_WARC_RECORD] += 1
                 return None
             record = read_record(where / found[0], found[1], found[2])
     except StoreError:
-        result.skipped["no WARC record"] += 1
+        result.skipped[NO_WARC_RECORD] += 1
         return None
     truncated = dict(record.warc_headers).get("WARC-Truncated") == "unspecified"
     if record.rec_type != "response":
