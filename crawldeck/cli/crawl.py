@@ -62,8 +62,9 @@ examples:
 
 budgets: --max-pages and --max-bytes count over the whole crawl (every run of the
 --db file: a rerun with the same cap fetches nothing new); --max-time counts per run
-(a resumed run gets its time again). A budget reached ends the run cleanly (exit 0,
-the reason in the runs table); the same command, with a higher budget, goes on.
+(a resumed run gets its time again; time paused is not counted). A budget reached
+ends the run cleanly (exit 0, the reason in the runs table); the same command, with a
+higher budget, goes on.
 per-host caps: -s max_per_host=N and a [hosts."HOST"] table's max_pages count the URLs
 admitted for the host (queued: links, sitemap URLs, redirect targets; all runs), not
 its pages fetched: each admitted URL gives at most one page, so the host gets at most

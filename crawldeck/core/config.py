@@ -91,7 +91,8 @@ class CrawlConfig:
             (a rerun with the same cap fetches nothing new); fetches in flight count
             towards it, so none starts beyond it (``None``: no cap).
         max_time_s: stop this run once it has run this many seconds (per run: a resumed run
-            has its own); fetches in flight get the stop's grace period
+            has its own; time paused, ``Engine.pause``, not counted, as in Heritrix);
+            fetches in flight get the stop's grace period
             (``engine.STOP_GRACE_S``, 5 s) and a cut one stays queued (``None``: no cap).
             The flag takes units: ``--max-time 90s``, ``10m``, ``2h``.
         max_bytes: stop once the pages' decoded body bytes reach this many, over all the

@@ -9,11 +9,14 @@ The engine on virtual time (``fakesite``) gives the exact stop points; real
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 
 import pytest
 from fakesite import FakeSite, crawl, links_page
+
+from crawldeck.core.crawl.engine import Engine
 
 A = "http://127.0.0.1"
 
@@ -46,6 +49,56 @@ def test_max_time_stops_the_run_and_a_resume_gets_its_own_time(tmp_path: Path) -
     assert third.rows("SELECT status FROM runs ORDER BY id") == [
         ("max_time",), ("max_time",), ("finished",),
     ]  # fmt: skip
+
+
+def test_time_paused_does_not_count_against_max_time(tmp_path: Path) -> None:
+    """Paused for 100 s at 1.5 s into a 3 s budget: the run ends 3 s of crawling
+    later, at 103 s, as Heritrix leaves paused time out (issue #25: the budget ran
+    out during a pause); the console's elapsed time says 3 s, not 103."""
+    paused: list[float] = []
+
+    async def pause_for_100_seconds(engine: Engine) -> None:
+        await asyncio.sleep(1.5)
+        engine.pause()
+        await asyncio.sleep(50)
+        paused.append(engine.snapshot().paused_s)
+        await asyncio.sleep(50)
+        engine.resume()
+
+    site = FakeSite()
+    chain(site, 200)
+    c = crawl(site, [A + "/"], tmp_path / "c.db", delay_ms=1000, max_time_s=3,
+              during=pause_for_100_seconds)  # fmt: skip
+    assert c.result.outcome == "max_time"
+    assert c.ended - c.started == pytest.approx(103, abs=0.01)
+    assert paused == [pytest.approx(50, abs=0.01)]
+    end = c.engine.snapshot()
+    assert (end.paused_s, end.elapsed_s) == (
+        pytest.approx(100, abs=0.01),
+        pytest.approx(3, abs=0.01),
+    )
+    # robots.txt at 0 s, pages at 1 s, then at 101 s and 102 s: none while paused
+    assert c.result.counters.pages == 3
+
+
+def test_a_stop_while_paused_ends_the_pause_and_the_run(tmp_path: Path) -> None:
+    async def pause_then_stop(engine: Engine) -> None:
+        await asyncio.sleep(1.5)
+        engine.pause()
+        await asyncio.sleep(20)
+        engine.request_stop()
+
+    site = FakeSite()
+    chain(site, 200)
+    c = crawl(site, [A + "/"], tmp_path / "c.db", delay_ms=1000, max_time_s=3,
+              during=pause_then_stop)  # fmt: skip
+    assert c.result.outcome == "stopped"
+    assert c.ended - c.started == pytest.approx(21.5, abs=0.01)
+    end = c.engine.snapshot()
+    assert (end.paused_s, end.elapsed_s) == (
+        pytest.approx(20, abs=0.01),
+        pytest.approx(1.5, abs=0.01),
+    )
 
 
 def test_max_time_cuts_a_fetch_in_flight_after_the_grace_and_keeps_it_queued(

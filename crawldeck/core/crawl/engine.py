@@ -107,8 +107,9 @@ class Engine:
     Call ``add_seeds`` then ``await run()``. ``run`` returns when the frontier is empty
     and nothing is in flight (``finished``), when ``max_pages`` pages were fetched
     (``max_pages``), when the pages' bodies reached ``max_bytes`` (``max_bytes``), when
-    the run has run ``max_time_s`` seconds (``max_time``: stopped as by ``request_stop``,
-    its cut fetches left queued), or after ``request_stop`` (``stopped``).
+    the run has run ``max_time_s`` seconds, paused time not counted (``max_time``:
+    stopped as by ``request_stop``, its cut fetches left queued), or after
+    ``request_stop`` (``stopped``).
     """
 
     def __init__(
@@ -153,6 +154,8 @@ class Engine:
         self._stopping = False
         self.stop_asked_by: str | None = None  # who asked the stop (``request_stop``)
         self._budget: Outcome | None = None  # the time budget, once it ended the run
+        self._time_up_at: asyncio.TimerHandle | None = None  # ``max_time_s``'s timer
+        self._time_left_s: float | None = None  # ``max_time_s`` left while paused
         self._subscribers: list[Subscriber] = []
         self._run_id: int | None = None
         self._workers: list[asyncio.Task[None]] = []
@@ -230,17 +233,34 @@ class Engine:
         self._obs.log(line)
 
     def pause(self) -> None:
-        """Dispatch nothing new; in-flight fetches finish."""
+        """Dispatch nothing new; in-flight fetches finish. The time budget
+        (``max_time_s``) stops counting until ``resume``, as Heritrix leaves paused time
+        out of a crawl's elapsed time."""
         if self._state == "running":
             self._state = "paused"
             self._resume_event.clear()
+            self._obs.pause(self._clock())
+            if self._time_up_at is not None:
+                loop = asyncio.get_running_loop()
+                self._time_left_s = max(0.0, self._time_up_at.when() - loop.time())
+                self._time_up_at.cancel()
+                self._time_up_at = None
 
     def resume(self) -> None:
-        """Dispatch again after ``pause``."""
+        """Dispatch again after ``pause``; the time budget counts on from where it was."""
         if self._state == "paused":
             self._state = "running"
+            self._obs.resume(self._clock())
+            self._start_time_budget()
             self._resume_event.set()
             self._wake.set()
+
+    def _start_time_budget(self) -> None:
+        """Arm ``max_time_s``'s timer for the time left of it (all of it at the start)."""
+        left = self._time_left_s
+        if left is not None:
+            self._time_left_s = None
+            self._time_up_at = asyncio.get_running_loop().call_later(left, self._time_up)
 
     def request_stop(self, by: str | None = None) -> None:
         """Stop cleanly: nothing new is dispatched, in-flight fetches get a grace period.
@@ -252,6 +272,8 @@ class Engine:
             asyncio.get_running_loop().call_later(STOP_GRACE_S, self._cancel_workers)
             self.stop_asked_by = by
         self._stopping = True
+        if self._state == "paused":
+            self._obs.resume(self._clock())  # the pause ends with the run
         if self._state in ("running", "paused"):
             self._state = "stopping"
         self._resume_event.set()
@@ -289,10 +311,10 @@ class Engine:
             )
         self._sitemaps.resume()  # hosts whose sitemaps an earlier run did not read
         reporter = asyncio.create_task(self._report_loop())
-        time_cap = self.config.max_time_s
-        timer = None
-        if time_cap is not None:
-            timer = asyncio.get_running_loop().call_later(time_cap, self._time_up)
+        if self.config.max_time_s is not None and not self._stopping:
+            self._time_left_s = float(self.config.max_time_s)
+            if self._state == "running":  # paused before the run: armed by ``resume``
+                self._start_time_budget()
         self._workers = [
             asyncio.create_task(self._worker(), name=f"worker-{i}")
             for i in range((1 + SLOW_FETCH_FACTOR) * self.config.concurrency)
@@ -300,8 +322,8 @@ class Engine:
         try:
             await asyncio.gather(*self._workers, return_exceptions=True)
         finally:
-            if timer is not None:
-                timer.cancel()
+            if self._time_up_at is not None:
+                self._time_up_at.cancel()
             reporter.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reporter

@@ -175,6 +175,8 @@ class Observer:
         self.tally = RunTally()  # this run's recorded fetches (``core.crawl.stats``)
         self.started_at = clock()
         self.ended_at: float | None = None
+        self._paused_s = 0.0  # this run's ended pauses (s)
+        self._paused_since: float | None = None  # the pause going on, if any (epoch s)
         self.retried = 0  # failed URLs of earlier runs queued again
         # the committed totals of earlier runs; the store adds this run's
         self._base_totals: Counter[str] = Counter()
@@ -274,10 +276,31 @@ class Observer:
     def begin(self) -> None:
         """The run starts now: ``this run`` and throughput count from here."""
         self.started_at = self._clock()
+        self._paused_s = 0.0
+        if self._paused_since is not None:  # paused before the run began
+            self._paused_since = self.started_at
         self.pages_at_start = self.pages
         self.bytes_at_start = self.bytes
         self._samples.clear()
         self._samples.append((self.started_at, self.pages, self.bytes))
+
+    def pause(self, now: float) -> None:
+        """The crawl was paused at ``now`` (epoch s): its time stops counting
+        (``paused_s``)."""
+        if self._paused_since is None:
+            self._paused_since = now
+
+    def resume(self, now: float) -> None:
+        """The pause (``pause``) ended at ``now`` (epoch s)."""
+        if self._paused_since is not None:
+            self._paused_s += max(0.0, now - self._paused_since)
+            self._paused_since = None
+
+    def paused_s(self, now: float) -> float:
+        """Seconds this run has been paused up to ``now`` (epoch s), the pause going
+        on included."""
+        going = 0.0 if self._paused_since is None else max(0.0, now - self._paused_since)
+        return self._paused_s + going
 
     def statistics(self) -> ObserverStatistics:
         """The observer's figures now."""
@@ -544,6 +567,7 @@ class Observer:
             window_s=THROUGHPUT_WINDOW_S,
             max_pages=self._config.max_pages,
             max_time_s=self._config.max_time_s,
+            paused_s=self.paused_s(now),
             max_bytes=self._config.max_bytes,
             pages_fetched=self.pages,
             pages_this_run=self.pages - self.pages_at_start,

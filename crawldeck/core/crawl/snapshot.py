@@ -166,6 +166,8 @@ class CrawlSnapshot:
         retried: URLs that had failed in earlier runs (5xx, 429, timeouts, lost
             connections, DNS failures) and were queued again by this run.
         max_time_s: the run's time budget in seconds (``max_time_s``), if any.
+        paused_s: seconds this run has been paused (``Engine.pause``) up to ``at``:
+            ``elapsed_s`` leaves them out, as the time budget does.
         max_bytes: the body bytes budget over all runs (``max_bytes``), if any.
         pages_fetched: pages fetched, all runs (the hosts' ``fetched`` summed, what
             ``max_pages`` counts), counted as each is recorded: ahead of
@@ -190,6 +192,7 @@ class CrawlSnapshot:
     ended_at: float | None = None
     retried: int = 0
     max_time_s: float | None = None
+    paused_s: float = 0.0
     max_bytes: int | None = None
     pages_fetched: int | None = None
 
@@ -202,9 +205,11 @@ class CrawlSnapshot:
 
     @property
     def elapsed_s(self) -> float:
-        """Seconds this run has crawled: from its start to now, or to its end."""
+        """Seconds this run has crawled: from its start to now, or to its end, paused
+        time (``paused_s``) left out, as ``max_time_s`` counts (and Heritrix's elapsed
+        time)."""
         end = self.at if self.ended_at is None else min(self.at, self.ended_at)
-        return max(0.0, end - self.started_at)
+        return max(0.0, end - self.started_at - self.paused_s)
 
 
 @dataclass(frozen=True, slots=True)
