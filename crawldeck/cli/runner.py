@@ -322,8 +322,9 @@ def _finish(
     every seed failed), how to export and how to go on: after a stop or the run's
     ``--max-time`` the same command (``ending.resume``), after a whole-crawl budget one
     that fetches more (``ending.go_on``); the exit code:
-    ``EXIT_STOPPED``, ``EXIT_SEEDS_FAILED`` (the crawl ended and no page of the file
-    got a 2xx answer: the summary says why each seed failed) or ``EXIT_OK``.
+    ``EXIT_STOPPED``, ``EXIT_SEEDS_FAILED`` (the crawl ended with nothing left to
+    fetch, not at a budget, and no page of the file got a 2xx answer: the summary says
+    why each seed failed) or ``EXIT_OK``.
 
     The terminal may be gone (SIGHUP after it closed): output that cannot be written is
     dropped, the exit code still tells what happened (the crawl is saved either way).
@@ -341,7 +342,9 @@ def _finish(
     else:
         lines.append(f"crawl saved in {db} (no page with a 2xx answer in it yet)")
     stopped = stopped or outcome == "stopped"
-    failures = [] if stopped else _seed_failures(store)
+    # a budget that ran out before a seed was answered is not a failed seed (issue #25
+    # trial 9: a Crawl-delay of 100 s and --max-time 10s said "every seed failed")
+    failures = [] if stopped or outcome in BUDGET_FLAGS else _seed_failures(store)
     if stopped or outcome in BUDGET_FLAGS:
         lines.append(ending.go_on.get(outcome, ending.resume))
     heading = outcome_heading("stopped" if stopped else outcome, ending.caps,

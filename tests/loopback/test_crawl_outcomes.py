@@ -61,6 +61,25 @@ def test_a_crawl_whose_every_seed_failed_exits_3_and_says_why(tmp_path: Path) ->
     assert "export with" not in proc.stdout + proc.stderr
 
 
+def test_a_time_budget_spent_before_any_seed_was_answered_is_no_failed_seed(
+    tmp_path: Path,
+) -> None:
+    """robots.txt asks 100 s between requests (30 s with ``max_delay_ms``) and the run
+    has 2 s: the seed is still queued when the time is up. The heading says the budget
+    and the exit is 0 (issue #25 trial 9: "every seed failed", exit 3)."""
+    with HTTPTestServer() as server:
+        server.set("/robots.txt", Response(200, {"Content-Type": "text/plain"},
+                                           b"User-agent: *\nCrawl-delay: 100\n"))  # fmt: skip
+        server.set("/", html("ok"))
+        (tmp_path / "seeds.txt").write_text(server.url("/") + "\n")
+        proc = crawldeck(tmp_path, "--max-time", "2s")  # the delay is capped at 30 s
+    assert proc.returncode == 0, proc.stderr
+    assert "stopped: --max-time 2s reached" in proc.stdout
+    assert "every seed failed" not in proc.stdout + proc.stderr
+    assert "crawl saved in c.db (no page with a 2xx answer in it yet)" in proc.stdout
+    assert rows(tmp_path / "c.db", "SELECT state FROM frontier") == [("queued",)]
+
+
 def test_a_crawl_that_fetched_something_exits_0(tmp_path: Path) -> None:
     with HTTPTestServer() as server:
         server.set("/robots.txt", Response(404))
