@@ -23,7 +23,10 @@ def test_help_shows_the_examples_the_units_and_what_counts_per_run(tmp_path: Pat
     text = " ".join(proc.stdout.split())  # argparse wraps the flags' help
     assert "usage: crawldeck crawl" in text and "examples: crawldeck crawl https://" in text
     assert "--max-pages N stop once the crawl file holds N pages, over ALL its runs" in text
-    assert "--max-time DURATION stop THIS RUN after DURATION: 90s, 10m, 2h" in text
+    assert (
+        "--max-time DURATION stop THIS RUN after DURATION of crawling (time paused in the "
+        "console not counted): 90s, 10m, 2h" in text
+    )
     assert "--max-bytes SIZE stop once the pages' decoded bodies add up to SIZE, over ALL runs" in (
         text
     )
