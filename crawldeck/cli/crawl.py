@@ -235,11 +235,6 @@ def run(args: argparse.Namespace) -> int:
             if other is not None:
                 print(f"crawldeck: warning: {other}", file=sys.stderr, flush=True)
             counts, body_bytes = store.counts(), store.page_totals()[1]
-            # the way on starts from what the file holds (issue #25)
-            held = {"max_pages": counts["pages"], "max_bytes": body_bytes}
-            ending = crawl_ending(
-                hint, config, sys.argv[1:], exported=args.output is not None, held=held
-            )
             spent = spent_budget(counts["pages"], body_bytes, config, ending)
             # nothing queued: the run ends "finished", no cap to raise (issue #25)
             if spent is not None and counts["queued"] + counts["in_flight"]:

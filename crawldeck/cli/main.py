@@ -6,12 +6,13 @@ running headless, ``tui.attach``), each a module of ``cli`` (``cli.parser.COMMAN
 Exit codes: 0 a finished crawl (or one that reached a budget: ``--max-pages``,
 ``--max-time``, ``--max-bytes``), 1 ``links --broken`` found broken links (linkchecker's
 convention, for scripts and CI; ``attach``: the crawl went away while attached;
-``export --mirror``: no file written for want of WARC records), 2 bad
-input (one line on stderr, ``crawldeck COMMAND: error: MESSAGE`` as argparse's own
+``export --mirror``: no file written for want of WARC records), 2 bad input (one line
+on stderr, ``crawldeck COMMAND: error: MESSAGE`` as argparse's own
 (``cli.output.fail``); a flag error ends with ``(see crawldeck COMMAND --help)``, never
 the usage block), 3 a crawl that ended with nothing left to fetch and without any page
-fetched (every seed failed; the summary says why; a budget reached first is 0), 130 stopped by Ctrl-C, SIGTERM or SIGHUP (state saved, resume
-command printed); ``cli.output`` names them.
+fetched (every seed failed; the summary says why; a budget reached first is 0), 130
+stopped by Ctrl-C, SIGTERM or SIGHUP (state saved, resume command printed);
+``cli.output`` names them.
 
 Settings: defaults < ``--config FILE`` < ``-s KEY=VALUE`` < flags (``--delay-ms`` ...);
 ``crawldeck config`` prints the result with where each value came from. Figures go to

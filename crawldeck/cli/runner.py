@@ -36,7 +36,7 @@ from crawldeck.core.config import CrawlConfig
 from crawldeck.core.crawl.stats import read_run
 from crawldeck.core.errors import CrawldeckError, without_url
 from crawldeck.core.storage.store import Store
-from crawldeck.core.words import plural, spelled_size
+from crawldeck.core.words import plural, rounded_size, spelled_size
 from crawldeck.tui.stops import BUDGET_FLAGS, WHOLE_CRAWL_BUDGETS, stop_signals
 
 if TYPE_CHECKING:
@@ -321,7 +321,7 @@ def _finish(
     (``outcome_heading``: ``stopped: --max-pages 50 reached``, never "finished" when
     every seed failed), how to export and how to go on: after a stop or the run's
     ``--max-time`` the same command (``ending.resume``), after a whole-crawl budget one
-    that fetches more (``ending.go_on``); the exit code:
+    that fetches more (``ending.go_on`` from what the file holds now); the exit code:
     ``EXIT_STOPPED``, ``EXIT_SEEDS_FAILED`` (the crawl ended with nothing left to
     fetch, not at a budget, and no page of the file got a 2xx answer: the summary says
     why each seed failed) or ``EXIT_OK``.
@@ -346,7 +346,12 @@ def _finish(
     # trial 9: a Crawl-delay of 100 s and --max-time 10s said "every seed failed")
     failures = [] if stopped or outcome in BUDGET_FLAGS else _seed_failures(store)
     if stopped or outcome in BUDGET_FLAGS:
-        lines.append(ending.go_on.get(outcome, ending.resume))
+        go_on = None
+        if not stopped and outcome in WHOLE_CRAWL_BUDGETS:
+            with contextlib.suppress(CrawldeckError):  # without the figures: the resume line
+                held = {"max_pages": store.counts()["pages"], "max_bytes": store.page_totals()[1]}
+                go_on = ending.go_on(outcome, held)
+        lines.append(go_on or ending.resume)
     heading = outcome_heading("stopped" if stopped else outcome, ending.caps,
                               failed=bool(failures), stopped_by=engine.stop_asked_by)  # fmt: skip
     try:
@@ -379,16 +384,37 @@ class Ending:
             COMMAND`` (the same command goes on), or the demo's ``run it again``.
         caps: each budget outcome (``max_pages``, ``max_bytes``, ``max_time``) -> its
             value as the heading quotes it (``"50"``, ``"10m"``).
-        go_on: a whole-crawl budget outcome -> the line with a command that fetches
-            more (``raised_budget``); an outcome not in it gets ``resume``.
+        budgets: each whole-crawl budget outcome set (``max_pages``, ``max_bytes``) ->
+            its cap (pages, bytes), for ``go_on``.
+        argv: the command's arguments after ``crawldeck``, which ``go_on`` repeats with
+            a higher cap; ``None`` (the demo, which starts anew): no such line.
         exported: the command writes the pages itself (``crawl -o FILE``): the
             summary gives no ``export with:`` hint (issue #25).
     """
 
     resume: str
     caps: Mapping[str, str] = field(default_factory=dict)
-    go_on: Mapping[str, str] = field(default_factory=dict)
+    budgets: Mapping[str, int] = field(default_factory=dict)
+    argv: tuple[str, ...] | None = None
     exported: bool = False
+
+    def go_on(self, outcome: str, held: Mapping[str, int]) -> str | None:
+        """The line with a command that fetches more after the whole-crawl budget
+        ``outcome``: the same command with the cap raised to twice the cap, or to what
+        the file holds (``held``: ``max_pages`` -> its pages, ``max_bytes`` -> its body
+        bytes) plus the cap when that is more, bytes rounded up to a whole unit
+        (``core.words.rounded_size``). ``--max-pages`` and ``--max-bytes`` count every
+        run of the file, so the same cap, or one the file is past, fetches nothing
+        (issue #25; trial 9: a run that stopped at 2.8 MB of a 1MB cap was told 2MB).
+        ``None`` for another outcome, or without ``argv``."""
+        cap = self.budgets.get(outcome)
+        if self.argv is None or not cap:
+            return None
+        flag = WHOLE_CRAWL_BUDGETS[outcome]
+        higher = max(2 * cap, held.get(outcome, 0) + cap)
+        value = spelled_size(rounded_size(higher)) if outcome == "max_bytes" else str(higher)
+        command = shlex.join(raised_budget(self.argv, flag, value))
+        return f"to continue, run it with a higher {flag}: {program()} {command}"
 
 
 def raised_budget(argv: Sequence[str], flag: str, value: str) -> list[str]:
@@ -408,20 +434,11 @@ def raised_budget(argv: Sequence[str], flag: str, value: str) -> list[str]:
 
 
 def crawl_ending(
-    resume: str,
-    config: CrawlConfig,
-    argv: Sequence[str] | None,
-    *,
-    exported: bool = False,
-    held: Mapping[str, int] | None = None,
+    resume: str, config: CrawlConfig, argv: Sequence[str] | None, *, exported: bool = False
 ) -> Ending:
     """The ``Ending`` of a crawl with ``config``: its budgets quoted in the heading and,
     with ``argv`` (the command's arguments, ``None`` for the demo, which starts anew),
-    a whole-crawl budget's way on: the same command with the cap raised to twice the
-    cap, or to what the file holds already plus the cap when that is more (``held``:
-    ``max_pages`` -> the file's pages, ``max_bytes`` -> its body bytes; ``--max-pages``
-    and ``--max-bytes`` count every run of the file, so the same cap, or twice a cap
-    the file is past, fetches nothing: issue #25); ``exported``: as
+    a whole-crawl budget's way on (``Ending.go_on``); ``exported``: as
     ``Ending.exported``."""
     caps = {
         outcome: text
@@ -432,15 +449,8 @@ def crawl_ending(
         )
         if text
     }
-    go_on: dict[str, str] = {}
-    for outcome, flag in WHOLE_CRAWL_BUDGETS.items():
-        cap = getattr(config, outcome)
-        if argv is not None and cap:
-            higher = max(2 * cap, (held or {}).get(outcome, 0) + cap)
-            value = spelled_size(higher) if outcome == "max_bytes" else str(higher)
-            command = shlex.join(raised_budget(argv, flag, value))
-            go_on[outcome] = f"to continue, run it with a higher {flag}: {program()} {command}"
-    return Ending(resume, caps, go_on, exported)
+    budgets = {o: cap for o in WHOLE_CRAWL_BUDGETS if (cap := getattr(config, o))}
+    return Ending(resume, caps, budgets, None if argv is None else tuple(argv), exported)
 
 
 def spent_budget(pages: int, body_bytes: int, config: CrawlConfig, ending: Ending) -> str | None:
@@ -456,7 +466,8 @@ def spent_budget(pages: int, body_bytes: int, config: CrawlConfig, ending: Endin
         cap = getattr(config, outcome)
         if cap and held >= cap:
             flag = WHOLE_CRAWL_BUDGETS[outcome]
-            way_on = ending.go_on.get(outcome, f"give a higher {flag}")
+            held_now = {"max_pages": pages, "max_bytes": body_bytes}
+            way_on = ending.go_on(outcome, held_now) or f"give a higher {flag}"
             return (f"the crawl file holds {shown} already: {flag} {cap} is reached before "
                     f"this run fetches anything; {way_on}")  # fmt: skip
     return None

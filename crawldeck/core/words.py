@@ -28,3 +28,13 @@ def spelled_size(size: int) -> str:
         if size >= scale and size % scale == 0:
             return f"{size // scale}{unit}"
     return str(size)
+
+
+def rounded_size(size: int) -> int:
+    """``size`` bytes rounded up to a whole number of the largest decimal unit it
+    reaches (``spelled_size`` then spells it short): ``3794542`` -> ``4000000``,
+    ``1500`` -> ``2000``, ``999`` -> ``999``; never less than ``size``."""
+    for scale in (10**12, 10**9, 10**6, 10**3):
+        if size >= scale:
+            return -(-size // scale) * scale
+    return size

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from clikit import CRAWLDECK, run
 
+from crawldeck.cli.flags import parse_size
 from crawldeck.localweb import LocalWeb
 
 
@@ -84,6 +85,9 @@ def test_max_bytes_stops_at_the_body_that_reaches_it_over_all_runs(
     total = sum(size for _, size in fetched)
     assert total >= 5000 > total - fetched[-1][1]  # the last body reached it
     assert re.search(rf"bytes \(all runs\)\s*│\s*{total:,}\s", first.stdout), first.stdout
+    # the way on is a cap above what the file holds now, past the cap (issue #25 trial 9)
+    way_on = shlex.split(first.stdout.splitlines()[-1].partition(": ")[2])
+    assert way_on[-2] == "--max-bytes" and parse_size(way_on[-1]) >= total + 5000, first.stdout
     # over all runs: the same cap fetches nothing more, a higher one goes on
     same = run(*args, "--max-bytes", "5000", cwd=tmp_path)
     assert same.returncode == 0 and pages(tmp_path / "c.db") == fetched

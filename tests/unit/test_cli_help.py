@@ -245,17 +245,27 @@ def test_a_resumed_crawl_past_its_cap_is_warned_before_it_starts() -> None:
     # cap, which fetched nothing either (issue #25 trial 6: 400 pages, --max-pages 100)
     config = CrawlConfig(max_pages=100, max_bytes=2_000_000)
     argv = ["crawl", "x.org", "--max-pages", "100", "--max-bytes", "2MB"]
-    ending = crawl_ending("resume", config, argv, held={"max_pages": 400, "max_bytes": 10**6})
-    assert ending.go_on["max_pages"].endswith(" --max-bytes 2MB --max-pages 500")
-    assert ending.go_on["max_bytes"].endswith(" --max-pages 100 --max-bytes 4MB")
+    ending = crawl_ending("resume", config, argv)
+    held = {"max_pages": 400, "max_bytes": 10**6}
+    assert ending.go_on("max_pages", held).endswith(" --max-bytes 2MB --max-pages 500")
+    assert ending.go_on("max_bytes", held).endswith(" --max-pages 100 --max-bytes 4MB")
     assert ending.caps == {"max_pages": "100", "max_bytes": "2MB"}
+    # a body past the cap: the way on is above what the file holds, in whole units
+    # (issue #25 trial 9: stopped at 2 794 542 bytes of --max-bytes 1MB, told 2MB)
+    ending = crawl_ending("resume", CrawlConfig(max_bytes=10**6), ["crawl", "x.org"])
+    assert ending.go_on("max_bytes", {"max_bytes": 2_794_542}).endswith(" --max-bytes 4MB")
+    assert ending.go_on("max_time", {}) is None
+    assert crawl_ending("resume", config, None).go_on("max_pages", held) is None
 
 
 @given(st.integers(1, 10**15))
 def test_a_size_is_spelled_as_the_flag_reads_it_back(size: int) -> None:
-    from crawldeck.core.words import spelled_size
+    from crawldeck.core.words import rounded_size, spelled_size
 
     assert parse_size(spelled_size(size)) == size
+    up = rounded_size(size)
+    assert size <= up < 2 * size
+    assert len(spelled_size(up)) <= 6  # a whole number of a unit: "4MB", "999", "12GB"
     assert [spelled_size(n) for n in (2500, 5000, 4 * 10**6, 10**9, 1024)] == [
         "2500", "5kB", "4MB", "1GB", "1024",
     ]  # fmt: skip
