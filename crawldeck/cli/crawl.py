@@ -234,8 +234,10 @@ def run(args: argparse.Namespace) -> int:
             other = other_seeds(store.seed_urls(), seeds, db)
             if other is not None:
                 print(f"crawldeck: warning: {other}", file=sys.stderr, flush=True)
+            from crawldeck.core.crawl.resume import file_fetches
+
             counts, body_bytes = store.counts(), store.page_totals()[1]
-            spent = spent_budget(counts["pages"], body_bytes, config, ending)
+            spent = spent_budget(file_fetches(store), body_bytes, config, ending)
             # nothing queued: the run ends "finished", no cap to raise (issue #25)
             if spent is not None and counts["queued"] + counts["in_flight"]:
                 print(f"crawldeck: warning: {spent}", file=sys.stderr, flush=True)

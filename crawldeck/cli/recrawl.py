@@ -113,8 +113,9 @@ def recrawl_budgets(
     ``--max-bytes`` (``None``: not given), which count this recrawl alone: the engine
     counts pages and bytes over all runs (``Engine``: every fetch recorded, a revisit
     too), so the caps are ``pages_before + N`` and ``bytes_before + SIZE``, with
-    ``pages_before`` the file's ``pages`` rows and ``bytes_before`` their body bytes
-    (what the engine's figures start from: ``Store.counts``, ``Store.page_totals``).
+    ``pages_before`` the file's fetches and ``bytes_before`` its pages' body bytes
+    (what the engine's figures start from: ``core.crawl.resume.file_fetches``,
+    ``Store.page_totals``).
     The crawl's own budgets are not carried over (its ``max_pages`` counts the file's
     pages, which the revisits do not add to)."""
     return {
@@ -175,7 +176,9 @@ def run(args: argparse.Namespace) -> int:
         if saved is None or not store.has_crawl():
             store.close()
             return fail(args.command, f"{db} holds no crawl to revisit")
-        before = store.counts()["pages"], store.page_totals()[1]
+        from crawldeck.core.crawl.resume import file_fetches
+
+        before = file_fetches(store), store.page_totals()[1]
         budgets = recrawl_budgets(args, pages_before=before[0], bytes_before=before[1])
         # metrics only when this recrawl asks (--metrics-port), not the last run's port
         # -s over the last run's config (issue #25 F21); the budgets are this recrawl's

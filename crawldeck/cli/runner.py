@@ -348,8 +348,10 @@ def _finish(
     if stopped or outcome in BUDGET_FLAGS:
         go_on = None
         if not stopped and outcome in WHOLE_CRAWL_BUDGETS:
+            from crawldeck.core.crawl.resume import file_fetches
+
             with contextlib.suppress(CrawldeckError):  # without the figures: the resume line
-                held = {"max_pages": store.counts()["pages"], "max_bytes": store.page_totals()[1]}
+                held = {"max_pages": file_fetches(store), "max_bytes": store.page_totals()[1]}
                 go_on = ending.go_on(outcome, held)
         lines.append(go_on or ending.resume)
     heading = outcome_heading("stopped" if stopped else outcome, ending.caps,

@@ -168,7 +168,7 @@ class Observer:
         self._dirty: set[str] = set()
         self.busy: set[str] = set()  # hosts with a URL in flight
         self.in_flight = 0
-        self.pages = 0  # pages recorded, all runs (this run's added as they come)
+        self.pages = 0  # fetches recorded, all runs (a recrawl's revisits; this run's as they come)
         self.bytes = 0
         self.pages_at_start = 0
         self.bytes_at_start = 0
@@ -258,14 +258,19 @@ class Observer:
         mix: dict[str, int],
         total_bytes: int,
         recent_blocked: Iterable[BlockedRecord],
+        *,
+        fetched: int | None = None,
     ) -> None:
-        """Take the totals an earlier run left (``Store.counts``, ``Store.page_totals``)
-        and its recent blocked URLs, newest first (``Store.recent_blocked``)."""
+        """Take the totals an earlier run left (``Store.counts``, ``Store.page_totals``),
+        its recent blocked URLs, newest first (``Store.recent_blocked``), and its
+        fetches, which ``pages_fetched`` counts on from (``core.crawl.resume.fetches_of``;
+        ``None``: its ``pages`` rows)."""
         pages = counts.get("pages", 0)
-        self.pages = pages if isinstance(pages, int) else 0
+        rows = pages if isinstance(pages, int) else 0
+        self.pages = rows if fetched is None else fetched
         self.bytes = total_bytes
         self._base_totals.update(mix)
-        self._base_totals["pages"] = self.pages
+        self._base_totals["pages"] = rows
         self._base_totals["bytes"] = self.bytes
         blocked = counts.get("blocked", {})
         if isinstance(blocked, dict):

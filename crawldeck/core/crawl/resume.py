@@ -137,9 +137,11 @@ def restore(
     if excluded:
         store.flush()  # the spilled counts below without the rows just blocked
     frontier.restore(store.spilled_counts())
+    fetched = 0
     for host, rec in store.load_hosts().items():
         stats = observer.stats(host, None)
         stats.fetched = max(0, rec.pages_fetched - requeued.get(host, 0))
+        fetched += stats.fetched
         stats.demoted = rec.state == "demoted"
         stats.dead = rec.state == "dead"  # its URLs were blocked: none is queued
         stats.saved = rec
@@ -148,7 +150,9 @@ def restore(
         gate.restore(host, rec)
     mix, total_bytes = store.page_totals()
     recent = store.recent_blocked(SNAPSHOT_RECENT)
-    observer.restore(dict(counts), mix, total_bytes, recent)
+    observer.restore(
+        dict(counts), mix, total_bytes, recent, fetched=fetches_of(counts["pages"], fetched)
+    )
     again = observer.retried
     verb = "is" if again == 1 else "are"
     retried = f" ({again} that failed before {verb} tried again)" if again else ""
@@ -164,4 +168,25 @@ def restore(
     )
 
 
-__all__ = ["patterns_changed", "restore"]
+def fetches_of(pages: int, hosts_fetched: int) -> int:
+    """The fetches of a crawl file's earlier runs, as a run counts on from them
+    (``max_pages``, the console's ``fetched``, ``Observer.restore``): its hosts'
+    ``pages_fetched`` summed (``hosts_fetched``: a recrawl's revisits are fetches, not
+    pages, issue #25 trial 9), or its ``pages`` rows when they are more (host rows are
+    written at intervals, pages at each commit: a run killed between the two leaves
+    the hosts behind)."""
+    return max(pages, hosts_fetched)
+
+
+def file_fetches(store: LocalHistory) -> int:
+    """``fetches_of`` the crawl file of ``store`` as it is (before a run requeues its
+    failed URLs): what the CLI's budget lines start from.
+
+    Raises:
+        StoreError: the file could not be read.
+    """
+    hosts = store.load_hosts().values()
+    return fetches_of(store.counts()["pages"], sum(rec.pages_fetched for rec in hosts))
+
+
+__all__ = ["fetches_of", "file_fetches", "patterns_changed", "restore"]
