@@ -388,7 +388,7 @@ REASON_WORDS: dict[str, str] = {
     "scheme": "not http(s)",
     "bad_url": "bad URL",
     "scope": "out of scope",
-    "excluded": "excluded (--include / --exclude)",
+    "excluded": "by --include / --exclude",
     "depth": "deeper than --max-depth",
     "dns": "host name does not resolve",
     "connect": "connection refused or failed",
