@@ -79,7 +79,7 @@ from crawldeck.core.errors import (
     TlsFailed,
 )
 from crawldeck.core.net.dns import Answer, DnsCache, DnsSettings, RecordType
-from crawldeck.core.net.fetcher import STREAM_KEEP_BYTES
+from crawldeck.core.net.fetcher import NO_BODY, STREAM_KEEP_BYTES
 from crawldeck.core.policy import sniff
 from crawldeck.core.records import BodySink, FetchResult
 from crawldeck.core.storage.store import Store
@@ -483,6 +483,8 @@ class FakeFetcher:
             sniffed = computed != supplied.essence
             content_type = computed
         skipped = want_body is not None and not want_body(content_type)
+        if skipped and not streamed and (not answer.body or answer.status in NO_BODY):
+            skipped = False  # an empty body is whole, as the real fetcher keeps it
         limit = self._max_bytes if request.max_bytes is None else request.max_bytes
         truncated = not skipped and len(decoded) > limit
         if not skipped:

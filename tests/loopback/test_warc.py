@@ -454,6 +454,39 @@ def test_a_crawl_archives_every_fetch_hostile_answers_included(tmp_path: Path) -
     assert types.count("metadata") == 6
 
 
+def test_a_body_not_read_has_no_digest_and_an_empty_one_is_whole(tmp_path: Path) -> None:
+    """An image's body is not read: its record says ``WARC-Truncated: unspecified`` and
+    its page row has no payload digest (not the digest of no bytes). A 301 with
+    ``Content-Length: 0`` and no Content-Type has nothing left out: no truncation, the
+    empty body's digest (issue #25 trial 9)."""
+    png = b"\x89PNG\r\n\x1a\n" + b"\0" * 500
+    with HTTPTestServer() as srv:
+        srv.set("/robots.txt", Response(404))
+        srv.set("/", html('<a href="/i.png">i</a><a href="/dir">d</a>'))
+        srv.set("/i.png", Response(200, {"Content-Type": "image/png"}, png))
+        srv.set("/dir", Response(301, {"Location": "/dir/"}, b""))
+        srv.set("/dir/", html("the directory"))
+        db = tmp_path / "c.db"
+        run_crawl([srv.url("/")], db)
+    check_with_warcio(tmp_path, "c")
+    got = {
+        url.rsplit("/", 1)[1] or url.rsplit("/", 2)[1] + "/": (status, file, offset, digest)
+        for url, status, file, offset, digest in rows(
+            db, "SELECT url, status, warc_file, warc_offset, payload_digest FROM pages"
+        )
+    }
+    status, file, offset, digest = got["i.png"]
+    assert (status, digest) == (200, None)
+    image = record_at(tmp_path / file, offset)
+    assert image.rec_headers.get_header("WARC-Truncated") == "unspecified"
+    status, file, offset, digest = got["dir"]
+    assert (status, digest) == (301, payload_digest(b""))
+    moved = record_at(tmp_path / file, offset)
+    assert moved.rec_headers.get_header("WARC-Truncated") is None
+    assert moved.rec_headers.get_header("WARC-Payload-Digest") == digest
+    assert got["dir/"][0] == 200
+
+
 def test_canonical_counts_as_one_page_with_its_page(tmp_path: Path) -> None:
     """``/a`` names ``/b`` canonical and has ``/b``'s payload: ``/b`` is admitted like a
     link and fetched as a full response, ``/c`` (the same payload again) is a revisit

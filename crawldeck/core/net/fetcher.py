@@ -113,6 +113,9 @@ _UNRECORDED = frozenset({"authorization", "proxy-authorization"})
 #: record (a sitemap of up to 50 MiB is parsed as it arrives, never held whole).
 STREAM_KEEP_BYTES = 1024 * 1024
 
+#: Statuses whose response has no body (RFC 9110 §6.4.1: 204, 304): nothing to skip.
+NO_BODY = frozenset({204, 304})
+
 
 def _as_received(headers: Headers) -> Headers:
     """``headers`` with values that were not UTF-8 read as Latin-1 (RFC 9110 §5.5).
@@ -458,6 +461,12 @@ class AiohttpFetcher:
             skipped = want_body is not None and not want_body(content_type)
             if on_body is not None and not 200 <= response.status < 300:
                 skipped = True  # a streamed read wants a 2xx body only
+            if (
+                skipped
+                and on_body is None
+                and (response.content_length == 0 or response.status in NO_BODY)
+            ):
+                skipped = False  # an empty body is whole: nothing left out (issue #25 trial 9)
             if skipped:
                 if not response.content.is_eof():
                     response.close()  # the body is not read: drop the connection

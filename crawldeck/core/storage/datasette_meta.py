@@ -53,7 +53,9 @@ _TABLES: Final[dict[str, tuple[str, str, dict[str, str], dict[str, str]]]] = {
             "warc_file": "the WARC file of its response record, beside the crawl file",
             "warc_offset": "the record's gzip member offset in the WARC file",
             "warc_length": "the record's gzip member length",
-            "payload_digest": "sha1:BASE32 of the payload as transferred",
+            "payload_digest": (
+                "sha1:BASE32 of the payload as transferred (NULL: the body was not read, not HTML)"
+            ),
             "title": "the HTML <title>",
             "etag": "the ETag header as sent",
             "last_modified": "the Last-Modified header as sent (HTTP-date text)",

@@ -267,7 +267,8 @@ class WarcFiles:
 
         Returns:
             ``(file, offset, length, record_id, payload_digest, duplicate_of)`` of the
-            response (or revisit) record: a ``WarcRef``'s fields.
+            response (or revisit) record: a ``WarcRef``'s fields; ``payload_digest`` is
+            ``None`` for a body not read (``skipped``: the record's is of no bytes).
 
         Raises:
             OSError: the file could not be written.
@@ -342,7 +343,7 @@ class WarcFiles:
                 )
                 where = self._stage(gzip_file_member(warc_head, head, payload))
                 return self._request(url, date, http_version, request_headers, new_id, where,
-                                     digest, None)  # fmt: skip
+                                     None if skipped else digest, None)  # fmt: skip
             duplicate_of = first[0]
             common += [
                 ("WARC-Profile", IDENTICAL_PAYLOAD),
@@ -379,6 +380,8 @@ class WarcFiles:
                 data = self._serialize(record)
         record_id = record.record_id
         assert record_id is not None  # init_headers gave it one
+        if skipped:  # the record's digest is of no bytes, not of the body (issue #25 trial 9)
+            digest = None
         return self._request(
             url, date, http_version, request_headers, record_id, self._append(data), digest,
             duplicate_of,
