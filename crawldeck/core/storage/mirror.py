@@ -53,7 +53,8 @@ relative links back at the site). A link to a page not mirrored, written relativ
 (``http://host/about.html``), as wget's ``-k`` does, so that it still leads somewhere
 from a file on disk; an absolute link to a page not mirrored is left as written.
 The page is parsed and serialized again by selectolax (lexbor), so its markup comes
-out as a browser's DOM serializes it, in the page's own charset; bytes that charset
+out as a browser's DOM serializes it, in the page's own charset (a NUL character
+becomes U+FFFD, as the HTML parser of every browser makes it); bytes that charset
 cannot decode come out as they were (``_decode``). Links in CSS files
 are not converted.
 
@@ -112,6 +113,9 @@ _REDIRECTS: Final = (
     " AND final_url IS NOT NULL AND final_url != url"
 )
 _RECORD: Final = "SELECT warc_file, warc_offset, bytes FROM pages WHERE url = ?"
+_NOT_2XX: Final = (
+    "SELECT count(*) FROM pages WHERE status IS NULL OR status NOT BETWEEN 200 AND 299"
+)
 
 
 def _escape(raw: bytes) -> str:
@@ -220,7 +224,8 @@ class MirrorResult:
             WARC record`` (crawled with WARC off, or its record unreadable),
             ``WARC file missing`` (its file is not beside the crawl file), ``no body in
             its WARC record`` (a revisit whose original is gone), ``refused`` (a
-            symbolic link or a file in the way under DIR), ``not an http(s) URL``.
+            symbolic link or a file in the way under DIR), ``not an http(s) URL``,
+            ``no 2xx answer`` (a 404, a redirect, no response: every page is counted).
     """
 
     files: int = 0
@@ -236,6 +241,10 @@ class MirrorResult:
 #: its WARC file is not where the crawl file says.
 NO_WARC_RECORD = "no WARC record"
 WARC_FILE_MISSING = "WARC file missing"
+
+#: The pages that got no 2xx answer (a 404, a redirect, no response): no body to write,
+#: as ``wget -m`` saves none (``MirrorResult``).
+NO_2XX = "no 2xx answer"
 
 #: The reason a page is skipped when another URL maps to its file (``MirrorResult``).
 SAME_FILE = "same file as another URL"
@@ -330,6 +339,9 @@ def write_mirror(
     with contextlib.closing(open_crawl(db)) as conn:
         try:
             pages = _plan(conn, db.parent, result, adjust=adjust_extension)
+            ((others,),) = conn.execute(_NOT_2XX)
+            if others:  # every page is accounted for (issue #25 trial 9)
+                result.skipped[NO_2XX] = int(others)
             files = {p.url: p.path for p in pages}
             if convert_links:
                 for url, kept in result.same_file:  # /d/index.html: the file of /d/
