@@ -68,6 +68,9 @@ class CrawlHistory:
         self.pages: list[float] = []  # pages fetched in each bucket (shares of intervals)
         self.bytes: list[float] = []  # body bytes received in each bucket
         self._start: float | None = None
+        #: The run's elapsed time at the first snapshot (s): about 0 in the crawl's
+        #: own console, the time before the attach in an attached one.
+        self.from_s = 0.0
         self._elapsed = 0.0  # seconds from the first snapshot to the last
         self._last: tuple[int, int] = (0, 0)
 
@@ -76,6 +79,7 @@ class CrawlHistory:
         c = snap.counters
         if self._start is None:
             self._start = snap.at
+            self.from_s = snap.elapsed_s
             self._last = (c.pages, c.bytes)
             return
         begin, end = self._elapsed, max(self._elapsed, snap.at - self._start)

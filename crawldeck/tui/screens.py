@@ -460,6 +460,11 @@ def rate_label(name: str, rates: list[float], fmt: Callable[[float], str]) -> Te
     return text.append(f"peak {fmt(max(rates))} · mean {fmt(sum(rates) / len(rates))}")
 
 
+#: A run chart whose first snapshot came this late into the run (s) says from when it
+#: counts (an attached console's).
+LATE_START_S = 5.0
+
+
 class OverviewPanel(Horizontal):
     """What a large terminal (140 x 40 or more) shows between the throughput panel and the
     tables: pages/s and bytes/s over the whole run (``CrawlHistory``), the status mix as
@@ -501,7 +506,11 @@ class OverviewPanel(Horizontal):
         self.query_one("#run-pages-chart", Sparkline).data = pages
         self.query_one("#run-bytes-chart", Sparkline).data = sizes
         run = self.query_one("#run-chart")
-        run.border_subtitle = f"{fmt_duration(history.span_s)}, {history.bucket_s:g} s per point"
+        # an attached console saw the run from its attach on: says so (issue #25 trial 9)
+        since = f" from {fmt_duration(history.from_s)}" if history.from_s >= LATE_START_S else ""
+        run.border_subtitle = (
+            f"{fmt_duration(history.span_s)}{since}, {history.bucket_s:g} s per point"
+        )
         status = self.query_one("#status-bars", Static)
         set_static(status, status_bars(snap.counters, status.size.width))
         frontier = self.query_one("#frontier-bars", Static)

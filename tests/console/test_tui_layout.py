@@ -175,6 +175,17 @@ async def test_160x48_shows_the_run_chart_the_status_bars_and_the_frontier() -> 
         assert max(len(line) for line in lines) <= box.size.width
 
 
+async def test_a_console_that_came_late_says_from_when_its_run_chart_counts() -> None:
+    """The first snapshot 60 s into the run, as an attached console gets it: the run
+    chart's 60 s are said to start there (issue #25 trial 9)."""
+    snaps = [snapshot_at(i) for i in range(60, STEPS + 1)]
+    app = CrawlApp(FakeEngine(snaps), Path("crawl.db"), resume_hint=RESUME)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        chart = app.query_one(OverviewPanel).query_one("#run-chart")
+        assert chart.border_subtitle == "0:01:00 from 0:01:00, 1 s per point"
+
+
 async def test_120x36_has_the_3_minute_chart_and_no_overview() -> None:
     app = fake_app()
     async with app.run_test(size=(120, 36)) as pilot:

@@ -74,6 +74,18 @@ def test_history_doubles_its_buckets_when_the_run_outgrows_them() -> None:
     assert history.span_s == 8.0
 
 
+def test_history_knows_how_far_into_the_run_it_began() -> None:
+    """An attached console's first snapshot comes 100 s into the run: the history
+    says from when it counts (issue #25 trial 9: "0:00:01" beside 0:00:42 elapsed)."""
+    history = CrawlHistory()
+    for second in range(3):
+        history.add(snap(100.0 + second, second, 0))
+    assert (history.from_s, history.span_s) == (100.0, 2.0)
+    own = CrawlHistory()
+    own.add(replace(snap(100.0, 0, 0), started_at=99.5))
+    assert own.from_s == 0.5
+
+
 @given(
     steps=st.lists(
         st.tuples(st.floats(0.01, 700.0), st.integers(0, 50), st.integers(0, 10**6)),
