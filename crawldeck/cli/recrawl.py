@@ -59,6 +59,8 @@ examples:
   crawldeck recrawl crawl.db --older-than 7d --no-ui --max-pages 1000
       only pages last fetched over a week ago, headless, at most 1000 fetches
 
+It revisits the pages that got a 200 and those that got a 4xx (a broken link's target
+may be there now; 5xx and no answer are tried again by any run of the file).
 An unfinished crawl (URLs queued, never fetched) goes on after the revisits: on each
 host its pages are revisited first, then its queue is crawled, within the recrawl's
 budgets. --max-pages, --max-time and --max-bytes count THIS recrawl's fetches only

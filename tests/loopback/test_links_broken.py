@@ -185,3 +185,29 @@ def test_links_count_the_links_a_stopped_crawl_did_not_check(
     code, out, err = main_in(tmp_path, monkeypatch, capsys, "links", "c.db")
     assert code == 0 and err == f"crawldeck: 4 links to 4 URLs; {unchecked}\n"
     assert [line.split("  ")[0] for line in out.splitlines()] == ["not fetched"] * 4
+
+
+def test_a_recrawl_checks_a_broken_link_again(tmp_path: Path) -> None:
+    """The missing page is made after the crawl: a recrawl fetches it again (a 4xx is
+    revisited, as a link checker checks again) and ``links --broken`` lists no link
+    (issue #25 trial 9: it kept the 404, and a rerun said only "nothing left to fetch")."""
+    with HTTPTestServer() as server:
+        server.set("/robots.txt", Response(404))
+        server.set("/", html('<a href="/missing">m</a> <a href="/gone">g</a>'))
+        server.set("/missing", Response(404, {"Content-Type": "text/html"}, b"no"))
+        server.set("/gone", Response(410, {"Content-Type": "text/html"}, b"gone"))
+        seed = server.url("/")
+        crawl = ("crawl", seed, "--no-ui", "--db", "c.db", "--delay-ms", "0")
+        assert run(*crawl, cwd=tmp_path).returncode == 0
+        assert run("links", "c.db", "--broken", cwd=tmp_path).returncode == 1
+        server.set("/missing", html("here now"))
+        again = run("recrawl", "c.db", "--no-ui", cwd=tmp_path)
+        assert again.returncode == 0, again.stderr
+        assert "recrawl: 3 revisited" in again.stdout, again.stdout
+        fetched = [r.path for r in server.requests if r.path not in ("/robots.txt", "/sitemap.xml")]
+    assert sorted(fetched) == ["/", "/", "/gone", "/gone", "/missing", "/missing"]
+    broken = run("links", "c.db", "--broken", cwd=tmp_path)
+    assert broken.stdout.splitlines() == [f'HTTP 410  {seed}gone  from {seed}  "g"']
+    assert rows(tmp_path / "c.db", "SELECT status FROM pages WHERE url = ?", seed + "missing") == [
+        (200,)
+    ]

@@ -2,8 +2,9 @@
 
 ``crawldeck recrawl DB [--older-than DURATION]`` is a new run of the same crawl file
 through the same ``Engine`` (politeness, robots.txt, traps as in any run). Before the
-engine starts, ``prepare`` picks the pages to revisit (status 200, no error, frontier
-row ``done``, last visited more than ``older_than_s`` ago), orders them by their
+engine starts, ``prepare`` picks the pages to revisit (status 200 and no error, or a
+4xx: a broken link's target may be there now; frontier row ``done``, last visited more
+than ``older_than_s`` ago), orders them by their
 estimated change rate and puts their frontier rows back as ``spilled`` in that order,
 so the frontier window reads them back per host in that order and only
 ``frontier_window`` of them are in memory at once. An unfinished crawl's queue (its

@@ -473,7 +473,8 @@ class StoreReads(StoreBase):
     ) -> Iterator[tuple[str, str, str | None, str | None, float]]:
         """``(url, key, etag, last_modified, fetched_at)`` of every page a recrawl may
         revisit: a 200 without an error, or whose only error is that its links were cut
-        (``LINKS_CUT_ERRORS``: the page itself is whole), whose frontier row is
+        (``LINKS_CUT_ERRORS``: the page itself is whole), or a 4xx (a broken link's
+        target may be there now: a link checker checks it again), whose frontier row is
         ``done``; ``fetched_at`` (epoch s) of its ``pages`` row.
 
         Raises:
@@ -482,8 +483,8 @@ class StoreReads(StoreBase):
         cut = " OR ".join(f"p.error LIKE '{start}%'" for start in LINKS_CUT_ERRORS)
         rows = self._stream(
             "SELECT p.url, min(f.key), p.etag, p.last_modified, p.fetched_at FROM pages p"
-            f" JOIN frontier f ON f.url = p.url WHERE p.status = 200 AND (p.error IS NULL"
-            f" OR {cut}) AND f.state = 'done' GROUP BY p.url"
+            f" JOIN frontier f ON f.url = p.url WHERE (p.status = 200 AND (p.error IS NULL"
+            f" OR {cut}) OR p.status BETWEEN 400 AND 499) AND f.state = 'done' GROUP BY p.url"
         )
         for url, key, etag, last_modified, at in rows:
             yield url, key, etag, last_modified, from_iso_utc(at)
