@@ -219,8 +219,12 @@ def run(args: argparse.Namespace) -> int:
     if ui:
         config = ui_config(config)
     hint = f"resume with: {program()} {shlex.join(sys.argv[1:])}"
-    ending = crawl_ending(hint, config, sys.argv[1:], exported=args.output is not None)
     db = Path(args.db)
+    again = (f"every URL of {db} was fetched before; fetch its pages again with: "
+             f"{program()} recrawl {shlex.quote(str(db))}")  # fmt: skip
+    ending = crawl_ending(
+        hint, config, sys.argv[1:], exported=args.output is not None, nothing_left=again
+    )
     if args.workers is not None or args.redis is not None:
         from crawldeck.cli.cluster import run_cluster_crawl
 

@@ -345,6 +345,11 @@ def _finish(
     # a budget that ran out before a seed was answered is not a failed seed (issue #25
     # trial 9: a Crawl-delay of 100 s and --max-time 10s said "every seed failed")
     failures = [] if stopped or outcome in BUDGET_FLAGS else _seed_failures(store)
+    from crawldeck.core.crawl.engine import NOTHING_TO_DO
+
+    nothing = (engine.stats or {}).get("finish_reason") == NOTHING_TO_DO
+    if nothing and not stopped and ending.nothing_left is not None:
+        lines.append(ending.nothing_left)
     if stopped or outcome in BUDGET_FLAGS:
         go_on = None
         if not stopped and outcome in WHOLE_CRAWL_BUDGETS:
@@ -392,6 +397,8 @@ class Ending:
             a higher cap; ``None`` (the demo, which starts anew): no such line.
         exported: the command writes the pages itself (``crawl -o FILE``): the
             summary gives no ``export with:`` hint (issue #25).
+        nothing_left: the line after a run that found nothing to fetch (every URL of
+            the file fetched before): how to fetch them again; ``None``: none.
     """
 
     resume: str
@@ -399,6 +406,7 @@ class Ending:
     budgets: Mapping[str, int] = field(default_factory=dict)
     argv: tuple[str, ...] | None = None
     exported: bool = False
+    nothing_left: str | None = None
 
     def go_on(self, outcome: str, held: Mapping[str, int]) -> str | None:
         """The line with a command that fetches more after the whole-crawl budget
@@ -436,12 +444,17 @@ def raised_budget(argv: Sequence[str], flag: str, value: str) -> list[str]:
 
 
 def crawl_ending(
-    resume: str, config: CrawlConfig, argv: Sequence[str] | None, *, exported: bool = False
+    resume: str,
+    config: CrawlConfig,
+    argv: Sequence[str] | None,
+    *,
+    exported: bool = False,
+    nothing_left: str | None = None,
 ) -> Ending:
     """The ``Ending`` of a crawl with ``config``: its budgets quoted in the heading and,
     with ``argv`` (the command's arguments, ``None`` for the demo, which starts anew),
-    a whole-crawl budget's way on (``Ending.go_on``); ``exported``: as
-    ``Ending.exported``."""
+    a whole-crawl budget's way on (``Ending.go_on``); ``exported`` and
+    ``nothing_left``: as ``Ending``'s."""
     caps = {
         outcome: text
         for outcome, text in (
@@ -452,7 +465,9 @@ def crawl_ending(
         if text
     }
     budgets = {o: cap for o in WHOLE_CRAWL_BUDGETS if (cap := getattr(config, o))}
-    return Ending(resume, caps, budgets, None if argv is None else tuple(argv), exported)
+    return Ending(
+        resume, caps, budgets, None if argv is None else tuple(argv), exported, nothing_left
+    )
 
 
 def spent_budget(pages: int, body_bytes: int, config: CrawlConfig, ending: Ending) -> str | None:

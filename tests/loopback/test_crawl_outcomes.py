@@ -107,6 +107,25 @@ def test_a_rerun_with_nothing_left_is_recorded_as_such(tmp_path: Path) -> None:
     assert found == [(1, "finished", "finished", 2), (2, "nothing_to_do", "nothing_to_do", 0)]
 
 
+def test_a_rerun_with_nothing_left_says_how_to_fetch_again(tmp_path: Path) -> None:
+    """The same command again on a finished crawl: it says recrawl fetches the pages
+    again (issue #25 trial 9: a fixed broken link could not be checked again, and
+    the rerun said only "finished: nothing left to fetch")."""
+    with HTTPTestServer() as server:
+        server.set("/robots.txt", Response(404))
+        server.set("/", html("home"))
+        (tmp_path / "seeds.txt").write_text(server.url("/") + "\n")
+        first = crawldeck(tmp_path)
+        again = crawldeck(tmp_path)
+    assert first.returncode == again.returncode == 0, again.stderr
+    hint = (
+        f"every URL of c.db was fetched before; fetch its pages again with: {CRAWLDECK} "
+        "recrawl c.db"
+    )
+    assert hint not in first.stdout
+    assert again.stdout.splitlines()[-1] == hint, again.stdout
+
+
 def test_rerunning_a_finished_crawl_retries_its_transient_failures(tmp_path: Path) -> None:
     broken = [True]
 
