@@ -211,3 +211,22 @@ def test_a_recrawl_checks_a_broken_link_again(tmp_path: Path) -> None:
     assert rows(tmp_path / "c.db", "SELECT status FROM pages WHERE url = ?", seed + "missing") == [
         (200,)
     ]
+
+
+def test_an_href_that_is_no_url_is_a_broken_link(tmp_path: Path) -> None:
+    """``http://[bad`` cannot be parsed: it is blocked as ``bad_url`` and listed as a
+    broken link of the page it is on, with its anchor text, as linkchecker reports an
+    invalid URL; a ``mailto:`` is neither (issue #25 trial 9: neither ``links`` nor
+    ``--broken`` showed it)."""
+    with HTTPTestServer() as server:
+        server.set("/robots.txt", Response(404))
+        server.set("/", html('<a href="http://[bad">odd</a> <a href="mailto:me@x.test">me</a>'))
+        seed = server.url("/")
+        proc = run("crawl", seed, "--no-ui", "--db", "c.db", "--delay-ms", "0", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    broken = run("links", "c.db", "--broken", cwd=tmp_path)
+    assert broken.returncode == 1, broken.stderr
+    (line,) = broken.stdout.splitlines()
+    assert line.startswith("bad_url: ") and line.endswith(f'  http://[bad  from {seed}  "odd"')
+    assert "1 broken link to 1 URL" in broken.stderr
+    assert "bad_url" in proc.stdout  # the end-of-crawl summary's broken links

@@ -131,6 +131,9 @@ def test_follow_gives_edges_in_order_and_admits_each_url_once() -> None:
         ("http://a.test/d/page", "http://a.test/d/b"),
         ("http://a.test/d/page", "http://b.test/x"),
         ("http://a.test/d/page", "http://a.test/a"),  # /a#top: another href, one URL
+        # an href that is no URL: a broken link, its edge as written (issue #25 trial 9);
+        # a mailto: is not crawled and not broken: no edge
+        ("http://a.test/d/page", "http://[x/"),
     ]
     assert [(link.url, link.key, link.host) for link in admitted] == [
         ("http://a.test/a", "http://a.test/a", "a.test"),
@@ -281,7 +284,7 @@ def test_the_memo_gives_what_a_fresh_resolution_gives(
     pages: list[tuple[str, int, list[str]]],
 ) -> None:
     """Pages (base, depth, hrefs) followed in turn: every edge is ``urls.clean(href,
-    base)``, every admitted link carries ``normalize`` and ``host_key`` of its URL and
+    base)`` (or the href itself when it is no URL: a broken link), every admitted link carries ``normalize`` and ``host_key`` of its URL and
     is new by that key, refusals (unparsable hrefs, depth 3 > max_depth 2) are recorded
     once per key, and a URL refused at depth 3 is admitted from a page nearer a seed."""
     admission, blocked = make(max_depth=2)
@@ -302,6 +305,8 @@ def test_the_memo_gives_what_a_fresh_resolution_gives(
                 if href not in recorded:
                     recorded.add(href)
                     expect_blocked.append((href, page_host, url_reason(exc)))
+                if url_reason(exc) is BlockReason.BAD_URL:  # a broken link: its edge
+                    expect_edges.append((page_url, href))
                 continue
             expect_edges.append((page_url, target))
             key = urls.normalize(target, STRIP)

@@ -283,7 +283,12 @@ class Admission:
                 try:
                     url = urls.clean(href, base)
                 except UrlError as exc:  # recorded in href order, with the guards' refusals
-                    found.append((href, Verdict(url_reason(exc), str(exc))))
+                    reason = url_reason(exc)
+                    found.append((href, Verdict(reason, str(exc))))
+                    if reason is BlockReason.BAD_URL:  # a broken link: its edge, as written
+                        edges.append((page_url, href))
+                        if anchors and texts is not None and href in anchors:
+                            texts.setdefault(href, anchors[href])
                     continue
                 if same_host is None:
                     same_host = _prefix_host(prefix)

@@ -211,10 +211,12 @@ BROKEN_TARGET_SQL: Final = (
 )
 
 #: The ``blocked`` reasons that are a broken link's: the name does not resolve (the
-#: crawl records it in ``blocked``, not ``pages``: no request was sent). Every other
-#: reason is a refusal (robots.txt, scope, a trap rule, a cap): the URL was never
-#: tried, so a link to it is not broken.
-BROKEN_BLOCK_REASONS: Final = ("dns",)
+#: crawl records it in ``blocked``, not ``pages``: no request was sent), and an href
+#: that is no URL (``bad_url``: ``http://[bad``, a port past 65535; its ``links`` row
+#: goes to the href as written), which linkchecker reports as an error. Every other
+#: reason is a refusal (robots.txt, scope, a trap rule, a cap, a ``mailto:``): the URL
+#: was never tried, so a link to it is not broken.
+BROKEN_BLOCK_REASONS: Final = ("dns", "bad_url")
 
 _BROKEN_REASONS_SQL: Final = "(" + ", ".join(f"'{r}'" for r in BROKEN_BLOCK_REASONS) + ")"
 
