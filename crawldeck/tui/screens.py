@@ -283,12 +283,14 @@ def run_average(snap: CrawlSnapshot) -> float | None:
     return snap.pages_this_run / snap.elapsed_s if snap.elapsed_s > 0 else 0.0
 
 
-def summary_text(snap: CrawlSnapshot) -> Text:
+def summary_text(snap: CrawlSnapshot, width: int | None = None) -> Text:
     """Totals, elapsed time (of ``max_time_s``) and the rates over the last
     ``window_s`` seconds, labelled so, status mix, (with a page cap) progress
     and the ETA (``eta_text``), the hosts (``host_counts``; those in backoff while the
     crawl runs), and the render pool (busy / idle / queued, pages rendered, browsers'
-    memory as PSS).
+    memory as PSS). ``width``: the cells the lines get, if known; an elapsed line
+    longer than that leaves out bytes/s (the chart's label shows it in a large
+    terminal; issue #25 trial 9: with ``--max-time`` it lost "(last 10 s)").
 
     Plain ``Text`` lines (no Rich table): it is drawn four times a second.
     """
@@ -306,8 +308,14 @@ def summary_text(snap: CrawlSnapshot) -> Text:
     # the rates are a recent window's, and say so (issue #25 F18)
     average = run_average(snap)
     if average is None:
-        row("elapsed", f"{fmt_duration(snap.elapsed_s)}{budget} · {snap.pages_per_s:.1f} "
-            f"pages/s · {fmt_bytes(snap.bytes_per_s)}/s (last {snap.window_s:g} s)")  # fmt: skip
+        rate = f"{snap.pages_per_s:.1f} pages/s · {fmt_bytes(snap.bytes_per_s)}/s"
+        line = f"{fmt_duration(snap.elapsed_s)}{budget} · {rate} (last {snap.window_s:g} s)"
+        if width is not None and 9 + len(line) > width:
+            line = (
+                f"{fmt_duration(snap.elapsed_s)}{budget} · {snap.pages_per_s:.1f} pages/s "
+                f"(last {snap.window_s:g} s)"
+            )
+        row("elapsed", line)
     else:
         row("elapsed", f"{fmt_duration(snap.elapsed_s)}{budget} · {average:.1f} pages/s "
             "(this run's average)")  # fmt: skip
@@ -368,7 +376,7 @@ class ThroughputPanel(Horizontal):
         self.query_one("#pages-chart", Sparkline).data = list(history.pages)
         self.query_one("#bytes-chart", Sparkline).data = list(history.bytes)
         summary = self.query_one("#summary", Static)
-        text = summary_text(snap)
+        text = summary_text(snap, summary.size.width or None)
         if str(summary.content).count("\n") == text.plain.count("\n"):
             set_static(summary, text)
         else:  # a row more or less (the dupes row): the panel's height follows

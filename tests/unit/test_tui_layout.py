@@ -203,6 +203,12 @@ def test_the_eta_is_that_of_the_first_budget_reached() -> None:
     lines = summary.plain.splitlines()
     assert lines[0] == "elapsed  0:02:00/0:10:00 · 28.4 pages/s · 398.0 kB/s (last 10 s)"
     assert lines[1] == "fetched  3855  (54.0 MB/100.0 MB)"
+    # in fewer cells bytes/s goes first, not the window (issue #25 trial 9)
+    budgeted = replace(LAST, max_pages=None, max_time_s=600)
+    assert summary_text(budgeted, 70).plain.splitlines()[0] == lines[0]
+    assert summary_text(budgeted, 60).plain.splitlines()[0] == (
+        "elapsed  0:02:00/0:10:00 · 28.4 pages/s (last 10 s)"
+    )
 
 
 def test_fetches_in_flight_leave_out_the_renders() -> None:
