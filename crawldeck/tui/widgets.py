@@ -444,7 +444,7 @@ class BackoffPanel(Vertical):
     def compose(self) -> ComposeResult:
         """A hint line and the table."""
         yield Static(id="backoff-info")
-        yield LineTable(BACKOFF_COLUMNS, id="backoff-table")
+        yield LineTable(BACKOFF_COLUMNS, fixed=1, id="backoff-table")  # the host stays
 
     def show(self, snap: CrawlSnapshot) -> None:
         """Draw ``snap``."""
@@ -511,6 +511,10 @@ BLOCKED_COLUMNS = (
     Column("host", "host", 16),
     Column("url", "URL (path on its host)", 80),
 )
+#: The blocked table's host column in cells: its width at 80 columns, and at most this
+#: when a wider terminal leaves room beside the URL's 80 (issue #25 trial 9: at 160
+#: columns the host was cut while the URL had room).
+BLOCKED_HOST_WIDTH = (16, 40)
 
 
 def url_on_host(url: str, host: str) -> str:
@@ -540,6 +544,15 @@ class BlockedPanel(Vertical):
                                 "←→↑↓ scroll the table",
                     id="blocked-filter")  # fmt: skip
         yield LineTable(BLOCKED_COLUMNS, id="blocked-table")
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Give the host column the room the other columns leave, within
+        ``BLOCKED_HOST_WIDTH`` (a cell each side of every column, one for the scroll
+        bar)."""
+        others = sum(c.width + 2 for c in BLOCKED_COLUMNS if c.key != "host")
+        low, high = BLOCKED_HOST_WIDTH
+        width = max(low, min(high, event.size.width - others - 3))
+        self.query_one("#blocked-table", LineTable).set_width("host", width)
 
     def set_filter(self, text: str) -> None:
         """Show only the rows ``blocked_matcher(text)`` accepts."""

@@ -116,6 +116,29 @@ async def test_arrows_scroll_the_other_columns_past_a_fixed_host_column() -> Non
         assert app.hosts_panel.sort_column == "host"
 
 
+async def test_the_backoff_and_blocked_tables_keep_their_host_in_view() -> None:
+    """The backoff table scrolls its other columns past its host, as the hosts table
+    does; the blocked table's host column takes the room a wide terminal leaves
+    (issue #25 trial 9: → scrolled the host away; at 160 columns the host was cut)."""
+    app = fake_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        table = app.query_one("#backoff-table", LineTable)
+        table.focus()
+        await pilot.press("right", "right")
+        assert table.scroll_x > 0
+        header = table_line(table, 0).split()
+        assert header[0] == "host" and "attempt" not in header
+        blocked = app.query_one("#blocked-table", LineTable)
+        assert blocked.columns[2].width == 16
+        await pilot.resize_terminal(160, 48)
+        await pilot.press("3")
+        await pilot.pause()
+        # 160 less the other columns (106 cells, a cell each side) leaves more: the cap
+        assert blocked.columns[2].width == 40
+
+
 async def test_the_host_column_takes_the_room_a_wide_terminal_leaves() -> None:
     app = fake_app()
     async with app.run_test(size=(80, 24)) as pilot:
