@@ -37,6 +37,7 @@ from textual.binding import Binding, BindingType
 from textual.css.query import NoMatches
 from textual.driver import Driver
 from textual.message import Message
+from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
 
@@ -200,7 +201,9 @@ class CrawlApp(App[None]):
                 tooltip="pause / resume: in-flight fetches finish, nothing new is dispatched"),
         Binding("a", "add_seed", "Add seed",
                 tooltip="add a seed URL (validated; it also widens the scope)"),
-        Binding("slash", "filter", "Filter",
+        # a priority binding: taken when the App reads the key, not after the focused
+        # table passed it up, so the keys typed behind it go to the box (``check_action``)
+        Binding("slash", "filter", "Filter", priority=True,
                 tooltip="filter the hosts or blocked table (Enter or Esc: back to the table)"),
         Binding("enter", "detail", "Detail",
                 tooltip="detail of the host under the cursor (hosts, backoff, blocked)"),
@@ -523,14 +526,23 @@ class CrawlApp(App[None]):
         if url:
             self.notify(f"Seed added: {url}")
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """``/`` (a priority binding) is a filter key only over the tables: a ``/``
+        typed in a box (a filter, a seed URL) or a dialog is that box's character."""
+        if action == "filter":
+            return not isinstance(self.focused, Input) and not isinstance(self.screen, ModalScreen)
+        return True
+
     def action_filter(self) -> None:
-        """/: focus the filter of the hosts tab (or of the blocked tab when shown)."""
+        """/: focus the filter of the hosts tab (or of the blocked tab when shown), at
+        once: ``Widget.focus`` moves the focus after the keys already queued, so a
+        filter typed in the same write as ``/`` went to the table (issue #25 trial 9)."""
         tabs = self.query_one(TabbedContent)
         if tabs.active == "tab-blocked":
-            self.query_one("#blocked-filter", Input).focus()
+            self.set_focus(self.query_one("#blocked-filter", Input))
             return
         tabs.active = "tab-hosts"
-        self.query_one("#hosts-filter", Input).focus()
+        self.set_focus(self.query_one("#hosts-filter", Input))
 
     def on_input_changed(self, event: Input.Changed) -> None:
         """Filter as the operator types (hosts: after a short pause)."""

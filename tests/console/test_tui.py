@@ -181,6 +181,29 @@ async def test_keys_typed_fast_after_a_refusal_apply_in_order() -> None:
         assert fake(app).seeds == ["http://localhost:8765/tutorial/"]
 
 
+async def test_keys_typed_fast_after_the_slash_go_to_the_filter() -> None:
+    """``/`` and a filter typed in one write (a paste, tmux send-keys): every key goes
+    to the filter box (issue #25 trial 9: "2" switched to the backoff tab and Enter
+    opened a host's detail, the box's focus coming after them)."""
+    app = recording_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        type_fast(app, [*"/8702", "enter"])
+        await pilot.pause(0.5)
+        assert app.query_one("#hosts-filter", Input).value == "8702"
+        assert app.query_one(TabbedContent).active == "tab-hosts"
+        assert not isinstance(app.screen, HostDetailScreen)
+        # from another tab, and on the blocked tab its own filter; a / in a box is text
+        await pilot.press("escape", "2")
+        type_fast(app, [*"/shop"])
+        await pilot.pause(0.5)
+        assert app.query_one("#hosts-filter", Input).value == "shop"
+        await pilot.press("escape", "3")
+        type_fast(app, [*"/reason:robots/"])
+        await pilot.pause(0.5)
+        assert app.query_one("#blocked-filter", Input).value == "reason:robots/"
+
+
 async def test_slash_filters_hosts_through_one_query() -> None:
     app = recording_app()
     async with app.run_test(size=SIZE) as pilot:

@@ -284,9 +284,10 @@ def test_the_memo_gives_what_a_fresh_resolution_gives(
     pages: list[tuple[str, int, list[str]]],
 ) -> None:
     """Pages (base, depth, hrefs) followed in turn: every edge is ``urls.clean(href,
-    base)`` (or the href itself when it is no URL: a broken link), every admitted link carries ``normalize`` and ``host_key`` of its URL and
-    is new by that key, refusals (unparsable hrefs, depth 3 > max_depth 2) are recorded
-    once per key, and a URL refused at depth 3 is admitted from a page nearer a seed."""
+    base)`` (or the href itself when it is no URL: a broken link), every admitted link
+    carries ``normalize`` and ``host_key`` of its URL and is new by that key, refusals
+    (unparsable hrefs, depth 3 > max_depth 2) are recorded once per key, and a URL
+    refused at depth 3 is admitted from a page nearer a seed."""
     admission, blocked = make(max_depth=2)
     seen: set[str] = set()
     recorded: set[str] = set()
