@@ -26,11 +26,13 @@ from pathlib import Path
 
 from crawldeck.cli.headless import PROGRESS_WIDTH, clock, outcome_heading, short_count
 from crawldeck.cli.output import EXIT_OK, EXIT_STOPPED, broken_lines, fail, program
+from crawldeck.cli.runner import crawl_ending
 from crawldeck.core.cluster.coordinator import ClusterSnapshot, Coordinator
 from crawldeck.core.cluster.keys import Keyspace, check_crawl_id
 from crawldeck.core.cluster.link import RedisLink, open_client
 from crawldeck.core.cluster.server import PrivateRedis, acheck_redis
 from crawldeck.core.config import CrawlConfig
+from crawldeck.core.crawl.resume import file_fetches
 from crawldeck.core.errors import CrawldeckError
 from crawldeck.core.storage.store import Store
 from crawldeck.core.words import plural
@@ -186,6 +188,7 @@ def run_cluster_crawl(
                 )
             )
             broken = broken_lines(store, db)
+            held = {"max_pages": file_fetches(store)}
         finally:
             store.close()
             if private is not None:
@@ -197,11 +200,15 @@ def run_cluster_crawl(
             print(f"crawldeck: {line}", file=sys.stderr)
         caps = {"max_pages": str(config.max_pages)} if config.max_pages else {}
         print("\n".join([*summary_lines(snap, outcome_heading(outcome, caps)), *broken]))
+        # the export hint and the way on of a single-process crawl (issue #25 trial 9)
         print(f"crawl saved in {db} (each worker's last line in {db}.workers.log); export "
-              f"with: {program()} export {shlex.quote(str(db))} --table pages --format csv",
+              f"with: {program()} export {shlex.quote(str(db))} --table pages -o pages.csv",
               flush=True)  # fmt: skip
         if outcome == "stopped":
             print(resume_hint, flush=True)
+        elif outcome == "max_pages":
+            ending = crawl_ending(resume_hint, config, None if fresh else sys.argv[1:])
+            print(ending.go_on(outcome, held) or resume_hint, flush=True)
     return EXIT_STOPPED if outcome == "stopped" else EXIT_OK
 
 

@@ -62,6 +62,11 @@ def test_two_workers_stop_at_max_pages_over_the_whole_crawl(tmp_path: Path) -> N
     assert runs == [("max_pages",)]
     # the coordinator's summary counts the broken links as the view does (issue #25)
     assert (f"\nbroken links: {broken}" in done.stdout) == (broken > 0), done.stdout
+    # the export hint and the way on of a one-process crawl (issue #25 trial 9)
+    assert "export with: " in done.stdout and " --table pages -o pages.csv" in done.stdout
+    way_on = done.stdout.splitlines()[-1]
+    assert way_on.startswith("to continue, run it with a higher --max-pages: "), done.stdout
+    assert way_on.endswith(f" --max-pages {max(60, pages + 30)}"), done.stdout
     assert (tmp_path / "c.db.redis" / "appendonlydir").is_dir()
     log = (tmp_path / "c.db.workers.log").read_text()
     assert log.count("crawldeck worker ") == 2 and log.count(": stopped, ") == 2
