@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from fakesite import FakeSite, crawl, links_page
+from fakesite import Crawl, FakeSite, crawl, links_page
 
 from crawldeck.core.crawl.engine import Engine
 
@@ -51,6 +52,14 @@ def test_max_time_stops_the_run_and_a_resume_gets_its_own_time(tmp_path: Path) -
     ]  # fmt: skip
 
 
+def paused_run(tmp_path: Path, during: Callable[[Engine], Awaitable[None]]) -> Crawl:
+    """A 200-page chain crawled at one page a second with ``max_time_s`` 3 while
+    ``during`` pauses it."""
+    site = FakeSite()
+    chain(site, 200)
+    return crawl(site, [A + "/"], tmp_path / "c.db", delay_ms=1000, max_time_s=3, during=during)
+
+
 def test_time_paused_does_not_count_against_max_time(tmp_path: Path) -> None:
     """Paused for 100 s at 1.5 s into a 3 s budget: the run ends 3 s of crawling
     later, at 103 s, as Heritrix leaves paused time out (issue #25: the budget ran
@@ -65,18 +74,11 @@ def test_time_paused_does_not_count_against_max_time(tmp_path: Path) -> None:
         await asyncio.sleep(50)
         engine.resume()
 
-    site = FakeSite()
-    chain(site, 200)
-    c = crawl(site, [A + "/"], tmp_path / "c.db", delay_ms=1000, max_time_s=3,
-              during=pause_for_100_seconds)  # fmt: skip
+    c = paused_run(tmp_path, pause_for_100_seconds)
     assert c.result.outcome == "max_time"
-    assert c.ended - c.started == pytest.approx(103, abs=0.01)
     assert paused == [pytest.approx(50, abs=0.01)]
     end = c.engine.snapshot()
-    assert (end.paused_s, end.elapsed_s) == (
-        pytest.approx(100, abs=0.01),
-        pytest.approx(3, abs=0.01),
-    )
+    assert (c.ended - c.started, end.paused_s, end.elapsed_s) == pytest.approx((103, 100, 3))
     # robots.txt at 0 s, pages at 1 s, then at 101 s and 102 s: none while paused
     assert c.result.counters.pages == 3
 
@@ -88,17 +90,10 @@ def test_a_stop_while_paused_ends_the_pause_and_the_run(tmp_path: Path) -> None:
         await asyncio.sleep(20)
         engine.request_stop()
 
-    site = FakeSite()
-    chain(site, 200)
-    c = crawl(site, [A + "/"], tmp_path / "c.db", delay_ms=1000, max_time_s=3,
-              during=pause_then_stop)  # fmt: skip
+    c = paused_run(tmp_path, pause_then_stop)
     assert c.result.outcome == "stopped"
-    assert c.ended - c.started == pytest.approx(21.5, abs=0.01)
     end = c.engine.snapshot()
-    assert (end.paused_s, end.elapsed_s) == (
-        pytest.approx(20, abs=0.01),
-        pytest.approx(1.5, abs=0.01),
-    )
+    assert (c.ended - c.started, end.paused_s, end.elapsed_s) == pytest.approx((21.5, 20, 1.5))
 
 
 def test_max_time_cuts_a_fetch_in_flight_after_the_grace_and_keeps_it_queued(
