@@ -199,7 +199,8 @@ class CrawlConfig:
             removed from the dedupe key (names matched case-insensitively; a name ending in
             ``*`` is a prefix: ``utm_*``); the URL sent keeps them. A list set here replaces
             the default one.
-        max_redirects: most redirect hops in one chain (reason ``too_many_redirects``).
+        max_redirects: most redirect hops in one chain (reason ``too_many_redirects``);
+            20, as wget's ``--max-redirect`` and Scrapy's ``REDIRECT_MAX_TIMES``.
         max_body_bytes: body cap after decoding (compressed bodies too); a longer HTML page
             is recorded with error ``body_too_large``, archived to this cap, and the links
             of its first ``parse_max_bytes`` followed.
@@ -425,7 +426,7 @@ class CrawlConfig:
     calendar_max_dates_per_host: Annotated[int, Range(1, 65_535)] = 5000
     calendar_max_years: Annotated[int, Range(0, 1000)] = 10
     strip_params: tuple[str, ...] = DEFAULT_STRIP_PARAMS
-    max_redirects: Annotated[int, Range(0)] = 10
+    max_redirects: Annotated[int, Range(0)] = 20
     max_body_bytes: Annotated[int, Range(1024)] = 10 * 1024 * 1024
     connect_timeout_ms: Annotated[int, Range(1)] = 10_000
     read_timeout_ms: Annotated[int, Range(1)] = 30_000

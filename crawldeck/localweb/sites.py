@@ -630,7 +630,7 @@ class TrapsSite(Site):
     theme = _TRAPS
     PRODUCTS = 6
     """How many products the shop has (``/shop/product/1`` .. ``/shop/product/6``)."""
-    CHAIN_HOPS = 15
+    CHAIN_HOPS = 25
     """Redirects from ``/chain/1`` to ``/chain/final``."""
     LONG_URL_TOKEN_CHARS = 2200
     """Length of the ``token`` parameter of the over-long URL."""

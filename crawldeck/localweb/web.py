@@ -12,7 +12,7 @@ www       company site: robots.txt with a ``*`` group and a different ``crawldec
           group, Allow/Disallow with ``*`` and ``$``, Crawl-delay; nofollow (meta
           and rel), ``X-Robots-Tag: noindex``, ``<base href>``, non-HTML files
 traps     calendar, session ids (``sid``, ``PHPSESSID``), ``./a/`` repeating path,
-          redirect loop, 15-hop redirect chain, pagination, a URL over 2048 chars
+          redirect loop, 25-hop redirect chain, pagination, a URL over 2048 chars
 norobots  ``/robots.txt`` answers 404
 flaky     ``/robots.txt`` answers 503, always
 moved     ``/robots.txt`` answers 301 to ``/real-robots.txt`` (``Disallow: /hidden/``)
@@ -109,7 +109,7 @@ class Expected:
     :data:`HOST_NAMES` (an empty set when nothing applies). "Correct crawler" means:
     robots token :attr:`robots_token`, robots 5xx -> allow all (the default, audited
     mode), crawldeck's default trap limits (max_depth 10, max_segment_repeats 2,
-    max_page_param 1000, calendar_window_years 2, max_url_length 2048, max_redirects 10)
+    max_page_param 1000, calendar_window_years 2, max_url_length 2048, max_redirects 20)
     and ``sid``/``PHPSESSID`` in the normalization strip list.
 
     Attributes:
@@ -119,7 +119,7 @@ class Expected:
         retry_after_s: the ``Retry-After`` of ``busy``'s 429 answers, whole seconds.
         busy_429_count: how many requests to ``busy`` answer 429 (robots.txt excluded).
         slow_delay_s: the delay of every ``slow`` response, seconds (already scaled).
-        chain_hops: redirects from the ``redirect_chain`` entry to its final page (15).
+        chain_hops: redirects from the ``redirect_chain`` entry to its final page (25).
         robots_status: host name -> status of ``GET /robots.txt`` (200, 404, 503, 301).
         good: host name -> HTML pages that must be fetched; each is reachable within
             depth 5 of :meth:`LocalWeb.seeds` without crossing a disallowed or nofollow

@@ -145,7 +145,7 @@ def test_redirect_loop_and_chain(crawl: Crawl) -> None:
     chain = crawl.db.execute(
         "SELECT url FROM pages WHERE url LIKE '%/chain/%' ORDER BY fetched_at"
     ).fetchall()
-    assert len(chain) == 11  # the entry and 10 hops; the 11th hop is refused
+    assert len(chain) == 21  # the entry and 20 hops; the 21st hop is refused
     assert crawl.db.execute(
         "SELECT count(*) FROM blocked WHERE reason = 'too_many_redirects'"
     ).fetchone() == (1,)

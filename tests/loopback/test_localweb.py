@@ -363,9 +363,9 @@ def test_redirect_loop_and_chain(web: LocalWeb, client: httpx.Client) -> None:
         assert web.expected.redirects[url] == r.headers["location"]
         url = urljoin(url, r.headers["location"])
         hops += 1
-    assert hops == web.expected.chain_hops == 15
+    assert hops == web.expected.chain_hops == 25
     assert (url, r.status_code) == (web.url("traps", "/chain/final"), 200)
-    assert client.get(web.url("traps", "/chain/16")).status_code == 404
+    assert client.get(web.url("traps", "/chain/26")).status_code == 404
 
 
 def test_pagination_trap(web: LocalWeb, client: httpx.Client) -> None:

@@ -21,7 +21,7 @@ def test_defaults_are_the_designs() -> None:
     assert (c.delay_ms, c.per_host_concurrency, c.bucket_capacity) == (1000, 1, 5)
     assert (c.backoff_base_ms, c.backoff_max_ms, c.demote_after_s) == (1000, 60_000, 3600)
     assert (c.robots_ttl_max_s, c.robots_max_bytes, c.robots_max_redirects) == (86_400, 512_000, 5)
-    assert (c.max_depth, c.max_per_host, c.scope, c.max_redirects) == (10, 500_000, "domain", 10)
+    assert (c.max_depth, c.max_per_host, c.scope, c.max_redirects) == (10, 500_000, "domain", 20)
     assert c.max_body_bytes == 10 * 1024 * 1024
     assert c.robots_token == "crawldeck"
 

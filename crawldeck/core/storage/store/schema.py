@@ -221,7 +221,7 @@ BROKEN_BLOCK_REASONS: Final = ("dns", "bad_url")
 _BROKEN_REASONS_SQL: Final = "(" + ", ".join(f"'{r}'" for r in BROKEN_BLOCK_REASONS) + ")"
 
 #: Redirects followed back from a broken target (``BROKEN_LINKS_SELECT``): more hops
-#: than any chain the crawl follows (``max_redirects``, at most 20 by default's 10).
+#: than any chain the crawl follows by default (``max_redirects``, 20).
 BROKEN_REDIRECT_HOPS: Final = 30
 
 #: The broken links of the crawl (issue #25 item 4), one row per link on a page whose
