@@ -7,9 +7,11 @@ seeds added during a run, and bodies nobody needs (issue #10 items 11, 16, 18).
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from fakesite import FakeSite, Reply, crawl, gaps, links_page, status
 
 from crawldeck.core.crawl.engine import Engine
@@ -254,3 +256,31 @@ def test_stored_times_are_the_virtual_clocks(tmp_path: Path) -> None:
     assert fetched[A + "/"].startswith("2023-11-14T22:13:20.25")
     started_at, finished_at = c.rows("SELECT started_at, finished_at FROM runs")[0]
     assert (started_at, finished_at) == (to_iso_utc(c.started), to_iso_utc(c.ended))
+
+
+def test_a_subscriber_that_fails_stops_the_run_and_its_work_is_saved(tmp_path: Path) -> None:
+    """A snapshot subscriber (the console, attach) raising: the run stops as a crashed
+    worker stops it, its pages committed and its ``runs`` row ended, then ``run``
+    raises the error (a console's bug left the fetcher, the parse pool and the store's
+    last commit behind: the reporter's error skipped the run's cleanup)."""
+    seen: list[int] = []
+
+    def fails_at_the_third(snap: CrawlSnapshot) -> None:
+        seen.append(snap.counters.pages)
+        if len(seen) == 3:
+            raise RuntimeError("a console bug")
+
+    async def listen(engine: Engine) -> None:
+        engine.subscribe(fails_at_the_third)
+
+    site = FakeSite()
+    chain(site, A, 50)
+    db = tmp_path / "c.db"
+    with pytest.raises(RuntimeError, match="a console bug"):
+        crawl(site, [A + "/"], db, delay_ms=1000, snapshot_interval_ms=1000, during=listen)
+    with sqlite3.connect(db) as conn:
+        pages = conn.execute("SELECT count(*) FROM pages").fetchone()[0]
+        runs = conn.execute("SELECT status, stats IS NOT NULL FROM runs").fetchall()
+        queued = conn.execute("SELECT count(*) FROM frontier WHERE state = 'queued'").fetchone()
+    assert 2 <= pages < 10 and runs == [("stopped", 1)] and queued[0] >= 1
+    assert len(seen) == 4  # then only the final one, of the stopped run

@@ -326,7 +326,7 @@ class Engine:
                 self._time_up_at.cancel()
             reporter.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await reporter
+                await reporter  # it never raises: its failures stop the run (``_crash``)
             await self._content.aclose()
             await self._sitemaps.aclose()  # before robots.txt and the fetcher it uses
             await self._robots.aclose()
@@ -598,7 +598,14 @@ class Engine:
             except CrawldeckError as exc:  # the store failed (disk full): stop like a worker
                 self._stop_on_error(exc)
                 return
-            self._publish()
+            try:
+                self._publish()
+            except Exception as exc:  # a subscriber's bug: stop cleanly, re-raise from run()
+                log.exception("a snapshot subscriber failed")
+                if self._crash is None:
+                    self._crash = exc
+                self.request_stop()
+                return
 
     def _stop_on_error(self, exc: CrawldeckError) -> None:
         """Stop cleanly after ``exc`` (a store write failed: a full disk); the first one is
