@@ -231,8 +231,11 @@ def run(args: argparse.Namespace) -> int:
     except CrawldeckError as exc:
         return fail(args.command, str(exc))
     with contextlib.suppress(OSError):
-        revisited = found.not_modified + found.unchanged + found.changed + found.other
+        revisited = (found.not_modified + found.unchanged + found.changed + found.other
+                     + found.not_compared)  # fmt: skip
+        unread = f"{found.not_compared} not compared (200, body not read: not HTML), "
         print(f"recrawl: {revisited} revisited: {found.not_modified} not modified (304), "
               f"{found.unchanged} unchanged (200, same digest), {found.changed} changed, "
-              f"{found.other} other; {plural(found.new, 'new page')}", flush=True)  # fmt: skip
+              f"{unread if found.not_compared else ''}{found.other} other; "
+              f"{plural(found.new, 'new page')}", flush=True)  # fmt: skip
     return write_stats(args.command, db, args.stats_json, code)

@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 from crawlkit import html, rows, run_crawl
-from httpserver import HTTPTestServer
+from httpserver import HTTPTestServer, Response
 from warcio.archiveiterator import ArchiveIterator
 
 from crawldeck.core.config import build_config
 from crawldeck.core.crawl.engine import Engine
-from crawldeck.core.crawl.recrawl import prepare, summarize
+from crawldeck.core.crawl.recrawl import histories, prepare, summarize
 from crawldeck.core.storage.store import Store
 from crawldeck.core.storage.warc_reader import record_head, warc_files
 from crawldeck.core.storage.warc_records import SERVER_NOT_MODIFIED
@@ -250,3 +250,28 @@ def test_a_200_with_the_same_bytes_is_no_duplicate_of_its_own_page(tmp_path: Pat
     kinds = {h["WARC-Target-URI"]: h["WARC-Type"] for h in second if "WARC-Target-URI" in h
              and h["WARC-Type"] in ("response", "revisit")}  # fmt: skip
     assert {srv.url(p): "response" for p in ("/", "/a", "/b")}.items() <= kinds.items()
+
+
+def test_a_body_not_read_is_not_compared_at_each_recrawl(tmp_path: Path) -> None:
+    """An image and a PDF the crawl does not read, answered 200 at every visit (a
+    server without validators): a recrawl counts them apart, "not compared", never
+    "changed", and their change rate is the crawl's prior, not one change per visit
+    (issue #25 trial 10: every recrawl said 3 changed)."""
+    with HTTPTestServer() as server:
+        server.set("/robots.txt", Response(404))
+        server.set("/", html('<a href="/i.png">i</a> <a href="/d.pdf">d</a>'))
+        server.set("/i.png", Response(200, {"Content-Type": "image/png"}, b"\x89PNG" + b"\0" * 99))
+        server.set("/d.pdf", Response(200, {"Content-Type": "application/pdf"}, b"%PDF-1.4"))
+        db = tmp_path / "c.db"
+        run_crawl([server.url("/")], db, sitemaps=False)
+        for _ in range(2):
+            recrawl(db)
+    store = Store(db)
+    try:
+        found = summarize(store, 0.0)
+        seen = dict(histories(store))
+    finally:
+        store.close()
+    # each page fetched 3 times: 3 new, then 2 x (1 HTML unchanged + 2 not compared)
+    assert (found.new, found.unchanged, found.not_compared, found.changed) == (3, 2, 4, 0)
+    assert seen[server.url("/i.png")].changes == 0

@@ -57,6 +57,7 @@ from itertools import groupby
 from typing import Final
 
 from crawldeck.core.errors import ConfigError
+from crawldeck.core.policy.links import is_html
 from crawldeck.core.protocols import Fetcher, LocalHistory
 from crawldeck.core.records import BodySink, FetchResult
 from crawldeck.core.storage.store import Store
@@ -92,11 +93,14 @@ class Visit:
         fetched_at: when, wall-clock epoch seconds.
         status: the HTTP status (200 or 304 observe the content).
         payload_digest: the payload's digest (``sha1:BASE32``), ``None`` if unknown.
+        unread: the crawl does not read the page's body (not HTML): its 200s observe
+            nothing (issue #25 trial 10).
     """
 
     fetched_at: float
     status: int | None
     payload_digest: str | None
+    unread: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +134,9 @@ def observe(visits: Iterable[Visit]) -> Observation:
     change when its closing visit is a 200 whose digest differs from the digest known
     before it, or either digest is unknown (a 304 keeps the digest known: the server
     says it is the same). Other
-    statuses (errors, redirects) count only for ``last_visit``.
+    statuses (errors, redirects), and the visits of a page whose body is not read
+    (``Visit.unread``: not HTML, no digest to compare; issue #25 trial 10), count only
+    for ``last_visit``.
 
     Raises:
         ValueError: no visit at all.
@@ -142,7 +148,7 @@ def observe(visits: Iterable[Visit]) -> Observation:
     digest: str | None = None
     for visit in visits:
         last_visit = visit.fetched_at
-        if visit.status not in OBSERVING_STATUSES:
+        if visit.status not in OBSERVING_STATUSES or visit.unread:
             continue
         if first is None:
             first = visit.fetched_at
@@ -258,11 +264,22 @@ class RecrawlPlan:
     continued: tuple[float, int] | None = None
 
 
-def _histories(store: Store) -> Iterator[tuple[str, Observation]]:
-    """``(url, observation)`` of every page with visits, from ``page_versions``."""
+def histories(store: Store) -> Iterator[tuple[str, Observation]]:
+    """``(url, observation)`` of every page with visits, from ``page_versions``, in
+    URL order (``observe``; ``prepare`` orders a recrawl by them).
+
+    Raises:
+        StoreError: the file could not be read.
+    """
     rows = store.page_versions()
     for url, group in groupby(rows, key=lambda row: row[0]):
-        yield url, observe(Visit(at, status, digest) for _, at, status, digest in group)
+        yield (
+            url,
+            observe(
+                Visit(at, status, digest, unread=not is_html(media))
+                for _, at, status, digest, media in group
+            ),
+        )
 
 
 #: The ``meta`` row holding the start (epoch s, ``repr`` of a float) of the file's
@@ -318,7 +335,7 @@ def prepare(store: Store, *, older_than_s: float, now: float) -> RecrawlPlan:
     Raises:
         StoreError: the file could not be read or written.
     """
-    observations = dict(_histories(store))
+    observations = dict(histories(store))
     prior = pooled_prior(observations.values())
     chosen: list[Candidate] = []
     skipped = 0
@@ -367,7 +384,9 @@ class RecrawlSummary:
         answered 200 with the same digest (a server that ignored the validators).
         other: revisits with any other status or no answer. new: pages first fetched
         in the recrawl (an unfinished crawl's queue, links of changed pages), whatever
-        their answer.
+        their answer. not_compared: revisits answered 200 whose body the crawl does not
+        read (not HTML): no digest to compare (issue #25 trial 10: they read as changed
+        at every recrawl).
     """
 
     not_modified: int
@@ -375,6 +394,7 @@ class RecrawlSummary:
     unchanged: int
     other: int
     new: int
+    not_compared: int = 0
 
 
 def summarize(store: Store, since: float) -> RecrawlSummary:
@@ -385,16 +405,18 @@ def summarize(store: Store, since: float) -> RecrawlSummary:
     Raises:
         StoreError: the file could not be read.
     """
-    counts = {"304": 0, "changed": 0, "unchanged": 0, "other": 0, "new": 0}
+    counts = {"304": 0, "changed": 0, "unchanged": 0, "other": 0, "new": 0, "unread": 0}
     for _, group in groupby(store.page_versions(), key=lambda row: row[0]):
         digest: str | None = None
         known = False  # a visit of this page came before this one
-        for _, at, status, payload in group:
+        for _, at, status, payload, media in group:
             if at >= since:
                 if not known:
                     counts["new"] += 1
                 elif status == 304:
                     counts["304"] += 1
+                elif status == 200 and not is_html(media):
+                    counts["unread"] += 1
                 elif status == 200:
                     counts["changed" if _changed(payload, digest) else "unchanged"] += 1
                 else:
@@ -403,7 +425,12 @@ def summarize(store: Store, since: float) -> RecrawlSummary:
             if status in OBSERVING_STATUSES:
                 digest = payload
     return RecrawlSummary(
-        counts["304"], counts["changed"], counts["unchanged"], counts["other"], counts["new"]
+        counts["304"],
+        counts["changed"],
+        counts["unchanged"],
+        counts["other"],
+        counts["new"],
+        counts["unread"],
     )
 
 
@@ -456,6 +483,7 @@ __all__ = [
     "Validators",
     "Visit",
     "change_rate",
+    "histories",
     "observe",
     "order",
     "parse_duration",

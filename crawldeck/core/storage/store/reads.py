@@ -454,19 +454,22 @@ class StoreReads(StoreBase):
         )
         return [url for (url,) in rows]
 
-    def page_versions(self) -> Iterator[tuple[str, float, int | None, str | None]]:
-        """``(url, fetched_at, status, payload_digest)`` of every fetch of every page
-        (``page_versions``), by URL and then oldest first; ``fetched_at`` in epoch s.
+    def page_versions(self) -> Iterator[tuple[str, float, int | None, str | None, str]]:
+        """``(url, fetched_at, status, payload_digest, content_type)`` of every fetch of
+        every page (``page_versions``), by URL and then oldest first; ``fetched_at`` in
+        epoch s; ``content_type`` the media type of the page's row now (``""`` when
+        none: whether a crawl reads such a body, ``core.crawl.recrawl``).
 
         Raises:
             StoreError: see the class.
         """
         rows = self._stream(
-            "SELECT url, fetched_at, status, payload_digest FROM page_versions"
-            " ORDER BY url, fetched_at"
+            "SELECT v.url, v.fetched_at, v.status, v.payload_digest, p.content_type"
+            " FROM page_versions v LEFT JOIN pages p ON p.url = v.url"
+            " ORDER BY v.url, v.fetched_at"
         )
-        for url, at, status, digest in rows:
-            yield url, from_iso_utc(at), status, digest
+        for url, at, status, digest, media in rows:
+            yield url, from_iso_utc(at), status, digest, media or ""
 
     def recrawl_candidates(
         self,
