@@ -66,7 +66,8 @@ host its pages are revisited first, then its queue is crawled, within the recraw
 budgets. --max-pages, --max-time and --max-bytes count THIS recrawl's fetches only
 (revisits and new pages alike; the crawl's own budgets are not carried over); without
 them a recrawl revisits every page and crawls the whole queue. The last line counts
-the revisits (304, 200 with the same digest, changed) and the new pages apart."""
+the revisits (304, 200 with the same digest, changed, not compared: a body not read)
+and the new pages apart."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
