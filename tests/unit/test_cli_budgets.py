@@ -81,6 +81,10 @@ def test_time_paused_does_not_count_against_max_time(tmp_path: Path) -> None:
     assert (c.ended - c.started, end.paused_s, end.elapsed_s) == pytest.approx((103, 100, 3))
     # robots.txt at 0 s, pages at 1 s, then at 101 s and 102 s: none while paused
     assert c.result.counters.pages == 3
+    # the run's stats say it alike: crawled 3 s, paused 100 (issue #25 trial 10)
+    stats = c.rows("SELECT json_extract(stats, '$.elapsed_s'), json_extract(stats, '$.paused_s')"
+                   " FROM runs")  # fmt: skip
+    assert stats == [(pytest.approx(3), pytest.approx(100))]
 
 
 def test_a_stop_while_paused_ends_the_pause_and_the_run(tmp_path: Path) -> None:

@@ -352,6 +352,7 @@ class Observer:
             figures=self.run_figures(),
             added=self._store.pages_added(),
             retried=self.retried,
+            paused_s=self.paused_s(ended),
         )
 
     # ------------------------------------------------------------ hosts rows

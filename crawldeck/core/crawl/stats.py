@@ -12,7 +12,9 @@ as ``responses_by_status["200"]``):
 
 * ``run_id``, ``finish_reason`` (the engine's outcome: ``finished``, ``max_pages``,
   ``max_time``, ``max_bytes``, ``stopped``), ``start_time`` and ``finish_time`` (ISO
-  8601 UTC, as ``runs.started_at``), ``elapsed_s``;
+  8601 UTC, as ``runs.started_at``), ``elapsed_s`` (the time it crawled: from start to
+  finish less ``paused_s``, the time it was paused, as the console's and the summary's
+  elapsed time and ``--max-time`` count; issue #25 trial 10);
 * ``fetches``: page fetches recorded (``responses`` + ``transport_errors``: each URL's
   final try, a redirect hop being a fetch of its own; a try put back for a retry and
   robots.txt requests are not in it); ``responses_by_status`` (``{"200": 19, "404": 1}``),
@@ -198,6 +200,7 @@ def run_stats(
     figures: RunFigures,
     added: Mapping[str, int],
     retried: int,
+    paused_s: float = 0.0,
 ) -> dict[str, Any]:
     """The run's stats object (the module's keys), ready for ``json.dumps``.
 
@@ -208,6 +211,7 @@ def run_stats(
         figures: the run's counts at its end (after the store's last flush).
         added: ``Store.pages_added`` (``pages``, ``duplicates``, ``near_duplicates``).
         retried: URLs of earlier runs queued again (``Observer.retried``).
+        paused_s: seconds the run was paused (``Observer.paused_s``).
     """
     latency = figures.latency
     responses = sum(n for _, n in figures.responses_by_status)
@@ -217,7 +221,8 @@ def run_stats(
         "finish_reason": finish_reason,
         "start_time": to_iso_utc(started_at),
         "finish_time": to_iso_utc(finished_at),
-        "elapsed_s": round(finished_at - started_at, 3),
+        "elapsed_s": round(max(0.0, finished_at - started_at - paused_s), 3),
+        "paused_s": round(paused_s, 3),
         "fetches": responses + errors,
         "responses": responses,
         "responses_by_status": {str(k): v for k, v in figures.responses_by_status},
