@@ -1,7 +1,10 @@
 """The rates the console's charts draw, kept as snapshots come: the last minutes'
 pages/s and bytes/s (``ThroughputHistory``, the throughput panel) and the whole run's
 (``CrawlHistory``, the overview of a large terminal). Pure: fed snapshots, no widget,
-no clock of their own (a snapshot's ``at``, s)."""
+no clock of their own (a snapshot's ``at``, s). Both count the pages and bytes as the
+crawl records them (``pages_done``, ``bytes_done``), not as the store commits them: a
+commit a second drew a steady rate as full and empty points in turn (issue #25 trial
+10)."""
 
 from __future__ import annotations
 
@@ -30,17 +33,17 @@ class ThroughputHistory:
 
     def add(self, snap: CrawlSnapshot) -> None:
         """Take one snapshot; adds a point when a second or more has passed."""
-        c = snap.counters
+        now = (snap.at, snap.pages_done, snap.bytes_done)  # as recorded, not committed
         if self._last is None:
-            self._last = (snap.at, c.pages, c.bytes)
+            self._last = now
             return
         at, pages, size = self._last
         span = snap.at - at
         if span < 1.0:
             return
-        self.pages.append(max(0.0, (c.pages - pages) / span))
-        self.bytes.append(max(0.0, (c.bytes - size) / span))
-        self._last = (snap.at, c.pages, c.bytes)
+        self.pages.append(max(0.0, (now[1] - pages) / span))
+        self.bytes.append(max(0.0, (now[2] - size) / span))
+        self._last = now
 
 
 class CrawlHistory:
@@ -76,11 +79,11 @@ class CrawlHistory:
 
     def add(self, snap: CrawlSnapshot) -> None:
         """Take one snapshot (the first one only sets the start)."""
-        c = snap.counters
+        done = (snap.pages_done, snap.bytes_done)  # as recorded, not as committed
         if self._start is None:
             self._start = snap.at
             self.from_s = snap.elapsed_s
-            self._last = (c.pages, c.bytes)
+            self._last = done
             return
         begin, end = self._elapsed, max(self._elapsed, snap.at - self._start)
         self._elapsed = end
@@ -93,8 +96,8 @@ class CrawlHistory:
             self.pages.append(0.0)
             self.bytes.append(0.0)
         pages, size = self._last
-        grown = (max(0, c.pages - pages), max(0, c.bytes - size))
-        self._last = (c.pages, c.bytes)
+        grown = (max(0, done[0] - pages), max(0, done[1] - size))
+        self._last = done
         if end <= begin:  # no time passed (or the clock went back): the last bucket
             self.pages[index] += grown[0]
             self.bytes[index] += grown[1]

@@ -4,6 +4,7 @@ others are in ``tests/console/test_tui_layout.py``."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from crawldeck.core.crawl.snapshot import Counters, CrawlSnapshot
 from crawldeck.core.policy.frontier import Frontier
 from crawldeck.core.policy.frontier_entry import FrontierEntry
 from crawldeck.core.storage.store import Store
-from crawldeck.tui.history import CrawlHistory
+from crawldeck.tui.history import CrawlHistory, ThroughputHistory
 from crawldeck.tui.screens import (
     bar_rows,
     eta_text,
@@ -72,6 +73,23 @@ def test_history_doubles_its_buckets_when_the_run_outgrows_them() -> None:
     assert history.pages == [1 + 2, 3 + 4, 5 + 6, 7 + 8]
     assert history.pages_per_s() == [1.5, 3.5, 5.5, 7.5]
     assert history.span_s == 8.0
+
+
+def test_the_charts_count_pages_as_recorded_not_as_committed() -> None:
+    """20 pages/s recorded steadily, committed a second at a time just after each
+    bucket's end: every point of both charts is 20, not 40 and 0 in turn (issue #25
+    trial 10: a steady 6.3/s drew "peak 12.7 · mean 4.9")."""
+    run, recent = CrawlHistory(), ThroughputHistory(points=4)
+    for tick in range(41):  # 10 s in quarters
+        at = 100.0 + tick / 4
+        committed = 20 * math.floor((tick - 1) / 4) if tick else 0  # 0.25 s late
+        shown = replace(snap(at, max(0, committed), 0), pages_fetched=5 * tick,
+                        bytes_fetched=5000 * tick)  # fmt: skip
+        run.add(shown)
+        recent.add(shown)
+    assert run.pages_per_s() == [20.0] * 10
+    assert run.bytes_per_s() == [20_000.0] * 10
+    assert list(recent.pages) == [20.0] * 4
 
 
 def test_history_knows_how_far_into_the_run_it_began() -> None:

@@ -576,6 +576,7 @@ class Observer:
             paused_s=self.paused_s(now),
             max_bytes=self._config.max_bytes,
             pages_fetched=self.pages,
+            bytes_fetched=self.bytes,
             pages_this_run=self.pages - self.pages_at_start,
             render=render,
             ended_at=self.ended_at,

@@ -173,6 +173,9 @@ class CrawlSnapshot:
             ``max_pages`` counts), counted as each is recorded: ahead of
             ``counters.pages`` by the pages waiting for the store's next commit;
             ``None``: not known (``pages_done`` is then ``counters.pages``).
+        bytes_fetched: the pages' decoded body bytes, all runs, counted as each is
+            recorded (``pages_fetched``'s bytes); ``None``: not known (``bytes_done`` is
+            then ``counters.bytes``).
     """
 
     at: float
@@ -195,6 +198,7 @@ class CrawlSnapshot:
     paused_s: float = 0.0
     max_bytes: int | None = None
     pages_fetched: int | None = None
+    bytes_fetched: int | None = None
 
     @property
     def pages_done(self) -> int:
@@ -202,6 +206,13 @@ class CrawlSnapshot:
         (the console's header and progress: issue #25, the header's count trailed the
         hosts table's by the pages not yet committed)."""
         return self.counters.pages if self.pages_fetched is None else self.pages_fetched
+
+    @property
+    def bytes_done(self) -> int:
+        """Body bytes fetched so far, all runs: ``bytes_fetched``, else
+        ``counters.bytes`` (the charts' rates: the committed figure grows a commit at a
+        time, and a chart of it alternated full and empty points; issue #25 trial 10)."""
+        return self.counters.bytes if self.bytes_fetched is None else self.bytes_fetched
 
     @property
     def elapsed_s(self) -> float:
