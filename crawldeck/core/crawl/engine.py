@@ -476,6 +476,7 @@ class Engine:
                 )
             except asyncio.CancelledError:
                 stats.cut = True  # cut by a stop: its URL stays queued in SQLite
+                self._obs.cut += 1  # and is counted queued (issue #25 trial 10)
                 raise
             finally:
                 timer.cancel()

@@ -178,6 +178,7 @@ class Observer:
         self._paused_s = 0.0  # this run's ended pauses (s)
         self._paused_since: float | None = None  # the pause going on, if any (epoch s)
         self.retried = 0  # failed URLs of earlier runs queued again
+        self.cut = 0  # fetches a stop cut: their URLs stay queued, out of the frontier
         # the committed totals of earlier runs; the store adds this run's
         self._base_totals: Counter[str] = Counter()
         self._base_blocked: Counter[str] = Counter()
@@ -443,7 +444,7 @@ class Observer:
             pages=totals["pages"],
             bytes=totals["bytes"],
             errors=mix.get("error", 0),
-            queued=self._frontier.total(),
+            queued=self._frontier.total() + self.cut,
             in_flight=self.in_flight,
             hosts_known=len(self.hosts),
             # hosts with queued URLs plus hosts whose last URL is in flight: no walk
