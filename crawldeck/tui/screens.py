@@ -34,6 +34,7 @@ from crawldeck.core.policy.prioritizer import (
     PRIORITY_LINK,
     PRIORITY_SEED,
 )
+from crawldeck.core.policy.seeds import schemeless
 from crawldeck.tui.history import CrawlHistory, ThroughputHistory
 from crawldeck.tui.widgets import (
     OrderedInput,
@@ -667,7 +668,9 @@ class HelpScreen(ModalScreen[None]):
 
 class AddSeedScreen(ModalScreen[str | None]):
     """Asks for a seed URL; ``await validate(url)`` returns an error text or ``None``
-    (added).
+    (added). A host without a scheme (``127.0.0.3:8713``, ``example.org/docs``) is
+    ``http://`` + it, as on the command line (``core.policy.seeds.schemeless``, wget's
+    rule; issue #25 trial 10: the dialog refused what ``crawldeck crawl`` takes).
 
     The screen stays open and shows the error until a URL is accepted or Esc is
     pressed; it is dismissed with the accepted URL (``None`` when cancelled).
@@ -691,6 +694,7 @@ class AddSeedScreen(ModalScreen[str | None]):
         """Validate and add the URL, or show why not."""
         event.stop()
         url = event.value.strip()
+        url = schemeless(url) or url
         error = await self._validate(url)
         if error is None:
             self.dismiss(url)
