@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from crawldeck.cli.flags import OUTPUT_FORMATS, output_format, unknown_output_name
+from crawldeck.cli.flags import FLAG_NAMES, OUTPUT_FORMATS, output_format, unknown_output_name
 from crawldeck.cli.headless import HeadlessLog, HeadlessReporter, outcome_heading
 from crawldeck.cli.output import (
     EXIT_OK,
@@ -542,7 +542,12 @@ def cluster_problem(args: argparse.Namespace, config: CrawlConfig) -> str | None
         return ("a cluster crawl (--workers, --redis) serves no metrics and keeps its run "
                 "stats in the crawl file only (crawldeck stats DB): --metrics-port and "
                 "--stats-json are for one process")  # fmt: skip
-    given = [key for key in ("max_time_s", "max_bytes") if getattr(config, key) is not None]
+    # each as the operator gave it: the flag, else the config key (issue #25 trial 10)
+    given = [
+        FLAG_NAMES[key] if getattr(args, flag, None) is not None else key
+        for key, flag in (("max_time_s", "max_time"), ("max_bytes", "max_bytes"))
+        if getattr(config, key) is not None
+    ]
     if not given:
         return None
     return (f"{' and '.join(given)}: the workers of a cluster crawl (--workers, --redis) "
