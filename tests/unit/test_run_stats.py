@@ -13,7 +13,8 @@ from crawlkit import rows
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crawldeck.core.crawl.stats import RunTally, read_run, reason_words
+from crawldeck.core.crawl.stats import RunTally, read_run, reason_gloss, reason_words
+from crawldeck.core.policy.traps import BlockReason
 from crawldeck.core.records import PageRecord
 from crawldeck.core.storage.store import Store, connect_reader
 
@@ -142,7 +143,10 @@ def test_reason_codes_read_as_words() -> None:
     assert reason_words("robots") == "robots (disallowed by robots.txt)"
     assert reason_words("scope") == "scope (out of scope)"
     assert reason_words("http_429") == "http_429 (HTTP 429)"
-    assert reason_words("redirect_loop") == "redirect_loop"
+    assert reason_words("redirect_loop") == "redirect_loop (a redirect back into its chain)"
+    assert reason_words("timeout") == "timeout"
+    # every reason a URL is blocked for says what it means (issue #25 trial 10)
+    assert all(reason_gloss(reason) for reason in BlockReason)
 
 
 def test_reading_a_file_leaves_no_wal_or_shm_beside_it_and_writes_nothing(

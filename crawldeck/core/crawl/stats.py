@@ -395,6 +395,13 @@ REASON_WORDS: dict[str, str] = {
     "scope": "out of scope",
     "excluded": "by --include / --exclude",
     "depth": "deeper than --max-depth",
+    "repeating_path": "a path segment repeats",
+    "calendar": "an endless calendar",
+    "pagination": "a page number past max_page_param",
+    "redirect_loop": "a redirect back into its chain",
+    "too_many_redirects": "past max_redirects hops",
+    "redirect_trap": "a redirect that grows the URL",
+    "private_address": "a private or special address",
     "dns": "host name does not resolve",
     "connect": "connection refused or failed",
     "proxy": "the proxy refuses connections",
@@ -404,7 +411,7 @@ REASON_WORDS: dict[str, str] = {
 def reason_gloss(code: str) -> str | None:
     """What the reason code ``code`` means in words, where the code alone reads badly:
     ``REASON_WORDS``, ``http_429`` as ``HTTP 429``; ``None`` for a code that reads
-    as it is (``redirect_loop``)."""
+    as it is (``timeout``; issue #25 trial 10: a trap reason without words stood out)."""
     if code in REASON_WORDS:
         return REASON_WORDS[code]
     if code.startswith("http_") and code[5:].isdigit():
