@@ -646,7 +646,11 @@ class HelpScreen(ModalScreen[None]):
             keys.add_row(key, what)
         close = ", ".join(self.app.get_key_display(b) for b in Binding.make_bindings(self.BINDINGS))
         with VerticalScroll(id="help", classes="dialog"):
-            yield Static(Text("crawldeck console — keys", style="bold"))
+            # how to close it first: the end of the text is below a small terminal's
+            # last line (issue #25 trial 10)
+            title = Text("crawldeck console — keys", style="bold")
+            title.append(f"  ({close} closes this help)", style="dim")
+            yield Static(title, id="help-close")
             yield Static(keys, id="help-keys")
             yield Static(
                 "\nThroughput (top): pages/s and bytes/s over the last 3 minutes, status mix, "
@@ -659,7 +663,6 @@ class HelpScreen(ModalScreen[None]):
                 "hosts after 429/503. Blocked: refused URLs with their reason. Log: warnings "
                 "and audit lines."
             )
-            yield Static(Text(f"\n{close} closes this help.", style="dim"), id="help-close")
 
     def action_dismiss_help(self) -> None:
         """Close the help."""
