@@ -395,8 +395,11 @@ class HostsPanel(Vertical):
         live = self._final is None and dispatching(snap)
         self.table.set_rows([(r.host, host_cells(r, self._strict, live)) for r in rows])
         c = snap.counters
-        if self._final is not None:
-            scope = f"final rows of {plural(len(rows), 'host')}"
+        if self.filter_text and not rows:  # said as such (issue #25 trial 10)
+            scope = f"no host matches {self.filter_text!r}"
+        elif self._final is not None:
+            what = f" matching {self.filter_text!r}" if self.filter_text else ""
+            scope = f"final rows of {plural(len(rows), 'host')}{what}"
         elif self.filter_text:
             scope = f"{plural(len(rows), 'host')} match {self.filter_text!r}"
         elif len(rows) >= c.hosts_known:
