@@ -11,6 +11,7 @@ import brotli
 import pytest
 
 from crawldeck.core.storage.archive import decode_content
+from crawldeck.core.storage.export import ArchivedRecord, body_text
 
 
 def test_decode_content_undoes_each_coding_within_its_bound() -> None:
@@ -24,3 +25,21 @@ def test_decode_content_undoes_each_coding_within_its_bound() -> None:
     assert decode_content(b"as sent", "zstd", 3) == (b"as sent", False)
     with pytest.raises(ValueError, match="its gzip body does not decode"):
         decode_content(b"not gzip at all", "gzip", 100)
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "text"),
+    [
+        # undeclared: UTF-8 when it is UTF-8, else windows-1252, as a browser reads it
+        # (issue #25 trial 10: a Latin-1 page showed "caf\ufffd na\ufffdve")
+        ("text/html", "café naïve".encode(), "café naïve"),
+        ("text/html", "café naïve €".encode("cp1252"), "café naïve €"),
+        ("text/html", b'<meta charset="iso-8859-7">\xe1', '<meta charset="iso-8859-7">\u03b1'),
+        ("text/html; charset=utf-8", "é".encode("latin-1"), "\ufffd"),  # declared: kept
+    ],
+)
+def test_an_undeclared_page_is_read_as_a_browser_reads_it(
+    content_type: str, body: bytes, text: str
+) -> None:
+    record = ArchivedRecord([], "response", "HTTP/1.1 200 OK", content_type, body, body)
+    assert body_text(record) == text

@@ -169,8 +169,10 @@ def read_record(path: Path, offset: int, max_bytes: int) -> ArchivedRecord:
 
 def body_charset(record: ArchivedRecord) -> str:
     """The charset ``record``'s body is decoded by: its ``Content-Type``'s, else a
-    ``<meta charset>`` in its first 1024 bytes, else UTF-8 (and UTF-8 for a name
-    Python has no codec for)."""
+    ``<meta charset>`` in its first 1024 bytes, else UTF-8 when the body is valid
+    UTF-8 and windows-1252 when not, as browsers read an undeclared page (the WHATWG
+    Encoding Standard's default for HTML; issue #25 trial 10: a Latin-1 page showed
+    U+FFFD); UTF-8 for a name Python has no codec for."""
     charset = None
     for param in record.content_type.split(";")[1:]:
         name, _, value = param.partition("=")
@@ -178,7 +180,14 @@ def body_charset(record: ArchivedRecord) -> str:
             charset = value.strip().strip('"')
     if charset is None:
         found = _META_CHARSET.search(record.body[:1024])
-        charset = found.group(1).decode("ascii") if found else "utf-8"
+        if found:
+            charset = found.group(1).decode("ascii")
+        else:
+            try:
+                record.body.decode("utf-8")
+                charset = "utf-8"
+            except UnicodeDecodeError:
+                charset = "windows-1252"
     try:
         return codecs.lookup(charset).name
     except LookupError:
