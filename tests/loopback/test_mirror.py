@@ -326,3 +326,24 @@ def test_a_page_whose_file_another_url_took_is_named_with_that_url(
     assert code == 0, err
     index = LexborHTMLParser((out / urls.host_key(base) / "index.html").read_text())
     assert [n.attributes["href"] for n in index.css("a")] == ["d/index.html", "d/index.html"]
+
+
+def test_a_link_through_a_redirect_chain_leads_to_the_file_at_its_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``/r1`` redirects to ``/r2``, which redirects to ``/b.html``: with
+    ``--convert-links`` a link to ``/r1`` is ``b.html``, as wget converts it (issue #25
+    trial 10: it stayed ``http://HOST/r1``)."""
+    with HTTPTestServer() as server:
+        server.set("/robots.txt", Response(404))
+        server.set("/", html('<a href="/r1">r</a>'))
+        server.set("/r1", Response(302, {"Location": "/r2"}))
+        server.set("/r2", Response(301, {"Location": "/b.html"}))
+        server.set("/b.html", html("<p>b</p>"))
+        base = server.url("/")
+        run_crawl([base], tmp_path / "c.db")
+    code, _, err = main_in(tmp_path, monkeypatch, capsys, "export", "c.db", "--mirror", "m",
+                           "--convert-links")  # fmt: skip
+    assert code == 0, err
+    index = LexborHTMLParser((tmp_path / "m" / urls.host_key(base) / "index.html").read_text())
+    assert [n.attributes["href"] for n in index.css("a")] == ["b.html"]

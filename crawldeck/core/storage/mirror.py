@@ -113,6 +113,9 @@ _REDIRECTS: Final = (
     " AND final_url IS NOT NULL AND final_url != url"
 )
 _RECORD: Final = "SELECT warc_file, warc_offset, bytes FROM pages WHERE url = ?"
+#: Redirect hops followed from a link to the file it leads to (more than a chain the
+#: crawl follows by default, ``max_redirects``; a loop ends here too).
+_CHAIN_HOPS: Final = 30
 _NOT_2XX: Final = (
     "SELECT count(*) FROM pages WHERE status IS NULL OR status NOT BETWEEN 200 AND 299"
 )
@@ -346,8 +349,14 @@ def write_mirror(
             if convert_links:
                 for url, kept in result.same_file:  # /d/index.html: the file of /d/
                     files.setdefault(url, files[kept])
-                for url, final in conn.execute(_REDIRECTS):
-                    target = files.get(final)
+                hops = dict(conn.execute(_REDIRECTS))
+                for url in hops:  # a chain is followed to its end (issue #25 trial 10)
+                    target, final = None, hops[url]
+                    for _ in range(_CHAIN_HOPS):
+                        target = files.get(final)
+                        if target is not None or final not in hops:
+                            break
+                        final = hops[final]
                     if target is not None:
                         files.setdefault(url, target)
             out.mkdir(parents=True, exist_ok=True)
