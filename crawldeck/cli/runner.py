@@ -308,6 +308,16 @@ def _seed_failures(store: Store) -> list[str]:
     return lines
 
 
+def kept_seeds_note(added: int, db: Path) -> str:
+    """What the resume line adds when ``added`` seeds were added while the run ran (the
+    console's ``a``, an attached console's): the command does not name them, the crawl
+    file keeps them (issue #25 trial 10); ``""`` for none."""
+    if not added:
+        return ""
+    verb = "is" if added == 1 else "are"
+    return f" (the {plural(added, 'seed')} added in the console {verb} kept in {db})"
+
+
 def _finish(
     engine: Engine,
     store: Store,
@@ -350,6 +360,7 @@ def _finish(
     nothing = (engine.stats or {}).get("finish_reason") == NOTHING_TO_DO
     if nothing and not stopped and ending.nothing_left is not None:
         lines.append(ending.nothing_left)
+    kept = kept_seeds_note(engine.seeds_added_live, db)
     if stopped or outcome in BUDGET_FLAGS:
         go_on = None
         if not stopped and outcome in WHOLE_CRAWL_BUDGETS:
@@ -358,7 +369,7 @@ def _finish(
             with contextlib.suppress(CrawldeckError):  # without the figures: the resume line
                 held = {"max_pages": file_fetches(store), "max_bytes": store.page_totals()[1]}
                 go_on = ending.go_on(outcome, held)
-        lines.append(go_on or ending.resume)
+        lines.append((go_on or ending.resume) + kept)
     heading = outcome_heading("stopped" if stopped else outcome, ending.caps,
                               failed=bool(failures), stopped_by=engine.stop_asked_by)  # fmt: skip
     try:

@@ -230,6 +230,28 @@ def test_seeds_added_during_a_run_are_crawled(tmp_path: Path) -> None:
     assert c.result.counters.pages == 6
 
 
+def test_seeds_added_live_are_counted_for_the_resume_line(tmp_path: Path) -> None:
+    """The console's ``a`` path counts the seeds it added (a refused one not), and the
+    resume line says the file keeps them (issue #25 trial 10: the printed command did
+    not name them and nothing said they would go on)."""
+    from crawldeck.cli.runner import kept_seeds_note
+
+    async def add_live(engine: Engine) -> None:
+        await asyncio.sleep(1.5)
+        assert await engine.add_seeds_live([B + "/"]) == []
+        refused = await engine.add_seeds_live(["mailto:x@y.test"])
+        assert len(refused) == 1 and "unsupported scheme" in refused[0][1]
+
+    site = FakeSite()
+    chain(site, A, 2)
+    chain(site, B, 2)
+    c = crawl(site, [A + "/"], tmp_path / "c.db", delay_ms=1000, during=add_live)
+    assert c.engine.seeds_added_live == 1
+    assert kept_seeds_note(1, Path("c.db")) == " (the 1 seed added in the console is kept in c.db)"
+    assert kept_seeds_note(0, Path("c.db")) == ""
+    assert kept_seeds_note(2, Path("c.db")).startswith(" (the 2 seeds added in the console are")
+
+
 def test_bodies_that_are_neither_parsed_nor_kept_are_not_downloaded(tmp_path: Path) -> None:
     """A zip whose body would take 10 min costs its head only; a body without
     Content-Type is sniffed as HTML and parsed."""

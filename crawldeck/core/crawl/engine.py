@@ -153,6 +153,8 @@ class Engine:
         self._state: CrawlState = "running"
         self._stopping = False
         self.stop_asked_by: str | None = None  # who asked the stop (``request_stop``)
+        #: Seeds added while the run ran (``add_seeds_live``): the file keeps them.
+        self.seeds_added_live = 0
         self._budget: Outcome | None = None  # the time budget, once it ended the run
         self._time_up_at: asyncio.TimerHandle | None = None  # ``max_time_s``'s timer
         self._time_left_s: float | None = None  # ``max_time_s`` left while paused
@@ -225,7 +227,9 @@ class Engine:
         for raw in seeds:
             with contextlib.suppress(UrlError):
                 keys.append(self._admission.link(urls.clean(raw)).key)
-        return self.add_seeds(seeds, known=await self._seen.seen_among(keys))
+        refused = self.add_seeds(seeds, known=await self._seen.seen_among(keys))
+        self.seeds_added_live += len(seeds) - len(refused)
+        return refused
 
     def log(self, line: str) -> None:
         """Add ``line`` to the crawl's log (the console's Log tab, a headless run's
