@@ -172,3 +172,20 @@ def test_a_cluster_crawl_refuses_the_time_and_byte_budgets(
                               "(--workers, --redis) do not count --max-time or --max-bytes; "
                               "--max-pages they do\n")  # fmt: skip
     assert list(tmp_path.iterdir()) == []  # no crawl file, no Redis started
+
+
+def test_a_host_waiting_out_its_delay_at_the_end_of_a_resumed_run_is_queued(
+    tmp_path: Path,
+) -> None:
+    """A resumed run whose host waits out a 100 s delay when its time is up: its row
+    is ``queued`` at the end, not the ``active`` a flush wrote while it waited (issue
+    #25 trial 11: only the hosts changed since the last flush were written again)."""
+    site = FakeSite()
+    chain(site, 10)
+    db = tmp_path / "c.db"
+    settings = {"delay_ms": 100_000, "max_time_s": 5, "snapshot_interval_ms": 500}
+    first = crawl(site, [A + "/"], db, **settings)
+    assert first.value("SELECT state FROM hosts") == "queued"
+    second = crawl(site, [A + "/"], db, start=first.ended + 200, **settings)
+    assert second.result.outcome == "max_time"
+    assert second.value("SELECT state FROM hosts") == "queued"

@@ -179,6 +179,7 @@ class Observer:
         self._paused_since: float | None = None  # the pause going on, if any (epoch s)
         self.retried = 0  # failed URLs of earlier runs queued again
         self.cut = 0  # fetches a stop cut: their URLs stay queued, out of the frontier
+        self._written_live: set[str] = set()  # hosts whose row says active or backoff
         # the committed totals of earlier runs; the store adds this run's
         self._base_totals: Counter[str] = Counter()
         self._base_blocked: Counter[str] = Counter()
@@ -392,13 +393,20 @@ class Observer:
         now = self._clock()
         hosts: Iterable[str] = self._dirty
         if final:
-            hosts = self._dirty | {
+            # and the hosts this run wrote in a live state (a host left ``active`` by a
+            # flush while it waited out its delay kept it: issue #25 trial 11)
+            hosts = self._dirty | self._written_live | {
                 host
                 for host, stats in self.hosts.items()
                 if stats.saved is None or stats.saved.state in _LIVE_STATES
             }
         for host in hosts:
-            self._store.upsert_host(self._host_record(host, now, final=final))
+            record = self._host_record(host, now, final=final)
+            self._store.upsert_host(record)
+            if record.state in _LIVE_STATES:
+                self._written_live.add(host)
+            else:
+                self._written_live.discard(host)
         self._dirty.clear()
 
     def _host_record(self, host: str, now: float, *, final: bool) -> HostRecord:
