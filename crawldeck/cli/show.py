@@ -7,10 +7,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from crawldeck.cli.output import EXIT_OK, fail
 from crawldeck.core.errors import CrawldeckError
 from crawldeck.core.words import plural
+
+if TYPE_CHECKING:  # the export module loads on use (``--help`` stays light)
+    from crawldeck.core.storage.export import ArchivedRecord
 
 #: The command's line in ``crawldeck --help``, and the start of its own ``--help``.
 SUMMARY = "print a page's WARC record: headers and body"
@@ -20,8 +24,9 @@ EPILOG = """\
 examples:
   crawldeck show crawl.db https://docs.example.org/
       the page's WARC record: its headers, HTTP head and body as text
-  crawldeck show crawl.db https://example.org/logo.png --raw > logo.png
-      the body's bytes alone, as they were received"""
+  crawldeck show crawl.db https://docs.example.org/ --raw > page.html
+      the body's bytes alone, as they were received (the crawl downloads the bodies
+      of HTML pages only: an image's was not read)"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,6 +37,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--raw", action="store_true",
         help="write only the body's bytes, as stored, no headers (default: off)",
     )  # fmt: skip
+
+
+def _not_read(record: ArchivedRecord) -> bool:
+    """Whether ``record``'s body was not downloaded (``WARC-Truncated: unspecified``
+    with no bytes: not HTML, ``core.net.fetcher``)."""
+    truncated = dict(record.warc_headers).get("WARC-Truncated")
+    return truncated == "unspecified" and not record.body
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,6 +65,10 @@ def run(args: argparse.Namespace) -> int:
                 record = page_record(args.db, target)
             except CrawldeckError as exc:
                 return fail(args.command, f"{args.url} repeats {target}: {exc}")
+        if _not_read(record):  # no empty file as its body (issue #25 trial 11)
+            kind = record.content_type.split(";", 1)[0] or "no Content-Type"
+            return fail(args.command, f"{args.url}: its body was not downloaded ({kind}: "
+                        "not HTML; the crawl reads the bodies of HTML pages only)")  # fmt: skip
         sys.stdout.buffer.write(record.body)
         return EXIT_OK
     lines = [f"{name}: {value}" for name, value in record.warc_headers]
@@ -60,8 +76,7 @@ def run(args: argparse.Namespace) -> int:
     if record.http_head:
         print(record.http_head.replace("\r\n", "\n") + "\n")
     text = body_text(record)
-    truncated = dict(record.warc_headers).get("WARC-Truncated")
-    if truncated == "unspecified" and not record.body:
+    if _not_read(record):
         print("(body not downloaded: not HTML)")
     elif record.rec_type == "revisit":
         target = dict(record.warc_headers).get("WARC-Refers-To-Target-URI", "?")

@@ -103,6 +103,22 @@ def test_show_raw_writes_the_body_alone(
     assert capsysbinary.readouterr().out == LATIN.encode("latin-1")
 
 
+def test_show_raw_of_a_body_not_downloaded_is_an_error_not_an_empty_file(
+    crawl: tuple[Path, dict[str, str]], capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    """An image's body is not downloaded: ``--raw`` says so in one line and exits 2,
+    where it wrote nothing and exited 0 (issue #25 trial 11: ``> logo.png`` made an
+    empty file)."""
+    db, url = crawl
+    assert main(["show", str(db), url["png"], "--raw"]) == 2
+    out, err = capsysbinary.readouterr()
+    assert out == b""
+    assert err.decode() == (
+        f"crawldeck show: error: {url['png']}: its body was not downloaded (image/png: not "
+        "HTML; the crawl reads the bodies of HTML pages only)\n"
+    )
+
+
 def test_show_raw_of_a_revisit_writes_the_body_it_repeats(
     crawl: tuple[Path, dict[str, str]], capsysbinary: pytest.CaptureFixture[bytes]
 ) -> None:
