@@ -22,7 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from crawldeck.cli.flags import FLAG_NAMES, OUTPUT_FORMATS, output_format, unknown_output_name
+from crawldeck.cli.flags import (
+    FLAG_NAMES,
+    OUTPUT_FORMATS,
+    log_level,
+    output_format,
+    unknown_output_name,
+)
 from crawldeck.cli.headless import HeadlessLog, HeadlessReporter, outcome_heading
 from crawldeck.cli.output import (
     EXIT_OK,
@@ -529,14 +535,16 @@ def wants_console(args: argparse.Namespace) -> bool:
     """Whether to open the console: not with ``--no-ui``, and only with a terminal on
     stdin, stdout and stderr (the console draws on stderr). Without one (cron, CI,
     nohup, ``> log``, ``2> log``, a pipe) the crawl runs headless and says so in one
-    line on stderr, instead of waiting for a ``q`` nobody can type and filling a file
-    with escape codes."""
+    line on stderr (an information line: not under ``-q``, which keeps errors and the
+    summary only; issue #25 trial 11), instead of waiting for a ``q`` nobody can type
+    and filling a file with escape codes."""
     if args.no_ui:
         return False
     if sys.stdin.isatty() and sys.stdout.isatty() and sys.stderr.isatty():
         return True
-    print("crawldeck: no terminal on stdin, stdout and stderr: running headless (as --no-ui)",
-          file=sys.stderr)  # fmt: skip
+    if log_level(args) <= logging.INFO:
+        print("crawldeck: no terminal on stdin, stdout and stderr: running headless (as "
+              "--no-ui)", file=sys.stderr)  # fmt: skip
     return False
 
 

@@ -88,6 +88,13 @@ def test_no_terminal_runs_headless_and_says_so(tmp_path: Path, web: LocalWeb) ->
     assert b"\x1b[" not in out
     assert b"finished: nothing left to fetch" in out
     assert run_statuses(tmp_path / "c.db") == ["finished"]
+    # -q: errors and the summary only, so not that line (issue #25 trial 11)
+    quiet = subprocess.run(
+        [CRAWLDECK, *args, "-q"], cwd=tmp_path, stdin=subprocess.DEVNULL,
+        capture_output=True, timeout=90, check=False,
+    )  # fmt: skip
+    assert quiet.returncode == 0, quiet.stderr
+    assert b"running headless" not in quiet.stderr
 
 
 def hup_default() -> None:
