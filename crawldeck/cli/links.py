@@ -27,7 +27,7 @@ examples:
   crawldeck links crawl.db --broken
       the broken links: HTTP 4xx/5xx, no response (refused, DNS failure, timeout), a
       redirect chain that failed or led to one of those; one line each: why, the link,
-      the page it is on
+      the page it is on (a seed that failed and no page links to: "a seed")
   crawldeck links crawl.db --broken --json | jq -r .from_url | sort -u
       the pages that hold a broken link
 
@@ -35,7 +35,7 @@ A link to a URL refused unfetched (robots.txt, out of scope, a crawl trap) is no
 broken: it was never checked; the last line counts those by reason, and the links
 not checked because the crawl stopped first (a budget, Ctrl-C). Exit code 1 when
 --broken found any (as linkchecker), else 0. The broken_links view of the crawl file
-holds the same rows (Datasette, sqlite3)."""
+holds the same rows but the seeds' (Datasette, sqlite3)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

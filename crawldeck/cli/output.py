@@ -50,9 +50,11 @@ def fail(command: str, message: str) -> int:
 
 
 def link_line(link: LinkCheck) -> str:
-    """One link as ``crawldeck links`` prints it: ``WHY  LINK  from PAGE``, then
-    ``  "ANCHOR TEXT"`` when the link has one (JSON's quoting)."""
-    line = f"{link.why()}  {link.to_url}  from {link.from_url}"
+    """One link as ``crawldeck links`` prints it: ``WHY  LINK  from PAGE`` (``a seed``
+    for a seed no page links to), then ``  "ANCHOR TEXT"`` when the link has one
+    (JSON's quoting)."""
+    origin = "a seed" if link.from_url is None else f"from {link.from_url}"
+    line = f"{link.why()}  {link.to_url}  {origin}"
     if link.anchor:
         line += "  " + json.dumps(link.anchor, ensure_ascii=False)
     return line

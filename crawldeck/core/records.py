@@ -413,7 +413,9 @@ class LinkCheck:
     ``broken_links`` view, or of ``crawldeck links``).
 
     Attributes:
-        from_url: the referring page (a ``pages.url``).
+        from_url: the referring page (a ``pages.url``); ``None`` for a seed no page
+            links to (``crawldeck links --broken`` lists a broken one, as linkchecker
+            lists its start URL).
         to_url: the link, resolved against the referring page.
         status: the target's HTTP status, ``None`` without a response or not fetched.
         error: the target's ``pages.error`` (``reason: detail``), ``None`` for a plain
@@ -433,7 +435,7 @@ class LinkCheck:
             other fields give; ``None`` otherwise.
     """
 
-    from_url: str
+    from_url: str | None
     to_url: str
     status: int | None
     error: str | None

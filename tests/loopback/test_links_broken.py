@@ -230,3 +230,27 @@ def test_an_href_that_is_no_url_is_a_broken_link(tmp_path: Path) -> None:
     assert line.startswith("bad_url: ") and line.endswith(f'  http://[bad  from {seed}  "odd"')
     assert "1 broken link to 1 URL" in broken.stderr
     assert "bad_url" in proc.stdout  # the end-of-crawl summary's broken links
+
+
+def test_a_seed_that_failed_is_listed_as_a_broken_start_url(tmp_path: Path) -> None:
+    """No page links to a seed: ``links --broken`` lists a failed one on its own, as
+    linkchecker lists its start URL (issue #25 trial 11: a 401 seed, "0 broken links",
+    exit 0); a seed that some page links to is listed once, by that link."""
+    with HTTPTestServer() as server:
+        server.set("/robots.txt", Response(404))
+        server.set("/", html('<a href="/gone">g</a>'))
+        server.set("/gone", Response(404, {"Content-Type": "text/html"}, b"no"))
+        server.set("/locked", Response(401, {"Content-Type": "text/html"}, b"who?"))
+        seeds = [server.url("/locked"), server.url("/"), server.url("/gone")]
+        (tmp_path / "seeds.txt").write_text("\n".join(seeds) + "\n")
+        proc = run("crawl", "seeds.txt", "--no-ui", "--db", "c.db", "--delay-ms", "0", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    broken = run("links", "c.db", "--broken", cwd=tmp_path)
+    assert broken.returncode == 1, broken.stderr
+    assert broken.stdout.splitlines() == [
+        f'HTTP 404  {seeds[2]}  from {seeds[1]}  "g"',
+        f"HTTP 401  {seeds[0]}  a seed",
+    ]
+    as_json = run("links", "c.db", "--broken", "--json", cwd=tmp_path)
+    rows = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert [(r["from_url"], r["to_url"], r["status"]) for r in rows][-1] == (None, seeds[0], 401)

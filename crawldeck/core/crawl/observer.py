@@ -395,11 +395,15 @@ class Observer:
         if final:
             # and the hosts this run wrote in a live state (a host left ``active`` by a
             # flush while it waited out its delay kept it: issue #25 trial 11)
-            hosts = self._dirty | self._written_live | {
-                host
-                for host, stats in self.hosts.items()
-                if stats.saved is None or stats.saved.state in _LIVE_STATES
-            }
+            hosts = (
+                self._dirty
+                | self._written_live
+                | {
+                    host
+                    for host, stats in self.hosts.items()
+                    if stats.saved is None or stats.saved.state in _LIVE_STATES
+                }
+            )
         for host in hosts:
             record = self._host_record(host, now, final=final)
             self._store.upsert_host(record)

@@ -74,6 +74,7 @@ from crawldeck.core.storage.archive import decode_content
 from crawldeck.core.storage.store import (
     BROKEN_BLOCK_REASONS,
     BROKEN_LINKS_SELECT,
+    BROKEN_TARGET_SQL,
     SCHEMA_VERSION,
     Store,
     anchor_select,
@@ -575,6 +576,16 @@ _SQL_BROKEN_LINKS: Final = (
     "SELECT from_url, to_url, status, error, final_url, NULL, 1, anchor"
     f" FROM ({BROKEN_LINKS_SELECT}) ORDER BY to_url, from_url"
 )
+#: The seeds whose target is broken and that no page links to (a page that does is in
+#: ``broken_links``): a link checker reports its start URL when it fails (linkchecker
+#: does; issue #25 trial 11), so ``links --broken`` lists them too, from no page.
+_SQL_BROKEN_SEEDS: Final = (
+    "SELECT f.url, p.status, coalesce(p.error, b.reason || ': ' || b.detail), p.url"
+    " FROM frontier f LEFT JOIN pages p ON p.url = f.url LEFT JOIN blocked b ON b.url = f.url"
+    f" WHERE f.depth = 0 AND f.via IS NULL AND (p.url IS NOT NULL AND {BROKEN_TARGET_SQL}"
+    f" OR p.url IS NULL AND b.reason IN {_BROKEN_REASONS})"
+    " AND NOT EXISTS (SELECT 1 FROM links l WHERE l.to_url = f.url) ORDER BY f.seq"
+)
 _SQL_BLOCKED_LINKS: Final = (
     "SELECT b.reason, count(*), count(DISTINCT b.url) FROM blocked b"
     " CROSS JOIN links l ON l.to_url = b.url"
@@ -628,7 +639,8 @@ def link_report(db: Path, *, broken: bool) -> Iterator[LinkCheck]:
     """The links of the crawl file ``db`` with what their targets got (``crawldeck
     links``), read-only and streaming (``EXPORT_BATCH_ROWS`` a batch): with ``broken``
     only the broken ones (the ``broken_links`` view: HTTP 4xx/5xx, no response, a
-    redirect chain that failed), ordered by link then referring page; else every link
+    redirect chain that failed), ordered by link then referring page, then the broken
+    seeds no page links to (``from_url`` ``None``); else every link
     in insertion order, a target refused untried with ``blocked`` (robots, scope, ...),
     one fetched under another spelling with that page's answer (``_same_page``), one
     never reached with ``tried`` false; each with its anchor text (NULL for a file
@@ -663,6 +675,9 @@ def link_report(db: Path, *, broken: bool) -> Iterator[LinkCheck]:
                         anchor,
                         same_as,
                     )
+            if broken:
+                for url, status, error, final_url in conn.execute(_SQL_BROKEN_SEEDS):
+                    yield LinkCheck(None, url, status, error, final_url)
     except sqlite3.Error as exc:
         raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
 
