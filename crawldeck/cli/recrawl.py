@@ -131,7 +131,8 @@ def recrawl_budgets(
 def first_line(plan: RecrawlPlan, older_than: str, older_than_s: float) -> str:
     """What the recrawl is about to do: the pages to revisit, those left alone (visited
     within ``older_than``; or, continuing a stopped recrawl, visited since it began),
-    then the queue behind them (a stopped recrawl's revisits left, URLs never fetched).
+    then the queue behind them (a stopped recrawl's revisits left, URLs never fetched),
+    and the URLs that failed transiently, which every run tries again.
     ``--older-than 0`` (the default) leaves nothing: no "0 fetched within 0s"."""
     line = f"{plural(len(plan.order), 'page')} to revisit"
     fresh = plan.queued
@@ -146,6 +147,8 @@ def first_line(plan: RecrawlPlan, older_than: str, older_than_s: float) -> str:
         line += f", {plan.skipped} fetched within {older_than} left alone"
     if fresh > 0:
         line += f", then {plural(fresh, 'queued URL')} never fetched"
+    if plan.retried:  # the last line counts them revisited (issue #25 trial 11)
+        line += f"; {plural(plan.retried, 'URL')} that failed before tried again"
     return line
 
 

@@ -15,7 +15,7 @@ import pytest
 from clikit import main_in, run
 from crawlkit import html, rows
 from dnsserver import DnsmasqServer
-from httpserver import HTTPTestServer, Response
+from httpserver import HTTPTestServer, Request, Response
 
 from crawldeck.core.storage.store import Store
 from loopback.test_crawl_outcomes import closed_port
@@ -254,3 +254,28 @@ def test_a_seed_that_failed_is_listed_as_a_broken_start_url(tmp_path: Path) -> N
     as_json = run("links", "c.db", "--broken", "--json", cwd=tmp_path)
     rows = [json.loads(line) for line in as_json.stdout.splitlines()]
     assert [(r["from_url"], r["to_url"], r["status"]) for r in rows][-1] == (None, seeds[0], 401)
+
+
+def test_a_recrawl_says_up_front_which_failed_urls_it_tries_again(tmp_path: Path) -> None:
+    """A page that answered 503 to the crawl is tried again by the recrawl, as by any
+    run: its first line says so, so that its last line's revisits add up (issue #25
+    trial 11: "24 pages to revisit" then "25 revisited")."""
+    down = [True]
+
+    def flaky(request: Request) -> Response:
+        return Response(503, {}, b"down") if down[0] else html("back")
+
+    with HTTPTestServer() as server:
+        server.set("/robots.txt", Response(404))
+        server.set("/", html('<a href="/flaky">f</a>'))
+        server.set("/flaky", flaky)
+        (tmp_path / "fast.toml").write_text("max_retries = 0\n")
+        crawl = ("crawl", server.url("/"), "--no-ui", "--db", "c.db", "--delay-ms", "0",
+                 "--config", "fast.toml")  # fmt: skip
+        assert run(*crawl, cwd=tmp_path).returncode == 0
+        down[0] = False
+        again = run("recrawl", "c.db", "--no-ui", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    lines = again.stdout.splitlines()
+    assert lines[0] == "crawldeck recrawl: 1 page to revisit; 1 URL that failed before tried again"
+    assert lines[-1].startswith("recrawl: 2 revisited: ")

@@ -255,6 +255,8 @@ class RecrawlPlan:
         continued: when a recrawl stopped before its end (the file's last run, or
             the last runs), ``(its start in epoch s, revisits_left)`` (``prepare``;
             ``Store.queued_revisits``): this recrawl goes on with it, not over again.
+        retried: URLs that failed transiently (429, 5xx, no response), which the run
+            queues again (``Store.transient_failures``), as every run of the file does.
     """
 
     order: tuple[Candidate, ...]
@@ -262,6 +264,7 @@ class RecrawlPlan:
     skipped: int
     queued: int
     continued: tuple[float, int] | None = None
+    retried: int = 0
 
 
 def histories(store: Store) -> Iterator[tuple[str, Observation]]:
@@ -360,7 +363,8 @@ def prepare(store: Store, *, older_than_s: float, now: float) -> RecrawlPlan:
         chosen.append(Candidate(url, key, rate, last_visit))
     ordered = order(chosen)
     store.requeue_for_recrawl([*(c.key for c in ordered), *queue])
-    return RecrawlPlan(tuple(ordered), prior, skipped, len(queue), continued)
+    retried = store.transient_failures()
+    return RecrawlPlan(tuple(ordered), prior, skipped, len(queue), continued, retried)
 
 
 def validators_of(store: LocalHistory) -> dict[str, Validators]:

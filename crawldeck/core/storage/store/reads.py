@@ -28,7 +28,7 @@ from crawldeck.core.records import (
 )
 from crawldeck.core.storage.store.base import StoreBase
 from crawldeck.core.storage.store.lock import _disk_full, _is_disk_full
-from crawldeck.core.storage.store.ops import _encode_json
+from crawldeck.core.storage.store.ops import _SQL_TRANSIENT_FAILURES, _encode_json
 from crawldeck.core.storage.store.schema import _FRONTIER_COLUMNS, _one_line
 
 #: Rows fetched per ``fetchmany`` by the streaming readers.
@@ -526,6 +526,15 @@ class StoreReads(StoreBase):
         return [url for (url,) in self._stream(
             "SELECT url FROM frontier WHERE depth = 0 ORDER BY seq"
         )]  # fmt: skip
+
+    def transient_failures(self) -> int:
+        """How many URLs failed transiently (429, 5xx, no response): the next run
+        queues them again (``requeue_failed``, which does the writing).
+
+        Raises:
+            StoreError: see the class.
+        """
+        return int(self._scalar(f"SELECT count(*) FROM ({_SQL_TRANSIENT_FAILURES})"))
 
     def queued_revisits(self) -> int:
         """How many URLs the queue holds (``queued``, ``spilled``, ``in_flight``) whose
