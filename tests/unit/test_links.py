@@ -227,7 +227,11 @@ def test_bom_wins() -> None:
 
 def test_invalid_bytes_do_not_raise() -> None:
     got = extract(b'<a href="/ok">o</a><a href="/\xff\xfe\xc3bad">b</a><a href="/\x00nul">n</a>')
-    assert got.links == ["/ok", "/\ufffd\ufffd\ufffdbad", "/\ufffdnul"]
+    # undeclared and not UTF-8: windows-1252 (issue #25 trial 12); a NUL is U+FFFD
+    assert got.links == ["/ok", "/\xff\xfe\xc3bad", "/\ufffdnul"]
+    declared = {"Content-Type": "text/html; charset=utf-8"}
+    got = extract(b'<a href="/\xff\xfe\xc3bad">b</a>', declared)
+    assert got.links == ["/\ufffd\ufffd\ufffdbad"]
     assert extract(b"<a href=/x>", {"Content-Type": "text/html; charset=no-such-codec"}).links == [
         "/x"
     ]
@@ -476,6 +480,9 @@ def test_invalid_utf8_keeps_every_link(headers: dict[str, str], meta: bytes, bad
     ).replace(b"B", bad) + bad
     got = extract(body, headers)
     marks = "\ufffd" * len(bad.decode("utf-8", errors="replace"))
+    if not meta and "charset" not in headers["Content-Type"]:
+        # undeclared and not UTF-8: windows-1252, as a browser reads it (issue #25 trial 12)
+        marks = bad.decode("cp1252", errors="replace")
     assert got.links == ["/1", "/2", "/3", "/4", f"/5{marks}", "/6", "/7", "/8"]
 
 

@@ -61,7 +61,10 @@ Rules applied (sources):
 - Encoding (HTML Standard §13.2.3, "determining the character encoding"): a byte-order
   mark, else the ``charset`` of ``Content-Type``, else a ``<meta charset>`` (or
   ``http-equiv=content-type``) in the first 1024 bytes, UTF-16 there read as UTF-8,
-  else UTF-8. Labels are read as the Encoding Standard (§4.2) maps them
+  else UTF-8 when the body is valid UTF-8 and windows-1252 when not (the Encoding
+  Standard's default for HTML, as browsers read an undeclared Latin-1 page; issue #25
+  trial 12: its title was stored with U+FFFD where ``show`` read it right). Labels
+  are read as the Encoding Standard (§4.2) maps them
   (``w3lib.encoding.resolve_encoding``: ``iso-8859-1`` and ``ascii`` are windows-1252,
   ``shift_jis`` is cp932, ``euc-kr`` is cp949, ``gb2312``/``gbk`` are gb18030, ``big5``
   is Big5-HKSCS); a label that names no Encoding Standard encoding (``utf-32``,
@@ -303,8 +306,13 @@ def decode(body: bytes, headers: Mapping[str, str]) -> str:
     codec = _charset(headers)
     if codec is None:
         declared = _whatwg(html_body_declared_encoding(body[:1024]))
+        if declared is None:  # undeclared: UTF-8 when it is, else windows-1252
+            try:
+                return body.decode("utf-8")
+            except UnicodeDecodeError:
+                return body.decode("cp1252", errors="replace")
         # The prescan reads a UTF-16 declaration as UTF-8 (HTML Standard §13.2.3.2).
-        codec = "utf-8" if declared is None or declared.startswith("utf-16") else declared
+        codec = "utf-8" if declared.startswith("utf-16") else declared
     return body.decode(codec, errors="replace")
 
 
