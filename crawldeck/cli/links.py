@@ -48,7 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--json", action="store_true",
-        help="JSON Lines: from_url, to_url, status, error, final_url, blocked (default: text)",
+        help="JSON Lines: from_url, to_url, status, error, final_url, blocked, anchor, "
+        "fetched_as (default: text)",
     )  # fmt: skip
 
 

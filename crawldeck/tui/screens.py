@@ -10,6 +10,7 @@ into the engine.
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import ClassVar
@@ -27,6 +28,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, RichLog, Sparkline, Static
 
 from crawldeck.core.crawl.snapshot import Counters, CrawlSnapshot
+from crawldeck.core.errors import UrlError
 from crawldeck.core.policy.prioritizer import (
     CASH_ORDERINGS,
     IMPORTANCE_TOP,
@@ -35,6 +37,7 @@ from crawldeck.core.policy.prioritizer import (
     PRIORITY_SEED,
 )
 from crawldeck.core.policy.seeds import schemeless
+from crawldeck.core.policy.urls import clean
 from crawldeck.tui.history import CrawlHistory, ThroughputHistory
 from crawldeck.tui.widgets import (
     OrderedInput,
@@ -698,6 +701,8 @@ class AddSeedScreen(ModalScreen[str | None]):
         event.stop()
         url = event.value.strip()
         url = schemeless(url) or url
+        with contextlib.suppress(UrlError):  # as the crawl writes it: http://host/
+            url = clean(url)
         error = await self._validate(url)
         if error is None:
             self.dismiss(url)

@@ -139,8 +139,8 @@ async def test_a_adds_a_valid_seed() -> None:
         # a host without a scheme, as the command line takes it (issue #25 trial 10)
         await pilot.press("a", *"127.0.0.3:8713", "enter")
         await pilot.pause()
-        assert fake(app).seeds[-1] == "http://127.0.0.3:8713"
-        assert "Seed added: http://127.0.0.3:8713" in app.messages
+        assert fake(app).seeds[-1] == "http://127.0.0.3:8713/"  # as the crawl writes it
+        assert "Seed added: http://127.0.0.3:8713/" in app.messages
 
 
 async def test_a_shows_a_clear_error_and_esc_cancels() -> None:
