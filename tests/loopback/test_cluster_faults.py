@@ -166,15 +166,22 @@ def test_a_worker_killed_mid_crawl_loses_nothing_and_its_hosts_stay_polite(
     assert len(page_rows(reference)) == 400
 
     # Fetched twice: only URLs the dead worker had fetched and not committed.
-    assert not [h for h in hits if h.pid == pid and h.at > killed_at]
     counts = fetch_counts(hits)
     assert set(counts) == web.urls()
     twice = {url for url, n in counts.items() if n > 1}
     assert all(counts[url] == 2 for url in twice)
     for url in twice:
         first, second = [h for h in hits if f"http://{h.host}{h.path}" == url]
-        assert first.pid == pid and first.at < killed_at < second.at, url
+        assert first.pid == pid != second.pid and first.at < second.at, url
+        assert second.at > killed_at, url
     assert len(twice) <= CONFIG["concurrency"]
+    # The dead worker sent nothing after the kill. The server may still read a request
+    # after it (a busy server thread reads what was written just before: CI saw two,
+    # 1 ms after): at most one per host it held (per_host_concurrency 1), each one
+    # in flight at the kill, so fetched again.
+    late = [h for h in hits if h.pid == pid and h.at > killed_at]
+    assert len({h.host for h in late}) == len(late) <= CONFIG["concurrency"]
+    assert {f"http://{h.host}{h.path}" for h in late} <= twice
 
     # One owner at a time, as Redis saw the leases; its hosts taken over after the kill
     # (about a lease and two heartbeats later when the machine keeps pace: printed
@@ -183,14 +190,14 @@ def test_a_worker_killed_mid_crawl_loses_nothing_and_its_hosts_stay_polite(
     ids = worker_ids(leases)
     assert owner_violations(hits, leases, ids) == []
     held = {h for h in web.hosts if leases.owner_at(h, killed_at) == victim}
-    taken = {h.host for h in hits if h.host in held and h.at > killed_at}
+    taken = {h.host for h in hits if h.host in held and h.pid != pid and h.at > killed_at}
     assert taken, "the dead worker's hosts had nothing left: kill earlier"
     for host in taken:
         claim = next(e for e in leases.events if e.host == host and e.at > killed_at)
         assert claim.worker != victim
         assert claim.at - killed_at <= 10 * lease_s, host
-        last_dead = max(h.at for h in hits if h.host == host and h.at < killed_at)
-        first_new = min(h.at for h in hits if h.host == host and h.at > killed_at)
+        last_dead = max(h.at for h in hits if h.host == host and h.pid == pid)
+        first_new = min(h.at for h in hits if h.host == host and h.pid != pid and h.at > killed_at)
         assert first_new - last_dead >= delay_s, host
     assert min(gaps(hits, "host").values()) >= delay_s
     takeover = max(

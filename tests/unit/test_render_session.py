@@ -249,3 +249,56 @@ async def test_the_main_document_is_served_once_then_navigations_are_aborted() -
     await s.handle(cast("Route", second), req(away))
     assert (first.done, second.done) == (["fulfill"], ["abort aborted"])
     assert s.navigations == [away.url] and s.requests == 0
+
+
+async def test_once_cut_every_new_request_is_aborted_without_asking_the_gate() -> None:
+    """After the cut the page's scripts may still start requests (the DOM is read, the
+    page closes): none is sent, and the gate is not asked (no politeness slot taken).
+    A request left waiting in the router instead would be let through by Playwright
+    when the context closes, past the gate."""
+    asked: list[str] = []
+
+    async def gate(url: str, resource_type: str) -> bool:
+        asked.append(url)
+        return True
+
+    reports: list[SubRequestEnd] = []
+    s = RenderSession(None, HTML, gate, reports.append, frozenset(), clock=FakeClock(100.0))
+    before, after = (
+        FakeRequest("http://a.test/api/tick?n=4"),
+        FakeRequest("http://a.test/api/tick?n=5"),
+    )
+    first, second = FakeRoute(), FakeRoute()
+    await s.handle(cast("Route", first), req(before))
+    s.cut()
+    await s.handle(cast("Route", second), req(after))
+    assert (first.done, second.done) == (["continue"], ["abort aborted"])
+    assert asked == [before.url] and s.requests == 1 and s.blocked == []
+
+
+async def test_a_gate_that_says_yes_as_the_render_is_cut_sends_nothing() -> None:
+    """The gate's yes and the cut in the same turn of the loop: the request is aborted
+    unsent and reported once as ``cancelled``, so the engine frees the slot it gave."""
+    answer = asyncio.Event()
+
+    async def gate(url: str, resource_type: str) -> bool:
+        await answer.wait()
+        return True
+
+    reports: list[SubRequestEnd] = []
+    clock = FakeClock(100.0)
+    s = RenderSession(None, HTML, gate, reports.append, frozenset(), clock=clock)
+    late = FakeRequest("http://a.test/api/tick?n=5")
+    route = FakeRoute()
+    handling = asyncio.create_task(s.handle(cast("Route", route), req(late)))
+    await turns()
+    assert route.done == [] and len(s.gates) == 1
+    answer.set()
+    await asyncio.sleep(0)  # one turn: the gate answered yes...
+    assert all(task.done() for task in s.gates)
+    s.cut()  # ...and the render is cut before the router heard it
+    await handling
+    assert route.done == ["abort aborted"]
+    assert reports == [SubRequestEnd(late.url, "cancelled", None, 0.0, None)]
+    s.end_all()
+    assert len(reports) == 1 and s.requests == 1

@@ -32,7 +32,9 @@ a ``RenderSession`` (``core.render.render_session``), in which:
   been in flight for ``render_idle_ms``; the whole render, gate waits included, has
   ``render_timeout_ms``: a page still busy then is cut and its DOM taken as it is
   (``timed_out=True``). After the cut (or the settling) come the DOM read (at most
-  ``CONTENT_GRACE_S``) and the context's close (at most ``CLOSE_GRACE_S``), which
+  ``CONTENT_GRACE_S``), then the page's unload (to ``about:blank``, so that no script
+  sends anything more: from the cut on every request is aborted unsent) and the
+  context's close (at most ``CLOSE_GRACE_S`` together), which
   ``RenderResult.elapsed_ms`` includes; a render that passes ``render_timeout_ms`` +
   ``CONTENT_GRACE_S`` + 2 x ``CLOSE_GRACE_S`` in all (Playwright stopped answering)
   fails and its browser is restarted.
@@ -475,10 +477,16 @@ class RenderPool:
         except PlaywrightError as exc:
             error = f"render: {_one_line(exc)}"
         finally:
-            session.closing = True
-            session.cancel_gates()
+            session.cut()
             try:
                 async with asyncio.timeout(CLOSE_GRACE_S):
+                    if session.page is not None:
+                        # Unload the document first, so that its scripts stop: a request
+                        # routed while the context closes waits in Playwright, which lets
+                        # it through at the close, past the gate. A crashed page cannot
+                        # navigate: its context is closed all the same.
+                        with contextlib.suppress(PlaywrightError):
+                            await session.page.goto("about:blank")
                     await context.close()
             except (TimeoutError, PlaywrightError):
                 worker.broken = True

@@ -106,8 +106,10 @@ class RenderSession:
         blocked, skipped, navigations, requests: as in ``RenderResult``.
         page: the page being rendered, set by the pool once it is open; until then
             no navigation counts as the main document.
-        closing: set by the pool when the page's context is being closed: requests
-            that fail from then on are ``cancelled``, not ``no_response``.
+        closing: set by ``cut`` when the render is over and the page is being closed:
+            a request routed from then on is aborted without asking the gate (a route
+            left waiting would be let through by Playwright when the context closes),
+            and requests that fail are ``cancelled``, not ``no_response``.
         bug: the first unexpected exception of the router (a bug), re-raised by the
             pool from ``render``; ``None`` normally.
     """
@@ -222,12 +224,19 @@ class RenderSession:
                 await route.abort("aborted")
                 return
         kind = request.resource_type
+        if self.closing:
+            await route.abort("aborted")  # the render is over: nothing more is sent
+            return
         if kind in self.block_types:
             self.skipped.append(url)
             await route.abort("blockedbyclient")
             return
         allowed = await self._ask_gate(url, kind)
-        if allowed:
+        if allowed and self.closing:  # the gate said yes as the render was cut
+            self.requests += 1
+            self._end(url, "cancelled", None, self.clock(), None)
+            await route.abort("aborted")
+        elif allowed:
             self.requests += 1
             self.sent[request] = self.clock()  # ended by on_response/..._done/end_all
             await route.continue_()
@@ -261,8 +270,12 @@ class RenderSession:
         finally:
             self.gates.discard(task)
 
-    def cancel_gates(self) -> None:
-        """Stop every gate still waiting (for a politeness slot): no slot is taken."""
+    def cut(self) -> None:
+        """The render is over (settled, cut at the budget, or failed): from now on every
+        request is aborted unsent (``closing``), and every gate still waiting (for a
+        politeness slot) is stopped, so no slot is taken. Called by the pool before it
+        closes the page."""
+        self.closing = True
         for task in list(self.gates):
             task.cancel()
 
