@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from fakesite import FakeSite, Reply, crawl, gaps, links_page, status
+from fakesite import FakeSite, Reply, crawl, gaps, links_page, status, text
 
 from crawldeck.core.crawl.engine import Engine
 from crawldeck.core.crawl.snapshot import CrawlSnapshot
@@ -57,6 +57,77 @@ def test_nothing_is_dispatched_while_paused(tmp_path: Path) -> None:
     assert after and after[0] - marks["resumed"] <= SLACK  # the host was ready long since
     assert states == ["paused"]
     assert c.result.outcome == "finished" and c.result.counters.pages == 5
+
+
+def sitemap_index_site(files: int) -> FakeSite:
+    """Host A: robots.txt names ``/index.xml``, an index of ``files`` sitemaps
+    ``/s0.xml`` ... each listing one page ``/listed0`` ...; ``/`` links nowhere."""
+    xml = (("Content-Type", "application/xml"),)
+    ns = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+    names = [f"{A}/s{i}.xml" for i in range(files)]
+    site = FakeSite()
+    site.add(A + "/robots.txt", text(f"User-agent: *\nSitemap: {A}/index.xml\n"))
+    index = "".join(f"<sitemap><loc>{f}</loc></sitemap>" for f in names)
+    site.add(
+        A + "/index.xml", Reply(200, xml, f"<sitemapindex {ns}>{index}</sitemapindex>".encode())
+    )
+    for i, name in enumerate(names):
+        urlset = f"<urlset {ns}><url><loc>{A}/listed{i}</loc></url></urlset>"
+        site.add(name, Reply(200, xml, urlset.encode()))
+        site.add(f"{A}/listed{i}", links_page())
+    site.add(A + "/", links_page())
+    return site
+
+
+def test_a_pause_stops_sitemap_reading_too(tmp_path: Path) -> None:
+    """Sitemaps are read in tasks of their own, beside the workers: a pause holds them
+    as it holds the workers (no request of any kind starts while paused; the one in
+    flight finishes), and the reading goes on at resume (issue #25 trial 12: a paused
+    crawl went on reading a sitemap index, one file a second)."""
+    marks: dict[str, float] = {}
+
+    async def pause_mid_reading(engine: Engine) -> None:
+        loop = asyncio.get_running_loop()
+        await asyncio.sleep(2.5)
+        engine.pause()
+        marks["paused"] = loop.time()
+        await asyncio.sleep(10)
+        engine.resume()
+        marks["resumed"] = loop.time()
+
+    site = sitemap_index_site(6)
+    c = crawl(
+        site, [A + "/"], tmp_path / "c.db", delay_ms=1000, sitemaps=True, during=pause_mid_reading
+    )
+    log = site.of(A)
+    held = [r.target for r in log if marks["paused"] <= r.start < marks["resumed"]]
+    assert held == []
+    before = [r.target for r in log if r.start < marks["paused"]]
+    assert before == ["/robots.txt", "/index.xml", "/s0.xml"]  # sitemaps take the turns
+    assert {f"/s{i}.xml" for i in range(6)} <= set(site.targets(A))  # read on at resume
+    assert c.result.outcome == "finished" and c.result.counters.pages == 7
+
+
+def test_a_stop_while_a_paused_reading_waits_ends_the_run(tmp_path: Path) -> None:
+    """A sitemap reading held by a pause does not keep a stopped run alive, and sends
+    nothing more."""
+    marks: dict[str, float] = {}
+
+    async def pause_then_stop(engine: Engine) -> None:
+        loop = asyncio.get_running_loop()
+        await asyncio.sleep(2.5)
+        engine.pause()
+        await asyncio.sleep(10)
+        engine.request_stop()
+        marks["stopped"] = loop.time()
+
+    site = sitemap_index_site(6)
+    c = crawl(
+        site, [A + "/"], tmp_path / "c.db", delay_ms=1000, sitemaps=True, during=pause_then_stop
+    )
+    assert c.result.outcome == "stopped"
+    assert c.ended == marks["stopped"]  # nothing in flight: no grace period waited
+    assert [r.target for r in site.of(A)] == ["/robots.txt", "/index.xml", "/s0.xml"]
 
 
 def test_a_pause_lets_the_fetch_in_flight_finish(tmp_path: Path) -> None:

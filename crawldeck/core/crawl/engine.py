@@ -237,12 +237,13 @@ class Engine:
         self._obs.log(line)
 
     def pause(self) -> None:
-        """Dispatch nothing new; in-flight fetches finish. The time budget
-        (``max_time_s``) stops counting until ``resume``, as Heritrix leaves paused time
-        out of a crawl's elapsed time."""
+        """Dispatch nothing new, sitemap readings included (``SitemapReader.pause``);
+        in-flight fetches finish. The time budget (``max_time_s``) stops counting until
+        ``resume``, as Heritrix leaves paused time out of a crawl's elapsed time."""
         if self._state == "running":
             self._state = "paused"
             self._resume_event.clear()
+            self._sitemaps.pause()
             self._obs.pause(self._clock())
             if self._time_up_at is not None:
                 loop = asyncio.get_running_loop()
@@ -257,6 +258,7 @@ class Engine:
             self._obs.resume(self._clock())
             self._start_time_budget()
             self._resume_event.set()
+            self._sitemaps.go_on()
             self._wake.set()
 
     def _start_time_budget(self) -> None:

@@ -114,11 +114,13 @@ class SideRequests:
         waiters look again."""
         self._freed.set()
 
-    async def acquire(self, host: str) -> float:
+    async def acquire(self, host: str, going: asyncio.Event | None = None) -> float:
         """Wait until a side request may go to ``host``, then take its slot; the start
         time (epoch s). End it with :meth:`end`. While it waits, the host's page
         fetches wait behind it (``HostGate.want_side``): a sitemap or a robots.txt
-        refresh takes the host's next turn, not the turn after its last page.
+        refresh takes the host's next turn, not the turn after its last page. With
+        ``going``, it also waits while that event is clear (a sitemap reading while the
+        crawl is paused: ``SitemapReader.pause``).
 
         Raises:
             HostParked: ``host`` is parked, or was parked while this waited (a parked
@@ -133,7 +135,10 @@ class SideRequests:
                 now = self._clock()
                 at = self._gate.ready_at(host, now)
                 if at is not None and at <= now:
-                    break
+                    if going is None or going.is_set():
+                        break
+                    await going.wait()  # then look at the host again
+                    continue
                 self._freed.clear()
                 timeout = None if at is None else at - now + 0.001
                 with contextlib.suppress(TimeoutError):
@@ -167,10 +172,16 @@ class SideRequests:
         return ip
 
     async def fetch(
-        self, url: str, *, max_bytes: int | None = None, on_body: BodySink | None = None
+        self,
+        url: str,
+        *,
+        max_bytes: int | None = None,
+        on_body: BodySink | None = None,
+        going: asyncio.Event | None = None,
     ) -> FetchResult:
         """GET ``url`` (robots.txt, a hop of it, its refresh, a sitemap) through the gate;
-        ``on_body`` streams its body (``Fetcher.fetch``: a sitemap's reader).
+        ``on_body`` streams its body (``Fetcher.fetch``: a sitemap's reader); ``going``:
+        not sent while that event is clear (``acquire``).
 
         Raises:
             FetchError: as ``Fetcher.fetch``, DNS errors (``DnsNotFound``,
@@ -185,7 +196,7 @@ class SideRequests:
             raise HostParked(f"{host} is parked: {url} not requested")
         await self._address(host)
         try:
-            start = await self.acquire(host)
+            start = await self.acquire(host, going)
         except HostParked:
             raise HostParked(f"{host} was parked while {url} waited: not requested") from None
         try:

@@ -178,6 +178,8 @@ class SitemapReader:
         self._slots = asyncio.Semaphore(PARSE_SLOTS)
         self._started: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._going = asyncio.Event()  # cleared while the crawl is paused
+        self._going.set()
         self.files = 0  # sitemap files read this run
         self.admitted = 0  # URLs they added to the frontier
 
@@ -202,6 +204,15 @@ class SitemapReader:
         self._tasks.add(task)
         task.add_done_callback(self._ended)
 
+    def pause(self) -> None:
+        """The crawl is paused (``Engine.pause``): no sitemap or robots.txt request of a
+        reading starts until ``go_on``; one under way finishes, as a page fetch does."""
+        self._going.clear()
+
+    def go_on(self) -> None:
+        """The crawl is resumed (``Engine.resume``): the readings go on."""
+        self._going.set()
+
     def resume(self) -> None:
         """At the start of a run: read the sitemaps of the hosts an earlier run had
         pages of but read no sitemap of (stopped or killed before; a host with nothing
@@ -219,6 +230,7 @@ class SitemapReader:
         pending = sorted(origins - self._started)
         for i in range(0, len(pending), RESUME_BATCH):
             batch = pending[i : i + RESUME_BATCH]
+            await self._going.wait()
             await asyncio.gather(*(self._robots.check(o + "/") for o in batch))
 
     def _ended(self, task: asyncio.Task[None]) -> None:
@@ -332,12 +344,15 @@ class SitemapReader:
         """
         hops = 0
         while True:
+            await self._going.wait()  # nothing is sent while the crawl is paused
             decision = await self._robots.check(url)
             if not decision.allowed:
                 return _Failed(None, "robots: disallowed by robots.txt")
             reading.hop(url)
             try:
-                result = await self._side.fetch(url, max_bytes=MAX_BYTES + 1, on_body=reading.feed)
+                result = await self._side.fetch(
+                    url, max_bytes=MAX_BYTES + 1, on_body=reading.feed, going=self._going
+                )
             except FetchError as exc:
                 return _Failed(None, f"{exc.reason}: {exc}")
             status = result.status
