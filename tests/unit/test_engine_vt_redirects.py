@@ -11,14 +11,28 @@ request log and the SQLite file.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fakesite import FakeSite, Reply, Request, crawl, gaps, html, links_page, redirect, text
+from fakesite import (
+    During,
+    FakeSite,
+    Reply,
+    Request,
+    crawl,
+    gaps,
+    html,
+    links_page,
+    redirect,
+    text,
+)
 from virtualtime import EPOCH
+
+from crawldeck.core.crawl.engine import Engine
 
 A = "http://127.0.0.1"
 SLACK = 0.005
@@ -104,6 +118,69 @@ def test_a_real_loop_fails_its_urls_with_the_reason(tmp_path: Path) -> None:
     for url, error in c.rows("SELECT url, error FROM pages"):
         assert error is not None and error.startswith("redirect_loop: "), (url, error)
     assert c.rows("SELECT reason FROM blocked") == [("redirect_loop",)]
+
+
+def stop_once_answered(reply: Reply) -> tuple[Callable[[Request], Reply], During]:
+    """A handler that answers ``reply``, and a ``during`` that stops the crawl one
+    virtual second after the handler's first request."""
+    asked = asyncio.Event()
+
+    def handler(request: Request) -> Reply:
+        asked.set()
+        return reply
+
+    async def during(engine: Engine) -> None:
+        await asked.wait()
+        await asyncio.sleep(1.0)
+        engine.request_stop()
+
+    return handler, during
+
+
+def test_a_loop_stopped_halfway_is_still_a_loop_after_the_resume(tmp_path: Path) -> None:
+    """``/a`` -> ``/b`` -> ``/a``, stopped after ``/a``: the resume goes on from ``/b``
+    with the chain's memory, so the loop fails its URLs with the reason, as in one run
+    (issue #25 trial 13: the resumed hop's redirect back to ``/a``, seen already, was
+    dropped, and the loop was lost)."""
+    site = FakeSite()
+    handler, during = stop_once_answered(redirect("/b", 302))
+    site.add(A + "/", links_page("/a"))
+    site.add(A + "/a", handler)
+    site.add(A + "/b", redirect("/a", 302))
+    db = tmp_path / "c.db"
+    first = crawl(site, [A + "/"], db, delay_ms=2000, during=during)
+    assert first.result.outcome == "stopped" and site.targets(A) == ["/", "/a"]
+    again = crawl(site, [A + "/"], db, start=first.ended + 60, delay_ms=2000)
+    assert site.targets(A) == ["/", "/a", "/b"]
+    errors = dict(again.rows("SELECT url, error FROM pages WHERE status = 302"))
+    assert errors == {
+        A + "/a": "redirect_loop: loop after 2 hops: back to hop 1 (http://127.0.0.1/a)",
+        A + "/b": "redirect_loop: loop after 2 hops: back to hop 1 (http://127.0.0.1/a)",
+    }
+    assert again.rows("SELECT reason FROM blocked") == [("redirect_loop",)]
+
+
+def test_a_cookie_gate_stopped_halfway_starts_over_on_resume(tmp_path: Path) -> None:
+    """``/article`` -> ``/consent`` (sets the cookie) -> ``/article``, stopped before the
+    last hop: a resume has no cookie, so the chain starts over from ``/article`` (its
+    loop memory would call the gate's redirect a loop) and gets the article."""
+
+    def article(request: Request) -> Reply:
+        if "ok=1" in request.headers.get("Cookie", ""):
+            return links_page(text="the article")
+        return redirect("/consent?next=/article", 302)
+
+    site = FakeSite()
+    handler, during = stop_once_answered(redirect("/article", 302, set_cookie="ok=1"))
+    site.add(A + "/article", article)
+    site.add(A + "/consent?next=/article", handler)
+    db = tmp_path / "c.db"
+    first = crawl(site, [A + "/article"], db, delay_ms=2000, during=during)
+    assert first.result.outcome == "stopped"
+    again = crawl(site, [A + "/article"], db, start=first.ended + 60, delay_ms=2000)
+    assert site.targets(A)[2:] == ["/article", "/consent?next=/article", "/article"]
+    assert dict(again.rows("SELECT url, status FROM pages"))[A + "/article"] == 200
+    assert again.rows("SELECT reason FROM blocked") == []
 
 
 @pytest.mark.parametrize(

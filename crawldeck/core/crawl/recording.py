@@ -126,14 +126,16 @@ class Recorder:
         ranked: bool = True,
     ) -> FrontierRow:
         """Queue an admitted ``link`` found at ``depth``: in memory, or spilled to
-        SQLite past the frontier window (``FrontierWindow.place``; ``spill=False``
-        keeps it in memory: a redirect hop carries its chain's cookies, which SQLite
-        does not keep). A URL of a parked host is written as ``queued`` for the next
-        run and not kept in memory. ``priority``: ``PRIORITY_SEED`` or
-        ``PRIORITY_LINK``; under a cash ordering, unless ``ranked`` is false (a seed,
-        a redirect target taking its source's place), its cash, ``score``, and
-        ``inlinks`` give it instead (``Prioritizer.priority``: a URL no page has
-        linked to yet, from a sitemap, has the lowest).
+        SQLite past the frontier window (``FrontierWindow.place``; ``spill=False`` keeps
+        it in memory: a redirect hop carries its chain's cookies, which SQLite does not
+        keep; so its row keeps the chain, ``redirects``, only if it set no cookie: a
+        resumed chain that had cookies goes on without its memory, which would call the
+        cookie gate's redirect a loop without them). A URL of a parked host is written
+        as ``queued`` for the next run and not kept in memory. ``priority``:
+        ``PRIORITY_SEED`` or ``PRIORITY_LINK``; under a cash ordering, unless ``ranked``
+        is false (a seed, a redirect target taking its source's place), its cash,
+        ``score``, and ``inlinks`` give it instead (``Prioritizer.priority``: a URL no
+        page has linked to yet, from a sitemap, has the lowest).
 
         Returns:
             its frontier row, for the caller to persist.
@@ -168,7 +170,7 @@ class Recorder:
             state=state,
             available_at=0.0,
             attempts=0,
-            redirects=redirects,
+            redirects=redirects if not cookies else (),
             via=via,
             score=score,
             inlinks=inlinks,
@@ -360,7 +362,9 @@ class Recorder:
             state=state,
             next_url=following.url if following is not None else None,
             next_host=following.host if following is not None else None,
-            redirects=following.redirects if following is not None else (),
+            redirects=following.redirects
+            if following is not None and not following.cookies
+            else (),
             anchors=texts,
         )
         self._seen.handed_over()

@@ -1,15 +1,15 @@
 """Resume: a crawl file's earlier runs, given back to the parts of a new run.
 
-A stopped, killed or finished crawl goes on from its SQLite file with nothing lost
-and nothing fetched twice (docs/architecture.md, "Crash safety and resume"): the seen
-set is rebuilt from every frontier key (the trap guard counts each on the way, so a
-calendar's budget is not handed out again), the URLs left ``queued`` return to the
-frontier with their OPIC cash (a redirect chain cut by a stop starts over, without
-its cookies), the ``spilled`` ones stay in the store and are counted, each host gets
-back its figures and its politeness (Crawl-delay, backoff, learnt delay), and the
-totals of earlier runs are the base of this run's. A rerun first queues again what
-failed transiently (5xx, 429, timeouts, lost connections, DNS failures), with its
-attempts counted on (issue #10 item 16).
+A stopped, killed or finished crawl goes on from its SQLite file with nothing lost and
+nothing fetched twice (docs/architecture.md, "Crash safety and resume"): the seen set is
+rebuilt from every frontier key (the trap guard counts each on the way, so a calendar's
+budget is not handed out again), the URLs left ``queued`` return to the frontier with
+their OPIC cash (a redirect chain cut by a stop goes on from its next hop with its loop
+memory; one that had cookies without it, since they are not kept), the ``spilled`` ones
+stay in the store and are counted, each host gets back its figures and its politeness
+(Crawl-delay, backoff, learnt delay), and the totals of earlier runs are the base of
+this run's. A rerun first queues again what failed transiently (5xx, 429, timeouts, lost
+connections, DNS failures), with its attempts counted on (issue #10 item 16).
 
 URLs an earlier run queued passed that run's ``include`` / ``exclude`` patterns, not
 necessarily this run's: when the patterns differ from the last run's
@@ -132,8 +132,10 @@ def restore(
             excluded += 1
             continue
         observer.stats(row.host, urls.origin(row.url))
-        # a chain cut by a stop starts over, without its cookies; its cash is kept
-        frontier.add(frontier.entry_of(row, chain=False))
+        # a chain cut by a stop goes on from its hop (its loop memory kept: issue #25
+        # trial 13 lost a redirect loop stopped halfway), without cookies (a chain that
+        # had some was stored without its memory); its cash is kept
+        frontier.add(frontier.entry_of(row))
     if excluded:
         store.flush()  # the spilled counts below without the rows just blocked
     frontier.restore(store.spilled_counts())

@@ -27,7 +27,8 @@ chain's later requests when RFC 6265 says they match (domain, path, ``Secure``,
 expiry: aiohttp's ``CookieJar``, lenient about IP hosts). No cookie outlives its
 chain: every other request of the crawl is sent without cookies, so a session id in
 a cookie can never make a crawl trap. A chain cut by a stop or a kill resumes
-without its cookies.
+from its next hop with its loop memory; one that had cookies goes on without them
+and without its memory (which would call a cookie gate's redirect a loop).
 """
 
 from __future__ import annotations

@@ -191,14 +191,15 @@ class FrontierWindow:
         """Queue ``entry`` in memory (``Frontier.add``)."""
         self._frontier.add(entry)
 
-    def entry_of(self, row: FrontierRow, *, chain: bool = True) -> FrontierEntry:
+    def entry_of(self, row: FrontierRow) -> FrontierEntry:
         """The frontier entry of a stored ``row`` (read back, or loaded on resume), its
-        priority as the ordering gives it (``Prioritizer.restored``); ``chain=False``
-        drops its redirect chain (a chain cut by a stop starts over)."""
+        priority as the ordering gives it (``Prioritizer.restored``), its redirect chain
+        as stored (a chain cut by a stop goes on from its hop, without cookies: a chain
+        that had some was stored without it, ``Recorder.queue``)."""
         return FrontierEntry(
             row.url, row.key, row.host, row.depth,
             self._prioritizer.restored(row.priority, row.score, row.inlinks), row.attempts,
-            row.redirects if chain else (), row.via, score=row.score, inlinks=row.inlinks,
+            row.redirects, row.via, score=row.score, inlinks=row.inlinks,
         )  # fmt: skip
 
     def credit(self, key: str, cash: float) -> bool:
