@@ -108,6 +108,25 @@ def test_a_pause_stops_sitemap_reading_too(tmp_path: Path) -> None:
     assert c.result.outcome == "finished" and c.result.counters.pages == 7
 
 
+def test_the_log_line_of_an_origins_sitemaps_counts_those_read_with_errors(
+    tmp_path: Path,
+) -> None:
+    """An index of six sitemaps, one truncated, one HTML, one a 404: the log line counts
+    the two read with errors by reason, as Scrapy logs each bad one (issue #25 trial 13: "7
+    files read", the broken ones among them, and their reasons only in the export)."""
+    site = sitemap_index_site(6)
+    xml = (("Content-Type", "application/xml"),)
+    site.add(f"{A}/s3.xml", Reply(200, xml, b"<urlset><url><loc>http://127.0.0.1/x"))
+    site.add(f"{A}/s4.xml", Reply(200, (("Content-Type", "text/html"),), b"<html>hi</html>"))
+    site.add(f"{A}/s5.xml", status(404))
+    c = crawl(site, [A + "/"], tmp_path / "c.db", delay_ms=100, sitemaps=True)
+    lines = [line.split(" ", 1)[1] for line in c.engine.snapshot().log if "sitemaps of" in line]
+    assert lines == [
+        f"sitemaps of {A}: 6 files read (2 with errors: malformed 1, not_a_sitemap 1), "
+        "3 URLs queued; 1 file not read (HTTP 404 1)"
+    ]
+
+
 def test_a_stop_while_a_paused_reading_waits_ends_the_run(tmp_path: Path) -> None:
     """A sitemap reading held by a pause does not keep a stopped run alive, and sends
     nothing more."""

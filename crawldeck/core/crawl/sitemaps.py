@@ -103,13 +103,15 @@ RESUME_BATCH = 32
 @dataclass(slots=True)
 class _Origin:
     """One origin's reading this run: the files seen (a loop check), asked for,
-    answered with a sitemap (``read``), not read (``failed``: why, ``HTTP 404`` or an
+    answered with a sitemap (``read``), read with errors (``flawed``: the first error's
+    reason of each, ``malformed``), not read (``failed``: why, ``HTTP 404`` or an
     error's reason), and the URLs they queued."""
 
     seen: set[str] = field(default_factory=set)
     files: int = 0
     read: int = 0
     queued: int = 0
+    flawed: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
 
 
@@ -268,8 +270,11 @@ class SitemapReader:
         # a missing /sitemap.xml of an origin that declares none is no news
         failed = state.failed if declared or state.read else []
         if state.read or failed:
-            files = plural(state.read, "file")
-            line = f"sitemaps of {origin}: {files} read, {plural(state.queued, 'URL')} queued"
+            files = plural(state.read, "file") + " read"
+            if state.flawed:  # as Scrapy logs each bad one (issue #25 trial 13)
+                why = ", ".join(f"{reason} {n}" for reason, n in Counter(state.flawed).items())
+                files += f" ({len(state.flawed)} with errors: {why})"
+            line = f"sitemaps of {origin}: {files}, {plural(state.queued, 'URL')} queued"
             if failed:  # what was not read, as the sitemaps table says (issue #25 trial 8)
                 why = ", ".join(f"{reason} {n}" for reason, n in Counter(failed).items())
                 line += f"; {plural(len(failed), 'file')} not read ({why})"
@@ -304,6 +309,8 @@ class SitemapReader:
             status = fetched
             await reading.end()
         errors = reading.reasons()
+        if errors:
+            state.flawed.append(errors[0].partition(":")[0])
         if reading.kind == "sitemapindex":
             errors += await self._index(reading, level, state)
             self._record(url, status, reading.kind, reading.count, _join(errors))
