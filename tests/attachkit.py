@@ -107,11 +107,15 @@ class Crawl:
         for callback in self.subscribers:
             callback(snap)
 
-    def pause(self) -> None:
-        self.state = "paused"
+    def pause(self, by: str = "") -> None:
+        if self.state == "running":  # as ``Engine.pause`` logs it
+            self.lines.append(f"paused {by}")
+            self.state = "paused"
 
-    def resume(self) -> None:
-        self.state = "running"
+    def resume(self, by: str = "") -> None:
+        if self.state == "paused":
+            self.lines.append(f"resumed {by}")
+            self.state = "running"
 
     @property
     def paused(self) -> bool:

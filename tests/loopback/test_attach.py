@@ -29,8 +29,9 @@ from clikit import CRAWLDECK, main_in
 from crawlkit import rows
 
 from crawldeck.core.crawl.attach import (
-    ATTACHED_COMMANDS,
     MAX_REQUEST_BYTES,
+    STOP_ASKED,
+    STOPPED_BY,
     SUN_PATH_MAX,
     AttachServer,
     find_socket,
@@ -244,7 +245,7 @@ async def test_bad_requests_get_one_line_and_an_overlong_one_drops_the_client(
         assert (await line_of(reader))["ok"] == {"paused": False}
         assert crawl.stops == 1
         # the crawl's log tells what came through the socket; a pause when paused is no news
-        assert crawl.lines == [ATTACHED_COMMANDS[op] for op in ("pause", "resume", "stop")]
+        assert crawl.lines == [f"paused {STOPPED_BY}", f"resumed {STOPPED_BY}", STOP_ASKED]
         writer.write(b"x" * (MAX_REQUEST_BYTES + 10) + b"\n")
         assert await asyncio.wait_for(reader.read(), CAP_S) == b""  # closed
         assert server.statistics().dropped == 1

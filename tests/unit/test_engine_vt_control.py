@@ -149,6 +149,27 @@ def test_a_stop_while_a_paused_reading_waits_ends_the_run(tmp_path: Path) -> Non
     assert [r.target for r in site.of(A)] == ["/robots.txt", "/index.xml", "/s0.xml"]
 
 
+def test_the_operators_commands_are_in_the_crawls_log(tmp_path: Path) -> None:
+    """Pause, resume and a seed added during the run each get a line in the crawl's log
+    (the console's Log tab, a headless run's output), as Heritrix logs an operator's
+    actions (issue #25 trial 13: the Log tab said nothing of them)."""
+
+    async def operate(engine: Engine) -> None:
+        await asyncio.sleep(1.5)
+        engine.pause()
+        await asyncio.sleep(5)
+        engine.resume()
+        await engine.add_seeds_live([B + "/", "mailto:x@y"])
+
+    site = FakeSite()
+    chain(site, A, 3)
+    site.add(B + "/", links_page())
+    c = crawl(site, [A + "/"], tmp_path / "c.db", delay_ms=1000, during=operate)
+    lines = [line.split(" ", 1)[1] for line in c.engine.snapshot().log]
+    said = [line for line in lines if line.startswith(("paused", "resumed", "seed"))]
+    assert said == ["paused: fetches in flight finish", "resumed", f"seed added: {B}/"]
+
+
 def test_a_pause_lets_the_fetch_in_flight_finish(tmp_path: Path) -> None:
     async def pause_mid_fetch(engine: Engine) -> None:
         await asyncio.sleep(2.0)  # the slow page started at 1 s and takes 3 s

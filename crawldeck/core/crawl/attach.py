@@ -90,15 +90,12 @@ MAX_HOST_ROWS: Final = 500
 #: The most queued URLs a ``host_detail`` request may ask for.
 MAX_QUEUE_HEAD: Final = 100
 
-#: The crawl's log line for a command that came through the socket.
-ATTACHED_COMMANDS: dict[str, str] = {
-    "pause": "paused from an attached console (crawldeck attach)",
-    "resume": "resumed from an attached console (crawldeck attach)",
-    "stop": "stop asked from an attached console (crawldeck attach); state saved",
-}
+#: The crawl's log line for a stop asked through the socket.
+STOP_ASKED: Final = "stop asked from an attached console (crawldeck attach); state saved"
 
-#: Who stopped the crawl when an attached console did (``Engine.request_stop``'s
-#: ``by``, as the end-of-run summary names it: issue #25).
+#: Who paused, resumed or stopped the crawl when an attached console did
+#: (``Engine.pause``'s, ``resume``'s and ``request_stop``'s ``by``, as the crawl's log
+#: and the end-of-run summary name it: issue #25).
 STOPPED_BY: Final = "from an attached console (crawldeck attach)"
 
 Op = Literal["watch", "pause", "resume", "stop", "add_seeds", "query_hosts", "host_detail"]
@@ -361,8 +358,8 @@ class AttachTarget(Protocol):
 
     def subscribe(self, callback: Callable[[CrawlSnapshot], None]) -> None: ...
     def snapshot(self) -> CrawlSnapshot: ...
-    def pause(self) -> None: ...
-    def resume(self) -> None: ...
+    def pause(self, by: str = "") -> None: ...
+    def resume(self, by: str = "") -> None: ...
     @property
     def paused(self) -> bool: ...
     def request_stop(self, by: str | None = None) -> None: ...
@@ -638,16 +635,14 @@ class AttachServer:
                 raise AttachError(f"at most {MAX_SEEDS} seeds at once")
             refused = await engine.add_seeds_live(req.urls)
             return [list(pair) for pair in refused]
-        was_paused = engine.paused
+        # the crawl's log says who paused, resumed or stopped it (issue #25)
         if req.op == "pause":
-            engine.pause()
+            engine.pause(by=STOPPED_BY)
         elif req.op == "resume":
-            engine.resume()
+            engine.resume(by=STOPPED_BY)
         else:
             engine.request_stop(by=STOPPED_BY)
-        if req.op == "stop" or engine.paused != was_paused:
-            # the crawl's log says who paused, resumed or stopped it (issue #25)
-            engine.log(ATTACHED_COMMANDS[req.op])
+            engine.log(STOP_ASKED)
         if self._watching:
             self._push(engine.snapshot())  # every console shows the new state at once
         return {"paused": engine.paused}

@@ -229,6 +229,10 @@ class Engine:
                 keys.append(self._admission.link(urls.clean(raw)).key)
         refused = self.add_seeds(seeds, known=await self._seen.seen_among(keys))
         self.seeds_added_live += len(seeds) - len(refused)
+        not_added = {url for url, _ in refused}
+        for url in seeds:  # the operator's commands are in the crawl's log, as Heritrix's
+            if url not in not_added:
+                self._obs.log(f"seed added: {url}")
         return refused
 
     def log(self, line: str) -> None:
@@ -236,11 +240,14 @@ class Engine:
         output): a command from outside the engine (``core.crawl.attach``)."""
         self._obs.log(line)
 
-    def pause(self) -> None:
+    def pause(self, by: str = "") -> None:
         """Dispatch nothing new, sitemap readings included (``SitemapReader.pause``);
         in-flight fetches finish. The time budget (``max_time_s``) stops counting until
-        ``resume``, as Heritrix leaves paused time out of a crawl's elapsed time."""
+        ``resume``, as Heritrix leaves paused time out of a crawl's elapsed time. The
+        crawl's log says so (``paused``, then ``by``: who asked, ``from an attached
+        console (crawldeck attach)``)."""
         if self._state == "running":
+            self._obs.log(f"paused {by}" if by else "paused: fetches in flight finish")
             self._state = "paused"
             self._resume_event.clear()
             self._sitemaps.pause()
@@ -251,9 +258,11 @@ class Engine:
                 self._time_up_at.cancel()
                 self._time_up_at = None
 
-    def resume(self) -> None:
-        """Dispatch again after ``pause``; the time budget counts on from where it was."""
+    def resume(self, by: str = "") -> None:
+        """Dispatch again after ``pause``; the time budget counts on from where it was.
+        The crawl's log says so, with ``by`` as ``pause``'s."""
         if self._state == "paused":
+            self._obs.log(f"resumed {by}" if by else "resumed")
             self._state = "running"
             self._obs.resume(self._clock())
             self._start_time_budget()
