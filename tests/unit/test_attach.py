@@ -34,6 +34,15 @@ def test_attach_with_no_running_crawl_is_one_line_and_exit_2(
     )
     code, _, err = main_in(tmp_path, monkeypatch, capsys, "attach", str(db), "--bind", "0.0.0.0")
     assert code == 2 and err == "crawldeck attach: error: --bind is for --web\n"
+    # a file that is no crawl file is said to be one, as every other command says it
+    # (issue #25 trial 13: "no running crawl on server.py")
+    script = tmp_path / "server.py"
+    script.write_text("print('a server')\n")
+    code, out, err = main_in(tmp_path, monkeypatch, capsys, "attach", str(script))
+    assert (code, out) == (2, "")
+    assert err == (
+        f"crawldeck attach: error: {script} is not a SQLite crawl file (file is not a database)\n"
+    )
 
 
 def test_frames_carry_the_snapshot_itself_and_refuse_what_is_not_one() -> None:

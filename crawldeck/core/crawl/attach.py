@@ -61,6 +61,7 @@ import msgspec
 
 from crawldeck.core.crawl.snapshot import CrawlSnapshot, HostDetail, HostRow
 from crawldeck.core.errors import AttachError
+from crawldeck.core.storage.store import check_header
 
 #: The version of the frames; a client refuses a ``hello`` of another one.
 PROTOCOL: Final = 1
@@ -244,11 +245,14 @@ def find_socket(db: Path) -> Path:
     Raises:
         AttachError: no ``DB.sock`` (no crawl runs on the file, or not headless), or
             it is neither a socket nor a pointer file.
+        StoreError: no ``DB.sock``, and ``db`` is a file but not SQLite (as every
+            other command says it).
     """
     named = socket_path(db)
     try:
         st = os.lstat(named)
     except FileNotFoundError:
+        check_header(db)  # not a crawl file: say that, not "no running crawl"
         raise AttachError(f"no running crawl on {db} (no socket {named})") from None
     except OSError as exc:
         raise AttachError(f"cannot read {named}: {exc.strerror}") from None
