@@ -76,7 +76,9 @@ def test_headless_figures_go_to_stdout_and_warnings_to_stderr(
     info = [line for line in out[:title] if not line.startswith("[")]
     progress = [line for line in out[:title] if line.startswith("[")]
     assert len(info) == 2 and re.fullmatch(  # "  HH:MM:SS host: ..."
-        r"  \d\d:\d\d:\d\d [\d.:]+: robots.txt answered 503, backing off", info[1]
+        r"  \d\d:\d\d:\d\d [\d.:]+: robots.txt answered 503: backing off before its pages "
+        r"\(crawled under its last good copy, else allowed: robots_on_failure\)",
+        info[1],
     )
     # the loopback seed host the operator named: information, once
     assert "seed host at loopback address" in info[0]

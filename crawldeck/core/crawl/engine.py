@@ -547,7 +547,10 @@ class Engine:
             self._retries.disallowed(entry, decision)
             return
         if decision.fetched and decision.http_status in BACKOFF_STATUSES:
-            self._obs.log(f"{host}: robots.txt answered {decision.http_status}, backing off")
+            self._obs.log(
+                f"{host}: robots.txt answered {decision.http_status}: backing off before "
+                "its pages (crawled under its last good copy, else allowed: robots_on_failure)"
+            )
         start = self._clock()
         answer = self._gate.acquire(host, start)
         if not isinstance(answer, Go):
