@@ -14,6 +14,7 @@ from pathlib import Path
 from crawldeck.core.errors import CrawldeckError
 from crawldeck.core.records import LinkCheck
 from crawldeck.core.storage.store import Store
+from crawldeck.core.words import plural
 
 EXIT_OK = 0
 #: ``crawldeck links --broken`` found broken links (as linkchecker exits 1 on them).
@@ -66,10 +67,17 @@ SUMMARY_BROKEN_GROUPS = 5
 SUMMARY_BROKEN_PER_GROUP = 3
 
 
+def _links_to(links: int, urls: int) -> str:
+    """``3`` (as many links as URLs), or ``10 links to 2 URLs``, as ``links`` says it
+    (issue #25 trial 13: a count of links beside lines that repeat one URL)."""
+    return str(links) if links == urls else f"{links} links to {plural(urls, 'URL')}"
+
+
 def broken_lines(store: Store, db: Path) -> list[str]:
     """The end-of-crawl summary's broken links (``Store.broken_groups``, after a
-    ``flush``): their count and the command that lists them all, then grouped by what
-    the target got (``HTTP 404: 3``, ``connect: 1``), the largest group first, at most
+    ``flush``): their count (``10 links to 2 URLs`` when a URL has several) and the
+    command that lists them all, then grouped by what the target got (``HTTP 404: 3``,
+    ``connect: 1``), the largest group first, at most
     ``SUMMARY_BROKEN_GROUPS`` groups, each with its first ``SUMMARY_BROKEN_PER_GROUP``
     links as ``crawldeck links`` prints them; nothing when there are none, or when the
     file cannot be read (the summary goes on without them). The headless summary, the
@@ -82,11 +90,12 @@ def broken_lines(store: Store, db: Path) -> list[str]:
     if not groups:
         return []
     count = sum(group.count for group in groups)
+    targets = sum(group.urls for group in groups)  # a URL is in one group: what it got
     listing = f"{program()} links {shlex.quote(str(db))} --broken"
-    lines = [f"broken links: {count} (all of them: {listing})"]
+    lines = [f"broken links: {_links_to(count, targets)} (all of them: {listing})"]
     for group in groups[:SUMMARY_BROKEN_GROUPS]:
         more = f", the first {len(group.first)}" if group.count > len(group.first) else ""
-        lines.append(f"  {group.label()}: {group.count}{more}")
+        lines.append(f"  {group.label()}: {_links_to(group.count, group.urls)}{more}")
         lines += [f"    {link_line(link)}" for link in group.first]
     rest = groups[SUMMARY_BROKEN_GROUPS:]
     if rest:

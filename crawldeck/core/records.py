@@ -482,12 +482,14 @@ class BrokenGroup:
         reason: the reason of their error (``connect``, ``dns``, ``redirect_loop``,
             the ``reason`` of ``reason: detail``), ``None`` for a plain HTTP status.
         count: how many broken links the group holds.
-        first: the first of them, by link then referring page.
+        urls: how many distinct URLs they link to.
+        first: the first of them: one to each URL first (``Store.broken_groups``).
     """
 
     status: int | None
     reason: str | None
     count: int
+    urls: int
     first: list[LinkCheck]
 
     def label(self) -> str:

@@ -40,10 +40,13 @@ _SQL_BROKEN_GROUPS: Final = (
     "WITH b AS (SELECT *, CASE WHEN error IS NULL THEN NULL WHEN instr(error, ':') > 0"
     " THEN substr(error, 1, instr(error, ':') - 1) ELSE error END AS reason"
     " FROM broken_links),"
-    " g AS (SELECT status, reason, count(*) AS n FROM b GROUP BY status, reason),"
+    " g AS (SELECT status, reason, count(*) AS n, count(DISTINCT to_url) AS u FROM b"
+    " GROUP BY status, reason),"
+    " t AS (SELECT *, row_number() OVER (PARTITION BY status, reason, to_url"
+    " ORDER BY from_url) AS j FROM b),"
     " r AS (SELECT *, row_number() OVER (PARTITION BY status, reason"
-    " ORDER BY to_url, from_url) AS k FROM b)"
-    " SELECT g.status, g.reason, g.n, r.from_url, r.to_url, r.status, r.error,"
+    " ORDER BY j, to_url, from_url) AS k FROM t)"
+    " SELECT g.status, g.reason, g.n, g.u, r.from_url, r.to_url, r.status, r.error,"
     " r.final_url, r.anchor FROM g JOIN r ON r.status IS g.status AND r.reason IS g.reason"
     " AND r.k <= ? ORDER BY g.n DESC, g.status, g.reason, r.k"
 )
@@ -332,18 +335,22 @@ class StoreReads(StoreBase):
         """The committed broken links (the ``broken_links`` view) grouped by what their
         target got: its HTTP status and the reason of its error (``connect``, ``dns``,
         ``redirect_loop``: ``pages.error`` up to its ``:``), the largest group first
-        (then by status and reason), each with its first ``per_group`` links ordered
-        by link then referring page. Three passes over the view (its rows are few: one
-        per broken link), for the end-of-crawl summary.
+        (then by status and reason), each with its count of links and of distinct
+        targets and its first ``per_group`` links: one link to each target first (by
+        target, then referring page), then the second ones, so the first lines show
+        different URLs (issue #25 trial 13: three links to one URL). Four passes over the
+        view (its rows are few: one per broken link), for the end-of-crawl summary.
 
         Raises:
             StoreError: see the class.
         """
         groups: dict[tuple[int | None, str | None], BrokenGroup] = {}
-        for status, reason, count, *link in self._stream(_SQL_BROKEN_GROUPS, (per_group,)):
+        rows = self._stream(_SQL_BROKEN_GROUPS, (per_group,))
+        for status, reason, count, targets, *link in rows:
             group = groups.get((status, reason))
             if group is None:
-                group = groups[(status, reason)] = BrokenGroup(status, reason, count, [])
+                group = BrokenGroup(status, reason, count, targets, [])
+                groups[(status, reason)] = group
             from_url, to_url, link_status, error, final_url, anchor = link
             group.first.append(
                 LinkCheck(from_url, to_url, link_status, error, final_url, anchor=anchor)
