@@ -88,6 +88,7 @@ def crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict[str
             server.set(path, same)
             bodies[server.url(path)] = same.body
         links += '<a href="/same-1">1</a><a href="/same-2">2</a><a href="/moved">3</a>'
+        links += '<a href="/same-1?sessionid=42">4</a>'  # the /same-1 the crawl fetched
         server.set("/moved", Response(301, {"Location": "/same-1"}))
         start = html(f"<!DOCTYPE html><title>t</title><p>{links}</p>")
         server.set("/", start)
@@ -163,15 +164,16 @@ def test_convert_links_points_each_link_at_its_file(
 ) -> None:
     _, base, bodies = crawl
     out, err = _mirror(crawl, tmp_path, monkeypatch, capsys, "--convert-links")
-    # and /same-1, /same-2, and /moved: a redirect to /same-1, made a link to its file
-    assert f"; {2 * (len(HOSTILE) - 1) + 3} links made relative, 2 to pages" in err
+    # and /same-1, /same-2, /moved (a redirect to /same-1) and /same-1?sessionid=42
+    # (the /same-1 the crawl fetched for it, issue #25 trial 13), each made a link to a file
+    assert f"; {2 * (len(HOSTILE) - 1) + 4} links made relative, 2 to pages" in err
     index = out / urls.host_key(base) / "index.html"
     tree = LexborHTMLParser(index.read_text())
     hrefs = [n.attributes["href"] or "" for n in tree.css("a")][: len(HOSTILE)]
     srcs = [n.attributes["src"] or "" for n in tree.css("img")]
     assert len(hrefs) == len(srcs) == len(HOSTILE)
     assert [n.attributes["href"] for n in tree.css("a")][len(HOSTILE) :] == [
-        "same-1", "same-2", "same-1",
+        "same-1", "same-2", "same-1", "same-1",
     ]  # fmt: skip
     for href, src, hostile in zip(hrefs, srcs, HOSTILE, strict=True):
         assert href == src + "#frag"
@@ -204,7 +206,7 @@ def test_adjust_extension_names_html_pages_dot_html_and_links_follow(
     assert not (folder / "same-1").exists() and not (folder / "index.html.html").exists()
     tree = LexborHTMLParser((folder / "index.html").read_text())
     assert [n.attributes["href"] for n in tree.css("a")][len(HOSTILE) :] == [
-        "same-1.html", "same-2.html", "same-1.html",
+        "same-1.html", "same-2.html", "same-1.html", "same-1.html",
     ]  # fmt: skip
     code, _, err = main_in(tmp_path, monkeypatch, capsys, "export", str(crawl[0]), "-E")
     assert code == 2 and err.endswith("--adjust-extension goes with --mirror DIR\n")

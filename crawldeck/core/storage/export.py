@@ -529,7 +529,7 @@ def page_record(db: Path, url: str) -> ArchivedRecord:
                 )
             if found is None and refused is None:
                 # another spelling of a page fetched (its dedupe key): that page's record
-                strip = _strip_params(conn)
+                strip = strip_params_of(conn)
                 for candidate in dict.fromkeys(candidates):
                     same = _same_page(conn, strip, candidate)
                     if same is not None:
@@ -610,8 +610,9 @@ _SQL_SAME_PAGE: Final = (
 )
 
 
-def _strip_params(conn: sqlite3.Connection) -> tuple[str, ...]:
-    """The ``strip_params`` of the file's last run (``runs.config``), else the default."""
+def strip_params_of(conn: sqlite3.Connection) -> tuple[str, ...]:
+    """The ``strip_params`` of the crawl file's last run (``runs.config``), else the
+    default: what its dedupe keys (``urls.normalize``) were made with."""
     row = conn.execute("SELECT config FROM runs ORDER BY id DESC LIMIT 1").fetchone()
     try:
         value = json.loads(row[0]).get("strip_params") if row and row[0] else None
@@ -654,7 +655,7 @@ def link_report(db: Path, *, broken: bool) -> Iterator[LinkCheck]:
         with contextlib.closing(_connect(path)) as conn:
             columns = {row[1] for row in conn.execute("PRAGMA table_info(links)")}
             sql = anchor_select(_SQL_BROKEN_LINKS if broken else _SQL_ALL_LINKS, columns)
-            strip = _strip_params(conn)
+            strip = strip_params_of(conn)
             cur = conn.execute(sql)
             while rows := cur.fetchmany(EXPORT_BATCH_ROWS):
                 for from_url, to_url, status, error, final_url, blocked, tried, anchor in rows:
@@ -730,7 +731,7 @@ def unchecked_links(db: Path) -> int:
     path = Path(db)
     try:
         with contextlib.closing(_connect(path)) as conn:
-            strip = _strip_params(conn)
+            strip = strip_params_of(conn)
             cur = conn.execute(_SQL_UNCHECKED_LINKS)
             left = 0
             while rows := cur.fetchmany(EXPORT_BATCH_ROWS):
@@ -789,4 +790,5 @@ __all__ = [
     "foreign_crawl",
     "page_record",
     "read_record",
+    "strip_params_of",
 ]

@@ -43,13 +43,15 @@ through directory descriptors (``openat``) with ``O_NOFOLLOW``, so a symbolic li
 planted in DIR is refused (counted in ``refused``), never followed.
 
 ``--convert-links`` (wget's ``-k``): in each mirrored HTML page, the ``href`` and
-``src`` attributes whose URL (resolved as the crawl resolved it, ``core.policy.urls.clean``,
-against the page or its ``<base href>``) is a mirrored page, a redirect to one, or a
-URL skipped as the same file as one (``/d/index.html`` when ``/d/`` took the file)
-become the relative path to its file, percent-encoded (``%`` as ``%25``, ``?`` as
-``%3F``), its ``#fragment`` kept; a ``<base>`` element is removed (it would point the
-relative links back at the site). A link to a page not mirrored, written relative
-(``about.html``, ``/img/logo.png``, ``//cdn.example/x``), becomes its absolute URL
+``src`` attributes whose URL (resolved as the crawl resolved it,
+``core.policy.urls.clean``, against the page or its ``<base href>``) is a mirrored page,
+a redirect to one, a URL skipped as the same file as one (``/d/index.html`` when ``/d/``
+took the file), or a URL with a mirrored page's dedupe key (``/b?sessionid=2`` for the
+``/b`` fetched: ``urls.normalize`` with the crawl's ``strip_params``) become the
+relative path to its file, percent-encoded (``%`` as ``%25``, ``?`` as ``%3F``), its
+``#fragment`` kept; a ``<base>`` element is removed (it would point the relative links
+back at the site). A link to a page not mirrored, written relative (``about.html``,
+``/img/logo.png``, ``//cdn.example/x``), becomes its absolute URL
 (``http://host/about.html``), as wget's ``-k`` does, so that it still leads somewhere
 from a file on disk; an absolute link to a page not mirrored is left as written.
 The page is parsed and serialized again by selectolax (lexbor), so its markup comes
@@ -81,7 +83,13 @@ from selectolax.lexbor import LexborHTMLParser
 
 from crawldeck.core.errors import CrawldeckError, StoreError, UrlError
 from crawldeck.core.policy import urls
-from crawldeck.core.storage.export import ArchivedRecord, body_charset, open_crawl, read_record
+from crawldeck.core.storage.export import (
+    ArchivedRecord,
+    body_charset,
+    open_crawl,
+    read_record,
+    strip_params_of,
+)
 
 #: The bytes a name keeps as they are (RFC 3986 unreserved and sub-delims, ``:``, ``@``).
 _SAFE: Final = frozenset(
@@ -359,6 +367,10 @@ def write_mirror(
                         final = hops[final]
                     if target is not None:
                         files.setdefault(url, target)
+                strip = strip_params_of(conn)
+                by_key: dict[str, tuple[str, ...]] = {}
+                for url, path in files.items():
+                    by_key.setdefault(urls.normalize(url, strip), path)
             out.mkdir(parents=True, exist_ok=True)
             root = os.open(out, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             try:
@@ -369,7 +381,7 @@ def write_mirror(
                         continue
                     body = record.body
                     if convert_links and _is_html(page.content_type):
-                        body, converted, absolute = _convert(record, page, files)
+                        body, converted, absolute = _convert(record, page, files, by_key, strip)
                         result.links_converted += converted
                         result.links_absolute += absolute
                     if _write(root, page.path, body):
@@ -503,11 +515,18 @@ def _encode(text: str, charset: str, kept: bool) -> bytes:
 
 
 def _convert(
-    record: ArchivedRecord, page: _Page, files: dict[str, tuple[str, ...]]
+    record: ArchivedRecord,
+    page: _Page,
+    files: dict[str, tuple[str, ...]],
+    by_key: dict[str, tuple[str, ...]],
+    strip: tuple[str, ...],
 ) -> tuple[bytes, int, int]:
     """``record``'s HTML with its links to mirrored pages made relative and its relative
     links to other pages made absolute (module docstring), in its own charset; and how
-    many of each it changed (none: the body as is)."""
+    many of each it changed (none: the body as is). A link is to a mirrored page when
+    its URL is one (``files``) or has its dedupe key (``by_key``: ``urls.normalize``
+    with the crawl's ``strip``, so ``/b?sessionid=2`` is the ``/b`` the crawl fetched
+    for it: issue #25 trial 13)."""
     charset = body_charset(record)
     text, kept = _decode(record.body, charset)
     tree = LexborHTMLParser(text)
@@ -528,6 +547,8 @@ def _convert(
             except CrawldeckError:
                 continue
             target = files.get(found)
+            if target is None:
+                target = by_key.get(urls.normalize(found, strip))
             if target is not None:
                 element.attrs[attr] = _href(page.path, target, fragment)
                 converted += 1
