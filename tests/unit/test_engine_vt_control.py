@@ -9,10 +9,11 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fakesite import FakeSite, Reply, crawl, gaps, links_page, status, text
+from fakesite import During, FakeSite, Reply, crawl, gaps, links_page, status, text
 
 from crawldeck.core.crawl.engine import Engine
 from crawldeck.core.crawl.snapshot import CrawlSnapshot
@@ -79,28 +80,34 @@ def sitemap_index_site(files: int) -> FakeSite:
     return site
 
 
+def pause_mid_reading(then: Callable[[Engine], object], marks: dict[str, float]) -> During:
+    """A ``during`` that pauses the crawl at 2.5 s (the second sitemap file waiting for
+    its turn under a 1 s delay), then calls ``then(engine)`` 10 s later; the loop's times
+    of both in ``marks`` (``paused``, ``then``)."""
+
+    async def during(engine: Engine) -> None:
+        loop = asyncio.get_running_loop()
+        await asyncio.sleep(2.5)
+        engine.pause()
+        marks["paused"] = loop.time()
+        await asyncio.sleep(10)
+        then(engine)
+        marks["then"] = loop.time()
+
+    return during
+
+
 def test_a_pause_stops_sitemap_reading_too(tmp_path: Path) -> None:
     """Sitemaps are read in tasks of their own, beside the workers: a pause holds them
     as it holds the workers (no request of any kind starts while paused; the one in
     flight finishes), and the reading goes on at resume (issue #25 trial 12: a paused
     crawl went on reading a sitemap index, one file a second)."""
     marks: dict[str, float] = {}
-
-    async def pause_mid_reading(engine: Engine) -> None:
-        loop = asyncio.get_running_loop()
-        await asyncio.sleep(2.5)
-        engine.pause()
-        marks["paused"] = loop.time()
-        await asyncio.sleep(10)
-        engine.resume()
-        marks["resumed"] = loop.time()
-
+    during = pause_mid_reading(Engine.resume, marks)
     site = sitemap_index_site(6)
-    c = crawl(
-        site, [A + "/"], tmp_path / "c.db", delay_ms=1000, sitemaps=True, during=pause_mid_reading
-    )
+    c = crawl(site, [A + "/"], tmp_path / "c.db", delay_ms=1000, sitemaps=True, during=during)
     log = site.of(A)
-    held = [r.target for r in log if marks["paused"] <= r.start < marks["resumed"]]
+    held = [r.target for r in log if marks["paused"] <= r.start < marks["then"]]
     assert held == []
     before = [r.target for r in log if r.start < marks["paused"]]
     assert before == ["/robots.txt", "/index.xml", "/s0.xml"]  # sitemaps take the turns
@@ -131,21 +138,11 @@ def test_a_stop_while_a_paused_reading_waits_ends_the_run(tmp_path: Path) -> Non
     """A sitemap reading held by a pause does not keep a stopped run alive, and sends
     nothing more."""
     marks: dict[str, float] = {}
-
-    async def pause_then_stop(engine: Engine) -> None:
-        loop = asyncio.get_running_loop()
-        await asyncio.sleep(2.5)
-        engine.pause()
-        await asyncio.sleep(10)
-        engine.request_stop()
-        marks["stopped"] = loop.time()
-
+    during = pause_mid_reading(Engine.request_stop, marks)
     site = sitemap_index_site(6)
-    c = crawl(
-        site, [A + "/"], tmp_path / "c.db", delay_ms=1000, sitemaps=True, during=pause_then_stop
-    )
+    c = crawl(site, [A + "/"], tmp_path / "c.db", delay_ms=1000, sitemaps=True, during=during)
     assert c.result.outcome == "stopped"
-    assert c.ended == marks["stopped"]  # nothing in flight: no grace period waited
+    assert c.ended == marks["then"]  # nothing in flight: no grace period waited
     assert [r.target for r in site.of(A)] == ["/robots.txt", "/index.xml", "/s0.xml"]
 
 
