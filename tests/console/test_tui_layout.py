@@ -498,7 +498,8 @@ async def test_the_tab_labels_catch_up_when_the_snapshots_stop() -> None:
         drawn.set()
         while engine.published <= STEPS or app.snapshot.counters.pages != LAST.counters.pages:
             await pilot.pause(0.01)
-        assert not app.drawing_settled  # the labels wait for their second
+        # the labels wait for their second, which a loaded machine may have spent already
+        # (a run at load 8 did): what must hold is what they show once it is over
         await settle(pilot)
         assert str(tab.label) == "Blocked 40"
         assert "blocked  40 · " in plain(app, "#summary")
