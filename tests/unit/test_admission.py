@@ -15,7 +15,7 @@ import datetime
 from collections import Counter
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from crawldeck.core.errors import UnsupportedScheme, UrlError
@@ -278,7 +278,6 @@ pages = st.lists(
 )
 
 
-@settings(max_examples=200)
 @given(pages=pages)
 def test_the_memo_gives_what_a_fresh_resolution_gives(
     pages: list[tuple[str, int, list[str]]],

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from crawldeck.core.config import RANGES, CrawlConfig, asdict, build_config, load_config
@@ -149,7 +149,6 @@ def _bad_value(draw: st.DrawFn) -> tuple[str, int | float]:
 
 
 @given(_bad_value())
-@settings(max_examples=400)
 def test_a_value_out_of_its_range_is_refused_by_the_type(bad: tuple[str, int | float]) -> None:
     """For every numeric field, below its low bound or above its high one:
     ``CrawlConfig(...)`` itself raises, with the very line ``build_config`` gives."""

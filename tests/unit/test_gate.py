@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass, field
 
 from fakeclock import EPOCH, FakeClock
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from crawldeck.core.policy.gate import GO, HELD, GateStatistics, HostGate, WaitUntil
@@ -384,7 +384,6 @@ operation = st.one_of(
 )
 
 
-@settings(max_examples=150)
 @given(
     delay_ms=st.sampled_from([0, 100, 500, 1000]),
     ip_delay_ms=st.sampled_from([0, 300, 1500]),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from html import escape
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from pagekit import ARTICLE, extract
 
@@ -114,7 +114,6 @@ def test_nofollow_drops_frames_too() -> None:
     assert framed.links == []
 
 
-@settings(max_examples=200)
 @given(st.lists(st.tuples(st.sampled_from(["a", "iframe", "area", "p"]), st.integers(0, 9))))
 def test_links_and_iframes_keep_document_order(elements: list[tuple[str, int]]) -> None:
     markup = []

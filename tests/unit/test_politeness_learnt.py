@@ -14,7 +14,7 @@ from email.utils import format_datetime
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from crawldeck.core.config import CrawlConfig, build_config
@@ -287,7 +287,6 @@ STATUSES = [200, 204, 301, 304, 404, 410, 429, 503, 500, 502, 504, None]
 ERRORS = {429, 503, 500, 502, 504, None}
 
 
-@settings(max_examples=300)
 @given(
     delay_ms=st.integers(0, 5000),
     max_delay_ms=st.integers(0, 60_000),

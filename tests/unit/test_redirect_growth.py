@@ -14,7 +14,7 @@ import itertools
 from urllib.parse import quote
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from crawldeck.core.policy import redirect_traps, traps, urls
@@ -187,7 +187,6 @@ LEGIT_STEPS = [
 ]  # fmt: skip
 
 
-@settings(max_examples=400)
 @given(
     start=start_urls(),
     steps=st.lists(st.sampled_from(LEGIT_STEPS), min_size=1, max_size=8),
@@ -249,7 +248,6 @@ def test_legitimate_chains_are_never_flagged_twice(
 REPEAT_STEPS = ["append_copy", "insert_copy", "duplicate_piece", "double_value", "nest"]
 
 
-@settings(max_examples=400)
 @given(
     start=start_urls(),
     steps=st.lists(st.sampled_from(REPEAT_STEPS), min_size=1, max_size=6),

@@ -13,7 +13,7 @@ import datetime
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from crawldeck.core.config import CrawlConfig, build_config
@@ -227,7 +227,6 @@ _steps = st.lists(
     capacity=st.integers(min_value=1, max_value=6),
     steps=_steps,
 )
-@settings(max_examples=300)
 def test_ip_limiter_spaces_as_host_politeness_without_its_extras(
     delay_ms: int, capacity: int, steps: list[tuple[str, str, float]]
 ) -> None:

@@ -9,7 +9,7 @@ import re
 from hashlib import blake2b
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from crawldeck.core.policy import simhash
@@ -68,7 +68,6 @@ TEXTS = st.one_of(
 )
 
 
-@settings(max_examples=200)
 @given(TEXTS)
 def test_simhash_is_the_majority_vote_of_the_shingle_hashes(text: str) -> None:
     assert simhash64(text) == reference_simhash(text)
@@ -223,7 +222,6 @@ def reference_find(added: list[tuple[str, int, str]], host: str, fp: int, k: int
 LINEAR = st.sampled_from([0, 3, simhash._LINEAR_MAX])
 
 
-@settings(max_examples=150)
 @given(
     st.lists(st.tuples(HOSTS, CLUSTERED), max_size=30),
     st.lists(st.tuples(HOSTS, CLUSTERED), min_size=1, max_size=10),
@@ -252,7 +250,6 @@ def test_find_is_the_closest_earlier_page_of_the_host(
                 assert hamming(found, fp) <= k
 
 
-@settings(max_examples=200)
 @given(U64, st.lists(st.integers(0, 63), max_size=3), st.lists(U64, max_size=40), LINEAR)
 def test_a_fingerprint_flipped_in_3_bits_or_fewer_is_always_found(
     fp: int, bits: list[int], others: list[int], linear: int

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 from scaling import MAX_GROWTH, assert_linear
 
@@ -846,7 +846,6 @@ SHAPES: list[Callable[[datetime.date], str]] = [
 ]
 
 
-@settings(max_examples=300)
 @given(
     shape=st.sampled_from(SHAPES),
     first=st.dates(datetime.date(1900, 1, 1), datetime.date(2199, 12, 31)),
@@ -907,7 +906,6 @@ def shaped_dates(
     return shape, draw(st.dates(low, high)), draw(st.dates(low, high))
 
 
-@settings(max_examples=400)
 @given(case=shaped_dates())
 def test_every_spelling_of_a_calendar_has_one_template(
     case: tuple[Callable[[datetime.date], str], datetime.date, datetime.date],
@@ -958,7 +956,6 @@ QUERY_PIECES = ["month=2019-05", "d=2019/05/01", "date=20190501", "id=20190501",
                 "t=1556668800", "id=1556668800", "m=May", "y=1850", "w=18"]  # fmt: skip
 
 
-@settings(max_examples=500)
 @example(path=["page", "", "2019", ""], query=[])
 @given(
     path=st.lists(st.sampled_from(PATH_PIECES), max_size=6),

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import pytest
-from hypothesis import assume, example, given, settings
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 from scaling import assert_linear
 
@@ -520,7 +520,6 @@ def raw_urls(draw: st.DrawFn) -> str:
     return f"{space}{scheme}://{host}{port}/{path}?{query}{space}"
 
 
-@settings(max_examples=400)
 @given(raw_urls())
 @example(" http://example.com/%%341?b=&a=1 ")
 @example("http://example.com/a/%2E%2E/%2e%2E/b")
@@ -541,7 +540,6 @@ def test_clean_and_normalize_are_idempotent(url: str) -> None:
     assert key.startswith(("http://", "https://"))
 
 
-@settings(max_examples=300)
 @given(st.from_regex(urls._ALREADY_NORMAL, fullmatch=True))
 @example("http://a:80/x")
 @example("https://a:443/x")
@@ -605,7 +603,6 @@ def test_relative_and_root_relative_spellings_of_one_link_agree(
     assert clean(relative, base) == clean(root_relative, base)
 
 
-@settings(max_examples=300)
 @given(
     st.sampled_from(
         [
@@ -665,7 +662,6 @@ def test_a_host_ending_in_a_bad_number_is_refused(host: str) -> None:
         clean(f"http://{host}/")
 
 
-@settings(max_examples=300)
 @given(
     st.lists(st.sampled_from([".", "..", "%2e", "%2E.", ".%2e", "%2e%2e", "a", "", "..."])),
     st.sampled_from(["", "?q=/../x", "#/.."]),
@@ -683,7 +679,6 @@ def test_cleaned_paths_have_no_dot_segments(segments: list[str], tail: str, auth
     assert clean(cleaned) == cleaned
 
 
-@settings(max_examples=300)
 @given(
     st.text(
         alphabet=st.sampled_from(list("aZ09-._~%2EeFf/?&=+")),

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from crawldeck.core.config import DEFAULT_STRIP_PARAMS
@@ -179,7 +179,6 @@ def _cleaned(link: str, base: str | None = None) -> str | None:
         return None
 
 
-@settings(max_examples=300)
 @given(st.sampled_from(["http", "https"]), HOSTS, PIECE, st.none() | PIECE)
 @example("http", "h.test", "a/b/../c", "x=\\")
 def test_a_backslash_is_a_slash_before_the_query(
@@ -193,7 +192,6 @@ def test_a_backslash_is_a_slash_before_the_query(
     assert _cleaned(head.replace("/", "\\") + tail) == _cleaned(forward)
 
 
-@settings(max_examples=300)
 @given(
     st.sampled_from(["http", "https"]),
     HOSTS,
@@ -214,7 +212,6 @@ def test_tabs_and_newlines_anywhere_are_ignored(
     assert _cleaned(spoilt) == _cleaned(url)
 
 
-@settings(max_examples=200)
 @given(
     HOSTS,
     PIECE,
@@ -229,7 +226,6 @@ def test_c0_controls_and_spaces_around_a_link_are_stripped(
     assert _cleaned(before + url + after) == _cleaned(url)
 
 
-@settings(max_examples=200)
 @given(HOSTS, PIECE, st.lists(st.sampled_from(["/", "\\"]), max_size=5))
 def test_any_number_of_slashes_follows_a_special_scheme(
     host: str, path: str, slashes: list[str]
@@ -241,7 +237,6 @@ def test_any_number_of_slashes_follows_a_special_scheme(
     )
 
 
-@settings(max_examples=300)
 @given(
     st.sampled_from(["http", "https"]),
     HOSTS,
@@ -270,7 +265,6 @@ def test_the_url_requested_is_a_fixed_point_with_no_unencoded_byte(
     )
 
 
-@settings(max_examples=300)
 @given(st.sampled_from(["http", "https"]), HOSTS, PIECE, st.integers(1, 65535))
 @example("http", "h.test", "a", 80)
 @example("https", "[::1]", "", 443)
@@ -321,7 +315,6 @@ def _ipv4_spellings(value: int) -> st.SearchStrategy[str]:
     )
 
 
-@settings(max_examples=300)
 @given(st.integers(0, 2**32 - 1).flatmap(lambda v: st.tuples(st.just(v), _ipv4_spellings(v))))
 @example((0x7F000001, "0x7f.1"))
 @example((0x7F000001, "0177.0.0.1."))
@@ -330,7 +323,6 @@ def test_ipv4_number_forms_are_the_dotted_quad(case: tuple[int, str]) -> None:
     assert clean(f"http://{spelt}/p") == f"http://{ipaddress.IPv4Address(value)}/p"
 
 
-@settings(max_examples=200)
 @given(
     st.sampled_from(["http://h.test/a/b/c", "https://h.test/x/", "http://h.test/"]),
     st.lists(

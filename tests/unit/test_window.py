@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import pytest
 from fakeclock import EPOCH, FakeClock
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from crawldeck.core.errors import StoreError
@@ -435,7 +435,6 @@ window_op = st.one_of(
 )
 
 
-@settings(max_examples=400)
 @given(
     window=st.sampled_from([8, 16, 24]),
     ordering=st.sampled_from(["bfs", "larger-sites-first"]),
