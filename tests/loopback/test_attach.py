@@ -201,6 +201,32 @@ async def test_publishing_costs_nothing_without_a_watcher_and_one_encoding_with_
         await until(lambda: server.statistics().clients == 0, "the clients gone")
 
 
+async def test_an_idle_client_at_the_crawls_end_leaves_no_task_and_no_traceback(
+    tmp_path: Path,
+) -> None:
+    """Trial 14: a client connected and silent when a headless crawl ended printed
+    "Exception in callback StreamReaderProtocol.connection_made" with a CancelledError:
+    its connection's task was still waiting for a line when ``asyncio.run`` cancelled
+    it. ``close`` now waits for every connection's task."""
+    loop = asyncio.get_running_loop()
+    errors: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _, context: errors.append(context))
+    async with served(tmp_path / "crawl.db", Crawl()) as server:
+        idle = await asyncio.open_unix_connection(str(server.path))
+        assert (await line_of(idle[0]))["t"] == "hello"  # and it never asks anything
+        asker = await asyncio.open_unix_connection(str(server.path))
+        await line_of(asker[0])
+        asker[1].write(b'{"op": "watch"}\n')
+    left = [t for t in asyncio.all_tasks() if "_serve" in repr(t.get_coro())]
+    assert left == []
+    for task in asyncio.all_tasks() - {asyncio.current_task()}:
+        task.cancel()  # as asyncio.run does at its end
+    await asyncio.sleep(0)
+    assert errors == []
+    for _, writer in (idle, asker):
+        writer.close()
+
+
 async def test_a_client_that_does_not_read_is_dropped_and_the_others_go_on(
     tmp_path: Path,
 ) -> None:

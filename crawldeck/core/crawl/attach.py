@@ -441,6 +441,9 @@ class AttachServer:
         )  # fmt: skip
         self._uid = os.getuid()
         self._clients: dict[_Client, asyncio.Task[None]] = {}
+        #: Each connection's task, until it ends: ``close`` waits for them, so none is
+        #: left for the loop's end to cancel.
+        self._connections: set[asyncio.Task[None]] = set()
         self._watching = 0
         self._refused = 0
         self._dropped = 0
@@ -474,7 +477,7 @@ class AttachServer:
         old = os.umask(0o177)
         try:
             self._server = await asyncio.start_unix_server(
-                self._serve, path=str(real), limit=MAX_REQUEST_BYTES
+                self._accept, path=str(real), limit=MAX_REQUEST_BYTES
             )
         except OSError as exc:
             raise AttachError(f"cannot make the attach socket {real}: {exc.strerror}") from None
@@ -531,6 +534,15 @@ class AttachServer:
         for client in self._clients:
             if client.watching:
                 client.offer(frame)
+
+    def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """A new connection: served in a task of the server's own. (Given a coroutine,
+        asyncio's stream protocol makes the task itself, and on Python 3.11 a cancel of
+        it at the loop's end prints a traceback: "Exception in callback
+        StreamReaderProtocol.connection_made".)"""
+        task = asyncio.create_task(self._serve(reader, writer))
+        self._connections.add(task)
+        task.add_done_callback(self._connections.discard)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """One connection: the peer's uid checked, ``hello``, then its requests."""
@@ -653,7 +665,8 @@ class AttachServer:
 
     async def close(self, outcome: str) -> None:
         """Stop serving: ``end`` (``outcome`` and the hosts' final rows) to every watcher,
-        at most ``END_WAIT_S`` for them to take it, then the socket (and its pointer
+        at most ``END_WAIT_S`` for them to take it, at most as long again for every
+        connection's task to end (an idle client's included), then the socket (and its pointer
         file) removed if they are still the ones ``start`` made. Never raises."""
         if self._ended:
             return
@@ -677,6 +690,8 @@ class AttachServer:
         for client in list(self._clients):
             client.end = None
             self._forget(client)
+        if self._connections:  # each reads its end of file now, or its refusal ends
+            await asyncio.wait(self._connections, timeout=END_WAIT_S)
         if self.path is not None:
             with contextlib.suppress(OSError):
                 if os.stat(self.path).st_ino == self._inode:
