@@ -63,6 +63,8 @@ STOP_TIP: Final = (
 STOP_CONFIRM_S: Final = 5.0
 #: The environment variable textual-serve sets for the processes it runs.
 WEB_DRIVER_ENV: Final = "TEXTUAL_DRIVER"
+#: How often a console served to a browser checks that its server still runs (s).
+SERVER_CHECK_S: Final = 1.0
 
 
 class CrawlLost(AttachError):
@@ -327,6 +329,20 @@ class AttachedApp(CrawlApp):
         )  # fmt: skip
         source.on_error = self._source_error
         self._stop_asked_at: float | None = None  # a first S's time (time.monotonic)
+        #: Served to a browser: the pid of textual-serve's process, this one's parent.
+        self._server_pid = os.getppid() if web else None
+
+    def on_mount(self) -> None:
+        """Served to a browser, look for the server every ``SERVER_CHECK_S``."""
+        if self._server_pid is not None:
+            self.set_interval(SERVER_CHECK_S, self._check_server)
+
+    def _check_server(self) -> None:
+        """Detach once the textual-serve process that started this one is gone (killed):
+        Textual's web driver ends its input at the pipe's end of file but not the app,
+        which would otherwise stay, an orphan, on the crawl's socket for good."""
+        if os.getppid() != self._server_pid:
+            self.exit()
 
     def _source_error(self, message: str) -> None:
         self.notify(message, severity="error", timeout=6)

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import re
+import shlex
 import signal
 import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,10 +21,10 @@ from typing import TYPE_CHECKING
 
 import aiohttp
 import pytest
-from attachkit import CAP_S, headless_demo, until, watch
+from attachkit import CAP_S, headless_demo, until, wait_for, watch
 from clikit import CRAWLDECK
 
-from crawldeck.cli.attach import make_web_app
+from crawldeck.cli.attach import attach_command, make_web_app
 from crawldeck.tui.attach import SocketSource
 
 if TYPE_CHECKING:
@@ -193,3 +195,40 @@ async def test_on_loopback_a_host_of_another_name_is_refused(tmp_path: Path) -> 
         async with http.get(base + "/", headers={"Host": f"rebound.example:{port}"}) as answer:
             assert answer.status == 403
             assert "loopback Host only" in await answer.text()
+
+
+#: A stand-in for textual-serve that dies at once (SIGKILL, as when its process is
+#: killed): it starts one viewer's process as textual-serve does, prints its pid, and
+#: exits without a word to it.
+DYING_SERVER = """
+import os, subprocess, sys
+env = dict(os.environ, TEXTUAL_DRIVER="textual.drivers.web_driver:WebDriver",
+           COLUMNS="120", ROWS="40")
+viewer = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+print(viewer.pid, flush=True)
+viewer.stdout.read(1)  # the viewer draws: it runs
+os._exit(0)
+"""
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` is there and not a zombie (an orphan's parent may be a
+    pid 1 that never reaps it)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def test_a_viewer_whose_server_is_killed_detaches(tmp_path: Path) -> None:
+    """Trial 14: after textual-serve's process was killed, a viewer's ``crawldeck
+    attach`` stayed, an orphan on the crawl's socket, until a SIGKILL of its own."""
+    with headless_demo(tmp_path) as (proc, db):
+        server = subprocess.run(
+            [sys.executable, "-c", DYING_SERVER, *shlex.split(attach_command(db))],
+            capture_output=True, timeout=CAP_S, check=True,
+        )  # fmt: skip
+        viewer = int(server.stdout)
+        wait_for(lambda: not running(viewer), "the orphaned viewer gone")
+        assert proc.poll() is None  # detached: the crawl goes on
