@@ -24,6 +24,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from crawldeck.cli.flags import without_passwords
 from crawldeck.cli.headless import PROGRESS_WIDTH, clock, outcome_heading, short_count
 from crawldeck.cli.output import EXIT_OK, EXIT_STOPPED, broken_lines, fail, program
 from crawldeck.cli.runner import crawl_ending
@@ -207,7 +208,9 @@ def run_cluster_crawl(
         if outcome == "stopped":
             print(resume_hint, flush=True)
         elif outcome == "max_pages":
-            ending = crawl_ending(resume_hint, config, None if fresh else sys.argv[1:])
+            ending = crawl_ending(
+                resume_hint, config, None if fresh else without_passwords(sys.argv[1:])
+            )
             print(ending.go_on(outcome, held) or resume_hint, flush=True)
     return EXIT_STOPPED if outcome == "stopped" else EXIT_OK
 

@@ -22,6 +22,7 @@ from crawldeck.cli.flags import (
     config_from_flags,
     flag_overrides,
     log_level,
+    without_passwords,
 )
 from crawldeck.cli.output import EXIT_BAD_INPUT, fail, program
 from crawldeck.cli.runner import (
@@ -40,7 +41,7 @@ from crawldeck.cli.runner import (
     write_stats,
 )
 from crawldeck.core.config import CrawlConfig
-from crawldeck.core.errors import CrawldeckError, SeedError, UrlError
+from crawldeck.core.errors import DISK_FULL, CrawldeckError, SeedError, StoreError, UrlError
 from crawldeck.core.net.request_options import RequestOptions
 from crawldeck.core.policy import urls
 from crawldeck.core.policy.seeds import URL_SCHEME, read_seeds, schemeless
@@ -218,13 +219,12 @@ def run(args: argparse.Namespace) -> int:
     ui = wants_console(args)
     if ui:
         config = ui_config(config)
-    hint = f"resume with: {program()} {shlex.join(sys.argv[1:])}"
+    argv = without_passwords(sys.argv[1:])  # the commands printed, passwords left out
+    hint = f"resume with: {program()} {shlex.join(argv)}"
     db = Path(args.db)
     again = (f"every URL of {db} was fetched before; fetch its pages again with: "
              f"{program()} recrawl {shlex.quote(str(db))}")  # fmt: skip
-    ending = crawl_ending(
-        hint, config, sys.argv[1:], exported=args.output is not None, nothing_left=again
-    )
+    ending = crawl_ending(hint, config, argv, exported=args.output is not None, nothing_left=again)
     if args.workers is not None or args.redis is not None:
         from crawldeck.cli.cluster import run_cluster_crawl
 
@@ -261,6 +261,8 @@ def run(args: argparse.Namespace) -> int:
     except CrawldeckError as exc:
         if metrics is not None:
             metrics.close()
+        if isinstance(exc, StoreError) and DISK_FULL in str(exc):  # trial 14: and then?
+            return fail(args.command, f"{exc}; free some space, then {hint}")
         return fail(args.command, str(exc))
     code = write_stats(args.command, db, args.stats_json, code)
     return write_output(args.command, db, args.output, code)

@@ -211,6 +211,33 @@ def parse_auth(text: str) -> tuple[str | None, str, str]:
     return match["origin"], match["user"], match["password"]
 
 
+#: What a printed command shows in place of an ``--auth`` password.
+PASSWORD_SHOWN = "PASSWORD"
+
+
+def without_passwords(argv: Sequence[str]) -> list[str]:
+    """``argv`` with each ``--auth`` value's password replaced by ``PASSWORD_SHOWN``: the
+    commands a crawl prints (resume with, go on with) land in logs and ``nohup.out``,
+    where a password must not. Values that ``parse_auth`` refuses are left as given."""
+    shown: list[str] = []
+    after_auth = False
+    for arg in argv:
+        flag, eq, value = arg.partition("=") if arg.startswith("--auth=") else ("", "", arg)
+        if after_auth or eq:
+            try:
+                origin, user, _ = parse_auth(value)
+            except argparse.ArgumentTypeError:
+                pass
+            else:
+                value = (
+                    f"{origin}={user}:{PASSWORD_SHOWN}" if origin else f"{user}:{PASSWORD_SHOWN}"
+                )
+            arg = f"{flag}={value}" if eq else value
+        after_auth = arg == "--auth"
+        shown.append(arg)
+    return shown
+
+
 def auth_entries(
     given: Sequence[tuple[str | None, str, str]], seeds: Sequence[str]
 ) -> dict[str, dict[str, str]]:

@@ -56,6 +56,13 @@ Each error's ``reason`` is a short stable token, the first word of what
 
 from __future__ import annotations
 
+from typing import Final
+
+#: The words of every full-disk message (``c.db: disk full (No space left on device)``,
+#: ``crawl-00002.warc.gz: disk full (...)``), a ``StoreError``'s: the crawl command
+#: adds how to go on once space is freed.
+DISK_FULL: Final = "disk full"
+
 
 class CrawldeckError(Exception):
     """Base of every crawldeck error; ``str(err)`` is a one-line message for users."""

@@ -27,6 +27,8 @@ from crawldeck.localweb import LocalWeb
 
 CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
 ONE_LINE = "crawldeck crawl: error: c.db: disk full (No space left on device)"
+#: What follows it on the line: how to go on (trial 14: "and then?").
+GO_ON = re.compile(r"; free some space, then resume with: \S*crawldeck crawl \S+seeds\.txt --no-ui .*")
 #: The start of a crawl's warning line on stderr (``cli.headless.HeadlessLog``).
 WARNING = "crawldeck: warning: "
 #: The same from the crawl's WARC file, which may be the first to meet the full disk.
@@ -157,7 +159,8 @@ def test_a_disk_already_full_ends_the_crawl_with_one_line(tmp_path: Path, web: L
     result = crawl_on_tmpfs(tmp_path, web, size=16 << 20, room=0)
     assert result["free_before"] == 0
     assert result["first"] == 2
-    assert result["first_err"].splitlines() == [ONE_LINE]
+    [line] = result["first_err"].splitlines()
+    assert line.startswith(ONE_LINE) and GO_ON.fullmatch(line[len(ONE_LINE) :]), line
     assert result["committed"] == []
     assert_resumed_complete(web, result)
 
@@ -177,7 +180,9 @@ def test_a_disk_that_fills_during_the_crawl_ends_it_with_one_line(
     assert result["first"] == 2, result["first_err"]
     # the crawl's warnings (robots.txt unreachable ...) go to stderr too, before it
     [line] = [e for e in result["first_err"].splitlines() if not e.startswith(WARNING)]
-    assert line == ONE_LINE or ONE_LINE_WARC.fullmatch(line), line
+    failed, way_on = line.split(";", 1)
+    assert failed == ONE_LINE or ONE_LINE_WARC.fullmatch(failed), line
+    assert GO_ON.fullmatch(";" + way_on), line
     assert len(result["committed"]) >= 1  # some pages were committed before the disk filled
     assert_resumed_complete(web, result)
     assert result["runs"] == ["killed", "finished"]

@@ -18,6 +18,12 @@ from crawldeck.core.policy.traps import BlockReason
 from crawldeck.core.records import PageRecord
 from crawldeck.core.storage.store import Store, connect_reader
 
+#: ``stats``' line for a run whose end was never written.
+NO_END = (
+    "no stats for this run: the run ended without writing its end (a SIGKILL, a crash or a "
+    "full disk): its figures were lost"
+)
+
 
 def test_the_tally_puts_each_fetch_in_its_bucket_by_status_and_reason() -> None:
     tally = RunTally()
@@ -77,22 +83,17 @@ def test_a_run_without_stats_says_why(
     code, out, _ = main_in(tmp_path, monkeypatch, capsys, "stats", "c.db")
     assert (code, out.splitlines()[0].split(",")[0]) == (0, "run 1: killed")
     assert out.splitlines()[-2:] == [
-        "no stats for this run: the run was killed (SIGKILL or a crash): its figures were lost",
+        NO_END,
         "the file holds 1 fetch of it: 200 1",  # what its rows say (issue #25 trial 7)
     ]
     with Store(db) as store:  # the next run marks it killed
         store.begin_run({})
         store.end_run(2, "finished", stats={"run_id": 2, "fetches": 0})
     code, out, _ = main_in(tmp_path, monkeypatch, capsys, "stats", "c.db", "--run", "1")
-    assert (code, out.splitlines()[-2]) == (
-        0, "no stats for this run: the run was killed (SIGKILL or a crash): its figures were lost"
-    )  # fmt: skip
+    assert (code, out.splitlines()[-2]) == (0, NO_END)
     code, out, err = main_in(tmp_path, monkeypatch, capsys, "stats", "c.db", "--run", "1", "--json")
     assert (code, out) == (2, "")
-    assert err == (
-        "crawldeck stats: error: no stats for this run: the run was killed (SIGKILL or a "
-        "crash): its figures were lost\n"
-    )
+    assert err == f"crawldeck stats: error: {NO_END}\n"
     code, out, _ = main_in(tmp_path, monkeypatch, capsys, "stats", "c.db", "--json")
     assert (code, json.loads(out)) == (0, {"run_id": 2, "fetches": 0})
     code, _, err = main_in(tmp_path, monkeypatch, capsys, "stats", "c.db", "--run", "9")

@@ -433,7 +433,8 @@ def no_stats_line(run: RunRow) -> str:
     run after it), killed, or run by a crawldeck before run stats."""
     why = {
         "running": "it is still running, or was killed and no run came after it",
-        "killed": "the run was killed (SIGKILL or a crash): its figures were lost",
+        "killed": "the run ended without writing its end (a SIGKILL, a crash or a full disk): "
+        "its figures were lost",
     }.get(run.status, "it was run by a crawldeck before run stats")
     return f"no stats for this run: {why}"
 

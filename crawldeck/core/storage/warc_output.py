@@ -51,6 +51,7 @@ from typing import Any, Final
 
 from fastwarc.warc import WarcRecord, WarcRecordType
 
+from crawldeck.core.errors import DISK_FULL
 from crawldeck.core.policy.heap import give_back
 from crawldeck.core.storage.warc_reader import FILE_DIGITS, complete_length, record_head, warc_files
 from crawldeck.core.storage.warc_records import (
@@ -126,7 +127,7 @@ class WarcFiles:
         except OSError as exc:
             name = self._name or self.stem
             if exc.errno == 28:  # ENOSPC
-                self.error = f"{name}: disk full ({exc.strerror})"
+                self.error = f"{name}: {DISK_FULL} ({exc.strerror})"
             else:
                 self.error = f"{name}: cannot write the WARC file ({exc.strerror or exc})"
             raise OSError(self.error) from None

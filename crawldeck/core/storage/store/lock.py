@@ -41,7 +41,7 @@ import threading
 from pathlib import Path
 from typing import Final
 
-from crawldeck.core.errors import StoreError
+from crawldeck.core.errors import DISK_FULL, StoreError
 
 _FileId = tuple[int, int]  # (st_dev, st_ino): one file, whatever its names
 
@@ -93,7 +93,7 @@ def _is_disk_full(exc: BaseException, path: Path) -> bool:
 def _disk_full(name: str, exc: BaseException) -> str:
     """The one-line message of a full disk: ``c.db: disk full (No space left on device)``."""
     code = exc.errno if isinstance(exc, OSError) and exc.errno else errno.ENOSPC
-    return f"{name}: disk full ({os.strerror(code)})"
+    return f"{name}: {DISK_FULL} ({os.strerror(code)})"
 
 
 def _in_use(name: str, pid: int | None) -> str:
