@@ -454,7 +454,10 @@ class BackoffPanel(Vertical):
         rows: list[tuple[str, list[Cell]]] = []
         for b in snap.backoff:
             left = None if b.backoff_until is None else b.backoff_until - snap.at
-            status = "network error" if b.last_status is None else str(b.last_status)
+            if b.last_status is not None:
+                status = str(b.last_status)
+            else:  # what came instead of an answer (trial 14: a drip said "network error")
+                status = b.last_error or "network error"
             retry = "-" if b.retry_after_s is None else f"{b.retry_after_s:.0f} s"
             # a time passed is no time to wait for (a parked host's last backoff ended
             # long ago: nothing, not a clock in the past; issue #25 trial)

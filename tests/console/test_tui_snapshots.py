@@ -55,7 +55,7 @@ HOSTS: tuple[HostRow, ...] = (
 BACKOFF = (
     BackoffRow("shop.example.net", 3, 429, 30.0, T0 + STEPS + 3.1, False),
     BackoffRow("legacy.example.org", 6, 503, None, T0 + STEPS + 7.6, True),
-    BackoffRow("api.example.io", 1, None, None, T0 + STEPS + 0.1, False),
+    BackoffRow("api.example.io", 1, None, None, T0 + STEPS + 0.1, False, last_error="timeout"),
 )
 
 _REASONS = ("calendar", "robots", "pagination", "repeating_path", "scope", "url_length")

@@ -28,7 +28,9 @@ from crawldeck.localweb import LocalWeb
 CRAWLDECK = str(Path(sys.executable).parent / "crawldeck")
 ONE_LINE = "crawldeck crawl: error: c.db: disk full (No space left on device)"
 #: What follows it on the line: how to go on (trial 14: "and then?").
-GO_ON = re.compile(r"; free some space, then resume with: \S*crawldeck crawl \S+seeds\.txt --no-ui .*")
+GO_ON = re.compile(
+    r"; free some space, then resume with: \S*crawldeck crawl \S+seeds\.txt --no-ui .*"
+)
 #: The start of a crawl's warning line on stderr (``cli.headless.HeadlessLog``).
 WARNING = "crawldeck: warning: "
 #: The same from the crawl's WARC file, which may be the first to meet the full disk.

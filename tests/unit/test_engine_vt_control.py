@@ -324,6 +324,23 @@ def test_a_snapshot_during_a_backoff_shows_the_host_and_its_retry_after(tmp_path
     assert c.value("SELECT state FROM hosts") == "done"
 
 
+def test_a_backoff_after_no_answer_says_what_came_instead(tmp_path: Path) -> None:
+    """Trial 14: a page that dripped past the read timeout put its host in backoff
+    with "network error" as its last status; the row now names the timeout."""
+    seen: list[CrawlSnapshot] = []
+
+    async def look_at_two_seconds(engine: Engine) -> None:
+        await asyncio.sleep(2)
+        seen.append(engine.snapshot())
+
+    site = FakeSite()
+    site.add(A + "/", Reply(200, body=b"<p>late</p>", after_s=30), links_page())
+    crawl(site, [A + "/"], tmp_path / "c.db", during=look_at_two_seconds, read_timeout_ms=1000)
+    (snap,) = seen
+    (row,) = snap.backoff
+    assert (row.last_status, row.last_error) == (None, "timeout")
+
+
 def test_seeds_added_during_a_run_are_crawled(tmp_path: Path) -> None:
     async def add_b_later(engine: Engine) -> None:
         await asyncio.sleep(1.5)

@@ -77,6 +77,8 @@ class HostStats:
         recent: its last ``RECENT_RESPONSES`` responses, for the detail view.
         saved: its ``hosts`` row as an earlier run left it.
         cut: a fetch of it was cancelled by a stop (its URL stays queued).
+        last_error: the reason code of its last try that got no response (``timeout``,
+            ``connect``: ``core.errors``), retried or not; ``None`` before one.
         tally: the run's fetch counters (``Observer.tally``) each recorded fetch is
             counted in; ``None``: none (a ``HostStats`` made outside an observer).
     """
@@ -94,6 +96,7 @@ class HostStats:
     recent: deque[ResponseRow] | None = None
     saved: HostRecord | None = None
     cut: bool = False
+    last_error: str | None = None
     tally: RunTally | None = field(default=None, compare=False, repr=False)
 
     def remember(self, row: ResponseRow) -> None:
@@ -565,6 +568,7 @@ class Observer:
             view = self._gate.view(host, now)
             if view.backoff_attempts == 0:
                 continue
+            stats = self.hosts[host]
             backoff_rows.append(
                 BackoffRow(
                     host=host,
@@ -572,8 +576,9 @@ class Observer:
                     last_status=view.last_status,
                     retry_after_s=view.retry_after_s,
                     backoff_until=view.backoff_until,
-                    demoted=self.hosts[host].demoted,
-                    parked=self.hosts[host].parked,
+                    demoted=stats.demoted,
+                    parked=stats.parked,
+                    last_error=stats.last_error if view.last_status is None else None,
                 )
             )
         return CrawlSnapshot(

@@ -147,6 +147,7 @@ class Retries:
         host = entry.host
         entry.spent_s += now - start
         stats.errors += 1
+        stats.last_error = exc.reason
         if not exc.retryable:
             self._gate.forget(host, now)
             self._recorder.failure(entry, stats, start, now, exc)

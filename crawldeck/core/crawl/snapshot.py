@@ -70,6 +70,9 @@ class BackoffRow:
         demoted: the host was moved to the lowest-priority front queue.
         parked: the host answered only 429/503 (or nothing) ``park_after_backoffs``
             times in a row: nothing more is sent to it this run.
+        last_error: with no ``last_status``, the reason code of the host's last try
+            that got no response (``timeout``, ``connect``, ``connection_lost``:
+            ``core.errors``); ``None`` otherwise.
     """
 
     host: str
@@ -79,6 +82,7 @@ class BackoffRow:
     backoff_until: float | None
     demoted: bool
     parked: bool = False
+    last_error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
