@@ -37,7 +37,7 @@ from crawldeck.core.crawl.resume import file_fetches
 from crawldeck.core.errors import CrawldeckError
 from crawldeck.core.storage.store import Store
 from crawldeck.core.words import plural
-from crawldeck.tui.stops import stop_signals
+from crawldeck.tui.stops import hold_stop_signals, stop_signals
 
 #: The crawl id of a crawl on its own private Redis.
 PRIVATE_CRAWL_ID = "crawl"
@@ -146,8 +146,7 @@ async def _coordinate(
             outcome = await coordinator.run(seeds)
         finally:
             reporter.cancel()
-            for sig in signals:
-                loop.remove_signal_handler(sig)
+            hold_stop_signals(loop, signals)
         return outcome, coordinator.snapshot()
     finally:
         with contextlib.suppress(Exception):

@@ -43,7 +43,12 @@ from crawldeck.core.crawl.stats import read_run
 from crawldeck.core.errors import CrawldeckError, without_url
 from crawldeck.core.storage.store import Store
 from crawldeck.core.words import plural, rounded_size, spelled_size
-from crawldeck.tui.stops import BUDGET_FLAGS, WHOLE_CRAWL_BUDGETS, stop_signals
+from crawldeck.tui.stops import (
+    BUDGET_FLAGS,
+    WHOLE_CRAWL_BUDGETS,
+    hold_stop_signals,
+    stop_signals,
+)
 
 if TYPE_CHECKING:
     from crawldeck.core.crawl.engine import Engine
@@ -273,8 +278,7 @@ async def _crawl_headless(
         result = await engine.run()
         outcome = result.outcome
     finally:
-        for sig in signals:
-            loop.remove_signal_handler(sig)
+        hold_stop_signals(loop, signals)
         if attach is not None:
             await attach.close(outcome)
     return _finish(engine, store, db, result.outcome, ending, stopped=stopped_by_signal)

@@ -58,7 +58,7 @@ from crawldeck.tui.screens import (
     key_rows,
     own_bindings,
 )
-from crawldeck.tui.stops import BUDGET_FLAGS, go_on_note, stop_signals
+from crawldeck.tui.stops import BUDGET_FLAGS, go_on_note, hold_stop_signals, stop_signals
 from crawldeck.tui.table import LineTable
 from crawldeck.tui.terminal import HangupTolerantDriver, TerminalGone
 from crawldeck.tui.widgets import (
@@ -738,6 +738,5 @@ async def run_app(
     try:
         await app.run_async(headless=headless, size=size)
     finally:
-        for sig in signals:
-            loop.remove_signal_handler(sig)
+        hold_stop_signals(loop, signals)
         root.handlers[:] = handlers

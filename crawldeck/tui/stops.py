@@ -6,7 +6,9 @@ headless run imports it without the console.
 
 from __future__ import annotations
 
+import asyncio
 import signal
+from collections.abc import Iterable
 
 #: The budgets that count over every run of the crawl file, by outcome, and their flag:
 #: the same command reaches the same cap at once, so the way on is a higher one.
@@ -24,6 +26,21 @@ def go_on_note(outcome: str) -> str | None:
         return None
     return (f"To continue, run the same command with a higher {flag} (it counts every "
             "run of the crawl file, so the same cap fetches nothing more).")  # fmt: skip
+
+
+def hold_stop_signals(loop: asyncio.AbstractEventLoop, signals: Iterable[signal.Signals]) -> None:
+    """Once the crawl is stopping or its console is closed: ``signals`` (handled on
+    ``loop`` until then) do nothing more until the loop closes, instead of their default
+    action. The run is ending on its own: a SIGTERM now (a service manager's stop, a
+    shell's after the terminal closed) must not kill the process while it writes the
+    run's end and prints its summary (a console closed, then SIGTERM: exit -15 under
+    load, the run's stats lost)."""
+    for sig in signals:
+        loop.add_signal_handler(sig, _stopping_already)
+
+
+def _stopping_already() -> None:
+    """A stop signal after the stop: nothing more to do."""
 
 
 def stop_signals() -> tuple[signal.Signals, ...]:
