@@ -68,7 +68,9 @@ def test_a_pathological_page_is_cut_and_the_other_hosts_keep_their_pace(tmp_path
             assert len(times) == 42  # robots.txt, the home page and 40 pages
             during = [t for t in times if nested_at - 1 <= t <= nested_at + 3]
             assert len(during) >= 10  # the host was crawled while the page was parsed
-            assert max(y - x for x, y in pairwise(times)) < 1.0
+            # a loop held by the parse would leave a gap of its whole budget (2 s); 1 s
+            # was a wall-clock bound that six test workers on 2 cores passed (1.27 s)
+            assert max(y - x for x, y in pairwise(times)) < 2.0
         assert nested.count("/deep") == 0
     conn = sqlite3.connect(tmp_path / "c.db")
     try:
