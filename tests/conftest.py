@@ -190,6 +190,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             "tests in the wrong tier's folder (the marks say where a test belongs): "
             + "; ".join(misplaced[:5])
         )
+    # The longest first, so that workers end together (xdist hands tests out in this
+    # order): the heavy sweeps, then the tests with servers, processes or a console, then
+    # the fast tier's thousands of short ones, which fill the gaps. Stable: a module's
+    # tests keep their order and their module fixtures.
+    items.sort(
+        key=lambda item: 0 if "heavy" in item.keywords else int("slow" not in item.keywords) + 1
+    )
     missing = [
         key
         for key in sorted(HEAVY)
