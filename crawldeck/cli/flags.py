@@ -406,22 +406,25 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 def add_log_flags(parser: argparse.ArgumentParser) -> None:
     """``-q``, ``-v`` and ``--log-level`` (one of them): how much of the crawl's log the
-    headless run prints (``log_level``)."""
+    headless run prints (``log_level``); each makes the run headless
+    (``runner.wants_console``)."""
     group = parser.add_mutually_exclusive_group()
     group.add_argument(
         "-q", "--quiet", dest="log_level", action="store_const", const="ERROR",
-        help="headless: no progress lines, no information or warning lines; errors and "
-        "the summary only (as --log-level ERROR) (default: progress and INFO lines)",
+        help="headless (as --no-ui), with no progress lines and no information or warning "
+        "lines: errors and the summary only (as --log-level ERROR) (default: progress and "
+        "INFO lines)",
     )  # fmt: skip
     group.add_argument(
         "-v", "--verbose", dest="log_level", action="store_const", const="DEBUG",
-        help="headless: every log line, crawldeck's debug lines included (as --log-level "
-        "DEBUG) (default: INFO)",
+        help="headless (as --no-ui), printing every log line, crawldeck's debug lines "
+        "included (as --log-level DEBUG) (default: INFO)",
     )  # fmt: skip
     group.add_argument(
         "--log-level", type=str.upper, choices=LOG_LEVELS, metavar="LEVEL",
-        help=f"the least level of log line printed: {', '.join(LOG_LEVELS)} (any case); "
-        "above INFO, no progress lines either (default INFO)",
+        help=f"headless (as --no-ui), the least level of log line printed: "
+        f"{', '.join(LOG_LEVELS)} (any case); above INFO, no progress lines either "
+        "(default INFO)",
     )  # fmt: skip
 
 

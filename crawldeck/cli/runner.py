@@ -541,8 +541,10 @@ def wants_console(args: argparse.Namespace) -> bool:
     nohup, ``> log``, ``2> log``, a pipe) the crawl runs headless and says so in one
     line on stderr (an information line: not under ``-q``, which keeps errors and the
     summary only; issue #25 trial 11), instead of waiting for a ``q`` nobody can type
-    and filling a file with escape codes."""
-    if args.no_ui:
+    and filling a file with escape codes. ``-q``, ``-v`` or ``--log-level`` choose how
+    much a headless run prints: given one, the run is headless (as wget's ``-q`` keeps a
+    terminal quiet; issue #25 trials: ``-q`` in a terminal opened the console)."""
+    if args.no_ui or getattr(args, "log_level", None) is not None:
         return False
     if sys.stdin.isatty() and sys.stdout.isatty() and sys.stderr.isatty():
         return True

@@ -97,6 +97,47 @@ def test_no_terminal_runs_headless_and_says_so(tmp_path: Path, web: LocalWeb) ->
     assert b"running headless" not in quiet.stderr
 
 
+def in_a_terminal(args: list[str], cwd: Path, cap_s: float = 90) -> tuple[int, bytes]:
+    """Run ``crawldeck ARGS`` on a pseudo-terminal (stdin, stdout and stderr), as typed
+    in one, to its end: its exit code and all it wrote."""
+    master, slave = pty.openpty()
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+    proc = subprocess.Popen([CRAWLDECK, *args], cwd=cwd, stdin=slave, stdout=slave,
+                            stderr=slave, env=env, start_new_session=True)  # fmt: skip
+    os.close(slave)
+    out = b""
+    deadline = time.monotonic() + cap_s
+    try:
+        while time.monotonic() < deadline:
+            if select.select([master], [], [], 0.1)[0]:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: every end of the terminal closed
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            elif proc.poll() is not None:
+                break
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    return proc.wait(timeout=10), out
+
+
+@pytest.mark.parametrize("level", ["-q", "-v", "--log-level=WARNING"])
+def test_a_log_level_in_a_terminal_runs_headless(tmp_path: Path, web: LocalWeb, level: str) -> None:
+    """``-q``, ``-v`` and ``--log-level`` choose what a headless run prints: typed in a
+    terminal, they run it headless (issue #25 trials: ``-q`` opened the console there,
+    where a wget user expects a quiet line or two)."""
+    args = setup(tmp_path, web, delay_ms=5, small=True)
+    code, out = in_a_terminal([*args, level], tmp_path)
+    assert code == 0, out.decode(errors="replace")
+    assert b"\x1b[?1049h" not in out  # no alternate screen: no console
+    assert b"finished: nothing left to fetch" in out
+
+
 def hup_default() -> None:
     """In the child before it runs crawldeck: SIGHUP to its default action, as a
     terminal's shell starts a command (a suite run under ``nohup`` would otherwise pass
