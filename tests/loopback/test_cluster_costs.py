@@ -50,9 +50,13 @@ SETTINGS: dict[str, Any] = {
 #: here), so a page's commit, its host's refill and the per-IP calls share one
 #: pipeline: 0.65-0.84 in ten runs at load 4-6, 0.67-0.73 slowed under cProfile (the
 #: rest is a crawl's fixed cost: claims, releases, the heartbeats while seeking
-#: hosts). The bound is the issue's target. With the default lease: 0.78-0.79 idle,
-#: 0.84-0.99 beside ``stress-ng --cpu 4`` on two cores.
-MAX_ROUND_TRIPS_PER_PAGE = 1.0
+#: hosts). The issue's target is 1.0. With the default lease: 0.78-0.79 idle,
+#: 0.84-0.99 beside ``stress-ng --cpu 4`` on two cores, and 1.04 once in a suite run on
+#: four test workers (a slow loop coalesces less within ``LINGER_S``). The bound is the
+#: target's 1.0 plus that load's margin, so that a calm suite still fails on 4990f41's
+#: 1.18-1.36 and 4d5703f's 2.4-3.5; the target itself is measured idle by
+#: ``benchmarks/cluster_bench.py`` (``benchmarks/RESULTS.md``).
+MAX_ROUND_TRIPS_PER_PAGE = 1.1
 #: Commands per page (a script counted once): 8.4-9.3 before and after (the pipelines
 #: got fewer, not the scripts: a COMMIT and a PUSH per shard and flush, an IP_BOOK
 #: and an IP_END per request, a PULL per refill, the heartbeat's seven every 0.5 s a
