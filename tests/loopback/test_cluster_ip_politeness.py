@@ -48,6 +48,9 @@ from clusterkit import ClusterCrawl, SynthWeb, gaps, stopped, worker_pid
 from dnsserver import DnsmasqServer
 from redisfix import LoopbackRedis
 
+#: Measured in real time at a server: alone, with no other test running (conftest).
+pytestmark = pytest.mark.exclusive
+
 IP_DELAY_S = 0.2
 HOST_DELAY_S = 0.02
 #: The server's own timestamp jitter allowed on a gap (s): see the module.
