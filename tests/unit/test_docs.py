@@ -85,7 +85,9 @@ def test_readme_starts_with_the_two_commands_then_the_quick_start() -> None:
 def test_ci_lints_then_runs_the_readmes_test_command_word_for_word() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     test_command = next(
-        line for line in readme.splitlines() if line.endswith("&& .venv/bin/pytest -n 2")
+        line
+        for line in readme.splitlines()
+        if line.endswith("&& .venv/bin/pytest -n 4 --dist worksteal")
     )
     steps = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert test_command in steps
