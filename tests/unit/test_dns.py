@@ -16,6 +16,7 @@ other loopback addresses used (127.0.6.x, 127.0.7.x) stand for "private, not all
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -440,12 +441,22 @@ def test_temporary_failures_are_retried_and_not_cached() -> None:
     virtualtime.run(main())
 
 
+async def turns_until(check: Callable[[], bool], most: int = 10_000) -> None:
+    """Give the loop turns until ``check()`` holds, at most ``most`` of them: counted,
+    not timed (a 10 ms sleep at load 8 once woke before the lookups had started)."""
+    for _ in range(most):
+        if check():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError(f"not reached in {most} loop turns")
+
+
 async def test_concurrent_lookups_of_one_name_share_one_query() -> None:
     gate = asyncio.Event()
     resolver = ScriptedResolver({"one.test": {"A": a("127.0.5.1"), "AAAA": NODATA}}, gate)
     dns = DnsCache(DnsSettings.from_config(make_config()), FakeClock(), lambda: resolver)
     tasks = [asyncio.create_task(dns.resolve("one.test")) for _ in range(50)]
-    await asyncio.sleep(0.01)
+    await turns_until(lambda: len(resolver.calls) == 2)
     tasks[0].cancel()  # one impatient caller does not cancel the others' lookup
     gate.set()
     results = await asyncio.gather(*tasks, return_exceptions=True)
@@ -464,7 +475,9 @@ async def test_in_flight_cap_is_held() -> None:
         DnsSettings.from_config(make_config(dns_max_in_flight=7)), FakeClock(), lambda: resolver
     )
     tasks = [asyncio.create_task(dns.resolve(f"n{i}.test")) for i in range(100)]
-    await asyncio.sleep(0.01)
+    await turns_until(lambda: resolver.active == 7)
+    for _ in range(100):  # and no more, however long the others wait
+        await asyncio.sleep(0)
     assert resolver.active == 7 and dns.stats().in_flight == 7
     gate.set()
     await asyncio.gather(*tasks)
@@ -493,7 +506,7 @@ async def test_aclose_fails_waiters_with_a_dns_error() -> None:
     resolver = ScriptedResolver({}, gate)
     dns = DnsCache(DnsSettings.from_config(make_config()), FakeClock(), lambda: resolver)
     task = asyncio.create_task(dns.resolve("slow.test"))
-    await asyncio.sleep(0.01)
+    await turns_until(lambda: resolver.active > 0)
     await dns.aclose()
     with pytest.raises(DnsTemporaryFailure, match="closed"):
         await task
