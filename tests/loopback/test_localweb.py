@@ -637,7 +637,9 @@ def test_stop_releases_threads_and_sockets(client: httpx.Client) -> None:
     w.stop()
     t.join(20)
     assert results == [200]  # the delayed answer is cut short (within the 10 s), not lost
-    assert set(threading.enumerate()) == before
+    assert (
+        set(threading.enumerate()) - before == set()
+    )  # no thread left behind (one of an earlier test may end meanwhile)
     address, port = w.host_keys["www"].split(":")
     with pytest.raises(ConnectionRefusedError), socket.create_connection((address, int(port)), 1):
         pass
@@ -758,7 +760,9 @@ def test_static_site(tree: Path, client: httpx.Client) -> None:
             ("GET", "/sub/", 200),
         ]
         assert log[-1].method == "HEAD" and all(a.user_agent == UA for a in log)
-    assert set(threading.enumerate()) == before
+    assert (
+        set(threading.enumerate()) - before == set()
+    )  # no thread left behind (one of an earlier test may end meanwhile)
     assert content_type_for("x.PNG") == "image/png"
     assert content_type_for("x.unknownext") == "application/octet-stream"
 
