@@ -124,7 +124,12 @@ def status_text(
     ``WIDE_HEADER`` cells on), ``state`` (upper case), the crawl file's name and
     ``snap``'s totals; ``fetched`` counts the fetches (``CrawlSnapshot.pages_done``:
     the hosts table's ``fetched`` summed; a retried URL's each answer, which the status
-    mix, one a URL, counts once: issue #25), as the headless progress line does."""
+    mix, one a URL, counts once: issue #25), as the headless progress line does.
+
+    The figures after the fetches in flight (the ETA, the queue, the bytes a second, in
+    that order) are each shown whole or not at all: from the first that would pass
+    ``width`` on, they are left out rather than cut in the middle of a word (the
+    throughput panel shows them all; a trial at 80x24 saw ``· q…``, issue #25)."""
     # the name of the program is the first thing an 80-column header gives up
     name = (f" {brand} ", "bold") if width >= WIDE_HEADER else ""
     text = Text.assemble(name, (f" {state} ", STATE_STYLES.get(state, "bold")), f"  {db_name}")
@@ -137,10 +142,12 @@ def status_text(
             f"  fetched {snap.pages_done}{cap} · {rate} · in flight {fetches_in_flight(snap)}"
         )
         eta = eta_text(snap)
-        if eta is not None:
-            text.append(" · ETA ")
-            text.append(eta, style="bold")
-        text.append(f" · queued {c.queued} · {fmt_bytes(snap.bytes_per_s)}/s")
+        extras = [] if eta is None else [Text.assemble(" · ETA ", (eta, "bold"))]
+        extras += [Text(f" · queued {c.queued}"), Text(f" · {fmt_bytes(snap.bytes_per_s)}/s")]
+        for extra in extras:
+            if text.cell_len + extra.cell_len > width:
+                break
+            text.append_text(extra)
     if state == "STOPPING":
         text.append("   in-flight fetches finish, state is saved …", style="italic")
     return text
@@ -150,8 +157,8 @@ class StatusBar(Static):
     """The header line: the crawl's state (RUNNING, PAUSED, ...), the file, the totals.
 
     The figures come most needed first (pages, pages/s, the fetches in flight, the ETA
-    of the budgets, the queue), so a narrow terminal (80 columns) cuts only what the
-    throughput panel also shows; under ``WIDE_HEADER`` cells the program's name (the
+    of the budgets, the queue), so a narrow terminal (80 columns) leaves out, whole, only
+    what the throughput panel also shows; under ``WIDE_HEADER`` cells the program's name (the
     app's title: ``crawldeck``, ``crawldeck attach``) is left out.
     """
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from console.test_tui_snapshots import HOSTS, detail_of, snapshot_at
 from rich.console import Console
 
@@ -52,7 +53,7 @@ def test_eta_says_paused_while_the_crawl_is_paused() -> None:
     running = snapshot_at(10)
     assert "ETA 0:" in header_text("RUNNING", "crawl.db", running, 80).plain
     paused = snapshot_at(10, state="paused")
-    assert " · ETA paused · " in header_text("PAUSED", "crawl.db", paused, 80).plain
+    assert " · ETA paused" in header_text("PAUSED", "crawl.db", paused, 80).plain
     assert summary_text(paused).plain.splitlines()[1].endswith("% ETA paused")
 
 
@@ -69,3 +70,22 @@ def test_hosts_table_counts_fetches_in_flight_as_the_header_does() -> None:
     console = Console(width=120, record=True)
     console.print(_detail_summary(detail, False))
     assert "412 queued · 1 in flight · 2 rendering · 830 fetched" in console.export_text()
+
+
+@pytest.mark.parametrize("width", [60, 80, 86, 95, 120, 160])
+def test_the_header_leaves_out_whole_figures_where_it_is_narrow(width: int) -> None:
+    """issue #25 item 7 (trial 14): at 80x24 the header ended ``· q…``, ``queued`` cut in
+    the middle. After the fetches in flight, a figure is shown whole or not at all, the
+    ETA first, then the queue, then the bytes a second; the fetches in flight always."""
+    from crawldeck.tui.screens import fetches_in_flight
+    from crawldeck.tui.screens import status_text as header_text
+
+    snap = snapshot_at(10)
+    header = header_text("RUNNING", "crawl.db", snap, width).plain
+    whole = header_text("RUNNING", "crawl.db", snap, 1000).plain
+    assert f"in flight {fetches_in_flight(snap)}" in header
+    assert len(header) <= width or header.endswith(f"in flight {fetches_in_flight(snap)}")
+    figures = whole.removeprefix(" crawldeck ").split(" · ")
+    shown = header.removeprefix(" crawldeck ").split(" · ")
+    assert shown == figures[: len(shown)]  # whole figures, in order, none cut
+    assert len(shown) == len(figures) or len(header) + len(f" · {figures[len(shown)]}") > width
