@@ -331,6 +331,34 @@ def test_the_memo_gives_what_a_fresh_resolution_gives(
     assert admission.admitted == hosts
 
 
+@pytest.mark.parametrize(
+    ("absolute", "relative", "want"),
+    [
+        # "/\\" is "//" in http(s): no host, a broken link; the absolute href is a path
+        ("https://a.test/\\", "/\\", None),
+        # a tab is dropped: "/<tab>/evil.test/" names the host evil.test
+        ("https://a.test/\t/evil.test/", "/\t/evil.test/", "https://evil.test/"),
+        ("https://a.test/\n/evil.test/", "/\n/evil.test/", "https://evil.test/"),
+    ],
+)
+def test_a_scheme_relative_href_is_not_taken_from_the_memo(
+    absolute: str, relative: str, want: str | None
+) -> None:
+    """The memo keys a root-relative href by its origin plus the href, as an absolute
+    one by itself. An href of "/" and a backslash, a tab or a line break is
+    scheme-relative (WHATWG URL), and its key is then that of an absolute href that
+    resolves to something else: the Hypothesis property found ``/\\`` followed to
+    ``https://a.test//`` (issue #24 item 8, a run at load 8). It is resolved afresh."""
+    admission, _ = make()
+    first, _ = asyncio.run(
+        admission.follow("http://a.test/", "a.test", [absolute], "http://a.test/", 1)
+    )
+    assert first[0][1] == urls.clean(absolute) != want  # a path of a.test
+    page = "https://a.test/d/"
+    edges, _ = asyncio.run(admission.follow(page, "a.test", [relative], page, 1))
+    assert edges == [(page, relative if want is None else want)]
+
+
 def test_statistics_count_admissions_the_memo_and_the_seen_set() -> None:
     admission, _ = make(max_depth=1)
     assert admission.statistics() == AdmissionStatistics(0, 0, 0, 0, 0, 0, 0, 0)

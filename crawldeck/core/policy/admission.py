@@ -60,13 +60,22 @@ class Link:
         return self._origin
 
 
+#: The second characters that make an href starting with "/" scheme-relative rather
+#: than root-relative (WHATWG URL: "\\" is "/" in http(s), and tabs and line breaks are
+#: removed before parsing): ``//x``, ``/\\x`` and ``/<tab>/x`` name a host. Such an href
+#: is not memoised: its key would be an absolute href's (``origin + "/\\"`` is the
+#: absolute ``https://a.test/\\``, a path), which resolves to something else.
+_NOT_ROOT_RELATIVE = frozenset("/\\\t\n\r")
+
+
 class _HrefMemo:
     """A bounded memo of resolved hrefs, keyed by ``origin_prefix(base) + href`` for a
-    root-relative href and by the href itself for an absolute http(s) one (hrefs whose
-    resolution does not depend on the page's path; ``Admission.follow`` computes the
-    key). Two generations of at most ``size`` entries each: when the young one is full
-    it becomes the old one and the old one is dropped, and a hit in the old one moves
-    back to the young one, so the hrefs that keep recurring (navigation) stay.
+    root-relative href (``_NOT_ROOT_RELATIVE``) and by the href itself for an absolute
+    http(s) one (hrefs whose resolution does not depend on the page's path;
+    ``Admission.follow`` computes the key). Two generations of at most ``size``
+    entries each: when the young one is full it becomes the old one and the old one is
+    dropped, and a hit in the old one moves back to the young one, so the hrefs that
+    keep recurring (navigation) stay.
 
     Attributes:
         young: the young generation (``key -> Link``), read directly by the caller:
@@ -268,7 +277,10 @@ class Admission:
             # a repeated href (most of a page's: navigation) costs no call
             memo_key: str | None
             if href.startswith("/"):
-                memo_key = None if href.startswith("//") else prefix + href
+                # "//", "/\\" and "/" then a tab or a line break (which the URL parser
+                # drops) are scheme-relative, not root-relative (WHATWG URL, "special
+                # authority slashes"): resolved against the page, never the memo
+                memo_key = None if href[1:2] in _NOT_ROOT_RELATIVE else prefix + href
             elif href.startswith(("http://", "https://")):
                 memo_key = href
             else:
