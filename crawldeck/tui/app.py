@@ -113,7 +113,7 @@ def stop_reason(outcome: str, snap: CrawlSnapshot) -> str:
 #: What ``a`` says once the crawl is over (or stopping).
 SEEDS_OVER = "The crawl is over: start a new crawl to add seeds."
 #: What q, Ctrl-C and Ctrl-Q do (the help's line).
-QUIT_TIP = "quit: stop cleanly, state saved, the resume command shown and printed"
+QUIT_TIP = "quit: stop cleanly, state saved, the resume command printed"
 #: What ``q`` does once the run has ended (FINISHED, STOPPED): the help says so.
 ENDED_QUIT_TIP = "quit: close the console (the run has ended, its state is saved)"
 #: The table that takes the focus on each tab.
@@ -198,17 +198,17 @@ class CrawlApp(App[None]):
     ]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("p", "toggle_pause", "Pause/Resume",
-                tooltip="pause / resume: in-flight fetches finish, nothing new is dispatched"),
+                tooltip="pause / resume: fetches in flight finish, no new one starts"),
         Binding("a", "add_seed", "Add seed",
                 tooltip="add a seed URL (validated; it also widens the scope)"),
         # a priority binding: taken when the App reads the key, not after the focused
         # table passed it up, so the keys typed behind it go to the box (``check_action``)
         Binding("slash", "filter", "Filter", priority=True,
-                tooltip="filter the hosts or blocked table (Enter or Esc: back to the table)"),
+                tooltip="filter the hosts or blocked table (Enter or Esc: back to it)"),
         Binding("enter", "detail", "Detail",
                 tooltip="detail of the host under the cursor (hosts, backoff, blocked)"),
         Binding("e", "export", "Export",
-                tooltip="export pages, blocked, hosts and links as CSV next to the crawl file"),
+                tooltip="export pages, blocked, hosts, links to CSV beside the file"),
         Binding("q", "quit", "Quit", tooltip=QUIT_TIP),
         Binding("question_mark", "help", "Help", tooltip="this help"),
         Binding("f1", "help", "Help", show=False, tooltip="this help"),
