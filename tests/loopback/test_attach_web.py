@@ -25,6 +25,7 @@ from attachkit import CAP_S, headless_demo, until, wait_for, watch
 from clikit import CRAWLDECK
 
 from crawldeck.cli.attach import attach_command, make_web_app
+from crawldeck.core.render.browser_pool import CHROMIUM_ARGS
 from crawldeck.tui.attach import SocketSource
 
 if TYPE_CHECKING:
@@ -100,7 +101,9 @@ async def test_two_browsers_see_the_same_crawl_keys_work_and_closing_them_leaves
             source = await SocketSource.connect(db)
             runner, seen = await watch(source)
             async with async_playwright() as pw:
-                browser = await pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+                # the flags crawldeck renders with: no lookup of Chromium's own outside
+                # loopback (tests/loopback/test_render_background.py)
+                browser = await pw.chromium.launch(executable_path=CHROMIUM, args=[*CHROMIUM_ARGS])
                 context = await browser.new_context(viewport={"width": 1400, "height": 900})
                 outside: list[str] = []
 

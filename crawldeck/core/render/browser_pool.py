@@ -79,13 +79,25 @@ from crawldeck.core.render_types import Gate, RenderResult, RenderStats, Report
 if TYPE_CHECKING:
     from playwright.async_api import Browser, Page, Playwright
 
-#: Flags for Debian's Chromium (see shared/environment-notes.md).
+#: Where Chromium's own Google services are pointed instead (``GOOGLE_OFF``): port 9
+#: is on Chromium's list of unsafe ports, so nothing is even connected to.
+GOOGLE_OFF: Final = "http://127.0.0.1:9"
+#: Flags for Debian's Chromium (see shared/environment-notes.md). The last four point
+#: its account check (GAIA, ``ListAccounts``), the Google APIs, the sign-in service and
+#: the component updater at ``GOOGLE_OFF``: with the three ``--disable-...`` flags
+#: alone, a render still looked up ``accounts.google.com`` and
+#: ``update.googleapis.com`` (issue #25, trial 15): a crawl must ask nothing but the
+#: pages it renders (tests/loopback/test_render_background.py reads Chromium's NetLog).
 CHROMIUM_ARGS: Final[tuple[str, ...]] = (
     "--no-sandbox",
     "--disable-gpu",
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    f"--gaia-url={GOOGLE_OFF}",
+    f"--google-apis-url={GOOGLE_OFF}",
+    f"--lso-url={GOOGLE_OFF}",
+    f"--component-updater=url-source={GOOGLE_OFF}",
 )
 #: Seconds allowed to read the DOM once the page is cut or settled.
 CONTENT_GRACE_S: Final = 2.0
@@ -610,6 +622,7 @@ class RenderPool:
 
 __all__ = [
     "CHROMIUM_ARGS",
+    "GOOGLE_OFF",
     "RenderPool",
     "unavailable_reason",
 ]
