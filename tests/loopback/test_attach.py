@@ -22,6 +22,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from attachkit import CAP_S, Crawl, headless_demo, until, watch
@@ -199,6 +200,32 @@ async def test_publishing_costs_nothing_without_a_watcher_and_one_encoding_with_
             w.close()
         asker[1].close()
         await until(lambda: server.statistics().clients == 0, "the clients gone")
+
+
+async def test_the_socket_appears_only_once_it_listens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A suite run under load: a client that saw ``DB.sock`` and connected was refused,
+    "stale: the crawl that made it is gone", because binding makes the file and the
+    listen came after. The socket is now bound under another name and renamed once it
+    listens: at the listen, ``DB.sock`` is not there yet; then it is, and it answers."""
+    db = tmp_path / "crawl.db"
+    seen_at_listen: list[bool] = []
+    listen = socket.socket.listen
+
+    def watched(sock: socket.socket, *args: Any) -> None:
+        seen_at_listen.append(socket_path(db).exists())
+        listen(sock, *args)
+
+    monkeypatch.setattr(socket.socket, "listen", watched)
+    async with served(db, Crawl()) as server:
+        assert seen_at_listen == [False]
+        assert server.path == socket_path(db) and stat.S_ISSOCK(os.lstat(server.path).st_mode)
+        assert os.lstat(server.path).st_mode & 0o777 == 0o600
+        reader, writer = await asyncio.open_unix_connection(str(server.path))
+        assert (await line_of(reader))["t"] == "hello"
+        writer.close()
+    assert os.listdir(tmp_path) == []  # no staging name left (the crawl file is never made)
 
 
 async def test_an_idle_client_at_the_crawls_end_leaves_no_task_and_no_traceback(

@@ -207,6 +207,12 @@ def _fits(path: Path) -> bool:
     return len(os.fsencode(path)) <= SUN_PATH_MAX
 
 
+def _staging(path: Path) -> Path:
+    """The name the socket ``path`` is bound under before it listens (``AttachServer.start``
+    renames it then): ``path`` and ``.<pid>``."""
+    return path.with_name(f"{path.name}.{os.getpid()}")
+
+
 def _own_dir(path: Path) -> bool:
     """Whether ``path`` is a real directory (no symlink) of ours that nobody else may
     write to or list."""
@@ -218,7 +224,8 @@ def _own_dir(path: Path) -> bool:
 
 
 def short_path(db: Path) -> Path:
-    """Where the socket of ``db`` goes when ``DB.sock`` is over ``SUN_PATH_MAX`` bytes:
+    """Where the socket of ``db`` goes when ``DB.sock`` (or the name it is bound under
+    first, ``_staging``) is over ``SUN_PATH_MAX`` bytes:
     ``crawldeck-<16 hex digits of the file's SHA-256>.sock`` in ``$XDG_RUNTIME_DIR``
     when it is ours, else in ``/tmp/crawldeck-<uid>/`` (made with mode 0700).
 
@@ -228,7 +235,7 @@ def short_path(db: Path) -> Path:
     """
     name = f"crawldeck-{hashlib.sha256(os.fsencode(Path(db).resolve())).hexdigest()[:16]}.sock"
     runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and _own_dir(Path(runtime)) and _fits(Path(runtime) / name):
+    if runtime and _own_dir(Path(runtime)) and _fits(_staging(Path(runtime) / name)):
         return Path(runtime) / name
     private = Path("/tmp") / f"crawldeck-{os.getuid()}"
     with contextlib.suppress(FileExistsError):
@@ -470,16 +477,29 @@ class AttachServer:
                 or pointer cannot be replaced, or the socket cannot be bound.
         """
         named = socket_path(self.db)
-        real = named if _fits(named) else short_path(self.db)
+        real = named if _fits(_staging(named)) else short_path(self.db)
         await self._clear(named)
         if real != named:
             await self._clear(real)
+        # bound under a name of its own, listening, then renamed into place: a client
+        # finds the socket only once it accepts (binding makes the file, and a connect
+        # before the listen was refused and read as a stale socket: under load,
+        # tests/console/test_attach.py; issue #24 item 8)
+        staging = _staging(real)
+        with contextlib.suppress(FileNotFoundError):
+            staging.unlink()
         old = os.umask(0o177)
         try:
             self._server = await asyncio.start_unix_server(
-                self._accept, path=str(real), limit=MAX_REQUEST_BYTES
+                self._accept, path=str(staging), limit=MAX_REQUEST_BYTES
             )
+            os.rename(staging, real)
         except OSError as exc:
+            if self._server is not None:
+                self._server.close()
+                self._server = None
+            with contextlib.suppress(OSError):
+                staging.unlink()
             raise AttachError(f"cannot make the attach socket {real}: {exc.strerror}") from None
         finally:
             os.umask(old)
