@@ -20,6 +20,14 @@ SOURCE_LABELS: dict[Source, str] = {
     "user_agent": "from user_agent",
 }  # fmt: skip
 
+#: Keys whose value follows another key's unless they are set themselves, and what a
+#: comment line says of them: ``crawldeck config`` writes them as comments then, so a
+#: file made from its output follows an edited ``user_agent`` (issue #25, trial 15: the
+#: file pinned ``robots_token = "crawldeck"`` beside a new bot's ``user_agent``).
+FOLLOWERS: dict[str, str] = {
+    "robots_token": "follows user_agent's product token unless set (RFC 9309 §2.2.1)",
+}
+
 #: The command's line in ``crawldeck --help``, and the start of its own ``--help``.
 SUMMARY = "print the effective config and where each value came from"
 DESCRIPTION = (
@@ -35,7 +43,8 @@ examples:
       a complete config file to start from (the output is TOML)
 
 Each line is KEY = VALUE # where it came from: default, file FILE, -s, flag (or, for
-robots_token, from user_agent); a key that is not set is a comment."""
+robots_token, from user_agent); a key that is not set is a comment, and so is
+robots_token while it follows user_agent."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,7 +79,8 @@ def config_lines(
 ) -> list[str]:
     """The lines ``crawldeck config`` prints: ``KEY = VALUE  # SOURCE`` for each key in
     field order (a TOML file that gives ``config`` again), a key that is not set
-    (``None``) as a comment; SOURCE is ``default``, ``file PATH`` (``path``: the
+    (``None``) as a comment, and so is a key of ``FOLLOWERS`` that follows another;
+    SOURCE is ``default``, ``file PATH`` (``path``: the
     ``--config`` file), ``-s``, ``flag`` or ``from user_agent``."""
     lines = ["# crawldeck's effective config: defaults < --config FILE < -s KEY=VALUE < flags"]
     for key, value in asdict(config).items():
@@ -79,6 +89,9 @@ def config_lines(
             label = f"file {path}"
         if value is None:
             lines.append(f"# {key}: not set ({label})")
+        elif key in FOLLOWERS and sources[key] in ("default", "user_agent"):
+            # written out, it would stay as it is when the file's user_agent is edited
+            lines.append(f"# {key} = {toml_value(value)}  # {label}: {FOLLOWERS[key]}")
         else:
             lines.append(f"{key} = {toml_value(value)}  # {label}")
     return lines

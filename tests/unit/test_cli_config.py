@@ -119,3 +119,24 @@ def test_a_bad_config_file_is_one_line_naming_the_file_line_and_key(
         code, out, err = main_in(tmp_path, monkeypatch, capsys, *command, "--config", name)
         assert (code, out, err) == (2, "", f"crawldeck {command[0]}: error: {line}\n")
     assert not (tmp_path / "crawl.db").exists()
+
+
+def test_a_file_made_by_crawldeck_config_follows_an_edited_user_agent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trial 15 (issue #25): ``crawldeck config > c.toml`` wrote ``robots_token =
+    "crawldeck"`` as a value, so a bot renamed in the file's ``user_agent`` kept matching
+    robots.txt groups as ``crawldeck``. While nothing sets it, the token is a comment;
+    set, it is a value."""
+    code, out, _ = main_in(tmp_path, monkeypatch, capsys, "config", "--max-time", "10m")
+    assert code == 0
+    assert '\n# robots_token = "crawldeck"  # default: follows user_agent' in out
+    edited = out.replace('user_agent = "crawldeck/0.1', 'user_agent = "MyBot/1.0', 1)
+    assert edited != out
+    (tmp_path / "c.toml").write_text(edited)
+    code, out, _ = main_in(tmp_path, monkeypatch, capsys, "config", "--config", "c.toml")
+    assert code == 0
+    assert '\n# robots_token = "MyBot"  # from user_agent: follows user_agent' in out
+    assert "\nmax_time_s = 600  # file c.toml" in out  # the file's other values kept
+    code, out, _ = main_in(tmp_path, monkeypatch, capsys, "config", "-s", "robots_token=bot")
+    assert '\nrobots_token = "bot"  # -s\n' in out
