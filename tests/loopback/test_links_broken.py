@@ -17,6 +17,7 @@ from crawlkit import html, rows
 from dnsserver import DnsmasqServer
 from httpserver import HTTPTestServer, Request, Response
 
+from crawldeck.core.storage.export import broken_count
 from crawldeck.core.storage.store import Store
 from loopback.test_crawl_outcomes import closed_port
 
@@ -257,6 +258,11 @@ def test_a_seed_that_failed_is_listed_as_a_broken_start_url(tmp_path: Path) -> N
     as_json = run("links", "c.db", "--broken", "--json", cwd=tmp_path)
     rows = [json.loads(line) for line in as_json.stdout.splitlines()]
     assert [(r["from_url"], r["to_url"], r["status"]) for r in rows][-1] == (None, seeds[0], 401)
+    # the end-of-crawl summary and the console count what links --broken lists: the
+    # seed too (trial 15: "broken links: 4" beside 5 listed, a refused seed left out)
+    assert "\nbroken links: 2 (all of them: " in proc.stdout, proc.stdout
+    assert f"\n    HTTP 401  {seeds[0]}  a seed\n" in proc.stdout
+    assert broken_count(tmp_path / "c.db") == 2
 
 
 def test_a_recrawl_says_up_front_which_failed_urls_it_tries_again(tmp_path: Path) -> None:

@@ -72,9 +72,10 @@ from crawldeck.core.policy import urls
 from crawldeck.core.records import LinkCheck
 from crawldeck.core.storage.archive import decode_content
 from crawldeck.core.storage.store import (
+    BROKEN_ALL_SELECT,
     BROKEN_BLOCK_REASONS,
     BROKEN_LINKS_SELECT,
-    BROKEN_TARGET_SQL,
+    BROKEN_SEEDS_FROM,
     SCHEMA_VERSION,
     Store,
     anchor_select,
@@ -576,15 +577,12 @@ _SQL_BROKEN_LINKS: Final = (
     "SELECT from_url, to_url, status, error, final_url, NULL, 1, anchor"
     f" FROM ({BROKEN_LINKS_SELECT}) ORDER BY to_url, from_url"
 )
-#: The seeds whose target is broken and that no page links to (a page that does is in
-#: ``broken_links``): a link checker reports its start URL when it fails (linkchecker
-#: does; issue #25 trial 11), so ``links --broken`` lists them too, from no page.
+#: The broken seeds that no page links to (``BROKEN_SEEDS_FROM``): ``links --broken``
+#: lists them too, from no page, in the order they were given.
 _SQL_BROKEN_SEEDS: Final = (
     "SELECT f.url, p.status, coalesce(p.error, b.reason || ': ' || b.detail), p.url"
-    " FROM frontier f LEFT JOIN pages p ON p.url = f.url LEFT JOIN blocked b ON b.url = f.url"
-    f" WHERE f.depth = 0 AND f.via IS NULL AND (p.url IS NOT NULL AND {BROKEN_TARGET_SQL}"
-    f" OR p.url IS NULL AND b.reason IN {_BROKEN_REASONS})"
-    " AND NOT EXISTS (SELECT 1 FROM links l WHERE l.to_url = f.url) ORDER BY f.seq"
+    + BROKEN_SEEDS_FROM
+    + " ORDER BY f.seq"
 )
 _SQL_BLOCKED_LINKS: Final = (
     "SELECT b.reason, count(*), count(DISTINCT b.url) FROM blocked b"
@@ -684,8 +682,9 @@ def link_report(db: Path, *, broken: bool) -> Iterator[LinkCheck]:
 
 
 def broken_count(db: Path) -> int:
-    """How many broken links the crawl file ``db`` holds (the ``broken_links`` view's
-    rows), read-only.
+    """How many broken links the crawl file ``db`` holds, read-only: the
+    ``broken_links`` view's rows and the broken seeds no page links to, as ``crawldeck
+    links --broken`` lists them (``BROKEN_ALL_SELECT``).
 
     Raises:
         StoreError: as ``export``.
@@ -694,7 +693,7 @@ def broken_count(db: Path) -> int:
     try:
         with contextlib.closing(_connect(path)) as conn:
             columns = {row[1] for row in conn.execute("PRAGMA table_info(links)")}
-            sql = anchor_select(f"SELECT count(*) FROM ({BROKEN_LINKS_SELECT})", columns)
+            sql = anchor_select(f"SELECT count(*) FROM ({BROKEN_ALL_SELECT})", columns)
             return int(conn.execute(sql).fetchone()[0])
     except sqlite3.Error as exc:
         raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None

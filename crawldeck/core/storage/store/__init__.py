@@ -43,9 +43,11 @@ from crawldeck.core.records import (
 from crawldeck.core.storage.store.facade import MAX_BACKLOG_OPS, Store
 from crawldeck.core.storage.store.reads import READ_BATCH_ROWS
 from crawldeck.core.storage.store.schema import (
+    BROKEN_ALL_SELECT,
     BROKEN_BLOCK_REASONS,
     BROKEN_LINKS_SELECT,
     BROKEN_LINKS_SQL,
+    BROKEN_SEEDS_FROM,
     BROKEN_TARGET_SQL,
     HOST_SUMMARY_SQL,
     PAGE_COLUMNS_V2,
@@ -61,9 +63,11 @@ from crawldeck.core.storage.store.schema import (
 from crawldeck.core.storage.store.writer import MAX_BATCH_OPS
 
 __all__ = [
+    "BROKEN_ALL_SELECT",
     "BROKEN_BLOCK_REASONS",
     "BROKEN_LINKS_SELECT",
     "BROKEN_LINKS_SQL",
+    "BROKEN_SEEDS_FROM",
     "BROKEN_TARGET_SQL",
     "FRONTIER_STATES",
     "HOST_SUMMARY_SQL",

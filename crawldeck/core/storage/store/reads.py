@@ -29,21 +29,22 @@ from crawldeck.core.records import (
 from crawldeck.core.storage.store.base import StoreBase
 from crawldeck.core.storage.store.lock import _disk_full, _is_disk_full
 from crawldeck.core.storage.store.ops import _SQL_TRANSIENT_FAILURES, _encode_json
-from crawldeck.core.storage.store.schema import _FRONTIER_COLUMNS, _one_line
+from crawldeck.core.storage.store.schema import _FRONTIER_COLUMNS, BROKEN_ALL_SELECT, _one_line
 
 #: Rows fetched per ``fetchmany`` by the streaming readers.
 READ_BATCH_ROWS: Final = 1000
 
-#: ``Store.broken_groups``: each group of the ``broken_links`` view (status, the reason
-#: of the error) with its size and its first ``?`` rows, the largest group first.
+#: ``Store.broken_groups``: each group of the broken links (``BROKEN_ALL_SELECT``: the
+#: ``broken_links`` view's rows and the broken seeds; by status and the reason of the
+#: error) with its size and its first ``?`` rows, the largest group first.
 _SQL_BROKEN_GROUPS: Final = (
-    "WITH b AS (SELECT *, CASE WHEN error IS NULL THEN NULL WHEN instr(error, ':') > 0"
+    "WITH k AS (SELECT *, CASE WHEN error IS NULL THEN NULL WHEN instr(error, ':') > 0"
     " THEN substr(error, 1, instr(error, ':') - 1) ELSE error END AS reason"
-    " FROM broken_links),"
-    " g AS (SELECT status, reason, count(*) AS n, count(DISTINCT to_url) AS u FROM b"
+    f" FROM ({BROKEN_ALL_SELECT})),"
+    " g AS (SELECT status, reason, count(*) AS n, count(DISTINCT to_url) AS u FROM k"
     " GROUP BY status, reason),"
     " t AS (SELECT *, row_number() OVER (PARTITION BY status, reason, to_url"
-    " ORDER BY from_url) AS j FROM b),"
+    " ORDER BY from_url) AS j FROM k),"
     " r AS (SELECT *, row_number() OVER (PARTITION BY status, reason"
     " ORDER BY j, to_url, from_url) AS k FROM t)"
     " SELECT g.status, g.reason, g.n, g.u, r.from_url, r.to_url, r.status, r.error,"
@@ -332,9 +333,11 @@ class StoreReads(StoreBase):
         ]
 
     def broken_groups(self, per_group: int) -> list[BrokenGroup]:
-        """The committed broken links (the ``broken_links`` view) grouped by what their
-        target got: its HTTP status and the reason of its error (``connect``, ``dns``,
-        ``redirect_loop``: ``pages.error`` up to its ``:``), the largest group first
+        """The committed broken links (the ``broken_links`` view's rows and the broken
+        seeds no page links to, as ``crawldeck links --broken`` lists them:
+        ``BROKEN_ALL_SELECT``) grouped by what their target got: its HTTP status and
+        the reason of its error (``connect``, ``dns``, ``redirect_loop``:
+        ``pages.error`` up to its ``:``), the largest group first
         (then by status and reason), each with its count of links and of distinct
         targets and its first ``per_group`` links: one link to each target first (by
         target, then referring page), then the second ones, so the first lines show

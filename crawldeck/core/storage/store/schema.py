@@ -260,6 +260,26 @@ BROKEN_LINKS_SELECT: Final = (
 
 BROKEN_LINKS_SQL: Final = "CREATE VIEW IF NOT EXISTS broken_links AS " + BROKEN_LINKS_SELECT
 
+#: The FROM and WHERE of the seeds whose target is broken and that no page links to (a
+#: page that does is in ``broken_links``), over ``frontier f``, ``pages p`` and
+#: ``blocked b``: a link checker reports its start URL when it fails (linkchecker does;
+#: issue #25 trial 11). ``crawldeck links --broken``, the end-of-crawl summary and the
+#: console count them with the view's rows, so the three agree (trial 15).
+BROKEN_SEEDS_FROM: Final = (
+    " FROM frontier f LEFT JOIN pages p ON p.url = f.url LEFT JOIN blocked b ON b.url = f.url"
+    f" WHERE f.depth = 0 AND f.via IS NULL AND (p.url IS NOT NULL AND {BROKEN_TARGET_SQL}"
+    f" OR p.url IS NULL AND b.reason IN {_BROKEN_REASONS_SQL})"
+    " AND NOT EXISTS (SELECT 1 FROM links l WHERE l.to_url = f.url)"
+)
+#: Every broken link as ``broken_links``' columns (``from_url`` ... ``anchor``): the
+#: view's rows (from its SELECT: a file made before the view reads too), then the
+#: broken seeds (``BROKEN_SEEDS_FROM``; ``from_url`` NULL).
+BROKEN_ALL_SELECT: Final = (
+    f"SELECT from_url, to_url, status, error, final_url, anchor FROM ({BROKEN_LINKS_SELECT})"
+    " UNION ALL SELECT NULL, f.url, p.status, coalesce(p.error, b.reason || ': ' || b.detail),"
+    " p.url, NULL" + BROKEN_SEEDS_FROM
+)
+
 
 def anchor_select(sql: str, columns: Collection[str]) -> str:
     """``sql``, a SELECT that reads ``l.anchor`` of ``links l`` (``BROKEN_LINKS_SELECT``),
@@ -643,10 +663,12 @@ def _add_ordering_columns(conn: sqlite3.Connection) -> None:
 
 
 __all__ = [
+    "BROKEN_ALL_SELECT",
     "BROKEN_BLOCK_REASONS",
     "BROKEN_LINKS_SELECT",
     "BROKEN_LINKS_SQL",
     "BROKEN_REDIRECT_HOPS",
+    "BROKEN_SEEDS_FROM",
     "BROKEN_TARGET_SQL",
     "HOST_SUMMARY_SQL",
     "PAGE_COLUMNS_V2",
