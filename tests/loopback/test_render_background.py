@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import http.server
-import ipaddress
 import json
 import threading
 import time
@@ -23,6 +22,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from crawldeck.cli.attach import is_loopback
 from crawldeck.core.render.browser_pool import CHROMIUM_ARGS
 
 CHROMIUM = "/usr/bin/chromium"
@@ -102,15 +102,5 @@ async def test_the_render_browser_asks_no_host_but_the_pages(page_url: str, tmp_
             await browser.close()
     hosts = _hosts(json.loads(netlog.read_text()))
     assert "127.0.0.1" in hosts  # the page was asked for, and logged
-    outside = {h for h in hosts if not _loopback(h)}
+    outside = {h for h in hosts if not is_loopback(h)}
     assert outside == set(), outside
-
-
-def _loopback(name: str) -> bool:
-    """Whether ``name`` is ``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
