@@ -507,7 +507,9 @@ class Counts(TypedDict):
     ``pages``: rows of ``pages``; ``blocked``: rows of ``blocked`` by reason;
     ``queued``, ``in_flight``, ``done``, ``failed``: frontier rows by state (``queued``
     counts the ``spilled`` rows too: they are queued, only not in memory);
-    ``frontier_blocked``: frontier rows in state ``blocked``.
+    ``frontier_blocked``: frontier rows in state ``blocked``; ``retrying``: ``pages``
+    rows of a transient failure whose URL is queued again (``Store.requeue_failed``):
+    their fetch is counted, their next one will replace them.
     """
 
     pages: int
@@ -517,6 +519,7 @@ class Counts(TypedDict):
     done: int
     failed: int
     frontier_blocked: int
+    retrying: int
 
 
 def status_class(status: int | None) -> str:

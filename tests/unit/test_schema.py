@@ -14,7 +14,7 @@ import pytest
 from crawlkit import rows
 from schemakit import V1, V2, counts, shape
 
-from crawldeck.core.records import FrontierRow, PageRecord
+from crawldeck.core.records import FrontierRow, PageRecord, status_mix
 from crawldeck.core.storage.datasette_meta import metadata
 from crawldeck.core.storage.export import export
 from crawldeck.core.storage.store import RENAMED_COLUMNS, SCHEMA_VERSION, Store
@@ -104,7 +104,7 @@ def test_a_page_a_rerun_requeued_keeps_only_its_new_links(tmp_path: Path) -> Non
         store.enqueue_urls([FrontierRow(url, url, "a.test", 0, 0)])
         record(503, [url + "old", url + "both"])
         store.flush()
-        assert store.requeue_failed() == {"a.test": 1}  # its pages row is deleted
+        assert store.requeue_failed() == {"a.test": 1}  # its pages row waits for the retry
         record(200, [url + "both", url + "new"])
         store.flush()
     assert rows(db, "SELECT to_url FROM links ORDER BY to_url") == [
@@ -112,6 +112,42 @@ def test_a_page_a_rerun_requeued_keeps_only_its_new_links(tmp_path: Path) -> Non
         (url + "new",),
     ]
     assert rows(db, "SELECT count(*) FROM pragma_foreign_key_check('links')") == [(2,)]
+
+
+def test_a_requeued_failure_keeps_its_answer_until_the_retry_replaces_it(tmp_path: Path) -> None:
+    """Issue #25 trial 15: a rerun stopped before it fetched a failed URL again listed
+    it as "not fetched"; the row of its 503 is kept and counted as awaiting a retry."""
+    db = tmp_path / "crawl.db"
+    home, flaky = "http://a.test/", "http://a.test/flaky"
+
+    def record(url: str, status: int, links: list[str], state: str) -> None:
+        page = PageRecord(url, url, "a.test", 0, status, "text/html", 10, 1.0, 0.0, False,
+                          None, False)  # fmt: skip
+        store.record_page(page, key=url, links=[(url, to) for to in links], new_rows=(),
+                          state=state)  # fmt: skip
+
+    broken = "SELECT to_url, status FROM broken_links"
+    with Store(db) as store:
+        store.enqueue_urls([FrontierRow(home, home, "a.test", 0, 0)])
+        store.enqueue_urls([FrontierRow(flaky, flaky, "a.test", 1, 0)])
+        record(home, 200, [flaky], "done")
+        record(flaky, 503, [], "failed")
+        store.flush()
+        assert store.counts()["retrying"] == 0
+        assert store.requeue_failed() == {"a.test": 1}
+        counted = store.counts()
+        assert (counted["pages"], counted["retrying"], counted["queued"]) == (2, 1, 1)
+        assert rows(db, broken) == [(flaky, 503)]
+        assert store.page_totals() == ({"2xx": 1, "5xx": 1}, 20)
+        assert store.requeue_failed() == {}  # queued already: not counted twice
+        record(flaky, 200, [], "done")
+        store.flush()
+        counted = store.counts()
+        assert (counted["pages"], counted["retrying"], counted["queued"]) == (2, 0, 0)
+        assert status_mix(store.pages_added()) == {"2xx": 2}  # the 503 replaced
+        assert store.pages_added()["pages"] == 2
+    assert rows(db, broken) == []
+    assert rows(db, "SELECT state, attempts FROM frontier WHERE url = ?", flaky) == [("done", 1)]
 
 
 def test_the_metadata_names_only_columns_the_schema_has(tmp_path: Path) -> None:

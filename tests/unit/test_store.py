@@ -486,6 +486,7 @@ def test_load_frontier_order_and_in_flight_back_as_queued(store: Store) -> None:
         "done": 1,
         "failed": 1,
         "frontier_blocked": 1,
+        "retrying": 0,
     }
 
 

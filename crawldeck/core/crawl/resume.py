@@ -153,7 +153,11 @@ def restore(
     mix, total_bytes = store.page_totals()
     recent = store.recent_blocked(SNAPSHOT_RECENT)
     observer.restore(
-        dict(counts), mix, total_bytes, recent, fetched=fetches_of(counts["pages"], fetched)
+        dict(counts),
+        mix,
+        total_bytes,
+        recent,
+        fetched=fetches_of(counts["pages"] - counts["retrying"], fetched),
     )
     again = observer.retried
     verb = "is" if again == 1 else "are"
@@ -176,7 +180,9 @@ def fetches_of(pages: int, hosts_fetched: int) -> int:
     ``pages_fetched`` summed (``hosts_fetched``: a recrawl's revisits are fetches, not
     pages, issue #25 trial 9), or its ``pages`` rows when they are more (host rows are
     written at intervals, pages at each commit: a run killed between the two leaves
-    the hosts behind)."""
+    the hosts behind). The callers pass the rows less ``Counts.retrying``: a failed
+    URL queued again keeps its row, but its retry is not a second fetch of the crawl,
+    as its host's ``pages_fetched`` no longer counts it (``restore``)."""
     return max(pages, hosts_fetched)
 
 
@@ -188,7 +194,8 @@ def file_fetches(store: LocalHistory) -> int:
         StoreError: the file could not be read.
     """
     hosts = store.load_hosts().values()
-    return fetches_of(store.counts()["pages"], sum(rec.pages_fetched for rec in hosts))
+    counts = store.counts()
+    return fetches_of(counts["pages"] - counts["retrying"], sum(rec.pages_fetched for rec in hosts))
 
 
 __all__ = ["fetches_of", "file_fetches", "patterns_changed", "restore"]

@@ -358,11 +358,14 @@ class Store(StoreWriter, StoreReads):
         A frontier row whose page got a 429 or 5xx status (a 5xx other than 503 is
         recorded ``done``: it is not retried within a run), or failed with no response
         for a transient reason (``pages.error`` starting ``timeout:``, ``connect:``,
-        ``connection_lost:`` or ``dns_temporary:``), goes back to ``queued`` with its
-        ``attempts`` counted on (the next try is a retry: ``attempts + 1``), and its
-        ``pages`` row is deleted (the next try writes a new one). Deterministic
-        failures (4xx, ``protocol:``, ``parse_timeout:``, redirect loops) stay failed.
-        For rerunning a finished crawl (``Engine`` does this when it resumes).
+        ``connection_lost:`` or ``dns_temporary:``: ``TRANSIENT_FAILURE_SQL``), goes
+        back to ``queued`` with its ``attempts`` counted on (the next try is a retry:
+        ``attempts + 1``). Its ``pages`` row stays until the next try replaces it: a
+        run stopped before that still lists the link as broken (``links --broken``,
+        ``show``), as Heritrix keeps a URL's last outcome (issue #25 trial 15);
+        ``Counts.retrying`` counts these rows. Deterministic failures (4xx,
+        ``protocol:``, ``parse_timeout:``, redirect loops) stay failed. For rerunning
+        a finished crawl (``Engine`` does this when it resumes).
 
         Returns:
             the requeued URLs per host key (empty when none).

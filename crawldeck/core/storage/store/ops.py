@@ -29,7 +29,11 @@ from crawldeck.core.records import (
     status_class,
     to_iso_utc,
 )
-from crawldeck.core.storage.store.schema import _FRONTIER_COLUMNS, _V2_NAMES
+from crawldeck.core.storage.store.schema import (
+    _FRONTIER_COLUMNS,
+    _V2_NAMES,
+    TRANSIENT_FAILURE_SQL,
+)
 
 _encode_json: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
@@ -77,7 +81,7 @@ _SQL_LINK: Final = "INSERT OR IGNORE INTO links (from_url, to_url) VALUES "
 _SQL_LINK_ANCHOR: Final = "INSERT OR IGNORE INTO links (from_url, to_url, anchor) VALUES "
 
 #: A page recorded replaces the links its URL had: a refetch, a cluster result landing
-#: twice, a page a rerun requeued (``requeue_failed`` deleted its row, not its links).
+#: twice, a page a rerun requeued (``requeue_failed`` keeps its row until this one).
 _SQL_DROP_LINKS: Final = "DELETE FROM links WHERE from_url = ?"
 
 _SQL_VERSION: Final = (
@@ -117,10 +121,8 @@ _SQL_PAGE_ERROR: Final = "UPDATE pages SET error = ? WHERE url = ?"
 
 #: Failed rows whose failure was transient (see ``Store.requeue_failed``).
 _SQL_TRANSIENT_FAILURES: Final = (
-    "SELECT f.key, f.url, f.host FROM frontier f JOIN pages p ON p.url = f.url"
-    " WHERE f.state IN ('failed', 'done') AND (p.status = 429 OR p.status >= 500"
-    " OR p.error LIKE 'timeout:%' OR p.error LIKE 'connect:%'"
-    " OR p.error LIKE 'connection_lost:%' OR p.error LIKE 'dns_temporary:%')"
+    "SELECT f.key, f.host FROM frontier f JOIN pages p ON p.url = f.url"
+    f" WHERE f.state IN ('failed', 'done') AND {TRANSIENT_FAILURE_SQL}"
 )
 
 _SQL_MARK: Final = (
@@ -249,10 +251,9 @@ def _requeue(conn: sqlite3.Connection) -> Counter[str]:
     found = conn.execute(_SQL_TRANSIENT_FAILURES).fetchall()
     conn.executemany(
         "UPDATE frontier SET state = 'queued', attempts = attempts + 1 WHERE key = ?",
-        [(key,) for key, _, _ in found],
+        [(key,) for key, _ in found],
     )
-    conn.executemany("DELETE FROM pages WHERE url = ?", [(url,) for _, url, _ in found])
-    return Counter(host for _, _, host in found)
+    return Counter(host for _, host in found)
 
 
 # --------------------------------------------------------------------------- operations

@@ -29,7 +29,18 @@ from crawldeck.core.records import (
 from crawldeck.core.storage.store.base import StoreBase
 from crawldeck.core.storage.store.lock import _disk_full, _is_disk_full
 from crawldeck.core.storage.store.ops import _SQL_TRANSIENT_FAILURES, _encode_json
-from crawldeck.core.storage.store.schema import _FRONTIER_COLUMNS, BROKEN_ALL_SELECT, _one_line
+from crawldeck.core.storage.store.schema import (
+    _FRONTIER_COLUMNS,
+    BROKEN_ALL_SELECT,
+    TRANSIENT_FAILURE_SQL,
+    _one_line,
+)
+
+#: ``Counts.retrying``: the pages of a transient failure whose URL is queued again.
+_SQL_RETRYING: Final = (
+    "SELECT count(*) FROM pages p JOIN frontier f ON f.url = p.url"
+    f" WHERE f.state IN ('queued', 'spilled', 'in_flight') AND {TRANSIENT_FAILURE_SQL}"
+)
 
 #: Rows fetched per ``fetchmany`` by the streaming readers.
 READ_BATCH_ROWS: Final = 1000
@@ -242,6 +253,7 @@ class StoreReads(StoreBase):
             done=int(by_state.get("done", 0)),
             failed=int(by_state.get("failed", 0)),
             frontier_blocked=int(by_state.get("blocked", 0)),
+            retrying=int(self._scalar(_SQL_RETRYING)),
         )
 
     def page_totals(self) -> tuple[dict[str, int], int]:

@@ -210,6 +210,17 @@ BROKEN_TARGET_SQL: Final = (
     " OR (p.status BETWEEN 300 AND 399 AND p.error IS NOT NULL))"
 )
 
+#: The condition of a ``pages`` row ``p`` whose failure may pass: a 429 or 5xx (RFC 9110
+#: §15.6: the server's trouble, not the URL's), or no response for a transient reason
+#: (``error`` starting ``timeout:``, ``connect:``, ``connection_lost:`` or
+#: ``dns_temporary:``). A rerun queues such URLs again (``Store.requeue_failed``), and
+#: the row keeps the earlier answer until the new one replaces it.
+TRANSIENT_FAILURE_SQL: Final = (
+    "(p.status = 429 OR p.status >= 500 OR p.error LIKE 'timeout:%'"
+    " OR p.error LIKE 'connect:%' OR p.error LIKE 'connection_lost:%'"
+    " OR p.error LIKE 'dns_temporary:%')"
+)
+
 #: The ``blocked`` reasons that are a broken link's: the name does not resolve (the
 #: crawl records it in ``blocked``, not ``pages``: no request was sent), and an href
 #: that is no URL (``bad_url``: ``http://[bad``, a port past 65535; its ``links`` row
@@ -675,6 +686,7 @@ __all__ = [
     "PAGE_SUMMARY_SQL",
     "RENAMED_COLUMNS",
     "SCHEMA_VERSION",
+    "TRANSIENT_FAILURE_SQL",
     "UPGRADABLE_VERSIONS",
     "anchor_select",
     "check_header",
