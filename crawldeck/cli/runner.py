@@ -246,7 +246,13 @@ async def _crawl_headless(
 
     if progress:
         engine.subscribe(HeadlessReporter())
-    server = AttachServer(engine, db, strict_robots=strict_robots, resume_hint=ending.resume)
+    server = AttachServer(
+        engine,
+        db,
+        strict_robots=strict_robots,
+        resume_hint=ending.resume,
+        seed_command=ending.seed_command(),
+    )
     attach: AttachServer | None = server
     try:
         await server.start()
@@ -292,7 +298,11 @@ async def _crawl_console(
     from crawldeck.tui.app import run_console
 
     result = await run_console(
-        engine, db, strict_robots=config.robots_on_failure == "disallow", resume_hint=ending.resume
+        engine,
+        db,
+        strict_robots=config.robots_on_failure == "disallow",
+        resume_hint=ending.resume,
+        seed_command=ending.seed_command(),
     )
     outcome = "stopped" if result is None else result.outcome
     return _finish(engine, store, db, outcome, ending)
@@ -428,6 +438,17 @@ class Ending:
     argv: tuple[str, ...] | None = None
     exported: bool = False
     nothing_left: str | None = None
+
+    def seed_command(self) -> tuple[str, str] | None:
+        """The command of a ``crawl`` split where one more seed goes: ``crawldeck crawl``
+        and the rest of its arguments, shell-quoted (seeds come first: argparse takes no
+        positional after the flags). Running it with a URL between the two resumes the
+        crawl file with that seed (its scope widened), as the console's ``a`` says once
+        the run has ended (issue #25 trial 15). ``None`` for another command (a recrawl
+        takes no seed) or without ``argv`` (the demo starts anew)."""
+        if not self.argv or self.argv[0] != "crawl":
+            return None
+        return f"{program()} crawl", shlex.join(self.argv[1:])
 
     def go_on(self, outcome: str, held: Mapping[str, int]) -> str | None:
         """The line with a command that fetches more after the whole-crawl budget

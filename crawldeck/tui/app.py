@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import shlex
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -110,8 +111,14 @@ def stop_reason(outcome: str, snap: CrawlSnapshot) -> str:
     return f"{flag} {value} {verb}" if value else f"{flag} {verb}"
 
 
-#: What ``a`` says once the crawl is over (or stopping).
+#: What ``a`` says once the crawl is over (or stopping) when the command that crawls on
+#: with a seed is not known (the demo starts anew; a recrawl takes no seed).
 SEEDS_OVER = "The crawl is over: start a new crawl to add seeds."
+#: The seed box's title once the crawl is over: it still takes the URL (keys typed
+#: after ``a`` go to it, not to the console's keys) and answers with the command.
+SEEDS_OVER_TITLE = "The crawl is over: a URL typed here gets the command that adds it"
+#: The keys that act on a running crawl: once it has ended they leave the footer.
+RUNNING_ONLY = frozenset({"toggle_pause", "stop_crawl"})
 #: What q, Ctrl-C and Ctrl-Q do (the help's line).
 QUIT_TIP = "quit: stop cleanly, state saved, the resume command printed"
 #: What ``q`` does once the run has ended (FINISHED, STOPPED): the help says so.
@@ -174,6 +181,10 @@ class CrawlApp(App[None]):
             it when the run stopped (``resume with: crawldeck crawl ... --db ...``),
             shown once the run stops before its frontier is empty (``q``, a signal, a
             budget); ``None``: the stop is shown without it.
+        seed_command: the crawl's command split where one more seed goes (``crawldeck
+            crawl`` and the rest of its arguments, shell-quoted): once the run has
+            ended, ``a``'s box answers a URL with that command and the URL, as a rerun
+            adds a seed (``cli.runner.Ending.seed_command``); ``None``: ``SEEDS_OVER``.
         driver_class: Textual's driver (``None``: Textual's choice, which follows
             ``TEXTUAL_DRIVER``, as textual-serve sets it for ``crawldeck attach --web``).
 
@@ -229,6 +240,7 @@ class CrawlApp(App[None]):
         *,
         strict_robots: bool = False,
         resume_hint: str | None = None,
+        seed_command: tuple[str, str] | None = None,
         driver_class: type[Driver] | None = HangupTolerantDriver,
     ) -> None:
         super().__init__(driver_class=driver_class)
@@ -236,6 +248,7 @@ class CrawlApp(App[None]):
         self.db = db
         self.strict_robots = strict_robots
         self.resume_hint = resume_hint
+        self.seed_command = seed_command
         self.result: CrawlResult | None = None
         self.error: BaseException | None = None
         self.snapshot: CrawlSnapshot | None = None
@@ -308,6 +321,7 @@ class CrawlApp(App[None]):
             return
         self.result = result
         self.hosts_panel.crawl_ended()
+        self.refresh_bindings()  # the keys of a running crawl leave the footer
         self._draw_now()
         if self._quitting:
             self.exit()
@@ -495,9 +509,10 @@ class CrawlApp(App[None]):
     # ------------------------------------------------------------------ keys
 
     def action_toggle_pause(self) -> None:
-        """p: pause or resume dispatching (in-flight fetches finish)."""
-        if self.result is not None or self._quitting:
-            self.notify("The crawl is over.", severity="warning")
+        """p: pause or resume dispatching (in-flight fetches finish); off once the run
+        has ended (``check_action``)."""
+        if self._quitting:
+            self.notify("The crawl is stopping.", severity="warning")
             return
         if self.engine.paused:
             self.engine.resume()
@@ -506,21 +521,35 @@ class CrawlApp(App[None]):
         self._draw_status()
 
     def action_add_seed(self) -> None:
-        """a: ask for a seed URL (once the crawl is over, say so at once, as ``p`` does)."""
-        if self.result is not None or self._quitting:
+        """a: ask for a seed URL; once the crawl is over the box still opens (the URL
+        typed or pasted after ``a`` goes to it, not to the console's keys: issue #25
+        trial 15) and answers with the command that crawls on with it; without that
+        command (``seed_command`` ``None``) ``SEEDS_OVER`` is said at once."""
+        over = self.result is not None or self._quitting
+        if over and self.seed_command is None:  # nothing to tell a URL: say so at once
             self.notify(SEEDS_OVER, severity="warning")
             return
-        self.push_screen(AddSeedScreen(self._add_seed), self._seed_added)
+        title = SEEDS_OVER_TITLE if over else None
+        self.push_screen(AddSeedScreen(self._add_seed, title=title), self._seed_added)
 
     async def _add_seed(self, url: str) -> str | None:
         if not url:
             return "Enter a URL, e.g. https://example.com/"
         if self.result is not None or self._quitting:
-            return SEEDS_OVER
+            return self._seed_over(url)
         refused = await self.engine.add_seeds_live([url])
         if refused:
             return f"Refused: {refused[0][1]}"
         return None
+
+    def _seed_over(self, url: str) -> str:
+        """What the seed box says to ``url`` once the crawl is over: the crawl's command
+        again with ``url`` as one more seed (``seed_command``: a rerun of a crawl file
+        resumes it, its scope widened by the seed), else ``SEEDS_OVER``."""
+        if self.seed_command is None:
+            return SEEDS_OVER
+        head, tail = self.seed_command
+        return f"To add it, run: {head} {shlex.quote(url)} {tail}".rstrip()
 
     def _seed_added(self, url: str | None) -> None:
         if url:
@@ -531,6 +560,8 @@ class CrawlApp(App[None]):
         typed in a box (a filter, a seed URL) or a dialog is that box's character."""
         if action == "filter":
             return not isinstance(self.focused, Input) and not isinstance(self.screen, ModalScreen)
+        if action in RUNNING_ONLY:  # hidden once the run has ended (issue #25 trial 15)
+            return self.result is None
         return True
 
     def action_filter(self) -> None:
@@ -697,9 +728,11 @@ async def run_console(
     headless: bool = False,
     size: tuple[int, int] | None = None,
     resume_hint: str | None = None,
+    seed_command: tuple[str, str] | None = None,
 ) -> CrawlResult | None:
     """Run the console over ``engine`` in the running loop until the operator quits
-    (``run_app``); ``resume_hint`` is shown when the run stops (see ``CrawlApp``).
+    (``run_app``); ``resume_hint`` is shown when the run stops, ``seed_command`` is
+    how a seed is added once it has ended (see ``CrawlApp``).
 
     Returns:
         the crawl's result, ``None`` if the console closed before the crawl ended.
@@ -707,7 +740,9 @@ async def run_console(
     Raises:
         Exception: what ``engine.run()`` raised, once the terminal is restored.
     """
-    app = CrawlApp(engine, db, strict_robots=strict_robots, resume_hint=resume_hint)
+    app = CrawlApp(
+        engine, db, strict_robots=strict_robots, resume_hint=resume_hint, seed_command=seed_command
+    )
     await run_app(app, headless=headless, size=size)
     if app.error is not None:
         raise app.error

@@ -88,6 +88,7 @@ class SocketSource:
         pid: the crawl's process id.
         strict_robots: the crawl's ``robots_on_failure`` is ``disallow``.
         resume_hint: how to resume the crawl once stopped, as the crawl says it.
+        seed_command: the crawl's command split where one more seed goes (``CrawlApp``'s).
         on_error: called with one line when a read or command fails (the console
             shows it); by default nothing.
     """
@@ -103,6 +104,7 @@ class SocketSource:
         self.pid = hello.pid
         self.strict_robots = hello.strict_robots
         self.resume_hint = hello.resume_hint
+        self.seed_command = hello.seed_command
         self.on_error: Callable[[str], None] = lambda _: None
         self._reader, self._writer = watch
         self._ask_sock = ask
@@ -325,7 +327,7 @@ class AttachedApp(CrawlApp):
         web = bool(os.environ.get(WEB_DRIVER_ENV))
         super().__init__(
             source, db, strict_robots=source.strict_robots, resume_hint=source.resume_hint,
-            driver_class=None if web else HangupTolerantDriver,
+            seed_command=source.seed_command, driver_class=None if web else HangupTolerantDriver,
         )  # fmt: skip
         source.on_error = self._source_error
         self._stop_asked_at: float | None = None  # a first S's time (time.monotonic)
@@ -357,10 +359,8 @@ class AttachedApp(CrawlApp):
 
     def action_stop_crawl(self) -> None:
         """S, then S again within ``STOP_CONFIRM_S``: stop the crawl cleanly; the
-        console stays until ``q`` (STOPPED). A first S only says so."""
-        if self.result is not None:
-            self.notify("The crawl is over.", severity="warning")
-            return
+        console stays until ``q`` (STOPPED). A first S only says so. Once the run has
+        ended the key is off (``CrawlApp.check_action``)."""
         now = time.monotonic()
         if self._stop_asked_at is None or now - self._stop_asked_at > STOP_CONFIRM_S:
             self._stop_asked_at = now

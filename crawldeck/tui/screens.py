@@ -691,14 +691,17 @@ class AddSeedScreen(ModalScreen[str | None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, validate: Callable[[str], Awaitable[str | None]]) -> None:
+    def __init__(
+        self, validate: Callable[[str], Awaitable[str | None]], *, title: str | None = None
+    ) -> None:
         super().__init__()
         self._validate = validate
+        self._title = title or "Add a seed URL"
 
     def compose(self) -> ComposeResult:
-        """A prompt, an input and an error line."""
+        """A prompt (``title``), an input and an error line."""
         with Vertical(id="add-seed", classes="dialog"):
-            yield Static(Text("Add a seed URL", style="bold"))
+            yield Static(Text(self._title, style="bold"))
             yield OrderedInput(placeholder="https://example.com/", id="seed-input")
             yield Static("", id="seed-error")
             yield Static("[dim]Enter adds it, Esc cancels.[/]")

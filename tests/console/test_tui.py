@@ -41,8 +41,10 @@ SIZE = (120, 36)
 class RecordingApp(CrawlApp):
     """The console, recording what it drew and told the operator."""
 
-    def __init__(self, engine: CrawlSource, db: Path) -> None:
-        super().__init__(engine, db)
+    def __init__(
+        self, engine: CrawlSource, db: Path, seed_command: tuple[str, str] | None = None
+    ) -> None:
+        super().__init__(engine, db, seed_command=seed_command)
         self.draws = 0
         self.messages: list[str] = []
         self.hosts_seen: set[str] = set()
@@ -75,11 +77,21 @@ class RecordingApp(CrawlApp):
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
 
-def recording_app(*, finish: bool = False, db: Path = Path("crawl.db")) -> RecordingApp:
+def recording_app(
+    *,
+    finish: bool = False,
+    db: Path = Path("crawl.db"),
+    seed_command: tuple[str, str] | None = None,
+) -> RecordingApp:
     snaps = [snapshot_at(i) for i in range(31)]
     if finish:
         snaps[-1] = replace(snaps[-1], state="finished", hosts=())
-    return RecordingApp(FakeEngine(snaps, finish=finish), db)
+    return RecordingApp(FakeEngine(snaps, finish=finish), db, seed_command)
+
+
+def footer_actions(app: CrawlApp) -> set[str]:
+    """The actions of the keys the footer offers now."""
+    return {b.binding.action for b in app.active_bindings.values() if b.binding.show}
 
 
 def status_text(app: CrawlApp) -> str:
@@ -409,9 +421,13 @@ async def test_finished_crawl_stays_open_until_q() -> None:
         assert app.is_running and "FINISHED" in status_text(app)
         assert any("finished" in m for m in app.messages)
         assert len(table_hosts(app)) == len(HOSTS)  # every host's final row
+        # issue #25 trial 15: the footer no longer offers p once the run has ended
+        assert "toggle_pause" not in footer_actions(app)
+        assert {"add_seed", "export", "quit"} <= footer_actions(app)
         await pilot.press("p")
-        assert "The crawl is over." in app.messages
-        # issue #25: a answers at once as p does, not with a dialog that refuses later
+        assert not fake(app).paused and "PAUSED" not in status_text(app)
+        # issue #25: without the crawl's command (the demo), a answers at once, not
+        # with a dialog that refuses later
         await pilot.press("a")
         assert not isinstance(app.screen, AddSeedScreen)
         assert app.messages[-1] == "The crawl is over: start a new crawl to add seeds."
@@ -419,6 +435,33 @@ async def test_finished_crawl_stays_open_until_q() -> None:
         await pilot.pause()
         assert not fake(app).stop_requested
     assert app.result is not None and app.result.outcome == "finished"
+
+
+async def test_a_after_the_end_answers_a_url_with_the_command_that_adds_it() -> None:
+    """Issue #25 trial 15: ``a`` after the end said so in a notice and opened no box, so
+    the rest of a pasted URL went to the console's keys (``/`` opened the filter). The
+    box opens, says at once the crawl is over, and gives the rerun with the URL."""
+    command = ("crawldeck crawl", "--db c.db --max-pages 50 seeds.txt")
+    app = recording_app(finish=True, seed_command=command)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.result is not None)
+        assert "toggle_pause" not in footer_actions(app)
+        await pilot.press("a")
+        await wait_until(pilot, lambda: isinstance(app.screen, AddSeedScreen))
+        title = app.screen.query_one("#add-seed Static", Static).content
+        assert str(title).startswith("The crawl is over")
+        await pilot.press(*"127.0.0.3:8713/a?b=1&c", "enter")
+        error = app.screen.query_one("#seed-error", Static)
+        await wait_until(pilot, lambda: "run:" in str(error.content))
+        assert str(error.content) == (
+            "To add it, run: crawldeck crawl 'http://127.0.0.3:8713/a?b=1&c' "
+            "--db c.db --max-pages 50 seeds.txt"
+        )
+        assert isinstance(app.screen, AddSeedScreen)  # the box stays: Esc closes it
+        assert not app.query("#hosts-filter:focus")  # the keys went to the box
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, AddSeedScreen))
+    assert fake(app).live_adds == 0
 
 
 # ------------------------------------------------------------------ refresh rate

@@ -305,6 +305,23 @@ async def test_bad_requests_get_one_line_and_an_overlong_one_drops_the_client(
         writer.close()
 
 
+async def test_the_hello_tells_an_attached_console_how_to_resume_and_to_add_a_seed(
+    tmp_path: Path,
+) -> None:
+    """The attached console says what the crawl's own does once the run has ended: the
+    resume line, and the command that adds a seed (issue #25 trial 15)."""
+    db = tmp_path / "crawl.db"
+    command = ("crawldeck crawl", "--db crawl.db --max-pages 50 seeds.txt")
+    server = AttachServer(Crawl(), db, resume_hint="resume with: x", seed_command=command)  # type: ignore[arg-type]
+    await server.start()
+    try:
+        source = await SocketSource.connect(db)
+        assert (source.resume_hint, source.seed_command) == ("resume with: x", command)
+        source.close()
+    finally:
+        await server.close("stopped")
+
+
 async def test_a_stale_socket_is_replaced_and_a_live_one_is_not(tmp_path: Path) -> None:
     db = tmp_path / "crawl.db"
     stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

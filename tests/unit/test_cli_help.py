@@ -280,3 +280,25 @@ def test_no_command_prints_the_commands(capsys: pytest.CaptureFixture[str]) -> N
     out, err = capsys.readouterr()
     assert out.startswith("usage: crawldeck ") and err == ""
     assert all(f"\n    {name} " in out for name in ("crawl", "demo", "recrawl", "export"))
+
+
+def test_the_command_that_adds_a_seed_parses_with_the_seed_and_the_same_flags() -> None:
+    """Issue #25 trial 15: the console's ``a`` after the end gives the crawl's command
+    with one more seed; a URL put after the flags is refused by argparse, so it goes
+    right after ``crawl``."""
+    import shlex
+
+    from crawldeck.cli.output import program
+    from crawldeck.cli.parser import build_parser
+    from crawldeck.cli.runner import crawl_ending
+
+    argv = ["crawl", "seeds.txt", "--db", "my crawl.db", "--max-pages", "50", "-s", "a=1"]
+    head, tail = crawl_ending("resume", CrawlConfig(), argv).seed_command() or ("", "")
+    assert head == f"{program()} crawl"
+    words = shlex.split(f"{head} http://new.test/x?a=1&b {tail}")
+    args, unknown = build_parser().parse_known_args(words[1:])
+    assert unknown == []
+    assert args.seeds == ["http://new.test/x?a=1&b", "seeds.txt"]
+    assert (args.db, args.max_pages, args.settings) == ("my crawl.db", 50, [("a", 1)])
+    assert crawl_ending("resume", CrawlConfig(), None).seed_command() is None  # the demo
+    assert crawl_ending("resume", CrawlConfig(), ["recrawl", "c.db"]).seed_command() is None

@@ -138,10 +138,12 @@ class Frame:
 
     Attributes:
         t: its type: ``hello``, ``snap``, ``end``, ``reply`` or ``refused``.
-        protocol, db, pid, strict_robots, resume_hint: the ``hello``'s: ``PROTOCOL``,
-            the crawl file (absolute), the crawl's process id, whether robots.txt
-            failures disallow (``robots_on_failure = "disallow"``), the line that
-            tells how to resume the crawl once stopped (``None``: none).
+        protocol, db, pid, strict_robots, resume_hint, seed_command: the ``hello``'s:
+            ``PROTOCOL``, the crawl file (absolute), the crawl's process id, whether
+            robots.txt failures disallow (``robots_on_failure = "disallow"``), the line
+            that tells how to resume the crawl once stopped (``None``: none), and its
+            command split where one more seed goes (``tui.app.CrawlApp``'s; ``None``:
+            none).
         snap: the ``snap``'s snapshot.
         outcome, hosts: the ``end``'s: how the run ended (``core.crawl.engine.Outcome``) and
             the hosts' final rows (at most ``MAX_HOST_ROWS``).
@@ -156,6 +158,7 @@ class Frame:
     pid: int = 0
     strict_robots: bool = False
     resume_hint: str | None = None
+    seed_command: tuple[str, str] | None = None
     snap: CrawlSnapshot | None = None
     outcome: str = ""
     hosts: tuple[HostRow, ...] = ()
@@ -427,6 +430,8 @@ class AttachServer:
         db: its crawl file; the socket is ``socket_path(db)`` (or ``short_path``).
         strict_robots: ``robots_on_failure`` is ``disallow`` (told in ``hello``).
         resume_hint: the line that tells how to resume the crawl (told in ``hello``).
+        seed_command: the crawl's command split where one more seed goes (told in
+            ``hello``; see ``tui.app.CrawlApp``).
         drain_timeout_s: seconds a client may take nothing before it is dropped.
     """
 
@@ -437,6 +442,7 @@ class AttachServer:
         *,
         strict_robots: bool = False,
         resume_hint: str | None = None,
+        seed_command: tuple[str, str] | None = None,
         drain_timeout_s: float = DRAIN_TIMEOUT_S,
     ) -> None:
         self._engine = engine
@@ -444,7 +450,8 @@ class AttachServer:
         self.db = Path(db).resolve()
         self._hello = encode(
             {"t": "hello", "protocol": PROTOCOL, "db": str(self.db), "pid": os.getpid(),
-             "strict_robots": strict_robots, "resume_hint": resume_hint}
+             "strict_robots": strict_robots, "resume_hint": resume_hint,
+             "seed_command": seed_command}
         )  # fmt: skip
         self._uid = os.getuid()
         self._clients: dict[_Client, asyncio.Task[None]] = {}
