@@ -124,7 +124,9 @@ def status_text(
     ``WIDE_HEADER`` cells on), ``state`` (upper case), the crawl file's name and
     ``snap``'s totals; ``fetched`` counts the fetches (``CrawlSnapshot.pages_done``:
     the hosts table's ``fetched`` summed; a retried URL's each answer, which the status
-    mix, one a URL, counts once: issue #25), as the headless progress line does.
+    mix, one a URL, counts once: issue #25), as the headless progress line does. The
+    rates are the last ``window_s`` seconds' while the run goes on, its averages once it
+    has ended (``run_average``).
 
     The figures after the fetches in flight (the ETA, the queue, the bytes a second, in
     that order) are each shown whole or not at all: from the first that would pass
@@ -137,13 +139,14 @@ def status_text(
         c = snap.counters
         cap = f"/{snap.max_pages}" if snap.max_pages else ""
         average = run_average(snap)
-        rate = f"{snap.pages_per_s:.1f}/s" if average is None else f"{average:.1f}/s average"
+        pages_s, bytes_s = (snap.pages_per_s, snap.bytes_per_s) if average is None else average
+        rate = f"{pages_s:.1f}/s" if average is None else f"{pages_s:.1f}/s average"
         text.append(
             f"  fetched {snap.pages_done}{cap} · {rate} · in flight {fetches_in_flight(snap)}"
         )
         eta = eta_text(snap)
         extras = [] if eta is None else [Text.assemble(" · ETA ", (eta, "bold"))]
-        extras += [Text(f" · queued {c.queued}"), Text(f" · {fmt_bytes(snap.bytes_per_s)}/s")]
+        extras += [Text(f" · queued {c.queued}"), Text(f" · {fmt_bytes(bytes_s)}/s")]
         for extra in extras:
             if text.cell_len + extra.cell_len > width:
                 break
@@ -284,14 +287,17 @@ def progress_bar(done: int, total: int, width: int = 16) -> Text:
     return Text.assemble(("━" * filled, "magenta"), ("─" * (width - filled), "dim"))
 
 
-def run_average(snap: CrawlSnapshot) -> float | None:
-    """Pages/s over this whole run once it has ended (``ended_at`` set): the pages this
-    run fetched over its crawl time; ``None`` while it runs (the header and the
-    throughput panel show the last ``window_s`` seconds' rate, which after the end only
-    says how the run wound down)."""
+def run_average(snap: CrawlSnapshot) -> tuple[float, float] | None:
+    """Pages/s and body bytes/s over this whole run once it has ended (``ended_at``
+    set): what this run fetched over its crawl time; ``None`` while it runs (the header
+    and the throughput panel show the last ``window_s`` seconds' rates, which after the
+    end only say how the run wound down: issue #25 trial 15 read 284 kB/s, a late
+    sample, beside a run of 392 kB/s)."""
     if snap.ended_at is None:
         return None
-    return snap.pages_this_run / snap.elapsed_s if snap.elapsed_s > 0 else 0.0
+    if snap.elapsed_s <= 0:
+        return 0.0, 0.0
+    return snap.pages_this_run / snap.elapsed_s, snap.bytes_this_run / snap.elapsed_s
 
 
 def summary_text(snap: CrawlSnapshot, width: int | None = None) -> Text:
@@ -328,8 +334,12 @@ def summary_text(snap: CrawlSnapshot, width: int | None = None) -> Text:
             )
         row("elapsed", line)
     else:
-        row("elapsed", f"{fmt_duration(snap.elapsed_s)}{budget} · {average:.1f} pages/s "
-            "(this run's average)")  # fmt: skip
+        pages_s, bytes_s = average
+        line = f"{fmt_duration(snap.elapsed_s)}{budget} · {pages_s:.1f} pages/s"
+        bytes_part = f" · {fmt_bytes(bytes_s)}/s"
+        if width is None or 9 + len(line + bytes_part) + 21 <= width:
+            line += bytes_part
+        row("elapsed", f"{line} (this run's average)")
     if snap.max_pages:
         done = min(snap.pages_done, snap.max_pages)
         row("fetched", f"{snap.pages_done}/{snap.max_pages} ", progress_bar(done, snap.max_pages),

@@ -39,6 +39,7 @@ from crawldeck.tui.screens import (
     OverviewPanel,
     eta_text,
     own_bindings,
+    status_text,
 )
 from crawldeck.tui.table import LineTable
 from crawldeck.tui.widgets import HOST_COLUMNS
@@ -385,7 +386,10 @@ async def test_a_finished_crawl_shows_no_resume_line() -> None:
         # (3855 pages in 120 s), in the header and the throughput panel alike
         assert " fetched 3855/6000 · 32.1/s average · in flight" in plain(app, "#status")
         summary = plain(app, "#summary").splitlines()
-        assert summary[0] == "elapsed  0:02:00 · 32.1 pages/s (this run's average)"
+        assert summary[0] == "elapsed  0:02:00 · 32.1 pages/s · 449.8 kB/s (this run's average)"
+        # bytes/s too (issue #25 trial 15: a late sample, 284 kB/s, beside 392 kB/s)
+        wide = status_text("FINISHED", "crawl.db", app.snapshot, 160).plain
+        assert wide.endswith(" · queued 540 · 449.8 kB/s"), wide
         assert app.query_one(TabbedContent).active == "tab-hosts"
         assert {row.host for row in app.hosts_panel.rows()} == {row.host for row in HOSTS}
 

@@ -126,6 +126,7 @@ def snapshot_at(step: int, *, state: CrawlState = "running") -> CrawlSnapshot:
         log=LOG[: 1 + step // 30],
         render=RENDER,
         pages_this_run=pages,
+        bytes_this_run=pages * 14_000,
     )
 
 

@@ -596,6 +596,7 @@ class Observer:
             pages_fetched=self.pages,
             bytes_fetched=self.bytes,
             pages_this_run=self.pages - self.pages_at_start,
+            bytes_this_run=self.bytes - self.bytes_at_start,
             render=render,
             ended_at=self.ended_at,
             retried=self.retried,

@@ -163,6 +163,7 @@ class CrawlSnapshot:
         log: the most recent warning and audit lines, newest last.
         pages_this_run: pages fetched since this run started (``counters.pages``
             counts every run on the file).
+        bytes_this_run: their decoded body bytes (``bytes_fetched`` counts every run).
         render: the render pool (busy / idle / queued, pages rendered, memory), or
             ``None`` when rendering is off (``render = never`` or no Chromium).
         ended_at: when this run's crawl ended (epoch s), ``None`` while it runs: a
@@ -195,6 +196,7 @@ class CrawlSnapshot:
     blocked: tuple[BlockedRow, ...]
     log: tuple[str, ...]
     pages_this_run: int = 0
+    bytes_this_run: int = 0
     render: RenderStats | None = None
     ended_at: float | None = None
     retried: int = 0
