@@ -31,6 +31,7 @@ from crawldeck.cli.runner import (
     output_problem,
     raise_open_files_limit,
     run_crawl,
+    say_headless,
     spent_budget,
     start_metrics,
     stats_json_problem,
@@ -228,6 +229,7 @@ def run(args: argparse.Namespace) -> int:
     if args.workers is not None or args.redis is not None:
         from crawldeck.cli.cluster import run_cluster_crawl
 
+        say_headless(args, ui)
         code = run_cluster_crawl(args, config, seeds, db, hint, ui=ui)
         return code if code == EXIT_BAD_INPUT else write_output(args.command, db, args.output, code)
     metrics = None
@@ -245,6 +247,7 @@ def run(args: argparse.Namespace) -> int:
             # nothing queued: the run ends "finished", no cap to raise (issue #25)
             if spent is not None and counts["queued"] + counts["in_flight"]:
                 print(f"crawldeck: warning: {spent}", file=sys.stderr, flush=True)
+        say_headless(args, ui)
         code = asyncio.run(
             run_crawl(
                 config,

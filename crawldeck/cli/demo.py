@@ -18,6 +18,7 @@ from crawldeck.cli.runner import (
     output_problem,
     raise_open_files_limit,
     run_crawl,
+    say_headless,
     stats_json_problem,
     ui_config,
     wants_console,
@@ -100,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
     hint = f"the demo starts anew each run: {program()} {shlex.join(sys.argv[1:])}"
     try:
         with LocalWeb() as web:
+            say_headless(args, ui)
             print("crawldeck demo: the local web is up:")
             for name, base in web.hosts.items():
                 print(f"  {name:10s} {base}/")

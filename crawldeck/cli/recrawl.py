@@ -29,6 +29,7 @@ from crawldeck.cli.runner import (
     Ending,
     raise_open_files_limit,
     run_crawl,
+    say_headless,
     start_metrics,
     stats_json_problem,
     ui_config,
@@ -219,6 +220,7 @@ def run(args: argparse.Namespace) -> int:
         if metrics is not None:
             metrics.close()
         return fail(args.command, str(exc))
+    say_headless(args, ui)
     print(f"crawldeck recrawl: {first_line(plan, args.older_than, older_than_s)}", flush=True)
     hint = f"resume with: {program()} {shlex.join(sys.argv[1:])}"
     # the recrawl's budgets count this recrawl: the same command fetches more

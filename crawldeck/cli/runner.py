@@ -559,20 +559,27 @@ def raise_open_files_limit(want: int = OPEN_FILES_WANTED) -> int:
 def wants_console(args: argparse.Namespace) -> bool:
     """Whether to open the console: not with ``--no-ui``, and only with a terminal on
     stdin, stdout and stderr (the console draws on stderr). Without one (cron, CI,
-    nohup, ``> log``, ``2> log``, a pipe) the crawl runs headless and says so in one
-    line on stderr (an information line: not under ``-q``, which keeps errors and the
-    summary only; issue #25 trial 11), instead of waiting for a ``q`` nobody can type
-    and filling a file with escape codes. ``-q``, ``-v`` or ``--log-level`` choose how
+    nohup, ``> log``, ``2> log``, a pipe) the crawl runs headless (``say_headless``
+    says so once it starts), instead of waiting for a ``q`` nobody can type and
+    filling a file with escape codes. ``-q``, ``-v`` or ``--log-level`` choose how
     much a headless run prints: given one, the run is headless (as wget's ``-q`` keeps a
     terminal quiet; issue #25 trials: ``-q`` in a terminal opened the console)."""
     if args.no_ui or getattr(args, "log_level", None) is not None:
         return False
-    if sys.stdin.isatty() and sys.stdout.isatty() and sys.stderr.isatty():
-        return True
+    return sys.stdin.isatty() and sys.stdout.isatty() and sys.stderr.isatty()
+
+
+def say_headless(args: argparse.Namespace, ui: bool) -> None:
+    """The line on stderr that says a run without ``--no-ui`` goes headless for want of
+    a terminal (``wants_console``), printed when the crawl starts: after every refusal,
+    so an error is the only line of a run that does not start (issue #25 trial 15). An
+    information line: not under ``-q``, which keeps errors and the summary only (issue
+    #25 trial 11)."""
+    if ui or args.no_ui or getattr(args, "log_level", None) is not None:
+        return
     if log_level(args) <= logging.INFO:
         print("crawldeck: no terminal on stdin, stdout and stderr: running headless (as "
-              "--no-ui)", file=sys.stderr)  # fmt: skip
-    return False
+              "--no-ui)", file=sys.stderr, flush=True)  # fmt: skip
 
 
 def cluster_problem(args: argparse.Namespace, config: CrawlConfig) -> str | None:

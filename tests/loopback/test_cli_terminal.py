@@ -95,6 +95,17 @@ def test_no_terminal_runs_headless_and_says_so(tmp_path: Path, web: LocalWeb) ->
     )  # fmt: skip
     assert quiet.returncode == 0, quiet.stderr
     assert b"running headless" not in quiet.stderr
+    # a run refused after the terminal was looked for says only why (issue #25 trial
+    # 15: the headless line came first), in crawl and in recrawl alike
+    (tmp_path / "notes.db").write_text("not a crawl file\n" * 100)
+    for command in (["crawl", web.seeds()[0], "--db", "notes.db"], ["recrawl", "notes.db"]):
+        refused = subprocess.run(
+            [CRAWLDECK, *command], cwd=tmp_path, stdin=subprocess.DEVNULL,
+            capture_output=True, timeout=90, check=False,
+        )  # fmt: skip
+        lines = refused.stderr.decode().splitlines()
+        assert refused.returncode == 2 and len(lines) == 1, lines
+        assert lines[0].startswith(f"crawldeck {command[0]}: error: ")
 
 
 def in_a_terminal(args: list[str], cwd: Path, cap_s: float = 90) -> tuple[int, bytes]:
