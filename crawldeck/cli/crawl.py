@@ -47,6 +47,7 @@ from crawldeck.core.net.request_options import RequestOptions
 from crawldeck.core.policy import urls
 from crawldeck.core.policy.seeds import URL_SCHEME, read_seeds, schemeless
 from crawldeck.core.storage.store import Store
+from crawldeck.core.words import plural
 
 #: The command's line in ``crawldeck --help``, and the start of its own ``--help``.
 SUMMARY = "crawl from URLs or seeds files (resumes if --db has a crawl)"
@@ -147,8 +148,9 @@ def gather_seeds(
     with a scheme (``https://``) a URL, one without a scheme that names a host
     (``example.org/docs``, ``localhost:8080``: ``seeds.schemeless``, not a file name such
     as ``seeds.txt``) the URL ``http://`` + it, as wget and ``scrapy fetch`` take it,
-    which ``notes`` gets a line about; and the seeds files' bad lines, one line each
-    (``FILE: line N: REASON``), which are skipped.
+    which ``notes`` gets a line about (one a seeds file for its lines without a
+    scheme); and the seeds files' bad lines, one line each (``FILE: line N: REASON``),
+    which are skipped.
 
     Raises:
         SeedError: an item that is neither an existing path nor a URL, a URL that cannot
@@ -158,9 +160,18 @@ def gather_seeds(
     problems: list[str] = []
     for item in items:
         if Path(item).exists():
-            listed, bad = read_seeds(Path(item))
+            guessed: list[int] = []
+            listed, bad = read_seeds(Path(item), guessed)
             found.extend(listed)
             problems.extend(f"{item}: {problem}" for problem in bad)
+            if guessed and notes is not None:  # one line a file, as on the command line
+                first = (
+                    f" (the first: line {guessed[0]})"
+                    if len(guessed) > 1
+                    else f" (line {guessed[0]})"
+                )
+                notes.append(f"{item}: {plural(len(guessed), 'line')} without a scheme{first}: "
+                             "crawled as http:// + the line, as wget -i does")  # fmt: skip
         elif URL_SCHEME.match(item):
             try:
                 found.append(urls.clean(item))

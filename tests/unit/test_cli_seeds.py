@@ -58,6 +58,27 @@ def test_a_host_without_a_scheme_is_taken_as_http(given: str) -> None:
     assert notes == [f"seed {given!r} has no scheme: crawling {expected} (as wget does)"]
 
 
+def test_a_seeds_file_says_once_that_lines_had_no_scheme(tmp_path: Path) -> None:
+    """Issue #25 trial 15: the command line said so of a seed without a scheme, a seeds
+    file's lines were taken silently; one note a file names how many, and the first."""
+    listed = tmp_path / "seeds.txt"
+    listed.write_text("# start\nhttp://a.example/\nb.example/docs\n\nc.example:8080\n")
+    notes: list[str] = []
+    seeds, _ = gather_seeds([str(listed)], notes)
+    assert seeds == ["http://a.example/", "http://b.example/docs", "http://c.example:8080/"]
+    assert notes == [f"{listed}: 2 lines without a scheme (the first: line 3): crawled as "
+                     "http:// + the line, as wget -i does"]  # fmt: skip
+    listed.write_text("http://a.example/\nb.example\n")
+    notes.clear()
+    gather_seeds([str(listed)], notes)
+    assert notes == [f"{listed}: 1 line without a scheme (line 2): crawled as http:// + the "
+                     "line, as wget -i does"]  # fmt: skip
+    listed.write_text("http://a.example/\n")
+    notes.clear()
+    gather_seeds([str(listed)], notes)
+    assert notes == []
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [

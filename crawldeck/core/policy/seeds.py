@@ -78,8 +78,9 @@ class SeedProblem:
         return f"line {self.line}: {self.reason}: {shown!r}"
 
 
-def parse_seeds(text: str) -> tuple[list[str], list[SeedProblem]]:
-    """Seed URLs (cleaned, in file order, duplicates kept once) and the rejected lines.
+def parse_seeds(text: str, guessed: list[int] | None = None) -> tuple[list[str], list[SeedProblem]]:
+    """Seed URLs (cleaned, in file order, duplicates kept once) and the rejected lines;
+    ``guessed`` gets the numbers of the lines taken as ``http://`` + it (see below).
 
     A ``#`` starts a comment only at the start of a line or after white space, so a
     URL's own fragment marker is not taken for one. Lines are split at ``\n`` only
@@ -98,19 +99,23 @@ def parse_seeds(text: str) -> tuple[list[str], list[SeedProblem]]:
         cut = line.find(" #")
         if cut >= 0:
             line = line[:cut].strip()
+        spelled = schemeless(line)
         try:
-            url = clean(schemeless(line) or line)
+            url = clean(spelled or line)
         except UrlError as exc:
             problems.append(SeedProblem(number, line, str(exc)))
             continue
+        if spelled is not None and guessed is not None:
+            guessed.append(number)
         if url not in seen:
             seen.add(url)
             urls.append(url)
     return urls, problems
 
 
-def read_seeds(path: Path) -> tuple[list[str], list[SeedProblem]]:
-    """``parse_seeds`` of the file at ``path`` (UTF-8, a BOM allowed).
+def read_seeds(path: Path, guessed: list[int] | None = None) -> tuple[list[str], list[SeedProblem]]:
+    """``parse_seeds`` of the file at ``path`` (UTF-8, a BOM allowed; ``guessed`` as
+    there).
 
     A line that is not UTF-8 is a problem of its own (``line N: not UTF-8 text``); the
     other lines are still read. A file that holds a NUL byte is not a text file.
@@ -135,5 +140,5 @@ def read_seeds(path: Path) -> tuple[list[str], list[SeedProblem]]:
             shown = raw.decode("utf-8", "replace").strip()
             bad.append(SeedProblem(number, shown, "not UTF-8 text"))
             lines.append("")  # keeps the numbers of the lines after it
-    urls, problems = parse_seeds("\n".join(lines))
+    urls, problems = parse_seeds("\n".join(lines), guessed)
     return urls, sorted(problems + bad, key=lambda p: p.line)
