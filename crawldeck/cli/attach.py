@@ -120,6 +120,16 @@ def _say(line: str) -> None:
 #: Fonts): left out, the page's font falls back to the monospace ones it names next.
 OUTSIDE_LINK = re.compile(r"<link[^>]*https?://[^>]*>", re.DOTALL)
 
+#: Added to the end of textual-serve's page: the terminal takes the keyboard's focus
+#: as soon as xterm.js has made its input box, so keys work without a click first, as
+#: in a terminal (issue #25 trial 15: a viewer's first keys went nowhere).
+FOCUS_SCRIPT = (
+    "<script>new MutationObserver((_, seen) => {"
+    ' const box = document.querySelector("#terminal .xterm-helper-textarea");'
+    " if (box) { box.focus(); seen.disconnect(); }"
+    "}).observe(document.body, {childList: true, subtree: true});</script>"
+)
+
 
 def is_loopback(address: str) -> bool:
     """Whether ``address`` (an IP address or ``localhost``) is a loopback one."""
@@ -177,7 +187,8 @@ def make_web_app(db: Path, port: int, token: str | None) -> Any:
     websocket (its ``Server``, which runs ``attach_command`` per viewer), under the
     token's prefix, behind ``WebGuard``; the page's URLs follow the ``Host`` it was
     asked by, and its links to other sites (a web font) are left out
-    (``OUTSIDE_LINK``): a viewer's browser asks nothing of any other server."""
+    (``OUTSIDE_LINK``): a viewer's browser asks nothing of any other server. The
+    terminal takes the keyboard's focus once it is made (``FOCUS_SCRIPT``)."""
     import aiohttp_jinja2
     import jinja2
     from aiohttp import web
@@ -211,7 +222,7 @@ def make_web_app(db: Path, port: int, token: str | None) -> Any:
         return aiohttp_jinja2.render_template("app_index.html", request, context)
 
     page = (Path(server.templates_path) / "app_index.html").read_text(encoding="utf-8")
-    page = OUTSIDE_LINK.sub("", page)
+    page = OUTSIDE_LINK.sub("", page).replace("</body>", FOCUS_SCRIPT + "</body>")
     app = web.Application(middlewares=[guarded])
     aiohttp_jinja2.setup(app, loader=jinja2.DictLoader({"app_index.html": page}))
     app.add_routes(

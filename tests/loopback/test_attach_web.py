@@ -131,7 +131,10 @@ async def test_two_browsers_see_the_same_crawl_keys_work_and_closing_them_leaves
                 assert len(viewers(web.pid)) == 2  # one process per viewer
                 # p in the first page pauses the crawl; the second page shows it too
                 mark = len(screens[1].frames)
-                await pages[0].focus(".xterm-helper-textarea")
+                # with no click first: the terminal has the focus (issue #25 trial 15)
+                for page in pages:
+                    focused = "document.activeElement.classList.contains('xterm-helper-textarea')"
+                    assert await page.evaluate(focused)
                 await pages[0].keyboard.press("p")
                 await until(lambda: seen[-1].state == "paused", "the crawl paused")
                 await until(lambda: "PAUSED" in screens[1].text(mark), "PAUSED in the other page")
