@@ -60,7 +60,9 @@ class CrawlHistory:
     the next with two buckets' pages, a peak up to twice the rate; issue #25.) Fed
     with every snapshot; the rates are those of the buckets whose time is over (the
     chart changes once a bucket, not with every snapshot, and its last point is no
-    part of a bucket).
+    part of a bucket). Each bucket also keeps its seconds of crawl time (``active``:
+    an interval that ends in a paused or ended snapshot is none), so the means leave
+    the pauses out, as the run's elapsed time does (``mean_pages_per_s``).
     """
 
     def __init__(self, points: int = RUN_POINTS) -> None:
@@ -70,6 +72,7 @@ class CrawlHistory:
         self.bucket_s = 1.0
         self.pages: list[float] = []  # pages fetched in each bucket (shares of intervals)
         self.bytes: list[float] = []  # body bytes received in each bucket
+        self.active: list[float] = []  # seconds of each bucket the crawl was not paused
         self._start: float | None = None
         #: The run's elapsed time at the first snapshot (s): about 0 in the crawl's
         #: own console, the time before the attach in an attached one.
@@ -95,6 +98,8 @@ class CrawlHistory:
         while len(self.pages) <= index:
             self.pages.append(0.0)
             self.bytes.append(0.0)
+            self.active.append(0.0)
+        crawling = snap.state not in _IDLE_STATES
         pages, size = self._last
         grown = (max(0, done[0] - pages), max(0, done[1] - size))
         self._last = done
@@ -105,14 +110,18 @@ class CrawlHistory:
         first = max(0, math.ceil(begin / self.bucket_s) - 1)
         for b in range(first, index + 1):
             low, high = b * self.bucket_s, (b + 1) * self.bucket_s
-            share = (min(end, high) - max(begin, low)) / (end - begin)
-            if share > 0:
+            seconds = min(end, high) - max(begin, low)
+            if seconds > 0:
+                share = seconds / (end - begin)
                 self.pages[b] += grown[0] * share
                 self.bytes[b] += grown[1] * share
+                if crawling:
+                    self.active[b] += seconds
 
     def _halve(self) -> None:
         self.pages = [sum(self.pages[i : i + 2]) for i in range(0, len(self.pages), 2)]
         self.bytes = [sum(self.bytes[i : i + 2]) for i in range(0, len(self.bytes), 2)]
+        self.active = [sum(self.active[i : i + 2]) for i in range(0, len(self.active), 2)]
         self.bucket_s *= 2
 
     @property
@@ -133,6 +142,27 @@ class CrawlHistory:
     def bytes_per_s(self) -> list[float]:
         """Bytes/s of each bucket that is over, oldest first."""
         return [n / self.bucket_s for n in self.bytes[: self.done]]
+
+    def mean_pages_per_s(self) -> float:
+        """Pages/s over the crawl time of the buckets that are over: their pages over
+        their seconds not paused (0.0 before any), not the mean of their points, which
+        counts a paused minute as a minute of 0/s (the header's run average leaves the
+        pauses out too)."""
+        return _per_active_s(self.pages[: self.done], self.active[: self.done])
+
+    def mean_bytes_per_s(self) -> float:
+        """Body bytes/s over the same crawl time (``mean_pages_per_s``)."""
+        return _per_active_s(self.bytes[: self.done], self.active[: self.done])
+
+
+#: Snapshot states whose time is no crawl time (``CrawlHistory.active``).
+_IDLE_STATES = frozenset({"paused", "finished", "stopped"})
+
+
+def _per_active_s(amounts: list[float], seconds: list[float]) -> float:
+    """``sum(amounts) / sum(seconds)``, 0.0 when no second counts."""
+    total = sum(seconds)
+    return sum(amounts) / total if total > 0 else 0.0
 
 
 __all__ = ["HISTORY_S", "RUN_POINTS", "CrawlHistory", "ThroughputHistory"]

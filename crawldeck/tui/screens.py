@@ -481,12 +481,13 @@ def _band_label(ordering: str, p: int) -> str:
     return f"seeds, {band}" if p == 0 else band
 
 
-def rate_label(name: str, rates: list[float], fmt: Callable[[float], str]) -> Text:
-    """``name  peak X · mean Y`` of a chart's points (``-`` before any point)."""
+def rate_label(name: str, rates: list[float], mean: float, fmt: Callable[[float], str]) -> Text:
+    """``name  peak X · mean Y``: the highest of a chart's points and ``mean`` (over
+    the crawl time: ``CrawlHistory.mean_pages_per_s``); ``-`` before any point."""
     text = Text.assemble((f"{name:9s}", "bold"))
     if not rates:
         return text.append("-")
-    return text.append(f"peak {fmt(max(rates))} · mean {fmt(sum(rates) / len(rates))}")
+    return text.append(f"peak {fmt(max(rates))} · mean {fmt(mean)}")
 
 
 #: A run chart whose first snapshot came this late into the run (s) says from when it
@@ -529,9 +530,11 @@ class OverviewPanel(Horizontal):
         pages = history.pages_per_s()
         sizes = history.bytes_per_s()
         set_static(self.query_one("#run-pages-label", Static),
-                   rate_label("pages/s", pages, lambda v: f"{v:.1f}"))  # fmt: skip
+                   rate_label("pages/s", pages, history.mean_pages_per_s(),
+                              lambda v: f"{v:.1f}"))  # fmt: skip
         set_static(self.query_one("#run-bytes-label", Static),
-                   rate_label("bytes/s", sizes, fmt_bytes))  # fmt: skip
+                   rate_label("bytes/s", sizes, history.mean_bytes_per_s(),
+                              fmt_bytes))  # fmt: skip
         self.query_one("#run-pages-chart", Sparkline).data = pages
         self.query_one("#run-bytes-chart", Sparkline).data = sizes
         run = self.query_one("#run-chart")

@@ -144,9 +144,34 @@ def test_late_snapshots_across_a_bucket_end_give_no_false_peak() -> None:
     for at in (0.0, 0.9, 2.1, 2.9, 4.1, 5.0):
         history.add(snap(100.0 + at, round(at * 10), 0))
     assert history.pages_per_s() == pytest.approx([10.0] * 5)
-    assert rate_label("pages/s", history.pages_per_s(), lambda v: f"{v:.1f}").plain == (
+    mean = history.mean_pages_per_s()
+    assert rate_label("pages/s", history.pages_per_s(), mean, lambda v: f"{v:.1f}").plain == (
         "pages/s  peak 10.0 · mean 10.0"
     )
+
+
+def test_the_run_means_leave_the_pauses_out() -> None:
+    """10 pages/s for 4 s, paused 4 s, 10 pages/s for 4 s again: the mean is 10/s, as
+    the header's run average (which leaves paused time out) says, not 6.7 (issue #25:
+    the "This run" mean counted paused seconds as seconds of 0/s)."""
+    history = CrawlHistory()
+    pages = 0
+    for second in range(13):
+        paused = 4 < second <= 8
+        if second and not paused:
+            pages += 10
+        history.add(replace(snap(100.0 + second, pages, pages * 1000),
+                            state="paused" if paused else "running"))  # fmt: skip
+    assert history.pages_per_s() == [10.0] * 4 + [0.0] * 4 + [10.0] * 4
+    assert history.mean_pages_per_s() == pytest.approx(10.0)
+    assert history.mean_bytes_per_s() == pytest.approx(10_000.0)
+    many = CrawlHistory(points=4)  # halved twice: the crawl time merges with the pages
+    for second in range(13):
+        paused = 4 < second <= 8
+        many.add(replace(snap(100.0 + second, 10 * min(second, 4) + 10 * max(0, second - 8)
+                              , 0), state="paused" if paused else "running"))  # fmt: skip
+    assert many.bucket_s == 4.0
+    assert many.mean_pages_per_s() == pytest.approx(10.0)
 
 
 # ------------------------------------------------------------------ the frontier figure
