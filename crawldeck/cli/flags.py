@@ -296,8 +296,8 @@ def add_config_flags(
         "render=never; repeatable (default: none; a flag below wins over -s)",
     )  # fmt: skip
     counted = (
-        "the crawl file holds N pages, over ALL its runs: a rerun with the same N fetches "
-        "nothing new"
+        "N fetches are made, over ALL the crawl file's runs (a page's each retry or revisit "
+        "counts: the console's 'fetched'): a rerun with the same N fetches nothing new"
         if not fresh
         else "N pages are fetched (each demo run starts anew)"
     )

@@ -42,11 +42,13 @@ from crawldeck.core.config import CrawlConfig
 from crawldeck.core.crawl.stats import read_run
 from crawldeck.core.errors import CrawldeckError, without_url
 from crawldeck.core.storage.store import Store
-from crawldeck.core.words import plural, rounded_size, spelled_size
+from crawldeck.core.words import plural, spelled_size
 from crawldeck.tui.stops import (
     BUDGET_FLAGS,
     WHOLE_CRAWL_BUDGETS,
     hold_stop_signals,
+    raised_budget,
+    raised_cap,
     stop_signals,
 )
 
@@ -439,50 +441,30 @@ class Ending:
     exported: bool = False
     nothing_left: str | None = None
 
-    def seed_command(self) -> tuple[str, str] | None:
+    def seed_command(self) -> tuple[str, tuple[str, ...]] | None:
         """The command of a ``crawl`` split where one more seed goes: ``crawldeck crawl``
-        and the rest of its arguments, shell-quoted (seeds come first: argparse takes no
-        positional after the flags). Running it with a URL between the two resumes the
-        crawl file with that seed (its scope widened), as the console's ``a`` says once
-        the run has ended (issue #25 trial 15). ``None`` for another command (a recrawl
-        takes no seed) or without ``argv`` (the demo starts anew)."""
+        (shell-quoted) and the rest of its arguments (seeds come first: argparse takes
+        no positional after the flags). Running it with a URL between the two resumes
+        the crawl file with that seed (its scope widened), as the console's ``a`` says
+        once the run has ended (issue #25 trial 15; after a whole-crawl budget, with
+        the cap raised: ``tui.stops.raised_cap``). ``None`` for another command (a
+        recrawl takes no seed) or without ``argv`` (the demo starts anew)."""
         if not self.argv or self.argv[0] != "crawl":
             return None
-        return f"{program()} crawl", shlex.join(self.argv[1:])
+        return f"{program()} crawl", tuple(self.argv[1:])
 
     def go_on(self, outcome: str, held: Mapping[str, int]) -> str | None:
         """The line with a command that fetches more after the whole-crawl budget
-        ``outcome``: the same command with the cap raised to twice the cap, or to what
-        the file holds (``held``: ``max_pages`` -> its pages, ``max_bytes`` -> its body
-        bytes) plus the cap when that is more, bytes rounded up to a whole unit
-        (``core.words.rounded_size``). ``--max-pages`` and ``--max-bytes`` count every
-        run of the file, so the same cap, or one the file is past, fetches nothing
-        (issue #25; trial 9: a run that stopped at 2.8 MB of a 1MB cap was told 2MB).
+        ``outcome``: the same command with the cap raised (``tui.stops.raised_cap``;
+        ``held``: ``max_pages`` -> the file's fetches, ``max_bytes`` -> its body bytes).
         ``None`` for another outcome, or without ``argv``."""
         cap = self.budgets.get(outcome)
         if self.argv is None or not cap:
             return None
         flag = WHOLE_CRAWL_BUDGETS[outcome]
-        higher = max(2 * cap, held.get(outcome, 0) + cap)
-        value = spelled_size(rounded_size(higher)) if outcome == "max_bytes" else str(higher)
+        value = raised_cap(outcome, cap, held.get(outcome, 0))
         command = shlex.join(raised_budget(self.argv, flag, value))
         return f"to continue, run it with a higher {flag}: {program()} {command}"
-
-
-def raised_budget(argv: Sequence[str], flag: str, value: str) -> list[str]:
-    """``argv`` (a command's arguments after ``crawldeck``) with ``flag`` (``--max-pages``,
-    ``--max-bytes``) set to ``value``: its ``flag X`` and ``flag=X`` left out and
-    ``flag value`` added at the end (a flag wins over ``-s`` and ``--config``)."""
-    kept: list[str] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg == flag:
-            skip = True
-        elif not arg.startswith(f"{flag}="):
-            kept.append(arg)
-    return [*kept, flag, value]
 
 
 def crawl_ending(
@@ -515,19 +497,20 @@ def crawl_ending(
 def spent_budget(pages: int, body_bytes: int, config: CrawlConfig, ending: Ending) -> str | None:
     """The warning before a resumed run whose whole-crawl budget the file has reached
     already (issue #25 F20: it fetched nothing and said so only at the end): ``pages``
-    and ``body_bytes`` are the file's (``Store.counts``, ``Store.page_totals``); the
+    (its fetches, what ``max_pages`` counts: ``core.crawl.resume.file_fetches``) and
+    ``body_bytes`` are the file's (``Store.page_totals``); the
     line names the cap and the command that goes on (``ending.go_on``); ``None`` when
     no such budget is reached."""
     for outcome, held, shown in (
-        ("max_pages", pages, plural(pages, "page")),
-        ("max_bytes", body_bytes, f"{body_bytes:,} body bytes"),
+        ("max_pages", pages, f"made {plural(pages, 'fetch', 'fetches')}"),
+        ("max_bytes", body_bytes, f"fetched {body_bytes:,} body bytes"),
     ):
         cap = getattr(config, outcome)
         if cap and held >= cap:
             flag = WHOLE_CRAWL_BUDGETS[outcome]
             held_now = {"max_pages": pages, "max_bytes": body_bytes}
             way_on = ending.go_on(outcome, held_now) or f"give a higher {flag}"
-            return (f"the crawl file holds {shown} already: {flag} {cap} is reached before "
+            return (f"the crawl file's runs {shown} already: {flag} {cap} is reached before "
                     f"this run fetches anything; {way_on}")  # fmt: skip
     return None
 

@@ -87,10 +87,12 @@ class CrawlConfig:
         robots_token: the product token matched against robots.txt user-agent groups (RFC
             9309 §2.2.1); default ``crawldeck``, or the product token of ``user_agent`` when
             that is set and this is not (``product_token``).
-        max_pages: stop once the crawl file holds this many pages, over all its runs
-            (a rerun with the same cap fetches nothing new; a recrawl's revisits count,
-            as fetches: the console's ``fetched``); fetches in flight count towards it,
-            so none starts beyond it (``None``: no cap).
+        max_pages: stop once this many fetches are made, over all the crawl file's
+            runs: each page, and each retry of a failed one and each recrawl revisit
+            (the console's and the summary's ``fetched``, as Heritrix's
+            ``maxDocumentsDownload`` counts downloads; a rerun with the same cap fetches
+            nothing new); fetches in flight count towards it, so none starts beyond it
+            (``None``: no cap).
         max_time_s: stop this run once it has run this many seconds (per run: a resumed run
             has its own; time paused, ``Engine.pause``, not counted, as in Heritrix);
             fetches in flight get the stop's grace period

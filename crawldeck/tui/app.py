@@ -59,7 +59,15 @@ from crawldeck.tui.screens import (
     key_rows,
     own_bindings,
 )
-from crawldeck.tui.stops import BUDGET_FLAGS, go_on_note, hold_stop_signals, stop_signals
+from crawldeck.tui.stops import (
+    BUDGET_FLAGS,
+    WHOLE_CRAWL_BUDGETS,
+    go_on_note,
+    hold_stop_signals,
+    raised_budget,
+    raised_cap,
+    stop_signals,
+)
 from crawldeck.tui.table import LineTable
 from crawldeck.tui.terminal import HangupTolerantDriver, TerminalGone
 from crawldeck.tui.widgets import (
@@ -117,6 +125,8 @@ SEEDS_OVER = "The crawl is over: start a new crawl to add seeds."
 #: The seed box's title once the crawl is over: it still takes the URL (keys typed
 #: after ``a`` go to it, not to the console's keys) and answers with the command.
 SEEDS_OVER_TITLE = "The crawl is over: a URL typed here gets the command that adds it"
+#: What the keys of that box do (it adds nothing itself: issue #25 trial 16).
+SEEDS_OVER_KEYS = "Enter shows the command, Esc closes."
 #: The keys that act on a running crawl: once it has ended they leave the footer.
 RUNNING_ONLY = frozenset({"toggle_pause", "stop_crawl"})
 #: What q, Ctrl-C and Ctrl-Q do (the help's line).
@@ -182,9 +192,10 @@ class CrawlApp(App[None]):
             shown once the run stops before its frontier is empty (``q``, a signal, a
             budget); ``None``: the stop is shown without it.
         seed_command: the crawl's command split where one more seed goes (``crawldeck
-            crawl`` and the rest of its arguments, shell-quoted): once the run has
+            crawl``, shell-quoted, and the rest of its arguments): once the run has
             ended, ``a``'s box answers a URL with that command and the URL, as a rerun
-            adds a seed (``cli.runner.Ending.seed_command``); ``None``: ``SEEDS_OVER``.
+            adds a seed (``cli.runner.Ending.seed_command``; after a whole-crawl
+            budget with the cap raised); ``None``: ``SEEDS_OVER``.
         driver_class: Textual's driver (``None``: Textual's choice, which follows
             ``TEXTUAL_DRIVER``, as textual-serve sets it for ``crawldeck attach --web``).
 
@@ -240,7 +251,7 @@ class CrawlApp(App[None]):
         *,
         strict_robots: bool = False,
         resume_hint: str | None = None,
-        seed_command: tuple[str, str] | None = None,
+        seed_command: tuple[str, tuple[str, ...]] | None = None,
         driver_class: type[Driver] | None = HangupTolerantDriver,
     ) -> None:
         super().__init__(driver_class=driver_class)
@@ -529,8 +540,12 @@ class CrawlApp(App[None]):
         if over and self.seed_command is None:  # nothing to tell a URL: say so at once
             self.notify(SEEDS_OVER, severity="warning")
             return
-        title = SEEDS_OVER_TITLE if over else None
-        self.push_screen(AddSeedScreen(self._add_seed, title=title), self._seed_added)
+        screen = (
+            AddSeedScreen(self._add_seed, title=SEEDS_OVER_TITLE, keys=SEEDS_OVER_KEYS)
+            if over
+            else AddSeedScreen(self._add_seed)
+        )
+        self.push_screen(screen, self._seed_added)
 
     async def _add_seed(self, url: str) -> str | None:
         if not url:
@@ -545,11 +560,23 @@ class CrawlApp(App[None]):
     def _seed_over(self, url: str) -> str:
         """What the seed box says to ``url`` once the crawl is over: the crawl's command
         again with ``url`` as one more seed (``seed_command``: a rerun of a crawl file
-        resumes it, its scope widened by the seed), else ``SEEDS_OVER``."""
+        resumes it, its scope widened by the seed), else ``SEEDS_OVER``. After a
+        whole-crawl budget (``--max-pages``, ``--max-bytes``) the cap is raised as the
+        end's own line raises it (``tui.stops.raised_cap``): the same cap fetches
+        nothing (issue #25 trial 16)."""
         if self.seed_command is None:
             return SEEDS_OVER
-        head, tail = self.seed_command
-        return f"To add it, run: {head} {shlex.quote(url)} {tail}".rstrip()
+        head, rest = self.seed_command
+        args = list(rest)
+        outcome = "" if self.result is None else self.result.outcome
+        flag = WHOLE_CRAWL_BUDGETS.get(outcome)
+        snap = self.engine.snapshot()
+        caps = {"max_pages": (snap.max_pages, snap.pages_done),
+                "max_bytes": (snap.max_bytes, snap.bytes_done)}  # fmt: skip
+        cap, held = caps.get(outcome, (None, 0))
+        if flag is not None and cap:
+            args = raised_budget(args, flag, raised_cap(outcome, cap, held))
+        return f"To add it, run: {head} {shlex.join([url, *args])}"
 
     def _seed_added(self, url: str | None) -> None:
         if url:
@@ -728,7 +755,7 @@ async def run_console(
     headless: bool = False,
     size: tuple[int, int] | None = None,
     resume_hint: str | None = None,
-    seed_command: tuple[str, str] | None = None,
+    seed_command: tuple[str, tuple[str, ...]] | None = None,
 ) -> CrawlResult | None:
     """Run the console over ``engine`` in the running loop until the operator quits
     (``run_app``); ``resume_hint`` is shown when the run stops, ``seed_command`` is

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import socket
 import threading
 import time
@@ -79,6 +80,23 @@ def _outcome(text: str) -> Outcome:
     return "stopped"
 
 
+def in_directory(
+    cwd: str, hint: str | None, seed_command: tuple[str, tuple[str, ...]] | None
+) -> tuple[str | None, tuple[str, tuple[str, ...]] | None]:
+    """The crawl's resume line (``LABEL: COMMAND``) and seed command made to run from
+    any directory: each command preceded by ``cd CWD &&`` (``cwd``: where the crawl
+    runs; its ``--db`` and seeds files may be relative to it). An attached console in
+    another directory printed ``--db att.db``, and running that there started a new
+    crawl (issue #25 trial 16)."""
+    go = f"cd {shlex.quote(cwd)} && "
+    if hint is not None and ": " in hint:
+        label, command = hint.split(": ", 1)
+        hint = f"{label}: {go}{command}"
+    if seed_command is not None:
+        seed_command = (go + seed_command[0], seed_command[1])
+    return hint, seed_command
+
+
 class SocketSource:
     """A running crawl seen through its attach socket: the ``tui.app.CrawlSource`` of
     the attached console (make it with ``connect``).
@@ -103,8 +121,12 @@ class SocketSource:
         self.db = Path(hello.db)
         self.pid = hello.pid
         self.strict_robots = hello.strict_robots
-        self.resume_hint = hello.resume_hint
-        self.seed_command = hello.seed_command
+        self.resume_hint, self.seed_command = hello.resume_hint, hello.seed_command
+        here = os.getcwd()
+        if hello.cwd and hello.cwd != here:  # the commands are run where the crawl was
+            self.resume_hint, self.seed_command = in_directory(
+                hello.cwd, self.resume_hint, self.seed_command
+            )
         self.on_error: Callable[[str], None] = lambda _: None
         self._reader, self._writer = watch
         self._ask_sock = ask

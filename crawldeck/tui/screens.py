@@ -705,19 +705,24 @@ class AddSeedScreen(ModalScreen[str | None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(
-        self, validate: Callable[[str], Awaitable[str | None]], *, title: str | None = None
+        self,
+        validate: Callable[[str], Awaitable[str | None]],
+        *,
+        title: str | None = None,
+        keys: str | None = None,
     ) -> None:
         super().__init__()
         self._validate = validate
         self._title = title or "Add a seed URL"
+        self._keys = keys or "Enter adds it, Esc cancels."
 
     def compose(self) -> ComposeResult:
-        """A prompt (``title``), an input and an error line."""
+        """A prompt (``title``), an input, an error line and what the keys do (``keys``)."""
         with Vertical(id="add-seed", classes="dialog"):
             yield Static(Text(self._title, style="bold"))
             yield OrderedInput(placeholder="https://example.com/", id="seed-input")
             yield Static("", id="seed-error")
-            yield Static("[dim]Enter adds it, Esc cancels.[/]")
+            yield Static(Text(self._keys, style="dim"), id="seed-keys")
 
     async def on_input_submitted(self, event: Input.Submitted) -> None:
         """Validate and add the URL, or show why not."""

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+
+from crawldeck.core.words import rounded_size, spelled_size
 
 #: The budgets that count over every run of the crawl file, by outcome, and their flag:
 #: the same command reaches the same cap at once, so the way on is a higher one.
@@ -26,6 +28,34 @@ def go_on_note(outcome: str) -> str | None:
         return None
     return (f"To continue, run the same command with a higher {flag} (it counts every "
             "run of the crawl file, so the same cap fetches nothing more).")  # fmt: skip
+
+
+def raised_cap(outcome: str, cap: int, held: int) -> str:
+    """The higher cap, as its flag takes it, that fetches more after the whole-crawl
+    budget ``outcome`` (``max_pages``: ``cap`` fetches, ``max_bytes``: ``cap`` body
+    bytes) stopped a crawl file that holds ``held`` of them: twice the cap, or what the
+    file holds plus the cap when that is more, bytes rounded up to a whole unit
+    (``core.words.rounded_size``: ``4MB``). The budgets count every run of the file,
+    so the same cap, or one the file is past, fetches nothing (issue #25; trial 9: a
+    run that stopped at 2.8 MB of a 1MB cap was told 2MB)."""
+    higher = max(2 * cap, held + cap)
+    return spelled_size(rounded_size(higher)) if outcome == "max_bytes" else str(higher)
+
+
+def raised_budget(argv: Sequence[str], flag: str, value: str) -> list[str]:
+    """``argv`` (a command's arguments after ``crawldeck``) with ``flag`` (``--max-pages``,
+    ``--max-bytes``) set to ``value``: its ``flag X`` and ``flag=X`` left out and
+    ``flag value`` added at the end (a flag wins over ``-s`` and ``--config``)."""
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == flag:
+            skip = True
+        elif not arg.startswith(f"{flag}="):
+            kept.append(arg)
+    return [*kept, flag, value]
 
 
 def hold_stop_signals(loop: asyncio.AbstractEventLoop, signals: Iterable[signal.Signals]) -> None:

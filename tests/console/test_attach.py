@@ -48,7 +48,7 @@ class FakeSource(FakeEngine):
 
     strict_robots = False
     resume_hint: str | None = None
-    seed_command: tuple[str, str] | None = None
+    seed_command: tuple[str, tuple[str, ...]] | None = None
     on_error: Callable[[str], None] | None = None
 
 

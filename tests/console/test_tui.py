@@ -29,6 +29,7 @@ from crawldeck.core.crawl.engine import Engine
 from crawldeck.core.crawl.snapshot import CrawlSnapshot, CrawlState, HostDetail
 from crawldeck.core.storage.store import Store
 from crawldeck.localweb import LocalWeb
+from crawldeck.tui import app as app_module
 from crawldeck.tui.app import CrawlApp, CrawlSource, run_console
 from crawldeck.tui.host_detail import HostDetailScreen, ResponsesTable
 from crawldeck.tui.screens import AddSeedScreen, HelpScreen
@@ -42,7 +43,7 @@ class RecordingApp(CrawlApp):
     """The console, recording what it drew and told the operator."""
 
     def __init__(
-        self, engine: CrawlSource, db: Path, seed_command: tuple[str, str] | None = None
+        self, engine: CrawlSource, db: Path, seed_command: tuple[str, tuple[str, ...]] | None = None
     ) -> None:
         super().__init__(engine, db, seed_command=seed_command)
         self.draws = 0
@@ -81,7 +82,7 @@ def recording_app(
     *,
     finish: bool = False,
     db: Path = Path("crawl.db"),
-    seed_command: tuple[str, str] | None = None,
+    seed_command: tuple[str, tuple[str, ...]] | None = None,
 ) -> RecordingApp:
     snaps = [snapshot_at(i) for i in range(31)]
     if finish:
@@ -221,7 +222,9 @@ async def test_keys_typed_fast_after_the_slash_go_to_the_filter() -> None:
         assert app.query_one("#blocked-filter", Input).value == "reason:robots/"
 
 
-async def test_slash_filters_hosts_through_one_query() -> None:
+async def test_slash_filters_hosts_through_one_query(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a debounce no loaded machine's key gaps pass (0.3 s did: "sh" was asked first)
+    monkeypatch.setattr(app_module, "FILTER_DEBOUNCE_S", 2.0)
     app = recording_app()
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -229,7 +232,7 @@ async def test_slash_filters_hosts_through_one_query() -> None:
         await pilot.press("slash")
         assert focused(app) is app.query_one("#hosts-filter", Input)
         await pilot.press(*"shop")
-        await wait_until(pilot, lambda: table_hosts(app) == ["shop.example.net"])
+        await wait_until(pilot, lambda: table_hosts(app) == ["shop.example.net"], 30.0)
         assert fake(app).queries == [("shop", 100)]  # debounced: one query, not four
         await pilot.press("enter")
         assert focused(app) is app.query_one("#hosts-table", LineTable)
@@ -441,7 +444,7 @@ async def test_a_after_the_end_answers_a_url_with_the_command_that_adds_it() -> 
     """Issue #25 trial 15: ``a`` after the end said so in a notice and opened no box, so
     the rest of a pasted URL went to the console's keys (``/`` opened the filter). The
     box opens, says at once the crawl is over, and gives the rerun with the URL."""
-    command = ("crawldeck crawl", "--db c.db --max-pages 50 seeds.txt")
+    command = ("crawldeck crawl", ("--db", "c.db", "seeds.txt"))
     app = recording_app(finish=True, seed_command=command)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: app.result is not None)
@@ -454,14 +457,35 @@ async def test_a_after_the_end_answers_a_url_with_the_command_that_adds_it() -> 
         error = app.screen.query_one("#seed-error", Static)
         await wait_until(pilot, lambda: "run:" in str(error.content))
         assert str(error.content) == (
-            "To add it, run: crawldeck crawl 'http://127.0.0.3:8713/a?b=1&c' "
-            "--db c.db --max-pages 50 seeds.txt"
+            "To add it, run: crawldeck crawl 'http://127.0.0.3:8713/a?b=1&c' --db c.db seeds.txt"
         )
         assert isinstance(app.screen, AddSeedScreen)  # the box stays: Esc closes it
+        keys = app.screen.query_one("#seed-keys", Static).content
+        assert str(keys) == "Enter shows the command, Esc closes."  # it adds nothing
         assert not app.query("#hosts-filter:focus")  # the keys went to the box
         await pilot.press("escape")
         await wait_until(pilot, lambda: not isinstance(app.screen, AddSeedScreen))
     assert fake(app).live_adds == 0
+
+
+async def test_a_after_a_page_budget_gives_the_command_with_the_cap_raised() -> None:
+    """Issue #25 trial 16: after ``--max-pages 400`` stopped the crawl, ``a`` gave the
+    same command with ``--max-pages 400``, which fetched nothing: the cap is raised as
+    the end's own line raises it (twice the cap, or what the file holds plus it)."""
+    snaps = [snapshot_at(i) for i in range(31)]
+    snaps[-1] = replace(snaps[-1], state="stopped", hosts=(), ended_at=snaps[-1].at)
+    command = ("crawldeck crawl", ("--max-pages", "6000", "--db", "c.db"))
+    app = RecordingApp(FakeEngine(snaps, finish="max_pages"), Path("c.db"), command)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.result is not None)
+        await pilot.press("a")
+        await wait_until(pilot, lambda: isinstance(app.screen, AddSeedScreen))
+        await pilot.press(*"http://127.0.0.3:8713/", "enter")
+        error = app.screen.query_one("#seed-error", Static)
+        await wait_until(pilot, lambda: "run:" in str(error.content))
+        assert str(error.content) == (
+            "To add it, run: crawldeck crawl http://127.0.0.3:8713/ --db c.db --max-pages 12000"
+        )
 
 
 # ------------------------------------------------------------------ refresh rate

@@ -306,17 +306,30 @@ async def test_bad_requests_get_one_line_and_an_overlong_one_drops_the_client(
 
 
 async def test_the_hello_tells_an_attached_console_how_to_resume_and_to_add_a_seed(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The attached console says what the crawl's own does once the run has ended: the
-    resume line, and the command that adds a seed (issue #25 trial 15)."""
-    db = tmp_path / "crawl.db"
-    command = ("crawldeck crawl", "--db crawl.db --max-pages 50 seeds.txt")
-    server = AttachServer(Crawl(), db, resume_hint="resume with: x", seed_command=command)  # type: ignore[arg-type]
+    resume line, and the command that adds a seed (issue #25 trial 15); from another
+    directory, each goes to the crawl's first, where its relative paths lead (trial 16:
+    ``--db att.db`` run elsewhere started a new crawl)."""
+    crawl_dir, elsewhere = tmp_path / "my crawls", tmp_path / "elsewhere"
+    crawl_dir.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.chdir(crawl_dir)
+    db = crawl_dir / "crawl.db"
+    command = ("crawldeck crawl", ("--db", "crawl.db", "--max-pages", "50", "seeds.txt"))
+    hint = "resume with: crawldeck crawl seeds.txt --db crawl.db"
+    server = AttachServer(Crawl(), db, resume_hint=hint, seed_command=command)  # type: ignore[arg-type]
     await server.start()
     try:
         source = await SocketSource.connect(db)
-        assert (source.resume_hint, source.seed_command) == ("resume with: x", command)
+        assert (source.resume_hint, source.seed_command) == (hint, command)
+        source.close()
+        monkeypatch.chdir(elsewhere)
+        source = await SocketSource.connect(Path("../my crawls/crawl.db"))
+        go = f"cd '{crawl_dir}' && "
+        assert source.resume_hint == f"resume with: {go}crawldeck crawl seeds.txt --db crawl.db"
+        assert source.seed_command == (go + "crawldeck crawl", command[1])
         source.close()
     finally:
         await server.close("stopped")

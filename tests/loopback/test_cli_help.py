@@ -22,7 +22,7 @@ def test_help_shows_the_examples_the_units_and_what_counts_per_run(tmp_path: Pat
     assert proc.returncode == 0 and proc.stderr == ""
     text = " ".join(proc.stdout.split())  # argparse wraps the flags' help
     assert "usage: crawldeck crawl" in text and "examples: crawldeck crawl https://" in text
-    assert "--max-pages N stop once the crawl file holds N pages, over ALL its runs" in text
+    assert "--max-pages N stop once N fetches are made, over ALL the crawl file's runs" in text
     assert (
         "--max-time DURATION stop THIS RUN after DURATION of crawling (time paused in the "
         "console not counted): 90s, 10m, 2h" in text

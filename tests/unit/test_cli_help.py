@@ -154,7 +154,7 @@ def test_demo_help_says_what_the_demo_does() -> None:
     assert "resume" not in flat and "ALL" not in flat
     assert "demo-00001.warc.gz" in flat and "crawl-00001" not in flat
     crawl = " ".join(build_parser().commands["crawl"].format_help().split())
-    assert "a crawl in it resumes" in crawl and "over ALL its runs" in crawl
+    assert "a crawl in it resumes" in crawl and "over ALL the crawl file's runs" in crawl
 
 
 @pytest.mark.parametrize(
@@ -236,7 +236,7 @@ def test_a_resumed_crawl_past_its_cap_is_warned_before_it_starts() -> None:
     ending = crawl_ending("resume", config, ["crawl", "x.org", "--max-pages", "5"])
     assert spent_budget(4, 0, config, ending) is None
     assert spent_budget(5, 0, config, ending) == (
-        "the crawl file holds 5 pages already: --max-pages 5 is reached before this run "
+        "the crawl file's runs made 5 fetches already: --max-pages 5 is reached before this run "
         f"fetches anything; to continue, run it with a higher --max-pages: {program()} crawl x.org "
         "--max-pages 10"
     )
@@ -292,13 +292,13 @@ def test_the_command_that_adds_a_seed_parses_with_the_seed_and_the_same_flags() 
     from crawldeck.cli.parser import build_parser
     from crawldeck.cli.runner import crawl_ending
 
-    argv = ["crawl", "seeds.txt", "--db", "my crawl.db", "--max-pages", "50", "-s", "a=1"]
-    head, tail = crawl_ending("resume", CrawlConfig(), argv).seed_command() or ("", "")
+    argv = ["crawl", "seeds.txt", "--db", "my crawl.db", "--max-pages", "50", "-s", "delay_ms=5"]
+    head, rest = crawl_ending("resume", CrawlConfig(), argv).seed_command() or ("", ())
     assert head == f"{program()} crawl"
-    words = shlex.split(f"{head} http://new.test/x?a=1&b {tail}")
+    words = shlex.split(f"{head} {shlex.join(['http://new.test/x?a=1&b', *rest])}")
     args, unknown = build_parser().parse_known_args(words[1:])
     assert unknown == []
     assert args.seeds == ["http://new.test/x?a=1&b", "seeds.txt"]
-    assert (args.db, args.max_pages, args.settings) == ("my crawl.db", 50, [("a", 1)])
+    assert (args.db, args.max_pages, args.settings) == ("my crawl.db", 50, [("delay_ms", 5)])
     assert crawl_ending("resume", CrawlConfig(), None).seed_command() is None  # the demo
     assert crawl_ending("resume", CrawlConfig(), ["recrawl", "c.db"]).seed_command() is None

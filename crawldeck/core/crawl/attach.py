@@ -141,9 +141,10 @@ class Frame:
         protocol, db, pid, strict_robots, resume_hint, seed_command: the ``hello``'s:
             ``PROTOCOL``, the crawl file (absolute), the crawl's process id, whether
             robots.txt failures disallow (``robots_on_failure = "disallow"``), the line
-            that tells how to resume the crawl once stopped (``None``: none), and its
+            that tells how to resume the crawl once stopped (``None``: none), its
             command split where one more seed goes (``tui.app.CrawlApp``'s; ``None``:
-            none).
+            none), and the directory both are run in (the crawl's working directory:
+            their paths are relative to it).
         snap: the ``snap``'s snapshot.
         outcome, hosts: the ``end``'s: how the run ended (``core.crawl.engine.Outcome``) and
             the hosts' final rows (at most ``MAX_HOST_ROWS``).
@@ -158,7 +159,8 @@ class Frame:
     pid: int = 0
     strict_robots: bool = False
     resume_hint: str | None = None
-    seed_command: tuple[str, str] | None = None
+    seed_command: tuple[str, tuple[str, ...]] | None = None
+    cwd: str = ""
     snap: CrawlSnapshot | None = None
     outcome: str = ""
     hosts: tuple[HostRow, ...] = ()
@@ -442,7 +444,7 @@ class AttachServer:
         *,
         strict_robots: bool = False,
         resume_hint: str | None = None,
-        seed_command: tuple[str, str] | None = None,
+        seed_command: tuple[str, tuple[str, ...]] | None = None,
         drain_timeout_s: float = DRAIN_TIMEOUT_S,
     ) -> None:
         self._engine = engine
@@ -451,7 +453,7 @@ class AttachServer:
         self._hello = encode(
             {"t": "hello", "protocol": PROTOCOL, "db": str(self.db), "pid": os.getpid(),
              "strict_robots": strict_robots, "resume_hint": resume_hint,
-             "seed_command": seed_command}
+             "seed_command": seed_command, "cwd": os.getcwd()}
         )  # fmt: skip
         self._uid = os.getuid()
         self._clients: dict[_Client, asyncio.Task[None]] = {}

@@ -169,8 +169,8 @@ def restore(
     )
     return (
         f"resuming: {plural(frontier.total(), 'URL')} queued{retried}, "
-        f"{plural(observer.pages, 'page')} fetched "
-        f"before{refused}"
+        f"{plural(observer.pages, 'fetch', 'fetches')} made before (what --max-pages "
+        f"counts){refused}"
     )
 
 
