@@ -65,8 +65,9 @@ def output_problem(output: Path | None, db: Path) -> str | None:
     """Why ``-o output`` cannot be written when the crawl in ``db`` ends (checked before
     it starts), ``None`` when it can: ``-`` (stdout carries the crawl's own lines:
     ``export -o -`` writes a table there), a name not ending as ``OUTPUT_FORMATS`` know
-    (``unknown_output_name``, as ``export`` says it), a directory that does not exist,
-    or the crawl file itself."""
+    (``unknown_output_name``, as ``export`` says it), a directory that does not exist
+    or that no file can be made in (a probe: issue #25 trial 16 learnt it when the crawl
+    had ended), or the crawl file itself."""
     if output is None:
         return None
     if output == Path("-"):
@@ -76,6 +77,9 @@ def output_problem(output: Path | None, db: Path) -> str | None:
         return unknown_output_name(output)
     if not output.resolve().parent.is_dir():
         return f"-o {str(output)!r}: the directory {str(output.parent)!r} does not exist"
+    why = cannot_write_in(output.resolve().parent)
+    if why is not None:
+        return f"-o {str(output)!r}: cannot write in {str(output.parent)!r} ({why})"
     if output.exists() and db.exists() and output.samefile(db):
         return f"-o {str(output)!r} is the crawl file itself"
     return None
@@ -95,24 +99,39 @@ def warc_dir_problem(config: CrawlConfig) -> str | None:
         return f"--warc-dir {config.warc_dir!r}: not a directory"
     except OSError as exc:
         return f"--warc-dir {config.warc_dir!r}: cannot make it ({exc.strerror or exc})"
+    why = cannot_write_in(directory)
+    if why is not None:
+        return f"--warc-dir {config.warc_dir!r}: cannot write in it ({why})"
+    return None
+
+
+def cannot_write_in(directory: Path) -> str | None:
+    """Why no file can be made in ``directory`` (the error's text: ``Permission
+    denied``, ``Read-only file system``), found by making an unnamed temporary file
+    there and closing it (so an immutable directory, which root's ``access`` check
+    passes, is found too); ``None`` when one can."""
     try:
         with tempfile.TemporaryFile(dir=directory):
             pass
     except OSError as exc:
-        return f"--warc-dir {config.warc_dir!r}: cannot write in it ({exc.strerror or exc})"
+        return exc.strerror or str(exc)
     return None
 
 
 def stats_json_problem(path: Path | None, db: Path) -> str | None:
     """Why ``--stats-json path`` cannot be written when the run in ``db`` ends (checked
-    before it starts), ``None`` when it can: a directory that does not exist, a
-    directory itself, or the crawl file."""
+    before it starts), ``None`` when it can: a directory that does not exist or that
+    no file can be made in (``cannot_write_in``), a directory itself, or the crawl
+    file."""
     if path is None:
         return None
     if path.is_dir():
         return f"--stats-json {str(path)!r} is a directory, not a file"
     if not path.resolve().parent.is_dir():
         return f"--stats-json {str(path)!r}: the directory {str(path.parent)!r} does not exist"
+    why = cannot_write_in(path.resolve().parent)
+    if why is not None:
+        return f"--stats-json {str(path)!r}: cannot write in {str(path.parent)!r} ({why})"
     if path.exists() and db.exists() and path.samefile(db):
         return f"--stats-json {str(path)!r} is the crawl file itself"
     return None

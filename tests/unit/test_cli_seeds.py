@@ -87,6 +87,12 @@ def test_a_seeds_file_says_once_that_lines_had_no_scheme(tmp_path: Path) -> None
         (["-o", "nowhere/pages.csv"], "-o 'nowhere/pages.csv': the directory 'nowhere' does "
                                       "not exist"),
         (["-o", "./c.csv", "--db", "c.csv"], "-o 'c.csv' is the crawl file itself"),
+        # a directory no file can be made in, even by root: said before the crawl, not
+        # after it (issue #25 trial 16: an immutable directory failed the finished run)
+        (["-o", "/sys/pages.csv"], "-o '/sys/pages.csv': cannot write in '/sys' "
+                                   "(Permission denied)"),
+        (["--stats-json", "/sys/stats.json"], "--stats-json '/sys/stats.json': cannot write "
+                                              "in '/sys' (Permission denied)"),
         (["-o", "-"], "-o -: the crawl's progress and summary go to stdout; write the pages "
                       "there with crawldeck export crawl.db -o -"),
     ],

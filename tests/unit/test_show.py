@@ -46,6 +46,26 @@ def test_show_of_another_spelling_of_a_page_shows_that_page(
     code, _, err = main_in(tmp_path, monkeypatch, capsys, "show", "c.db", "http://a.test/p?sid=2")
     assert (code, err) == (
         2,
-        "crawldeck show: error: http://a.test/p?sid=2 has no WARC record (fetched with warc "
-        "off, or no response)\n",
+        "crawldeck show: error: http://a.test/p?sid=2 has no WARC record (fetched with warc off)\n",
+    )
+
+
+def test_show_of_a_url_that_got_no_response_says_what_happened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue #25 trial 16: ``show`` of a drip's URL said "fetched with warc off, or no
+    response" where ``links --broken`` gave the timeout; it gives the error too."""
+    drip = "http://a.test/drip"
+    error = "timeout: total time budget of 60000 ms exceeded"
+    with Store(tmp_path / "c.db") as store:
+        store.begin_run({})
+        store.enqueue_urls([FrontierRow(drip, drip, "a.test", 0, 0)])
+        page = PageRecord(drip, drip, "a.test", 0, None, None, 0, 60000.0, 1.7e9, False, error,
+                          False)  # fmt: skip
+        store.record_page(page, key=drip, links=(), new_rows=(), state="failed")
+        store.end_run(1, "finished")
+    code, _, err = main_in(tmp_path, monkeypatch, capsys, "show", "c.db", drip)
+    assert (code, err) == (
+        2,
+        f"crawldeck show: error: {drip} has no WARC record: no response ({error})\n",
     )

@@ -496,6 +496,14 @@ def _page_body(
     return text, None
 
 
+#: Where a page's WARC record is (``page_record``), and the error of a fetch that got no
+#: response (a timeout, a refused connection: ``show`` says it, as ``links --broken``
+#: does; issue #25 trial 16).
+_SQL_RECORD_AT: Final = (
+    "SELECT warc_file, warc_offset, bytes, error, status FROM pages WHERE url = ?"
+)
+
+
 def page_record(db: Path, url: str) -> ArchivedRecord:
     """The WARC record of page ``url`` of crawl file ``db`` (``crawldeck show``):
     ``url`` as given, else as the crawl wrote it (``urls.clean``: ``HTTP://h`` is
@@ -517,9 +525,7 @@ def page_record(db: Path, url: str) -> ArchivedRecord:
         with contextlib.closing(_connect(path)) as conn:
             found = refused = None
             for candidate in dict.fromkeys(candidates):
-                found = conn.execute(
-                    "SELECT warc_file, warc_offset, bytes FROM pages WHERE url = ?", (candidate,)
-                ).fetchone()
+                found = conn.execute(_SQL_RECORD_AT, (candidate,)).fetchone()
                 if found is not None:
                     break
                 refused = (
@@ -534,10 +540,7 @@ def page_record(db: Path, url: str) -> ArchivedRecord:
                 for candidate in dict.fromkeys(candidates):
                     same = _same_page(conn, strip, candidate)
                     if same is not None:
-                        found = conn.execute(
-                            "SELECT warc_file, warc_offset, bytes FROM pages WHERE url = ?",
-                            (same[3],),
-                        ).fetchone()
+                        found = conn.execute(_SQL_RECORD_AT, (same[3],)).fetchone()
                         break
     except sqlite3.Error as exc:
         raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
@@ -547,8 +550,10 @@ def page_record(db: Path, url: str) -> ArchivedRecord:
         raise StoreError(f"{url} was refused, never fetched ({why}): no page in {path.name}")
     if found is None:
         raise StoreError(f"{url} is not a page of {path.name}")
+    if found[0] is None and found[4] is None and found[3]:  # no response: say what happened
+        raise StoreError(f"{url} has no WARC record: no response ({found[3]})")
     if found[0] is None:
-        raise StoreError(f"{url} has no WARC record (fetched with warc off, or no response)")
+        raise StoreError(f"{url} has no WARC record (fetched with warc off)")
     return read_record(path.parent / found[0], found[1], found[2])
 
 
