@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import shlex
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -61,11 +60,9 @@ from crawldeck.tui.screens import (
 )
 from crawldeck.tui.stops import (
     BUDGET_FLAGS,
-    WHOLE_CRAWL_BUDGETS,
     go_on_note,
     hold_stop_signals,
-    raised_budget,
-    raised_cap,
+    seed_rerun,
     stop_signals,
 )
 from crawldeck.tui.table import LineTable
@@ -558,25 +555,13 @@ class CrawlApp(App[None]):
         return None
 
     def _seed_over(self, url: str) -> str:
-        """What the seed box says to ``url`` once the crawl is over: the crawl's command
-        again with ``url`` as one more seed (``seed_command``: a rerun of a crawl file
-        resumes it, its scope widened by the seed), else ``SEEDS_OVER``. After a
-        whole-crawl budget (``--max-pages``, ``--max-bytes``) the cap is raised as the
-        end's own line raises it (``tui.stops.raised_cap``): the same cap fetches
-        nothing (issue #25 trial 16)."""
+        """What the seed box says to ``url`` once the crawl is over: the command that
+        adds it (``tui.stops.seed_rerun``), else ``SEEDS_OVER``."""
         if self.seed_command is None:
             return SEEDS_OVER
-        head, rest = self.seed_command
-        args = list(rest)
         outcome = "" if self.result is None else self.result.outcome
-        flag = WHOLE_CRAWL_BUDGETS.get(outcome)
-        snap = self.engine.snapshot()
-        caps = {"max_pages": (snap.max_pages, snap.pages_done),
-                "max_bytes": (snap.max_bytes, snap.bytes_done)}  # fmt: skip
-        cap, held = caps.get(outcome, (None, 0))
-        if flag is not None and cap:
-            args = raised_budget(args, flag, raised_cap(outcome, cap, held))
-        return f"To add it, run: {head} {shlex.join([url, *args])}"
+        command = seed_rerun(self.seed_command, url, outcome, self.engine.snapshot())
+        return f"To add it, run: {command}"
 
     def _seed_added(self, url: str | None) -> None:
         if url:

@@ -7,9 +7,11 @@ headless run imports it without the console.
 from __future__ import annotations
 
 import asyncio
+import shlex
 import signal
 from collections.abc import Iterable, Sequence
 
+from crawldeck.core.crawl.snapshot import CrawlSnapshot
 from crawldeck.core.words import rounded_size, spelled_size
 
 #: The budgets that count over every run of the crawl file, by outcome, and their flag:
@@ -56,6 +58,27 @@ def raised_budget(argv: Sequence[str], flag: str, value: str) -> list[str]:
         elif not arg.startswith(f"{flag}="):
             kept.append(arg)
     return [*kept, flag, value]
+
+
+def seed_rerun(
+    seed_command: tuple[str, Sequence[str]], url: str, outcome: str, snap: CrawlSnapshot
+) -> str:
+    """The command that crawls on with ``url`` as one more seed once a run has ended
+    (the console's ``a``): ``seed_command``'s head (``crawldeck crawl``, shell-quoted),
+    ``url``, then the rest of its arguments (``cli.runner.Ending.seed_command``: a
+    rerun of a crawl file resumes it, its scope widened by the seed). After the
+    whole-crawl budget ``outcome`` (``max_pages``, ``max_bytes``; its cap and what the
+    file holds read from ``snap``) the cap is raised as the end's own line raises it
+    (``raised_cap``): the same cap fetches nothing (issue #25 trial 16)."""
+    head, rest = seed_command
+    args = list(rest)
+    flag = WHOLE_CRAWL_BUDGETS.get(outcome)
+    caps = {"max_pages": (snap.max_pages, snap.pages_done),
+            "max_bytes": (snap.max_bytes, snap.bytes_done)}  # fmt: skip
+    cap, held = caps.get(outcome, (None, 0))
+    if flag is not None and cap:
+        args = raised_budget(args, flag, raised_cap(outcome, cap, held))
+    return f"{head} {shlex.join([url, *args])}"
 
 
 def hold_stop_signals(loop: asyncio.AbstractEventLoop, signals: Iterable[signal.Signals]) -> None:

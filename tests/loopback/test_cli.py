@@ -218,7 +218,7 @@ def test_ctrl_c_saves_prints_resume_and_exits_130(tmp_path: Path, web: LocalWeb)
 
     again = run(*args, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
-    assert f"{stopped} pages fetched" in again.stdout
+    assert f"{stopped} fetches made before" in again.stdout
     expected = web.expected.all_good | web.expected.all_files
     assert expected - good_fetched(web, tmp_path / "c.db") == set()
     # nothing the stopped run recorded is asked for again; what the stop cut, once more
