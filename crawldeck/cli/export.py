@@ -134,6 +134,8 @@ def _run_mirror(args: argparse.Namespace) -> int:
             f"; {plural(done.links_converted, 'link')} made relative, "
             f"{done.links_absolute} to pages not mirrored made absolute"
         )
+    if done.cut:  # partial files, as the crawl cut their bodies
+        line += f"; {plural(done.cut, 'file')} cut at the crawl's max_body_bytes"
     if done.skipped:
         line += "; skipped: " + ", ".join(f"{why} {n}" for why, n in sorted(done.skipped.items()))
     # which URL took which one's file, as a wget user reads a clash (issue #25)

@@ -268,6 +268,27 @@ def test_a_crawl_without_warc_files_says_why_nothing_is_mirrored(
     assert list((tmp_path / "m").iterdir()) == []
 
 
+def test_a_page_the_crawl_cut_is_mirrored_as_cut_and_the_line_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue #25 trial 16: a 30 MB page cut at ``max_body_bytes`` was mirrored as its
+    first 10 MiB without a word; the line counts the partial files."""
+    cap = 64 * 1024
+    big = b"<html><body>" + b"<p>filler</p>" * 20_000 + b"</body></html>"
+    with HTTPTestServer() as server:
+        server.set("/", html('<a href="/big">big</a>'))
+        server.set("/big", Response(200, {"Content-Type": "text/html"}, big))
+        server.set("/robots.txt", Response(404))
+        run_crawl([server.url("/")], tmp_path / "c.db", max_body_bytes=cap)
+    code, _, err = main_in(tmp_path, monkeypatch, capsys, "export", "c.db", "--mirror", "m")
+    assert code == 0
+    assert err.splitlines()[0] == (
+        "crawldeck: mirrored 2 files of 1 host into m; 1 file cut at the crawl's max_body_bytes"
+    )
+    host = urlsplit(server.url("/")).netloc
+    assert (tmp_path / "m" / host / "big").read_bytes() == big[:cap]
+
+
 def test_a_crawl_whose_warc_files_are_gone_says_so_and_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -227,6 +227,9 @@ class MirrorResult:
         links_converted: ``href``/``src`` attributes made relative (``convert_links``).
         links_absolute: relative ``href``/``src`` of pages not mirrored written as
             absolute URLs (``convert_links``).
+        cut: files written whose body the crawl cut at ``max_body_bytes`` (its WARC
+            record says ``WARC-Truncated: length``): partial files (issue #25 trial 16:
+            a 30 MB page was mirrored as its first 10 MiB without a word).
         same_file: each page skipped as ``same file as another URL``: (its URL, the
             URL whose file it would have been), in crawl order (issue #25).
         skipped: pages not written, by reason: ``not downloaded`` (a body the crawl
@@ -243,6 +246,7 @@ class MirrorResult:
     hosts: int = 0
     links_converted: int = 0
     links_absolute: int = 0
+    cut: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     same_file: list[tuple[str, str]] = field(default_factory=list)
 
@@ -387,6 +391,7 @@ def write_mirror(
                     if _write(root, page.path, body):
                         result.files += 1
                         hosts.add(page.path[0])
+                        result.cut += _truncated(record) == "length"
                     else:
                         result.skipped["refused"] += 1
                 result.hosts = len(hosts)
@@ -414,7 +419,7 @@ def _record(
     except StoreError:
         result.skipped[NO_WARC_RECORD] += 1
         return None
-    truncated = dict(record.warc_headers).get("WARC-Truncated") == "unspecified"
+    truncated = _truncated(record) == "unspecified"
     if record.rec_type != "response":
         result.skipped["no body in its WARC record"] += 1
         return None
@@ -422,6 +427,12 @@ def _record(
         result.skipped["not downloaded"] += 1
         return None
     return record
+
+
+def _truncated(record: ArchivedRecord) -> str | None:
+    """``record``'s ``WARC-Truncated`` (``length``: cut at the byte cap, ``unspecified``:
+    not downloaded), ``None`` when whole."""
+    return dict(record.warc_headers).get("WARC-Truncated")
 
 
 def _is_html(content_type: str | None) -> bool:
