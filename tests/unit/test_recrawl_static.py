@@ -80,3 +80,33 @@ def test_an_unparsable_if_none_match_is_ignored() -> None:
     assert not_modified("GET", {"if-none-match": "no quotes", "if-modified-since": fresh},
                         TAG, MTIME)  # fmt: skip
     assert not not_modified("GET", {"if-none-match": "no quotes"}, TAG, MTIME)
+
+
+class _Versions:
+    """The one read ``summarize`` makes of a store: ``page_versions``."""
+
+    def __init__(self, rows: list[tuple[str, float, int | None, str | None, str]]) -> None:
+        self.rows = rows
+
+    def page_versions(self) -> list[tuple[str, float, int | None, str | None, str]]:
+        return self.rows
+
+
+def test_a_page_back_after_a_404_is_counted_changed_not_unchanged() -> None:
+    """Issue #25 trial 17: a page deleted (404 at a recrawl) and restored read as
+    "unchanged" at the next, its digest compared with its last 200's; each visit is
+    judged against the visit before it, so a 200 after a 404 is a change."""
+    from crawldeck.core.crawl.recrawl import summarize
+
+    html = "text/html"
+    store = _Versions([
+        ("http://a.test/back", 1.0, 200, "d1", html),
+        ("http://a.test/back", 2.0, 404, "d404", html),
+        ("http://a.test/back", 3.0, 200, "d1", html),
+        ("http://a.test/same", 1.0, 200, "d2", html),
+        ("http://a.test/same", 3.0, 200, "d2", html),
+        ("http://a.test/gone", 1.0, 200, "d3", html),
+        ("http://a.test/gone", 3.0, 404, "d404", html),
+    ])  # fmt: skip
+    found = summarize(store, 2.5)  # type: ignore[arg-type]
+    assert (found.changed, found.unchanged, found.other, found.new) == (1, 1, 1, 0)

@@ -384,7 +384,9 @@ class RecrawlSummary:
 
     Attributes:
         not_modified: revisits answered 304. changed: revisits answered 200 with a
-        payload digest unlike the version before (or one unknown). unchanged: revisits
+        payload digest unlike the version before (or one unknown), or after a visit
+        that got no 200 or 304 (a page back after a 404: issue #25 trial 17 read it
+        "unchanged", its digest the same as its last 200's). unchanged: revisits
         answered 200 with the same digest (a server that ignored the validators).
         other: revisits with any other status or no answer. new: pages first fetched
         in the recrawl (an unfinished crawl's queue, links of changed pages), whatever
@@ -413,6 +415,7 @@ def summarize(store: Store, since: float) -> RecrawlSummary:
     for _, group in groupby(store.page_versions(), key=lambda row: row[0]):
         digest: str | None = None
         known = False  # a visit of this page came before this one
+        before: int | None = None  # the status of the visit before this one
         for _, at, status, payload, media in group:
             if at >= since:
                 if not known:
@@ -421,11 +424,14 @@ def summarize(store: Store, since: float) -> RecrawlSummary:
                     counts["304"] += 1
                 elif status == 200 and not is_html(media):
                     counts["unread"] += 1
+                elif status == 200 and before not in OBSERVING_STATUSES:
+                    counts["changed"] += 1  # back after a 404 or an error (trial 17)
                 elif status == 200:
                     counts["changed" if _changed(payload, digest) else "unchanged"] += 1
                 else:
                     counts["other"] += 1
             known = True
+            before = status
             if status in OBSERVING_STATUSES:
                 digest = payload
     return RecrawlSummary(
