@@ -207,6 +207,11 @@ ADMIT_CASES: list[tuple[str, int, int, BlockReason | None]] = [
     ("http://example.com/cal/2099/dec/", 0, 0, R.CALENDAR),
     ("http://example.com/cal/2099/13/", 0, 0, None),
     ("http://example.com/cal/2099/05.html", 0, 0, R.CALENDAR),
+    # with a file extension alone too (issue #25 trial 17: /items/2031.html refused)
+    ("http://example.com/items/2031.html", 0, 0, None),
+    ("http://example.com/big/2199.htm;jsessionid=1/", 0, 0, None),
+    ("http://example.com/cal/2031.html/05/", 0, 0, R.CALENDAR),
+    ("http://example.com/events/2031.05.html", 0, 0, R.CALENDAR),
     ("http://example.com/model-2031/", 0, 0, None),  # part of a word
     ("http://example.com/a?id=20310501", 0, 0, None),  # a number, not a date
     ("http://example.com/a?id=2031x", 0, 0, None),

@@ -233,9 +233,10 @@ PAGE_PARAMS: frozenset[str] = frozenset({"page", "p", "pg", "offset", "start"})
 YEAR_PARAMS: frozenset[str] = frozenset({"year", "yr"})
 
 #: A path segment that is a date: a year 1900-2199, optionally with a month and a
-#: day and a file extension (``2031``, ``2031-05``, ``2031_05_01``, ``2031-05-01.html``).
+#: day (group 2) and a file extension (``2031``, ``2031-05``, ``2031_05_01``,
+#: ``2031-05-01.html``).
 _PATH_DATE = re.compile(
-    r"(19[0-9]{2}|2[01][0-9]{2})(?:[-_.][0-9]{1,2}){0,2}(?:\.[A-Za-z][A-Za-z0-9]{0,4})?"
+    r"(19[0-9]{2}|2[01][0-9]{2})((?:[-_.][0-9]{1,2}){0,2})(?:\.[A-Za-z][A-Za-z0-9]{0,4})?"
 )
 #: A query value that is a date: a year 1900-2199 with at least a month
 #: (``2031-05``, ``2031-05-01``, ``2031/05``); a bare number in a query is an id or a
@@ -613,7 +614,8 @@ class TrapGuard:
         A path segment right after a ``page`` segment is a page number, not a year
         (``/page/2000/`` is left to the pagination rule); a year alone in its segment is
         a date only with a month in the next one (``/2031/05/``): ``/many/2029`` or
-        ``/issues/2100`` is an id (issue #25 trial 8: 171 numbered pages refused).
+        ``/issues/2100`` is an id (issue #25 trial 8: 171 numbered pages refused), and
+        so is one with a file extension alone, ``/items/2031.html`` (trial 17).
         """
         for index, segment in enumerate(segments):
             if segment[0] not in "12":
@@ -623,7 +625,7 @@ class TrapGuard:
             match = _PATH_DATE.fullmatch(bare)
             if match is None:
                 continue
-            if len(bare) == 4 and (
+            if not match.group(2) and (  # a year alone: a date with a month after it
                 index + 1 >= len(segments)
                 or not _PATH_MONTH.fullmatch(segments[index + 1].partition(";")[0])
             ):
