@@ -13,6 +13,7 @@ from crawldeck.cli.flags import DEFAULTS, add_config_flags, flag_overrides
 from crawldeck.cli.output import EXIT_OK, fail
 from crawldeck.core.config import CrawlConfig, Source, asdict, load_config_sources
 from crawldeck.core.errors import CrawldeckError
+from crawldeck.core.words import plural
 
 #: Where ``crawldeck config`` says a value came from (``file`` is followed by its path).
 SOURCE_LABELS: dict[Source, str] = {
@@ -27,6 +28,12 @@ SOURCE_LABELS: dict[Source, str] = {
 FOLLOWERS: dict[str, str] = {
     "robots_token": "follows user_agent's product token unless set (RFC 9309 §2.2.1)",
 }
+
+#: The key whose value is a table per host: written as TOML tables after every other
+#: key (``[hosts."example.org"]``), so that a file made from the output takes one more.
+TABLES_KEY = "hosts"
+#: What the comment line of ``TABLES_KEY`` says.
+TABLES_NOTE = 'a host\'s table goes at the end: [hosts."example.org"] then delay_ms = 2000'
 
 #: The command's line in ``crawldeck --help``, and the start of its own ``--help``.
 SUMMARY = "print the effective config and where each value came from"
@@ -80,13 +87,23 @@ def config_lines(
     """The lines ``crawldeck config`` prints: ``KEY = VALUE  # SOURCE`` for each key in
     field order (a TOML file that gives ``config`` again), a key that is not set
     (``None``) as a comment, and so is a key of ``FOLLOWERS`` that follows another;
-    SOURCE is ``default``, ``file PATH`` (``path``: the
+    the per-host tables (``TABLES_KEY``) come last, as TOML tables; SOURCE is
+    ``default``, ``file PATH`` (``path``: the
     ``--config`` file), ``-s``, ``flag`` or ``from user_agent``."""
     lines = ["# crawldeck's effective config: defaults < --config FILE < -s KEY=VALUE < flags"]
+    tables: list[str] = []
     for key, value in asdict(config).items():
         label = SOURCE_LABELS[sources[key]]
         if sources[key] == "file":
             label = f"file {path}"
+        if key == TABLES_KEY and isinstance(value, dict):
+            # tables at the end, where a user adds one more (issue #25 trial 17: an
+            # inline "hosts = {}" made an added [hosts."..."] a second declaration)
+            lines.append(f"# {key}: {plural(len(value), 'host table')} ({label}); {TABLES_NOTE}")
+            for host, entry in value.items():
+                tables += ["", f"[{key}.{json.dumps(str(host))}]"]
+                tables += [f"{k} = {toml_value(v)}" for k, v in entry.items() if v is not None]
+            continue
         if value is None:
             lines.append(f"# {key}: not set ({label})")
         elif key in FOLLOWERS and sources[key] in ("default", "user_agent"):
@@ -94,7 +111,7 @@ def config_lines(
             lines.append(f"# {key} = {toml_value(value)}  # {label}: {FOLLOWERS[key]}")
         else:
             lines.append(f"{key} = {toml_value(value)}  # {label}")
-    return lines
+    return lines + tables
 
 
 def run(args: argparse.Namespace) -> int:

@@ -140,3 +140,26 @@ def test_a_file_made_by_crawldeck_config_follows_an_edited_user_agent(
     assert "\nmax_time_s = 600  # file c.toml" in out  # the file's other values kept
     code, out, _ = main_in(tmp_path, monkeypatch, capsys, "config", "-s", "robots_token=bot")
     assert '\nrobots_token = "bot"  # -s\n' in out
+
+
+def test_a_file_made_by_crawldeck_config_takes_a_host_table_added_at_its_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trial 17 (issue #25): the output held ``hosts = {}  # default``, so the
+    ``[hosts."..."]`` table the docs show, added at the end, was refused ("Cannot
+    declare ('hosts', ...) twice"). The host tables are TOML tables at the end now, and
+    one more is taken."""
+    setting = 'hosts={"a.org"={delay_ms=100, render="never"}}'
+    code, out, _ = main_in(tmp_path, monkeypatch, capsys, "config", "-s", setting)
+    assert code == 0
+    assert "\nhosts = " not in out
+    assert out.endswith('\n[hosts."a.org"]\ndelay_ms = 100\nrender = "never"\n')
+    (tmp_path / "c.toml").write_text(out + '\n[hosts."127.0.0.22:8022"]\ndelay_ms = 5\n')
+    code, out, err = main_in(tmp_path, monkeypatch, capsys, "config", "--config", "c.toml")
+    assert (code, err) == (0, "")
+    assert out.endswith(
+        '\n[hosts."a.org"]\ndelay_ms = 100\nrender = "never"\n'
+        '\n[hosts."127.0.0.22:8022"]\ndelay_ms = 5\n'
+    )
+    code, out, _ = main_in(tmp_path, monkeypatch, capsys, "config")  # none: a comment
+    assert "\n# hosts: 0 host tables (default); a host's table goes at the end" in out
