@@ -169,8 +169,7 @@ def restore(
     )
     return (
         f"resuming: {plural(frontier.total(), 'URL')} queued{retried}, "
-        f"{plural(observer.pages, 'fetch', 'fetches')} made before (what --max-pages "
-        f"counts){refused}"
+        f"{plural(observer.pages, 'fetch', 'fetches')} made before{refused}"
     )
 
 
