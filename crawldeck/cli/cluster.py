@@ -27,7 +27,7 @@ from pathlib import Path
 from crawldeck.cli.flags import without_passwords
 from crawldeck.cli.headless import PROGRESS_WIDTH, clock, outcome_heading, short_count
 from crawldeck.cli.output import EXIT_OK, EXIT_STOPPED, broken_lines, fail, program
-from crawldeck.cli.runner import crawl_ending
+from crawldeck.cli.runner import crawl_ending, say_headless
 from crawldeck.core.cluster.coordinator import ClusterSnapshot, Coordinator
 from crawldeck.core.cluster.keys import Keyspace, check_crawl_id
 from crawldeck.core.cluster.link import RedisLink, open_client
@@ -171,6 +171,7 @@ def run_cluster_crawl(
         # the crawl file first: one in use by another crawldeck is refused in one line
         # before anything starts (its private Redis is that crawl's)
         store = Store(db, flush_interval_ms=config.flush_interval_ms)
+        say_headless(args, ui)  # after every refusal: an error is a refused run's one line
         private = None
         try:
             if args.redis is None:

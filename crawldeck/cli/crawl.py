@@ -240,7 +240,6 @@ def run(args: argparse.Namespace) -> int:
     if args.workers is not None or args.redis is not None:
         from crawldeck.cli.cluster import run_cluster_crawl
 
-        say_headless(args, ui)
         code = run_cluster_crawl(args, config, seeds, db, hint, ui=ui)
         return code if code == EXIT_BAD_INPUT else write_output(args.command, db, args.output, code)
     metrics = None

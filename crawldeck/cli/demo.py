@@ -101,7 +101,6 @@ def run(args: argparse.Namespace) -> int:
     hint = f"the demo starts anew each run: {program()} {shlex.join(sys.argv[1:])}"
     try:
         with LocalWeb() as web:
-            say_headless(args, ui)
             print("crawldeck demo: the local web is up:")
             for name, base in web.hosts.items():
                 print(f"  {name:10s} {base}/")
@@ -114,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
                 if code == EXIT_BAD_INPUT:
                     return code
             else:
+                say_headless(args, ui)
                 ending = crawl_ending(hint, config, None)
                 code = asyncio.run(
                     run_crawl(

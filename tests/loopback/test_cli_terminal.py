@@ -98,7 +98,12 @@ def test_no_terminal_runs_headless_and_says_so(tmp_path: Path, web: LocalWeb) ->
     # a run refused after the terminal was looked for says only why (issue #25 trial
     # 15: the headless line came first), in crawl and in recrawl alike
     (tmp_path / "notes.db").write_text("not a crawl file\n" * 100)
-    for command in (["crawl", web.seeds()[0], "--db", "notes.db"], ["recrawl", "notes.db"]):
+    for command in (
+        ["crawl", web.seeds()[0], "--db", "notes.db"],
+        ["recrawl", "notes.db"],
+        # a cluster crawl's own refusals (trial 17: a bad --crawl-id came second)
+        ["crawl", web.seeds()[0], "--db", "w.db", "--workers", "2", "--crawl-id", "a b"],
+    ):
         refused = subprocess.run(
             [CRAWLDECK, *command], cwd=tmp_path, stdin=subprocess.DEVNULL,
             capture_output=True, timeout=90, check=False,
