@@ -148,9 +148,10 @@ def media_type(content_type: str | None) -> str:
     return content_type.split(";", 1)[0].strip().lower()
 
 
-def idle_connections() -> int:
+def idle_connections(soft: int | None = None) -> int:
     """How many hosts may keep an idle keep-alive connection: half this process's
-    soft limit on open files (RLIMIT_NOFILE), between 64 and 8 192.
+    soft limit on open files (RLIMIT_NOFILE; ``soft``: that limit, when given, so a
+    test need not lower the process's own), between 64 and 8 192.
 
     A crawl going round many hosts reuses a host's connection only if it is still
     open when the host comes round again, so the cap should cover the hosts in
@@ -158,7 +159,8 @@ def idle_connections() -> int:
     SQLite files and DNS. ``crawldeck`` raises the soft limit (``cli.runner``), so this is
     8 192 there; at the usual default of 1 024 it is 512.
     """
-    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft is None:
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     if soft == resource.RLIM_INFINITY:
         return 8192
     return max(64, min(8192, soft // 2))
