@@ -272,7 +272,9 @@ def _codec(label: str) -> str | None:
 
 def _whatwg(name: str | None) -> str | None:
     """``name`` (a Python codec name) canonical, when it is an Encoding Standard
-    encoding; ``utf-16`` is UTF-16LE there. Else ``None``."""
+    encoding; ``utf-16`` is UTF-16LE there, and ``gbk`` is decoded as gb18030 (w3lib
+    2.6 resolves ``gb2312`` to ``gbk``, 2.5 to ``gb18030``: a fresh install decoded
+    GBK pages as windows-1252). Else ``None``."""
     if name is None:
         return None
     try:
@@ -281,6 +283,8 @@ def _whatwg(name: str | None) -> str | None:
         return None
     if canonical == "utf-16":
         return "utf-16-le"
+    if canonical == "gbk":  # the Encoding Standard's GBK decoder is gb18030's (§10.1.1)
+        return "gb18030"
     return canonical if canonical in _WHATWG_CODECS else None
 
 
