@@ -11,7 +11,6 @@ the address from a worker that waits.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -101,29 +100,6 @@ async def test_a_booking_not_used_in_time_is_booked_again(link: RedisLink) -> No
     assert a.earliest(IP, later) == later + PENDING_S  # asked again (its hold is no bar)
     await settle()
     assert a.earliest(IP, later) == now + DELAY_S and a.booked == 2 and a.given_back == 1
-
-
-async def test_a_booking_nothing_asks_for_again_is_given_back(link: RedisLink) -> None:
-    """a books the address for a host it then drops (handed over, or out of URLs):
-    nothing asks for the address again. The booking is given back ``STALE_S`` past its
-    start, so b books at once, not when a's hold runs out (60 s here): b asked every
-    ``WAIT_POLL_S`` meanwhile, 856 round trips in one run of test_cluster_costs."""
-    woken = list[str]()
-    hold_s = 60.0
-    a = limit(link, time.time, "a", woken, hold_s)  # type: ignore[arg-type]
-    b = limit(link, time.time, "b", woken, hold_s)  # type: ignore[arg-type]
-    a.earliest(IP, time.time())
-    for _ in range(10_000):  # at most 10 s; then a's host is gone: a never asks again
-        if a.booked:
-            break
-        await asyncio.sleep(0.001)
-    b.earliest(IP, time.time())
-    for _ in range(3000):  # at most 30 s, half the hold: the wait ends with a's give-back
-        if b.booked:
-            break
-        b.earliest(IP, time.time())
-        await asyncio.sleep(0.01)
-    assert (a.given_back, b.booked) == (1, 1)  # the old code: (0, 0) after the 30 s
 
 
 async def test_a_hold_whose_end_never_comes_runs_out_on_redis_clock(link: RedisLink) -> None:

@@ -24,8 +24,7 @@ keep the address.
 
 When a holder may still send: the gate checks a booking right before its request
 starts (``earliest``: at most ``STALE_S`` past the booked start, else the booking is
-given back and booked again, so a worker that woke late never sends on an old slot;
-a booking nothing asks for again is given back ``STALE_S`` after that, ``_expire``),
+given back and booked again, so a worker that woke late never sends on an old slot),
 and from that check to the request's first byte there is only the connection's set-up,
 bounded by ``connect_timeout_ms``. The hold (``hold_s``, ``Worker.address_limit``)
 covers that: another worker's booking after the hold runs out starts at least a delay
@@ -259,23 +258,6 @@ class SharedIpLimit:
             return
         booking.start = float(at)
         self.booked += 1
-        wait_s = max(0.0, booking.start + STALE_S - self._clock()) + STALE_S
-        asyncio.get_running_loop().call_later(wait_s, self._expire, ip, booking)
-
-    def _expire(self, ip: str, booking: _Booking) -> None:
-        """Give back ``booking`` of ``ip`` if it is still unused ``STALE_S`` past its
-        start, by this worker's clock (``earliest`` would not use it any more). Its host
-        may never ask again (handed to another worker, or out of URLs): the hold then
-        kept the address from the other workers until it ran out (``hold_s``, 10 s with
-        the default connect timeout), and one of them asked every ``WAIT_POLL_S``
-        meanwhile: 856 round trips for 96 pages in a test of issue #23's costs."""
-        if self._bookings.get(ip) is not booking or booking.start is None:
-            return
-        if self._clock() <= booking.start + STALE_S:
-            return
-        del self._bookings[ip]
-        self._end_soon(ip, booking.start)
-        self.given_back += 1
 
 
 def _text(value: bytes | str | int) -> str:
