@@ -102,6 +102,35 @@ async def test_a_booking_not_used_in_time_is_booked_again(link: RedisLink) -> No
     assert a.earliest(IP, later) == now + DELAY_S and a.booked == 2 and a.given_back == 1
 
 
+@pytest.mark.parametrize("by", ["heartbeat", "send"])
+async def test_a_booking_nothing_asks_for_again_is_given_back(link: RedisLink, by: str) -> None:
+    """a books the address for a host it then drops (handed over, or out of URLs):
+    nothing asks for the address again. Past ``STALE_S`` after its start, a's next
+    heartbeat or next send (a booking of another address) gives it back, so b books
+    at once, not when a's hold runs out (60 s here): b asked every ``WAIT_POLL_S``
+    meanwhile, 856 round trips in one suite run of test_cluster_costs."""
+    clock, woken = Clock(), list[str]()
+    a, b = limit(link, clock, "a", woken, 60.0), limit(link, clock, "b", woken, 60.0)
+    now = clock.now
+    a.earliest(IP, now)
+    await settle()
+    assert a.booked == 1  # and then a's host is gone: a never asks for the address again
+    clock.now = now + STALE_S  # not yet past: kept
+    a.give_back_stale()
+    assert a.given_back == 0
+    clock.now = now + STALE_S + 0.01
+    if by == "heartbeat":
+        a.give_back_stale()
+    else:
+        a.earliest("127.0.0.10", clock.now)
+    await settle()
+    assert a.given_back == 1
+    b.earliest(IP, clock.now)
+    await settle()
+    assert b.booked == 1 and b.waited == 0  # the old code: refused until the hold ran out
+    assert b.earliest(IP, clock.now) == now + DELAY_S  # a's slot still counts its delay
+
+
 async def test_a_hold_whose_end_never_comes_runs_out_on_redis_clock(link: RedisLink) -> None:
     """The busy mark's life is Redis's ``PX``: b books once it is gone, at a's slot plus
     the delay (its clock, moved ahead of the hold, did not decide it: see below)."""

@@ -24,11 +24,13 @@ keep the address.
 
 When a holder may still send: the gate checks a booking right before its request
 starts (``earliest``: at most ``STALE_S`` past the booked start, else the booking is
-given back and booked again, so a worker that woke late never sends on an old slot),
-and from that check to the request's first byte there is only the connection's set-up,
-bounded by ``connect_timeout_ms``. The hold (``hold_s``, ``Worker.address_limit``)
-covers that: another worker's booking after the hold runs out starts at least a delay
-after the last moment the holder can send. A process frozen (``SIGSTOP``) between the
+given back and booked again, so a worker that woke late never sends on an old slot;
+a booking nothing asks for again, its host handed over or out of URLs, is given back
+by the next send or heartbeat past that, ``give_back_stale``), and from that check
+to the request's first byte there is only the connection's set-up, bounded by
+``connect_timeout_ms``. The hold (``hold_s``, ``Worker.address_limit``) covers that:
+another worker's booking after the hold runs out starts at least a delay after the
+last moment the holder can send. A process frozen (``SIGSTOP``) between the
 check and the connection's end is not bounded by any timeout; a freeze anywhere else is
 (the booking is checked again on waking).
 
@@ -179,6 +181,27 @@ class SharedIpLimit:
         if self._delay_s > 0.0:
             self._end_soon(ip, now)
 
+    def give_back_stale(self) -> None:
+        """Give back every booking more than ``STALE_S`` past its start (by this
+        worker's clock): ``earliest`` would not use it any more, and its host may never
+        ask again (handed to another worker, or out of URLs once its refill came back;
+        ``Gate.ready_at`` books as a host enters the ready heap). Its hold would keep
+        the address from the other workers until it ran out (``hold_s``, 10 s with the
+        default connect timeout), one of them asking every ``WAIT_POLL_S``: 856 round
+        trips for 96 pages in a suite run of ``test_cluster_costs`` (issue #24 item 8).
+        Called by each send and by the worker's heartbeat, never between the gate's
+        check and its dispatch (``Gate.acquire`` does both in one step)."""
+        now = self._clock()
+        stale = [
+            (ip, b.start)
+            for ip, b in self._bookings.items()
+            if b.start is not None and b.start + STALE_S < now
+        ]
+        for ip, start in stale:
+            del self._bookings[ip]
+            self._end_soon(ip, start)
+            self.given_back += 1
+
     def _end_soon(self, ip: str, at: float) -> None:
         self._ended[ip] = max(at, self._ended.get(ip, 0.0))
         self._send_soon()
@@ -203,6 +226,7 @@ class SharedIpLimit:
         the address a little longer from the other workers).
         A send that is waiting does not hold back the next one: both go in order."""
         await asyncio.sleep(0)  # let this loop turn's other asks join
+        self.give_back_stale()
         self._sender = None
         asked, self._asked = self._asked, {}
         ended, self._ended = self._ended, {}

@@ -410,6 +410,8 @@ class Worker:
         try:
             while True:
                 await asyncio.sleep(interval)
+                if self.addresses is not None:  # a worker idle there still frees them
+                    self.addresses.give_back_stale()
                 await self._beat(LINGER_S)
         except CrawldeckError as exc:
             self._failure = exc
