@@ -31,7 +31,7 @@ from crawldeck.cli.runner import crawl_ending, say_headless
 from crawldeck.core.cluster.coordinator import ClusterSnapshot, Coordinator
 from crawldeck.core.cluster.keys import Keyspace, check_crawl_id
 from crawldeck.core.cluster.link import RedisLink, open_client
-from crawldeck.core.cluster.server import PrivateRedis, acheck_redis
+from crawldeck.core.cluster.server import PrivateRedis, acheck_redis, check_redis_url
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.crawl.resume import file_fetches
 from crawldeck.core.errors import CrawldeckError
@@ -168,6 +168,8 @@ def run_cluster_crawl(
     try:
         fallback = PRIVATE_CRAWL_ID if args.redis is None else default_crawl_id(db)
         crawl_id = check_crawl_id(fallback if args.crawl_id is None else args.crawl_id)
+        if args.redis is not None:  # a URL that does not parse leaves no crawl file
+            check_redis_url(args.redis)
         # the crawl file first: one in use by another crawldeck is refused in one line
         # before anything starts (its private Redis is that crawl's)
         store = Store(db, flush_interval_ms=config.flush_interval_ms)

@@ -103,6 +103,8 @@ def test_no_terminal_runs_headless_and_says_so(tmp_path: Path, web: LocalWeb) ->
         ["recrawl", "notes.db"],
         # a cluster crawl's own refusals (trial 17: a bad --crawl-id came second)
         ["crawl", web.seeds()[0], "--db", "w.db", "--workers", "2", "--crawl-id", "a b"],
+        # a Redis URL that does not parse: not "cannot reach Redis at http://..."
+        ["crawl", web.seeds()[0], "--db", "r.db", "--redis", "http://127.0.0.1:6379/0"],
     ):
         refused = subprocess.run(
             [CRAWLDECK, *command], cwd=tmp_path, stdin=subprocess.DEVNULL,
@@ -111,6 +113,9 @@ def test_no_terminal_runs_headless_and_says_so(tmp_path: Path, web: LocalWeb) ->
         lines = refused.stderr.decode().splitlines()
         assert refused.returncode == 2 and len(lines) == 1, lines
         assert lines[0].startswith(f"crawldeck {command[0]}: error: ")
+    assert lines[0].endswith("bad Redis URL 'http://127.0.0.1:6379/0': it must start with "
+                             "redis://, rediss:// or unix://")  # fmt: skip
+    assert not (tmp_path / "w.db").exists() and not (tmp_path / "r.db").exists()
 
 
 def in_a_terminal(args: list[str], cwd: Path, cap_s: float = 90) -> tuple[int, bytes]:

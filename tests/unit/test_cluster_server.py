@@ -4,6 +4,7 @@ others are in ``tests/loopback/test_cluster_server.py``."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 from pathlib import Path
@@ -11,9 +12,7 @@ from pathlib import Path
 import pytest
 from redisserverkit import assert_unreachable
 
-from crawldeck.core.cluster.server import (
-    find_redis_server,
-)
+from crawldeck.core.cluster.server import acheck_redis, check_redis, find_redis_server
 from crawldeck.core.errors import ClusterError
 
 
@@ -34,13 +33,27 @@ def test_check_redis_on_a_missing_socket(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("url", "reason"),
+    ("url", "message"),
     [
-        ("http://127.0.0.1:6379/0", "Redis URL must specify one of the following schemes"),
-        ("redis://127.0.0.1:port/0", "Port could not be cast to integer value"),
-        ("redis://[::1/0", "Invalid IPv6 URL"),
-        ("", "Redis URL must specify one of the following schemes"),
+        (
+            "http://127.0.0.1:6379/0",
+            "bad Redis URL 'http://127.0.0.1:6379/0': it must start with redis://, "
+            "rediss:// or unix://",
+        ),
+        (
+            "redis://:secret@127.0.0.1:port/0",
+            "bad Redis URL 'redis://:***@127.0.0.1:port/0': Port could not be cast to "
+            "integer value as 'port'",
+        ),
+        ("redis://[::1/0", "bad Redis URL 'redis://[::1/0': Invalid IPv6 URL"),
+        ("", "bad Redis URL '': it must start with redis://, rediss:// or unix://"),
     ],
 )
-def test_check_redis_on_a_garbage_url(url: str, reason: str) -> None:
-    assert_unreachable(url, url, reason)
+def test_check_redis_on_a_garbage_url_says_the_url_is_bad(url: str, message: str) -> None:
+    """Not "cannot reach Redis at ...": no server was tried (issue #25 trial 17)."""
+    with pytest.raises(ClusterError) as caught:
+        check_redis(url, 1.0)
+    assert str(caught.value) == message
+    with pytest.raises(ClusterError) as caught:
+        asyncio.run(acheck_redis(url, 1.0))
+    assert str(caught.value) == message

@@ -345,8 +345,10 @@ def check_redis(url: str, timeout_s: float = 2.0) -> None:
         ClusterError: any failure (refused, no such host or socket, a timeout, a wrong
             password, a URL that is not a Redis URL, a server that does not speak
             RESP); one line, ``cannot reach Redis at URL: REASON``, with any password
-            in the URL masked.
+            in the URL masked; ``bad Redis URL 'URL': REASON`` for one that does not
+            parse (another scheme, a port that is not a number), nothing tried.
     """
+    check_redis_url(url)
     future = _ping_in_a_thread(url, timeout_s)
     try:
         future.result(timeout=timeout_s)
@@ -363,6 +365,7 @@ async def acheck_redis(url: str, timeout_s: float = 2.0) -> None:
     Raises:
         ClusterError: as ``check_redis``.
     """
+    check_redis_url(url)
     future = _ping_in_a_thread(url, timeout_s)
     try:
         await asyncio.wait_for(asyncio.wrap_future(future), timeout_s)
@@ -401,6 +404,23 @@ def _ping_in_a_thread(url: str, timeout_s: float) -> concurrent.futures.Future[N
 
     threading.Thread(target=ping, name="crawldeck-check-redis", daemon=True).start()
     return future
+
+
+def check_redis_url(url: str) -> None:
+    """Check that ``url`` is a Redis URL as redis-py reads it (``from_url``).
+
+    Raises:
+        ClusterError: it is not: ``bad Redis URL 'URL': REASON``, password masked
+            (a wrong scheme used to read ``cannot reach Redis at http://...``, as if
+            a server had been tried; issue #25 trial 17).
+    """
+    try:
+        redis.ConnectionPool.from_url(url)  # parses only: no connection is made
+    except ValueError as exc:
+        reason = _one_line(exc)
+        if "following schemes" in reason:
+            reason = "it must start with redis://, rediss:// or unix://"
+        raise ClusterError(f"bad Redis URL {_masked(url)!r}: {reason}") from None
 
 
 def _unreachable(url: str, reason: str) -> str:
