@@ -147,6 +147,7 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.crawl.engine": SCHEDULE,
     "core.errors": SCHEDULE,
     "core.storage.export": OFFLINE,
+    "core.storage.link_report": OFFLINE,
     "core.net.fetcher": FETCH,
     "core.net.fetch_errors": FETCH,
     "core.policy.frontier": FRONTIER,

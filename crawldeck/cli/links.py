@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     stdout, then on stderr how many, the links to URLs refused unfetched by reason, and
     the links not checked because the crawl stopped first (``unchecked_links``);
     ``EXIT_BROKEN_LINKS`` when ``--broken`` found any."""
-    from crawldeck.core.storage.export import blocked_links, link_report, unchecked_links
+    from crawldeck.core.storage.link_report import blocked_links, link_report, unchecked_links
 
     count = 0
     targets: set[str] = set()

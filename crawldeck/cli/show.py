@@ -47,10 +47,10 @@ def _not_read(record: ArchivedRecord) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``crawldeck show DB URL``: the page's WARC header, HTTP head and body (decoded
-    text; a binary body as one line with its size), or with ``--raw`` the body's bytes
-    alone."""
-    from crawldeck.core.storage.export import body_text, page_record
+    """``crawldeck show DB URL``: the page's WARC header, a line when recrawls found
+    the page not modified since (304s), its HTTP head and body (decoded text; a binary
+    body as one line with its size), or with ``--raw`` the body's bytes alone."""
+    from crawldeck.core.storage.export import body_text, page_record, page_revalidations
 
     try:
         record = page_record(args.db, args.url)
@@ -73,6 +73,14 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     lines = [f"{name}: {value}" for name, value in record.warc_headers]
     print("\n".join(lines) + "\n")
+    headers = dict(record.warc_headers)
+    try:
+        checks, last = page_revalidations(args.db, headers.get("WARC-Target-URI", args.url))
+    except CrawldeckError as exc:
+        return fail(args.command, str(exc))
+    if checks:  # a recrawl's 304 keeps this record: say the page was checked since
+        print(f"(checked since: 304 Not Modified {plural(checks, 'time')}, the last at "
+              f"{last}; the record is the fetch of {headers.get('WARC-Date', '?')})\n")  # fmt: skip
     if record.http_head:
         print(record.http_head.replace("\r\n", "\n") + "\n")
     text = body_text(record)

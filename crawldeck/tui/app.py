@@ -44,7 +44,7 @@ from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
 from crawldeck.core.crawl.engine import CrawlResult
 from crawldeck.core.crawl.snapshot import BackoffRow, CrawlSnapshot, HostDetail, HostRow
 from crawldeck.core.errors import CrawldeckError
-from crawldeck.core.storage.export import broken_count
+from crawldeck.core.storage.link_report import broken_count
 from crawldeck.core.words import spelled_size
 from crawldeck.tui.history import CrawlHistory, ThroughputHistory
 from crawldeck.tui.host_detail import HostDetailScreen
@@ -342,7 +342,7 @@ class CrawlApp(App[None]):
             self._show_resume(f"Stopped: {reason}; q quits.", go_on_note(result.outcome))
 
     def _broken_links(self) -> int:
-        """The crawl file's broken links (``core.storage.export.broken_count``), 0 when it
+        """The crawl file's broken links (``core.storage.link_report.broken_count``), 0 when it
         cannot be read: the console's end says how many; the summary printed when it
         closes lists the first (``cli.output.broken_lines``)."""
         try:

@@ -17,7 +17,7 @@ from crawlkit import html, rows
 from dnsserver import DnsmasqServer
 from httpserver import HTTPTestServer, Request, Response
 
-from crawldeck.core.storage.export import broken_count
+from crawldeck.core.storage.link_report import broken_count
 from crawldeck.core.storage.store import Store
 from loopback.test_crawl_outcomes import closed_port
 

@@ -22,6 +22,7 @@ from crawlkit import html, rows, run_crawl
 from httpserver import HTTPTestServer, Response
 from warcio.archiveiterator import ArchiveIterator
 
+from crawldeck.cli.main import main
 from crawldeck.core.config import build_config
 from crawldeck.core.crawl.engine import Engine
 from crawldeck.core.crawl.recrawl import histories, prepare, summarize
@@ -213,6 +214,33 @@ def test_with_warc_each_304_is_a_server_not_modified_revisit_of_the_first_respon
     responses = [h["WARC-Target-URI"] for h in second if h["WARC-Type"] == "response"]
     assert responses == [f"{base}/robots.txt"]  # the only body fetched again
     assert len([h for h in first if h["WARC-Type"] == "response"]) == len(PAGES) + 1
+
+
+def test_show_says_a_page_was_found_not_modified_since_its_record(
+    site: StaticSite, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 304 keeps the page's record: ``show`` says the recrawls checked the page
+    since, as wget ``-N`` users expect to see (issue #25 trial 17: it showed the old
+    record with no word of the checks)."""
+    db = tmp_path / "c.db"
+    with site:
+        url = site.base_url + "/a.html"
+        run_crawl([site.base_url + "/index.html"], db, sitemaps=False)
+        assert main(["show", str(db), url]) == 0
+        assert "checked since" not in capsys.readouterr().out
+        recrawl(db)
+        recrawl(db)
+    ((fetched_at,), (last,)) = rows(
+        db, "SELECT fetched_at FROM page_versions WHERE url = ? ORDER BY fetched_at", url
+    )[::2]
+    assert main(["show", str(db), url]) == 0
+    out = capsys.readouterr().out
+    date = next(line for line in out.splitlines() if line.startswith("WARC-Date: "))[11:]
+    assert date[:19] == fetched_at[:19]  # the record is the first fetch's
+    assert (
+        f"\n(checked since: 304 Not Modified 2 times, the last at {last}; the record is "
+        f"the fetch of {date})\n" in out
+    )
 
 
 def test_a_200_with_the_same_bytes_is_no_duplicate_of_its_own_page(tmp_path: Path) -> None:

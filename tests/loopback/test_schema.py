@@ -30,7 +30,7 @@ from redisfix import free_port
 from schemakit import DATA, V1, counts, shape
 
 from crawldeck.core.storage.datasette_meta import METADATA_SUFFIX, metadata
-from crawldeck.core.storage.export import broken_count, link_report
+from crawldeck.core.storage.link_report import broken_count, link_report
 from crawldeck.core.storage.store import Store
 
 V3_NO_ANCHOR = DATA / "crawl_4990f41.db"

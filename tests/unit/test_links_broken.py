@@ -13,7 +13,7 @@ from fakesite import FakeSite, crawl, links_page, redirect, status
 
 from crawldeck.cli.output import broken_lines
 from crawldeck.core.records import PageRecord
-from crawldeck.core.storage.export import blocked_links, link_report, unchecked_links
+from crawldeck.core.storage.link_report import blocked_links, link_report, unchecked_links
 from crawldeck.core.storage.store import Store
 
 

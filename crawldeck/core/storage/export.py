@@ -39,11 +39,9 @@ that is not text, HTML, XML or JSON), a revisit (the body is the ``duplicate_of`
 page's), a row without a record or a missing WARC file gives ``"body": null`` and a
 ``body_note`` saying which. ``read_record`` and ``page_record`` serve ``crawldeck show``.
 
-Links (issue #25 item 4): ``link_report`` streams the ``links`` rows with what each
-target got (``core.storage.store.LinkCheck``), or only the broken ones (the ``broken_links``
-view's SELECT, so a file made before the view reads too); ``broken_count`` and
-``blocked_links`` count them. ``crawldeck links`` prints them; ``core.storage.mirror`` reads
-the bodies through ``open_crawl`` and ``read_record``.
+The link checker's reads (``crawldeck links``) are ``core.storage.link_report``'s;
+it and ``core.storage.mirror`` read the file through ``open_crawl``, ``same_page`` and
+``read_record``.
 """
 
 from __future__ import annotations
@@ -58,7 +56,7 @@ import secrets
 import sqlite3
 import stat
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal, TextIO
@@ -69,16 +67,10 @@ from warcio.exceptions import ArchiveLoadFailed
 from crawldeck.core.config import DEFAULT_STRIP_PARAMS
 from crawldeck.core.errors import CrawldeckError, StoreError, UrlError
 from crawldeck.core.policy import urls
-from crawldeck.core.records import LinkCheck
 from crawldeck.core.storage.archive import decode_content
 from crawldeck.core.storage.store import (
-    BROKEN_ALL_SELECT,
-    BROKEN_BLOCK_REASONS,
-    BROKEN_LINKS_SELECT,
-    BROKEN_SEEDS_FROM,
     SCHEMA_VERSION,
     Store,
-    anchor_select,
     check_header,
     check_schema,
     connect_reader,
@@ -538,7 +530,7 @@ def page_record(db: Path, url: str) -> ArchivedRecord:
                 # another spelling of a page fetched (its dedupe key): that page's record
                 strip = strip_params_of(conn)
                 for candidate in dict.fromkeys(candidates):
-                    same = _same_page(conn, strip, candidate)
+                    same = same_page(conn, strip, candidate)
                     if same is not None:
                         found = conn.execute(_SQL_RECORD_AT, (same[3],)).fetchone()
                         break
@@ -557,53 +549,6 @@ def page_record(db: Path, url: str) -> ArchivedRecord:
     return read_record(path.parent / found[0], found[1], found[2])
 
 
-_BROKEN_REASONS: Final = "(" + ", ".join(f"'{r}'" for r in BROKEN_BLOCK_REASONS) + ")"
-#: Every link with what its target got (``link_report``), in insertion order; a
-#: target whose name did not resolve reads as a failed fetch (``error`` ``dns: ...``).
-#: A target with a ``pages`` row is judged by it, not by a ``blocked`` row of the same
-#: URL (a redirect loop's first hop is both: fetched, then refused when the chain came
-#: back to it; issue #25). Its ``final_url`` is as ``broken_links`` gives it: the
-#: target itself for a failed chain (whose error tells the chain: its row's own
-#: ``final_url`` is only the next hop, which read as the chain's end: issue #25 trial 8),
-#: the next hop of a redirect. The ``pages`` and ``blocked`` rows are found by their
-#: primary keys.
-_SQL_ALL_LINKS: Final = (
-    "SELECT l.from_url, l.to_url, p.status, coalesce(p.error, CASE WHEN b.reason IN"
-    f" {_BROKEN_REASONS} THEN b.reason || ': ' || b.detail END),"
-    " CASE WHEN p.error IS NULL THEN p.final_url ELSE p.url END,"
-    f" CASE WHEN p.url IS NULL AND b.reason NOT IN {_BROKEN_REASONS} THEN b.reason END,"
-    f" p.url IS NOT NULL OR b.reason IN {_BROKEN_REASONS}"
-    " , l.anchor FROM links l LEFT JOIN pages p ON p.url = l.to_url"
-    " LEFT JOIN blocked b ON b.url = l.to_url ORDER BY l.rowid"
-)
-#: The ``broken_links`` view's rows, from its SELECT (``core.storage.store.BROKEN_LINKS_SELECT``)
-#: so that a file opened read-only before its next crawl (which adds the view) reads too.
-_SQL_BROKEN_LINKS: Final = (
-    "SELECT from_url, to_url, status, error, final_url, NULL, 1, anchor"
-    f" FROM ({BROKEN_LINKS_SELECT}) ORDER BY to_url, from_url"
-)
-#: The broken seeds that no page links to (``BROKEN_SEEDS_FROM``): ``links --broken``
-#: lists them too, from no page, in the order they were given.
-_SQL_BROKEN_SEEDS: Final = (
-    "SELECT f.url, p.status, coalesce(p.error, b.reason || ': ' || b.detail), p.url"
-    + BROKEN_SEEDS_FROM
-    + " ORDER BY f.seq"
-)
-_SQL_BLOCKED_LINKS: Final = (
-    "SELECT b.reason, count(*), count(DISTINCT b.url) FROM blocked b"
-    " CROSS JOIN links l ON l.to_url = b.url"
-    f" WHERE b.reason NOT IN {_BROKEN_REASONS}"
-    " AND NOT EXISTS (SELECT 1 FROM pages p WHERE p.url = b.url)"
-    " AND NOT EXISTS (SELECT 1 FROM pages r WHERE r.url = l.from_url"
-    " AND r.status BETWEEN 300 AND 399)"
-    " GROUP BY b.reason ORDER BY b.reason"
-)
-#: Links whose target was neither fetched nor refused (``LinkCheck.tried`` false and no
-#: ``blocked``: ``crawldeck links``' ``not fetched``).
-_SQL_UNCHECKED_LINKS: Final = (
-    "SELECT l.to_url FROM links l WHERE NOT EXISTS (SELECT 1 FROM pages p WHERE p.url ="
-    " l.to_url) AND NOT EXISTS (SELECT 1 FROM blocked b WHERE b.url = l.to_url)"
-)
 #: The page fetched under a dedupe key (``frontier.key``: ``urls.normalize`` with the
 #: crawl's ``strip_params``): a link spelled otherwise (``/shop/?sid=2`` beside the
 #: ``/shop/?sid=1`` fetched) is that page, not a URL never checked (issue #25).
@@ -611,6 +556,33 @@ _SQL_SAME_PAGE: Final = (
     "SELECT p.status, p.error, p.final_url, p.url FROM frontier f CROSS JOIN pages p"
     " ON p.url = f.url WHERE f.key = ?"
 )
+
+
+#: The 304 answers a page got after the fetch its ``pages`` row (and WARC record)
+#: holds: a recrawl's 304 keeps the row and adds a ``page_versions`` row only.
+_SQL_REVALIDATIONS: Final = (
+    "SELECT count(*), max(v.fetched_at) FROM pages p CROSS JOIN page_versions v"
+    " ON v.url = p.url WHERE p.url = ? AND v.status = 304 AND v.fetched_at > p.fetched_at"
+)
+
+
+def page_revalidations(db: Path, url: str) -> tuple[int, str | None]:
+    """How many times page ``url`` (as fetched: its record's ``WARC-Target-URI``) was
+    answered 304 Not Modified after the fetch its record holds, and the last time
+    (UTC ISO 8601 text; ``None`` when never): a recrawl's 304 keeps the page's row
+    and record as they were (``core.crawl.recrawl``), so ``crawldeck show`` says the
+    page was checked since, as wget ``-N`` users expect to see (issue #25 trial 17).
+
+    Raises:
+        StoreError: as ``export``.
+    """
+    path = Path(db)
+    try:
+        with contextlib.closing(_connect(path)) as conn:
+            count, last = conn.execute(_SQL_REVALIDATIONS, (url,)).fetchone()
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
+    return int(count), last
 
 
 def strip_params_of(conn: sqlite3.Connection) -> tuple[str, ...]:
@@ -626,123 +598,18 @@ def strip_params_of(conn: sqlite3.Connection) -> tuple[str, ...]:
     return DEFAULT_STRIP_PARAMS
 
 
-def _same_page(
+def same_page(
     conn: sqlite3.Connection, strip: tuple[str, ...], url: str
 ) -> tuple[int | None, str | None, str | None, str] | None:
     """``(status, error, final_url, url fetched)`` of the page fetched under ``url``'s
-    dedupe key, or ``None``."""
+    dedupe key (``urls.normalize`` with ``strip``, the crawl's ``strip_params_of``),
+    or ``None``: a link spelled otherwise than the page fetched is that page."""
     try:
         key = urls.normalize(url, strip)
     except CrawldeckError:
         return None
     row = conn.execute(_SQL_SAME_PAGE, (key,)).fetchone()
     return None if row is None else (row[0], row[1], row[2], row[3])
-
-
-def link_report(db: Path, *, broken: bool) -> Iterator[LinkCheck]:
-    """The links of the crawl file ``db`` with what their targets got (``crawldeck
-    links``), read-only and streaming (``EXPORT_BATCH_ROWS`` a batch): with ``broken``
-    only the broken ones (the ``broken_links`` view: HTTP 4xx/5xx, no response, a
-    redirect chain that failed), ordered by link then referring page, then the broken
-    seeds no page links to (``from_url`` ``None``); else every link
-    in insertion order, a target refused untried with ``blocked`` (robots, scope, ...),
-    one fetched under another spelling with that page's answer (``_same_page``), one
-    never reached with ``tried`` false; each with its anchor text (NULL for a file
-    made before ``links.anchor``, ``core.storage.store.anchor_select``).
-
-    Raises:
-        StoreError: as ``export``.
-    """
-    path = Path(db)
-    try:
-        with contextlib.closing(_connect(path)) as conn:
-            columns = {row[1] for row in conn.execute("PRAGMA table_info(links)")}
-            sql = anchor_select(_SQL_BROKEN_LINKS if broken else _SQL_ALL_LINKS, columns)
-            strip = strip_params_of(conn)
-            cur = conn.execute(sql)
-            while rows := cur.fetchmany(EXPORT_BATCH_ROWS):
-                for from_url, to_url, status, error, final_url, blocked, tried, anchor in rows:
-                    same_as = None
-                    if not tried and blocked is None:
-                        same = _same_page(conn, strip, to_url)
-                        if same is not None:
-                            (status, error, final_url, same_as), tried = same, True
-                    yield LinkCheck(
-                        from_url,
-                        to_url,
-                        status,
-                        error,
-                        final_url,
-                        blocked,
-                        bool(tried),
-                        broken,
-                        anchor,
-                        same_as,
-                    )
-            if broken:
-                for url, status, error, final_url in conn.execute(_SQL_BROKEN_SEEDS):
-                    yield LinkCheck(None, url, status, error, final_url)
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
-
-
-def broken_count(db: Path) -> int:
-    """How many broken links the crawl file ``db`` holds, read-only: the
-    ``broken_links`` view's rows and the broken seeds no page links to, as ``crawldeck
-    links --broken`` lists them (``BROKEN_ALL_SELECT``).
-
-    Raises:
-        StoreError: as ``export``.
-    """
-    path = Path(db)
-    try:
-        with contextlib.closing(_connect(path)) as conn:
-            columns = {row[1] for row in conn.execute("PRAGMA table_info(links)")}
-            sql = anchor_select(f"SELECT count(*) FROM ({BROKEN_ALL_SELECT})", columns)
-            return int(conn.execute(sql).fetchone()[0])
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
-
-
-def blocked_links(db: Path) -> dict[str, tuple[int, int]]:
-    """Links of ``db`` whose target was refused untried, by ``blocked.reason``
-    (``robots``, ``scope``, ...; not ``BROKEN_BLOCK_REASONS``): not broken, never
-    checked. Each reason maps to ``(links, URLs)``: the links counted once per page
-    that holds them, and the distinct targets (the figure the summary's ``blocked``
-    rows count).
-
-    Raises:
-        StoreError: as ``export``.
-    """
-    path = Path(db)
-    try:
-        with contextlib.closing(_connect(path)) as conn:
-            rows = conn.execute(_SQL_BLOCKED_LINKS).fetchall()
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
-    return {reason: (links, urls) for reason, links, urls in rows}
-
-
-def unchecked_links(db: Path) -> int:
-    """Links of ``db`` whose target was never checked: neither fetched (no ``pages``
-    row, under its spelling or its dedupe key: ``_same_page``) nor refused (no
-    ``blocked`` row), still queued when the crawl stopped (a budget, Ctrl-C); 0 after
-    a crawl that finished. Read-only.
-
-    Raises:
-        StoreError: as ``export``.
-    """
-    path = Path(db)
-    try:
-        with contextlib.closing(_connect(path)) as conn:
-            strip = strip_params_of(conn)
-            cur = conn.execute(_SQL_UNCHECKED_LINKS)
-            left = 0
-            while rows := cur.fetchmany(EXPORT_BATCH_ROWS):
-                left += sum(_same_page(conn, strip, url) is None for (url,) in rows)
-            return left
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
 
 
 def foreign_crawl(db: Path, host_prefix: str, network: str | None = None) -> str | None:
@@ -793,6 +660,8 @@ __all__ = [
     "export_file",
     "foreign_crawl",
     "page_record",
+    "page_revalidations",
     "read_record",
+    "same_page",
     "strip_params_of",
 ]
