@@ -56,7 +56,7 @@ import secrets
 import sqlite3
 import stat
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal, TextIO
@@ -250,6 +250,22 @@ def open_crawl(db: Path) -> sqlite3.Connection:
         StoreError: as ``export``.
     """
     return _connect(Path(db))
+
+
+@contextlib.contextmanager
+def reading(db: Path) -> Iterator[sqlite3.Connection]:
+    """``open_crawl(db)`` for a ``with`` block, closed at its end; an SQLite error in
+    the block is raised as one line.
+
+    Raises:
+        StoreError: as ``export``, and ``cannot read DB: REASON`` for an SQLite error.
+    """
+    path = Path(db)
+    try:
+        with contextlib.closing(_connect(path)) as conn:
+            yield conn
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -576,12 +592,8 @@ def page_revalidations(db: Path, url: str) -> tuple[int, str | None]:
     Raises:
         StoreError: as ``export``.
     """
-    path = Path(db)
-    try:
-        with contextlib.closing(_connect(path)) as conn:
-            count, last = conn.execute(_SQL_REVALIDATIONS, (url,)).fetchone()
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
+    with reading(db) as conn:
+        count, last = conn.execute(_SQL_REVALIDATIONS, (url,)).fetchone()
     return int(count), last
 
 
@@ -662,6 +674,7 @@ __all__ = [
     "page_record",
     "page_revalidations",
     "read_record",
+    "reading",
     "same_page",
     "strip_params_of",
 ]

@@ -3,22 +3,20 @@
 (``core.records.LinkCheck``), or only the broken ones (the ``broken_links`` view's
 SELECT, so a file made before the view reads too); ``broken_count``, ``blocked_links``
 and ``unchecked_links`` count them. Read-only, as ``core.storage.export`` opens a file
-(``open_crawl``: an older schema upgraded first).
+(``reading``: an older schema upgraded first).
 """
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
-from crawldeck.core.errors import StoreError
 from crawldeck.core.records import LinkCheck
 from crawldeck.core.storage.export import (
     EXPORT_BATCH_ROWS,
-    open_crawl,
+    reading,
     same_page,
     strip_params_of,
 )
@@ -79,6 +77,13 @@ _SQL_UNCHECKED_LINKS: Final = (
 )
 
 
+def _anchored(conn: sqlite3.Connection, sql: str) -> str:
+    """``sql`` over ``links`` as the file's columns allow (``anchor_select``: NULL
+    anchors for a file made before ``links.anchor``)."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(links)")}
+    return anchor_select(sql, columns)
+
+
 def link_report(db: Path, *, broken: bool) -> Iterator[LinkCheck]:
     """The links of the crawl file ``db`` with what their targets got (``crawldeck
     links``), read-only and streaming (``EXPORT_BATCH_ROWS`` a batch): with ``broken``
@@ -93,37 +98,23 @@ def link_report(db: Path, *, broken: bool) -> Iterator[LinkCheck]:
     Raises:
         StoreError: as ``export``.
     """
-    path = Path(db)
-    try:
-        with contextlib.closing(open_crawl(path)) as conn:
-            columns = {row[1] for row in conn.execute("PRAGMA table_info(links)")}
-            sql = anchor_select(_SQL_BROKEN_LINKS if broken else _SQL_ALL_LINKS, columns)
-            strip = strip_params_of(conn)
-            cur = conn.execute(sql)
-            while rows := cur.fetchmany(EXPORT_BATCH_ROWS):
-                for from_url, to_url, status, error, final_url, blocked, tried, anchor in rows:
-                    same_as = None
-                    if not tried and blocked is None:
-                        same = same_page(conn, strip, to_url)
-                        if same is not None:
-                            (status, error, final_url, same_as), tried = same, True
-                    yield LinkCheck(
-                        from_url,
-                        to_url,
-                        status,
-                        error,
-                        final_url,
-                        blocked,
-                        bool(tried),
-                        broken,
-                        anchor,
-                        same_as,
-                    )
-            if broken:
-                for url, status, error, final_url in conn.execute(_SQL_BROKEN_SEEDS):
-                    yield LinkCheck(None, url, status, error, final_url)
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
+    with reading(db) as conn:
+        strip = strip_params_of(conn)
+        cur = conn.execute(_anchored(conn, _SQL_BROKEN_LINKS if broken else _SQL_ALL_LINKS))
+        while rows := cur.fetchmany(EXPORT_BATCH_ROWS):
+            for from_url, to_url, status, error, final_url, blocked, tried, anchor in rows:
+                same_as = None
+                if not tried and blocked is None:
+                    same = same_page(conn, strip, to_url)
+                    if same is not None:
+                        (status, error, final_url, same_as), tried = same, True
+                yield LinkCheck(
+                    from_url, to_url, status, error, final_url, blocked, bool(tried), broken,
+                    anchor, same_as,
+                )  # fmt: skip
+        if broken:
+            for url, status, error, final_url in conn.execute(_SQL_BROKEN_SEEDS):
+                yield LinkCheck(None, url, status, error, final_url)
 
 
 def broken_count(db: Path) -> int:
@@ -134,14 +125,9 @@ def broken_count(db: Path) -> int:
     Raises:
         StoreError: as ``export``.
     """
-    path = Path(db)
-    try:
-        with contextlib.closing(open_crawl(path)) as conn:
-            columns = {row[1] for row in conn.execute("PRAGMA table_info(links)")}
-            sql = anchor_select(f"SELECT count(*) FROM ({BROKEN_ALL_SELECT})", columns)
-            return int(conn.execute(sql).fetchone()[0])
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
+    with reading(db) as conn:
+        sql = _anchored(conn, f"SELECT count(*) FROM ({BROKEN_ALL_SELECT})")
+        return int(conn.execute(sql).fetchone()[0])
 
 
 def blocked_links(db: Path) -> dict[str, tuple[int, int]]:
@@ -154,12 +140,8 @@ def blocked_links(db: Path) -> dict[str, tuple[int, int]]:
     Raises:
         StoreError: as ``export``.
     """
-    path = Path(db)
-    try:
-        with contextlib.closing(open_crawl(path)) as conn:
-            rows = conn.execute(_SQL_BLOCKED_LINKS).fetchall()
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
+    with reading(db) as conn:
+        rows = conn.execute(_SQL_BLOCKED_LINKS).fetchall()
     return {reason: (links, urls) for reason, links, urls in rows}
 
 
@@ -172,17 +154,13 @@ def unchecked_links(db: Path) -> int:
     Raises:
         StoreError: as ``export``.
     """
-    path = Path(db)
-    try:
-        with contextlib.closing(open_crawl(path)) as conn:
-            strip = strip_params_of(conn)
-            cur = conn.execute(_SQL_UNCHECKED_LINKS)
-            left = 0
-            while rows := cur.fetchmany(EXPORT_BATCH_ROWS):
-                left += sum(same_page(conn, strip, url) is None for (url,) in rows)
-            return left
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
+    with reading(db) as conn:
+        strip = strip_params_of(conn)
+        cur = conn.execute(_SQL_UNCHECKED_LINKS)
+        left = 0
+        while rows := cur.fetchmany(EXPORT_BATCH_ROWS):
+            left += sum(same_page(conn, strip, url) is None for (url,) in rows)
+        return left
 
 
 __all__ = ["blocked_links", "broken_count", "link_report", "unchecked_links"]
