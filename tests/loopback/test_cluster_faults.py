@@ -71,6 +71,10 @@ CONFIG: dict[str, Any] = {
 }
 #: The longest wait for a crawl of these tests to end (s); a bound, not a speed check.
 CRAWL_TIMEOUT_S = 60.0
+#: How long after its wake (s) a frozen worker may still send a request its freeze
+#: caught between the owner check and the first byte (see the SIGSTOP test); its
+#: fetch slots' requests go out as its loop runs again, later on a loaded machine.
+WAKE_GRACE_S = 1.0
 
 
 def addresses(count: int, net: int) -> dict[str, str]:
@@ -118,16 +122,22 @@ def link_rows(db: Path) -> list[tuple[str, str]]:
         return list(conn.execute("SELECT from_url, to_url FROM links"))
 
 
-def owner_violations(hits: list[Hit], leases: LeaseMonitor, ids: dict[int, str]) -> list[str]:
+def owner_violations(hits: list[Hit], leases: LeaseMonitor, ids: dict[int, str]) -> list[Hit]:
     """Requests sent by a worker that was not the host's last claimer (Redis's time)."""
-    bad = []
-    for hit in hits:
-        if hit.pid is None:
-            continue
-        owner = leases.owner_at(hit.host, hit.at)
-        if owner != ids[hit.pid]:
-            bad.append(f"{hit.host}{hit.path} at {hit.at:.3f} by {ids[hit.pid]}, owner {owner}")
-    return bad
+    return [
+        hit
+        for hit in hits
+        if hit.pid is not None and leases.owner_at(hit.host, hit.at) != ids[hit.pid]
+    ]
+
+
+def described(bad: list[Hit], leases: LeaseMonitor, ids: dict[int, str]) -> list[str]:
+    """``owner_violations``' hits as a failure lists them."""
+    owners = [leases.owner_at(h.host, h.at) for h in bad]
+    return [
+        f"{h.host}{h.path} at {h.at:.3f} by {ids[h.pid or 0]}, owner {owner}"
+        for h, owner in zip(bad, owners, strict=True)
+    ]
 
 
 def worker_ids(leases: LeaseMonitor) -> dict[int, str]:
@@ -188,7 +198,8 @@ def test_a_worker_killed_mid_crawl_loses_nothing_and_its_hosts_stay_polite(
     # below; bounded here only by ten leases, so a loaded machine whose heartbeats come
     # late passes while a takeover that never comes fails), the delay kept across.
     ids = worker_ids(leases)
-    assert owner_violations(hits, leases, ids) == []
+    bad = owner_violations(hits, leases, ids)
+    assert bad == [], described(bad, leases, ids)
     held = {h for h in web.hosts if leases.owner_at(h, killed_at) == victim}
     taken = {h.host for h in hits if h.host in held and h.pid != pid and h.at > killed_at}
     assert taken, "the dead worker's hosts had nothing left: kill earlier"
@@ -260,7 +271,18 @@ def test_a_worker_frozen_past_its_lease_neither_fetches_nor_writes_for_lost_host
     assert lost and all(leases.owner_at(h, woke_at) != ids[frozen] for h in lost)
     # Fetching: every request by the host's last claimer; none of the frozen worker's
     # for a lost host until it claimed it again.
-    assert owner_violations(hits, leases, ids) == []
+    # A request the freeze caught between its owner check (its URL's pop) and its first
+    # byte goes out as the worker wakes: no check can bound that window (as for a per-IP
+    # booking, ``core.cluster.addresses``). Those, at most one a fetch slot and only in
+    # the moments after the wake, are the frozen worker's requests allowed for a lost
+    # host (a fresh clone's suite run once saw one, 0.06 s after the wake, for a URL the
+    # new owner had fetched 0.7 s before); the local deadline that refuses the pops
+    # after the wake is tested on its own (tests/unit/test_cluster_leases.py,
+    # test_cluster_window.py).
+    bad = owner_violations(hits, leases, ids)
+    late = [h for h in bad if h.pid == frozen and stopped_at <= h.at <= woke_at + WAKE_GRACE_S]
+    assert [h for h in bad if h not in late] == [], described(bad, leases, ids)
+    assert len(late) <= CONFIG["concurrency"], described(late, leases, ids)
     # Writing: Redis refused what it sent for them; each page and link recorded once.
     last = crawl.stderr(name).strip().splitlines()[-1]
     fenced = re.search(r"(\d+) ops? fenced", last)
@@ -271,11 +293,12 @@ def test_a_worker_frozen_past_its_lease_neither_fetches_nor_writes_for_lost_host
     counts = fetch_counts(hits)
     assert max(counts.values()) <= 2
     for url in (u for u, n in counts.items() if n == 2):
-        # the first fetch was the frozen worker's, sent before it stopped: the server
-        # may log a request sent just before the stop a little after it (its clock
-        # reads the request when its thread gets a core), but not after the wake-up
-        first = next(h for h in hits if f"http://{h.host}{h.path}" == url)
-        assert first.pid == frozen and first.at < woke_at, url
+        # the first fetch was the frozen worker's, sent before it stopped (the server
+        # may log a request sent just before the stop a little after it: its clock
+        # reads the request when its thread gets a core), or the second one was, a
+        # request the freeze caught before its first byte (``late``)
+        first, second = (h for h in hits if f"http://{h.host}{h.path}" == url)
+        assert (first.pid == frozen and first.at < woke_at) or second in late, url
 
 
 # ------------------------------------------------------------ Redis restart
