@@ -11,6 +11,7 @@ and their time bound, and slow hosts beside a good one.
 from __future__ import annotations
 
 import random
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -207,6 +208,36 @@ def test_max_depth_0_reads_no_sitemap(tmp_path: Path) -> None:
     site.add(A + "/", links_page(A + "/a"))
     crawl(site, [A + "/"], tmp_path / "c.db", delay_ms=100, sitemaps=True, max_depth=0)
     assert [r.target for r in site.of(A)] == ["/robots.txt", "/"]
+
+
+def test_a_sitemap_on_a_host_outside_the_scope_is_not_fetched(tmp_path: Path) -> None:
+    """A's robots.txt names a sitemap on B (a cross-submit), outside the crawl's scope:
+    no request goes to B, robots.txt or sitemap, as none goes to a link there (issue
+    #25 trial 18: with --scope host both went); its ``sitemaps`` row says why."""
+    site = FakeSite()
+    site.add(A + "/robots.txt", text(f"User-agent: *\nAllow: /\nSitemap: {B}/sitemap.xml\n"))
+    site.add(A + "/", links_page(A + "/a"))
+    site.add(A + "/a", links_page())
+    urlset = (
+        '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"<url><loc>{A}/listed</loc></url></urlset>"
+    )
+    site.add(
+        B + "/sitemap.xml", Reply(200, (("Content-Type", "application/xml"),), urlset.encode())
+    )
+    db = tmp_path / "c.db"
+    crawl(site, [A + "/"], db, delay_ms=100, sitemaps=True, scope="host")
+    assert site.of(B) == []
+    assert [r.target for r in site.of(A)] == ["/robots.txt", "/", "/a"]
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT url, status, error FROM sitemaps").fetchall()
+    assert rows == [
+        (
+            B + "/sitemap.xml",
+            None,
+            "scope: host '127.0.0.2:8080' is outside scope 'host' (seeds: 127.0.0.1)",
+        )
+    ]
 
 
 def test_urls_refused_by_robots_txt_use_no_per_ip_slot(tmp_path: Path) -> None:

@@ -6,7 +6,9 @@ When the robots.txt of an origin is known (``core.net.robots.RobotsCache`` calls
 own, so no worker waits for them: the ``Sitemap:`` URLs of its robots.txt, or
 ``ORIGIN/sitemap.xml`` when it declares none (the protocol's "Informing search engine
 crawlers"). Only origins inside the crawl's scope are read (a render sub-request's CDN
-is not). Each file:
+is not), and only sitemaps inside it: one a robots.txt names on a host outside it (a
+cross-submit) gets a ``sitemaps`` row with its ``scope`` reason and no request. Each
+file:
 
 * is checked against robots.txt (its own origin's) and fetched through the side
   requests (``SideRequests.fetch``: the host gate, the per-IP limit, politeness learnt
@@ -197,14 +199,18 @@ class SitemapReader:
         if origin in self._started:
             return
         self._started.add(origin)
-        try:
-            if not self._scope.allows(origin + "/"):
-                return
-        except UrlError:
+        if not self._allows(origin + "/"):
             return
         task = asyncio.create_task(self._read_origin(origin, declared), name=f"sitemaps {origin}")
         self._tasks.add(task)
         task.add_done_callback(self._ended)
+
+    def _allows(self, url: str) -> bool:
+        """Whether the cleaned ``url`` is inside the crawl's scope (a request may go)."""
+        try:
+            return self._scope.allows(url)
+        except UrlError:
+            return False
 
     def pause(self) -> None:
         """The crawl is paused (``Engine.pause``): no sitemap or robots.txt request of a
@@ -264,6 +270,13 @@ class SitemapReader:
                 url = urls.clean(raw)
             except UrlError as exc:
                 self._obs.log(f"sitemaps of {origin}: {raw[:100]!r} skipped: {exc}")
+                continue
+            if not self._allows(url):
+                # a cross-submit to a host outside the crawl's scope: no request goes
+                # there, as none goes to a link there (issue #25 trial 18: --scope host
+                # still fetched robots.txt and the sitemap of a host never allowed)
+                self._record(url, None, None, 0, f"scope: {self._scope.explain(url)}")
+                state.failed.append("scope")
                 continue
             granted = origin if declared else None
             await self._read(url, Location.of(url, granted), 0, state)
