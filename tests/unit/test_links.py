@@ -556,3 +556,31 @@ def test_meta_utf16_is_read_as_utf8() -> None:
     assert extract(body, {"Content-Type": "text/html; charset=UTF-16LE"}).links == []
     utf16 = '<a href="/ü">x</a>'.encode("utf-16-le")
     assert extract(utf16, {"Content-Type": "text/html; charset=utf-16"}).links == ["/ü"]
+
+
+@pytest.mark.parametrize(
+    ("charset", "href", "sent"),
+    [
+        # a windows-1252 page: the query in its encoding, the path and fragment UTF-8
+        ("iso-8859-1", "/q?name=café&x=ü", "/q?name=caf%E9&x=%FC"),
+        ("iso-8859-1", "/café.html?x=ü#à", "/café.html?x=%FC#à"),
+        ("windows-1252", "http://h.test/?€", "http://h.test/?%80"),
+        # a character the encoding lacks: its &#N; percent-encoded (URL Standard §4.4)
+        ("iso-8859-1", "/q?x=日", "/q?x=%26%2326085%3B"),
+        ("shift_jis", "/q?x=日本", "/q?x=%93%FA%96%7B"),
+        # UTF-8 and UTF-16 pages, and schemes other than http(s): as written
+        ("utf-8", "/q?name=café", "/q?name=café"),
+        ("iso-8859-1", "mailto:a@b.test?subject=café", "mailto:a@b.test?subject=café"),
+    ],
+)
+def test_a_query_is_sent_in_the_pages_encoding(charset: str, href: str, sent: str) -> None:
+    """Issue #25 trial 18: ``?name=café`` on a Latin-1 page went as ``caf%C3%A9``; a
+    browser, Scrapy (``safe_url_string(url, response.encoding)``) and wget send the
+    page's bytes, ``caf%E9``."""
+    body = f'<a href="{escape(href)}">x</a>'.encode(
+        codecs.lookup(charset).name, "xmlcharrefreplace"
+    )
+    headers = CIMultiDict({"Content-Type": f"text/html; charset={charset}"})
+    extracted = extract_links(body, "http://h.test/", CIMultiDictProxy(headers), "crawldeck")
+    assert extracted.links == [sent]
+    assert extracted.anchors == {sent: "x"}

@@ -71,7 +71,9 @@ Rules applied (sources):
   ``utf-7``, ``base64``, ``punycode``, EBCDIC) is ignored like an unknown one. The
   body is decoded in Python with ``errors="replace"`` (invalid bytes become U+FFFD,
   one per maximal invalid subsequence, as in a browser) and lexbor parses the text,
-  so no invalid byte can take the markup after it. Nothing here raises on bad input.
+  so no invalid byte can take the markup after it. A link's query is percent-encoded
+  in that encoding, as a browser sends it (``query_encoded``; URL Standard §4.4); its
+  path and fragment are UTF-8. Nothing here raises on bad input.
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ import codecs
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from urllib.parse import quote
 
 import ada_url
 from multidict import MultiMapping
@@ -102,6 +105,11 @@ _NOT_TEXT = ["script", "style", "noscript", "template", "iframe"]
 TITLE_MAX_CHARS = 1000
 _NOT_ASCII_WS = re.compile(r"[^\t\n\f\r ]+")
 _WS = " \t\n\r\f"  # ASCII whitespace, stripped from URLs by the HTML Standard
+#: Codecs whose documents' URLs are UTF-8 all the same (URL Standard §4.4: UTF-16
+#: documents encode their URLs as UTF-8).
+_UTF8_URLS = frozenset({"utf-8", "utf-16-le", "utf-16-be"})
+#: A URL that starts with a scheme (URL Standard §4.4, "scheme start state").
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 #: The ASCII characters ``str.split()`` takes for whitespace that ``_WS`` does not hold.
 _ODD_ASCII_SPACE = re.compile(r"[\x0b\x1c-\x1f]")
 #: What the URL parser strips around a URL string: C0 controls and space (WHATWG URL).
@@ -304,20 +312,54 @@ def decode(body: bytes, headers: Mapping[str, str]) -> str:
     Invalid byte sequences become U+FFFD (``errors="replace"``), so the text after
     them is kept. Never raises.
     """
+    return _decoded(body, headers)[0]
+
+
+def _decoded(body: bytes, headers: Mapping[str, str]) -> tuple[str, str]:
+    """``decode``'s text and the Python codec it decoded with."""
     for bom, bom_codec in _BOMS:
         if body.startswith(bom):
-            return body[len(bom) :].decode(bom_codec, errors="replace")
+            return body[len(bom) :].decode(bom_codec, errors="replace"), bom_codec
     codec = _charset(headers)
     if codec is None:
         declared = _whatwg(html_body_declared_encoding(body[:1024]))
         if declared is None:  # undeclared: UTF-8 when it is, else windows-1252
             try:
-                return body.decode("utf-8")
+                return body.decode("utf-8"), "utf-8"
             except UnicodeDecodeError:
-                return body.decode("cp1252", errors="replace")
+                return body.decode("cp1252", errors="replace"), "cp1252"
         # The prescan reads a UTF-16 declaration as UTF-8 (HTML Standard §13.2.3.2).
         codec = "utf-8" if declared.startswith("utf-16") else declared
-    return body.decode(codec, errors="replace")
+    return body.decode(codec, errors="replace"), codec
+
+
+def query_encoded(href: str, codec: str) -> str:
+    """``href`` with the non-ASCII characters of its query percent-encoded in the
+    page's ``codec`` (a Python codec name), as a browser requests the link: the URL
+    Standard parses a document's URLs with the document's encoding, which applies to
+    the query only (§4.4, "query state"; a character the encoding lacks becomes
+    ``%26%23N%3B``, its ``&#N;``), so ``?name=café`` on a windows-1252 page is
+    ``?name=caf%E9``, as Scrapy's ``safe_url_string(url, response.encoding)`` sends it
+    (issue #25 trial 18: it was sent as UTF-8, ``caf%C3%A9``). The path and the
+    fragment are UTF-8 whatever the page's encoding, and so is every part of a URL
+    whose scheme is not http(s); those are left to the URL parser. A UTF-8 or
+    UTF-16 page's links are returned as they are.
+    """
+    if codec in _UTF8_URLS or href.isascii():
+        return href
+    at = href.find("?")
+    if at < 0 or (_SCHEME.match(href) and not href[:6].lower().startswith(("http:", "https:"))):
+        return href
+    end = href.find("#", at)
+    end = len(href) if end < 0 else end
+    query = href[at + 1 : end]
+    if query.isascii():
+        return href
+    encoded = "".join(
+        c if c.isascii() else quote(c.encode(codec, errors="xmlcharrefreplace"), safe="")
+        for c in query
+    )
+    return href[: at + 1] + encoded + href[end:]
 
 
 def parse_refresh(content: str) -> tuple[int, str | None] | None:
@@ -500,8 +542,10 @@ def extract_links(
     canonical: str | None = None
     seen_title = seen_canonical = False
     tree: LexborHTMLParser | None = None
+    codec = "utf-8"
     try:
-        tree = LexborHTMLParser(decode(body, headers))
+        text, codec = _decoded(body, headers)
+        tree = LexborHTMLParser(text)
         nodes = tree.css(_SELECTOR)
     except Exception:  # selectolax on pathological input: no links rather than a crash
         nodes = []
@@ -511,6 +555,8 @@ def extract_links(
             attribute = "href" if tag == "a" or tag == "area" else "src"
             href = (node.attrs.get(attribute) or "").strip(_WS)
             if href and href[0] != "#":
+                if not href.isascii():  # its query in the page's encoding
+                    href = query_encoded(href, codec)
                 hrefs.append(href)
                 if href not in anchors and tag != "frame" and tag != "iframe":
                     # written out, not a call: one a link (the anchor text's rules,
@@ -614,5 +660,6 @@ __all__ = [
     "extract_links",
     "is_html",
     "parse_refresh",
+    "query_encoded",
     "robots_tags",
 ]
