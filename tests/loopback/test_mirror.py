@@ -370,3 +370,28 @@ def test_a_link_through_a_redirect_chain_leads_to_the_file_at_its_end(
     assert code == 0, err
     index = LexborHTMLParser((tmp_path / "m" / urls.host_key(base) / "index.html").read_text())
     assert [n.attributes["href"] for n in index.css("a")] == ["b.html"]
+
+
+def test_a_query_in_a_latin1_pages_link_is_fetched_and_mirrored_in_latin1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue #25 trial 18: ``?name=café`` on a Latin-1 page went out as UTF-8; a browser,
+    Scrapy and wget send ``caf%E9``. The mirror's ``--convert-links`` reads the link
+    the same way, so it leads to the file of the URL fetched."""
+    latin = {"Content-Type": "text/html; charset=iso-8859-1"}
+    with HTTPTestServer() as server:
+        server.set("/robots.txt", Response(404))
+        server.set("/", Response(200, latin, '<a href="/q?name=café">q</a>'.encode("latin-1")))
+        server.set("/q", html("<p>q</p>"))
+        base = server.url("/")
+        run_crawl([base], tmp_path / "c.db")
+        sent = [r.path for r in server.requests if r.path.startswith("/q")]
+    assert sent == ["/q?name=caf%E9"]
+    code, _, err = main_in(tmp_path, monkeypatch, capsys, "export", "c.db", "--mirror", "m",
+                           "--convert-links")  # fmt: skip
+    assert code == 0, err
+    host = tmp_path / "m" / urls.host_key(base)
+    index = LexborHTMLParser((host / "index.html").read_bytes().decode("latin-1"))
+    (href,) = [n.attributes["href"] for n in index.css("a")]
+    assert href is not None and not href.startswith("http")
+    assert (host / unquote(href)).is_file()

@@ -335,7 +335,7 @@ def _decoded(body: bytes, headers: Mapping[str, str]) -> tuple[str, str]:
 
 def query_encoded(href: str, codec: str) -> str:
     """``href`` with the non-ASCII characters of its query percent-encoded in the
-    page's ``codec`` (a Python codec name), as a browser requests the link: the URL
+    page's ``codec`` (a Python codec name or alias), as a browser requests the link: the URL
     Standard parses a document's URLs with the document's encoding, which applies to
     the query only (§4.4, "query state"; a character the encoding lacks becomes
     ``%26%23N%3B``, its ``&#N;``), so ``?name=café`` on a windows-1252 page is
@@ -345,7 +345,13 @@ def query_encoded(href: str, codec: str) -> str:
     whose scheme is not http(s); those are left to the URL parser. A UTF-8 or
     UTF-16 page's links are returned as they are.
     """
-    if codec in _UTF8_URLS or href.isascii():
+    if href.isascii():
+        return href
+    try:
+        codec = codecs.lookup(codec).name
+    except LookupError:
+        return href
+    if codec in _UTF8_URLS:
         return href
     at = href.find("?")
     if at < 0 or (_SCHEME.match(href) and not href[:6].lower().startswith(("http:", "https:"))):

@@ -83,6 +83,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from crawldeck.core.errors import CrawldeckError, StoreError, UrlError
 from crawldeck.core.policy import urls
+from crawldeck.core.policy.links import query_encoded
 from crawldeck.core.storage.export import (
     ArchivedRecord,
     body_charset,
@@ -553,8 +554,8 @@ def _convert(
             if not value:
                 continue
             fragment = "#" + value.split("#", 1)[1] if "#" in value else ""
-            try:
-                found = urls.clean(value, base)
+            try:  # its query in the page's encoding, as the crawl fetched it
+                found = urls.clean(query_encoded(value, charset), base)
             except CrawldeckError:
                 continue
             target = files.get(found)
