@@ -386,6 +386,14 @@ class LocalHistory(Protocol):
         """The queued and in-flight rows in insertion order."""
         ...
 
+    def load_excluded(self) -> Iterator[FrontierRow]:
+        """The rows an earlier run's include / exclude blocked, in insertion order."""
+        ...
+
+    def readmit_excluded(self, rows: Sequence[tuple[str, str]]) -> None:
+        """Queue those ``(key, url)`` rows again; block until committed."""
+        ...
+
     def mark(
         self,
         key: str,

@@ -57,6 +57,33 @@ def test_a_resume_refuses_queued_urls_its_new_patterns_refuse(
     ]  # fmt: skip
 
 
+def test_the_crawls_own_command_after_a_narrower_rerun_queues_its_refusals_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue #25 trial 18: a rerun with ``--include`` refused the crawl's queue for good;
+    the crawl's own command, run again, found nothing left. It queues them again."""
+    db = tmp_path / "c.db"
+    with HTTPTestServer() as srv:
+        srv.set("/", html("".join(f'<a href="{p}">{p}</a>' for p in KEEP + DROP)))
+        for path in KEEP + DROP:
+            srv.set(path, html("<p>leaf</p>"))
+        run_crawl([srv.url("/")], db, max_pages=1, sitemaps=False, frontier_window=10)
+        common = ["crawl", srv.url("/"), "--no-ui", "--db", str(db), "--delay-ms", "0",
+                  "-s", "frontier_window=10", "-s", "sitemaps=false"]  # fmt: skip
+        code, _, err = main_in(tmp_path, monkeypatch, capsys, *common, "--include", "/keep/")
+        assert code == 0, err
+        srv.clear()
+        code, out, err = main_in(tmp_path, monkeypatch, capsys, *common)
+        assert code == 0, err
+        fetched = {r.path for r in srv.requests}
+    assert "10 URLs an earlier run's include/exclude refused queued again" in out
+    assert fetched == {"/robots.txt", *DROP}
+    assert rows(db, "SELECT count(*) FROM blocked") == [(0,)]
+    assert rows(db, "SELECT state, count(*) FROM frontier GROUP BY state ORDER BY 1") == [
+        ("done", 21),
+    ]  # fmt: skip
+
+
 def test_the_queue_is_read_again_only_when_thepatterns_changed(tmp_path: Path) -> None:
     with HTTPTestServer() as srv:
         srv.set("/", html("<p>one page</p>"))

@@ -18,7 +18,10 @@ necessarily this run's: when the patterns differ from the last run's
 starts, and one they refuse goes to ``blocked`` as ``excluded`` (its frontier row
 ``blocked``) like a URL found now (issue #14's loose ends). The spilled rows are read
 once for it (in batches, host by host: the cost of one read-back of the whole tail),
-only then; with the same patterns nothing is read twice.
+only then; with the same patterns nothing is read twice. Changed patterns also give
+back what they no longer refuse: a URL an earlier run's patterns refused from its
+queue is queued again when this run's let it through (``_readmit``), so a narrower
+rerun of a crawl file loses nothing the crawl's own command would fetch.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ from crawldeck.core.words import plural
 
 #: Spilled rows read per ``Store.load_spilled`` call by ``_spilled_rows``.
 _SPILLED_BATCH = 10_000
+#: Rows queued again per ``Store.readmit_excluded`` call by ``_readmit``.
+_READMIT_BATCH = 10_000
 
 
 def _observed(guard: TrapGuard, keys: Iterable[str]) -> Iterator[str]:
@@ -86,6 +91,26 @@ def _refused(
     return True
 
 
+def _readmit(store: LocalHistory, patterns: UrlPatterns) -> int:
+    """Queue again the URLs an earlier run's include / exclude refused from its queue
+    (``blocked`` as ``excluded``, ``Store.load_excluded``) that ``patterns`` let
+    through, ``_READMIT_BATCH`` at a time; how many. A narrower rerun of a crawl file
+    refused its queue for good before: the crawl's own command, run again, found
+    nothing left (issue #25 trial 18: 462 URLs). Those refused when found (no frontier
+    row) stay refused: their pages are not parsed again."""
+    readmitted = 0
+    batch: list[tuple[str, str]] = []
+    for row in store.load_excluded():
+        if patterns.verdict(row.url, is_seed=row.depth == 0) is None:
+            batch.append((row.key, row.url))
+            if len(batch) >= _READMIT_BATCH:
+                store.readmit_excluded(batch)
+                readmitted += len(batch)
+                batch = []
+    store.readmit_excluded(batch)
+    return readmitted + len(batch)
+
+
 def restore(
     store: LocalHistory,
     *,
@@ -121,9 +146,11 @@ def restore(
     for host, count in store.host_counts().items():
         observer.stats(host, None)
         admission.admitted[host] = count
-    counts = store.counts()  # before any row is blocked below: they count as this run's
     patterns = guard.patterns
-    recheck = bool(patterns) and patterns_changed(store, patterns)
+    changed = patterns_changed(store, patterns)
+    readmitted = _readmit(store, patterns) if changed else 0
+    counts = store.counts()  # before any row is blocked below: they count as this run's
+    recheck = bool(patterns) and changed
     excluded = 0
     if recheck:
         excluded = sum(_refused(row, patterns, admission, store) for row in _spilled_rows(store))
@@ -167,6 +194,10 @@ def restore(
         if excluded
         else ""
     )
+    if readmitted:
+        refused += (
+            f"; {plural(readmitted, 'URL')} an earlier run's include/exclude refused queued again"
+        )
     return (
         f"resuming: {plural(frontier.total(), 'URL')} queued{retried}, "
         f"{plural(observer.pages, 'fetch', 'fetches')} made before{refused}"

@@ -42,6 +42,7 @@ from crawldeck.core.storage.store.ops import (
     Mark,
     Op,
     Queued,
+    Readmit,
     RecordPage,
     RecordSitemap,
     Recrawl,
@@ -530,6 +531,21 @@ class Store(StoreWriter, StoreReads):
         text = None if stats is None else json.dumps(dict(stats))  # in the order given
         at = self._clock() if finished_at is None else finished_at
         self._put(EndRun(at, status, run_id, live_hosts, text))
+
+    def readmit_excluded(self, rows: Sequence[tuple[str, str]]) -> None:
+        """Queue again the frontier rows ``(key, url)`` that an earlier run's include /
+        exclude patterns blocked (``blocked`` reason ``excluded``, frontier state
+        ``blocked``): each row ``queued``, its ``blocked`` row deleted; block until
+        committed. For ``core.crawl.resume.restore`` when this run's patterns let them
+        through (issue #25 trial 18: a narrower rerun's refusals were for good).
+
+        Raises:
+            StoreError: see the class.
+        """
+        self._check()
+        if rows:
+            self._put(Readmit(tuple(rows)))
+        self.flush()
 
     def requeue_for_recrawl(self, keys: Sequence[str]) -> None:
         """Put the frontier rows ``keys`` back as ``spilled``, in this order (each gets

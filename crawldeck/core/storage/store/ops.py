@@ -130,6 +130,10 @@ _SQL_MARK: Final = (
     " available_epoch_s = coalesce(?, available_epoch_s) WHERE key = ?"
 )
 
+#: ``Readmit``: a row blocked as ``excluded`` queued again, and its ``blocked`` row gone.
+_SQL_READMIT_ROW: Final = "UPDATE frontier SET state = 'queued' WHERE key = ? AND state = 'blocked'"
+_SQL_READMIT_URL: Final = "DELETE FROM blocked WHERE url = ? AND reason = 'excluded'"
+
 _SQL_BLOCKED: Final = (
     "INSERT OR IGNORE INTO blocked (url, host, reason, detail, blocked_at, run_id)"
     " VALUES (?, ?, ?, ?, ?, ?)"
@@ -428,6 +432,22 @@ class Mark:
 
 
 @dataclass(frozen=True, slots=True)
+class Readmit:
+    """``Store.readmit_excluded``: ``(key, url)`` of frontier rows an earlier run's
+    include/exclude blocked, queued again, their ``excluded`` rows deleted."""
+
+    rows: tuple[tuple[str, str], ...]
+
+    def apply(
+        self, conn: sqlite3.Connection, keys: list[str], blocked: Counter[str], totals: Counter[str]
+    ) -> None:
+        """Each row ``queued``; ``blocked``'s count of ``excluded`` less the rows gone."""
+        conn.executemany(_SQL_READMIT_ROW, ((key,) for key, _ in self.rows))
+        gone = conn.executemany(_SQL_READMIT_URL, ((url,) for _, url in self.rows)).rowcount
+        blocked["excluded"] -= gone
+
+
+@dataclass(frozen=True, slots=True)
 class Recrawl:
     """``Store.requeue_for_recrawl``: keys queued again in order, from seq ``first``."""
 
@@ -592,8 +612,8 @@ class EndRun:
 
 #: A writer operation: applied in the batch's transaction.
 Op = (
-    Enqueue | RecordPage | FailUrls | AddScores | SetScores | Mark | Recrawl | Blocked
-    | UpsertHost | Group | RecordSitemap | SetMeta | BeginRun | EndRun
+    Enqueue | RecordPage | FailUrls | AddScores | SetScores | Mark | Readmit | Recrawl
+    | Blocked | UpsertHost | Group | RecordSitemap | SetMeta | BeginRun | EndRun
 )  # fmt: skip
 
 
@@ -642,6 +662,7 @@ __all__ = [
     "Mark",
     "Op",
     "Queued",
+    "Readmit",
     "RecordPage",
     "RecordSitemap",
     "Recrawl",

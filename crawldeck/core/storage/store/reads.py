@@ -162,6 +162,22 @@ class StoreReads(StoreBase):
         )
         return (_row_to_frontier(row, "queued") for row in merged)
 
+    def load_excluded(self) -> Iterator[FrontierRow]:
+        """Stream the frontier rows an earlier run's include / exclude patterns blocked
+        (state ``blocked``, a ``blocked`` row of reason ``excluded``), in ``seq`` order,
+        as ``queued`` rows: what ``readmit_excluded`` may queue again. Committed rows
+        only.
+
+        Raises:
+            StoreError: see the class.
+        """
+        self._reader()
+        sql = (
+            f"SELECT {_FRONTIER_COLUMNS} FROM frontier WHERE state = 'blocked' AND url IN"
+            " (SELECT url FROM blocked WHERE reason = 'excluded') ORDER BY seq"
+        )
+        return (_row_to_frontier(row, "queued") for row in self._stream(sql, ()))
+
     def load_spilled(self, host: str, after: int, limit: int) -> tuple[list[FrontierRow], int]:
         """The first ``limit`` ``spilled`` rows of ``host`` after the read-back position
         ``after``, in (priority, seq) order (the partial index
