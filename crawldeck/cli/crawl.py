@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import shlex
 import sys
 from collections.abc import Sequence
@@ -208,11 +209,12 @@ def run(args: argparse.Namespace) -> int:
         RequestOptions.from_config(config)
     except CrawldeckError as exc:
         return fail(args.command, str(exc))
-    for note in notes:
+    level = log_level(args)  # -q: errors and the summary only (issue #25 trial 18)
+    for note in notes if level <= logging.INFO else ():
         print(f"crawldeck: {note}", file=sys.stderr)
-    for problem in problems:
+    for problem in problems if level <= logging.WARNING else ():
         print(f"crawldeck: {problem} (skipped)", file=sys.stderr)
-    for line in port_less_tables(config, seeds):
+    for line in port_less_tables(config, seeds) if level <= logging.WARNING else ():
         print(f"crawldeck: warning: {line}", file=sys.stderr)
     if not seeds:
         return fail(

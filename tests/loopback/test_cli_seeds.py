@@ -46,10 +46,17 @@ def test_a_seed_without_a_scheme_is_crawled_with_one_info_line(tmp_path: Path) -
         srv.set("/", Response(200, {"Content-Type": "text/html"}, b"<p>home</p>"))
         given = srv.url("/").removeprefix("http://")
         proc = run("crawl", given, "--no-ui", "--no-warc", cwd=tmp_path)
+        # -q: errors and the summary only, as its help says (issue #25 trial 18: this
+        # note and a seeds file's skipped lines were still printed)
+        (tmp_path / "seeds.txt").write_text(f"{given}\nhttp://[::1/\n")
+        quiet = run("crawl", "seeds.txt", "--db", "q.db", "-q", "--no-warc", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     note = f"crawldeck: seed {given!r} has no scheme: crawling http://{given} (as wget does)"
     assert proc.stderr.splitlines()[0] == note
     assert fetched(tmp_path / "crawl.db") == {f"http://{given}"}
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stderr == ""
+    assert fetched(tmp_path / "q.db") == {f"http://{given}"}
 
 
 def test_urls_on_the_command_line_and_a_seeds_file_together(tmp_path: Path, web: LocalWeb) -> None:
