@@ -73,7 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "as wget -m does: a folder per host, index.html for directory URLs (default: off)",
     )  # fmt: skip
     parser.add_argument(
-        "--convert-links", action="store_true",
+        "-k", "--convert-links", action="store_true",
         help="with --mirror: make the links between mirrored pages relative, as wget -k "
         "(default: off)",
     )  # fmt: skip
