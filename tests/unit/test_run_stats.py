@@ -75,7 +75,7 @@ def test_a_run_without_stats_says_why(
         code, out, _ = main_in(tmp_path, monkeypatch, capsys, "stats", "c.db")
         assert code == 0
         assert out.splitlines()[-2:] == [
-            "no stats for this run: it is still running, or was killed and no run came after it",
+            "no stats for this run: it is still running: its stats are written when it ends",
             "the file holds 1 fetch of it: 200 1",
         ]
     # the file let go without the run's end: killed (issue #25 trial 6: after kill -9,

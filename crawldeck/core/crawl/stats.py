@@ -429,10 +429,12 @@ def reason_words(code: str) -> str:
 
 
 def no_stats_line(run: RunRow) -> str:
-    """Why ``run`` has no stats object, one line: still running (or killed with no
-    run after it), killed, or run by a crawldeck before run stats."""
+    """Why ``run`` has no stats object, one line: still running, killed, or run by a
+    crawldeck before run stats."""
     why = {
-        "running": "it is still running, or was killed and no run came after it",
+        # read_run calls a run killed once no process holds the file (Linux's
+        # /proc/locks): one still "running" is held (issue #25 trial 18)
+        "running": "it is still running: its stats are written when it ends",
         "killed": "the run ended without writing its end (a SIGKILL, a crash or a full disk): "
         "its figures were lost",
     }.get(run.status, "it was run by a crawldeck before run stats")
