@@ -270,8 +270,9 @@ async def serve_web(
         bound = port or runner.addresses[0][1]
         url = f"http://{host}:{bound}/" + (f"{token}/" if token else "")
         plain = "" if token is None else " (plain HTTP: on an untrusted network use ssh -L)"
-        said(f"crawldeck attach: the console of {db} at {url}{plain}; "
-             "one process per viewer; Ctrl-C stops serving, the crawl goes on")  # fmt: skip
+        # the URL last, nothing after it: copied whole (issue #25 trial 18 took its ";")
+        said(f"crawldeck attach: serving the console of {db}, one process per viewer "
+             f"(Ctrl-C stops serving, the crawl goes on){plain}: {url}")  # fmt: skip
         stop = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
         signals: list[signal.Signals] = []

@@ -97,6 +97,7 @@ async def test_two_browsers_see_the_same_crawl_keys_work_and_closing_them_leaves
             said = (await asyncio.wait_for(web.stdout.readline(), CAP_S)).decode()
             found = re.search(r"http://127\.0\.0\.1:\d+/", said)
             assert found is not None, said + (tmp_path / "web.err").read_text()
+            assert said.endswith(f": {found.group(0)}\n"), said  # copied whole
             url = found.group()
             source = await SocketSource.connect(db)
             runner, seen = await watch(source)
