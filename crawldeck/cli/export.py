@@ -116,7 +116,12 @@ def _run_mirror(args: argparse.Namespace) -> int:
             or args.format is not None):  # fmt: skip
         return fail(args.command, "--mirror writes a directory of bodies; --table, --format, "
                     "-o and --with-body are for a table's rows")  # fmt: skip
-    from crawldeck.core.storage.mirror import NO_WARC_RECORD, WARC_FILE_MISSING, write_mirror
+    from crawldeck.core.storage.mirror import (
+        IN_THE_WAY,
+        NO_WARC_RECORD,
+        WARC_FILE_MISSING,
+        write_mirror,
+    )
 
     try:
         done = write_mirror(
@@ -151,6 +156,12 @@ def _run_mirror(args: argparse.Namespace) -> int:
             where = f"the WARC files it names are not beside {args.db}"
         print(f"crawldeck export: error: nothing mirrored: the bodies come from the crawl's "
               f"WARC files, and {where}", file=sys.stderr)  # fmt: skip
+        return EXIT_NOTHING_MIRRORED
+    if done.files == 0 and done.skipped[IN_THE_WAY]:  # issue #25 trial 18: exit 0
+        print(f"crawldeck export: error: nothing mirrored: {args.mirror} holds symbolic "
+              "links or files where the mirror's folders or files go, and the mirror "
+              "follows or overwrites none: mirror into a new directory",
+              file=sys.stderr)  # fmt: skip
         return EXIT_NOTHING_MIRRORED
     return EXIT_OK
 

@@ -227,7 +227,24 @@ def test_a_symlink_planted_in_dir_is_not_followed(
     (host_dir / "Case").symlink_to(outside / "case-file")
     _, err = _mirror(crawl, tmp_path, monkeypatch, capsys)
     # dir/index.html, dir/page, Case refused; /moved a redirect
-    assert "skipped: no 2xx answer 1, not downloaded 1, refused 3" in err
+    assert (
+        "skipped: a symlink or file in the way (not followed) 3, no 2xx answer 1, "
+        "not downloaded 1" in err
+    )
+    assert list(outside.iterdir()) == []
+    # every file in the way: nothing mirrored, an error a script sees (issue #25 trial
+    # 18: "mirrored 0 files ... refused 63", exit 0)
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    (planted / urls.host_key(base)).symlink_to(outside)
+    code, _, err = main_in(tmp_path, monkeypatch, capsys, "export", str(crawl[0]), "--mirror",
+                           str(planted))  # fmt: skip
+    assert code == 1
+    assert err.splitlines()[-1] == (
+        f"crawldeck export: error: nothing mirrored: {planted} holds symbolic links or "
+        "files where the mirror's folders or files go, and the mirror follows or "
+        "overwrites none: mirror into a new directory"
+    )
     assert list(outside.iterdir()) == []
 
 

@@ -40,7 +40,7 @@ inverse), wget's layout with every name made safe and reversible:
 Never a path outside DIR, whatever the URL or the crawl file says: every name is made
 as above (no ``/``, NUL, ``.``, ``..`` or empty name), and the files are created
 through directory descriptors (``openat``) with ``O_NOFOLLOW``, so a symbolic link
-planted in DIR is refused (counted in ``refused``), never followed.
+planted in DIR is refused (counted as ``IN_THE_WAY``), never followed.
 
 ``--convert-links`` (wget's ``-k``): in each mirrored HTML page, the ``href`` and
 ``src`` attributes whose URL (resolved as the crawl resolved it,
@@ -238,7 +238,7 @@ class MirrorResult:
             its path: ``/d/`` and ``/d/index.html``; ``same_file`` names them), ``no
             WARC record`` (crawled with WARC off, or its record unreadable),
             ``WARC file missing`` (its file is not beside the crawl file), ``no body in
-            its WARC record`` (a revisit whose original is gone), ``refused`` (a
+            its WARC record`` (a revisit whose original is gone), ``IN_THE_WAY`` (a
             symbolic link or a file in the way under DIR), ``not an http(s) URL``,
             ``no 2xx answer`` (a 404, a redirect, no response: every page is counted).
     """
@@ -257,6 +257,9 @@ class MirrorResult:
 #: its WARC file is not where the crawl file says.
 NO_WARC_RECORD = "no WARC record"
 WARC_FILE_MISSING = "WARC file missing"
+#: A page whose path under DIR has something not the mirror's in the way: a symbolic
+#: link (never followed) or a file where a folder goes (``MirrorResult``).
+IN_THE_WAY = "a symlink or file in the way (not followed)"
 
 #: The pages that got no 2xx answer (a 404, a redirect, no response): no body to write,
 #: as ``wget -m`` saves none (``MirrorResult``).
@@ -394,7 +397,7 @@ def write_mirror(
                         hosts.add(page.path[0])
                         result.cut += _truncated(record) == "length"
                     else:
-                        result.skipped["refused"] += 1
+                        result.skipped[IN_THE_WAY] += 1
                 result.hosts = len(hosts)
             finally:
                 os.close(root)
