@@ -97,6 +97,13 @@ _FEED_FORMAT = Equivalent(
 #: have; where crawldeck has nothing alike, the entry says so (``none: ...``).
 #: ``build_config`` and the CLI's unknown-flag error answer with the entry
 #: (``other_crawler_hint``) instead of a near key.
+#: wget's folder flags: crawldeck's mirror has one folder per host, always.
+_HOST_FOLDERS = "crawldeck export DB --mirror DIR (a folder per host, always)"
+#: wget's -p: crawldeck fetches the bodies of HTML pages only.
+_HTML_ONLY = "none: the crawl downloads HTML bodies only (no images, CSS or scripts)"
+#: wget's -c: a crawl file resumes.
+_RESUME = "the same crawl command again: the crawl file resumes, nothing fetched twice"
+
 OTHER_CRAWLERS: dict[str, Equivalent] = {
     **{
         key: Equivalent("", ROBOTS_ALWAYS)
@@ -179,6 +186,28 @@ OTHER_CRAWLERS: dict[str, Equivalent] = {
     "--quota": _wget("--max-bytes {value}"),
     "-e": _wget("-s KEY=VALUE"),
     "--execute": _wget("-s KEY=VALUE"),
+    # issue #25 trial 18: flags and settings that got no word
+    "--accept-regex": _wget("--include {value}"),
+    "--reject-regex": _wget("--exclude {value}"),
+    "-x": _wget(_HOST_FOLDERS, takes_value=False),
+    "--force-directories": _wget(_HOST_FOLDERS, takes_value=False),
+    "-nH": _wget("none: " + _HOST_FOLDERS, takes_value=False),
+    "--no-host-directories": _wget("none: " + _HOST_FOLDERS, takes_value=False),
+    "-p": _wget(_HTML_ONLY, takes_value=False),
+    "--page-requisites": _wget(_HTML_ONLY, takes_value=False),
+    "-c": _wget(_RESUME, takes_value=False),
+    "--continue": _wget(_RESUME, takes_value=False),
+    "--no-check-certificate": _wget(
+        "none: certificates are always checked; trust a private CA with "
+        "SSL_CERT_FILE=ca.pem (docs/crawling.md, HTTPS)",
+        takes_value=False,
+    ),
+    "autothrottle_enabled": _scrapy(
+        "adaptive_delay_factor = N (on: a host's delay follows its answer times; 0 turns it off)"
+    ),
+    "allowed_domains": _scrapy(
+        'scope = "domain" (the seeds\' registered domains, the default), or include = [REGEX]'
+    ),
 }
 
 #: A duration as wget reads one: seconds, or with an ``s``, ``m``, ``h`` or ``d``.

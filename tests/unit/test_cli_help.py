@@ -207,6 +207,17 @@ def test_demo_help_says_what_the_demo_does() -> None:
          "(Scrapy's CLOSESPIDER_PAGECOUNT = 50; in crawldeck: max_pages = 50)"),
         (["-s", "ROBOTSTXT_OBEY=false"], "-s: unknown config key 'ROBOTSTXT_OBEY' (robots.txt is "
                                          "always obeyed: no key turns it off)"),
+        # issue #25 trial 18: these got no word
+        (["--accept-regex", "/docs/"], "wget's --accept-regex /docs/; in crawldeck: --include "
+                                       "/docs/"),
+        (["-c"], "wget's -c; in crawldeck: the same crawl command again: the crawl file "
+                 "resumes, nothing fetched twice"),
+        (["--no-check-certificate"], "wget's --no-check-certificate; in crawldeck: none: "
+         "certificates are always checked; trust a private CA with SSL_CERT_FILE=ca.pem "
+         "(docs/crawling.md, HTTPS)"),
+        (["-s", "AUTOTHROTTLE_ENABLED=true"], "-s: unknown config key 'AUTOTHROTTLE_ENABLED' "
+         "(Scrapy's AUTOTHROTTLE_ENABLED = true; in crawldeck: adaptive_delay_factor = N (on: a "
+         "host's delay follows its answer times; 0 turns it off))"),
     ],
 )  # fmt: skip
 def test_other_crawlers_names_get_crawldecks_in_one_line(
