@@ -39,7 +39,8 @@ _TABLES: Final[dict[str, tuple[str, str, dict[str, str], dict[str, str]]]] = {
         "row; every fetch is in page_versions).",
         {
             "url": "the URL requested (primary key)",
-            "final_url": "where it led (a redirect's target), else the URL",
+            "final_url": "a redirect's next hop (its Location resolved: that hop has a row "
+            "of its own, and a chain's end is its last hop's row), else the URL",
             "host": "its host key (host[:port])",
             "depth": "link hops from a seed (seed = 0)",
             "status": "HTTP status; NULL when no response came (see error)",
