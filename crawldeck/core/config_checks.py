@@ -175,6 +175,9 @@ def check_value(name: str, hint: Any, value: Any, bounds: Range | None = None) -
     """Validate one value against its type hint and ``bounds`` (``CrawlConfig`` passes
     the key's ``RANGES`` entry; ``None``: no bounds); return it coerced (lists -> tuples).
 
+    A word of a fixed set (a ``Literal``) is taken in any case (``"Never"`` is
+    ``"never"``).
+
     Raises:
         ConfigError: one line naming the key ``name``: a value of the wrong type or out
             of ``bounds``.
@@ -182,6 +185,9 @@ def check_value(name: str, hint: Any, value: Any, bounds: Range | None = None) -
     origin = get_origin(hint)
     args = get_args(hint)
     if origin is Literal:
+        if isinstance(value, str) and value not in args:  # "Never" is "never", as
+            # --log-level takes any case (issue #25 trial 18: render = "Never" refused)
+            value = {str(a).lower(): a for a in args}.get(value.strip().lower(), value)
         if value not in args:
             choices = ", ".join(repr(a) for a in args)
             raise ConfigError(f"config key {name!r}: expected one of {choices}, got {value!r}")

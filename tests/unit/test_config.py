@@ -266,3 +266,12 @@ def test_the_reference_table_gives_each_range() -> None:
         "1 to 10000",
         ">= 512000",
     )
+
+
+def test_a_word_of_a_fixed_set_is_taken_in_any_case() -> None:
+    """``render = "Never"`` was refused where ``--log-level info`` is taken (issue #25
+    trial 18): the config's words are taken in any case, stored as the key's own."""
+    config = build_config({"render": "Never", "scope": " HOST ", "dns_prefer": "IPv6"})
+    assert (config.render, config.scope, config.dns_prefer) == ("never", "host", "ipv6")
+    with pytest.raises(ConfigError, match="expected one of 'host', 'domain', 'any', got 'Web'"):
+        build_config({"scope": "Web"})
