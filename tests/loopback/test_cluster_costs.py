@@ -73,8 +73,18 @@ MAX_ROUND_TRIPS_PER_PAGE = 1.1
 MAX_COMMANDS_PER_PAGE = 12.0
 
 
-async def _crawl(url: str, seeds: list[str], db: Path, config: CrawlConfig) -> list[Worker]:
-    return await crawl_with_crew(url, seeds, db, config, crawl_id="costs")
+#: Crawls at most, the first within both bounds ending the test: the counts are of
+#: pipelines, which a loaded machine's slow loop fills less within ``LINGER_S`` (a loaded
+#: run only ever raises them), so the least of a few crawls is the code's cost and one
+#: loaded crawl is not a failure (issue #24 item 8: 1.14 a page once, a suite run at
+#: load 7.5 with a build beside it). A regression raises every crawl's figure.
+ATTEMPTS = 3
+
+
+async def _crawl(
+    url: str, seeds: list[str], db: Path, config: CrawlConfig, crawl_id: str
+) -> list[Worker]:
+    return await crawl_with_crew(url, seeds, db, config, crawl_id=crawl_id)
 
 
 def test_two_workers_send_at_most_a_bounded_number_of_round_trips_a_page(
@@ -85,24 +95,37 @@ def test_two_workers_send_at_most_a_bounded_number_of_round_trips_a_page(
     # they send 0.8-1.2 (issue #24 item 8): a failure says what was sent, and when
     sent = _tally_batches(monkeypatch)
     names = {f"127.78.0.{i + 1}": f"127.78.0.{i + 1}" for i in range(HOSTS)}
+    tries: list[tuple[float, float, str]] = []
     with SynthWeb(names, pages=PAGES) as web:
-        db = tmp_path / "c.db"
-        start = time.monotonic()
-        crew = asyncio.run(_crawl(redis_server.url, web.seeds(), db, build_config(SETTINGS)))
-        elapsed = time.monotonic() - start
-    with sqlite3.connect(db) as conn:
-        (pages,) = conn.execute("SELECT count(*) FROM pages").fetchone()
-    assert pages == HOSTS * PAGES
-    round_trips = sum(w.link.stats.batches for w in crew)
-    commands = sum(w.link.stats.commands for w in crew)
-    print(f"{round_trips / pages:.2f} round trips, {commands / pages:.2f} commands a page")
-    detail = (
-        f"{round_trips} round trips and {commands} commands for {pages} pages in "
-        f"{elapsed:.1f} s; each worker's link: {[w.link.stats for w in crew]}; every "
-        f"link's batches by their commands (the collector's too): {sent.most_common(12)}"
-    )
-    assert round_trips / pages <= MAX_ROUND_TRIPS_PER_PAGE, detail
-    assert commands / pages <= MAX_COMMANDS_PER_PAGE, detail
+        for attempt in range(ATTEMPTS):
+            sent.clear()
+            web.clear()
+            db = tmp_path / f"c{attempt}.db"
+            start = time.monotonic()
+            crew = asyncio.run(
+                _crawl(redis_server.url, web.seeds(), db, build_config(SETTINGS), f"costs{attempt}")
+            )
+            elapsed = time.monotonic() - start
+            with sqlite3.connect(db) as conn:
+                (pages,) = conn.execute("SELECT count(*) FROM pages").fetchone()
+            assert pages == HOSTS * PAGES
+            round_trips = sum(w.link.stats.batches for w in crew)
+            commands = sum(w.link.stats.commands for w in crew)
+            print(f"{round_trips / pages:.2f} round trips, {commands / pages:.2f} commands a page")
+            detail = (
+                f"{round_trips} round trips and {commands} commands for {pages} pages in "
+                f"{elapsed:.1f} s; each worker's link: {[w.link.stats for w in crew]}; every "
+                f"link's batches by their commands (the collector's too): {sent.most_common(12)}"
+            )
+            tries.append((round_trips / pages, commands / pages, detail))
+            if round_trips / pages <= MAX_ROUND_TRIPS_PER_PAGE and (
+                commands / pages <= MAX_COMMANDS_PER_PAGE
+            ):
+                break
+    within = [
+        rt <= MAX_ROUND_TRIPS_PER_PAGE and cmd <= MAX_COMMANDS_PER_PAGE for rt, cmd, _ in tries
+    ]
+    assert any(within), [detail for *_, detail in tries]
 
 
 def _tally_batches(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
