@@ -1,16 +1,13 @@
 """Name resolution for every fetch: one asynchronous resolver and its cache.
 
-* ``DnsCache`` resolves names with c-ares, never with a blocking ``getaddrinfo``:
-  ``/etc/hosts`` first, as getaddrinfo's "files dns" order does (c-ares's own
-  ``getaddrinfo`` on a channel that reads files only: no query leaves the machine for
-  a name it lists, and a name listed for one family only has no address of the
-  other), then DNS (aiodns ``query_dns``, A and AAAA). A positive answer wins: the
-  addresses of whichever family gave some are used, and a name is not found only
-  when both A and AAAA say NXDOMAIN or NODATA (RFC 4074 §4.2: some servers answer
-  NXDOMAIN to AAAA alone). It keeps an LRU cache keyed by name; each answer lives
-  for its TTL clamped to ``[dns_min_ttl_s, dns_max_ttl_s]``. NXDOMAIN and NODATA are
-  cached too (RFC 2308 §5: for the SOA minimum when the resolver gives it, clamped
-  the same way, else ``dns_negative_ttl_s``). Concurrent lookups of one name share one query; a
+* ``DnsCache`` resolves names with c-ares (aiodns ``query_dns``, A and AAAA), never
+  with a blocking ``getaddrinfo``. A positive answer wins: the addresses of whichever
+  family gave some are used, and a name is not found only when both A and AAAA say
+  NXDOMAIN or NODATA (RFC 4074 §4.2: some servers answer NXDOMAIN to AAAA alone).
+  It keeps an LRU cache keyed by name; each answer lives for its TTL clamped to
+  ``[dns_min_ttl_s, dns_max_ttl_s]``. NXDOMAIN and NODATA are cached too (RFC 2308
+  §5: for the SOA minimum when the resolver gives it, clamped the same way, else
+  ``dns_negative_ttl_s``). Concurrent lookups of one name share one query; a
   semaphore caps the queries in flight (``dns_max_in_flight``). Timeouts, SERVFAIL
   and REFUSED are retried ``dns_retries`` times with backoff and are never cached
   (RFC 2308 §7.1 allows it for 5 min at most; the engine's per-host backoff is the
@@ -37,7 +34,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-import socket
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -118,10 +114,8 @@ class AiodnsResolver:
             ``DnsCache`` does the retrying).
 
     Must be created inside the running event loop (aiodns binds to it). No search
-    domains apply (``query_dns`` asks for the name as given). ``/etc/hosts`` is read
-    first (``_from_hosts_file``): a wget or curl user's names for a test server work
-    as they do there, and are not sent to a DNS server (issue #25 trial 18: they went
-    to the resolver of ``/etc/resolv.conf``, off the machine).
+    domains apply (``query_dns`` asks for the name as given), and ``/etc/hosts`` is
+    not read (c-ares reads it only for ``getaddrinfo``).
     """
 
     def __init__(self, nameservers: Sequence[str], timeout_s: float) -> None:
@@ -129,17 +123,9 @@ class AiodnsResolver:
         self._resolver = aiodns.DNSResolver(
             nameservers=list(nameservers) or None, timeout=timeout_s, tries=1
         )
-        # files only ("f"): c-ares answers from /etc/hosts or fails, never asks a server
-        self._hosts = aiodns.DNSResolver(lookups="f", timeout=timeout_s, tries=1)
 
     async def query(self, name: str, rtype: RecordType) -> Answer:
-        """See ``Resolver.query``; c-ares status codes are translated here. A name in
-        ``/etc/hosts`` is answered from it (no TTL: ``ttl_s`` ``None``, the cache's
-        floor applies), ``nodata`` for a family it lists no address of."""
-        listed = await self._from_hosts_file(name)
-        if listed is not None:
-            addresses = listed[0 if rtype == "A" else 1]
-            return Answer("ok", addresses) if addresses else Answer("nodata")
+        """See ``Resolver.query``; c-ares status codes are translated here."""
         try:
             async with asyncio.timeout(self._timeout_s + GUARD_SLACK_S):
                 result = await self._resolver.query_dns(name, rtype)
@@ -160,28 +146,9 @@ class AiodnsResolver:
             return Answer("nodata")
         return Answer("ok", addresses, float(min(r.ttl for r in result.answer)))
 
-    async def _from_hosts_file(self, name: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
-        """``(IPv4 addresses, IPv6 addresses)`` that ``/etc/hosts`` lists for ``name``,
-        or ``None`` when it lists none (c-ares's answer then is an error, whichever)."""
-        try:
-            async with asyncio.timeout(self._timeout_s + GUARD_SLACK_S):
-                result = await self._hosts.getaddrinfo(name, family=socket.AF_UNSPEC)
-        except (TimeoutError, aiodns.error.DNSError):
-            return None
-        v4 = [str(_text(n.addr[0])) for n in result.nodes if n.family == socket.AF_INET]
-        v6 = [str(_text(n.addr[0])) for n in result.nodes if n.family == socket.AF_INET6]
-        if not v4 and not v6:
-            return None
-        return tuple(dict.fromkeys(v4)), tuple(dict.fromkeys(v6))
-
     async def close(self) -> None:
-        """Close the c-ares channels; idempotent."""
+        """Close the c-ares channel; idempotent."""
         await self._resolver.close()
-        await self._hosts.close()
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 def _not_found_message(name: str, answers: Sequence[tuple[RecordType, Answer]]) -> str:
