@@ -22,6 +22,15 @@ KEEP = [f"/keep/{i}" for i in range(10)]
 DROP = [f"/drop/{i}" for i in range(10)]
 
 
+def _first_page_crawled(srv: HTTPTestServer, db: Path) -> None:
+    """Serve ``/`` linking ``KEEP`` and ``DROP`` (leaves) and crawl ``/`` alone into
+    ``db`` (``max_pages`` 1, one URL of a host in memory: the rest spilled)."""
+    srv.set("/", html("".join(f'<a href="{p}">{p}</a>' for p in KEEP + DROP)))
+    for path in KEEP + DROP:
+        srv.set(path, html("<p>leaf</p>"))
+    run_crawl([srv.url("/")], db, max_pages=1, sitemaps=False, frontier_window=10)
+
+
 @pytest.mark.parametrize(
     ("flag", "detail"),
     [("--exclude", "matches exclude '/drop/'"), ("--include", "matches no include ('/keep/')")],
@@ -35,10 +44,7 @@ def test_a_resume_refuses_queued_urls_its_new_patterns_refuse(
 ) -> None:
     db = tmp_path / "c.db"
     with HTTPTestServer() as srv:
-        srv.set("/", html("".join(f'<a href="{p}">{p}</a>' for p in KEEP + DROP)))
-        for path in KEEP + DROP:
-            srv.set(path, html("<p>leaf</p>"))
-        run_crawl([srv.url("/")], db, max_pages=1, sitemaps=False, frontier_window=10)
+        _first_page_crawled(srv, db)
         assert rows(db, "SELECT state, count(*) FROM frontier GROUP BY state ORDER BY 1") == [
             ("done", 1), ("queued", 1), ("spilled", 19),
         ]  # fmt: skip
@@ -64,10 +70,7 @@ def test_the_crawls_own_command_after_a_narrower_rerun_queues_its_refusals_again
     the crawl's own command, run again, found nothing left. It queues them again."""
     db = tmp_path / "c.db"
     with HTTPTestServer() as srv:
-        srv.set("/", html("".join(f'<a href="{p}">{p}</a>' for p in KEEP + DROP)))
-        for path in KEEP + DROP:
-            srv.set(path, html("<p>leaf</p>"))
-        run_crawl([srv.url("/")], db, max_pages=1, sitemaps=False, frontier_window=10)
+        _first_page_crawled(srv, db)
         common = ["crawl", srv.url("/"), "--no-ui", "--db", str(db), "--delay-ms", "0",
                   "-s", "frontier_window=10", "-s", "sitemaps=false"]  # fmt: skip
         code, _, err = main_in(tmp_path, monkeypatch, capsys, *common, "--include", "/keep/")
