@@ -142,6 +142,7 @@ STAGE_OF_MODULE: dict[str, str] = {
     "core.storage.datasette_meta": STARTUP,
     "core.policy.date_templates": ADMIT,  # the calendar budget of the trap guard
     "core.net.dns": FETCH,
+    "core.net.hosts_file": FETCH,  # asked by the resolver before each DNS query
     "core.policy.address_policy": FETCH,  # checked on each connection (core.net.transport)
     "core.policy.ip_limits": FETCH,  # charged as when it was in core.net.dns
     "core.crawl.engine": SCHEDULE,

@@ -290,7 +290,9 @@ class CrawlConfig:
             ``larger-sites-first`` use 3.
         snapshot_interval_ms: how often the engine publishes a ``CrawlSnapshot``.
         dns_nameservers: DNS servers as ``"IP"``, ``"IP:port"`` or ``"[IPv6]:port"``;
-            empty: the system's ``/etc/resolv.conf`` (read by c-ares).
+            empty: the system's ``/etc/resolv.conf`` (read by c-ares). A name listed in
+            ``/etc/hosts`` is answered from it first, whichever servers are set, and
+            no query is sent for it (the "files dns" order of getaddrinfo).
         dns_prefer: ``ipv4`` or ``ipv6``: which family's addresses are tried first
             (both A and AAAA are asked for).
         dns_min_ttl_s, dns_max_ttl_s: an answer's TTL is clamped to this range before it is

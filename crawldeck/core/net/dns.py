@@ -1,7 +1,9 @@
 """Name resolution for every fetch: one asynchronous resolver and its cache.
 
 * ``DnsCache`` resolves names with c-ares (aiodns ``query_dns``, A and AAAA), never
-  with a blocking ``getaddrinfo``. A positive answer wins: the addresses of whichever
+  with a blocking ``getaddrinfo``; a name listed in ``/etc/hosts`` is answered from
+  it first and sent to no server, as getaddrinfo's "files dns" order does
+  (``core.net.hosts_file``). A positive answer wins: the addresses of whichever
   family gave some are used, and a name is not found only when both A and AAAA say
   NXDOMAIN or NODATA (RFC 4074 §4.2: some servers answer NXDOMAIN to AAAA alone).
   It keeps an LRU cache keyed by name; each answer lives for its TTL clamped to
@@ -45,6 +47,7 @@ import pycares
 from crawldeck.core.clock import LoopClock
 from crawldeck.core.config import CrawlConfig, DnsPreference
 from crawldeck.core.errors import DnsError, DnsNotFound, DnsTemporaryFailure
+from crawldeck.core.net.hosts_file import HostsFile
 from crawldeck.core.policy.address_policy import bare_host, ip_literal
 
 log = logging.getLogger("crawldeck.dns")
@@ -112,20 +115,34 @@ class AiodnsResolver:
             system's ``/etc/resolv.conf``, read by c-ares.
         timeout_s: how long one query waits for its answer, in s (c-ares makes one try;
             ``DnsCache`` does the retrying).
+        hosts: the static host table asked first; default ``HostsFile()``, the
+            machine's ``/etc/hosts``.
 
     Must be created inside the running event loop (aiodns binds to it). No search
-    domains apply (``query_dns`` asks for the name as given), and ``/etc/hosts`` is
-    not read (c-ares reads it only for ``getaddrinfo``).
+    domains apply (``query_dns`` asks for the name as given). A name the host table
+    lists is answered from it, with no query, whichever ``nameservers`` are set
+    (c-ares reads ``/etc/hosts`` only for its ``getaddrinfo``, whose files-only
+    channel sometimes read no file at all in a crawl process: issue #25).
     """
 
-    def __init__(self, nameservers: Sequence[str], timeout_s: float) -> None:
+    def __init__(
+        self, nameservers: Sequence[str], timeout_s: float, hosts: HostsFile | None = None
+    ) -> None:
         self._timeout_s = timeout_s
+        self._hosts = hosts if hosts is not None else HostsFile()
         self._resolver = aiodns.DNSResolver(
             nameservers=list(nameservers) or None, timeout=timeout_s, tries=1
         )
 
     async def query(self, name: str, rtype: RecordType) -> Answer:
-        """See ``Resolver.query``; c-ares status codes are translated here."""
+        """See ``Resolver.query``; c-ares status codes are translated here. A name in
+        the host table is answered from it with no TTL (``ttl_s`` ``None``: the cache's
+        floor applies), ``nodata`` for a family it lists no address of (getaddrinfo
+        asks no server then either)."""
+        listed = await self._hosts.lookup(name)
+        if listed is not None:
+            addresses = listed[0 if rtype == "A" else 1]
+            return Answer("ok", addresses) if addresses else Answer("nodata")
         try:
             async with asyncio.timeout(self._timeout_s + GUARD_SLACK_S):
                 result = await self._resolver.query_dns(name, rtype)
