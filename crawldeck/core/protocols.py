@@ -449,6 +449,10 @@ class LocalHistory(Protocol):
         """``(digest, url, fetched_at, canonical)`` of each payload's first page."""
         ...
 
+    def warc_file_names(self) -> list[str]:
+        """The distinct ``pages.warc_file`` names (the WARC files the rows point into)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class StoreRoles:

@@ -70,6 +70,13 @@ def test_show_errors_are_one_line(
         err = capsys.readouterr().err
         assert err.startswith("crawldeck show: error: c-00001.warc.gz: WARC file not found")
         assert err.count("\n") == 1
+        # another file of that name (issue #25 trial 19: a later run's, once the first
+        # was archived): warcio's message quotes the binary it found; ours is one line
+        moved.write_bytes(bytes(range(256)) * 256)  # 64 KiB, past the record's offset
+        assert main(["show", str(db), url["latin"]]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("crawldeck show: error: c-00001.warc.gz: no WARC record starts")
+        assert err.count("\n") == 1 and err[:-1].isprintable()
     finally:
         hidden.rename(moved)
 

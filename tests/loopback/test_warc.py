@@ -383,6 +383,52 @@ def test_rotation_and_resume_after_a_partial_member(tmp_path: Path) -> None:
     check_with_warcio(tmp_path, "c")
 
 
+def test_the_first_file_is_numbered_past_every_one_the_crawl_file_names(tmp_path: Path) -> None:
+    """Issue #25 trial 19: the files moved away to be archived, a resumed run began a
+    second ``c-00001.warc.gz``; the number comes from the rows too, not the disk only."""
+    (tmp_path / "c-00002.warc.gz").write_bytes(b"")  # on disk, below what the rows name
+    names = ["c-00005.warc.gz", "c-00003.warc.gz", "sub/c-00009.warc.gz", "x-00012.warc.gz"]
+    writer = WarcWriter(
+        tmp_path, "c", max_bytes=1 << 20, info=[("software", "t")], recorded_files=lambda: names
+    )
+    assert write_all(writer, [result("http://a.test/", b"<p>a</p>")])[0].file == "c-00006.warc.gz"
+    (tmp_path / "sub").mkdir()  # warc_dir below the crawl file's: the rows say "sub/..."
+    below = WarcWriter(
+        tmp_path / "sub",
+        "c",
+        max_bytes=1 << 20,
+        info=[("software", "t")],
+        recorded_prefix="sub/",
+        recorded_files=lambda: names,
+    )
+    assert write_all(below, [result("http://a.test/", b"<p>b</p>")])[0].file == "c-00010.warc.gz"
+
+
+def test_a_crawl_resumed_after_its_files_were_archived_writes_the_next_number(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "c.db"
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    with HTTPTestServer() as srv:
+        srv.set("/", html('<a href="/a">a</a>'))
+        srv.set("/a", html("<p>a</p>"))
+        srv.set("/b", html("<p>b</p>"))
+        run_crawl([srv.url("/")], db)
+        (tmp_path / "c-00001.warc.gz").rename(archive / "c-00001.warc.gz")
+        run_crawl([srv.url("/b")], db)  # the same crawl file, one more seed
+        url_b = srv.url("/b")
+    assert [p.name for p in warc_files(tmp_path, "c")] == ["c-00002.warc.gz"]
+    assert rows(db, "SELECT warc_file FROM pages WHERE url = ?", url_b) == [("c-00002.warc.gz",)]
+    assert {f for (f,) in rows(db, "SELECT warc_file FROM pages")} == {
+        "c-00001.warc.gz",
+        "c-00002.warc.gz",
+    }
+    (archive / "c-00001.warc.gz").rename(tmp_path / "c-00001.warc.gz")  # back: no clash
+    for file, offset in rows(db, "SELECT warc_file, warc_offset FROM pages"):
+        assert record_at(tmp_path / file, offset).rec_type in ("response", "revisit")
+
+
 # ---------------------------------------------------------------- crawls
 
 

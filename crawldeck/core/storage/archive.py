@@ -146,13 +146,15 @@ def warc_writer(config: CrawlConfig, roles: StoreRoles) -> WarcWriter | None:
     crawl file's directory: ``recorded_prefix``), rotated at ``warc_max_bytes``, each
     opened by a ``warcinfo`` record (software, format, robots policy ``obey``, the user
     agent); the duplicate map read back from the store's pages (``first_payloads``), a
-    304's earlier record found through its page row (``PageRecords``). A store without
+    304's earlier record found through its page row (``PageRecords``), the first file
+    numbered past every one the page rows name (``Store.warc_file_names``). A store without
     a crawl file of its own but with a ``warc_home`` (a cluster worker's) gets files
     ``<stem>-NNNNN.warc.gz`` there, a duplicate map of this run's responses only and
     no 304 lookup. ``None`` when ``warc`` is off or the store has neither."""
     if not config.warc:
         return None
     first: Callable[[], Iterator[tuple[str, str, str, str | None]]] | None = None
+    recorded: Callable[[], list[str]] | None = None
     locate = None
     prefix = ""
     history = roles.history
@@ -163,6 +165,7 @@ def warc_writer(config: CrawlConfig, roles: StoreRoles) -> WarcWriter | None:
         home = WarcHome(directory, stem, db.name)
         prefix = recorded_prefix(db, directory)
         first, locate = lambda: first_payloads(history, config.strip_params), PageRecords(db)
+        recorded = history.warc_file_names
     elif roles.warc_home is not None:
         home = roles.warc_home
     else:
@@ -187,6 +190,7 @@ def warc_writer(config: CrawlConfig, roles: StoreRoles) -> WarcWriter | None:
         first_payloads=first,
         locate=locate,
         recorded_prefix=prefix,
+        recorded_files=recorded,
     )
 
 

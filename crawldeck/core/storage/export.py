@@ -151,7 +151,12 @@ def read_record(path: Path, offset: int, max_bytes: int) -> ArchivedRecord:
             rec_type = record.rec_type
     except FileNotFoundError:
         raise StoreError(f"{path.name}: WARC file not found (in {path.parent})") from None
-    except (OSError, ArchiveLoadFailed, zlib.error, EOFError) as exc:
+    except ArchiveLoadFailed:  # its message quotes the bytes found there: binary
+        raise StoreError(
+            f"{path.name}: no WARC record starts at byte {offset}: it is not the file this "
+            "crawl wrote (replaced or rewritten since?)"
+        ) from None
+    except (OSError, zlib.error, EOFError) as exc:
         detail = getattr(exc, "strerror", None) or " ".join(str(exc).split())
         raise StoreError(f"{path.name}: cannot read the record at {offset}: {detail}") from None
     try:

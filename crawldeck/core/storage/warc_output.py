@@ -53,7 +53,13 @@ from fastwarc.warc import WarcRecord, WarcRecordType
 
 from crawldeck.core.errors import DISK_FULL
 from crawldeck.core.policy.heap import give_back
-from crawldeck.core.storage.warc_reader import FILE_DIGITS, complete_length, record_head, warc_files
+from crawldeck.core.storage.warc_reader import (
+    FILE_DIGITS,
+    complete_length,
+    file_number,
+    record_head,
+    warc_files,
+)
 from crawldeck.core.storage.warc_records import (
     HTML_UTF8,
     HTTP_REQUEST,
@@ -86,6 +92,12 @@ class WarcFiles:
             (a record is never split: a file may exceed it by one job).
         info: the ``warcinfo`` fields of each file (software, format, robots, the
             user agent...), in order.
+        after: the highest file number the crawl file records (``pages.warc_file``):
+            the first file opened is numbered past it and past every file in
+            ``directory``, so that files an earlier run wrote and the user moved away
+            (to archive them) are never named again (issue #25 trial 19: a resumed run
+            began a second ``crawl-00001.warc.gz``, and the rows pointing into the
+            first were read from the second).
 
     Attributes:
         firsts: payload digest -> ``(url, WARC-Date)`` of its latest full response of
@@ -98,7 +110,12 @@ class WarcFiles:
     """
 
     def __init__(
-        self, directory: Path, stem: str, max_bytes: int, info: Sequence[tuple[str, str]]
+        self,
+        directory: Path,
+        stem: str,
+        max_bytes: int,
+        info: Sequence[tuple[str, str]],
+        after: int = 0,
     ) -> None:
         self.directory = Path(directory)
         self.stem = stem
@@ -107,7 +124,7 @@ class WarcFiles:
         self._file: Any = None  # the open file (unbuffered), or None before the first job
         self._name = ""
         self._size = 0
-        self._number = 0
+        self._number = after
         self.firsts: dict[str, tuple[str, str]] = {}
         self.aliases: dict[str, str] = {}
         self._serialized = io.BytesIO()  # a record, as fastwarc wrote it
@@ -166,7 +183,7 @@ class WarcFiles:
                 good = complete_length(last)
                 if good != last.stat().st_size:
                     os.truncate(last, good)
-                self._number = int(last.name[len(self.stem) + 1 :].split(".", 1)[0])
+                self._number = max(self._number, file_number(last.name, self.stem) or 0)
         else:
             self.flush()
             self._file.close()

@@ -38,14 +38,21 @@ def warc_stem(db: Path) -> str:
     return name
 
 
+def file_number(name: str, stem: str) -> int | None:
+    """The number of WARC file ``name`` of ``stem`` (``crawl-00012.warc.gz`` -> 12), or
+    ``None`` when ``name`` is not ``<stem>-NNNNN.warc.gz`` (at least ``FILE_DIGITS``
+    digits)."""
+    match = re.fullmatch(re.escape(stem) + r"-(\d{" + str(FILE_DIGITS) + r",})\.warc\.gz", name)
+    return int(match.group(1)) if match else None
+
+
 def warc_files(directory: Path, stem: str) -> list[Path]:
     """The WARC files of ``stem`` in ``directory`` (``<stem>-NNNNN.warc.gz``), by number."""
-    pattern = re.compile(re.escape(stem) + r"-(\d{" + str(FILE_DIGITS) + r",})\.warc\.gz")
     found = []
     for path in directory.iterdir() if directory.is_dir() else ():
-        match = pattern.fullmatch(path.name)
-        if match:
-            found.append((int(match.group(1)), path))
+        number = file_number(path.name, stem)
+        if number is not None:
+            found.append((number, path))
     return [path for _, path in sorted(found)]
 
 
@@ -117,6 +124,7 @@ __all__ = [
     "FILE_DIGITS",
     "MAX_HEAD_BYTES",
     "complete_length",
+    "file_number",
     "record_head",
     "warc_files",
     "warc_stem",

@@ -48,6 +48,7 @@ from typing import Any, Final, Protocol
 from crawldeck.core.errors import StoreError
 from crawldeck.core.records import FetchResult, WarcRef
 from crawldeck.core.storage.warc import PAYLOAD_FILE_BYTES, frame, payload_file, payload_files
+from crawldeck.core.storage.warc_reader import file_number
 
 #: Exchanges (records with their bodies) waiting for the writer process before a caller waits.
 MAX_PENDING: Final = 64
@@ -118,6 +119,10 @@ class WarcWriter:
         recorded_prefix: what a page row's ``warc_file`` puts before the file's name
             (``core.storage.archive.recorded_prefix``): ``""`` for files beside the crawl
             file, else their directory as seen from it, ending in ``/``.
+        recorded_files: called once, in the lookup thread, before the first record: the
+            ``warc_file`` names the crawl file's rows hold (``Store.warc_file_names``);
+            the first file is numbered past the highest of them with this prefix and
+            stem, whether or not it is still on disk. ``None``: none recorded.
 
     Raises (from the methods that take records):
         StoreError: a file could not be written (``crawl-00002.warc.gz: disk full
@@ -136,11 +141,13 @@ class WarcWriter:
         locate: Locator | None = None,
         max_pending: int = MAX_PENDING,
         recorded_prefix: str = "",
+        recorded_files: Callable[[], Iterable[str]] | None = None,
     ) -> None:
         self.directory = Path(directory)
         self.stem = stem
         self.recorded_prefix = recorded_prefix
         self._init = ("init", str(self.directory), stem, max_bytes, tuple(info))
+        self._recorded_files = recorded_files
         self._first_payloads = first_payloads
         self._locate = locate
         self._room = asyncio.Semaphore(max(1, max_pending))
@@ -387,7 +394,7 @@ class WarcWriter:
             StoreError: the crawl file cannot be read.
             OSError: the process's socket is gone.
         """
-        sock.sendall(frame(self._init))
+        sock.sendall(frame((*self._init, self._last_recorded())))
         if self._first_payloads is None:
             return
         rows: list[tuple[str, str, str, str | None]] = []
@@ -398,6 +405,17 @@ class WarcWriter:
                 rows = []
         if rows:
             sock.sendall(frame(("load", rows)))
+
+    def _last_recorded(self) -> int:
+        """The highest number of this writer's files that the crawl file's rows name
+        (0: none). Raises ``StoreError`` as ``recorded_files`` does."""
+        if self._recorded_files is None:
+            return 0
+        prefix, numbers = self.recorded_prefix, [0]
+        for name in self._recorded_files():
+            if name.startswith(prefix):
+                numbers.append(file_number(name[len(prefix) :], self.stem) or 0)
+        return max(numbers)
 
     async def _read(self, reader: asyncio.StreamReader) -> None:
         """Take the process's answers until its socket ends: the counts, its error,

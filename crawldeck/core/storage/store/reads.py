@@ -454,6 +454,28 @@ class StoreReads(StoreBase):
         finally:
             conn.close()
 
+    def warc_file_names(self) -> list[str]:
+        """The distinct ``warc_file`` names of the committed pages (``crawl-00003.warc.gz``,
+        or with the directory ``recorded_prefix`` puts before it), in no order: the
+        WARC writer numbers its first file past them (``core.storage.warc_writer``).
+        One scan of ``pages``, on a connection of its own like ``first_payloads``.
+
+        Raises:
+            StoreError: see the class.
+        """
+        self._check()
+        conn = self._connect()
+        try:
+            conn.execute("PRAGMA query_only = ON")
+            rows = conn.execute(
+                "SELECT DISTINCT warc_file FROM pages WHERE warc_file IS NOT NULL"
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(self._read_failure(exc)) from None
+        finally:
+            conn.close()
+        return [name for (name,) in rows]
+
     def simhashes(self) -> Iterator[tuple[str, int, str]]:
         """``(host, simhash, url)`` of the committed pages with a SimHash, oldest row
         first, the SimHash unsigned again: the near-duplicate index on resume.
