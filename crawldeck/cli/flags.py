@@ -179,8 +179,14 @@ def parse_header(text: str) -> tuple[str, str]:
     (``core.policy.request_checks.check_header``: a token name, visible ASCII value).
 
     Raises:
-        argparse.ArgumentTypeError: no ``:``, or nothing before it.
+        argparse.ArgumentTypeError: no ``:``, or nothing before it; or a URL (wget's
+            ``-H URL``, span hosts, took the seed as the header: issue #25 trial 19).
     """
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", text):
+        raise argparse.ArgumentTypeError(
+            f"expected 'Name: value', got the URL {text!r}: -H is a request header here "
+            "(wget's -H, span hosts, is --scope any)"
+        )
     name, sep, value = text.partition(":")
     if not sep or not name.strip():
         raise argparse.ArgumentTypeError(

@@ -34,14 +34,15 @@ from crawldeck.cli.parser import COMMANDS, build_parser
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``crawldeck`` console script; returns the exit code."""
     parser = build_parser()
-    if not (sys.argv[1:] if argv is None else argv):
+    typed = list(sys.argv[1:] if argv is None else argv)
+    if not typed:
         # no command: the commands, as git and Scrapy print them (issue #25 trial 7:
         # "the following arguments are required: COMMAND")
         print(parser.format_help(), end="")
         return EXIT_BAD_INPUT
-    args, unknown = parser.parse_known_args(argv)
+    args, unknown = parser.parse_known_args(typed)
     if unknown:  # said by the command's parser: see crawldeck crawl --help
-        parser.commands[args.command].unrecognized(unknown)
+        parser.commands[args.command].unrecognized(unknown, typed)
     level = log_level(args)
     # other libraries from WARNING up (from ERROR with -q), everything with -v
     root = logging.WARNING if level == logging.INFO else level

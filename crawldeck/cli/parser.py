@@ -73,14 +73,15 @@ class Parser(argparse.ArgumentParser):
         """Print ``message`` in one line and exit with ``EXIT_BAD_INPUT``."""
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
-    def unrecognized(self, unknown: Sequence[str]) -> NoReturn:
+    def unrecognized(self, unknown: Sequence[str], argv: Sequence[str] = ()) -> NoReturn:
         """The error for arguments this command does not take (``unknown``, as
         ``parse_known_args`` leaves them), with the nearest flag of this command for
         the first one that looks like a flag (``--max-pags`` -> ``--max-pages``,
         ``--delay=5`` by its name): ``difflib`` over its option strings, as Python
         3.14's ``suggest_on_error`` does for choices; another crawler's flag (wget's
-        ``-w 2``) gets crawldeck's equivalent instead (``_other_crawler_flag``)."""
-        other = _other_crawler_flag(unknown)
+        ``-w 2``) gets crawldeck's equivalent instead (``_other_crawler_flag``, its
+        value read from ``argv``, the whole command line, when given)."""
+        other = _other_crawler_flag(unknown, argv or unknown)
         if other is not None:  # a wget flag: crawldeck's word for it (issue #25)
             self.error(other)
         message = f"unrecognized arguments: {' '.join(unknown)}"
@@ -95,14 +96,18 @@ class Parser(argparse.ArgumentParser):
         self.error(message)
 
 
-def _other_crawler_flag(unknown: Sequence[str]) -> str | None:
+def _other_crawler_flag(unknown: Sequence[str], argv: Sequence[str]) -> str | None:
     """The first of ``unknown`` (arguments argparse did not take) that is another
     crawler's flag (``core.other_crawlers.OTHER_CRAWLERS``: wget's ``-w 2``, ``--wait=2``,
     ``-l3``, ``-np``, ``-e robots=off``), with crawldeck's equivalent and the value
-    converted (``other_crawler_hint``); ``None`` when none is. A flag two crawlers
-    mean two things by (wget's ``-L`` a switch, Scrapy's ``-L LEVEL``) takes the next
-    argument as its value when either takes one (the hint tells them apart by it)."""
-    for i, item in enumerate(unknown):
+    converted (``other_crawler_hint``); ``None`` when none is. A flag that takes a
+    value takes the argument after it in ``argv``, the command line as typed: argparse
+    gives a flag it does not know no value, and the word after it went to the seeds
+    when the flag came before them (issue #25 trial 19: ``-U x URL`` hinted
+    ``--user-agent N``). A flag two crawlers mean two things by (wget's ``-L`` a
+    switch, Scrapy's ``-L LEVEL``) takes it when either takes one (the hint tells them
+    apart by it)."""
+    for item in unknown:
         if not item.startswith("-"):
             continue
         name, eq, value = item.partition("=")
@@ -114,8 +119,9 @@ def _other_crawler_flag(unknown: Sequence[str]) -> str | None:
             continue
         given: str | None = value if eq else None
         takes_value = entry.takes_value or (entry.other is not None and entry.other.takes_value)
-        if given is None and takes_value and i + 1 < len(unknown):
-            given = unknown[i + 1]
+        at = list(argv).index(item) + 1 if item in argv else len(argv)
+        if given is None and takes_value and at < len(argv):
+            given = argv[at]
         return other_crawler_hint(name, given, flag=True)
     return None
 

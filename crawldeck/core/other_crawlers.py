@@ -52,8 +52,8 @@ def _scrapy(ours: str, takes_value: bool = False) -> Equivalent:
     return Equivalent("Scrapy", ours, takes_value)
 
 
-def _wget(ours: str, takes_value: bool = True) -> Equivalent:
-    return Equivalent("wget", ours, takes_value)
+def _wget(ours: str, takes_value: bool = True, metavar: str = "N") -> Equivalent:
+    return Equivalent("wget", ours, takes_value, metavar=metavar)
 
 
 #: wget's ``-O`` (a file of every page) and Scrapy's (the feed, overwritten): a file
@@ -162,7 +162,7 @@ OTHER_CRAWLERS: dict[str, Equivalent] = {
     "--mirror": _wget("a crawl, then crawldeck export DB --mirror DIR", takes_value=False),
     "-k": _wget("crawldeck export DB --mirror DIR --convert-links", takes_value=False),
     "--convert-links": _wget("crawldeck export DB --mirror DIR --convert-links", takes_value=False),
-    "-U": _wget("--user-agent {value}"),
+    "-U": _wget("--user-agent {value}", metavar="AGENT"),
     "--limit-rate": _wget("--delay-ms MS and --concurrency N (no bytes/s cap)"),
     "-t": replace(_TRIES, other=_FEED_FORMAT),
     "--tries": _TRIES,
@@ -175,20 +175,20 @@ OTHER_CRAWLERS: dict[str, Equivalent] = {
     "-D": _wget("--scope domain, or --include REGEX"),
     "--domains": _wget("--scope domain, or --include REGEX"),
     "--span-hosts": _wget("--scope any", takes_value=False),
-    "-i": _wget("the file as a SEED: crawldeck crawl {value}"),
-    "--input-file": _wget("the file as a SEED: crawldeck crawl {value}"),
+    "-i": _wget("the file as a SEED: crawldeck crawl {value}", metavar="FILE"),
+    "--input-file": _wget("the file as a SEED: crawldeck crawl {value}", metavar="FILE"),
     "-N": _wget("crawldeck recrawl DB (conditional GET)", takes_value=False),
     "--timestamping": _wget("crawldeck recrawl DB (conditional GET)", takes_value=False),
     "--spider": _wget("crawldeck links DB --broken, after a crawl", takes_value=False),
     "-P": _wget("--db DIR/crawl.db, and crawldeck export DB --mirror DIR"),
     "--directory-prefix": _wget("--db DIR/crawl.db, and crawldeck export DB --mirror DIR"),
-    "-Q": _wget("--max-bytes {value}"),
-    "--quota": _wget("--max-bytes {value}"),
+    "-Q": _wget("--max-bytes {size}"),
+    "--quota": _wget("--max-bytes {size}"),
     "-e": _wget("-s KEY=VALUE"),
     "--execute": _wget("-s KEY=VALUE"),
     # issue #25 trial 18: flags and settings that got no word
-    "--accept-regex": _wget("--include {value}"),
-    "--reject-regex": _wget("--exclude {value}"),
+    "--accept-regex": _wget("--include {value}", metavar="REGEX"),
+    "--reject-regex": _wget("--exclude {value}", metavar="REGEX"),
     "-x": _wget(_HOST_FOLDERS, takes_value=False),
     "--force-directories": _wget(_HOST_FOLDERS, takes_value=False),
     "-nH": _wget("none: " + _HOST_FOLDERS, takes_value=False),
@@ -226,6 +226,16 @@ def _as_ms(value: object) -> str:
     return str(round(float(match.group(1)) * _UNIT_S[match.group(2)] * 1000))
 
 
+def _as_size(value: object) -> str:
+    """wget's quota (``-Q``) as ``--max-bytes``' size: its ``k``/``m``/``g`` are binary
+    (``10m`` -> ``10MiB``: 10 485 760 bytes, where crawldeck's ``10m`` is 10 000 000),
+    a bare number is bytes; ``SIZE`` when it is neither (or none)."""
+    match = re.fullmatch(r"(\d+)([kmg]?)", str(value).strip().lower())
+    if value is None or match is None:
+        return "SIZE"
+    return match.group(1) + {"": "", "k": "KiB", "m": "MiB", "g": "GiB"}[match.group(2)]
+
+
 def _as_retries(value: object) -> str:
     """wget's ``-t`` tries as crawldeck's ``max_retries``, the tries after the first
     (``3`` -> ``2``); ``N`` for no number or wget's unlimited (``0``, ``inf``)."""
@@ -247,7 +257,9 @@ def _ours(entry: Equivalent, value: object, shown: str | None = None) -> str:
     ``entry.metavar`` for no value)."""
     if shown is None:
         shown = entry.metavar if value is None else str(value)
-    return entry.ours.format(value=shown, ms=_as_ms(value), retries=_as_retries(value))
+    return entry.ours.format(
+        value=shown, ms=_as_ms(value), retries=_as_retries(value), size=_as_size(value)
+    )
 
 
 def _either_hint(name: str, entry: Equivalent, other: Equivalent, value: object) -> str:

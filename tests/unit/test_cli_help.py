@@ -238,6 +238,36 @@ def test_other_crawlers_names_get_crawldecks_in_one_line(
     assert err.splitlines() == [f"crawldeck crawl: error: {answer}{see}"]
 
 
+@pytest.mark.parametrize(
+    ("flags", "answer"),
+    [
+        (["-U", "Bot/1"], "wget's -U Bot/1; in crawldeck: --user-agent Bot/1"),
+        (["-i", "seeds.txt"], "wget's -i seeds.txt; in crawldeck: the file as a SEED: "
+                              "crawldeck crawl seeds.txt"),
+        (["--reject-regex", "/x/"], "wget's --reject-regex /x/; in crawldeck: --exclude /x/"),
+        (["-Q", "10m"], "wget's -Q 10m; in crawldeck: --max-bytes 10MiB"),  # wget's m: MiB
+        (["-e", "robots=off"], "robots.txt is always obeyed: no key turns it off"),
+        (["-H"], "argument -H/--header: expected 'Name: value', got the URL "
+                 "'http://127.0.0.1:9/': -H is a request header here (wget's -H, span hosts, "
+                 "is --scope any)"),
+    ],
+)  # fmt: skip
+def test_a_wget_flag_before_the_seed_keeps_its_value(
+    flags: list[str], answer: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """wget's order, flags first (issue #25 trial 19): argparse gave the seeds the word
+    after a flag it does not know, and the hint said ``--user-agent N``."""
+    from crawldeck.cli.main import main
+
+    db = str(tmp_path / "c.db")
+    with pytest.raises(SystemExit) as exited:
+        main(["crawl", *flags, "http://127.0.0.1:9/", "--db", db, "--no-ui"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"crawldeck crawl: error: {answer} (see crawldeck crawl --help)"
+    ]
+
+
 def test_a_resumed_crawl_past_its_cap_is_warned_before_it_starts() -> None:
     """Issue #25 F20: the same --max-pages again fetches nothing; say so up front."""
     from crawldeck.cli.output import program
