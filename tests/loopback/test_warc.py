@@ -404,6 +404,21 @@ def test_the_first_file_is_numbered_past_every_one_the_crawl_file_names(tmp_path
     assert write_all(below, [result("http://a.test/", b"<p>b</p>")])[0].file == "c-00010.warc.gz"
 
 
+def test_a_request_record_says_http_1_1_whatever_the_server_answered_in(tmp_path: Path) -> None:
+    """The fetcher sends HTTP/1.1; an HTTP/1.0 server's answer made the request record
+    say 1.0 (issue #25 trial 19)."""
+    writer = WarcWriter(tmp_path, "c", max_bytes=1 << 20, info=[("software", "t")])
+    old = result("http://a.test/p?q=1", b"<p>a</p>", http_version="1.0")
+    ref = write_all(writer, [old])[0]
+    path = tmp_path / ref.file
+    response = record_at(path, ref.offset)
+    assert response.http_headers.protocol == "HTTP/1.0"  # the answer as it came
+    with path.open("rb") as f:
+        records = [(r.rec_type, r.http_headers) for r in ArchiveIterator(f)]
+    (request,) = [head for kind, head in records if kind == "request"]
+    assert (request.protocol, request.statusline) == ("GET", "/p?q=1 HTTP/1.1")
+
+
 def test_a_crawl_resumed_after_its_files_were_archived_writes_the_next_number(
     tmp_path: Path,
 ) -> None:

@@ -78,6 +78,9 @@ from crawldeck.core.storage.warc_records import (
 
 #: Staged members are written once they hold this many bytes (else at the batch's end).
 FLUSH_BYTES: Final = 1 << 22
+#: The HTTP version of every request record's request line: the fetcher's session
+#: (``core.net.fetcher``, aiohttp's default ``HttpVersion11``) sends each request so.
+REQUEST_VERSION: Final = "1.1"
 
 
 class WarcFiles:
@@ -360,7 +363,7 @@ class WarcFiles:
                     ),
                 )
                 where = self._stage(gzip_file_member(warc_head, head, payload))
-                return self._request(url, date, http_version, request_headers, new_id, where,
+                return self._request(url, date, request_headers, new_id, where,
                                      None if skipped else digest, None)  # fmt: skip
             duplicate_of = first[0]
             common += [
@@ -401,15 +404,13 @@ class WarcFiles:
         if skipped:  # the record's digest is of no bytes, not of the body (issue #25 trial 9)
             digest = None
         return self._request(
-            url, date, http_version, request_headers, record_id, self._append(data), digest,
-            duplicate_of,
+            url, date, request_headers, record_id, self._append(data), digest, duplicate_of
         )  # fmt: skip
 
     def _request(
         self,
         url: str,
         date: str,
-        http_version: str,
         request_headers: Sequence[tuple[str, str]],
         record_id: str,
         where: tuple[int, int],
@@ -417,10 +418,12 @@ class WarcFiles:
         duplicate_of: str | None,
     ) -> tuple[str, int, int, str, str | None, str | None]:
         """Append the ``request`` record of the response ``record_id`` (at ``where``,
-        ``(offset, length)``); ``exchange``'s answer."""
+        ``(offset, length)``); ``exchange``'s answer. Its request line says HTTP/1.1,
+        what the fetcher sends, whatever version the server answered in (issue #25
+        trial 19: an HTTP/1.0 server's answer made the request record say 1.0)."""
         offset, length = where
         target, host = request_target(url)
-        request_line = f"GET {target} HTTP/{http_version}".encode("latin-1", "replace")
+        request_line = f"GET {target} HTTP/{REQUEST_VERSION}".encode("latin-1", "replace")
         request_fields = text_fields(request_headers or (("Host", host),))
         request = new_record(
             WarcRecordType.request,
