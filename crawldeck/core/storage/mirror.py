@@ -54,11 +54,13 @@ back at the site). A link to a page not mirrored, written relative (``about.html
 ``/img/logo.png``, ``//cdn.example/x``), becomes its absolute URL
 (``http://host/about.html``), as wget's ``-k`` does, so that it still leads somewhere
 from a file on disk; an absolute link to a page not mirrored is left as written.
-The page is parsed and serialized again by selectolax (lexbor), so its markup comes
-out as a browser's DOM serializes it, in the page's own charset (a NUL character
-becomes U+FFFD, as the HTML parser of every browser makes it); bytes that charset
-cannot decode come out as they were (``_decode``). Links in CSS files
-are not converted.
+Only the links change, as with wget's ``-k``: each start tag is found by the standard
+library's ``html.parser`` (its source position), and the value of its ``href`` or
+``src`` attribute is replaced in the page's text, the rest of the page left as it
+was, in the page's own charset (issue #25 trial 19: serializing the parsed page again
+rewrote its doctype, added a ``<head>`` and changed lines with no link); bytes that
+charset cannot decode come out as they were (``_decode``). Links in CSS files are not
+converted.
 
 Memory: the path of every mirrored page is held while the mirror is written (for the
 clashes and the link conversion): a few hundred bytes a page.
@@ -69,17 +71,17 @@ from __future__ import annotations
 import codecs
 import contextlib
 import errno
+import html
 import os
 import posixpath
 import re
 import sqlite3
 from collections import Counter
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Final
 from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit
-
-from selectolax.lexbor import LexborHTMLParser
 
 from crawldeck.core.errors import CrawldeckError, StoreError, UrlError
 from crawldeck.core.policy import urls
@@ -529,6 +531,51 @@ def _encode(text: str, charset: str, kept: bool) -> bytes:
     return bytes(out)
 
 
+#: One attribute of a start tag's text, as ``html.parser`` reads them: its name, and
+#: its value quoted either way or bare.
+_ATTRIBUTE: Final = re.compile(
+    r"""[\s/]*([^\s/>=][^\s/>=]*)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s>]*))?"""
+)
+
+
+class _StartTags(HTMLParser):
+    """The start tags of a page's text: ``(offset, name, attributes, raw text)``, the
+    offset in characters of ``text``, the attributes decoded (``html.parser``)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[int, str, dict[str, str], str]] = []
+        self._lines = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+        self.feed(text)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        raw = self.get_starttag_text() or ""
+        line, column = self.getpos()
+        first: dict[str, str] = {}
+        for name, value in attrs:
+            first.setdefault(name, value or "")  # a repeated attribute: the first counts
+        self.tags.append((self._lines[line - 1] + column, tag, first, raw))
+
+    handle_startendtag = handle_starttag
+
+
+def _with_value(raw: str, name: str, value: str) -> str:
+    """Start tag text ``raw`` with the value of its first attribute ``name`` set to
+    ``value`` (escaped for its quotes), every other character as it was."""
+    at = re.match(r"<[^\s/>]+", raw)
+    pos = at.end() if at else len(raw)
+    while (found := _ATTRIBUTE.match(raw, pos)) is not None and found.end() > pos:
+        if found.group(1).lower() == name and found.group(2) is not None:
+            old = found.group(2)
+            quote_char = old[0] if old[:1] in ("'", '"') else '"'
+            escaped = value.replace("&", "&amp;").replace(quote_char, html.escape(quote_char))
+            start, end = found.span(2)
+            return raw[:start] + quote_char + escaped + quote_char + raw[end:]
+        pos = found.end()
+    return raw
+
+
 def _convert(
     record: ArchivedRecord,
     page: _Page,
@@ -541,19 +588,29 @@ def _convert(
     many of each it changed (none: the body as is). A link is to a mirrored page when
     its URL is one (``files``) or has its dedupe key (``by_key``: ``urls.normalize``
     with the crawl's ``strip``, so ``/b?sessionid=2`` is the ``/b`` the crawl fetched
-    for it: issue #25 trial 13)."""
+    for it: issue #25 trial 13). Only the attribute values change (module docstring);
+    a ``<base>`` start tag is removed."""
     charset = body_charset(record)
     text, kept = _decode(record.body, charset)
-    tree = LexborHTMLParser(text)
+    tags = _StartTags(text).tags
     base = page.url
-    node = tree.css_first("base[href]")
-    if node is not None:
-        with contextlib.suppress(CrawldeckError):
-            base = urls.clean(node.attributes.get("href") or "", page.url)
+    bases = [tag for tag in tags if tag[1] == "base"]
+    for _, _, attrs, _ in bases:
+        if "href" in attrs:  # the first base with an href counts, as in a browser
+            with contextlib.suppress(CrawldeckError):
+                base = urls.clean(attrs["href"], page.url)
+            break
+    edits: list[tuple[int, int, str]] = []  # (start, end, new text) in ``text``
     converted = absolute = 0
-    for element in tree.css("[href], [src]"):
+    for offset, tag, attrs, raw in tags:
+        if text[offset : offset + len(raw)] != raw:
+            continue  # a position html.parser reported off: leave the tag as it is
+        if tag == "base":
+            edits.append((offset, offset + len(raw), ""))
+            continue
+        new_raw = raw
         for attr in ("href", "src"):
-            value = element.attributes.get(attr)
+            value = attrs.get(attr)
             if not value:
                 continue
             fragment = "#" + value.split("#", 1)[1] if "#" in value else ""
@@ -565,17 +622,21 @@ def _convert(
             if target is None:
                 target = by_key.get(urls.normalize(found, strip))
             if target is not None:
-                element.attrs[attr] = _href(page.path, target, fragment)
+                new_raw = _with_value(new_raw, attr, _href(page.path, target, fragment))
                 converted += 1
             elif not _ABSOLUTE.match(value.strip()):
-                element.attrs[attr] = found + fragment
+                new_raw = _with_value(new_raw, attr, found + fragment)
                 absolute += 1
-    if node is not None:
-        for element in tree.css("base"):
-            element.decompose()
-    if not converted and not absolute and node is None:
+        if new_raw != raw:
+            edits.append((offset, offset + len(raw), new_raw))
+    if not edits:
         return record.body, 0, 0
-    return _encode(tree.html or "", charset, kept), converted, absolute
+    parts, at = [], 0
+    for start, end, new_text in edits:
+        parts += [text[at:start], new_text]
+        at = end
+    parts.append(text[at:])
+    return _encode("".join(parts), charset, kept), converted, absolute
 
 
 __all__ = ["MirrorResult", "mirror_path", "mirror_url", "write_mirror"]
