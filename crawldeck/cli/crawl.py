@@ -141,6 +141,12 @@ def port_less_tables(config: CrawlConfig, seeds: Sequence[str]) -> list[str]:
     return lines
 
 
+def _seed_error(item: str, exc: UrlError) -> str:
+    """``seed 'ITEM': PROBLEM``, the URL said once (the URL check's message names it
+    too: ``unsupported scheme 'ftp' in 'ftp://x/'``; issue #25 trial 19)."""
+    return f"seed {item!r}: {str(exc).replace(f' in {item!r}', '')}"
+
+
 def gather_seeds(
     items: Sequence[str], notes: list[str] | None = None
 ) -> tuple[list[str], list[str]]:
@@ -177,12 +183,12 @@ def gather_seeds(
             try:
                 found.append(urls.clean(item))
             except UrlError as exc:
-                raise SeedError(f"seed {item!r}: {exc}") from None
+                raise SeedError(_seed_error(item, exc)) from None
         elif (spelled := schemeless(item)) is not None:
             try:
                 url = urls.clean(spelled)
             except UrlError as exc:
-                raise SeedError(f"seed {item!r}: {exc}") from None
+                raise SeedError(_seed_error(item, exc)) from None
             found.append(url)
             if notes is not None:
                 notes.append(f"seed {item!r} has no scheme: crawling {url} (as wget does)")

@@ -40,6 +40,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # "the following arguments are required: COMMAND")
         print(parser.format_help(), end="")
         return EXIT_BAD_INPUT
+    first = typed[0]
+    if first not in COMMANDS and not first.startswith("-") and ("://" in first or "." in first):
+        # a URL where the command goes, as wget and Scrapy's fetch take one (issue #25
+        # trial 19): argparse lists the commands; the one meant is crawl
+        parser.error(f"{first!r} is not a command: to crawl it, crawldeck crawl {first}")
     args, unknown = parser.parse_known_args(typed)
     if unknown:  # said by the command's parser: see crawldeck crawl --help
         parser.commands[args.command].unrecognized(unknown, typed)

@@ -585,7 +585,8 @@ def build_config(values: Mapping[str, Any]) -> CrawlConfig:
     if unknown:
         named = []
         for key in unknown:  # each with its own hint (a trial's second key had none)
-            near = difflib.get_close_matches(key, sorted(known), n=1)
+            # any case: -s DELAY_MS=10 is delay_ms (issue #25 trial 19)
+            near = difflib.get_close_matches(key.lower(), sorted(known), n=1)
             other = other_crawler_hint(key, values[key])
             if other is not None:
                 named.append(f"{key!r} ({other})")

@@ -308,8 +308,12 @@ def check_rules(config: CrawlConfig) -> None:
             try:
                 re.compile(pattern)
             except re.error as exc:
+                glob = ""
+                if pattern.startswith(("*", "?")):  # a shell glob (issue #25 trial 19)
+                    example = re.escape(pattern.lstrip("*?")).replace("\\*", ".*") + "$"
+                    glob = f" (a regex, not a glob: '{example}')"
                 raise ConfigError(
-                    f"config key {name!r}: {pattern!r} is not a regular expression: {exc}"
+                    f"config key {name!r}: {pattern!r} is not a regular expression: {exc}{glob}"
                 ) from None
     prefix = config.warc_prefix
     if prefix is not None and not _WARC_PREFIX.fullmatch(prefix):

@@ -144,6 +144,8 @@ OTHER_CRAWLERS: dict[str, Equivalent] = {
     "-L": replace(_RELATIVE, other=_LOG_LEVEL),
     "--relative": _RELATIVE,
     "-nv": _wget(_NO_VERBOSE, takes_value=False),
+    "-d": _wget("-v (every fetch, and crawldeck's debug lines)", takes_value=False),
+    "--debug": _wget("-v (every fetch, and crawldeck's debug lines)", takes_value=False),
     "--no-verbose": _wget(_NO_VERBOSE, takes_value=False),
     "-w": _wget("--delay-ms {ms}"),
     "--wait": _wget("--delay-ms {ms}"),

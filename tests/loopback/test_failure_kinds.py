@@ -414,6 +414,7 @@ def test_https_to_a_plain_http_port_is_not_retryable() -> None:
         thread.join(5)
     assert_kind(exc, TlsFailed, False, "TLS handshake failed: ")
     assert "WRONG_VERSION_NUMBER" in str(exc)
+    assert "(the server answered in plain HTTP: is it an http:// URL?)" in str(exc)
 
 
 def test_dns_failures_say_whether_to_retry() -> None:

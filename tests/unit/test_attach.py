@@ -28,6 +28,10 @@ def test_attach_with_no_running_crawl_is_one_line_and_exit_2(
 ) -> None:
     db = tmp_path / "crawl.db"
     code, out, err = main_in(tmp_path, monkeypatch, capsys, "attach", str(db))
+    assert (code, out) == (2, "")  # no such file: said so (issue #25 trial 19)
+    assert err == f"crawldeck attach: error: no crawl file {db}: no such file\n"
+    db.write_bytes(b"")  # an empty file is an empty SQLite database
+    code, out, err = main_in(tmp_path, monkeypatch, capsys, "attach", str(db))
     assert (code, out) == (2, "")
     assert err == (
         f"crawldeck attach: error: no running crawl on {db} (no socket {socket_path(db)})\n"
@@ -63,6 +67,10 @@ def test_frames_carry_the_snapshot_itself_and_refuse_what_is_not_one() -> None:
 
 def test_find_socket_follows_a_pointer_file_and_names_what_is_missing(tmp_path: Path) -> None:
     db = tmp_path / "crawl.db"
+    with pytest.raises(AttachError) as missing:
+        find_socket(db)
+    assert str(missing.value) == f"no crawl file {db}: no such file"
+    db.write_bytes(b"")
     with pytest.raises(AttachError) as missing:
         find_socket(db)
     assert str(missing.value) == f"no running crawl on {db} (no socket {socket_path(db)})"

@@ -215,6 +215,9 @@ def test_demo_help_says_what_the_demo_does() -> None:
         (["--no-check-certificate"], "wget's --no-check-certificate; in crawldeck: none: "
          "certificates are always checked; trust a private CA with SSL_CERT_FILE=ca.pem "
          "(docs/crawling.md, HTTPS)"),
+        (["-s", "DELAY_MS=10"], "-s: unknown config key 'DELAY_MS' (did you mean "
+                                "'delay_ms'?)"),  # any case (issue #25 trial 19)
+        (["-d"], "wget's -d; in crawldeck: -v (every fetch, and crawldeck's debug lines)"),
         (["-s", "AUTOTHROTTLE_ENABLED=true"], "-s: unknown config key 'AUTOTHROTTLE_ENABLED' "
          "(Scrapy's AUTOTHROTTLE_ENABLED = true; in crawldeck: adaptive_delay_factor = N (on: a "
          "host's delay follows its answer times; 0 turns it off))"),
@@ -343,3 +346,19 @@ def test_the_command_that_adds_a_seed_parses_with_the_seed_and_the_same_flags() 
     assert (args.db, args.max_pages, args.settings) == ("my crawl.db", 50, [("delay_ms", 5)])
     assert crawl_ending("resume", CrawlConfig(), None).seed_command() is None  # the demo
     assert crawl_ending("resume", CrawlConfig(), ["recrawl", "c.db"]).seed_command() is None
+
+
+def test_a_url_where_the_command_goes_is_told_crawl(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As wget takes one (issue #25 trial 19): the command meant is crawl."""
+    from crawldeck.cli.main import main
+
+    for typed in ("http://a.example/", "docs.example.org"):
+        with pytest.raises(SystemExit) as exited:
+            main([typed])
+        assert exited.value.code == 2
+        assert capsys.readouterr().err == (
+            f"crawldeck: error: {typed!r} is not a command: to crawl it, crawldeck crawl "
+            f"{typed} (see crawldeck --help)\n"
+        )

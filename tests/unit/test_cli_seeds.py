@@ -30,7 +30,8 @@ def test_seeds_from_urls_and_files_in_order_each_once(tmp_path: Path) -> None:
         ("docs", "'docs' is neither an existing file nor a URL"),
         ("1.5", "'1.5' is neither an existing file nor a URL"),
         ("hello world", "'hello world' is neither an existing file nor a URL"),
-        ("ftp://files.example/", "seed 'ftp://files.example/': "),
+        ("ftp://files.example/", "seed 'ftp://files.example/': unsupported scheme 'ftp' "
+                                 "(only http and https are crawled)\n"),  # the URL once
         ("example.org:99999", "seed 'example.org:99999': bad port"),
     ],
 )  # fmt: skip

@@ -206,6 +206,12 @@ def test_a_bad_pattern_is_one_line_naming_the_key_and_the_pattern(key: str) -> N
     )
     with pytest.raises(ConfigError, match=f"config key {key!r}: expected a list of strings"):
         build_config({key: "/docs/"})
+    with pytest.raises(ConfigError) as caught:  # a shell glob (issue #25 trial 19)
+        build_config({key: ["*.html"]})
+    assert str(caught.value) == (
+        f"config key {key!r}: '*.html' is not a regular expression: nothing to repeat at "
+        "position 0 (a regex, not a glob: '\\.html$')"
+    )
 
 
 def test_the_toml_lists_are_read_and_flags_replace_them(tmp_path: Path) -> None:

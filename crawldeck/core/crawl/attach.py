@@ -255,7 +255,8 @@ def find_socket(db: Path) -> Path:
     path its pointer file names.
 
     Raises:
-        AttachError: no ``DB.sock`` (no crawl runs on the file, or not headless), or
+        AttachError: no file ``db``; no ``DB.sock`` (no crawl runs on the file, or not
+            headless); or
             it is neither a socket nor a pointer file.
         StoreError: no ``DB.sock``, and ``db`` is a file but not SQLite (as every
             other command says it).
@@ -264,6 +265,8 @@ def find_socket(db: Path) -> Path:
     try:
         st = os.lstat(named)
     except FileNotFoundError:
+        if not os.path.exists(db):
+            raise AttachError(f"no crawl file {db}: no such file") from None
         check_header(db)  # not a crawl file: say that, not "no running crawl"
         raise AttachError(f"no running crawl on {db} (no socket {named})") from None
     except OSError as exc:

@@ -78,7 +78,10 @@ def translate(exc: Exception, url: str, config: CrawlConfig) -> Exception:
         exc.os_error,
         ssl.SSLEOFError,  # dropped mid-handshake: a ConnectFailed
     ):
-        return TlsFailed(f"TLS handshake failed: {one_line(exc.os_error)}: {url}")
+        problem = one_line(exc.os_error)
+        if "WRONG_VERSION_NUMBER" in problem:  # the answer was no TLS at all
+            problem += " (the server answered in plain HTTP: is it an http:// URL?)"
+        return TlsFailed(f"TLS handshake failed: {problem}: {url}")
     if isinstance(exc, aiohttp.ClientConnectorError):
         # a ClientProxyConnectionError is the proxy's connection: its host and port
         proxy = isinstance(exc, aiohttp.ClientProxyConnectionError)
