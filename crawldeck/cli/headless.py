@@ -271,8 +271,9 @@ class HeadlessReporter:
             table.add_row("read in part (all runs)", cut)
         if links_cut:
             # how to keep them, as a row a user acts on (issue #25 trial 7)
-            cut = (f"{plural(links_cut, 'page')} (past parse_max_bytes or "
-                   "max_links_per_page; -s raises either)")  # fmt: skip
+            # the key to raise, and where the pages are (issue #25 trial 19)
+            cut = (f"{plural(links_cut, 'page')} (-s parse_max_bytes=4194304 or "
+                   "max_links_per_page=N keeps them)")  # fmt: skip
             table.add_row("links cut (all runs)", cut)
         mix = ", ".join(f"{k} {v}" for k, v in sorted(c.status_mix.items())) or "-"
         table.add_row("status mix (all runs)", mix)

@@ -60,8 +60,8 @@ def test_the_summary_and_stats_count_the_pages_whose_links_were_cut(
     assert code == 0
     table = [" ".join(line.split()) for line in out.splitlines()]
     row = (
-        "│ links cut (all runs) │ 1 page (past parse_max_bytes or max_links_per_page; "
-        "-s raises either) │"
+        "│ links cut (all runs) │ 1 page (-s parse_max_bytes=4194304 or "
+        "max_links_per_page=N keeps them) │"
     )
     assert row in table, out
     assert stored_stats(tmp_path / "crawl.db", 1)["links_cut"] == 1

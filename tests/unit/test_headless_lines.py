@@ -154,8 +154,8 @@ def test_the_summary_counts_the_pages_whose_links_were_cut_when_there_are_some()
     HeadlessReporter(out).summary(snap(pages=7), "finished: nothing left to fetch", links_cut=1)
     table = [" ".join(line.split()) for line in out.getvalue().splitlines()]
     row = (
-        "│ links cut (all runs) │ 1 page (past parse_max_bytes or max_links_per_page; "
-        "-s raises either) │"
+        "│ links cut (all runs) │ 1 page (-s parse_max_bytes=4194304 or "
+        "max_links_per_page=N keeps them) │"
     )
     assert row in table
     assert not any("links cut" in line for line in summary(snap(pages=7), "finished"))

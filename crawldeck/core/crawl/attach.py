@@ -256,8 +256,7 @@ def find_socket(db: Path) -> Path:
 
     Raises:
         AttachError: no file ``db``; no ``DB.sock`` (no crawl runs on the file, or not
-            headless); or
-            it is neither a socket nor a pointer file.
+            headless); or it is neither a socket nor a pointer file.
         StoreError: no ``DB.sock``, and ``db`` is a file but not SQLite (as every
             other command says it).
     """

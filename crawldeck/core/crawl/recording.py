@@ -369,9 +369,11 @@ class Recorder:
         )
         self._seen.handed_over()
         if log.isEnabledFor(logging.DEBUG):
+            # a body not read is no empty page (issue #25 trial 19: "0 bytes")
+            size = "body not read (not HTML)" if result.skipped else f"{page.bytes} bytes"
             log.debug(
-                "crawled (%s) %s: %d bytes in %.0f ms, %d links%s",
-                status, entry.url, page.bytes, page.elapsed_ms, len(edges),
+                "crawled (%s) %s: %s in %.0f ms, %d links%s",
+                status, entry.url, size, page.elapsed_ms, len(edges),
                 f", {error}" if error else "",
             )  # fmt: skip
         if following is not None:
