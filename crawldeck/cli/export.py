@@ -131,6 +131,8 @@ def _run_mirror(args: argparse.Namespace) -> int:
     except CrawldeckError as exc:
         return fail(args.command, str(exc))
     except OSError as exc:
+        if Path(args.mirror).exists() and not Path(args.mirror).is_dir():
+            return fail(args.command, f"--mirror {str(args.mirror)!r} is a file, not a directory")
         return fail(args.command, f"cannot write {str(args.mirror)!r}: {exc.strerror}")
     line = (f"crawldeck: mirrored {plural(done.files, 'file')} of {plural(done.hosts, 'host')} "
             f"into {args.mirror}")  # fmt: skip

@@ -27,7 +27,12 @@ from crawldeck.tui.stops import BUDGET_FLAGS
 
 
 def outcome_heading(
-    outcome: str, caps: Mapping[str, str], *, failed: bool = False, stopped_by: str | None = None
+    outcome: str,
+    caps: Mapping[str, str],
+    *,
+    failed: bool = False,
+    stopped_by: str | None = None,
+    blocked: bool = False,
 ) -> str:
     """The summary's heading, a sentence saying how the run ended: ``finished:
     nothing left to fetch``, ``stopped: --max-pages 50 reached`` (``caps``: each budget
@@ -35,9 +40,11 @@ def outcome_heading(
     request (Ctrl-C, q or a signal); state saved`` (``stopped_by``, the engine's
     ``stop_asked_by``, names another asker: ``stopped on request from an attached
     console (crawldeck attach); state saved``), or with ``failed`` (the crawl got no
-    2xx answer: every seed failed) ``ended: every seed failed, no page fetched``."""
+    2xx answer: every seed failed) ``ended: every seed failed, no page fetched``, or
+    with ``blocked`` too (each seed refused by a rule: ``--exclude``, the scope,
+    robots.txt) ``ended: every seed was blocked, no page fetched``."""
     if failed:
-        return "ended: every seed failed, no page fetched"
+        return f"ended: every seed {'was blocked' if blocked else 'failed'}, no page fetched"
     if outcome == "finished":
         return "finished: nothing left to fetch"
     if outcome == "stopped":

@@ -334,8 +334,13 @@ def _seed_failures(store: Store) -> list[str]:
     response in the file); empty when something was fetched."""
     if store.ok_pages():
         return []
-    lines = ["no page got a 2xx answer: every seed failed"]
-    for seed in store.seed_outcomes():
+    outcomes = store.seed_outcomes()
+    # every seed refused by a rule (--exclude, scope, robots.txt) is no failure of its
+    # server (issue #25 trial 19: an --exclude that took the only seed); a seed refused
+    # as it was added ("seed refused: ..." above) has no outcome at all
+    refused = all(seed.blocked is not None for seed in outcomes)
+    lines = [f"no page got a 2xx answer: every seed {'was blocked' if refused else 'failed'}"]
+    for seed in outcomes:
         if seed.blocked is not None:
             why = f"blocked: {seed.blocked}"
         elif seed.error is not None:
@@ -412,7 +417,8 @@ def _finish(
                 go_on = ending.go_on(outcome, held)
         lines.append((go_on or ending.resume) + kept)
     heading = outcome_heading("stopped" if stopped else outcome, ending.caps,
-                              failed=bool(failures), stopped_by=engine.stop_asked_by)  # fmt: skip
+                              failed=bool(failures), stopped_by=engine.stop_asked_by,
+                              blocked=bool(failures) and "was blocked" in failures[0])  # fmt: skip
     try:
         partial, links_cut = store.partial_pages(), store.links_cut_pages()
     except CrawldeckError:

@@ -40,6 +40,20 @@ def closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def test_a_crawl_whose_every_seed_is_excluded_says_blocked_not_failed(tmp_path: Path) -> None:
+    """Issue #25 trial 19: an --exclude that took the only seed ended "every seed
+    failed", as if its server had."""
+    with HTTPTestServer() as server:
+        (tmp_path / "seeds.txt").write_text(server.url("/docs/") + "\n")
+        proc = crawldeck(tmp_path, "--exclude", "/docs/")
+    assert proc.returncode == 3, proc.stderr
+    assert "ended: every seed was blocked, no page fetched" in proc.stdout
+    assert "no page got a 2xx answer: every seed was blocked" in proc.stderr
+    assert f"seed refused: {server.url('/docs/')}: excluded" in proc.stderr
+    assert "failed" not in proc.stdout + proc.stderr
+    assert server.requests == []  # nothing asked of the server, robots.txt included
+
+
 def test_a_crawl_whose_every_seed_failed_exits_3_and_says_why(tmp_path: Path) -> None:
     with HTTPTestServer() as server:
         server.set("/robots.txt", Response(404))

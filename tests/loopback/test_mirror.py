@@ -261,7 +261,7 @@ def test_mirror_refusals_are_one_line(
     assert code == 2 and err.count("\n") == 1 and "--mirror writes a directory" in err
     (tmp_path / "file").write_text("x")
     code, _, err = main_in(tmp_path, monkeypatch, capsys, "export", db, "--mirror", "file")
-    assert (code, err.count("\n")) == (2, 1) and "cannot write 'file'" in err
+    assert (code, err.count("\n")) == (2, 1) and "--mirror 'file' is a file, not a directory" in err
 
 
 def test_a_crawl_without_warc_files_says_why_nothing_is_mirrored(
