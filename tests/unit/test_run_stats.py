@@ -143,6 +143,10 @@ def test_reason_codes_read_as_words() -> None:
     output names a reason the same way (issue #25: ``out of scope`` against ``scope``)."""
     assert reason_words("robots") == "robots (disallowed by robots.txt)"
     assert reason_words("scope") == "scope (out of scope)"
+    # the way to allow it, where the summary shows it (issue #25 trial 19)
+    assert reason_words("private_address") == (
+        "private_address (a private or special address: -s allow_private=true fetches it)"
+    )
     assert reason_words("http_429") == "http_429 (HTTP 429)"
     assert reason_words("redirect_loop") == "redirect_loop (a redirect back into its chain)"
     assert reason_words("timeout") == "timeout"

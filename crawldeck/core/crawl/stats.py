@@ -401,7 +401,7 @@ REASON_WORDS: dict[str, str] = {
     "redirect_loop": "a redirect back into its chain",
     "too_many_redirects": "past max_redirects hops",
     "redirect_trap": "a redirect that grows the URL",
-    "private_address": "a private or special address",
+    "private_address": "a private or special address: -s allow_private=true fetches it",
     "dns": "host name does not resolve",
     "connect": "connection refused or failed",
     "proxy": "the proxy refuses connections",
