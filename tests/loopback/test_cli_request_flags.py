@@ -207,7 +207,10 @@ def test_verbose_prints_a_line_a_url_done_as_scrapy_does(
     """``-v`` (or ``--log-level`` DEBUG, in any case) prints each URL done: its status,
     size, time and links, or why it failed, as Scrapy's "Crawled (200) <GET ...>"; the
     default level does not."""
-    site.set("/", Response(200, HTML, b'<a href="/a">a</a><a href="/gone">gone</a>'))
+    site.set("/", Response(200, HTML, b'<a href="/a">a</a><a href="/gone">gone</a>'
+                                      b'<a href="/private/x">p</a>'))  # fmt: skip
+    site.set("/robots.txt", Response(200, {"Content-Type": "text/plain"},
+                                     b"User-agent: *\nDisallow: /private/\n"))  # fmt: skip
     site.set("/a", Response(200, HTML, b"<p>a</p>"))
     site.set("/gone", Response(404, HTML, b"<p>no</p>"))
     proc = run("crawl", site.url("/"), "--no-ui", *flags, cwd=tmp_path)
@@ -218,8 +221,10 @@ def test_verbose_prints_a_line_a_url_done_as_scrapy_does(
         f"crawled (200) {site.url('/')}", f"crawled (200) {site.url('/a')}",
         f"crawled (404) {site.url('/gone')}",
     ]  # fmt: skip
-    assert any(line.startswith(f"crawled (200) {site.url('/')}: ") and "2 links" in line
+    assert any(line.startswith(f"crawled (200) {site.url('/')}: ") and "3 links" in line
                for line in done)  # fmt: skip
+    # a refused URL too, with its reason, as Scrapy's "Forbidden by robots.txt"
+    assert any(f"blocked (robots) {site.url('/private/x')}" in line for line in out), out
     assert "Using selector" not in proc.stderr  # asyncio's debug line is no crawl detail
     quiet = run("crawl", site.url("/"), "--no-ui", "--db", "other.db", cwd=tmp_path)
     assert " crawled (" not in quiet.stdout

@@ -251,11 +251,16 @@ class Observer:
             self.audit(cap.line(host))
 
     def block(self, url: str, host: str, verdict: Verdict) -> None:
-        """Record a refused URL in ``blocked`` and the recent list."""
+        """Record a refused URL in ``blocked`` and the recent list; with ``-v`` (DEBUG)
+        say it, as Scrapy's "Filtered offsite request" and "Forbidden by robots.txt"
+        (issue #25 trial 19: ``-v`` showed the fetches only)."""
         now = self._clock()
         reason = str(verdict.reason)
         self._store.record_blocked(BlockedRecord(url, host, reason, verdict.detail, now))
         self._blocked_recent.append(BlockedRow(now, reason, host, url))
+        if log.isEnabledFor(logging.DEBUG):
+            detail = f": {verdict.detail}" if verdict.detail else ""
+            log.debug("blocked (%s) %s%s", reason, url, detail)
 
     def restore(
         self,
