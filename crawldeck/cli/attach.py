@@ -55,7 +55,10 @@ Unix socket only its user may open; detaching leaves the crawl running."""
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``crawldeck attach``'s arguments."""
-    parser.add_argument("db", type=Path, metavar="DB", help="the crawl file of the running crawl")
+    parser.add_argument(
+        "db", type=Path, metavar="DB", nargs="?", default=Path("crawl.db"),
+        help="the crawl file of the running crawl (default: crawl.db, as crawl's --db)",
+    )  # fmt: skip
     parser.add_argument(
         "--web", type=parse_port, metavar="PORT",
         help="serve the console to browsers on PORT (0: any free port, printed; "

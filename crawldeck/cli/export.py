@@ -48,7 +48,10 @@ examples:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``crawldeck export``'s arguments."""
-    parser.add_argument("db", type=Path, metavar="DB", help="the crawl file")
+    parser.add_argument(
+        "db", type=Path, metavar="DB", nargs="?", default=Path("crawl.db"),
+        help="the crawl file (default: crawl.db, as crawl's --db)",
+    )  # fmt: skip
     parser.add_argument(
         "--table", choices=EXPORT_TABLES, default="pages", metavar="TABLE",
         help=f"the table: {', '.join(EXPORT_TABLES)} (default pages)",

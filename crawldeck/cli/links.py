@@ -40,7 +40,10 @@ holds the same rows but the seeds' (Datasette, sqlite3)."""
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``crawldeck links``'s arguments."""
-    parser.add_argument("db", type=Path, metavar="DB", help="the crawl file")
+    parser.add_argument(
+        "db", type=Path, metavar="DB", nargs="?", default=Path("crawl.db"),
+        help="the crawl file (default: crawl.db, as crawl's --db)",
+    )  # fmt: skip
     parser.add_argument(
         "--broken", action="store_true",
         help="only links whose target got HTTP 4xx/5xx, no response, or a failed redirect "

@@ -33,7 +33,10 @@ has no stats; this says so."""
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``crawldeck stats``'s arguments."""
-    parser.add_argument("db", type=Path, metavar="DB", help="the crawl file")
+    parser.add_argument(
+        "db", type=Path, metavar="DB", nargs="?", default=Path("crawl.db"),
+        help="the crawl file (default: crawl.db, as crawl's --db)",
+    )  # fmt: skip
     parser.add_argument(
         "--run", type=parse_count, metavar="N",
         help="the run's id, as in the runs table: 1, 2, ... (default: the last run)",

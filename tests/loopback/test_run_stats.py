@@ -67,6 +67,11 @@ def test_the_summary_and_stats_count_the_pages_whose_links_were_cut(
     assert stored_stats(tmp_path / "crawl.db", 1)["links_cut"] == 1
     code, text, _ = main_in(tmp_path, monkeypatch, capsys, "stats", "crawl.db")
     assert (code, "links_cut: 1" in text.splitlines()) == (0, True)
+    # no DB: crawl.db, as crawl's --db (issue #25 trial 19), for links and export too
+    assert main_in(tmp_path, monkeypatch, capsys, "stats")[:2] == (0, text)
+    assert main_in(tmp_path, monkeypatch, capsys, "links")[0] == 0
+    code, out, _ = main_in(tmp_path, monkeypatch, capsys, "export", "--table", "runs")
+    assert (code, out.count("\n")) == (0, 1)
 
 
 def test_retries_are_counted_by_reason(tmp_path: Path) -> None:
