@@ -126,6 +126,8 @@ def _run_mirror(args: argparse.Namespace) -> int:
         write_mirror,
     )
 
+    target = Path(args.mirror)
+    held = target.is_dir() and any(target.iterdir())  # an earlier export's files
     try:
         done = write_mirror(
             args.db, args.mirror,
@@ -152,6 +154,11 @@ def _run_mirror(args: argparse.Namespace) -> int:
     clashes = [f"  {url}: same file as {kept}" for url, kept in done.same_file[:MIRROR_CLASHES]]
     if len(done.same_file) > MIRROR_CLASHES:
         clashes.append(f"  and {len(done.same_file) - MIRROR_CLASHES} more")
+    if held:  # as wget -m leaves them; say so (issue #25 trial 19: about and about.html)
+        clashes.append(
+            f"crawldeck: note: {args.mirror} was not empty: files this export did not write "
+            "are left as they were (remove it first for a mirror of this crawl only)"
+        )
     print("\n".join([line, *clashes]), file=sys.stderr)
     unread = done.skipped[NO_WARC_RECORD] + done.skipped[WARC_FILE_MISSING]
     if done.files == 0 and unread:

@@ -197,7 +197,7 @@ def test_adjust_extension_names_html_pages_dot_html_and_links_follow(
     (issue #25: a trial's extensionless page opened as text from disk); a name that ends
     in ``.html`` already is left; ``--convert-links`` points at the adjusted names."""
     _, base, bodies = crawl
-    out, _ = _mirror(crawl, tmp_path, monkeypatch, capsys, "-E", "--convert-links")
+    out, err = _mirror(crawl, tmp_path, monkeypatch, capsys, "-E", "--convert-links")
     folder = out / urls.host_key(base)
     assert (folder / "same-1.html").read_bytes() == bodies[base + "same-1"]
     assert (folder / "Case.html").read_bytes() == bodies[base + "Case"]
@@ -208,6 +208,14 @@ def test_adjust_extension_names_html_pages_dot_html_and_links_follow(
     assert [n.attributes["href"] for n in tree.css("a")][len(HOSTILE) :] == [
         "same-1.html", "same-2.html", "same-1.html", "same-1.html",
     ]  # fmt: skip
+    assert "was not empty" not in err
+    # again without -E into the same DIR: the -E names stay, and the line says why
+    again, err = _mirror(crawl, tmp_path, monkeypatch, capsys)
+    assert (folder / "same-1").exists() and (folder / "same-1.html").exists()
+    assert err.endswith(
+        f"crawldeck: note: {again} was not empty: files this export did not write are left "
+        "as they were (remove it first for a mirror of this crawl only)\n"
+    )
     code, _, err = main_in(tmp_path, monkeypatch, capsys, "export", str(crawl[0]), "-E")
     assert code == 2 and err.endswith("--adjust-extension goes with --mirror DIR\n")
 
