@@ -585,6 +585,9 @@ class Engine:
         outcome = self._retries.answered(entry, stats, start, self._clock(), result)
         if outcome is None:
             return  # put back for a retry
+        # counted before the host can be handed out again: a --max-bytes budget then
+        # stops at the body that reaches it, not one fetched while it was parsed
+        self._obs.bytes += len(result.body)
         give_back(None)
         content = Content() if outcome.retry else await self._content.read(host, stats, result)
         await self._recorder.response(

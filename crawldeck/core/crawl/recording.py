@@ -241,8 +241,7 @@ class Recorder:
         """
         if isinstance(result, ArchivedResult) and result.archived is not None:
             await result.archived  # PageArchive.page below then does not wait
-        self._obs.pages += 1
-        self._obs.bytes += len(result.body)
+        self._obs.pages += 1  # its bytes were counted as it was answered (Engine._visit)
         stats.fetched += 1
         status = result.status
         if status >= 500:
