@@ -6,10 +6,13 @@ worker's row, which Redis's seen set turns into a credit, and a worker's
 ``add_scores``) and its queue score is its new cash band's.
 
 Then a crawl of two hosts under ``opic``, once by the single process and once by two
-workers: T's seed page (fetched at 1 s, a delay after its robots.txt) links to T's six
-pages, a sixth of its cash each; S's pages ``/a`` and ``/b`` (1.5 s and 2 s, S's delay
-is 0.5 s) both link to one of them, ``HOT``, whose cash then passes a half. T's delay
-is 1 s, so T's pages wait while S's are fetched. The single process keeps them in
+workers: T's seed page (fetched at 2 s, a delay after its robots.txt) links to T's six
+pages, a sixth of its cash each; S's pages ``/a`` and ``/b`` (3 s and 4 s, S's delay
+is 1 s) both link to one of them, ``HOT``, whose cash then passes a half. T's delay
+is 2 s, so T's pages wait while S's are fetched. The workers run on the wall clock:
+the delays are twice what they were, so that a loaded machine's late credit (a series
+run saw ``HOT`` fifth with 0.5 s and 1 s) still lands before T's owner has taken its
+next pages. The single process keeps them in
 memory and fetches ``HOT`` right after T's seed. The workers' window is so small that
 T's pages wait in Redis, not in its owner's memory, so only the credits in Redis can
 move ``HOT`` up: it comes after at most the few its owner held already. With the
@@ -122,8 +125,8 @@ HOT = max(T_PAGES, key=lambda u: str(seen_member(u)))
 OTHERS = [u for u in T_PAGES if u != HOT]
 SETTINGS = {
     "ordering": "opic",
-    "delay_ms": 500,
-    "hosts": {"127.0.0.2": {"delay_ms": 1000}},
+    "delay_ms": 1000,
+    "hosts": {"127.0.0.2": {"delay_ms": 2000}},
     "cluster_lease_ms": 5000,
 }
 #: A workers' window where a host keeps at most 2 URLs in a worker's memory, the rest
