@@ -439,20 +439,10 @@ class StoreReads(StoreBase):
         Raises:
             StoreError: see the class.
         """
-        self._check()
-        conn = self._connect()
-        try:
-            conn.execute("PRAGMA query_only = ON")
-            cur = conn.execute(
-                "SELECT payload_digest, url, fetched_at, canonical_url FROM pages"
-                " WHERE payload_digest IS NOT NULL AND duplicate_of IS NULL ORDER BY rowid"
-            )
-            while batch := cur.fetchmany(READ_BATCH_ROWS):
-                yield from batch
-        except sqlite3.Error as exc:
-            raise StoreError(self._read_failure(exc)) from None
-        finally:
-            conn.close()
+        yield from self._read_alone(
+            "SELECT payload_digest, url, fetched_at, canonical_url FROM pages"
+            " WHERE payload_digest IS NOT NULL AND duplicate_of IS NULL ORDER BY rowid"
+        )
 
     def warc_file_names(self) -> list[str]:
         """The distinct ``warc_file`` names of the committed pages (``crawl-00003.warc.gz``,
@@ -463,18 +453,28 @@ class StoreReads(StoreBase):
         Raises:
             StoreError: see the class.
         """
+        sql = "SELECT DISTINCT warc_file FROM pages WHERE warc_file IS NOT NULL"
+        return [name for (name,) in self._read_alone(sql)]
+
+    def _read_alone(self, sql: str) -> Iterator[tuple[Any, ...]]:
+        """The rows of ``sql``, read in batches on a connection of this call's own
+        (``query_only``), closed when the rows end or the iterator is dropped: the
+        readers that may run in another thread than the crawl's (the WARC writer's).
+
+        Raises:
+            StoreError: see the class.
+        """
         self._check()
         conn = self._connect()
         try:
             conn.execute("PRAGMA query_only = ON")
-            rows = conn.execute(
-                "SELECT DISTINCT warc_file FROM pages WHERE warc_file IS NOT NULL"
-            ).fetchall()
+            cur = conn.execute(sql)
+            while batch := cur.fetchmany(READ_BATCH_ROWS):
+                yield from batch
         except sqlite3.Error as exc:
             raise StoreError(self._read_failure(exc)) from None
         finally:
             conn.close()
-        return [name for (name,) in rows]
 
     def simhashes(self) -> Iterator[tuple[str, int, str]]:
         """``(host, simhash, url)`` of the committed pages with a SimHash, oldest row
