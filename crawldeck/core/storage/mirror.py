@@ -545,7 +545,7 @@ class _StartTags(HTMLParser):
     def __init__(self, text: str) -> None:
         super().__init__(convert_charrefs=True)
         self.tags: list[tuple[int, str, dict[str, str], str]] = []
-        self._lines = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+        self._lines = [0] + [found.end() for found in re.finditer("\n", text)]
         self.feed(text)
         self.close()
 
