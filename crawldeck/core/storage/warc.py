@@ -95,15 +95,18 @@ def serve(sock: socket.socket) -> None:
     ``close`` job or the end of the socket (the crawl ended: what was read is written)."""
     files: WarcFiles | None = None
     buffer = bytearray()
+    # one landing buffer for every read: a ``recv(RECV_BYTES)`` allocates 1 MiB and
+    # shrinks it each time, 23 us a read of a 20 kB frame here against 5 us
+    landing = memoryview(bytearray(RECV_BYTES))
     reported: str | None = None
     while True:
-        chunk = sock.recv(RECV_BYTES)
-        if not chunk:
+        got = sock.recv_into(landing)
+        if not got:
             if files is not None:
                 with contextlib.suppress(OSError):
                     files.guarded(files.close)
             return
-        buffer += chunk
+        buffer += landing[:got]
         messages, used = split_frames(buffer)
         del buffer[:used]
         replies: list[tuple[int, bool, Any]] = []
