@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(args.command, "no terminal on stdin, stdout and stderr: attach opens a "
                     "console (--web PORT serves it to browsers)")  # fmt: skip
     try:
-        result = asyncio.run(run_attached(db))
+        result, go_on = asyncio.run(run_attached(db))
     except CrawlLost as exc:
         print(f"crawldeck attach: {exc}", file=sys.stderr)
         return EXIT_ATTACH_LOST
@@ -110,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
         if result is None:
             print(f"crawldeck attach: detached; the crawl goes on ({program()} attach {db})")
         else:
-            print(f"crawldeck attach: the crawl ended: {result.outcome}")
+            said = f"; {go_on}" if go_on else ""
+            print(f"crawldeck attach: the crawl ended: {result.outcome}{said}")
     return EXIT_OK
 
 

@@ -60,7 +60,7 @@ from crawldeck.tui.screens import (
 )
 from crawldeck.tui.stops import (
     BUDGET_FLAGS,
-    go_on_note,
+    go_on_line,
     hold_stop_signals,
     seed_rerun,
     stop_signals,
@@ -339,7 +339,9 @@ class CrawlApp(App[None]):
             self.notify(f"The crawl has finished{said}. q quits.", title="FINISHED", timeout=10)
         else:
             reason = stop_reason(result.outcome, self.engine.snapshot())
-            self._show_resume(f"Stopped: {reason}; q quits.", go_on_note(result.outcome))
+            self._show_resume(
+                f"Stopped: {reason}; q quits.", go_on_line(result.outcome, self.resume_hint)
+            )
 
     def _broken_links(self) -> int:
         """The crawl file's broken links (``core.storage.link_report.broken_count``), 0 when it
@@ -351,8 +353,8 @@ class CrawlApp(App[None]):
             return 0
 
     def _show_resume(self, why: str, go_on: str | None = None) -> None:
-        """Show ``why`` the run stops and how to continue it: ``go_on`` (after a
-        whole-crawl budget, ``go_on_note``), else ``resume_hint``."""
+        """Show ``why`` the run stops and how to continue it: ``go_on`` (``go_on_line``),
+        else ``resume_hint``."""
         text = Text(why, style="bold")
         hint = go_on or self.resume_hint
         if hint is not None:

@@ -49,6 +49,7 @@ from crawldeck.core.crawl.engine import CrawlResult, Outcome
 from crawldeck.core.crawl.snapshot import CrawlSnapshot, HostDetail, HostRow
 from crawldeck.core.errors import AttachError
 from crawldeck.tui.app import CrawlApp, run_app
+from crawldeck.tui.stops import go_on_line
 from crawldeck.tui.terminal import HangupTolerantDriver
 
 #: Seconds a read or command of the console may wait for the crawl's answer.
@@ -401,12 +402,15 @@ class AttachedApp(CrawlApp):
 
 async def run_attached(
     db: Path, *, headless: bool = False, size: tuple[int, int] | None = None
-) -> CrawlResult | None:
+) -> tuple[CrawlResult | None, str | None]:
     """Attach the console to the crawl running on ``db`` until the operator detaches
     (``headless``/``size``: as ``tui.app.run_console``, for tests).
 
     Returns:
-        the crawl's result when its run ended while attached, else ``None`` (detached).
+        the crawl's result when its run ended while attached, else ``None`` (detached);
+        and how to continue it, as the console said it (``tui.stops.go_on_line``:
+        ``resume with: ...``, in the crawl's directory), ``None`` when detached or
+        finished (issue #25 trial 19: after ``S S`` and ``q`` the terminal did not say).
 
     Raises:
         AttachError: no crawl to attach to (one line).
@@ -422,4 +426,6 @@ async def run_attached(
         raise CrawlLost(str(app.error)) from app.error
     if app.error is not None:
         raise app.error
-    return app.result
+    if app.result is None:
+        return None, None
+    return app.result, go_on_line(app.result.outcome, app.resume_hint)

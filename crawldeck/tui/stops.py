@@ -32,6 +32,15 @@ def go_on_note(outcome: str) -> str | None:
             "run of the crawl file, so the same cap fetches nothing more).")  # fmt: skip
 
 
+def go_on_line(outcome: str, resume_hint: str | None) -> str | None:
+    """How to continue a crawl whose run ended with ``outcome``, as its console says it:
+    ``go_on_note`` after a whole-crawl budget, else ``resume_hint`` (``resume with:
+    crawldeck crawl ...``); ``None`` once the crawl ``finished`` (nothing is left)."""
+    if outcome == "finished":
+        return None
+    return go_on_note(outcome) or resume_hint
+
+
 def raised_cap(outcome: str, cap: int, held: int) -> str:
     """The higher cap, as its flag takes it, that fetches more after the whole-crawl
     budget ``outcome`` (``max_pages``: ``cap`` fetches, ``max_bytes``: ``cap`` body

@@ -9,13 +9,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from attachkit import CAP_S, headless_demo, until
-from textual.widgets import Footer
+from textual.widgets import Footer, Static
 from textual.widgets._footer import FooterKey
 
 from console.test_tui_snapshots import FakeEngine, settle, snapshot_at
 from crawldeck.tui.app import CrawlApp
 from crawldeck.tui.attach import DETACH_TIP, STOP_TIP, AttachedApp, SocketSource
 from crawldeck.tui.screens import key_rows
+from crawldeck.tui.stops import go_on_line
 
 
 async def test_the_attached_console_is_the_console_and_q_detaches(tmp_path: Path) -> None:
@@ -100,6 +101,12 @@ async def test_shift_s_twice_in_the_attached_console_stops_the_crawl(tmp_path: P
             assert not any("Press S again" in n.message for n in app._notifications)
             assert app.result is not None and app.result.outcome == "stopped"
             assert app.display_state() == "STOPPED"
+            # what the console shows and ``crawldeck attach`` prints once it is closed
+            assert app.resume_hint is not None  # the demo's: it starts anew each run
+            assert app.resume_hint.startswith("the demo starts anew each run: cd ")
+            assert go_on_line(app.result.outcome, app.resume_hint) == app.resume_hint
+            shown = str(app.query_one("#resume", Static).render())
+            assert shown.startswith("Stopped: ") and shown.endswith(app.resume_hint)
             await pilot.press("q")
         source.close()
         await asyncio.to_thread(proc.wait, CAP_S)
