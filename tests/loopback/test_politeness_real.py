@@ -434,6 +434,26 @@ def test_a_host_parked_by_a_long_retry_after_is_logged_with_that_cause(tmp_path:
     ]
 
 
+def test_a_sitemaps_long_retry_after_parks_the_host_as_a_pages_does(tmp_path: Path) -> None:
+    """The sitemap is fetched before the seed (a side request): its 429 with Retry-After
+    7200 held the host in a backoff of an hour, the run waiting with one URL queued and
+    nothing in flight (issue #25 trial 20). It parks the host, as a page's 429 does."""
+    with HTTPTestServer() as srv:
+        srv.set("/robots.txt", Response(200, {"Content-Type": "text/plain"}, b"User-agent: *\n"))
+        srv.set("/sitemap.xml", Response(429, {"Retry-After": "7200"}, b""))
+        srv.set("/", Response(429, {"Retry-After": "7200"}, b""))
+        # the delay after robots.txt gives the sitemap, a side request, the next turn
+        engine = run_crawl([srv.url("/")], tmp_path / "c.db", timeout=30, delay_ms=300)
+        host = f"127.0.0.1:{srv.port}"
+        assert (srv.count("/sitemap.xml"), srv.count("/")) == (1, 0)
+    assert engine.snapshot().state == "finished"
+    assert cap_lines(engine, "parked") == [
+        f"{host}: parked: Retry-After of 7200 s cut to 3600 s (retry_after_max_s = 3600): "
+        "a backoff of 3600 s, at least demote_after_s = 3600 s; 1 URL left for the next run"
+    ]
+    assert rows(tmp_path / "c.db", "SELECT state FROM frontier") == [("queued",)]
+
+
 def test_a_robots_txt_over_its_size_cap_is_logged_once_in_the_crawl(tmp_path: Path) -> None:
     cap = 500 * 1024
     body = "User-agent: *\nDisallow: /private\n" + ("# " + "x" * 97 + "\n") * 6000

@@ -147,6 +147,7 @@ class Engine:
             self._recorder,
             parked=self._side.slot_freed,
         )
+        self._side.backed_off = self._retries.check_park
         self._fast = asyncio.Semaphore(config.concurrency)
         self._resume_event = asyncio.Event()
         self._resume_event.set()

@@ -163,7 +163,7 @@ class Retries:
             self._park(host, stats, why)
             return
         learn(self._gate, host, start, now, None)
-        self._check_park(host, stats)
+        self.check_park(host, stats)
         if entry.attempts < self._config.max_retries and self._time_left(entry):
             self.retry(entry, exc.reason, f"{exc.reason}: {exc}")
             return
@@ -183,7 +183,7 @@ class Retries:
         # a retry's 429/503 is that URL's, not news of the host's load (politeness)
         outcome = learn(self._gate, host, start, now, result, repeat=entry.attempts > 0)
         if outcome.retry:
-            self._check_park(host, stats)
+            self.check_park(host, stats)
             if entry.attempts < self._config.max_retries and not stats.parked:
                 backoff = f"HTTP {result.status}, backoff {outcome.backoff_s:.1f} s"
                 self.retry(entry, f"http_{result.status}", backoff)
@@ -214,7 +214,7 @@ class Retries:
             and not self._gate.has_answered(host)
         )
 
-    def _check_park(self, host: str, stats: HostStats) -> None:
+    def check_park(self, host: str, stats: HostStats) -> None:
         """Park ``host`` after ``park_after_backoffs`` straight 429/503/no-response
         answers or a backoff of ``demote_after_s`` or more (``Politeness.should_park``,
         issue #10 item 7); the audit line names the cause with its values

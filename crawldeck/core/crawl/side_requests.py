@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 
-from crawldeck.core.crawl.observer import Observer
+from crawldeck.core.crawl.observer import HostStats, Observer
 from crawldeck.core.errors import (
     DnsNotFound,
     DnsTemporaryFailure,
@@ -98,6 +98,12 @@ class SideRequests:
         self._wake = wake
         self._freed = asyncio.Event()
         self._parts: tuple[Observer, Admission, RobotsCache] | None = None
+        #: Called with a host and its figures after a request of this class backed the
+        #: host off (429, 503, no answer): the engine's ``Retries.check_park``, so a
+        #: host that asks to be left alone is parked whether a page, its robots.txt or
+        #: its sitemap heard it (issue #25 trial 20: a sitemap's 429 with Retry-After
+        #: 7200 held the host for an hour, where a page's parked it).
+        self.backed_off: Callable[[str, HostStats], None] | None = None
 
     def bind(self, observer: Observer, admission: Admission, robots: RobotsCache) -> None:
         """The observer (host figures), admission (records a refused sub-request once)
@@ -199,18 +205,22 @@ class SideRequests:
             start = await self.acquire(host, going)
         except HostParked:
             raise HostParked(f"{host} was parked while {url} waited: not requested") from None
+        backed_off = False
         try:
             result = await self._fetcher.fetch(url, max_bytes=max_bytes, on_body=on_body)
         except FetchError as exc:
             now = self._clock()
             if exc.retryable:
-                learn(self._gate, host, start, now, None)
+                backed_off = learn(self._gate, host, start, now, None).retry
             else:
                 self._gate.forget(host, now)
             raise
         finally:
             self.end(host, self._clock())
-        learn(self._gate, host, start, self._clock(), result)
+            if backed_off and self.backed_off is not None:
+                self.backed_off(host, stats)
+        if learn(self._gate, host, start, self._clock(), result).retry and self.backed_off:
+            self.backed_off(host, stats)
         return result
 
     async def render_gate(self, url: str, resource_type: str) -> bool:
