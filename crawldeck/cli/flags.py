@@ -302,8 +302,9 @@ def add_config_flags(
         "render=never; repeatable (default: none; a flag below wins over -s)",
     )  # fmt: skip
     counted = (
-        "N fetches are made, over ALL the crawl file's runs (a page's each retry or revisit "
-        "counts: the console's 'fetched'): a rerun with the same N fetches nothing new"
+        "N fetches are made, over ALL the crawl file's runs (a failed URL tried again by a "
+        "later run, or a recrawl's revisit, counts again: the console's 'fetched'): a "
+        "rerun with the same N fetches nothing new"
         if not fresh
         else "N pages are fetched (each demo run starts anew)"
     )

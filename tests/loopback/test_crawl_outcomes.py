@@ -175,6 +175,27 @@ def test_rerunning_a_finished_crawl_retries_its_transient_failures(tmp_path: Pat
     assert rows(db, "SELECT count(*) FROM pages")[0][0] == 3
 
 
+def test_a_failed_urls_tries_count_toward_max_pages_over_runs(tmp_path: Path) -> None:
+    """A URL that failed transiently is queued again by each rerun; its earlier try is a
+    fetch of the crawl file: ``--max-pages 1`` spent on it stops the rerun at once, and
+    the resume line counts it (issue #25 trial 20: a rerun said "0 fetches made before"
+    and tried it again, so a failing site never used up the cap)."""
+    with HTTPTestServer() as server:
+        server.set("/robots.txt", Response(404))
+        server.set("/", Response(503, {}, b"down"))
+        (tmp_path / "seeds.txt").write_text(server.url("/") + "\n")
+        first = crawldeck(tmp_path, "--max-pages", "1", "-s", "max_retries=0")
+        assert first.returncode == 3, first.stderr  # every seed failed
+        assert "HTTP 503: gave up after 1 try\n" in first.stderr
+        assert rows(tmp_path / "c.db", "SELECT state FROM frontier") == [("failed",)]
+        again = crawldeck(tmp_path, "--max-pages", "1", "-s", "max_retries=0")
+        assert server.count("/") == 1  # not tried again: the cap is spent
+    assert "resuming: 1 URL queued (1 that failed before is tried again), 1 fetch made before" in (
+        again.stdout
+    )
+    assert "--max-pages 1 reached" in again.stdout + again.stderr
+
+
 def crawl(server: HTTPTestServer, db: Path, **config: Any) -> Engine:
     return run_crawl([server.url("/")], db, timeout=30, **config)
 

@@ -132,7 +132,7 @@ def test_the_fake_crawl_records_what_the_script_means(tmp_path: Path) -> None:
         (a + "/short-cut", 200, "body_too_large"),
         (a + "/stacked", None, "protocol"), (a + "/garbled", None, "protocol"),
         (a + "/huge-header", None, "protocol"), (a + "/dropped", None, "connection_lost"),
-        (b + "/", 200, ""), (c + "/busy", 429, "gave up after 1 tries"),
+        (b + "/", 200, ""), (c + "/busy", 429, "gave up after 1 try"),
         (dead + "/", None, "connect"),
     ]}  # fmt: skip
     assert pages == itself | {

@@ -53,6 +53,7 @@ from crawldeck.core.protocols import LocalHistory, ResultSink, StoreRoles
 from crawldeck.core.records import PARTIAL_ERROR, FetchResult, FrontierRow, PageRecord
 from crawldeck.core.render_types import RenderResult
 from crawldeck.core.storage.archive import ArchivedResult, PageArchive
+from crawldeck.core.words import plural
 
 #: One DEBUG line a URL done (``-v``, ``--log-level DEBUG``), as Scrapy's "Crawled (200)".
 log = logging.getLogger("crawldeck.engine.recording")
@@ -250,7 +251,7 @@ class Recorder:
         if result.truncated:
             error = f"{PARTIAL_ERROR}: over {self._config.max_body_bytes} bytes"
         elif failed:
-            error = f"gave up after {entry.attempts + 1} tries"
+            error = f"gave up after {plural(entry.attempts + 1, 'try', 'tries')}"
         elif parse_error is not None:
             error = parse_error
         elif extracted is not None and extracted.cut is not None:

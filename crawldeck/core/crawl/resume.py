@@ -169,7 +169,7 @@ def restore(
     fetched = 0
     for host, rec in store.load_hosts().items():
         stats = observer.stats(host, None)
-        stats.fetched = max(0, rec.pages_fetched - requeued.get(host, 0))
+        stats.fetched = rec.pages_fetched
         fetched += stats.fetched
         stats.demoted = rec.state == "demoted"
         stats.dead = rec.state == "dead"  # its URLs were blocked: none is queued
@@ -184,7 +184,7 @@ def restore(
         mix,
         total_bytes,
         recent,
-        fetched=fetches_of(counts["pages"] - counts["retrying"], fetched),
+        fetched=fetches_of(counts["pages"], fetched),
     )
     again = observer.retried
     verb = "is" if again == 1 else "are"
@@ -210,9 +210,10 @@ def fetches_of(pages: int, hosts_fetched: int) -> int:
     ``pages_fetched`` summed (``hosts_fetched``: a recrawl's revisits are fetches, not
     pages, issue #25 trial 9), or its ``pages`` rows when they are more (host rows are
     written at intervals, pages at each commit: a run killed between the two leaves
-    the hosts behind). The callers pass the rows less ``Counts.retrying``: a failed
-    URL queued again keeps its row, but its retry is not a second fetch of the crawl,
-    as its host's ``pages_fetched`` no longer counts it (``restore``)."""
+    the hosts behind). A failed URL queued again (``Counts.retrying``) keeps its row and
+    its fetch: its next try, a run later, is one more (issue #25 trial 20: its tries
+    were forgotten at each resume, so a rerun against a failing site never reached
+    ``--max-pages``)."""
     return max(pages, hosts_fetched)
 
 
@@ -225,7 +226,7 @@ def file_fetches(store: LocalHistory) -> int:
     """
     hosts = store.load_hosts().values()
     counts = store.counts()
-    return fetches_of(counts["pages"] - counts["retrying"], sum(rec.pages_fetched for rec in hosts))
+    return fetches_of(counts["pages"], sum(rec.pages_fetched for rec in hosts))
 
 
 __all__ = ["fetches_of", "file_fetches", "patterns_changed", "restore"]
