@@ -236,6 +236,33 @@ def test_an_href_that_is_no_url_is_a_broken_link(tmp_path: Path) -> None:
     assert "bad_url" in proc.stdout  # the end-of-crawl summary's broken links
 
 
+def test_a_redirect_with_no_location_is_a_broken_link(tmp_path: Path) -> None:
+    """A 302 with no Location, or an empty one, leads nowhere: listed as broken with its
+    reason, as wget says "Redirection (302) without location" (issue #25 trial 20: both
+    were plain 302s, and ``--broken`` did not list them)."""
+    with HTTPTestServer() as server:
+        server.set("/robots.txt", Response(404))
+        server.set("/", html('<a href="/noloc">n</a> <a href="/emptyloc">e</a>'))
+        server.set("/noloc", Response(302, {}, b""))
+        server.set("/emptyloc", Response(302, {"Location": ""}, b""))
+        seed = server.url("/")
+        proc = run("crawl", seed, "--no-ui", "--db", "c.db", "--delay-ms", "0", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert rows(
+        tmp_path / "c.db", "SELECT url, status, error FROM pages WHERE status = 302 ORDER BY url"
+    ) == [
+        (server.url(path), 302, "redirect_no_location: HTTP 302 with no Location to follow")
+        for path in ("/emptyloc", "/noloc")
+    ]
+    broken = run("links", "c.db", "--broken", cwd=tmp_path)
+    assert broken.returncode == 1, broken.stderr
+    assert sorted(broken.stdout.splitlines()) == [
+        f"HTTP 302: redirect_no_location: HTTP 302 with no Location to follow  {server.url(path)}"
+        f'  from {seed}  "{anchor}"'
+        for path, anchor in (("/emptyloc", "e"), ("/noloc", "n"))
+    ]
+
+
 def test_a_seed_that_failed_is_listed_as_a_broken_start_url(tmp_path: Path) -> None:
     """No page links to a seed: ``links --broken`` lists a failed one on its own, as
     linkchecker lists its start URL (issue #25 trial 11: a 401 seed, "0 broken links",

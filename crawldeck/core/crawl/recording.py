@@ -292,7 +292,12 @@ class Recorder:
             new_rows += self._queue_links(entry, admitted, targets)
             if extracted.refresh is not None:
                 hop, base = extracted.refresh, extracted.base
-        state: Literal["done", "failed", "queued"] = "failed" if failed else "done"
+        # a 3xx that leads nowhere is a broken link, as wget's "Redirection (302) without
+        # location" (issue #25 trial 20: it was recorded as a plain 302, not broken)
+        nowhere = status in REDIRECT_STATUSES and not (location or "").strip()
+        if nowhere and error is None:
+            error = f"redirect_no_location: HTTP {status} with no Location to follow"
+        state: Literal["done", "failed", "queued"] = "failed" if failed or nowhere else "done"
         following: FrontierEntry | None = None
         if hop is not None:
             target, ended, following = await self._redirect(entry, hop, base, result, new_rows)
