@@ -275,6 +275,8 @@ PARTIAL_ERROR: Final = "body_too_large"
 #: ``core.net.parse``) and ``links_cut`` (past ``max_links_per_page``:
 #: ``core.policy.links``); ``Store.links_cut_pages``, ``RunTally.links_cut``.
 LINKS_CUT_ERRORS: Final = ("parse_cut:", "links_cut:")
+#: The SQL condition of a ``pages`` row whose error starts with one of them.
+LINKS_CUT_SQL: Final = "(" + " OR ".join(f"error LIKE '{s}%'" for s in LINKS_CUT_ERRORS) + ")"
 
 
 @dataclass(frozen=True, slots=True)

@@ -263,6 +263,29 @@ def test_a_redirect_with_no_location_is_a_broken_link(tmp_path: Path) -> None:
     ]
 
 
+def test_links_says_when_a_pages_links_were_read_in_part(tmp_path: Path) -> None:
+    """Links are read from the first ``parse_max_bytes`` of a page: a 404 linked past
+    them is in no report, and ``links`` says so rather than "0 broken links" alone
+    (issue #25 trial 20: a 425 KiB page's broken link went unreported)."""
+    padding = "<p>" + "x" * 100 + "</p>\n"
+    with HTTPTestServer() as server:
+        server.set("/robots.txt", Response(404))
+        server.set("/", html(padding * 400 + '<a href="/missing">late</a>'))  # 42 kB
+        server.set("/missing", Response(404, {"Content-Type": "text/html"}, b"no"))
+        seed = server.url("/")
+        proc = run("crawl", seed, "--no-ui", "--db", "c.db", "--delay-ms", "0",
+                   "-s", "parse_max_bytes=32768", cwd=tmp_path)  # fmt: skip
+        assert server.count("/missing") == 0
+    assert proc.returncode == 0, proc.stderr
+    broken = run("links", "c.db", "--broken", cwd=tmp_path)
+    assert (broken.returncode, broken.stdout) == (0, "")
+    assert broken.stderr == (
+        "crawldeck: 0 broken links to 0 URLs; 1 page read for links in part, those past"
+        " the cut not checked (-s parse_max_bytes=4194304 or max_links_per_page=N reads"
+        " more)\n"
+    )
+
+
 def test_a_seed_that_failed_is_listed_as_a_broken_start_url(tmp_path: Path) -> None:
     """No page links to a seed: ``links --broken`` lists a failed one on its own, as
     linkchecker lists its start URL (issue #25 trial 11: a 401 seed, "0 broken links",

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
-from crawldeck.core.records import LinkCheck
+from crawldeck.core.records import LINKS_CUT_SQL, LinkCheck
 from crawldeck.core.storage.export import (
     EXPORT_BATCH_ROWS,
     reading,
@@ -163,4 +163,16 @@ def unchecked_links(db: Path) -> int:
         return left
 
 
-__all__ = ["blocked_links", "broken_count", "link_report", "unchecked_links"]
+def cut_pages(db: Path) -> int:
+    """Pages of ``db`` whose links were read in part (``LINKS_CUT_SQL``: from the first
+    ``parse_max_bytes`` of the body, or the first ``max_links_per_page``): the links
+    past the cut were never checked, so no report lists them. Read-only.
+
+    Raises:
+        StoreError: as ``export``.
+    """
+    with reading(db) as conn:
+        return int(conn.execute(f"SELECT count(*) FROM pages WHERE {LINKS_CUT_SQL}").fetchone()[0])
+
+
+__all__ = ["blocked_links", "broken_count", "cut_pages", "link_report", "unchecked_links"]

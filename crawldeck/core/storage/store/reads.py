@@ -15,6 +15,7 @@ from crawldeck.core.errors import StoreError
 from crawldeck.core.policy.simhash import to_unsigned
 from crawldeck.core.records import (
     LINKS_CUT_ERRORS,
+    LINKS_CUT_SQL,
     PARTIAL_ERROR,
     SPILL_SEQ_SPAN,
     BlockedRecord,
@@ -333,13 +334,12 @@ class StoreReads(StoreBase):
     def links_cut_pages(self) -> int:
         """Committed pages whose links were cut: read from the first ``parse_max_bytes``
         of the body only, or past ``max_links_per_page`` (``error`` starting as one of
-        ``LINKS_CUT_ERRORS``), over all runs; for the end-of-crawl summary (issue #25).
+        ``LINKS_CUT_SQL``), over all runs; for the end-of-crawl summary (issue #25).
 
         Raises:
             StoreError: see the class.
         """
-        cut = " OR ".join(f"error LIKE '{start}%'" for start in LINKS_CUT_ERRORS)
-        return int(self._scalar(f"SELECT count(*) FROM pages WHERE {cut}"))
+        return int(self._scalar(f"SELECT count(*) FROM pages WHERE {LINKS_CUT_SQL}"))
 
     def broken_links(self, limit: int) -> tuple[int, list[LinkCheck]]:
         """The committed broken links (the ``broken_links`` view): how many, and the
