@@ -118,6 +118,23 @@ def test_the_adaptive_delay_follows_slow_responses(tmp_path: Path) -> None:
     assert_spaced(pages, 1.6)
 
 
+def test_a_slow_hosts_long_adaptive_delay_is_said_once(tmp_path: Path) -> None:
+    """Answers of 3 s at adaptive_delay_factor 2 space A's fetches 6 s apart (over
+    SLOW_DELAY_S): the log says so once, with the keys, where a crawl waiting on it
+    looked stuck (issue #25 trial 20). B's 0.5 s answers (a 1 s delay) say nothing."""
+    site = FakeSite()
+    chain(site, A, 4, after_s=3.0)
+    chain(site, B, 4, after_s=0.5)
+    c = crawl(site, [A + "/", B + "/"], tmp_path / "c.db", delay_ms=500,
+              adaptive_delay_factor=2.0)  # fmt: skip
+    assert_spaced(site.of(A)[1:], 6.0)
+    said = [line.split(" ", 1)[1] for line in c.engine.snapshot().log if "slow answers" in line]
+    assert said == [
+        "127.0.0.1: slow answers: 6 s between its fetches now (2 x its last fetch's 3.0 s:"
+        " adaptive_delay_factor, up to max_delay_ms = 30000)"
+    ]
+
+
 def test_robots_txt_counts_as_a_request(tmp_path: Path) -> None:
     site = FakeSite()
     site.add(A + "/robots.txt", Reply(200, (("Content-Type", "text/plain"),), b"", after_s=0.4))

@@ -79,6 +79,8 @@ class HostStats:
         cut: a fetch of it was cancelled by a stop (its URL stays queued).
         last_error: the reason code of its last try that got no response (``timeout``,
             ``connect``: ``core.errors``), retried or not; ``None`` before one.
+        told_slow: the run's log said once that its slow answers spaced its fetches
+            (``core.crawl.retries``, ``SLOW_DELAY_S``).
         tally: the run's fetch counters (``Observer.tally``) each recorded fetch is
             counted in; ``None``: none (a ``HostStats`` made outside an observer).
     """
@@ -97,6 +99,7 @@ class HostStats:
     saved: HostRecord | None = None
     cut: bool = False
     last_error: str | None = None
+    told_slow: bool = False
     tally: RunTally | None = field(default=None, compare=False, repr=False)
 
     def remember(self, row: ResponseRow) -> None:

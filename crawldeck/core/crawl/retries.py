@@ -25,6 +25,7 @@ After a fetch (or its DNS lookup) the engine hands the outcome here, which decid
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Final
 
 from crawldeck.core.config import CrawlConfig
 from crawldeck.core.crawl.observer import HostStats, Observer
@@ -47,6 +48,12 @@ from crawldeck.core.policy.window import FrontierWindow
 from crawldeck.core.protocols import ResultSink
 from crawldeck.core.records import FetchResult
 from crawldeck.core.words import plural
+
+#: A host's delay (s) from its slow answers (the adaptive part: ``adaptive_delay_factor``
+#: x its last fetch's time) at which the log says so, once a host and run: with nothing
+#: in flight and URLs queued, a crawl that waits on it looked stuck (issue #25 trial 20:
+#: a URL that timed out at 30 s spaced its host's next fetches 30 s apart, unsaid).
+SLOW_DELAY_S: Final = 5.0
 
 
 class Retries:
@@ -163,6 +170,7 @@ class Retries:
             self._park(host, stats, why)
             return
         learn(self._gate, host, start, now, None)
+        self._tell_slow(host, stats, now - start, now)
         self.check_park(host, stats)
         if entry.attempts < self._config.max_retries and self._time_left(entry):
             self.retry(entry, exc.reason, f"{exc.reason}: {exc}")
@@ -182,6 +190,7 @@ class Retries:
         entry.spent_s += now - start
         # a retry's 429/503 is that URL's, not news of the host's load (politeness)
         outcome = learn(self._gate, host, start, now, result, repeat=entry.attempts > 0)
+        self._tell_slow(host, stats, now - start, now)
         if outcome.retry:
             self.check_park(host, stats)
             if entry.attempts < self._config.max_retries and not stats.parked:
@@ -194,6 +203,21 @@ class Retries:
             self._frontier.demote(host)
             self._obs.audit(f"{host}: in backoff for over {self._config.demote_after_s} s, demoted")
         return outcome
+
+    def _tell_slow(self, host: str, stats: HostStats, took_s: float, now: float) -> None:
+        """Log once a run when ``host``'s fetch that took ``took_s`` (s) made its delay
+        the adaptive part at ``SLOW_DELAY_S`` or more: how long, and the keys."""
+        if stats.told_slow or took_s * self._config.adaptive_delay_factor < SLOW_DELAY_S:
+            return
+        view = self._gate.view(host, now)
+        if view.delay_source != "adaptive":
+            return
+        stats.told_slow = True
+        self._obs.log(
+            f"{host}: slow answers: {view.delay_ms / 1000:.0f} s between its fetches now"
+            f" ({self._config.adaptive_delay_factor:g} x its last fetch's {took_s:.1f} s:"
+            f" adaptive_delay_factor, up to max_delay_ms = {self._config.max_delay_ms:g})"
+        )
 
     def _time_left(self, entry: FrontierEntry) -> bool:
         """Whether ``entry``'s tries this run took less than ``total_timeout_ms`` in all
