@@ -47,7 +47,8 @@ from crawldeck.core.errors import DISK_FULL, CrawldeckError, SeedError, StoreErr
 from crawldeck.core.net.request_options import RequestOptions
 from crawldeck.core.policy import urls
 from crawldeck.core.policy.seeds import URL_SCHEME, read_seeds, schemeless
-from crawldeck.core.storage.store import Store
+from crawldeck.core.storage.export import holds_crawl
+from crawldeck.core.storage.store import Store, is_sqlite_file
 from crawldeck.core.words import plural
 
 #: The command's line in ``crawldeck --help``, and the start of its own ``--help``.
@@ -80,10 +81,10 @@ settings: defaults < --config FILE < -s KEY=VALUE < flags; crawldeck config prin
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``crawldeck crawl``'s arguments."""
     parser.add_argument(
-        "seeds", nargs="+", metavar="SEED",
+        "seeds", nargs="*", metavar="SEED",
         help="a URL (http:// or https://; a host name alone, example.org, is taken as "
         "http://example.org/) or a seeds file (one URL per line, # comments); several may "
-        "be given",
+        "be given; none: resume the crawl of --db",
     )  # fmt: skip
     add_crawl_flags(parser, db_default="crawl.db", delay_default=DEFAULTS.delay_ms, auth=True)
 
@@ -166,6 +167,11 @@ def gather_seeds(
     found: list[str] = []
     problems: list[str] = []
     for item in items:
+        if is_sqlite_file(Path(item)):  # issue #25 trial 20: "holds NUL bytes" said
+            raise SeedError(
+                f"{item!r} is a crawl file, not a seeds file: resume its crawl with "
+                f"{program()} crawl --db {shlex.quote(item)}"
+            )
         if Path(item).exists():
             guessed: list[int] = []
             listed, bad = read_seeds(Path(item), guessed)
@@ -202,7 +208,14 @@ def gather_seeds(
 
 def run(args: argparse.Namespace) -> int:
     """``crawldeck crawl SEED ...``: the crawl, headless or in the console, then the
-    ``-o`` export; the exit code."""
+    ``-o`` export; the exit code. No SEED resumes the crawl of ``--db`` with the seeds
+    it holds, as Heritrix resumes a job (issue #25 trial 20: the seeds were asked
+    again)."""
+    if not args.seeds and not holds_crawl(Path(args.db)):
+        return fail(args.command, f"no SEED given, and {args.db} holds no crawl to resume: "
+                    "give a URL or a seeds file (crawldeck crawl --help)")  # fmt: skip
+    if not args.seeds and (args.workers is not None or args.redis is not None):
+        return fail(args.command, "a cluster crawl needs its seeds: give them again")
     raise_open_files_limit()
     try:
         notes: list[str] = []
@@ -222,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"crawldeck: {problem} (skipped)", file=sys.stderr)
     for line in port_less_tables(config, seeds) if level <= logging.WARNING else ():
         print(f"crawldeck: warning: {line}", file=sys.stderr)
-    if not seeds:
+    if not seeds and args.seeds:
         return fail(
             args.command, f"no valid seed URL in {', '.join(repr(item) for item in args.seeds)}"
         )
@@ -255,7 +268,7 @@ def run(args: argparse.Namespace) -> int:
         metrics = start_metrics(config)  # a port in use is refused before the file is made
         store = Store(db, flush_interval_ms=config.flush_interval_ms)
         if store.has_crawl():
-            other = other_seeds(store.seed_urls(), seeds, db)
+            other = other_seeds(store.seed_urls(), seeds, db) if seeds else None
             if other is not None:
                 print(f"crawldeck: warning: {other}", file=sys.stderr, flush=True)
             from crawldeck.core.crawl.resume import file_fetches

@@ -196,6 +196,45 @@ def test_a_failed_urls_tries_count_toward_max_pages_over_runs(tmp_path: Path) ->
     assert "--max-pages 1 reached" in again.stdout + again.stderr
 
 
+def test_crawl_with_no_seed_resumes_the_crawl_of_its_db(tmp_path: Path) -> None:
+    """``crawl --db FILE`` with no SEED resumes the crawl the file holds, with its own
+    seeds, as Heritrix resumes a job; a crawl file given as a seed is named as one, and
+    no SEED with no crawl to resume is one line, no file made (issue #25 trial 20: the
+    seeds were asked again, and ``crawl crawl.db`` said the file "holds NUL bytes")."""
+    with HTTPTestServer() as server:
+        server.set("/robots.txt", Response(404))
+        server.set("/", html('<a href="/a">a</a> <a href="/b">b</a> <a href="/c">c</a>'))
+        for path in ("/a", "/b", "/c"):
+            server.set(path, html(path))
+        (tmp_path / "seeds.txt").write_text(server.url("/") + "\n")
+        first = crawldeck(tmp_path, "--max-pages", "2")
+        assert first.returncode == 0, first.stderr
+        again = subprocess.run(
+            [CRAWLDECK, "crawl", "--db", "c.db", "--no-ui", "--delay-ms", "0"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert again.returncode == 0, again.stderr
+        assert [server.count(p) for p in ("/", "/a", "/b", "/c")] == [1, 1, 1, 1]
+    assert "resuming: 2 URLs queued, 2 fetches made before" in again.stdout
+    assert "finished: nothing left to fetch" in again.stdout
+
+    def refused(*args: str) -> str:
+        proc = subprocess.run([CRAWLDECK, "crawl", "--no-ui", *args], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+        assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
+        return proc.stderr
+
+    assert refused("c.db") == (
+        f"crawldeck crawl: error: 'c.db' is a crawl file, not a seeds file: resume its crawl"
+        f" with {CRAWLDECK} crawl --db c.db\n"
+    )
+    assert refused("--db", "none.db") == (
+        "crawldeck crawl: error: no SEED given, and none.db holds no crawl to resume: give a"
+        " URL or a seeds file (crawldeck crawl --help)\n"
+    )
+    assert not (tmp_path / "none.db").exists()
+
+
 def crawl(server: HTTPTestServer, db: Path, **config: Any) -> Engine:
     return run_crawl([server.url("/")], db, timeout=30, **config)
 

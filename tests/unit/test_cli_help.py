@@ -63,8 +63,8 @@ def test_every_command_has_two_examples(command: str) -> None:
         (["crawl", "x.txt", "--bogus"],  # the dashes do not count: not near --verbose
          "crawldeck crawl: error: unrecognized arguments: --bogus "
          "(see crawldeck crawl --help)"),
-        (["crawl"], "crawldeck crawl: error: the following arguments are required: SEED "
-                    "(see crawldeck crawl --help)"),
+        (["recrawl"], "crawldeck recrawl: error: the following arguments are required: DB "
+                      "(see crawldeck recrawl --help)"),
         (["crawl", "x", "--max-time", "1.5s"],
          "crawldeck crawl: error: argument --max-time: expected a whole number of seconds "
          ">= 1, got '1.5s' (see crawldeck crawl --help)"),

@@ -74,6 +74,7 @@ from crawldeck.core.storage.store import (
     check_header,
     check_schema,
     connect_reader,
+    is_sqlite_file,
 )
 from crawldeck.core.words import plural
 
@@ -271,6 +272,18 @@ def reading(db: Path) -> Iterator[sqlite3.Connection]:
             yield conn
     except sqlite3.Error as exc:
         raise StoreError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
+
+
+def holds_crawl(db: Path) -> bool:
+    """Whether ``db`` is a crawl file with a crawl in it (a frontier row) to resume;
+    read-only, so nothing is made or upgraded when it is not. Never raises."""
+    if not is_sqlite_file(Path(db)):
+        return False
+    try:
+        with reading(db) as conn:
+            return conn.execute("SELECT 1 FROM frontier LIMIT 1").fetchone() is not None
+    except CrawldeckError:
+        return False
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -676,6 +689,7 @@ __all__ = [
     "export",
     "export_file",
     "foreign_crawl",
+    "holds_crawl",
     "page_record",
     "page_revalidations",
     "read_record",

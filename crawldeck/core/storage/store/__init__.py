@@ -59,6 +59,7 @@ from crawldeck.core.storage.store.schema import (
     check_header,
     check_schema,
     connect_reader,
+    is_sqlite_file,
 )
 from crawldeck.core.storage.store.writer import MAX_BATCH_OPS
 
@@ -98,6 +99,7 @@ __all__ = [
     "check_schema",
     "connect_reader",
     "from_iso_utc",
+    "is_sqlite_file",
     "status_class",
     "status_mix",
     "to_iso_utc",

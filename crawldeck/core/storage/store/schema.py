@@ -417,7 +417,18 @@ def _create_schema(conn: sqlite3.Connection) -> None:
     )
 
 
-_SQLITE_MAGIC: Final = b"SQLite format 3\x00"
+#: The first 16 bytes of every SQLite file (a crawl file's too).
+SQLITE_HEADER: Final = b"SQLite format 3\x00"
+
+
+def is_sqlite_file(path: Path) -> bool:
+    """Whether ``path`` starts with ``SQLITE_HEADER`` (``False`` when it cannot be read):
+    a crawl file given where a text file is asked for (``crawldeck crawl crawl.db``)."""
+    try:
+        with path.open("rb") as f:
+            return f.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
 
 
 def check_header(path: Path) -> None:
@@ -431,12 +442,12 @@ def check_header(path: Path) -> None:
     """
     try:
         with path.open("rb") as f:
-            head = f.read(len(_SQLITE_MAGIC))
+            head = f.read(len(SQLITE_HEADER))
     except FileNotFoundError:
         return
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror}") from None
-    if head and head != _SQLITE_MAGIC:
+    if head and head != SQLITE_HEADER:
         raise StoreError(f"{path} is not a SQLite crawl file (file is not a database)")
 
 
@@ -686,10 +697,12 @@ __all__ = [
     "PAGE_SUMMARY_SQL",
     "RENAMED_COLUMNS",
     "SCHEMA_VERSION",
+    "SQLITE_HEADER",
     "TRANSIENT_FAILURE_SQL",
     "UPGRADABLE_VERSIONS",
     "anchor_select",
     "check_header",
     "check_schema",
     "connect_reader",
+    "is_sqlite_file",
 ]
