@@ -47,8 +47,11 @@ def unknown_output_name(output: Path) -> str:
     (``output_format`` is ``None``), naming the endings ``OUTPUT_FORMATS`` know; the same
     for ``crawl``, ``demo`` and ``export``."""
     *most, last = OUTPUT_FORMATS
-    return (f"-o {str(output)!r}: expected a file name ending in {', '.join(most)} or "
+    line = (f"-o {str(output)!r}: expected a file name ending in {', '.join(most)} or "
             f"{last} (the export's format is taken from it)")  # fmt: skip
+    if output.suffix.lower() == ".log":  # wget's -o LOGFILE (issue #25 trial 20)
+        line += f"; for a log as wget's -o writes one: --no-ui > {output} 2>&1"
+    return line
 
 
 #: The config's defaults, quoted by ``--help``.

@@ -14,7 +14,7 @@ import argparse
 import difflib
 from collections.abc import Sequence
 from importlib.metadata import version
-from typing import NoReturn, Protocol
+from typing import Final, NoReturn, Protocol
 
 from crawldeck.cli import attach, config, crawl, demo, export, links, recrawl, show, stats, worker
 from crawldeck.cli.crawl import common_keys_epilog
@@ -60,6 +60,12 @@ Each command has its own --help: crawldeck crawl --help.""",
 }
 
 
+#: wget's flags that a crawldeck command has under another name: in that command the
+#: hint is its own flag, not the way from a crawl to it (issue #25 trial 20: ``export -m
+#: DIR`` was told "a crawl, then crawldeck export DB --mirror DIR").
+_OWN_FLAG_OF: Final = {"-m": "--mirror"}
+
+
 class Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line: ``PROG: error: MESSAGE (see PROG
     --help)`` on stderr and exit 2, not argparse's usage block (``crawldeck crawl`` for
@@ -81,6 +87,11 @@ class Parser(argparse.ArgumentParser):
         3.14's ``suggest_on_error`` does for choices; another crawler's flag (wget's
         ``-w 2``) gets crawldeck's equivalent instead (``_other_crawler_flag``, its
         value read from ``argv``, the whole command line, when given)."""
+        for item in unknown:  # wget's -m in export, which has it as --mirror DIR
+            own = _OWN_FLAG_OF.get(item.split("=", 1)[0])
+            if own is not None and own in self._option_string_actions:
+                self.error(f"unrecognized arguments: {' '.join(unknown)} (wget's {item} is "
+                           f"{own} here: {self.prog} DB {own} DIR)")  # fmt: skip
         other = _other_crawler_flag(unknown, argv or unknown)
         if other is not None:  # a wget flag: crawldeck's word for it (issue #25)
             self.error(other)

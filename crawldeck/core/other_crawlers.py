@@ -197,6 +197,13 @@ OTHER_CRAWLERS: dict[str, Equivalent] = {
     "--no-host-directories": _wget("none: " + _HOST_FOLDERS, takes_value=False),
     "-p": _wget(_HTML_ONLY, takes_value=False),
     "--page-requisites": _wget(_HTML_ONLY, takes_value=False),
+    # issue #25 trial 20: more that got a plain "unrecognized arguments"
+    "--no-robots": _wget(ROBOTS_ALWAYS, takes_value=False),
+    "--ignore-robots": _wget(ROBOTS_ALWAYS, takes_value=False),
+    "-nc": _wget(_RESUME, takes_value=False),
+    "--no-clobber": _wget(_RESUME, takes_value=False),
+    "-E": _wget("crawldeck export DB --mirror DIR -E", takes_value=False),
+    "--adjust-extension": _wget("crawldeck export DB --mirror DIR -E", takes_value=False),
     "-c": _wget(_RESUME, takes_value=False),
     "--continue": _wget(_RESUME, takes_value=False),
     "--no-check-certificate": _wget(

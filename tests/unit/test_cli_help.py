@@ -218,6 +218,13 @@ def test_demo_help_says_what_the_demo_does() -> None:
         (["-s", "DELAY_MS=10"], "-s: unknown config key 'DELAY_MS' (did you mean "
                                 "'delay_ms'?)"),  # any case (issue #25 trial 19)
         (["-d"], "wget's -d; in crawldeck: -v (every fetch, and crawldeck's debug lines)"),
+        # issue #25 trial 20: these got a plain "unrecognized arguments"
+        (["--no-robots"], "robots.txt is always obeyed: no key turns it off"),
+        (["--ignore-robots"], "robots.txt is always obeyed: no key turns it off"),
+        (["-nc"], "wget's -nc; in crawldeck: the same crawl command again: the crawl file "
+                  "resumes, nothing fetched twice"),
+        (["-E"], "wget's -E; in crawldeck: crawldeck export DB --mirror DIR -E"),
+
         (["-s", "AUTOTHROTTLE_ENABLED=true"], "-s: unknown config key 'AUTOTHROTTLE_ENABLED' "
          "(Scrapy's AUTOTHROTTLE_ENABLED = true; in crawldeck: adaptive_delay_factor = N (on: a "
          "host's delay follows its answer times; 0 turns it off))"),
@@ -362,3 +369,26 @@ def test_a_url_where_the_command_goes_is_told_crawl(
             f"crawldeck: error: {typed!r} is not a command: to crawl it, crawldeck crawl "
             f"{typed} (see crawldeck --help)\n"
         )
+
+
+def test_a_log_file_for_o_is_told_how_to_keep_a_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """wget's ``-o LOGFILE`` is crawldeck's export: a ``.log`` name is told both
+    (issue #25 trial 20), and ``export -m DIR`` its own ``--mirror DIR``."""
+    from crawldeck.cli.main import main
+
+    db = str(tmp_path / "c.db")
+    assert main(["crawl", "http://127.0.0.1:9/", "--db", db, "--no-ui", "-o", "crawl.log"]) == 2
+    assert capsys.readouterr().err == (
+        "crawldeck crawl: error: -o 'crawl.log': expected a file name ending in .jsonl, .jl, "
+        ".json or .csv (the export's format is taken from it); for a log as wget's -o "
+        "writes one: --no-ui > crawl.log 2>&1\n"
+    )
+    with pytest.raises(SystemExit) as caught:
+        main(["export", db, "-m", "s3"])
+    assert caught.value.code == 2
+    assert capsys.readouterr().err == (
+        "crawldeck export: error: unrecognized arguments: -m s3 (wget's -m is --mirror here: "
+        "crawldeck export DB --mirror DIR) (see crawldeck export --help)\n"
+    )
