@@ -98,6 +98,11 @@ def test_a_run_without_stats_says_why(
     assert (code, json.loads(out)) == (0, {"run_id": 2, "fetches": 0})
     code, _, err = main_in(tmp_path, monkeypatch, capsys, "stats", "c.db", "--run", "9")
     assert (code, err) == (2, "crawldeck stats: error: c.db has no run 9 (its runs are 1 to 2)\n")
+    with Store(db) as store:  # a third run, killed: the last one with stats is named
+        store.begin_run({})  # (issue #25 trial 20: found by trying --run N-1)
+    code, out, _ = main_in(tmp_path, monkeypatch, capsys, "stats", "c.db")
+    assert (code, out.splitlines()[0].split(",")[0]) == (0, "run 3: killed")
+    assert out.splitlines()[-2:] == [NO_END, "the last run with stats is run 2: --run 2 shows it"]
     code, _, err = main_in(tmp_path, monkeypatch, capsys, "stats", "nothing.db")
     assert (code, err) == (
         2, "crawldeck stats: error: nothing.db does not exist or is not a file\n"

@@ -262,6 +262,8 @@ class RunRow:
         saved: without stats, the fetches the file holds of the run (``page_versions``
             rows of its ``run_id``) by HTTP status as text, ``no response`` for none;
             empty with stats.
+        earlier_stats: without stats, the id of the last run before it that has them
+            (``None``: none has, or this run has its own).
     """
 
     id: int
@@ -270,6 +272,7 @@ class RunRow:
     finished_at: str | None
     stats: dict[str, Any] | None
     saved: dict[str, int] = field(default_factory=dict)
+    earlier_stats: int | None = None
 
 
 def _nobody_holds(path: Path) -> bool:
@@ -311,7 +314,13 @@ def read_run(db: Path, run_id: int | None = None) -> RunRow:
                 row = conn.execute(f"{select} WHERE id = ?", (run_id,)).fetchone()
             last = conn.execute("SELECT max(id) FROM runs").fetchone()[0]
             saved: dict[str, int] = {}
+            earlier: int | None = None
             if row is not None and row[4] is None:  # no stats: what its rows say it fetched
+                if stats_column == "stats":  # and the last run before it that has them
+                    found = conn.execute(
+                        "SELECT max(id) FROM runs WHERE id < ? AND stats IS NOT NULL", (row[0],)
+                    ).fetchone()
+                    earlier = found[0] if found else None
                 saved = {
                     str(label): int(n)
                     for label, n in conn.execute(
@@ -337,7 +346,7 @@ def read_run(db: Path, run_id: int | None = None) -> RunRow:
             stats = None
         if not isinstance(stats, dict):
             raise StoreError(f"{path.name}: the stats of run {row[0]} are not a JSON object")
-    return RunRow(row[0], row[1], row[2], row[3], stats, saved)
+    return RunRow(row[0], row[1], row[2], row[3], stats, saved, earlier)
 
 
 def cluster_run_stats(
@@ -454,6 +463,9 @@ def stats_lines(run: RunRow) -> list[str]:
             mix = ", ".join(f"{status} {n}" for status, n in run.saved.items())
             saved = sum(run.saved.values())
             lines.append(f"the file holds {plural(saved, 'fetch', 'fetches')} of it: {mix}")
+        if run.earlier_stats is not None:  # issue #25 trial 20: found by guessing --run
+            lines.append(f"the last run with stats is run {run.earlier_stats}: --run "
+                         f"{run.earlier_stats} shows it")  # fmt: skip
         return lines
     groups = {
         "responses": "responses_by_status",
