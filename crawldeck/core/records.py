@@ -435,6 +435,10 @@ class LinkCheck:
         same_as: the URL fetched for the link when the link is another spelling of
             that page (the same dedupe key: a ``sid`` the key drops), whose answer the
             other fields give; ``None`` otherwise.
+        pending: for a target not tried yet, what its frontier row says when it was
+            tried before or its host is held (``queued after 2 tries, its host
+            parked``: issue #25 trial 20 read a URL twice answered 429 as plain "not
+            fetched"); ``None`` otherwise.
     """
 
     from_url: str | None
@@ -447,6 +451,7 @@ class LinkCheck:
     broken: bool = True
     anchor: str | None = None
     same_as: str | None = None
+    pending: str | None = None
 
     def why(self) -> str:
         """The target's state in a few words: ``HTTP 404``, ``HTTP 301: redirect_loop:
@@ -458,7 +463,7 @@ class LinkCheck:
         if self.blocked is not None:
             return f"blocked: {self.blocked}"
         if not self.tried:
-            return "not fetched"
+            return "not fetched" if self.pending is None else f"not fetched yet: {self.pending}"
         error = None if self.error is None else without_url(self.error, self.to_url)
         if self.status is None:
             why = error or "no response"

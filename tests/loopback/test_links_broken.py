@@ -286,6 +286,27 @@ def test_links_says_when_a_pages_links_were_read_in_part(tmp_path: Path) -> None
     )
 
 
+def test_a_link_left_queued_behind_a_parked_host_says_why(tmp_path: Path) -> None:
+    """A 429 with Retry-After 7200 parks the host: the link it left queued is "not
+    fetched yet: its host parked", not a bare "not fetched" (issue #25 trial 20)."""
+    with HTTPTestServer() as server:
+        server.set("/robots.txt", Response(404))
+        server.set("/", html('<a href="/a">a</a> <a href="/b">b</a>'))  # /a first
+        server.set("/a", Response(429, {"Retry-After": "7200"}, b""))
+        seed = server.url("/")
+        proc = run("crawl", seed, "--no-ui", "--db", "c.db", "--delay-ms", "0",
+                   "-s", "sitemaps=false", cwd=tmp_path)  # fmt: skip
+        assert (server.count("/a"), server.count("/b")) == (1, 0)
+    assert proc.returncode == 0, proc.stderr
+    assert rows(tmp_path / "c.db", "SELECT state FROM hosts") == [("parked",)]
+    listed = run("links", "c.db", cwd=tmp_path)
+    assert listed.stdout.splitlines() == [
+        # its answer parked the host
+        f'HTTP 429: gave up after 1 try  {server.url("/a")}  from {seed}  "a"',
+        f'not fetched yet: its host parked  {server.url("/b")}  from {seed}  "b"',
+    ]
+
+
 def test_a_seed_that_failed_is_listed_as_a_broken_start_url(tmp_path: Path) -> None:
     """No page links to a seed: ``links --broken`` lists a failed one on its own, as
     linkchecker lists its start URL (issue #25 trial 11: a 401 seed, "0 broken links",

@@ -134,3 +134,20 @@ def test_the_summary_names_the_groups_past_the_fifth_with_their_counts_apart(
     assert lines[0].startswith("broken links: 7 (all of them: ")
     assert lines[-1].startswith("  and 2 more: HTTP ")
     assert lines[-1].endswith(" (1); HTTP 503: gave up after 6 tries (1)")
+
+
+def test_a_link_to_a_url_still_retrying_says_its_tries(tmp_path: Path) -> None:
+    """A run that ends (here its --max-time) while a link's target is queued for another
+    try after three 503s: ``links`` says so, not a bare "not fetched" (issue #25 trial 20)."""
+    a = "http://127.0.0.1"
+    site = FakeSite()
+    site.add(f"{a}/robots.txt", status(404))
+    site.add(f"{a}/", links_page(f"{a}/busy"))
+    site.add(f"{a}/busy", status(503))
+    db = tmp_path / "c.db"
+    crawl(site, [f"{a}/"], db, max_time_s=3, backoff_base_ms=1000, backoff_max_ms=1000)
+    assert rows(db, "SELECT state, attempts FROM frontier WHERE url = ?", f"{a}/busy") == [
+        ("queued", 3)
+    ]
+    (check,) = [c for c in link_report(db, broken=False) if c.to_url == f"{a}/busy"]
+    assert check.why() == "not fetched yet: queued after 3 tries"

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
+from crawldeck.core.errors import CrawldeckError
+from crawldeck.core.policy import urls
 from crawldeck.core.records import LINKS_CUT_SQL, LinkCheck
 from crawldeck.core.storage.export import (
     EXPORT_BATCH_ROWS,
@@ -27,6 +29,7 @@ from crawldeck.core.storage.store import (
     BROKEN_SEEDS_FROM,
     anchor_select,
 )
+from crawldeck.core.words import plural
 
 _BROKEN_REASONS: Final = "(" + ", ".join(f"'{r}'" for r in BROKEN_BLOCK_REASONS) + ")"
 #: Every link with what its target got (``link_report``), in insertion order; a
@@ -104,17 +107,49 @@ def link_report(db: Path, *, broken: bool) -> Iterator[LinkCheck]:
         while rows := cur.fetchmany(EXPORT_BATCH_ROWS):
             for from_url, to_url, status, error, final_url, blocked, tried, anchor in rows:
                 same_as = None
+                pending = None
                 if not tried and blocked is None:
                     same = same_page(conn, strip, to_url)
                     if same is not None:
                         (status, error, final_url, same_as), tried = same, True
+                    else:
+                        pending = _pending(conn, strip, to_url)
                 yield LinkCheck(
                     from_url, to_url, status, error, final_url, blocked, bool(tried), broken,
-                    anchor, same_as,
+                    anchor, same_as, pending,
                 )  # fmt: skip
         if broken:
             for url, status, error, final_url in conn.execute(_SQL_BROKEN_SEEDS):
                 yield LinkCheck(None, url, status, error, final_url)
+
+
+#: A link target's frontier row and its host's state, by the target's dedupe key.
+_SQL_PENDING: Final = (
+    "SELECT f.state, f.attempts, h.state FROM frontier f LEFT JOIN hosts h ON h.host = f.host"
+    " WHERE f.key = ?"
+)
+#: Host states that hold a host's queued URLs (``hosts.state``).
+_HELD_HOSTS: Final = ("parked", "demoted", "backoff", "dns_failing")
+
+
+def _pending(conn: sqlite3.Connection, strip: tuple[str, ...], url: str) -> str | None:
+    """What the frontier says of the untried link target ``url`` when there is more to
+    say than "not fetched": ``queued after 2 tries, its host parked``; ``None`` for a
+    URL never tried on a host that holds nothing back (or no row)."""
+    try:
+        key = urls.normalize(url, strip)
+    except CrawldeckError:
+        return None
+    row = conn.execute(_SQL_PENDING, (key,)).fetchone()
+    if row is None:
+        return None
+    state, attempts, host_state = row
+    parts = []
+    if attempts:
+        parts.append(f"{state} after {plural(attempts, 'try', 'tries')}")
+    if host_state in _HELD_HOSTS:
+        parts.append(f"its host {host_state}")
+    return ", ".join(parts) or None
 
 
 def broken_count(db: Path) -> int:
