@@ -150,4 +150,4 @@ def test_a_link_to_a_url_still_retrying_says_its_tries(tmp_path: Path) -> None:
         ("queued", 3)
     ]
     (check,) = [c for c in link_report(db, broken=False) if c.to_url == f"{a}/busy"]
-    assert check.why() == "not fetched yet: queued after 3 tries"
+    assert check.why() == "not fetched yet: queued after 3 tries, its host in backoff"

@@ -128,8 +128,13 @@ _SQL_PENDING: Final = (
     "SELECT f.state, f.attempts, h.state FROM frontier f LEFT JOIN hosts h ON h.host = f.host"
     " WHERE f.key = ?"
 )
-#: Host states that hold a host's queued URLs (``hosts.state``).
-_HELD_HOSTS: Final = ("parked", "demoted", "backoff", "dns_failing")
+#: Host states that hold a host's queued URLs (``hosts.state``), in words.
+_HELD_HOSTS: Final = {
+    "parked": "parked",
+    "demoted": "demoted",
+    "backoff": "in backoff",
+    "dns_failing": "failing DNS",
+}
 
 
 def _pending(conn: sqlite3.Connection, strip: tuple[str, ...], url: str) -> str | None:
@@ -148,7 +153,7 @@ def _pending(conn: sqlite3.Connection, strip: tuple[str, ...], url: str) -> str 
     if attempts:
         parts.append(f"{state} after {plural(attempts, 'try', 'tries')}")
     if host_state in _HELD_HOSTS:
-        parts.append(f"its host {host_state}")
+        parts.append(f"its host {_HELD_HOSTS[host_state]}")
     return ", ".join(parts) or None
 
 
