@@ -24,7 +24,9 @@ def test_a_small_page_parsed_in_a_thread_costs_no_virtual_time() -> None:
 
     async def main() -> tuple[int, float]:
         loop = asyncio.get_running_loop()
-        pool = ParsePool(config(parse_timeout_ms=10))
+        # a budget under the timer below, which a jump would fire first, and far over
+        # the parse's real time on a loaded machine (10 ms could be spent preempted)
+        pool = ParsePool(config(parse_timeout_ms=400))
         loop.call_later(0.5, lambda: None)  # a timer the clock could jump to
         t0 = loop.time()
         try:
