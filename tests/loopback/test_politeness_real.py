@@ -454,6 +454,24 @@ def test_a_sitemaps_long_retry_after_parks_the_host_as_a_pages_does(tmp_path: Pa
     assert rows(tmp_path / "c.db", "SELECT state FROM frontier") == [("queued",)]
 
 
+def test_a_robots_txts_long_retry_after_parks_the_host_and_leaves_its_urls(
+    tmp_path: Path,
+) -> None:
+    """robots.txt answering 429 with Retry-After 7200 parks the host (a side request's
+    answer, as a sitemap's) and the URL whose check asked for it stays queued for the
+    next run with the others, not put back to wait the hour out (the run waited it)."""
+    with HTTPTestServer() as srv:
+        srv.set("/robots.txt", Response(429, {"Retry-After": "7200"}, b""))
+        srv.set("/", html("never asked"))
+        srv.set("/other", html("never asked"))
+        db = tmp_path / "c.db"
+        engine = run_crawl([srv.url("/"), srv.url("/other")], db, timeout=30)
+        assert [srv.count(p) for p in ("/robots.txt", "/", "/other")] == [1, 0, 0]
+    assert engine.snapshot().state == "finished"
+    assert rows(db, "SELECT state FROM frontier") == [("queued",), ("queued",)]
+    assert rows(db, "SELECT state FROM hosts") == [("parked",)]
+
+
 def test_a_robots_txt_over_its_size_cap_is_logged_once_in_the_crawl(tmp_path: Path) -> None:
     cap = 500 * 1024
     body = "User-agent: *\nDisallow: /private\n" + ("# " + "x" * 97 + "\n") * 6000

@@ -547,6 +547,11 @@ class Engine:
             # refused without a request: no politeness slot, host or per-IP, is used
             self._retries.disallowed(entry, decision)
             return
+        if stats.parked:
+            # robots.txt's answer parked the host (a Retry-After of an hour: the side
+            # requests' check_park): this URL stays queued in the file for the next
+            # run, as the host's others, not put back to wait the hour out
+            return
         if decision.fetched and decision.http_status in BACKOFF_STATUSES:
             self._obs.log(
                 f"{host}: robots.txt answered {decision.http_status}: backing off before "
