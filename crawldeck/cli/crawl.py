@@ -47,7 +47,7 @@ from crawldeck.core.errors import DISK_FULL, CrawldeckError, SeedError, StoreErr
 from crawldeck.core.net.request_options import RequestOptions
 from crawldeck.core.policy import urls
 from crawldeck.core.policy.seeds import URL_SCHEME, read_seeds, schemeless
-from crawldeck.core.storage.export import holds_crawl
+from crawldeck.core.storage.export import holds_crawl, last_run_config
 from crawldeck.core.storage.store import Store, is_sqlite_file
 from crawldeck.core.words import plural
 
@@ -223,7 +223,11 @@ def run(args: argparse.Namespace) -> int:
         overrides = flag_overrides(args)
         if args.auth:
             overrides["auth"] = auth_entries(args.auth, seeds)
-        config = config_from_flags(args, overrides)
+        saved = None if args.seeds else last_run_config(Path(args.db))
+        if saved is not None:
+            notes.append(f"no SEED: resuming {args.db} with its last run's config but its "
+                         "budgets (what --config, -s and the flags give now wins)")  # fmt: skip
+        config = config_from_flags(args, overrides, saved)
         # a netrc file missing, a password_env not set: one line before the file is made
         RequestOptions.from_config(config)
     except CrawldeckError as exc:

@@ -13,12 +13,13 @@ import logging
 import os
 import re
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, get_args, get_origin, get_type_hints
 from urllib.parse import urlsplit
 
-from crawldeck.core.config import CrawlConfig, load_config
+from crawldeck.core.config import CrawlConfig, build_config, load_config_sources
 from crawldeck.core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -575,10 +576,33 @@ def flag_overrides(args: argparse.Namespace) -> dict[str, object]:
     }
 
 
-def config_from_flags(args: argparse.Namespace, overrides: dict[str, object]) -> CrawlConfig:
-    """The config of ``--config``, ``-s`` and ``overrides`` (``load_config``).
+#: The keys a resume with no SEED does not take from the last run: the budgets (a
+#: spent cap would stop it at once) and the metrics port (another process may hold it).
+NOT_CARRIED: Final = frozenset({"max_pages", "max_bytes", "max_time_s", "metrics_port"})
+
+
+def config_from_flags(
+    args: argparse.Namespace,
+    overrides: dict[str, object],
+    saved: Mapping[str, Any] | None = None,
+) -> CrawlConfig:
+    """The config of ``--config``, ``-s`` and ``overrides`` (``load_config``); with
+    ``saved`` (a crawl file's last run's config: ``crawl --db FILE`` with no SEED), its
+    values for every key none of those sets but ``NOT_CARRIED`` (a resume goes on as
+    the run before it, as Heritrix resumes a job: issue #25 trial 21, the run's
+    ``--include`` and ``--delay-ms`` were dropped; its budgets are this run's, as a
+    recrawl's are).
 
     Raises:
         ConfigError: one line naming the file and line, ``-s`` or the key.
     """
-    return load_config(args.config, overrides, dict(args.settings), flag_names=FLAG_NAMES)
+    config, sources = load_config_sources(
+        args.config, overrides, dict(args.settings), flag_names=FLAG_NAMES
+    )
+    if not saved:
+        return config
+    values = asdict(config)
+    for key, source in sources.items():
+        if source == "default" and key in saved and key not in NOT_CARRIED:
+            values[key] = saved[key]
+    return build_config(values)

@@ -7,6 +7,7 @@ the SQLite tables agree; ``hosts.state`` is final once the crawl ended.
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -207,16 +208,26 @@ def test_crawl_with_no_seed_resumes_the_crawl_of_its_db(tmp_path: Path) -> None:
         for path in ("/a", "/b", "/c"):
             server.set(path, html(path))
         (tmp_path / "seeds.txt").write_text(server.url("/") + "\n")
-        first = crawldeck(tmp_path, "--max-pages", "2")
+        first = crawldeck(tmp_path, "--max-pages", "2", "--exclude", "/c$")
         assert first.returncode == 0, first.stderr
+        # no --exclude, no --delay-ms 0: the last run's config goes on (trial 21)
         again = subprocess.run(
-            [CRAWLDECK, "crawl", "--db", "c.db", "--no-ui", "--delay-ms", "0"],
+            [CRAWLDECK, "crawl", "--db", "c.db", "--no-ui"],
             cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
         )  # fmt: skip
         assert again.returncode == 0, again.stderr
-        assert [server.count(p) for p in ("/", "/a", "/b", "/c")] == [1, 1, 1, 1]
-    assert "resuming: 2 URLs queued, 2 fetches made before" in again.stdout
+        assert [server.count(p) for p in ("/", "/a", "/b", "/c")] == [1, 1, 1, 0]
+    assert "resuming: 1 URL queued, 2 fetches made before" in again.stdout
     assert "finished: nothing left to fetch" in again.stdout
+    assert (
+        "crawldeck: no SEED: resuming c.db with its last run's config but its budgets (what"
+        " --config, -s and the flags give now wins)"
+    ) in again.stderr
+    configs = [json.loads(c) for (c,) in rows(tmp_path / "c.db", "SELECT config FROM runs")]
+    assert [(c["exclude"], c["delay_ms"], c["max_pages"]) for c in configs] == [
+        (["/c$"], 0, 2),
+        (["/c$"], 0, None),  # the budget is this run's
+    ]
 
     def refused(*args: str) -> str:
         proc = subprocess.run([CRAWLDECK, "crawl", "--no-ui", *args], cwd=tmp_path,

@@ -59,7 +59,7 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal, TextIO
+from typing import Any, Final, Literal, TextIO
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
@@ -284,6 +284,23 @@ def holds_crawl(db: Path) -> bool:
             return conn.execute("SELECT 1 FROM frontier LIMIT 1").fetchone() is not None
     except CrawldeckError:
         return False
+
+
+def last_run_config(db: Path) -> dict[str, Any] | None:
+    """The config of the last run of the crawl file ``db`` (``runs.config``, as
+    ``Store.last_config``), read-only; ``None`` without a run or when it is not a JSON
+    object.
+
+    Raises:
+        StoreError: as ``export``.
+    """
+    with reading(db) as conn:
+        row = conn.execute("SELECT config FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+    try:
+        value = json.loads(row[0]) if row is not None and row[0] else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -690,6 +707,7 @@ __all__ = [
     "export_file",
     "foreign_crawl",
     "holds_crawl",
+    "last_run_config",
     "page_record",
     "page_revalidations",
     "read_record",
