@@ -378,6 +378,14 @@ class LocalHistory(Protocol):
         """Pages per host key."""
         ...
 
+    def fetch_records(self) -> int:
+        """Recorded fetches of every run (``page_versions`` rows)."""
+        ...
+
+    def fetches_by_host(self) -> dict[str, int]:
+        """Recorded fetches of every run per host key."""
+        ...
+
     def counts(self) -> Counts:
         """Row counts by table and state."""
         ...

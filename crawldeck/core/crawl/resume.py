@@ -167,9 +167,22 @@ def restore(
         store.flush()  # the spilled counts below without the rows just blocked
     frontier.restore(store.spilled_counts())
     fetched = 0
-    for host, rec in store.load_hosts().items():
+    saved_hosts = store.load_hosts()
+    records = store.fetch_records()
+    # after a kill the hosts rows (written at intervals) may be behind the fetches
+    # recorded with the pages: each host counts on from the larger (issue #25 trial 21)
+    behind = (
+        store.fetches_by_host()
+        if records > sum(rec.pages_fetched for rec in saved_hosts.values())
+        else {}
+    )
+    for host, count in behind.items():
+        if host not in saved_hosts:
+            observer.stats(host, None).fetched = count
+            fetched += count
+    for host, rec in saved_hosts.items():
         stats = observer.stats(host, None)
-        stats.fetched = rec.pages_fetched
+        stats.fetched = max(rec.pages_fetched, behind.get(host, 0))
         fetched += stats.fetched
         stats.demoted = rec.state == "demoted"
         stats.dead = rec.state == "dead"  # its URLs were blocked: none is queued
@@ -184,7 +197,7 @@ def restore(
         mix,
         total_bytes,
         recent,
-        fetched=fetches_of(counts["pages"], fetched),
+        fetched=fetches_of(max(counts["pages"], records), fetched),
     )
     again = observer.retried
     verb = "is" if again == 1 else "are"
@@ -208,9 +221,11 @@ def fetches_of(pages: int, hosts_fetched: int) -> int:
     """The fetches of a crawl file's earlier runs, as a run counts on from them
     (``max_pages``, the console's ``fetched``, ``Observer.restore``): its hosts'
     ``pages_fetched`` summed (``hosts_fetched``: a recrawl's revisits are fetches, not
-    pages, issue #25 trial 9), or its ``pages`` rows when they are more (host rows are
-    written at intervals, pages at each commit: a run killed between the two leaves
-    the hosts behind). A failed URL queued again (``Counts.retrying``) keeps its row and
+    pages, issue #25 trial 9), or its recorded fetches (``pages``: the ``pages`` or
+    ``page_versions`` rows, the more) when they are more (host rows are written at
+    intervals, pages and their versions at each commit: a run killed between the two
+    leaves the hosts behind, and a recrawl after it then counted from them: trial 21).
+    A failed URL queued again (``Counts.retrying``) keeps its row and
     its fetch: its next try, a run later, is one more (issue #25 trial 20: its tries
     were forgotten at each resume, so a rerun against a failing site never reached
     ``--max-pages``)."""
@@ -225,8 +240,8 @@ def file_fetches(store: LocalHistory) -> int:
         StoreError: the file could not be read.
     """
     hosts = store.load_hosts().values()
-    counts = store.counts()
-    return fetches_of(counts["pages"], sum(rec.pages_fetched for rec in hosts))
+    pages = max(store.counts()["pages"], store.fetch_records())
+    return fetches_of(pages, sum(rec.pages_fetched for rec in hosts))
 
 
 __all__ = ["fetches_of", "file_fetches", "patterns_changed", "restore"]

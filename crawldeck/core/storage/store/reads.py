@@ -235,6 +235,30 @@ class StoreReads(StoreBase):
         rows = self._stream("SELECT host, count(*) FROM frontier GROUP BY host")
         return {host: count for host, count in rows}
 
+    def fetch_records(self) -> int:
+        """Recorded fetches of every run: ``page_versions`` rows (a page's answer or final
+        failure, a revisit's 304, each try a rerun made), committed with their pages,
+        so after a kill they may be ahead of ``hosts.pages_fetched``, which is written
+        at intervals (issue #25 trial 21).
+
+        Raises:
+            StoreError: see the class.
+        """
+        return int(self._scalar("SELECT count(*) FROM page_versions"))
+
+    def fetches_by_host(self) -> dict[str, int]:
+        """``fetch_records`` per host key (a join of ``page_versions`` to ``pages``:
+        read on resume only when the hosts rows are behind).
+
+        Raises:
+            StoreError: see the class.
+        """
+        rows = self._stream(
+            "SELECT p.host, count(*) FROM page_versions v JOIN pages p ON p.url = v.url"
+            " GROUP BY p.host"
+        )
+        return {host: count for host, count in rows}
+
     def load_hosts(self) -> dict[str, HostRecord]:
         """Every ``hosts`` row by host key.
 
