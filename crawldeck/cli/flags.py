@@ -319,7 +319,7 @@ def add_config_flags(
     parser.add_argument(
         "--max-time", type=parse_time_budget, metavar="DURATION",
         help="stop THIS RUN after DURATION of crawling (time paused in the console not "
-        "counted): 90s, 10m, 2h (s, m, h, d, w; a bare number is seconds, as timeout(1): "
+        "counted): 90s, 10m, 2h, 1h30m (s, m, h, d, w; a bare number is seconds, as timeout(1): "
         "90 = 90s); "
         + ("" if fresh else "a resumed run gets DURATION again; ")
         + "fetches in flight get 5 s, a cut one stays queued (default: no limit)",

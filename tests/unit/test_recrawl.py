@@ -35,13 +35,14 @@ from crawldeck.core.records import BodySink, FetchResult
 @pytest.mark.parametrize(
     ("text", "seconds"),
     [("30s", 30.0), ("2h", 7200.0), ("7d", 604_800.0), ("1.5m", 90.0), ("2w", 1_209_600.0),
-     ("0", 0.0), ("45", 45.0), (" 10m ", 600.0)],
+     ("0", 0.0), ("45", 45.0), (" 10m ", 600.0), ("1h30m", 5400.0), ("3h2m", 10_920.0),
+     ("1d12h", 129_600.0)],
 )  # fmt: skip
 def test_parse_duration(text: str, seconds: float) -> None:
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "-1d", "2 days", "d", "1y", "1e3s", "nan", "3h2m"])
+@pytest.mark.parametrize("text", ["", "-1d", "2 days", "d", "1y", "1e3s", "nan", "1h30", "h30m"])
 def test_parse_duration_refuses_with_one_line(text: str) -> None:
     with pytest.raises(ConfigError, match="bad duration") as caught:
         parse_duration(text)

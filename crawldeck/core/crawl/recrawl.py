@@ -65,6 +65,9 @@ from crawldeck.core.storage.store import Store
 #: Seconds per unit of a ``--older-than`` duration.
 DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw]?)")
+#: Parts of a compound duration (``1h30m``, as systemd and Go write one).
+_PART = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
+_COMPOUND = re.compile(r"(?:\d+(?:\.\d+)?[smhdw])+")
 #: Statuses that observe the page's content: a 200 (its digest) or a 304 (unchanged).
 OBSERVING_STATUSES = (200, 304)
 
@@ -72,17 +75,21 @@ OBSERVING_STATUSES = (200, 304)
 def parse_duration(text: str) -> float:
     """``--older-than``'s value in seconds: a number and a unit, ``s`` (the default),
     ``m``, ``h``, ``d`` or ``w``: ``"30s"`` -> 30.0, ``"2h"`` -> 7200.0, ``"7d"`` ->
-    604800.0, ``"1.5m"`` -> 90.0, ``"0"`` -> 0.0.
+    604800.0, ``"1.5m"`` -> 90.0, ``"0"`` -> 0.0; or several with their units, added:
+    ``"1h30m"`` -> 5400.0 (issue #25 trial 21: it was refused).
 
     Raises:
-        ConfigError: anything else (``"-1d"``, ``"2 days"``, ``""``), one line.
+        ConfigError: anything else (``"-1d"``, ``"2 days"``, ``""``, ``"1h30"``), one line.
     """
-    match = _DURATION.fullmatch(text.strip())
-    if match is None:
-        raise ConfigError(
-            f"bad duration {text!r}: expected a number and a unit s, m, h, d or w (30s, 2h, 7d)"
-        )
-    return float(match.group(1)) * DURATION_UNITS[match.group(2) or "s"]
+    text = text.strip()
+    match = _DURATION.fullmatch(text)
+    if match is not None:
+        return float(match.group(1)) * DURATION_UNITS[match.group(2) or "s"]
+    if _COMPOUND.fullmatch(text):
+        return sum(float(n) * DURATION_UNITS[unit] for n, unit in _PART.findall(text))
+    raise ConfigError(
+        f"bad duration {text!r}: expected a number and a unit s, m, h, d or w (30s, 2h, 7d, 1h30m)"
+    )
 
 
 @dataclass(frozen=True, slots=True)
