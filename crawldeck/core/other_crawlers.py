@@ -117,6 +117,19 @@ OTHER_CRAWLERS: dict[str, Equivalent] = {
         )
     },
     "download_delay": _scrapy("delay_ms = {ms}"),
+    # issue #25 trial 21: these got nothing, or a wrong guess
+    "autothrottle_max_delay": _scrapy("max_delay_ms = {ms}"),
+    "autothrottle_start_delay": _scrapy("delay_ms = {ms}"),
+    "autothrottle_target_concurrency": _scrapy(
+        "per_host_concurrency = N (a host's delay follows its answer times: "
+        "adaptive_delay_factor)"
+    ),
+    "retry_enabled": _scrapy("max_retries = N (0: no retries)"),
+    "retry_http_codes": _scrapy(
+        "none: 429 and 503 are retried with backoff (max_retries), other statuses are "
+        "recorded; a rerun of the crawl tries its 5xx and 429 again"
+    ),
+    "depth_priority": _scrapy('ordering = "bfs" (breadth first; the default ranks by OPIC cash)'),
     "user_agent": _scrapy("user_agent = {value}"),
     "concurrent_requests": _scrapy("concurrency = {value}"),
     "concurrent_requests_per_domain": _scrapy("per_host_concurrency = {value}"),

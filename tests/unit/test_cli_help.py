@@ -218,6 +218,14 @@ def test_demo_help_says_what_the_demo_does() -> None:
         (["-s", "DELAY_MS=10"], "-s: unknown config key 'DELAY_MS' (did you mean "
                                 "'delay_ms'?)"),  # any case (issue #25 trial 19)
         (["-d"], "wget's -d; in crawldeck: -v (every fetch, and crawldeck's debug lines)"),
+        # issue #25 trial 21: Scrapy settings that got nothing, or a wrong guess
+        (["-s", "AUTOTHROTTLE_MAX_DELAY=60"], "-s: unknown config key 'AUTOTHROTTLE_MAX_DELAY' "
+         "(Scrapy's AUTOTHROTTLE_MAX_DELAY = 60; in crawldeck: max_delay_ms = 60000)"),
+        (["-s", "RETRY_ENABLED=false"], "-s: unknown config key 'RETRY_ENABLED' (Scrapy's "
+         "RETRY_ENABLED = false; in crawldeck: max_retries = N (0: no retries))"),
+        (["-s", "DEPTH_PRIORITY=1"], "-s: unknown config key 'DEPTH_PRIORITY' (Scrapy's "
+         "DEPTH_PRIORITY = 1; in crawldeck: ordering = \"bfs\" (breadth first; the default "
+         "ranks by OPIC cash))"),
         # issue #25 trial 20: these got a plain "unrecognized arguments"
         (["--no-robots"], "robots.txt is always obeyed: no key turns it off"),
         (["--ignore-robots"], "robots.txt is always obeyed: no key turns it off"),
