@@ -245,6 +245,10 @@ def run(args: argparse.Namespace) -> int:
         )
     if not args.db.strip():
         return fail(args.command, "--db needs a file name")
+    folder = Path(args.db).parent
+    if not folder.is_dir():  # as -o says it (issue #25 trial 21: "cannot open crawls/x")
+        return fail(args.command, f"--db {args.db!r}: the directory {str(folder)!r} does not "
+                    f"exist (mkdir -p {shlex.quote(str(folder))})")  # fmt: skip
     refused = (
         output_problem(args.output, Path(args.db))
         or stats_json_problem(args.stats_json, Path(args.db))

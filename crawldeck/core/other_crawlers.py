@@ -121,8 +121,7 @@ OTHER_CRAWLERS: dict[str, Equivalent] = {
     "autothrottle_max_delay": _scrapy("max_delay_ms = {ms}"),
     "autothrottle_start_delay": _scrapy("delay_ms = {ms}"),
     "autothrottle_target_concurrency": _scrapy(
-        "per_host_concurrency = N (a host's delay follows its answer times: "
-        "adaptive_delay_factor)"
+        "per_host_concurrency = N (a host's delay follows its answer times: adaptive_delay_factor)"
     ),
     "retry_enabled": _scrapy("max_retries = N (0: no retries)"),
     "retry_http_codes": _scrapy(

@@ -400,3 +400,19 @@ def test_a_log_file_for_o_is_told_how_to_keep_a_log(
         "crawldeck export: error: unrecognized arguments: -m s3 (wget's -m is --mirror here: "
         "crawldeck export DB --mirror DIR) (see crawldeck export --help)\n"
     )
+
+
+def test_a_db_in_a_missing_directory_is_named_as_such(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--db crawls/x.db`` without ``crawls/``: one line naming the directory, as ``-o``
+    does (issue #25 trial 21: "cannot open crawls/x.db: No such file or directory")."""
+    from crawldeck.cli.main import main
+
+    db = tmp_path / "crawls" / "x.db"
+    assert main(["crawl", "http://127.0.0.1:9/", "--db", str(db), "--no-ui"]) == 2
+    assert capsys.readouterr().err == (
+        f"crawldeck crawl: error: --db {str(db)!r}: the directory {str(db.parent)!r} does not "
+        f"exist (mkdir -p {db.parent})\n"
+    )
+    assert not db.parent.exists()
