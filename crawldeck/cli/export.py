@@ -21,7 +21,7 @@ from crawldeck.core.words import plural
 #: does not import the exports (a test holds the two equal).
 EXPORT_TABLES = (
     "pages", "blocked", "hosts", "links", "frontier", "runs", "page_versions", "sitemaps",
-    "sitemap_urls",
+    "sitemap_urls", "page_summary", "host_summary", "broken_links",
 )  # fmt: skip
 EXPORT_FORMATS = ("jsonl", "json", "csv")
 

@@ -324,3 +324,18 @@ def test_export_streams_in_bounded_memory(tmp_path: Path, fmt: Format) -> None:
     assert sink.lines == n + (1 if fmt == "csv" else 0)
     assert sink.chars > 10_000_000  # over 10 MB of text; as Python rows, ~50 MB
     assert peak < 1_000_000  # about one fetchmany batch, not the table
+
+
+def test_the_views_the_docs_name_are_exported_too(crawl: Path) -> None:
+    """``broken_links``, ``page_summary`` and ``host_summary`` (docs/results.md) export as
+    the tables do (issue #25 trial 21: refused as "invalid choice")."""
+    count, text = run_export(crawl, "broken_links", "jsonl")
+    assert count == 1
+    row = json.loads(text)
+    assert (row["from_url"], row["to_url"], row["error"]) == (
+        "http://a.test/", "http://a.test/b,c", 'timeout: read "slow"'
+    )  # fmt: skip
+    count, text = run_export(crawl, "page_summary", "csv")
+    assert count == 2 and text.splitlines()[0].startswith("url,host,status,")
+    count, text = run_export(crawl, "host_summary", "jsonl")
+    assert count == 1 and json.loads(text)["host"] == "a.test"
