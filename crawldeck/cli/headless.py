@@ -260,10 +260,9 @@ class HeadlessReporter:
         answered = c.pages - c.errors
         split = f" ({answered} answered, {c.errors} no response)" if c.errors else ""
         table.add_row("pages (all runs)", f"{c.pages}{split}")
-        if snap.pages_done > c.pages:  # a recrawl's revisits: the progress line's count
-            table.add_row(
-                "fetches (all runs)", f"{snap.pages_done} (a revisit is a fetch, not a page)"
-            )
+        if snap.pages_done > c.pages:  # revisits, retries a run later: the progress line's
+            again = "a URL fetched again is a fetch, not a page"  # (issue #25 trial 21)
+            table.add_row("fetches (all runs)", f"{snap.pages_done} ({again})")
         table.add_row("bytes (all runs)", f"{c.bytes:,}")
         # fetches, not rows: a redirect that comes back to its URL fetches it twice
         table.add_row(

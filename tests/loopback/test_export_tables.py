@@ -44,7 +44,7 @@ def test_export_takes_every_table_and_a_recrawl_shows_its_304s(
         assert code == 0, err
     # a second recrawl counts on from every earlier fetch, not from the pages (issue #25
     # trial 9: after three recrawls of 19 pages, 30 fetches beside the hosts' 51)
-    assert re.search(r"fetches \(all runs\)\s*│ 6 \(a revisit", again), again
+    assert re.search(r"fetches \(all runs\)\s*│ 6 \(a URL fetched again", again), again
     # its progress lines count on from the 4 fetches made before (the old count started
     # from the 2 pages); which of 4, 5, 6 a line shows is the moment of its snapshot (a
     # loaded CI showed 5, one fetch in flight: it asked for 6 before)
@@ -55,7 +55,9 @@ def test_export_takes_every_table_and_a_recrawl_shows_its_304s(
     assert re.search(r"responses this run\s*│ 304 2\s*│", out), out
     # 2 pages, 4 fetches: the progress line's count, said apart (issue #25)
     assert re.search(r"pages \(all runs\)\s*│ 2\s*│", out), out
-    assert re.search(r"fetches \(all runs\)\s*│ 4 \(a revisit is a fetch, not a page\)", out), out
+    assert re.search(
+        r"fetches \(all runs\)\s*│ 4 \(a URL fetched again is a fetch, not a page\)", out
+    ), out
 
     def exported(table: str) -> list[dict[str, str]]:
         code, text, err = main_in(
