@@ -9,7 +9,7 @@ import argparse
 import json
 from pathlib import Path
 
-from crawldeck.cli.flags import DEFAULTS, add_config_flags, flag_overrides
+from crawldeck.cli.flags import DEFAULTS, add_config_flags, flag_overrides, with_saved
 from crawldeck.cli.output import EXIT_OK, fail
 from crawldeck.core.config import CrawlConfig, Source, asdict, load_config_sources
 from crawldeck.core.errors import CrawldeckError
@@ -57,6 +57,12 @@ robots_token while it follows user_agent."""
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``crawldeck config``'s arguments."""
     add_config_flags(parser, delay_default=DEFAULTS.delay_ms)
+    parser.add_argument(
+        "--db", type=Path, metavar="FILE",
+        help="the config a resume of the crawl in FILE with no SEED would use: its last "
+        "run's, but its budgets, under what --config, -s and the flags give (default: "
+        "none, a new crawl's)",
+    )  # fmt: skip
 
 
 def toml_value(value: object) -> str:
@@ -82,20 +88,28 @@ def toml_value(value: object) -> str:
 
 
 def config_lines(
-    config: CrawlConfig, sources: dict[str, Source], path: Path | None = None
+    config: CrawlConfig,
+    sources: dict[str, Source],
+    path: Path | None = None,
+    saved: frozenset[str] = frozenset(),
+    db: Path | None = None,
 ) -> list[str]:
     """The lines ``crawldeck config`` prints: ``KEY = VALUE  # SOURCE`` for each key in
     field order (a TOML file that gives ``config`` again), a key that is not set
     (``None``) as a comment, and so is a key of ``FOLLOWERS`` that follows another;
     the per-host tables (``TABLES_KEY``) come last, as TOML tables; SOURCE is
     ``default``, ``file PATH`` (``path``: the
-    ``--config`` file), ``-s``, ``flag`` or ``from user_agent``."""
-    lines = ["# crawldeck's effective config: defaults < --config FILE < -s KEY=VALUE < flags"]
+    ``--config`` file), ``-s``, ``flag``, ``from user_agent``, or ``crawl file DB`` for
+    the keys of ``saved`` (``--db``: its last run's values)."""
+    under = "defaults < the crawl file's last run (--db)" if db is not None else "defaults"
+    lines = [f"# crawldeck's effective config: {under} < --config FILE < -s KEY=VALUE < flags"]
     tables: list[str] = []
     for key, value in asdict(config).items():
         label = SOURCE_LABELS[sources[key]]
         if sources[key] == "file":
             label = f"file {path}"
+        if key in saved:
+            label = f"crawl file {db}"
         if key == TABLES_KEY and isinstance(value, dict):
             # tables at the end, where a user adds one more (issue #25 trial 17: an
             # inline "hosts = {}" made an added [hosts."..."] a second declaration)
@@ -120,7 +134,16 @@ def run(args: argparse.Namespace) -> int:
         config, sources = load_config_sources(
             args.config, flag_overrides(args), dict(args.settings)
         )
+        taken: frozenset[str] = frozenset()
+        if args.db is not None:  # issue #25 trial 21: what a crawl file used
+            from crawldeck.core.storage.export import last_run_config
+
+            saved = last_run_config(args.db)
+            if saved is None:
+                return fail(args.command, f"{args.db} holds no run")
+            config, taken = with_saved(config, sources, saved)
     except CrawldeckError as exc:
         return fail(args.command, str(exc))
-    print("\n".join(config_lines(config, sources, args.config)))
+    lines = config_lines(config, sources, args.config, taken, args.db)
+    print("\n".join(lines))
     return EXIT_OK

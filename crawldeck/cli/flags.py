@@ -599,10 +599,26 @@ def config_from_flags(
     config, sources = load_config_sources(
         args.config, overrides, dict(args.settings), flag_names=FLAG_NAMES
     )
+    return with_saved(config, sources, saved)[0]
+
+
+def with_saved(
+    config: CrawlConfig, sources: Mapping[str, str], saved: Mapping[str, Any] | None
+) -> tuple[CrawlConfig, frozenset[str]]:
+    """``config`` with ``saved``'s value for each key ``sources`` says is a default,
+    but ``NOT_CARRIED`` (``config_from_flags``), and the keys so taken (``crawldeck
+    config --db`` labels them).
+
+    Raises:
+        ConfigError: a saved value this crawldeck refuses (one line).
+    """
     if not saved:
-        return config
+        return config, frozenset()
     values = asdict(config)
-    for key, source in sources.items():
-        if source == "default" and key in saved and key not in NOT_CARRIED:
-            values[key] = saved[key]
-    return build_config(values)
+    taken = frozenset(
+        key
+        for key, source in sources.items()
+        if source == "default" and key in saved and key not in NOT_CARRIED
+    )
+    values.update({key: saved[key] for key in taken})
+    return build_config(values), taken

@@ -163,3 +163,30 @@ def test_a_file_made_by_crawldeck_config_takes_a_host_table_added_at_its_end(
     )
     code, out, _ = main_in(tmp_path, monkeypatch, capsys, "config")  # none: a comment
     assert "\n# hosts: 0 host tables (default); a host's table goes at the end" in out
+
+
+def test_config_db_shows_what_a_resume_with_no_seed_would_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``config --db FILE``: the crawl file's last run's values, labelled, under what
+    ``-s`` and the flags give; its budgets are not carried (issue #25 trial 21: there
+    was no way to see what a crawl file used)."""
+    from crawldeck.core.storage.store import Store
+
+    with Store(tmp_path / "c.db") as store:
+        run = store.begin_run({"delay_ms": 50, "include": ["/library/"], "max_pages": 20})
+        store.end_run(run, "max_pages")
+    code, out, _ = main_in(tmp_path, monkeypatch, capsys, "config", "--db", "c.db",
+                           "-s", "concurrency=4")  # fmt: skip
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == (
+        "# crawldeck's effective config: defaults < the crawl file's last run (--db) < "
+        "--config FILE < -s KEY=VALUE < flags"
+    )
+    assert "delay_ms = 50  # crawl file c.db" in lines
+    assert 'include = ["/library/"]  # crawl file c.db' in lines
+    assert "concurrency = 4  # -s" in lines
+    assert "# max_pages: not set (default)" in lines
+    code, _, err = main_in(tmp_path, monkeypatch, capsys, "config", "--db", "none.db")
+    assert (code, err) == (2, "crawldeck config: error: none.db does not exist or is not a file\n")
