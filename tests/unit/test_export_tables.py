@@ -16,4 +16,5 @@ def test_export_names_the_tables_when_given_another(
     code, out, err = main_in(tmp_path, monkeypatch, capsys, "export", "c.db", "--table", "meta")
     assert (code, out) == (2, "")
     assert "invalid choice: 'meta' (choose from 'pages', 'blocked', 'hosts', 'links', " \
-           "'frontier', 'runs', 'page_versions', 'sitemaps', 'sitemap_urls')" in err  # fmt: skip
+           "'frontier', 'runs', 'page_versions', 'sitemaps', 'sitemap_urls', 'page_summary', " \
+           "'host_summary', 'broken_links')" in err  # fmt: skip
