@@ -228,6 +228,7 @@ class HeadlessReporter:
         retries: Mapping[str, int] | None = None,
         partial: int = 0,
         links_cut: int = 0,
+        left: int | None = None,
     ) -> None:
         """Print the end-of-crawl summary table under ``heading`` (``outcome_heading``);
         its pages are the console's (``pages`` rows: the header's and the throughput
@@ -248,7 +249,9 @@ class HeadlessReporter:
         are some (issue #25); ``links_cut`` likewise, the pages whose links were cut
         (``Store.links_cut_pages``). When the fetches of all runs outnumber the pages
         (a recrawl's revisits), a ``fetches (all runs)`` row gives them: the count of the
-        progress line and ``max_pages`` (issue #25: 220/220 pages beside 121 pages)."""
+        progress line and ``max_pages`` (issue #25: 220/220 pages beside 121 pages).
+        ``left``: the URLs the crawl file holds queued for the next run, when the
+        caller counted them (a parked host's: the snapshot's queue is this run's)."""
         c = snap.counters
         elapsed = snap.elapsed_s
         # the heading is a line of its own: a table's title is padded to the table's width
@@ -293,7 +296,7 @@ class HeadlessReporter:
             tries = ", ".join(f"{k} {v}" for k, v in sorted(retries.items()))
             table.add_row("retried tries this run", f"{tries} (each URL's last try is above)")
         table.add_row("duplicates (all runs)", f"{c.duplicates} exact, {c.near_duplicates} near")
-        table.add_row("queued (left)", str(c.queued))
+        table.add_row("queued (left)", str(c.queued if left is None else left))
         table.add_row("hosts", str(c.hosts_known))
         for reason, count in sorted(c.blocked.items()):
             gloss = reason_gloss(reason)  # the code, as the console and stats name it

@@ -404,9 +404,18 @@ def _finish(
     from crawldeck.core.crawl.engine import NOTHING_TO_DO
 
     nothing = (engine.stats or {}).get("finish_reason") == NOTHING_TO_DO
-    if nothing and not stopped and ending.nothing_left is not None:
+    # a "finished" run may leave URLs queued in the file: a parked host's, for the next
+    # run (issue #25 trial 22: it said "nothing left to fetch" and no resume command)
+    left = None
+    if outcome == "finished" and not stopped:
+        with contextlib.suppress(CrawldeckError):
+            counted = store.counts()
+            left = counted["queued"] + counted["in_flight"]
+    if nothing and not stopped and not left and ending.nothing_left is not None:
         lines.append(ending.nothing_left)
     kept = kept_seeds_note(engine.seeds_added_live, db)
+    if left:
+        lines.append(ending.resume + kept)
     if stopped or outcome in BUDGET_FLAGS:
         go_on = None
         if not stopped and outcome in WHOLE_CRAWL_BUDGETS:
@@ -419,6 +428,9 @@ def _finish(
     heading = outcome_heading("stopped" if stopped else outcome, ending.caps,
                               failed=bool(failures), stopped_by=engine.stop_asked_by,
                               blocked=bool(failures) and "was blocked" in failures[0])  # fmt: skip
+    if left and not failures:
+        heading = (f"finished this run: {plural(left, 'URL')} left queued for the next run "
+                   "(a parked host's: see the warnings)")  # fmt: skip
     try:
         partial, links_cut = store.partial_pages(), store.links_cut_pages()
     except CrawldeckError:
@@ -430,7 +442,7 @@ def _finish(
             responses=stats.get("responses_by_status", {}),
             no_response=stats.get("transport_errors_by_reason", {}),
             retries=stats.get("retries_by_reason", {}),
-            partial=partial, links_cut=links_cut,
+            partial=partial, links_cut=links_cut, left=left,
         )  # fmt: skip
         print("\n".join(lines), flush=True)
         for line in failures:

@@ -299,6 +299,16 @@ def test_a_link_left_queued_behind_a_parked_host_says_why(tmp_path: Path) -> Non
         assert (server.count("/a"), server.count("/b")) == (1, 0)
     assert proc.returncode == 0, proc.stderr
     assert rows(tmp_path / "c.db", "SELECT state FROM hosts") == [("parked",)]
+    # the run says what it left and how to go on (trial 22: "nothing left to fetch")
+    assert (
+        proc.stdout.startswith(
+            "finished this run: 1 URL left queued for the next run (a parked host's: see the"
+            " warnings)\n"
+        )
+        or "\nfinished this run: 1 URL left queued for the next run" in proc.stdout
+    )
+    assert re.search(r"queued \(left\)\s*│ 1\s*│", proc.stdout), proc.stdout
+    assert "\nresume with: " in proc.stdout
     listed = run("links", "c.db", cwd=tmp_path)
     assert listed.stdout.splitlines() == [
         # its answer parked the host

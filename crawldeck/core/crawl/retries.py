@@ -197,7 +197,8 @@ class Retries:
                 backoff = f"HTTP {result.status}, backoff {outcome.backoff_s:.1f} s"
                 self.retry(entry, f"http_{result.status}", backoff)
                 return None
-            self._obs.log(f"{host}: giving up on {entry.url} after {entry.attempts + 1} tries")
+            tries = plural(entry.attempts + 1, "try", "tries")
+            self._obs.log(f"{host}: giving up on {entry.url} after {tries}")
         if self._gate.should_demote(host, now) and not stats.demoted:
             stats.demoted = True
             self._frontier.demote(host)
